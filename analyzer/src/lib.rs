@@ -1,0 +1,1 @@
+//! The cltrap analyzer library.

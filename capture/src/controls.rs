@@ -1,0 +1,263 @@
+//! The capture controls, defined once (CLIntercept's `controls.h` pattern).
+//!
+//! [`CONTROLS`] is the single table. The shim reads the `CLTRAP_*` environment variables
+//! from it, `cltrap run` derives its flags from it (and turns them into those variables for
+//! the application), and `cltrap controls --markdown` prints the README table from it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// One control: its environment variable, `cltrap run` flag, default and help text.
+#[derive(Debug, Clone, Copy)]
+pub struct Control {
+    /// Environment variable the shim reads.
+    pub env: &'static str,
+    /// Long flag of `cltrap run` (without `--`).
+    pub flag: &'static str,
+    /// Value placeholder shown in help.
+    pub value_name: &'static str,
+    /// Default when unset (empty = none).
+    pub default: &'static str,
+    /// One-line description.
+    pub help: &'static str,
+}
+
+/// Every capture control. Order is the order of `cltrap run --help` and the README table.
+pub const CONTROLS: &[Control] = &[
+    Control {
+        env: "CLTRAP_DIR",
+        flag: "out",
+        value_name: "DIR",
+        default: "./cltrap-out",
+        help: "Capture directory (created; an existing capture is appended to).",
+    },
+    Control {
+        env: "CLTRAP_CAPTURE",
+        flag: "capture",
+        value_name: "on|off",
+        default: "on",
+        help: "`off` loads the shim as a pure pass-through (for measuring its overhead).",
+    },
+    Control {
+        env: "CLTRAP_KERNELS",
+        flag: "kernels",
+        value_name: "GLOBS",
+        default: "*",
+        help: "Comma-separated kernel-name globs to capture (`*` and `?` wildcards).",
+    },
+    Control {
+        env: "CLTRAP_LAUNCHES",
+        flag: "launches",
+        value_name: "A..B",
+        default: "",
+        help: "Capture only enqueues A..B (0-based, B exclusive; either side may be empty) of the whole run.",
+    },
+    Control {
+        env: "CLTRAP_PER_KERNEL",
+        flag: "per-kernel",
+        value_name: "N",
+        default: "",
+        help: "Capture at most the first N launches of each kernel name.",
+    },
+    Control {
+        env: "CLTRAP_BUFFERS",
+        flag: "buffers",
+        value_name: "full|hash|none",
+        default: "full",
+        help: "Buffer contents before/after each launch: stored (deduplicated), digests only, or not read.",
+    },
+    Control {
+        env: "CLTRAP_MAX_MB",
+        flag: "max-mb",
+        value_name: "MB",
+        default: "4096",
+        help: "Disk budget for stored contents; past it the capture continues in `hash` mode (said once on stderr).",
+    },
+];
+
+/// How much of each buffer the capture keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BufferMode {
+    /// Contents stored as blobs: launches can be replayed.
+    Full,
+    /// Digests only: outputs can be compared with a replay, inputs cannot be restored.
+    Hash,
+    /// Nothing read: no synchronisation added to the application at all.
+    None,
+}
+
+impl BufferMode {
+    /// The control's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BufferMode::Full => "full",
+            BufferMode::Hash => "hash",
+            BufferMode::None => "none",
+        }
+    }
+}
+
+/// The settings of one capture, parsed from the controls.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub dir: PathBuf,
+    pub capture: bool,
+    pub kernels: Vec<String>,
+    pub launches: (u64, u64),
+    pub per_kernel: Option<u64>,
+    pub buffers: BufferMode,
+    pub max_bytes: u64,
+}
+
+impl Settings {
+    /// Parses settings from the process environment.
+    pub fn from_env() -> Result<Settings, String> {
+        let mut values = HashMap::new();
+        for c in CONTROLS {
+            if let Ok(v) = std::env::var(c.env) {
+                values.insert(c.env, v);
+            }
+        }
+        Settings::from_values(&values)
+    }
+
+    /// Parses settings from `env name → value`; absent names take their default.
+    /// The error names the variable and the value that could not be understood.
+    pub fn from_values(values: &HashMap<&str, String>) -> Result<Settings, String> {
+        let get = |env: &str| -> String {
+            values.get(env).cloned().unwrap_or_else(|| {
+                CONTROLS.iter().find(|c| c.env == env).map(|c| c.default).unwrap_or("").to_string()
+            })
+        };
+        let bad = |env: &str, v: &str, want: &str| format!("{env}={v:?} is not valid: expected {want}");
+
+        let capture = match get("CLTRAP_CAPTURE").as_str() {
+            "on" | "1" | "true" | "" => true,
+            "off" | "0" | "false" => false,
+            v => return Err(bad("CLTRAP_CAPTURE", v, "on or off")),
+        };
+        let kernels: Vec<String> = get("CLTRAP_KERNELS")
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        let launches_s = get("CLTRAP_LAUNCHES");
+        let launches = if launches_s.trim().is_empty() {
+            (0, u64::MAX)
+        } else {
+            let (a, b) = launches_s
+                .split_once("..")
+                .ok_or_else(|| bad("CLTRAP_LAUNCHES", &launches_s, "A..B"))?;
+            let a = if a.trim().is_empty() {
+                0
+            } else {
+                a.trim().parse().map_err(|_| bad("CLTRAP_LAUNCHES", &launches_s, "A..B"))?
+            };
+            let b = if b.trim().is_empty() {
+                u64::MAX
+            } else {
+                b.trim().parse().map_err(|_| bad("CLTRAP_LAUNCHES", &launches_s, "A..B"))?
+            };
+            (a, b)
+        };
+        let per_kernel_s = get("CLTRAP_PER_KERNEL");
+        let per_kernel = if per_kernel_s.trim().is_empty() {
+            None
+        } else {
+            Some(
+                per_kernel_s
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad("CLTRAP_PER_KERNEL", &per_kernel_s, "a number"))?,
+            )
+        };
+        let buffers = match get("CLTRAP_BUFFERS").as_str() {
+            "full" | "" => BufferMode::Full,
+            "hash" => BufferMode::Hash,
+            "none" => BufferMode::None,
+            v => return Err(bad("CLTRAP_BUFFERS", v, "full, hash or none")),
+        };
+        let max_s = get("CLTRAP_MAX_MB");
+        let max_mb: u64 =
+            max_s.trim().parse().map_err(|_| bad("CLTRAP_MAX_MB", &max_s, "a number of megabytes"))?;
+        Ok(Settings {
+            dir: PathBuf::from(get("CLTRAP_DIR")),
+            capture,
+            kernels,
+            launches,
+            per_kernel,
+            buffers,
+            max_bytes: max_mb.saturating_mul(1 << 20),
+        })
+    }
+
+    /// Whether launch number `seq` of kernel `name` is inside the window and name filter.
+    /// (The per-kernel count is the caller's, which knows how many it kept.)
+    pub fn wants(&self, seq: u64, name: &str) -> bool {
+        seq >= self.launches.0
+            && seq < self.launches.1
+            && (self.kernels.is_empty() || self.kernels.iter().any(|g| glob_match(g, name)))
+    }
+}
+
+/// `*` / `?` glob matching, enough for kernel names.
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    fn go(p: &[u8], n: &[u8]) -> bool {
+        match (p.first(), n.first()) {
+            (None, None) => true,
+            (Some(b'*'), _) => go(&p[1..], n) || (!n.is_empty() && go(p, &n[1..])),
+            (Some(b'?'), Some(_)) => go(&p[1..], &n[1..]),
+            (Some(a), Some(b)) if a == b => go(&p[1..], &n[1..]),
+            _ => false,
+        }
+    }
+    go(pattern.as_bytes(), name.as_bytes())
+}
+
+/// The README table of controls, generated so docs and code cannot disagree.
+pub fn markdown_table() -> String {
+    let mut s = String::from("| env variable | `cltrap run` flag | default | meaning |\n|---|---|---|---|\n");
+    for c in CONTROLS {
+        let default = if c.default.is_empty() { "(unset)" } else { c.default };
+        s.push_str(&format!(
+            "| `{}` | `--{} {}` | `{}` | {} |\n",
+            c.env, c.flag, c.value_name, default, c.help
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_safe_and_parse() {
+        let s = Settings::from_values(&HashMap::new()).expect("defaults parse");
+        assert!(s.capture);
+        assert_eq!(s.buffers, BufferMode::Full);
+        assert_eq!(s.launches, (0, u64::MAX));
+        assert!(s.wants(12345, "anything"));
+    }
+
+    #[test]
+    fn window_and_globs_filter_launches() {
+        let mut v = HashMap::new();
+        v.insert("CLTRAP_LAUNCHES", "2..5".to_string());
+        v.insert("CLTRAP_KERNELS", "vec*,sum".to_string());
+        let s = Settings::from_values(&v).expect("parses");
+        assert!(!s.wants(1, "vec_add"));
+        assert!(s.wants(2, "vec_add"));
+        assert!(s.wants(4, "sum"));
+        assert!(!s.wants(4, "summ"));
+        assert!(!s.wants(5, "vec_add"));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let mut v = HashMap::new();
+        v.insert("CLTRAP_BUFFERS", "most".to_string());
+        let e = Settings::from_values(&v).unwrap_err();
+        assert!(e.contains("CLTRAP_BUFFERS"), "{e}");
+    }
+}

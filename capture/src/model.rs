@@ -1,0 +1,289 @@
+//! The records of a capture. Every field is plain data so captures can be read, diffed and
+//! generated (fuzz suites) without an OpenCL runtime.
+
+use serde::{Deserialize, Serialize};
+
+/// A blake3 digest in lower-case hex: the name of a blob in `blobs/`.
+pub type Hash = String;
+
+/// The manifest at the root of a capture: identifies the format and the process that wrote it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    /// Always [`crate::FORMAT_NAME`].
+    pub format: String,
+    /// [`crate::FORMAT_VERSION`] of the writer.
+    pub version: u32,
+    /// Writer identification, e.g. `cltrap-shim 0.1.0` or `cltrap fuzz 0.1.0`.
+    pub writer: String,
+    /// Process id of the captured application (0 for generated suites).
+    #[serde(default)]
+    pub pid: u32,
+    /// Command line of the captured application, when known.
+    #[serde(default)]
+    pub argv: Vec<String>,
+    /// Seconds since the Unix epoch at capture start.
+    #[serde(default)]
+    pub started_unix: u64,
+    /// Buffer mode the capture ran with (`full`, `hash`, `none`).
+    #[serde(default)]
+    pub buffer_mode: String,
+}
+
+/// Reference to a run of bytes: stored in full, known only by digest, or not recorded.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Content {
+    /// Bytes are in `blobs/` under `hash`.
+    Blob { hash: Hash, size: u64 },
+    /// Only the digest was recorded (buffer mode `hash`): comparable, not restorable.
+    Digest { hash: Hash, size: u64 },
+    /// Nothing was recorded (buffer mode `none`, or reading failed: see `note`).
+    Missing {
+        #[serde(default)]
+        note: String,
+    },
+}
+
+impl Content {
+    /// The digest, when the bytes or their digest were recorded.
+    pub fn hash(&self) -> Option<&str> {
+        match self {
+            Content::Blob { hash, .. } | Content::Digest { hash, .. } => Some(hash),
+            Content::Missing { .. } => None,
+        }
+    }
+}
+
+/// One frame of the application's stack: where a program was built or a kernel launched.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct Site {
+    /// Path of the executable or library containing the caller.
+    pub module: String,
+    /// Offset of the return address inside `module` (for `addr2line -e module offset`).
+    pub offset: u64,
+    /// Nearest exported symbol from `dladdr`, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    /// `file:line` when the writer could resolve it (the analyzer may fill it later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+}
+
+/// How a program object came to be; stored as a content-addressed JSON blob so that
+/// thousands of launches of one program share one record.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProgramRecord {
+    pub origin: ProgramOrigin,
+    /// Options the application passed to `clBuildProgram` (or `clLinkProgram` for linked
+    /// programs), exactly as given: cltrap's own additions are not included.
+    #[serde(default)]
+    pub options: String,
+    /// Names of the devices the program was built for.
+    #[serde(default)]
+    pub devices: Vec<String>,
+    /// Where the application created the program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_site: Option<Site>,
+}
+
+/// The ways OpenCL can create a program.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ProgramOrigin {
+    /// `clCreateProgramWithSource`: the source strings, one blob each, in order.
+    Source { sources: Vec<Hash> },
+    /// `clCreateProgramWithBinary`: one binary per device. Replayable only on a device that
+    /// accepts the binary.
+    Binary { binaries: Vec<Hash> },
+    /// `clCreateProgramWithIL` (SPIR-V).
+    Il { il: Hash },
+    /// `clCreateProgramWithBuiltInKernels`: not replayable elsewhere.
+    BuiltIn { kernel_names: String },
+    /// `clLinkProgram` over programs compiled with `clCompileProgram`.
+    Linked { inputs: Vec<CompiledInput> },
+}
+
+/// One input of `clLinkProgram`: a program compiled separately with its own options and
+/// embedded headers.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CompiledInput {
+    pub origin: Box<ProgramOrigin>,
+    /// Options passed to `clCompileProgram`.
+    #[serde(default)]
+    pub compile_options: String,
+    /// `(include name, header source blob)` pairs passed to `clCompileProgram`.
+    #[serde(default)]
+    pub headers: Vec<(String, Hash)>,
+}
+
+/// Platform and device facts at capture time, so a replay can say where the capture came from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct DeviceRecord {
+    pub platform: String,
+    pub name: String,
+    pub vendor: String,
+    pub driver_version: String,
+    pub version: String,
+}
+
+/// A memory object's identity inside one capture: arguments that share an id alias the same
+/// `cl_mem`, which a replay must preserve.
+pub type MemId = u64;
+
+/// One kernel argument as it was when the launch was enqueued.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ArgRecord {
+    /// A by-value argument: its raw bytes in hex, as passed to `clSetKernelArg`.
+    Scalar {
+        #[serde(flatten)]
+        info: ArgInfo,
+        bytes: String,
+    },
+    /// A `__local` pointer: only its size.
+    Local {
+        #[serde(flatten)]
+        info: ArgInfo,
+        size: u64,
+    },
+    /// A `__global`/`__constant` pointer set to NULL.
+    NullBuffer {
+        #[serde(flatten)]
+        info: ArgInfo,
+    },
+    /// A buffer (or sub-buffer) object.
+    Buffer {
+        #[serde(flatten)]
+        info: ArgInfo,
+        mem: MemId,
+        /// `cl_mem_flags` of the object.
+        flags: u64,
+        size: u64,
+        /// For sub-buffers: the parent's id and the origin inside it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sub_of: Option<(MemId, u64)>,
+        before: Content,
+        after: Content,
+    },
+    /// An image object.
+    Image {
+        #[serde(flatten)]
+        info: ArgInfo,
+        mem: MemId,
+        flags: u64,
+        image: ImageRecord,
+        before: Content,
+        after: Content,
+    },
+    /// A sampler object, recreated from its properties.
+    Sampler {
+        #[serde(flatten)]
+        info: ArgInfo,
+        normalized_coords: bool,
+        addressing_mode: u32,
+        filter_mode: u32,
+    },
+    /// An SVM pointer (`clSetKernelArgSVMPointer`): recorded, not replayable.
+    Svm {
+        #[serde(flatten)]
+        info: ArgInfo,
+        pointer: u64,
+    },
+    /// Never set by the application (the launch itself would fail).
+    Unset {
+        #[serde(flatten)]
+        info: ArgInfo,
+    },
+}
+
+impl ArgRecord {
+    /// The common part every argument has.
+    pub fn info(&self) -> &ArgInfo {
+        match self {
+            ArgRecord::Scalar { info, .. }
+            | ArgRecord::Local { info, .. }
+            | ArgRecord::NullBuffer { info }
+            | ArgRecord::Buffer { info, .. }
+            | ArgRecord::Image { info, .. }
+            | ArgRecord::Sampler { info, .. }
+            | ArgRecord::Svm { info, .. }
+            | ArgRecord::Unset { info } => info,
+        }
+    }
+}
+
+/// What `clGetKernelArgInfo` said about an argument (empty strings where the driver would not say).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct ArgInfo {
+    pub index: u32,
+    #[serde(default)]
+    pub name: String,
+    /// e.g. `float4*`, `uint`, `struct params`.
+    #[serde(default)]
+    pub type_name: String,
+    /// `global`, `constant`, `local` or `private`.
+    #[serde(default)]
+    pub address_space: String,
+    /// `const`, `restrict`, `volatile`, `read_only`, ... space-separated.
+    #[serde(default)]
+    pub qualifiers: String,
+}
+
+/// Image description and format, enough to recreate the image anywhere.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct ImageRecord {
+    /// `cl_mem_object_type` (e.g. `CL_MEM_OBJECT_IMAGE2D`).
+    pub image_type: u32,
+    pub channel_order: u32,
+    pub channel_data_type: u32,
+    pub width: u64,
+    pub height: u64,
+    pub depth: u64,
+    pub array_size: u64,
+    /// Bytes per pixel (`CL_IMAGE_ELEMENT_SIZE`); contents are stored tightly packed.
+    pub element_size: u64,
+}
+
+/// Which API call launched the kernel.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LaunchApi {
+    NdRange,
+    Task,
+}
+
+/// One kernel launch: everything needed to re-run it and check the result.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LaunchRecord {
+    /// Sequential id in the capture (0-based, in order of completion of the record).
+    pub id: u64,
+    /// Index of the enqueue among *all* launches the application made (filtered ones count).
+    #[serde(default)]
+    pub seq: u64,
+    pub kernel: String,
+    /// Blob holding the JSON [`ProgramRecord`].
+    pub program: Hash,
+    pub api: LaunchApi,
+    pub work_dim: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global_offset: Option<Vec<u64>>,
+    pub global_size: Vec<u64>,
+    /// `None` when the application passed NULL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_size: Option<Vec<u64>>,
+    pub args: Vec<ArgRecord>,
+    pub device: DeviceRecord,
+    /// `cl_command_queue_properties` of the queue.
+    #[serde(default)]
+    pub queue_properties: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_site: Option<Site>,
+    /// OS thread id of the caller.
+    #[serde(default)]
+    pub thread: u64,
+    /// What the enqueue returned to the application.
+    pub status: i32,
+    /// Why this launch cannot be replayed exactly (empty = replayable).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_replayable: Vec<String>,
+}

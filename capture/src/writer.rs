@@ -1,0 +1,186 @@
+//! Writing a capture: content-addressed blobs plus an append-only launch log.
+//!
+//! Both types are `Sync`: the shim records launches from many application threads at once.
+
+use crate::model::{Hash, LaunchRecord, Manifest};
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Why a capture could not be written. The shim reports the first one and carries on.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("cannot create capture directory {path}: {source}")]
+    CreateDir { path: PathBuf, source: std::io::Error },
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("cannot encode record: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// The digest cltrap uses for every blob: blake3, lower-case hex.
+pub fn digest(bytes: &[u8]) -> Hash {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+/// Path of a blob inside a capture directory (`blobs/ab/abcdef...`).
+pub fn blob_path(dir: &Path, hash: &str) -> PathBuf {
+    let prefix = hash.get(..2).unwrap_or("xx");
+    dir.join("blobs").join(prefix).join(hash)
+}
+
+/// Content-addressed byte storage; each distinct content is written once per capture.
+pub struct BlobStore {
+    dir: PathBuf,
+    known: Mutex<HashSet<Hash>>,
+    bytes_written: AtomicU64,
+    tmp_counter: AtomicU64,
+}
+
+impl BlobStore {
+    /// A store rooted at capture directory `dir` (blobs go to `dir/blobs`).
+    pub fn new(dir: &Path) -> Self {
+        BlobStore {
+            dir: dir.to_path_buf(),
+            known: Mutex::new(HashSet::new()),
+            bytes_written: AtomicU64::new(0),
+            tmp_counter: AtomicU64::new(0),
+        }
+    }
+
+    /// Stores `bytes` (unless already stored) and returns their digest.
+    pub fn put(&self, bytes: &[u8]) -> Result<Hash, WriteError> {
+        let hash = digest(bytes);
+        self.put_with_hash(&hash, bytes)?;
+        Ok(hash)
+    }
+
+    /// Stores `bytes` under an already computed digest.
+    pub fn put_with_hash(&self, hash: &str, bytes: &[u8]) -> Result<(), WriteError> {
+        if self.is_known(hash) {
+            return Ok(());
+        }
+        let path = blob_path(&self.dir, hash);
+        if !path.exists() {
+            let parent = path.parent().unwrap_or(&self.dir).to_path_buf();
+            fs::create_dir_all(&parent)
+                .map_err(|source| WriteError::CreateDir { path: parent.clone(), source })?;
+            let n = self.tmp_counter.fetch_add(1, Ordering::Relaxed);
+            let tmp = parent.join(format!(".tmp-{}-{}-{}", std::process::id(), n, hash));
+            let write = || -> std::io::Result<()> {
+                let mut f = File::create(&tmp)?;
+                f.write_all(bytes)?;
+                fs::rename(&tmp, &path)
+            };
+            if let Err(source) = write() {
+                let _ = fs::remove_file(&tmp);
+                return Err(WriteError::Write { path, source });
+            }
+            self.bytes_written.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        }
+        if let Ok(mut known) = self.known.lock() {
+            known.insert(hash.to_string());
+        }
+        Ok(())
+    }
+
+    /// Whether this store already holds `hash` (written by this process).
+    pub fn is_known(&self, hash: &str) -> bool {
+        self.known.lock().map(|k| k.contains(hash)).unwrap_or(false)
+    }
+
+    /// Bytes of blob content this process actually wrote (duplicates not counted).
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written.load(Ordering::Relaxed)
+    }
+}
+
+/// An open capture being written: manifest, blobs and the launch log.
+pub struct CaptureWriter {
+    dir: PathBuf,
+    /// Where sources, programs and buffer contents go.
+    pub blobs: BlobStore,
+    log: Mutex<File>,
+    next_id: AtomicU64,
+}
+
+impl CaptureWriter {
+    /// Creates (or continues) a capture in `dir` and writes its manifest.
+    ///
+    /// An existing capture of the same format is appended to, with ids continuing after its
+    /// last launch, so several processes of one run (e.g. a shell script) share one capture.
+    pub fn create(dir: &Path, manifest: &Manifest) -> Result<Self, WriteError> {
+        fs::create_dir_all(dir.join("blobs"))
+            .map_err(|source| WriteError::CreateDir { path: dir.to_path_buf(), source })?;
+        let manifest_path = dir.join("manifest.json");
+        if !manifest_path.exists() {
+            let tmp = dir.join(format!(".manifest-{}.tmp", std::process::id()));
+            let text = serde_json::to_vec_pretty(manifest)?;
+            fs::write(&tmp, text)
+                .and_then(|_| fs::rename(&tmp, &manifest_path))
+                .map_err(|source| WriteError::Write { path: manifest_path.clone(), source })?;
+        }
+        let log_path = dir.join("launches.jsonl");
+        drop_partial_last_line(&log_path)
+            .map_err(|source| WriteError::Write { path: log_path.clone(), source })?;
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|source| WriteError::Write { path: log_path.clone(), source })?;
+        let next_id = count_complete_lines(&log_path);
+        Ok(CaptureWriter {
+            dir: dir.to_path_buf(),
+            blobs: BlobStore::new(dir),
+            log: Mutex::new(log),
+            next_id: AtomicU64::new(next_id),
+        })
+    }
+
+    /// The capture directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Appends one launch; assigns its `id`. The blobs it names must already be stored.
+    ///
+    /// The id is taken and the line written under one lock, so ids in the log are in order.
+    pub fn append(&self, mut record: LaunchRecord) -> Result<u64, WriteError> {
+        let path = self.dir.join("launches.jsonl");
+        let mut log = match self.log.lock() {
+            Ok(l) => l,
+            Err(p) => p.into_inner(),
+        };
+        let id = self.next_id.load(Ordering::Relaxed);
+        record.id = id;
+        let mut line = serde_json::to_vec(&record)?;
+        line.push(b'\n');
+        log.write_all(&line).map_err(|source| WriteError::Write { path, source })?;
+        self.next_id.store(id + 1, Ordering::Relaxed);
+        Ok(id)
+    }
+}
+
+fn count_complete_lines(path: &Path) -> u64 {
+    match fs::read(path) {
+        Ok(bytes) => bytes.iter().filter(|b| **b == b'\n').count() as u64,
+        Err(_) => 0,
+    }
+}
+
+/// A writer killed mid-line leaves a partial last line; cut it off before appending so the
+/// log stays one complete record per line.
+fn drop_partial_last_line(path: &Path) -> std::io::Result<()> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(_) => return Ok(()),
+    };
+    if bytes.is_empty() || bytes.ends_with(b"\n") {
+        return Ok(());
+    }
+    let keep = bytes.iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(0);
+    OpenOptions::new().write(true).open(path)?.set_len(keep as u64)
+}
