@@ -1,0 +1,1 @@
+//! OpenCL C front-end and instrumentation passes (work in progress).
