@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the bundled C programs (the demo app and the benchmarks) into target/, never into the
+# source tree. Usage: scripts/build-c.sh [demo|bench|all]   (default: all)
+# Prints nothing but errors; the binaries are:
+#   target/examples/cltrap-demo
+#   target/bench/launch-storm  target/bench/buffer-heavy
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CC="${CC:-cc}"
+CFLAGS=(-O2 -Wall -Wextra -std=gnu11)
+what="${1:-all}"
+
+build() { # build OUT SRC
+    local out="$1" src="$2"
+    mkdir -p "$(dirname "$out")"
+    if [ ! -x "$out" ] || [ "$src" -nt "$out" ]; then
+        "$CC" "${CFLAGS[@]}" -o "$out" "$src" -lOpenCL -lm
+    fi
+}
+
+case "$what" in
+demo | all) build target/examples/cltrap-demo examples/demo/demo.c ;;&
+bench | all)
+    build target/bench/launch-storm bench/launch_storm.c
+    build target/bench/buffer-heavy bench/buffer_heavy.c
+    ;;
+demo) ;;
+*)
+    echo "usage: scripts/build-c.sh [demo|bench|all]" >&2
+    exit 2
+    ;;
+esac

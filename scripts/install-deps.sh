@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Installs what cltrap needs on a fresh Debian/Ubuntu machine, and nothing when it is all there.
+#
+# Why a separate script: CI runs only `scripts/test.sh` on a fresh machine, and `scripts/setup.sh`
+# runs it too, so both share this one list. It is idempotent and fast on a second run: it asks
+# dpkg which packages are missing and calls apt-get only for those.
+#
+# What it installs:
+#   build tools   build-essential pkg-config binutils time
+#   OpenCL        pocl-opencl-icd (the CPU device), ocl-icd-libopencl1 (the loader, with layer
+#                 support), ocl-icd-opencl-dev, opencl-c-headers, clinfo
+#   analyses      libclang-dev (kernel front end), libz3-dev (solver)
+#   tests         python3-venv python3-pip (pyopencl test), and the third-party apps the tests
+#                 run under the shim: clpeak, clfft-client, ffmpeg
+#   Rust          via rustup, only when no `cargo` is found
+set -euo pipefail
+
+PACKAGES=(
+    build-essential pkg-config binutils time ca-certificates curl git
+    pocl-opencl-icd ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers clinfo
+    libclang-dev libz3-dev
+    python3-venv python3-pip
+    clpeak clfft-client ffmpeg
+)
+
+say() { printf '==> %s\n' "$*"; }
+die() { printf 'cltrap install: %s\n' "$*" >&2; exit 1; }
+
+missing_packages() {
+    local p
+    for p in "${PACKAGES[@]}"; do
+        if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+            printf '%s\n' "$p"
+        fi
+    done
+}
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo "$@"
+    else
+        die "need root to run '$*' (run as root or install sudo)"
+    fi
+}
+
+install_packages() {
+    command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 \
+        || die "this script supports Debian/Ubuntu (apt-get); install the packages listed in scripts/install-deps.sh by hand"
+    mapfile -t missing < <(missing_packages)
+    if [ "${#missing[@]}" -eq 0 ]; then
+        say "system packages: all present"
+        return
+    fi
+    say "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    as_root apt-get update -q
+    # clpeak and clfft-client live in Ubuntu's "universe"; enable it there when it is missing.
+    if [ -r /etc/os-release ] && grep -qi '^ID=ubuntu' /etc/os-release \
+        && ! apt-cache show clfft-client >/dev/null 2>&1 && command -v add-apt-repository >/dev/null 2>&1; then
+        as_root add-apt-repository -y universe
+        as_root apt-get update -q
+    fi
+    as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+    mapfile -t still < <(missing_packages)
+    [ "${#still[@]}" -eq 0 ] || die "apt-get did not install: ${still[*]}"
+}
+
+ensure_cargo() {
+    if command -v cargo >/dev/null 2>&1; then
+        say "rust: $(cargo --version)"
+        return
+    fi
+    if [ -x "$HOME/.cargo/bin/cargo" ]; then
+        say "rust: found in ~/.cargo/bin (add it to PATH: . \"\$HOME/.cargo/env\")"
+        return
+    fi
+    say "rust: cargo not found, installing the stable toolchain with rustup"
+    if ! curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs -o /tmp/rustup-init.sh \
+        || ! sh /tmp/rustup-init.sh -y --profile minimal --default-toolchain stable; then
+        die "cargo is missing and rustup could not be downloaded from https://sh.rustup.rs; install Rust >= 1.80 (https://rustup.rs) and run this again"
+    fi
+}
+
+ensure_opencl_device() {
+    local devices
+    devices="$(clinfo -l 2>/dev/null || true)"
+    if ! grep -q 'Device' <<<"$devices"; then
+        die "no OpenCL device is visible (clinfo -l lists none); is pocl-opencl-icd installed and /etc/OpenCL/vendors populated?"
+    fi
+    say "OpenCL devices:"
+    printf '%s\n' "$devices"
+}
+
+install_packages
+ensure_cargo
+ensure_opencl_device
