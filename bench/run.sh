@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# cltrap benchmarks: the launch storm and the buffer-heavy program, each run natively, under
+# the shim with capture off (pure pass-through), with `--buffers hash` and with `--buffers full`.
+# The four modes ALTERNATE within each round (the order rotates every round), so drift of the
+# machine (thermal, page cache, other load) hits every mode alike; medians are printed with the
+# ratios to native, the capture's bytes versus the unique contents, MB/s of full capture and
+# the peak RSS (of the application process, via /usr/bin/time).
+#
+# Usage: bench/run.sh                 (ROUNDS=5 STORM_N=100000 HEAVY_N=200 by default)
+#        ROUNDS=3 MODES="native off" bench/run.sh
+# Raw rows go to target/bench/results.tsv; captures are made in target/bench/cap-* and deleted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS="${ROUNDS:-5}"
+STORM_N="${STORM_N:-100000}"
+HEAVY_N="${HEAVY_N:-200}"
+read -r -a MODES <<<"${MODES:-native off hash full}"
+
+CLTRAP=target/release/cltrap
+TIME=/usr/bin/time
+[ -x "$TIME" ] || { echo "bench: $TIME is missing (apt-get install time)" >&2; exit 1; }
+if [ ! -x "$CLTRAP" ] || [ ! -e target/release/libcltrap.so ]; then
+    cargo build --release -p cltrap -p cltrap-shim
+fi
+scripts/build-c.sh bench
+
+OUTDIR=target/bench
+RESULTS="$OUTDIR/results.tsv"
+: >"$RESULTS"
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "OpenCL:  $(clinfo -l 2>/dev/null | tr '\n' ' ' | sed 's/  */ /g')"
+echo "PoCL:    $(dpkg-query -W -f='${Version}' pocl-opencl-icd 2>/dev/null || echo unknown)"
+echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')   rounds: $ROUNDS   modes: ${MODES[*]}"
+
+run_one() { # run_one BENCH MODE ROUND BINARY ARGS...
+    local bench="$1" mode="$2" round="$3"
+    shift 3
+    local cap="$OUTDIR/cap-$bench-$mode" out tfile cmd
+    tfile="$(mktemp)"
+    rm -rf "$cap"
+    case "$mode" in
+    native) cmd=("$@") ;;
+    off) cmd=("$CLTRAP" run --out "$cap" --capture off -- "$@") ;;
+    hash | full) cmd=("$CLTRAP" run --out "$cap" --buffers "$mode" -- "$@") ;;
+    *) echo "bench: unknown mode $mode" >&2; exit 2 ;;
+    esac
+    if ! out="$("$TIME" -f '%e %M' -o "$tfile" "${cmd[@]}")"; then
+        echo "bench: '${cmd[*]}' failed:" >&2
+        printf '%s\n' "$out" >&2
+        exit 1
+    fi
+    local loop_s check wall_s rss stats="{}"
+    loop_s="$(sed -n 's/.*loop_s=\([0-9.]*\).*/\1/p' <<<"$out")"
+    check="$(sed -n 's/.*check=\([A-Za-z]*\).*/\1/p' <<<"$out")"
+    if [ -z "$loop_s" ] || [ "$check" != ok ]; then
+        echo "bench: $bench under $mode did not report a correct result:" >&2
+        printf '%s\n' "$out" >&2
+        exit 1
+    fi
+    read -r wall_s rss < <(tail -n 1 "$tfile")
+    rm -f "$tfile"
+    if [ "$mode" = hash ] || [ "$mode" = full ]; then
+        stats="$(python3 bench/capstats.py "$cap")"
+    fi
+    rm -rf "$cap"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$bench" "$mode" "$round" "$loop_s" "$wall_s" "$rss" "$stats" >>"$RESULTS"
+    printf '  round %s %-13s %-7s loop %8ss  wall %7ss  maxrss %7s kB\n' "$round" "$bench" "$mode" "$loop_s" "$wall_s" "$rss"
+}
+
+for ((r = 1; r <= ROUNDS; r++)); do
+    n="${#MODES[@]}"
+    for ((i = 0; i < n; i++)); do
+        mode="${MODES[$(((i + r - 1) % n))]}"
+        run_one launch-storm "$mode" "$r" target/bench/launch-storm "$STORM_N"
+        run_one buffer-heavy "$mode" "$r" target/bench/buffer-heavy "$HEAVY_N"
+    done
+done
+
+python3 bench/summary.py "$RESULTS"

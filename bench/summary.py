@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Medians and ratios of bench/run.sh's raw results (a TSV, one row per run).
+
+Columns: bench mode round loop_s wall_s maxrss_kb stats_json
+Prints, per benchmark, one row per mode: median loop time (first enqueue to clFinish, measured
+by the program), median whole-process wall time, both as ratios to native, peak RSS, and for
+capture modes the bytes written versus the unique contents and the capture throughput.
+"""
+import json
+import statistics
+import sys
+
+MODES = ["native", "off", "hash", "full"]
+LABEL = {"native": "native", "off": "shim, capture off", "hash": "capture --buffers hash",
+         "full": "capture --buffers full"}
+
+
+def mb(n):
+    return n / 1e6
+
+
+def main(path):
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            bench, mode, _round, loop_s, wall_s, rss, stats = line.rstrip("\n").split("\t")
+            rows.setdefault(bench, {}).setdefault(mode, []).append(
+                (float(loop_s), float(wall_s), int(rss), json.loads(stats)))
+    for bench, modes in rows.items():
+        n = len(next(iter(modes.values())))
+        print(f"\n{bench}  (median of {n} alternating rounds)")
+        print(f"  {'mode':24} {'loop s':>9} {'x native':>9} {'wall s':>8} {'x native':>9}"
+              f" {'max RSS MB':>11}")
+        base = modes.get("native")
+        base_loop = statistics.median(r[0] for r in base) if base else None
+        base_wall = statistics.median(r[1] for r in base) if base else None
+        for mode in MODES:
+            runs = modes.get(mode)
+            if not runs:
+                continue
+            loop = statistics.median(r[0] for r in runs)
+            wall = statistics.median(r[1] for r in runs)
+            rss = statistics.median(r[2] for r in runs) / 1024
+            rl = f"{loop / base_loop:.3f}" if base_loop else "-"
+            rw = f"{wall / base_wall:.3f}" if base_wall else "-"
+            print(f"  {LABEL[mode]:24} {loop:9.3f} {rl:>9} {wall:8.3f} {rw:>9} {rss:11.1f}")
+        for mode in ("hash", "full"):
+            runs = modes.get(mode)
+            if not runs or not runs[-1][3]:
+                continue
+            s = runs[-1][3]
+            loop = statistics.median(r[0] for r in runs)
+            wall = statistics.median(r[1] for r in runs)
+            print(f"  {mode}: {s['launches']} launches captured; contents seen "
+                  f"{mb(s['content_total']):.1f} MB, unique {mb(s['content_unique']):.1f} MB, "
+                  f"content blobs on disk {mb(s['content_on_disk']):.1f} MB, other blobs "
+                  f"{mb(s['other_on_disk']):.3f} MB, log {mb(s['log_bytes']):.2f} MB, "
+                  f"total written {mb(s['written']):.1f} MB")
+            if mode == "full":
+                verdict = "yes" if s["content_on_disk"] <= s["content_unique"] else "NO"
+                print(f"  full: writes no more content bytes than the unique contents: {verdict}; "
+                      f"{mb(s['content_total']) / wall:.0f} MB/s of contents captured, "
+                      f"{mb(s['written']) / wall:.0f} MB/s written (per wall second)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: summary.py RESULTS.tsv")
+    main(sys.argv[1])
