@@ -1,0 +1,54 @@
+/* Fixture: a known, repeating launch sequence — fill, accumulate, scale — four times over
+ * (12 launches, enqueue numbers 0..11), for testing the capture filters and buffer modes. */
+#include "common.h"
+
+enum { N = 128, ROUNDS = 4 };
+
+int main(void) {
+    cl_platform_id plat;
+    cl_device_id dev;
+    pick_device(&plat, &dev);
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CHECK_ERR(err);
+    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
+    CHECK_ERR(err);
+    cl_program p = build_program(ctx, dev, "sequence.cl", "");
+    cl_kernel kfill = make_kernel(p, "fill");
+    cl_kernel kacc = make_kernel(p, "accumulate");
+    cl_kernel kscale = make_kernel(p, "scale");
+    int zeros[N] = {0};
+    /* `tmp` is only ever written by `fill`: its previous contents never matter. */
+    cl_mem tmp = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, sizeof(int) * N, NULL, &err);
+    CHECK_ERR(err);
+    cl_mem acc = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zeros, zeros, &err);
+    CHECK_ERR(err);
+    CHECK(clSetKernelArg(kfill, 0, sizeof tmp, &tmp));
+    CHECK(clSetKernelArg(kacc, 0, sizeof acc, &acc));
+    CHECK(clSetKernelArg(kacc, 1, sizeof tmp, &tmp));
+    CHECK(clSetKernelArg(kscale, 0, sizeof acc, &acc));
+    size_t g = N;
+    long want[N] = {0};
+    for (int r = 0; r < ROUNDS; r++) {
+        int v = r * 10 + 1, k = (r % 2) ? -1 : 2;
+        CHECK(clSetKernelArg(kfill, 1, sizeof v, &v));
+        CHECK(clSetKernelArg(kscale, 1, sizeof k, &k));
+        CHECK(clEnqueueNDRangeKernel(q, kfill, 1, NULL, &g, NULL, 0, NULL, NULL));
+        CHECK(clEnqueueNDRangeKernel(q, kacc, 1, NULL, &g, NULL, 0, NULL, NULL));
+        CHECK(clEnqueueNDRangeKernel(q, kscale, 1, NULL, &g, NULL, 0, NULL, NULL));
+        for (int i = 0; i < N; i++) want[i] = (want[i] + v + i) * k;
+    }
+    int got[N];
+    CHECK(clEnqueueReadBuffer(q, acc, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL));
+    for (int i = 0; i < N; i++) EXPECT(got[i] == want[i], "acc[%d]=%d want %ld", i, got[i], want[i]);
+    printf("sequence: %d launches, acc[0]=%d acc[127]=%d\n", ROUNDS * 3, got[0], got[N - 1]);
+    clReleaseMemObject(tmp);
+    clReleaseMemObject(acc);
+    clReleaseKernel(kfill);
+    clReleaseKernel(kacc);
+    clReleaseKernel(kscale);
+    clReleaseProgram(p);
+    clReleaseCommandQueue(q);
+    clReleaseContext(ctx);
+    return finish("sequence");
+}
