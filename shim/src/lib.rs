@@ -1,1 +1,53 @@
-//! placeholder
+//! `libcltrap.so`: sits between an unmodified application and its OpenCL driver and records
+//! every kernel launch into a cltrap capture (see the `cltrap-capture` crate).
+//!
+//! # Two doors, one core
+//!
+//! 1. **LD_PRELOAD** (`exports`): the library exports every entry point the Linux ICD loader
+//!    exports. Each forwards to the next definition (`dlsym(RTLD_NEXT)`, or `libOpenCL.so.1`
+//!    when the application loads its loader privately, as pyopencl does).
+//! 2. **Loader layer** (`layer`): `clGetLayerInfo` / `clInitLayer` for `OPENCL_LAYERS`
+//!    (ocl-icd ≥ 2.3, the Khronos loader). The loader hands us its next dispatch table and
+//!    calls our table instead. This is the only way to see applications that `dlopen` the
+//!    loader and look functions up by handle (hashcat, OpenCV, ...). When the library is
+//!    preloaded, its constructor (`register`) prepends its own path to `OPENCL_LAYERS`, so
+//!    such applications are caught without any setup.
+//!
+//! Both doors call the same interception core (`core`), whose functions take the "next"
+//! dispatch table of the door they came through; no recording code exists twice.
+//!
+//! # Exactly once
+//!
+//! Every API call is recorded exactly once whichever door it came through (`door`):
+//! once our layer serves the loader the exports forward to, exports are a plain jump and the
+//! layer records; before that (or with a loader without layer support, or an application
+//! linking a vendor library directly) the exports record, and a thread-local scope keeps the
+//! layer from recording a call that an export further up the same stack already records.
+//!
+//! # Transparency
+//!
+//! The application's call is forwarded exactly once, with its own arguments (one exception:
+//! ` -cl-kernel-arg-info` is appended to build options while capturing, retried without it if
+//! the driver refuses), outside any panic guard; all recording work runs inside
+//! `catch_unwind` and never changes return codes, events or blocking behaviour. Capture I/O
+//! failures are reported once on stderr (`cltrap: ...`) and recording stops. With
+//! `CLTRAP_CAPTURE=off` the exports are a relaxed atomic load and an indirect call, and no
+//! layer is registered. In processes that never call OpenCL the library does nothing beyond
+//! setting `OPENCL_LAYERS` in its own environment.
+//!
+//! What this crate is not for: analysing or replaying captures (that is the analyzer), or
+//! loading libclang (never inside the application).
+
+mod api;
+mod core;
+mod door;
+mod exports;
+mod layer;
+mod preload;
+mod register;
+mod sink;
+mod site;
+mod state;
+
+/// The dispatch table shape both doors use for "the next definitions".
+pub(crate) type Next = opencl_sys::cl_icd::cl_icd_dispatch;

@@ -1,0 +1,75 @@
+//! The LD_PRELOAD door: every OpenCL entry point the Linux loader exports, exported again.
+//!
+//! Each export forwards to [`crate::preload::next`]. Hooked entry points go through the
+//! interception core while [`crate::door::exports_record`] says this door records; otherwise
+//! (capture off, or our layer serves the same loader) they are a plain forward. Every export's
+//! signature is checked at compile time against opencl-sys' `<name>_t`.
+
+#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
+
+use crate::api::cl_api;
+use libc::{c_char, c_void, intptr_t, size_t};
+use opencl_sys::cl_egl::*;
+use opencl_sys::cl_icd::*;
+use opencl_sys::*;
+
+/// What an export returns when there is nothing to forward to (no OpenCL loader at all).
+pub trait Missing {
+    /// The failure value of this return type.
+    fn missing() -> Self;
+}
+impl Missing for cl_int {
+    fn missing() -> Self {
+        CL_INVALID_OPERATION
+    }
+}
+impl<T> Missing for *mut T {
+    fn missing() -> Self {
+        std::ptr::null_mut()
+    }
+}
+impl Missing for () {
+    fn missing() -> Self {}
+}
+
+macro_rules! body {
+    (plain $name:ident, $f:ident, ($($p:ident),*)) => {
+        $f($($p),*)
+    };
+    (hook $name:ident, $f:ident, ($($p:ident),*)) => {
+        if crate::door::exports_record() {
+            let _scope = crate::door::ExportScope::enter();
+            crate::core::$name(crate::preload::next(), $($p),*)
+        } else {
+            $f($($p),*)
+        }
+    };
+}
+
+macro_rules! exports {
+    ($($kind:ident $name:ident = $ty:ident [$($err:ident)?] ($($p:ident : $t:ty),*) -> $r:ty;)*) => {
+        $(
+            #[no_mangle]
+            pub unsafe extern "C" fn $name($($p: $t),*) -> $r {
+                match crate::preload::next().$name {
+                    Some(f) => body!($kind $name, f, ($($p),*)),
+                    None => {
+                        $(
+                            if !$err.is_null() {
+                                // SAFETY: the caller passed a writable errcode pointer or NULL.
+                                unsafe { *$err = CL_INVALID_OPERATION };
+                            }
+                        )?
+                        <$r as Missing>::missing()
+                    }
+                }
+            }
+            const _: $ty = Some($name);
+        )*
+    };
+}
+
+cl_api!(exports);
+
+#[allow(dead_code)]
+type Unused = (c_char, c_void, intptr_t, size_t);

@@ -1,0 +1,80 @@
+//! Where launches go: the capture directory, created at the first recorded launch, and the
+//! one-time reporting of anything that went wrong (the application itself carries on).
+
+use cltrap_capture::{CaptureWriter, Manifest, WriteError, FORMAT_NAME, FORMAT_VERSION};
+use once_cell::sync::OnceCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static WRITER: OnceCell<Option<CaptureWriter>> = OnceCell::new();
+static BROKEN: AtomicBool = AtomicBool::new(false);
+static REPORTED: AtomicBool = AtomicBool::new(false);
+
+/// Prints one line on stderr, prefixed `cltrap:` (never stdout: it belongs to the app).
+pub fn say(message: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "cltrap: {message}");
+}
+
+/// Reports the first problem of this process; later ones are dropped so that a broken disk
+/// does not flood the application's stderr.
+pub fn report_once(message: &str) {
+    if !REPORTED.swap(true, Ordering::Relaxed) {
+        say(message);
+    }
+}
+
+/// Stops recording for the rest of the process after an I/O failure, saying why once.
+pub fn fail(e: &WriteError) {
+    BROKEN.store(true, Ordering::Relaxed);
+    report_once(&format!(
+        "{e}; capture stopped, the application continues unchanged"
+    ));
+}
+
+/// Whether recording still works (false after an I/O failure).
+pub fn healthy() -> bool {
+    !BROKEN.load(Ordering::Relaxed)
+}
+
+/// The capture writer, created on first use (None when capture is off or creation failed).
+pub fn writer() -> Option<&'static CaptureWriter> {
+    if !healthy() {
+        return None;
+    }
+    WRITER
+        .get_or_init(|| {
+            let settings = crate::state::settings()?;
+            match CaptureWriter::create(&settings.dir, &manifest(settings)) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    fail(&e);
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+fn manifest(settings: &cltrap_capture::Settings) -> Manifest {
+    let argv = std::fs::read("/proc/self/cmdline")
+        .map(|b| {
+            b.split(|c| *c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let started_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    Manifest {
+        format: FORMAT_NAME.into(),
+        version: FORMAT_VERSION,
+        writer: format!("cltrap-shim {}", env!("CARGO_PKG_VERSION")),
+        pid: std::process::id(),
+        argv,
+        started_unix,
+        buffer_mode: settings.buffers.as_str().into(),
+    }
+}
