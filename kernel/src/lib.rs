@@ -1,1 +1,22 @@
-//! OpenCL C front-end and instrumentation passes (work in progress).
+//! OpenCL C front-end (libclang) and source-to-source instrumentation passes for cltrap.
+//!
+//! What it is for: turning a captured program's source into cltrap's typed kernel model
+//! ([`model::Program`]) and rewriting that source (by byte ranges of the user's own text) into
+//! instrumented variants: permuted work-group schedules ([`permute`]) and coverage counters
+//! ([`coverage`]). Fuzzing, solving and mutation testing reuse the same model.
+//!
+//! What it is not for: running kernels. **Architecture invariant:** this crate never links or
+//! loads OpenCL; it only loads libclang (at run time, via `clang-sys`), and every pass is a pure
+//! function from source text to instrumented text plus a map.
+
+pub mod clang;
+pub mod edits;
+pub mod error;
+pub mod frontend;
+pub mod model;
+pub mod options;
+
+pub use edits::Edits;
+pub use error::KernelError;
+pub use frontend::{parse_program, parse_with, ParseOptions};
+pub use model::Program;
