@@ -1,1 +1,239 @@
-fn main() {}
+//! `cltrap`: the command line. Glue only — the work is in the `cltrap_analyzer` library.
+
+use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
+use cltrap_analyzer::executor::{list_devices, DeviceSelector};
+use cltrap_analyzer::launcher::{self, RunRequest};
+use cltrap_analyzer::replay::{self, Outcome, ReplayOptions};
+use cltrap_analyzer::site::Resolver;
+use cltrap_analyzer::{ids, list, show};
+use cltrap_capture::{Capture, CONTROLS};
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Capture OpenCL kernel launches of unmodified applications, then list, show and replay them.
+#[derive(Parser)]
+#[command(name = "cltrap", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run APP with the capture shim loaded; capture flags below (one per CLTRAP_* control).
+    Run {
+        /// The shim library (default: $CLTRAP_SHIM, or libcltrap.so next to cltrap).
+        #[arg(long, value_name = "PATH")]
+        shim: Option<PathBuf>,
+        /// The application and its arguments (after `--`).
+        #[arg(
+            required = true,
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "APP"
+        )]
+        command: Vec<OsString>,
+    },
+    /// One line per captured launch: kernel, sizes, scalar arguments, launch site.
+    List {
+        /// Capture directory.
+        dir: PathBuf,
+    },
+    /// Everything about one launch.
+    Show {
+        dir: PathBuf,
+        id: u64,
+        /// Print the raw launch record (and its program record) as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-run launches and compare every buffer with what the application saw.
+    Replay {
+        dir: PathBuf,
+        /// Launch ids: 3, 0,2,5 or 2-7 (default: all).
+        ids: Option<String>,
+        /// Platform by index or case-insensitive name substring.
+        #[arg(long)]
+        platform: Option<String>,
+        /// Device by index or case-insensitive name substring.
+        #[arg(long)]
+        device: Option<String>,
+        /// Allow floating-point outputs to differ by up to N ulp.
+        #[arg(long, default_value_t = 0, value_name = "N")]
+        ulp: u64,
+    },
+    /// The capture controls (env variables and `cltrap run` flags).
+    Controls {
+        /// As the README's markdown table.
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// The OpenCL platforms and devices a replay can use.
+    Devices,
+}
+
+/// Exit status for bad input.
+const BAD_INPUT: u8 = 2;
+
+/// The `run` subcommand gets one flag per control, derived from the table.
+fn command() -> clap::Command {
+    Cli::command().mut_subcommand("run", |mut run| {
+        for c in CONTROLS {
+            let help = format!(
+                "{} [env {}; default: {}]",
+                c.help,
+                c.env,
+                if c.default.is_empty() {
+                    "unset"
+                } else {
+                    c.default
+                }
+            );
+            run = run.arg(
+                Arg::new(c.flag)
+                    .long(c.flag)
+                    .value_name(c.value_name)
+                    .help(help)
+                    .action(ArgAction::Set),
+            );
+        }
+        run
+    })
+}
+
+fn open(dir: &Path) -> Result<Capture, String> {
+    Capture::open(dir).map_err(|e| e.to_string())
+}
+
+fn main() -> ExitCode {
+    let matches = command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    match dispatch(cli, &matches) {
+        Ok(code) => ExitCode::from(code),
+        Err(msg) => {
+            eprintln!("cltrap: {msg}");
+            ExitCode::from(BAD_INPUT)
+        }
+    }
+}
+
+fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
+    let mut stdout = std::io::stdout().lock();
+    match cli.command {
+        Cmd::Run { shim, command } => {
+            let sub = matches.subcommand_matches("run");
+            let controls = CONTROLS
+                .iter()
+                .filter_map(|c| {
+                    sub.and_then(|m| m.get_one::<String>(c.flag))
+                        .map(|v| (*c, v.clone()))
+                })
+                .collect();
+            let shim = launcher::find_shim(shim.as_deref()).map_err(|e| e.to_string())?;
+            let report = launcher::run(&RunRequest {
+                controls,
+                shim,
+                command,
+            })
+            .map_err(|e| e.to_string())?;
+            eprintln!("cltrap: {}", report.summary);
+            Ok(u8::try_from(report.exit_code & 0xff).unwrap_or(1))
+        }
+        Cmd::List { dir } => {
+            let capture = open(&dir)?;
+            let _ = write!(stdout, "{}", list::render(&capture, &mut Resolver::new()));
+            Ok(0)
+        }
+        Cmd::Show { dir, id, json } => {
+            let capture = open(&dir)?;
+            let launch = capture.launch(id).map_err(|e| e.to_string())?;
+            if json {
+                let program = capture.program(&launch.program).ok();
+                let value = serde_json::json!({ "launch": launch, "program": program });
+                let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+                let _ = writeln!(stdout, "{text}");
+            } else {
+                let _ = write!(
+                    stdout,
+                    "{}",
+                    show::render(&capture, launch, &mut Resolver::new())
+                );
+            }
+            Ok(0)
+        }
+        Cmd::Replay {
+            dir,
+            ids,
+            platform,
+            device,
+            ulp,
+        } => {
+            let capture = open(&dir)?;
+            let ids = ids
+                .map(|s| ids::parse_ids(&s))
+                .transpose()
+                .map_err(|e| e.to_string())?;
+            let opts = ReplayOptions {
+                ids,
+                device: DeviceSelector { platform, device },
+                ulp,
+            };
+            let mut told = HashSet::new();
+            let (session, summary) = replay::replay(&capture, &opts, |r| {
+                let _ = writeln!(stdout, "{r}");
+                let _ = stdout.flush();
+                if let Outcome::Error { full, .. } = &r.outcome {
+                    if told.insert(full.clone()) {
+                        eprintln!("cltrap: launch {} ({}): {full}", r.id, r.kernel);
+                    }
+                }
+            })
+            .map_err(|e| e.to_string())?;
+            let info = session.info();
+            let _ = writeln!(stdout, "{summary} on {} ({})", info.name, info.platform);
+            Ok(summary.exit_code() as u8)
+        }
+        Cmd::Controls { markdown } => {
+            if markdown {
+                let _ = write!(stdout, "{}", cltrap_capture::controls::markdown_table());
+            } else {
+                let w = CONTROLS.iter().map(|c| c.env.len()).max().unwrap_or(0);
+                let f = CONTROLS
+                    .iter()
+                    .map(|c| c.flag.len() + c.value_name.len() + 3)
+                    .max()
+                    .unwrap_or(0);
+                for c in CONTROLS {
+                    let flag = format!("--{} {}", c.flag, c.value_name);
+                    let default = if c.default.is_empty() {
+                        "(unset)"
+                    } else {
+                        c.default
+                    };
+                    let _ = writeln!(
+                        stdout,
+                        "{:<w$}  {flag:<f$}  default {default}: {}",
+                        c.env, c.help
+                    );
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Devices => {
+            let all = list_devices().map_err(|e| e.to_string())?;
+            for (i, (p, devs)) in all.iter().enumerate() {
+                let _ = writeln!(stdout, "platform {i}: {p}");
+                for (j, d) in devs.iter().enumerate() {
+                    let _ = writeln!(stdout, "  device {j}: {d}");
+                }
+            }
+            Ok(0)
+        }
+    }
+}

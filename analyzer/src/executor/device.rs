@@ -1,0 +1,218 @@
+//! Choosing and opening a device.
+
+use super::cl::{info_string, Context, Queue};
+use super::{cl_err, ExecError};
+use opencl_sys::{
+    cl_device_id, cl_platform_id, CL_DEVICE_NAME, CL_DEVICE_TYPE_ALL, CL_DEVICE_VERSION,
+    CL_DRIVER_VERSION, CL_PLATFORM_NAME, CL_QUEUE_PROFILING_ENABLE,
+};
+
+/// Which platform and device to use: each by index (`0`) or case-insensitive name substring
+/// (`pocl`, `nvidia`). `None` = the first platform that has a device, its first device.
+#[derive(Debug, Clone, Default)]
+pub struct DeviceSelector {
+    pub platform: Option<String>,
+    pub device: Option<String>,
+}
+
+/// Facts about the opened device, for reports.
+#[derive(Debug, Clone)]
+pub struct DeviceInfo {
+    pub platform: String,
+    pub name: String,
+    pub version: String,
+    pub driver_version: String,
+}
+
+/// An open device: context and a profiling queue. Programs built in a session run in it.
+pub struct Session {
+    pub(crate) device: cl_device_id,
+    // Field order matters: the queue is released before the context.
+    pub(crate) queue: Queue,
+    pub(crate) context: Context,
+    info: DeviceInfo,
+}
+
+fn matches(sel: &str, index: usize, name: &str) -> bool {
+    match sel.trim().parse::<usize>() {
+        Ok(i) => i == index,
+        Err(_) => name.to_lowercase().contains(&sel.trim().to_lowercase()),
+    }
+}
+
+fn platforms() -> Result<Vec<(cl_platform_id, String)>, ExecError> {
+    let ids = match cl3::platform::get_platform_ids() {
+        Ok(ids) => ids,
+        Err(opencl_sys::CL_PLATFORM_NOT_FOUND_KHR) => return Err(ExecError::NoPlatform),
+        Err(c) => return Err(cl_err("clGetPlatformIDs")(c)),
+    };
+    if ids.is_empty() {
+        return Err(ExecError::NoPlatform);
+    }
+    Ok(ids
+        .into_iter()
+        .map(|p| {
+            let name = cl3::platform::get_platform_data(p, CL_PLATFORM_NAME)
+                .map(info_string)
+                .unwrap_or_default();
+            (p, name)
+        })
+        .collect())
+}
+
+fn devices(p: cl_platform_id) -> Vec<(cl_device_id, String)> {
+    cl3::device::get_device_ids(p, CL_DEVICE_TYPE_ALL)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| (d, device_string(d, CL_DEVICE_NAME)))
+        .collect()
+}
+
+fn device_string(d: cl_device_id, what: u32) -> String {
+    cl3::device::get_device_data(d, what)
+        .map(info_string)
+        .unwrap_or_default()
+}
+
+/// Every platform with its devices, as `(platform name, [device names])`.
+pub fn list_devices() -> Result<Vec<(String, Vec<String>)>, ExecError> {
+    Ok(platforms()?
+        .into_iter()
+        .map(|(p, name)| (name, devices(p).into_iter().map(|(_, n)| n).collect()))
+        .collect())
+}
+
+impl Session {
+    /// Opens the selected device with a fresh context and a profiling, in-order queue.
+    pub fn open(sel: &DeviceSelector) -> Result<Session, ExecError> {
+        let all = platforms()?;
+        let listing = |v: &[(usize, String)]| {
+            v.iter()
+                .map(|(i, n)| format!("{i}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let named: Vec<(usize, String)> = all
+            .iter()
+            .enumerate()
+            .map(|(i, (_, n))| (i, n.clone()))
+            .collect();
+        let candidates: Vec<&(cl_platform_id, String)> = match &sel.platform {
+            Some(want) => {
+                let v: Vec<_> = all
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, (_, n))| matches(want, *i, n))
+                    .map(|(_, p)| p)
+                    .collect();
+                if v.is_empty() {
+                    return Err(ExecError::NoSuchPlatform {
+                        want: want.clone(),
+                        available: listing(&named),
+                    });
+                }
+                v
+            }
+            None => all.iter().collect(),
+        };
+        let mut chosen = None;
+        for (p, pname) in &candidates {
+            let devs = devices(*p);
+            let pick = match &sel.device {
+                Some(want) => devs
+                    .iter()
+                    .enumerate()
+                    .find(|(i, (_, n))| matches(want, *i, n))
+                    .map(|(_, d)| d.clone()),
+                None => devs.first().cloned(),
+            };
+            match pick {
+                Some(d) => {
+                    chosen = Some((*p, pname.clone(), d));
+                    break;
+                }
+                None if sel.platform.is_some() => {
+                    let dn: Vec<(usize, String)> = devs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (_, n))| (i, n.clone()))
+                        .collect();
+                    return Err(ExecError::NoSuchDevice {
+                        want: sel.device.clone().unwrap_or_default(),
+                        platform: pname.clone(),
+                        available: if dn.is_empty() {
+                            "none".into()
+                        } else {
+                            listing(&dn)
+                        },
+                    });
+                }
+                None => {}
+            }
+        }
+        let (_platform, pname, (device, dname)) = match chosen {
+            Some(c) => c,
+            None => {
+                return Err(match &sel.device {
+                    Some(want) => ExecError::NoSuchDevice {
+                        want: want.clone(),
+                        platform: "any platform".into(),
+                        available: all
+                            .iter()
+                            .flat_map(|(p, _)| devices(*p).into_iter().map(|(_, n)| n))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    },
+                    None => ExecError::NoPlatform,
+                })
+            }
+        };
+        let context = Context(
+            cl3::context::create_context(&[device], std::ptr::null(), None, std::ptr::null_mut())
+                .map_err(cl_err(format!("creating a context on {dname}")))?,
+        );
+        // SAFETY: `device` belongs to `context`, which was created for exactly that device.
+        #[allow(deprecated)]
+        let queue = Queue(
+            unsafe {
+                cl3::command_queue::create_command_queue(
+                    context.raw(),
+                    device,
+                    CL_QUEUE_PROFILING_ENABLE,
+                )
+            }
+            .map_err(cl_err(format!("creating a queue on {dname}")))?,
+        );
+        let info = DeviceInfo {
+            platform: pname,
+            name: dname,
+            version: device_string(device, CL_DEVICE_VERSION),
+            driver_version: device_string(device, CL_DRIVER_VERSION),
+        };
+        Ok(Session {
+            device,
+            queue,
+            context,
+            info,
+        })
+    }
+
+    /// The opened device.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors_match_by_index_or_name_substring() {
+        assert!(matches("0", 0, "Portable Computing Language"));
+        assert!(!matches("1", 0, "Portable Computing Language"));
+        assert!(matches("portable", 3, "Portable Computing Language"));
+        assert!(matches(" NVIDIA ", 1, "NVIDIA CUDA"));
+        assert!(!matches("intel", 0, "NVIDIA CUDA"));
+    }
+}

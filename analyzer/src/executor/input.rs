@@ -1,0 +1,226 @@
+//! A launch as plain data: geometry and argument values, independent of any capture.
+//!
+//! Replays make one from a captured launch; fuzzers make them up or mutate them.
+
+use super::ExecError;
+use crate::values::unhex;
+use cltrap_capture::writer::digest;
+use cltrap_capture::{ArgRecord, Capture, Content, ImageRecord, LaunchRecord, MemId};
+
+/// One kernel argument, ready to be set.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputArg {
+    /// By-value bytes, exactly as for `clSetKernelArg`.
+    Scalar(Vec<u8>),
+    /// A `__local` allocation of this many bytes.
+    Local(u64),
+    /// A NULL `__global`/`__constant` pointer.
+    NullBuffer,
+    /// A buffer with initial contents. Arguments with the same `Some(mem)` share one object
+    /// (aliasing); `None` always gets an object of its own.
+    Buffer {
+        mem: Option<MemId>,
+        flags: u64,
+        bytes: Vec<u8>,
+    },
+    /// An image with initial (tightly packed) contents; sharing as for buffers.
+    Image {
+        mem: Option<MemId>,
+        flags: u64,
+        image: ImageRecord,
+        bytes: Vec<u8>,
+    },
+    /// A sampler, by its properties.
+    Sampler {
+        normalized_coords: bool,
+        addressing_mode: u32,
+        filter_mode: u32,
+    },
+}
+
+/// Everything needed to run one kernel once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchInput {
+    pub kernel: String,
+    pub work_dim: u32,
+    pub global_offset: Option<Vec<u64>>,
+    pub global_size: Vec<u64>,
+    /// `None` = let the implementation choose (NULL), as the application did.
+    pub local_size: Option<Vec<u64>>,
+    pub args: Vec<InputArg>,
+}
+
+/// What a memory argument must hold after the run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expected {
+    Bytes(Vec<u8>),
+    /// Only the digest is known (buffer mode `hash`).
+    Digest(String),
+    /// Nothing to compare with; the reason.
+    Unknown(String),
+}
+
+/// Bytes of a pre-launch content. A digest-only content can still be restored when it is
+/// the digest of all zeros (a freshly cleared output buffer, the common case).
+fn restore(capture: &Capture, c: &Content, size: u64, what: &str) -> Result<Vec<u8>, ExecError> {
+    if let Content::Digest { hash, size: s } = c {
+        let n = usize::try_from(*s).unwrap_or(usize::MAX);
+        if *s == size && n <= 1 << 30 && digest(&vec![0u8; n]) == *hash {
+            return Ok(vec![0u8; n]);
+        }
+    }
+    Ok(capture.content(c, what)?)
+}
+
+fn expected(capture: &Capture, c: &Content, what: &str) -> Result<Expected, ExecError> {
+    Ok(match c {
+        Content::Blob { .. } => Expected::Bytes(capture.content(c, what)?),
+        Content::Digest { hash, .. } => Expected::Digest(hash.clone()),
+        Content::Missing { note } => Expected::Unknown(if note.is_empty() {
+            "not recorded".into()
+        } else {
+            note.clone()
+        }),
+    })
+}
+
+impl LaunchInput {
+    /// The launch as the application made it, with every buffer and image restored to its
+    /// pre-launch contents. Fails with a skip-kind error ([`ExecError::is_skip`]) when the
+    /// launch is marked not replayable or its inputs were not recorded.
+    pub fn from_record(capture: &Capture, l: &LaunchRecord) -> Result<LaunchInput, ExecError> {
+        if !l.not_replayable.is_empty() {
+            return Err(ExecError::NotReplayable(l.not_replayable.join("; ")));
+        }
+        let mut args = Vec::with_capacity(l.args.len());
+        for (i, a) in l.args.iter().enumerate() {
+            let name = |a: &ArgRecord| {
+                let info = a.info();
+                if info.name.is_empty() {
+                    format!("argument {i} of launch {}", l.id)
+                } else {
+                    format!("argument {i} ({}) of launch {}", info.name, l.id)
+                }
+            };
+            args.push(match a {
+                ArgRecord::Scalar { bytes, .. } => {
+                    InputArg::Scalar(unhex(bytes).ok_or_else(|| {
+                        ExecError::Capture(cltrap_capture::ReadError::Corrupt {
+                            path: capture.dir().join("launches.jsonl"),
+                            message: format!("{} has invalid hex bytes {bytes:?}", name(a)),
+                        })
+                    })?)
+                }
+                ArgRecord::Local { size, .. } => InputArg::Local(*size),
+                ArgRecord::NullBuffer { .. } => InputArg::NullBuffer,
+                ArgRecord::Buffer {
+                    mem,
+                    flags,
+                    size,
+                    before,
+                    ..
+                } => InputArg::Buffer {
+                    mem: Some(*mem),
+                    flags: *flags,
+                    bytes: restore(
+                        capture,
+                        before,
+                        *size,
+                        &format!("the contents of {} before the launch", name(a)),
+                    )?,
+                },
+                ArgRecord::Image {
+                    mem,
+                    flags,
+                    image,
+                    before,
+                    ..
+                } => {
+                    let size = image_bytes(image);
+                    InputArg::Image {
+                        mem: Some(*mem),
+                        flags: *flags,
+                        image: image.clone(),
+                        bytes: restore(
+                            capture,
+                            before,
+                            size,
+                            &format!("the contents of {} before the launch", name(a)),
+                        )?,
+                    }
+                }
+                ArgRecord::Sampler {
+                    normalized_coords,
+                    addressing_mode,
+                    filter_mode,
+                    ..
+                } => InputArg::Sampler {
+                    normalized_coords: *normalized_coords,
+                    addressing_mode: *addressing_mode,
+                    filter_mode: *filter_mode,
+                },
+                ArgRecord::Svm { .. } => {
+                    return Err(ExecError::NotReplayable(format!(
+                        "{} is an SVM pointer",
+                        name(a)
+                    )))
+                }
+                ArgRecord::Unset { .. } => {
+                    return Err(ExecError::NotReplayable(format!(
+                        "{} was never set by the application",
+                        name(a)
+                    )))
+                }
+            });
+        }
+        Ok(LaunchInput {
+            kernel: l.kernel.clone(),
+            work_dim: l.work_dim,
+            global_offset: l.global_offset.clone(),
+            global_size: l.global_size.clone(),
+            local_size: l.local_size.clone(),
+            args,
+        })
+    }
+
+    /// What each argument must hold after the launch: `Some` for buffers and images, `None`
+    /// for everything else. Indexed like `args`.
+    pub fn expected_outputs(
+        capture: &Capture,
+        l: &LaunchRecord,
+    ) -> Result<Vec<Option<Expected>>, ExecError> {
+        l.args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match a {
+                ArgRecord::Buffer { after, .. } | ArgRecord::Image { after, .. } => expected(
+                    capture,
+                    after,
+                    &format!("the contents of argument {i} after launch {}", l.id),
+                )
+                .map(Some),
+                _ => Ok(None),
+            })
+            .collect()
+    }
+}
+
+/// Size in bytes of an image's tightly packed contents.
+pub fn image_bytes(image: &ImageRecord) -> u64 {
+    let (w, h, d) = image_region(image);
+    w.saturating_mul(h)
+        .saturating_mul(d)
+        .saturating_mul(image.element_size)
+}
+
+/// The `region` of an image for read/write calls: (width, height or array size, depth or array size).
+pub fn image_region(image: &ImageRecord) -> (u64, u64, u64) {
+    let one = |v: u64| v.max(1);
+    match image.image_type {
+        0x10F5 => (one(image.width), one(image.array_size), 1),
+        0x10F3 => (one(image.width), one(image.height), one(image.array_size)),
+        0x10F2 => (one(image.width), one(image.height), one(image.depth)),
+        0x10F1 => (one(image.width), one(image.height), 1),
+        _ => (one(image.width), 1, 1),
+    }
+}

@@ -1,0 +1,95 @@
+//! The executor: run one kernel launch on a chosen device, as often as needed.
+//!
+//! Every analysis of cltrap (replay, coverage, schedule permutation, fuzzing, mutation) needs
+//! the same four steps, and they live here so none of them talks to OpenCL on its own:
+//!
+//! 1. [`Session::open`] a device (platform/device by index or name);
+//! 2. [`Session::build`] a program from a captured [`cltrap_capture::ProgramRecord`], optionally
+//!    with overridden source text (an instrumented or mutated kernel) and extra options —
+//!    build once, run many times;
+//! 3. turn a captured launch into a self-contained [`LaunchInput`] ([`LaunchInput::from_record`])
+//!    — or make one up (fuzzing);
+//! 4. [`Session::run`] it, optionally with extra trailing arguments (coverage counters, a
+//!    permutation table), getting every memory argument's bytes back plus the kernel's
+//!    device time; [`check_outputs`] then compares them with what the application saw.
+//!
+//! Architecture invariant: nothing here prints; errors are [`ExecError`] values.
+
+mod cl;
+mod device;
+mod input;
+mod program;
+mod run;
+
+pub use device::{list_devices, DeviceInfo, DeviceSelector, Session};
+pub use input::{Expected, InputArg, LaunchInput};
+pub use program::{BuildOptions, BuiltProgram};
+pub use run::{check_outputs, Mismatch, RunOutput};
+
+use cltrap_capture::ReadError;
+
+/// Why a launch could not be run. `Display` is one sentence for the CLI.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("no OpenCL platform is available (is an ICD such as pocl-opencl-icd installed?)")]
+    NoPlatform,
+    #[error("{0}")]
+    Loader(String),
+    #[error("no OpenCL platform matches {want:?}; available: {available}")]
+    NoSuchPlatform { want: String, available: String },
+    #[error("no device matches {want:?} on platform {platform}; available: {available}")]
+    NoSuchDevice {
+        want: String,
+        platform: String,
+        available: String,
+    },
+    #[error("{what} failed: {code}")]
+    Cl { what: String, code: String },
+    #[error("the program does not build on {device}:\n{log}")]
+    Build { device: String, log: String },
+    #[error("kernel {kernel:?} is not in the rebuilt program")]
+    NoKernel { kernel: String },
+    #[error("kernel {kernel} takes {expected} arguments but the launch has {got}")]
+    ArgCount {
+        kernel: String,
+        expected: u32,
+        got: usize,
+    },
+    #[error("argument {index} of kernel {kernel} was refused by clSetKernelArg: {code}")]
+    SetArg {
+        kernel: String,
+        index: usize,
+        code: String,
+    },
+    #[error("not replayable: {0}")]
+    NotReplayable(String),
+    #[error("{0}")]
+    Capture(#[from] ReadError),
+    #[error("the build options contain a NUL byte")]
+    BadOptions,
+    #[error("the kernel failed while running: {code}")]
+    Execution { code: String },
+}
+
+impl ExecError {
+    /// True when the launch cannot be replayed from this capture at all (missing inputs, SVM,
+    /// built-in kernels) — a replay reports it as `skipped`, not as a failure.
+    pub fn is_skip(&self) -> bool {
+        matches!(
+            self,
+            ExecError::NotReplayable(_) | ExecError::Capture(ReadError::NotRecorded { .. })
+        )
+    }
+}
+
+pub(crate) fn cl_err(what: impl Into<String>) -> impl FnOnce(i32) -> ExecError {
+    let what = what.into();
+    move |code| {
+        match code {
+        cl3::error_codes::DLOPEN_RUNTIME_LOAD_FAILED => ExecError::Loader(
+            "the OpenCL ICD loader (libOpenCL.so.1) could not be loaded; install ocl-icd-libopencl1".into(),
+        ),
+        c => ExecError::Cl { what, code: cl::error_name(c) },
+    }
+    }
+}

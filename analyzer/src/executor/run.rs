@@ -1,0 +1,461 @@
+//! Running a [`LaunchInput`] and judging its outputs.
+
+use super::cl::{Event, Kernel, Mem, Sampler};
+use super::input::{image_region, Expected, InputArg};
+use super::{cl_err, BuiltProgram, ExecError, LaunchInput, Session};
+use crate::compare::{compare, Difference, Tolerance};
+use crate::values::pointee_type;
+use cltrap_capture::writer::digest;
+use cltrap_capture::{ArgInfo, MemId};
+use opencl_sys::{
+    cl_image_desc, cl_image_format, cl_mem, CL_EVENT_COMMAND_EXECUTION_STATUS, CL_KERNEL_NUM_ARGS,
+    CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY,
+    CL_PROFILING_COMMAND_END, CL_PROFILING_COMMAND_START, CL_TRUE,
+};
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    /// Contents after the run of every buffer/image argument (extras included, after the
+    /// kernel's own), `None` for other arguments. Indexed like `args` then `extras`.
+    pub outputs: Vec<Option<Vec<u8>>>,
+    /// Device time of the kernel (profiling event), when the driver reports it.
+    pub kernel_ns: Option<u64>,
+}
+
+/// The first difference found in one argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub arg_index: usize,
+    pub arg_name: String,
+    pub type_name: String,
+    pub difference: Difference,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = if self.arg_name.is_empty() {
+            "?"
+        } else {
+            &self.arg_name
+        };
+        let ty = if self.type_name.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", self.type_name)
+        };
+        write!(
+            f,
+            "argument {} ({name}{ty}): {}",
+            self.arg_index, self.difference
+        )
+    }
+}
+
+/// Compares outputs with what was expected; one [`Mismatch`] per differing argument, in
+/// argument order. `ulp` applies to arguments whose type name says their elements are floating.
+pub fn check_outputs(
+    infos: &[ArgInfo],
+    expected: &[Option<Expected>],
+    out: &RunOutput,
+    ulp: u64,
+) -> Vec<Mismatch> {
+    let mut found = Vec::new();
+    for (i, exp) in expected.iter().enumerate() {
+        let (Some(exp), Some(Some(got))) = (exp, out.outputs.get(i)) else {
+            continue;
+        };
+        let info = infos.get(i).cloned().unwrap_or_default();
+        let difference = match exp {
+            Expected::Bytes(e) => compare(
+                e,
+                got,
+                Tolerance {
+                    element: pointee_type(&info.type_name),
+                    ulp,
+                },
+            ),
+            Expected::Digest(h) => {
+                let g = digest(got);
+                (g != *h).then(|| Difference::Digest {
+                    expected: h.clone(),
+                    got: g,
+                })
+            }
+            Expected::Unknown(_) => None,
+        };
+        if let Some(difference) = difference {
+            found.push(Mismatch {
+                arg_index: i,
+                arg_name: info.name,
+                type_name: info.type_name,
+                difference,
+            });
+        }
+    }
+    found
+}
+
+fn access_flags(flags: u64) -> u64 {
+    let f = flags & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY);
+    if f == 0 {
+        CL_MEM_READ_WRITE
+    } else {
+        f
+    }
+}
+
+fn to_sizes(v: &[u64]) -> Vec<usize> {
+    v.iter()
+        .map(|x| usize::try_from(*x).unwrap_or(usize::MAX))
+        .collect()
+}
+
+impl Session {
+    fn create_memory(&self, arg: &InputArg, index: usize) -> Result<Mem, ExecError> {
+        let what = format!("creating the memory object of argument {index}");
+        match arg {
+            InputArg::Buffer { flags, bytes, .. } => {
+                let mut host = bytes.clone();
+                if host.is_empty() {
+                    host.push(0);
+                }
+                // SAFETY: `host` outlives the call; COPY_HOST_PTR only reads it.
+                let m = unsafe {
+                    cl3::memory::create_buffer(
+                        self.context.raw(),
+                        access_flags(*flags) | CL_MEM_COPY_HOST_PTR,
+                        host.len(),
+                        host.as_mut_ptr().cast::<c_void>(),
+                    )
+                }
+                .map_err(cl_err(what))?;
+                Ok(Mem(m))
+            }
+            InputArg::Image {
+                flags,
+                image,
+                bytes,
+                ..
+            } => {
+                if image.image_type == 0x10F6 {
+                    return Err(ExecError::NotReplayable(format!(
+                        "argument {index} is a 1D image backed by a buffer"
+                    )));
+                }
+                let (w, h, d) = image_region(image);
+                let expected = w * h * d * image.element_size;
+                if bytes.len() as u64 != expected {
+                    return Err(ExecError::NotReplayable(format!(
+                        "argument {index}: the recorded image holds {} bytes, its description needs {expected}",
+                        bytes.len()
+                    )));
+                }
+                let format = cl_image_format {
+                    image_channel_order: image.channel_order,
+                    image_channel_data_type: image.channel_data_type,
+                };
+                // SAFETY: an all-zero cl_image_desc is valid (pitches 0, no buffer).
+                let mut desc: cl_image_desc = unsafe { std::mem::zeroed() };
+                desc.image_type = image.image_type;
+                desc.image_width = image.width.max(1) as usize;
+                desc.image_height = image.height as usize;
+                desc.image_depth = image.depth as usize;
+                desc.image_array_size = image.array_size as usize;
+                let mut host = bytes.clone();
+                // SAFETY: format/desc/host outlive the call; COPY_HOST_PTR reads `host`,
+                // which is exactly the tightly packed size checked above.
+                let m = unsafe {
+                    cl3::memory::create_image(
+                        self.context.raw(),
+                        access_flags(*flags) | CL_MEM_COPY_HOST_PTR,
+                        &format,
+                        &desc,
+                        host.as_mut_ptr().cast::<c_void>(),
+                    )
+                }
+                .map_err(cl_err(what))?;
+                Ok(Mem(m))
+            }
+            _ => Err(ExecError::NotReplayable(format!(
+                "argument {index} is not a memory object"
+            ))),
+        }
+    }
+
+    fn read_back(&self, arg: &InputArg, mem: &Mem, index: usize) -> Result<Vec<u8>, ExecError> {
+        let what = format!("reading back argument {index}");
+        match arg {
+            InputArg::Buffer { bytes, .. } => {
+                let mut out = vec![0u8; bytes.len()];
+                if !out.is_empty() {
+                    // SAFETY: `out` has exactly the buffer's size; the read is blocking.
+                    let ev = unsafe {
+                        cl3::command_queue::enqueue_read_buffer(
+                            self.queue.raw(),
+                            mem.raw(),
+                            CL_TRUE,
+                            0,
+                            out.len(),
+                            out.as_mut_ptr().cast::<c_void>(),
+                            0,
+                            std::ptr::null(),
+                        )
+                    }
+                    .map_err(cl_err(what))?;
+                    drop(Event(ev));
+                }
+                Ok(out)
+            }
+            InputArg::Image { image, bytes, .. } => {
+                let (w, h, d) = image_region(image);
+                let mut out = vec![0u8; bytes.len()];
+                let origin = [0usize; 3];
+                let region = [w as usize, h as usize, d as usize];
+                // SAFETY: `out` holds the tightly packed region; the read is blocking.
+                let ev = unsafe {
+                    cl3::command_queue::enqueue_read_image(
+                        self.queue.raw(),
+                        mem.raw(),
+                        CL_TRUE,
+                        origin.as_ptr(),
+                        region.as_ptr(),
+                        0,
+                        0,
+                        out.as_mut_ptr().cast::<c_void>(),
+                        0,
+                        std::ptr::null(),
+                    )
+                }
+                .map_err(cl_err(what))?;
+                drop(Event(ev));
+                Ok(out)
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// Runs `input` once with `extras` appended after its arguments, and returns every memory
+    /// argument's contents afterwards plus the kernel's device time. All OpenCL objects of
+    /// the run are released before this returns.
+    pub fn run(
+        &self,
+        program: &BuiltProgram,
+        input: &LaunchInput,
+        extras: &[InputArg],
+    ) -> Result<RunOutput, ExecError> {
+        let kname = CString::new(input.kernel.as_str()).map_err(|_| ExecError::NoKernel {
+            kernel: input.kernel.clone(),
+        })?;
+        let kernel = Kernel(
+            cl3::kernel::create_kernel(program.program.raw(), &kname).map_err(|c| match c {
+                opencl_sys::CL_INVALID_KERNEL_NAME => ExecError::NoKernel {
+                    kernel: input.kernel.clone(),
+                },
+                c => cl_err(format!("clCreateKernel({})", input.kernel))(c),
+            })?,
+        );
+        let all: Vec<&InputArg> = input.args.iter().chain(extras.iter()).collect();
+        let num_args = cl3::kernel::get_kernel_data(kernel.raw(), CL_KERNEL_NUM_ARGS)
+            .ok()
+            .and_then(|b| {
+                b.get(..4)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            });
+        if let Some(n) = num_args {
+            if n as usize != all.len() {
+                return Err(ExecError::ArgCount {
+                    kernel: input.kernel.clone(),
+                    expected: n,
+                    got: all.len(),
+                });
+            }
+        }
+
+        // Memory objects: one per distinct mem id (aliasing), one per anonymous argument.
+        let mut shared: HashMap<MemId, usize> = HashMap::new();
+        let mut mems: Vec<Mem> = Vec::new();
+        let mut mem_of: Vec<Option<usize>> = Vec::with_capacity(all.len());
+        let mut samplers: Vec<Sampler> = Vec::new();
+        for (i, a) in all.iter().enumerate() {
+            let id = match a {
+                InputArg::Buffer { mem, .. } | InputArg::Image { mem, .. } => *mem,
+                _ => {
+                    mem_of.push(None);
+                    continue;
+                }
+            };
+            let slot = match id.and_then(|m| shared.get(&m).copied()) {
+                Some(s) => s,
+                None => {
+                    mems.push(self.create_memory(a, i)?);
+                    let s = mems.len() - 1;
+                    if let Some(m) = id {
+                        shared.insert(m, s);
+                    }
+                    s
+                }
+            };
+            mem_of.push(Some(slot));
+        }
+
+        let set_err = |i: usize| {
+            let kernel = input.kernel.clone();
+            move |c: i32| ExecError::SetArg {
+                kernel,
+                index: i,
+                code: super::cl::error_name(c),
+            }
+        };
+        for (i, a) in all.iter().enumerate() {
+            let idx = i as u32;
+            // SAFETY (all arms): pointers passed to clSetKernelArg point at values that live
+            // until the call returns; OpenCL copies them.
+            match a {
+                InputArg::Scalar(bytes) => unsafe {
+                    cl3::kernel::set_kernel_arg(
+                        kernel.raw(),
+                        idx,
+                        bytes.len(),
+                        bytes.as_ptr().cast::<c_void>(),
+                    )
+                }
+                .map_err(set_err(i))?,
+                InputArg::Local(size) => unsafe {
+                    cl3::kernel::set_kernel_arg(kernel.raw(), idx, *size as usize, std::ptr::null())
+                }
+                .map_err(set_err(i))?,
+                InputArg::NullBuffer => {
+                    let null: cl_mem = std::ptr::null_mut();
+                    unsafe {
+                        cl3::kernel::set_kernel_arg(
+                            kernel.raw(),
+                            idx,
+                            std::mem::size_of::<cl_mem>(),
+                            (&raw const null).cast::<c_void>(),
+                        )
+                    }
+                    .map_err(set_err(i))?
+                }
+                InputArg::Buffer { .. } | InputArg::Image { .. } => {
+                    let raw = mem_of[i]
+                        .map(|s| mems[s].raw())
+                        .unwrap_or(std::ptr::null_mut());
+                    unsafe {
+                        cl3::kernel::set_kernel_arg(
+                            kernel.raw(),
+                            idx,
+                            std::mem::size_of::<cl_mem>(),
+                            (&raw const raw).cast::<c_void>(),
+                        )
+                    }
+                    .map_err(set_err(i))?
+                }
+                InputArg::Sampler {
+                    normalized_coords,
+                    addressing_mode,
+                    filter_mode,
+                } => {
+                    #[allow(deprecated)]
+                    let s = Sampler(
+                        cl3::sampler::create_sampler(
+                            self.context.raw(),
+                            u32::from(*normalized_coords),
+                            *addressing_mode,
+                            *filter_mode,
+                        )
+                        .map_err(cl_err(format!("creating the sampler of argument {i}")))?,
+                    );
+                    let raw = s.raw();
+                    samplers.push(s);
+                    unsafe {
+                        cl3::kernel::set_kernel_arg(
+                            kernel.raw(),
+                            idx,
+                            std::mem::size_of_val(&raw),
+                            (&raw const raw).cast::<c_void>(),
+                        )
+                    }
+                    .map_err(set_err(i))?
+                }
+            }
+        }
+
+        let dim = input.work_dim as usize;
+        let global = to_sizes(&input.global_size);
+        let offset = input.global_offset.as_deref().map(to_sizes);
+        let local = input.local_size.as_deref().map(to_sizes);
+        if global.len() < dim
+            || offset.as_ref().is_some_and(|o| o.len() < dim)
+            || local.as_ref().is_some_and(|l| l.len() < dim)
+        {
+            return Err(ExecError::NotReplayable(format!(
+                "the recorded sizes have fewer than work_dim = {dim} dimensions"
+            )));
+        }
+        // SAFETY: the size arrays have at least work_dim entries and outlive the call.
+        let ev = Event(
+            unsafe {
+                cl3::command_queue::enqueue_nd_range_kernel(
+                    self.queue.raw(),
+                    kernel.raw(),
+                    input.work_dim,
+                    offset.as_ref().map_or(std::ptr::null(), |o| o.as_ptr()),
+                    global.as_ptr(),
+                    local.as_ref().map_or(std::ptr::null(), |l| l.as_ptr()),
+                    0,
+                    std::ptr::null(),
+                )
+            }
+            .map_err(cl_err(format!("clEnqueueNDRangeKernel({})", input.kernel)))?,
+        );
+        cl3::event::wait_for_events(&[ev.raw()]).map_err(|c| ExecError::Execution {
+            code: super::cl::error_name(c),
+        })?;
+        if let Ok(b) = cl3::event::get_event_data(ev.raw(), CL_EVENT_COMMAND_EXECUTION_STATUS) {
+            if let Some(s) = b
+                .get(..4)
+                .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            {
+                if s < 0 {
+                    return Err(ExecError::Execution {
+                        code: super::cl::error_name(s),
+                    });
+                }
+            }
+        }
+        let stamp = |what| {
+            cl3::event::get_event_profiling_data(ev.raw(), what)
+                .ok()
+                .and_then(|b| {
+                    b.get(..8)
+                        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+                })
+        };
+        let kernel_ns = match (
+            stamp(CL_PROFILING_COMMAND_START),
+            stamp(CL_PROFILING_COMMAND_END),
+        ) {
+            (Some(s), Some(e)) if e >= s => Some(e - s),
+            _ => None,
+        };
+
+        let mut read: HashMap<usize, Vec<u8>> = HashMap::new();
+        let mut outputs = Vec::with_capacity(all.len());
+        for (i, a) in all.iter().enumerate() {
+            match mem_of[i] {
+                Some(slot) => {
+                    if !read.contains_key(&slot) {
+                        let bytes = self.read_back(a, &mems[slot], i)?;
+                        read.insert(slot, bytes);
+                    }
+                    outputs.push(read.get(&slot).cloned());
+                }
+                None => outputs.push(None),
+            }
+        }
+        Ok(RunOutput { outputs, kernel_ns })
+    }
+}

@@ -1,0 +1,139 @@
+//! `cltrap list`: one aligned line per launch — the `gpuverify --show-intercepted` view.
+
+use crate::site::Resolver;
+use crate::values::{format_value, unhex};
+use cltrap_capture::{ArgRecord, Capture, LaunchRecord};
+
+/// Sizes as `1024`, `64x64` or `8x8x4`; `NULL` for an absent local size.
+pub fn format_dims(d: Option<&[u64]>) -> String {
+    match d {
+        None => "NULL".into(),
+        Some(d) => d.iter().map(u64::to_string).collect::<Vec<_>>().join("x"),
+    }
+}
+
+/// `name=value` for every by-value argument (decoded by its type name when known).
+pub fn format_scalars(launch: &LaunchRecord) -> String {
+    let mut parts = Vec::new();
+    for a in &launch.args {
+        if let ArgRecord::Scalar { info, bytes } = a {
+            let name = if info.name.is_empty() {
+                format!("arg{}", info.index)
+            } else {
+                info.name.clone()
+            };
+            let value = match unhex(bytes) {
+                Some(b) => format_value(&info.type_name, &b),
+                None => format!("<bad hex {bytes:?}>"),
+            };
+            parts.push(format!("{name}={value}"));
+        }
+    }
+    parts.join(" ")
+}
+
+/// Geometry of a launch: `global 1024 local 64` plus ` offset 16` when there is one.
+pub fn format_geometry(l: &LaunchRecord) -> (String, String, String) {
+    let offset = match &l.global_offset {
+        Some(o) if o.iter().any(|v| *v != 0) => format_dims(Some(o)),
+        _ => String::new(),
+    };
+    (
+        format_dims(Some(&l.global_size)),
+        format_dims(l.local_size.as_deref()),
+        offset,
+    )
+}
+
+/// Renders the whole list (header included) for `capture`.
+pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
+    resolver.prefetch(
+        capture
+            .launches
+            .iter()
+            .filter_map(|l| l.launch_site.as_ref()),
+    );
+    let header = [
+        "id",
+        "kernel",
+        "global",
+        "local",
+        "offset",
+        "scalars",
+        "launched at",
+    ]
+    .map(String::from);
+    let mut rows: Vec<[String; 7]> = vec![header];
+    for l in &capture.launches {
+        let (g, lo, off) = format_geometry(l);
+        let site = l
+            .launch_site
+            .as_ref()
+            .map(|s| resolver.describe(s))
+            .unwrap_or_else(|| "-".into());
+        let mut kernel = l.kernel.clone();
+        if !l.not_replayable.is_empty() {
+            kernel.push_str(" (!)");
+        }
+        rows.push([
+            l.id.to_string(),
+            kernel,
+            g,
+            lo,
+            off,
+            format_scalars(l),
+            site,
+        ]);
+    }
+    let show_offset = rows.iter().skip(1).any(|r| !r[4].is_empty());
+    let mut widths = [0usize; 7];
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r.iter()) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for r in &rows {
+        let mut line = String::new();
+        for (i, c) in r.iter().enumerate() {
+            if i == 4 && !show_offset {
+                continue;
+            }
+            let w = widths[i];
+            let cell = if i == 0 {
+                format!("{c:>w$}")
+            } else {
+                format!("{c:<w$}")
+            };
+            line.push_str(&cell);
+            line.push_str("  ");
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    if capture.launches.is_empty() {
+        out.push_str("(no launches in this capture)\n");
+    } else if capture
+        .launches
+        .iter()
+        .any(|l| !l.not_replayable.is_empty())
+    {
+        out.push_str("(!) = not replayable exactly; `cltrap show DIR ID` says why\n");
+    }
+    if capture.truncated {
+        out.push_str("note: the launch log ends in a cut-off record (the application died mid-write); it was ignored\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims_print_compactly() {
+        assert_eq!(format_dims(Some(&[1024])), "1024");
+        assert_eq!(format_dims(Some(&[8, 8, 4])), "8x8x4");
+        assert_eq!(format_dims(None), "NULL");
+    }
+}

@@ -1,0 +1,234 @@
+//! `cltrap replay`: re-run captured launches and check each against what the application saw.
+
+use crate::executor::{
+    check_outputs, BuildOptions, BuiltProgram, DeviceSelector, ExecError, LaunchInput, Mismatch,
+    Session,
+};
+use cltrap_capture::{Capture, LaunchRecord};
+use std::collections::HashMap;
+
+/// What to replay and how to judge it.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayOptions {
+    /// Launch ids to replay; `None` = all.
+    pub ids: Option<Vec<u64>>,
+    pub device: DeviceSelector,
+    /// Allowed ulp distance for floating-point outputs (0 = bit-exact).
+    pub ulp: u64,
+}
+
+/// The verdict on one launch.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// Every output matched. Carries the kernel's device time when known.
+    Ok { kernel_ns: Option<u64> },
+    /// The first argument that differs.
+    Mismatch(Mismatch),
+    /// Not replayable from this capture (reason).
+    Skipped(String),
+    /// Replay failed (build error, refused argument, ...): one line, and the full message.
+    Error { line: String, full: String },
+}
+
+/// One launch's result.
+#[derive(Debug, Clone)]
+pub struct LaunchResult {
+    pub id: u64,
+    pub kernel: String,
+    pub outcome: Outcome,
+}
+
+impl std::fmt::Display for LaunchResult {
+    /// The stable line other tools parse: `launch <id> <kernel>: ok|MISMATCH …|skipped: …|error: …`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "launch {} {}: ", self.id, self.kernel)?;
+        match &self.outcome {
+            Outcome::Ok { .. } => write!(f, "ok"),
+            Outcome::Mismatch(m) => write!(f, "MISMATCH {m}"),
+            Outcome::Skipped(r) => write!(f, "skipped: {r}"),
+            Outcome::Error { line, .. } => write!(f, "error: {line}"),
+        }
+    }
+}
+
+/// Counts of a whole replay.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub ok: usize,
+    pub mismatches: usize,
+    pub skipped: usize,
+    pub errors: usize,
+    /// Distinct programs built.
+    pub programs_built: usize,
+}
+
+impl Summary {
+    /// Process exit status: 2 if any launch could not be replayed for an error, 1 on any
+    /// mismatch, else 0 (skipped launches do not fail a replay; the summary names them).
+    pub fn exit_code(&self) -> i32 {
+        if self.errors > 0 {
+            2
+        } else if self.mismatches > 0 {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "replayed {} launches: {} ok, {} mismatch, {} skipped, {} error ({} program(s) built)",
+            self.ok + self.mismatches + self.skipped + self.errors,
+            self.ok,
+            self.mismatches,
+            self.skipped,
+            self.errors,
+            self.programs_built
+        )
+    }
+}
+
+/// The launches `ids` selects, in the order given; an unknown id is an error.
+pub fn select<'a>(
+    capture: &'a Capture,
+    ids: Option<&[u64]>,
+) -> Result<Vec<&'a LaunchRecord>, ExecError> {
+    match ids {
+        None => Ok(capture.launches.iter().collect()),
+        Some(ids) => ids
+            .iter()
+            .map(|id| capture.launch(*id).map_err(ExecError::from))
+            .collect(),
+    }
+}
+
+fn one_line(e: &ExecError) -> String {
+    match e {
+        ExecError::Build { device, log } => {
+            let first = log
+                .lines()
+                .find(|l| l.contains("error"))
+                .or_else(|| log.lines().next())
+                .unwrap_or("");
+            format!("the program does not build on {device}: {}", first.trim())
+        }
+        other => other.to_string().lines().next().unwrap_or("").to_string(),
+    }
+}
+
+/// Replays the selected launches on `session`, calling `report` after each one.
+/// Each distinct program is built once and reused for all its launches.
+pub fn replay_on(
+    session: &Session,
+    capture: &Capture,
+    launches: &[&LaunchRecord],
+    ulp: u64,
+    mut report: impl FnMut(&LaunchResult),
+) -> Summary {
+    let mut programs: HashMap<String, Result<BuiltProgram, (String, String)>> = HashMap::new();
+    let mut summary = Summary::default();
+    for l in launches {
+        let outcome = replay_one(session, capture, l, ulp, &mut programs, &mut summary);
+        match &outcome {
+            Outcome::Ok { .. } => summary.ok += 1,
+            Outcome::Mismatch(_) => summary.mismatches += 1,
+            Outcome::Skipped(_) => summary.skipped += 1,
+            Outcome::Error { .. } => summary.errors += 1,
+        }
+        report(&LaunchResult {
+            id: l.id,
+            kernel: l.kernel.clone(),
+            outcome,
+        });
+    }
+    summary
+}
+
+fn replay_one(
+    session: &Session,
+    capture: &Capture,
+    l: &LaunchRecord,
+    ulp: u64,
+    programs: &mut HashMap<String, Result<BuiltProgram, (String, String)>>,
+    summary: &mut Summary,
+) -> Outcome {
+    let error = |e: &ExecError| {
+        if e.is_skip() {
+            Outcome::Skipped(match e {
+                ExecError::NotReplayable(r) => r.clone(),
+                other => other.to_string(),
+            })
+        } else {
+            Outcome::Error {
+                line: one_line(e),
+                full: e.to_string(),
+            }
+        }
+    };
+    let input = match LaunchInput::from_record(capture, l) {
+        Ok(i) => i,
+        Err(e) => return error(&e),
+    };
+    let expected = match LaunchInput::expected_outputs(capture, l) {
+        Ok(x) => x,
+        Err(e) => return error(&e),
+    };
+    if !programs.contains_key(&l.program) {
+        let built = capture
+            .program(&l.program)
+            .map_err(ExecError::from)
+            .and_then(|record| session.build(capture, &record, &BuildOptions::default()));
+        if built.is_ok() {
+            summary.programs_built += 1;
+        }
+        let entry = built.map_err(|e| (one_line(&e), e.to_string()));
+        programs.insert(l.program.clone(), entry);
+    }
+    let program = match programs.get(&l.program) {
+        Some(Ok(p)) => p,
+        Some(Err((line, full))) => {
+            if line.starts_with("not replayable") {
+                return Outcome::Skipped(line.trim_start_matches("not replayable: ").to_string());
+            }
+            return Outcome::Error {
+                line: line.clone(),
+                full: full.clone(),
+            };
+        }
+        None => {
+            return Outcome::Error {
+                line: "internal: program cache".into(),
+                full: String::new(),
+            }
+        }
+    };
+    let out = match session.run(program, &input, &[]) {
+        Ok(o) => o,
+        Err(e) => return error(&e),
+    };
+    let infos: Vec<_> = l.args.iter().map(|a| a.info().clone()).collect();
+    match check_outputs(&infos, &expected, &out, ulp)
+        .into_iter()
+        .next()
+    {
+        Some(m) => Outcome::Mismatch(m),
+        None => Outcome::Ok {
+            kernel_ns: out.kernel_ns,
+        },
+    }
+}
+
+/// Opens the selected device and replays; the `Session` error (no device) is returned as is.
+pub fn replay(
+    capture: &Capture,
+    opts: &ReplayOptions,
+    report: impl FnMut(&LaunchResult),
+) -> Result<(Session, Summary), ExecError> {
+    let launches = select(capture, opts.ids.as_deref())?;
+    let session = Session::open(&opts.device)?;
+    let summary = replay_on(&session, capture, &launches, opts.ulp, report);
+    Ok((session, summary))
+}
