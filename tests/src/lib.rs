@@ -1,1 +1,586 @@
-//! Harness for the end-to-end tests (work in progress).
+//! Harness for cltrap's end-to-end tests: real host programs, run natively and under the real
+//! shim on the real OpenCL runtime (PoCL here), then listed and replayed with the real CLI.
+//!
+//! What it is for: building the C fixtures in `tests/apps/`, running a program natively and
+//! under `cltrap run`, comparing the two runs, and reading the capture back (through the
+//! `cltrap-capture` crate, so tests can assert on exact records, not only on printed text).
+//! What it is not for: mocking anything. Every assertion here is about what really ran.
+//!
+//! Binaries are found in `$CARGO_TARGET_DIR/release/` or `<workspace>/target/release/`;
+//! `CLTRAP_BIN` and `CLTRAP_SHIM` override them. Build products of the fixtures and all
+//! capture directories live under `<target>/e2e/`, never in the source tree.
+
+use cltrap_capture::{ArgRecord, Capture, Content, LaunchRecord};
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long one command may run before the harness kills it and fails the test; generous,
+/// because PoCL compiles kernels slowly on a 2-core machine and tests run in parallel.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Environment variables that must not leak from the outer environment into a native run
+/// (or change a captured run behind the test's back).
+const SCRUBBED_ENV: &[&str] = &["LD_PRELOAD", "OPENCL_LAYERS"];
+
+/// The workspace root (the parent of this crate), so fixtures are found wherever tests run.
+pub fn workspace_root() -> PathBuf {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    here.parent().map(Path::to_path_buf).unwrap_or(here)
+}
+
+/// Cargo's target directory: where the release binaries are and where test output goes.
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) if !d.is_empty() => {
+            let d = PathBuf::from(d);
+            if d.is_absolute() {
+                d
+            } else {
+                workspace_root().join(d)
+            }
+        }
+        _ => workspace_root().join("target"),
+    }
+}
+
+/// Root of everything the tests write: `<target>/e2e`.
+pub fn e2e_dir() -> PathBuf {
+    target_dir().join("e2e")
+}
+
+/// `tests/apps`, `tests/kernels`, `tests/py`: the fixture sources.
+pub fn fixture_source_dir(kind: &str) -> PathBuf {
+    workspace_root().join("tests").join(kind)
+}
+
+/// The two release products every test needs.
+#[derive(Debug, Clone)]
+pub struct Tools {
+    /// The `cltrap` CLI.
+    pub cltrap: PathBuf,
+    /// `libcltrap.so`, the shim.
+    pub shim: PathBuf,
+}
+
+/// Locates `cltrap` and `libcltrap.so` once; panics with the one instruction that fixes it
+/// when they are missing, so a forgotten build is not mistaken for a cltrap bug.
+pub fn tools() -> &'static Tools {
+    static TOOLS: OnceLock<Tools> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let release = target_dir().join("release");
+        let pick = |env: &str, default: PathBuf| -> PathBuf {
+            match std::env::var_os(env) {
+                Some(v) if !v.is_empty() => PathBuf::from(v),
+                _ => default,
+            }
+        };
+        let cltrap = pick("CLTRAP_BIN", release.join("cltrap"));
+        let shim = pick("CLTRAP_SHIM", release.join("libcltrap.so"));
+        for (what, path) in [
+            ("the cltrap CLI", &cltrap),
+            ("the shim libcltrap.so", &shim),
+        ] {
+            assert!(
+                path.is_file(),
+                "{what} is missing at {}: run `cargo build --release --workspace` first \
+                 (or point CLTRAP_BIN / CLTRAP_SHIM at it)",
+                path.display()
+            );
+        }
+        Tools { cltrap, shim }
+    })
+}
+
+/// A fresh, empty directory under `<target>/e2e/<kind>/` whose name says which test owns it;
+/// unique per process and call, so tests running in parallel never share one.
+pub fn fresh_dir(kind: &str, label: &str) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let dir = e2e_dir()
+        .join(kind)
+        .join(format!("{label}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)
+        .unwrap_or_else(|e| panic!("cannot create test directory {}: {e}", dir.display()));
+    dir
+}
+
+/// A capture directory path that does not exist yet (the shim must create it).
+pub fn fresh_capture_dir(label: &str) -> PathBuf {
+    let parent = fresh_dir("caps", label);
+    parent.join("cap")
+}
+
+/// Builds `tests/apps/<name>.c` (once per process; again whenever a source is newer) and
+/// returns the executable. Links `-lOpenCL -lpthread -ldl` with `--as-needed`, so a fixture
+/// that only `dlopen`s the loader really does not link it.
+pub fn fixture(name: &str) -> PathBuf {
+    static BUILD_LOCK: Mutex<()> = Mutex::new(());
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let apps = fixture_source_dir("apps");
+    let src = apps.join(format!("{name}.c"));
+    assert!(
+        src.is_file(),
+        "fixture source {} does not exist",
+        src.display()
+    );
+    let bin_dir = e2e_dir().join("bin");
+    std::fs::create_dir_all(&bin_dir)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", bin_dir.display()));
+    let exe = bin_dir.join(name);
+    let newest_source = [src.clone(), apps.join("common.h")]
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .max();
+    let built = std::fs::metadata(&exe).and_then(|m| m.modified()).ok();
+    if let (Some(b), Some(s)) = (built, newest_source) {
+        if b >= s {
+            return exe;
+        }
+    }
+    // Build to a private name and rename, so a parallel test binary never runs half a file.
+    let tmp = bin_dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let kernels = fixture_source_dir("kernels");
+    let out = Command::new("cc")
+        .args([
+            "-std=c11",
+            "-D_GNU_SOURCE",
+            "-O1",
+            "-g",
+            "-Wall",
+            "-Wno-unused-function",
+        ])
+        .arg(format!("-DKERNEL_DIR=\"{}\"", kernels.display()))
+        .arg("-o")
+        .arg(&tmp)
+        .arg(&src)
+        .args(["-Wl,--as-needed", "-lOpenCL", "-lpthread", "-ldl"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the C compiler `cc`: {e}"));
+    assert!(
+        out.status.success(),
+        "building fixture {name} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::rename(&tmp, &exe)
+        .unwrap_or_else(|e| panic!("cannot move {} into place: {e}", exe.display()));
+    exe
+}
+
+/// What one process did: exit status, stdout bytes, stderr text.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The command line, for failure messages.
+    pub command: String,
+    /// Exit code, when the process exited normally.
+    pub code: Option<i32>,
+    /// Signal number, when a signal ended it.
+    pub signal: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Outcome {
+    /// stdout as text (lossy), for assertions on printed lines.
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    /// True when the process exited with code 0.
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    /// How the process ended, normalised so that "killed by signal N" and a launcher's
+    /// "exit code 128+N" compare equal (a launcher cannot die of its child's signal).
+    pub fn ending(&self) -> String {
+        match (self.code, self.signal) {
+            (_, Some(s)) => format!("signal {s}"),
+            (Some(c), None) if c > 128 && c < 128 + 65 => format!("signal {}", c - 128),
+            (Some(c), None) => format!("exit {c}"),
+            (None, None) => "unknown".into(),
+        }
+    }
+
+    /// Everything about the run, for the message of a failed assertion.
+    pub fn describe(&self) -> String {
+        format!(
+            "command: {}\nended: {} (after {:.1}s)\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.command,
+            self.ending(),
+            self.elapsed.as_secs_f64(),
+            self.stdout_text(),
+            self.stderr
+        )
+    }
+
+    /// Panics with the whole story unless the process exited 0.
+    pub fn expect_success(self) -> Outcome {
+        assert!(self.success(), "expected success\n{}", self.describe());
+        self
+    }
+
+    /// Panics if any Rust panic message leaked into the output (a panic is never a clear error).
+    pub fn assert_no_panic(&self) {
+        let all = format!("{}{}", self.stdout_text(), self.stderr);
+        assert!(
+            !all.contains("panicked") && !all.contains("RUST_BACKTRACE"),
+            "a panic reached the user\n{}",
+            self.describe()
+        );
+    }
+}
+
+/// Runs `program args` with `env` added (and LD_PRELOAD / OPENCL_LAYERS / CLTRAP_* removed
+/// unless given), captures its output, and kills it past [`COMMAND_TIMEOUT`].
+pub fn run_with_env<S: AsRef<OsStr>>(
+    program: impl AsRef<OsStr>,
+    args: &[S],
+    env: &[(&str, &OsStr)],
+    cwd: Option<&Path>,
+) -> Outcome {
+    let program = program.as_ref();
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    for (k, _) in std::env::vars_os() {
+        if let Some(k) = k.to_str() {
+            if SCRUBBED_ENV.contains(&k) || k.starts_with("CLTRAP_") {
+                cmd.env_remove(k);
+            }
+        }
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    let mut command = program.to_string_lossy().into_owned();
+    for a in args {
+        command.push(' ');
+        command.push_str(&a.as_ref().to_string_lossy());
+    }
+    if !env.is_empty() {
+        let prefix: Vec<String> = env
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.to_string_lossy()))
+            .collect();
+        command = format!("{} {command}", prefix.join(" "));
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start `{command}`: {e}"));
+    let mut out_pipe = child.stdout.take();
+    let mut err_pipe = child.stderr.take();
+    let out_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        if let Some(p) = out_pipe.as_mut() {
+            let _ = p.read_to_end(&mut v);
+        }
+        v
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        if let Some(p) = err_pipe.as_mut() {
+            let _ = p.read_to_end(&mut v);
+        }
+        v
+    });
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if start.elapsed() > COMMAND_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("`{command}` did not finish within {COMMAND_TIMEOUT:?}; killed it");
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("cannot wait for `{command}`: {e}"),
+        }
+    };
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
+    use std::os::unix::process::ExitStatusExt;
+    Outcome {
+        command,
+        code: status.code(),
+        signal: status.signal(),
+        stdout,
+        stderr,
+        elapsed: start.elapsed(),
+    }
+}
+
+/// Runs a program natively: no shim, no cltrap variables.
+pub fn run_native<S: AsRef<OsStr>>(program: impl AsRef<OsStr>, args: &[S]) -> Outcome {
+    run_with_env(program, args, &[], None)
+}
+
+/// Runs `cltrap ARGS`.
+pub fn cltrap<S: AsRef<OsStr>>(args: &[S]) -> Outcome {
+    run_with_env(&tools().cltrap, args, &[], None)
+}
+
+/// Runs `cltrap run --out DIR FLAGS -- program args`: the documented way to capture.
+pub fn run_captured<S: AsRef<OsStr>>(
+    dir: &Path,
+    flags: &[&str],
+    program: impl AsRef<OsStr>,
+    args: &[S],
+) -> Outcome {
+    let mut all: Vec<std::ffi::OsString> = vec!["run".into(), "--out".into(), dir.into()];
+    all.extend(flags.iter().map(|f| f.into()));
+    all.push("--".into());
+    all.push(program.as_ref().to_os_string());
+    all.extend(args.iter().map(|a| a.as_ref().to_os_string()));
+    cltrap(&all)
+}
+
+/// Runs a program with the shim preloaded directly (`LD_PRELOAD=libcltrap.so`), without the
+/// `cltrap run` launcher: the first door into the application, tested on its own.
+pub fn run_preloaded<S: AsRef<OsStr>>(
+    dir: &Path,
+    extra_env: &[(&str, &OsStr)],
+    program: impl AsRef<OsStr>,
+    args: &[S],
+) -> Outcome {
+    let mut env: Vec<(&str, &OsStr)> = vec![
+        ("LD_PRELOAD", tools().shim.as_os_str()),
+        ("CLTRAP_DIR", dir.as_os_str()),
+    ];
+    env.extend_from_slice(extra_env);
+    run_with_env(program, args, &env, None)
+}
+
+/// Runs a program with the shim named only in `OPENCL_LAYERS` (no preload): the second
+/// door, the ICD loader's layer mechanism.
+pub fn run_as_layer<S: AsRef<OsStr>>(
+    dir: &Path,
+    program: impl AsRef<OsStr>,
+    args: &[S],
+) -> Outcome {
+    let env: Vec<(&str, &OsStr)> = vec![
+        ("OPENCL_LAYERS", tools().shim.as_os_str()),
+        ("CLTRAP_DIR", dir.as_os_str()),
+    ];
+    run_with_env(program, args, &env, None)
+}
+
+/// The transparency contract: the application ended the same way and printed exactly the
+/// same stdout with and without the shim.
+pub fn assert_same_behaviour(native: &Outcome, captured: &Outcome) {
+    assert_eq!(
+        native.ending(),
+        captured.ending(),
+        "the application ended differently under the shim\n=== native ===\n{}\n=== captured ===\n{}",
+        native.describe(),
+        captured.describe()
+    );
+    assert!(
+        native.stdout == captured.stdout,
+        "stdout differs under the shim\n=== native ===\n{}\n=== captured ===\n{}",
+        native.describe(),
+        captured.describe()
+    );
+}
+
+/// Opens a capture with the format crate, failing the test with the reader's own sentence.
+pub fn open_capture(dir: &Path) -> Capture {
+    Capture::open(dir).unwrap_or_else(|e| panic!("capture {} cannot be read: {e}", dir.display()))
+}
+
+/// Lines of `cltrap replay` output that report a launch as `ok` (the word `ok` on its own).
+pub fn ok_lines(text: &str) -> usize {
+    text.lines().filter(|l| words(l).any(|w| w == "ok")).count()
+}
+
+fn words(line: &str) -> impl Iterator<Item = &str> {
+    line.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+}
+
+fn numbers(line: &str) -> Vec<u64> {
+    line.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect()
+}
+
+/// Replays every launch of the capture and checks that each one is reported `ok`, that
+/// there are exactly `expected` of them, and that the replay exits 0.
+pub fn assert_replays_ok(dir: &Path, expected: usize) -> Outcome {
+    let out = cltrap(&[OsStr::new("replay"), dir.as_os_str()]);
+    out.assert_no_panic();
+    assert!(out.success(), "cltrap replay failed\n{}", out.describe());
+    let ok = ok_lines(&out.stdout_text());
+    assert_eq!(
+        ok,
+        expected,
+        "expected {expected} launches replayed ok\n{}",
+        out.describe()
+    );
+    out
+}
+
+/// Replays the given launch ids (`cltrap replay DIR ID...`) and checks each is reported `ok`.
+pub fn assert_replay_ids_ok(dir: &Path, ids: &[u64]) -> Outcome {
+    let mut args: Vec<std::ffi::OsString> = vec!["replay".into(), dir.into()];
+    args.extend(ids.iter().map(|i| i.to_string().into()));
+    let out = cltrap(&args);
+    out.assert_no_panic();
+    assert!(
+        out.success(),
+        "cltrap replay of ids {ids:?} failed\n{}",
+        out.describe()
+    );
+    assert_eq!(
+        ok_lines(&out.stdout_text()),
+        ids.len(),
+        "ids {ids:?}\n{}",
+        out.describe()
+    );
+    out
+}
+
+/// `cltrap list DIR` must show one line per launch naming its id, kernel and global size.
+pub fn assert_list_shows(dir: &Path, capture: &Capture) -> Outcome {
+    let out = cltrap(&[OsStr::new("list"), dir.as_os_str()]);
+    out.assert_no_panic();
+    assert!(out.success(), "cltrap list failed\n{}", out.describe());
+    let text = out.stdout_text();
+    for l in &capture.launches {
+        let shown = text.lines().any(|line| {
+            let nums = numbers(line);
+            words(line).any(|w| w == l.kernel)
+                && nums.contains(&l.id)
+                && l.global_size.iter().all(|g| nums.contains(g))
+        });
+        assert!(
+            shown,
+            "cltrap list does not show launch {} ({} global {:?})\n{}",
+            l.id,
+            l.kernel,
+            l.global_size,
+            out.describe()
+        );
+    }
+    out
+}
+
+/// The whole round trip for one fixture: run it natively (it must succeed), run it under
+/// `cltrap run` (same ending, same stdout), read the capture, check that `cltrap list`
+/// shows every launch and that `cltrap replay` reports every launch `ok`.
+pub fn round_trip(name: &str, args: &[&str], flags: &[&str]) -> (PathBuf, Capture) {
+    let exe = fixture(name);
+    let native = run_native(&exe, args).expect_success();
+    let dir = fresh_capture_dir(name);
+    let captured = run_captured(&dir, flags, &exe, args);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    let cap = open_capture(&dir);
+    assert!(
+        !cap.launches.is_empty(),
+        "the capture of {name} holds no launches\n{}",
+        captured.describe()
+    );
+    assert_list_shows(&dir, &cap);
+    assert_replays_ok(&dir, cap.launches.len());
+    (dir, cap)
+}
+
+/// Launch counts per kernel name, for exact comparisons.
+pub fn kernel_counts(cap: &Capture) -> HashMap<String, usize> {
+    let mut m = HashMap::new();
+    for l in &cap.launches {
+        *m.entry(l.kernel.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+/// Kernel names in capture order.
+pub fn kernel_sequence(cap: &Capture) -> Vec<String> {
+    cap.launches.iter().map(|l| l.kernel.clone()).collect()
+}
+
+/// The launches of one kernel, in capture order.
+pub fn launches_of<'a>(cap: &'a Capture, kernel: &str) -> Vec<&'a LaunchRecord> {
+    cap.launches.iter().filter(|l| l.kernel == kernel).collect()
+}
+
+/// Decodes a scalar argument's recorded bytes (hex) into bytes.
+pub fn scalar_bytes(arg: &ArgRecord) -> Option<Vec<u8>> {
+    match arg {
+        ArgRecord::Scalar { bytes, .. } => {
+            let b = bytes.as_bytes();
+            if b.len() % 2 != 0 {
+                return None;
+            }
+            b.chunks(2)
+                .map(|p| {
+                    std::str::from_utf8(p)
+                        .ok()
+                        .and_then(|s| u8::from_str_radix(s, 16).ok())
+                })
+                .collect()
+        }
+        _ => None,
+    }
+}
+
+/// A scalar `int` argument's value (little-endian, as the host passed it).
+pub fn scalar_i32(arg: &ArgRecord) -> Option<i32> {
+    let b = scalar_bytes(arg)?;
+    Some(i32::from_le_bytes(b.get(..4)?.try_into().ok()?))
+}
+
+/// The `before` and `after` contents of a buffer or image argument.
+pub fn contents(arg: &ArgRecord) -> Option<(&Content, &Content)> {
+    match arg {
+        ArgRecord::Buffer { before, after, .. } | ArgRecord::Image { before, after, .. } => {
+            Some((before, after))
+        }
+        _ => None,
+    }
+}
+
+/// Total size in bytes of all regular files under `dir` (0 if it does not exist).
+pub fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => total += dir_size(&p),
+                Ok(t) if t.is_file() => total += e.metadata().map(|m| m.len()).unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    total
+}
+
+/// Lines of `text` that the shim or CLI wrote (they start with `cltrap:`).
+pub fn cltrap_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| l.trim_start().starts_with("cltrap:"))
+        .collect()
+}
+
+/// Non-empty lines of stderr, ignoring the compiler chatter PoCL prints while building
+/// kernels ("2 warnings generated."), which is not cltrap's.
+pub fn meaningful_stderr_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter(|l| !(l.ends_with("generated.") && (l.contains("warning") || l.contains("error"))))
+        .collect()
+}

@@ -1,0 +1,127 @@
+//! The capture controls select exactly the launches and the buffer detail they promise, and
+//! identical contents are stored once.
+
+use cltrap_capture::Content;
+use cltrap_e2e::*;
+
+/// The `sequence` fixture enqueues fill, accumulate, scale four times: enqueues 0..11.
+fn capture_sequence(label: &str, flags: &[&str]) -> (std::path::PathBuf, cltrap_capture::Capture) {
+    let exe = fixture("sequence");
+    let native = run_native(&exe, &[] as &[&str]).expect_success();
+    let dir = fresh_capture_dir(label);
+    let captured = run_captured(&dir, flags, &exe, &[] as &[&str]);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    let cap = open_capture(&dir);
+    (dir, cap)
+}
+
+#[test]
+fn kernel_name_globs_keep_only_matching_kernels() {
+    let (dir, cap) = capture_sequence("kernels", &["--kernels", "fill,sc*"]);
+    assert_eq!(
+        kernel_sequence(&cap),
+        ["fill", "scale", "fill", "scale", "fill", "scale", "fill", "scale"]
+    );
+    let seqs: Vec<u64> = cap.launches.iter().map(|l| l.seq).collect();
+    assert_eq!(
+        seqs,
+        [0, 2, 3, 5, 6, 8, 9, 11],
+        "seq counts every enqueue, filtered or not"
+    );
+    assert_replays_ok(&dir, 8);
+}
+
+#[test]
+fn a_launch_window_keeps_only_enqueues_inside_it() {
+    let (dir, cap) = capture_sequence("window", &["--launches", "3..7"]);
+    assert_eq!(
+        kernel_sequence(&cap),
+        ["fill", "accumulate", "scale", "fill"]
+    );
+    let seqs: Vec<u64> = cap.launches.iter().map(|l| l.seq).collect();
+    assert_eq!(seqs, [3, 4, 5, 6]);
+    let ids: Vec<u64> = cap.launches.iter().map(|l| l.id).collect();
+    assert_eq!(ids, [0, 1, 2, 3], "ids number the captured launches");
+    assert_replays_ok(&dir, 4);
+}
+
+#[test]
+fn per_kernel_limit_keeps_the_first_n_of_each_kernel() {
+    let (dir, cap) = capture_sequence("per-kernel", &["--per-kernel", "2"]);
+    assert_eq!(
+        kernel_sequence(&cap),
+        ["fill", "accumulate", "scale", "fill", "accumulate", "scale"]
+    );
+    let fills: Vec<i32> = launches_of(&cap, "fill")
+        .iter()
+        .map(|l| scalar_i32(&l.args[1]).expect("fill's value argument"))
+        .collect();
+    assert_eq!(fills, [1, 11], "the first two fills (v = 1, 11)");
+    assert_replays_ok(&dir, 6);
+}
+
+#[test]
+fn hash_mode_records_digests_only_and_replay_compares_them() {
+    let (dir, cap) = capture_sequence("hash", &["--buffers", "hash"]);
+    assert_eq!(cap.launches.len(), 12);
+    assert_eq!(cap.manifest.buffer_mode, "hash");
+    for l in &cap.launches {
+        for a in &l.args {
+            if let Some((before, after)) = contents(a) {
+                assert!(
+                    matches!(after, Content::Digest { .. }),
+                    "launch {}: after = {after:?}",
+                    l.id
+                );
+                assert!(
+                    !matches!(before, Content::Blob { .. }),
+                    "launch {}: before = {before:?}",
+                    l.id
+                );
+            }
+        }
+    }
+    // No buffer contents on disk: everything left is sources and small records.
+    let blobs = dir_size(&dir.join("blobs"));
+    assert!(blobs < 64 * 1024, "hash mode stored {blobs} bytes of blobs");
+    // `fill` only writes its (write-only) output: its recorded after-digest is checkable.
+    let fills: Vec<u64> = launches_of(&cap, "fill").iter().map(|l| l.id).collect();
+    assert_replay_ids_ok(&dir, &fills);
+}
+
+#[test]
+fn none_mode_reads_no_buffers_but_still_lists_every_launch() {
+    let (dir, cap) = capture_sequence("none", &["--buffers", "none"]);
+    assert_eq!(cap.launches.len(), 12);
+    for l in &cap.launches {
+        for a in &l.args {
+            if let Some((before, after)) = contents(a) {
+                assert!(matches!(before, Content::Missing { .. }), "{before:?}");
+                assert!(matches!(after, Content::Missing { .. }), "{after:?}");
+            }
+        }
+    }
+    assert_list_shows(&dir, &cap);
+    // Replay cannot check anything here; it must say so clearly rather than claim `ok`.
+    let out = cltrap(&[std::ffi::OsStr::new("replay"), dir.as_os_str()]);
+    out.assert_no_panic();
+    assert_eq!(
+        ok_lines(&out.stdout_text()),
+        0,
+        "nothing was recorded, nothing can be ok\n{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn a_hundred_launches_on_one_megabyte_store_it_about_once() {
+    let (dir, cap) = round_trip("dedup", &[], &[]);
+    assert_eq!(cap.launches.len(), 100);
+    let blobs = dir_size(&dir.join("blobs"));
+    let mib = 1u64 << 20;
+    assert!(
+        blobs >= mib && blobs < mib + mib / 2,
+        "100 launches on one unchanged 1 MiB buffer stored {blobs} bytes of blobs (expected about 1 MiB)"
+    );
+}

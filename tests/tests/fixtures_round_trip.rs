@@ -1,0 +1,284 @@
+//! Each fixture program runs natively and under `cltrap run` with identical results, and every
+//! launch it made is captured with the right shape and replays `ok`.
+
+use cltrap_capture::{ArgRecord, LaunchApi, ProgramOrigin};
+use cltrap_e2e::*;
+
+#[test]
+fn scalar_vector_and_struct_arguments_are_captured_byte_exact_and_replay_ok() {
+    let (_dir, cap) = round_trip("args", &[], &[]);
+    let seq = kernel_sequence(&cap);
+    assert_eq!(&seq[..3], ["scalars", "vectors", "by_struct"], "{seq:?}");
+    let scalars = launches_of(&cap, "scalars")[0];
+    // int -123456, little-endian, exactly as clSetKernelArg received it.
+    assert_eq!(
+        scalar_i32(&scalars.args[1]),
+        Some(-123456),
+        "{:?}",
+        scalars.args[1]
+    );
+    let sizes: Vec<usize> = scalars.args[1..]
+        .iter()
+        .map(|a| scalar_bytes(a).map(|b| b.len()).unwrap_or(0))
+        .collect();
+    assert_eq!(
+        sizes,
+        [4, 4, 8, 4, 1, 1, 2, 8],
+        "scalar sizes {:?}",
+        scalars.args
+    );
+    let vectors = launches_of(&cap, "vectors")[0];
+    let vsizes: Vec<usize> = vectors.args[1..]
+        .iter()
+        .map(|a| scalar_bytes(a).map(|b| b.len()).unwrap_or(0))
+        .collect();
+    assert_eq!(vsizes, [16, 8, 16], "vector sizes {:?}", vectors.args);
+    assert_eq!(
+        vectors.args[1].info().type_name,
+        "float4",
+        "{:?}",
+        vectors.args[1]
+    );
+    let st = launches_of(&cap, "by_struct")[0];
+    assert_eq!(
+        scalar_bytes(&st.args[1]).map(|b| b.len()),
+        Some(24),
+        "{:?}",
+        st.args[1]
+    );
+    if seq.len() == 4 {
+        assert_eq!(seq[3], "doubles");
+        let d = launches_of(&cap, "doubles")[0];
+        let bytes = scalar_bytes(&d.args[1]).expect("double recorded as scalar bytes");
+        assert_eq!(bytes, 3.0000000001f64.to_le_bytes());
+    } else {
+        assert_eq!(seq.len(), 3, "{seq:?}");
+    }
+}
+
+#[test]
+fn local_constant_in_place_aliased_and_sub_buffer_arguments_replay_ok() {
+    let (_dir, cap) = round_trip("memory", &[], &[]);
+    assert_eq!(
+        kernel_sequence(&cap),
+        [
+            "local_sum",
+            "constant_lookup",
+            "scale_in_place",
+            "scale_in_place",
+            "add_pair",
+            "add_into",
+            "scale_in_place",
+            "scale_in_place"
+        ]
+    );
+    let local = &cap.launches[0];
+    match (&local.args[2], &local.args[3]) {
+        (ArgRecord::Local { size: a, .. }, ArgRecord::Local { size: b, .. }) => {
+            assert_eq!((*a, *b), (64, 64));
+        }
+        other => panic!("__local arguments not recorded as local: {other:?}"),
+    }
+    assert_eq!(local.local_size.as_deref(), Some(&[16u64][..]));
+    assert_eq!(
+        cap.launches[1].args[0].info().address_space,
+        "constant",
+        "{:?}",
+        cap.launches[1].args[0]
+    );
+    // The same cl_mem bound twice is recorded as one memory object.
+    let mem_of = |a: &ArgRecord| match a {
+        ArgRecord::Buffer { mem, .. } => *mem,
+        other => panic!("expected a buffer, got {other:?}"),
+    };
+    let pair = &cap.launches[4];
+    assert_eq!(
+        mem_of(&pair.args[0]),
+        mem_of(&pair.args[1]),
+        "aliasing lost in add_pair"
+    );
+    let into = &cap.launches[5];
+    assert_eq!(
+        mem_of(&into.args[0]),
+        mem_of(&into.args[1]),
+        "aliasing lost in add_into"
+    );
+    // The last two launches ran on two different sub-buffers of one parent.
+    let sub = |a: &ArgRecord| match a {
+        ArgRecord::Buffer { sub_of, size, .. } => (*sub_of, *size),
+        other => panic!("expected a buffer, got {other:?}"),
+    };
+    let (s1, size1) = sub(&cap.launches[6].args[0]);
+    let (s2, _) = sub(&cap.launches[7].args[0]);
+    let (p1, o1) = s1.expect("first sub-buffer recorded without its parent");
+    let (p2, o2) = s2.expect("second sub-buffer recorded without its parent");
+    assert_eq!(p1, p2, "both sub-buffers share a parent");
+    assert_eq!(size1, 64 * 4);
+    assert_eq!(o2, 2 * o1, "sub-buffer origins {o1} and {o2}");
+}
+
+#[test]
+fn one_two_and_three_dimensional_ranges_with_offsets_and_tasks_are_recorded_exactly() {
+    let (_dir, cap) = round_trip("ndrange", &[], &[]);
+    assert_eq!(
+        kernel_sequence(&cap),
+        ["ids_1d", "ids_2d", "ids_3d", "task_sum"]
+    );
+    let l = &cap.launches;
+    assert_eq!(
+        (
+            l[0].work_dim,
+            l[0].global_offset.clone(),
+            l[0].global_size.clone(),
+            l[0].local_size.clone()
+        ),
+        (1, Some(vec![5]), vec![37], None)
+    );
+    assert_eq!(
+        (
+            l[1].work_dim,
+            l[1].global_offset.clone(),
+            l[1].global_size.clone(),
+            l[1].local_size.clone()
+        ),
+        (2, Some(vec![3, 2]), vec![16, 8], Some(vec![4, 4]))
+    );
+    assert_eq!(
+        (
+            l[2].work_dim,
+            l[2].global_offset.clone(),
+            l[2].global_size.clone(),
+            l[2].local_size.clone()
+        ),
+        (3, Some(vec![1, 2, 3]), vec![4, 3, 5], None)
+    );
+    assert_eq!(l[3].api, LaunchApi::Task);
+    assert_eq!(l[3].global_size, vec![1]);
+}
+
+#[test]
+fn several_programs_and_a_compiled_and_linked_program_are_captured_and_replay_ok() {
+    let (_dir, cap) = round_trip("programs", &[], &[]);
+    let seq = kernel_sequence(&cap);
+    assert_eq!(seq.len(), 4, "{seq:?}");
+    assert_eq!(&seq[..3], ["add_one", "times_two", "square_scaled"]);
+    // PoCL 3.1 names kernels of linked programs `_cl_mix`.
+    assert!(seq[3].ends_with("mix"), "{seq:?}");
+    let prog = |i: usize| {
+        cap.program(&cap.launches[i].program)
+            .unwrap_or_else(|e| panic!("program of launch {i}: {e}"))
+    };
+    assert_eq!(
+        cap.launches[0].program, cap.launches[1].program,
+        "one program, two kernels"
+    );
+    assert_ne!(cap.launches[0].program, cap.launches[2].program);
+    assert_eq!(
+        prog(2).options,
+        "-DSCALE=3 -cl-std=CL1.2",
+        "the application's own options"
+    );
+    match prog(3).origin {
+        ProgramOrigin::Linked { inputs } => {
+            assert_eq!(inputs.len(), 2, "two compiled units");
+            let with_header = inputs
+                .iter()
+                .find(|i| !i.headers.is_empty())
+                .expect("the input_headers of clCompileProgram were not recorded");
+            assert_eq!(with_header.headers[0].0, "mix_helper.h");
+            assert!(
+                with_header.compile_options.contains("-DUNUSED_FLAG=1"),
+                "{with_header:?}"
+            );
+        }
+        other => panic!("linked program recorded as {other:?}"),
+    }
+}
+
+#[test]
+fn in_order_out_of_order_and_profiling_queues_keep_their_semantics_under_capture() {
+    let (_dir, cap) = round_trip("queues", &[], &[]);
+    let counts = kernel_counts(&cap);
+    assert_eq!(counts.get("fill_seq"), Some(&4), "{counts:?}");
+    assert_eq!(counts.get("add_arrays"), Some(&2), "{counts:?}");
+    assert_eq!(counts.get("negate"), Some(&3), "{counts:?}");
+    let props: Vec<u64> = cap.launches.iter().map(|l| l.queue_properties).collect();
+    // CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE = 1, CL_QUEUE_PROFILING_ENABLE = 2.
+    assert!(
+        props.iter().any(|p| p & 1 != 0),
+        "no out-of-order launch recorded: {props:?}"
+    );
+    assert!(
+        props.iter().any(|p| p & 2 != 0),
+        "no profiling launch recorded: {props:?}"
+    );
+}
+
+#[test]
+fn four_threads_launching_concurrently_are_each_captured_exactly_once() {
+    let (_dir, cap) = round_trip("threads", &[], &[]);
+    assert_eq!(cap.launches.len(), 100, "4 threads x 25 launches");
+    let mut seen = std::collections::HashSet::new();
+    for l in &cap.launches {
+        assert_eq!(l.kernel, "tagged");
+        let t = scalar_i32(&l.args[1]).expect("thread argument");
+        let i = scalar_i32(&l.args[2]).expect("iteration argument");
+        assert!(
+            seen.insert((t, i)),
+            "launch (thread {t}, iteration {i}) captured twice"
+        );
+    }
+    assert_eq!(seen.len(), 100);
+    let ids: std::collections::HashSet<u64> = cap.launches.iter().map(|l| l.id).collect();
+    assert_eq!(ids.len(), 100, "launch ids are unique");
+    let threads: std::collections::HashSet<u64> = cap.launches.iter().map(|l| l.thread).collect();
+    assert!(
+        threads.len() >= 4,
+        "the launching threads are told apart: {threads:?}"
+    );
+}
+
+#[test]
+fn an_application_that_dlopens_the_loader_is_captured_through_the_layer() {
+    let exe = fixture("dlopen_app");
+    let ldd = run_native("ldd", &[&exe]);
+    assert!(
+        !ldd.stdout_text().contains("libOpenCL"),
+        "the dlopen fixture must not link libOpenCL\n{}",
+        ldd.describe()
+    );
+    let (_dir, cap) = round_trip("dlopen_app", &[], &[]);
+    assert_eq!(kernel_sequence(&cap), ["vadd", "vadd", "vadd"]);
+}
+
+#[test]
+fn an_image_kernel_with_a_sampler_argument_is_captured_and_replays_ok() {
+    let (_dir, cap) = round_trip("images", &[], &[]);
+    assert_eq!(kernel_sequence(&cap), ["brighten"]);
+    let l = &cap.launches[0];
+    assert!(
+        matches!(l.args[0], ArgRecord::Image { .. }),
+        "{:?}",
+        l.args[0]
+    );
+    assert!(
+        matches!(l.args[1], ArgRecord::Image { .. }),
+        "{:?}",
+        l.args[1]
+    );
+    match &l.args[2] {
+        ArgRecord::Sampler {
+            normalized_coords,
+            addressing_mode,
+            filter_mode,
+            ..
+        } => {
+            // CL_ADDRESS_CLAMP_TO_EDGE = 0x1131, CL_FILTER_NEAREST = 0x1140.
+            assert_eq!(
+                (*normalized_coords, *addressing_mode, *filter_mode),
+                (false, 0x1131, 0x1140)
+            );
+        }
+        other => panic!("sampler recorded as {other:?}"),
+    }
+}

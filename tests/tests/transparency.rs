@@ -1,0 +1,81 @@
+//! The shim never changes what a program does: inert in processes without OpenCL, silent on
+//! stdout, and when it cannot write its capture it says so once and lets the app run on.
+
+use cltrap_e2e::*;
+use std::ffi::OsStr;
+
+#[test]
+fn programs_without_opencl_print_exactly_what_they_print_natively() {
+    for (prog, args) in [
+        ("/usr/bin/ld", vec!["--version"]),
+        ("ls", vec!["-la", "/usr/include/CL"]),
+    ] {
+        let native = run_native(prog, &args);
+        assert!(native.success(), "{}", native.describe());
+        let dir = fresh_capture_dir("inert");
+        let captured = run_captured(&dir, &[], prog, &args);
+        captured.assert_no_panic();
+        assert_same_behaviour(&native, &captured);
+        assert!(
+            cltrap_lines(&captured.stderr).is_empty() && captured.stderr == native.stderr,
+            "the shim must be silent in a process without OpenCL\n{}",
+            captured.describe()
+        );
+        // Preloaded directly, too (PoCL runs /usr/bin/ld with the library preloaded).
+        let pre = run_preloaded(&dir, &[], prog, &args);
+        assert_same_behaviour(&native, &pre);
+        assert_eq!(pre.stderr, native.stderr, "{}", pre.describe());
+    }
+}
+
+#[test]
+fn an_unwritable_capture_dir_costs_one_stderr_line_and_nothing_else() {
+    let exe = fixture("ndrange");
+    let native = run_native(&exe, &[] as &[&str]).expect_success();
+    let forbidden = std::path::Path::new("/proc/forbidden/cltrap");
+    let captured = run_captured(forbidden, &[], &exe, &[] as &[&str]);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    let lines = cltrap_lines(&captured.stderr);
+    assert_eq!(
+        lines.len(),
+        1,
+        "exactly one `cltrap:` line on stderr\n{}",
+        captured.describe()
+    );
+    // The same through the preload door alone.
+    let pre = run_preloaded(forbidden, &[], &exe, &[] as &[&str]);
+    assert_same_behaviour(&native, &pre);
+    assert_eq!(cltrap_lines(&pre.stderr).len(), 1, "{}", pre.describe());
+}
+
+#[test]
+fn capture_off_is_a_pure_pass_through_that_writes_no_launches() {
+    let exe = fixture("queues");
+    let native = run_native(&exe, &[] as &[&str]).expect_success();
+    let dir = fresh_capture_dir("capture-off");
+    let off = run_captured(&dir, &["--capture", "off"], &exe, &[] as &[&str]);
+    off.assert_no_panic();
+    assert_same_behaviour(&native, &off);
+    let launches = match cltrap_capture::Capture::open(&dir) {
+        Ok(c) => c.launches.len(),
+        Err(_) => 0,
+    };
+    assert_eq!(launches, 0, "capture off recorded launches");
+}
+
+#[test]
+fn the_shim_writes_nothing_to_stdout_even_while_capturing() {
+    // A captured run whose own stdout is redirected away must leave the pipe empty.
+    let exe = fixture("sequence");
+    let dir = fresh_capture_dir("quiet");
+    let script = format!("{} > /dev/null", exe.display());
+    let captured = run_captured(&dir, &[], "sh", &[OsStr::new("-c"), OsStr::new(&script)]);
+    assert!(captured.success(), "{}", captured.describe());
+    assert!(
+        captured.stdout.is_empty(),
+        "something wrote to stdout\n{}",
+        captured.describe()
+    );
+    assert_eq!(open_capture(&dir).launches.len(), 12);
+}
