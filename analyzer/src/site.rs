@@ -221,7 +221,7 @@ mod tests {
             })
             .next()
             .unwrap();
-        let addr = parse_answer as usize as u64;
+        let addr = parse_answer as *const () as usize as u64;
         let s = Site {
             module: exe_s,
             offset: addr - base + 1,

@@ -230,7 +230,7 @@ pub fn hex_le(bytes: &[u8]) -> String {
 /// Decodes the capture's hex spelling of scalar bytes; `None` when it is not valid hex.
 pub fn unhex(text: &str) -> Option<Vec<u8>> {
     let t = text.strip_prefix("0x").unwrap_or(text);
-    if t.len() % 2 != 0 {
+    if !t.len().is_multiple_of(2) {
         return None;
     }
     (0..t.len())

@@ -40,6 +40,17 @@ fn matches(sel: &str, index: usize, name: &str) -> bool {
     }
 }
 
+/// Platform and device enumeration is not safe from several threads at once: PoCL 3.1
+/// initialises its devices lazily and tells a racing caller it has none. Every enumeration
+/// here holds this lock from the first query to the last.
+static ENUMERATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn enumeration_lock() -> std::sync::MutexGuard<'static, ()> {
+    ENUMERATION
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn platforms() -> Result<Vec<(cl_platform_id, String)>, ExecError> {
     let ids = match cl3::platform::get_platform_ids() {
         Ok(ids) => ids,
@@ -76,6 +87,7 @@ fn device_string(d: cl_device_id, what: u32) -> String {
 
 /// Every platform with its devices, as `(platform name, [device names])`.
 pub fn list_devices() -> Result<Vec<(String, Vec<String>)>, ExecError> {
+    let _one_at_a_time = enumeration_lock();
     Ok(platforms()?
         .into_iter()
         .map(|(p, name)| (name, devices(p).into_iter().map(|(_, n)| n).collect()))
@@ -85,6 +97,7 @@ pub fn list_devices() -> Result<Vec<(String, Vec<String>)>, ExecError> {
 impl Session {
     /// Opens the selected device with a fresh context and a profiling, in-order queue.
     pub fn open(sel: &DeviceSelector) -> Result<Session, ExecError> {
+        let _one_at_a_time = enumeration_lock();
         let all = platforms()?;
         let listing = |v: &[(usize, String)]| {
             v.iter()

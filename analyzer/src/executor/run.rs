@@ -447,9 +447,8 @@ impl Session {
         for (i, a) in all.iter().enumerate() {
             match mem_of[i] {
                 Some(slot) => {
-                    if !read.contains_key(&slot) {
-                        let bytes = self.read_back(a, &mems[slot], i)?;
-                        read.insert(slot, bytes);
+                    if let std::collections::hash_map::Entry::Vacant(e) = read.entry(slot) {
+                        e.insert(self.read_back(a, &mems[slot], i)?);
                     }
                     outputs.push(read.get(&slot).cloned());
                 }

@@ -1,0 +1,560 @@
+//! Replays of captures written programmatically, on the real OpenCL runtime (PoCL here):
+//! correct expected outputs replay `ok`, wrong ones are reported at the right place, and
+//! broken programs give a clear error. Also drives the `cltrap` binary for its exit codes.
+
+use cltrap_analyzer::executor::{DeviceSelector, ExecError, InputArg, LaunchInput, Session};
+use cltrap_analyzer::replay::{replay_on, select, LaunchResult, Outcome};
+use cltrap_capture::writer::digest;
+use cltrap_capture::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const VADD: &str = "__kernel void vadd(__global const float* a, __global const float* b,\n                   __global float* c, uint n) {\n  size_t i = get_global_id(0);\n  if (i < n) c[i] = a[i] + b[i];\n}\n";
+
+const ALIAS: &str = "__kernel void twice(__global int* x, __global int* y) {\n  size_t i = get_global_id(0);\n  x[i] += 1;\n  barrier(CLK_GLOBAL_MEM_FENCE);\n  y[i] += 10;\n}\n";
+
+const LOCAL2D: &str = "__kernel void sum2d(__global int* out, __local int* tmp, int w) {\n  int x = get_global_id(0), y = get_global_id(1);\n  int l = get_local_id(1) * get_local_size(0) + get_local_id(0);\n  tmp[l] = x * 1000 + y;\n  barrier(CLK_LOCAL_MEM_FENCE);\n  out[y * w + x] = tmp[l] + (int)get_global_offset(0);\n}\n";
+
+const BROKEN: &str = "__kernel void broken(__global int* x) { x[0] = undefined_name; }\n";
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("cltrap-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn info(index: u32, name: &str, ty: &str, space: &str) -> ArgInfo {
+    ArgInfo {
+        index,
+        name: name.into(),
+        type_name: ty.into(),
+        address_space: space.into(),
+        qualifiers: String::new(),
+    }
+}
+
+fn f32s(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn i32s(v: &[i32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+struct Builder {
+    w: CaptureWriter,
+}
+
+impl Builder {
+    fn new(dir: &Path) -> Builder {
+        let manifest = Manifest {
+            format: FORMAT_NAME.into(),
+            version: FORMAT_VERSION,
+            writer: "analyzer test".into(),
+            pid: 0,
+            argv: vec![],
+            started_unix: 0,
+            buffer_mode: "full".into(),
+        };
+        Builder {
+            w: CaptureWriter::create(dir, &manifest).unwrap(),
+        }
+    }
+
+    fn program(&self, source: &str, options: &str) -> Hash {
+        let src = self.w.blobs.put(source.as_bytes()).unwrap();
+        let rec = ProgramRecord {
+            origin: ProgramOrigin::Source { sources: vec![src] },
+            options: options.into(),
+            devices: vec!["capturing device".into()],
+            build_site: None,
+        };
+        self.w
+            .blobs
+            .put(&serde_json::to_vec(&rec).unwrap())
+            .unwrap()
+    }
+
+    fn blob(&self, bytes: &[u8]) -> Content {
+        Content::Blob {
+            hash: self.w.blobs.put(bytes).unwrap(),
+            size: bytes.len() as u64,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn buffer(
+        &self,
+        index: u32,
+        name: &str,
+        ty: &str,
+        mem: u64,
+        before: &[u8],
+        after: &[u8],
+    ) -> ArgRecord {
+        ArgRecord::Buffer {
+            info: info(index, name, ty, "global"),
+            mem,
+            flags: 1,
+            size: before.len() as u64,
+            sub_of: None,
+            before: self.blob(before),
+            after: self.blob(after),
+        }
+    }
+
+    fn launch(
+        &self,
+        kernel: &str,
+        program: &Hash,
+        global: Vec<u64>,
+        local: Option<Vec<u64>>,
+        args: Vec<ArgRecord>,
+    ) -> u64 {
+        self.w
+            .append(LaunchRecord {
+                id: 0,
+                seq: 0,
+                kernel: kernel.into(),
+                program: program.clone(),
+                api: LaunchApi::NdRange,
+                work_dim: global.len() as u32,
+                global_offset: None,
+                global_size: global,
+                local_size: local,
+                args,
+                device: DeviceRecord {
+                    name: "capturing device".into(),
+                    ..Default::default()
+                },
+                queue_properties: 0,
+                launch_site: None,
+                thread: 1,
+                status: 0,
+                not_replayable: vec![],
+            })
+            .unwrap()
+    }
+}
+
+fn vadd_args(b: &Builder, n: usize, corrupt: Option<(usize, f32)>) -> Vec<ArgRecord> {
+    let a: Vec<f32> = (0..1024).map(|i| i as f32 * 0.5).collect();
+    let bb: Vec<f32> = (0..1024).map(|i| 1.0 / (i as f32 + 1.0)).collect();
+    let c0 = vec![-1.0f32; 1024];
+    let mut c1: Vec<f32> = (0..1024)
+        .map(|i| if i < n { a[i] + bb[i] } else { -1.0 })
+        .collect();
+    if let Some((i, v)) = corrupt {
+        c1[i] = v;
+    }
+    vec![
+        b.buffer(0, "a", "float*", 1, &f32s(&a), &f32s(&a)),
+        b.buffer(1, "b", "float*", 2, &f32s(&bb), &f32s(&bb)),
+        b.buffer(2, "c", "float*", 3, &f32s(&c0), &f32s(&c1)),
+        ArgRecord::Scalar {
+            info: info(3, "n", "uint", "private"),
+            bytes: hex::encode((n as u32).to_le_bytes()),
+        },
+    ]
+}
+
+mod hex {
+    pub fn encode(b: impl AsRef<[u8]>) -> String {
+        b.as_ref().iter().map(|x| format!("{x:02x}")).collect()
+    }
+}
+
+fn replay_all(dir: &Path, ulp: u64) -> Vec<LaunchResult> {
+    let capture = Capture::open(dir).unwrap();
+    let session =
+        Session::open(&DeviceSelector::default()).expect("an OpenCL device (PoCL) is installed");
+    let launches = select(&capture, None).unwrap();
+    let mut results = Vec::new();
+    replay_on(&session, &capture, &launches, ulp, |r| {
+        results.push(r.clone())
+    });
+    results
+}
+
+#[test]
+fn vector_add_replays_ok_and_a_wrong_expectation_is_pinpointed() {
+    let dir = temp_dir("vadd");
+    let b = Builder::new(&dir);
+    let p = b.program(VADD, "-cl-fast-relaxed-math -DUNUSED=1");
+    b.launch(
+        "vadd",
+        &p,
+        vec![1024],
+        Some(vec![64]),
+        vadd_args(&b, 1000, None),
+    );
+    b.launch(
+        "vadd",
+        &p,
+        vec![1024],
+        None,
+        vadd_args(&b, 1000, Some((5, 99.0))),
+    );
+    let r = replay_all(&dir, 0);
+    assert_eq!(r.len(), 2);
+    assert!(matches!(r[0].outcome, Outcome::Ok { .. }), "{}", r[0]);
+    assert_eq!(r[0].to_string(), "launch 0 vadd: ok");
+    match &r[1].outcome {
+        Outcome::Mismatch(m) => {
+            assert_eq!((m.arg_index, m.arg_name.as_str()), (2, "c"));
+            let text = m.to_string();
+            assert!(
+                text.contains("element 5") && text.contains("byte offset 20"),
+                "{text}"
+            );
+            assert!(text.contains("expected 99.0 (0x42c60000)"), "{text}");
+        }
+        other => panic!("expected a mismatch, got {other:?}"),
+    }
+    assert!(
+        r[1].to_string()
+            .starts_with("launch 1 vadd: MISMATCH argument 2 (c, float*): element 5"),
+        "{}",
+        r[1]
+    );
+}
+
+#[test]
+fn one_ulp_off_needs_ulp_tolerance() {
+    let dir = temp_dir("ulp");
+    let b = Builder::new(&dir);
+    let p = b.program(VADD, "");
+    // Element 7: a = 3.5, b = 1/8, both exact, so the device's sum is exact too.
+    let exact = 7.0f32 * 0.5 + 1.0 / 8.0;
+    let off = f32::from_bits(exact.to_bits() + 1);
+    b.launch(
+        "vadd",
+        &p,
+        vec![1024],
+        Some(vec![64]),
+        vadd_args(&b, 1024, Some((7, off))),
+    );
+    let strict = replay_all(&dir, 0);
+    match &strict[0].outcome {
+        Outcome::Mismatch(m) => assert!(m.to_string().contains("1 ulp apart"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    let tolerant = replay_all(&dir, 1);
+    assert!(
+        matches!(tolerant[0].outcome, Outcome::Ok { .. }),
+        "{}",
+        tolerant[0]
+    );
+}
+
+#[test]
+fn aliased_arguments_share_one_buffer() {
+    let dir = temp_dir("alias");
+    let b = Builder::new(&dir);
+    let p = b.program(ALIAS, "");
+    let before = i32s(&[0; 64]);
+    // Both arguments are the same buffer: each element gets +1 and +10.
+    let after = i32s(&[11; 64]);
+    let args = vec![
+        b.buffer(0, "x", "int*", 9, &before, &after),
+        b.buffer(1, "y", "int*", 9, &before, &after),
+    ];
+    b.launch("twice", &p, vec![64], Some(vec![64]), args);
+    let r = replay_all(&dir, 0);
+    assert!(matches!(r[0].outcome, Outcome::Ok { .. }), "{}", r[0]);
+}
+
+#[test]
+fn local_memory_two_dimensions_and_offsets_replay() {
+    let dir = temp_dir("local2d");
+    let b = Builder::new(&dir);
+    let p = b.program(LOCAL2D, "");
+    let (w, h) = (16usize, 8usize);
+    let (ox, oy) = (4usize, 2usize);
+    let before = vec![0i32; (w + ox) * (h + oy)];
+    let mut after = before.clone();
+    for y in oy..oy + h {
+        for x in ox..ox + w {
+            after[y * (w + ox) + x] = (x * 1000 + y) as i32 + ox as i32;
+        }
+    }
+    let args = vec![
+        b.buffer(0, "out", "int*", 1, &i32s(&before), &i32s(&after)),
+        ArgRecord::Local {
+            info: info(1, "tmp", "int*", "local"),
+            size: 4 * 8,
+        },
+        ArgRecord::Scalar {
+            info: info(2, "w", "int", "private"),
+            bytes: hex::encode(((w + ox) as i32).to_le_bytes()),
+        },
+    ];
+    let id = b.launch(
+        "sum2d",
+        &p,
+        vec![w as u64, h as u64],
+        Some(vec![4, 2]),
+        args,
+    );
+    // Set the offset by rewriting the record: the builder appends offset-free launches.
+    let log = dir.join("launches.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut rec: LaunchRecord =
+        serde_json::from_str(text.lines().nth(id as usize).unwrap()).unwrap();
+    rec.global_offset = Some(vec![ox as u64, oy as u64]);
+    std::fs::write(&log, format!("{}\n", serde_json::to_string(&rec).unwrap())).unwrap();
+    let r = replay_all(&dir, 0);
+    assert!(matches!(r[0].outcome, Outcome::Ok { .. }), "{}", r[0]);
+}
+
+#[test]
+fn hash_mode_outputs_are_compared_by_digest_and_missing_inputs_skip() {
+    let dir = temp_dir("hash");
+    let b = Builder::new(&dir);
+    let p = b.program(ALIAS, "");
+    let zeros = i32s(&[0; 32]);
+    let good = i32s(&[11; 32]);
+    let bad = i32s(&[12; 32]);
+    let digest_arg = |index, name: &str, after: &[u8], before_known: bool| ArgRecord::Buffer {
+        info: info(index, name, "int*", "global"),
+        mem: 4,
+        flags: 1,
+        size: zeros.len() as u64,
+        sub_of: None,
+        before: if before_known {
+            Content::Digest {
+                hash: digest(&zeros),
+                size: zeros.len() as u64,
+            }
+        } else {
+            Content::Digest {
+                hash: digest(&good),
+                size: zeros.len() as u64,
+            }
+        },
+        after: Content::Digest {
+            hash: digest(after),
+            size: after.len() as u64,
+        },
+    };
+    // Inputs all zero: restorable from the digest alone.
+    b.launch(
+        "twice",
+        &p,
+        vec![32],
+        None,
+        vec![
+            digest_arg(0, "x", &good, true),
+            digest_arg(1, "y", &good, true),
+        ],
+    );
+    b.launch(
+        "twice",
+        &p,
+        vec![32],
+        None,
+        vec![
+            digest_arg(0, "x", &bad, true),
+            digest_arg(1, "y", &bad, true),
+        ],
+    );
+    // Inputs not zero and only digested: cannot be restored.
+    b.launch(
+        "twice",
+        &p,
+        vec![32],
+        None,
+        vec![
+            digest_arg(0, "x", &good, false),
+            digest_arg(1, "y", &good, false),
+        ],
+    );
+    let r = replay_all(&dir, 0);
+    assert!(matches!(r[0].outcome, Outcome::Ok { .. }), "{}", r[0]);
+    assert!(
+        r[1].to_string()
+            .contains("MISMATCH argument 0 (x, int*): digest differs"),
+        "{}",
+        r[1]
+    );
+    match &r[2].outcome {
+        Outcome::Skipped(why) => assert!(why.contains("only its digest was captured"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_program_that_no_longer_builds_is_a_clear_error_with_the_build_log() {
+    let dir = temp_dir("broken");
+    let b = Builder::new(&dir);
+    let p = b.program(BROKEN, "");
+    let buf = i32s(&[0; 4]);
+    b.launch(
+        "broken",
+        &p,
+        vec![4],
+        None,
+        vec![b.buffer(0, "x", "int*", 1, &buf, &buf)],
+    );
+    b.launch(
+        "broken",
+        &p,
+        vec![4],
+        None,
+        vec![b.buffer(0, "x", "int*", 1, &buf, &buf)],
+    );
+    let r = replay_all(&dir, 0);
+    for res in &r {
+        match &res.outcome {
+            Outcome::Error { line, full } => {
+                assert!(line.starts_with("the program does not build on"), "{line}");
+                assert!(full.contains("undefined_name"), "{full}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // And through the binary: exit 2, the log on stderr, the stable line on stdout.
+    let out = Command::new(env!("CARGO_BIN_EXE_cltrap"))
+        .arg("replay")
+        .arg(&dir)
+        .arg("0")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("launch 0 broken: error: the program does not build"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("undefined_name"), "{stderr}");
+}
+
+#[test]
+fn extra_trailing_arguments_and_overridden_sources_run_through_the_executor() {
+    // The instrumentation use: same launch, source rewritten to take a counters buffer.
+    let dir = temp_dir("extras");
+    let b = Builder::new(&dir);
+    let p = b.program(VADD, "");
+    let id = b.launch(
+        "vadd",
+        &p,
+        vec![1024],
+        Some(vec![64]),
+        vadd_args(&b, 1000, None),
+    );
+    let capture = Capture::open(&dir).unwrap();
+    let rec = capture.launch(id).unwrap();
+    let input = LaunchInput::from_record(&capture, rec).unwrap();
+    let session = Session::open(&DeviceSelector::default()).unwrap();
+    let counted = VADD
+        .replace("uint n)", "uint n, __global uint* hits)")
+        .replace("if (i < n)", "atomic_inc(hits);\n  if (i < n)");
+    let program = session
+        .build(
+            &capture,
+            &capture.program(&rec.program).unwrap(),
+            &cltrap_analyzer::executor::BuildOptions {
+                source: Some(counted),
+                extra_options: "-DX=1".into(),
+            },
+        )
+        .unwrap();
+    let extra = InputArg::Buffer {
+        mem: None,
+        flags: 1,
+        bytes: 5u32.to_le_bytes().to_vec(),
+    };
+    let out = session
+        .run(&program, &input, std::slice::from_ref(&extra))
+        .unwrap();
+    assert_eq!(out.outputs.len(), 5);
+    assert_eq!(
+        out.outputs[4].as_deref(),
+        Some(&(5u32 + 1024).to_le_bytes()[..])
+    );
+    assert!(out.outputs[3].is_none());
+    // Without the extra argument the instrumented kernel's arity no longer matches.
+    match session.run(&program, &input, &[]) {
+        Err(ExecError::ArgCount {
+            expected: 5,
+            got: 4,
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    // Many runs reuse one build.
+    for _ in 0..50 {
+        session
+            .run(&program, &input, std::slice::from_ref(&extra))
+            .unwrap();
+    }
+}
+
+#[test]
+fn the_cli_lists_shows_and_refuses_bad_input_with_exit_2() {
+    let dir = temp_dir("cli");
+    let b = Builder::new(&dir);
+    let p = b.program(VADD, "-DN=1");
+    b.launch(
+        "vadd",
+        &p,
+        vec![1024],
+        Some(vec![64]),
+        vadd_args(&b, 1000, None),
+    );
+    b.launch(
+        "vadd",
+        &p,
+        vec![1024],
+        Some(vec![64]),
+        vadd_args(&b, 1000, Some((0, 77.0))),
+    );
+    let cltrap = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_cltrap"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let d = dir.to_str().unwrap();
+    let (code, list, _) = cltrap(&["list", d]);
+    assert_eq!(code, Some(0));
+    assert!(
+        list.lines().nth(1).unwrap().contains("vadd") && list.contains("n=1000"),
+        "{list}"
+    );
+    let (code, show, _) = cltrap(&["show", d, "1"]);
+    assert_eq!(code, Some(0));
+    assert!(show.contains("`vadd` defined at line 1"), "{show}");
+    assert!(show.contains("options: \"-DN=1\""), "{show}");
+    let (code, out, _) = cltrap(&["replay", d]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("launch 0 vadd: ok\n") && out.contains("launch 1 vadd: MISMATCH"),
+        "{out}"
+    );
+    let (code, out, _) = cltrap(&["replay", d, "0"]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, _, err) = cltrap(&["show", d, "7"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("launch 7 is not in this capture"), "{err}");
+    let (code, _, err) = cltrap(&["replay", d, "1-x"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("not a launch id selection"), "{err}");
+    let (code, _, err) = cltrap(&["list", "/nonexistent/capture"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no manifest.json"), "{err}");
+    let (code, _, err) = cltrap(&["replay", d, "--device", "no-such-device-xyz"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no device matches"), "{err}");
+    // A corrupt log line is named.
+    std::fs::write(dir.join("launches.jsonl"), "{\"id\": 0, \"kernel\": 3}\n").unwrap();
+    let (code, _, err) = cltrap(&["list", d]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("corrupt") && err.contains("line 1"), "{err}");
+}
