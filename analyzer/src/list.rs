@@ -12,6 +12,14 @@ pub fn format_dims(d: Option<&[u64]>) -> String {
     }
 }
 
+/// An offset as `(4,2)`: a point, not a size.
+pub fn format_offset(o: &[u64]) -> String {
+    format!(
+        "({})",
+        o.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+    )
+}
+
 /// `name=value` for every by-value argument (decoded by its type name when known).
 pub fn format_scalars(launch: &LaunchRecord) -> String {
     let mut parts = Vec::new();
@@ -35,7 +43,7 @@ pub fn format_scalars(launch: &LaunchRecord) -> String {
 /// Geometry of a launch: `global 1024 local 64` plus ` offset 16` when there is one.
 pub fn format_geometry(l: &LaunchRecord) -> (String, String, String) {
     let offset = match &l.global_offset {
-        Some(o) if o.iter().any(|v| *v != 0) => format_dims(Some(o)),
+        Some(o) if o.iter().any(|v| *v != 0) => format_offset(o),
         _ => String::new(),
     };
     (

@@ -53,8 +53,8 @@ enum Cmd {
     /// Re-run launches and compare every buffer with what the application saw.
     Replay {
         dir: PathBuf,
-        /// Launch ids: 3, 0,2,5 or 2-7 (default: all).
-        ids: Option<String>,
+        /// Launch ids: 3, 0,2,5, 2-7, or several such words (default: all).
+        ids: Vec<String>,
         /// Platform by index or case-insensitive name substring.
         #[arg(long)]
         platform: Option<String>,
@@ -175,10 +175,11 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             ulp,
         } => {
             let capture = open(&dir)?;
-            let ids = ids
-                .map(|s| ids::parse_ids(&s))
-                .transpose()
-                .map_err(|e| e.to_string())?;
+            let ids = if ids.is_empty() {
+                None
+            } else {
+                Some(ids::parse_ids(&ids.join(",")).map_err(|e| e.to_string())?)
+            };
             let opts = ReplayOptions {
                 ids,
                 device: DeviceSelector { platform, device },
@@ -196,7 +197,11 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             })
             .map_err(|e| e.to_string())?;
             let info = session.info();
-            let _ = writeln!(stdout, "{summary} on {} ({})", info.name, info.platform);
+            let _ = writeln!(
+                stdout,
+                "{summary}; device {} ({})",
+                info.name, info.platform
+            );
             Ok(summary.exit_code() as u8)
         }
         Cmd::Controls { markdown } => {

@@ -77,10 +77,11 @@ impl Summary {
 }
 
 impl std::fmt::Display for Summary {
+    /// One line; it never contains the word `ok`, so tools counting `ok` lines count launches.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "replayed {} launches: {} ok, {} mismatch, {} skipped, {} error ({} program(s) built)",
+            "replayed {} launch(es): {} matched, {} mismatched, {} skipped, {} failed; {} program(s) built",
             self.ok + self.mismatches + self.skipped + self.errors,
             self.ok,
             self.mismatches,

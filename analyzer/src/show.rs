@@ -1,6 +1,6 @@
 //! `cltrap show`: everything the capture knows about one launch, for a person.
 
-use crate::list::{format_dims, format_scalars};
+use crate::list::{format_dims, format_offset, format_scalars};
 use crate::site::Resolver;
 use crate::values::{format_value, human_bytes, unhex};
 use cltrap_capture::{ArgRecord, Capture, CompiledInput, Content, LaunchRecord, ProgramOrigin};
@@ -153,17 +153,19 @@ fn describe_origin(
             for (i, h) in sources.iter().enumerate() {
                 match capture.source_text(h) {
                     Ok(text) => {
-                        let line = kernel_definition_line(&text, kernel)
-                            .map(|l| format!(", `{kernel}` defined at line {l}"))
-                            .unwrap_or_default();
                         let _ = writeln!(
                             out,
-                            "{indent}  source[{i}]: {} lines, {}, blobs/{}/{}{line}",
+                            "{indent}  source[{i}]: {} lines, {}, blobs/{}/{}",
                             text.lines().count(),
                             human_bytes(text.len() as u64),
                             h.get(..2).unwrap_or(""),
                             h
                         );
+                        if let Some(l) = kernel_definition_line(&text, kernel) {
+                            let code = text.lines().nth(l - 1).unwrap_or("").trim();
+                            let _ =
+                                writeln!(out, "{indent}    `{kernel}` defined at line {l}: {code}");
+                        }
                     }
                     Err(e) => {
                         let _ = writeln!(out, "{indent}  source[{i}]: unreadable: {e}");
@@ -234,22 +236,34 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
         format_dims(l.local_size.as_deref()),
         l.global_offset
             .as_deref()
-            .map(|o| format_dims(Some(o)))
+            .map(format_offset)
             .unwrap_or_else(|| "NULL".into())
     );
     let scalars = format_scalars(l);
     if !scalars.is_empty() {
         let _ = writeln!(o, "scalars: {scalars}");
     }
-    let _ = writeln!(
-        o,
-        "device: {} ({}), platform {}, driver {}, {}",
-        l.device.name,
-        l.device.vendor,
-        l.device.platform,
-        l.device.driver_version,
-        l.device.version
-    );
+    let d = &l.device;
+    let facts: Vec<String> = [
+        (&d.vendor, ""),
+        (&d.platform, "platform "),
+        (&d.version, ""),
+        (&d.driver_version, "driver "),
+    ]
+    .iter()
+    .filter(|(v, _)| !v.is_empty())
+    .map(|(v, label)| format!("{label}{v}"))
+    .collect();
+    let name = if d.name.is_empty() {
+        "unknown"
+    } else {
+        &d.name
+    };
+    if facts.is_empty() {
+        let _ = writeln!(o, "device: {name}");
+    } else {
+        let _ = writeln!(o, "device: {name} ({})", facts.join(", "));
+    }
     let _ = writeln!(o, "queue: {}", queue_props(l.queue_properties));
     let _ = writeln!(o, "thread: {}", l.thread);
     let site = l

@@ -81,10 +81,19 @@ impl Scalar {
             Scalar::U32 => (bits as u32).to_string(),
             Scalar::I64 => (bits as i64).to_string(),
             Scalar::U64 => bits.to_string(),
-            Scalar::F16 => format_float(f64::from(half_to_f32(bits as u16))),
-            Scalar::F32 => format_float(f64::from(f32::from_bits(bits as u32))),
+            Scalar::F16 => format_f32(half_to_f32(bits as u16)),
+            Scalar::F32 => format_f32(f32::from_bits(bits as u32)),
             Scalar::F64 => format_float(f64::from_bits(bits)),
         }
+    }
+}
+
+/// Shortest text that reads back as the same f32 (`2.6666667`, not its f64 expansion).
+fn format_f32(v: f32) -> String {
+    if v.is_finite() {
+        format!("{v:?}")
+    } else {
+        format_float(f64::from(v))
     }
 }
 
@@ -268,6 +277,14 @@ mod tests {
         assert_eq!(format_value("long", &(-1i64).to_le_bytes()), "-1");
         assert_eq!(format_value("uchar", &[200]), "200");
         assert_eq!(format_value("half", &0x3c00u16.to_le_bytes()), "1.0");
+        assert_eq!(
+            format_value("float", &(8.0f32 / 3.0).to_le_bytes()),
+            "2.6666667"
+        );
+        assert_eq!(
+            format_value("float", &f32::NEG_INFINITY.to_le_bytes()),
+            "-inf"
+        );
     }
 
     #[test]

@@ -539,6 +539,16 @@ fn the_cli_lists_shows_and_refuses_bad_input_with_exit_2() {
         "{out}"
     );
     let (code, out, _) = cltrap(&["replay", d, "0"]);
+    assert!(out.contains("replayed 1 launch(es): 1 matched"), "{out}");
+    let (code2, out2, _) = cltrap(&["replay", d, "0", "1"]);
+    assert_eq!(code2, Some(1), "{out2}");
+    assert_eq!(
+        out2.lines()
+            .filter(|l| l.split(|c: char| !c.is_alphanumeric()).any(|w| w == "ok"))
+            .count(),
+        1,
+        "{out2}"
+    );
     assert_eq!(code, Some(0), "{out}");
     let (code, _, err) = cltrap(&["show", d, "7"]);
     assert_eq!(code, Some(2));
@@ -557,4 +567,110 @@ fn the_cli_lists_shows_and_refuses_bad_input_with_exit_2() {
     let (code, _, err) = cltrap(&["list", d]);
     assert_eq!(code, Some(2));
     assert!(err.contains("corrupt") && err.contains("line 1"), "{err}");
+}
+
+const IMAGES: &str = "__kernel void flip(__read_only image2d_t src, __write_only image2d_t dst,\n                   sampler_t smp, __global uint* sums) {\n  int x = get_global_id(0), y = get_global_id(1);\n  int w = get_image_width(src);\n  uint4 p = read_imageui(src, smp, (int2)(w - 1 - x, y));\n  write_imageui(dst, (int2)(x, y), p + (uint4)(1, 1, 1, 1));\n  sums[y * w + x] = p.x + p.y + p.z + p.w;\n}\n";
+
+#[test]
+fn images_and_samplers_are_recreated_and_compared() {
+    let dir = temp_dir("images");
+    let b = Builder::new(&dir);
+    let p = b.program(IMAGES, "");
+    let (w, h) = (8usize, 4usize);
+    let src: Vec<u8> = (0..w * h * 4).map(|i| (i * 7 % 200) as u8).collect();
+    let dst0 = vec![0u8; w * h * 4];
+    let mut dst1 = dst0.clone();
+    let mut sums = vec![0u32; w * h];
+    for y in 0..h {
+        for x in 0..w {
+            let from = (y * w + (w - 1 - x)) * 4;
+            let to = (y * w + x) * 4;
+            for c in 0..4 {
+                dst1[to + c] = src[from + c] + 1;
+            }
+            sums[y * w + x] = src[from..from + 4].iter().map(|v| u32::from(*v)).sum();
+        }
+    }
+    let image = ImageRecord {
+        image_type: 0x10F1,
+        channel_order: 0x10B5,
+        channel_data_type: 0x10DA,
+        width: w as u64,
+        height: h as u64,
+        depth: 0,
+        array_size: 0,
+        element_size: 4,
+    };
+    let img = |index, name: &str, mem, flags, before: &[u8], after: &[u8]| ArgRecord::Image {
+        info: info(index, name, "image2d_t", "global"),
+        mem,
+        flags,
+        image: image.clone(),
+        before: b.blob(before),
+        after: b.blob(after),
+    };
+    let sums_bytes: Vec<u8> = sums.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let zero_sums = vec![0u8; sums_bytes.len()];
+    let args = |dst_after: &[u8]| {
+        vec![
+            img(0, "src", 1, 4, &src, &src),
+            img(1, "dst", 2, 2, &dst0, dst_after),
+            ArgRecord::Sampler {
+                info: info(2, "smp", "sampler_t", "private"),
+                normalized_coords: false,
+                addressing_mode: 0x1131,
+                filter_mode: 0x1140,
+            },
+            b.buffer(3, "sums", "uint*", 3, &zero_sums, &sums_bytes),
+        ]
+    };
+    b.launch("flip", &p, vec![w as u64, h as u64], None, args(&dst1));
+    let mut wrong = dst1.clone();
+    wrong[4 * 9 + 2] ^= 0x10; // pixel 9, channel 2
+    b.launch("flip", &p, vec![w as u64, h as u64], None, args(&wrong));
+    let r = replay_all(&dir, 0);
+    assert!(matches!(r[0].outcome, Outcome::Ok { .. }), "{}", r[0]);
+    match &r[1].outcome {
+        Outcome::Mismatch(m) => {
+            assert_eq!(m.arg_index, 1);
+            assert!(m.to_string().contains("byte offset 38"), "{m}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn failed_and_not_replayable_launches_are_skipped_with_their_reason() {
+    let dir = temp_dir("skips");
+    let b = Builder::new(&dir);
+    let p = b.program(VADD, "");
+    let id = b.launch(
+        "vadd",
+        &p,
+        vec![1024],
+        Some(vec![64]),
+        vadd_args(&b, 1000, None),
+    );
+    let log = dir.join("launches.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut rec: LaunchRecord =
+        serde_json::from_str(text.lines().nth(id as usize).unwrap()).unwrap();
+    let mut failed = rec.clone();
+    failed.status = -54;
+    rec.not_replayable = vec!["argument 2 is an SVM pointer".into()];
+    let lines = [&rec, &failed]
+        .map(|r| serde_json::to_string(r).unwrap())
+        .join("\n");
+    std::fs::write(&log, format!("{lines}\n")).unwrap();
+    let r = replay_all(&dir, 0);
+    assert_eq!(
+        r[0].to_string(),
+        "launch 0 vadd: skipped: argument 2 is an SVM pointer"
+    );
+    assert!(
+        r[1].to_string()
+            .contains("skipped: the application's enqueue failed (CL_INVALID_WORK_GROUP_SIZE"),
+        "{}",
+        r[1]
+    );
 }

@@ -92,6 +92,12 @@ impl LaunchInput {
         if !l.not_replayable.is_empty() {
             return Err(ExecError::NotReplayable(l.not_replayable.join("; ")));
         }
+        if l.status != 0 {
+            return Err(ExecError::NotReplayable(format!(
+                "the application's enqueue failed ({}), so the kernel never ran",
+                super::cl::error_name(l.status)
+            )));
+        }
         let mut args = Vec::with_capacity(l.args.len());
         for (i, a) in l.args.iter().enumerate() {
             let name = |a: &ArgRecord| {
