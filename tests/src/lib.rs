@@ -400,9 +400,12 @@ pub fn open_capture(dir: &Path) -> Capture {
     Capture::open(dir).unwrap_or_else(|e| panic!("capture {} cannot be read: {e}", dir.display()))
 }
 
-/// Lines of `cltrap replay` output that report a launch as `ok` (the word `ok` on its own).
+/// Lines of `cltrap replay` output that report a launch as `ok`: the verdict is the line's
+/// last word (`launch 3 vadd: ok`); a summary line that counts `N ok` is not one.
 pub fn ok_lines(text: &str) -> usize {
-    text.lines().filter(|l| words(l).any(|w| w == "ok")).count()
+    text.lines()
+        .filter(|l| words(l).last() == Some("ok"))
+        .count()
 }
 
 fn words(line: &str) -> impl Iterator<Item = &str> {
@@ -574,6 +577,17 @@ pub fn cltrap_lines(text: &str) -> Vec<&str> {
     text.lines()
         .filter(|l| l.trim_start().starts_with("cltrap:"))
         .collect()
+}
+
+/// The `cltrap:` lines of a `cltrap run`'s stderr that came from the shim: all but the
+/// launcher's own summary, which `cltrap run` prints as its last line after the app exits.
+pub fn shim_lines_of_launcher_run(stderr: &str) -> Vec<&str> {
+    let mut lines = cltrap_lines(stderr);
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+    if last.is_some() && lines.last().copied() == last {
+        lines.pop();
+    }
+    lines
 }
 
 /// Non-empty lines of stderr, ignoring the compiler chatter PoCL prints while building
