@@ -674,3 +674,101 @@ fn failed_and_not_replayable_launches_are_skipped_with_their_reason() {
         r[1]
     );
 }
+
+const LINK_LIB: &str = "int mix_value(int x) { return x * 3 - 1; }\n";
+const LINK_MAIN: &str = "#include \"mix_helper.h\"\n__kernel void mix(__global const int* in, __global int* out) {\n  size_t g = get_global_id(0);\n  out[g] = mix_value(in[g]) + MIX_OFFSET;\n}\n";
+const LINK_HEADER: &str = "#define MIX_OFFSET 7\nint mix_value(int x);\n";
+
+fn mix_args(b: &Builder) -> Vec<ArgRecord> {
+    let input: Vec<i32> = (0..64).map(|i| i - 20).collect();
+    let out: Vec<i32> = input.iter().map(|x| x * 3 - 1 + 7).collect();
+    vec![
+        b.buffer(0, "in", "int*", 1, &i32s(&input), &i32s(&input)),
+        b.buffer(1, "out", "int*", 2, &i32s(&[0; 64]), &i32s(&out)),
+    ]
+}
+
+#[test]
+fn compiled_and_linked_programs_replay_with_their_embedded_headers() {
+    let dir = temp_dir("linked");
+    let b = Builder::new(&dir);
+    let put = |s: &str| b.w.blobs.put(s.as_bytes()).unwrap();
+    let rec = ProgramRecord {
+        origin: ProgramOrigin::Linked {
+            inputs: vec![
+                CompiledInput {
+                    origin: Box::new(ProgramOrigin::Source {
+                        sources: vec![put(LINK_MAIN)],
+                    }),
+                    compile_options: "-cl-std=CL1.2".into(),
+                    headers: vec![("mix_helper.h".into(), put(LINK_HEADER))],
+                },
+                CompiledInput {
+                    origin: Box::new(ProgramOrigin::Source {
+                        sources: vec![put(LINK_LIB)],
+                    }),
+                    compile_options: String::new(),
+                    headers: vec![],
+                },
+            ],
+        },
+        options: String::new(),
+        devices: vec![],
+        build_site: None,
+    };
+    let p = b.w.blobs.put(&serde_json::to_vec(&rec).unwrap()).unwrap();
+    b.launch("mix", &p, vec![64], None, mix_args(&b));
+    let r = replay_all(&dir, 0);
+    assert!(matches!(r[0].outcome, Outcome::Ok { .. }), "{}", r[0]);
+}
+
+#[test]
+fn programs_from_binaries_replay_on_a_device_that_accepts_them() {
+    let session = Session::open(&DeviceSelector::default()).unwrap();
+    let built = session.build_source(VADD, "").unwrap();
+    let binary = session.program_binary(&built).unwrap();
+    assert!(!binary.is_empty());
+    let dir = temp_dir("binary");
+    let b = Builder::new(&dir);
+    let good = b.w.blobs.put(&binary).unwrap();
+    let garbage = b.w.blobs.put(b"definitely not a device binary").unwrap();
+    let record = |bin: &Hash| ProgramRecord {
+        origin: ProgramOrigin::Binary {
+            binaries: vec![bin.clone()],
+        },
+        options: String::new(),
+        devices: vec![session.info().name.clone()],
+        build_site: None,
+    };
+    let p_good =
+        b.w.blobs
+            .put(&serde_json::to_vec(&record(&good)).unwrap())
+            .unwrap();
+    let p_bad =
+        b.w.blobs
+            .put(&serde_json::to_vec(&record(&garbage)).unwrap())
+            .unwrap();
+    b.launch(
+        "vadd",
+        &p_good,
+        vec![1024],
+        Some(vec![64]),
+        vadd_args(&b, 1000, None),
+    );
+    b.launch(
+        "vadd",
+        &p_bad,
+        vec![1024],
+        Some(vec![64]),
+        vadd_args(&b, 1000, None),
+    );
+    let r = replay_all(&dir, 0);
+    assert!(matches!(r[0].outcome, Outcome::Ok { .. }), "{}", r[0]);
+    match &r[1].outcome {
+        Outcome::Error { line, .. } => assert!(
+            line.contains("does not build") || line.contains("binary"),
+            "{line}"
+        ),
+        other => panic!("{other:?}"),
+    }
+}

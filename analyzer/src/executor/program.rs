@@ -51,6 +51,21 @@ fn join_options(a: &str, b: &str) -> Result<CString, ExecError> {
 }
 
 impl Session {
+    /// The device binary of a built program (`CL_PROGRAM_BINARIES`), e.g. to cache compiled
+    /// mutants across worker processes and rebuild them with `clCreateProgramWithBinary`.
+    pub fn program_binary(&self, program: &BuiltProgram) -> Result<Vec<u8>, ExecError> {
+        let info =
+            cl3::program::get_program_info(program.program.raw(), opencl_sys::CL_PROGRAM_BINARIES)
+                .map_err(cl_err("clGetProgramInfo(CL_PROGRAM_BINARIES)"))?;
+        match info {
+            cl3::info_type::InfoType::VecVecUchar(mut v) if !v.is_empty() => Ok(v.swap_remove(0)),
+            _ => Err(ExecError::Cl {
+                what: "clGetProgramInfo(CL_PROGRAM_BINARIES)".into(),
+                code: "no binary".into(),
+            }),
+        }
+    }
+
     fn log(&self, program: cl_program) -> String {
         let raw = cl3::program::get_program_build_data(program, self.device, CL_PROGRAM_BUILD_LOG)
             .map(info_string)

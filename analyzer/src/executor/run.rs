@@ -113,7 +113,51 @@ fn to_sizes(v: &[u64]) -> Vec<usize> {
         .collect()
 }
 
+/// The kernel of `names` (a program's `;`-separated `CL_PROGRAM_KERNEL_NAMES`) that the
+/// captured name `wanted` means. PoCL 3.1 names the kernels of linked programs `_cl_<name>`,
+/// so a capture made there says `_cl_mix` where other drivers say `mix`, and vice versa.
+pub fn resolve_kernel_name<'a>(names: &'a str, wanted: &str) -> Option<&'a str> {
+    fn bare(n: &str) -> &str {
+        n.strip_prefix("_cl_").unwrap_or(n)
+    }
+    let list: Vec<&str> = names
+        .split(';')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect();
+    list.iter()
+        .find(|n| **n == wanted)
+        .or_else(|| list.iter().find(|n| bare(n) == bare(wanted)))
+        .copied()
+}
+
 impl Session {
+    fn create_kernel(&self, program: &BuiltProgram, name: &str) -> Result<Kernel, ExecError> {
+        let no_kernel = || ExecError::NoKernel {
+            kernel: name.to_string(),
+        };
+        let create = |n: &str| -> Result<Kernel, i32> {
+            let c = CString::new(n).map_err(|_| opencl_sys::CL_INVALID_KERNEL_NAME)?;
+            cl3::kernel::create_kernel(program.program.raw(), &c).map(Kernel)
+        };
+        match create(name) {
+            Ok(k) => Ok(k),
+            Err(opencl_sys::CL_INVALID_KERNEL_NAME) => {
+                let names = cl3::program::get_program_data(
+                    program.program.raw(),
+                    opencl_sys::CL_PROGRAM_KERNEL_NAMES,
+                )
+                .map(super::cl::info_string)
+                .unwrap_or_default();
+                let other = resolve_kernel_name(&names, name)
+                    .filter(|n| *n != name)
+                    .ok_or_else(no_kernel)?;
+                create(other).map_err(|c| cl_err(format!("clCreateKernel({other})"))(c))
+            }
+            Err(c) => Err(cl_err(format!("clCreateKernel({name})"))(c)),
+        }
+    }
+
     fn create_memory(&self, arg: &InputArg, index: usize) -> Result<Mem, ExecError> {
         let what = format!("creating the memory object of argument {index}");
         match arg {
@@ -246,17 +290,7 @@ impl Session {
         input: &LaunchInput,
         extras: &[InputArg],
     ) -> Result<RunOutput, ExecError> {
-        let kname = CString::new(input.kernel.as_str()).map_err(|_| ExecError::NoKernel {
-            kernel: input.kernel.clone(),
-        })?;
-        let kernel = Kernel(
-            cl3::kernel::create_kernel(program.program.raw(), &kname).map_err(|c| match c {
-                opencl_sys::CL_INVALID_KERNEL_NAME => ExecError::NoKernel {
-                    kernel: input.kernel.clone(),
-                },
-                c => cl_err(format!("clCreateKernel({})", input.kernel))(c),
-            })?,
-        );
+        let kernel = self.create_kernel(program, &input.kernel)?;
         let all: Vec<&InputArg> = input.args.iter().chain(extras.iter()).collect();
         let num_args = cl3::kernel::get_kernel_data(kernel.raw(), CL_KERNEL_NUM_ARGS)
             .ok()
@@ -456,5 +490,22 @@ impl Session {
             }
         }
         Ok(RunOutput { outputs, kernel_ns })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linked_kernel_names_match_across_drivers() {
+        assert_eq!(
+            resolve_kernel_name("vadd;_cl_mix", "_cl_mix"),
+            Some("_cl_mix")
+        );
+        assert_eq!(resolve_kernel_name("vadd;_cl_mix", "mix"), Some("_cl_mix"));
+        assert_eq!(resolve_kernel_name("vadd;mix", "_cl_mix"), Some("mix"));
+        assert_eq!(resolve_kernel_name("vadd;mix", "mixer"), None);
+        assert_eq!(resolve_kernel_name("", "mix"), None);
     }
 }
