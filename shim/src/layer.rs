@@ -12,7 +12,6 @@ use crate::api::cl_api;
 use crate::Next;
 use libc::{c_char, c_void, intptr_t, size_t};
 use once_cell::sync::OnceCell;
-use opencl_sys::cl_egl::*;
 use opencl_sys::cl_icd::*;
 use opencl_sys::cl_layer::*;
 use opencl_sys::*;

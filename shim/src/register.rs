@@ -15,7 +15,7 @@ fn register_as_layer() {
         if capture_off() {
             return;
         }
-        let Some(me) = crate::site::module_path(register_as_layer as usize) else {
+        let Some(me) = crate::site::module_path(register_as_layer as *const () as usize) else {
             return;
         };
         let Some(me) = canonical(Path::new(&me)) else {
@@ -83,7 +83,7 @@ fn preloaded(me: &Path) -> bool {
     named
         && !global.is_null()
         && crate::site::module_base(global as usize)
-            == crate::site::module_base(register_as_layer as usize)
+            == crate::site::module_base(register_as_layer as *const () as usize)
 }
 
 #[allow(dead_code)]

@@ -46,7 +46,7 @@ pub fn module_path(addr: usize) -> Option<String> {
 }
 
 fn our_base() -> usize {
-    module_base(our_base as usize)
+    module_base(our_base as *const () as usize)
 }
 
 fn frames() -> Vec<usize> {
@@ -101,11 +101,7 @@ pub fn capture() -> Option<Site> {
                     .into_owned(),
             )
         };
-        let module = if module.is_empty() {
-            main_executable()
-        } else {
-            module
-        };
+        let module = absolute(module);
         return Some(Site {
             module,
             offset: (addr - load_bias(addr, base)) as u64,
@@ -116,10 +112,15 @@ pub fn capture() -> Option<Site> {
     None
 }
 
-fn main_executable() -> String {
-    std::fs::read_link("/proc/self/exe")
+/// `dladdr` names the main program by its `argv[0]` (often relative): make it a real path.
+fn absolute(module: String) -> String {
+    if module.starts_with('/') {
+        return module;
+    }
+    std::fs::canonicalize(&module)
+        .or_else(|_| std::fs::read_link("/proc/self/exe"))
         .map(|p| p.display().to_string())
-        .unwrap_or_default()
+        .unwrap_or(module)
 }
 
 extern "C" {

@@ -1,35 +1,33 @@
 //! The interception core: one function per hooked entry point, taking the "next" dispatch
-//! table of whichever door the call came through. Nothing here knows about doors.
+//! table of whichever door the call came through (`crate::exports` or `crate::layer`).
+//! Nothing here knows about doors.
 //!
-//! Every function forwards the application's call exactly once, outside any panic guard, and
-//! does its own work before/after it inside [`crate::door::quietly`].
+//! Every function forwards the application's call exactly once, with the application's
+//! arguments, outside any panic guard, and does its own work before/after it inside
+//! [`crate::door::quietly`]. Queries the shim makes for itself go through the same `next`
+//! table, so they are never mistaken for application calls.
 
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
-use crate::api::cl_api;
-use crate::Next;
-use libc::{c_char, c_void, intptr_t, size_t};
-use opencl_sys::cl_egl::*;
-use opencl_sys::cl_icd::*;
-use opencl_sys::*;
+mod contents;
+mod info;
+mod kernel;
+mod launch;
+mod mem;
+mod program;
+mod record;
+mod track;
 
-macro_rules! forwarders {
-    ($($kind:ident $name:ident = $ty:ident [$($err:ident)?] ($($p:ident : $t:ty),*) -> $r:ty;)*) => {
-        $( forwarder!($kind $name, ($($p: $t),*) -> $r); )*
-    };
-}
-macro_rules! forwarder {
-    (plain $name:ident, ($($p:ident : $t:ty),*) -> $r:ty) => {};
-    (hook $name:ident, ($($p:ident : $t:ty),*) -> $r:ty) => {
-        pub(crate) unsafe fn $name(next: &Next, $($p: $t),*) -> $r {
-            match next.$name {
-                Some(f) => f($($p),*),
-                None => <$r as crate::exports::Missing>::missing(),
-            }
-        }
-    };
-}
-cl_api!(forwarders);
-
-#[allow(dead_code)]
-type Unused = (c_char, c_void, intptr_t, size_t);
+pub(crate) use kernel::{
+    clCloneKernel, clCreateKernel, clCreateKernelsInProgram, clSetKernelArg,
+    clSetKernelArgSVMPointer,
+};
+pub(crate) use launch::{clEnqueueNDRangeKernel, clEnqueueTask};
+pub(crate) use mem::{
+    clCreateBuffer, clCreateBufferWithProperties, clCreateImage, clCreateImage2D, clCreateImage3D,
+    clCreateImageWithProperties, clCreateSubBuffer, clCreateUserEvent, clSetUserEventStatus,
+};
+pub(crate) use program::{
+    clBuildProgram, clCompileProgram, clCreateProgramWithBinary, clCreateProgramWithBuiltInKernels,
+    clCreateProgramWithIL, clCreateProgramWithSource, clGetProgramBuildInfo, clLinkProgram,
+};

@@ -1,0 +1,165 @@
+//! Kernel hooks: each kernel's arguments as last set, copied at `clSetKernelArg` time.
+
+use super::info;
+use super::program::missing;
+use super::track::{lock, tables, ArgValue, Kernel};
+use crate::door::quietly;
+use crate::Next;
+use libc::{c_char, c_void, size_t};
+use opencl_sys::*;
+
+/// The name and program of a kernel, asked from the driver.
+pub(super) fn describe(next: &Next, kernel: cl_kernel) -> Kernel {
+    let mut k = Kernel::default();
+    if let Some(f) = next.clGetKernelInfo {
+        // SAFETY: standard info queries.
+        k.name = info::string(|s, p, r| unsafe { f(kernel, CL_KERNEL_FUNCTION_NAME, s, p, r) })
+            .unwrap_or_default();
+        k.program =
+            info::value::<usize>(|s, p, r| unsafe { f(kernel, CL_KERNEL_PROGRAM, s, p, r) })
+                .unwrap_or(0);
+    }
+    k
+}
+
+fn created(next: &Next, kernel: cl_kernel) {
+    if kernel.is_null() {
+        return;
+    }
+    let k = describe(next, kernel);
+    lock(&tables().kernels).insert(kernel as usize, k);
+}
+
+pub unsafe fn clCreateKernel(
+    next: &Next,
+    program: cl_program,
+    kernel_name: *const c_char,
+    errcode_ret: *mut cl_int,
+) -> cl_kernel {
+    let Some(f) = next.clCreateKernel else {
+        return missing(errcode_ret);
+    };
+    let kernel = f(program, kernel_name, errcode_ret);
+    quietly(|| created(next, kernel));
+    kernel
+}
+
+pub unsafe fn clCreateKernelsInProgram(
+    next: &Next,
+    program: cl_program,
+    num_kernels: cl_uint,
+    kernels: *mut cl_kernel,
+    num_kernels_ret: *mut cl_uint,
+) -> cl_int {
+    let Some(f) = next.clCreateKernelsInProgram else {
+        return CL_INVALID_OPERATION;
+    };
+    let ret = f(program, num_kernels, kernels, num_kernels_ret);
+    if ret == CL_SUCCESS && !kernels.is_null() {
+        quietly(|| {
+            let made = if num_kernels_ret.is_null() {
+                let n = next.clGetProgramInfo.and_then(|g| {
+                    // SAFETY: standard info query.
+                    info::value::<usize>(|s, p, r| unsafe {
+                        g(program, CL_PROGRAM_NUM_KERNELS, s, p, r)
+                    })
+                });
+                n.unwrap_or(0) as cl_uint
+            } else {
+                // SAFETY: the driver wrote the count.
+                unsafe { *num_kernels_ret }
+            };
+            for i in 0..made.min(num_kernels) as usize {
+                // SAFETY: the driver filled `made` (≤ num_kernels) entries.
+                created(next, unsafe { *kernels.add(i) });
+            }
+        });
+    }
+    ret
+}
+
+pub unsafe fn clCloneKernel(
+    next: &Next,
+    source_kernel: cl_kernel,
+    errcode_ret: *mut cl_int,
+) -> cl_kernel {
+    let Some(f) = next.clCloneKernel else {
+        return missing(errcode_ret);
+    };
+    let kernel = f(source_kernel, errcode_ret);
+    if !kernel.is_null() {
+        quietly(|| {
+            let mut kernels = lock(&tables().kernels);
+            let copy = kernels.get(&(source_kernel as usize)).cloned();
+            drop(kernels);
+            let k = match copy {
+                Some(k) => k,
+                None => describe(next, kernel),
+            };
+            kernels = lock(&tables().kernels);
+            kernels.insert(kernel as usize, k);
+        });
+    }
+    kernel
+}
+
+fn set_arg(next: &Next, kernel: cl_kernel, index: cl_uint, value: ArgValue) {
+    let mut kernels = lock(&tables().kernels);
+    if !kernels.contains_key(&(kernel as usize)) {
+        drop(kernels);
+        let k = describe(next, kernel);
+        kernels = lock(&tables().kernels);
+        kernels.entry(kernel as usize).or_insert(k);
+    }
+    if let Some(k) = kernels.get_mut(&(kernel as usize)) {
+        let i = index as usize;
+        if k.args.len() <= i {
+            k.args.resize(i + 1, None);
+        }
+        k.args[i] = Some(value);
+    }
+}
+
+pub unsafe fn clSetKernelArg(
+    next: &Next,
+    kernel: cl_kernel,
+    arg_index: cl_uint,
+    arg_size: size_t,
+    arg_value: *const c_void,
+) -> cl_int {
+    let Some(f) = next.clSetKernelArg else {
+        return CL_INVALID_OPERATION;
+    };
+    let ret = f(kernel, arg_index, arg_size, arg_value);
+    if ret == CL_SUCCESS {
+        quietly(|| {
+            let value = if arg_value.is_null() {
+                ArgValue::Local(arg_size)
+            } else {
+                // SAFETY: the driver accepted `arg_size` bytes at `arg_value`.
+                ArgValue::Bytes(
+                    unsafe { std::slice::from_raw_parts(arg_value.cast::<u8>(), arg_size) }
+                        .to_vec(),
+                )
+            };
+            set_arg(next, kernel, arg_index, value);
+        });
+    }
+    ret
+}
+
+pub unsafe fn clSetKernelArgSVMPointer(
+    next: &Next,
+    kernel: cl_kernel,
+    arg_index: cl_uint,
+    arg_value: *const c_void,
+) -> cl_int {
+    let Some(f) = next.clSetKernelArgSVMPointer else {
+        return CL_INVALID_OPERATION;
+    };
+    let ret = f(kernel, arg_index, arg_value);
+    if ret == CL_SUCCESS {
+        quietly(|| set_arg(next, kernel, arg_index, ArgValue::Svm(arg_value as usize)));
+    }
+    ret
+}

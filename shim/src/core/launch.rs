@@ -1,0 +1,719 @@
+//! Launch hooks: `clEnqueueNDRangeKernel` / `clEnqueueTask` become `LaunchRecord`s.
+//!
+//! Order of work for a recorded launch (buffer modes `full`/`hash`):
+//! plan (name, filters, arguments, program, device) → wait for the wait list and finish the
+//! queue → read every buffer/image argument → forward the enqueue (with a private event if the
+//! application passed none) → wait for it → read them again → append the record.
+//! If any user event is still unset, the shim does not wait at all (that could deadlock the
+//! application): contents are recorded as missing and the launch marked not replayable.
+
+use super::contents::{self, Shape};
+use super::info;
+use super::kernel::describe;
+use super::track::{lock, tables, ArgValue};
+use crate::door::quietly;
+use crate::Next;
+use cltrap_capture::{
+    ArgInfo, ArgRecord, BufferMode, CaptureWriter, Content, DeviceRecord, ImageRecord, LaunchApi,
+    LaunchRecord, Settings,
+};
+use libc::size_t;
+use opencl_sys::*;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Number of enqueues seen so far (all of them: the launch window counts filtered ones too).
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+pub unsafe fn clEnqueueNDRangeKernel(
+    next: &Next,
+    command_queue: cl_command_queue,
+    kernel: cl_kernel,
+    work_dim: cl_uint,
+    global_work_offset: *const size_t,
+    global_work_size: *const size_t,
+    local_work_size: *const size_t,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> cl_int {
+    let Some(f) = next.clEnqueueNDRangeKernel else {
+        return CL_INVALID_OPERATION;
+    };
+    let plan = quietly(|| {
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        if !(1..=3).contains(&work_dim) || global_work_size.is_null() {
+            return None;
+        }
+        // SAFETY: with a valid work_dim, non-NULL size arrays hold `work_dim` entries.
+        let dims = |p: *const size_t| {
+            (!p.is_null()).then(|| {
+                unsafe { std::slice::from_raw_parts(p, work_dim as usize) }
+                    .iter()
+                    .map(|v| *v as u64)
+                    .collect::<Vec<u64>>()
+            })
+        };
+        let shape = Geometry {
+            api: LaunchApi::NdRange,
+            work_dim,
+            offset: dims(global_work_offset),
+            global: dims(global_work_size).unwrap_or_default(),
+            local: dims(local_work_size),
+        };
+        Plan::new(next, seq, command_queue, kernel, shape)
+    })
+    .flatten();
+    run(
+        next,
+        plan,
+        command_queue,
+        num_events_in_wait_list,
+        event_wait_list,
+        event,
+        |ev| {
+            f(
+                command_queue,
+                kernel,
+                work_dim,
+                global_work_offset,
+                global_work_size,
+                local_work_size,
+                num_events_in_wait_list,
+                event_wait_list,
+                ev,
+            )
+        },
+    )
+}
+
+pub unsafe fn clEnqueueTask(
+    next: &Next,
+    command_queue: cl_command_queue,
+    kernel: cl_kernel,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> cl_int {
+    let Some(f) = next.clEnqueueTask else {
+        return CL_INVALID_OPERATION;
+    };
+    let plan = quietly(|| {
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let shape = Geometry {
+            api: LaunchApi::Task,
+            work_dim: 1,
+            offset: None,
+            global: vec![1],
+            local: Some(vec![1]),
+        };
+        Plan::new(next, seq, command_queue, kernel, shape)
+    })
+    .flatten();
+    run(
+        next,
+        plan,
+        command_queue,
+        num_events_in_wait_list,
+        event_wait_list,
+        event,
+        |ev| {
+            f(
+                command_queue,
+                kernel,
+                num_events_in_wait_list,
+                event_wait_list,
+                ev,
+            )
+        },
+    )
+}
+
+/// Forwards the enqueue exactly once, recording around it when there is a plan.
+fn run(
+    next: &Next,
+    plan: Option<Plan>,
+    queue: cl_command_queue,
+    num_events: cl_uint,
+    events: *const cl_event,
+    app_event: *mut cl_event,
+    enqueue: impl FnOnce(*mut cl_event) -> cl_int,
+) -> cl_int {
+    let Some(mut plan) = plan else {
+        return enqueue(app_event);
+    };
+    let synced = quietly(|| plan.before(next, queue, num_events, events)).unwrap_or(false);
+    let mut own: cl_event = std::ptr::null_mut();
+    let ev_ptr = if synced && app_event.is_null() {
+        &mut own as *mut cl_event
+    } else {
+        app_event
+    };
+    let ret = enqueue(ev_ptr);
+    quietly(|| {
+        if ret != CL_SUCCESS {
+            plan.abandon();
+            return;
+        }
+        if synced {
+            // SAFETY: the enqueue succeeded, so it stored an event where we asked.
+            let ev = if ev_ptr.is_null() {
+                std::ptr::null_mut()
+            } else {
+                unsafe { *ev_ptr }
+            };
+            plan.after(next, queue, ev);
+        }
+        plan.finish(ret);
+    });
+    if !own.is_null() {
+        if let Some(release) = next.clReleaseEvent {
+            // SAFETY: our own event, released once.
+            unsafe { release(own) };
+        }
+    }
+    ret
+}
+
+struct Geometry {
+    api: LaunchApi,
+    work_dim: cl_uint,
+    offset: Option<Vec<u64>>,
+    global: Vec<u64>,
+    local: Option<Vec<u64>>,
+}
+
+/// A launch being recorded.
+struct Plan {
+    record: LaunchRecord,
+    writer: &'static CaptureWriter,
+    settings: &'static Settings,
+    mode: BufferMode,
+    /// Memory object behind each argument (by index), for filling in contents.
+    slots: Vec<Option<usize>>,
+    /// Distinct memory objects to read, with their shape.
+    reads: Vec<(usize, Shape)>,
+    before: HashMap<usize, Content>,
+    after: HashMap<usize, Content>,
+    /// Why contents are missing, when they are.
+    missing: String,
+}
+
+impl Plan {
+    fn new(
+        next: &Next,
+        seq: u64,
+        queue: cl_command_queue,
+        kernel: cl_kernel,
+        geo: Geometry,
+    ) -> Option<Plan> {
+        let settings = crate::state::settings()?;
+        if !crate::sink::healthy() {
+            return None;
+        }
+        let known = lock(&tables().kernels).get(&(kernel as usize)).cloned();
+        let k = match known {
+            Some(k) => k,
+            None => {
+                let k = describe(next, kernel);
+                lock(&tables().kernels).insert(kernel as usize, k.clone());
+                k
+            }
+        };
+        if !settings.wants(seq, &k.name) || !reserve(settings, &k.name) {
+            return None;
+        }
+        let Some(writer) = crate::sink::writer() else {
+            release(settings, &k.name);
+            return None;
+        };
+        let arg_info = match &k.info {
+            Some(i) => i.clone(),
+            None => {
+                let i = arg_infos(next, kernel).map(Arc::new);
+                if let Some(entry) = lock(&tables().kernels).get_mut(&(kernel as usize)) {
+                    entry.info = Some(i.clone());
+                }
+                i
+            }
+        };
+        let num_args = next
+            .clGetKernelInfo
+            .and_then(|f| {
+                // SAFETY: standard info query.
+                info::value::<cl_uint>(|s, p, r| unsafe { f(kernel, CL_KERNEL_NUM_ARGS, s, p, r) })
+            })
+            .unwrap_or(k.args.len() as cl_uint) as usize;
+        let mut notes = Vec::new();
+        let mut args = Vec::with_capacity(num_args);
+        let mut slots = Vec::with_capacity(num_args);
+        let mut reads: Vec<(usize, Shape)> = Vec::new();
+        for i in 0..num_args {
+            let info = arg_info.as_ref().and_then(|v| v.get(i));
+            let value = k.args.get(i).and_then(|v| v.as_ref());
+            let (rec, mem) = classify(next, i as u32, info, value, &mut notes);
+            if let Some((h, shape)) = mem {
+                if !reads.iter().any(|(m, _)| *m == h) {
+                    reads.push((h, shape));
+                }
+            }
+            slots.push(mem.map(|(h, _)| h));
+            args.push(rec);
+        }
+        let program = match super::record::program_hash(next, writer, k.program) {
+            Ok((hash, mut pnotes)) => {
+                notes.append(&mut pnotes);
+                hash
+            }
+            Err(e) => {
+                crate::sink::fail(&e);
+                release(settings, &k.name);
+                return None;
+            }
+        };
+        let record = LaunchRecord {
+            id: 0,
+            seq,
+            kernel: k.name.clone(),
+            program,
+            api: geo.api,
+            work_dim: geo.work_dim,
+            global_offset: geo.offset,
+            global_size: geo.global,
+            local_size: geo.local,
+            args,
+            device: device_record(next, queue),
+            queue_properties: queue_properties(next, queue),
+            launch_site: crate::site::capture(),
+            // SAFETY: gettid has no preconditions.
+            thread: unsafe { libc::gettid() } as u64,
+            status: CL_SUCCESS,
+            not_replayable: notes,
+        };
+        Some(Plan {
+            record,
+            writer,
+            settings,
+            mode: contents::mode(settings.buffers),
+            slots,
+            reads,
+            before: HashMap::new(),
+            after: HashMap::new(),
+            missing: String::new(),
+        })
+    }
+
+    /// Waits for what the kernel waits for and reads its inputs. Returns whether it synced
+    /// (and the post-launch contents should be read too).
+    fn before(
+        &mut self,
+        next: &Next,
+        queue: cl_command_queue,
+        num_events: cl_uint,
+        events: *const cl_event,
+    ) -> bool {
+        if self.mode == BufferMode::None {
+            self.missing = "not read (CLTRAP_BUFFERS=none)".into();
+            return false;
+        }
+        if self.reads.is_empty() {
+            return false;
+        }
+        if tables().user_events_pending() {
+            self.missing = "not read: a user event was still unset, and waiting could have deadlocked the application".into();
+            self.record.not_replayable.push(
+                "buffer contents were not recorded (a user event was pending at launch)".into(),
+            );
+            return false;
+        }
+        // SAFETY: the application's own wait list and queue, as it passes them to the enqueue.
+        let waited = unsafe {
+            (num_events == 0
+                || next.clWaitForEvents.map(|f| f(num_events, events)) == Some(CL_SUCCESS))
+                && next.clFinish.map(|f| f(queue)) == Some(CL_SUCCESS)
+        };
+        if !waited {
+            self.missing = "not read: waiting for the launch's wait list or queue failed".into();
+            self.record
+                .not_replayable
+                .push("buffer contents were not recorded (wait list failed)".into());
+            return false;
+        }
+        self.before = self.read_all(next, queue);
+        true
+    }
+
+    fn after(&mut self, next: &Next, queue: cl_command_queue, ev: cl_event) {
+        // SAFETY: waiting on the event the enqueue just returned.
+        let done =
+            !ev.is_null() && unsafe { next.clWaitForEvents.map(|f| f(1, &ev)) } == Some(CL_SUCCESS);
+        if done {
+            self.after = self.read_all(next, queue);
+        } else {
+            self.record
+                .not_replayable
+                .push("the kernel did not complete; no post-launch contents".into());
+        }
+    }
+
+    fn read_all(&self, next: &Next, queue: cl_command_queue) -> HashMap<usize, Content> {
+        self.reads
+            .iter()
+            .map(|(mem, shape)| {
+                let content = match contents::read(next, queue, *mem as cl_mem, *shape) {
+                    Ok(bytes) => {
+                        contents::store(self.writer, self.mode, self.settings.max_bytes, &bytes)
+                    }
+                    Err(why) => Content::Missing { note: why },
+                };
+                (*mem, content)
+            })
+            .collect()
+    }
+
+    fn abandon(&self) {
+        release(self.settings, &self.record.kernel);
+    }
+
+    fn finish(mut self, status: cl_int) {
+        let missing = |note: &str| Content::Missing {
+            note: note.to_string(),
+        };
+        let default_note = if self.missing.is_empty() {
+            "not read".to_string()
+        } else {
+            self.missing.clone()
+        };
+        for (arg, slot) in self.record.args.iter_mut().zip(&self.slots) {
+            let Some(mem) = slot else { continue };
+            let (b, a) = match arg {
+                ArgRecord::Buffer { before, after, .. }
+                | ArgRecord::Image { before, after, .. } => (before, after),
+                _ => continue,
+            };
+            if matches!(b, Content::Missing { note } if note.is_empty()) {
+                *b = self
+                    .before
+                    .get(mem)
+                    .cloned()
+                    .unwrap_or_else(|| missing(&default_note));
+                *a = self
+                    .after
+                    .get(mem)
+                    .cloned()
+                    .unwrap_or_else(|| missing(&default_note));
+            }
+        }
+        self.record.status = status;
+        if let Err(e) = self.writer.append(self.record) {
+            crate::sink::fail(&e);
+        }
+    }
+}
+
+/// Takes one of the kernel's `CLTRAP_PER_KERNEL` slots.
+fn reserve(settings: &Settings, name: &str) -> bool {
+    let Some(limit) = settings.per_kernel else {
+        return true;
+    };
+    let mut counts = lock(&tables().per_kernel);
+    let c = counts.entry(name.to_string()).or_insert(0);
+    if *c >= limit {
+        return false;
+    }
+    *c += 1;
+    true
+}
+
+/// Gives a slot back (the enqueue failed, or could not be recorded).
+fn release(settings: &Settings, name: &str) {
+    if settings.per_kernel.is_some() {
+        if let Some(c) = lock(&tables().per_kernel).get_mut(name) {
+            *c = c.saturating_sub(1);
+        }
+    }
+}
+
+fn arg_infos(next: &Next, kernel: cl_kernel) -> Option<Vec<ArgInfo>> {
+    let f = next.clGetKernelArgInfo?;
+    let g = next.clGetKernelInfo?;
+    // SAFETY: standard info queries.
+    let n = info::value::<cl_uint>(|s, p, r| unsafe { g(kernel, CL_KERNEL_NUM_ARGS, s, p, r) })?;
+    (0..n)
+        .map(|i| {
+            let q = |param| move |s, p, r| unsafe { f(kernel, i, param, s, p, r) };
+            let address = info::value::<cl_uint>(q(CL_KERNEL_ARG_ADDRESS_QUALIFIER))?;
+            let access = info::value::<cl_uint>(q(CL_KERNEL_ARG_ACCESS_QUALIFIER))?;
+            let type_name = info::string(q(CL_KERNEL_ARG_TYPE_NAME))?;
+            let type_q = info::value::<cl_ulong>(q(CL_KERNEL_ARG_TYPE_QUALIFIER))?;
+            let name = info::string(q(CL_KERNEL_ARG_NAME)).unwrap_or_default();
+            let address_space = match address {
+                CL_KERNEL_ARG_ADDRESS_GLOBAL => "global",
+                CL_KERNEL_ARG_ADDRESS_LOCAL => "local",
+                CL_KERNEL_ARG_ADDRESS_CONSTANT => "constant",
+                _ => "private",
+            };
+            let mut quals = Vec::new();
+            for (bit, word) in [
+                (CL_KERNEL_ARG_TYPE_CONST, "const"),
+                (CL_KERNEL_ARG_TYPE_RESTRICT, "restrict"),
+                (CL_KERNEL_ARG_TYPE_VOLATILE, "volatile"),
+                (CL_KERNEL_ARG_TYPE_PIPE, "pipe"),
+            ] {
+                if type_q & (bit as cl_ulong) != 0 {
+                    quals.push(word);
+                }
+            }
+            match access {
+                CL_KERNEL_ARG_ACCESS_READ_ONLY => quals.push("read_only"),
+                CL_KERNEL_ARG_ACCESS_WRITE_ONLY => quals.push("write_only"),
+                CL_KERNEL_ARG_ACCESS_READ_WRITE => quals.push("read_write"),
+                _ => {}
+            }
+            Some(ArgInfo {
+                index: i,
+                name,
+                type_name,
+                address_space: address_space.into(),
+                qualifiers: quals.join(" "),
+            })
+        })
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Turns one argument into its record, plus the memory object (and shape) to read, if any.
+fn classify(
+    next: &Next,
+    index: u32,
+    info: Option<&ArgInfo>,
+    value: Option<&ArgValue>,
+    notes: &mut Vec<String>,
+) -> (ArgRecord, Option<(usize, Shape)>) {
+    let ai = info.cloned().unwrap_or_else(|| ArgInfo {
+        index,
+        ..ArgInfo::default()
+    });
+    let bytes = match value {
+        None => return (ArgRecord::Unset { info: ai }, None),
+        Some(ArgValue::Svm(p)) => {
+            notes.push(format!("argument {index} is an SVM pointer"));
+            return (
+                ArgRecord::Svm {
+                    info: ai,
+                    pointer: *p as u64,
+                },
+                None,
+            );
+        }
+        Some(ArgValue::Local(n)) => {
+            return (
+                ArgRecord::Local {
+                    info: ai,
+                    size: *n as u64,
+                },
+                None,
+            )
+        }
+        Some(ArgValue::Bytes(b)) => b,
+    };
+    if ai.address_space == "local" {
+        return (
+            ArgRecord::Local {
+                info: ai,
+                size: bytes.len() as u64,
+            },
+            None,
+        );
+    }
+    let handle = <[u8; std::mem::size_of::<usize>()]>::try_from(bytes.as_slice())
+        .ok()
+        .map(usize::from_ne_bytes);
+    let type_name = ai.type_name.as_str();
+    let sampler = type_name == "sampler_t";
+    let memory = match info {
+        Some(_) => {
+            ai.address_space == "global"
+                || ai.address_space == "constant"
+                || type_name.starts_with("image")
+                || ai.qualifiers.split(' ').any(|q| q == "pipe")
+        }
+        None => handle.is_some_and(|h| tables().is_mem(h)),
+    };
+    match handle {
+        Some(h) if sampler && h != 0 => {
+            if let Some(rec) = sampler_record(next, h as cl_sampler, ai.clone()) {
+                return (rec, None);
+            }
+        }
+        Some(0) if memory => return (ArgRecord::NullBuffer { info: ai }, None),
+        Some(h) if memory => {
+            if let Some((rec, shape)) = mem_record(next, h, ai.clone(), notes) {
+                return (rec, shape.map(|s| (h, s)));
+            }
+        }
+        _ => {}
+    }
+    (
+        ArgRecord::Scalar {
+            info: ai,
+            bytes: hex(bytes),
+        },
+        None,
+    )
+}
+
+fn sampler_record(next: &Next, s: cl_sampler, info: ArgInfo) -> Option<ArgRecord> {
+    let f = next.clGetSamplerInfo?;
+    let q = |param| move |sz, p, r| unsafe { f(s, param, sz, p, r) };
+    Some(ArgRecord::Sampler {
+        info,
+        normalized_coords: info::value::<cl_bool>(q(CL_SAMPLER_NORMALIZED_COORDS))? != 0,
+        addressing_mode: info::value::<cl_uint>(q(CL_SAMPLER_ADDRESSING_MODE))?,
+        filter_mode: info::value::<cl_uint>(q(CL_SAMPLER_FILTER_MODE))?,
+    })
+}
+
+fn empty() -> Content {
+    Content::Missing {
+        note: String::new(),
+    }
+}
+
+fn mem_record(
+    next: &Next,
+    h: usize,
+    info: ArgInfo,
+    notes: &mut Vec<String>,
+) -> Option<(ArgRecord, Option<Shape>)> {
+    let f = next.clGetMemObjectInfo?;
+    let mem = h as cl_mem;
+    // SAFETY: standard info queries on a handle the application passed as a kernel argument.
+    let q = |param| move |sz, p, r| unsafe { f(mem, param, sz, p, r) };
+    let kind = info::value::<cl_mem_object_type>(q(CL_MEM_TYPE))?;
+    let flags = info::value::<cl_mem_flags>(q(CL_MEM_FLAGS)).unwrap_or(0);
+    let size = info::value::<usize>(q(CL_MEM_SIZE)).unwrap_or(0);
+    let id = tables().mem_id(h);
+    match kind {
+        CL_MEM_OBJECT_BUFFER => {
+            let parent = info::value::<usize>(q(CL_MEM_ASSOCIATED_MEMOBJECT)).unwrap_or(0);
+            let sub_of = (parent != 0).then(|| {
+                let offset = info::value::<usize>(q(CL_MEM_OFFSET)).unwrap_or(0);
+                (tables().mem_id(parent), offset as u64)
+            });
+            let rec = ArgRecord::Buffer {
+                info,
+                mem: id,
+                flags,
+                size: size as u64,
+                sub_of,
+                before: empty(),
+                after: empty(),
+            };
+            Some((rec, Some(Shape::Buffer { size })))
+        }
+        CL_MEM_OBJECT_PIPE => {
+            notes.push(format!("argument {} is a pipe", info.index));
+            let note = Content::Missing {
+                note: "pipes are not read".into(),
+            };
+            let rec = ArgRecord::Buffer {
+                info,
+                mem: id,
+                flags,
+                size: size as u64,
+                sub_of: None,
+                before: note.clone(),
+                after: note,
+            };
+            Some((rec, None))
+        }
+        _ => {
+            let g = next.clGetImageInfo?;
+            let qi = |param| move |sz, p, r| unsafe { g(mem, param, sz, p, r) };
+            let format = info::value::<[cl_uint; 2]>(qi(CL_IMAGE_FORMAT))?;
+            let get = |param| info::value::<usize>(qi(param)).unwrap_or(0);
+            let (w, ht, d, arr, elem) = (
+                get(CL_IMAGE_WIDTH),
+                get(CL_IMAGE_HEIGHT),
+                get(CL_IMAGE_DEPTH),
+                get(CL_IMAGE_ARRAY_SIZE),
+                get(CL_IMAGE_ELEMENT_SIZE),
+            );
+            let region = match kind {
+                CL_MEM_OBJECT_IMAGE1D_ARRAY => [w, arr, 1],
+                CL_MEM_OBJECT_IMAGE2D => [w, ht, 1],
+                CL_MEM_OBJECT_IMAGE2D_ARRAY => [w, ht, arr],
+                CL_MEM_OBJECT_IMAGE3D => [w, ht, d],
+                _ => [w, 1, 1],
+            };
+            let region = region.map(|v| v.max(1));
+            let image = ImageRecord {
+                image_type: kind,
+                channel_order: format[0],
+                channel_data_type: format[1],
+                width: w as u64,
+                height: ht as u64,
+                depth: d as u64,
+                array_size: arr as u64,
+                element_size: elem as u64,
+            };
+            let bytes = elem * region.iter().product::<usize>();
+            let rec = ArgRecord::Image {
+                info,
+                mem: id,
+                flags,
+                image,
+                before: empty(),
+                after: empty(),
+            };
+            Some((rec, Some(Shape::Image { region, bytes })))
+        }
+    }
+}
+
+fn device_record(next: &Next, queue: cl_command_queue) -> DeviceRecord {
+    let Some(qf) = next.clGetCommandQueueInfo else {
+        return DeviceRecord::default();
+    };
+    // SAFETY: standard info queries.
+    let Some(dev) = info::value::<usize>(|s, p, r| unsafe { qf(queue, CL_QUEUE_DEVICE, s, p, r) })
+    else {
+        return DeviceRecord::default();
+    };
+    if let Some(d) = lock(&tables().devices).get(&dev) {
+        return d.clone();
+    }
+    let mut rec = DeviceRecord::default();
+    if let Some(f) = next.clGetDeviceInfo {
+        let q = |param| move |s, p, r| unsafe { f(dev as cl_device_id, param, s, p, r) };
+        rec.name = info::string(q(CL_DEVICE_NAME)).unwrap_or_default();
+        rec.vendor = info::string(q(CL_DEVICE_VENDOR)).unwrap_or_default();
+        rec.driver_version = info::string(q(CL_DRIVER_VERSION)).unwrap_or_default();
+        rec.version = info::string(q(CL_DEVICE_VERSION)).unwrap_or_default();
+        let platform = info::value::<usize>(q(CL_DEVICE_PLATFORM)).unwrap_or(0);
+        if let (Some(pf), true) = (next.clGetPlatformInfo, platform != 0) {
+            rec.platform = info::string(|s, p, r| unsafe {
+                pf(platform as cl_platform_id, CL_PLATFORM_NAME, s, p, r)
+            })
+            .unwrap_or_default();
+        }
+    }
+    lock(&tables().devices).insert(dev, rec.clone());
+    rec
+}
+
+fn queue_properties(next: &Next, queue: cl_command_queue) -> u64 {
+    next.clGetCommandQueueInfo
+        .and_then(|f| {
+            // SAFETY: standard info query.
+            info::value::<cl_command_queue_properties>(|s, p, r| unsafe {
+                f(queue, CL_QUEUE_PROPERTIES, s, p, r)
+            })
+        })
+        .unwrap_or(0)
+}

@@ -1,0 +1,102 @@
+//! Program records: each program's `ProgramRecord` is written once (as a JSON blob) and its
+//! hash cached on the program, so thousands of launches share one record.
+
+use super::info;
+use super::track::{lock, tables, Origin, Program};
+use crate::Next;
+use cltrap_capture::{
+    CaptureWriter, CompiledInput, Hash, ProgramOrigin, ProgramRecord, WriteError,
+};
+use opencl_sys::*;
+
+/// The blob hash of `program`'s record, plus reasons it may not be replayable.
+pub fn program_hash(
+    next: &Next,
+    writer: &CaptureWriter,
+    program: usize,
+) -> Result<(Hash, Vec<String>), WriteError> {
+    let mut notes = Vec::new();
+    let known = lock(&tables().programs).get(&program).cloned();
+    let p = match known {
+        Some(p) => p,
+        None => {
+            notes.push("the program was created before cltrap could see it; recorded from clGetProgramInfo".into());
+            unseen(next, program)
+        }
+    };
+    if let Some(h) = &p.record {
+        return Ok((h.clone(), notes));
+    }
+    if matches!(&*p.origin, Origin::Source(s) if s.is_empty()) {
+        notes.push("the program's source is unknown".into());
+    }
+    let rec = ProgramRecord {
+        origin: origin(writer, &p.origin)?,
+        options: p.options.clone(),
+        devices: p.devices.clone(),
+        build_site: p.site.clone(),
+    };
+    let hash = writer.blobs.put(&serde_json::to_vec(&rec)?)?;
+    if let Some(entry) = lock(&tables().programs).get_mut(&program) {
+        entry.record = Some(hash.clone());
+    }
+    Ok((hash, notes))
+}
+
+fn origin(writer: &CaptureWriter, o: &Origin) -> Result<ProgramOrigin, WriteError> {
+    let put_all = |v: &Vec<Vec<u8>>| {
+        v.iter()
+            .map(|b| writer.blobs.put(b))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok(match o {
+        Origin::Source(s) => ProgramOrigin::Source {
+            sources: put_all(s)?,
+        },
+        Origin::Binary(b) => ProgramOrigin::Binary {
+            binaries: put_all(b)?,
+        },
+        Origin::Il(il) => ProgramOrigin::Il {
+            il: writer.blobs.put(il)?,
+        },
+        Origin::BuiltIn(names) => ProgramOrigin::BuiltIn {
+            kernel_names: names.clone(),
+        },
+        Origin::Linked(inputs) => ProgramOrigin::Linked {
+            inputs: inputs
+                .iter()
+                .map(|c| {
+                    Ok(CompiledInput {
+                        origin: Box::new(origin(writer, &c.origin)?),
+                        compile_options: c.compile_options.clone(),
+                        headers: c
+                            .headers
+                            .iter()
+                            .map(|(n, src)| Ok((n.clone(), writer.blobs.put(src)?)))
+                            .collect::<Result<Vec<_>, WriteError>>()?,
+                    })
+                })
+                .collect::<Result<Vec<_>, WriteError>>()?,
+        },
+    })
+}
+
+/// A program the shim never saw created: what the driver can still tell about it.
+fn unseen(next: &Next, program: usize) -> Program {
+    let prog = program as cl_program;
+    let source = next
+        .clGetProgramInfo
+        // SAFETY: standard info query.
+        .and_then(|f| info::string(|s, p, r| unsafe { f(prog, CL_PROGRAM_SOURCE, s, p, r) }))
+        .unwrap_or_default();
+    let sources = if source.is_empty() {
+        Vec::new()
+    } else {
+        vec![source.into_bytes()]
+    };
+    let p = Program::new(Origin::Source(sources), Vec::new(), None);
+    lock(&tables().programs)
+        .entry(program)
+        .or_insert_with(|| p.clone());
+    p
+}

@@ -1,0 +1,142 @@
+//! What the shim remembers about the application's objects between calls: how each program
+//! was made, each kernel's current arguments, an id per memory object, and pending user events.
+//!
+//! Every table has its own lock, held only to copy data in or out, never across a driver call.
+//! Object handles are keys; a handle reused by the driver after a release is overwritten by
+//! the creation hook that returned it.
+
+use cltrap_capture::{Hash, Site};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Locks a table, ignoring poisoning (a panic elsewhere must not stop the application).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How a program was created, with the bytes kept until a launch needs them in the capture.
+#[derive(Debug, Clone)]
+pub enum Origin {
+    Source(Vec<Vec<u8>>),
+    Binary(Vec<Vec<u8>>),
+    Il(Vec<u8>),
+    BuiltIn(String),
+    Linked(Vec<Compiled>),
+}
+
+/// One input of `clLinkProgram`, as it was compiled.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    pub origin: Arc<Origin>,
+    pub compile_options: String,
+    pub headers: Vec<(String, Vec<u8>)>,
+}
+
+/// Everything known about one program object.
+#[derive(Debug, Clone)]
+pub struct Program {
+    pub origin: Arc<Origin>,
+    /// Options of clBuildProgram / clLinkProgram exactly as the application gave them.
+    pub options: String,
+    /// Options of clCompileProgram and the headers it got (for programs later linked).
+    pub compile_options: String,
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// Whether the driver got options other than the application's (`-cl-kernel-arg-info`).
+    pub options_extended: bool,
+    pub devices: Vec<String>,
+    pub site: Option<Site>,
+    /// The stored ProgramRecord blob, once a launch needed it.
+    pub record: Option<Hash>,
+}
+
+impl Program {
+    /// A freshly created program.
+    pub fn new(origin: Origin, devices: Vec<String>, site: Option<Site>) -> Program {
+        Program {
+            origin: Arc::new(origin),
+            options: String::new(),
+            compile_options: String::new(),
+            headers: Vec::new(),
+            options_extended: false,
+            devices,
+            site,
+            record: None,
+        }
+    }
+}
+
+/// A kernel argument as last set by the application.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArgValue {
+    /// clSetKernelArg with a value: its bytes.
+    Bytes(Vec<u8>),
+    /// clSetKernelArg with a NULL value: a `__local` size.
+    Local(usize),
+    /// clSetKernelArgSVMPointer.
+    Svm(usize),
+}
+
+/// Everything known about one kernel object.
+#[derive(Debug, Clone, Default)]
+pub struct Kernel {
+    pub program: usize,
+    pub name: String,
+    pub args: Vec<Option<ArgValue>>,
+    /// clGetKernelArgInfo results, queried at the first recorded launch (None inside: the
+    /// driver has no argument info).
+    pub info: Option<Option<Arc<Vec<cltrap_capture::ArgInfo>>>>,
+}
+
+/// The shim's memory of the application's objects.
+#[derive(Default)]
+pub struct Tables {
+    pub programs: Mutex<HashMap<usize, Program>>,
+    pub kernels: Mutex<HashMap<usize, Kernel>>,
+    mems: Mutex<HashMap<usize, u64>>,
+    user_events: Mutex<HashSet<usize>>,
+    pub devices: Mutex<HashMap<usize, cltrap_capture::DeviceRecord>>,
+    pub per_kernel: Mutex<HashMap<String, u64>>,
+    next_mem: AtomicU64,
+}
+
+impl Tables {
+    /// A new memory object: it gets a fresh id (even if the driver reused an old handle).
+    pub fn mem_created(&self, mem: usize) {
+        let id = self.next_mem.fetch_add(1, Ordering::Relaxed);
+        lock(&self.mems).insert(mem, id);
+    }
+
+    /// The capture-wide id of a memory object (assigned now if it was never seen created).
+    pub fn mem_id(&self, mem: usize) -> u64 {
+        let mut m = lock(&self.mems);
+        *m.entry(mem)
+            .or_insert_with(|| self.next_mem.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Whether `mem` is a memory object the application created (argument-info fallback).
+    pub fn is_mem(&self, mem: usize) -> bool {
+        lock(&self.mems).contains_key(&mem)
+    }
+
+    /// A user event was created: until it is set, the shim must not block on the queue.
+    pub fn user_event_created(&self, ev: usize) {
+        lock(&self.user_events).insert(ev);
+    }
+
+    /// A user event was set.
+    pub fn user_event_set(&self, ev: usize) {
+        lock(&self.user_events).remove(&ev);
+    }
+
+    /// Whether any user event is still unset (waiting could then deadlock the application).
+    pub fn user_events_pending(&self) -> bool {
+        !lock(&self.user_events).is_empty()
+    }
+}
+
+/// The process-wide tables.
+pub fn tables() -> &'static Tables {
+    static T: once_cell::sync::Lazy<Tables> = once_cell::sync::Lazy::new(Tables::default);
+    &T
+}
