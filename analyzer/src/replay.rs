@@ -1,8 +1,8 @@
 //! `cltrap replay`: re-run captured launches and check each against what the application saw.
 
 use crate::executor::{
-    check_outputs, BuildOptions, BuiltProgram, DeviceSelector, ExecError, LaunchInput, Mismatch,
-    Session,
+    check_outputs, BuildOptions, BuiltProgram, DeviceSelector, ExecError, Expected, LaunchInput,
+    Mismatch, Session,
 };
 use cltrap_capture::{Capture, LaunchRecord};
 use std::collections::HashMap;
@@ -206,10 +206,39 @@ fn replay_one(
             }
         }
     };
+    if expected.iter().flatten().next().is_some()
+        && expected
+            .iter()
+            .flatten()
+            .all(|e| matches!(e, Expected::Unknown(_)))
+    {
+        return Outcome::Skipped(
+            "no buffer contents after the launch were recorded, so there is nothing to compare"
+                .into(),
+        );
+    }
     let out = match session.run(program, &input, &[]) {
         Ok(o) => o,
         Err(e) => return error(&e),
     };
+    if !input.stand_ins.is_empty() {
+        let other = match session.run(program, &input.with_stand_in_fill(0xa5), &[]) {
+            Ok(o) => o,
+            Err(e) => return error(&e),
+        };
+        for i in &input.stand_ins {
+            if out.outputs.get(*i) != other.outputs.get(*i) {
+                let name = l
+                    .args
+                    .get(*i)
+                    .map(|a| a.info().name.clone())
+                    .unwrap_or_default();
+                return Outcome::Skipped(format!(
+                    "argument {i} ({name}) is write-only and its contents before the launch were not recorded; the kernel does not overwrite all of it"
+                ));
+            }
+        }
+    }
     let infos: Vec<_> = l.args.iter().map(|a| a.info().clone()).collect();
     match check_outputs(&infos, &expected, &out, ulp)
         .into_iter()

@@ -322,7 +322,7 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
         }
         let body = match a {
             ArgRecord::Scalar { bytes, .. } => match unhex(bytes) {
-                Some(b) => format!("value {} = 0x{bytes} ({} bytes)", format_value(&info.type_name, &b), b.len()),
+                Some(b) => format!("value {} ({} bytes in memory order: {bytes})", format_value(&info.type_name, &b), b.len()),
                 None => format!("value <bad hex {bytes:?}>"),
             },
             ArgRecord::Local { size, .. } => format!("__local, {}", human_bytes(*size)),

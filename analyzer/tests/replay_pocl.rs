@@ -772,3 +772,38 @@ fn programs_from_binaries_replay_on_a_device_that_accepts_them() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn unrecorded_write_only_outputs_replay_only_when_fully_overwritten() {
+    let dir = temp_dir("writeonly");
+    let b = Builder::new(&dir);
+    let p = b.program(VADD, "");
+    for n in [1024usize, 1000] {
+        let mut args = vadd_args(&b, n, None);
+        if let ArgRecord::Buffer {
+            flags,
+            before,
+            after,
+            ..
+        } = &mut args[2]
+        {
+            *flags = 2; // CL_MEM_WRITE_ONLY
+            let garbage = f32s(&[7.0; 1024]);
+            *before = Content::Digest {
+                hash: digest(&garbage),
+                size: garbage.len() as u64,
+            };
+            let Content::Blob { hash, size } = after.clone() else {
+                unreachable!()
+            };
+            *after = Content::Digest { hash, size };
+        }
+        b.launch("vadd", &p, vec![1024], Some(vec![64]), args);
+    }
+    let r = replay_all(&dir, 0);
+    assert!(matches!(r[0].outcome, Outcome::Ok { .. }), "{}", r[0]);
+    match &r[1].outcome {
+        Outcome::Skipped(why) => assert!(why.contains("does not overwrite all of it"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -5,7 +5,7 @@
 use super::ExecError;
 use crate::values::unhex;
 use cltrap_capture::writer::digest;
-use cltrap_capture::{ArgRecord, Capture, Content, ImageRecord, LaunchRecord, MemId};
+use cltrap_capture::{ArgRecord, Capture, Content, ImageRecord, LaunchRecord, MemId, ReadError};
 
 /// One kernel argument, ready to be set.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +48,10 @@ pub struct LaunchInput {
     /// `None` = let the implementation choose (NULL), as the application did.
     pub local_size: Option<Vec<u64>>,
     pub args: Vec<InputArg>,
+    /// Indices of write-only buffers whose pre-launch contents were not recorded: their
+    /// bytes are a stand-in (zeros). A kernel that overwrites them completely does not care;
+    /// [`LaunchInput::with_stand_in_fill`] lets a caller check that it did.
+    pub stand_ins: Vec<usize>,
 }
 
 /// What a memory argument must hold after the run.
@@ -99,6 +103,7 @@ impl LaunchInput {
             )));
         }
         let mut args = Vec::with_capacity(l.args.len());
+        let mut stand_ins = Vec::new();
         for (i, a) in l.args.iter().enumerate() {
             let name = |a: &ArgRecord| {
                 let info = a.info();
@@ -125,16 +130,24 @@ impl LaunchInput {
                     size,
                     before,
                     ..
-                } => InputArg::Buffer {
-                    mem: Some(*mem),
-                    flags: *flags,
-                    bytes: restore(
-                        capture,
-                        before,
-                        *size,
-                        &format!("the contents of {} before the launch", name(a)),
-                    )?,
-                },
+                } => {
+                    let what = format!("the contents of {} before the launch", name(a));
+                    let bytes = match restore(capture, before, *size, &what) {
+                        Ok(b) => b,
+                        Err(ExecError::Capture(ReadError::NotRecorded { .. }))
+                            if flags & opencl_sys::CL_MEM_WRITE_ONLY != 0 =>
+                        {
+                            stand_ins.push(i);
+                            vec![0u8; usize::try_from(*size).unwrap_or(0)]
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    InputArg::Buffer {
+                        mem: Some(*mem),
+                        flags: *flags,
+                        bytes,
+                    }
+                }
                 ArgRecord::Image {
                     mem,
                     flags,
@@ -186,7 +199,21 @@ impl LaunchInput {
             global_size: l.global_size.clone(),
             local_size: l.local_size.clone(),
             args,
+            stand_ins,
         })
+    }
+
+    /// The same launch with every stand-in buffer filled with `byte` instead of zeros.
+    /// Running with two different fills and getting the same outputs proves the kernel
+    /// overwrote those buffers completely, so the unrecorded contents did not matter.
+    pub fn with_stand_in_fill(&self, byte: u8) -> LaunchInput {
+        let mut copy = self.clone();
+        for i in &self.stand_ins {
+            if let Some(InputArg::Buffer { bytes, .. }) = copy.args.get_mut(*i) {
+                bytes.fill(byte);
+            }
+        }
+        copy
     }
 
     /// What each argument must hold after the launch: `Some` for buffers and images, `None`
