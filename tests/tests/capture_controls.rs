@@ -85,7 +85,8 @@ fn hash_mode_records_digests_only_and_replay_compares_them() {
     // No buffer contents on disk: everything left is sources and small records.
     let blobs = dir_size(&dir.join("blobs"));
     assert!(blobs < 64 * 1024, "hash mode stored {blobs} bytes of blobs");
-    // `fill` only writes its (write-only) output: its recorded after-digest is checkable.
+    // `fill`'s only buffer is cleared before each launch: an all-zero input is restorable
+    // from its digest, and its output is checked against the recorded after-digest.
     let fills: Vec<u64> = launches_of(&cap, "fill").iter().map(|l| l.id).collect();
     assert_replay_ids_ok(&dir, &fills);
 }
