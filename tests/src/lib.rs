@@ -327,9 +327,16 @@ pub fn run_native<S: AsRef<OsStr>>(program: impl AsRef<OsStr>, args: &[S]) -> Ou
     run_with_env(program, args, &[], None)
 }
 
-/// Runs `cltrap ARGS`.
+/// Runs `cltrap ARGS`, telling it which shim to load (`CLTRAP_SHIM`), so `cltrap run` and the
+/// tests that preload the shim directly always use the same library.
 pub fn cltrap<S: AsRef<OsStr>>(args: &[S]) -> Outcome {
-    run_with_env(&tools().cltrap, args, &[], None)
+    let t = tools();
+    run_with_env(
+        &t.cltrap,
+        args,
+        &[("CLTRAP_SHIM", t.shim.as_os_str())],
+        None,
+    )
 }
 
 /// Runs `cltrap run --out DIR FLAGS -- program args`: the documented way to capture.
