@@ -123,23 +123,34 @@ impl<'a> Builder<'a> {
                 {
                     functions.push(self.function(d)?)
                 }
-                CXCursor_VarDecl => {
-                    if d.loc.start.is_some() {
-                        globals.push(Global {
-                            name: d.spelling.clone(),
-                            ty: d.ty.clone(),
-                            span: self.span(d).ok(),
-                        });
-                    }
+                CXCursor_VarDecl if d.loc.start.is_some() => {
+                    globals.push(Global {
+                        name: d.spelling.clone(),
+                        ty: d.ty.clone(),
+                        span: self.span(d).ok(),
+                    });
                 }
                 _ => {}
             }
         }
+        let macro_uses = self
+            .raw
+            .macro_expansions
+            .iter()
+            .map(|(start, end, name)| MacroUse {
+                start: *start,
+                end: *end,
+                name: name.clone(),
+            })
+            .collect();
+        let macro_defs = self.raw.macro_defs.iter().cloned().collect();
         Ok(Program {
             file_name: file_name.into(),
             source: self.src.into(),
             functions,
             globals,
+            macro_uses,
+            macro_defs,
         })
     }
 

@@ -10,11 +10,15 @@
 //! function from source text to instrumented text plus a map.
 
 pub mod clang;
+pub mod coverage;
+pub mod coverage_result;
 pub mod edits;
 pub mod error;
 pub mod frontend;
 pub mod model;
 pub mod options;
+pub mod permute;
+pub mod rewrite;
 
 pub use edits::Edits;
 pub use error::KernelError;

@@ -59,6 +59,10 @@ pub struct Program {
     pub functions: Vec<Function>,
     /// Program-scope variables (`__constant` tables, ...), name and type.
     pub globals: Vec<Global>,
+    /// Macro invocations in the main file, so passes can tell what a macro hides.
+    pub macro_uses: Vec<MacroUse>,
+    /// Macros defined in the main file: name and body tokens.
+    pub macro_defs: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl Program {
@@ -76,6 +80,37 @@ impl Program {
             .find(|f| f.name == name && f.body.is_some())
     }
 
+    /// Whether the macro invocation starting at `offset` may contain a branch (`&&`, `||`,
+    /// `?:`) in its arguments or (recursively) in the bodies of the macros it expands.
+    pub fn macro_may_branch(&self, offset: u32) -> bool {
+        let Some(u) = self.macro_uses.iter().find(|u| u.start == offset) else {
+            return true;
+        };
+        let text = &self.source[u.start as usize..(u.end as usize).min(self.source.len())];
+        if text.contains("&&") || text.contains("||") || text.contains('?') {
+            return true;
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        let mut todo = vec![u.name.clone()];
+        while let Some(name) = todo.pop() {
+            if !seen.insert(name.clone()) {
+                continue;
+            }
+            let Some(body) = self.macro_defs.get(&name) else {
+                continue;
+            };
+            for t in body {
+                if t == "&&" || t == "||" || t == "?" {
+                    return true;
+                }
+                if self.macro_defs.contains_key(t) {
+                    todo.push(t.clone());
+                }
+            }
+        }
+        false
+    }
+
     /// Line and column (1-based) of a byte offset of the source, for reports.
     pub fn line_col(&self, offset: u32) -> (u32, u32) {
         line_col(&self.source, offset)
@@ -88,6 +123,17 @@ pub fn line_col(text: &str, offset: u32) -> (u32, u32) {
     let line = upto.iter().filter(|b| **b == b'\n').count() as u32 + 1;
     let col = upto.iter().rev().take_while(|b| **b != b'\n').count() as u32 + 1;
     (line, col)
+}
+
+/// One macro invocation in the user's text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MacroUse {
+    /// Byte offset of the macro name.
+    pub start: u32,
+    /// Byte offset one past the invocation (after `)` for function-like macros).
+    pub end: u32,
+    /// Macro name.
+    pub name: String,
 }
 
 /// A program-scope variable.

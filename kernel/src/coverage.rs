@@ -1,0 +1,851 @@
+//! Coverage instrumentation (CLTestCheck's criteria, measured correctly): branch coverage
+//! (both sides of `if`, `?:`, loop conditions and each `&&`/`||` operand; each `switch` case,
+//! `default` and the implicit "no case matched"), loop-boundary coverage (a loop ran 0, 1 or
+//! more times) and barrier coverage (per work-group: reached by all work-items or by none;
+//! anything else is barrier divergence).
+//!
+//! Counters live in one extra `__global uint*` argument appended after the kernel's own; every
+//! helper defined in the program receives it too. Every counter is written straight to global
+//! memory at the moment it is reached (flags by plain stores of 1, barrier arrivals by
+//! `atomic_inc`), so nothing depends on a flush at the end of the kernel: work-items and whole
+//! groups that `return` early are counted exactly, for any number of groups. Loops count their
+//! iterations in a private variable and record the boundary class when they exit, including
+//! through a `return` inside them.
+//!
+//! Buffer layout (u32 slots): [`HEADER_SLOTS`] header slots (0: capacity, written by the host;
+//! 1: overflow flag; 2..5: enqueued local size; 5..8: number of groups, written by the first
+//! work-item of group 0), then one flag per [`Slot`], then for each barrier one arrival counter
+//! per work-group (`barrier * num_groups + linear_group`).
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::edits::Edits;
+use crate::error::KernelError;
+use crate::frontend::is_vector_type;
+use crate::model::{BinOp, Expr, ExprKind, Function, Program, Span, Stmt, StmtKind};
+use crate::rewrite::{
+    add_call_arg, add_param, callers_closure, calls_to, refuse_header_functions, with_prelude,
+};
+
+/// Name of the extra counter parameter and argument.
+pub const COV_PARAM: &str = "__cltrap_cov";
+
+/// Number of header slots before the first counter.
+pub const HEADER_SLOTS: u32 = 8;
+
+/// Built-ins counted as barriers.
+pub const BARRIER_BUILTINS: &[&str] = &["barrier", "work_group_barrier"];
+
+/// What a flag slot measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SlotKind {
+    /// One side of a branch (`if`, `?:`, loop condition, `&&`/`||` operand, `switch` case).
+    Branch,
+    /// A loop-boundary class (ran 0, 1 or more times).
+    LoopBoundary,
+}
+
+/// Which construct a slot belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Construct {
+    /// `if`.
+    If,
+    /// `?:`.
+    Conditional,
+    /// An operand of `&&` or `||`.
+    ShortCircuit,
+    /// `while` loop.
+    While,
+    /// `for` loop.
+    For,
+    /// `do ... while` loop.
+    Do,
+    /// A `case` label (reached by a jump or by falling through).
+    Case,
+    /// The `default` label.
+    Default,
+    /// A `switch` without `default`: no case matched.
+    ImplicitDefault,
+}
+
+/// The outcome a slot records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Condition evaluated true.
+    True,
+    /// Condition evaluated false.
+    False,
+    /// Label reached.
+    Taken,
+    /// Loop exited after 0 iterations.
+    Zero,
+    /// Loop exited after exactly 1 iteration.
+    Once,
+    /// Loop exited after more than 1 iteration.
+    Many,
+}
+
+/// One counter slot of the map: where and what it counts, on the user's own lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slot {
+    /// Index into the counter buffer.
+    pub index: u32,
+    /// Branch or loop boundary.
+    pub kind: SlotKind,
+    /// Construct.
+    pub construct: Construct,
+    /// Outcome counted.
+    pub outcome: Outcome,
+    /// Function containing the construct.
+    pub function: String,
+    /// Byte range (user's file) of the condition, label or loop.
+    pub start: u32,
+    /// End of the byte range.
+    pub end: u32,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub col: u32,
+    /// Human label, e.g. `if (x < n) true`.
+    pub label: String,
+}
+
+/// One barrier call site.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BarrierSite {
+    /// Barrier number (position of its counters in the barrier region).
+    pub index: u32,
+    /// Function containing the call.
+    pub function: String,
+    /// Byte range of the call.
+    pub start: u32,
+    /// End of the byte range.
+    pub end: u32,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub col: u32,
+    /// The call's text.
+    pub label: String,
+}
+
+/// A construct that was not instrumented, and why (macros hide their text from edits).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// What it is.
+    pub construct: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub col: u32,
+    /// Why.
+    pub why: String,
+}
+
+/// A kernel of the instrumented program.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoveredKernel {
+    /// Kernel name.
+    pub name: String,
+    /// Index of the counter-buffer argument (its original argument count).
+    pub cov_arg_index: u32,
+    /// Functions whose counters belong to a launch of this kernel (itself and what it calls).
+    pub functions: Vec<String>,
+}
+
+/// Describes every counter of an instrumented program; serialised next to the results.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoverageMap {
+    /// Name of the user's file.
+    pub file_name: String,
+    /// Number of header slots (see the module docs).
+    pub header_slots: u32,
+    /// Flag slots, by index.
+    pub slots: Vec<Slot>,
+    /// Barrier call sites.
+    pub barriers: Vec<BarrierSite>,
+    /// Kernels and their counter argument.
+    pub kernels: Vec<CoveredKernel>,
+    /// Constructs left uninstrumented.
+    pub skipped: Vec<Skipped>,
+}
+
+/// How strict the pass is about constructs it cannot edit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CoverageOptions {
+    /// Fail (instead of recording a [`Skipped`] entry) on branches written inside macros.
+    pub strict: bool,
+}
+
+/// The instrumented program.
+#[derive(Debug, Clone)]
+pub struct Instrumented {
+    /// Source to build (prelude, `#line 1`, the user's edited text).
+    pub source: String,
+    /// The counter map.
+    pub map: CoverageMap,
+}
+
+/// Instruments every function of `p` for coverage.
+pub fn instrument_coverage(
+    p: &Program,
+    opts: CoverageOptions,
+) -> Result<Instrumented, KernelError> {
+    let main_fns: BTreeSet<String> = p
+        .functions
+        .iter()
+        .filter(|f| f.span.is_some() && f.body.is_some())
+        .map(|f| f.name.clone())
+        .collect();
+    let needing = callers_closure(p, &main_fns);
+    refuse_header_functions(p, &needing, "coverage instrumentation")?;
+    let mut ins = Ins {
+        p,
+        opts,
+        edits: Edits::new(),
+        slots: Vec::new(),
+        barriers: Vec::new(),
+        skipped: Vec::new(),
+        func: String::new(),
+        next_loop: 0,
+    };
+    let decl = format!("__global uint* {COV_PARAM}");
+    let mut kernels = Vec::new();
+    for f in p
+        .functions
+        .iter()
+        .filter(|f| needing.contains(&f.name) && f.span.is_some())
+    {
+        let idx = add_param(&mut ins.edits, p, f, &decl)?;
+        let Some(body) = &f.body else { continue };
+        for call in calls_to(f, &needing) {
+            add_call_arg(&mut ins.edits, p, call, COV_PARAM)?;
+        }
+        ins.func = f.name.clone();
+        if f.is_kernel {
+            if let StmtKind::Compound(_) = body.kind {
+                ins.edits.insert(
+                    body.span.start + 1,
+                    format!(" __cltrap_header({COV_PARAM});"),
+                    0,
+                );
+            }
+            kernels.push(CoveredKernel {
+                name: f.name.clone(),
+                cov_arg_index: idx,
+                functions: reachable(p, f),
+            });
+        }
+        ins.stmt(body, &[], 0)?;
+    }
+    let body = ins.edits.apply(&p.source)?;
+    let n_static = ins.slots.len() as u32;
+    let prelude = prelude(HEADER_SLOTS + n_static);
+    let map = CoverageMap {
+        file_name: p.file_name.clone(),
+        header_slots: HEADER_SLOTS,
+        slots: ins.slots,
+        barriers: ins.barriers,
+        kernels,
+        skipped: ins.skipped,
+    };
+    Ok(Instrumented {
+        source: with_prelude(&prelude, &body),
+        map,
+    })
+}
+
+fn reachable(p: &Program, k: &Function) -> Vec<String> {
+    let mut set = BTreeSet::from([k.name.clone()]);
+    let mut todo = vec![k.name.clone()];
+    while let Some(n) = todo.pop() {
+        if let Some(f) = p.function(&n) {
+            for c in &f.calls {
+                if p.function(c).is_some() && set.insert(c.clone()) {
+                    todo.push(c.clone());
+                }
+            }
+        }
+    }
+    set.into_iter().collect()
+}
+
+fn prelude(barrier_base: u32) -> String {
+    format!(
+        "\
+#if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 120
+#define __CLTRAP_FN static inline
+#else
+#define __CLTRAP_FN
+#endif
+#if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 200
+#define __CLTRAP_ELS(d) get_enqueued_local_size(d)
+#else
+#define __CLTRAP_ELS(d) get_local_size(d)
+#endif
+__CLTRAP_FN void __cltrap_header(__global uint* c) {{ if (get_group_id(0) == 0 && get_group_id(1) == 0 && get_group_id(2) == 0 && get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0) {{ c[2] = (uint)__CLTRAP_ELS(0); c[3] = (uint)__CLTRAP_ELS(1); c[4] = (uint)__CLTRAP_ELS(2); c[5] = (uint)get_num_groups(0); c[6] = (uint)get_num_groups(1); c[7] = (uint)get_num_groups(2); }} }}
+__CLTRAP_FN void __cltrap_bar(__global uint* c, uint b) {{ size_t i = (size_t){barrier_base}u + (size_t)b * (get_num_groups(0) * get_num_groups(1) * get_num_groups(2)) + get_group_id(0) + get_num_groups(0) * (get_group_id(1) + get_num_groups(1) * get_group_id(2)); if (i < (size_t)c[0]) atomic_inc(&c[i]); else c[1] = 1u; }}
+"
+    )
+}
+
+struct Ins<'a> {
+    p: &'a Program,
+    opts: CoverageOptions,
+    edits: Edits,
+    slots: Vec<Slot>,
+    barriers: Vec<BarrierSite>,
+    skipped: Vec<Skipped>,
+    func: String,
+    next_loop: u32,
+}
+
+#[derive(Clone)]
+struct LoopCtx {
+    var: String,
+    zero_slot: u32,
+}
+
+fn short(text: &str) -> String {
+    let t: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if t.chars().count() > 48 {
+        format!("{}...", t.chars().take(45).collect::<String>())
+    } else {
+        t
+    }
+}
+
+fn is_logical(e: &Expr) -> bool {
+    matches!(
+        e.peel().kind,
+        ExprKind::Binary {
+            op: Some(BinOp::LAnd | BinOp::LOr),
+            ..
+        }
+    )
+}
+
+impl Ins<'_> {
+    fn text(&self, s: Span) -> &str {
+        &self.p.source[s.start as usize..s.end as usize]
+    }
+
+    fn add_slot(
+        &mut self,
+        kind: SlotKind,
+        construct: Construct,
+        outcome: Outcome,
+        at: Span,
+        label: String,
+    ) -> u32 {
+        let index = HEADER_SLOTS + self.slots.len() as u32;
+        self.slots.push(Slot {
+            index,
+            kind,
+            construct,
+            outcome,
+            function: self.func.clone(),
+            start: at.start,
+            end: at.end,
+            line: at.line,
+            col: at.col,
+            label,
+        });
+        index
+    }
+
+    /// Records (or, in strict mode, refuses) a construct that cannot be edited.
+    fn skip(&mut self, construct: &str, at: Span, why: &str) -> Result<(), KernelError> {
+        if self.opts.strict {
+            return Err(KernelError::Unsupported {
+                construct: construct.into(),
+                line: at.line,
+                col: at.col,
+                why: why.into(),
+            });
+        }
+        if !self
+            .skipped
+            .iter()
+            .any(|s| s.line == at.line && s.col == at.col && s.construct == construct)
+        {
+            self.skipped.push(Skipped {
+                construct: construct.into(),
+                line: at.line,
+                col: at.col,
+                why: why.into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// A sub-range is safe to edit when it is exactly the user's tokens, or when macro mapping
+    /// made it a whole invocation strictly inside its construct (e.g. `i < N`).
+    fn usable(inner: Span, outer: Span) -> bool {
+        inner.start >= outer.start
+            && inner.end <= outer.end
+            && (inner.is_exact() || (inner.start, inner.end) != (outer.start, outer.end))
+            && inner.start < inner.end
+    }
+
+    /// Byte offset just past a statement, including the `;` clang leaves out of its range.
+    fn full_end(&self, s: &Stmt) -> Result<u32, KernelError> {
+        if !needs_semi(s) {
+            return Ok(s.span.end);
+        }
+        let b = self.p.source.as_bytes();
+        let mut i = s.span.end as usize;
+        while i < b.len() {
+            match b[i] {
+                c if c.is_ascii_whitespace() => i += 1,
+                b'/' if b.get(i + 1) == Some(&b'/') => {
+                    while i < b.len() && b[i] != b'\n' {
+                        i += 1;
+                    }
+                }
+                b'/' if b.get(i + 1) == Some(&b'*') => {
+                    i += 2;
+                    while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                        i += 1;
+                    }
+                    i += 2;
+                }
+                b';' => return Ok(i as u32 + 1),
+                _ => break,
+            }
+        }
+        Err(KernelError::Unsupported {
+            construct: "statement".into(),
+            line: s.span.line,
+            col: s.span.col,
+            why: "its terminating `;` is not in the program text (written inside a macro?)".into(),
+        })
+    }
+
+    /// Wraps a condition so it records its true and false outcomes.
+    fn branch(&mut self, cond: &Expr, construct: Construct, what: &str, depth: i64) {
+        let label = short(self.text(cond.span));
+        let t = self.add_slot(
+            SlotKind::Branch,
+            construct,
+            Outcome::True,
+            cond.span,
+            format!("{what} ({label}) true"),
+        );
+        let f = self.add_slot(
+            SlotKind::Branch,
+            construct,
+            Outcome::False,
+            cond.span,
+            format!("{what} ({label}) false"),
+        );
+        self.edits.wrap(
+            cond.span.start,
+            cond.span.end,
+            "((",
+            format!(") ? ({COV_PARAM}[{t}] = 1u, 1) : ({COV_PARAM}[{f}] = 1u, 0))"),
+            depth,
+        );
+    }
+
+    fn loop_record(&self, l: &LoopCtx) -> String {
+        format!(
+            "{COV_PARAM}[{}u + ({v} == 0u ? 0u : {v} == 1u ? 1u : 2u)] = 1u;",
+            l.zero_slot,
+            v = l.var
+        )
+    }
+
+    fn stmt(&mut self, s: &Stmt, loops: &[LoopCtx], depth: i64) -> Result<(), KernelError> {
+        let d = depth + 1;
+        match &s.kind {
+            StmtKind::Compound(v) => {
+                for c in v {
+                    self.stmt(c, loops, d)?;
+                }
+            }
+            StmtKind::Decl(vars) => {
+                for v in vars {
+                    if let Some(e) = &v.init {
+                        self.expr(e, d)?;
+                    }
+                }
+            }
+            StmtKind::Expr(e) => {
+                if let ExprKind::Call { callee, .. } = &e.kind {
+                    if BARRIER_BUILTINS.contains(&callee.as_str()) {
+                        return self.barrier(e, true, d);
+                    }
+                }
+                self.expr(e, d)?;
+            }
+            StmtKind::If { cond, then, els } => {
+                if s.span.macro_start || !Self::usable(cond.span, s.span) {
+                    self.skip(
+                        "if statement",
+                        s.span,
+                        "it is written inside a macro expansion",
+                    )?;
+                } else {
+                    self.branch(cond, Construct::If, "if", d);
+                }
+                self.expr(cond, d + 1)?;
+                self.stmt(then, loops, d)?;
+                if let Some(e) = els {
+                    self.stmt(e, loops, d)?;
+                }
+            }
+            StmtKind::For { body, .. }
+            | StmtKind::While { body, .. }
+            | StmtKind::Do { body, .. }
+                if s.span.macro_start || !Self::usable(body.span, s.span) =>
+            {
+                self.skip("loop", s.span, "it is written inside a macro expansion")?;
+                self.loop_parts(s, loops, d)?;
+                self.stmt(body, loops, d)?;
+            }
+            StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Do { .. } => {
+                self.loop_stmt(s, loops, d)?
+            }
+            StmtKind::Switch { cond, body } => {
+                self.expr(cond, d)?;
+                let has_default = switch_has_default(body);
+                if !has_default {
+                    match &body.kind {
+                        StmtKind::Compound(_) if !body.span.macro_end => {
+                            let label =
+                                format!("switch ({}) no case matched", short(self.text(cond.span)));
+                            let slot = self.add_slot(
+                                SlotKind::Branch,
+                                Construct::ImplicitDefault,
+                                Outcome::Taken,
+                                cond.span,
+                                label,
+                            );
+                            self.edits.insert(
+                                body.span.end - 1,
+                                format!(" break; default: {COV_PARAM}[{slot}] = 1u; break; "),
+                                -d,
+                            );
+                        }
+                        _ => self.skip(
+                            "switch without default",
+                            s.span,
+                            "its body is not a `{ }` block in the program text",
+                        )?,
+                    }
+                }
+                self.stmt(body, loops, d)?;
+            }
+            StmtKind::Case { value, body, colon } => {
+                let label = format!("case {}", short(self.text(value.span)));
+                let slot = self.add_slot(
+                    SlotKind::Branch,
+                    Construct::Case,
+                    Outcome::Taken,
+                    s.span,
+                    label,
+                );
+                self.edits
+                    .insert(*colon, format!(" {COV_PARAM}[{slot}] = 1u;"), d);
+                self.stmt(body, loops, d)?;
+            }
+            StmtKind::Default { body, colon } => {
+                let slot = self.add_slot(
+                    SlotKind::Branch,
+                    Construct::Default,
+                    Outcome::Taken,
+                    s.span,
+                    "default".into(),
+                );
+                self.edits
+                    .insert(*colon, format!(" {COV_PARAM}[{slot}] = 1u;"), d);
+                self.stmt(body, loops, d)?;
+            }
+            StmtKind::Return(e) => {
+                if let Some(e) = e {
+                    self.expr(e, d)?;
+                }
+                if !loops.is_empty() {
+                    if s.span.macro_start {
+                        return Err(KernelError::Unsupported {
+                            construct: "return inside a loop".into(),
+                            line: s.span.line,
+                            col: s.span.col,
+                            why: "it is written inside a macro, so the loop's iteration count cannot be recorded before it".into(),
+                        });
+                    }
+                    let recs: Vec<String> = loops.iter().map(|l| self.loop_record(l)).collect();
+                    let end = self.full_end(s)?;
+                    self.edits
+                        .insert(s.span.start, format!("{{ {} ", recs.join(" ")), d);
+                    self.edits.insert(end, " }", -d);
+                }
+            }
+            StmtKind::Label { body, .. } => self.stmt(body, loops, d)?,
+            StmtKind::Goto(_) => {
+                return Err(KernelError::Unsupported {
+                    construct: "goto".into(),
+                    line: s.span.line,
+                    col: s.span.col,
+                    why: "a jump can bypass loop and barrier counters".into(),
+                })
+            }
+            StmtKind::Break | StmtKind::Continue | StmtKind::Null | StmtKind::Other(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Visits the expressions of a loop that is not itself instrumented.
+    fn loop_parts(&mut self, s: &Stmt, loops: &[LoopCtx], d: i64) -> Result<(), KernelError> {
+        match &s.kind {
+            StmtKind::For {
+                init, cond, inc, ..
+            } => {
+                if let Some(i) = init {
+                    self.stmt(i, loops, d)?;
+                }
+                for e in cond.iter().chain(inc.iter()) {
+                    self.expr(e, d)?;
+                }
+            }
+            StmtKind::While { cond, .. } | StmtKind::Do { cond, .. } => self.expr(cond, d)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn loop_stmt(&mut self, s: &Stmt, loops: &[LoopCtx], d: i64) -> Result<(), KernelError> {
+        let (construct, word, cond, body) = match &s.kind {
+            StmtKind::For { cond, body, .. } => (Construct::For, "for", cond.as_ref(), body),
+            StmtKind::While { cond, body } => (Construct::While, "while", Some(cond), body),
+            StmtKind::Do { body, cond } => (Construct::Do, "do-while", Some(cond), body),
+            _ => return Ok(()),
+        };
+        let id = self.next_loop;
+        self.next_loop += 1;
+        let var = format!("__cltrap_it{id}");
+        let head = cond.map(|c| short(self.text(c.span))).unwrap_or_default();
+        let zero_slot = self.add_slot(
+            SlotKind::LoopBoundary,
+            construct,
+            Outcome::Zero,
+            s.span,
+            format!("{word} ({head}) ran 0 times"),
+        );
+        self.add_slot(
+            SlotKind::LoopBoundary,
+            construct,
+            Outcome::Once,
+            s.span,
+            format!("{word} ({head}) ran 1 time"),
+        );
+        self.add_slot(
+            SlotKind::LoopBoundary,
+            construct,
+            Outcome::Many,
+            s.span,
+            format!("{word} ({head}) ran more than once"),
+        );
+        let ctx = LoopCtx {
+            var: var.clone(),
+            zero_slot,
+        };
+        let end = self.full_end(s)?;
+        self.edits
+            .insert(s.span.start, format!("{{ uint {var} = 0u; "), d);
+        self.edits
+            .insert(end, format!(" {} }}", self.loop_record(&ctx)), -d);
+        if let StmtKind::For { init: Some(i), .. } = &s.kind {
+            self.stmt(i, loops, d + 1)?;
+        }
+        if let Some(c) = cond {
+            if Self::usable(c.span, s.span) {
+                self.branch(c, construct, word, d + 1);
+            } else {
+                self.skip(
+                    "loop condition",
+                    c.span,
+                    "it is written inside a macro expansion",
+                )?;
+            }
+            self.expr(c, d + 2)?;
+        }
+        if let StmtKind::For { inc: Some(e), .. } = &s.kind {
+            self.expr(e, d + 1)?;
+        }
+        let body_end = self.full_end(body)?;
+        self.edits
+            .insert(body.span.start, format!("{{ {var}++; "), d + 1);
+        self.edits.insert(body_end, " }", -(d + 1));
+        let mut inner = loops.to_vec();
+        inner.push(ctx);
+        self.stmt(body, &inner, d + 2)
+    }
+
+    fn barrier(&mut self, call: &Expr, whole_statement: bool, d: i64) -> Result<(), KernelError> {
+        let exact = call.span.is_exact()
+            || (whole_statement && call.span.macro_start && call.span.macro_end);
+        if !exact {
+            return self.skip(
+                "barrier",
+                call.span,
+                "the call is only partly written inside a macro expansion",
+            );
+        }
+        let index = self.barriers.len() as u32;
+        self.barriers.push(BarrierSite {
+            index,
+            function: self.func.clone(),
+            start: call.span.start,
+            end: call.span.end,
+            line: call.span.line,
+            col: call.span.col,
+            label: short(self.text(call.span)),
+        });
+        self.edits.wrap(
+            call.span.start,
+            call.span.end,
+            format!("(__cltrap_bar({COV_PARAM}, {index}u), "),
+            ")",
+            d,
+        );
+        Ok(())
+    }
+
+    fn expr(&mut self, e: &Expr, depth: i64) -> Result<(), KernelError> {
+        let d = depth + 1;
+        match &e.kind {
+            ExprKind::Binary {
+                op: Some(BinOp::LAnd | BinOp::LOr),
+                lhs,
+                rhs,
+                ..
+            } => {
+                let what = if matches!(
+                    e.kind,
+                    ExprKind::Binary {
+                        op: Some(BinOp::LAnd),
+                        ..
+                    }
+                ) {
+                    "&&"
+                } else {
+                    "||"
+                };
+                let ok = lhs.span.end <= rhs.span.start;
+                for operand in [lhs, rhs] {
+                    if !is_logical(operand) {
+                        if ok && Self::usable(operand.span, e.span) {
+                            self.branch(
+                                operand,
+                                Construct::ShortCircuit,
+                                &format!("{what} operand"),
+                                d,
+                            );
+                        } else {
+                            self.skip(
+                                &format!("{what} operand"),
+                                operand.span,
+                                "it is written inside a macro expansion",
+                            )?;
+                        }
+                    }
+                    self.expr(operand, d + 1)?;
+                }
+            }
+            ExprKind::Binary {
+                op: None, lhs, rhs, ..
+            } => {
+                if (e.span.macro_start || e.span.macro_end) && self.p.macro_may_branch(e.span.start)
+                {
+                    self.skip(
+                        "operator",
+                        e.span,
+                        "its operator comes from a macro body; any `&&`/`||` in it is not counted",
+                    )?;
+                }
+                self.expr(lhs, d)?;
+                self.expr(rhs, d)?;
+            }
+            ExprKind::Conditional { cond, then, els } => {
+                if is_vector_type(&cond.peel().ty) {
+                    self.skip(
+                        "?: with a vector condition",
+                        e.span,
+                        "it selects per component; it has no single branch",
+                    )?;
+                } else if e.span.macro_start || !Self::usable(cond.span, e.span) {
+                    self.skip(
+                        "?: operator",
+                        e.span,
+                        "it is written inside a macro expansion",
+                    )?;
+                } else {
+                    self.branch(cond, Construct::Conditional, "?:", d);
+                }
+                self.expr(cond, d + 1)?;
+                self.expr(then, d)?;
+                self.expr(els, d)?;
+            }
+            ExprKind::Call { callee, args, .. } => {
+                if BARRIER_BUILTINS.contains(&callee.as_str()) {
+                    self.barrier(e, false, d)?;
+                }
+                for a in args {
+                    self.expr(a, d)?;
+                }
+            }
+            ExprKind::SizeOf => {}
+            _ => {
+                for c in e.children() {
+                    self.expr(c, d)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether clang's range for `s` stops before its `;`.
+fn needs_semi(s: &Stmt) -> bool {
+    match &s.kind {
+        StmtKind::Expr(_)
+        | StmtKind::Return(_)
+        | StmtKind::Break
+        | StmtKind::Continue
+        | StmtKind::Goto(_)
+        | StmtKind::Do { .. } => true,
+        StmtKind::If { then, els, .. } => needs_semi(els.as_deref().unwrap_or(then)),
+        StmtKind::For { body, .. }
+        | StmtKind::While { body, .. }
+        | StmtKind::Switch { body, .. }
+        | StmtKind::Case { body, .. }
+        | StmtKind::Default { body, .. }
+        | StmtKind::Label { body, .. } => needs_semi(body),
+        StmtKind::Compound(_) | StmtKind::Decl(_) | StmtKind::Null | StmtKind::Other(_) => false,
+    }
+}
+
+/// Whether a switch body has its own `default` (not one of a nested switch).
+fn switch_has_default(s: &Stmt) -> bool {
+    match &s.kind {
+        StmtKind::Default { .. } => true,
+        StmtKind::Switch { .. } => false,
+        StmtKind::Compound(v) => v.iter().any(switch_has_default),
+        StmtKind::If { then, els, .. } => {
+            switch_has_default(then) || els.as_deref().is_some_and(switch_has_default)
+        }
+        StmtKind::For { body, .. }
+        | StmtKind::While { body, .. }
+        | StmtKind::Do { body, .. }
+        | StmtKind::Case { body, .. }
+        | StmtKind::Label { body, .. } => switch_has_default(body),
+        _ => false,
+    }
+}

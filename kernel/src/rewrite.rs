@@ -1,0 +1,142 @@
+//! Edits shared by the passes: adding a trailing parameter to functions and the matching
+//! argument to their calls, and putting a prelude above the user's text without moving its
+//! line numbers.
+
+use std::collections::BTreeSet;
+
+use crate::edits::Edits;
+use crate::error::KernelError;
+use crate::model::{visit_exprs, Expr, ExprKind, Function, Program};
+
+/// Text placed before the user's source: the pass's definitions, then `#line 1` so that clang's
+/// and the OpenCL compiler's diagnostics keep the user's line numbers.
+pub fn with_prelude(prelude: &str, instrumented: &str) -> String {
+    let mut out = String::with_capacity(prelude.len() + instrumented.len() + 16);
+    out.push_str(prelude);
+    if !prelude.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str("#line 1\n");
+    out.push_str(instrumented);
+    out
+}
+
+/// Appends parameter `decl` to `f`'s parameter list; returns the new parameter's index.
+pub fn add_param(
+    edits: &mut Edits,
+    p: &Program,
+    f: &Function,
+    decl: &str,
+) -> Result<u32, KernelError> {
+    let (Some(open), Some(close)) = (f.params_open, f.params_close) else {
+        let (line, col) = f.span.map(|s| (s.line, s.col)).unwrap_or((0, 0));
+        return Err(KernelError::Unsupported {
+            construct: format!("function `{}`", f.name),
+            line,
+            col,
+            why: "its parameter list is not in the program text (macro?)".into(),
+        });
+    };
+    let inner = &p.source[open as usize + 1..close as usize];
+    if inner.trim().is_empty() {
+        edits.insert(close, decl, 0);
+        Ok(0)
+    } else if inner.trim() == "void" {
+        edits.replace(open + 1, close, decl);
+        Ok(0)
+    } else {
+        edits.insert(close, format!(", {decl}"), 0);
+        Ok(f.params.len() as u32)
+    }
+}
+
+/// Appends argument `arg` to the call `call` (which must be written out in the user's text).
+pub fn add_call_arg(
+    edits: &mut Edits,
+    p: &Program,
+    call: &Expr,
+    arg: &str,
+) -> Result<(), KernelError> {
+    let ExprKind::Call {
+        callee,
+        callee_span,
+        args,
+    } = &call.kind
+    else {
+        return Ok(());
+    };
+    let end = call.span.end as usize;
+    let refuse = |why: &str| KernelError::Unsupported {
+        construct: format!("call to `{callee}`"),
+        line: call.span.line,
+        col: call.span.col,
+        why: why.into(),
+    };
+    if call.span.macro_end
+        || !callee_span.is_exact()
+        || end == 0
+        || p.source.as_bytes()[end - 1] != b')'
+    {
+        return Err(refuse("the call is written inside a macro, so the extra argument cannot be added in the program text"));
+    }
+    if args.is_empty() {
+        edits.insert(call.span.end - 1, arg, 0);
+    } else {
+        edits.insert(call.span.end - 1, format!(", {arg}"), 0);
+    }
+    Ok(())
+}
+
+/// The calls (anywhere in `f`'s body) to functions named in `names`.
+pub fn calls_to<'a>(f: &'a Function, names: &BTreeSet<String>) -> Vec<&'a Expr> {
+    let mut out = Vec::new();
+    if let Some(body) = &f.body {
+        visit_exprs(body, &mut |e| {
+            if let ExprKind::Call { callee, .. } = &e.kind {
+                if names.contains(callee) {
+                    out.push(e);
+                }
+            }
+        });
+    }
+    out
+}
+
+/// Functions (by name) that call, directly or through other functions, anything in `seeds`;
+/// `seeds` themselves are included.
+pub fn callers_closure(p: &Program, seeds: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut set = seeds.clone();
+    loop {
+        let before = set.len();
+        for f in &p.functions {
+            if f.calls.iter().any(|c| set.contains(c)) {
+                set.insert(f.name.clone());
+            }
+        }
+        if set.len() == before {
+            return set;
+        }
+    }
+}
+
+/// Refuses functions defined in headers that would need the pass's extra parameter: their text
+/// is not the user's main file, so they cannot be edited, and skipping them would be wrong.
+pub fn refuse_header_functions(
+    p: &Program,
+    needing: &BTreeSet<String>,
+    pass: &str,
+) -> Result<(), KernelError> {
+    for f in p.functions.iter().filter(|f| f.span.is_none()) {
+        if needing.contains(&f.name) || f.calls.iter().any(|c| needing.contains(c)) {
+            return Err(KernelError::Unsupported {
+                construct: format!("function `{}` defined in an included header", f.name),
+                line: 0,
+                col: 0,
+                why: format!(
+                    "{pass} needs to rewrite it, and only the main program text can be rewritten"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
