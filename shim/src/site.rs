@@ -1,18 +1,67 @@
 //! Where in the application a call came from: the first stack frame outside cltrap and the
 //! OpenCL loader, as module + offset + nearest symbol (KernelInterceptor's "Built at / Run at").
 //!
-//! Uses glibc's `backtrace(3)` and `dladdr`: no debug info is read in the application; the
-//! analyzer resolves `file:line` later with the module and offset.
+//! Walks the stack with `_Unwind_Backtrace` and stops at the first application frame; each
+//! return address is classified with `dladdr` once and cached, since launches repeat from the
+//! same few places. No debug info is read in the application: the analyzer resolves
+//! `file:line` later from the module and offset.
 
 use cltrap_capture::Site;
 use libc::{c_int, c_void, Dl_info};
+use once_cell::sync::Lazy;
+use std::collections::HashMap;
 use std::ffi::CStr;
+use std::sync::Mutex;
 
-extern "C" {
-    fn backtrace(buffer: *mut *mut c_void, size: c_int) -> c_int;
+#[repr(C)]
+struct UnwindContext {
+    _opaque: [u8; 0],
 }
 
-const MAX_FRAMES: usize = 48;
+type TraceFn = extern "C" fn(ctx: *mut UnwindContext, arg: *mut c_void) -> c_int;
+
+extern "C" {
+    fn _Unwind_Backtrace(trace: TraceFn, arg: *mut c_void) -> c_int;
+    fn _Unwind_GetIP(ctx: *mut UnwindContext) -> usize;
+    fn dladdr1(
+        addr: *const c_void,
+        info: *mut Dl_info,
+        extra: *mut *mut c_void,
+        flags: c_int,
+    ) -> c_int;
+}
+
+const MAX_FRAMES: usize = 64;
+const URC_NO_REASON: c_int = 0;
+const URC_END_OF_STACK: c_int = 5;
+const RTLD_DL_LINKMAP: c_int = 2;
+
+struct Walk<'a> {
+    visit: &'a mut dyn FnMut(usize) -> bool,
+    seen: usize,
+}
+
+extern "C" fn step(ctx: *mut UnwindContext, arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the `Walk` that `walk` passed, alive for the whole unwind.
+    let walk = unsafe { &mut *(arg as *mut Walk<'_>) };
+    // SAFETY: `ctx` is the unwinder's live context for this frame.
+    let ip = unsafe { _Unwind_GetIP(ctx) };
+    walk.seen += 1;
+    let stop =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (walk.visit)(ip))).unwrap_or(true);
+    if stop || ip == 0 || walk.seen >= MAX_FRAMES {
+        URC_END_OF_STACK
+    } else {
+        URC_NO_REASON
+    }
+}
+
+/// Calls `visit` with each return address, innermost first, until it returns true.
+fn walk(visit: &mut dyn FnMut(usize) -> bool) {
+    let mut w = Walk { visit, seen: 0 };
+    // SAFETY: `step` only uses `arg` as the `Walk` above, which outlives the call.
+    unsafe { _Unwind_Backtrace(step, (&mut w as *mut Walk<'_>).cast()) };
+}
 
 fn dladdr(addr: usize) -> Option<Dl_info> {
     // SAFETY: dladdr only reads the loader's tables; an all-zero Dl_info is a valid out value.
@@ -34,82 +83,105 @@ pub fn module_base(addr: usize) -> usize {
 /// Path of the module containing `addr`.
 pub fn module_path(addr: usize) -> Option<String> {
     let info = dladdr(addr)?;
-    if info.dli_fname.is_null() {
-        return None;
+    // SAFETY: dladdr returns NUL-terminated names owned by the dynamic loader (or NULL).
+    unsafe { c_text(info.dli_fname) }
+}
+
+unsafe fn c_text(p: *const libc::c_char) -> Option<String> {
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: see callers: NUL-terminated strings owned by the dynamic loader.
+        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
     }
-    // SAFETY: dladdr returns a NUL-terminated name owned by the dynamic loader.
-    Some(
-        unsafe { CStr::from_ptr(info.dli_fname) }
-            .to_string_lossy()
-            .into_owned(),
-    )
 }
 
 fn our_base() -> usize {
-    module_base(our_base as *const () as usize)
-}
-
-fn frames() -> Vec<usize> {
-    let mut buf = [std::ptr::null_mut::<c_void>(); MAX_FRAMES];
-    // SAFETY: the buffer holds MAX_FRAMES entries.
-    let n = unsafe { backtrace(buf.as_mut_ptr(), MAX_FRAMES as c_int) };
-    buf[..n.max(0) as usize]
-        .iter()
-        .map(|p| *p as usize)
-        .collect()
+    static BASE: Lazy<usize> = Lazy::new(|| module_base(our_base as *const () as usize));
+    *BASE
 }
 
 /// Load address of the first module on the stack that is not cltrap: the loader calling
 /// `clInitLayer`.
 pub fn caller_module_base() -> usize {
     let ours = our_base();
-    frames()
-        .into_iter()
-        .map(module_base)
-        .find(|b| *b != 0 && *b != ours)
-        .unwrap_or(0)
+    let mut found = 0;
+    walk(&mut |ip| {
+        let b = module_base(ip);
+        if b != 0 && b != ours {
+            found = b;
+            return true;
+        }
+        false
+    });
+    found
+}
+
+#[derive(Clone)]
+enum Frame {
+    /// cltrap itself, the loader, or an address nobody knows.
+    Skip,
+    App(Site),
+}
+
+static FRAMES: Lazy<Mutex<HashMap<usize, Frame>>> = Lazy::new(|| Mutex::new(HashMap::new()));
+
+/// The application's frame that made the current OpenCL call.
+pub fn capture() -> Option<Site> {
+    let mut site = None;
+    walk(&mut |ip| {
+        let cached = FRAMES.lock().ok().and_then(|m| m.get(&ip).cloned());
+        let frame = match cached {
+            Some(f) => f,
+            None => {
+                let f = classify(ip);
+                if let Ok(mut m) = FRAMES.lock() {
+                    if m.len() > 65536 {
+                        m.clear();
+                    }
+                    m.insert(ip, f.clone());
+                }
+                f
+            }
+        };
+        match frame {
+            Frame::App(s) => {
+                site = Some(s);
+                true
+            }
+            Frame::Skip => false,
+        }
+    });
+    site
+}
+
+fn classify(ip: usize) -> Frame {
+    let Some(info) = dladdr(ip) else {
+        return Frame::Skip;
+    };
+    if info.dli_fbase as usize == our_base() {
+        return Frame::Skip;
+    }
+    // SAFETY: names from dladdr, owned by the dynamic loader.
+    let Some(module) = (unsafe { c_text(info.dli_fname) }) else {
+        return Frame::Skip;
+    };
+    if is_loader(&module) {
+        return Frame::Skip;
+    }
+    // SAFETY: as above.
+    let symbol = unsafe { c_text(info.dli_sname) };
+    Frame::App(Site {
+        module: absolute(module),
+        offset: ip.wrapping_sub(load_bias(ip, info.dli_fbase as usize)) as u64,
+        symbol,
+        location: None,
+    })
 }
 
 fn is_loader(path: &str) -> bool {
     let file = path.rsplit('/').next().unwrap_or(path);
     file.starts_with("libOpenCL")
-}
-
-/// The application's frame that made the current OpenCL call.
-pub fn capture() -> Option<Site> {
-    let ours = our_base();
-    for addr in frames() {
-        let Some(info) = dladdr(addr) else { continue };
-        let base = info.dli_fbase as usize;
-        if base == ours || info.dli_fname.is_null() {
-            continue;
-        }
-        // SAFETY: NUL-terminated names owned by the dynamic loader.
-        let module = unsafe { CStr::from_ptr(info.dli_fname) }
-            .to_string_lossy()
-            .into_owned();
-        if is_loader(&module) {
-            continue;
-        }
-        let symbol = if info.dli_sname.is_null() {
-            None
-        } else {
-            // SAFETY: as above.
-            Some(
-                unsafe { CStr::from_ptr(info.dli_sname) }
-                    .to_string_lossy()
-                    .into_owned(),
-            )
-        };
-        let module = absolute(module);
-        return Some(Site {
-            module,
-            offset: (addr - load_bias(addr, base)) as u64,
-            symbol,
-            location: None,
-        });
-    }
-    None
 }
 
 /// `dladdr` names the main program by its `argv[0]` (often relative): make it a real path.
@@ -122,16 +194,6 @@ fn absolute(module: String) -> String {
         .map(|p| p.display().to_string())
         .unwrap_or(module)
 }
-
-extern "C" {
-    fn dladdr1(
-        addr: *const c_void,
-        info: *mut Dl_info,
-        extra: *mut *mut c_void,
-        flags: c_int,
-    ) -> c_int;
-}
-const RTLD_DL_LINKMAP: c_int = 2;
 
 /// The module's load bias (`l_addr`): 0 for non-PIE executables, so `offset` is what
 /// `addr2line -e module` expects in both cases.

@@ -10,7 +10,7 @@
 use super::contents::{self, Shape};
 use super::info;
 use super::kernel::describe;
-use super::track::{lock, tables, ArgValue};
+use super::track::{lock, tables, ArgValue, MemFacts};
 use crate::door::quietly;
 use crate::Next;
 use cltrap_capture::{
@@ -238,13 +238,24 @@ impl Plan {
                 i
             }
         };
-        let num_args = next
-            .clGetKernelInfo
-            .and_then(|f| {
-                // SAFETY: standard info query.
-                info::value::<cl_uint>(|s, p, r| unsafe { f(kernel, CL_KERNEL_NUM_ARGS, s, p, r) })
-            })
-            .unwrap_or(k.args.len() as cl_uint) as usize;
+        let num_args = match k.num_args {
+            Some(n) => n,
+            None => {
+                let n = next
+                    .clGetKernelInfo
+                    .and_then(|f| {
+                        // SAFETY: standard info query.
+                        info::value::<cl_uint>(|s, p, r| unsafe {
+                            f(kernel, CL_KERNEL_NUM_ARGS, s, p, r)
+                        })
+                    })
+                    .unwrap_or(k.args.len() as cl_uint);
+                if let Some(entry) = lock(&tables().kernels).get_mut(&(kernel as usize)) {
+                    entry.num_args = Some(n);
+                }
+                n
+            }
+        } as usize;
         let mut notes = Vec::new();
         let mut args = Vec::with_capacity(num_args);
         let mut slots = Vec::with_capacity(num_args);
@@ -584,12 +595,10 @@ fn empty() -> Content {
     }
 }
 
-fn mem_record(
-    next: &Next,
-    h: usize,
-    info: ArgInfo,
-    notes: &mut Vec<String>,
-) -> Option<(ArgRecord, Option<Shape>)> {
+fn mem_facts(next: &Next, h: usize) -> Option<MemFacts> {
+    if let Some(f) = tables().mem_facts(h) {
+        return Some(f);
+    }
     let f = next.clGetMemObjectInfo?;
     let mem = h as cl_mem;
     // SAFETY: standard info queries on a handle the application passed as a kernel argument.
@@ -597,72 +606,81 @@ fn mem_record(
     let kind = info::value::<cl_mem_object_type>(q(CL_MEM_TYPE))?;
     let flags = info::value::<cl_mem_flags>(q(CL_MEM_FLAGS)).unwrap_or(0);
     let size = info::value::<usize>(q(CL_MEM_SIZE)).unwrap_or(0);
+    let mut facts = MemFacts {
+        kind,
+        flags,
+        size,
+        parent: None,
+        image: None,
+    };
+    if kind == CL_MEM_OBJECT_BUFFER {
+        let parent = info::value::<usize>(q(CL_MEM_ASSOCIATED_MEMOBJECT)).unwrap_or(0);
+        if parent != 0 {
+            facts.parent = Some((parent, info::value::<usize>(q(CL_MEM_OFFSET)).unwrap_or(0)));
+        }
+    } else if kind != CL_MEM_OBJECT_PIPE {
+        let g = next.clGetImageInfo?;
+        // SAFETY: as above.
+        let qi = |param| move |sz, p, r| unsafe { g(mem, param, sz, p, r) };
+        let format = info::value::<[cl_uint; 2]>(qi(CL_IMAGE_FORMAT))?;
+        let get = |param| info::value::<usize>(qi(param)).unwrap_or(0);
+        let (w, ht, d, arr, elem) = (
+            get(CL_IMAGE_WIDTH),
+            get(CL_IMAGE_HEIGHT),
+            get(CL_IMAGE_DEPTH),
+            get(CL_IMAGE_ARRAY_SIZE),
+            get(CL_IMAGE_ELEMENT_SIZE),
+        );
+        let region = match kind {
+            CL_MEM_OBJECT_IMAGE1D_ARRAY => [w, arr, 1],
+            CL_MEM_OBJECT_IMAGE2D => [w, ht, 1],
+            CL_MEM_OBJECT_IMAGE2D_ARRAY => [w, ht, arr],
+            CL_MEM_OBJECT_IMAGE3D => [w, ht, d],
+            _ => [w, 1, 1],
+        }
+        .map(|v| v.max(1));
+        let image = ImageRecord {
+            image_type: kind,
+            channel_order: format[0],
+            channel_data_type: format[1],
+            width: w as u64,
+            height: ht as u64,
+            depth: d as u64,
+            array_size: arr as u64,
+            element_size: elem as u64,
+        };
+        facts.image = Some((image, region, elem * region.iter().product::<usize>()));
+    }
+    tables().set_mem_facts(h, facts.clone());
+    Some(facts)
+}
+
+fn mem_record(
+    next: &Next,
+    h: usize,
+    info: ArgInfo,
+    notes: &mut Vec<String>,
+) -> Option<(ArgRecord, Option<Shape>)> {
+    let f = mem_facts(next, h)?;
     let id = tables().mem_id(h);
-    match kind {
-        CL_MEM_OBJECT_BUFFER => {
-            let parent = info::value::<usize>(q(CL_MEM_ASSOCIATED_MEMOBJECT)).unwrap_or(0);
-            let sub_of = (parent != 0).then(|| {
-                let offset = info::value::<usize>(q(CL_MEM_OFFSET)).unwrap_or(0);
-                (tables().mem_id(parent), offset as u64)
-            });
+    let (flags, size) = (f.flags, f.size as u64);
+    match (f.kind, f.image) {
+        (CL_MEM_OBJECT_BUFFER, _) => {
+            let sub_of = f
+                .parent
+                .map(|(p, offset)| (tables().mem_id(p), offset as u64));
             let rec = ArgRecord::Buffer {
                 info,
                 mem: id,
                 flags,
-                size: size as u64,
+                size,
                 sub_of,
                 before: empty(),
                 after: empty(),
             };
-            Some((rec, Some(Shape::Buffer { size })))
+            Some((rec, Some(Shape::Buffer { size: f.size })))
         }
-        CL_MEM_OBJECT_PIPE => {
-            notes.push(format!("argument {} is a pipe", info.index));
-            let note = Content::Missing {
-                note: "pipes are not read".into(),
-            };
-            let rec = ArgRecord::Buffer {
-                info,
-                mem: id,
-                flags,
-                size: size as u64,
-                sub_of: None,
-                before: note.clone(),
-                after: note,
-            };
-            Some((rec, None))
-        }
-        _ => {
-            let g = next.clGetImageInfo?;
-            let qi = |param| move |sz, p, r| unsafe { g(mem, param, sz, p, r) };
-            let format = info::value::<[cl_uint; 2]>(qi(CL_IMAGE_FORMAT))?;
-            let get = |param| info::value::<usize>(qi(param)).unwrap_or(0);
-            let (w, ht, d, arr, elem) = (
-                get(CL_IMAGE_WIDTH),
-                get(CL_IMAGE_HEIGHT),
-                get(CL_IMAGE_DEPTH),
-                get(CL_IMAGE_ARRAY_SIZE),
-                get(CL_IMAGE_ELEMENT_SIZE),
-            );
-            let region = match kind {
-                CL_MEM_OBJECT_IMAGE1D_ARRAY => [w, arr, 1],
-                CL_MEM_OBJECT_IMAGE2D => [w, ht, 1],
-                CL_MEM_OBJECT_IMAGE2D_ARRAY => [w, ht, arr],
-                CL_MEM_OBJECT_IMAGE3D => [w, ht, d],
-                _ => [w, 1, 1],
-            };
-            let region = region.map(|v| v.max(1));
-            let image = ImageRecord {
-                image_type: kind,
-                channel_order: format[0],
-                channel_data_type: format[1],
-                width: w as u64,
-                height: ht as u64,
-                depth: d as u64,
-                array_size: arr as u64,
-                element_size: elem as u64,
-            };
-            let bytes = elem * region.iter().product::<usize>();
+        (_, Some((image, region, bytes))) => {
             let rec = ArgRecord::Image {
                 info,
                 mem: id,
@@ -672,6 +690,22 @@ fn mem_record(
                 after: empty(),
             };
             Some((rec, Some(Shape::Image { region, bytes })))
+        }
+        _ => {
+            notes.push(format!("argument {} is a pipe", info.index));
+            let note = Content::Missing {
+                note: "pipes are not read".into(),
+            };
+            let rec = ArgRecord::Buffer {
+                info,
+                mem: id,
+                flags,
+                size,
+                sub_of: None,
+                before: note.clone(),
+                after: note,
+            };
+            Some((rec, None))
         }
     }
 }

@@ -86,6 +86,25 @@ pub struct Kernel {
     /// clGetKernelArgInfo results, queried at the first recorded launch (None inside: the
     /// driver has no argument info).
     pub info: Option<Option<Arc<Vec<cltrap_capture::ArgInfo>>>>,
+    /// CL_KERNEL_NUM_ARGS, once asked.
+    pub num_args: Option<u32>,
+}
+
+struct MemEntry {
+    id: u64,
+    facts: Option<MemFacts>,
+}
+
+/// What never changes about a memory object: queried at its first recorded use only.
+#[derive(Debug, Clone)]
+pub struct MemFacts {
+    pub kind: u32,
+    pub flags: u64,
+    pub size: usize,
+    /// Parent buffer and origin, for sub-buffers.
+    pub parent: Option<(usize, usize)>,
+    /// For images: the record, the region to read and its packed size.
+    pub image: Option<(cltrap_capture::ImageRecord, [usize; 3], usize)>,
 }
 
 /// The shim's memory of the application's objects.
@@ -93,7 +112,7 @@ pub struct Kernel {
 pub struct Tables {
     pub programs: Mutex<HashMap<usize, Program>>,
     pub kernels: Mutex<HashMap<usize, Kernel>>,
-    mems: Mutex<HashMap<usize, u64>>,
+    mems: Mutex<HashMap<usize, MemEntry>>,
     user_events: Mutex<HashSet<usize>>,
     pub devices: Mutex<HashMap<usize, cltrap_capture::DeviceRecord>>,
     pub per_kernel: Mutex<HashMap<String, u64>>,
@@ -104,14 +123,35 @@ impl Tables {
     /// A new memory object: it gets a fresh id (even if the driver reused an old handle).
     pub fn mem_created(&self, mem: usize) {
         let id = self.next_mem.fetch_add(1, Ordering::Relaxed);
-        lock(&self.mems).insert(mem, id);
+        lock(&self.mems).insert(mem, MemEntry { id, facts: None });
     }
 
     /// The capture-wide id of a memory object (assigned now if it was never seen created).
     pub fn mem_id(&self, mem: usize) -> u64 {
         let mut m = lock(&self.mems);
-        *m.entry(mem)
-            .or_insert_with(|| self.next_mem.fetch_add(1, Ordering::Relaxed))
+        m.entry(mem)
+            .or_insert_with(|| MemEntry {
+                id: self.next_mem.fetch_add(1, Ordering::Relaxed),
+                facts: None,
+            })
+            .id
+    }
+
+    /// The immutable facts of a memory object, once queried.
+    pub fn mem_facts(&self, mem: usize) -> Option<MemFacts> {
+        lock(&self.mems).get(&mem).and_then(|e| e.facts.clone())
+    }
+
+    /// Remembers the facts of a memory object (they never change during its life).
+    pub fn set_mem_facts(&self, mem: usize, facts: MemFacts) {
+        let id = self.mem_id(mem);
+        lock(&self.mems).insert(
+            mem,
+            MemEntry {
+                id,
+                facts: Some(facts),
+            },
+        );
     }
 
     /// Whether `mem` is a memory object the application created (argument-info fallback).
