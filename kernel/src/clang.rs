@@ -270,11 +270,12 @@ impl Ctx {
                 loc.end_in_macro = true;
             } else {
                 loc.end = Some(e);
-                // An end strictly inside a macro invocation means the last token came from one.
+                // An end strictly inside a macro invocation means the last token came from one;
+                // an end exactly at an invocation's end means the node ends with that invocation.
                 if let Some((_, xe, _)) = self
                     .expansions
                     .iter()
-                    .find(|(xs, xe, _)| *xs < e && e < *xe)
+                    .find(|(xs, xe, _)| *xs < e && e <= *xe)
                 {
                     loc.end = Some(*xe);
                     loc.end_in_macro = true;

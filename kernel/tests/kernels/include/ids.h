@@ -1,0 +1,1 @@
+inline size_t header_gid(void) { return get_global_id(0); }
