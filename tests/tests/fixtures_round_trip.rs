@@ -282,3 +282,51 @@ fn an_image_kernel_with_a_sampler_argument_is_captured_and_replays_ok() {
         other => panic!("sampler recorded as {other:?}"),
     }
 }
+
+#[test]
+fn list_and_show_name_the_source_line_of_each_launch_in_the_application() {
+    let (dir, cap) = round_trip("ndrange", &[], &[]);
+    let src = fixture_source_dir("apps").join("ndrange.c");
+    let text = std::fs::read_to_string(&src).expect("fixture source");
+    let call_lines: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            l.contains("CHECK(clEnqueueNDRangeKernel(") || l.contains("CHECK(clEnqueueTask(")
+        })
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(call_lines.len(), 4);
+    let list = cltrap(&[std::ffi::OsStr::new("list"), dir.as_os_str()]).expect_success();
+    let listed = list.stdout_text();
+    for (launch, line) in cap.launches.iter().zip(&call_lines) {
+        let site = format!("ndrange.c:{line}");
+        assert!(
+            listed
+                .lines()
+                .any(|l| l.contains(&launch.kernel) && l.contains(&site)),
+            "launch {} ({}) should be shown as launched at {site}\n{}",
+            launch.id,
+            launch.kernel,
+            list.describe()
+        );
+    }
+    let show = cltrap(&[
+        std::ffi::OsStr::new("show"),
+        dir.as_os_str(),
+        std::ffi::OsStr::new("1"),
+    ])
+    .expect_success();
+    let shown = show.stdout_text();
+    assert!(shown.contains("ids_2d"), "{}", show.describe());
+    assert!(
+        shown.contains(&format!("ndrange.c:{}", call_lines[1])),
+        "{}",
+        show.describe()
+    );
+    assert!(
+        shown.contains("16x8") || shown.contains("16, 8"),
+        "{}",
+        show.describe()
+    );
+}
