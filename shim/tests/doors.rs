@@ -197,12 +197,15 @@ fn an_app_that_dlopens_the_loader_is_caught_through_the_layer() {
     }
 }
 
+/// A scenario: its name, the program, and the variables that open the doors.
+type Case<'a> = (&'a str, &'a PathBuf, Vec<(&'a str, &'a Path)>);
+
 #[test]
 fn every_door_combination_records_each_launch_exactly_once() {
     let app = build("vadd", &[]);
     let no_layer = build("vadd", &["-DNO_LAYER"]);
     let lib = shim();
-    let cases: [(&str, &PathBuf, Vec<(&str, &Path)>); 4] = [
+    let cases: [Case; 4] = [
         ("preload", &app, vec![("LD_PRELOAD", &lib)]),
         ("layer", &app, vec![("OPENCL_LAYERS", &lib)]),
         (
