@@ -13,6 +13,9 @@ pub struct Tolerance {
     pub element: Option<ValueType>,
     /// Allowed ulp distance for floating elements (0 = bit-exact).
     pub ulp: u64,
+    /// Integer elements are fixed-point encodings of reals (image channels `UNORM_INT8`,
+    /// `SNORM_INT16`, ...): their last place is a ulp too, and the budget applies to them.
+    pub normalized: bool,
 }
 
 impl Tolerance {
@@ -20,6 +23,7 @@ impl Tolerance {
     pub const EXACT: Tolerance = Tolerance {
         element: None,
         ulp: 0,
+        normalized: false,
     };
 }
 
@@ -97,8 +101,9 @@ fn short(h: &str) -> &str {
     h.get(..16).unwrap_or(h)
 }
 
-/// Distance in ulps between two floats of the given width, given as raw bits; `None` when
-/// exactly one is NaN (never within tolerance). Both NaN → 0.
+/// Distance in ulps between two elements given as raw bits: for floats along the real line
+/// (`None` when exactly one is NaN, never within tolerance; both NaN → 0), for integers
+/// (fixed-point encodings) their difference.
 pub fn ulp_distance(scalar: Scalar, a: u64, b: u64) -> Option<u64> {
     fn nan16(x: u64) -> bool {
         (x & 0x7c00) == 0x7c00 && (x & 0x3ff) != 0
@@ -113,7 +118,20 @@ pub fn ulp_distance(scalar: Scalar, a: u64, b: u64) -> Option<u64> {
         Scalar::F16 => (16, nan16),
         Scalar::F32 => (32, nan32),
         Scalar::F64 => (64, nan64),
-        _ => return if a == b { Some(0) } else { None },
+        // Fixed-point (normalized) integers: the distance is the integer difference.
+        s => {
+            let bits = 8 * s.size() as u32;
+            let signed = matches!(s, Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64);
+            let value = |x: u64| -> i128 {
+                if signed {
+                    let shift = 64 - bits;
+                    i128::from(((x << shift) as i64) >> shift)
+                } else {
+                    i128::from(x)
+                }
+            };
+            return Some(value(a).abs_diff(value(b)) as u64);
+        }
     };
     match (nan(a), nan(b)) {
         (true, true) => return Some(0),
@@ -153,7 +171,7 @@ pub fn compare(expected: &[u8], got: &[u8], tol: Tolerance) -> Option<Difference
         if e != g {
             let typed = scalar.filter(|_| end - offset == width);
             let ulp = typed
-                .filter(|s| s.is_float())
+                .filter(|s| s.is_float() || tol.normalized)
                 .and_then(|s| ulp_distance(s, s.raw_bits(e), s.raw_bits(g)).or(Some(u64::MAX)));
             let within = matches!(ulp, Some(u) if u <= tol.ulp && tol.ulp > 0);
             if !within {
@@ -189,6 +207,7 @@ mod tests {
         let tol = Tolerance {
             element: pointee_type("float*"),
             ulp: 0,
+            normalized: false,
         };
         match compare(&a, &b, tol) {
             Some(Difference::Value {
@@ -218,7 +237,8 @@ mod tests {
             &b,
             Tolerance {
                 element: float,
-                ulp: 0
+                ulp: 0,
+                normalized: false
             }
         )
         .is_some());
@@ -227,7 +247,8 @@ mod tests {
             &b,
             Tolerance {
                 element: float,
-                ulp: 1
+                ulp: 1,
+                normalized: false
             }
         )
         .is_some());
@@ -237,19 +258,21 @@ mod tests {
                 &b,
                 Tolerance {
                     element: float,
-                    ulp: 2
+                    ulp: 2,
+                    normalized: false
                 }
             ),
             None
         );
-        // Integers never get a tolerance.
+        // Integers never get a tolerance, unless they encode fixed-point reals.
         let int = pointee_type("int*");
         assert!(compare(
             &a,
             &b,
             Tolerance {
                 element: int,
-                ulp: 100
+                ulp: 100,
+                normalized: false
             }
         )
         .is_some());
@@ -260,6 +283,7 @@ mod tests {
             Tolerance {
                 element: None,
                 ulp: 100,
+                normalized: false,
             },
         )
         .unwrap();
@@ -271,6 +295,28 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn normalized_channels_get_the_ulp_budget_as_integer_steps() {
+        let u8n = Some(ValueType {
+            scalar: Scalar::U8,
+            lanes: 1,
+        });
+        let tol = |ulp| Tolerance {
+            element: u8n,
+            ulp,
+            normalized: true,
+        };
+        assert_eq!(compare(&[0x80, 5], &[0x7f, 5], tol(1)), None);
+        assert!(compare(&[0x80, 5], &[0x7e, 5], tol(1)).is_some());
+        let exact = Tolerance {
+            element: u8n,
+            ulp: 1,
+            normalized: false,
+        };
+        assert!(compare(&[0x80], &[0x7f], exact).is_some());
+        assert_eq!(ulp_distance(Scalar::I8, 0xff, 0x01), Some(2));
     }
 
     #[test]
@@ -299,6 +345,7 @@ mod tests {
             Tolerance {
                 element: pointee_type("float*"),
                 ulp: 0,
+                normalized: false,
             },
         )
         .unwrap();

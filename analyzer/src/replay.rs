@@ -240,7 +240,7 @@ fn replay_one(
         }
     }
     let infos: Vec<_> = l.args.iter().map(|a| a.info().clone()).collect();
-    match check_outputs(&infos, &expected, &out, ulp)
+    match check_outputs(&input, &infos, &expected, &out, ulp)
         .into_iter()
         .next()
     {

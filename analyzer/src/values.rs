@@ -197,6 +197,26 @@ pub fn pointee_type(type_name: &str) -> Option<ValueType> {
     parse_value_type(inner)
 }
 
+/// The element type of an image's channels (`cl_channel_type`), and whether it is a
+/// normalized (fixed-point) encoding; `None` for packed formats (565, 555, 101010).
+pub fn image_channel_type(channel_data_type: u32) -> Option<(Scalar, bool)> {
+    Some(match channel_data_type {
+        0x10D0 => (Scalar::I8, true),
+        0x10D1 => (Scalar::I16, true),
+        0x10D2 => (Scalar::U8, true),
+        0x10D3 => (Scalar::U16, true),
+        0x10D7 => (Scalar::I8, false),
+        0x10D8 => (Scalar::I16, false),
+        0x10D9 => (Scalar::I32, false),
+        0x10DA => (Scalar::U8, false),
+        0x10DB => (Scalar::U16, false),
+        0x10DC => (Scalar::U32, false),
+        0x10DD => (Scalar::F16, false),
+        0x10DE => (Scalar::F32, false),
+        _ => return None,
+    })
+}
+
 /// Formats a by-value argument: typed when the type name is known and the size agrees,
 /// otherwise as hex. Vectors print as `(a,b,c,d)`.
 pub fn format_value(type_name: &str, bytes: &[u8]) -> String {

@@ -633,7 +633,12 @@ fn images_and_samplers_are_recreated_and_compared() {
     match &r[1].outcome {
         Outcome::Mismatch(m) => {
             assert_eq!(m.arg_index, 1);
-            assert!(m.to_string().contains("byte offset 38"), "{m}");
+            let text = m.to_string();
+            assert!(
+                text.contains("pixel (1,1) channel 2") && text.contains("byte offset 38"),
+                "{text}"
+            );
+            assert!(text.contains("expected 23 (0x17), got 7 (0x07)"), "{text}");
         }
         other => panic!("{other:?}"),
     }

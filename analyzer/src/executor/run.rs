@@ -4,9 +4,9 @@ use super::cl::{Event, Kernel, Mem, Sampler};
 use super::input::{image_region, Expected, InputArg};
 use super::{cl_err, BuiltProgram, ExecError, LaunchInput, Session};
 use crate::compare::{compare, Difference, Tolerance};
-use crate::values::pointee_type;
+use crate::values::{image_channel_type, pointee_type, ValueType};
 use cltrap_capture::writer::digest;
-use cltrap_capture::{ArgInfo, MemId};
+use cltrap_capture::{ArgInfo, ImageRecord, MemId};
 use opencl_sys::{
     cl_image_desc, cl_image_format, cl_mem, CL_EVENT_COMMAND_EXECUTION_STATUS, CL_KERNEL_NUM_ARGS,
     CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY,
@@ -31,6 +31,8 @@ pub struct Mismatch {
     pub arg_index: usize,
     pub arg_name: String,
     pub type_name: String,
+    /// For images: `pixel (x,y[,z]) channel c` of the difference.
+    pub location: Option<String>,
     pub difference: Difference,
 }
 
@@ -46,17 +48,35 @@ impl std::fmt::Display for Mismatch {
         } else {
             format!(", {}", self.type_name)
         };
-        write!(
-            f,
-            "argument {} ({name}{ty}): {}",
-            self.arg_index, self.difference
-        )
+        write!(f, "argument {} ({name}{ty}): ", self.arg_index)?;
+        if let Some(loc) = &self.location {
+            write!(f, "{loc}, ")?;
+        }
+        write!(f, "{}", self.difference)
+    }
+}
+
+/// Where byte `offset` of a tightly packed image lies, as `pixel (x,y) channel c`.
+fn pixel_of(image: &ImageRecord, offset: u64, channel_size: u64) -> String {
+    let (w, h, _) = image_region(image);
+    let px = offset / image.element_size.max(1);
+    let channel = (offset % image.element_size.max(1)) / channel_size.max(1);
+    let (x, y, z) = (px % w, (px / w) % h, px / (w * h));
+    if image.image_type == 0x10F2 || image.image_type == 0x10F3 {
+        format!("pixel ({x},{y},{z}) channel {channel}")
+    } else if h > 1 {
+        format!("pixel ({x},{y}) channel {channel}")
+    } else {
+        format!("pixel {x} channel {channel}")
     }
 }
 
 /// Compares outputs with what was expected; one [`Mismatch`] per differing argument, in
-/// argument order. `ulp` applies to arguments whose type name says their elements are floating.
+/// argument order. `ulp` applies to buffers whose type name says their elements are floating
+/// and to images with floating or normalized channels. `input` is the launch that ran
+/// (it says which arguments are images, and their formats).
 pub fn check_outputs(
+    input: &LaunchInput,
     infos: &[ArgInfo],
     expected: &[Option<Expected>],
     out: &RunOutput,
@@ -68,15 +88,27 @@ pub fn check_outputs(
             continue;
         };
         let info = infos.get(i).cloned().unwrap_or_default();
-        let difference = match exp {
-            Expected::Bytes(e) => compare(
-                e,
-                got,
+        let image = match input.args.get(i) {
+            Some(InputArg::Image { image, .. }) => Some(image),
+            _ => None,
+        };
+        let tolerance = match image {
+            Some(img) => {
+                let channel = image_channel_type(img.channel_data_type);
                 Tolerance {
-                    element: pointee_type(&info.type_name),
+                    element: channel.map(|(scalar, _)| ValueType { scalar, lanes: 1 }),
                     ulp,
-                },
-            ),
+                    normalized: channel.is_some_and(|(_, n)| n),
+                }
+            }
+            None => Tolerance {
+                element: pointee_type(&info.type_name),
+                ulp,
+                normalized: false,
+            },
+        };
+        let difference = match exp {
+            Expected::Bytes(e) => compare(e, got, tolerance),
             Expected::Digest(h) => {
                 let g = digest(got);
                 (g != *h).then(|| Difference::Digest {
@@ -87,10 +119,22 @@ pub fn check_outputs(
             Expected::Unknown(_) => None,
         };
         if let Some(difference) = difference {
+            let location = match (&difference, image) {
+                (Difference::Value { byte_offset, .. }, Some(img)) => Some(pixel_of(
+                    img,
+                    *byte_offset,
+                    tolerance
+                        .element
+                        .map(|e| e.scalar.size() as u64)
+                        .unwrap_or(1),
+                )),
+                _ => None,
+            };
             found.push(Mismatch {
                 arg_index: i,
                 arg_name: info.name,
                 type_name: info.type_name,
+                location,
                 difference,
             });
         }
