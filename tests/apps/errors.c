@@ -66,6 +66,15 @@ int main(void) {
     printf("clCreateKernel(no_such_kernel) = %d\n", err);
     EXPECT(err == CL_INVALID_KERNEL_NAME && nok == NULL, "got %d", err);
 
+    /* Argument info of a program built without -cl-kernel-arg-info: whatever the driver
+     * answers natively (PoCL: CL_KERNEL_ARG_INFO_NOT_AVAILABLE) must not change because a
+     * capture tool wanted the information for itself. */
+    cl_kernel kinfo = make_kernel(p, "vadd");
+    char tname[64] = {0};
+    err = clGetKernelArgInfo(kinfo, 0, CL_KERNEL_ARG_TYPE_NAME, sizeof tname, tname, NULL);
+    printf("clGetKernelArgInfo(built without -cl-kernel-arg-info) = %d\n", err);
+    clReleaseKernel(kinfo);
+
     /* Argument index out of range: CL_INVALID_ARG_INDEX. */
     cl_kernel k = make_kernel(p, "vadd");
     float zeros[64] = {0};

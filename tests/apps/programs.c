@@ -66,6 +66,11 @@ int main(void) {
 
     /* Program B: build options matter. */
     cl_program pb = build_program(ctx, dev, "programs_b.cl", "-DSCALE=3 -cl-std=CL1.2");
+    /* What the program says it was built with must be what the application passed. */
+    char opts[256] = {0};
+    CHECK(clGetProgramBuildInfo(pb, dev, CL_PROGRAM_BUILD_OPTIONS, sizeof opts - 1, opts, NULL));
+    printf("build options of program B: \"%s\"\n", opts);
+    EXPECT(strcmp(opts, "-DSCALE=3 -cl-std=CL1.2") == 0, "options %s", opts);
     cl_kernel k3 = make_kernel(pb, "square_scaled");
     CHECK(clSetKernelArg(k3, 0, sizeof a, &a));
     CHECK(clSetKernelArg(k3, 1, sizeof b, &b));

@@ -330,3 +330,39 @@ fn list_and_show_name_the_source_line_of_each_launch_in_the_application() {
         show.describe()
     );
 }
+
+#[test]
+fn launches_gated_by_a_user_event_neither_block_the_application_nor_break_the_capture() {
+    let exe = fixture("gated");
+    let native = run_native(&exe, &[] as &[&str]).expect_success();
+    let dir = fresh_capture_dir("gated");
+    let captured = run_captured(&dir, &[], &exe, &[] as &[&str]);
+    captured.assert_no_panic();
+    // A capture that waited inside the enqueue would hang until the fixture's alarm fires.
+    assert_same_behaviour(&native, &captured);
+    let cap = open_capture(&dir);
+    assert_eq!(kernel_sequence(&cap), ["fill_seq", "negate", "fill_seq"]);
+    assert_list_shows(&dir, &cap);
+    // The launch on the other queue depends on no user event: it must replay ok.
+    assert_replay_ids_ok(&dir, &[2]);
+    // The gated ones: ok, or skipped with a stated reason; never a mismatch or an error.
+    let out = cltrap(&[
+        std::ffi::OsStr::new("replay"),
+        dir.as_os_str(),
+        std::ffi::OsStr::new("0"),
+        std::ffi::OsStr::new("1"),
+    ]);
+    out.assert_no_panic();
+    assert!(out.success(), "{}", out.describe());
+    let verdicts = out.stdout_text();
+    for id in [0, 1] {
+        let line = verdicts
+            .lines()
+            .find(|l| l.starts_with(&format!("launch {id} ")))
+            .unwrap_or_else(|| panic!("no verdict for launch {id}\n{}", out.describe()));
+        assert!(
+            line.ends_with(": ok") || line.contains("skipped: "),
+            "{line}"
+        );
+    }
+}
