@@ -483,12 +483,51 @@ fn extra_trailing_arguments_and_overridden_sources_run_through_the_executor() {
         }) => {}
         other => panic!("{other:?}"),
     }
-    // Many runs reuse one build.
-    for _ in 0..50 {
+    // Many runs reuse one build, and release every object they create: 300 runs with an
+    // extra 4 MiB buffer would grow the process by over 1 GiB if one leaked.
+    let big = InputArg::Buffer {
+        mem: None,
+        flags: 1,
+        bytes: vec![0u8; 4 << 20],
+    };
+    let small_kernel = "__kernel void touch(__global uint* hits, __global uchar* big) {\n  if (get_global_id(0) == 0) { atomic_inc(hits); big[4194303] = 1; }\n}\n";
+    let touch = session.build_source(small_kernel, "").unwrap();
+    let touch_input = LaunchInput {
+        kernel: "touch".into(),
+        work_dim: 1,
+        global_offset: None,
+        global_size: vec![64],
+        local_size: None,
+        args: vec![extra.clone()],
+        stand_ins: vec![],
+    };
+    let rss = || -> u64 {
+        let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+        statm
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            * 4096
+    };
+    for _ in 0..20 {
         session
-            .run(&program, &input, std::slice::from_ref(&extra))
+            .run(&touch, &touch_input, std::slice::from_ref(&big))
             .unwrap();
     }
+    let start = rss();
+    for _ in 0..300 {
+        let out = session
+            .run(&touch, &touch_input, std::slice::from_ref(&big))
+            .unwrap();
+        assert_eq!(out.outputs[1].as_ref().map(|b| b[4194303]), Some(1));
+    }
+    let grown = rss().saturating_sub(start);
+    assert!(
+        grown < 256 << 20,
+        "300 runs grew the process by {grown} bytes"
+    );
 }
 
 #[test]
