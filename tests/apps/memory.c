@@ -1,6 +1,7 @@
 /* Fixture: memory kinds — two __local arguments, a __constant table, a buffer scaled in place
  * (input and output at once), the same buffer passed to two arguments (read/read and
- * read-write/read aliasing), and kernels running on sub-buffers of one parent. */
+ * read-write/read aliasing), kernels running on sub-buffers of one parent, a NULL buffer
+ * argument, and a CL_MEM_USE_HOST_PTR buffer updated through map/unmap between launches. */
 #include "common.h"
 
 enum { N = 64, LOCAL = 16 };
@@ -141,6 +142,35 @@ int main(void) {
         EXPECT(pgot[k] == want, "parent[%zu] %g want %g", k, pgot[k], want);
     }
     printf("sub-buffers: region %zu bytes, parent[%zu]=%g\n", region_bytes, first, pgot[first]);
+
+    /* A NULL buffer argument, then a host-pointer buffer the host rewrites through a map. */
+    int *hostmem = calloc(N, sizeof(int));
+    for (int k = 0; k < N; k++) hostmem[k] = k * k;
+    cl_mem bhost = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, sizeof(int) * N, hostmem, &err);
+    CHECK_ERR(err);
+    int acc0[N] = {0};
+    cl_mem bacc = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof acc0, acc0, &err);
+    CHECK_ERR(err);
+    cl_kernel kopt = make_kernel(p, "add_optional");
+    CHECK(clSetKernelArg(kopt, 0, sizeof bacc, &bacc));
+    CHECK(clSetKernelArg(kopt, 1, sizeof(cl_mem), NULL));
+    CHECK(clEnqueueNDRangeKernel(q, kopt, 1, NULL, &g, NULL, 0, NULL, NULL));
+    CHECK(clSetKernelArg(kopt, 1, sizeof bhost, &bhost));
+    CHECK(clEnqueueNDRangeKernel(q, kopt, 1, NULL, &g, NULL, 0, NULL, NULL));
+    int *mapped = clEnqueueMapBuffer(q, bhost, CL_TRUE, CL_MAP_WRITE, 0, sizeof(int) * N, 0, NULL, NULL, &err);
+    CHECK_ERR(err);
+    for (int k = 0; k < N; k++) mapped[k] = -3 * k;
+    CHECK(clEnqueueUnmapMemObject(q, bhost, mapped, 0, NULL, NULL));
+    CHECK(clEnqueueNDRangeKernel(q, kopt, 1, NULL, &g, NULL, 0, NULL, NULL));
+    int gacc[N];
+    CHECK(clEnqueueReadBuffer(q, bacc, CL_TRUE, 0, sizeof gacc, gacc, 0, NULL, NULL));
+    for (int k = 0; k < N; k++)
+        EXPECT(gacc[k] == 100 + k * k - 3 * k, "add_optional[%d]=%d", k, gacc[k]);
+    printf("NULL and host-pointer buffers: acc[10]=%d\n", gacc[10]);
+    clReleaseKernel(kopt);
+    clReleaseMemObject(bacc);
+    clReleaseMemObject(bhost);
+    free(hostmem);
 
     clReleaseMemObject(sub1);
     clReleaseMemObject(sub2);

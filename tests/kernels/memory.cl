@@ -39,3 +39,8 @@ __kernel void add_into(__global int *dst, __global const int *src) {
     size_t g = get_global_id(0);
     dst[g] = dst[g] + src[g] * 10;
 }
+
+__kernel void add_optional(__global int *data, __global const int *extra) {
+    size_t g = get_global_id(0);
+    data[g] += extra ? extra[g] : 100;
+}

@@ -498,6 +498,9 @@ pub fn round_trip(name: &str, args: &[&str], flags: &[&str]) -> (PathBuf, Captur
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
     let cap = open_capture(&dir);
+    if flags.is_empty() {
+        assert_full_contents(&cap);
+    }
     assert!(
         !cap.launches.is_empty(),
         "the capture of {name} holds no launches\n{}",
@@ -506,6 +509,24 @@ pub fn round_trip(name: &str, args: &[&str], flags: &[&str]) -> (PathBuf, Captur
     assert_list_shows(&dir, &cap);
     assert_replays_ok(&dir, cap.launches.len());
     (dir, cap)
+}
+
+/// In the default buffer mode every buffer and image argument of a replayable launch has
+/// its contents before and after stored, so that replay really compares something.
+pub fn assert_full_contents(cap: &Capture) {
+    for l in cap.launches.iter().filter(|l| l.not_replayable.is_empty()) {
+        for a in &l.args {
+            if let Some((before, after)) = contents(a) {
+                assert!(
+                    matches!(before, Content::Blob { .. }) && matches!(after, Content::Blob { .. }),
+                    "launch {} ({}) argument {} lacks stored contents: before {before:?}, after {after:?}",
+                    l.id,
+                    l.kernel,
+                    a.info().index
+                );
+            }
+        }
+    }
 }
 
 /// Launch counts per kernel name, for exact comparisons.

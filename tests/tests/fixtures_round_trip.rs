@@ -69,8 +69,36 @@ fn local_constant_in_place_aliased_and_sub_buffer_arguments_replay_ok() {
             "add_pair",
             "add_into",
             "scale_in_place",
-            "scale_in_place"
+            "scale_in_place",
+            "add_optional",
+            "add_optional",
+            "add_optional"
         ]
+    );
+    // Arguments are recorded as they were at each enqueue, even when the application
+    // changes them before the previous launch has run.
+    let ks: Vec<Vec<u8>> = cap.launches[2..4]
+        .iter()
+        .map(|l| scalar_bytes(&l.args[1]).expect("scale factor"))
+        .collect();
+    assert_eq!(
+        ks,
+        [
+            2.0f32.to_le_bytes().to_vec(),
+            (-3.0f32).to_le_bytes().to_vec()
+        ]
+    );
+    assert!(
+        matches!(cap.launches[8].args[1], ArgRecord::NullBuffer { .. }),
+        "a NULL buffer argument: {:?}",
+        cap.launches[8].args[1]
+    );
+    // The host rewrote the USE_HOST_PTR buffer between launches 9 and 10.
+    let before_of = |i: usize| contents(&cap.launches[i].args[1]).map(|(b, _)| b.clone());
+    assert_ne!(
+        before_of(9),
+        before_of(10),
+        "host-pointer contents as of each launch"
     );
     let local = &cap.launches[0];
     match (&local.args[2], &local.args[3]) {
