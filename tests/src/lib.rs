@@ -529,6 +529,31 @@ pub fn assert_full_contents(cap: &Capture) {
     }
 }
 
+/// Rewrites launch `id` of the capture in `dir` in place (as a user or tool editing a
+/// capture would), keeping every other record byte for byte.
+pub fn rewrite_launch(dir: &Path, id: u64, edit: impl FnOnce(&mut LaunchRecord)) {
+    let log = dir.join("launches.jsonl");
+    let text = std::fs::read_to_string(&log)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", log.display()));
+    let mut edit = Some(edit);
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut record: LaunchRecord = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("{} holds a bad record: {e}", log.display()));
+        if record.id == id {
+            if let Some(f) = edit.take() {
+                f(&mut record);
+            }
+            out.push_str(&serde_json::to_string(&record).expect("a record encodes"));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    assert!(edit.is_none(), "launch {id} is not in {}", log.display());
+    std::fs::write(&log, out).unwrap_or_else(|e| panic!("cannot write {}: {e}", log.display()));
+}
+
 /// Launch counts per kernel name, for exact comparisons.
 pub fn kernel_counts(cap: &Capture) -> HashMap<String, usize> {
     let mut m = HashMap::new();
