@@ -19,6 +19,14 @@ def mb(n):
     return n / 1e6
 
 
+def size(n):
+    """Bytes in the unit that keeps them readable (decimal: 1 MB = 10^6 bytes)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
 def main(path):
     rows = {}
     with open(path) as f:
@@ -49,13 +57,12 @@ def main(path):
             if not runs or not runs[-1][3]:
                 continue
             s = runs[-1][3]
-            loop = statistics.median(r[0] for r in runs)
             wall = statistics.median(r[1] for r in runs)
-            print(f"  {mode}: {s['launches']} launches captured; contents seen "
-                  f"{mb(s['content_total']):.1f} MB, unique {mb(s['content_unique']):.1f} MB, "
-                  f"content blobs on disk {mb(s['content_on_disk']):.1f} MB, other blobs "
-                  f"{mb(s['other_on_disk']):.3f} MB, log {mb(s['log_bytes']):.2f} MB, "
-                  f"total written {mb(s['written']):.1f} MB")
+            print(f"  {mode}: {s['launches']} launches captured; buffer contents seen "
+                  f"{size(s['content_total'])} (unique {size(s['content_unique'])}); written: "
+                  f"content blobs {size(s['content_on_disk'])}, other blobs "
+                  f"{size(s['other_on_disk'])}, launch log {size(s['log_bytes'])}, "
+                  f"total {size(s['written'])}")
             if mode == "full":
                 verdict = "yes" if s["content_on_disk"] <= s["content_unique"] else "NO"
                 print(f"  full: writes no more content bytes than the unique contents: {verdict}; "

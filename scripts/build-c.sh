@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CC="${CC:-cc}"
-CFLAGS=(-O2 -Wall -Wextra -std=gnu11)
+CFLAGS=(-O2 -g -Wall -Wextra -std=gnu11)
 what="${1:-all}"
 
 build() { # build OUT SRC
