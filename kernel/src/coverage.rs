@@ -312,12 +312,31 @@ struct LoopCtx {
 }
 
 fn short(text: &str) -> String {
-    let t: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut t: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    while t.starts_with('(') && t.ends_with(')') && balanced(&t[1..t.len() - 1]) {
+        t = t[1..t.len() - 1].to_string();
+    }
     if t.chars().count() > 48 {
         format!("{}...", t.chars().take(45).collect::<String>())
     } else {
         t
     }
+}
+
+/// Whether parentheses in `t` balance without going negative (so outer ones can be dropped).
+fn balanced(t: &str) -> bool {
+    let mut depth = 0i32;
+    for c in t.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return false;
+        }
+    }
+    depth == 0
 }
 
 fn is_logical(e: &Expr) -> bool {

@@ -29,6 +29,7 @@ const FIXTURES: &[&str] = &[
     "model.cl",
     "early_return.cl",
     "barrier_divergence.cl",
+    "barrier_in_branch.cl",
     "local_reduce.cl",
     "ids.cl",
     "partial_groups.cl",
@@ -45,7 +46,7 @@ fn all_exprs(f: &Function) -> Vec<Expr> {
     out
 }
 
-fn text<'a>(p: &'a Program, s: Span) -> &'a str {
+fn text(p: &Program, s: Span) -> &str {
     &p.source[s.start as usize..s.end as usize]
 }
 
@@ -384,4 +385,45 @@ fn coverage_map_labels_are_on_the_users_lines() {
         .iter()
         .enumerate()
         .all(|(i, s)| s.index == cov.map.header_slots + i as u32));
+}
+
+#[test]
+fn barrier_divergence_is_found_in_the_counters_with_its_group() {
+    // Counters as a device that survives the divergence of `barrier_divergence.cl` leaves them
+    // (16 work-items in groups of 4): group 1 has 2 arrivals for 4 work-items.
+    let p = parse_program(&fixture("barrier_divergence.cl"), "").unwrap();
+    let map = instrument_coverage(&p, CoverageOptions::default())
+        .unwrap()
+        .map;
+    assert_eq!((map.barriers.len(), map.barriers[0].line), (1, 7));
+    let mut c = map.initial_buffer(&[16], Some(&[4]));
+    c[2..8].copy_from_slice(&[4, 1, 1, 4, 1, 1]);
+    let base = map.static_len() as usize;
+    c[base..base + 4].copy_from_slice(&[4, 2, 4, 8]);
+    let r = map.evaluate("diverge", &c, &[16]).unwrap();
+    let b = &r.barriers[0];
+    assert_eq!((b.groups_all, b.groups_none), (3, 0));
+    assert_eq!(b.divergent.len(), 1);
+    assert_eq!(
+        (
+            b.divergent[0].group,
+            b.divergent[0].arrivals,
+            b.divergent[0].work_items
+        ),
+        ([1, 0, 0], 2, 4)
+    );
+    // A smaller last group (non-uniform range 14 = 4+4+4+2): 2 arrivals there are "all".
+    let mut c = map.initial_buffer(&[14], Some(&[4]));
+    c[2..8].copy_from_slice(&[4, 1, 1, 4, 1, 1]);
+    c[base..base + 4].copy_from_slice(&[4, 4, 0, 2]);
+    let b = &map.evaluate("diverge", &c, &[14]).unwrap().barriers[0];
+    assert_eq!((b.groups_all, b.groups_none, b.divergent.len()), (3, 1, 0));
+    assert!(matches!(
+        map.evaluate("nope", &c, &[14]),
+        Err(KernelError::NoSuchKernel(_))
+    ));
+    assert!(matches!(
+        map.evaluate("diverge", &c[..3], &[14]),
+        Err(KernelError::CounterSize { .. })
+    ));
 }
