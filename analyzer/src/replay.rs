@@ -4,7 +4,7 @@ use crate::executor::{
     check_outputs, BuildOptions, BuiltProgram, DeviceSelector, ExecError, Expected, LaunchInput,
     Mismatch, Session,
 };
-use cltrap_capture::{Capture, LaunchRecord};
+use cltrap_capture::{Capture, LaunchRecord, ReadError};
 use std::collections::HashMap;
 
 /// What to replay and how to judge it.
@@ -160,6 +160,9 @@ fn replay_one(
         if e.is_skip() {
             Outcome::Skipped(match e {
                 ExecError::NotReplayable(r) => r.clone(),
+                ExecError::Capture(ReadError::NotRecorded { what, why }) => {
+                    format!("{what} were not recorded: {why}")
+                }
                 other => other.to_string(),
             })
         } else {

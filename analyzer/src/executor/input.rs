@@ -131,7 +131,7 @@ impl LaunchInput {
                     before,
                     ..
                 } => {
-                    let what = format!("the contents of {} before the launch", name(a));
+                    let what = format!("the pre-launch contents of {}", name(a));
                     let bytes = match restore(capture, before, *size, &what) {
                         Ok(b) => b,
                         Err(ExecError::Capture(ReadError::NotRecorded { .. }))
@@ -164,7 +164,7 @@ impl LaunchInput {
                             capture,
                             before,
                             size,
-                            &format!("the contents of {} before the launch", name(a)),
+                            &format!("the pre-launch contents of {}", name(a)),
                         )?,
                     }
                 }
@@ -229,7 +229,10 @@ impl LaunchInput {
                 ArgRecord::Buffer { after, .. } | ArgRecord::Image { after, .. } => expected(
                     capture,
                     after,
-                    &format!("the contents of argument {i} after launch {}", l.id),
+                    &format!(
+                        "the post-launch contents of argument {i} of launch {}",
+                        l.id
+                    ),
                 )
                 .map(Some),
                 _ => Ok(None),
