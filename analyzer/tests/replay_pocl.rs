@@ -851,3 +851,35 @@ fn unrecorded_write_only_outputs_replay_only_when_fully_overwritten() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_session_and_its_programs_can_move_to_a_worker_thread() {
+    let session = Session::open(&DeviceSelector::default()).unwrap();
+    let program = session.build_source(ALIAS, "").unwrap();
+    let input = LaunchInput {
+        kernel: "twice".into(),
+        work_dim: 1,
+        global_offset: None,
+        global_size: vec![4],
+        local_size: None,
+        args: vec![
+            InputArg::Buffer {
+                mem: Some(1),
+                flags: 1,
+                bytes: i32s(&[1, 2, 3, 4]),
+            },
+            InputArg::Buffer {
+                mem: Some(2),
+                flags: 1,
+                bytes: i32s(&[0; 4]),
+            },
+        ],
+        stand_ins: vec![],
+    };
+    let out = std::thread::spawn(move || session.run(&program, &input, &[]).unwrap())
+        .join()
+        .unwrap();
+    assert_eq!(out.outputs[0].as_deref(), Some(&i32s(&[2, 3, 4, 5])[..]));
+    assert_eq!(out.outputs[1].as_deref(), Some(&i32s(&[10; 4])[..]));
+    assert!(out.kernel_ns.is_some(), "PoCL reports profiling times");
+}

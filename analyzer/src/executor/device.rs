@@ -94,6 +94,12 @@ pub fn list_devices() -> Result<Vec<(String, Vec<String>)>, ExecError> {
         .collect())
 }
 
+// SAFETY: OpenCL (1.1 and later) makes every API call thread-safe except clSetKernelArg on
+// one kernel from several threads; a Session creates a fresh kernel for every run, so
+// moving a Session (and the programs built in it) to another thread is sound. It is not
+// `Sync`: runs on one queue are meant to be issued from one thread at a time.
+unsafe impl Send for Session {}
+
 impl Session {
     /// Opens the selected device with a fresh context and a profiling, in-order queue.
     pub fn open(sel: &DeviceSelector) -> Result<Session, ExecError> {

@@ -22,6 +22,10 @@ pub struct BuiltProgram {
     pub(crate) program: Program,
 }
 
+// SAFETY: see `Session`: a built program is only read (kernels are created from it), which
+// OpenCL allows from any thread.
+unsafe impl Send for BuiltProgram {}
+
 /// The build log, trimmed to what a person reads: the last 40 lines, at most 4000 chars.
 fn trimmed_log(log: &str) -> String {
     let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
