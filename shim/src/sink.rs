@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static WRITER: OnceCell<Option<CaptureWriter>> = OnceCell::new();
 static BROKEN: AtomicBool = AtomicBool::new(false);
 static REPORTED: AtomicBool = AtomicBool::new(false);
+static IO_REPORTED: AtomicBool = AtomicBool::new(false);
 
 /// Prints one line on stderr, prefixed `cltrap:` (never stdout: it belongs to the app).
 pub fn say(message: &str) {
@@ -15,8 +16,8 @@ pub fn say(message: &str) {
     let _ = writeln!(std::io::stderr(), "cltrap: {message}");
 }
 
-/// Reports the first problem of this process; later ones are dropped so that a broken disk
-/// does not flood the application's stderr.
+/// Reports the first internal problem of this process; later ones are dropped so that a
+/// recurring fault does not flood the application's stderr.
 pub fn report_once(message: &str) {
     if !REPORTED.swap(true, Ordering::Relaxed) {
         say(message);
@@ -26,9 +27,11 @@ pub fn report_once(message: &str) {
 /// Stops recording for the rest of the process after an I/O failure, saying why once.
 pub fn fail(e: &WriteError) {
     BROKEN.store(true, Ordering::Relaxed);
-    report_once(&format!(
-        "{e}; capture stopped, the application continues unchanged"
-    ));
+    if !IO_REPORTED.swap(true, Ordering::Relaxed) {
+        say(&format!(
+            "{e}; capture stopped, the application continues unchanged"
+        ));
+    }
 }
 
 /// Whether recording still works (false after an I/O failure).

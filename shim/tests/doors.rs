@@ -21,9 +21,12 @@ fn shim() -> PathBuf {
     lib
 }
 
+/// A fresh directory, unique to this call (tests run concurrently).
 fn tmp(name: &str) -> PathBuf {
-    let d =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("shim-{name}-{}", std::process::id()));
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("shim-{name}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("tmp dir");
     d
@@ -58,7 +61,9 @@ fn run(cmd: &Path, args: &[&str], env: &[(&str, &Path)], extra: &[(&str, &str)])
     for (k, v) in extra {
         c.env(k, v);
     }
-    let out = c.output().expect("program runs");
+    let out = c
+        .output()
+        .unwrap_or_else(|e| panic!("{} cannot run: {e}", cmd.display()));
     assert!(
         out.status.success(),
         "{} failed: {}",

@@ -29,58 +29,92 @@ impl Shape {
     }
 }
 
-/// Reads `mem` with a blocking read on the application's queue (the caller has already
-/// waited for everything before it). When the object refuses host reads
-/// (`CL_MEM_HOST_NO_ACCESS`, ...), copies it into a temporary buffer first.
-pub fn read(
+/// Reads every object in `items` as the kernel sees it, with one synchronisation for all:
+/// non-blocking reads on the application's queue (after `after`, the launch's event, when
+/// given), then `clFinish`. Objects that refuse host reads (`CL_MEM_HOST_NO_ACCESS`, ...) are
+/// copied into a temporary buffer first.
+pub fn read_many(
     next: &Next,
     queue: cl_command_queue,
-    mem: cl_mem,
-    shape: Shape,
-) -> Result<Vec<u8>, String> {
-    let mut out = vec![0u8; shape.bytes()];
-    if out.is_empty() {
-        return Ok(out);
-    }
-    let direct = direct_read(next, queue, mem, shape, out.as_mut_ptr().cast());
-    if direct == CL_SUCCESS {
-        return Ok(out);
-    }
-    match staged_read(next, queue, mem, shape, out.as_mut_ptr().cast()) {
-        CL_SUCCESS => Ok(out),
-        e => Err(format!(
-            "reading it failed (OpenCL error {direct}, through a staging buffer {e})"
-        )),
-    }
+    items: &[(usize, Shape)],
+    after: Option<cl_event>,
+) -> Vec<Result<Vec<u8>, String>> {
+    let mut bufs: Vec<Vec<u8>> = items.iter().map(|(_, s)| vec![0u8; s.bytes()]).collect();
+    let wait: Vec<cl_event> = after.into_iter().collect();
+    let enqueued: Vec<cl_int> = items
+        .iter()
+        .zip(bufs.iter_mut())
+        .map(|((mem, shape), buf)| {
+            if buf.is_empty() {
+                CL_SUCCESS
+            } else {
+                enqueue_read(
+                    next,
+                    queue,
+                    *mem as cl_mem,
+                    *shape,
+                    buf.as_mut_ptr().cast(),
+                    CL_FALSE,
+                    &wait,
+                )
+            }
+        })
+        .collect();
+    // SAFETY: the application's queue; every read above targets a buffer that outlives this.
+    let finished = unsafe { next.clFinish.map(|f| f(queue)) }.unwrap_or(CL_INVALID_OPERATION);
+    items
+        .iter()
+        .zip(bufs)
+        .zip(enqueued)
+        .map(|(((mem, shape), mut buf), direct)| {
+            if direct == CL_SUCCESS && finished == CL_SUCCESS {
+                return Ok(buf);
+            }
+            match staged_read(next, queue, *mem as cl_mem, *shape, buf.as_mut_ptr().cast()) {
+                CL_SUCCESS => Ok(buf),
+                e => Err(format!(
+                    "reading it failed (OpenCL error {direct}, through a staging buffer {e})"
+                )),
+            }
+        })
+        .collect()
 }
 
-fn direct_read(
+fn enqueue_read(
     next: &Next,
     queue: cl_command_queue,
     mem: cl_mem,
     shape: Shape,
     dst: *mut c_void,
+    blocking: cl_bool,
+    wait: &[cl_event],
 ) -> cl_int {
     let null = std::ptr::null_mut();
-    // SAFETY: `dst` has room for `shape.bytes()` bytes; blocking reads finish before returning.
+    let (n, list) = if wait.is_empty() {
+        (0, std::ptr::null())
+    } else {
+        (wait.len() as cl_uint, wait.as_ptr())
+    };
+    // SAFETY: `dst` has room for `shape.bytes()` bytes and outlives the read (callers either
+    // block or finish the queue before dropping it).
     unsafe {
         match shape {
             Shape::Buffer { size } => match next.clEnqueueReadBuffer {
-                Some(f) => f(queue, mem, CL_TRUE, 0, size, dst, 0, null, null),
+                Some(f) => f(queue, mem, blocking, 0, size, dst, n, list, null),
                 None => CL_INVALID_OPERATION,
             },
             Shape::Image { region, .. } => match next.clEnqueueReadImage {
                 Some(f) => f(
                     queue,
                     mem,
-                    CL_TRUE,
+                    blocking,
                     [0usize; 3].as_ptr(),
                     region.as_ptr(),
                     0,
                     0,
                     dst,
-                    0,
-                    null,
+                    n,
+                    list,
                     null,
                 ),
                 None => CL_INVALID_OPERATION,
@@ -123,9 +157,11 @@ fn staged_read(
         if tmp.is_null() {
             return err;
         }
+        // On an out-of-order queue the read must wait for the copy explicitly.
+        let mut copy_done: cl_event = null.cast();
         let copied = match shape {
             Shape::Buffer { size } => match next.clEnqueueCopyBuffer {
-                Some(f) => f(queue, mem, tmp, 0, 0, size, 0, null.cast(), null.cast()),
+                Some(f) => f(queue, mem, tmp, 0, 0, size, 0, null.cast(), &mut copy_done),
                 None => CL_INVALID_OPERATION,
             },
             Shape::Image { region, .. } => match next.clEnqueueCopyImageToBuffer {
@@ -138,7 +174,7 @@ fn staged_read(
                     0,
                     0,
                     null.cast(),
-                    null.cast(),
+                    &mut copy_done,
                 ),
                 None => CL_INVALID_OPERATION,
             },
@@ -146,7 +182,7 @@ fn staged_read(
         let r = if copied != CL_SUCCESS {
             copied
         } else {
-            direct_read(
+            enqueue_read(
                 next,
                 queue,
                 tmp,
@@ -154,8 +190,15 @@ fn staged_read(
                     size: shape.bytes(),
                 },
                 dst,
+                CL_TRUE,
+                &[copy_done],
             )
         };
+        if !copy_done.is_null() {
+            if let Some(rel) = next.clReleaseEvent {
+                rel(copy_done);
+            }
+        }
         release(tmp);
         r
     }

@@ -212,6 +212,16 @@ impl Plan {
         if !crate::sink::healthy() {
             return None;
         }
+        // The name decides most filters: look at it before copying the arguments.
+        let known_name = lock(&tables().kernels)
+            .get(&(kernel as usize))
+            .map(|k| k.name.clone());
+        if known_name
+            .as_deref()
+            .is_some_and(|n| !settings.wants(seq, n))
+        {
+            return None;
+        }
         let known = lock(&tables().kernels).get(&(kernel as usize)).cloned();
         let k = match known {
             Some(k) => k,
@@ -351,28 +361,41 @@ impl Plan {
                 .push("buffer contents were not recorded (wait list failed)".into());
             return false;
         }
-        self.before = self.read_all(next, queue);
+        self.before = self.read_all(next, queue, None);
         true
     }
 
     fn after(&mut self, next: &Next, queue: cl_command_queue, ev: cl_event) {
-        // SAFETY: waiting on the event the enqueue just returned.
-        let done =
-            !ev.is_null() && unsafe { next.clWaitForEvents.map(|f| f(1, &ev)) } == Some(CL_SUCCESS);
-        if done {
-            self.after = self.read_all(next, queue);
-        } else {
+        if ev.is_null() {
+            return;
+        }
+        self.after = self.read_all(next, queue, Some(ev));
+        let status = next.clGetEventInfo.and_then(|f| {
+            // SAFETY: standard info query on the event the enqueue just returned.
+            info::value::<cl_int>(|s, p, r| unsafe {
+                f(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, s, p, r)
+            })
+        });
+        if status != Some(CL_COMPLETE) {
+            self.after.clear();
             self.record
                 .not_replayable
                 .push("the kernel did not complete; no post-launch contents".into());
         }
     }
 
-    fn read_all(&self, next: &Next, queue: cl_command_queue) -> HashMap<usize, Content> {
+    fn read_all(
+        &self,
+        next: &Next,
+        queue: cl_command_queue,
+        after: Option<cl_event>,
+    ) -> HashMap<usize, Content> {
+        let results = contents::read_many(next, queue, &self.reads, after);
         self.reads
             .iter()
-            .map(|(mem, shape)| {
-                let content = match contents::read(next, queue, *mem as cl_mem, *shape) {
+            .zip(results)
+            .map(|((mem, _), r)| {
+                let content = match r {
                     Ok(bytes) => {
                         contents::store(self.writer, self.mode, self.settings.max_bytes, &bytes)
                     }
