@@ -173,6 +173,10 @@ pub struct CoverageMap {
     pub kernels: Vec<CoveredKernel>,
     /// Constructs left uninstrumented.
     pub skipped: Vec<Skipped>,
+    /// Every instrumented function (kernels and helpers) with the line it starts on, for
+    /// reports (LCOV `FN:` records).
+    #[serde(default)]
+    pub functions: Vec<(String, u32)>,
 }
 
 /// How strict the pass is about constructs it cannot edit.
@@ -253,6 +257,12 @@ pub fn instrument_coverage(
         barriers: ins.barriers,
         kernels,
         skipped: ins.skipped,
+        functions: p
+            .functions
+            .iter()
+            .filter(|f| f.body.is_some())
+            .filter_map(|f| f.span.map(|s| (f.name.clone(), s.line)))
+            .collect(),
     };
     Ok(Instrumented {
         source: with_prelude(&prelude, &body),

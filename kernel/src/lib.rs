@@ -15,6 +15,7 @@ pub mod coverage_result;
 pub mod edits;
 pub mod error;
 pub mod frontend;
+pub mod lcov;
 pub mod model;
 pub mod options;
 pub mod permute;

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use cltrap_analyzer::executor::{DeviceSelector, InputArg, LaunchInput, Session};
 use cltrap_kernel::coverage::{instrument_coverage, CoverageMap, CoverageOptions};
 use cltrap_kernel::coverage_result::CoverageResult;
+use cltrap_kernel::lcov::to_lcov;
 use cltrap_kernel::parse_program;
 use cltrap_kernel::permute::{
     check_permutation, identity_permutation, permute_schedule, random_permutation,
@@ -184,6 +185,43 @@ fn coverage_is_exact_when_work_items_return_early_and_from_inside_loops() {
             "for (j < i) false",
             "if (j == 3) false",
         ]
+    );
+    let lcov = to_lcov(&map, &[res], "early n=4", "kernels/early_return.cl");
+    let records: Vec<&str> = lcov
+        .lines()
+        .filter(|l| {
+            l.starts_with("BRDA")
+                || l.starts_with("BR")
+                || l.starts_with("DA")
+                || l.starts_with("FN")
+        })
+        .collect();
+    assert_eq!(
+        records,
+        [
+            "FN:4,early",
+            "FNDA:1,early",
+            "FNF:1",
+            "FNH:1",
+            "BRDA:6,0,0,0",
+            "BRDA:6,0,1,1",
+            "BRDA:8,1,0,1",
+            "BRDA:8,1,1,1",
+            "BRDA:8,1,2,1",
+            "BRDA:8,2,0,1",
+            "BRDA:8,2,1,1",
+            "BRDA:9,3,0,0",
+            "BRDA:9,3,1,1",
+            "BRF:9",
+            "BRH:7",
+            "DA:6,1",
+            "DA:8,1",
+            "DA:9,1",
+        ]
+    );
+    assert!(
+        lcov.starts_with("TN:early_n_4\nSF:kernels/early_return.cl\n")
+            && lcov.ends_with("end_of_record\n")
     );
 }
 
