@@ -40,7 +40,9 @@ pub enum Difference {
         element_index: u64,
         /// Scalar type used to decode, when known.
         scalar: Option<Scalar>,
+        /// The differing element as recorded.
         expected: Vec<u8>,
+        /// The differing element as replayed.
         got: Vec<u8>,
         /// Distance in ulps when the element is floating point.
         ulp: Option<u64>,

@@ -4,8 +4,10 @@
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdsError {
     #[error("{0:?} is not a launch id selection: expected ids like 3, 0,2,5 or 2-7")]
+    /// Not ids, commas and ranges.
     Syntax(String),
     #[error("the range {0:?} is empty: its end is below its start")]
+    /// A range whose end is below its start.
     Backwards(String),
 }
 

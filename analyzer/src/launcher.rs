@@ -16,15 +16,21 @@ pub const SHIM_ENV: &str = "CLTRAP_SHIM";
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
     #[error("the capture shim {SHIM_NAME} was not found (looked in: {looked}); build it with `cargo build -p cltrap-shim`, or pass --shim PATH or set {SHIM_ENV}")]
+    /// Not given and not found where looked.
     NoShim { looked: String },
     #[error("the capture shim {path} does not exist")]
+    /// Given, but no file is there.
     ShimMissing { path: PathBuf },
     #[error("cannot start {program}: {source}")]
+    /// The application could not be started or waited for.
     Spawn {
+        /// The program as given.
         program: String,
+        /// Why.
         source: std::io::Error,
     },
     #[error("cannot determine the current directory: {0}")]
+    /// The current directory is unreadable.
     Cwd(std::io::Error),
 }
 
@@ -71,6 +77,7 @@ pub fn find_shim(explicit: Option<&Path>) -> Result<PathBuf, LaunchError> {
 pub struct RunRequest {
     /// Controls given on the command line, with their values (passed as their env vars).
     pub controls: Vec<(Control, String)>,
+    /// Absolute path of `libcltrap.so`.
     pub shim: PathBuf,
     /// The application and its arguments.
     pub command: Vec<OsString>,

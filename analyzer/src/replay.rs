@@ -12,6 +12,7 @@ use std::collections::HashMap;
 pub struct ReplayOptions {
     /// Launch ids to replay; `None` = all.
     pub ids: Option<Vec<u64>>,
+    /// Where to replay.
     pub device: DeviceSelector,
     /// Allowed ulp distance for floating-point outputs (0 = bit-exact).
     pub ulp: u64,
@@ -33,8 +34,11 @@ pub enum Outcome {
 /// One launch's result.
 #[derive(Debug, Clone)]
 pub struct LaunchResult {
+    /// Launch id in the capture.
     pub id: u64,
+    /// Kernel name.
     pub kernel: String,
+    /// The verdict.
     pub outcome: Outcome,
 }
 
@@ -54,9 +58,13 @@ impl std::fmt::Display for LaunchResult {
 /// Counts of a whole replay.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
+    /// Launches whose outputs all matched.
     pub ok: usize,
+    /// Launches with a differing output.
     pub mismatches: usize,
+    /// Launches that cannot be replayed from the capture.
     pub skipped: usize,
+    /// Launches whose replay failed.
     pub errors: usize,
     /// Distinct programs built.
     pub programs_built: usize,

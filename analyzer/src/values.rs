@@ -9,17 +9,29 @@
 /// The scalar element type an OpenCL C type name is built from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scalar {
+    /// `bool` (1 byte).
     Bool,
+    /// `char`.
     I8,
+    /// `uchar`.
     U8,
+    /// `short`.
     I16,
+    /// `ushort`.
     U16,
+    /// `int`.
     I32,
+    /// `uint`.
     U32,
+    /// `long`.
     I64,
+    /// `ulong` (and 64-bit `size_t`).
     U64,
+    /// `half`.
     F16,
+    /// `float`.
     F32,
+    /// `double`.
     F64,
 }
 
@@ -127,6 +139,7 @@ pub fn half_to_f32(h: u16) -> f32 {
 /// A type name understood as `scalar` × `lanes` (lanes = 1 for scalars; a `float3` occupies 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ValueType {
+    /// Element type of each lane.
     pub scalar: Scalar,
     /// Number of lanes as written (`3` for `float3`).
     pub lanes: usize,

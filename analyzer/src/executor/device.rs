@@ -11,16 +11,22 @@ use opencl_sys::{
 /// (`pocl`, `nvidia`). `None` = the first platform that has a device, its first device.
 #[derive(Debug, Clone, Default)]
 pub struct DeviceSelector {
+    /// Platform index or name substring; `None` = any platform with a device.
     pub platform: Option<String>,
+    /// Device index or name substring within the platform; `None` = its first device.
     pub device: Option<String>,
 }
 
 /// Facts about the opened device, for reports.
 #[derive(Debug, Clone)]
 pub struct DeviceInfo {
+    /// Platform name (`CL_PLATFORM_NAME`).
     pub platform: String,
+    /// Device name (`CL_DEVICE_NAME`).
     pub name: String,
+    /// OpenCL version the device reports (`CL_DEVICE_VERSION`).
     pub version: String,
+    /// Driver version (`CL_DRIVER_VERSION`).
     pub driver_version: String,
 }
 

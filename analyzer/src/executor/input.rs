@@ -19,21 +19,31 @@ pub enum InputArg {
     /// A buffer with initial contents. Arguments with the same `Some(mem)` share one object
     /// (aliasing); `None` always gets an object of its own.
     Buffer {
+        /// Identity for aliasing; `None` = an object of its own.
         mem: Option<MemId>,
+        /// `cl_mem_flags`; only the kernel-access bits are used.
         flags: u64,
+        /// Initial contents.
         bytes: Vec<u8>,
     },
     /// An image with initial (tightly packed) contents; sharing as for buffers.
     Image {
+        /// Identity for aliasing; `None` = an object of its own.
         mem: Option<MemId>,
+        /// `cl_mem_flags`; only the kernel-access bits are used.
         flags: u64,
+        /// Format and dimensions.
         image: ImageRecord,
+        /// Initial pixels, tightly packed (row pitch 0).
         bytes: Vec<u8>,
     },
     /// A sampler, by its properties.
     Sampler {
+        /// Coordinates in [0, 1) rather than in pixels.
         normalized_coords: bool,
+        /// `cl_addressing_mode`.
         addressing_mode: u32,
+        /// `cl_filter_mode`.
         filter_mode: u32,
     },
 }
@@ -41,12 +51,17 @@ pub enum InputArg {
 /// Everything needed to run one kernel once.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LaunchInput {
+    /// Kernel name in the program.
     pub kernel: String,
+    /// Number of dimensions of the NDRange (1 to 3).
     pub work_dim: u32,
+    /// `None` = NULL offset.
     pub global_offset: Option<Vec<u64>>,
+    /// Global work size per dimension.
     pub global_size: Vec<u64>,
     /// `None` = let the implementation choose (NULL), as the application did.
     pub local_size: Option<Vec<u64>>,
+    /// The kernel's arguments in order.
     pub args: Vec<InputArg>,
     /// Indices of write-only buffers whose pre-launch contents were not recorded: their
     /// bytes are a stand-in (zeros). A kernel that overwrites them completely does not care;
@@ -57,6 +72,7 @@ pub struct LaunchInput {
 /// What a memory argument must hold after the run.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expected {
+    /// The exact bytes the application saw.
     Bytes(Vec<u8>),
     /// Only the digest is known (buffer mode `hash`).
     Digest(String),

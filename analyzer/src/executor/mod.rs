@@ -32,42 +32,64 @@ use cltrap_capture::ReadError;
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
     #[error("no OpenCL platform is available (is an ICD such as pocl-opencl-icd installed?)")]
+    /// No ICD is installed, or none reports a device.
     NoPlatform,
     #[error("{0}")]
+    /// The ICD loader library itself is missing.
     Loader(String),
     #[error("no OpenCL platform matches {want:?}; available: {available}")]
+    /// The `--platform` selector matched nothing.
     NoSuchPlatform { want: String, available: String },
     #[error("no device matches {want:?} on platform {platform}; available: {available}")]
+    /// The `--device` selector matched nothing.
     NoSuchDevice {
+        /// The selector as given.
         want: String,
+        /// Where it was looked for.
         platform: String,
+        /// What exists, for the message.
         available: String,
     },
     #[error("{what} failed: {code}")]
+    /// An OpenCL call failed: which one, and its status name.
     Cl { what: String, code: String },
     #[error("the program does not build on {device}:\n{log}")]
+    /// The program no longer builds; the trimmed build log.
     Build { device: String, log: String },
     #[error("kernel {kernel:?} is not in the rebuilt program")]
+    /// The rebuilt program lacks the kernel.
     NoKernel { kernel: String },
     #[error("kernel {kernel} takes {expected} arguments but the launch has {got}")]
+    /// The launch and the kernel disagree on the number of arguments.
     ArgCount {
+        /// Kernel name.
         kernel: String,
+        /// Arguments the kernel takes.
         expected: u32,
+        /// Arguments the launch supplies.
         got: usize,
     },
     #[error("argument {index} of kernel {kernel} was refused by clSetKernelArg: {code}")]
+    /// The driver refused an argument value.
     SetArg {
+        /// Kernel name.
         kernel: String,
+        /// Argument index.
         index: usize,
+        /// OpenCL status name.
         code: String,
     },
     #[error("not replayable: {0}")]
+    /// The launch cannot be replayed from this capture (the reason).
     NotReplayable(String),
     #[error("{0}")]
+    /// The capture could not be read (or lacks the data).
     Capture(#[from] ReadError),
     #[error("the build options contain a NUL byte")]
+    /// Options or names with an interior NUL byte.
     BadOptions,
     #[error("the kernel failed while running: {code}")]
+    /// The kernel itself failed on the device.
     Execution { code: String },
 }
 

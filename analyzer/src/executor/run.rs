@@ -28,11 +28,15 @@ pub struct RunOutput {
 /// The first difference found in one argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mismatch {
+    /// Index of the differing argument.
     pub arg_index: usize,
+    /// Its name, when the capture knows it.
     pub arg_name: String,
+    /// Its type name, when the capture knows it.
     pub type_name: String,
     /// For images: `pixel (x,y[,z]) channel c` of the difference.
     pub location: Option<String>,
+    /// The first difference.
     pub difference: Difference,
 }
 
