@@ -9,6 +9,8 @@
 //! loads OpenCL; it only loads libclang (at run time, via `clang-sys`), and every pass is a pure
 //! function from source text to instrumented text plus a map.
 
+#![warn(missing_docs)]
+
 pub mod clang;
 pub mod coverage;
 pub mod coverage_result;

@@ -198,6 +198,7 @@ pub struct Stmt {
 /// Statement kinds; `Other` keeps statements the passes need not understand, by clang name.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "stmt", content = "of", rename_all = "snake_case")]
+#[allow(missing_docs)] // variant fields are named after the syntax they hold
 pub enum StmtKind {
     /// `{ ... }`.
     Compound(Vec<Stmt>),
@@ -404,6 +405,7 @@ pub enum UnOp {
 /// Expression kinds. `Opaque` keeps what the model does not break down, with its children.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "expr", content = "of", rename_all = "snake_case")]
+#[allow(missing_docs)] // variant fields are named after the syntax they hold
 pub enum ExprKind {
     /// `lhs op rhs` (including assignments and compound assignments); `op` is `None` only when
     /// the operator token itself comes from a macro body; `op_at` is its byte offset.
