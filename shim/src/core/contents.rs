@@ -30,17 +30,15 @@ impl Shape {
 }
 
 /// Reads every object in `items` as the kernel sees it, with one synchronisation for all:
-/// non-blocking reads on the application's queue (after `after`, the launch's event, when
-/// given), then `clFinish`. Objects that refuse host reads (`CL_MEM_HOST_NO_ACCESS`, ...) are
+/// non-blocking reads on the application's queue (each waiting for `wait`), then `clFinish`. Objects that refuse host reads (`CL_MEM_HOST_NO_ACCESS`, ...) are
 /// copied into a temporary buffer first.
 pub fn read_many(
     next: &Next,
     queue: cl_command_queue,
     items: &[(usize, Shape)],
-    after: Option<cl_event>,
+    wait: &[cl_event],
 ) -> Vec<Result<Vec<u8>, String>> {
     let mut bufs: Vec<Vec<u8>> = items.iter().map(|(_, s)| vec![0u8; s.bytes()]).collect();
-    let wait: Vec<cl_event> = after.into_iter().collect();
     let enqueued: Vec<cl_int> = items
         .iter()
         .zip(bufs.iter_mut())
@@ -55,7 +53,7 @@ pub fn read_many(
                     *shape,
                     buf.as_mut_ptr().cast(),
                     CL_FALSE,
-                    &wait,
+                    wait,
                 )
             }
         })

@@ -348,6 +348,18 @@ impl Plan {
             );
             return false;
         }
+        if self.record.queue_properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0 {
+            // In order: reads queued behind everything before, waiting for the launch's own
+            // wait list, see what the kernel will see; one clFinish covers them all.
+            let wait = if num_events == 0 || events.is_null() {
+                Vec::new()
+            } else {
+                // SAFETY: the application passes `num_events` events, as to the enqueue.
+                unsafe { std::slice::from_raw_parts(events, num_events as usize) }.to_vec()
+            };
+            self.before = self.read_all(next, queue, &wait);
+            return true;
+        }
         // SAFETY: the application's own wait list and queue, as it passes them to the enqueue.
         let waited = unsafe {
             (num_events == 0
@@ -361,7 +373,7 @@ impl Plan {
                 .push("buffer contents were not recorded (wait list failed)".into());
             return false;
         }
-        self.before = self.read_all(next, queue, None);
+        self.before = self.read_all(next, queue, &[]);
         true
     }
 
@@ -369,7 +381,7 @@ impl Plan {
         if ev.is_null() {
             return;
         }
-        self.after = self.read_all(next, queue, Some(ev));
+        self.after = self.read_all(next, queue, &[ev]);
         let status = next.clGetEventInfo.and_then(|f| {
             // SAFETY: standard info query on the event the enqueue just returned.
             info::value::<cl_int>(|s, p, r| unsafe {
@@ -388,9 +400,9 @@ impl Plan {
         &self,
         next: &Next,
         queue: cl_command_queue,
-        after: Option<cl_event>,
+        wait: &[cl_event],
     ) -> HashMap<usize, Content> {
-        let results = contents::read_many(next, queue, &self.reads, after);
+        let results = contents::read_many(next, queue, &self.reads, wait);
         self.reads
             .iter()
             .zip(results)
