@@ -107,10 +107,22 @@ pub fn select<'a>(
 ) -> Result<Vec<&'a LaunchRecord>, ExecError> {
     match ids {
         None => Ok(capture.launches.iter().collect()),
-        Some(ids) => ids
-            .iter()
-            .map(|id| capture.launch(*id).map_err(ExecError::from))
-            .collect(),
+        Some(ids) => {
+            // One pass to index, so selecting a range of a huge capture stays linear.
+            let by_id: HashMap<u64, &LaunchRecord> =
+                capture.launches.iter().map(|l| (l.id, l)).collect();
+            ids.iter()
+                .map(|id| {
+                    by_id
+                        .get(id)
+                        .copied()
+                        .ok_or(ExecError::Capture(ReadError::NoSuchLaunch {
+                            id: *id,
+                            count: capture.launches.len(),
+                        }))
+                })
+                .collect()
+        }
     }
 }
 
