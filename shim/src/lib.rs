@@ -35,6 +35,50 @@
 //! layer is registered. In processes that never call OpenCL the library does nothing beyond
 //! setting `OPENCL_LAYERS` in its own environment.
 //!
+//! # Using it
+//!
+//! ```text
+//! cargo build --release -p cltrap-shim          # target/release/libcltrap.so
+//! LD_PRELOAD=$PWD/target/release/libcltrap.so CLTRAP_DIR=cap ./app     # both doors
+//! OPENCL_LAYERS=$PWD/target/release/libcltrap.so CLTRAP_DIR=cap ./app  # layer only
+//! ```
+//!
+//! `cltrap run` sets these up. The controls are the `CLTRAP_*` variables of
+//! `cltrap_capture::CONTROLS` (directory, on/off, kernel globs, launch window, per-kernel
+//! count, buffer mode `full|hash|none`, disk budget); bad values are said once on stderr and
+//! capture stays off. The capture directory is created at the first recorded launch only.
+//!
+//! # What a launch record holds, and how it is taken
+//!
+//! Per `clEnqueueNDRangeKernel` / `clEnqueueTask` that returned `CL_SUCCESS` and passed the
+//! filters (`seq` counts every enqueue): kernel name; the program record (sources, binaries, IL
+//! or built-in names; `clCompileProgram` + `clLinkProgram` inputs with their options and
+//! headers; the application's build options; device names; where it was created), written
+//! once per program; the geometry (NULL offset/local size stay `None`); every argument as
+//! `clGetKernelArgInfo` describes it (scalars as raw bytes in hex, `__local` sizes, samplers,
+//! buffers with flags, size, sub-buffer parent and origin, images with format and
+//! dimensions, SVM pointers marked not replayable), falling back to "a value equal to a
+//! `cl_mem` we saw created is that memory object" when the driver has no argument info;
+//! device, queue properties, thread and the launch site.
+//!
+//! Buffer contents (`full`: stored, deduplicated; `hash`: digests only): the shim waits for
+//! the launch's wait list and the queue, reads every buffer/image argument (through a
+//! temporary buffer when host access is forbidden), forwards the enqueue (with a private event
+//! if the application passed none), waits for it and reads them again. If any user event is
+//! still unset at that point, it does not wait at all — that could deadlock the application —
+//! and records the contents as missing, with a not-replayable reason. In `none` mode nothing is
+//! read and nothing is synchronised.
+//!
+//! # Limits
+//!
+//! * Extension entry points obtained through `clGetExtensionFunctionAddress*` (for example
+//!   `clCreateProgramWithILKHR`) bypass the shim; programs created that way are recorded from
+//!   `clGetProgramInfo` (source only) with a note.
+//! * Object tables are keyed by handle and not pruned on release (a reused handle is reset
+//!   by the creation call that returns it); program sources stay in memory for the process.
+//! * `launch_site.offset` is the return address in the module (what `addr2line -e module`
+//!   takes; it normally names the line of the call).
+//!
 //! What this crate is not for: analysing or replaying captures (that is the analyzer), or
 //! loading libclang (never inside the application).
 

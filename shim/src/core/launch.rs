@@ -348,6 +348,7 @@ impl Plan {
             );
             return false;
         }
+        flush_queues_of(next, num_events, events);
         if self.record.queue_properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0 {
             // In order: reads queued behind everything before, waiting for the launch's own
             // wait list, see what the kernel will see; one clFinish covers them all.
@@ -454,6 +455,28 @@ impl Plan {
         self.record.status = status;
         if let Err(e) = self.writer.append(self.record) {
             crate::sink::fail(&e);
+        }
+    }
+}
+
+/// Flushes the queues the wait list's events belong to: the application may flush them only
+/// later, and our synchronisation must not wait for commands nobody submitted yet.
+fn flush_queues_of(next: &Next, num_events: cl_uint, events: *const cl_event) {
+    let (Some(get), Some(flush)) = (next.clGetEventInfo, next.clFlush) else {
+        return;
+    };
+    if num_events == 0 || events.is_null() {
+        return;
+    }
+    // SAFETY: the application passes `num_events` events, as it does to the enqueue.
+    let events = unsafe { std::slice::from_raw_parts(events, num_events as usize) };
+    for ev in events {
+        // SAFETY: standard info query; user events have no queue (NULL), which is skipped.
+        let q =
+            info::value::<usize>(|s, p, r| unsafe { get(*ev, CL_EVENT_COMMAND_QUEUE, s, p, r) });
+        if let Some(q) = q.filter(|q| *q != 0) {
+            // SAFETY: a live queue the application's event belongs to.
+            unsafe { flush(q as cl_command_queue) };
         }
     }
 }
