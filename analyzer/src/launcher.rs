@@ -167,6 +167,18 @@ pub fn run(req: &RunRequest) -> Result<RunReport, LaunchError> {
     cmd.env("CLTRAP_DIR", &dir);
     cmd.env("LD_PRELOAD", prepend("LD_PRELOAD", &req.shim));
     cmd.env("OPENCL_LAYERS", prepend("OPENCL_LAYERS", &req.shim));
+    // If cltrap itself is killed (a harness timeout), the application must not live on
+    // unsupervised: the kernel sends it SIGTERM when its parent dies.
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe and touches only the child being set up.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+    }
     let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
         program: program.clone(),
         source,
