@@ -209,15 +209,16 @@ impl Outcome {
         }
     }
 
-    /// Everything about the run, for the message of a failed assertion.
+    /// Everything about the run, for the message of a failed assertion (long outputs are
+    /// cut to their first and last lines).
     pub fn describe(&self) -> String {
         format!(
             "command: {}\nended: {} (after {:.1}s)\n--- stdout ---\n{}\n--- stderr ---\n{}",
             self.command,
             self.ending(),
             self.elapsed.as_secs_f64(),
-            self.stdout_text(),
-            self.stderr
+            abridge(&self.stdout_text()),
+            abridge(&self.stderr)
         )
     }
 
@@ -236,6 +237,20 @@ impl Outcome {
             self.describe()
         );
     }
+}
+
+/// The first 60 and last 40 lines of a long text, with a note of what was left out.
+fn abridge(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= 120 {
+        return text.to_string();
+    }
+    format!(
+        "{}\n... ({} lines left out) ...\n{}",
+        lines[..60].join("\n"),
+        lines.len() - 100,
+        lines[lines.len() - 40..].join("\n")
+    )
 }
 
 /// Runs `program args` with `env` added (and LD_PRELOAD / OPENCL_LAYERS / CLTRAP_* removed
@@ -468,12 +483,19 @@ pub fn assert_list_shows(dir: &Path, capture: &Capture) -> Outcome {
     out.assert_no_panic();
     assert!(out.success(), "cltrap list failed\n{}", out.describe());
     let text = out.stdout_text();
+    // Index the lines by every number they hold, so big captures are checked in linear time.
+    let lines: Vec<(Vec<u64>, &str)> = text.lines().map(|l| (numbers(l), l)).collect();
+    let mut by_number: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, (nums, _)) in lines.iter().enumerate() {
+        for n in nums {
+            by_number.entry(*n).or_default().push(i);
+        }
+    }
     for l in &capture.launches {
-        let shown = text.lines().any(|line| {
-            let nums = numbers(line);
-            words(line).any(|w| w == l.kernel)
-                && nums.contains(&l.id)
-                && l.global_size.iter().all(|g| nums.contains(g))
+        let candidates = by_number.get(&l.id).map(Vec::as_slice).unwrap_or(&[]);
+        let shown = candidates.iter().any(|&i| {
+            let (nums, line) = &lines[i];
+            words(line).any(|w| w == l.kernel) && l.global_size.iter().all(|g| nums.contains(g))
         });
         assert!(
             shown,
