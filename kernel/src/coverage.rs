@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::edits::Edits;
 use crate::error::KernelError;
 use crate::frontend::is_vector_type;
-use crate::model::{BinOp, Expr, ExprKind, Function, Program, Span, Stmt, StmtKind};
+use crate::model::{visit_stmts, BinOp, Expr, ExprKind, Function, Program, Span, Stmt, StmtKind};
 use crate::rewrite::{
     add_call_arg, add_param, callers_closure, calls_to, refuse_header_functions, with_prelude,
 };
@@ -217,6 +217,8 @@ pub fn instrument_coverage(
         skipped: Vec::new(),
         func: String::new(),
         next_loop: 0,
+        labels: Vec::new(),
+        loop_spans: Vec::new(),
     };
     let decl = format!("__global uint* {COV_PARAM}");
     let mut kernels = Vec::new();
@@ -231,6 +233,15 @@ pub fn instrument_coverage(
             add_call_arg(&mut ins.edits, p, call, COV_PARAM)?;
         }
         ins.func = f.name.clone();
+        ins.labels.clear();
+        ins.loop_spans.clear();
+        visit_stmts(body, &mut |st| match &st.kind {
+            StmtKind::Label { name, .. } => ins.labels.push((name.clone(), st.span.start)),
+            StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Do { .. } => {
+                ins.loop_spans.push(st.span)
+            }
+            _ => {}
+        });
         if f.is_kernel {
             if let StmtKind::Compound(_) = body.kind {
                 ins.edits.insert(
@@ -313,12 +324,17 @@ struct Ins<'a> {
     skipped: Vec<Skipped>,
     func: String,
     next_loop: u32,
+    /// Labels of the current function and where they are.
+    labels: Vec<(String, u32)>,
+    /// Every instrumented loop of the current function.
+    loop_spans: Vec<Span>,
 }
 
 #[derive(Clone)]
 struct LoopCtx {
     var: String,
     zero_slot: u32,
+    span: Span,
 }
 
 fn short(text: &str) -> String {
@@ -482,6 +498,33 @@ impl Ins<'_> {
         );
     }
 
+    /// Records the boundary class of `loops` just before `s` (a `return` or `goto`) leaves them.
+    fn leave_loops(
+        &mut self,
+        s: &Stmt,
+        loops: &[LoopCtx],
+        what: &str,
+        d: i64,
+    ) -> Result<(), KernelError> {
+        if loops.is_empty() {
+            return Ok(());
+        }
+        if s.span.macro_start {
+            return Err(KernelError::Unsupported {
+                construct: what.into(),
+                line: s.span.line,
+                col: s.span.col,
+                why: "it is written inside a macro, so the loop's iteration count cannot be recorded before it".into(),
+            });
+        }
+        let recs: Vec<String> = loops.iter().map(|l| self.loop_record(l)).collect();
+        let end = self.full_end(s)?;
+        self.edits
+            .insert(s.span.start, format!("{{ {} ", recs.join(" ")), d);
+        self.edits.insert(end, " }", -d);
+        Ok(())
+    }
+
     fn loop_record(&self, l: &LoopCtx) -> String {
         format!(
             "{COV_PARAM}[{}u + ({v} == 0u ? 0u : {v} == 1u ? 1u : 2u)] = 1u;",
@@ -600,30 +643,42 @@ impl Ins<'_> {
                 if let Some(e) = e {
                     self.expr(e, d)?;
                 }
-                if !loops.is_empty() {
-                    if s.span.macro_start {
-                        return Err(KernelError::Unsupported {
-                            construct: "return inside a loop".into(),
-                            line: s.span.line,
-                            col: s.span.col,
-                            why: "it is written inside a macro, so the loop's iteration count cannot be recorded before it".into(),
-                        });
-                    }
-                    let recs: Vec<String> = loops.iter().map(|l| self.loop_record(l)).collect();
-                    let end = self.full_end(s)?;
-                    self.edits
-                        .insert(s.span.start, format!("{{ {} ", recs.join(" ")), d);
-                    self.edits.insert(end, " }", -d);
-                }
+                self.leave_loops(s, loops, "return inside a loop", d)?;
             }
             StmtKind::Label { body, .. } => self.stmt(body, loops, d)?,
-            StmtKind::Goto(_) => {
-                return Err(KernelError::Unsupported {
-                    construct: "goto".into(),
-                    line: s.span.line,
-                    col: s.span.col,
-                    why: "a jump can bypass loop and barrier counters".into(),
-                })
+            StmtKind::Goto(label) => {
+                // Jumping into a loop would skip its counter's initialisation; jumping out of
+                // loops must record them like a `return`, except those containing the label.
+                let target = self
+                    .labels
+                    .iter()
+                    .find(|(n, _)| n == label)
+                    .map(|(_, at)| *at);
+                let Some(target) = target else {
+                    return Err(KernelError::Unsupported {
+                        construct: format!("goto {label}"),
+                        line: s.span.line,
+                        col: s.span.col,
+                        why: "its label was not found in the function".into(),
+                    });
+                };
+                let inside = |l: &Span| l.start <= target && target < l.end;
+                let enclosing: Vec<Span> = loops.iter().map(|l| l.span).collect();
+                if self
+                    .loop_spans
+                    .iter()
+                    .any(|l| inside(l) && !enclosing.contains(l))
+                {
+                    return Err(KernelError::Unsupported {
+                        construct: format!("goto {label}"),
+                        line: s.span.line,
+                        col: s.span.col,
+                        why: "it jumps into a loop, past the loop's iteration counter".into(),
+                    });
+                }
+                let left: Vec<LoopCtx> =
+                    loops.iter().filter(|l| !inside(&l.span)).cloned().collect();
+                self.leave_loops(s, &left, "goto out of a loop", d)?;
             }
             StmtKind::Break | StmtKind::Continue | StmtKind::Null | StmtKind::Other(_) => {}
         }
@@ -684,6 +739,7 @@ impl Ins<'_> {
         let ctx = LoopCtx {
             var: var.clone(),
             zero_slot,
+            span: s.span,
         };
         let end = self.full_end(s)?;
         self.edits

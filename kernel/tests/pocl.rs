@@ -226,6 +226,25 @@ fn coverage_is_exact_when_work_items_return_early_and_from_inside_loops() {
 }
 
 #[test]
+fn a_goto_out_of_a_loop_still_records_the_loops_iterations() {
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let s = session();
+    let input = launch("jump", &[3], Some(&[1]), None, vec![buffer(vec![0; 12])]);
+    let (map, res) = cover(&s, "goto_out.cl", "", &input);
+    let hit = hit_labels(&map, &res);
+    assert_eq!(
+        hit,
+        [
+            "for (j < 10) ran 1 time",
+            "for (j < 10) ran more than once",
+            "for (j < 10) true",
+            "if (j == i) true",
+            "if (j == i) false",
+        ]
+    );
+}
+
+#[test]
 fn coverage_is_exact_when_every_group_returns_at_once() {
     let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
     let s = session();
