@@ -9,7 +9,9 @@
 
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
+mod args;
 mod contents;
+mod device;
 mod info;
 mod kernel;
 mod launch;
