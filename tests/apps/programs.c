@@ -1,6 +1,8 @@
 /* Fixture: several programs and kernels in one application — a program with two kernels, a
- * program whose result depends on its build options, and a program made by clCompileProgram
- * (with a header passed through input_headers) and clLinkProgram with a second unit. */
+ * program whose result depends on its build options, a program made by clCompileProgram
+ * (with a header passed through input_headers) and clLinkProgram with a second unit, a kernel
+ * made by clCloneKernel (which inherits its arguments), a program recreated from its own
+ * binary (clCreateProgramWithBinary), and a second context. */
 #include "common.h"
 
 enum { N = 32 };
@@ -91,6 +93,11 @@ int main(void) {
     CHECK(clSetKernelArg(k4, 1, sizeof a, &a));
     CHECK(clEnqueueNDRangeKernel(q, k4, 1, NULL, &g, NULL, 0, NULL, NULL));
 
+    /* clCloneKernel: the clone inherits the arguments set on the original (a -> a + 1). */
+    cl_kernel k5 = clCloneKernel(k1, &err);
+    CHECK_ERR(err);
+    CHECK(clEnqueueNDRangeKernel(q, k5, 1, NULL, &g, NULL, 0, NULL, NULL));
+
     int ga[N], gb[N];
     CHECK(clEnqueueReadBuffer(q, a, CL_TRUE, 0, sizeof ga, ga, 0, NULL, NULL));
     CHECK(clEnqueueReadBuffer(q, b, CL_TRUE, 0, sizeof gb, gb, 0, NULL, NULL));
@@ -98,18 +105,63 @@ int main(void) {
     for (int i = 0; i < N; i++) {
         int step1 = (host[i] + 1) * 2;
         int step2 = step1 * step1 * 3;
-        int step3 = step2 * 3 - 1 + 7;
+        int step3 = step2 * 3 - 1 + 7 + 1;
         EXPECT(gb[i] == step2, "square_scaled[%d]=%d want %d", i, gb[i], step2);
         EXPECT(ga[i] == step3, "mix[%d]=%d want %d", i, ga[i], step3);
         total += ga[i];
     }
-    printf("programs: 3 programs, 4 kernels, linked result sum %ld\n", total);
+    printf("programs: 3 programs, 4 kernels and a clone, result sum %ld\n", total);
+
+    /* Program A again, from the binary the driver made of it. */
+    size_t bin_size = 0;
+    CHECK(clGetProgramInfo(pa, CL_PROGRAM_BINARY_SIZES, sizeof bin_size, &bin_size, NULL));
+    unsigned char *bin = malloc(bin_size);
+    unsigned char *bins[1] = {bin};
+    CHECK(clGetProgramInfo(pa, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL));
+    cl_int bin_status = 0;
+    cl_program pbin = clCreateProgramWithBinary(ctx, 1, &dev, &bin_size,
+                                                (const unsigned char **)bins, &bin_status, &err);
+    CHECK_ERR(err);
+    CHECK_ERR(bin_status);
+    CHECK(clBuildProgram(pbin, 1, &dev, "", NULL, NULL));
+    cl_kernel kbin = make_kernel(pbin, "times_two");
+    CHECK(clSetKernelArg(kbin, 0, sizeof b, &b));
+    CHECK(clEnqueueNDRangeKernel(q, kbin, 1, NULL, &g, NULL, 0, NULL, NULL));
+    int gbin[N];
+    CHECK(clEnqueueReadBuffer(q, b, CL_TRUE, 0, sizeof gbin, gbin, 0, NULL, NULL));
+    for (int i = 0; i < N; i++) EXPECT(gbin[i] == gb[i] * 2, "from binary [%d]=%d", i, gbin[i]);
+    printf("program from binary: b[31]=%d\n", gbin[N - 1]);
+    clReleaseKernel(kbin);
+    clReleaseProgram(pbin);
+    free(bin);
+
+    /* A second context with its own queue, program and buffer. */
+    cl_context ctx2 = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CHECK_ERR(err);
+    cl_command_queue q2 = clCreateCommandQueue(ctx2, dev, 0, &err);
+    CHECK_ERR(err);
+    cl_program pa2 = build_program(ctx2, dev, "programs_a.cl", "");
+    cl_kernel k6 = make_kernel(pa2, "times_two");
+    cl_mem c2 = clCreateBuffer(ctx2, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof host, host, &err);
+    CHECK_ERR(err);
+    CHECK(clSetKernelArg(k6, 0, sizeof c2, &c2));
+    CHECK(clEnqueueNDRangeKernel(q2, k6, 1, NULL, &g, NULL, 0, NULL, NULL));
+    int gc[N];
+    CHECK(clEnqueueReadBuffer(q2, c2, CL_TRUE, 0, sizeof gc, gc, 0, NULL, NULL));
+    for (int i = 0; i < N; i++) EXPECT(gc[i] == host[i] * 2, "second context [%d]=%d", i, gc[i]);
+    printf("second context: c[31]=%d\n", gc[N - 1]);
+    clReleaseMemObject(c2);
+    clReleaseKernel(k6);
+    clReleaseProgram(pa2);
+    clReleaseCommandQueue(q2);
+    clReleaseContext(ctx2);
 
     free(hsrc);
     clReleaseKernel(k1);
     clReleaseKernel(k2);
     clReleaseKernel(k3);
     clReleaseKernel(k4);
+    clReleaseKernel(k5);
     clReleaseProgram(pa);
     clReleaseProgram(pb);
     clReleaseProgram(pc);

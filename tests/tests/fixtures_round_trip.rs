@@ -188,14 +188,30 @@ fn one_two_and_three_dimensional_ranges_with_offsets_and_tasks_are_recorded_exac
 fn several_programs_and_a_compiled_and_linked_program_are_captured_and_replay_ok() {
     let (_dir, cap) = round_trip("programs", &[], &[]);
     let seq = kernel_sequence(&cap);
-    assert_eq!(seq.len(), 4, "{seq:?}");
-    assert_eq!(&seq[..3], ["add_one", "times_two", "square_scaled"]);
-    // PoCL 3.1 names kernels of linked programs `_cl_mix`.
-    assert!(seq[3].ends_with("mix"), "{seq:?}");
     let prog = |i: usize| {
         cap.program(&cap.launches[i].program)
             .unwrap_or_else(|e| panic!("program of launch {i}: {e}"))
     };
+    assert_eq!(seq.len(), 7, "{seq:?}");
+    assert_eq!(&seq[..3], ["add_one", "times_two", "square_scaled"]);
+    // PoCL 3.1 names kernels of linked programs `_cl_mix`.
+    assert!(seq[3].ends_with("mix"), "{seq:?}");
+    // The clone of add_one, launched with the arguments it inherited.
+    assert_eq!(seq[4], "add_one", "{seq:?}");
+    assert!(
+        matches!(cap.launches[4].args[0], ArgRecord::Buffer { .. }),
+        "the clone's inherited argument: {:?}",
+        cap.launches[4].args[0]
+    );
+    // Program A rebuilt from its binary.
+    assert_eq!(seq[5], "times_two", "{seq:?}");
+    assert!(
+        matches!(prog(5).origin, ProgramOrigin::Binary { .. }),
+        "a program from a binary is recorded as one: {:?}",
+        prog(5).origin
+    );
+    // The second context: same source, its own program object.
+    assert_eq!(seq[6], "times_two", "{seq:?}");
     assert_eq!(
         cap.launches[0].program, cap.launches[1].program,
         "one program, two kernels"
