@@ -883,3 +883,71 @@ fn a_session_and_its_programs_can_move_to_a_worker_thread() {
     assert_eq!(out.outputs[1].as_deref(), Some(&i32s(&[10; 4])[..]));
     assert!(out.kernel_ns.is_some(), "PoCL reports profiling times");
 }
+
+const SUB: &str = "__kernel void halves(__global float* whole, __global float* part) {\n  size_t i = get_global_id(0);\n  part[i] = part[i] * 2.0f;\n  whole[i] = part[i] + 1.0f;\n}\n";
+
+#[test]
+fn a_sub_buffer_passed_with_its_parent_stays_a_view_of_it() {
+    let dir = temp_dir("subbuf");
+    let b = Builder::new(&dir);
+    let p = b.program(SUB, "");
+    let origin = 1024usize; // bytes: aligned for every device's CL_DEVICE_MEM_BASE_ADDR_ALIGN
+    let first = origin / 4;
+    let whole0: Vec<f32> = (0..512).map(|i| i as f32).collect();
+    let mut whole1 = whole0.clone();
+    for i in 0..64 {
+        whole1[first + i] *= 2.0;
+        whole1[i] = whole1[first + i] + 1.0;
+    }
+    let part0 = &whole0[first..first + 64];
+    let part1 = &whole1[first..first + 64];
+    let args = vec![
+        b.buffer(0, "whole", "float*", 1, &f32s(&whole0), &f32s(&whole1)),
+        ArgRecord::Buffer {
+            info: info(1, "part", "float*", "global"),
+            mem: 2,
+            flags: 1,
+            size: 256,
+            sub_of: Some((1, origin as u64)),
+            before: b.blob(&f32s(part0)),
+            after: b.blob(&f32s(part1)),
+        },
+    ];
+    b.launch("halves", &p, vec![64], None, args);
+    // The same sub-buffer without its parent among the arguments replays standalone.
+    let alone = vec![
+        b.buffer(
+            0,
+            "whole",
+            "float*",
+            3,
+            &f32s(&[0.0; 64]),
+            &f32s(&part1.iter().map(|v| v + 1.0).collect::<Vec<_>>()),
+        ),
+        ArgRecord::Buffer {
+            info: info(1, "part", "float*", "global"),
+            mem: 2,
+            flags: 1,
+            size: 256,
+            sub_of: Some((1, origin as u64)),
+            before: b.blob(&f32s(part0)),
+            after: b.blob(&f32s(part1)),
+        },
+    ];
+    b.launch("halves", &p, vec![64], None, alone);
+    let r = replay_all(&dir, 0);
+    assert!(matches!(r[0].outcome, Outcome::Ok { .. }), "{}", r[0]);
+    assert!(matches!(r[1].outcome, Outcome::Ok { .. }), "{}", r[1]);
+    let capture = Capture::open(&dir).unwrap();
+    let input = LaunchInput::from_record(&capture, &capture.launches[0]).unwrap();
+    assert!(matches!(
+        input.args[1],
+        InputArg::SubBuffer {
+            parent: 1,
+            origin: 1024,
+            ..
+        }
+    ));
+    let input = LaunchInput::from_record(&capture, &capture.launches[1]).unwrap();
+    assert!(matches!(input.args[1], InputArg::Buffer { .. }));
+}

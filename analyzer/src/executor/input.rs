@@ -26,6 +26,21 @@ pub enum InputArg {
         /// Initial contents.
         bytes: Vec<u8>,
     },
+    /// A sub-buffer of another argument's buffer (`parent`), so writes through either are
+    /// seen through both. Its contents come from the parent's. (A sub-buffer whose parent
+    /// is not an argument of the launch replays as a standalone [`InputArg::Buffer`].)
+    SubBuffer {
+        /// Identity for aliasing; `None` = an object of its own.
+        mem: Option<MemId>,
+        /// The `mem` of the parent buffer argument.
+        parent: MemId,
+        /// Byte offset inside the parent.
+        origin: u64,
+        /// Size in bytes.
+        size: u64,
+        /// `cl_mem_flags`; only the kernel-access bits are used.
+        flags: u64,
+    },
     /// An image with initial (tightly packed) contents; sharing as for buffers.
     Image {
         /// Identity for aliasing; `None` = an object of its own.
@@ -140,6 +155,24 @@ impl LaunchInput {
                 }
                 ArgRecord::Local { size, .. } => InputArg::Local(*size),
                 ArgRecord::NullBuffer { .. } => InputArg::NullBuffer,
+                ArgRecord::Buffer {
+                    mem,
+                    flags,
+                    size,
+                    sub_of: Some((parent, origin)),
+                    ..
+                } if l.args.iter().any(
+                    |b| matches!(b, ArgRecord::Buffer { mem: m, sub_of: None, .. } if m == parent),
+                ) =>
+                {
+                    InputArg::SubBuffer {
+                        mem: Some(*mem),
+                        parent: *parent,
+                        origin: *origin,
+                        size: *size,
+                        flags: *flags,
+                    }
+                }
                 ArgRecord::Buffer {
                     mem,
                     flags,

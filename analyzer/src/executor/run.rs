@@ -279,9 +279,14 @@ impl Session {
 
     fn read_back(&self, arg: &InputArg, mem: &Mem, index: usize) -> Result<Vec<u8>, ExecError> {
         let what = format!("reading back argument {index}");
+        let buffer_size = match arg {
+            InputArg::Buffer { bytes, .. } => Some(bytes.len()),
+            InputArg::SubBuffer { size, .. } => Some(*size as usize),
+            _ => None,
+        };
         match arg {
-            InputArg::Buffer { bytes, .. } => {
-                let mut out = vec![0u8; bytes.len()];
+            InputArg::Buffer { .. } | InputArg::SubBuffer { .. } => {
+                let mut out = vec![0u8; buffer_size.unwrap_or(0)];
                 if !out.is_empty() {
                     // SAFETY: `out` has exactly the buffer's size; the read is blocking.
                     let ev = unsafe {
@@ -382,6 +387,54 @@ impl Session {
             };
             mem_of.push(Some(slot));
         }
+        // Sub-buffers second: their parents exist now.
+        for (i, a) in all.iter().enumerate() {
+            let InputArg::SubBuffer {
+                mem,
+                parent,
+                origin,
+                size,
+                flags,
+            } = a
+            else {
+                continue;
+            };
+            if let Some(s) = mem.and_then(|m| shared.get(&m).copied()) {
+                mem_of[i] = Some(s);
+                continue;
+            }
+            let parent_slot = shared.get(parent).copied().ok_or_else(|| {
+                ExecError::NotReplayable(format!(
+                    "argument {i} is a sub-buffer of #{parent}, which is not an argument"
+                ))
+            })?;
+            let region = opencl_sys::cl_buffer_region {
+                origin: *origin as usize,
+                size: *size as usize,
+            };
+            // SAFETY: `region` outlives the call; the parent is a live buffer.
+            let sub = unsafe {
+                cl3::memory::create_sub_buffer(
+                    mems[parent_slot].raw(),
+                    access_flags(*flags),
+                    opencl_sys::CL_BUFFER_CREATE_TYPE_REGION,
+                    (&raw const region).cast::<c_void>(),
+                )
+            }
+            .map_err(|c| match c {
+                opencl_sys::CL_MISALIGNED_SUB_BUFFER_OFFSET => ExecError::NotReplayable(format!(
+                    "argument {i}: sub-buffer offset {origin} is not aligned for {}",
+                    self.info().name
+                )),
+                c => cl_err(format!("creating the sub-buffer of argument {i}"))(c),
+            })?;
+            mems.push(Mem(sub));
+            let s = mems.len() - 1;
+            if let Some(m) = mem {
+                shared.insert(*m, s);
+            }
+            mem_of[i] = Some(s);
+        }
 
         let set_err = |i: usize| {
             let kernel = input.kernel.clone();
@@ -421,7 +474,7 @@ impl Session {
                     }
                     .map_err(set_err(i))?
                 }
-                InputArg::Buffer { .. } | InputArg::Image { .. } => {
+                InputArg::Buffer { .. } | InputArg::SubBuffer { .. } | InputArg::Image { .. } => {
                     let raw = mem_of[i]
                         .map(|s| mems[s].raw())
                         .unwrap_or(std::ptr::null_mut());
