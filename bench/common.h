@@ -31,15 +31,20 @@ static double now_s(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* Uses platform BENCH_PLATFORM (an index, default 0) and its default device, so the same
+ * binary can be measured on each platform of a machine with several. */
 static void bench_init(struct bench *b, const char *source) {
-    cl_platform_id platform;
+    cl_platform_id platforms[16], platform;
     cl_uint count = 0;
     cl_int err;
-    CHECK(clGetPlatformIDs(1, &platform, &count));
-    if (count == 0) {
-        fprintf(stderr, "bench: no OpenCL platform\n");
+    CHECK(clGetPlatformIDs(16, platforms, &count));
+    const char *want = getenv("BENCH_PLATFORM");
+    cl_uint index = want ? (cl_uint)strtoul(want, NULL, 10) : 0;
+    if (index >= count || index >= 16) {
+        fprintf(stderr, "bench: no OpenCL platform %u (%u found)\n", index, count);
         exit(2);
     }
+    platform = platforms[index];
     CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_DEFAULT, 1, &b->device, NULL));
     b->context = clCreateContext(NULL, 1, &b->device, NULL, NULL, &err);
     CHECK(err);

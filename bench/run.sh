@@ -8,6 +8,8 @@
 #
 # Usage: bench/run.sh                 (ROUNDS=5 STORM_N=100000 HEAVY_N=200 by default)
 #        ROUNDS=3 MODES="native off" bench/run.sh
+#        BENCH_PLATFORM=1 bench/run.sh  (OpenCL platform index, default 0)
+#        BENCH_NO_BUILD=1 bench/run.sh  (use target/bench/* as they are: machines without cc)
 # Raw rows go to target/bench/results.tsv; captures are made in target/bench/cap-* and deleted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,14 +25,14 @@ TIME=/usr/bin/time
 if [ ! -x "$CLTRAP" ] || [ ! -e target/release/libcltrap.so ]; then
     cargo build --release -p cltrap -p cltrap-shim
 fi
-scripts/build-c.sh bench
+[ -n "${BENCH_NO_BUILD:-}" ] || scripts/build-c.sh bench
 
 OUTDIR=target/bench
 RESULTS="$OUTDIR/results.tsv"
 : >"$RESULTS"
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-echo "OpenCL:  $(clinfo -l 2>/dev/null | tr '\n' ' ' | sed 's/  */ /g')"
+echo "OpenCL:  $(clinfo -l 2>/dev/null | tr '\n' ' ' | sed 's/  */ /g')   (BENCH_PLATFORM=${BENCH_PLATFORM:-0})"
 echo "PoCL:    $(dpkg-query -W -f='${Version}' pocl-opencl-icd 2>/dev/null || echo unknown)"
 echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')   rounds: $ROUNDS   modes: ${MODES[*]}"
 

@@ -11,10 +11,14 @@ CC="${CC:-cc}"
 CFLAGS=(-O2 -g -Wall -Wextra -std=gnu11)
 what="${1:-all}"
 
-build() { # build OUT SRC
-    local out="$1" src="$2"
+build() { # build OUT SRC (rebuilt when SRC or a header next to it is newer)
+    local out="$1" src="$2" dep stale=0
     mkdir -p "$(dirname "$out")"
-    if [ ! -x "$out" ] || [ "$src" -nt "$out" ]; then
+    [ -x "$out" ] || stale=1
+    for dep in "$src" "$(dirname "$src")"/*.h; do
+        if [ -e "$dep" ] && [ "$dep" -nt "$out" ]; then stale=1; fi
+    done
+    if [ "$stale" -eq 1 ]; then
         "$CC" "${CFLAGS[@]}" -o "$out" "$src" -lOpenCL -lm
     fi
 }
