@@ -111,10 +111,50 @@ pub fn fresh_dir(kind: &str, label: &str) -> PathBuf {
     dir
 }
 
-/// A capture directory path that does not exist yet (the shim must create it).
-pub fn fresh_capture_dir(label: &str) -> PathBuf {
+/// A capture directory that does not exist yet (the shim must create it), removed again
+/// when the test that owns it passes and kept for inspection when it fails (or always, with
+/// `CLTRAP_E2E_KEEP=1`).
+pub fn fresh_capture_dir(label: &str) -> TestDir {
     let parent = fresh_dir("caps", label);
-    parent.join("cap")
+    TestDir {
+        path: parent.join("cap"),
+        owned: parent,
+    }
+}
+
+/// A test's capture directory; derefs to its path.
+#[derive(Debug)]
+pub struct TestDir {
+    path: PathBuf,
+    owned: PathBuf,
+}
+
+impl std::ops::Deref for TestDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TestDir {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<OsStr> for TestDir {
+    fn as_ref(&self) -> &OsStr {
+        self.path.as_os_str()
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let keep = std::env::var_os("CLTRAP_E2E_KEEP").is_some_and(|v| v == "1");
+        if !std::thread::panicking() && !keep {
+            let _ = std::fs::remove_dir_all(&self.owned);
+        }
+    }
 }
 
 /// Builds `tests/apps/<name>.c` (once per process; again whenever a source is newer) and
@@ -512,7 +552,7 @@ pub fn assert_list_shows(dir: &Path, capture: &Capture) -> Outcome {
 /// The whole round trip for one fixture: run it natively (it must succeed), run it under
 /// `cltrap run` (same ending, same stdout), read the capture, check that `cltrap list`
 /// shows every launch and that `cltrap replay` reports every launch `ok`.
-pub fn round_trip(name: &str, args: &[&str], flags: &[&str]) -> (PathBuf, Capture) {
+pub fn round_trip(name: &str, args: &[&str], flags: &[&str]) -> (TestDir, Capture) {
     let exe = fixture(name);
     let native = run_native(&exe, args).expect_success();
     let dir = fresh_capture_dir(name);

@@ -5,7 +5,7 @@ use cltrap_capture::Content;
 use cltrap_e2e::*;
 
 /// The `sequence` fixture enqueues fill, accumulate, scale four times: enqueues 0..11.
-fn capture_sequence(label: &str, flags: &[&str]) -> (std::path::PathBuf, cltrap_capture::Capture) {
+fn capture_sequence(label: &str, flags: &[&str]) -> (TestDir, cltrap_capture::Capture) {
     let exe = fixture("sequence");
     let native = run_native(&exe, &[] as &[&str]).expect_success();
     let dir = fresh_capture_dir(label);

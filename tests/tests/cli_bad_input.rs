@@ -30,7 +30,7 @@ fn cmd(args: &[&OsStr]) -> Outcome {
 }
 
 /// A small valid capture to break in different ways.
-fn small_capture(label: &str) -> std::path::PathBuf {
+fn small_capture(label: &str) -> TestDir {
     let exe = fixture("sequence");
     let dir = fresh_capture_dir(label);
     run_captured(&dir, &["--per-kernel", "1"], &exe, &[] as &[&str]).expect_success();

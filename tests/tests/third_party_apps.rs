@@ -39,7 +39,7 @@ fn mask_numbers(text: &str) -> String {
 
 /// Runs one clpeak mode natively and captured; returns the capture directory (None when
 /// clpeak is not installed).
-fn clpeak_mode(mode: &str, flags: &[&str], min_launches: usize) -> Option<PathBuf> {
+fn clpeak_mode(mode: &str, flags: &[&str], min_launches: usize) -> Option<TestDir> {
     let clpeak = installed("clpeak")?;
     let native = run_native(&clpeak, &[mode]).expect_success();
     let dir = fresh_capture_dir(&format!("clpeak{mode}"));
