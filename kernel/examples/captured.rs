@@ -31,10 +31,9 @@ fn one(s: &Session, cap: &Capture, rec: &LaunchRecord) -> Result<String, String>
     let plain_prog = s
         .build(cap, &program, &BuildOptions::default())
         .map_err(|e| e.to_string())?;
-    let plain = s
-        .run(&plain_prog, &input, &[])
-        .map_err(|e| e.to_string())?
-        .outputs;
+    let plain_run = s.run(&plain_prog, &input, &[]).map_err(|e| e.to_string())?;
+    let plain_ns = plain_run.kernel_ns.unwrap_or(0);
+    let plain = plain_run.outputs;
     let n = plain.len();
 
     let cov = instrument_coverage(&model, CoverageOptions::default())
@@ -64,6 +63,7 @@ fn one(s: &Session, cap: &Capture, rec: &LaunchRecord) -> Result<String, String>
         )
         .map_err(|e| e.to_string())?;
     let same_cov = out.outputs[..n] == plain[..];
+    let cov_ns = out.kernel_ns.unwrap_or(0);
     let raw: Vec<u32> = out.outputs[n]
         .as_ref()
         .map(|b| {
@@ -118,7 +118,8 @@ fn one(s: &Session, cap: &Capture, rec: &LaunchRecord) -> Result<String, String>
         ));
     }
     Ok(format!(
-        "coverage outputs {}; branches {}/{}, loops {}/{}, barriers {} ({} divergent groups), {} skipped; schedules: {}",
+        "{:.2}x time; coverage outputs {}; branches {}/{}, loops {}/{}, barriers {} ({} divergent groups), {} skipped; schedules: {}",
+        cov_ns as f64 / plain_ns.max(1) as f64,
         if same_cov { "same" } else { "DIFFERENT" },
         res.branches.0,
         res.branches.1,

@@ -1,7 +1,7 @@
 //! Runs the front-end and both passes over kernel files and checks the rewritten sources still
 //! compile: `cargo run -p cltrap-kernel --example check -- [-o OPTIONS] FILE...`.
 use cltrap_kernel::coverage::{instrument_coverage, CoverageOptions};
-use cltrap_kernel::frontend::{compile_errors, parse_with, ParseOptions};
+use cltrap_kernel::frontend::{compile_errors, diagnostics, parse_with, ParseOptions};
 use cltrap_kernel::permute::permute_schedule;
 
 fn check(path: &str, opts: &ParseOptions) -> Result<String, String> {
@@ -10,7 +10,14 @@ fn check(path: &str, opts: &ParseOptions) -> Result<String, String> {
     let cov = instrument_coverage(&p, CoverageOptions::default())
         .map_err(|e| format!("coverage: {e}"))?;
     let perm = permute_schedule(&p).map_err(|e| format!("permute: {e}"))?;
+    let before = diagnostics(&src, opts).map_err(|e| e.to_string())?.len();
     for (what, out) in [("coverage", &cov.source), ("permute", &perm.source)] {
+        let after = diagnostics(out, opts).map_err(|e| e.to_string())?;
+        if after.len() > before {
+            for d in &after {
+                eprintln!("{path}: {what}: {}:{}: {}", d.line, d.col, d.message);
+            }
+        }
         let errs = compile_errors(out, opts).map_err(|e| e.to_string())?;
         if let Some(e) = errs.first() {
             return Err(format!(

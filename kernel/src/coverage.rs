@@ -6,7 +6,7 @@
 //!
 //! Counters live in one extra `__global uint*` argument appended after the kernel's own; every
 //! helper defined in the program receives it too. Every counter is written straight to global
-//! memory at the moment it is reached (flags by plain stores of 1, barrier arrivals by
+//! memory at the moment it is reached (flags set to 1 when still 0, barrier arrivals by
 //! `atomic_inc`), so nothing depends on a flush at the end of the kernel: work-items and whole
 //! groups that `return` early are counted exactly, for any number of groups. Loops count their
 //! iterations in a private variable and record the boundary class when they exit, including
@@ -310,6 +310,7 @@ fn prelude(barrier_base: u32) -> String {
 #define __CLTRAP_ELS(d) get_local_size(d)
 #endif
 __CLTRAP_FN void __cltrap_header(__global uint* c) {{ if (get_group_id(0) == 0 && get_group_id(1) == 0 && get_group_id(2) == 0 && get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0) {{ c[2] = (uint)__CLTRAP_ELS(0); c[3] = (uint)__CLTRAP_ELS(1); c[4] = (uint)__CLTRAP_ELS(2); c[5] = (uint)get_num_groups(0); c[6] = (uint)get_num_groups(1); c[7] = (uint)get_num_groups(2); }} }}
+#define __CLTRAP_HIT(i) ((void)(__cltrap_cov[i] != 0u || (__cltrap_cov[i] = 1u)))
 __CLTRAP_FN void __cltrap_bar(__global uint* c, uint b) {{ size_t i = (size_t){barrier_base}u + (size_t)b * (get_num_groups(0) * get_num_groups(1) * get_num_groups(2)) + get_group_id(0) + get_num_groups(0) * (get_group_id(1) + get_num_groups(1) * get_group_id(2)); if (i < (size_t)c[0]) atomic_inc(&c[i]); else c[1] = 1u; }}
 "
     )
@@ -493,7 +494,7 @@ impl Ins<'_> {
             cond.span.start,
             cond.span.end,
             "((",
-            format!(") ? ({COV_PARAM}[{t}] = 1u, 1) : ({COV_PARAM}[{f}] = 1u, 0))"),
+            format!(") ? (__CLTRAP_HIT({t}), 1) : (__CLTRAP_HIT({f}), 0))"),
             depth,
         );
     }
@@ -527,7 +528,7 @@ impl Ins<'_> {
 
     fn loop_record(&self, l: &LoopCtx) -> String {
         format!(
-            "{COV_PARAM}[{}u + ({v} == 0u ? 0u : {v} == 1u ? 1u : 2u)] = 1u;",
+            "__CLTRAP_HIT({}u + ({v} == 0u ? 0u : {v} == 1u ? 1u : 2u));",
             l.zero_slot,
             v = l.var
         )
@@ -601,7 +602,7 @@ impl Ins<'_> {
                             );
                             self.edits.insert(
                                 body.span.end - 1,
-                                format!(" break; default: {COV_PARAM}[{slot}] = 1u; break; "),
+                                format!(" break; default: __CLTRAP_HIT({slot}); break; "),
                                 -d,
                             );
                         }
@@ -624,7 +625,7 @@ impl Ins<'_> {
                     label,
                 );
                 self.edits
-                    .insert(*colon, format!(" {COV_PARAM}[{slot}] = 1u;"), d);
+                    .insert(*colon, format!(" __CLTRAP_HIT({slot});"), d);
                 self.stmt(body, loops, d)?;
             }
             StmtKind::Default { body, colon } => {
@@ -636,7 +637,7 @@ impl Ins<'_> {
                     "default".into(),
                 );
                 self.edits
-                    .insert(*colon, format!(" {COV_PARAM}[{slot}] = 1u;"), d);
+                    .insert(*colon, format!(" __CLTRAP_HIT({slot});"), d);
                 self.stmt(body, loops, d)?;
             }
             StmtKind::Return(e) => {

@@ -62,6 +62,12 @@ pub fn parse_with(source: &str, opts: &ParseOptions) -> Result<Program, KernelEr
     .program(&opts.file_name)
 }
 
+/// Parses and returns every clang diagnostic (warnings included), e.g. to see whether a
+/// rewrite added warnings the user's source did not have.
+pub fn diagnostics(source: &str, opts: &ParseOptions) -> Result<Vec<clang::Diag>, KernelError> {
+    Ok(clang::parse(&opts.file_name, source, &clang_command_line(opts))?.diags)
+}
+
 /// Parses and returns only the clang errors (for checking that rewritten sources still compile).
 pub fn compile_errors(source: &str, opts: &ParseOptions) -> Result<Vec<clang::Diag>, KernelError> {
     let raw = clang::parse(&opts.file_name, source, &clang_command_line(opts))?;
