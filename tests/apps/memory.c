@@ -143,6 +143,30 @@ int main(void) {
     }
     printf("sub-buffers: region %zu bytes, parent[%zu]=%g\n", region_bytes, first, pgot[first]);
 
+    /* A sub-buffer and its own parent in one launch: dst = region 1 of the parent, src = the
+     * parent itself (its first N ints), so the launch writes part of the object it reads. */
+    int *iparent = calloc(total / sizeof(int), sizeof(int));
+    for (size_t k = 0; k < total / sizeof(int); k++) iparent[k] = (int)k;
+    cl_mem biparent = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, total, iparent, &err);
+    CHECK_ERR(err);
+    cl_mem isub = clCreateSubBuffer(biparent, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r1, &err);
+    CHECK_ERR(err);
+    CHECK(clSetKernelArg(kinto, 0, sizeof isub, &isub));
+    CHECK(clSetKernelArg(kinto, 1, sizeof biparent, &biparent));
+    CHECK(clEnqueueNDRangeKernel(q, kinto, 1, NULL, &g, NULL, 0, NULL, NULL));
+    int *igot = calloc(total / sizeof(int), sizeof(int));
+    CHECK(clEnqueueReadBuffer(q, biparent, CL_TRUE, 0, total, igot, 0, NULL, NULL));
+    size_t ifirst = region_bytes / sizeof(int);
+    for (size_t k = 0; k < total / sizeof(int); k++) {
+        int want = (k >= ifirst && k < ifirst + N) ? iparent[k] + iparent[k - ifirst] * 10 : iparent[k];
+        EXPECT(igot[k] == want, "parent+sub [%zu]=%d want %d", k, igot[k], want);
+    }
+    printf("sub-buffer with its parent: parent[%zu]=%d\n", ifirst + 1, igot[ifirst + 1]);
+    clReleaseMemObject(isub);
+    clReleaseMemObject(biparent);
+    free(iparent);
+    free(igot);
+
     /* A NULL buffer argument, then a host-pointer buffer the host rewrites through a map. */
     int *hostmem = calloc(N, sizeof(int));
     for (int k = 0; k < N; k++) hostmem[k] = k * k;

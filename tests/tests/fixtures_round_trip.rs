@@ -70,6 +70,7 @@ fn local_constant_in_place_aliased_and_sub_buffer_arguments_replay_ok() {
             "add_into",
             "scale_in_place",
             "scale_in_place",
+            "add_into",
             "add_optional",
             "add_optional",
             "add_optional"
@@ -87,18 +88,6 @@ fn local_constant_in_place_aliased_and_sub_buffer_arguments_replay_ok() {
             2.0f32.to_le_bytes().to_vec(),
             (-3.0f32).to_le_bytes().to_vec()
         ]
-    );
-    assert!(
-        matches!(cap.launches[8].args[1], ArgRecord::NullBuffer { .. }),
-        "a NULL buffer argument: {:?}",
-        cap.launches[8].args[1]
-    );
-    // The host rewrote the USE_HOST_PTR buffer between launches 9 and 10.
-    let before_of = |i: usize| contents(&cap.launches[i].args[1]).map(|(b, _)| b.clone());
-    assert_ne!(
-        before_of(9),
-        before_of(10),
-        "host-pointer contents as of each launch"
     );
     let local = &cap.launches[0];
     match (&local.args[2], &local.args[3]) {
@@ -143,6 +132,26 @@ fn local_constant_in_place_aliased_and_sub_buffer_arguments_replay_ok() {
     assert_eq!(p1, p2, "both sub-buffers share a parent");
     assert_eq!(size1, 64 * 4);
     assert_eq!(o2, 2 * o1, "sub-buffer origins {o1} and {o2}");
+    // Launch 8: a sub-buffer together with its own parent.
+    let (sub_parent, _) = sub(&cap.launches[8].args[0]);
+    let parent_mem = mem_of(&cap.launches[8].args[1]);
+    assert_eq!(
+        sub_parent.map(|(p, _)| p),
+        Some(parent_mem),
+        "a sub-buffer of the other argument"
+    );
+    assert!(
+        matches!(cap.launches[9].args[1], ArgRecord::NullBuffer { .. }),
+        "a NULL buffer argument: {:?}",
+        cap.launches[9].args[1]
+    );
+    // The host rewrote the USE_HOST_PTR buffer between launches 10 and 11.
+    let before_of = |i: usize| contents(&cap.launches[i].args[1]).map(|(b, _)| b.clone());
+    assert_ne!(
+        before_of(10),
+        before_of(11),
+        "host-pointer contents as of each launch"
+    );
 }
 
 #[test]
