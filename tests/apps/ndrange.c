@@ -1,6 +1,7 @@
 /* Fixture: index-space shapes — 1-D with an offset and NULL local size (and a global size
  * that is no multiple of anything), 2-D with an offset and a local size, 3-D with an offset
- * and NULL local size, and clEnqueueTask. */
+ * and NULL local size, clEnqueueTask, a non-uniform work-group size (OpenCL 2.0 programs:
+ * global 37, local 8), and a kernel that printf()s to the application's stdout. */
 #include "common.h"
 
 int main(void) {
@@ -104,6 +105,52 @@ int main(void) {
         clReleaseKernel(k);
         clReleaseMemObject(bin);
         clReleaseMemObject(bout);
+    }
+
+    /* Non-uniform work-groups: 37 work-items in groups of 8 (the last group has 5). */
+    {
+        cl_program p2 = NULL;
+        char *src = read_kernel("ndrange.cl");
+        p2 = clCreateProgramWithSource(ctx, 1, (const char **)&src, NULL, &err);
+        CHECK_ERR(err);
+        free(src);
+        cl_int berr = clBuildProgram(p2, 1, &dev, "-cl-std=CL2.0", NULL, NULL);
+        if (berr != CL_SUCCESS) {
+            printf("non-uniform: OpenCL C 2.0 not supported (%d)\n", berr);
+        } else {
+            size_t off = 2, gsz = 37, lsz = 8;
+            cl_mem b = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, sizeof(int) * gsz, NULL, &err);
+            CHECK_ERR(err);
+            cl_kernel k = make_kernel(p2, "ids_1d");
+            CHECK(clSetKernelArg(k, 0, sizeof b, &b));
+            err = clEnqueueNDRangeKernel(q, k, 1, &off, &gsz, &lsz, 0, NULL, NULL);
+            if (err == CL_INVALID_WORK_GROUP_SIZE) {
+                printf("non-uniform: work-groups not supported by this device\n");
+            } else {
+                CHECK_ERR(err);
+                int got[37];
+                CHECK(clEnqueueReadBuffer(q, b, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL));
+                for (size_t i = 0; i < gsz; i++)
+                    EXPECT(got[i] == (int)((i + off) * 10), "non-uniform[%zu]=%d", i, got[i]);
+                printf("non-uniform: global 37 local 8 offset 2: last %d\n", got[36]);
+            }
+            clReleaseKernel(k);
+            clReleaseMemObject(b);
+        }
+        clReleaseProgram(p2);
+    }
+
+    /* printf inside a kernel. */
+    {
+        cl_kernel k = make_kernel(p, "say");
+        int x = 42;
+        float y = 2.5f;
+        CHECK(clSetKernelArg(k, 0, sizeof x, &x));
+        CHECK(clSetKernelArg(k, 1, sizeof y, &y));
+        fflush(stdout);
+        CHECK(clEnqueueTask(q, k, 0, NULL, NULL));
+        CHECK(clFinish(q));
+        clReleaseKernel(k);
     }
 
     clReleaseProgram(p);

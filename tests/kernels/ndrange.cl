@@ -30,3 +30,8 @@ __kernel void task_sum(__global const int *in, __global int *out, int n) {
         s += in[i] * (i + 1);
     out[0] = s;
 }
+
+// printf from a kernel: its output belongs to the application's stdout, exactly once.
+__kernel void say(int x, float y) {
+    printf("kernel says x=%d y=%.2f\n", x, y);
+}

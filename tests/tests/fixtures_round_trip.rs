@@ -159,7 +159,7 @@ fn one_two_and_three_dimensional_ranges_with_offsets_and_tasks_are_recorded_exac
     let (_dir, cap) = round_trip("ndrange", &[], &[]);
     assert_eq!(
         kernel_sequence(&cap),
-        ["ids_1d", "ids_2d", "ids_3d", "task_sum"]
+        ["ids_1d", "ids_2d", "ids_3d", "task_sum", "say"]
     );
     let l = &cap.launches;
     assert_eq!(
@@ -349,7 +349,7 @@ fn list_and_show_name_the_source_line_of_each_launch_in_the_application() {
         })
         .map(|(i, _)| i + 1)
         .collect();
-    assert_eq!(call_lines.len(), 4);
+    assert_eq!(call_lines.len(), 5);
     let list = cltrap(&[std::ffi::OsStr::new("list"), dir.as_os_str()]).expect_success();
     let listed = list.stdout_text();
     for (launch, line) in cap.launches.iter().zip(&call_lines) {
