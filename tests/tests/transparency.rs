@@ -93,3 +93,82 @@ fn the_shim_writes_nothing_to_stdout_even_while_capturing() {
     );
     assert_eq!(open_capture(&dir).launches.len(), 12);
 }
+
+#[test]
+fn exit_codes_stdin_and_stdout_pass_through_the_launcher() {
+    let dir = fresh_capture_dir("exit-code");
+    let out = run_captured(&dir, &[], "sh", &["-c", "echo before; exit 7"]);
+    out.assert_no_panic();
+    assert_eq!(out.code, Some(7), "{}", out.describe());
+    assert_eq!(out.stdout, b"before\n", "{}", out.describe());
+    // stdin reaches the application: pipe bytes through `cltrap run -- cat`.
+    let script = format!(
+        "printf 'line one\\nline two\\n' | {} run --out {} -- cat",
+        tools().cltrap.display(),
+        dir.display()
+    );
+    let piped = run_with_env(
+        "sh",
+        &["-c", &script],
+        &[("CLTRAP_SHIM", tools().shim.as_os_str())],
+        None,
+    );
+    assert!(piped.success(), "{}", piped.describe());
+    assert_eq!(
+        piped.stdout,
+        b"line one\nline two\n",
+        "{}",
+        piped.describe()
+    );
+}
+
+#[test]
+fn a_second_run_into_the_same_directory_appends_to_the_capture() {
+    let exe = fixture("sequence");
+    let dir = fresh_capture_dir("append");
+    for _ in 0..2 {
+        run_captured(&dir, &[], &exe, &[] as &[&str]).expect_success();
+    }
+    let cap = open_capture(&dir);
+    assert_eq!(cap.launches.len(), 24, "two runs of 12 launches");
+    let ids: Vec<u64> = cap.launches.iter().map(|l| l.id).collect();
+    assert_eq!(
+        ids,
+        (0..24).collect::<Vec<u64>>(),
+        "ids continue across runs"
+    );
+    assert_replays_ok(&dir, 24);
+}
+
+#[test]
+fn past_the_disk_budget_capture_continues_with_digests_and_says_so_once() {
+    let exe = fixture("dedup");
+    let native = run_native(&exe, &[] as &[&str]).expect_success();
+    let dir = fresh_capture_dir("budget");
+    let captured = run_captured(&dir, &["--max-mb", "0"], &exe, &[] as &[&str]);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    let lines = shim_lines_of_launcher_run(&captured.stderr);
+    assert_eq!(
+        lines.len(),
+        1,
+        "the budget is reported once\n{}",
+        captured.describe()
+    );
+    let cap = open_capture(&dir);
+    assert_eq!(cap.launches.len(), 100, "every launch is still recorded");
+    let blobs = dir_size(&dir.join("blobs"));
+    assert!(
+        blobs < 1 << 20,
+        "{blobs} bytes stored past a budget of 0 MB"
+    );
+    let digests = cap
+        .launches
+        .iter()
+        .flat_map(|l| l.args.iter())
+        .filter_map(contents)
+        .filter(|(_, after)| matches!(after, cltrap_capture::Content::Digest { .. }))
+        .count();
+    assert!(digests > 0, "past the budget, contents are kept as digests");
+    assert_list_shows(&dir, &cap);
+}
