@@ -57,8 +57,9 @@ int main(void) {
         clReleaseCommandQueue(q);
     }
 
-    /* Out-of-order: the two fills may run in any order; add waits for both, negate for add,
-     * and the read for negate. A callback on the last kernel's event must fire. */
+    /* Out-of-order: a fill and a non-blocking write may run in any order; add waits for both,
+     * negate for add, and the read for negate. A callback on the last kernel's event must
+     * fire. */
     {
         cl_command_queue q = clCreateCommandQueue(ctx, dev, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &err);
         if (err == CL_INVALID_QUEUE_PROPERTIES) {
@@ -69,7 +70,11 @@ int main(void) {
             CHECK(clSetKernelArg(kfill_a, 1, sizeof base_a, &base_a));
             cl_event fills[2], added, negated;
             CHECK(clEnqueueNDRangeKernel(q, kfill_a, 1, NULL, &g, NULL, 0, NULL, &fills[0]));
-            CHECK(clEnqueueNDRangeKernel(q, kfill_b, 1, NULL, &g, NULL, 0, NULL, &fills[1]));
+            /* b comes from a non-blocking write this time: the kernel that reads it may
+             * only start once the write's event completes. */
+            static int host_b[N];
+            for (int i = 0; i < N; i++) host_b[i] = -1000 + i;
+            CHECK(clEnqueueWriteBuffer(q, b, CL_FALSE, 0, sizeof host_b, host_b, 0, NULL, &fills[1]));
             CHECK(clEnqueueNDRangeKernel(q, kadd, 1, NULL, &g, NULL, 2, fills, &added));
             CHECK(clEnqueueNDRangeKernel(q, kneg, 1, NULL, &g, NULL, 1, &added, &negated));
             CHECK(clSetEventCallback(negated, CL_COMPLETE, on_complete, (void *)&g_callback_status));
