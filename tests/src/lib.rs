@@ -671,6 +671,14 @@ pub fn contents(arg: &ArgRecord) -> Option<(&Content, &Content)> {
     }
 }
 
+/// Says on the real stderr (not swallowed by the test harness's output capture) that a test
+/// skipped its work and why; only for reasons outside cltrap (a program not installed,
+/// PyPI unreachable).
+pub fn skip(test: &str, reason: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIP {test}: {reason}");
+}
+
 /// Total size in bytes of all regular files under `dir` (0 if it does not exist).
 pub fn dir_size(dir: &Path) -> u64 {
     let mut total = 0;

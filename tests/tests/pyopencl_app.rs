@@ -50,7 +50,10 @@ fn a_pyopencl_script_runs_unchanged_and_its_launches_replay_ok() {
     let python = match venv_python() {
         Ok(p) => p,
         Err(why) => {
-            println!("SKIP a_pyopencl_script_runs_unchanged_and_its_launches_replay_ok: {why}");
+            skip(
+                "a_pyopencl_script_runs_unchanged_and_its_launches_replay_ok",
+                &why,
+            );
             return;
         }
     };

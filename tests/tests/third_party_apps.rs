@@ -7,13 +7,17 @@ use cltrap_e2e::*;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
-fn installed(prog: &str) -> Option<PathBuf> {
+/// The program's path, or None after saying (SKIP) which Debian package provides it.
+fn installed(prog: &str, package: &str) -> Option<PathBuf> {
     let out = run_native("sh", &["-c", &format!("command -v {prog}")]);
     let path = out.stdout_text().trim().to_string();
     if out.success() && !path.is_empty() {
         Some(PathBuf::from(path))
     } else {
-        println!("SKIP: {prog} is not installed (apt-get install {prog})");
+        skip(
+            prog,
+            &format!("{prog} is not installed (apt-get install {prog})"),
+        );
         None
     }
 }
@@ -40,7 +44,7 @@ fn mask_numbers(text: &str) -> String {
 /// Runs one clpeak mode natively and captured; returns the capture directory (None when
 /// clpeak is not installed).
 fn clpeak_mode(mode: &str, flags: &[&str], min_launches: usize) -> Option<TestDir> {
-    let clpeak = installed("clpeak")?;
+    let clpeak = installed("clpeak", "clpeak")?;
     let native = run_native(&clpeak, &[mode]).expect_success();
     let dir = fresh_capture_dir(&format!("clpeak{mode}"));
     let captured = run_captured(&dir, flags, &clpeak, &[mode]);
@@ -91,7 +95,7 @@ fn clpeak_integer_compute_runs_unchanged_and_its_launches_replay_ok() {
 
 #[test]
 fn clfft_client_result_is_unchanged_and_its_launches_replay_ok() {
-    let Some(client) = installed("clFFT-client") else {
+    let Some(client) = installed("clFFT-client", "clfft-client") else {
         return;
     };
     let args = ["-x", "64", "-y", "64", "-c", "-p", "1"];
@@ -116,7 +120,7 @@ fn clfft_client_result_is_unchanged_and_its_launches_replay_ok() {
 
 #[test]
 fn ffmpeg_opencl_filter_output_is_bit_identical_and_its_launches_replay_ok() {
-    let Some(ffmpeg) = installed("ffmpeg") else {
+    let Some(ffmpeg) = installed("ffmpeg", "ffmpeg") else {
         return;
     };
     let args: Vec<&OsStr> = [
