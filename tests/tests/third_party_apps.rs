@@ -16,7 +16,7 @@ fn installed(prog: &str, package: &str) -> Option<PathBuf> {
     } else {
         skip(
             prog,
-            &format!("{prog} is not installed (apt-get install {prog})"),
+            &format!("{prog} is not installed (apt-get install {package})"),
         );
         None
     }
