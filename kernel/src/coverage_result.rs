@@ -128,7 +128,20 @@ impl CoverageMap {
         res.recount();
         let local = [counters[2] as u64, counters[3] as u64, counters[4] as u64];
         let n = [counters[5] as u64, counters[6] as u64, counters[7] as u64];
-        let ng = n[0] * n[1] * n[2];
+        // Group counts come from the device; a buffer that cannot hold them all (or garbage
+        // from a crashed kernel) is reported as overflow rather than trusted.
+        let ng = n[0]
+            .checked_mul(n[1])
+            .and_then(|x| x.checked_mul(n[2]))
+            .unwrap_or(u64::MAX);
+        let room = (counters.len() as u64 - self.static_len() as u64)
+            / (self.barriers.len().max(1) as u64);
+        let ng = if ng > room {
+            res.overflow = true;
+            0
+        } else {
+            ng
+        };
         let g3 = [
             global.first().copied().unwrap_or(1),
             global.get(1).copied().unwrap_or(1),
