@@ -52,10 +52,12 @@ static int g_failures = 0;
         }                                                                             \
     } while (0)
 
-/* Reads a kernel file from the fixtures' kernel directory; the caller frees it. */
+/* Reads a kernel file from the fixtures' kernel directory (the one compiled in, or
+ * $FIXTURE_KERNEL_DIR when the fixture runs on another machine); the caller frees it. */
 static char *read_kernel(const char *name) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", KERNEL_DIR, name);
+    const char *dir = getenv("FIXTURE_KERNEL_DIR");
+    snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : KERNEL_DIR, name);
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "cannot open kernel file %s\n", path);
