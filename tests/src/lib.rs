@@ -222,8 +222,11 @@ pub struct Outcome {
     pub code: Option<i32>,
     /// Signal number, when a signal ended it.
     pub signal: Option<i32>,
+    /// Raw stdout bytes: compared byte for byte between native and captured runs.
     pub stdout: Vec<u8>,
+    /// stderr as text (lossy); the shim's `cltrap:` lines are looked for here.
     pub stderr: String,
+    /// Wall time, for failure messages.
     pub elapsed: Duration,
 }
 
