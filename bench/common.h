@@ -7,6 +7,7 @@
 #include <CL/cl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define CHECK(call)                                                                        \
@@ -31,20 +32,30 @@ static double now_s(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* Uses platform BENCH_PLATFORM (an index, default 0) and its default device, so the same
- * binary can be measured on each platform of a machine with several. */
+/* Uses platform BENCH_PLATFORM (an index, or a part of the platform's name; default 0) and
+ * its default device, so the same binary can be measured on each platform of a machine. */
 static void bench_init(struct bench *b, const char *source) {
-    cl_platform_id platforms[16], platform;
+    cl_platform_id platforms[16], platform = NULL;
     cl_uint count = 0;
     cl_int err;
     CHECK(clGetPlatformIDs(16, platforms, &count));
+    if (count > 16)
+        count = 16;
     const char *want = getenv("BENCH_PLATFORM");
-    cl_uint index = want ? (cl_uint)strtoul(want, NULL, 10) : 0;
-    if (index >= count || index >= 16) {
-        fprintf(stderr, "bench: no OpenCL platform %u (%u found)\n", index, count);
+    if (!want || !*want)
+        want = "0";
+    char *end;
+    unsigned long index = strtoul(want, &end, 10);
+    for (cl_uint i = 0; i < count && !platform; i++) {
+        char name[256] = "";
+        clGetPlatformInfo(platforms[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
+        if (*end ? strstr(name, want) != NULL : i == index)
+            platform = platforms[i];
+    }
+    if (!platform) {
+        fprintf(stderr, "bench: no OpenCL platform '%s' (%u found)\n", want, count);
         exit(2);
     }
-    platform = platforms[index];
     CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_DEFAULT, 1, &b->device, NULL));
     b->context = clCreateContext(NULL, 1, &b->device, NULL, NULL, &err);
     CHECK(err);

@@ -4,11 +4,11 @@
 # The four modes ALTERNATE within each round (the order rotates every round), so drift of the
 # machine (thermal, page cache, other load) hits every mode alike; medians are printed with the
 # ratios to native, the capture's bytes versus the unique contents, MB/s of full capture and
-# the peak RSS (of the application process, via /usr/bin/time).
+# the peak RSS (of the application process, via bench/measure.py).
 #
 # Usage: bench/run.sh                 (ROUNDS=5 STORM_N=100000 HEAVY_N=200 by default)
 #        ROUNDS=3 MODES="native off" bench/run.sh
-#        BENCH_PLATFORM=1 bench/run.sh  (OpenCL platform index, default 0)
+#        BENCH_PLATFORM=1 bench/run.sh  (OpenCL platform: index, or part of its name; default 0)
 #        BENCH_NO_BUILD=1 bench/run.sh  (use target/bench/* as they are: machines without cc)
 # Raw rows go to target/bench/results.tsv; captures are made in target/bench/cap-* and deleted.
 set -euo pipefail
@@ -20,8 +20,6 @@ HEAVY_N="${HEAVY_N:-200}"
 read -r -a MODES <<<"${MODES:-native off hash full}"
 
 CLTRAP=target/release/cltrap
-TIME=/usr/bin/time
-[ -x "$TIME" ] || { echo "bench: $TIME is missing (apt-get install time)" >&2; exit 1; }
 if [ ! -x "$CLTRAP" ] || [ ! -e target/release/libcltrap.so ]; then
     cargo build --release -p cltrap -p cltrap-shim
 fi
@@ -48,7 +46,7 @@ run_one() { # run_one BENCH MODE ROUND BINARY ARGS...
     hash | full) cmd=("$CLTRAP" run --out "$cap" --buffers "$mode" -- "$@") ;;
     *) echo "bench: unknown mode $mode" >&2; exit 2 ;;
     esac
-    if ! out="$("$TIME" -f '%e %M' -o "$tfile" "${cmd[@]}")"; then
+    if ! out="$(python3 bench/measure.py "$tfile" "${cmd[@]}")"; then
         echo "bench: '${cmd[*]}' failed:" >&2
         printf '%s\n' "$out" >&2
         exit 1
