@@ -552,6 +552,24 @@ pub fn assert_list_shows(dir: &Path, capture: &Capture) -> Outcome {
     out
 }
 
+/// A capture that went well adds nothing to the application's stderr but the launcher's
+/// one summary line (the driver's compiler chatter aside: it depends on PoCL's kernel cache).
+pub fn assert_quiet_capture(native: &Outcome, captured: &Outcome) {
+    let mut extra: Vec<&str> = meaningful_stderr_lines(&captured.stderr);
+    let summary = extra.pop();
+    assert!(
+        summary.is_some_and(|l| l.starts_with("cltrap:")),
+        "`cltrap run` ends with its summary line\n{}",
+        captured.describe()
+    );
+    assert_eq!(
+        extra,
+        meaningful_stderr_lines(&native.stderr),
+        "the capture wrote to the application's stderr\n{}",
+        captured.describe()
+    );
+}
+
 /// The whole round trip for one fixture: run it natively (it must succeed), run it under
 /// `cltrap run` (same ending, same stdout), read the capture, check that `cltrap list`
 /// shows every launch and that `cltrap replay` reports every launch `ok`.
@@ -562,6 +580,7 @@ pub fn round_trip(name: &str, args: &[&str], flags: &[&str]) -> (TestDir, Captur
     let captured = run_captured(&dir, flags, &exe, args);
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
+    assert_quiet_capture(&native, &captured);
     let cap = open_capture(&dir);
     if flags.is_empty() {
         assert_full_contents(&cap);
