@@ -583,8 +583,18 @@ impl Ins<'_> {
                 self.stmt(body, loops, d)?;
             }
             StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Do { .. } => {
-                self.loop_stmt(s, loops, d)?
+                self.loop_stmt(s, None, loops, d)?
             }
+            StmtKind::Attributed { body } => match &body.kind {
+                StmtKind::For { body: b, .. }
+                | StmtKind::While { body: b, .. }
+                | StmtKind::Do { body: b, .. }
+                    if !body.span.macro_start && Self::usable(b.span, body.span) =>
+                {
+                    self.loop_stmt(body, Some(s), loops, d)?
+                }
+                _ => self.stmt(body, loops, d)?,
+            },
             StmtKind::Switch { cond, body } => {
                 self.expr(cond, d)?;
                 let has_default = switch_has_default(body);
@@ -686,6 +696,28 @@ impl Ins<'_> {
         Ok(())
     }
 
+    /// Opens the block that holds a loop's iteration counter, before `at` (the loop, or the
+    /// `#pragma` / attribute in front of it). A `#pragma` must start its line, so there the
+    /// block opens at the start of the line, followed by a newline and `#line` to keep the
+    /// user's numbering.
+    fn open_counter_block(&mut self, at: &Stmt, var: &str, d: i64) {
+        let src = self.p.source.as_bytes();
+        if src.get(at.span.start as usize) == Some(&b'#') {
+            let line_start = src[..at.span.start as usize]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |i| i + 1);
+            self.edits.insert(
+                line_start as u32,
+                format!("{{ uint {var} = 0u;\n#line {}\n", at.span.line),
+                d,
+            );
+        } else {
+            self.edits
+                .insert(at.span.start, format!("{{ uint {var} = 0u; "), d);
+        }
+    }
+
     /// Visits the expressions of a loop that is not itself instrumented.
     fn loop_parts(&mut self, s: &Stmt, loops: &[LoopCtx], d: i64) -> Result<(), KernelError> {
         match &s.kind {
@@ -705,7 +737,13 @@ impl Ins<'_> {
         Ok(())
     }
 
-    fn loop_stmt(&mut self, s: &Stmt, loops: &[LoopCtx], d: i64) -> Result<(), KernelError> {
+    fn loop_stmt(
+        &mut self,
+        s: &Stmt,
+        outer: Option<&Stmt>,
+        loops: &[LoopCtx],
+        d: i64,
+    ) -> Result<(), KernelError> {
         let (construct, word, cond, body) = match &s.kind {
             StmtKind::For { cond, body, .. } => (Construct::For, "for", cond.as_ref(), body),
             StmtKind::While { cond, body } => (Construct::While, "while", Some(cond), body),
@@ -742,9 +780,9 @@ impl Ins<'_> {
             zero_slot,
             span: s.span,
         };
-        let end = self.full_end(s)?;
-        self.edits
-            .insert(s.span.start, format!("{{ uint {var} = 0u; "), d);
+        let whole = outer.unwrap_or(s);
+        let end = self.full_end(whole)?;
+        self.open_counter_block(whole, &var, d);
         self.edits
             .insert(end, format!(" {} }}", self.loop_record(&ctx)), -d);
         if let StmtKind::For { init: Some(i), .. } = &s.kind {
@@ -914,6 +952,7 @@ fn needs_semi(s: &Stmt) -> bool {
         | StmtKind::Case { body, .. }
         | StmtKind::Default { body, .. }
         | StmtKind::Label { body, .. } => needs_semi(body),
+        StmtKind::Attributed { body } => needs_semi(body),
         StmtKind::Compound(_) | StmtKind::Decl(_) | StmtKind::Null | StmtKind::Other(_) => false,
     }
 }
@@ -931,7 +970,8 @@ fn switch_has_default(s: &Stmt) -> bool {
         | StmtKind::While { body, .. }
         | StmtKind::Do { body, .. }
         | StmtKind::Case { body, .. }
-        | StmtKind::Label { body, .. } => switch_has_default(body),
+        | StmtKind::Label { body, .. }
+        | StmtKind::Attributed { body } => switch_has_default(body),
         _ => false,
     }
 }

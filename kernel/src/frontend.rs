@@ -111,6 +111,10 @@ fn is_expr(kind: i32) -> bool {
     (100..=199).contains(&kind)
 }
 
+fn is_stmt_or_expr(kind: i32) -> bool {
+    (100..=299).contains(&kind)
+}
+
 fn is_ref(kind: i32) -> bool {
     (40..=99).contains(&kind)
 }
@@ -364,6 +368,34 @@ impl<'a> Builder<'a> {
                 StmtKind::Goto(kids.first().map(|k| k.spelling.clone()).unwrap_or_default())
             }
             k if is_expr(k) => StmtKind::Expr(self.expr(n)?),
+            // `#pragma unroll` / `__attribute__((opencl_unroll_hint))` on a loop: libclang 14
+            // shows the AttributedStmt as an unexposed statement around the loop.
+            CXCursor_UnexposedStmt
+                if kids.iter().filter(|c| is_stmt_or_expr(c.kind)).count() == 1 =>
+            {
+                let inner = kids
+                    .iter()
+                    .find(|c| is_stmt_or_expr(c.kind))
+                    .ok_or_else(|| {
+                        unsupported(
+                            "attributed statement",
+                            span.line,
+                            span.col,
+                            "no statement inside",
+                        )
+                    })?;
+                StmtKind::Attributed {
+                    body: boxed(inner)?,
+                }
+            }
+            k if kids.iter().any(|c| is_stmt_or_expr(c.kind)) => {
+                return Err(unsupported(
+                    &clang::kind_name(k),
+                    span.line,
+                    span.col,
+                    "cltrap's model does not know this statement, and it contains code",
+                ))
+            }
             k => StmtKind::Other(clang::kind_name(k)),
         };
         Ok(Stmt { kind, span })
@@ -609,6 +641,14 @@ impl<'a> Builder<'a> {
                     }
                 }
                 CXCursor_UnaryExpr => ExprKind::SizeOf,
+                CXCursor_StmtExpr => {
+                    return Err(unsupported(
+                        "statement expression `({ ... })`",
+                        span.line,
+                        span.col,
+                        "GNU statement expressions are not modelled",
+                    ))
+                }
                 CXCursor_UnexposedExpr if kids.len() == 1 => {
                     let inner = self.expr(kids[0])?;
                     if inner.span.start == span.start && inner.span.end == span.end {

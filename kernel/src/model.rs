@@ -245,7 +245,10 @@ pub enum StmtKind {
     Label { name: String, body: Box<Stmt> },
     /// `goto label`.
     Goto(String),
-    /// Anything else, by libclang's kind name.
+    /// A statement with attributes: `#pragma unroll` or `__attribute__((opencl_unroll_hint))`
+    /// before a loop. The span starts at the pragma or attribute.
+    Attributed { body: Box<Stmt> },
+    /// Anything else without sub-statements, by libclang's kind name.
     Other(String),
 }
 
@@ -541,7 +544,8 @@ pub fn visit_stmts<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Stmt)) {
         | StmtKind::Switch { body, .. }
         | StmtKind::Case { body, .. }
         | StmtKind::Default { body, .. }
-        | StmtKind::Label { body, .. } => visit_stmts(body, f),
+        | StmtKind::Label { body, .. }
+        | StmtKind::Attributed { body } => visit_stmts(body, f),
         _ => {}
     }
 }

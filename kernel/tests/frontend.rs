@@ -37,6 +37,7 @@ const FIXTURES: &[&str] = &[
     "branches.cl",
     "with_include.cl",
     "goto_out.cl",
+    "unroll.cl",
 ];
 
 fn all_exprs(f: &Function) -> Vec<Expr> {
@@ -247,12 +248,25 @@ fn no_edits_give_back_the_original_text_of_every_fixture() {
     }
 }
 
-/// Everything after the prelude's `#line 1` must have exactly the user's line structure.
-fn user_part(instrumented: &str) -> &str {
+/// Everything after the prelude's `#line 1` must have exactly the user's line structure, once
+/// the `\n#line N\n` that open counter blocks before a `#pragma` are joined back.
+fn user_part(instrumented: &str) -> String {
     let at = instrumented
         .find("#line 1\n")
         .expect("prelude ends with #line 1");
-    &instrumented[at + "#line 1\n".len()..]
+    let mut out = String::new();
+    let mut lines = instrumented[at + "#line 1\n".len()..]
+        .split('\n')
+        .peekable();
+    while let Some(l) = lines.next() {
+        out.push_str(l);
+        if lines.peek().is_some_and(|n| n.starts_with("#line ")) {
+            lines.next();
+        } else if lines.peek().is_some() {
+            out.push('\n');
+        }
+    }
+    out
 }
 
 #[test]
@@ -293,6 +307,43 @@ fn rewritten_sources_compile_and_keep_the_users_lines() {
             assert_eq!(k2.params.len(), k.params.len() + 1, "{name}");
         }
     }
+}
+
+#[test]
+fn pragma_unrolled_loops_are_modelled_and_counted_before_the_pragma() {
+    let p = parse_program(&fixture("unroll.cl"), "").unwrap();
+    let k = p.function("unrolled").unwrap();
+    let mut attributed = Vec::new();
+    visit_stmts(k.body.as_ref().unwrap(), &mut |s| {
+        if let StmtKind::Attributed { body } = &s.kind {
+            attributed.push((s.span.line, matches!(body.kind, StmtKind::For { .. })));
+        }
+    });
+    assert_eq!(attributed, [(5, true), (7, true)]);
+    let cov = instrument_coverage(&p, CoverageOptions::default()).unwrap();
+    assert!(
+        cov.source
+            .contains("{ uint __cltrap_it0 = 0u;\n#line 5\n  #pragma unroll 4\n"),
+        "{}",
+        cov.source
+    );
+    let loops = cov
+        .map
+        .slots
+        .iter()
+        .filter(|s| s.label.ends_with("ran 0 times"))
+        .count();
+    assert_eq!(loops, 2);
+}
+
+#[test]
+fn statement_expressions_are_refused_not_hidden() {
+    let src = "__kernel void k(__global int* o) {\n  o[0] = ({ int t = 1; t > 0 ? t : -t; });\n}\n";
+    let err = parse_program(src, "").unwrap_err();
+    assert!(
+        matches!(&err, KernelError::Unsupported { line: 2, .. }),
+        "{err}"
+    );
 }
 
 #[test]

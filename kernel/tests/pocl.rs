@@ -245,6 +245,36 @@ fn a_goto_out_of_a_loop_still_records_the_loops_iterations() {
 }
 
 #[test]
+fn pragma_unrolled_loops_keep_their_results_and_are_counted() {
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let s = session();
+    let input = launch(
+        "unrolled",
+        &[4],
+        Some(&[2]),
+        None,
+        vec![
+            buffer(vec![0; 4]),
+            InputArg::Scalar(7i32.to_le_bytes().to_vec()),
+        ],
+    );
+    let (map, res) = cover(&s, "unroll.cl", "", &input);
+    assert_eq!(
+        hit_labels(&map, &res),
+        [
+            "for (i < n) ran more than once",
+            "for (i < n) true",
+            "for (i < n) false",
+            "for (j < n) ran more than once",
+            "for (j < n) true",
+            "for (j < n) false",
+            "if (j > 2) true",
+            "if (j > 2) false",
+        ]
+    );
+}
+
+#[test]
 fn coverage_is_exact_when_every_group_returns_at_once() {
     let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
     let s = session();
