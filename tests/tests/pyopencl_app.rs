@@ -69,6 +69,7 @@ fn a_pyopencl_script_runs_unchanged_and_its_launches_replay_ok() {
     let captured = run_captured(&dir, &[], &python, &args);
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
+    assert_quiet_capture(&native, &captured);
     let cap = open_capture(&dir);
     assert_eq!(kernel_sequence(&cap), ["saxpy", "block_sum"]);
     let sum = &cap.launches[1];

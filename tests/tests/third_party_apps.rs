@@ -61,6 +61,7 @@ fn clpeak_mode(mode: &str, flags: &[&str], min_launches: usize) -> Option<TestDi
         "clpeak's report changed shape under the shim\n{}",
         captured.describe()
     );
+    assert_quiet_capture(&native, &captured);
     let cap = open_capture(&dir);
     assert!(
         cap.launches.len() >= min_launches,
@@ -109,6 +110,7 @@ fn clfft_client_result_is_unchanged_and_its_launches_replay_ok() {
     let captured = run_captured(&dir, &[], &client, &args);
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
+    assert_quiet_capture(&native, &captured);
     let cap = open_capture(&dir);
     assert!(
         !cap.launches.is_empty(),
@@ -156,6 +158,7 @@ fn ffmpeg_opencl_filter_output_is_bit_identical_and_its_launches_replay_ok() {
     let captured = run_captured(&dir, &[], &ffmpeg, &args);
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
+    assert_quiet_capture(&native, &captured);
     let cap = open_capture(&dir);
     assert!(
         !cap.launches.is_empty(),
