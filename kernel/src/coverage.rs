@@ -626,28 +626,46 @@ impl Ins<'_> {
                 self.stmt(body, loops, d)?;
             }
             StmtKind::Case { value, body, colon } => {
-                let label = format!("case {}", short(self.text(value.span)));
-                let slot = self.add_slot(
-                    SlotKind::Branch,
-                    Construct::Case,
-                    Outcome::Taken,
-                    s.span,
-                    label,
-                );
-                self.edits
-                    .insert(*colon, format!(" __CLTRAP_HIT({slot});"), d);
+                match colon {
+                    Some(colon) => {
+                        let label = format!("case {}", short(self.text(value.span)));
+                        let slot = self.add_slot(
+                            SlotKind::Branch,
+                            Construct::Case,
+                            Outcome::Taken,
+                            s.span,
+                            label,
+                        );
+                        self.edits
+                            .insert(*colon, format!(" __CLTRAP_HIT({slot});"), d);
+                    }
+                    None => self.skip(
+                        "case label",
+                        s.span,
+                        "it is written inside a macro expansion",
+                    )?,
+                }
                 self.stmt(body, loops, d)?;
             }
             StmtKind::Default { body, colon } => {
-                let slot = self.add_slot(
-                    SlotKind::Branch,
-                    Construct::Default,
-                    Outcome::Taken,
-                    s.span,
-                    "default".into(),
-                );
-                self.edits
-                    .insert(*colon, format!(" __CLTRAP_HIT({slot});"), d);
+                match colon {
+                    Some(colon) => {
+                        let slot = self.add_slot(
+                            SlotKind::Branch,
+                            Construct::Default,
+                            Outcome::Taken,
+                            s.span,
+                            "default".into(),
+                        );
+                        self.edits
+                            .insert(*colon, format!(" __CLTRAP_HIT({slot});"), d);
+                    }
+                    None => self.skip(
+                        "default label",
+                        s.span,
+                        "it is written inside a macro expansion",
+                    )?,
+                }
                 self.stmt(body, loops, d)?;
             }
             StmtKind::Return(e) => {

@@ -339,7 +339,7 @@ impl<'a> Builder<'a> {
                     ));
                 }
                 let value = self.expr(&kids[0])?;
-                let colon = self.colon_after(value.span.end, span)?;
+                let colon = self.colon_after(value.span.end, span);
                 StmtKind::Case {
                     value,
                     body: boxed(&kids[1])?,
@@ -347,7 +347,7 @@ impl<'a> Builder<'a> {
                 }
             }
             CXCursor_DefaultStmt => {
-                let colon = self.colon_after(span.start, span)?;
+                let colon = self.colon_after(span.start, span);
                 StmtKind::Default {
                     body: boxed(need(0)?)?,
                     colon,
@@ -401,7 +401,11 @@ impl<'a> Builder<'a> {
         Ok(Stmt { kind, span })
     }
 
-    fn colon_after(&self, off: u32, span: Span) -> Result<u32, KernelError> {
+    /// Offset just past the label's `:`, when it is written in the program text (not by a macro).
+    fn colon_after(&self, off: u32, span: Span) -> Option<u32> {
+        if span.macro_start {
+            return None;
+        }
         let toks = self.tokens();
         let i = self.tok_index(off);
         toks[i..]
@@ -409,14 +413,6 @@ impl<'a> Builder<'a> {
             .take_while(|t| t.start < span.end)
             .find(|t| t.text == ":")
             .map(|t| t.end)
-            .ok_or_else(|| {
-                unsupported(
-                    "case label",
-                    span.line,
-                    span.col,
-                    "its `:` is not in the program text (macro?)",
-                )
-            })
     }
 
     fn var(&self, n: &RawNode) -> Result<VarDecl, KernelError> {
@@ -453,6 +449,14 @@ impl<'a> Builder<'a> {
         let mut inc = None;
         let mut body = None;
         if span.macro_start {
+            if kids.len() == 1 {
+                return Ok(StmtKind::For {
+                    init: None,
+                    cond: None,
+                    inc: None,
+                    body: Box::new(self.stmt(&kids[0])?),
+                });
+            }
             if kids.len() != 4 {
                 return Err(unsupported(
                     "for loop",

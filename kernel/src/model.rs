@@ -225,14 +225,15 @@ pub enum StmtKind {
     Do { body: Box<Stmt>, cond: Expr },
     /// `switch (cond) body`.
     Switch { cond: Expr, body: Box<Stmt> },
-    /// `case value: body`; `colon` is the byte offset just past the `:`.
+    /// `case value: body`; `colon` is the byte offset just past the `:` (absent when a macro
+    /// wrote the label).
     Case {
         value: Expr,
         body: Box<Stmt>,
-        colon: u32,
+        colon: Option<u32>,
     },
-    /// `default: body`; `colon` is the byte offset just past the `:`.
-    Default { body: Box<Stmt>, colon: u32 },
+    /// `default: body`; `colon` as for `Case`.
+    Default { body: Box<Stmt>, colon: Option<u32> },
     /// `return` with its value.
     Return(Option<Expr>),
     /// `break`.

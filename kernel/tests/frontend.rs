@@ -38,6 +38,7 @@ const FIXTURES: &[&str] = &[
     "with_include.cl",
     "goto_out.cl",
     "unroll.cl",
+    "macro_labels.cl",
 ];
 
 fn all_exprs(f: &Function) -> Vec<Expr> {
@@ -334,6 +335,29 @@ fn pragma_unrolled_loops_are_modelled_and_counted_before_the_pragma() {
         .filter(|s| s.label.ends_with("ran 0 times"))
         .count();
     assert_eq!(loops, 2);
+}
+
+#[test]
+fn labels_and_loops_written_by_macros_are_skipped_and_listed() {
+    let p = parse_program(&fixture("macro_labels.cl"), "").unwrap();
+    let cov = instrument_coverage(&p, CoverageOptions::default()).unwrap();
+    let skipped: Vec<(&str, u32)> = cov
+        .map
+        .skipped
+        .iter()
+        .map(|s| (s.construct.as_str(), s.line))
+        .collect();
+    assert_eq!(skipped, [("case label", 5), ("loop", 7)]);
+    let labels: Vec<&str> = cov.map.slots.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "switch (n) no case matched",
+            "case 2",
+            "if (++i > n) true",
+            "if (++i > n) false"
+        ]
+    );
 }
 
 #[test]
