@@ -419,3 +419,11 @@ fn launches_gated_by_a_user_event_neither_block_the_application_nor_break_the_ca
         );
     }
 }
+
+#[test]
+fn early_released_objects_and_launches_from_event_callbacks_are_captured_and_replay_ok() {
+    let (_dir, cap) = round_trip("lifetimes", &[], &[]);
+    assert_eq!(kernel_sequence(&cap), ["add_arrays", "fill_seq", "negate"]);
+    // (PoCL runs the callback on whichever application thread notices the completion, often
+    // inside the shim's own call into the runtime: the launch is re-entrant.)
+}
