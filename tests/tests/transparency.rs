@@ -172,3 +172,29 @@ fn past_the_disk_budget_capture_continues_with_digests_and_says_so_once() {
     assert!(digests > 0, "past the budget, contents are kept as digests");
     assert_list_shows(&dir, &cap);
 }
+
+#[test]
+fn every_fixture_behaves_identically_under_the_pass_through_shim() {
+    for name in [
+        "args",
+        "memory",
+        "ndrange",
+        "programs",
+        "queues",
+        "threads",
+        "dlopen_app",
+        "images",
+        "errors",
+        "gated",
+        "lifetimes",
+        "sequence",
+    ] {
+        let exe = fixture(name);
+        let native = run_native(&exe, &[] as &[&str]).expect_success();
+        let dir = fresh_capture_dir(&format!("off-{name}"));
+        let off = run_captured(&dir, &["--capture", "off"], &exe, &[] as &[&str]);
+        off.assert_no_panic();
+        assert_same_behaviour(&native, &off);
+        assert_quiet_capture(&native, &off);
+    }
+}
