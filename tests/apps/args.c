@@ -1,5 +1,5 @@
 /* Fixture: by-value kernel arguments — int, uint, long, float, char, uchar, short, ulong,
- * double (where the device has fp64), float4, int2, uchar16 and a struct. */
+ * double (where the device has fp64), float4, int2, uchar16, float3 (16 bytes) and a struct. */
 #include "common.h"
 
 typedef struct {
@@ -63,7 +63,7 @@ int main(void) {
 
     /* Vectors. */
     cl_kernel kv = make_kernel(p, "vectors");
-    cl_mem outv = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, sizeof(cl_float) * 22 * N, NULL, &err);
+    cl_mem outv = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, sizeof(cl_float) * 25 * N, NULL, &err);
     CHECK_ERR(err);
     cl_float4 f4 = {{1.5f, -2.25f, 3.0f, 1e-3f}};
     cl_int2 i2 = {{-5, 77}};
@@ -73,18 +73,22 @@ int main(void) {
     CHECK(clSetKernelArg(kv, 1, sizeof f4, &f4));
     CHECK(clSetKernelArg(kv, 2, sizeof i2, &i2));
     CHECK(clSetKernelArg(kv, 3, sizeof u16, &u16));
+    cl_float3 f3 = {{-1.0f, 0.5f, 7.25f}};
+    CHECK(clSetKernelArg(kv, 4, sizeof f3, &f3));
     CHECK(clEnqueueNDRangeKernel(q, kv, 1, NULL, &gsz, NULL, 0, NULL, NULL));
-    cl_float gotv[22 * N];
+    cl_float gotv[25 * N];
     CHECK(clEnqueueReadBuffer(q, outv, CL_TRUE, 0, sizeof gotv, gotv, 0, NULL, NULL));
     for (int g = 0; g < N; g++) {
-        cl_float *o = gotv + g * 22;
+        cl_float *o = gotv + g * 25;
         for (int k = 0; k < 4; k++) EXPECT(o[k] == f4.s[k], "float4[%d] %g", k, o[k]);
         EXPECT(o[4] == -5.0f && o[5] == 77.0f, "int2 %g %g", o[4], o[5]);
         for (int k = 0; k < 16; k++)
             EXPECT(o[6 + k] == (float)u16.s[k], "uchar16[%d] %g", k, o[6 + k]);
+        for (int k = 0; k < 3; k++) EXPECT(o[22 + k] == f3.s[k], "float3[%d] %g", k, o[22 + k]);
     }
-    printf("vectors: float4=(%g,%g,%g,%g) int2=(%d,%d) uchar16[15]=%u\n", f4.s[0], f4.s[1],
-           f4.s[2], f4.s[3], i2.s[0], i2.s[1], u16.s[15]);
+    printf("vectors: float4=(%g,%g,%g,%g) int2=(%d,%d) uchar16[15]=%u float3=(%g,%g,%g)\n",
+           f4.s[0], f4.s[1], f4.s[2], f4.s[3], i2.s[0], i2.s[1], u16.s[15], f3.s[0], f3.s[1],
+           f3.s[2]);
 
     /* A struct by value. */
     cl_kernel kst = make_kernel(p, "by_struct");

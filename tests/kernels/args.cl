@@ -22,9 +22,9 @@ __kernel void scalars(__global long *out, int i, uint u, long l, float f, char c
     o[7] = (long)(ul >> 1);
 }
 
-__kernel void vectors(__global float *out, float4 f4, int2 i2, uchar16 u16) {
+__kernel void vectors(__global float *out, float4 f4, int2 i2, uchar16 u16, float3 f3) {
     size_t g = get_global_id(0);
-    __global float *o = out + g * 22;
+    __global float *o = out + g * 25;
     vstore4(f4, 0, o);
     o[4] = (float)i2.x;
     o[5] = (float)i2.y;
@@ -32,6 +32,7 @@ __kernel void vectors(__global float *out, float4 f4, int2 i2, uchar16 u16) {
     vstore16(u16, 0, u);
     for (int k = 0; k < 16; k++)
         o[6 + k] = (float)u[k];
+    vstore3(f3, 0, o + 22);
 }
 
 __kernel void by_struct(__global float *out, params_t p) {

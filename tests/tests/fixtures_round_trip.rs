@@ -32,7 +32,7 @@ fn scalar_vector_and_struct_arguments_are_captured_byte_exact_and_replay_ok() {
         .iter()
         .map(|a| scalar_bytes(a).map(|b| b.len()).unwrap_or(0))
         .collect();
-    assert_eq!(vsizes, [16, 8, 16], "vector sizes {:?}", vectors.args);
+    assert_eq!(vsizes, [16, 8, 16, 16], "vector sizes {:?}", vectors.args);
     assert_eq!(
         vectors.args[1].info().type_name,
         "float4",
