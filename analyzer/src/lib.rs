@@ -4,6 +4,10 @@
 //! - [`replay`] re-runs captured launches and checks them against what the application saw;
 //! - [`executor`] is the reusable "run this launch on that device" engine that replay and
 //!   every later analysis (coverage, schedules, fuzzing, mutation) are built on;
+//! - [`schedules`] is `cltrap replay --schedules`: permuted work-group schedules find races;
+//! - [`cover`] is `cltrap cover`: branch, loop-boundary and barrier coverage of replayed
+//!   launches, and the reports (terminal, JSON, LCOV, HTML) the live-app path writes too;
+//! - [`variant`] builds instrumented variants of captured programs, once per program;
 //! - [`launcher`] is `cltrap run`: starts an application with the capture shim loaded;
 //! - [`values`], [`compare`], [`ids`] and [`site`] are the small pure pieces they share.
 //!
@@ -12,11 +16,14 @@
 //! Architecture invariant: only [`executor`] calls OpenCL.
 
 pub mod compare;
+pub mod cover;
 pub mod executor;
 pub mod ids;
 pub mod launcher;
 pub mod list;
 pub mod replay;
+pub mod schedules;
 pub mod show;
 pub mod site;
 pub mod values;
+pub mod variant;

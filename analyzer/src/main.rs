@@ -1,9 +1,11 @@
 //! `cltrap`: the command line. Glue only — the work is in the `cltrap_analyzer` library.
 
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
+use cltrap_analyzer::cover::{self, CoverOptions, ReportPaths};
 use cltrap_analyzer::executor::{list_devices, DeviceSelector};
 use cltrap_analyzer::launcher::{self, RunRequest};
 use cltrap_analyzer::replay::{self, Outcome, ReplayOptions};
+use cltrap_analyzer::schedules::{self, ScheduleOptions};
 use cltrap_analyzer::site::Resolver;
 use cltrap_analyzer::{ids, list, show};
 use cltrap_capture::{Capture, CONTROLS};
@@ -64,6 +66,43 @@ enum Cmd {
         /// Allow floating-point outputs to differ by up to N ulp.
         #[arg(long, default_value_t = 0, value_name = "N")]
         ulp: u64,
+        /// Run each launch under N random work-group schedules and classify it:
+        /// deterministic, schedule-dependent (inter-group race) or nondeterministic.
+        #[arg(long, value_name = "N")]
+        schedules: Option<u32>,
+        /// With --schedules: runs of the identity schedule per launch.
+        #[arg(long, default_value_t = 3, value_name = "M", requires = "schedules")]
+        repeats: u32,
+        /// With --schedules: seed of the first schedule (schedule k uses SEED+k).
+        #[arg(long, default_value_t = 1, value_name = "SEED", requires = "schedules")]
+        seed: u64,
+        /// With --schedules: print compile time and per-run times (for benchmarks).
+        #[arg(long, hide = true, requires = "schedules")]
+        timing: bool,
+    },
+    /// Branch, loop-boundary and barrier coverage of kernels, measured on replayed launches.
+    Cover {
+        dir: PathBuf,
+        /// Launch ids: 3, 0,2,5, 2-7, or several such words (default: all).
+        ids: Vec<String>,
+        /// Platform by index or case-insensitive name substring.
+        #[arg(long)]
+        platform: Option<String>,
+        /// Device by index or case-insensitive name substring.
+        #[arg(long)]
+        device: Option<String>,
+        /// Write an LCOV tracefile (kernel sources are written next to it, for genhtml).
+        #[arg(long, value_name = "FILE")]
+        lcov: Option<PathBuf>,
+        /// Write an HTML report (index.html, annotated kernel sources) into DIR.
+        #[arg(long, value_name = "DIR")]
+        html: Option<PathBuf>,
+        /// Write the JSON report.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Print instrumentation, compile and run times, instrumented vs plain (for benchmarks).
+        #[arg(long, hide = true)]
+        timing: bool,
     },
     /// The capture controls (env variables and `cltrap run` flags).
     Controls {
@@ -102,6 +141,16 @@ fn command() -> clap::Command {
         }
         run
     })
+}
+
+fn parse_selection(ids: &[String]) -> Result<Option<Vec<u64>>, String> {
+    if ids.is_empty() {
+        Ok(None)
+    } else {
+        ids::parse_ids(&ids.join(","))
+            .map(Some)
+            .map_err(|e| e.to_string())
+    }
 }
 
 fn open(dir: &Path) -> Result<Capture, String> {
@@ -173,13 +222,26 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             platform,
             device,
             ulp,
+            schedules,
+            repeats,
+            seed,
+            timing,
         } => {
             let capture = open(&dir)?;
-            let ids = if ids.is_empty() {
-                None
-            } else {
-                Some(ids::parse_ids(&ids.join(",")).map_err(|e| e.to_string())?)
-            };
+            let ids = parse_selection(&ids)?;
+            if let Some(n) = schedules {
+                let opts = ScheduleOptions {
+                    ids,
+                    device: DeviceSelector { platform, device },
+                    schedules: n,
+                    repeats,
+                    seed,
+                    ulp,
+                };
+                return schedules::cli(&capture, &opts, timing, &mut stdout)
+                    .map(|c| c as u8)
+                    .map_err(|e| e.to_string());
+            }
             let opts = ReplayOptions {
                 ids,
                 device: DeviceSelector { platform, device },
@@ -203,6 +265,24 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                 info.name, info.platform
             );
             Ok(summary.exit_code() as u8)
+        }
+        Cmd::Cover {
+            dir,
+            ids,
+            platform,
+            device,
+            lcov,
+            html,
+            json,
+            timing,
+        } => {
+            let capture = open(&dir)?;
+            let opts = CoverOptions {
+                ids: parse_selection(&ids)?,
+                device: DeviceSelector { platform, device },
+            };
+            let outputs = ReportPaths { lcov, html, json };
+            cover::cli(&capture, &opts, &outputs, timing, &mut stdout).map(|c| c as u8)
         }
         Cmd::Controls { markdown } => {
             if markdown {

@@ -1,0 +1,214 @@
+//! Instrumented variants of captured programs: the user's source, parsed once, rewritten by a
+//! pass of `cltrap-kernel`, built once on the session's device — and reused for every launch
+//! and every run of that program.
+//!
+//! Both analyses that rewrite kernels (`cltrap replay --schedules`, `cltrap cover`) need the
+//! same steps and the same per-program cache, so they live here once.
+
+use crate::executor::{BuildOptions, BuiltProgram, ExecError, InputArg, Session};
+use cltrap_capture::{Capture, ProgramOrigin, ProgramRecord, ReadError};
+use cltrap_kernel::KernelError;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Why an instrumented variant of a program could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum VariantError {
+    /// Only programs created from source text can be rewritten.
+    #[error("the program was not created from source ({0}), so it cannot be instrumented")]
+    NotSource(&'static str),
+    /// The capture lacks the program or its source.
+    #[error("{0}")]
+    Read(#[from] ReadError),
+    /// The front-end or the pass refused the kernel (the message names construct and line).
+    #[error("the kernel cannot be instrumented: {0}")]
+    Kernel(#[from] KernelError),
+    /// Building or running the variant failed.
+    #[error("{0}")]
+    Exec(#[from] ExecError),
+}
+
+impl VariantError {
+    /// True when the launch should be reported as skipped rather than failed: the capture
+    /// cannot supply what is needed (not a source program, inputs not recorded).
+    pub fn is_skip(&self) -> bool {
+        match self {
+            VariantError::NotSource(_) => true,
+            VariantError::Read(ReadError::NotRecorded { .. }) => true,
+            VariantError::Exec(e) => e.is_skip(),
+            _ => false,
+        }
+    }
+
+    /// The first line of the message (build logs are long), for per-launch report lines.
+    pub fn one_line(&self) -> String {
+        match self {
+            VariantError::Exec(ExecError::Build { device, log }) => {
+                let first = log
+                    .lines()
+                    .find(|l| l.contains("error"))
+                    .or_else(|| log.lines().next())
+                    .unwrap_or("");
+                format!(
+                    "the instrumented program does not build on {device}: {}",
+                    first.trim()
+                )
+            }
+            other => other.to_string().lines().next().unwrap_or("").to_string(),
+        }
+    }
+}
+
+/// The user's own source text of a captured program (all source strings, concatenated as
+/// OpenCL does), which every pass rewrites.
+pub fn program_source(capture: &Capture, record: &ProgramRecord) -> Result<String, VariantError> {
+    match &record.origin {
+        ProgramOrigin::Source { sources } => {
+            let texts = sources
+                .iter()
+                .map(|h| capture.source_text(h))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(texts.concat())
+        }
+        ProgramOrigin::Binary { .. } => Err(VariantError::NotSource("a binary")),
+        ProgramOrigin::Il { .. } => Err(VariantError::NotSource("SPIR-V")),
+        ProgramOrigin::BuiltIn { .. } => Err(VariantError::NotSource("built-in kernels")),
+        ProgramOrigin::Linked { .. } => Err(VariantError::NotSource("a linked program")),
+    }
+}
+
+/// One program's variant, built: what a pass produced (`T`: its map) and the device program.
+pub struct Variant<T> {
+    /// The user's original source (reports annotate it).
+    pub original: String,
+    /// What the pass returned besides the source (its map).
+    pub pass: T,
+    /// The instrumented program, built on the session's device.
+    pub built: BuiltProgram,
+    /// Parsing and rewriting time.
+    pub instrument_time: Duration,
+    /// Device compile time of the instrumented source.
+    pub compile_time: Duration,
+}
+
+/// A variant that could not be made, kept in the cache so each launch of the program reports
+/// it without trying again.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// Report it as skipped (the capture cannot supply what is needed), not as failed.
+    pub skip: bool,
+    /// One line for per-launch reports.
+    pub line: String,
+    /// The whole message (build log included).
+    pub full: String,
+}
+
+impl From<&VariantError> for Failure {
+    fn from(e: &VariantError) -> Failure {
+        Failure {
+            skip: e.is_skip(),
+            line: e.one_line(),
+            full: e.to_string(),
+        }
+    }
+}
+
+/// A per-program cache of variants (keyed by the program record's hash), so each distinct
+/// program is parsed, rewritten and compiled once; failures are cached too.
+pub struct VariantCache<T> {
+    entries: HashMap<String, Result<Variant<T>, Failure>>,
+}
+
+impl<T> Default for VariantCache<T> {
+    fn default() -> Self {
+        VariantCache {
+            entries: HashMap::new(),
+        }
+    }
+}
+
+impl<T> VariantCache<T> {
+    /// The variant of `program` (a capture's program hash), made with `pass` on first use:
+    /// `pass(original source, captured build options)` returns the instrumented source and
+    /// its map. The flag says whether this call made it (its times count for this launch).
+    pub fn get(
+        &mut self,
+        session: &Session,
+        capture: &Capture,
+        program: &str,
+        pass: impl FnOnce(&str, &str) -> Result<(String, T), KernelError>,
+    ) -> Result<(&Variant<T>, bool), Failure> {
+        let fresh = !self.entries.contains_key(program);
+        if fresh {
+            let made = make(session, capture, program, pass).map_err(|e| Failure::from(&e));
+            self.entries.insert(program.to_string(), made);
+        }
+        match self.entries.get(program) {
+            Some(Ok(v)) => Ok((v, fresh)),
+            Some(Err(f)) => Err(f.clone()),
+            None => Err(Failure {
+                skip: false,
+                line: "internal: the variant cache lost an entry".into(),
+                full: String::new(),
+            }),
+        }
+    }
+
+    /// Programs built successfully so far.
+    pub fn built(&self) -> usize {
+        self.entries.values().filter(|e| e.is_ok()).count()
+    }
+
+    /// Every program that was made successfully, by program hash.
+    pub fn variants(&self) -> impl Iterator<Item = (&String, &Variant<T>)> {
+        self.entries
+            .iter()
+            .filter_map(|(k, v)| v.as_ref().ok().map(|v| (k, v)))
+    }
+}
+
+fn make<T>(
+    session: &Session,
+    capture: &Capture,
+    program: &str,
+    pass: impl FnOnce(&str, &str) -> Result<(String, T), KernelError>,
+) -> Result<Variant<T>, VariantError> {
+    let record = capture.program(program)?;
+    let original = program_source(capture, &record)?;
+    let start = Instant::now();
+    let (source, map) = pass(&original, &record.options)?;
+    let instrument_time = start.elapsed();
+    let start = Instant::now();
+    let built = session.build(
+        capture,
+        &record,
+        &BuildOptions {
+            source: Some(source),
+            extra_options: String::new(),
+        },
+    )?;
+    Ok(Variant {
+        original,
+        pass: map,
+        built,
+        instrument_time,
+        compile_time: start.elapsed(),
+    })
+}
+
+/// An extra read-write buffer argument of 32-bit words (a permutation table, a counter buffer).
+pub fn word_buffer(words: &[u32]) -> InputArg {
+    InputArg::Buffer {
+        mem: None,
+        flags: opencl_sys::CL_MEM_READ_WRITE,
+        bytes: words.iter().flat_map(|w| w.to_le_bytes()).collect(),
+    }
+}
+
+/// 32-bit little-endian words of a buffer read back (a trailing partial word is dropped).
+pub fn words(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}

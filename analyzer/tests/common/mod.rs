@@ -1,0 +1,231 @@
+//! Captures made programmatically from the kernels in `tests/kernels/`: each launch is run
+//! once on the real device (PoCL) to record its post-launch buffers, exactly as the shim would
+//! have recorded an application's launch.
+#![allow(dead_code)]
+
+use cltrap_analyzer::executor::{DeviceSelector, InputArg, LaunchInput, Session};
+use cltrap_capture::*;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// PoCL initialises its devices lazily; tests that open sessions take turns.
+pub static DEVICE: Mutex<()> = Mutex::new(());
+
+pub fn kernel_source(file: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/kernels")
+        .join(file);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+pub fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "cltrap-analysis-test-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+pub fn u32s(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+pub fn i32s(v: &[i32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+pub fn f32s(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+pub fn from_u32s(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// One argument of a launch to capture.
+pub enum A {
+    /// A global buffer: name, pointer type (`int*`), initial bytes.
+    Buf(&'static str, &'static str, Vec<u8>),
+    /// A scalar: name, type, bytes.
+    Val(&'static str, &'static str, Vec<u8>),
+    /// A `__local` pointer: name, type, size in bytes.
+    Loc(&'static str, &'static str, u64),
+}
+
+pub fn uint(name: &'static str, v: u32) -> A {
+    A::Val(name, "uint", v.to_le_bytes().to_vec())
+}
+
+pub fn int(name: &'static str, v: i32) -> A {
+    A::Val(name, "int", v.to_le_bytes().to_vec())
+}
+
+pub struct Fixture {
+    pub dir: PathBuf,
+    writer: CaptureWriter,
+    session: Session,
+    next_mem: u64,
+}
+
+impl Fixture {
+    pub fn new(name: &str) -> Fixture {
+        let dir = temp_dir(name);
+        let manifest = Manifest {
+            format: FORMAT_NAME.into(),
+            version: FORMAT_VERSION,
+            writer: "analyzer analysis test".into(),
+            pid: 0,
+            argv: vec![],
+            started_unix: 0,
+            buffer_mode: "full".into(),
+        };
+        Fixture {
+            writer: CaptureWriter::create(&dir, &manifest).expect("capture dir"),
+            dir,
+            session: Session::open(&DeviceSelector::default())
+                .expect("an OpenCL device (PoCL) is installed"),
+            next_mem: 1,
+        }
+    }
+
+    fn blob(&self, bytes: &[u8]) -> Content {
+        Content::Blob {
+            hash: self.writer.blobs.put(bytes).expect("blob"),
+            size: bytes.len() as u64,
+        }
+    }
+
+    /// Captures one launch of `kernel` from `file`: runs it once to record its outputs.
+    /// Returns the launch id and the recorded post-launch contents of each buffer argument.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch(
+        &mut self,
+        file: &str,
+        kernel: &str,
+        global: &[u64],
+        local: Option<&[u64]>,
+        offset: Option<&[u64]>,
+        args: Vec<A>,
+    ) -> (u64, Vec<Option<Vec<u8>>>) {
+        let source = kernel_source(file);
+        let src_hash = self.writer.blobs.put(source.as_bytes()).expect("blob");
+        let program = ProgramRecord {
+            origin: ProgramOrigin::Source {
+                sources: vec![src_hash],
+            },
+            options: String::new(),
+            devices: vec!["capturing device".into()],
+            build_site: None,
+        };
+        let program_hash = self
+            .writer
+            .blobs
+            .put(&serde_json::to_vec(&program).expect("json"))
+            .expect("blob");
+        let input_args: Vec<InputArg> = args
+            .iter()
+            .map(|a| match a {
+                A::Buf(_, _, b) => InputArg::Buffer {
+                    mem: None,
+                    flags: 1,
+                    bytes: b.clone(),
+                },
+                A::Val(_, _, b) => InputArg::Scalar(b.clone()),
+                A::Loc(_, _, n) => InputArg::Local(*n),
+            })
+            .collect();
+        let input = LaunchInput {
+            kernel: kernel.into(),
+            work_dim: global.len() as u32,
+            global_offset: offset.map(<[u64]>::to_vec),
+            global_size: global.to_vec(),
+            local_size: local.map(<[u64]>::to_vec),
+            args: input_args,
+            stand_ins: vec![],
+        };
+        let built = self
+            .session
+            .build_source(&source, "")
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let out = self
+            .session
+            .run(&built, &input, &[])
+            .unwrap_or_else(|e| panic!("{kernel}: {e}"));
+        let mut records = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            let info = |name: &str, ty: &str, space: &str| ArgInfo {
+                index: i as u32,
+                name: name.into(),
+                type_name: ty.into(),
+                address_space: space.into(),
+                qualifiers: String::new(),
+            };
+            records.push(match a {
+                A::Buf(name, ty, before) => {
+                    let after = out.outputs[i].clone().expect("buffer read back");
+                    self.next_mem += 1;
+                    ArgRecord::Buffer {
+                        info: info(name, ty, "global"),
+                        mem: self.next_mem,
+                        flags: 1,
+                        size: before.len() as u64,
+                        sub_of: None,
+                        before: self.blob(before),
+                        after: self.blob(&after),
+                    }
+                }
+                A::Val(name, ty, bytes) => ArgRecord::Scalar {
+                    info: info(name, ty, "private"),
+                    bytes: bytes.iter().map(|b| format!("{b:02x}")).collect(),
+                },
+                A::Loc(name, ty, size) => ArgRecord::Local {
+                    info: info(name, ty, "local"),
+                    size: *size,
+                },
+            });
+        }
+        let id = self
+            .writer
+            .append(LaunchRecord {
+                id: 0,
+                seq: 0,
+                kernel: kernel.into(),
+                program: program_hash,
+                api: LaunchApi::NdRange,
+                work_dim: global.len() as u32,
+                global_offset: offset.map(<[u64]>::to_vec),
+                global_size: global.to_vec(),
+                local_size: local.map(<[u64]>::to_vec),
+                args: records,
+                device: DeviceRecord {
+                    name: "capturing device".into(),
+                    ..Default::default()
+                },
+                queue_properties: 0,
+                launch_site: None,
+                thread: 1,
+                status: 0,
+                not_replayable: vec![],
+            })
+            .expect("append");
+        (id, out.outputs)
+    }
+}
+
+/// Runs the `cltrap` binary; returns (exit code, stdout, stderr).
+pub fn cltrap(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cltrap"));
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("cltrap runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
