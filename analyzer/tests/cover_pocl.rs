@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 
-use cltrap_analyzer::cover::{self, report, CoverOptions, ReportPaths};
+use cltrap_analyzer::cover::{self, report, CoverOptions};
 use cltrap_capture::Capture;
 
 /// Launch 0: n = 16, limit = 4 — nobody returns. Launch 1: limit = 0 — every group returns
@@ -287,7 +287,8 @@ fn barrier_divergence_in_counters_is_reported_with_group_and_line() {
         ..Default::default()
     };
     let k = &r.programs[0].kernels[0];
-    let groups: Vec<(Option<u64>, u32, [u64; 3], u64, u64)> = k
+    type Seen = (Option<u64>, u32, [u64; 3], u64, u64);
+    let groups: Vec<Seen> = k
         .divergences
         .iter()
         .map(|d| (d.launch, d.line, d.group, d.arrivals, d.work_items))
