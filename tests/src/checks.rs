@@ -1,0 +1,212 @@
+//! The assertions the tests share: same behaviour with and without the shim, every launch
+//! listed and replayed `ok`, and nothing added to the application's output.
+
+use crate::fixtures::fixture;
+use crate::paths::{fresh_capture_dir, TestDir};
+use crate::process::{cltrap, run_captured, run_native, Outcome};
+use crate::records::{contents, open_capture};
+use cltrap_capture::{Capture, Content};
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::path::Path;
+
+/// The transparency contract: the application ended the same way and printed exactly the
+/// same stdout with and without the shim.
+pub fn assert_same_behaviour(native: &Outcome, captured: &Outcome) {
+    assert_eq!(
+        native.ending(),
+        captured.ending(),
+        "the application ended differently under the shim\n=== native ===\n{}\n=== captured ===\n{}",
+        native.describe(),
+        captured.describe()
+    );
+    assert!(
+        native.stdout == captured.stdout,
+        "stdout differs under the shim\n=== native ===\n{}\n=== captured ===\n{}",
+        native.describe(),
+        captured.describe()
+    );
+}
+
+/// Lines of `cltrap replay` output that report a launch as `ok`: the verdict is the line's
+/// last word (`launch 3 vadd: ok`); a summary line that counts `N ok` is not one.
+pub fn ok_lines(text: &str) -> usize {
+    text.lines()
+        .filter(|l| words(l).last() == Some("ok"))
+        .count()
+}
+
+fn words(line: &str) -> impl Iterator<Item = &str> {
+    line.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+}
+
+fn numbers(line: &str) -> Vec<u64> {
+    line.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect()
+}
+
+/// Replays every launch of the capture and checks that each one is reported `ok`, that
+/// there are exactly `expected` of them, and that the replay exits 0.
+pub fn assert_replays_ok(dir: &Path, expected: usize) -> Outcome {
+    let out = cltrap(&[OsStr::new("replay"), dir.as_os_str()]);
+    out.assert_no_panic();
+    assert!(out.success(), "cltrap replay failed\n{}", out.describe());
+    let ok = ok_lines(&out.stdout_text());
+    assert_eq!(
+        ok,
+        expected,
+        "expected {expected} launches replayed ok\n{}",
+        out.describe()
+    );
+    out
+}
+
+/// Replays the given launch ids (`cltrap replay DIR ID...`) and checks each is reported `ok`.
+pub fn assert_replay_ids_ok(dir: &Path, ids: &[u64]) -> Outcome {
+    let mut args: Vec<std::ffi::OsString> = vec!["replay".into(), dir.into()];
+    args.extend(ids.iter().map(|i| i.to_string().into()));
+    let out = cltrap(&args);
+    out.assert_no_panic();
+    assert!(
+        out.success(),
+        "cltrap replay of ids {ids:?} failed\n{}",
+        out.describe()
+    );
+    assert_eq!(
+        ok_lines(&out.stdout_text()),
+        ids.len(),
+        "ids {ids:?}\n{}",
+        out.describe()
+    );
+    out
+}
+
+/// `cltrap list DIR` must show one line per launch naming its id, kernel and global size.
+pub fn assert_list_shows(dir: &Path, capture: &Capture) -> Outcome {
+    let out = cltrap(&[OsStr::new("list"), dir.as_os_str()]);
+    out.assert_no_panic();
+    assert!(out.success(), "cltrap list failed\n{}", out.describe());
+    let text = out.stdout_text();
+    // Index the lines by every number they hold, so big captures are checked in linear time.
+    let lines: Vec<(Vec<u64>, &str)> = text.lines().map(|l| (numbers(l), l)).collect();
+    let mut by_number: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, (nums, _)) in lines.iter().enumerate() {
+        for n in nums {
+            by_number.entry(*n).or_default().push(i);
+        }
+    }
+    for l in &capture.launches {
+        let candidates = by_number.get(&l.id).map(Vec::as_slice).unwrap_or(&[]);
+        let shown = candidates.iter().any(|&i| {
+            let (nums, line) = &lines[i];
+            words(line).any(|w| w == l.kernel) && l.global_size.iter().all(|g| nums.contains(g))
+        });
+        assert!(
+            shown,
+            "cltrap list does not show launch {} ({} global {:?})\n{}",
+            l.id,
+            l.kernel,
+            l.global_size,
+            out.describe()
+        );
+    }
+    out
+}
+
+/// A capture that went well adds nothing to the application's stderr but the launcher's
+/// one summary line (the driver's compiler chatter aside: it depends on PoCL's kernel cache).
+pub fn assert_quiet_capture(native: &Outcome, captured: &Outcome) {
+    let mut extra: Vec<&str> = meaningful_stderr_lines(&captured.stderr);
+    let summary = extra.pop();
+    assert!(
+        summary.is_some_and(|l| l.starts_with("cltrap:")),
+        "`cltrap run` ends with its summary line\n{}",
+        captured.describe()
+    );
+    assert_eq!(
+        extra,
+        meaningful_stderr_lines(&native.stderr),
+        "the capture wrote to the application's stderr\n{}",
+        captured.describe()
+    );
+}
+
+/// The whole round trip for one fixture: run it natively (it must succeed), run it under
+/// `cltrap run` (same ending, same stdout), read the capture, check that `cltrap list`
+/// shows every launch and that `cltrap replay` reports every launch `ok`.
+pub fn round_trip(name: &str, args: &[&str], flags: &[&str]) -> (TestDir, Capture) {
+    let exe = fixture(name);
+    let native = run_native(&exe, args).expect_success();
+    let dir = fresh_capture_dir(name);
+    let captured = run_captured(&dir, flags, &exe, args);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    assert_quiet_capture(&native, &captured);
+    let cap = open_capture(&dir);
+    if flags.is_empty() {
+        assert_full_contents(&cap);
+    }
+    assert!(
+        !cap.launches.is_empty(),
+        "the capture of {name} holds no launches\n{}",
+        captured.describe()
+    );
+    assert_list_shows(&dir, &cap);
+    assert_replays_ok(&dir, cap.launches.len());
+    (dir, cap)
+}
+
+/// In the default buffer mode every buffer and image argument of a replayable launch has
+/// its contents before and after stored, so that replay really compares something.
+pub fn assert_full_contents(cap: &Capture) {
+    for l in cap.launches.iter().filter(|l| l.not_replayable.is_empty()) {
+        for a in &l.args {
+            if let Some((before, after)) = contents(a) {
+                assert!(
+                    matches!(before, Content::Blob { .. }) && matches!(after, Content::Blob { .. }),
+                    "launch {} ({}) argument {} lacks stored contents: before {before:?}, after {after:?}",
+                    l.id,
+                    l.kernel,
+                    a.info().index
+                );
+            }
+        }
+    }
+}
+
+/// Says on the real stderr (not swallowed by the test harness's output capture) that a test
+/// skipped its work and why; only for reasons outside cltrap (a program not installed,
+/// PyPI unreachable).
+pub fn skip(test: &str, reason: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIP {test}: {reason}");
+}
+
+/// Lines of `text` that the shim or CLI wrote (they start with `cltrap:`).
+pub fn cltrap_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| l.trim_start().starts_with("cltrap:"))
+        .collect()
+}
+
+/// The `cltrap:` lines of a `cltrap run`'s stderr that came from the shim: all but the
+/// launcher's own summary, which `cltrap run` prints as its last line after the app exits.
+pub fn shim_lines_of_launcher_run(stderr: &str) -> Vec<&str> {
+    let mut lines = cltrap_lines(stderr);
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+    if last.is_some() && lines.last().copied() == last {
+        lines.pop();
+    }
+    lines
+}
+
+/// Non-empty lines of stderr, ignoring the compiler chatter PoCL prints while building
+/// kernels ("2 warnings generated."), which is not cltrap's.
+pub fn meaningful_stderr_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter(|l| !(l.ends_with("generated.") && (l.contains("warning") || l.contains("error"))))
+        .collect()
+}

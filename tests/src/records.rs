@@ -1,0 +1,107 @@
+//! Reading captures back through the format crate, and editing them the way a user or a
+//! tool would.
+
+use cltrap_capture::{ArgRecord, Capture, Content, LaunchRecord};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Opens a capture with the format crate, failing the test with the reader's own sentence.
+pub fn open_capture(dir: &Path) -> Capture {
+    Capture::open(dir).unwrap_or_else(|e| panic!("capture {} cannot be read: {e}", dir.display()))
+}
+
+/// Rewrites launch `id` of the capture in `dir` in place (as a user or tool editing a
+/// capture would), keeping every other record byte for byte.
+pub fn rewrite_launch(dir: &Path, id: u64, edit: impl FnOnce(&mut LaunchRecord)) {
+    let log = dir.join("launches.jsonl");
+    let text = std::fs::read_to_string(&log)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", log.display()));
+    let mut edit = Some(edit);
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut record: LaunchRecord = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("{} holds a bad record: {e}", log.display()));
+        if record.id == id {
+            if let Some(f) = edit.take() {
+                f(&mut record);
+            }
+            out.push_str(&serde_json::to_string(&record).expect("a record encodes"));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    assert!(edit.is_none(), "launch {id} is not in {}", log.display());
+    std::fs::write(&log, out).unwrap_or_else(|e| panic!("cannot write {}: {e}", log.display()));
+}
+
+/// Launch counts per kernel name, for exact comparisons.
+pub fn kernel_counts(cap: &Capture) -> HashMap<String, usize> {
+    let mut m = HashMap::new();
+    for l in &cap.launches {
+        *m.entry(l.kernel.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+/// Kernel names in capture order.
+pub fn kernel_sequence(cap: &Capture) -> Vec<String> {
+    cap.launches.iter().map(|l| l.kernel.clone()).collect()
+}
+
+/// The launches of one kernel, in capture order.
+pub fn launches_of<'a>(cap: &'a Capture, kernel: &str) -> Vec<&'a LaunchRecord> {
+    cap.launches.iter().filter(|l| l.kernel == kernel).collect()
+}
+
+/// Decodes a scalar argument's recorded bytes (hex) into bytes.
+pub fn scalar_bytes(arg: &ArgRecord) -> Option<Vec<u8>> {
+    match arg {
+        ArgRecord::Scalar { bytes, .. } => {
+            let b = bytes.as_bytes();
+            if b.len() % 2 != 0 {
+                return None;
+            }
+            b.chunks(2)
+                .map(|p| {
+                    std::str::from_utf8(p)
+                        .ok()
+                        .and_then(|s| u8::from_str_radix(s, 16).ok())
+                })
+                .collect()
+        }
+        _ => None,
+    }
+}
+
+/// A scalar `int` argument's value (little-endian, as the host passed it).
+pub fn scalar_i32(arg: &ArgRecord) -> Option<i32> {
+    let b = scalar_bytes(arg)?;
+    Some(i32::from_le_bytes(b.get(..4)?.try_into().ok()?))
+}
+
+/// The `before` and `after` contents of a buffer or image argument.
+pub fn contents(arg: &ArgRecord) -> Option<(&Content, &Content)> {
+    match arg {
+        ArgRecord::Buffer { before, after, .. } | ArgRecord::Image { before, after, .. } => {
+            Some((before, after))
+        }
+        _ => None,
+    }
+}
+
+/// Total size in bytes of all regular files under `dir` (0 if it does not exist).
+pub fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => total += dir_size(&p),
+                Ok(t) if t.is_file() => total += e.metadata().map(|m| m.len()).unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    total
+}
