@@ -3,8 +3,10 @@
 
 Columns: bench mode round loop_s wall_s maxrss_kb stats_json
 Prints, per benchmark, one row per mode: median loop time (first enqueue to clFinish, measured
-by the program), median whole-process wall time, both as ratios to native, peak RSS, and for
-capture modes the bytes written versus the unique contents and the capture throughput.
+by the program) and its ratio to native's median, the median and range of the per-round ratios
+(each run divided by the native run of the same round: robust against slow drift of the
+machine), median whole-process wall time and its ratio, peak RSS, and for capture modes the bytes
+written versus the unique contents and the capture throughput.
 """
 import json
 import statistics
@@ -31,14 +33,14 @@ def main(path):
     rows = {}
     with open(path) as f:
         for line in f:
-            bench, mode, _round, loop_s, wall_s, rss, stats = line.rstrip("\n").split("\t")
+            bench, mode, rnd, loop_s, wall_s, rss, stats = line.rstrip("\n").split("\t")
             rows.setdefault(bench, {}).setdefault(mode, []).append(
-                (float(loop_s), float(wall_s), int(rss), json.loads(stats)))
+                (float(loop_s), float(wall_s), int(rss), json.loads(stats), int(rnd)))
     for bench, modes in rows.items():
         n = len(next(iter(modes.values())))
         print(f"\n{bench}  (median of {n} alternating rounds)")
-        print(f"  {'mode':24} {'loop s':>9} {'x native':>9} {'wall s':>8} {'x native':>9}"
-              f" {'max RSS MB':>11}")
+        print(f"  {'mode':24} {'loop s':>9} {'x native':>9} {'per-round x native':>22}"
+              f" {'wall s':>8} {'x native':>9} {'max RSS MB':>11}")
         base = modes.get("native")
         base_loop = statistics.median(r[0] for r in base) if base else None
         base_wall = statistics.median(r[1] for r in base) if base else None
@@ -51,7 +53,12 @@ def main(path):
             rss = statistics.median(r[2] for r in runs) / 1024
             rl = f"{loop / base_loop:.3f}" if base_loop else "-"
             rw = f"{wall / base_wall:.3f}" if base_wall else "-"
-            print(f"  {LABEL[mode]:24} {loop:9.3f} {rl:>9} {wall:8.3f} {rw:>9} {rss:11.1f}")
+            native_by_round = {r[4]: r[0] for r in base} if base else {}
+            paired = [r[0] / native_by_round[r[4]] for r in runs if native_by_round.get(r[4])]
+            pr = (f"{statistics.median(paired):.3f} [{min(paired):.2f}-{max(paired):.2f}]"
+                  if paired else "-")
+            print(f"  {LABEL[mode]:24} {loop:9.3f} {rl:>9} {pr:>22} {wall:8.3f} {rw:>9}"
+                  f" {rss:11.1f}")
         for mode in ("hash", "full"):
             runs = modes.get(mode)
             if not runs or not runs[-1][3]:
