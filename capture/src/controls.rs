@@ -22,6 +22,15 @@ pub struct Control {
     pub help: &'static str,
 }
 
+impl Control {
+    /// Whether this control is an on/off switch (its `value_name` is empty): `--flag` alone
+    /// means `on`, `--flag=off` turns it off, and the flag never consumes the next word
+    /// (which may be the application).
+    pub fn is_switch(&self) -> bool {
+        self.value_name.is_empty()
+    }
+}
+
 /// Every capture control. Order is the order of `cltrap run --help` and the README table.
 pub const CONTROLS: &[Control] = &[
     Control {
@@ -73,6 +82,20 @@ pub const CONTROLS: &[Control] = &[
         default: "4096",
         help: "Disk budget for stored contents; past it the capture continues in `hash` mode (said once on stderr).",
     },
+    Control {
+        env: "CLTRAP_COVERAGE",
+        flag: "coverage",
+        value_name: "",
+        default: "off",
+        help: "Swap coverage-instrumented kernels into the running application; `cltrap run` writes the report (terminal, JSON, LCOV, HTML in DIR/coverage) when it exits.",
+    },
+    Control {
+        env: "CLTRAP_PERMUTE",
+        flag: "permute",
+        value_name: "SEED",
+        default: "",
+        help: "Run the application's kernels with work-group ids permuted (a schedule per launch, from SEED and the launch number): results that change reveal inter-group races.",
+    },
 ];
 
 /// How much of each buffer the capture keeps.
@@ -107,6 +130,10 @@ pub struct Settings {
     pub per_kernel: Option<u64>,
     pub buffers: BufferMode,
     pub max_bytes: u64,
+    /// `CLTRAP_COVERAGE`: swap coverage-instrumented kernels into the application.
+    pub coverage: bool,
+    /// `CLTRAP_PERMUTE`: swap schedule-permuted kernels in, with this seed.
+    pub permute: Option<u64>,
 }
 
 impl Settings {
@@ -126,10 +153,16 @@ impl Settings {
     pub fn from_values(values: &HashMap<&str, String>) -> Result<Settings, String> {
         let get = |env: &str| -> String {
             values.get(env).cloned().unwrap_or_else(|| {
-                CONTROLS.iter().find(|c| c.env == env).map(|c| c.default).unwrap_or("").to_string()
+                CONTROLS
+                    .iter()
+                    .find(|c| c.env == env)
+                    .map(|c| c.default)
+                    .unwrap_or("")
+                    .to_string()
             })
         };
-        let bad = |env: &str, v: &str, want: &str| format!("{env}={v:?} is not valid: expected {want}");
+        let bad =
+            |env: &str, v: &str, want: &str| format!("{env}={v:?} is not valid: expected {want}");
 
         let capture = match get("CLTRAP_CAPTURE").as_str() {
             "on" | "1" | "true" | "" => true,
@@ -151,12 +184,16 @@ impl Settings {
             let a = if a.trim().is_empty() {
                 0
             } else {
-                a.trim().parse().map_err(|_| bad("CLTRAP_LAUNCHES", &launches_s, "A..B"))?
+                a.trim()
+                    .parse()
+                    .map_err(|_| bad("CLTRAP_LAUNCHES", &launches_s, "A..B"))?
             };
             let b = if b.trim().is_empty() {
                 u64::MAX
             } else {
-                b.trim().parse().map_err(|_| bad("CLTRAP_LAUNCHES", &launches_s, "A..B"))?
+                b.trim()
+                    .parse()
+                    .map_err(|_| bad("CLTRAP_LAUNCHES", &launches_s, "A..B"))?
             };
             (a, b)
         };
@@ -178,9 +215,32 @@ impl Settings {
             v => return Err(bad("CLTRAP_BUFFERS", v, "full, hash or none")),
         };
         let max_s = get("CLTRAP_MAX_MB");
-        let max_mb: u64 =
-            max_s.trim().parse().map_err(|_| bad("CLTRAP_MAX_MB", &max_s, "a number of megabytes"))?;
+        let max_mb: u64 = max_s
+            .trim()
+            .parse()
+            .map_err(|_| bad("CLTRAP_MAX_MB", &max_s, "a number of megabytes"))?;
+        let coverage = match get("CLTRAP_COVERAGE").trim() {
+            "on" | "1" | "true" => true,
+            "off" | "0" | "false" | "" => false,
+            v => return Err(bad("CLTRAP_COVERAGE", v, "on or off")),
+        };
+        let permute_s = get("CLTRAP_PERMUTE");
+        let permute = if permute_s.trim().is_empty() {
+            None
+        } else {
+            Some(
+                permute_s
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad("CLTRAP_PERMUTE", &permute_s, "a seed (a whole number)"))?,
+            )
+        };
+        if coverage && permute.is_some() {
+            return Err("CLTRAP_COVERAGE and CLTRAP_PERMUTE cannot be combined: choose one".into());
+        }
         Ok(Settings {
+            coverage,
+            permute,
             dir: PathBuf::from(get("CLTRAP_DIR")),
             capture,
             kernels,
@@ -216,12 +276,23 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
 
 /// The README table of controls, generated so docs and code cannot disagree.
 pub fn markdown_table() -> String {
-    let mut s = String::from("| env variable | `cltrap run` flag | default | meaning |\n|---|---|---|---|\n");
+    let mut s = String::from(
+        "| env variable | `cltrap run` flag | default | meaning |\n|---|---|---|---|\n",
+    );
     for c in CONTROLS {
-        let default = if c.default.is_empty() { "(unset)" } else { c.default };
+        let default = if c.default.is_empty() {
+            "(unset)"
+        } else {
+            c.default
+        };
+        let flag = if c.is_switch() {
+            format!("--{}", c.flag)
+        } else {
+            format!("--{} {}", c.flag, c.value_name)
+        };
         s.push_str(&format!(
-            "| `{}` | `--{} {}` | `{}` | {} |\n",
-            c.env, c.flag, c.value_name, default, c.help
+            "| `{}` | `{}` | `{}` | {} |\n",
+            c.env, flag, default, c.help
         ));
     }
     s
@@ -251,6 +322,31 @@ mod tests {
         assert!(s.wants(4, "sum"));
         assert!(!s.wants(4, "summ"));
         assert!(!s.wants(5, "vec_add"));
+    }
+
+    #[test]
+    fn live_instrumentation_controls_parse_and_exclude_each_other() {
+        let s = Settings::from_values(&HashMap::new()).expect("defaults parse");
+        assert!(!s.coverage);
+        assert_eq!(s.permute, None);
+        let mut v = HashMap::new();
+        v.insert("CLTRAP_COVERAGE", "on".to_string());
+        assert!(Settings::from_values(&v).expect("parses").coverage);
+        v.insert("CLTRAP_PERMUTE", "42".to_string());
+        let e = Settings::from_values(&v).unwrap_err();
+        assert!(e.contains("cannot be combined"), "{e}");
+        v.remove("CLTRAP_COVERAGE");
+        assert_eq!(Settings::from_values(&v).expect("parses").permute, Some(42));
+        v.insert("CLTRAP_PERMUTE", "x".to_string());
+        assert!(Settings::from_values(&v)
+            .unwrap_err()
+            .contains("CLTRAP_PERMUTE"));
+        let switch = CONTROLS
+            .iter()
+            .find(|c| c.env == "CLTRAP_COVERAGE")
+            .expect("listed");
+        assert!(switch.is_switch());
+        assert!(markdown_table().contains("`--coverage`"));
     }
 
     #[test]
