@@ -15,6 +15,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod instrument_cmd;
+
 /// Capture OpenCL kernel launches of unmodified applications, then list, show and replay them.
 #[derive(Parser)]
 #[command(name = "cltrap", version, about)]
@@ -79,6 +81,9 @@ enum Cmd {
         /// With --schedules: print compile time and per-run times (for benchmarks).
         #[arg(long, hide = true, requires = "schedules")]
         timing: bool,
+        /// With --schedules: keep permuted sources in DIR and reuse them (no libclang on a hit).
+        #[arg(long, hide = true, value_name = "DIR", requires = "schedules")]
+        instrument_cache: Option<PathBuf>,
     },
     /// Branch, loop-boundary and barrier coverage of kernels, measured on replayed launches.
     Cover {
@@ -103,6 +108,9 @@ enum Cmd {
         /// Print instrumentation, compile and run times, instrumented vs plain (for benchmarks).
         #[arg(long, hide = true)]
         timing: bool,
+        /// Keep instrumented sources in DIR and reuse them (no libclang on a hit).
+        #[arg(long, hide = true, value_name = "DIR")]
+        instrument_cache: Option<PathBuf>,
     },
     /// The capture controls (env variables and `cltrap run` flags).
     Controls {
@@ -131,13 +139,15 @@ fn command() -> clap::Command {
                     c.default
                 }
             );
-            run = run.arg(
-                Arg::new(c.flag)
-                    .long(c.flag)
-                    .value_name(c.value_name)
-                    .help(help)
-                    .action(ArgAction::Set),
-            );
+            let arg = Arg::new(c.flag).long(c.flag).help(help).action(ArgAction::Set);
+            // A switch (`--coverage`) never takes the next word, which may be the application.
+            run = run.arg(if c.is_switch() {
+                arg.num_args(0..=1)
+                    .require_equals(true)
+                    .default_missing_value("on")
+            } else {
+                arg.value_name(c.value_name)
+            });
         }
         run
     })
@@ -158,6 +168,9 @@ fn open(dir: &Path) -> Result<Capture, String> {
 }
 
 fn main() -> ExitCode {
+    if let Some(code) = instrument_cmd::intercept() {
+        return code;
+    }
     let matches = command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
@@ -192,6 +205,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             })
             .map_err(|e| e.to_string())?;
             eprintln!("cltrap: {}", report.summary);
+            instrument_cmd::after_run(&report);
             Ok(u8::try_from(report.exit_code & 0xff).unwrap_or(1))
         }
         Cmd::List { dir } => {
@@ -226,6 +240,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             repeats,
             seed,
             timing,
+            instrument_cache,
         } => {
             let capture = open(&dir)?;
             let ids = parse_selection(&ids)?;
@@ -237,6 +252,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                     repeats,
                     seed,
                     ulp,
+                    instrument_cache,
                 };
                 return schedules::cli(&capture, &opts, timing, &mut stdout)
                     .map(|c| c as u8)
@@ -275,11 +291,13 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             html,
             json,
             timing,
+            instrument_cache,
         } => {
             let capture = open(&dir)?;
             let opts = CoverOptions {
                 ids: parse_selection(&ids)?,
                 device: DeviceSelector { platform, device },
+                instrument_cache,
             };
             let outputs = ReportPaths { lcov, html, json };
             cover::cli(&capture, &opts, &outputs, timing, &mut stdout).map(|c| c as u8)

@@ -19,11 +19,12 @@ use crate::executor::{
     check_outputs, DeviceSelector, ExecError, Expected, LaunchInput, Mismatch, RunOutput, Session,
 };
 use crate::replay::select;
-use crate::variant::{word_buffer, Failure, VariantCache, VariantError};
+use crate::variant::{word_buffer, DiskCache, Failure, VariantCache, VariantError};
 use cltrap_capture::{ArgInfo, Capture, LaunchRecord};
 use cltrap_kernel::permute::{
     group_counts, identity_permutation, permute_schedule, random_permutation, PermuteMap,
 };
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// What to run and how to judge it.
@@ -41,6 +42,8 @@ pub struct ScheduleOptions {
     pub seed: u64,
     /// Allowed ulp distance for floating-point outputs (0 = bit-exact).
     pub ulp: u64,
+    /// Keep permuted sources in this directory and reuse them (no libclang needed on a hit).
+    pub instrument_cache: Option<PathBuf>,
 }
 
 impl Default for ScheduleOptions {
@@ -52,6 +55,7 @@ impl Default for ScheduleOptions {
             repeats: 3,
             seed: 1,
             ulp: 0,
+            instrument_cache: None,
         }
     }
 }
@@ -307,7 +311,11 @@ pub fn run_on(
     opts: &ScheduleOptions,
     mut report: impl FnMut(&ScheduleResult),
 ) -> ScheduleSummary {
-    let mut cache: VariantCache<PermuteMap> = VariantCache::default();
+    let mut cache: VariantCache<PermuteMap> =
+        VariantCache::with_disk(opts.instrument_cache.clone().map(|dir| DiskCache {
+            dir,
+            pass: "permute",
+        }));
     let mut summary = ScheduleSummary::default();
     for l in launches {
         let r = one_launch(session, capture, l, opts, &mut cache);

@@ -6,9 +6,13 @@
 //! same steps and the same per-program cache, so they live here once.
 
 use crate::executor::{BuildOptions, BuiltProgram, ExecError, InputArg, Session};
+use cltrap_capture::writer::digest;
 use cltrap_capture::{Capture, ProgramOrigin, ProgramRecord, ReadError};
 use cltrap_kernel::KernelError;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Why an instrumented variant of a program could not be made.
@@ -117,17 +121,78 @@ impl From<&VariantError> for Failure {
 /// program is parsed, rewritten and compiled once; failures are cached too.
 pub struct VariantCache<T> {
     entries: HashMap<String, Result<Variant<T>, Failure>>,
+    disk: Option<DiskCache>,
 }
 
 impl<T> Default for VariantCache<T> {
     fn default() -> Self {
         VariantCache {
             entries: HashMap::new(),
+            disk: None,
         }
     }
 }
 
-impl<T> VariantCache<T> {
+/// Instrumented sources and maps kept on disk, keyed by pass, cltrap version, source text and
+/// build options: a later run (or a machine without libclang, such as a GPU box the capture
+/// is carried to) reuses them without parsing again.
+#[derive(Debug, Clone)]
+pub struct DiskCache {
+    /// The directory (created on first write).
+    pub dir: PathBuf,
+    /// Name of the pass, part of every key (`permute`, `coverage`).
+    pub pass: &'static str,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CachedVariant<T> {
+    source: String,
+    map: T,
+}
+
+impl DiskCache {
+    fn path(&self, original: &str, options: &str) -> PathBuf {
+        let key = format!(
+            "{}\0{}\0{original}\0{options}",
+            self.pass,
+            env!("CARGO_PKG_VERSION")
+        );
+        self.dir
+            .join(format!("{}-{}.json", self.pass, digest(key.as_bytes())))
+    }
+
+    fn load<T: DeserializeOwned>(&self, original: &str, options: &str) -> Option<(String, T)> {
+        let text = std::fs::read(self.path(original, options)).ok()?;
+        let c: CachedVariant<T> = serde_json::from_slice(&text).ok()?;
+        Some((c.source, c.map))
+    }
+
+    /// Best effort: a cache that cannot be written only costs a parse next time.
+    fn store<T: Serialize>(&self, original: &str, options: &str, source: &str, map: &T) {
+        let c = CachedVariant {
+            source: source.to_string(),
+            map,
+        };
+        if let Ok(text) = serde_json::to_vec(&c) {
+            let _ = std::fs::create_dir_all(&self.dir);
+            let path = self.path(original, options);
+            let tmp = path.with_extension("tmp");
+            if std::fs::write(&tmp, text).is_ok() {
+                let _ = std::fs::rename(&tmp, &path);
+            }
+        }
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> VariantCache<T> {
+    /// A cache that also keeps instrumented sources in `disk`.
+    pub fn with_disk(disk: Option<DiskCache>) -> Self {
+        VariantCache {
+            entries: HashMap::new(),
+            disk,
+        }
+    }
+
     /// The variant of `program` (a capture's program hash), made with `pass` on first use:
     /// `pass(original source, captured build options)` returns the instrumented source and
     /// its map. The flag says whether this call made it (its times count for this launch).
@@ -140,7 +205,8 @@ impl<T> VariantCache<T> {
     ) -> Result<(&Variant<T>, bool), Failure> {
         let fresh = !self.entries.contains_key(program);
         if fresh {
-            let made = make(session, capture, program, pass).map_err(|e| Failure::from(&e));
+            let made = make(session, capture, program, self.disk.as_ref(), pass)
+                .map_err(|e| Failure::from(&e));
             self.entries.insert(program.to_string(), made);
         }
         match self.entries.get(program) {
@@ -153,7 +219,9 @@ impl<T> VariantCache<T> {
             }),
         }
     }
+}
 
+impl<T> VariantCache<T> {
     /// Programs built successfully so far.
     pub fn built(&self) -> usize {
         self.entries.values().filter(|e| e.is_ok()).count()
@@ -167,16 +235,26 @@ impl<T> VariantCache<T> {
     }
 }
 
-fn make<T>(
+fn make<T: Serialize + DeserializeOwned>(
     session: &Session,
     capture: &Capture,
     program: &str,
+    disk: Option<&DiskCache>,
     pass: impl FnOnce(&str, &str) -> Result<(String, T), KernelError>,
 ) -> Result<Variant<T>, VariantError> {
     let record = capture.program(program)?;
     let original = program_source(capture, &record)?;
     let start = Instant::now();
-    let (source, map) = pass(&original, &record.options)?;
+    let (source, map) = match disk.and_then(|d| d.load(&original, &record.options)) {
+        Some(hit) => hit,
+        None => {
+            let made = pass(&original, &record.options)?;
+            if let Some(d) = disk {
+                d.store(&original, &record.options, &made.0, &made.1);
+            }
+            made
+        }
+    };
     let instrument_time = start.elapsed();
     let start = Instant::now();
     let built = session.build(

@@ -20,6 +20,7 @@ fn opts(schedules: u32, repeats: u32) -> ScheduleOptions {
         repeats,
         seed: 1,
         ulp: 0,
+        instrument_cache: None,
     }
 }
 

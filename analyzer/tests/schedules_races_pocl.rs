@@ -110,6 +110,7 @@ fn a_reduction_reading_other_groups_partial_results_is_schedule_dependent() {
         repeats: 3,
         seed: 1,
         ulp: 0,
+        instrument_cache: None,
     };
     let mut seen = None;
     let (_, summary) = schedules::run(&capture, &opts, |r| seen = Some(r.clone())).unwrap();

@@ -16,13 +16,14 @@ use crate::executor::{
     Session,
 };
 use crate::replay::select;
-use crate::variant::{word_buffer, words, Failure, VariantCache, VariantError};
+use crate::variant::{word_buffer, words, DiskCache, Failure, VariantCache, VariantError};
 use cltrap_capture::{Capture, LaunchRecord};
 use cltrap_kernel::coverage::{instrument_coverage, CoverageMap, CoverageOptions};
 use cltrap_kernel::coverage_result::CoverageResult;
 use cltrap_kernel::KernelError;
 use serde::Serialize;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use report::ReportPaths;
@@ -34,6 +35,8 @@ pub struct CoverOptions {
     pub ids: Option<Vec<u64>>,
     /// Where to replay.
     pub device: DeviceSelector,
+    /// Keep instrumented sources in this directory and reuse them (no libclang needed on a hit).
+    pub instrument_cache: Option<PathBuf>,
 }
 
 /// A work-group that reached a barrier with only some of its work-items (undefined behaviour).
@@ -234,17 +237,21 @@ struct Collector<'a> {
 }
 
 /// Replays the selected launches with coverage counters on an opened session and merges the
-/// results. With `timing`, each launch also runs plain and instrumented several times.
+/// results (`opts.ids` and `opts.device` are not used here: the caller chose). With `timing`, each launch also runs plain and instrumented several times.
 pub fn collect_on(
     session: &Session,
     capture: &Capture,
     launches: &[&LaunchRecord],
+    opts: &CoverOptions,
     timing: bool,
 ) -> (CoverageReport, Vec<CoverTiming>) {
     let mut c = Collector {
         session,
         capture,
-        variants: VariantCache::default(),
+        variants: VariantCache::with_disk(opts.instrument_cache.clone().map(|dir| DiskCache {
+            dir,
+            pass: "coverage",
+        })),
         plain: HashMap::new(),
         index: HashMap::new(),
         report: CoverageReport::default(),
@@ -275,7 +282,7 @@ pub fn collect(
 ) -> Result<(Session, CoverageReport, Vec<CoverTiming>), ExecError> {
     let launches = select(capture, opts.ids.as_deref())?;
     let session = Session::open(&opts.device)?;
-    let (report, times) = collect_on(&session, capture, &launches, timing);
+    let (report, times) = collect_on(&session, capture, &launches, opts, timing);
     Ok((session, report, times))
 }
 
