@@ -19,8 +19,9 @@ STORM_N="${STORM_N:-100000}"
 HEAVY_N="${HEAVY_N:-200}"
 read -r -a MODES <<<"${MODES:-native off hash full}"
 
-CLTRAP=target/release/cltrap
-if [ ! -x "$CLTRAP" ] || [ ! -e target/release/libcltrap.so ]; then
+TARGET="${CARGO_TARGET_DIR:-target}"
+CLTRAP="$TARGET/release/cltrap"
+if [ ! -x "$CLTRAP" ] || [ ! -e "$TARGET/release/libcltrap.so" ]; then
     cargo build --release -p cltrap -p cltrap-shim
 fi
 [ -n "${BENCH_NO_BUILD:-}" ] || scripts/build-c.sh bench

@@ -54,22 +54,33 @@ install_packages() {
         return
     fi
     say "installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    as_root apt-get update -q
+    # `env` because sudo drops DEBIAN_FRONTEND from the environment.
+    local apt=(env DEBIAN_FRONTEND=noninteractive apt-get)
+    as_root "${apt[@]}" update -q
     # clpeak and clfft-client live in Ubuntu's "universe"; enable it there when it is missing.
     if [ -r /etc/os-release ] && grep -qi '^ID=ubuntu' /etc/os-release \
         && ! apt-cache show clfft-client >/dev/null 2>&1 && command -v add-apt-repository >/dev/null 2>&1; then
         as_root add-apt-repository -y universe
-        as_root apt-get update -q
+        as_root "${apt[@]}" update -q
     fi
-    as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+    as_root "${apt[@]}" install -y -q --no-install-recommends "${missing[@]}"
     mapfile -t still < <(missing_packages)
     [ "${#still[@]}" -eq 0 ] || die "apt-get did not install: ${still[*]}"
 }
 
+# The workspace needs Rust >= 1.80 (Cargo.toml's rust-version); Debian's own `cargo` package is
+# older, so an old cargo is refused with a clear message rather than a confusing build error.
+MIN_RUST_MINOR=80
+
 ensure_cargo() {
     if command -v cargo >/dev/null 2>&1; then
-        say "rust: $(cargo --version)"
+        local version minor
+        version="$(cargo --version)"
+        minor="$(sed -n 's/^cargo 1\.\([0-9]*\).*/\1/p' <<<"$version")"
+        if [ -n "$minor" ] && [ "$minor" -lt "$MIN_RUST_MINOR" ]; then
+            die "$version ($(command -v cargo)) is older than 1.$MIN_RUST_MINOR; install a current toolchain with rustup (https://rustup.rs) and put ~/.cargo/bin first in PATH"
+        fi
+        say "rust: $version"
         return
     fi
     if [ -x "$HOME/.cargo/bin/cargo" ]; then

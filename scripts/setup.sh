@@ -18,7 +18,8 @@ heading "2/6 build cltrap (cargo build --release --workspace)"
 cargo build --release --workspace
 scripts/build-c.sh demo
 
-CLTRAP=target/release/cltrap
+TARGET="${CARGO_TARGET_DIR:-target}"
+CLTRAP="$TARGET/release/cltrap"
 DEMO=target/examples/cltrap-demo
 CAP=target/demo-capture
 rm -rf "$CAP"

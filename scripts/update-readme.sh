@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CLTRAP=target/release/cltrap
+TARGET="${CARGO_TARGET_DIR:-target}"
+CLTRAP="$TARGET/release/cltrap"
 [ -x "$CLTRAP" ] || { echo "update-readme: $CLTRAP is missing; run cargo build --release --workspace first" >&2; exit 1; }
 table="$("$CLTRAP" controls --markdown)" || { echo "update-readme: '$CLTRAP controls --markdown' failed" >&2; exit 1; }
 [ -n "$table" ] || { echo "update-readme: '$CLTRAP controls --markdown' printed nothing" >&2; exit 1; }
