@@ -92,6 +92,9 @@ pub struct RunReport {
     pub dir: PathBuf,
     /// One line: what was captured in this run.
     pub summary: String,
+    /// Length of `DIR/coverage.jsonl` before the run: live coverage counters (`--coverage`)
+    /// of this run start there.
+    pub coverage_from: u64,
 }
 
 /// `value` prepended to a `:`-separated list variable.
@@ -153,6 +156,7 @@ pub fn run(req: &RunRequest) -> Result<RunReport, LaunchError> {
         });
     let dir = cwd.join(PathBuf::from(dir_value));
     let before = dir_state(&dir);
+    let coverage_from = std::fs::metadata(dir.join("coverage.jsonl")).map_or(0, |m| m.len());
 
     let program = req
         .command
@@ -165,6 +169,10 @@ pub fn run(req: &RunRequest) -> Result<RunReport, LaunchError> {
         cmd.env(c.env, v);
     }
     cmd.env("CLTRAP_DIR", &dir);
+    // Live instrumentation: the shim asks this executable to instrument kernels.
+    if let Ok(exe) = std::env::current_exe() {
+        cmd.env("CLTRAP_BIN", exe);
+    }
     cmd.env("LD_PRELOAD", prepend("LD_PRELOAD", &req.shim));
     cmd.env("OPENCL_LAYERS", prepend("OPENCL_LAYERS", &req.shim));
     // If cltrap itself is killed (a harness timeout), the application must not live on
@@ -237,6 +245,7 @@ pub fn run(req: &RunRequest) -> Result<RunReport, LaunchError> {
         exit_code,
         dir,
         summary,
+        coverage_from,
     })
 }
 

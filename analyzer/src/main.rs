@@ -15,6 +15,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod instrument_cmd;
+
 /// Capture OpenCL kernel launches of unmodified applications, then list, show and replay them.
 #[derive(Parser)]
 #[command(name = "cltrap", version, about)]
@@ -137,13 +139,15 @@ fn command() -> clap::Command {
                     c.default
                 }
             );
-            run = run.arg(
-                Arg::new(c.flag)
-                    .long(c.flag)
-                    .value_name(c.value_name)
-                    .help(help)
-                    .action(ArgAction::Set),
-            );
+            let arg = Arg::new(c.flag).long(c.flag).help(help).action(ArgAction::Set);
+            // A switch (`--coverage`) never takes the next word, which may be the application.
+            run = run.arg(if c.is_switch() {
+                arg.num_args(0..=1)
+                    .require_equals(true)
+                    .default_missing_value("on")
+            } else {
+                arg.value_name(c.value_name)
+            });
         }
         run
     })
@@ -164,6 +168,9 @@ fn open(dir: &Path) -> Result<Capture, String> {
 }
 
 fn main() -> ExitCode {
+    if let Some(code) = instrument_cmd::intercept() {
+        return code;
+    }
     let matches = command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
@@ -198,6 +205,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             })
             .map_err(|e| e.to_string())?;
             eprintln!("cltrap: {}", report.summary);
+            instrument_cmd::after_run(&report);
             Ok(u8::try_from(report.exit_code & 0xff).unwrap_or(1))
         }
         Cmd::List { dir } => {
