@@ -66,6 +66,20 @@ pub fn read_back(
     };
     let mut data = vec![0u32; words].into_boxed_slice();
     let mut ev: cl_event = std::ptr::null_mut();
+    // Without the kernel's event (the application asked for none), an out-of-order queue needs
+    // a barrier for the read to come after the kernel; an in-order queue orders it anyway.
+    let mut barrier: cl_event = std::ptr::null_mut();
+    let after = if after.is_null() && out_of_order(next, queue) {
+        match next.clEnqueueBarrierWithWaitList {
+            // SAFETY: a barrier on the application's queue, its event ours.
+            Some(b) if unsafe { b(queue, 0, std::ptr::null(), &mut barrier) } == CL_SUCCESS => {
+                barrier
+            }
+            _ => return false,
+        }
+    } else {
+        after
+    };
     let wait = [after];
     let (n, list) = if after.is_null() {
         (0, std::ptr::null())
@@ -87,6 +101,12 @@ pub fn read_back(
             &mut ev,
         )
     };
+    if !barrier.is_null() {
+        if let Some(release) = next.clReleaseEvent {
+            // SAFETY: our own event, released once (the read keeps what it waits for).
+            unsafe { release(barrier) };
+        }
+    }
     if r != CL_SUCCESS || ev.is_null() {
         return false;
     }
@@ -103,6 +123,17 @@ pub fn read_back(
         launch,
     });
     true
+}
+
+fn out_of_order(next: &Next, queue: cl_command_queue) -> bool {
+    let Some(f) = next.clGetCommandQueueInfo else {
+        return true;
+    };
+    // SAFETY: standard info query on the application's queue.
+    info_value::<cl_command_queue_properties>(|s, p, r| unsafe {
+        f(queue, CL_QUEUE_PROPERTIES, s, p, r)
+    })
+    .is_none_or(|p| p & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0)
 }
 
 /// Writes out every read that has completed (cheap when none is pending).

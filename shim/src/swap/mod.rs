@@ -62,7 +62,7 @@ mod enqueue;
 mod perm;
 mod shadow;
 
-pub(crate) use enqueue::{after_enqueue, before_enqueue, LaunchGeometry, SwapLaunch};
+pub(crate) use enqueue::{after_enqueue, before_enqueue, LaunchGeometry};
 pub(crate) use shadow::program_built;
 
 use once_cell::sync::Lazy;
