@@ -63,6 +63,9 @@ mod perm;
 mod shadow;
 
 pub(crate) use enqueue::{after_enqueue, before_enqueue, LaunchGeometry};
+// The hook's handle type, for launch code that stores it by name.
+#[allow(unused_imports)]
+pub(crate) use enqueue::SwapLaunch;
 pub(crate) use shadow::program_built;
 
 use once_cell::sync::Lazy;
