@@ -567,3 +567,35 @@ pub fn cli(
     let _ = writeln!(out, "{summary}; device {} ({})", info.name, info.platform);
     Ok(summary.exit_code())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chosen_local_size_divides_the_global_size_and_stays_small() {
+        assert_eq!(choose_local_size(&[1024]), [64]);
+        assert_eq!(choose_local_size(&[1000]), [50]);
+        assert_eq!(choose_local_size(&[97]), [1]);
+        assert_eq!(choose_local_size(&[64, 64]), [64, 1]);
+        assert_eq!(choose_local_size(&[6, 10, 7]), [6, 10, 1]);
+        for g in [[12u64, 9, 5], [640, 480, 1], [1, 1, 1]] {
+            let l = choose_local_size(&g);
+            assert!(l.iter().product::<u64>() <= 64);
+            assert!(g.iter().zip(&l).all(|(g, l)| g % l == 0), "{g:?} {l:?}");
+        }
+    }
+
+    #[test]
+    fn exit_codes_put_errors_before_races() {
+        let mut s = ScheduleSummary {
+            deterministic: 3,
+            ..Default::default()
+        };
+        assert_eq!(s.exit_code(), 0);
+        s.nondeterministic = 1;
+        assert_eq!(s.exit_code(), 1);
+        s.errors = 1;
+        assert_eq!(s.exit_code(), 2);
+    }
+}

@@ -290,3 +290,35 @@ pub fn words(bytes: &[u8]) -> Vec<u32> {
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_disk_cache_returns_what_was_stored_for_the_same_source_and_options_only() {
+        let dir = std::env::temp_dir().join(format!("cltrap-disk-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let c = DiskCache {
+            dir: dir.clone(),
+            pass: "test",
+        };
+        assert!(c.load::<Vec<u32>>("k", "-DX").is_none());
+        c.store("k", "-DX", "rewritten", &vec![1u32, 2]);
+        assert_eq!(
+            c.load::<Vec<u32>>("k", "-DX"),
+            Some(("rewritten".to_string(), vec![1, 2]))
+        );
+        assert!(c.load::<Vec<u32>>("k", "-DY").is_none());
+        assert!(c.load::<Vec<u32>>("k2", "-DX").is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn words_round_trip_through_a_buffer_argument() {
+        let InputArg::Buffer { bytes, .. } = word_buffer(&[1, 0xdead_beef]) else {
+            panic!("not a buffer");
+        };
+        assert_eq!(words(&bytes), [1, 0xdead_beef]);
+    }
+}

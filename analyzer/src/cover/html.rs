@@ -249,3 +249,14 @@ pub fn render(report: &CoverageReport) -> String {
     s.push_str("</body></html>\n");
     s
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn kernel_text_is_escaped() {
+        assert_eq!(
+            super::escape("a<b && c>\"d\" 'e'"),
+            "a&lt;b &amp;&amp; c&gt;&quot;d&quot; &#39;e&#39;"
+        );
+    }
+}
