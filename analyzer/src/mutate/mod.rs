@@ -1,0 +1,814 @@
+//! `cltrap mutate`: mutation testing of captured kernels, with a capture (or a generated suite
+//! in the same format) as the test suite — each replayable launch is one test case whose
+//! expected outputs are the recorded ones.
+//!
+//! Steps: parse each program and find its mutants (`cltrap_kernel::mutate`); render one
+//! *schema* per program (all mutants behind a run-time selector; compile once) and, for
+//! mutants that cannot live in it (or with `--per-mutant-compile`), one program per mutant;
+//! check in this process that the original reproduces every test case (and under every
+//! permuted schedule asked for), measure coverage of the original to mark NO-COVERAGE mutants;
+//! then evaluate the rest in worker processes ([`worker`]), which survive hangs and crashes.
+//! Decided mutants are appended to `state.jsonl` in the output directory, so an interrupted
+//! campaign resumes where it stopped. [`report`] writes the terminal summary, the
+//! mutation-testing-report-schema JSON and the HTML report.
+
+pub mod cli;
+pub mod report;
+pub mod state;
+pub mod worker;
+
+use crate::executor::{
+    check_outputs, BuildOptions, DeviceSelector, ExecError, InputArg, LaunchInput, Session,
+};
+use crate::variant::{program_source, word_buffer, words};
+use cltrap_capture::{Capture, LaunchRecord};
+use cltrap_kernel::coverage::{instrument_coverage, Outcome};
+use cltrap_kernel::mutate::{self as km, Mutant, Operator};
+use cltrap_kernel::{parse_program, Program};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use worker::{Job, JobResult, PoolOptions, TestRef};
+
+/// The verdict on one mutant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING-KEBAB-CASE")]
+pub enum Status {
+    /// Some test case's outputs differ from the recorded ones (in every repeat).
+    Killed,
+    /// Every test case gave the recorded outputs.
+    Survived,
+    /// Its code never ran in any test case (coverage of the original); not run.
+    NoCoverage,
+    /// The watchdog fired or the run missed its deadline.
+    Timeout,
+    /// The run failed or the worker process died (crash).
+    RuntimeError,
+    /// The mutated program does not compile.
+    CompileError,
+    /// Killed in some but not all repeats: schedule-dependent.
+    Undecided,
+    /// Trivially equivalent to the original (syntax, or the same device binary).
+    Equivalent,
+    /// Not applicable to any test case (launch changes that are illegal everywhere).
+    Ignored,
+}
+
+impl Status {
+    /// The name printed in tables (`NO-COVERAGE`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Killed => "KILLED",
+            Status::Survived => "SURVIVED",
+            Status::NoCoverage => "NO-COVERAGE",
+            Status::Timeout => "TIMEOUT",
+            Status::RuntimeError => "RUNTIME-ERROR",
+            Status::CompileError => "COMPILE-ERROR",
+            Status::Undecided => "UNDECIDED",
+            Status::Equivalent => "EQUIVALENT",
+            Status::Ignored => "IGNORED",
+        }
+    }
+
+    /// Detected by the suite: killed, or made the kernel hang or crash (as in CLTestCheck and
+    /// the GPU mutation-testing literature, a crash or hang counts as noticed).
+    pub fn detected(self) -> bool {
+        matches!(
+            self,
+            Status::Killed | Status::Timeout | Status::RuntimeError
+        )
+    }
+
+    /// Left out of the score's denominator.
+    pub fn excluded(self) -> bool {
+        matches!(
+            self,
+            Status::Equivalent | Status::CompileError | Status::Ignored
+        )
+    }
+}
+
+/// What `cltrap mutate` was asked to do.
+#[derive(Debug, Clone)]
+pub struct MutateOptions {
+    /// Only this kernel (and the helpers it calls).
+    pub kernel: Option<String>,
+    /// Operators; empty = all.
+    pub operators: Vec<Operator>,
+    /// Launch ids; `None` = all replayable launches.
+    pub ids: Option<Vec<u64>>,
+    /// Permuted schedules per test case (0 = only the launch's own).
+    pub schedules: u32,
+    /// Runs per test case and schedule.
+    pub repeats: u32,
+    /// Floating-point tolerance in ulp.
+    pub ulp: u64,
+    /// Worker processes.
+    pub jobs: usize,
+    /// Deadline of one kernel run.
+    pub timeout: Duration,
+    /// Compile every mutant on its own (no schema).
+    pub per_mutant_compile: bool,
+    /// Where to run.
+    pub device: DeviceSelector,
+    /// Output directory (state file, rendered sources, worker logs).
+    pub out_dir: PathBuf,
+    /// Loop-iteration budget per work-item and function call before the watchdog fires.
+    pub loop_budget: u32,
+    /// The `cltrap` executable to start workers from.
+    pub worker_exe: PathBuf,
+    /// Show a progress bar (on a terminal).
+    pub progress: bool,
+    /// Do not reuse decisions from an earlier run's state file.
+    pub fresh: bool,
+}
+
+/// One mutant and its verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct MutantResult {
+    /// The mutant.
+    pub mutant: Mutant,
+    /// Verdict.
+    pub status: Status,
+    /// One sentence on why.
+    pub detail: String,
+    /// Compiled on its own rather than selected in the schema.
+    pub own_program: bool,
+    /// Taken from the state file of an earlier run.
+    pub resumed: bool,
+}
+
+/// One program's campaign.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProgramResult {
+    /// Program record hash.
+    pub program: String,
+    /// A file name for reports.
+    pub file: String,
+    /// The user's source.
+    pub source: String,
+    /// Kernels tested, with their test-case (launch) ids.
+    pub kernels: Vec<(String, Vec<u64>)>,
+    /// Every mutant, by number.
+    pub mutants: Vec<MutantResult>,
+}
+
+/// The whole campaign.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CampaignReport {
+    /// Per program.
+    pub programs: Vec<ProgramResult>,
+    /// Notes for the user: dropped test cases, schema exclusions, skipped launches.
+    pub notes: Vec<String>,
+    /// Device compiles made (parent and workers).
+    pub compiles: u32,
+    /// Wall time of the evaluation phase (workers).
+    pub eval_time: Duration,
+    /// Mutants evaluated by running them in this campaign (not resumed, not decided
+    /// statically).
+    pub evaluated: u32,
+}
+
+/// Why a campaign could not run. One sentence each.
+#[derive(Debug, thiserror::Error)]
+pub enum MutateError {
+    /// Reading the capture failed.
+    #[error("{0}")]
+    Capture(#[from] cltrap_capture::ReadError),
+    /// Opening the device or running the original failed.
+    #[error("{0}")]
+    Exec(#[from] ExecError),
+    /// Nothing to test.
+    #[error("{0}")]
+    Nothing(String),
+    /// The output directory could not be written.
+    #[error("{0}")]
+    Io(String),
+    /// Worker processes could not be started.
+    #[error("{0}")]
+    Workers(String),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MutateError + '_ {
+    move |e| MutateError::Io(format!("{}: {e}", path.display()))
+}
+
+/// A program of the capture with its tests, parsed and mutated.
+struct Plan {
+    hash: String,
+    source: String,
+    parsed: Program,
+    options: String,
+    kernels: BTreeMap<String, Vec<u64>>,
+    mutants: Vec<Mutant>,
+}
+
+fn selector_extras(n: u32) -> Vec<InputArg> {
+    vec![
+        InputArg::Scalar(n.to_le_bytes().to_vec()),
+        word_buffer(&[0]),
+    ]
+}
+
+fn short(hash: &str) -> String {
+    hash.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(12)
+        .collect()
+}
+
+/// Runs a campaign; `progress` is called with (done, total) as mutants are decided.
+pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, MutateError> {
+    std::fs::create_dir_all(opts.out_dir.join("src")).map_err(io(&opts.out_dir))?;
+    let mut report = CampaignReport::default();
+    // 1. Test cases, by program and kernel.
+    let launches: Vec<&LaunchRecord> =
+        crate::replay::select(capture, opts.ids.as_deref()).map_err(MutateError::Exec)?;
+    let mut by_program: BTreeMap<String, BTreeMap<String, Vec<u64>>> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for l in launches {
+        if opts.kernel.as_ref().is_some_and(|k| *k != l.kernel) {
+            continue;
+        }
+        if !l.not_replayable.is_empty() || l.status != 0 {
+            report.notes.push(format!(
+                "launch {} ({}) is not replayable; not a test case",
+                l.id, l.kernel
+            ));
+            continue;
+        }
+        if !by_program.contains_key(&l.program) {
+            order.push(l.program.clone());
+        }
+        by_program
+            .entry(l.program.clone())
+            .or_default()
+            .entry(l.kernel.clone())
+            .or_default()
+            .push(l.id);
+    }
+    if order.is_empty() {
+        return Err(MutateError::Nothing(match &opts.kernel {
+            Some(k) => format!(
+                "no replayable launch of kernel {k:?} in {}",
+                capture.dir().display()
+            ),
+            None => format!("no replayable launch in {}", capture.dir().display()),
+        }));
+    }
+    let session = Session::open(&opts.device)?;
+    let state_path = opts.out_dir.join("state.jsonl");
+    let previous = if opts.fresh {
+        Default::default()
+    } else {
+        state::load(&state_path)
+    };
+    let mut state = state::StateFile::open(&state_path).map_err(io(&state_path))?;
+    let budget = format!("-D__CLTRAP_BUDGET={}u", opts.loop_budget);
+
+    let mut jobs: Vec<(usize, Job)> = Vec::new();
+    let mut slots: Vec<(usize, usize)> = Vec::new();
+    for hash in &order {
+        let record = capture.program(hash)?;
+        let kernels = by_program.remove(hash).unwrap_or_default();
+        let source = match program_source(capture, &record) {
+            Ok(s) => s,
+            Err(e) => {
+                report.notes.push(format!("program {}: {e}", short(hash)));
+                continue;
+            }
+        };
+        let parsed = match parse_program(&source, &record.options) {
+            Ok(p) => p,
+            Err(e) => {
+                report.notes.push(format!(
+                    "program {}: the kernel source cannot be parsed: {e}",
+                    short(hash)
+                ));
+                continue;
+            }
+        };
+        let mutants = km::find_mutants(
+            &parsed,
+            &km::MutateOptions {
+                operators: opts.operators.clone(),
+                kernels: kernels.keys().cloned().collect(),
+            },
+        );
+        let mut plan = Plan {
+            hash: hash.clone(),
+            source,
+            parsed,
+            options: record.options.clone(),
+            kernels,
+            mutants,
+        };
+        let pi = report.programs.len();
+        let (prog_jobs, result) = prepare(
+            capture,
+            &session,
+            &mut plan,
+            opts,
+            &budget,
+            &previous,
+            &mut report,
+        )?;
+        report.programs.push(result);
+        for (mi, job) in prog_jobs {
+            slots.push((pi, mi));
+            jobs.push((slots.len() - 1, job));
+        }
+    }
+
+    // 2. Evaluate in workers.
+    let total = jobs.len() as u64;
+    report.evaluated = total as u32;
+    report.compiles += jobs.iter().filter(|(_, j)| !j.cache).count() as u32
+        + if jobs.iter().any(|(_, j)| j.cache) {
+            opts.jobs.max(1).min(jobs.len()) as u32
+        } else {
+            0
+        };
+    let bar = if opts.progress {
+        indicatif::ProgressBar::new(total)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} mutants {pos}/{len} [{bar:30}] {elapsed} {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    let pool = PoolOptions {
+        exe: opts.worker_exe.clone(),
+        workers: opts.jobs.max(1),
+        run_timeout: opts.timeout,
+        log_dir: opts.out_dir.clone(),
+    };
+    let start = Instant::now();
+    let mut killed = 0u64;
+    worker::run_jobs(jobs, &pool, |i, r: JobResult| {
+        let Some(&(pi, mi)) = slots.get(i) else {
+            return;
+        };
+        let Some(prog) = report.programs.get_mut(pi) else {
+            return;
+        };
+        let Some(m) = prog.mutants.get_mut(mi) else {
+            return;
+        };
+        m.status = r.status;
+        m.detail = r.detail;
+        if m.status.detected() {
+            killed += 1;
+        }
+        let _ = state.record(&prog.program, &m.mutant.id, m.status, &m.detail);
+        bar.set_message(format!("{killed} detected"));
+        bar.inc(1);
+    })
+    .map_err(MutateError::Workers)?;
+    bar.finish_and_clear();
+    report.eval_time = start.elapsed();
+    Ok(report)
+}
+
+/// Parent-side preparation of one program: renders and checks the schema, measures coverage,
+/// decides what can be decided without running, and returns the jobs for the rest.
+#[allow(clippy::too_many_arguments)]
+fn prepare(
+    capture: &Capture,
+    session: &Session,
+    plan: &mut Plan,
+    opts: &MutateOptions,
+    budget: &str,
+    previous: &state::Previous,
+    report: &mut CampaignReport,
+) -> Result<(Vec<(usize, Job)>, ProgramResult), MutateError> {
+    let tag = short(&plan.hash);
+    let file = format!("program-{tag}.cl");
+    let record = capture.program(&plan.hash)?;
+    let mut results: Vec<MutantResult> = plan
+        .mutants
+        .iter()
+        .map(|m| MutantResult {
+            mutant: m.clone(),
+            status: Status::Survived,
+            detail: String::new(),
+            own_program: opts.per_mutant_compile || !m.in_schema,
+            resumed: false,
+        })
+        .collect();
+    let fail_all = |results: &mut Vec<MutantResult>, why: String| {
+        for r in results.iter_mut() {
+            r.status = Status::CompileError;
+            r.detail = why.clone();
+        }
+    };
+    let write = |name: &str, text: &str| -> Result<PathBuf, MutateError> {
+        let p = opts.out_dir.join("src").join(name);
+        std::fs::write(&p, text).map_err(io(&p))?;
+        Ok(p)
+    };
+    let result = |results: Vec<MutantResult>| ProgramResult {
+        program: plan.hash.clone(),
+        file: file.clone(),
+        source: plan.source.clone(),
+        kernels: plan
+            .kernels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        mutants: results,
+    };
+
+    // The base program every test runs the original with: the schema, or (per-mutant mode)
+    // the original with the same extra parameters.
+    let base = if opts.per_mutant_compile {
+        km::original(&plan.parsed)
+    } else {
+        km::schema(&plan.parsed, &plan.mutants)
+    };
+    let base = match base {
+        Ok(b) => b,
+        Err(e) => {
+            fail_all(
+                &mut results,
+                format!("the program cannot be rewritten: {e}"),
+            );
+            report.notes.push(format!(
+                "{file}: the program cannot be rewritten for mutation: {e}"
+            ));
+            return Ok((vec![], result(results)));
+        }
+    };
+    for (n, why) in &base.excluded {
+        if let Some(r) = results.iter_mut().find(|r| r.mutant.number == *n) {
+            r.own_program = true;
+            if !opts.per_mutant_compile {
+                report.notes.push(format!(
+                    "{file}: mutant {n} ({}, line {}) is compiled on its own: {why}",
+                    r.mutant.operator, r.mutant.line
+                ));
+            }
+        }
+    }
+    let base_name = if opts.per_mutant_compile {
+        format!("{tag}-original.cl")
+    } else {
+        format!("{tag}-schema.cl")
+    };
+    let base_path = write(&base_name, &base.source)?;
+    let build = |src: &str| {
+        session.build(
+            capture,
+            &record,
+            &BuildOptions {
+                source: Some(src.to_string()),
+                extra_options: budget.to_string(),
+            },
+        )
+    };
+    report.compiles += 1;
+    let built = match build(&base.source) {
+        Ok(b) => b,
+        Err(e) => {
+            report.notes.push(format!(
+                "{file}: the {} does not compile ({}); every mutant is reported COMPILE-ERROR — rerun with --per-mutant-compile",
+                if opts.per_mutant_compile { "original with the mutation parameters" } else { "mutant schema" },
+                e.to_string().lines().find(|l| l.contains("error")).unwrap_or("").trim()
+            ));
+            fail_all(&mut results, "the schema does not compile".into());
+            return Ok((vec![], result(results)));
+        }
+    };
+    // The permuted base, for --schedules.
+    let permuted_path = if opts.schedules > 0 {
+        let permuted = parse_program(&base.source, &plan.options)
+            .and_then(|p| cltrap_kernel::permute::permute_schedule(&p));
+        match permuted {
+            Ok(p) => Some((write(&format!("{tag}-permuted.cl"), &p.source)?, p.source)),
+            Err(e) => {
+                report
+                    .notes
+                    .push(format!("{file}: no permuted schedules: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let permuted_built = match &permuted_path {
+        Some((_, src)) => {
+            report.compiles += 1;
+            match build(src) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    report.notes.push(format!(
+                        "{file}: the permuted program does not compile: {}",
+                        e.to_string().lines().next().unwrap_or("")
+                    ));
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+
+    // Every test case must give its recorded outputs with the original (selector 0), under
+    // its own schedule and under each permuted one kept for it.
+    let mut tests: BTreeMap<String, Vec<TestRef>> = BTreeMap::new();
+    let mut inputs: Vec<(String, LaunchInput)> = Vec::new();
+    for (kernel, ids) in &plan.kernels {
+        for &id in ids {
+            let rec = capture.launch(id)?;
+            let (input, expected) = match LaunchInput::from_record(capture, rec)
+                .and_then(|i| LaunchInput::expected_outputs(capture, rec).map(|e| (i, e)))
+            {
+                Ok(x) => x,
+                Err(e) => {
+                    report
+                        .notes
+                        .push(format!("launch {id} ({kernel}): not a test case: {e}"));
+                    continue;
+                }
+            };
+            let infos: Vec<_> = rec.args.iter().map(|a| a.info().clone()).collect();
+            let ok = |out: &crate::executor::RunOutput| {
+                check_outputs(&input, &infos, &expected, out, opts.ulp)
+                    .first()
+                    .map(|m| m.to_string())
+            };
+            match session.run(&built, &input, &selector_extras(0)) {
+                Ok(out) => {
+                    if let Some(m) = ok(&out) {
+                        report.notes.push(format!(
+                            "launch {id} ({kernel}): the original does not reproduce the recording ({m}); not a test case"
+                        ));
+                        continue;
+                    }
+                }
+                Err(e) => {
+                    report
+                        .notes
+                        .push(format!("launch {id} ({kernel}): not a test case: {e}"));
+                    continue;
+                }
+            }
+            let mut seeds = Vec::new();
+            if let Some(pb) = &permuted_built {
+                let local = input
+                    .local_size
+                    .clone()
+                    .unwrap_or_else(|| vec![1; input.global_size.len()]);
+                for s in 1..=u64::from(opts.schedules) {
+                    let mut extras = selector_extras(0);
+                    extras.push(word_buffer(&cltrap_kernel::permute::random_permutation(
+                        &input.global_size,
+                        &local,
+                        s,
+                    )));
+                    match session.run(pb, &input, &extras) {
+                        Ok(out) if ok(&out).is_none() => seeds.push(s),
+                        _ => report.notes.push(format!(
+                            "launch {id} ({kernel}): the original itself changes under schedule seed {s}; that schedule is not used"
+                        )),
+                    }
+                }
+            }
+            tests
+                .entry(kernel.clone())
+                .or_default()
+                .push(TestRef { launch: id, seeds });
+            inputs.push((kernel.clone(), input));
+        }
+    }
+
+    // Coverage of the original over the suite.
+    let covered = coverage(capture, session, plan, &inputs, report);
+
+    // Decide statically what can be, then make jobs.
+    let mut original_binary = None;
+    if results
+        .iter()
+        .any(|r| r.own_program && r.mutant.launch.is_none())
+    {
+        let orig = km::original(&plan.parsed);
+        if let Ok(o) = orig {
+            report.compiles += 1;
+            if let Ok(b) = build(&o.source) {
+                if let Ok(bin) = session.program_binary(&b) {
+                    original_binary = Some(cltrap_capture::writer::digest(&bin));
+                }
+            }
+        }
+    }
+    let mut jobs = Vec::new();
+    for (mi, r) in results.iter_mut().enumerate() {
+        let m = &r.mutant;
+        if let Some((status, detail)) = previous.get(&(plan.hash.clone(), m.id.clone())) {
+            r.status = *status;
+            r.detail = detail.clone();
+            r.resumed = true;
+            continue;
+        }
+        if let Some(why) = &m.equivalent {
+            r.status = Status::Equivalent;
+            r.detail = format!("trivially equivalent: {why}");
+            continue;
+        }
+        // Kernels whose launches run this mutant's function.
+        let reach: Vec<&String> = plan
+            .kernels
+            .keys()
+            .filter(|k| {
+                let seeds: BTreeSet<String> = [m.function.clone()].into();
+                cltrap_kernel::rewrite::callers_closure(&plan.parsed, &seeds).contains(*k)
+            })
+            .collect();
+        let test_refs: Vec<TestRef> = reach
+            .iter()
+            .flat_map(|k| tests.get(*k).cloned().unwrap_or_default())
+            .collect();
+        if test_refs.is_empty() {
+            r.status = Status::NoCoverage;
+            r.detail = "no test case launches a kernel that runs this code".into();
+            continue;
+        }
+        if let Some(cov) = &covered {
+            if let Some(g) = m.guards.iter().find(|g| !cov.satisfied(g)) {
+                r.status = Status::NoCoverage;
+                r.detail = format!(
+                    "never reached: the condition at {} was never {} in any test case",
+                    {
+                        let (l, c) = plan.parsed.line_col(g.start);
+                        format!("{l}:{c}")
+                    },
+                    g.outcome
+                );
+                continue;
+            }
+        }
+        if let Some(change) = m.launch {
+            if !inputs.iter().any(|(k, i)| {
+                reach.contains(&k)
+                    && change
+                        .apply(&i.global_size, i.local_size.as_deref())
+                        .is_some()
+            }) {
+                r.status = Status::Ignored;
+                r.detail = "the launch change is not legal for any test case".into();
+                continue;
+            }
+        }
+        let (source, cache, number) = if r.own_program && m.launch.is_none() {
+            let single = match km::single(&plan.parsed, m) {
+                Ok(s) => s,
+                Err(e) => {
+                    r.status = Status::CompileError;
+                    r.detail = format!("cannot be rendered: {e}");
+                    continue;
+                }
+            };
+            (
+                write(&format!("{tag}-m{}.cl", m.number), &single.source)?,
+                false,
+                0,
+            )
+        } else if m.launch.is_some() {
+            (base_path.clone(), true, 0)
+        } else {
+            (base_path.clone(), true, m.number)
+        };
+        let permuted = if cache {
+            permuted_path.as_ref().map(|(p, _)| p.clone())
+        } else {
+            None
+        };
+        let mut refs = test_refs;
+        if permuted.is_none() {
+            for t in &mut refs {
+                t.seeds.clear();
+            }
+        }
+        jobs.push((
+            mi,
+            Job {
+                capture: capture.dir().to_path_buf(),
+                program: plan.hash.clone(),
+                source,
+                permuted,
+                extra_options: budget.to_string(),
+                cache,
+                mutant: number,
+                launch: m.launch,
+                tests: refs,
+                repeats: opts.repeats.max(1),
+                ulp: opts.ulp,
+                original_binary: if cache { None } else { original_binary.clone() },
+                platform: opts.device.platform.clone(),
+                device: opts.device.device.clone(),
+            },
+        ));
+    }
+    Ok((jobs, result(results)))
+}
+
+/// Branch outcomes seen when running the original over the suite.
+struct Covered {
+    known: HashSet<(u32, u32, bool)>,
+    hit: HashSet<(u32, u32, bool)>,
+}
+
+impl Covered {
+    fn satisfied(&self, g: &km::Guard) -> bool {
+        let k = (g.start, g.end, g.outcome);
+        !self.known.contains(&k) || self.hit.contains(&k)
+    }
+}
+
+fn coverage(
+    capture: &Capture,
+    session: &Session,
+    plan: &Plan,
+    inputs: &[(String, LaunchInput)],
+    report: &mut CampaignReport,
+) -> Option<Covered> {
+    let file = format!("program-{}.cl", short(&plan.hash));
+    let c = match instrument_coverage(&plan.parsed, Default::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            report.notes.push(format!(
+                "{file}: no coverage ({e}); every mutant in a launched kernel is run"
+            ));
+            return None;
+        }
+    };
+    let record = capture.program(&plan.hash).ok()?;
+    report.compiles += 1;
+    let built = match session.build(
+        capture,
+        &record,
+        &BuildOptions {
+            source: Some(c.source.clone()),
+            extra_options: String::new(),
+        },
+    ) {
+        Ok(b) => b,
+        Err(e) => {
+            report.notes.push(format!(
+                "{file}: the coverage build failed ({}); every mutant in a launched kernel is run",
+                e.to_string().lines().next().unwrap_or("")
+            ));
+            return None;
+        }
+    };
+    let mut known = HashSet::new();
+    let branch = |o: Outcome| match o {
+        Outcome::True => Some(true),
+        Outcome::False => Some(false),
+        _ => None,
+    };
+    for s in &c.map.slots {
+        if let Some(b) = branch(s.outcome) {
+            known.insert((s.start, s.end, b));
+        }
+    }
+    let mut hit = HashSet::new();
+    for (kernel, input) in inputs {
+        let init = c
+            .map
+            .initial_buffer(&input.global_size, input.local_size.as_deref());
+        let out = match session.run(&built, input, &[word_buffer(&init)]) {
+            Ok(o) => o,
+            Err(e) => {
+                report.notes.push(format!(
+                    "{file}: coverage run of {kernel} failed ({e}); coverage not used"
+                ));
+                return None;
+            }
+        };
+        let Some(Some(bytes)) = out.outputs.last() else {
+            return None;
+        };
+        let res = match c.map.evaluate(kernel, &words(bytes), &input.global_size) {
+            Ok(r) => r,
+            Err(e) => {
+                report
+                    .notes
+                    .push(format!("{file}: coverage of {kernel} not evaluated ({e})"));
+                return None;
+            }
+        };
+        for s in res.slots.iter().filter(|s| s.hit) {
+            if let Some(slot) = c.map.slots.iter().find(|x| x.index == s.index) {
+                if let Some(b) = branch(slot.outcome) {
+                    hit.insert((slot.start, slot.end, b));
+                }
+            }
+        }
+    }
+    Some(Covered { known, hit })
+}

@@ -1,0 +1,584 @@
+//! Worker processes: mutants that hang or crash the driver must not take the campaign down, so
+//! every mutant run happens in a `cltrap mutate-worker` child with its own OpenCL context.
+//!
+//! Protocol: one JSON [`Job`] per line on the worker's stdin; the worker answers with
+//! [`Event`] lines on stdout (`built` after compiling, `run` before every kernel run, then
+//! `done` with the result). The parent ([`Pool`]) restarts the deadline at each event, kills a
+//! worker that misses it (TIMEOUT) and turns a worker that dies into RUNTIME-ERROR, then starts
+//! a fresh one and goes on.
+
+use super::Status;
+use crate::executor::{
+    check_outputs, BuildOptions, BuiltProgram, DeviceSelector, Expected, InputArg, LaunchInput,
+    Session,
+};
+use crate::variant::{word_buffer, words};
+use cltrap_capture::{ArgInfo, Capture};
+use cltrap_kernel::mutate::LaunchChange;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, VecDeque};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One test case of a job: a launch of the capture, and the schedule seeds under which the
+/// original was checked to give the recorded outputs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TestRef {
+    /// Launch id in the capture.
+    pub launch: u64,
+    /// Permuted-schedule seeds to run besides the launch's own schedule.
+    pub seeds: Vec<u64>,
+}
+
+/// One mutant to evaluate against its tests.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Job {
+    /// Capture directory (the worker reads launches and programs itself).
+    pub capture: PathBuf,
+    /// Program record hash in the capture (its build options are used).
+    pub program: String,
+    /// File holding the source to build (a schema, one mutant, or the original).
+    pub source: PathBuf,
+    /// The same source with permuted work-group schedules (for `--schedules`).
+    pub permuted: Option<PathBuf>,
+    /// Extra build options (the watchdog budget).
+    pub extra_options: String,
+    /// Keep the built program for later jobs (schemata); one-mutant programs are dropped.
+    pub cache: bool,
+    /// Selector value (0 = original).
+    pub mutant: u32,
+    /// Launch-geometry change, if any.
+    pub launch: Option<LaunchChange>,
+    /// Test cases.
+    pub tests: Vec<TestRef>,
+    /// Runs per test case and schedule (UNDECIDED when only some of them kill).
+    pub repeats: u32,
+    /// Floating-point tolerance.
+    pub ulp: u64,
+    /// For one-mutant programs: digest of the original's device binary; equal → EQUIVALENT.
+    pub original_binary: Option<String>,
+    /// Platform selector.
+    pub platform: Option<String>,
+    /// Device selector.
+    pub device: Option<String>,
+}
+
+/// What a job found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobResult {
+    /// The verdict.
+    pub status: Status,
+    /// One sentence: which launch killed it and how, or the error.
+    pub detail: String,
+    /// Kernel runs made.
+    pub runs: u32,
+}
+
+/// A line from a worker.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A program was compiled (compiles may take longer than a run).
+    Built,
+    /// A kernel run starts (the run deadline restarts).
+    Run,
+    /// The job is finished.
+    Done {
+        /// Its result.
+        result: JobResult,
+    },
+}
+
+struct Loaded {
+    input: LaunchInput,
+    expected: Vec<Option<Expected>>,
+    infos: Vec<ArgInfo>,
+}
+
+struct WorkerState {
+    session: Option<Session>,
+    captures: HashMap<PathBuf, Capture>,
+    programs: HashMap<(PathBuf, String), BuiltProgram>,
+    launches: HashMap<(PathBuf, u64), Loaded>,
+}
+
+fn emit(e: &Event) {
+    let mut out = std::io::stdout().lock();
+    if let Ok(s) = serde_json::to_string(e) {
+        let _ = writeln!(out, "{s}");
+        let _ = out.flush();
+    }
+}
+
+fn result(status: Status, detail: impl Into<String>, runs: u32) -> JobResult {
+    JobResult {
+        status,
+        detail: detail.into(),
+        runs,
+    }
+}
+
+impl WorkerState {
+    fn build(&mut self, job: &Job, path: &PathBuf) -> Result<(), JobResult> {
+        let key = (path.clone(), job.extra_options.clone());
+        if self.programs.contains_key(&key) {
+            return Ok(());
+        }
+        let fail = |s: Status, m: String| result(s, m, 0);
+        let session = self
+            .session
+            .as_ref()
+            .ok_or_else(|| fail(Status::RuntimeError, "no device".into()))?;
+        let capture = self
+            .captures
+            .get(&job.capture)
+            .ok_or_else(|| fail(Status::RuntimeError, "capture not open".into()))?;
+        let record = capture
+            .program(&job.program)
+            .map_err(|e| fail(Status::RuntimeError, e.to_string()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| fail(Status::RuntimeError, format!("{}: {e}", path.display())))?;
+        let built = session
+            .build(
+                capture,
+                &record,
+                &BuildOptions {
+                    source: Some(text),
+                    extra_options: job.extra_options.clone(),
+                },
+            )
+            .map_err(|e| {
+                let first = e.to_string();
+                let line = first
+                    .lines()
+                    .find(|l| l.contains("error"))
+                    .unwrap_or_else(|| first.lines().next().unwrap_or(""))
+                    .trim()
+                    .to_string();
+                fail(Status::CompileError, line)
+            })?;
+        emit(&Event::Built);
+        self.programs.insert(key, built);
+        Ok(())
+    }
+
+    fn load(&mut self, job: &Job, id: u64) -> Result<(), JobResult> {
+        let key = (job.capture.clone(), id);
+        if self.launches.contains_key(&key) {
+            return Ok(());
+        }
+        let fail = |m: String| result(Status::RuntimeError, m, 0);
+        let capture = self
+            .captures
+            .get(&job.capture)
+            .ok_or_else(|| fail("capture not open".into()))?;
+        let rec = capture.launch(id).map_err(|e| fail(e.to_string()))?;
+        let input = LaunchInput::from_record(capture, rec).map_err(|e| fail(e.to_string()))?;
+        let expected =
+            LaunchInput::expected_outputs(capture, rec).map_err(|e| fail(e.to_string()))?;
+        let infos = rec.args.iter().map(|a| a.info().clone()).collect();
+        self.launches.insert(
+            key,
+            Loaded {
+                input,
+                expected,
+                infos,
+            },
+        );
+        Ok(())
+    }
+
+    fn job(&mut self, job: &Job) -> JobResult {
+        if self.session.is_none() {
+            match Session::open(&DeviceSelector {
+                platform: job.platform.clone(),
+                device: job.device.clone(),
+            }) {
+                Ok(s) => self.session = Some(s),
+                Err(e) => return result(Status::RuntimeError, e.to_string(), 0),
+            }
+        }
+        if !self.captures.contains_key(&job.capture) {
+            match Capture::open(&job.capture) {
+                Ok(c) => {
+                    self.captures.insert(job.capture.clone(), c);
+                }
+                Err(e) => return result(Status::RuntimeError, e.to_string(), 0),
+            }
+        }
+        let out = self.evaluate(job);
+        if !job.cache {
+            self.programs.retain(|(p, _), _| *p != job.source);
+        }
+        out
+    }
+
+    fn evaluate(&mut self, job: &Job) -> JobResult {
+        if let Err(r) = self.build(job, &job.source) {
+            return r;
+        }
+        for t in &job.tests {
+            if let Err(r) = self.load(job, t.launch) {
+                return r;
+            }
+        }
+        if let Some(pp) = &job.permuted {
+            if job.tests.iter().any(|t| !t.seeds.is_empty()) {
+                if let Err(r) = self.build(job, pp) {
+                    return r;
+                }
+            }
+        }
+        let Some(session) = self.session.as_ref() else {
+            return result(Status::RuntimeError, "no device", 0);
+        };
+        let key = (job.source.clone(), job.extra_options.clone());
+        if let (Some(orig), Some(p)) = (&job.original_binary, self.programs.get(&key)) {
+            if let Ok(bin) = session.program_binary(p) {
+                if cltrap_capture::writer::digest(&bin) == *orig {
+                    return result(
+                        Status::Equivalent,
+                        "compiles to the same device binary as the original",
+                        0,
+                    );
+                }
+            }
+        }
+        let mut runs = 0u32;
+        let mut undecided: Option<String> = None;
+        let mut any_test = false;
+        for t in &job.tests {
+            let Some(loaded) = self.launches.get(&(job.capture.clone(), t.launch)) else {
+                continue;
+            };
+            let mut input = loaded.input.clone();
+            if let Some(change) = job.launch {
+                let Some((g, l)) = change.apply(&input.global_size, input.local_size.as_deref())
+                else {
+                    continue;
+                };
+                input.global_size = g;
+                input.local_size = Some(l);
+            }
+            any_test = true;
+            // The launch's own schedule, then each permuted one.
+            let mut schedules: Vec<Option<u64>> = vec![None];
+            schedules.extend(t.seeds.iter().map(|s| Some(*s)));
+            for seed in schedules {
+                let program_path = if seed.is_some() {
+                    match &job.permuted {
+                        Some(p) => p,
+                        None => continue,
+                    }
+                } else {
+                    &job.source
+                };
+                let Some(program) = self
+                    .programs
+                    .get(&(program_path.clone(), job.extra_options.clone()))
+                else {
+                    continue;
+                };
+                let mut extras = vec![
+                    InputArg::Scalar(job.mutant.to_le_bytes().to_vec()),
+                    word_buffer(&[0]),
+                ];
+                if let Some(s) = seed {
+                    let local = input
+                        .local_size
+                        .clone()
+                        .unwrap_or_else(|| vec![1; input.global_size.len()]);
+                    extras.push(word_buffer(&cltrap_kernel::permute::random_permutation(
+                        &input.global_size,
+                        &local,
+                        s,
+                    )));
+                }
+                let under = seed.map_or(String::new(), |s| format!(" under schedule seed {s}"));
+                let mut kills = 0u32;
+                let mut first = String::new();
+                for _ in 0..job.repeats.max(1) {
+                    emit(&Event::Run);
+                    runs += 1;
+                    let out = match session.run(program, &input, &extras) {
+                        Ok(o) => o,
+                        Err(e) => {
+                            return result(
+                                Status::RuntimeError,
+                                format!("launch {}{under}: {e}", t.launch),
+                                runs,
+                            )
+                        }
+                    };
+                    let wd_index = input.args.len() + 1;
+                    let fired = out
+                        .outputs
+                        .get(wd_index)
+                        .and_then(|o| o.as_ref())
+                        .is_some_and(|b| words(b).first().copied().unwrap_or(0) != 0);
+                    if fired {
+                        return result(
+                            Status::Timeout,
+                            format!(
+                                "launch {}{under}: a loop ran out of its iteration budget (watchdog)",
+                                t.launch
+                            ),
+                            runs,
+                        );
+                    }
+                    let m = check_outputs(&input, &loaded.infos, &loaded.expected, &out, job.ulp);
+                    if let Some(first_m) = m.first() {
+                        kills += 1;
+                        if first.is_empty() {
+                            first = format!("launch {}{under}: {first_m}", t.launch);
+                        }
+                    }
+                }
+                if kills == job.repeats.max(1) {
+                    return result(Status::Killed, first, runs);
+                }
+                if kills > 0 && undecided.is_none() {
+                    undecided = Some(format!(
+                        "killed in {kills} of {} repeats ({first})",
+                        job.repeats.max(1)
+                    ));
+                }
+            }
+        }
+        if !any_test {
+            return result(
+                Status::Ignored,
+                "the change is not legal for any launch of the suite",
+                runs,
+            );
+        }
+        match undecided {
+            Some(d) => result(Status::Undecided, d, runs),
+            None => result(Status::Survived, "no test case noticed it", runs),
+        }
+    }
+}
+
+/// `cltrap mutate-worker`: evaluates jobs from stdin until it closes. Returns the exit code.
+pub fn worker_main() -> u8 {
+    let mut state = WorkerState {
+        session: None,
+        captures: HashMap::new(),
+        programs: HashMap::new(),
+        launches: HashMap::new(),
+    };
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r = match serde_json::from_str::<Job>(&line) {
+            Ok(job) => state.job(&job),
+            Err(e) => result(Status::RuntimeError, format!("bad job: {e}"), 0),
+        };
+        emit(&Event::Done { result: r });
+    }
+    0
+}
+
+/// Where and how to start workers.
+#[derive(Debug, Clone)]
+pub struct PoolOptions {
+    /// The `cltrap` executable (its `mutate-worker` subcommand).
+    pub exe: PathBuf,
+    /// Number of workers.
+    pub workers: usize,
+    /// Deadline per kernel run (and 20× that for a compile).
+    pub run_timeout: Duration,
+    /// Directory for worker logs (their stderr).
+    pub log_dir: PathBuf,
+}
+
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    events: Receiver<Option<Event>>,
+}
+
+fn spawn(opts: &PoolOptions, n: usize) -> Result<Worker, String> {
+    let log = std::fs::File::create(opts.log_dir.join(format!("worker-{n}.log")))
+        .map_err(|e| format!("creating the worker log in {}: {e}", opts.log_dir.display()))?;
+    let mut child = Command::new(&opts.exe)
+        .arg("mutate-worker")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .map_err(|e| format!("starting {} mutate-worker: {e}", opts.exe.display()))?;
+    let stdin = child.stdin.take().ok_or("worker has no stdin")?;
+    let stdout = child.stdout.take().ok_or("worker has no stdout")?;
+    let (tx, rx): (Sender<Option<Event>>, _) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Ok(e) = serde_json::from_str::<Event>(&line) {
+                if tx.send(Some(e)).is_err() {
+                    return;
+                }
+            }
+        }
+        let _ = tx.send(None);
+    });
+    Ok(Worker {
+        child,
+        stdin,
+        events: rx,
+    })
+}
+
+fn describe_exit(child: &mut Child) -> String {
+    match child.wait() {
+        Ok(st) => {
+            use std::os::unix::process::ExitStatusExt;
+            match st.signal() {
+                Some(sig) => {
+                    let name = match sig {
+                        libc::SIGSEGV => "SIGSEGV",
+                        libc::SIGBUS => "SIGBUS",
+                        libc::SIGFPE => "SIGFPE",
+                        libc::SIGABRT => "SIGABRT",
+                        libc::SIGILL => "SIGILL",
+                        _ => "a signal",
+                    };
+                    format!("the worker process died of {name} ({sig})")
+                }
+                None => format!("the worker process exited with {st}"),
+            }
+        }
+        Err(e) => format!("the worker process was lost: {e}"),
+    }
+}
+
+/// Runs one job on `w`, enforcing the deadlines; `None` when the worker must be replaced.
+fn run_on(w: &mut Worker, job: &Job, opts: &PoolOptions) -> (JobResult, bool) {
+    let line = match serde_json::to_string(job) {
+        Ok(l) => l,
+        Err(e) => return (result(Status::RuntimeError, e.to_string(), 0), true),
+    };
+    if writeln!(w.stdin, "{line}")
+        .and_then(|_| w.stdin.flush())
+        .is_err()
+    {
+        let why = describe_exit(&mut w.child);
+        return (result(Status::RuntimeError, why, 0), false);
+    }
+    let compile = opts.run_timeout * 20 + Duration::from_secs(30);
+    let mut deadline = compile;
+    let mut runs = 0u32;
+    loop {
+        match w.events.recv_timeout(deadline) {
+            Ok(Some(Event::Built)) => deadline = opts.run_timeout,
+            Ok(Some(Event::Run)) => {
+                runs += 1;
+                deadline = opts.run_timeout;
+            }
+            Ok(Some(Event::Done { result })) => return (result, true),
+            Ok(None) | Err(RecvTimeoutError::Disconnected) => {
+                let why = describe_exit(&mut w.child);
+                return (
+                    result(
+                        Status::RuntimeError,
+                        format!("{why} during run {runs}"),
+                        runs,
+                    ),
+                    false,
+                );
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let _ = w.child.kill();
+                let _ = w.child.wait();
+                let what = if runs == 0 {
+                    "compiling"
+                } else {
+                    "a kernel run"
+                };
+                return (
+                    result(
+                        Status::Timeout,
+                        format!(
+                            "{what} missed its deadline of {} ms; the worker was killed",
+                            deadline.as_millis()
+                        ),
+                        runs,
+                    ),
+                    false,
+                );
+            }
+        }
+    }
+}
+
+/// A pool of workers evaluating `jobs`; `on_result(index, result)` is called on the calling
+/// thread as results arrive (so it may update a progress bar and the state file).
+pub fn run_jobs(
+    jobs: Vec<(usize, Job)>,
+    opts: &PoolOptions,
+    mut on_result: impl FnMut(usize, JobResult),
+) -> Result<(), String> {
+    let queue = Arc::new(Mutex::new(jobs.into_iter().collect::<VecDeque<_>>()));
+    let (tx, rx) = channel::<Result<(usize, JobResult), String>>();
+    let mut handles = Vec::new();
+    for n in 0..opts.workers.max(1) {
+        let queue = Arc::clone(&queue);
+        let tx = tx.clone();
+        let opts = opts.clone();
+        handles.push(std::thread::spawn(move || {
+            let mut worker: Option<Worker> = None;
+            loop {
+                let next = queue
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .pop_front();
+                let Some((index, job)) = next else { break };
+                if worker.is_none() {
+                    match spawn(&opts, n) {
+                        Ok(w) => worker = Some(w),
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
+                    }
+                }
+                let Some(w) = worker.as_mut() else { break };
+                let (r, keep) = run_on(w, &job, &opts);
+                if !keep {
+                    worker = None;
+                }
+                if tx.send(Ok((index, r))).is_err() {
+                    break;
+                }
+            }
+            if let Some(mut w) = worker {
+                drop(w.stdin);
+                let _ = w.child.wait();
+            }
+        }));
+    }
+    drop(tx);
+    let mut first_error = None;
+    for r in rx {
+        match r {
+            Ok((i, res)) => on_result(i, res),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}

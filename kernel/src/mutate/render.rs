@@ -1,0 +1,450 @@
+//! Rendering mutated programs: the schema (every mutant behind a run-time selector), one
+//! mutant on its own, or the original — all with the same extra parameters and watchdog, so
+//! the three run with the same arguments and time out the same way.
+//!
+//! Mutants nest (an operand of a mutated `<` may hold a mutated `+`), so the schema cannot be
+//! a flat list of byte edits: each mutated expression ("site") is printed recursively, its
+//! text with the nested sites already replaced by their own selections.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Mutant, Patch, DEFAULT_BUDGET, MUTANT_PARAM, WATCHDOG_PARAM};
+use crate::error::KernelError;
+use crate::model::{visit_exprs, visit_stmts, ExprKind, Program, Stmt, StmtKind};
+use crate::rewrite::{refuse_header_functions, with_prelude};
+
+/// A rendered program and how to call its kernels.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// Source to build (prelude, `#line 1`, the user's text with the edits).
+    pub source: String,
+    /// Each kernel with the index of its `uint __cltrap_mutant` argument; the watchdog buffer
+    /// (`__global uint*`, one element) follows it.
+    pub kernels: Vec<(String, u32)>,
+    /// Numbers of the mutants this program contains (selectable by the selector argument).
+    pub mutants: Vec<u32>,
+    /// Mutants asked for that could not live in the schema, with the reason.
+    pub excluded: Vec<(u32, String)>,
+}
+
+const WATCHDOG_CHECK: &str =
+    "if (__cltrap_budget == 0u) { __cltrap_wd[0] = 1u; break; } --__cltrap_budget; ";
+
+fn prelude(atomics: bool) -> String {
+    let mut s =
+        format!("#ifndef __CLTRAP_BUDGET\n#define __CLTRAP_BUDGET {DEFAULT_BUDGET}u\n#endif\n");
+    if atomics {
+        s.push_str(
+            "#if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 120
+#define __CLTRAP_PFN static inline __attribute__((overloadable))
+#else
+#define __CLTRAP_PFN __attribute__((overloadable))
+#endif
+#define __CLTRAP_PLAIN2(N, T, AS, E) __CLTRAP_PFN T __cltrap_plain_##N(volatile AS T* p, T v) { T o = *p; *p = (E); return o; }
+#define __CLTRAP_PLAIN1(N, T, AS, E) __CLTRAP_PFN T __cltrap_plain_##N(volatile AS T* p) { T o = *p; *p = (E); return o; }
+#define __CLTRAP_PLAIN_ALL(T, AS) __CLTRAP_PLAIN2(add, T, AS, o + v) __CLTRAP_PLAIN2(sub, T, AS, o - v) __CLTRAP_PLAIN2(xchg, T, AS, v) __CLTRAP_PLAIN2(min, T, AS, v < o ? v : o) __CLTRAP_PLAIN2(max, T, AS, v > o ? v : o) __CLTRAP_PLAIN2(and, T, AS, o & v) __CLTRAP_PLAIN2(or, T, AS, o | v) __CLTRAP_PLAIN2(xor, T, AS, o ^ v) __CLTRAP_PLAIN1(inc, T, AS, o + 1) __CLTRAP_PLAIN1(dec, T, AS, o - 1) __CLTRAP_PFN T __cltrap_plain_cmpxchg(volatile AS T* p, T c, T v) { T o = *p; *p = o == c ? v : o; return o; }
+__CLTRAP_PLAIN_ALL(int, __global)
+__CLTRAP_PLAIN_ALL(uint, __global)
+__CLTRAP_PLAIN_ALL(int, __local)
+__CLTRAP_PLAIN_ALL(uint, __local)
+",
+        );
+    }
+    s
+}
+
+/// One global edit: an insertion (`start == end`) or a replacement, in input order.
+#[derive(Debug, Clone)]
+struct Edit {
+    start: u32,
+    end: u32,
+    text: String,
+}
+
+type Site = (u32, u32);
+
+struct Renderer<'a> {
+    src: &'a str,
+    edits: Vec<Edit>,
+    sites: BTreeMap<Site, Vec<(u32, Vec<Patch>)>>,
+}
+
+enum Piece<'b> {
+    Text(&'b str, u32),
+    Site(Site),
+}
+
+impl Renderer<'_> {
+    fn render(&self, start: u32, end: u32, own: Option<Site>, patches: &[Patch]) -> String {
+        // (start, rank, -end, seq, piece): insertions first, then replacements, then sites
+        // (outer first); anything starting inside what was already written is skipped.
+        let mut items: Vec<(u32, u8, i64, usize, Piece)> = Vec::new();
+        for e in &self.edits {
+            let inside = if e.start == e.end {
+                match own {
+                    Some(_) => start < e.start && e.start < end,
+                    None => start <= e.start && e.start <= end,
+                }
+            } else {
+                start <= e.start && e.end <= end
+            };
+            if inside {
+                let rank = u8::from(e.end > e.start);
+                let seq = items.len();
+                items.push((
+                    e.start,
+                    rank,
+                    -i64::from(e.end),
+                    seq,
+                    Piece::Text(&e.text, e.end),
+                ));
+            }
+        }
+        for p in patches {
+            let rank = u8::from(p.end > p.start);
+            let seq = items.len();
+            items.push((
+                p.start,
+                rank,
+                -i64::from(p.end),
+                seq,
+                Piece::Text(&p.text, p.end),
+            ));
+        }
+        for (&s, _) in self.sites.range((start, 0)..) {
+            if s.0 > end {
+                break;
+            }
+            if Some(s) != own && s.1 <= end {
+                let seq = items.len();
+                items.push((s.0, 2, -i64::from(s.1), seq, Piece::Site(s)));
+            }
+        }
+        items.sort_by_key(|i| (i.0, i.1, i.2, i.3));
+        let mut out = String::new();
+        let mut pos = start;
+        for (s, _, _, _, piece) in items {
+            if s < pos {
+                continue;
+            }
+            out.push_str(&self.src[pos as usize..s as usize]);
+            pos = s;
+            match piece {
+                Piece::Text(t, e) => {
+                    out.push_str(t);
+                    pos = pos.max(e);
+                }
+                Piece::Site(site) => {
+                    out.push_str(&self.render_site(site));
+                    pos = site.1;
+                }
+            }
+        }
+        out.push_str(&self.src[pos as usize..end as usize]);
+        out
+    }
+
+    fn render_site(&self, site: Site) -> String {
+        let original = self.render(site.0, site.1, Some(site), &[]);
+        let Some(ms) = self.sites.get(&site) else {
+            return original;
+        };
+        let mut out = String::from("(");
+        for (n, patches) in ms {
+            out.push_str(&format!(
+                "{MUTANT_PARAM} == {n}u ? ({}) : ",
+                self.render(site.0, site.1, Some(site), patches)
+            ));
+        }
+        out.push('(');
+        out.push_str(&original);
+        out.push_str("))");
+        out
+    }
+}
+
+/// Byte offset just past a statement, including the `;` clang leaves out of its range.
+fn full_end(src: &str, s: &Stmt) -> Option<u32> {
+    let needs = matches!(
+        s.kind,
+        StmtKind::Expr(_)
+            | StmtKind::Return(_)
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Goto(_)
+            | StmtKind::Do { .. }
+            | StmtKind::Decl(_)
+            | StmtKind::Null
+    );
+    if !needs {
+        return Some(s.span.end);
+    }
+    let b = src.as_bytes();
+    let mut i = s.span.end as usize;
+    while i < b.len() {
+        match b[i] {
+            c if c.is_ascii_whitespace() => i += 1,
+            b';' => return Some(i as u32 + 1),
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The edits every rendering shares: extra parameters, extra call arguments, watchdog.
+fn common_edits(p: &Program) -> Result<(Vec<Edit>, Vec<(String, u32)>), KernelError> {
+    let names: BTreeSet<String> = p
+        .functions
+        .iter()
+        .filter(|f| f.span.is_some())
+        .map(|f| f.name.clone())
+        .collect();
+    refuse_header_functions(p, &names, "mutation testing")?;
+    let mut edits = Vec::new();
+    let mut kernels = Vec::new();
+    let decl = format!("uint {MUTANT_PARAM}, __global uint* {WATCHDOG_PARAM}");
+    for f in p.functions.iter().filter(|f| f.span.is_some()) {
+        let (Some(open), Some(close)) = (f.params_open, f.params_close) else {
+            let s = f.span.unwrap_or(crate::model::Span {
+                start: 0,
+                end: 0,
+                line: 0,
+                col: 0,
+                macro_start: false,
+                macro_end: false,
+            });
+            return Err(KernelError::Unsupported {
+                construct: format!("function `{}`", f.name),
+                line: s.line,
+                col: s.col,
+                why: "its parameter list is not in the program text (macro?)".into(),
+            });
+        };
+        let inner = &p.source[open as usize + 1..close as usize];
+        let index = if inner.trim().is_empty() {
+            edits.push(Edit {
+                start: close,
+                end: close,
+                text: decl.clone(),
+            });
+            0
+        } else if inner.trim() == "void" {
+            edits.push(Edit {
+                start: open + 1,
+                end: close,
+                text: decl.clone(),
+            });
+            0
+        } else {
+            edits.push(Edit {
+                start: close,
+                end: close,
+                text: format!(", {decl}"),
+            });
+            f.params.len() as u32
+        };
+        if f.is_kernel && f.body.is_some() {
+            kernels.push((f.name.clone(), index));
+        }
+        let Some(body) = &f.body else { continue };
+        let mut err = None;
+        visit_exprs(body, &mut |e| {
+            if let ExprKind::Call {
+                callee,
+                callee_span,
+                args,
+            } = &e.kind
+            {
+                if !names.contains(callee) {
+                    return;
+                }
+                let end = e.span.end as usize;
+                if e.span.macro_end
+                    || !callee_span.is_exact()
+                    || end == 0
+                    || p.source.as_bytes().get(end - 1) != Some(&b')')
+                {
+                    err.get_or_insert(KernelError::Unsupported {
+                        construct: format!("call to `{callee}`"),
+                        line: e.span.line,
+                        col: e.span.col,
+                        why: "the call is written inside a macro, so the mutant selector cannot be passed on".into(),
+                    });
+                    return;
+                }
+                let sep = if args.is_empty() { "" } else { ", " };
+                edits.push(Edit {
+                    start: e.span.end - 1,
+                    end: e.span.end - 1,
+                    text: format!("{sep}{MUTANT_PARAM}, {WATCHDOG_PARAM}"),
+                });
+            }
+        });
+        if let Some(e) = err {
+            return Err(e);
+        }
+        // Watchdog: a per-call iteration budget spent by every loop.
+        let mut loops = Vec::new();
+        visit_stmts(body, &mut |s| match &s.kind {
+            StmtKind::For { body, .. }
+            | StmtKind::While { body, .. }
+            | StmtKind::Do { body, .. } => loops.push(&**body),
+            _ => {}
+        });
+        if loops.is_empty() || p.source.as_bytes().get(body.span.start as usize) != Some(&b'{') {
+            continue;
+        }
+        edits.push(Edit {
+            start: body.span.start + 1,
+            end: body.span.start + 1,
+            text: " uint __cltrap_budget = __CLTRAP_BUDGET;".into(),
+        });
+        for b in loops {
+            if !b.span.is_exact() {
+                continue;
+            }
+            let is_block = matches!(b.kind, StmtKind::Compound(_))
+                && p.source.as_bytes().get(b.span.start as usize) == Some(&b'{');
+            if is_block {
+                edits.push(Edit {
+                    start: b.span.start + 1,
+                    end: b.span.start + 1,
+                    text: format!(" {WATCHDOG_CHECK}"),
+                });
+            } else if let Some(end) = full_end(&p.source, b) {
+                edits.push(Edit {
+                    start: b.span.start,
+                    end: b.span.start,
+                    text: format!("{{ {WATCHDOG_CHECK}"),
+                });
+                edits.push(Edit {
+                    start: end,
+                    end,
+                    text: " }".into(),
+                });
+            }
+        }
+    }
+    Ok((edits, kernels))
+}
+
+fn finish(
+    p: &Program,
+    edits: Vec<Edit>,
+    kernels: Vec<(String, u32)>,
+    sites: BTreeMap<Site, Vec<(u32, Vec<Patch>)>>,
+    patches: &[Patch],
+    atomics: bool,
+    mutants: Vec<u32>,
+    excluded: Vec<(u32, String)>,
+) -> Rendered {
+    let r = Renderer {
+        src: &p.source,
+        edits,
+        sites,
+    };
+    let body = r.render(0, p.source.len() as u32, None, patches);
+    Rendered {
+        source: with_prelude(&prelude(atomics), &body),
+        kernels,
+        mutants,
+        excluded,
+    }
+}
+
+/// The original program with the extra parameters and the watchdog (selector ignored): the
+/// reference that mutants compiled on their own are compared with.
+pub fn original(p: &Program) -> Result<Rendered, KernelError> {
+    let (edits, kernels) = common_edits(p)?;
+    Ok(finish(
+        p,
+        edits,
+        kernels,
+        BTreeMap::new(),
+        &[],
+        false,
+        vec![],
+        vec![],
+    ))
+}
+
+/// One mutant compiled on its own (its code unconditional; the selector is ignored).
+pub fn single(p: &Program, m: &Mutant) -> Result<Rendered, KernelError> {
+    let (edits, kernels) = common_edits(p)?;
+    let atomics = m.operator == super::Operator::AtomicPlain;
+    Ok(finish(
+        p,
+        edits,
+        kernels,
+        BTreeMap::new(),
+        &m.patches,
+        atomics,
+        vec![m.number],
+        vec![],
+    ))
+}
+
+/// The mutant schema: every given mutant that can live in it behind `__cltrap_mutant == n`.
+/// Mutants with no site (declaration changes) or whose site overlaps another one without
+/// nesting (macro-mapped ranges) are listed in `excluded` with the reason; launch mutants
+/// need no code and are neither.
+pub fn schema(p: &Program, mutants: &[Mutant]) -> Result<Rendered, KernelError> {
+    let (edits, kernels) = common_edits(p)?;
+    let mut sites: BTreeMap<Site, Vec<(u32, Vec<Patch>)>> = BTreeMap::new();
+    let mut excluded = Vec::new();
+    let mut included = Vec::new();
+    let mut atomics = false;
+    for m in mutants.iter().filter(|m| m.launch.is_none()) {
+        match m.site {
+            Some(site) if m.in_schema => {
+                sites
+                    .entry(site)
+                    .or_default()
+                    .push((m.number, m.patches.clone()));
+                included.push(m.number);
+                atomics |= m.operator == super::Operator::AtomicPlain;
+            }
+            _ => excluded.push((
+                m.number,
+                m.schema_note
+                    .clone()
+                    .unwrap_or_else(|| "it cannot be selected at run time".into()),
+            )),
+        }
+    }
+    // Sites must nest: drop (to per-mutant compiles) those that cross an earlier one.
+    let mut stack: Vec<Site> = Vec::new();
+    let mut crossing = Vec::new();
+    for &s in sites.keys() {
+        while stack.last().is_some_and(|t| t.1 <= s.0) {
+            stack.pop();
+        }
+        if stack.last().is_some_and(|t| s.1 > t.1) {
+            crossing.push(s);
+            continue;
+        }
+        stack.push(s);
+    }
+    for s in crossing {
+        if let Some(ms) = sites.remove(&s) {
+            for (n, _) in ms {
+                included.retain(|x| *x != n);
+                excluded.push((
+                    n,
+                    "its text overlaps another mutated expression (macro?)".into(),
+                ));
+            }
+        }
+    }
+    included.sort_unstable();
+    Ok(finish(
+        p,
+        edits,
+        kernels,
+        sites,
+        &[],
+        atomics,
+        included,
+        excluded,
+    ))
+}
