@@ -1,0 +1,645 @@
+//! `cltrap fuzz`: coverage-guided test generation seeded by captured launches (or by an
+//! interface file), CLFuzz's loop made faster by compiling once per kernel; with `--solve`,
+//! z3 then targets every branch fuzzing did not reach ([`crate::solve`]).
+//!
+//! - [`mutate`]: type-aware mutations; [`spec`]: the interface file (`--init`);
+//! - [`campaign`]: the loop for one kernel; [`runner`] + [`wire`]: executions in this process
+//!   or in a worker process under a watchdog;
+//! - [`suite`]: writing the suite (capture format) and its report.
+
+pub mod campaign;
+pub mod mutate;
+pub mod runner;
+pub mod spec;
+pub mod suite;
+pub mod wire;
+
+use crate::executor::{DeviceSelector, ExecError, LaunchInput, Session};
+use crate::variant::{program_source, VariantError};
+use campaign::{Budget, Campaign};
+use cltrap_capture::{Capture, ProgramOrigin, ReadError, WriteError};
+use cltrap_kernel::{interface, KernelError, Program};
+use runner::Runner;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use suite::{KernelReport, SlotReport, SlotStatus, SuiteProgram};
+
+/// Why fuzzing (or solving) could not go on. `Display` is one sentence for the CLI.
+#[derive(Debug, thiserror::Error)]
+pub enum FuzzError {
+    /// The interface file or the arguments are unusable.
+    #[error("{0}")]
+    Interface(String),
+    /// Parsing or instrumenting the kernel failed.
+    #[error("{0}")]
+    Kernel(#[from] KernelError),
+    /// Building or running failed (not a kernel crash, which is a finding).
+    #[error("{0}")]
+    Exec(#[from] ExecError),
+    /// Reading the capture failed.
+    #[error("{0}")]
+    Read(#[from] ReadError),
+    /// Writing the suite failed.
+    #[error("{0}")]
+    Write(#[from] WriteError),
+    /// The capture's program cannot be used.
+    #[error("{0}")]
+    Variant(#[from] VariantError),
+    /// The worker process failed.
+    #[error("fuzz worker: {0}")]
+    Worker(String),
+}
+
+/// `cltrap fuzz` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FuzzArgs {
+    /// A capture directory (seeds: its launches) or an OpenCL C file.
+    #[arg(required_unless_present = "worker")]
+    pub input: Option<PathBuf>,
+    /// Only this kernel (default: every kernel of the capture or file).
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// With KERNEL.cl: print an interface file (JSON) to edit, then pass it with --interface.
+    #[arg(long)]
+    pub init: bool,
+    /// With KERNEL.cl: the interface file (sizes, fills, outputs, global/local size).
+    #[arg(long, value_name = "FILE")]
+    pub interface: Option<PathBuf>,
+    /// With KERNEL.cl: build options.
+    #[arg(long, default_value = "", value_name = "OPTIONS")]
+    pub build_options: String,
+    /// Stop after a time (`30s`, `2m`) or a number of executions (`5000`) per kernel.
+    #[arg(long)]
+    pub budget: Option<String>,
+    /// Stop after this many mutations without new coverage (default: 50 per mutable argument).
+    #[arg(long, value_name = "K")]
+    pub saturation: Option<u64>,
+    /// Random seed (a campaign is reproducible from it).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Then solve for every branch still uncovered (z3) and add the confirmed cases.
+    #[arg(long)]
+    pub solve: bool,
+    /// The suite directory to write (capture format).
+    #[arg(long, value_name = "SUITE")]
+    pub out: Option<PathBuf>,
+    /// Platform by index or case-insensitive name substring.
+    #[arg(long)]
+    pub platform: Option<String>,
+    /// Device by index or case-insensitive name substring.
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Seconds one execution may take before the watchdog kills the worker.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub watchdog: f64,
+    /// Run executions in this process (faster start; a hang cannot be stopped).
+    #[arg(long)]
+    pub in_process: bool,
+    /// (internal) serve executions on stdin/stdout.
+    #[arg(long, hide = true)]
+    pub worker: bool,
+    /// Print timings (for benchmarks).
+    #[arg(long, hide = true)]
+    pub timing: bool,
+}
+
+/// One kernel to fuzz: its program and seeds.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// OpenCL C source.
+    pub source: String,
+    /// Build options.
+    pub options: String,
+    /// Kernel name.
+    pub kernel: String,
+    /// Seeds (captured launches, or one from the interface file); empty = make one up.
+    pub seeds: Vec<LaunchInput>,
+}
+
+/// Campaign settings shared by all kernels.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Budget per kernel.
+    pub budget: Budget,
+    /// Random seed.
+    pub seed: u64,
+    /// Solve after fuzzing.
+    pub solve: bool,
+    /// The `cltrap` binary for worker processes; `None` = run in this process.
+    pub worker: Option<PathBuf>,
+    /// Watchdog per execution.
+    pub watchdog: Duration,
+    /// Show progress bars.
+    pub progress: bool,
+    /// The device.
+    pub device: DeviceSelector,
+}
+
+/// Everything one kernel's campaign produced.
+pub struct Outcome {
+    /// The campaign (cases, coverage, counts).
+    pub campaign: Campaign,
+    /// Per slot: how it ended up.
+    pub report: KernelReport,
+    /// The target fuzzed.
+    pub target: Target,
+    /// Wall time, compile included.
+    pub total: Duration,
+}
+
+/// Parses a budget: `30s`, `2m`, `500ms` (time) or a plain number (executions).
+pub fn parse_budget(text: &str) -> Result<Budget, FuzzError> {
+    let bad = || FuzzError::Interface(format!("--budget {text:?}: give 30s, 2m, 500ms or 1000"));
+    let t = text.trim();
+    let mut b = Budget {
+        executions: None,
+        time: None,
+        fruitless: None,
+    };
+    if let Some(ms) = t.strip_suffix("ms") {
+        b.time = Some(Duration::from_millis(ms.parse().map_err(|_| bad())?));
+    } else if let Some(s) = t.strip_suffix('s') {
+        b.time = Some(Duration::from_secs_f64(s.parse().map_err(|_| bad())?));
+    } else if let Some(m) = t.strip_suffix('m') {
+        b.time = Some(Duration::from_secs_f64(
+            60.0 * m.parse::<f64>().map_err(|_| bad())?,
+        ));
+    } else {
+        b.executions = Some(t.parse().map_err(|_| bad())?);
+    }
+    Ok(b)
+}
+
+/// The targets of a capture directory: one per (program, kernel), seeded by its launches.
+pub fn targets_from_capture(
+    capture: &Capture,
+    only: Option<&str>,
+) -> Result<Vec<Target>, FuzzError> {
+    let mut out: Vec<(String, Target)> = Vec::new();
+    for l in &capture.launches {
+        if only.is_some_and(|k| k != l.kernel) {
+            continue;
+        }
+        let Ok(record) = capture.program(&l.program) else {
+            continue;
+        };
+        if !matches!(record.origin, ProgramOrigin::Source { .. }) {
+            continue;
+        }
+        let Ok(seed) = LaunchInput::from_record(capture, l) else {
+            continue;
+        };
+        let key = format!("{}/{}", l.program, l.kernel);
+        if let Some((_, t)) = out.iter_mut().find(|(k, _)| *k == key) {
+            t.seeds.push(seed);
+            continue;
+        }
+        let source = program_source(capture, &record)?;
+        out.push((
+            key,
+            Target {
+                source,
+                options: record.options.clone(),
+                kernel: l.kernel.clone(),
+                seeds: vec![seed],
+            },
+        ));
+    }
+    if out.is_empty() {
+        return Err(FuzzError::Interface(match only {
+            Some(k) => {
+                format!("the capture has no replayable launch of kernel {k} built from source")
+            }
+            None => "the capture has no replayable launch of a kernel built from source".into(),
+        }));
+    }
+    Ok(out.into_iter().map(|(_, t)| t).collect())
+}
+
+/// The targets of an OpenCL C file: `kernel` (or every kernel), seeded from `interface`.
+pub fn targets_from_source(
+    source: &str,
+    options: &str,
+    kernel: Option<&str>,
+    interface: Option<(&spec::InterfaceFile, &Path)>,
+    seed: u64,
+) -> Result<Vec<Target>, FuzzError> {
+    let program = cltrap_kernel::parse_program(source, options)?;
+    let names: Vec<String> = match (kernel, interface) {
+        (Some(k), _) => vec![k.to_string()],
+        (None, Some((spec, _))) => vec![spec.kernel.clone()],
+        (None, None) => program.kernels().map(|k| k.name.clone()).collect(),
+    };
+    let mut out = Vec::new();
+    for name in names {
+        let iface = interface::derive(&program, &name)?;
+        let seeds = match interface {
+            Some((spec, base)) => vec![spec::to_input(spec, &iface, base, seed)?],
+            None => vec![spec::to_input(
+                &spec::initial(&iface, options),
+                &iface,
+                Path::new("."),
+                seed,
+            )?],
+        };
+        out.push(Target {
+            source: source.to_string(),
+            options: options.to_string(),
+            kernel: name,
+            seeds,
+        });
+    }
+    Ok(out)
+}
+
+fn make_runner<'s>(
+    session: &'s Session,
+    source: &str,
+    options: &str,
+    settings: &Settings,
+) -> Result<Box<dyn Runner + 's>, FuzzError> {
+    Ok(match &settings.worker {
+        Some(exe) => Box::new(runner::Worker::new(
+            exe.clone(),
+            source,
+            options,
+            &settings.device,
+            settings.watchdog,
+        )?),
+        None => Box::new(runner::InProcess::new(session, source, options)?),
+    })
+}
+
+/// Fuzzes (and with `settings.solve`, solves) one target.
+pub fn run_target(
+    session: &Session,
+    target: Target,
+    settings: &Settings,
+) -> Result<Outcome, FuzzError> {
+    let start = Instant::now();
+    let program: Program = cltrap_kernel::parse_program(&target.source, &target.options)?;
+    let iface = interface::derive(&program, &target.kernel)?;
+    let inst = cltrap_kernel::coverage::instrument_coverage(&program, Default::default())?;
+    let mut campaign = Campaign::new(&target.kernel, iface, inst.map);
+    let t0 = Instant::now();
+    let mut runner = make_runner(session, &inst.source, &target.options, settings)?;
+    campaign.compile_time = t0.elapsed();
+    campaign.fuzz(
+        runner.as_mut(),
+        target.seeds.clone(),
+        &settings.budget,
+        settings.seed,
+        settings.progress,
+    )?;
+    let mut statuses: Vec<(u32, SlotStatus, Option<Duration>)> = campaign
+        .slots
+        .iter()
+        .map(|s| {
+            let st = if campaign.covered.contains(&s.index) {
+                SlotStatus::CoveredByFuzzing
+            } else {
+                SlotStatus::Uncovered
+            };
+            (s.index, st, None)
+        })
+        .collect();
+    let mut solve_time = Duration::ZERO;
+    if settings.solve {
+        let t = Instant::now();
+        let solved = crate::solve::solve_campaign(&mut campaign, &program, runner.as_mut())?;
+        solve_time = t.elapsed();
+        for (index, status, took) in solved {
+            if let Some(s) = statuses.iter_mut().find(|s| s.0 == index) {
+                s.1 = status;
+                s.2 = Some(took);
+            }
+        }
+    }
+    let report = kernel_report(&campaign, &statuses, solve_time);
+    Ok(Outcome {
+        campaign,
+        report,
+        target,
+        total: start.elapsed(),
+    })
+}
+
+/// The report of one campaign (case ids are indices until the suite is written).
+pub fn kernel_report(
+    c: &Campaign,
+    statuses: &[(u32, SlotStatus, Option<Duration>)],
+    solve_time: Duration,
+) -> KernelReport {
+    KernelReport {
+        kernel: c.kernel.clone(),
+        slots: c
+            .slots
+            .iter()
+            .map(|s| {
+                let (status, ms) = statuses
+                    .iter()
+                    .find(|x| x.0 == s.index)
+                    .map(|x| (x.1.clone(), x.2.map(|d| d.as_secs_f64() * 1e3)))
+                    .unwrap_or((SlotStatus::Uncovered, None));
+                SlotReport {
+                    index: s.index,
+                    label: s.label.clone(),
+                    line: s.line,
+                    col: s.col,
+                    status,
+                    solve_ms: ms,
+                }
+            })
+            .collect(),
+        cases: c
+            .cases
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                (
+                    i as u64,
+                    k.covers.iter().copied().collect(),
+                    k.origin.clone(),
+                )
+            })
+            .collect(),
+        findings: c.findings.iter().map(|f| f.what.clone()).collect(),
+        executions: c.executions,
+        compile_ms: c.compile_time.as_secs_f64() * 1e3,
+        run_ms: c.run_time.as_secs_f64() * 1e3,
+        saturation_ms: c.saturation_time.as_secs_f64() * 1e3,
+        solve_ms: solve_time.as_secs_f64() * 1e3,
+    }
+}
+
+/// Counts of a kernel report for the final table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Slots (branch sides and loop-boundary classes).
+    pub total: usize,
+    /// Covered by fuzzing (or seeds).
+    pub fuzzed: usize,
+    /// Solved and confirmed.
+    pub solved: usize,
+    /// Proven unreachable.
+    pub dead: usize,
+    /// Unsupported constructs.
+    pub unsupported: usize,
+    /// Timeouts, unconfirmed or never tried.
+    pub open: usize,
+}
+
+impl KernelReport {
+    /// The counts of the final table.
+    pub fn tally(&self) -> Tally {
+        let mut t = Tally {
+            total: self.slots.len(),
+            ..Tally::default()
+        };
+        for s in &self.slots {
+            match s.status {
+                SlotStatus::CoveredByFuzzing => t.fuzzed += 1,
+                SlotStatus::SolvedAndConfirmed => t.solved += 1,
+                SlotStatus::Unsatisfiable => t.dead += 1,
+                SlotStatus::Unsupported { .. } => t.unsupported += 1,
+                _ => t.open += 1,
+            }
+        }
+        t
+    }
+}
+
+/// Writes the final table.
+pub fn print_table(out: &mut dyn Write, outcomes: &[(&KernelReport, usize, Duration)]) {
+    let _ = writeln!(
+        out,
+        "{:<24} {:>6} {:>7} {:>7} {:>5} {:>11} {:>5} {:>6} {:>9} {:>8}",
+        "kernel",
+        "slots",
+        "fuzzed",
+        "solved",
+        "dead",
+        "unsupported",
+        "open",
+        "tests",
+        "time",
+        "exec/s"
+    );
+    for (r, tests, total) in outcomes {
+        let t = r.tally();
+        let eps = if r.run_ms > 0.0 {
+            r.executions as f64 / (r.run_ms / 1e3)
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            out,
+            "{:<24} {:>6} {:>7} {:>7} {:>5} {:>11} {:>5} {:>6} {:>8.2}s {:>8.0}",
+            r.kernel,
+            t.total,
+            t.fuzzed,
+            t.solved,
+            t.dead,
+            t.unsupported,
+            t.open,
+            tests,
+            total.as_secs_f64(),
+            eps
+        );
+    }
+}
+
+/// Writes the outcome's cases to the suite and returns its report with suite launch ids.
+pub fn write_outcome(
+    dir: &Path,
+    o: &Outcome,
+    from: usize,
+    device: &crate::executor::DeviceInfo,
+) -> Result<KernelReport, FuzzError> {
+    let ids = suite::write_cases(
+        dir,
+        &SuiteProgram {
+            source: &o.target.source,
+            options: &o.target.options,
+        },
+        &o.campaign,
+        from,
+        device,
+    )?;
+    let mut report = o.report.clone();
+    for (id, k) in ids {
+        if let Some(c) = report.cases.get_mut(k) {
+            c.0 = id;
+        }
+    }
+    Ok(report)
+}
+
+/// `cltrap fuzz`.
+pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
+    let device = DeviceSelector {
+        platform: args.platform.clone(),
+        device: args.device.clone(),
+    };
+    if args.worker {
+        let session = Session::open(&device).map_err(|e| e.to_string())?;
+        return runner::serve(&session)
+            .map(|_| 0)
+            .map_err(|e| e.to_string());
+    }
+    let Some(input) = &args.input else {
+        return Err("give a capture directory or a kernel file".into());
+    };
+    let targets = if input.is_dir() {
+        let capture = Capture::open(input).map_err(|e| e.to_string())?;
+        targets_from_capture(&capture, args.kernel.as_deref()).map_err(|e| e.to_string())?
+    } else {
+        let source = std::fs::read_to_string(input)
+            .map_err(|e| format!("cannot read {}: {e}", input.display()))?;
+        if args.init {
+            let program = cltrap_kernel::parse_program(&source, &args.build_options)
+                .map_err(|e| e.to_string())?;
+            let name = match &args.kernel {
+                Some(k) => k.clone(),
+                None => program
+                    .kernels()
+                    .next()
+                    .map(|k| k.name.clone())
+                    .ok_or("the file defines no kernel")?,
+            };
+            let iface = interface::derive(&program, &name).map_err(|e| e.to_string())?;
+            let spec = spec::initial(&iface, &args.build_options);
+            let text = serde_json::to_string_pretty(&spec).map_err(|e| e.to_string())?;
+            let _ = writeln!(out, "{text}");
+            return Ok(0);
+        }
+        let spec = match &args.interface {
+            Some(p) => {
+                let text =
+                    std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+                let spec: spec::InterfaceFile =
+                    serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+                Some((spec, p.parent().unwrap_or(Path::new(".")).to_path_buf()))
+            }
+            None => None,
+        };
+        let options = match &spec {
+            Some((s, _)) if args.build_options.is_empty() => s.build_options.clone(),
+            _ => args.build_options.clone(),
+        };
+        targets_from_source(
+            &source,
+            &options,
+            args.kernel.as_deref(),
+            spec.as_ref().map(|(s, b)| (s, b.as_path())),
+            args.seed,
+        )
+        .map_err(|e| e.to_string())?
+    };
+    let mut budget = match &args.budget {
+        Some(b) => parse_budget(b).map_err(|e| e.to_string())?,
+        None => Budget {
+            executions: None,
+            time: None,
+            fruitless: None,
+        },
+    };
+    budget.fruitless = args.saturation;
+    let settings = Settings {
+        budget,
+        seed: args.seed,
+        solve: args.solve,
+        worker: if args.in_process {
+            None
+        } else {
+            Some(std::env::current_exe().map_err(|e| e.to_string())?)
+        },
+        watchdog: Duration::from_secs_f64(args.watchdog.max(0.1)),
+        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        device: device.clone(),
+    };
+    let session = Session::open(&device).map_err(|e| e.to_string())?;
+    let mut reports = Vec::new();
+    let mut rows = Vec::new();
+    let mut failed = false;
+    for t in targets {
+        let name = t.kernel.clone();
+        match run_target(&session, t, &settings) {
+            Ok(o) => {
+                for f in &o.campaign.findings {
+                    let _ = writeln!(out, "finding in {}: {}", name, f.what);
+                }
+                let report = match &args.out {
+                    Some(dir) => {
+                        write_outcome(dir, &o, 0, session.info()).map_err(|e| e.to_string())?
+                    }
+                    None => o.report.clone(),
+                };
+                if args.timing {
+                    let r = &report;
+                    let _ = writeln!(
+                        out,
+                        "timing {}: compile {:.1} ms, saturation {:.1} ms (compile excluded), \
+                         {} executions in {:.1} ms, solve {:.1} ms, total {:.1} ms",
+                        name,
+                        r.compile_ms,
+                        r.saturation_ms,
+                        r.executions,
+                        r.run_ms,
+                        r.solve_ms,
+                        o.total.as_secs_f64() * 1e3
+                    );
+                }
+                rows.push((o.campaign.cases.len(), o.total));
+                reports.push(report);
+            }
+            Err(e) => {
+                failed = true;
+                let _ = writeln!(out, "kernel {name}: {e}");
+            }
+        }
+    }
+    print_slots(out, &reports);
+    let table: Vec<(&KernelReport, usize, Duration)> = reports
+        .iter()
+        .zip(&rows)
+        .map(|(r, (n, t))| (r, *n, *t))
+        .collect();
+    print_table(out, &table);
+    if let Some(dir) = &args.out {
+        let mut all = suite::read_report(dir);
+        all.kernels
+            .retain(|k| !reports.iter().any(|r| r.kernel == k.kernel));
+        all.kernels.extend(reports.iter().cloned());
+        suite::write_report(dir, &all).map_err(|e| e.to_string())?;
+        let _ = writeln!(out, "suite written to {}", dir.display());
+    }
+    Ok(if failed { 1 } else { 0 })
+}
+
+/// Lists every slot not covered by fuzzing, with its status.
+pub fn print_slots(out: &mut dyn Write, reports: &[KernelReport]) {
+    for r in reports {
+        for s in &r.slots {
+            let what = match &s.status {
+                SlotStatus::CoveredByFuzzing => continue,
+                SlotStatus::SolvedAndConfirmed => "solved and confirmed".to_string(),
+                SlotStatus::Unsatisfiable => "unsatisfiable (dead)".to_string(),
+                SlotStatus::Unsupported { what } => format!("unsupported: {what}"),
+                SlotStatus::Timeout { why } => format!("timeout: {why}"),
+                SlotStatus::NotConfirmed => "solved but not confirmed by running".to_string(),
+                SlotStatus::Uncovered => "uncovered".to_string(),
+            };
+            let ms = s
+                .solve_ms
+                .map(|m| format!(" ({m:.1} ms)"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{}:{}:{}: {}: {what}{ms}",
+                r.kernel, s.line, s.col, s.label
+            );
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! Running one test case of the coverage-instrumented kernel: in this process (fast, but a
+//! hung kernel cannot be cancelled), or in a worker process under a watchdog (a crash or a
+//! hang costs the worker, not the campaign). Either way the program is compiled once per
+//! worker and reused for every execution.
+
+use super::wire::{Reply, Request, WireInput};
+use super::FuzzError;
+use crate::executor::{BuiltProgram, ExecError, InputArg, LaunchInput, Session};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+/// What one execution gave.
+#[derive(Debug, Clone)]
+pub enum Ran {
+    /// The kernel finished: contents of every memory argument (extras included) afterwards.
+    Done(Vec<Option<Vec<u8>>>),
+    /// The kernel failed or crashed the worker (the reason).
+    Crashed(String),
+    /// The watchdog fired.
+    Hung,
+}
+
+/// Runs test cases of one instrumented program.
+pub trait Runner {
+    /// Runs `input` with the extra `extras` arguments (the coverage counters).
+    fn run(&mut self, input: &LaunchInput, extras: &[InputArg]) -> Result<Ran, FuzzError>;
+    /// Times the program was compiled (1 unless workers were restarted).
+    fn compiles(&self) -> usize;
+}
+
+/// Runs in this process: no protection against hangs.
+pub struct InProcess<'s> {
+    session: &'s Session,
+    built: BuiltProgram,
+}
+
+impl<'s> InProcess<'s> {
+    /// Builds `source` with `options` once.
+    pub fn new(session: &'s Session, source: &str, options: &str) -> Result<Self, FuzzError> {
+        let built = session.build_source(source, options)?;
+        Ok(InProcess { session, built })
+    }
+}
+
+impl Runner for InProcess<'_> {
+    fn run(&mut self, input: &LaunchInput, extras: &[InputArg]) -> Result<Ran, FuzzError> {
+        match self.session.run(&self.built, input, extras) {
+            Ok(out) => Ok(Ran::Done(out.outputs)),
+            Err(ExecError::Execution { code }) => Ok(Ran::Crashed(code)),
+            Err(e) => Err(e.into()),
+        }
+    }
+    fn compiles(&self) -> usize {
+        1
+    }
+}
+
+/// Runs in a worker process (`cltrap fuzz --worker`), killed and restarted when it exceeds
+/// the watchdog or dies.
+pub struct Worker {
+    exe: PathBuf,
+    source: String,
+    options: String,
+    platform: Option<String>,
+    device: Option<String>,
+    watchdog: Duration,
+    live: Option<Live>,
+    compiles: usize,
+}
+
+struct Live {
+    child: Child,
+    stdin: ChildStdin,
+    replies: Receiver<String>,
+}
+
+impl Worker {
+    /// A worker running `exe` (the `cltrap` binary); started lazily, builds once per start.
+    pub fn new(
+        exe: PathBuf,
+        source: &str,
+        options: &str,
+        device: &crate::executor::DeviceSelector,
+        watchdog: Duration,
+    ) -> Result<Worker, FuzzError> {
+        let mut w = Worker {
+            exe,
+            source: source.into(),
+            options: options.into(),
+            platform: device.platform.clone(),
+            device: device.device.clone(),
+            watchdog,
+            live: None,
+            compiles: 0,
+        };
+        w.start()?;
+        Ok(w)
+    }
+
+    fn start(&mut self) -> Result<(), FuzzError> {
+        let mut cmd = Command::new(&self.exe);
+        cmd.args(["fuzz", "--worker"]);
+        if let Some(p) = &self.platform {
+            cmd.args(["--platform", p]);
+        }
+        if let Some(d) = &self.device {
+            cmd.args(["--device", d]);
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| FuzzError::Worker(format!("cannot start {}: {e}", self.exe.display())))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(FuzzError::Worker("the worker has no pipes".into()));
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut live = Live {
+            child,
+            stdin,
+            replies: rx,
+        };
+        let build = Request::Build {
+            source: self.source.clone(),
+            options: self.options.clone(),
+        };
+        send(&mut live, &build)?;
+        // Compiling may take long on a loaded machine: a generous fixed limit.
+        match recv(&live, Duration::from_secs(120)) {
+            Some(Reply::Built) => {}
+            Some(Reply::Error(e)) => return Err(FuzzError::Worker(e)),
+            _ => return Err(FuzzError::Worker("the worker died while compiling".into())),
+        }
+        self.compiles += 1;
+        self.live = Some(live);
+        Ok(())
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut l) = self.live.take() {
+            let _ = l.child.kill();
+            let _ = l.child.wait();
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn send(live: &mut Live, req: &Request) -> Result<(), FuzzError> {
+    let mut line = serde_json::to_vec(req).map_err(|e| FuzzError::Worker(e.to_string()))?;
+    line.push(b'\n');
+    live.stdin
+        .write_all(&line)
+        .and_then(|_| live.stdin.flush())
+        .map_err(|e| FuzzError::Worker(format!("the worker is gone: {e}")))
+}
+
+fn recv(live: &Live, limit: Duration) -> Option<Reply> {
+    match live.replies.recv_timeout(limit) {
+        Ok(line) => serde_json::from_str(&line).ok(),
+        Err(RecvTimeoutError::Timeout) => Some(Reply::Timeout),
+        Err(RecvTimeoutError::Disconnected) => None,
+    }
+}
+
+impl Runner for Worker {
+    fn run(&mut self, input: &LaunchInput, extras: &[InputArg]) -> Result<Ran, FuzzError> {
+        if self.live.is_none() {
+            self.start()?;
+        }
+        let Some(live) = self.live.as_mut() else {
+            return Err(FuzzError::Worker("no worker".into()));
+        };
+        let req = Request::Run(WireInput::from_input(input, extras));
+        if send(live, &req).is_err() {
+            self.kill();
+            return Ok(Ran::Crashed("the worker process died".into()));
+        }
+        match recv(live, self.watchdog) {
+            Some(Reply::Ran(outputs)) => Ok(Ran::Done(super::wire::decode_outputs(&outputs))),
+            Some(Reply::Failed(code)) => Ok(Ran::Crashed(code)),
+            Some(Reply::Error(e)) => Err(FuzzError::Worker(e)),
+            Some(Reply::Timeout) => {
+                self.kill();
+                Ok(Ran::Hung)
+            }
+            Some(Reply::Built) | None => {
+                let status = self
+                    .live
+                    .as_mut()
+                    .and_then(|l| l.child.wait().ok())
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "unknown status".into());
+                self.live = None;
+                Ok(Ran::Crashed(format!("the worker process died ({status})")))
+            }
+        }
+    }
+    fn compiles(&self) -> usize {
+        self.compiles
+    }
+}
+
+/// The worker side: reads requests on stdin, answers on stdout, until stdin closes.
+pub fn serve(session: &Session) -> Result<(), FuzzError> {
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    let mut built: Option<BuiltProgram> = None;
+    for line in stdin.lock().lines() {
+        let line = line.map_err(|e| FuzzError::Worker(e.to_string()))?;
+        let reply = match serde_json::from_str::<Request>(&line) {
+            Ok(Request::Build { source, options }) => match session.build_source(&source, &options)
+            {
+                Ok(b) => {
+                    built = Some(b);
+                    Reply::Built
+                }
+                Err(e) => Reply::Error(e.to_string()),
+            },
+            Ok(Request::Run(w)) => match (&built, w.to_input()) {
+                (Some(b), Ok((input, extras))) => match session.run(b, &input, &extras) {
+                    Ok(o) => Reply::Ran(super::wire::encode_outputs(&o.outputs)),
+                    Err(ExecError::Execution { code }) => Reply::Failed(code),
+                    Err(e) => Reply::Error(e.to_string()),
+                },
+                (None, _) => Reply::Error("run before build".into()),
+                (_, Err(e)) => Reply::Error(e),
+            },
+            Err(e) => Reply::Error(format!("bad request: {e}")),
+        };
+        let mut text = serde_json::to_vec(&reply).map_err(|e| FuzzError::Worker(e.to_string()))?;
+        text.push(b'\n');
+        if out.write_all(&text).and_then(|_| out.flush()).is_err() {
+            break;
+        }
+    }
+    Ok(())
+}

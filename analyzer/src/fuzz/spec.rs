@@ -1,0 +1,269 @@
+//! The interface file (`cltrap fuzz --init`): CLFuzz's "kernel info" as JSON — per argument
+//! its size in elements, how to fill it (`random`, a `fixed` value, a `file`) and whether it is
+//! an output; the global and local sizes. Written from the kernel's derived interface for the
+//! user to edit, then turned into the first test case of a campaign.
+
+use super::mutate::{random_value, Dictionary, Rng};
+use super::FuzzError;
+use crate::executor::{InputArg, LaunchInput};
+use cltrap_kernel::interface::{ArgKind, KernelInterface, Role, ValueType};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// How an argument's initial value (every element of a buffer) is chosen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fill {
+    /// Random values (mostly small, sometimes anything).
+    Random,
+    /// One value for a scalar (a number, or an array per vector lane), repeated in buffers.
+    Fixed(serde_json::Value),
+    /// Raw little-endian bytes from a file (relative paths: next to the interface file).
+    File(PathBuf),
+    /// All bytes zero.
+    Zero,
+}
+
+/// One argument of the interface file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArgSpec {
+    /// Parameter name (informative).
+    pub name: String,
+    /// Type spelling from the kernel (informative).
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// For buffers and `__local` pointers: number of elements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Bytes per element when the element type has no known layout (structs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elem_bytes: Option<u64>,
+    /// How to fill it.
+    pub fill: Fill,
+    /// The kernel writes it (its contents after the run are the expected output).
+    #[serde(default)]
+    pub output: bool,
+}
+
+/// The interface file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InterfaceFile {
+    /// Kernel name.
+    pub kernel: String,
+    /// Build options for the program.
+    #[serde(default)]
+    pub build_options: String,
+    /// Global work size per dimension.
+    pub global_size: Vec<u64>,
+    /// Local work size per dimension (`null` = let the implementation choose).
+    #[serde(default)]
+    pub local_size: Option<Vec<u64>>,
+    /// Arguments in order.
+    pub args: Vec<ArgSpec>,
+}
+
+/// The interface file `--init` writes: 64 work-items in groups of 16, buffers of one element
+/// per work-item, random inputs, zeroed outputs.
+pub fn initial(iface: &KernelInterface, build_options: &str) -> InterfaceFile {
+    let n = 64;
+    let args = iface
+        .args
+        .iter()
+        .map(|a| {
+            let (size, fill, output) = match &a.kind {
+                ArgKind::Buffer { role, .. } => {
+                    let out = *role != Role::Input;
+                    let fill = if *role == Role::Output {
+                        Fill::Zero
+                    } else {
+                        Fill::Random
+                    };
+                    (Some(n), fill, out)
+                }
+                ArgKind::Local { .. } => (Some(16), Fill::Zero, false),
+                _ => (None, Fill::Random, false),
+            };
+            let elem_bytes = match &a.kind {
+                ArgKind::Buffer { elem: None, .. } | ArgKind::Local { elem: None } => Some(4),
+                _ => None,
+            };
+            ArgSpec {
+                name: a.name.clone(),
+                ty: a.ty.clone(),
+                size,
+                elem_bytes,
+                fill,
+                output,
+            }
+        })
+        .collect();
+    InterfaceFile {
+        kernel: iface.kernel.clone(),
+        build_options: build_options.to_string(),
+        global_size: vec![n],
+        local_size: Some(vec![16]),
+        args,
+    }
+}
+
+fn fixed_bytes(v: &serde_json::Value, ty: ValueType, what: &str) -> Result<Vec<u8>, FuzzError> {
+    let lanes: Vec<&serde_json::Value> = match v {
+        serde_json::Value::Array(a) => a.iter().collect(),
+        other => vec![other; ty.lanes as usize],
+    };
+    let mut out = vec![0u8; ty.size()];
+    let size = ty.scalar.size();
+    for (lane, v) in lanes.iter().take(ty.lanes as usize).enumerate() {
+        let bits = match ty.scalar {
+            cltrap_kernel::interface::Scalar::Int { .. } => v
+                .as_i64()
+                .map(|i| i as u64)
+                .or_else(|| v.as_u64())
+                .ok_or_else(|| FuzzError::Interface(format!("{what}: {v} is not an integer")))?,
+            cltrap_kernel::interface::Scalar::Float { bits } => {
+                let f = v
+                    .as_f64()
+                    .ok_or_else(|| FuzzError::Interface(format!("{what}: {v} is not a number")))?;
+                match bits {
+                    64 => f.to_bits(),
+                    32 => (f as f32).to_bits() as u64,
+                    _ => super::mutate::f32_to_half(f as f32) as u64,
+                }
+            }
+        };
+        out[lane * size..(lane + 1) * size].copy_from_slice(&bits.to_le_bytes()[..size]);
+    }
+    Ok(out)
+}
+
+/// The first test case from an interface file (`base`: its directory, for `file` fills).
+pub fn to_input(
+    spec: &InterfaceFile,
+    iface: &KernelInterface,
+    base: &Path,
+    seed: u64,
+) -> Result<LaunchInput, FuzzError> {
+    if spec.args.len() != iface.args.len() {
+        return Err(FuzzError::Interface(format!(
+            "the interface file lists {} arguments but kernel {} takes {}",
+            spec.args.len(),
+            iface.kernel,
+            iface.args.len()
+        )));
+    }
+    if spec.global_size.is_empty() || spec.global_size.len() > 3 {
+        return Err(FuzzError::Interface(
+            "global_size needs 1 to 3 dimensions".into(),
+        ));
+    }
+    let mut rng = Rng::new(seed);
+    let mut input = LaunchInput {
+        kernel: spec.kernel.clone(),
+        work_dim: spec.global_size.len() as u32,
+        global_offset: None,
+        global_size: spec.global_size.clone(),
+        local_size: spec.local_size.clone(),
+        args: Vec::new(),
+        stand_ins: Vec::new(),
+    };
+    let dict = Dictionary::new(iface, &input);
+    let global = spec.global_size.iter().product::<u64>().max(1);
+    for (a, s) in iface.args.iter().zip(&spec.args) {
+        let what = format!("argument {} ({})", a.index, a.name);
+        let read_file = |p: &PathBuf| -> Result<Vec<u8>, FuzzError> {
+            let path = if p.is_absolute() {
+                p.clone()
+            } else {
+                base.join(p)
+            };
+            std::fs::read(&path).map_err(|e| {
+                FuzzError::Interface(format!("{what}: cannot read {}: {e}", path.display()))
+            })
+        };
+        let arg = match &a.kind {
+            ArgKind::Value { ty } => InputArg::Scalar(match &s.fill {
+                Fill::Random => random_value(*ty, &dict, global, &mut rng),
+                Fill::Zero => vec![0; ty.size()],
+                Fill::Fixed(v) => fixed_bytes(v, *ty, &what)?,
+                Fill::File(p) => {
+                    let mut b = read_file(p)?;
+                    b.resize(ty.size(), 0);
+                    b
+                }
+            }),
+            ArgKind::Buffer { elem, .. } => {
+                let n = s.size.ok_or_else(|| {
+                    FuzzError::Interface(format!("{what}: a buffer needs \"size\" (elements)"))
+                })?;
+                let width = elem
+                    .map(|t| t.size() as u64)
+                    .or(s.elem_bytes)
+                    .ok_or_else(|| {
+                        FuzzError::Interface(format!(
+                            "{what}: the element type {} has no known size; give \"elem_bytes\"",
+                            a.ty
+                        ))
+                    })?;
+                let mut bytes = Vec::with_capacity((n * width) as usize);
+                match (&s.fill, elem) {
+                    (Fill::File(p), _) => {
+                        bytes = read_file(p)?;
+                        bytes.resize((n * width) as usize, 0);
+                    }
+                    (Fill::Zero, _) => bytes.resize((n * width) as usize, 0),
+                    (Fill::Fixed(v), Some(t)) => {
+                        let one = fixed_bytes(v, *t, &what)?;
+                        for _ in 0..n {
+                            bytes.extend_from_slice(&one);
+                        }
+                    }
+                    (Fill::Random, Some(t)) => {
+                        for _ in 0..n {
+                            bytes.extend(random_value(*t, &dict, global, &mut rng));
+                        }
+                    }
+                    (_, None) => {
+                        for _ in 0..n * width {
+                            bytes.push(rng.next() as u8);
+                        }
+                    }
+                }
+                let flags = if s.output {
+                    opencl_sys::CL_MEM_READ_WRITE
+                } else {
+                    opencl_sys::CL_MEM_READ_ONLY
+                };
+                InputArg::Buffer {
+                    mem: None,
+                    flags,
+                    bytes,
+                }
+            }
+            ArgKind::Local { elem } => {
+                let n = s.size.unwrap_or(1);
+                let width = elem.map(|t| t.size() as u64).or(s.elem_bytes).unwrap_or(4);
+                InputArg::Local(n * width)
+            }
+            ArgKind::Image | ArgKind::Sampler => {
+                return Err(FuzzError::Interface(format!(
+                    "{what}: images and samplers can only come from a captured launch \
+                     (cltrap fuzz CAPTURE_DIR)"
+                )))
+            }
+            ArgKind::Opaque => {
+                let n = s.elem_bytes.ok_or_else(|| {
+                    FuzzError::Interface(format!(
+                        "{what}: type {} has no known size; give \"elem_bytes\"",
+                        a.ty
+                    ))
+                })?;
+                InputArg::Scalar(match &s.fill {
+                    Fill::File(p) => read_file(p)?,
+                    _ => vec![0; n as usize],
+                })
+            }
+        };
+        input.args.push(arg);
+    }
+    Ok(input)
+}

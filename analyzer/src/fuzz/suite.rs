@@ -1,0 +1,278 @@
+//! Writing a generated suite: a directory in the capture format (so `cltrap replay`, `cover`
+//! and `replay --schedules` work on it unchanged), one launch per kept case with its inputs as
+//! `before` and the unmodified kernel's results as `after`, plus `fuzz.json`: per kernel the
+//! branches and loop-boundary classes, how each was covered (or why not), and what each case
+//! covers.
+
+use super::campaign::Campaign;
+use super::FuzzError;
+use crate::executor::{DeviceInfo, InputArg, LaunchInput};
+use crate::values::hex;
+use cltrap_capture::{
+    ArgInfo, ArgRecord, CaptureWriter, Content, DeviceRecord, LaunchApi, LaunchRecord, Manifest,
+    ProgramOrigin, ProgramRecord,
+};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// How one slot ended up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum SlotStatus {
+    /// Reached by a fuzzed (or seed) case.
+    CoveredByFuzzing,
+    /// A solver-made case reached it, confirmed by running it.
+    SolvedAndConfirmed,
+    /// No input reaches it (the path constraint is unsatisfiable).
+    Unsatisfiable,
+    /// The solver met a construct it does not model.
+    Unsupported {
+        /// The construct and where it is.
+        what: String,
+    },
+    /// The solver ran out of time, paths or loop unrolling (which one, and where).
+    Timeout {
+        /// Why.
+        why: String,
+    },
+    /// The solver found inputs, but running them did not reach the slot.
+    NotConfirmed,
+    /// Not covered, solver not run.
+    Uncovered,
+}
+
+/// One slot in the report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SlotReport {
+    /// Counter index.
+    pub index: u32,
+    /// Human label (`if (x == -2987) true`).
+    pub label: String,
+    /// Line.
+    pub line: u32,
+    /// Column.
+    pub col: u32,
+    /// Outcome.
+    #[serde(flatten)]
+    pub status: SlotStatus,
+    /// Solver time for this slot (ms), when it was solved for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub solve_ms: Option<f64>,
+}
+
+/// One kernel in the report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KernelReport {
+    /// Kernel name.
+    pub kernel: String,
+    /// Every slot.
+    pub slots: Vec<SlotReport>,
+    /// Launch ids in the suite, with the slots each covers and how it was made.
+    pub cases: Vec<(u64, Vec<u32>, String)>,
+    /// Crashes and hangs (what happened).
+    pub findings: Vec<String>,
+    /// Executions.
+    pub executions: u64,
+    /// Compile time (ms).
+    pub compile_ms: f64,
+    /// Execution time (ms).
+    pub run_ms: f64,
+    /// Time to the last new coverage by fuzzing (ms, compile excluded).
+    pub saturation_ms: f64,
+    /// Total solver time (ms).
+    #[serde(default)]
+    pub solve_ms: f64,
+}
+
+/// The whole `fuzz.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SuiteReport {
+    /// Per kernel.
+    pub kernels: Vec<KernelReport>,
+}
+
+/// File name of the report inside the suite.
+pub const REPORT: &str = "fuzz.json";
+
+fn arg_records(
+    w: &CaptureWriter,
+    c: &Campaign,
+    input: &LaunchInput,
+    outputs: &[Option<Vec<u8>>],
+) -> Result<Vec<ArgRecord>, FuzzError> {
+    let mut out = Vec::new();
+    for (i, a) in input.args.iter().enumerate() {
+        let ia = c.iface.args.get(i);
+        let info = ArgInfo {
+            index: i as u32,
+            name: ia.map(|a| a.name.clone()).unwrap_or_default(),
+            type_name: ia
+                .map(|a| {
+                    cltrap_kernel::interface::strip_qualifiers(&a.ty)
+                        .replace(" *", "*")
+                        .trim_end_matches(" restrict")
+                        .to_string()
+                })
+                .unwrap_or_default(),
+            address_space: ia
+                .map(|a| format!("{:?}", a.address_space).to_lowercase())
+                .unwrap_or_default(),
+            qualifiers: String::new(),
+        };
+        let blob = |b: &[u8]| -> Result<Content, FuzzError> {
+            Ok(Content::Blob {
+                hash: w.blobs.put(b)?,
+                size: b.len() as u64,
+            })
+        };
+        out.push(match a {
+            InputArg::Scalar(b) => ArgRecord::Scalar {
+                info,
+                bytes: hex(b),
+            },
+            InputArg::Local(n) => ArgRecord::Local { info, size: *n },
+            InputArg::NullBuffer => ArgRecord::NullBuffer { info },
+            InputArg::Buffer { flags, bytes, .. } => {
+                let after = match outputs.get(i).cloned().flatten() {
+                    Some(o) => blob(&o)?,
+                    None => Content::Missing {
+                        note: "not read back".into(),
+                    },
+                };
+                ArgRecord::Buffer {
+                    info,
+                    mem: i as u64 + 1,
+                    flags: *flags,
+                    size: bytes.len() as u64,
+                    sub_of: None,
+                    before: blob(bytes)?,
+                    after,
+                }
+            }
+            InputArg::Image {
+                flags,
+                image,
+                bytes,
+                ..
+            } => {
+                let after = match outputs.get(i).cloned().flatten() {
+                    Some(o) => blob(&o)?,
+                    None => Content::Missing {
+                        note: "not read back".into(),
+                    },
+                };
+                ArgRecord::Image {
+                    info,
+                    mem: i as u64 + 1,
+                    flags: *flags,
+                    image: image.clone(),
+                    before: blob(bytes)?,
+                    after,
+                }
+            }
+            InputArg::Sampler {
+                normalized_coords,
+                addressing_mode,
+                filter_mode,
+            } => ArgRecord::Sampler {
+                info,
+                normalized_coords: *normalized_coords,
+                addressing_mode: *addressing_mode,
+                filter_mode: *filter_mode,
+            },
+            InputArg::SubBuffer { .. } => {
+                return Err(FuzzError::Interface(format!(
+                    "argument {i}: sub-buffers are not written to suites yet"
+                )))
+            }
+        });
+    }
+    Ok(out)
+}
+
+/// A kernel's program for the suite: its source and options.
+pub struct SuiteProgram<'a> {
+    /// OpenCL C source (the user's, not instrumented).
+    pub source: &'a str,
+    /// Build options.
+    pub options: &'a str,
+}
+
+/// Appends the cases of `c` with index ≥ `from` to the suite in `dir` (created when new);
+/// returns the launch ids given to all of `c`'s cases written so far plus these.
+pub fn write_cases(
+    dir: &Path,
+    program: &SuiteProgram,
+    c: &Campaign,
+    from: usize,
+    device: &DeviceInfo,
+) -> Result<Vec<(u64, usize)>, FuzzError> {
+    let manifest = Manifest {
+        format: "cltrap-capture".into(),
+        version: 1,
+        writer: format!("cltrap fuzz {}", env!("CARGO_PKG_VERSION")),
+        pid: std::process::id(),
+        argv: std::env::args().collect(),
+        started_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        buffer_mode: "full".into(),
+    };
+    let w = CaptureWriter::create(dir, &manifest)?;
+    let src = w.blobs.put(program.source.as_bytes())?;
+    let record = ProgramRecord {
+        origin: ProgramOrigin::Source { sources: vec![src] },
+        options: program.options.to_string(),
+        devices: vec![device.name.clone()],
+        build_site: None,
+    };
+    let program_hash = w
+        .blobs
+        .put(&serde_json::to_vec(&record).map_err(cltrap_capture::WriteError::from)?)?;
+    let mut ids = Vec::new();
+    for (k, case) in c.cases.iter().enumerate().skip(from) {
+        let args = arg_records(&w, c, &case.input, &case.outputs)?;
+        let l = LaunchRecord {
+            id: 0,
+            seq: k as u64,
+            kernel: c.kernel.clone(),
+            program: program_hash.clone(),
+            api: LaunchApi::NdRange,
+            work_dim: case.input.work_dim,
+            global_offset: case.input.global_offset.clone(),
+            global_size: case.input.global_size.clone(),
+            local_size: case.input.local_size.clone(),
+            args,
+            device: DeviceRecord {
+                platform: device.platform.clone(),
+                name: device.name.clone(),
+                vendor: String::new(),
+                driver_version: device.driver_version.clone(),
+                version: device.version.clone(),
+            },
+            queue_properties: 0,
+            launch_site: None,
+            thread: 0,
+            status: 0,
+            not_replayable: Vec::new(),
+        };
+        ids.push((w.append(l)?, k));
+    }
+    Ok(ids)
+}
+
+/// Reads the suite's report (empty when absent).
+pub fn read_report(dir: &Path) -> SuiteReport {
+    std::fs::read(dir.join(REPORT))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// Writes the suite's report.
+pub fn write_report(dir: &Path, r: &SuiteReport) -> Result<(), FuzzError> {
+    let text = serde_json::to_vec_pretty(r).map_err(|e| FuzzError::Interface(e.to_string()))?;
+    std::fs::write(dir.join(REPORT), text)
+        .map_err(|e| FuzzError::Interface(format!("cannot write {}: {e}", REPORT)))
+}

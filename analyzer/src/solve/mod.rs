@@ -1,0 +1,230 @@
+//! `cltrap solve SUITE` (and `cltrap fuzz --solve`): selective constraint solving. For every
+//! branch side or loop-boundary class that no case covers, the kernel is executed
+//! symbolically ([`cltrap_kernel::symbolic`]); each model becomes a concrete case (the base
+//! case with the solved scalars and buffer elements), which is **run** — only cases whose
+//! counters show the slot covered enter the suite.
+
+use crate::executor::{DeviceSelector, InputArg, LaunchInput, Session};
+use crate::fuzz::campaign::{Campaign, KeptCase};
+use crate::fuzz::runner::Runner;
+use crate::fuzz::suite::{self, SlotStatus};
+use crate::fuzz::{self, FuzzError, Settings};
+use cltrap_capture::Capture;
+use cltrap_kernel::interface::ArgKind;
+use cltrap_kernel::symbolic::{self, Assignment, Geometry, Limits, SymArg, Target, Verdict};
+use cltrap_kernel::Program;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `cltrap solve` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SolveArgs {
+    /// The suite (or any capture) to complete; confirmed cases are appended to it.
+    pub suite: PathBuf,
+    /// Only this kernel.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Platform by index or case-insensitive name substring.
+    #[arg(long)]
+    pub platform: Option<String>,
+    /// Device by index or case-insensitive name substring.
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Run executions in this process instead of a worker process.
+    #[arg(long)]
+    pub in_process: bool,
+}
+
+/// The solver's view of the arguments of `base`.
+fn sym_args(c: &Campaign, base: &LaunchInput) -> Vec<SymArg> {
+    base.args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| match (c.iface.args.get(i).map(|x| &x.kind), a) {
+            (Some(ArgKind::Value { ty }), InputArg::Scalar(b)) if b.len() == ty.size() => {
+                SymArg::Value(*ty)
+            }
+            (Some(ArgKind::Buffer { elem: Some(t), .. }), InputArg::Buffer { bytes, .. }) => {
+                SymArg::Buffer {
+                    elem: *t,
+                    len: (bytes.len() / t.size()) as u64,
+                }
+            }
+            (Some(ArgKind::Local { elem }), _) => SymArg::Local { elem: *elem },
+            _ => SymArg::Other,
+        })
+        .collect()
+}
+
+/// The base case with the solved values written in.
+fn apply(base: &LaunchInput, c: &Campaign, a: &Assignment) -> LaunchInput {
+    let mut input = base.clone();
+    for (i, bytes) in &a.scalars {
+        if let Some(InputArg::Scalar(b)) = input.args.get_mut(*i) {
+            if b.len() == bytes.len() {
+                b.copy_from_slice(bytes);
+            }
+        }
+    }
+    for (i, idx, bytes) in &a.elements {
+        let width = match c.iface.args.get(*i).map(|x| &x.kind) {
+            Some(ArgKind::Buffer { elem: Some(t), .. }) => t.size(),
+            _ => continue,
+        };
+        if let Some(InputArg::Buffer { bytes: b, .. }) = input.args.get_mut(*i) {
+            let at = *idx as usize * width;
+            if let Some(dst) = b.get_mut(at..at + width) {
+                let n = bytes.len().min(width);
+                dst[..n].copy_from_slice(&bytes[..n]);
+            }
+        }
+    }
+    input
+}
+
+/// Solves for every uncovered slot of `c`, runs each model, keeps the confirmed cases.
+/// Returns per attempted slot its status and solver time.
+pub fn solve_campaign(
+    c: &mut Campaign,
+    program: &Program,
+    runner: &mut dyn Runner,
+) -> Result<Vec<(u32, SlotStatus, Duration)>, FuzzError> {
+    let open: Vec<Target> = c
+        .slots
+        .iter()
+        .filter(|s| !c.covered.contains(&s.index))
+        .map(|s| Target {
+            id: s.index,
+            construct: s.construct,
+            outcome: s.outcome,
+            start: s.start,
+            end: s.end,
+        })
+        .collect();
+    if open.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(base) = c
+        .cases
+        .iter()
+        .find(|k| k.input.local_size.is_some())
+        .or_else(|| c.cases.first())
+        .map(|k| k.input.clone())
+    else {
+        return Ok(Vec::new());
+    };
+    let geometry = Geometry {
+        global: base.global_size.clone(),
+        local: base.local_size.clone(),
+        offset: base.global_offset.clone(),
+    };
+    let args = sym_args(c, &base);
+    let results = symbolic::solve(
+        program,
+        &c.kernel,
+        &geometry,
+        &args,
+        &open,
+        &Limits::default(),
+    )?;
+    let mut out = Vec::new();
+    for r in results {
+        let status = match r.verdict {
+            Verdict::Solved(a) => {
+                if c.covered.contains(&r.id) {
+                    // An earlier solved case of this round already reached it.
+                    SlotStatus::SolvedAndConfirmed
+                } else {
+                    let input = apply(&base, c, &a);
+                    match c.execute(runner, &input)? {
+                        Some((hits, outputs)) if hits.contains(&r.id) => {
+                            c.covered.extend(hits.iter().copied());
+                            c.cases.push(KeptCase {
+                                input,
+                                outputs,
+                                covers: hits,
+                                origin: format!("solved for slot {}", r.id),
+                            });
+                            SlotStatus::SolvedAndConfirmed
+                        }
+                        _ => SlotStatus::NotConfirmed,
+                    }
+                }
+            }
+            Verdict::Unsat => SlotStatus::Unsatisfiable,
+            Verdict::Unsupported(what) => SlotStatus::Unsupported { what },
+            Verdict::Timeout(why) => SlotStatus::Timeout { why },
+        };
+        out.push((r.id, status, r.time));
+    }
+    // A confirmed case may also reach slots solved separately (or not at all).
+    for o in &mut out {
+        if o.1 != SlotStatus::SolvedAndConfirmed && c.covered.contains(&o.0) {
+            o.1 = SlotStatus::SolvedAndConfirmed;
+        }
+    }
+    Ok(out)
+}
+
+/// `cltrap solve SUITE`.
+pub fn cli(args: &SolveArgs, out: &mut dyn Write) -> Result<u8, String> {
+    let device = DeviceSelector {
+        platform: args.platform.clone(),
+        device: args.device.clone(),
+    };
+    let capture = Capture::open(&args.suite).map_err(|e| e.to_string())?;
+    let targets =
+        fuzz::targets_from_capture(&capture, args.kernel.as_deref()).map_err(|e| e.to_string())?;
+    let settings = Settings {
+        budget: fuzz::campaign::Budget {
+            executions: None,
+            time: None,
+            fruitless: Some(0),
+        },
+        seed: 1,
+        solve: true,
+        worker: if args.in_process {
+            None
+        } else {
+            Some(std::env::current_exe().map_err(|e| e.to_string())?)
+        },
+        watchdog: Duration::from_secs(10),
+        progress: false,
+        device: device.clone(),
+    };
+    let session = Session::open(&device).map_err(|e| e.to_string())?;
+    let mut all = suite::read_report(&args.suite);
+    let mut reports = Vec::new();
+    let mut rows = Vec::new();
+    for t in targets {
+        let o = fuzz::run_target(&session, t, &settings).map_err(|e| e.to_string())?;
+        let from = o
+            .campaign
+            .cases
+            .iter()
+            .position(|c| c.origin.starts_with("solved"))
+            .unwrap_or(o.campaign.cases.len());
+        let mut report = fuzz::write_outcome(&args.suite, &o, from, session.info())
+            .map_err(|e| e.to_string())?;
+        let solved_cases: Vec<_> = report.cases.split_off(from.min(report.cases.len()));
+        if let Some(old) = all.kernels.iter().find(|k| k.kernel == report.kernel) {
+            report.cases = old.cases.clone();
+        }
+        report.cases.extend(solved_cases);
+        rows.push((o.campaign.cases.len(), o.total));
+        reports.push(report);
+    }
+    fuzz::print_slots(out, &reports);
+    let table: Vec<_> = reports
+        .iter()
+        .zip(&rows)
+        .map(|(r, (n, t))| (r, *n, *t))
+        .collect();
+    fuzz::print_table(out, &table);
+    all.kernels
+        .retain(|k| !reports.iter().any(|r| r.kernel == k.kernel));
+    all.kernels.extend(reports);
+    suite::write_report(&args.suite, &all).map_err(|e| e.to_string())?;
+    Ok(0)
+}

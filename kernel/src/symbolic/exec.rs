@@ -1,0 +1,1594 @@
+//! The walker: forks a path state at every branch, keeps only feasible paths, and at every
+//! branch point asks z3 whether an uncovered target side is reachable.
+
+use super::value::{self, binary, convert, widen64, Val};
+use super::{Assignment, Geometry, Limits, SymArg, Target, TargetResult, Verdict};
+use crate::coverage::{Construct, Outcome};
+use crate::interface::{parse_value_type, strip_qualifiers, ValueType};
+use crate::model::{BinOp, Expr, ExprKind, Function, Program, Span, Stmt, StmtKind, UnOp};
+use std::time::{Duration, Instant};
+use z3::ast::{Array, Ast, Bool, BV};
+use z3::{Model, Params, SatResult, Solver, Sort};
+
+#[derive(Debug, Clone)]
+struct Region {
+    elem: ValueType,
+    array: Array,
+    /// The argument whose buffer this is (reads of it are inputs to report).
+    arg: Option<usize>,
+    /// Elements (reads must stay in bounds).
+    len: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+struct State {
+    vars: Vec<(String, Val)>,
+    regions: Vec<Region>,
+    pc: Vec<Bool>,
+    reads: Vec<(usize, BV)>,
+}
+
+enum Flow {
+    Normal,
+    Break,
+    Continue,
+    Return(Val),
+}
+
+struct Slot {
+    t: Target,
+    verdict: Option<Verdict>,
+    time: Duration,
+}
+
+struct Exec<'a> {
+    program: &'a Program,
+    geo: &'a Geometry,
+    limits: &'a Limits,
+    solver: Solver,
+    slots: Vec<Slot>,
+    gid: Vec<BV>,
+    /// Initial symbolic value of each by-value argument, and initial array of each buffer.
+    arg_vals: Vec<Option<Val>>,
+    arg_arrays: Vec<Option<(Array, ValueType)>>,
+    start: Instant,
+    states: usize,
+    depth: u32,
+    unsupported: Option<String>,
+    incomplete: Option<String>,
+}
+
+type Outs<T> = Vec<(State, T)>;
+
+pub(super) fn run(
+    program: &Program,
+    k: &Function,
+    geo: &Geometry,
+    args: &[SymArg],
+    targets: &[Target],
+    limits: &Limits,
+) -> Vec<TargetResult> {
+    let solver = Solver::new();
+    let mut params = Params::new();
+    params.set_u32("timeout", limits.query_ms);
+    solver.set_params(&params);
+    let mut st = State {
+        vars: Vec::new(),
+        regions: Vec::new(),
+        pc: Vec::new(),
+        reads: Vec::new(),
+    };
+    let mut gid = Vec::new();
+    for d in 0..3 {
+        let g = BV::new_const(format!("global_id{d}"), 64);
+        let size = geo.global.get(d).copied().unwrap_or(1);
+        let off = geo
+            .offset
+            .as_ref()
+            .and_then(|o| o.get(d))
+            .copied()
+            .unwrap_or(0);
+        st.pc.push(g.bvuge(&BV::from_u64(off, 64)));
+        st.pc.push(g.bvult(&BV::from_u64(off + size, 64)));
+        gid.push(g);
+    }
+    let mut arg_vals = Vec::new();
+    let mut arg_arrays = Vec::new();
+    for (i, p) in k.params.iter().enumerate() {
+        let (v, arr) = match args.get(i) {
+            Some(SymArg::Value(t)) => (Some(Val::fresh(&format!("arg{i}"), *t)), None),
+            Some(SymArg::Buffer { elem, len }) => {
+                let a = Array::new_const(
+                    format!("buf{i}"),
+                    &Sort::bitvector(64),
+                    &Sort::bitvector(elem.size() as u32 * 8),
+                );
+                st.regions.push(Region {
+                    elem: *elem,
+                    array: a.clone(),
+                    arg: Some(i),
+                    len: Some(*len),
+                });
+                let ptr = Val::Ptr {
+                    region: st.regions.len() - 1,
+                    off: BV::from_u64(0, 64),
+                };
+                (Some(ptr), Some((a, *elem)))
+            }
+            Some(SymArg::Local { elem: Some(elem) }) => {
+                let a = Array::new_const(
+                    format!("local{i}"),
+                    &Sort::bitvector(64),
+                    &Sort::bitvector(elem.size() as u32 * 8),
+                );
+                st.regions.push(Region {
+                    elem: *elem,
+                    array: a,
+                    arg: None,
+                    len: None,
+                });
+                let ptr = Val::Ptr {
+                    region: st.regions.len() - 1,
+                    off: BV::from_u64(0, 64),
+                };
+                (Some(ptr), None)
+            }
+            _ => (None, None),
+        };
+        if let Some(v) = &v {
+            st.vars.push((p.name.clone(), v.clone()));
+        }
+        arg_vals.push(match args.get(i) {
+            Some(SymArg::Value(_)) => v,
+            _ => None,
+        });
+        arg_arrays.push(arr);
+    }
+    let mut ex = Exec {
+        program,
+        geo,
+        limits,
+        solver,
+        slots: targets
+            .iter()
+            .map(|t| Slot {
+                t: *t,
+                verdict: None,
+                time: Duration::ZERO,
+            })
+            .collect(),
+        gid,
+        arg_vals,
+        arg_arrays,
+        start: Instant::now(),
+        states: 0,
+        depth: 0,
+        unsupported: None,
+        incomplete: None,
+    };
+    if let Some(body) = &k.body {
+        let _ = ex.stmt(body, st);
+    }
+    let elapsed = ex.start.elapsed();
+    ex.slots
+        .into_iter()
+        .map(|s| {
+            let (verdict, time) = match s.verdict {
+                Some(v) => (v, s.time),
+                None => (
+                    if let Some(why) = &ex.incomplete {
+                        Verdict::Timeout(why.clone())
+                    } else if let Some(what) = &ex.unsupported {
+                        Verdict::Unsupported(what.clone())
+                    } else {
+                        Verdict::Unsat
+                    },
+                    elapsed,
+                ),
+            };
+            TargetResult {
+                id: s.t.id,
+                verdict,
+                time,
+            }
+        })
+        .collect()
+}
+
+fn at(span: Span) -> String {
+    format!("{}:{}", span.line, span.col)
+}
+
+impl<'a> Exec<'a> {
+    fn unsupported(&mut self, what: impl Into<String>, span: Span) {
+        if self.unsupported.is_none() {
+            self.unsupported = Some(format!("{} at line {}", what.into(), at(span)));
+        }
+    }
+
+    fn stopped(&mut self) -> bool {
+        if self.incomplete.is_some() {
+            return true;
+        }
+        if self.start.elapsed() > self.limits.time {
+            self.incomplete = Some(format!("time limit {:?} reached", self.limits.time));
+            return true;
+        }
+        if self.slots.iter().all(|s| s.verdict.is_some()) {
+            return true;
+        }
+        false
+    }
+
+    fn check(&mut self, pc: &[Bool], extra: Option<&Bool>) -> SatResult {
+        self.solver.push();
+        for c in pc {
+            self.solver.assert(c);
+        }
+        if let Some(e) = extra {
+            self.solver.assert(e);
+        }
+        let r = self.solver.check();
+        if r != SatResult::Sat {
+            self.solver.pop(1);
+        }
+        r
+    }
+
+    /// Whether `pc ∧ extra` may hold (unknown counts as no, and marks the run incomplete).
+    fn feasible(&mut self, pc: &[Bool], extra: &Bool) -> bool {
+        match self.check(pc, Some(extra)) {
+            SatResult::Sat => {
+                self.solver.pop(1);
+                true
+            }
+            SatResult::Unsat => false,
+            SatResult::Unknown => {
+                self.incomplete
+                    .get_or_insert_with(|| "the solver gave up on a path condition".into());
+                false
+            }
+        }
+    }
+
+    /// At a branch point: tries every open target matching the span, construct and outcome
+    /// whose condition is `cond`.
+    fn reach(
+        &mut self,
+        st: &State,
+        span: Span,
+        constructs: &[Construct],
+        outcome: Outcome,
+        cond: &Bool,
+    ) {
+        for i in 0..self.slots.len() {
+            let s = &self.slots[i];
+            if s.verdict.is_some()
+                || s.t.start != span.start
+                || s.t.end != span.end
+                || s.t.outcome != outcome
+                || !constructs.contains(&s.t.construct)
+            {
+                continue;
+            }
+            match self.check(&st.pc, Some(cond)) {
+                SatResult::Sat => {
+                    let m = self.solver.get_model();
+                    self.solver.pop(1);
+                    if let Some(m) = m {
+                        let a = self.assignment(&m, st);
+                        self.slots[i].verdict = Some(Verdict::Solved(a));
+                        self.slots[i].time = self.start.elapsed();
+                    }
+                }
+                SatResult::Unknown => {
+                    self.incomplete
+                        .get_or_insert_with(|| "the solver gave up on a target".into());
+                }
+                SatResult::Unsat => {}
+            }
+        }
+    }
+
+    /// Both sides of a two-way branch.
+    fn reach2(&mut self, st: &State, span: Span, constructs: &[Construct], c: &Bool) {
+        self.reach(st, span, constructs, Outcome::True, c);
+        self.reach(st, span, constructs, Outcome::False, &c.not());
+    }
+
+    fn assignment(&self, m: &Model, st: &State) -> Assignment {
+        let mut a = Assignment::default();
+        for (i, v) in self.arg_vals.iter().enumerate() {
+            let Some(v) = v else { continue };
+            let Ok(bits) = v.to_bits() else { continue };
+            // Only values the path constrains; the rest keep the base case's values.
+            if let Some(e) = m.eval(&bits, false) {
+                if let Some(b) = bv_bytes(m, &e) {
+                    if e.as_u64().is_some() || bits.get_size() > 64 {
+                        a.scalars.push((i, b));
+                    }
+                }
+            }
+        }
+        for (arg, idx) in &st.reads {
+            let Some((arr, _)) = &self.arg_arrays[*arg] else {
+                continue;
+            };
+            let Some(i) = m.eval(idx, true).and_then(|i| i.as_u64()) else {
+                continue;
+            };
+            let Some(val) = arr.select(&BV::from_u64(i, 64)).as_bv() else {
+                continue;
+            };
+            if let Some(e) = m.eval(&val, true) {
+                if let Some(b) = bv_bytes(m, &e) {
+                    if !a.elements.iter().any(|(x, y, _)| *x == *arg && *y == i) {
+                        a.elements.push((*arg, i, b));
+                    }
+                }
+            }
+        }
+        for g in &self.gid {
+            a.work_item
+                .push(m.eval(g, true).and_then(|v| v.as_u64()).unwrap_or(0));
+        }
+        a
+    }
+
+    fn fork_budget(&mut self, span: Span) -> bool {
+        self.states += 1;
+        if self.states > self.limits.max_states * 16 {
+            self.incomplete.get_or_insert_with(|| {
+                format!(
+                    "more than {} path states (at line {})",
+                    self.limits.max_states * 16,
+                    at(span)
+                )
+            });
+            return false;
+        }
+        true
+    }
+
+    /// Splits `st` on `c`: the states where it holds and where it does not (feasible ones).
+    fn split(&mut self, st: State, c: &Bool, span: Span) -> (Option<State>, Option<State>) {
+        if !self.fork_budget(span) || self.stopped() {
+            return (None, None);
+        }
+        let t = if self.feasible(&st.pc, c) {
+            let mut s = st.clone();
+            s.pc.push(c.clone());
+            Some(s)
+        } else {
+            None
+        };
+        let nc = c.not();
+        let f = if self.feasible(&st.pc, &nc) {
+            let mut s = st;
+            s.pc.push(nc);
+            Some(s)
+        } else {
+            None
+        };
+        (t, f)
+    }
+
+    // ---- statements ----
+
+    fn stmts_seq(&mut self, items: &[&Stmt], st: State) -> Outs<Flow> {
+        let mut live = vec![st];
+        let mut done = Vec::new();
+        for s in items {
+            let mut next = Vec::new();
+            for st in live {
+                for (st2, f) in self.stmt(s, st) {
+                    match f {
+                        Flow::Normal => next.push(st2),
+                        other => done.push((st2, other)),
+                    }
+                }
+            }
+            live = next;
+            if live.len() > self.limits.max_states {
+                self.incomplete.get_or_insert_with(|| {
+                    format!(
+                        "more than {} live paths (at line {})",
+                        self.limits.max_states,
+                        at(s.span)
+                    )
+                });
+                live.truncate(self.limits.max_states);
+            }
+        }
+        done.extend(live.into_iter().map(|s| (s, Flow::Normal)));
+        done
+    }
+
+    fn stmt(&mut self, s: &Stmt, st: State) -> Outs<Flow> {
+        if self.stopped() {
+            return Vec::new();
+        }
+        match &s.kind {
+            StmtKind::Compound(items) => {
+                let depth = st.vars.len();
+                let refs: Vec<&Stmt> = items.iter().collect();
+                let mut out = self.stmts_seq(&refs, st);
+                for (st, _) in &mut out {
+                    st.vars.truncate(depth);
+                }
+                out
+            }
+            StmtKind::Decl(vars) => {
+                let mut live = vec![st];
+                for v in vars {
+                    let mut next = Vec::new();
+                    for st in live {
+                        if let Some(n) = array_len(&v.ty) {
+                            let Some(elem) = parse_value_type(array_elem(&v.ty)) else {
+                                self.unsupported(
+                                    format!("array {} of type {}", v.name, v.ty),
+                                    v.span,
+                                );
+                                continue;
+                            };
+                            let mut st = st;
+                            let arr = Array::fresh_const(
+                                &v.name,
+                                &Sort::bitvector(64),
+                                &Sort::bitvector(elem.size() as u32 * 8),
+                            );
+                            st.regions.push(Region {
+                                elem,
+                                array: arr,
+                                arg: None,
+                                len: Some(n),
+                            });
+                            let p = Val::Ptr {
+                                region: st.regions.len() - 1,
+                                off: BV::from_u64(0, 64),
+                            };
+                            st.vars.push((v.name.clone(), p));
+                            if v.init.is_some() {
+                                self.unsupported("array initialisers", v.span);
+                                continue;
+                            }
+                            next.push(st);
+                            continue;
+                        }
+                        match &v.init {
+                            None => {
+                                let t = parse_value_type(&v.ty);
+                                let mut st = st;
+                                match t {
+                                    Some(t) => {
+                                        let name = format!("uninit_{}_{}", v.name, v.span.start);
+                                        st.vars.push((v.name.clone(), Val::fresh(&name, t)));
+                                        next.push(st);
+                                    }
+                                    None => self.unsupported(
+                                        format!("a variable of type {}", v.ty),
+                                        v.span,
+                                    ),
+                                }
+                            }
+                            Some(init) => {
+                                for (mut st, val) in self.expr(init, st) {
+                                    match convert(val, &v.ty) {
+                                        Ok(val) => {
+                                            st.vars.push((v.name.clone(), val));
+                                            next.push(st);
+                                        }
+                                        Err(w) => self.unsupported(w, v.span),
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    live = next;
+                }
+                live.into_iter().map(|s| (s, Flow::Normal)).collect()
+            }
+            StmtKind::Expr(e) => self
+                .expr(e, st)
+                .into_iter()
+                .map(|(s, _)| (s, Flow::Normal))
+                .collect(),
+            StmtKind::Null | StmtKind::Other(_) if matches!(&s.kind, StmtKind::Null) => {
+                vec![(st, Flow::Normal)]
+            }
+            StmtKind::If { cond, then, els } => {
+                let mut out = Vec::new();
+                for (st, v) in self.expr(cond, st) {
+                    let c = match v.truthy() {
+                        Ok(c) => c,
+                        Err(w) => {
+                            self.unsupported(w, cond.span);
+                            continue;
+                        }
+                    };
+                    self.reach2(&st, cond.span, &[Construct::If], &c);
+                    let (t, f) = self.split(st, &c, cond.span);
+                    if let Some(t) = t {
+                        out.extend(self.stmt(then, t));
+                    }
+                    if let Some(f) = f {
+                        match els {
+                            Some(e) => out.extend(self.stmt(e, f)),
+                            None => out.push((f, Flow::Normal)),
+                        }
+                    }
+                }
+                out
+            }
+            StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Do { .. } => {
+                self.loop_stmt(s, st)
+            }
+            StmtKind::Attributed { body } => self.stmt(body, st),
+            StmtKind::Switch { cond, body } => self.switch(cond, body, st),
+            StmtKind::Case { body, .. } | StmtKind::Default { body, .. } => {
+                // Reached by falling through (labels are handled by `switch`).
+                self.stmt(body, st)
+            }
+            StmtKind::Return(e) => match e {
+                None => vec![(st, Flow::Return(Val::Void))],
+                Some(e) => self
+                    .expr(e, st)
+                    .into_iter()
+                    .map(|(s, v)| (s, Flow::Return(v)))
+                    .collect(),
+            },
+            StmtKind::Break => vec![(st, Flow::Break)],
+            StmtKind::Continue => vec![(st, Flow::Continue)],
+            StmtKind::Label { body, .. } => self.stmt(body, st),
+            StmtKind::Goto(l) => {
+                self.unsupported(format!("goto {l}"), s.span);
+                Vec::new()
+            }
+            StmtKind::Null => vec![(st, Flow::Normal)],
+            StmtKind::Other(what) => {
+                self.unsupported(format!("statement {what}"), s.span);
+                Vec::new()
+            }
+        }
+    }
+
+    fn loop_stmt(&mut self, s: &Stmt, st: State) -> Outs<Flow> {
+        let (construct, init, cond, inc, body, is_do) = match &s.kind {
+            StmtKind::For {
+                init,
+                cond,
+                inc,
+                body,
+            } => (
+                Construct::For,
+                init.as_deref(),
+                cond.as_ref(),
+                inc.as_ref(),
+                body,
+                false,
+            ),
+            StmtKind::While { cond, body } => {
+                (Construct::While, None, Some(cond), None, body, false)
+            }
+            StmtKind::Do { body, cond } => (Construct::Do, None, Some(cond), None, body, true),
+            _ => return Vec::new(),
+        };
+        let depth = st.vars.len();
+        let starts: Vec<State> = match init {
+            Some(i) => self
+                .stmt(i, st)
+                .into_iter()
+                .filter_map(|(s, f)| matches!(f, Flow::Normal).then_some(s))
+                .collect(),
+            None => vec![st],
+        };
+        let mut out: Outs<Flow> = Vec::new();
+        // (state at the loop head, iterations done so far)
+        let mut live: Vec<State> = starts;
+        let mut iter = 0u32;
+        let exit = |ex: &mut Self, st: &State, n: u32| {
+            let o = match n {
+                0 => Outcome::Zero,
+                1 => Outcome::Once,
+                _ => Outcome::Many,
+            };
+            let t = Bool::from_bool(true);
+            ex.reach(st, s.span, &[construct], o, &t);
+        };
+        while !live.is_empty() {
+            if self.stopped() {
+                return out;
+            }
+            if iter >= self.limits.loop_bound {
+                self.incomplete.get_or_insert_with(|| {
+                    format!(
+                        "loop bound {} hit at line {}",
+                        self.limits.loop_bound,
+                        at(s.span)
+                    )
+                });
+                break;
+            }
+            let mut bodies = Vec::new();
+            for st in live {
+                let check_cond = !(is_do && iter == 0);
+                match (cond, check_cond) {
+                    (Some(c), true) => {
+                        for (st, v) in self.expr(c, st) {
+                            let cv = match v.truthy() {
+                                Ok(b) => b,
+                                Err(w) => {
+                                    self.unsupported(w, c.span);
+                                    continue;
+                                }
+                            };
+                            self.reach2(&st, c.span, &[construct], &cv);
+                            let (t, f) = self.split(st, &cv, c.span);
+                            if let Some(t) = t {
+                                bodies.push(t);
+                            }
+                            if let Some(mut f) = f {
+                                exit(self, &f, iter);
+                                f.vars.truncate(depth);
+                                out.push((f, Flow::Normal));
+                            }
+                        }
+                    }
+                    _ => bodies.push(st),
+                }
+            }
+            let mut next = Vec::new();
+            for st in bodies {
+                let bdepth = st.vars.len();
+                for (mut st, f) in self.stmt(body, st) {
+                    st.vars.truncate(bdepth);
+                    match f {
+                        Flow::Normal | Flow::Continue => match inc {
+                            Some(e) => next.extend(self.expr(e, st).into_iter().map(|(s, _)| s)),
+                            None => next.push(st),
+                        },
+                        Flow::Break => {
+                            exit(self, &st, iter + 1);
+                            st.vars.truncate(depth);
+                            out.push((st, Flow::Normal));
+                        }
+                        Flow::Return(v) => {
+                            exit(self, &st, iter + 1);
+                            out.push((st, Flow::Return(v)));
+                        }
+                    }
+                }
+            }
+            iter += 1;
+            if next.len() > self.limits.max_states {
+                self.incomplete.get_or_insert_with(|| {
+                    format!(
+                        "more than {} live paths in the loop at line {}",
+                        self.limits.max_states,
+                        at(s.span)
+                    )
+                });
+                next.truncate(self.limits.max_states);
+            }
+            live = next;
+        }
+        out
+    }
+
+    fn switch(&mut self, cond: &Expr, body: &Stmt, st: State) -> Outs<Flow> {
+        // Flatten the body into labels and statements.
+        enum Item<'s> {
+            Case(&'s Expr, Span),
+            Default(Span),
+            Stmt(&'s Stmt),
+        }
+        fn flatten<'s>(s: &'s Stmt, items: &mut Vec<Item<'s>>) {
+            match &s.kind {
+                StmtKind::Case { value, body, .. } => {
+                    items.push(Item::Case(value, s.span));
+                    flatten(body, items);
+                }
+                StmtKind::Default { body, .. } => {
+                    items.push(Item::Default(s.span));
+                    flatten(body, items);
+                }
+                _ => items.push(Item::Stmt(s)),
+            }
+        }
+        let mut items = Vec::new();
+        match &body.kind {
+            StmtKind::Compound(v) => v.iter().for_each(|s| flatten(s, &mut items)),
+            _ => flatten(body, &mut items),
+        }
+        let mut out = Vec::new();
+        for (st, v) in self.expr(cond, st) {
+            let Val::Int { bv, .. } = &v else {
+                self.unsupported("a switch on a non-integer", cond.span);
+                continue;
+            };
+            // Case values, converted to the condition's type.
+            let mut entries: Vec<(usize, Bool)> = Vec::new();
+            let mut default_at = None;
+            let mut none = Vec::new();
+            for (i, it) in items.iter().enumerate() {
+                match it {
+                    Item::Case(e, span) => {
+                        let cv = self.expr(e, st.clone());
+                        let Some((_, Val::Int { bv: c, .. })) = cv.into_iter().next() else {
+                            self.unsupported("a case value", *span);
+                            continue;
+                        };
+                        let c = match c.get_size().cmp(&bv.get_size()) {
+                            std::cmp::Ordering::Equal => c,
+                            std::cmp::Ordering::Less => c.sign_ext(bv.get_size() - c.get_size()),
+                            std::cmp::Ordering::Greater => c.extract(bv.get_size() - 1, 0),
+                        };
+                        let eq = bv.eq(&c);
+                        none.push(eq.not());
+                        entries.push((i, eq));
+                    }
+                    Item::Default(_) => default_at = Some(i),
+                    Item::Stmt(_) => {}
+                }
+            }
+            let none_matched = Bool::and(&none);
+            let mut starts: Vec<(State, usize)> = Vec::new();
+            for (i, eq) in &entries {
+                if self.feasible(&st.pc, eq) {
+                    let mut s2 = st.clone();
+                    s2.pc.push(eq.clone());
+                    starts.push((s2, *i));
+                }
+            }
+            match default_at {
+                Some(i) => {
+                    if self.feasible(&st.pc, &none_matched) {
+                        let mut s2 = st.clone();
+                        s2.pc.push(none_matched.clone());
+                        starts.push((s2, i));
+                    }
+                }
+                None => {
+                    self.reach(
+                        &st,
+                        cond.span,
+                        &[Construct::ImplicitDefault],
+                        Outcome::Taken,
+                        &none_matched,
+                    );
+                    if self.feasible(&st.pc, &none_matched) {
+                        let mut s2 = st.clone();
+                        s2.pc.push(none_matched.clone());
+                        out.push((s2, Flow::Normal));
+                    }
+                }
+            }
+            for (s0, from) in starts {
+                let depth = s0.vars.len();
+                let mut live = vec![s0];
+                for it in &items[from..] {
+                    let mut next = Vec::new();
+                    for s in live {
+                        match it {
+                            Item::Case(_, span) => {
+                                self.reach(
+                                    &s,
+                                    *span,
+                                    &[Construct::Case],
+                                    Outcome::Taken,
+                                    &Bool::from_bool(true),
+                                );
+                                next.push(s);
+                            }
+                            Item::Default(span) => {
+                                self.reach(
+                                    &s,
+                                    *span,
+                                    &[Construct::Default],
+                                    Outcome::Taken,
+                                    &Bool::from_bool(true),
+                                );
+                                next.push(s);
+                            }
+                            Item::Stmt(x) => {
+                                for (mut s2, f) in self.stmt(x, s) {
+                                    match f {
+                                        Flow::Normal => next.push(s2),
+                                        Flow::Break => {
+                                            s2.vars.truncate(depth);
+                                            out.push((s2, Flow::Normal));
+                                        }
+                                        other => out.push((s2, other)),
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    live = next;
+                }
+                for mut s in live {
+                    s.vars.truncate(depth);
+                    out.push((s, Flow::Normal));
+                }
+            }
+        }
+        out
+    }
+
+    // ---- expressions ----
+
+    fn lookup(st: &State, name: &str) -> Option<Val> {
+        st.vars
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    }
+
+    fn load(&mut self, st: &mut State, region: usize, off: &BV, span: Span) -> Option<Val> {
+        let r = st.regions.get(region)?.clone();
+        if let Some(len) = r.len {
+            st.pc.push(off.bvult(&BV::from_u64(len, 64)));
+        }
+        if let Some(arg) = r.arg {
+            st.reads.push((arg, off.clone()));
+        }
+        let Some(bits) = r.array.select(off).as_bv() else {
+            self.unsupported("a memory read", span);
+            return None;
+        };
+        Some(Val::from_bits(&bits, r.elem))
+    }
+
+    fn store(&mut self, st: &mut State, region: usize, off: &BV, v: Val, span: Span) -> bool {
+        let Some(r) = st.regions.get(region).cloned() else {
+            return false;
+        };
+        let v = match convert(v, &r.elem.name()) {
+            Ok(v) => v,
+            Err(w) => {
+                self.unsupported(w, span);
+                return false;
+            }
+        };
+        let Ok(bits) = v.to_bits() else {
+            self.unsupported("storing this value", span);
+            return false;
+        };
+        if let Some(len) = r.len {
+            st.pc.push(off.bvult(&BV::from_u64(len, 64)));
+        }
+        st.regions[region].array = r.array.store(off, &bits);
+        true
+    }
+
+    fn expr(&mut self, e: &Expr, st: State) -> Outs<Val> {
+        if self.stopped() {
+            return Vec::new();
+        }
+        match self.expr_inner(e, st) {
+            Ok(v) => v,
+            Err(what) => {
+                self.unsupported(what, e.span);
+                Vec::new()
+            }
+        }
+    }
+
+    fn map1(
+        &mut self,
+        a: &Expr,
+        st: State,
+        f: &mut dyn FnMut(&mut Self, &mut State, Val) -> Result<Val, String>,
+    ) -> Result<Outs<Val>, String> {
+        let mut out = Vec::new();
+        for (mut s, v) in self.expr(a, st) {
+            let r = f(self, &mut s, v)?;
+            out.push((s, r));
+        }
+        Ok(out)
+    }
+
+    fn expr_inner(&mut self, e: &Expr, st: State) -> Result<Outs<Val>, String> {
+        match &e.kind {
+            ExprKind::Paren(i) => Ok(self.expr(i, st)),
+            ExprKind::Implicit(i) | ExprKind::Cast { operand: i } => {
+                let ty = e.ty.clone();
+                self.map1(i, st, &mut |_, _, v| convert(v, &ty))
+            }
+            ExprKind::IntLit(t) => {
+                let v =
+                    crate::interface::parse_int_literal(t).ok_or_else(|| format!("literal {t}"))?;
+                let ty = parse_value_type(&e.ty).ok_or_else(|| format!("literal type {}", e.ty))?;
+                let crate::interface::Scalar::Int { bits, signed } = ty.scalar else {
+                    return Err(format!("literal {t}"));
+                };
+                Ok(vec![(st, Val::int(v, bits, signed))])
+            }
+            ExprKind::FloatLit(t) => {
+                let v = crate::interface::parse_float_literal(t)
+                    .ok_or_else(|| format!("literal {t}"))?;
+                let ty = parse_value_type(&e.ty).ok_or_else(|| format!("literal type {}", e.ty))?;
+                let crate::interface::Scalar::Float { bits } = ty.scalar else {
+                    return Err(format!("literal {t}"));
+                };
+                let f = match bits {
+                    64 => z3::ast::Float::from_f64(v),
+                    _ => z3::ast::Float::from_f32(v as f32),
+                };
+                let f = if bits == 16 {
+                    f.to_fp_with_rounding_mode(
+                        &z3::ast::RoundingMode::round_nearest_ties_to_even(),
+                        &value::float_sort(16),
+                    )
+                } else {
+                    f
+                };
+                Ok(vec![(st, Val::Flt { f, bits })])
+            }
+            ExprKind::OtherLit(t) => {
+                let b = t.as_bytes();
+                if b.len() == 3 && b[0] == b'\'' && b[2] == b'\'' {
+                    Ok(vec![(st, Val::int(b[1] as i64, 32, true))])
+                } else {
+                    Err(format!("literal {t}"))
+                }
+            }
+            ExprKind::DeclRef(name) => match Self::lookup(&st, name) {
+                Some(v) => Ok(vec![(st, v)]),
+                None => {
+                    if name == "CLK_LOCAL_MEM_FENCE" || name == "CLK_GLOBAL_MEM_FENCE" {
+                        Ok(vec![(st, Val::int(1, 32, false))])
+                    } else {
+                        Err(format!("variable {name}"))
+                    }
+                }
+            },
+            ExprKind::SizeOf => Err("sizeof".into()),
+            ExprKind::Binary { op: None, .. } => Err("an operator written in a macro body".into()),
+            ExprKind::Binary {
+                op: Some(op),
+                lhs,
+                rhs,
+                ..
+            } => self.binary_expr(e, *op, lhs, rhs, st),
+            ExprKind::Unary { op: None, .. } => Err("an operator written in a macro body".into()),
+            ExprKind::Unary {
+                op: Some(op),
+                operand,
+            } => match op {
+                UnOp::Plus => Ok(self.expr(operand, st)),
+                UnOp::Minus => self.map1(operand, st, &mut |_, _, v| value::neg(v)),
+                UnOp::BitNot => self.map1(operand, st, &mut |_, _, v| value::bitnot(v)),
+                UnOp::LNot => self.map1(operand, st, &mut |_, _, v| value::lnot(v)),
+                UnOp::Deref => {
+                    let span = e.span;
+                    self.map1(operand, st, &mut |ex, s, v| match v {
+                        Val::Ptr { region, off } => ex
+                            .load(s, region, &off, span)
+                            .ok_or_else(|| "a memory read".to_string()),
+                        _ => Err("dereferencing a non-pointer".into()),
+                    })
+                }
+                UnOp::AddrOf => match &operand.peel().kind {
+                    ExprKind::Index { base, index } => self.index_ptr(base, index, st),
+                    _ => Err("taking the address of a variable".into()),
+                },
+                UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec => {
+                    let pre = matches!(op, UnOp::PreInc | UnOp::PreDec);
+                    let add = matches!(op, UnOp::PreInc | UnOp::PostInc);
+                    let mut out = Vec::new();
+                    for (s, old) in self.expr(operand, st) {
+                        let one = match &old {
+                            Val::Int { bv, signed } => Val::int(1, bv.get_size(), *signed),
+                            Val::Flt { bits, .. } => {
+                                convert(Val::int(1, 32, true), value_name(*bits))?
+                            }
+                            Val::Ptr { .. } => Val::int(1, 64, true),
+                            _ => return Err("++/-- on a vector".into()),
+                        };
+                        let new =
+                            binary(if add { BinOp::Add } else { BinOp::Sub }, old.clone(), one)?;
+                        for s2 in self.assign(operand, new.clone(), s.clone())? {
+                            out.push((s2, if pre { new.clone() } else { old.clone() }));
+                        }
+                    }
+                    Ok(out)
+                }
+            },
+            ExprKind::Conditional { cond, then, els } => {
+                let mut out = Vec::new();
+                for (s, v) in self.expr(cond, st) {
+                    let c = v.truthy()?;
+                    self.reach2(&s, cond.span, &[Construct::Conditional], &c);
+                    let (t, f) = self.split(s, &c, cond.span);
+                    let ty = e.ty.clone();
+                    if let Some(t) = t {
+                        for (s2, v) in self.expr(then, t) {
+                            out.push((s2, convert(v, &ty)?));
+                        }
+                    }
+                    if let Some(f) = f {
+                        for (s2, v) in self.expr(els, f) {
+                            out.push((s2, convert(v, &ty)?));
+                        }
+                    }
+                }
+                Ok(out)
+            }
+            ExprKind::Index { base, index } => {
+                let span = e.span;
+                let mut out = Vec::new();
+                for (mut s, p) in self.index_ptr(base, index, st)? {
+                    let Val::Ptr { region, off } = p else {
+                        return Err("indexing a non-pointer".into());
+                    };
+                    let v = self
+                        .load(&mut s, region, &off, span)
+                        .ok_or("a memory read")?;
+                    out.push((s, v));
+                }
+                Ok(out)
+            }
+            ExprKind::Swizzle { base, components } => {
+                let comps = components.clone();
+                self.map1(base, st, &mut |_, _, v| match v {
+                    Val::Vector(l) => {
+                        let idx = value::swizzle(&comps, l.len())
+                            .ok_or_else(|| format!("swizzle .{comps}"))?;
+                        let lanes: Vec<Val> = idx
+                            .iter()
+                            .map(|i| {
+                                l.get(*i)
+                                    .cloned()
+                                    .ok_or_else(|| format!("swizzle .{comps}"))
+                            })
+                            .collect::<Result<_, _>>()?;
+                        Ok(if lanes.len() == 1 {
+                            lanes[0].clone()
+                        } else {
+                            Val::Vector(lanes)
+                        })
+                    }
+                    _ => Err("a swizzle of a scalar".into()),
+                })
+            }
+            ExprKind::VectorLiteral(parts) => {
+                let ty = parse_value_type(&e.ty)
+                    .ok_or_else(|| format!("vector literal of type {}", e.ty))?;
+                let mut outs: Outs<Vec<Val>> = vec![(st, Vec::new())];
+                for p in parts {
+                    let mut next = Vec::new();
+                    for (s, acc) in outs {
+                        for (s2, v) in self.expr(p, s) {
+                            let mut acc = acc.clone();
+                            match v {
+                                Val::Vector(l) => acc.extend(l),
+                                x => acc.push(x),
+                            }
+                            next.push((s2, acc));
+                        }
+                    }
+                    outs = next;
+                }
+                let mut out = Vec::new();
+                for (s, mut lanes) in outs {
+                    if lanes.len() == 1 {
+                        lanes = vec![lanes[0].clone(); ty.lanes as usize];
+                    }
+                    if lanes.len() != ty.lanes as usize {
+                        return Err("a vector literal with the wrong number of lanes".into());
+                    }
+                    let sname = ty.scalar.name();
+                    let lanes = lanes
+                        .into_iter()
+                        .map(|l| convert(l, sname))
+                        .collect::<Result<_, _>>()?;
+                    out.push((s, Val::Vector(lanes)));
+                }
+                Ok(out)
+            }
+            ExprKind::Call { callee, args, .. } => self.call(e, callee, args, st),
+            ExprKind::Member { field, .. } => Err(format!("struct member .{field}")),
+            ExprKind::InitList(_) => Err("an initialiser list".into()),
+            ExprKind::Opaque { what, .. } => Err(format!("expression {what}")),
+        }
+    }
+
+    fn index_ptr(&mut self, base: &Expr, index: &Expr, st: State) -> Result<Outs<Val>, String> {
+        let mut out = Vec::new();
+        for (s, b) in self.expr(base, st) {
+            let Val::Ptr { region, off } = b else {
+                return Err("indexing a non-pointer".into());
+            };
+            for (s2, i) in self.expr(index, s) {
+                let Val::Int { bv, signed } = i else {
+                    return Err("a non-integer index".into());
+                };
+                out.push((
+                    s2,
+                    Val::Ptr {
+                        region,
+                        off: off.bvadd(&widen64(bv, signed)),
+                    },
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Stores `v` into the lvalue `target`.
+    fn assign(&mut self, target: &Expr, v: Val, st: State) -> Result<Vec<State>, String> {
+        let t = target.peel();
+        match &t.kind {
+            ExprKind::DeclRef(name) => {
+                let mut st = st;
+                let v = convert(v, &t.ty)?;
+                let Some(slot) = st.vars.iter_mut().rev().find(|(n, _)| n == name) else {
+                    return Err(format!("assigning to {name}"));
+                };
+                slot.1 = v;
+                Ok(vec![st])
+            }
+            ExprKind::Index { base, index } => {
+                let mut out = Vec::new();
+                for (mut s, p) in self.index_ptr(base, index, st)? {
+                    let Val::Ptr { region, off } = p else {
+                        return Err("indexing a non-pointer".into());
+                    };
+                    if self.store(&mut s, region, &off, v.clone(), t.span) {
+                        out.push(s);
+                    }
+                }
+                Ok(out)
+            }
+            ExprKind::Unary {
+                op: Some(UnOp::Deref),
+                operand,
+            } => {
+                let mut out = Vec::new();
+                for (mut s, p) in self.expr(operand, st) {
+                    let Val::Ptr { region, off } = p else {
+                        return Err("dereferencing a non-pointer".into());
+                    };
+                    if self.store(&mut s, region, &off, v.clone(), t.span) {
+                        out.push(s);
+                    }
+                }
+                Ok(out)
+            }
+            ExprKind::Swizzle { base, components } => {
+                let mut out = Vec::new();
+                for (s, old) in self.expr(base, st) {
+                    let Val::Vector(mut lanes) = old else {
+                        return Err("a swizzle of a scalar".into());
+                    };
+                    let idx = value::swizzle(components, lanes.len())
+                        .ok_or_else(|| format!("swizzle .{components}"))?;
+                    let new: Vec<Val> = match &v {
+                        Val::Vector(l) => l.clone(),
+                        x => vec![x.clone()],
+                    };
+                    for (k, i) in idx.iter().enumerate() {
+                        if let (Some(dst), Some(src)) = (lanes.get_mut(*i), new.get(k)) {
+                            *dst = src.clone();
+                        }
+                    }
+                    out.extend(self.assign(base, Val::Vector(lanes), s)?);
+                }
+                Ok(out)
+            }
+            _ => Err("this assignment target".into()),
+        }
+    }
+
+    fn binary_expr(
+        &mut self,
+        e: &Expr,
+        op: BinOp,
+        lhs: &Expr,
+        rhs: &Expr,
+        st: State,
+    ) -> Result<Outs<Val>, String> {
+        use BinOp::*;
+        match op {
+            LAnd | LOr => {
+                let and = op == LAnd;
+                let mut out = Vec::new();
+                for (s, a) in self.expr(lhs, st) {
+                    let ca = a.truthy()?;
+                    if !is_logical(lhs) {
+                        self.reach2(&s, lhs.span, &[Construct::ShortCircuit], &ca);
+                    }
+                    let (t, f) = self.split(s, &ca, lhs.span);
+                    let (go_on, short) = if and { (t, f) } else { (f, t) };
+                    if let Some(s) = short {
+                        out.push((s, value::from_bool(Bool::from_bool(!and))));
+                    }
+                    if let Some(s) = go_on {
+                        for (s2, b) in self.expr(rhs, s) {
+                            let cb = b.truthy()?;
+                            if !is_logical(rhs) {
+                                self.reach2(&s2, rhs.span, &[Construct::ShortCircuit], &cb);
+                            }
+                            out.push((s2, value::from_bool(cb)));
+                        }
+                    }
+                }
+                Ok(out)
+            }
+            Comma => {
+                let mut out = Vec::new();
+                for (s, _) in self.expr(lhs, st) {
+                    out.extend(self.expr(rhs, s));
+                }
+                Ok(out)
+            }
+            Assign => {
+                let mut out = Vec::new();
+                for (s, v) in self.expr(rhs, st) {
+                    let v = match v {
+                        Val::Ptr { .. } => v,
+                        v => convert(v, &lhs.ty)?,
+                    };
+                    for s2 in self.assign(lhs, v.clone(), s)? {
+                        out.push((s2, v.clone()));
+                    }
+                }
+                Ok(out)
+            }
+            MulAssign | DivAssign | RemAssign | AddAssign | SubAssign | ShlAssign | ShrAssign
+            | AndAssign | XorAssign | OrAssign => {
+                let base = match op {
+                    MulAssign => Mul,
+                    DivAssign => Div,
+                    RemAssign => Rem,
+                    AddAssign => Add,
+                    SubAssign => Sub,
+                    ShlAssign => Shl,
+                    ShrAssign => Shr,
+                    AndAssign => BitAnd,
+                    XorAssign => BitXor,
+                    _ => BitOr,
+                };
+                let mut out = Vec::new();
+                for (s, old) in self.expr(lhs, st) {
+                    for (s2, r) in self.expr(rhs, s) {
+                        // Computation type: the right operand's (clang converted it), except
+                        // for shifts (the left operand's promoted type) and pointers.
+                        let new = match (&old, base) {
+                            (Val::Ptr { .. }, _) => binary(base, old.clone(), r)?,
+                            (_, Shl | Shr) => {
+                                let promoted = promote(&old);
+                                binary(base, promoted, r)?
+                            }
+                            _ => {
+                                let ct = rhs.ty.clone();
+                                binary(base, convert(old.clone(), &ct)?, r)?
+                            }
+                        };
+                        let new = match new {
+                            Val::Ptr { .. } => new,
+                            n => convert(n, &lhs.ty)?,
+                        };
+                        for s3 in self.assign(lhs, new.clone(), s2.clone())? {
+                            out.push((s3, new.clone()));
+                        }
+                    }
+                }
+                Ok(out)
+            }
+            _ => {
+                let ty = e.ty.clone();
+                let mut out = Vec::new();
+                for (s, a) in self.expr(lhs, st) {
+                    for (s2, b) in self.expr(rhs, s.clone()) {
+                        let r = binary(op, a.clone(), b)?;
+                        // Arithmetic results take the expression's type (e.g. pointer
+                        // differences, comparisons stay int).
+                        let r = match (&r, op) {
+                            (Val::Ptr { .. }, _) => r,
+                            (_, Lt | Gt | Le | Ge | Eq | Ne) if !matches!(r, Val::Vector(_)) => r,
+                            _ => convert(r, &ty).unwrap_or_else(|_| Val::Void),
+                        };
+                        if matches!(r, Val::Void) {
+                            return Err(format!("operator {} of type {ty}", op.token()));
+                        }
+                        out.push((s2, r));
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    fn call(
+        &mut self,
+        e: &Expr,
+        callee: &str,
+        args: &[Expr],
+        st: State,
+    ) -> Result<Outs<Val>, String> {
+        // Evaluate the arguments first (left to right).
+        let mut outs: Outs<Vec<Val>> = vec![(st, Vec::new())];
+        for a in args {
+            let mut next = Vec::new();
+            for (s, acc) in outs {
+                for (s2, v) in self.expr(a, s) {
+                    let mut acc = acc.clone();
+                    acc.push(v);
+                    next.push((s2, acc));
+                }
+            }
+            outs = next;
+        }
+        let mut out = Vec::new();
+        for (s, vals) in outs {
+            if let Some(f) = self
+                .program
+                .function(callee)
+                .filter(|f| !f.is_kernel || true)
+            {
+                if f.body.is_some() {
+                    out.extend(self.inline(f, vals, s, e.span)?);
+                    continue;
+                }
+            }
+            let v = self.builtin(callee, &vals, &e.ty)?;
+            out.push((s, v));
+        }
+        Ok(out)
+    }
+
+    fn inline(
+        &mut self,
+        f: &Function,
+        vals: Vec<Val>,
+        st: State,
+        span: Span,
+    ) -> Result<Outs<Val>, String> {
+        if self.depth > 16 {
+            return Err(format!("recursion into {}", f.name));
+        }
+        let Some(body) = &f.body else {
+            return Err(format!("call to {}", f.name));
+        };
+        let mut st = st;
+        let depth = st.vars.len();
+        // Callee scope: parameters only (globals of the kernel are not visible, but the
+        // caller's variables stay below and are shadowed by name).
+        for (p, v) in f.params.iter().zip(vals) {
+            let v = if p.ty.contains('*') {
+                v
+            } else {
+                convert(v, &p.ty)?
+            };
+            st.vars.push((p.name.clone(), v));
+        }
+        self.depth += 1;
+        let res = self.stmt(body, st);
+        self.depth -= 1;
+        let ret = f.return_type.clone();
+        let mut out = Vec::new();
+        for (mut s, fl) in res {
+            s.vars.truncate(depth);
+            let v = match fl {
+                Flow::Return(v) => v,
+                _ => Val::Void,
+            };
+            let v = if strip_qualifiers(&ret) == "void" || ret.contains('*') {
+                v
+            } else {
+                match convert(v, &ret) {
+                    Ok(v) => v,
+                    Err(w) => {
+                        self.unsupported(w, span);
+                        continue;
+                    }
+                }
+            };
+            out.push((s, v));
+        }
+        Ok(out)
+    }
+
+    fn dim(&self, vals: &[Val]) -> Result<usize, String> {
+        match vals.first() {
+            Some(Val::Int { bv, .. }) => bv
+                .simplify()
+                .as_u64()
+                .map(|d| d as usize)
+                .ok_or_else(|| "a work-item function with a symbolic dimension".into()),
+            _ => Err("a work-item function without a dimension".into()),
+        }
+    }
+
+    fn builtin(&mut self, name: &str, vals: &[Val], ty: &str) -> Result<Val, String> {
+        let size_t = |bv: BV| Val::Int { bv, signed: false };
+        let geo = self.geo;
+        let g = |d: usize| geo.global.get(d).copied().unwrap_or(1);
+        let l = |d: usize| -> Result<u64, String> {
+            match &geo.local {
+                Some(l) => Ok(l.get(d).copied().unwrap_or(1)),
+                None => Err("local ids or group ids with a NULL local size".into()),
+            }
+        };
+        let off = |d: usize| {
+            geo.offset
+                .as_ref()
+                .and_then(|o| o.get(d))
+                .copied()
+                .unwrap_or(0)
+        };
+        let c = |v: u64| Val::Int {
+            bv: BV::from_u64(v, 64),
+            signed: false,
+        };
+        Ok(match name {
+            "get_global_id" => {
+                let d = self.dim(vals)?;
+                if d > 2 {
+                    c(0)
+                } else {
+                    size_t(self.gid[d].clone())
+                }
+            }
+            "get_local_id" => {
+                let d = self.dim(vals)?;
+                if d > 2 {
+                    c(0)
+                } else {
+                    let rel = self.gid[d].bvsub(&BV::from_u64(off(d), 64));
+                    size_t(rel.bvurem(&BV::from_u64(l(d)?, 64)))
+                }
+            }
+            "get_group_id" => {
+                let d = self.dim(vals)?;
+                if d > 2 {
+                    c(0)
+                } else {
+                    let rel = self.gid[d].bvsub(&BV::from_u64(off(d), 64));
+                    size_t(rel.bvudiv(&BV::from_u64(l(d)?, 64)))
+                }
+            }
+            "get_global_size" => c(g(self.dim(vals)?)),
+            "get_local_size" | "get_enqueued_local_size" => {
+                let d = self.dim(vals)?;
+                c(if d > 2 { 1 } else { l(d)? })
+            }
+            "get_num_groups" => {
+                let d = self.dim(vals)?;
+                c(if d > 2 {
+                    1
+                } else {
+                    g(d).div_ceil(l(d)?.max(1))
+                })
+            }
+            "get_global_offset" => c(off(self.dim(vals)?)),
+            "get_work_dim" => Val::int(geo.global.len() as i64, 32, false),
+            "barrier" | "work_group_barrier" | "mem_fence" | "read_mem_fence"
+            | "write_mem_fence" => Val::Void,
+            "min" | "max" | "fmin" | "fmax" if vals.len() == 2 => {
+                let lt = binary(BinOp::Lt, vals[0].clone(), vals[1].clone())?;
+                let c = lt.truthy()?;
+                let pick_first = if name.ends_with("min") { c } else { c.not() };
+                ite_val(&pick_first, &vals[0], &vals[1])?
+            }
+            "abs" if vals.len() == 1 => {
+                let v = &vals[0];
+                let Val::Int { bv, .. } = v else {
+                    return Err("abs of a non-integer".into());
+                };
+                let neg = bv.bvslt(&BV::from_u64(0, bv.get_size()));
+                let r = neg.ite(&bv.bvneg(), bv);
+                convert(
+                    Val::Int {
+                        bv: r,
+                        signed: true,
+                    },
+                    ty,
+                )?
+            }
+            "fabs" if vals.len() == 1 => match &vals[0] {
+                Val::Flt { f, bits } => Val::Flt {
+                    f: f.unary_abs(),
+                    bits: *bits,
+                },
+                _ => return Err("fabs of a non-float".into()),
+            },
+            "clamp" if vals.len() == 3 => {
+                let lo = binary(BinOp::Lt, vals[0].clone(), vals[1].clone())?.truthy()?;
+                let v = ite_val(&lo, &vals[1], &vals[0])?;
+                let hi = binary(BinOp::Gt, v.clone(), vals[2].clone())?.truthy()?;
+                ite_val(&hi, &vals[2], &v)?
+            }
+            other if other.starts_with("convert_") || other.starts_with("as_") => {
+                if other.starts_with("as_") {
+                    let t = parse_value_type(ty).ok_or_else(|| format!("{other}"))?;
+                    let bits = vals.first().ok_or("as_ without argument")?.to_bits()?;
+                    Val::from_bits(&bits, t)
+                } else if other.contains("_sat") || other.contains("_rt") {
+                    return Err(format!("built-in {other}"));
+                } else {
+                    convert(vals.first().cloned().ok_or("convert without argument")?, ty)?
+                }
+            }
+            other => return Err(format!("built-in {other}")),
+        })
+    }
+}
+
+fn ite_val(c: &Bool, a: &Val, b: &Val) -> Result<Val, String> {
+    Ok(match (a, b) {
+        (Val::Int { bv: x, signed }, Val::Int { bv: y, .. }) if x.get_size() == y.get_size() => {
+            Val::Int {
+                bv: c.ite(x, y),
+                signed: *signed,
+            }
+        }
+        (Val::Flt { f: x, bits }, Val::Flt { f: y, .. }) => Val::Flt {
+            f: c.ite(x, y),
+            bits: *bits,
+        },
+        _ => return Err("a selection between different types".into()),
+    })
+}
+
+fn promote(v: &Val) -> Val {
+    match v {
+        Val::Int { bv, signed } if bv.get_size() < 32 => Val::Int {
+            bv: if *signed {
+                bv.sign_ext(32 - bv.get_size())
+            } else {
+                bv.zero_ext(32 - bv.get_size())
+            },
+            signed: true,
+        },
+        other => other.clone(),
+    }
+}
+
+fn value_name(bits: u32) -> &'static str {
+    match bits {
+        16 => "half",
+        64 => "double",
+        _ => "float",
+    }
+}
+
+/// Whether `e` is itself `&&` / `||` (its leaves are the branch points, not it).
+fn is_logical(e: &Expr) -> bool {
+    matches!(
+        e.peel().kind,
+        ExprKind::Binary {
+            op: Some(BinOp::LAnd | BinOp::LOr),
+            ..
+        }
+    )
+}
+
+/// `int[4]` → 4.
+fn array_len(ty: &str) -> Option<u64> {
+    let open = ty.rfind('[')?;
+    let close = ty.rfind(']')?;
+    ty.get(open + 1..close)?.trim().parse().ok()
+}
+
+fn array_elem(ty: &str) -> &str {
+    ty.split('[').next().unwrap_or(ty).trim()
+}
+
+/// Little-endian bytes of a bit-vector numeral of any width.
+fn bv_bytes(m: &Model, v: &BV) -> Option<Vec<u8>> {
+    let w = v.get_size();
+    let mut out = Vec::new();
+    let mut lo = 0;
+    while lo < w {
+        let hi = (lo + 64).min(w) - 1;
+        let part = m.eval(&v.extract(hi, lo), true)?.as_u64()?;
+        let n = ((hi - lo + 1) / 8) as usize;
+        out.extend_from_slice(&part.to_le_bytes()[..n.max(1)]);
+        lo += 64;
+    }
+    Some(out)
+}
