@@ -18,12 +18,14 @@
 pub mod compare;
 pub mod cover;
 pub mod executor;
+pub mod fuzz;
 pub mod ids;
 pub mod launcher;
 pub mod list;
 pub mod replay;
 pub mod schedules;
 pub mod show;
+pub mod solve;
 pub mod site;
 pub mod values;
 pub mod variant;

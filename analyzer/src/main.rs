@@ -120,6 +120,10 @@ enum Cmd {
     },
     /// The OpenCL platforms and devices a replay can use.
     Devices,
+    /// Coverage-guided test generation (seeded by a capture or an interface file) into a suite.
+    Fuzz(cltrap_analyzer::fuzz::FuzzArgs),
+    /// Solve (z3) for every branch a suite does not cover; confirmed cases are added.
+    Solve(cltrap_analyzer::solve::SolveArgs),
 }
 
 /// Exit status for bad input.
@@ -328,6 +332,8 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             }
             Ok(0)
         }
+        Cmd::Fuzz(a) => cltrap_analyzer::fuzz::cli(&a, &mut stdout),
+        Cmd::Solve(a) => cltrap_analyzer::solve::cli(&a, &mut stdout),
         Cmd::Devices => {
             let all = list_devices().map_err(|e| e.to_string())?;
             for (i, (p, devs)) in all.iter().enumerate() {

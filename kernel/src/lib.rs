@@ -17,11 +17,13 @@ pub mod coverage_result;
 pub mod edits;
 pub mod error;
 pub mod frontend;
+pub mod interface;
 pub mod lcov;
 pub mod model;
 pub mod options;
 pub mod permute;
 pub mod rewrite;
+pub mod symbolic;
 
 pub use edits::Edits;
 pub use error::KernelError;
