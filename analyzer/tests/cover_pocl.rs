@@ -13,6 +13,11 @@ use cltrap_capture::Capture;
 fn known_capture(name: &str) -> Fixture {
     let mut f = Fixture::new(name);
     for (n, limit) in [(16, 4), (16, 0), (10, 3)] {
+        // The last launch's program was built with other options (another program record)
+        // that change nothing: one program in the report.
+        if n == 10 {
+            f.options = "-DUNUSED=1".into();
+        }
         f.launch(
             "coverage.cl",
             "known",
@@ -98,7 +103,9 @@ fn coverage_is_exact_with_early_returns_and_whole_groups_returning() {
         ((8, 8), (3, 3))
     );
     assert_eq!(k.launches, [0, 1, 2]);
-    assert_eq!(r.programs.len(), 1);
+    let capture = Capture::open(&f.dir).unwrap();
+    assert_ne!(capture.launches[0].program, capture.launches[2].program);
+    assert_eq!(r.programs.len(), 1, "same source and map: merged");
     // The instrumented kernel gave the recorded outputs (no notes).
     assert!(r.problems.is_empty(), "{:?}", r.problems);
 }

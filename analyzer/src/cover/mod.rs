@@ -17,6 +17,7 @@ use crate::executor::{
 };
 use crate::replay::select;
 use crate::variant::{word_buffer, words, DiskCache, Failure, VariantCache, VariantError};
+use cltrap_capture::writer::digest;
 use cltrap_capture::{Capture, LaunchRecord};
 use cltrap_kernel::coverage::{instrument_coverage, CoverageMap, CoverageOptions};
 use cltrap_kernel::coverage_result::CoverageResult;
@@ -77,7 +78,8 @@ pub struct KernelCoverage {
 /// kernels. This is what every report is written from.
 #[derive(Debug, Clone)]
 pub struct ProgramCoverage {
-    /// Identity of the program: the capture's program hash (or any stable key).
+    /// Identity of the program: the capture's program hash (the first one seen, when several
+    /// programs with the same source text and map were merged), or any stable key.
     pub program: String,
     /// The user's original source text (reports annotate it line by line).
     pub source: String,
@@ -231,6 +233,9 @@ struct Collector<'a> {
     capture: &'a Capture,
     variants: VariantCache<CoverageMap>,
     plain: HashMap<String, Result<BuiltProgram, String>>,
+    /// Capture program hash → key of the merged program (source text and map).
+    merge_keys: HashMap<String, String>,
+    /// Merged program key → position in the report.
     index: HashMap<String, usize>,
     report: CoverageReport,
     timing: Option<Vec<CoverTiming>>,
@@ -253,6 +258,7 @@ pub fn collect_on(
             pass: "coverage",
         })),
         plain: HashMap::new(),
+        merge_keys: HashMap::new(),
         index: HashMap::new(),
         report: CoverageReport::default(),
         timing: timing.then(Vec::new),
@@ -367,16 +373,24 @@ impl Collector<'_> {
                 t.instrumented_ns.extend(o.kernel_ns);
             }
         }
-        let source = variant.original.clone();
-        let map = variant.pass.clone();
-
-        let key = l.program.clone();
+        // Programs created separately from the same text with the same map (the same source
+        // built twice, or with options that change nothing) are one program to the user.
+        let key = self
+            .merge_keys
+            .entry(l.program.clone())
+            .or_insert_with(|| {
+                let map = serde_json::to_string(&variant.pass).unwrap_or_default();
+                digest(format!("{}\0{map}", variant.original).as_bytes())
+            })
+            .clone();
         let at = match self.index.get(&key) {
             Some(i) => *i,
             None => {
-                self.report
-                    .programs
-                    .push(ProgramCoverage::new(key.clone(), source, map));
+                self.report.programs.push(ProgramCoverage::new(
+                    l.program.clone(),
+                    variant.original.clone(),
+                    variant.pass.clone(),
+                ));
                 self.index.insert(key, self.report.programs.len() - 1);
                 self.report.programs.len() - 1
             }

@@ -65,6 +65,8 @@ pub fn int(name: &'static str, v: i32) -> A {
 
 pub struct Fixture {
     pub dir: PathBuf,
+    /// Build options recorded for the programs of the next launches.
+    pub options: String,
     writer: CaptureWriter,
     session: Session,
     next_mem: u64,
@@ -83,6 +85,7 @@ impl Fixture {
             buffer_mode: "full".into(),
         };
         Fixture {
+            options: String::new(),
             writer: CaptureWriter::create(&dir, &manifest).expect("capture dir"),
             dir,
             session: Session::open(&DeviceSelector::default())
@@ -116,7 +119,7 @@ impl Fixture {
             origin: ProgramOrigin::Source {
                 sources: vec![src_hash],
             },
-            options: String::new(),
+            options: self.options.clone(),
             devices: vec!["capturing device".into()],
             build_site: None,
         };
@@ -148,7 +151,7 @@ impl Fixture {
         };
         let built = self
             .session
-            .build_source(&source, "")
+            .build_source(&source, &self.options)
             .unwrap_or_else(|e| panic!("{file}: {e}"));
         let out = self
             .session
