@@ -102,3 +102,174 @@ fn a_suite_with_the_boundary_value_kills_the_boundary_mutant_a_weaker_one_does_n
         "{out}"
     );
 }
+
+fn swap_pairs_suite(name: &str) -> Fixture {
+    let mut f = fixture(name);
+    let groups = 8usize;
+    let mut input: Vec<i32> = (0..2 * groups as i32).map(|i| 10 * i + 3).collect();
+    // Work-item 1 of group 0 holds 0: what a fresh PoCL local memory holds too, so the first
+    // group run by a new process reads the right value from "stale" memory as well.
+    input[1] = 0;
+    // The prefetch of the last group reads two more elements: the first pair again.
+    input.extend_from_slice(&[input[0], input[1]]);
+    f.launch(
+        "../mutate/swap_pairs.cl",
+        "swap_pairs",
+        &[2 * groups as u64],
+        Some(&[2]),
+        None,
+        vec![
+            A::Buf("in", "int*", i32s(&input)),
+            A::Buf("out", "int*", i32s(&vec![0; 2 * groups])),
+        ],
+    );
+    f
+}
+
+#[test]
+fn removing_the_first_barrier_is_only_killed_under_permuted_schedules() {
+    let f = swap_pairs_suite("barrier");
+    let ops = ["--operators", "barrier_removal", "--repeats", "2"];
+    let (out, m) = mutate(&f, &ops);
+    println!("{out}");
+    assert_eq!(
+        status(&m, "barrier_removal:12:5 (void)0"),
+        "SURVIVED",
+        "{out}"
+    );
+    assert_eq!(
+        status(&m, "barrier_removal:14:5 (void)0"),
+        "KILLED",
+        "{out}"
+    );
+    let mut with = ops.to_vec();
+    with.extend(["--schedules", "4"]);
+    let (out, m) = mutate(&f, &with);
+    println!("{out}");
+    let s = status(&m, "barrier_removal:12:5 (void)0");
+    assert!(s == "KILLED" || s == "UNDECIDED", "{out}");
+    assert!(
+        m["barrier_removal:12:5 (void)0"]["statusReason"]
+            .as_str()
+            .unwrap()
+            .contains("under schedule seed"),
+        "{out}"
+    );
+}
+
+fn steps_suite(name: &str) -> Fixture {
+    let mut f = fixture(name);
+    let input: Vec<u32> = vec![6, 7, 27, 1];
+    f.launch(
+        "../mutate/steps.cl",
+        "steps",
+        &[4],
+        None,
+        None,
+        vec![
+            A::Buf("in", "uint*", u32s(&input)),
+            A::Buf("out", "uint*", u32s(&[0; 4])),
+        ],
+    );
+    f
+}
+
+#[test]
+fn an_endless_loop_times_out_by_watchdog_or_deadline_and_the_campaign_goes_on() {
+    let f = steps_suite("loop");
+    let ops = ["--operators", "condition,relational_negation"];
+    let mut small = ops.to_vec();
+    small.extend(["--loop-budget", "100000"]);
+    let (out, m) = mutate(&f, &small);
+    println!("{out}");
+    assert_eq!(status(&m, "condition:6:12 1"), "TIMEOUT", "{out}");
+    assert!(
+        m["condition:6:12 1"]["statusReason"]
+            .as_str()
+            .unwrap()
+            .contains("watchdog"),
+        "{out}"
+    );
+    assert_eq!(status(&m, "condition:6:12 0"), "KILLED", "{out}");
+    assert_eq!(status(&m, "relational_negation:6:14 =="), "KILLED", "{out}");
+    // Without the in-kernel budget, the process deadline catches it and kills the worker;
+    // the other mutants are still decided.
+    let mut huge = ops.to_vec();
+    huge.extend([
+        "--loop-budget",
+        "4000000000",
+        "--timeout-ms",
+        "1500",
+        "--jobs",
+        "1",
+    ]);
+    let (out, m) = mutate(&f, &huge);
+    println!("{out}");
+    assert_eq!(status(&m, "condition:6:12 1"), "TIMEOUT", "{out}");
+    assert!(
+        m["condition:6:12 1"]["statusReason"]
+            .as_str()
+            .unwrap()
+            .contains("deadline"),
+        "{out}"
+    );
+    assert_eq!(status(&m, "condition:6:12 0"), "KILLED", "{out}");
+    assert_eq!(status(&m, "relational_negation:6:14 =="), "KILLED", "{out}");
+}
+
+fn shifted_suite(name: &str) -> Fixture {
+    let mut f = fixture(name);
+    let input: Vec<i32> = (0..8).map(|i| i * 3 - 7).collect();
+    f.launch(
+        "../mutate/shifted.cl",
+        "shifted",
+        &[8],
+        None,
+        None,
+        vec![
+            A::Buf("in", "int*", i32s(&input)),
+            A::Buf("out", "int*", i32s(&[0; 8])),
+            A::Val("base", "long", (1i64 << 40).to_le_bytes().to_vec()),
+        ],
+    );
+    f
+}
+
+#[test]
+fn a_crashing_mutant_is_a_runtime_error_and_x_times_1_to_x_over_1_is_equivalent() {
+    let f = shifted_suite("crash");
+    let (out, m) = mutate(&f, &["--operators", "arithmetic"]);
+    println!("{out}");
+    assert_eq!(status(&m, "arithmetic:6:32 -"), "RUNTIME-ERROR", "{out}");
+    assert!(
+        m["arithmetic:6:32 -"]["statusReason"]
+            .as_str()
+            .unwrap()
+            .contains("SIGSEGV"),
+        "{out}"
+    );
+    assert_eq!(status(&m, "arithmetic:7:24 +"), "RUNTIME-ERROR", "{out}");
+    assert_eq!(status(&m, "arithmetic:7:32 /"), "EQUIVALENT", "{out}");
+}
+
+fn statuses(m: &BTreeMap<String, Value>) -> BTreeMap<String, String> {
+    m.keys().map(|k| (k.clone(), status(m, k))).collect()
+}
+
+#[test]
+fn one_schema_and_one_compile_per_mutant_give_the_same_verdicts() {
+    for f in [
+        swap_pairs_suite("same-swap"),
+        threshold_suite("same-threshold", &[1, 5, 9, 4]),
+    ] {
+        let (schema_out, schema) = mutate(&f, &["--loop-budget", "100000"]);
+        let (single_out, single) = mutate(&f, &["--loop-budget", "100000", "--per-mutant-compile"]);
+        println!("{schema_out}\n{single_out}");
+        assert!(schema.len() >= 6, "{schema_out}");
+        assert_eq!(
+            statuses(&schema),
+            statuses(&single),
+            "{schema_out}\n{single_out}"
+        );
+    }
+}

@@ -74,7 +74,7 @@ pub fn tables(r: &CampaignReport) -> (BTreeMap<String, Counts>, BTreeMap<String,
     (by_kernel, by_op)
 }
 
-const COLUMNS: [Status; 8] = [
+const COLUMNS: [Status; 9] = [
     Status::Killed,
     Status::Survived,
     Status::NoCoverage,
@@ -83,6 +83,7 @@ const COLUMNS: [Status; 8] = [
     Status::CompileError,
     Status::Undecided,
     Status::Equivalent,
+    Status::Ignored,
 ];
 
 fn table(out: &mut String, title: &str, rows: &BTreeMap<String, Counts>) {
@@ -200,7 +201,7 @@ pub fn terminal(r: &CampaignReport) -> String {
     table(&mut out, "operator", &by_op);
     let _ = writeln!(
         out,
-        "\nscore = (KILLED + TIMEOUT + RUNTIME-ERROR) / (all - EQUIVALENT - COMPILE-ERROR - IGNORED)"
+        "\nscore = (KILLED + TIMEOUT + RUNTIME-ERROR) / (mutants - EQUIVALENT - COMPILE-ERROR - IGNORED)"
     );
     let survivors: Vec<(&ProgramResult, &MutantResult)> = r
         .programs

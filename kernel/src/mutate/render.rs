@@ -415,7 +415,9 @@ pub fn schema(p: &Program, mutants: &[Mutant]) -> Result<Rendered, KernelError> 
     // Sites must nest: drop (to per-mutant compiles) those that cross an earlier one.
     let mut stack: Vec<Site> = Vec::new();
     let mut crossing = Vec::new();
-    for &s in sites.keys() {
+    let mut keys: Vec<Site> = sites.keys().copied().collect();
+    keys.sort_by_key(|s| (s.0, std::cmp::Reverse(s.1)));
+    for s in keys {
         while stack.last().is_some_and(|t| t.1 <= s.0) {
             stack.pop();
         }
