@@ -11,7 +11,9 @@ use std::process::Command;
 use std::time::Duration;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fuzz")
+        .join(name)
 }
 
 fn temp(name: &str) -> PathBuf {
@@ -41,8 +43,12 @@ fn campaign(kernel: &str) -> Vec<(String, SlotStatus)> {
     let source = std::fs::read_to_string(fixture("hard.cl")).unwrap();
     let session = Session::open(&DeviceSelector::default()).expect("PoCL device");
     let targets = fuzz::targets_from_source(&source, "", Some(kernel), None, 7).unwrap();
-    let o = fuzz::run_target(&session, targets.into_iter().next().unwrap(), &settings(true))
-        .unwrap();
+    let o = fuzz::run_target(
+        &session,
+        targets.into_iter().next().unwrap(),
+        &settings(true),
+    )
+    .unwrap();
     o.report
         .slots
         .iter()
@@ -176,12 +182,18 @@ fn solve_completes_a_fuzzed_suite() {
         s,
     ]);
     assert!(ok, "{text}");
-    let before = std::fs::read_to_string(suite.join("launches.jsonl")).unwrap().lines().count();
+    let before = std::fs::read_to_string(suite.join("launches.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
     assert!(text.contains("-2987) true: uncovered"), "{text}");
     let (ok, text) = cltrap(&["solve", s]);
     assert!(ok, "{text}");
     assert!(text.contains("-2987) true: solved and confirmed"), "{text}");
-    let after = std::fs::read_to_string(suite.join("launches.jsonl")).unwrap().lines().count();
+    let after = std::fs::read_to_string(suite.join("launches.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
     assert_eq!(after, before + 1);
     let (ok, text) = cltrap(&["replay", s]);
     assert!(ok && text.contains("0 mismatched"), "{text}");
@@ -192,7 +204,13 @@ fn solve_completes_a_fuzzed_suite() {
 #[test]
 fn init_writes_an_editable_interface() {
     let k = fixture("hard.cl");
-    let (ok, text) = cltrap(&["fuzz", k.to_str().unwrap(), "--kernel", "bound_check", "--init"]);
+    let (ok, text) = cltrap(&[
+        "fuzz",
+        k.to_str().unwrap(),
+        "--kernel",
+        "bound_check",
+        "--init",
+    ]);
     assert!(ok, "{text}");
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["args"][0]["output"], true, "{text}");

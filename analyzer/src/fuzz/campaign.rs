@@ -27,6 +27,9 @@ pub struct Budget {
     pub fruitless: Option<u64>,
 }
 
+/// What one execution reached (counter slots) and left in memory (per argument).
+pub type Executed = (BTreeSet<u32>, Vec<Option<Vec<u8>>>);
+
 /// A kept test case.
 #[derive(Debug, Clone)]
 pub struct KeptCase {
@@ -117,7 +120,7 @@ impl Campaign {
         &mut self,
         runner: &mut dyn Runner,
         input: &LaunchInput,
-    ) -> Result<Option<(BTreeSet<u32>, Vec<Option<Vec<u8>>>)>, FuzzError> {
+    ) -> Result<Option<Executed>, FuzzError> {
         let init = self
             .map
             .initial_buffer(&input.global_size, input.local_size.as_deref());

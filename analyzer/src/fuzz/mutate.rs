@@ -16,7 +16,7 @@ impl Rng {
     }
 
     /// Next 64 random bits.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -30,7 +30,7 @@ impl Rng {
         if n == 0 {
             0
         } else {
-            self.next() % n
+            self.next_u64() % n
         }
     }
 }
@@ -232,7 +232,7 @@ fn int_value(
         }
         7 => (rng.below(global), "work-item id".into()),
         8 => (rng.below(2 * global + 2), "small".into()),
-        _ => (rng.next(), "random".into()),
+        _ => (rng.next_u64(), "random".into()),
     };
     (v & mask, how)
 }
@@ -278,7 +278,7 @@ fn float_value(
         }
         7 => (from(rng.below(global) as f64), "work-item id".into()),
         _ => {
-            let v = (rng.next() as i64 as f64) / (1u64 << 52) as f64;
+            let v = (rng.next_u64() as i64 as f64) / (1u64 << 52) as f64;
             (from(v), "random".into())
         }
     }

@@ -224,7 +224,7 @@ pub fn to_input(
                     }
                     (_, None) => {
                         for _ in 0..n * width {
-                            bytes.push(rng.next() as u8);
+                            bytes.push(rng.next_u64() as u8);
                         }
                     }
                 }

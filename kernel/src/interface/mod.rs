@@ -216,12 +216,10 @@ fn param_role(program: &Program, f: &Function, name: &str, depth: u32) -> Role {
     visit_exprs(body, &mut |e| match &e.kind {
         ExprKind::Binary {
             op: Some(op), lhs, ..
-        } if is_assignment(*op) => {
-            if writes_through(lhs) && ours(lhs) {
-                written = true;
-                if *op != BinOp::Assign {
-                    read = true;
-                }
+        } if is_assignment(*op) && writes_through(lhs) && ours(lhs) => {
+            written = true;
+            if *op != BinOp::Assign {
+                read = true;
             }
         }
         ExprKind::Unary {

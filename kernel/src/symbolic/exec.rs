@@ -48,14 +48,17 @@ struct Exec<'a> {
     solver: Solver,
     slots: Vec<Slot>,
     gid: Vec<BV>,
-    /// Initial symbolic value of each by-value argument, and initial array of each buffer.
-    arg_vals: Vec<Option<Val>>,
+    /// The raw bits of each by-value argument, and the initial array of each buffer.
+    arg_bits: Vec<(usize, BV)>,
     arg_arrays: Vec<Option<(Array, ValueType)>>,
     start: Instant,
     states: usize,
     depth: u32,
     unsupported: Option<String>,
+    /// Why the exploration stopped early (time, state budget): open targets time out.
     incomplete: Option<String>,
+    /// Paths cut without stopping (loop bound, live-path cap, solver unknown).
+    cut: Option<String>,
 }
 
 type Outs<T> = Vec<(State, T)>;
@@ -88,15 +91,19 @@ pub(super) fn run(
             .and_then(|o| o.get(d))
             .copied()
             .unwrap_or(0);
-        st.pc.push(g.bvuge(&BV::from_u64(off, 64)));
-        st.pc.push(g.bvult(&BV::from_u64(off + size, 64)));
+        st.pc.push(g.bvuge(BV::from_u64(off, 64)));
+        st.pc.push(g.bvult(BV::from_u64(off + size, 64)));
         gid.push(g);
     }
-    let mut arg_vals = Vec::new();
+    let mut arg_bits: Vec<(usize, BV)> = Vec::new();
     let mut arg_arrays = Vec::new();
     for (i, p) in k.params.iter().enumerate() {
         let (v, arr) = match args.get(i) {
-            Some(SymArg::Value(t)) => (Some(Val::fresh(&format!("arg{i}"), *t)), None),
+            Some(SymArg::Value(t)) => {
+                let raw = BV::new_const(format!("arg{i}"), t.size() as u32 * 8);
+                arg_bits.push((i, raw.clone()));
+                (Some(Val::from_bits(&raw, *t)), None)
+            }
             Some(SymArg::Buffer { elem, len }) => {
                 let a = Array::new_const(
                     format!("buf{i}"),
@@ -138,10 +145,6 @@ pub(super) fn run(
         if let Some(v) = &v {
             st.vars.push((p.name.clone(), v.clone()));
         }
-        arg_vals.push(match args.get(i) {
-            Some(SymArg::Value(_)) => v,
-            _ => None,
-        });
         arg_arrays.push(arr);
     }
     let mut ex = Exec {
@@ -158,13 +161,14 @@ pub(super) fn run(
             })
             .collect(),
         gid,
-        arg_vals,
+        arg_bits,
         arg_arrays,
         start: Instant::now(),
         states: 0,
         depth: 0,
         unsupported: None,
         incomplete: None,
+        cut: None,
     };
     if let Some(body) = &k.body {
         let _ = ex.stmt(body, st);
@@ -176,7 +180,7 @@ pub(super) fn run(
             let (verdict, time) = match s.verdict {
                 Some(v) => (v, s.time),
                 None => (
-                    if let Some(why) = &ex.incomplete {
+                    if let Some(why) = ex.incomplete.as_ref().or(ex.cut.as_ref()) {
                         Verdict::Timeout(why.clone())
                     } else if let Some(what) = &ex.unsupported {
                         Verdict::Unsupported(what.clone())
@@ -244,7 +248,7 @@ impl<'a> Exec<'a> {
             }
             SatResult::Unsat => false,
             SatResult::Unknown => {
-                self.incomplete
+                self.cut
                     .get_or_insert_with(|| "the solver gave up on a path condition".into());
                 false
             }
@@ -282,7 +286,7 @@ impl<'a> Exec<'a> {
                     }
                 }
                 SatResult::Unknown => {
-                    self.incomplete
+                    self.cut
                         .get_or_insert_with(|| "the solver gave up on a target".into());
                 }
                 SatResult::Unsat => {}
@@ -298,16 +302,16 @@ impl<'a> Exec<'a> {
 
     fn assignment(&self, m: &Model, st: &State) -> Assignment {
         let mut a = Assignment::default();
-        for (i, v) in self.arg_vals.iter().enumerate() {
-            let Some(v) = v else { continue };
-            let Ok(bits) = v.to_bits() else { continue };
+        for (i, bits) in &self.arg_bits {
             // Only values the path constrains; the rest keep the base case's values.
-            if let Some(e) = m.eval(&bits, false) {
-                if let Some(b) = bv_bytes(m, &e) {
-                    if e.as_u64().is_some() || bits.get_size() > 64 {
-                        a.scalars.push((i, b));
-                    }
-                }
+            let Some(e) = m.eval(bits, false) else {
+                continue;
+            };
+            if e.to_string().contains(&format!("arg{i}")) {
+                continue;
+            }
+            if let Some(b) = bv_bytes(m, &e) {
+                a.scalars.push((*i, b));
             }
         }
         for (arg, idx) in &st.reads {
@@ -390,7 +394,7 @@ impl<'a> Exec<'a> {
             }
             live = next;
             if live.len() > self.limits.max_states {
-                self.incomplete.get_or_insert_with(|| {
+                self.cut.get_or_insert_with(|| {
                     format!(
                         "more than {} live paths (at line {})",
                         self.limits.max_states,
@@ -600,7 +604,7 @@ impl<'a> Exec<'a> {
                 return out;
             }
             if iter >= self.limits.loop_bound {
-                self.incomplete.get_or_insert_with(|| {
+                self.cut.get_or_insert_with(|| {
                     format!(
                         "loop bound {} hit at line {}",
                         self.limits.loop_bound,
@@ -661,7 +665,7 @@ impl<'a> Exec<'a> {
             }
             iter += 1;
             if next.len() > self.limits.max_states {
-                self.incomplete.get_or_insert_with(|| {
+                self.cut.get_or_insert_with(|| {
                     format!(
                         "more than {} live paths in the loop at line {}",
                         self.limits.max_states,
@@ -828,7 +832,7 @@ impl<'a> Exec<'a> {
     fn load(&mut self, st: &mut State, region: usize, off: &BV, span: Span) -> Option<Val> {
         let r = st.regions.get(region)?.clone();
         if let Some(len) = r.len {
-            st.pc.push(off.bvult(&BV::from_u64(len, 64)));
+            st.pc.push(off.bvult(BV::from_u64(len, 64)));
         }
         if let Some(arg) = r.arg {
             st.reads.push((arg, off.clone()));
@@ -856,7 +860,7 @@ impl<'a> Exec<'a> {
             return false;
         };
         if let Some(len) = r.len {
-            st.pc.push(off.bvult(&BV::from_u64(len, 64)));
+            st.pc.push(off.bvult(BV::from_u64(len, 64)));
         }
         st.regions[region].array = r.array.store(off, &bits);
         true
@@ -1109,7 +1113,7 @@ impl<'a> Exec<'a> {
                     s2,
                     Val::Ptr {
                         region,
-                        off: off.bvadd(&widen64(bv, signed)),
+                        off: off.bvadd(widen64(bv, signed)),
                     },
                 ));
             }
@@ -1324,11 +1328,7 @@ impl<'a> Exec<'a> {
         }
         let mut out = Vec::new();
         for (s, vals) in outs {
-            if let Some(f) = self
-                .program
-                .function(callee)
-                .filter(|f| !f.is_kernel || true)
-            {
+            if let Some(f) = self.program.function(callee) {
                 if f.body.is_some() {
                     out.extend(self.inline(f, vals, s, e.span)?);
                     continue;
@@ -1438,8 +1438,8 @@ impl<'a> Exec<'a> {
                 if d > 2 {
                     c(0)
                 } else {
-                    let rel = self.gid[d].bvsub(&BV::from_u64(off(d), 64));
-                    size_t(rel.bvurem(&BV::from_u64(l(d)?, 64)))
+                    let rel = self.gid[d].bvsub(BV::from_u64(off(d), 64));
+                    size_t(rel.bvurem(BV::from_u64(l(d)?, 64)))
                 }
             }
             "get_group_id" => {
@@ -1447,8 +1447,8 @@ impl<'a> Exec<'a> {
                 if d > 2 {
                     c(0)
                 } else {
-                    let rel = self.gid[d].bvsub(&BV::from_u64(off(d), 64));
-                    size_t(rel.bvudiv(&BV::from_u64(l(d)?, 64)))
+                    let rel = self.gid[d].bvsub(BV::from_u64(off(d), 64));
+                    size_t(rel.bvudiv(BV::from_u64(l(d)?, 64)))
                 }
             }
             "get_global_size" => c(g(self.dim(vals)?)),
@@ -1479,7 +1479,7 @@ impl<'a> Exec<'a> {
                 let Val::Int { bv, .. } = v else {
                     return Err("abs of a non-integer".into());
                 };
-                let neg = bv.bvslt(&BV::from_u64(0, bv.get_size()));
+                let neg = bv.bvslt(BV::from_u64(0, bv.get_size()));
                 let r = neg.ite(&bv.bvneg(), bv);
                 convert(
                     Val::Int {
@@ -1504,7 +1504,7 @@ impl<'a> Exec<'a> {
             }
             other if other.starts_with("convert_") || other.starts_with("as_") => {
                 if other.starts_with("as_") {
-                    let t = parse_value_type(ty).ok_or_else(|| format!("{other}"))?;
+                    let t = parse_value_type(ty).ok_or_else(|| other.to_string())?;
                     let bits = vals.first().ok_or("as_ without argument")?.to_bits()?;
                     Val::from_bits(&bits, t)
                 } else if other.contains("_sat") || other.contains("_rt") {

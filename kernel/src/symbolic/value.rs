@@ -273,7 +273,7 @@ pub fn binary(op: BinOp, a: Val, b: Val) -> Result<Val, Unsup> {
                     n if n < w => y.zero_ext(w - n),
                     _ => y,
                 };
-                let y = y.bvand(&BV::from_u64((w - 1) as u64, w));
+                let y = y.bvand(BV::from_u64((w - 1) as u64, w));
                 let r = match op {
                     Shl => x.bvshl(&y),
                     _ if signed => x.bvashr(&y),
@@ -334,7 +334,7 @@ pub fn binary(op: BinOp, a: Val, b: Val) -> Result<Val, Unsup> {
         }
         (Val::Int { bv, signed }, Val::Ptr { region, off }) if op == Add => Ok(Val::Ptr {
             region,
-            off: off.bvadd(&widen64(bv, signed)),
+            off: off.bvadd(widen64(bv, signed)),
         }),
         (
             Val::Ptr {
