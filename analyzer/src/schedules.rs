@@ -13,6 +13,18 @@
 //!
 //! Besides, the identity schedule's output is checked bit-exactly against what the application
 //! saw, which checks the rewrite itself (and the replay).
+//!
+//! What a device can show (verified with the fixtures of `tests/kernels/`): on PoCL's CPU
+//! device with one worker thread (`POCL_MAX_PTHREAD_COUNT=1`) work-groups run in order, so an
+//! inter-group race (an in-place stencil across groups, a "last group sums the partials"
+//! reduction) is `schedule-dependent`; with several worker threads or on a GPU (NVIDIA H100)
+//! the same races also differ between repeats and are `nondeterministic`. A local-memory
+//! reduction relying on lock-step execution without barriers is `nondeterministic` on both:
+//! on PoCL because each work-item runs to its end before the next starts and reads stale local
+//! memory, on the GPU because warps do not run in lock-step with each other. Race-free kernels
+//! (vector add, tiled matrix multiply, barrier-synchronised reduction) stayed `deterministic`.
+//! When the application passed a NULL local size, cltrap chooses one (up to 64 work-items
+//! dividing the global size) so the table has groups to permute, and says so.
 
 use crate::compare::Difference;
 use crate::executor::{

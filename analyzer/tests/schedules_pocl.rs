@@ -216,18 +216,15 @@ fn a_lock_step_local_reduction_without_barriers_is_nondeterministic_on_pocl() {
         "PoCL ran the lock-step reduction as if it had barriers"
     );
     let capture = Capture::open(&f.dir).unwrap();
+    // Usually two repeats of the identity differ; sometimes only two runs of one schedule do.
     let (_, summary) = schedules::run(&capture, &opts(2, 6), |r| match &r.verdict {
-        Verdict::Nondeterministic { seed: None, diff } => {
+        Verdict::Nondeterministic { diff, .. } => {
             assert_eq!(
                 (diff.arg_index, diff.arg_name.as_str()),
                 (1, "partial"),
                 "{r}"
             );
-            assert!(
-                r.to_string()
-                    .contains(" differs between repeats of the identity schedule: "),
-                "{r}"
-            );
+            assert!(r.to_string().contains(" differs between "), "{r}");
         }
         _ => panic!("the lock-step race was not seen: {r}"),
     })

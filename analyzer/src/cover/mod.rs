@@ -7,6 +7,14 @@
 //! reports ([`report`]) are written from that merged model, which the live-app path (the shim
 //! swapping instrumented kernels into the running application) builds the same way with
 //! [`ProgramCoverage::add_counters`] and hands to [`report::write`].
+//!
+//! Programs are merged when their source text and counter map are the same (the same kernel
+//! built twice). Divergent barriers are undefined behaviour and devices differ: PoCL's CPU
+//! device runs a barrier inside a branch for all or none of a group's work-items (it takes the
+//! branch of the group as a whole), so divergence is not observable there; on an NVIDIA H100
+//! the fixture `diverge` (k = 2 of 4) is reported as 2 arrivals for 4 work-items in each group.
+//! The exit status is 0 when every launch was measured (divergence is a finding, not a failure)
+//! and 2 when some launch could not be instrumented, built or run.
 
 pub mod html;
 pub mod report;
