@@ -232,3 +232,21 @@ fn ffmpeg_opencl_filter_under_coverage_gives_a_report_and_identical_frames() {
     assert_eq!(names, ["avgblur_horiz", "avgblur_vert"], "{r}");
     assert_eq!(k[0]["unnumbered_launches"], 3);
 }
+
+#[test]
+fn four_threads_on_out_of_order_queues_are_all_counted_and_stay_right() {
+    let app = build("swap_threads", &[]);
+    let native = native(&app, &[], &[]);
+    assert_ok(&native, "native run");
+    let dir = tmp("cov-threads");
+    let live = under_cltrap(&dir, &["--coverage", "--buffers", "none"], &app, &[], &[]);
+    assert_ok(&live, "cltrap run --coverage");
+    assert_eq!(stdout(&live), stdout(&native));
+    let r = report(&dir);
+    let k = &r["programs"][0]["kernels"][0];
+    assert_eq!(k["kernel"], "classify");
+    assert_eq!(k["unnumbered_launches"], 100, "{r}");
+    // n < 128 in every launch: the early return is taken; no input exceeds 1000.
+    assert_eq!(k["branches"]["covered"], 5);
+    assert_eq!(k["branches"]["total"], 6);
+}
