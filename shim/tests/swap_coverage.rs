@@ -250,3 +250,33 @@ fn four_threads_on_out_of_order_queues_are_all_counted_and_stay_right() {
     assert_eq!(k["branches"]["covered"], 5);
     assert_eq!(k["branches"]["total"], 6);
 }
+
+#[test]
+fn barriers_of_a_live_reduction_are_reached_by_whole_groups() {
+    let app = build("swap_cov", &["-DBARRIER"]);
+    let native = native(&app, &[], &[]);
+    assert_ok(&native, "native run");
+    let dir = tmp("cov-barrier");
+    let live = under_cltrap(&dir, &["--coverage"], &app, &[], &[]);
+    assert_ok(&live, "cltrap run --coverage");
+    assert_eq!(stdout(&live), stdout(&native));
+    let r = report(&dir);
+    let k = &r["programs"][0]["kernels"][0];
+    let sites = k["barrier_sites"].as_array().expect("barrier sites");
+    let lines: Vec<(u64, &str, u64)> = sites
+        .iter()
+        .map(|b| {
+            (
+                b["line"].as_u64().expect("line"),
+                b["status"].as_str().expect("status"),
+                b["groups_all"].as_u64().expect("groups_all"),
+            )
+        })
+        .collect();
+    assert_eq!(lines, [(5, "covered", 4), (8, "covered", 4)], "{r}");
+    assert!(k["divergences"].as_array().expect("divergences").is_empty());
+    assert_eq!(k["branches"]["covered"], k["branches"]["total"]);
+    // The loop always runs 5 times: only the "more than once" boundary is reached.
+    assert_eq!(k["loop_boundaries"]["covered"], 1);
+    assert_eq!(k["loop_boundaries"]["total"], 3);
+}
