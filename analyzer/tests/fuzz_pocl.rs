@@ -241,3 +241,148 @@ fn init_writes_an_editable_interface() {
     assert_eq!(l["global_size"], serde_json::json!([32]));
     assert_eq!(l["args"][2]["bytes"], "0x0a000000");
 }
+
+#[test]
+fn overruns_and_crashes_are_findings_and_the_campaign_goes_on() {
+    let suite = temp("overrun");
+    let k = fixture("hard.cl");
+    let (ok, text) = cltrap(&[
+        "fuzz",
+        k.to_str().unwrap(),
+        "--kernel",
+        "overrun",
+        "--seed",
+        "3",
+        "--out",
+        suite.to_str().unwrap(),
+    ]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("finding in overrun: out-of-bounds write past the end of argument 0 (out)")
+            || text.contains("finding in overrun: crash"),
+        "{text}"
+    );
+    // The campaign still produced its table and suite, and the findings replay from disk.
+    assert!(text.lines().any(|l| l.starts_with("overrun ")), "{text}");
+    let findings = suite.join("findings/overrun");
+    let (ok, list) = cltrap(&["list", findings.to_str().unwrap()]);
+    assert!(ok && list.contains("overrun"), "{list}");
+}
+
+/// A capture made by hand: one launch of `bound_check` as an application would make it
+/// (NULL local size, n = 1000 >= every id, so `tid < n` is never false).
+fn hand_capture(dir: &Path) {
+    use cltrap_capture::*;
+    let w = CaptureWriter::create(
+        dir,
+        &Manifest {
+            format: "cltrap-capture".into(),
+            version: 1,
+            writer: "test".into(),
+            pid: 0,
+            argv: vec![],
+            started_unix: 0,
+            buffer_mode: "full".into(),
+        },
+    )
+    .unwrap();
+    let src = std::fs::read_to_string(fixture("hard.cl")).unwrap();
+    let h = w.blobs.put(src.as_bytes()).unwrap();
+    let prog = ProgramRecord {
+        origin: ProgramOrigin::Source { sources: vec![h] },
+        options: String::new(),
+        devices: vec![],
+        build_site: None,
+    };
+    let ph = w.blobs.put(&serde_json::to_vec(&prog).unwrap()).unwrap();
+    let input: Vec<u8> = (0..128).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let zeros = vec![0u8; 512];
+    let blob = |b: &[u8]| Content::Blob {
+        hash: w.blobs.put(b).unwrap(),
+        size: b.len() as u64,
+    };
+    let info = |i: u32, name: &str, ty: &str, space: &str| ArgInfo {
+        index: i,
+        name: name.into(),
+        type_name: ty.into(),
+        address_space: space.into(),
+        qualifiers: String::new(),
+    };
+    let out: Vec<u8> = (0..128)
+        .flat_map(|i| (2.0 * i as f32).to_le_bytes())
+        .collect();
+    w.append(LaunchRecord {
+        id: 0,
+        seq: 0,
+        kernel: "bound_check".into(),
+        program: ph,
+        api: LaunchApi::NdRange,
+        work_dim: 1,
+        global_offset: None,
+        global_size: vec![128],
+        local_size: None,
+        args: vec![
+            ArgRecord::Buffer {
+                info: info(0, "out", "float*", "global"),
+                mem: 1,
+                flags: 1,
+                size: 512,
+                sub_of: None,
+                before: blob(&zeros),
+                after: blob(&out),
+            },
+            ArgRecord::Buffer {
+                info: info(1, "in", "float*", "global"),
+                mem: 2,
+                flags: 4,
+                size: 512,
+                sub_of: None,
+                before: blob(&input),
+                after: blob(&input),
+            },
+            ArgRecord::Scalar {
+                info: info(2, "n", "uint", "private"),
+                bytes: "0xe8030000".into(),
+            },
+        ],
+        device: DeviceRecord::default(),
+        queue_properties: 0,
+        launch_site: None,
+        thread: 0,
+        status: 0,
+        not_replayable: vec![],
+    })
+    .unwrap();
+}
+
+#[test]
+fn seeded_by_a_capture() {
+    let cap = temp("cap");
+    hand_capture(&cap);
+    let (ok, text) = cltrap(&["replay", cap.to_str().unwrap()]);
+    assert!(ok && text.contains("1 matched"), "{text}");
+    let suite = temp("cap-suite");
+    let (ok, text) = cltrap(&[
+        "fuzz",
+        cap.to_str().unwrap(),
+        "--solve",
+        "--in-process",
+        "--out",
+        suite.to_str().unwrap(),
+    ]);
+    assert!(ok, "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("bound_check "))
+        .expect(&text);
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!((cols[1], cols[6]), ("2", "0"), "{text}");
+    // The first case is the captured launch itself (NULL local size, n = 1000).
+    let first = std::fs::read_to_string(suite.join("launches.jsonl")).unwrap();
+    let l: serde_json::Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+    assert_eq!(l["args"][2]["bytes"], "0xe8030000");
+    assert!(l.get("local_size").is_none());
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(suite.join("fuzz.json")).unwrap()).unwrap();
+    assert_eq!(report["kernels"][0]["cases"][0][2], "seed 0");
+}

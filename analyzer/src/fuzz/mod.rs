@@ -567,11 +567,36 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
         let name = t.kernel.clone();
         match run_target(&session, t, &settings) {
             Ok(o) => {
+                let mut kinds: Vec<(&str, usize)> = Vec::new();
                 for f in &o.campaign.findings {
-                    let _ = writeln!(out, "finding in {}: {}", name, f.what);
+                    match kinds.iter_mut().find(|k| k.0 == f.what) {
+                        Some(k) => k.1 += 1,
+                        None => kinds.push((&f.what, 1)),
+                    }
+                }
+                for (what, n) in kinds {
+                    let _ = writeln!(out, "finding in {name}: {what} ({n} input(s))");
                 }
                 let report = match &args.out {
                     Some(dir) => {
+                        if !o.campaign.findings.is_empty() {
+                            let fdir = dir.join("findings").join(&name);
+                            let n = suite::write_findings(
+                                &fdir,
+                                &SuiteProgram {
+                                    source: &o.target.source,
+                                    options: &o.target.options,
+                                },
+                                &o.campaign,
+                                session.info(),
+                            )
+                            .map_err(|e| e.to_string())?;
+                            let _ = writeln!(
+                                out,
+                                "{n} finding input(s) of {name} written to {} (cltrap show / replay)",
+                                fdir.display()
+                            );
+                        }
                         write_outcome(dir, &o, 0, session.info()).map_err(|e| e.to_string())?
                     }
                     None => o.report.clone(),

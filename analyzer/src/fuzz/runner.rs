@@ -112,7 +112,9 @@ impl Worker {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            // The kernel's own damage (heap corruption messages of a dying worker) is noise:
+            // crashes are reported as findings.
+            .stderr(Stdio::null())
             .spawn()
             .map_err(|e| FuzzError::Worker(format!("cannot start {}: {e}", self.exe.display())))?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {

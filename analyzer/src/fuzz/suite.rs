@@ -207,6 +207,44 @@ pub fn write_cases(
     from: usize,
     device: &DeviceInfo,
 ) -> Result<Vec<(u64, usize)>, FuzzError> {
+    let items: Vec<(usize, &LaunchInput, &[Option<Vec<u8>>])> = c
+        .cases
+        .iter()
+        .enumerate()
+        .skip(from)
+        .map(|(k, case)| (k, &case.input, case.outputs.as_slice()))
+        .collect();
+    write_launches(dir, program, c, &items, device)
+}
+
+/// Most findings written per kernel (the rest are only counted).
+pub const MAX_FINDINGS: usize = 20;
+
+/// Writes the inputs of `c`'s findings (at most [`MAX_FINDINGS`]) as a capture in `dir`, so
+/// `cltrap show` / `replay` reproduce them; no expected outputs.
+pub fn write_findings(
+    dir: &Path,
+    program: &SuiteProgram,
+    c: &Campaign,
+    device: &DeviceInfo,
+) -> Result<usize, FuzzError> {
+    let items: Vec<(usize, &LaunchInput, &[Option<Vec<u8>>])> = c
+        .findings
+        .iter()
+        .take(MAX_FINDINGS)
+        .enumerate()
+        .map(|(k, f)| (k, &f.input, &[][..]))
+        .collect();
+    Ok(write_launches(dir, program, c, &items, device)?.len())
+}
+
+fn write_launches(
+    dir: &Path,
+    program: &SuiteProgram,
+    c: &Campaign,
+    items: &[(usize, &LaunchInput, &[Option<Vec<u8>>])],
+    device: &DeviceInfo,
+) -> Result<Vec<(u64, usize)>, FuzzError> {
     let manifest = Manifest {
         format: "cltrap-capture".into(),
         version: 1,
@@ -231,18 +269,19 @@ pub fn write_cases(
         .blobs
         .put(&serde_json::to_vec(&record).map_err(cltrap_capture::WriteError::from)?)?;
     let mut ids = Vec::new();
-    for (k, case) in c.cases.iter().enumerate().skip(from) {
-        let args = arg_records(&w, c, &case.input, &case.outputs)?;
+    for (k, input, outputs) in items {
+        let (k, input) = (*k, *input);
+        let args = arg_records(&w, c, input, outputs)?;
         let l = LaunchRecord {
             id: 0,
             seq: k as u64,
             kernel: c.kernel.clone(),
             program: program_hash.clone(),
             api: LaunchApi::NdRange,
-            work_dim: case.input.work_dim,
-            global_offset: case.input.global_offset.clone(),
-            global_size: case.input.global_size.clone(),
-            local_size: case.input.local_size.clone(),
+            work_dim: input.work_dim,
+            global_offset: input.global_offset.clone(),
+            global_size: input.global_size.clone(),
+            local_size: input.local_size.clone(),
             args,
             device: DeviceRecord {
                 platform: device.platform.clone(),

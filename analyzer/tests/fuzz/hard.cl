@@ -86,3 +86,14 @@ __kernel void dead(__global int *out, uchar c) {
     }
     out[get_global_id(0)] = (c << 9) == 0 ? 5 : 6;
 }
+
+// Writes wherever `at` says: the guard after the buffer catches small overruns, a worker
+// crash the large ones; either way the campaign goes on.
+__kernel void overrun(__global int *out, int at) {
+    if (get_global_id(0) == 0) {
+        out[at] = 1;
+    }
+    if (at == 123456789) { // keeps the campaign going until saturation
+        out[1] = 2;
+    }
+}

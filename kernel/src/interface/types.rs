@@ -134,7 +134,7 @@ fn scalar_named(name: &str) -> Option<Scalar> {
         "short" => int(16, true),
         "ushort" | "unsigned short" => int(16, false),
         "int" => int(32, true),
-        "uint" | "unsigned int" | "unsigned" => int(32, false),
+        "uint" | "unsigned int" | "unsigned" | "cl_mem_fence_flags" => int(32, false),
         "long" | "long long" | "ptrdiff_t" | "intptr_t" => int(64, true),
         "ulong" | "unsigned long" | "unsigned long long" | "size_t" | "uintptr_t" => int(64, false),
         "half" => Some(Scalar::Float { bits: 16 }),

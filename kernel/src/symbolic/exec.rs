@@ -901,8 +901,7 @@ impl<'a> Exec<'a> {
                 self.map1(i, st, &mut |_, _, v| convert(v, &ty))
             }
             ExprKind::IntLit(t) => {
-                let v =
-                    crate::interface::parse_int_literal(t).ok_or_else(|| format!("literal {t}"))?;
+                let v = self.int_literal(t).ok_or_else(|| format!("literal {t}"))?;
                 let ty = parse_value_type(&e.ty).ok_or_else(|| format!("literal type {}", e.ty))?;
                 let crate::interface::Scalar::Int { bits, signed } = ty.scalar else {
                     return Err(format!("literal {t}"));
@@ -1096,6 +1095,27 @@ impl<'a> Exec<'a> {
             ExprKind::Member { field, .. } => Err(format!("struct member .{field}")),
             ExprKind::InitList(_) => Err("an initialiser list".into()),
             ExprKind::Opaque { what, .. } => Err(format!("expression {what}")),
+        }
+    }
+
+    /// An integer literal's value; a literal written by a macro shows the macro's name: its
+    /// definition in the program, or OpenCL's fence flags (defined by the implementation).
+    fn int_literal(&self, t: &str) -> Option<i64> {
+        if let Some(v) = crate::interface::parse_int_literal(t) {
+            return Some(v);
+        }
+        match t {
+            "CLK_LOCAL_MEM_FENCE" => return Some(1),
+            "CLK_GLOBAL_MEM_FENCE" => return Some(2),
+            "CLK_IMAGE_MEM_FENCE" => return Some(4),
+            _ => {}
+        }
+        let body = self.program.macro_defs.get(t)?;
+        let text: String = body.iter().map(String::as_str).collect();
+        let text = text.trim_start_matches('(').trim_end_matches(')');
+        match text.strip_prefix('-') {
+            Some(n) => crate::interface::parse_int_literal(n).map(i64::wrapping_neg),
+            None => crate::interface::parse_int_literal(text),
         }
     }
 
