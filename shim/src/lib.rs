@@ -92,6 +92,7 @@ mod register;
 mod sink;
 mod site;
 mod state;
+mod swap;
 
 /// The dispatch table shape both doors use for "the next definitions".
 pub(crate) type Next = opencl_sys::cl_icd::cl_icd_dispatch;

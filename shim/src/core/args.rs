@@ -85,6 +85,10 @@ pub(super) fn classify(
                 None,
             );
         }
+        // clSetKernelArg(k, i, sizeof(cl_mem), NULL) on a memory argument: a NULL buffer.
+        Some(ArgValue::Local(_)) if info.is_some() && ai.address_space != "local" => {
+            return (ArgRecord::NullBuffer { info: ai }, None);
+        }
         Some(ArgValue::Local(n)) => {
             return (
                 ArgRecord::Local {

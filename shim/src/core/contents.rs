@@ -21,7 +21,8 @@ pub enum Shape {
 }
 
 impl Shape {
-    fn bytes(&self) -> usize {
+    /// Bytes the packed contents take.
+    pub fn bytes(&self) -> usize {
         match self {
             Shape::Buffer { size } => *size,
             Shape::Image { bytes, .. } => *bytes,
@@ -29,83 +30,37 @@ impl Shape {
     }
 }
 
-/// Reads every object in `items` as the kernel sees it, with one synchronisation for all:
-/// non-blocking reads on the application's queue (each waiting for `wait`), then `clFinish`. Objects that refuse host reads (`CL_MEM_HOST_NO_ACCESS`, ...) are
-/// copied into a temporary buffer first.
-pub fn read_many(
-    next: &Next,
-    queue: cl_command_queue,
-    items: &[(usize, Shape)],
-    wait: &[cl_event],
-) -> Vec<Result<Vec<u8>, String>> {
-    let mut bufs: Vec<Vec<u8>> = items.iter().map(|(_, s)| vec![0u8; s.bytes()]).collect();
-    let enqueued: Vec<cl_int> = items
-        .iter()
-        .zip(bufs.iter_mut())
-        .map(|((mem, shape), buf)| {
-            if buf.is_empty() {
-                CL_SUCCESS
-            } else {
-                enqueue_read(
-                    next,
-                    queue,
-                    *mem as cl_mem,
-                    *shape,
-                    buf.as_mut_ptr().cast(),
-                    CL_FALSE,
-                    wait,
-                )
-            }
-        })
-        .collect();
-    // SAFETY: the application's queue; every read above targets a buffer that outlives this.
-    let finished = unsafe { next.clFinish.map(|f| f(queue)) }.unwrap_or(CL_INVALID_OPERATION);
-    items
-        .iter()
-        .zip(bufs)
-        .zip(enqueued)
-        .map(|(((mem, shape), mut buf), direct)| {
-            if direct == CL_SUCCESS && finished == CL_SUCCESS {
-                return Ok(buf);
-            }
-            match staged_read(next, queue, *mem as cl_mem, *shape, buf.as_mut_ptr().cast()) {
-                CL_SUCCESS => Ok(buf),
-                e => Err(format!(
-                    "reading it failed (OpenCL error {direct}, through a staging buffer {e})"
-                )),
-            }
-        })
-        .collect()
-}
-
-fn enqueue_read(
+/// Enqueues a non-blocking read of the whole object into `dst`, waiting for `wait`.
+/// Returns the read's event when `want_event` (else null), or the enqueue's error.
+pub fn enqueue_read(
     next: &Next,
     queue: cl_command_queue,
     mem: cl_mem,
     shape: Shape,
     dst: *mut c_void,
-    blocking: cl_bool,
     wait: &[cl_event],
-) -> cl_int {
-    let null = std::ptr::null_mut();
-    let (n, list) = if wait.is_empty() {
-        (0, std::ptr::null())
+    want_event: bool,
+) -> Result<cl_event, cl_int> {
+    let mut ev: cl_event = std::ptr::null_mut();
+    let ev_ptr: *mut cl_event = if want_event {
+        &mut ev
     } else {
-        (wait.len() as cl_uint, wait.as_ptr())
+        std::ptr::null_mut()
     };
-    // SAFETY: `dst` has room for `shape.bytes()` bytes and outlives the read (callers either
-    // block or finish the queue before dropping it).
-    unsafe {
+    let (n, list) = wait_list(wait);
+    // SAFETY: `dst` has room for `shape.bytes()` bytes and stays allocated until the command
+    // completed (the flight owns it until its final event completes).
+    let r = unsafe {
         match shape {
             Shape::Buffer { size } => match next.clEnqueueReadBuffer {
-                Some(f) => f(queue, mem, blocking, 0, size, dst, n, list, null),
+                Some(f) => f(queue, mem, CL_FALSE, 0, size, dst, n, list, ev_ptr),
                 None => CL_INVALID_OPERATION,
             },
             Shape::Image { region, .. } => match next.clEnqueueReadImage {
                 Some(f) => f(
                     queue,
                     mem,
-                    blocking,
+                    CL_FALSE,
                     [0usize; 3].as_ptr(),
                     region.as_ptr(),
                     0,
@@ -113,31 +68,35 @@ fn enqueue_read(
                     dst,
                     n,
                     list,
-                    null,
+                    ev_ptr,
                 ),
                 None => CL_INVALID_OPERATION,
             },
         }
+    };
+    if r == CL_SUCCESS {
+        Ok(ev)
+    } else {
+        Err(r)
     }
 }
 
-fn staged_read(
-    next: &Next,
-    queue: cl_command_queue,
-    mem: cl_mem,
-    shape: Shape,
-    dst: *mut c_void,
-) -> cl_int {
-    let (Some(get_info), Some(create), Some(release)) = (
-        next.clGetMemObjectInfo,
-        next.clCreateBuffer,
-        next.clReleaseMemObject,
-    ) else {
-        return CL_INVALID_OPERATION;
+fn wait_list(wait: &[cl_event]) -> (cl_uint, *const cl_event) {
+    if wait.is_empty() {
+        (0, std::ptr::null())
+    } else {
+        (wait.len() as cl_uint, wait.as_ptr())
+    }
+}
+
+/// A device-only temporary buffer of `bytes` in `mem`'s context, for objects the host may not
+/// read directly (`CL_MEM_HOST_NO_ACCESS`, `CL_MEM_HOST_WRITE_ONLY`).
+pub fn staging_buffer(next: &Next, mem: cl_mem, bytes: usize) -> Result<cl_mem, cl_int> {
+    let (Some(get_info), Some(create)) = (next.clGetMemObjectInfo, next.clCreateBuffer) else {
+        return Err(CL_INVALID_OPERATION);
     };
     let null = std::ptr::null_mut();
-    // SAFETY: standard queries and commands on objects the application handed to the kernel;
-    // the temporary buffer is released on every path.
+    // SAFETY: standard query and creation on an object the application handed to the kernel.
     unsafe {
         let mut context: cl_context = null;
         let r = get_info(
@@ -148,18 +107,40 @@ fn staged_read(
             null.cast(),
         );
         if r != CL_SUCCESS {
-            return r;
+            return Err(r);
         }
         let mut err = CL_SUCCESS;
-        let tmp = create(context, CL_MEM_READ_WRITE, shape.bytes(), null, &mut err);
+        let tmp = create(context, CL_MEM_READ_WRITE, bytes.max(1), null, &mut err);
         if tmp.is_null() {
-            return err;
+            Err(err)
+        } else {
+            Ok(tmp)
         }
-        // On an out-of-order queue the read must wait for the copy explicitly.
-        let mut copy_done: cl_event = null.cast();
-        let copied = match shape {
+    }
+}
+
+/// Enqueues a device-side copy of the whole object into the staging buffer `tmp`.
+pub fn enqueue_stage(
+    next: &Next,
+    queue: cl_command_queue,
+    mem: cl_mem,
+    shape: Shape,
+    tmp: cl_mem,
+    wait: &[cl_event],
+    want_event: bool,
+) -> Result<cl_event, cl_int> {
+    let mut ev: cl_event = std::ptr::null_mut();
+    let ev_ptr: *mut cl_event = if want_event {
+        &mut ev
+    } else {
+        std::ptr::null_mut()
+    };
+    let (n, list) = wait_list(wait);
+    // SAFETY: device-side copy between live objects of one context, sized by the object.
+    let r = unsafe {
+        match shape {
             Shape::Buffer { size } => match next.clEnqueueCopyBuffer {
-                Some(f) => f(queue, mem, tmp, 0, 0, size, 0, null.cast(), &mut copy_done),
+                Some(f) => f(queue, mem, tmp, 0, 0, size, n, list, ev_ptr),
                 None => CL_INVALID_OPERATION,
             },
             Shape::Image { region, .. } => match next.clEnqueueCopyImageToBuffer {
@@ -170,35 +151,18 @@ fn staged_read(
                     [0usize; 3].as_ptr(),
                     region.as_ptr(),
                     0,
-                    0,
-                    null.cast(),
-                    &mut copy_done,
+                    n,
+                    list,
+                    ev_ptr,
                 ),
                 None => CL_INVALID_OPERATION,
             },
-        };
-        let r = if copied != CL_SUCCESS {
-            copied
-        } else {
-            enqueue_read(
-                next,
-                queue,
-                tmp,
-                Shape::Buffer {
-                    size: shape.bytes(),
-                },
-                dst,
-                CL_TRUE,
-                &[copy_done],
-            )
-        };
-        if !copy_done.is_null() {
-            if let Some(rel) = next.clReleaseEvent {
-                rel(copy_done);
-            }
         }
-        release(tmp);
-        r
+    };
+    if r == CL_SUCCESS {
+        Ok(ev)
+    } else {
+        Err(r)
     }
 }
 

@@ -163,3 +163,57 @@ pub unsafe fn clSetKernelArgSVMPointer(
     }
     ret
 }
+
+/// Whether the application's own `clGetKernelArgInfo` must not see argument info: the
+/// shim added `-cl-kernel-arg-info` to the build of the kernel's program.
+fn arg_info_hidden(kernel: cl_kernel) -> bool {
+    let program = lock(&tables().kernels)
+        .get(&(kernel as usize))
+        .map(|k| k.program);
+    program.is_some_and(|p| {
+        lock(&tables().programs)
+            .get(&p)
+            .is_some_and(|p| p.options_extended)
+    })
+}
+
+/// Answers as the driver would without `-cl-kernel-arg-info` when only the shim asked for
+/// it: `CL_KERNEL_ARG_INFO_NOT_AVAILABLE` (after letting the driver reject bad handles,
+/// indices and parameter names as it normally would). The shim's own queries go to `next`
+/// directly and still get the information.
+pub unsafe fn clGetKernelArgInfo(
+    next: &Next,
+    kernel: cl_kernel,
+    arg_index: cl_uint,
+    param_name: cl_kernel_arg_info,
+    param_value_size: size_t,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut size_t,
+) -> cl_int {
+    let Some(f) = next.clGetKernelArgInfo else {
+        return CL_INVALID_OPERATION;
+    };
+    if !quietly(|| arg_info_hidden(kernel)).unwrap_or(false) {
+        return f(
+            kernel,
+            arg_index,
+            param_name,
+            param_value_size,
+            param_value,
+            param_value_size_ret,
+        );
+    }
+    let mut size = 0usize;
+    let r = f(
+        kernel,
+        arg_index,
+        param_name,
+        0,
+        std::ptr::null_mut(),
+        &mut size,
+    );
+    if r != CL_SUCCESS {
+        return r;
+    }
+    CL_KERNEL_ARG_INFO_NOT_AVAILABLE
+}

@@ -1,26 +1,33 @@
 //! Launch hooks: `clEnqueueNDRangeKernel` / `clEnqueueTask` become `LaunchRecord`s.
 //!
-//! Order of work for a recorded launch (buffer modes `full`/`hash`):
-//! plan (name, filters, arguments, program, device) → wait for the wait list and finish the
-//! queue → read every buffer/image argument → forward the enqueue (with a private event if the
-//! application passed none) → wait for it → read them again → append the record.
-//! If any user event is still unset, the shim does not wait at all (that could deadlock the
-//! application): contents are recorded as missing and the launch marked not replayable.
+//! Order of work for a recorded launch (buffer modes `full`/`hash`), all on the application's
+//! thread and none of it blocking: plan (name, filters, arguments, program, device) → reserve
+//! host memory ([`super::flight::admit`]) → enqueue non-blocking pre-reads of every
+//! buffer/image argument in the application's queue ([`super::inqueue`]) → forward the
+//! enqueue (the one call to `next.clEnqueueNDRangeKernel` / `next.clEnqueueTask`) → enqueue
+//! post-reads → hand the launch to the writer thread, which records it when the reads
+//! completed ([`super::flight`]). A launch gated by a user event is recorded like any other,
+//! once the gate opens.
+//!
+//! Hook points for live instrumentation, in [`run`]: `crate::swap::before_enqueue` right
+//! before the enqueue is forwarded (it may return a kernel to enqueue instead of the
+//! application's) and `crate::swap::after_enqueue` right after it returned. A swapped enqueue
+//! that the driver refuses is repeated with the application's kernel, so the return code is
+//! the native one. The record always describes the application's kernel and arguments.
 
 use super::args::{arg_infos, classify};
 use super::contents::{self, Shape};
 use super::device::{device_record, queue_properties};
+use super::flight::{self, Flight};
 use super::info;
+use super::inqueue::Around;
 use super::kernel::describe;
 use super::track::{lock, tables};
 use crate::door::quietly;
 use crate::Next;
-use cltrap_capture::{
-    ArgRecord, BufferMode, CaptureWriter, Content, LaunchApi, LaunchRecord, Settings,
-};
+use cltrap_capture::{BufferMode, CaptureWriter, LaunchApi, LaunchRecord, Settings};
 use libc::size_t;
 use opencl_sys::*;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -28,7 +35,7 @@ use std::sync::Arc;
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
 pub unsafe fn clEnqueueNDRangeKernel(
-    next: &Next,
+    next: &'static Next,
     command_queue: cl_command_queue,
     kernel: cl_kernel,
     work_dim: cl_uint,
@@ -42,8 +49,8 @@ pub unsafe fn clEnqueueNDRangeKernel(
     let Some(f) = next.clEnqueueNDRangeKernel else {
         return CL_INVALID_OPERATION;
     };
-    let plan = quietly(|| {
-        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    let geo = quietly(|| {
         if !(1..=3).contains(&work_dim) || global_work_size.is_null() {
             return None;
         }
@@ -56,33 +63,38 @@ pub unsafe fn clEnqueueNDRangeKernel(
                     .collect::<Vec<u64>>()
             })
         };
-        let shape = Geometry {
+        Some(Geometry {
             api: LaunchApi::NdRange,
             work_dim,
             offset: dims(global_work_offset),
             global: dims(global_work_size).unwrap_or_default(),
             local: dims(local_work_size),
-        };
-        Plan::new(next, seq, command_queue, kernel, shape)
+        })
     })
     .flatten();
+    let plan = geo
+        .as_ref()
+        .and_then(|g| quietly(|| Plan::new(next, seq, command_queue, kernel, g)))
+        .flatten();
     run(
         next,
         plan,
         command_queue,
+        kernel,
+        geo.as_ref(),
         num_events_in_wait_list,
         event_wait_list,
         event,
-        |ev| {
+        |k, n, list, ev| {
             f(
                 command_queue,
-                kernel,
+                k,
                 work_dim,
                 global_work_offset,
                 global_work_size,
                 local_work_size,
-                num_events_in_wait_list,
-                event_wait_list,
+                n,
+                list,
                 ev,
             )
         },
@@ -90,7 +102,7 @@ pub unsafe fn clEnqueueNDRangeKernel(
 }
 
 pub unsafe fn clEnqueueTask(
-    next: &Next,
+    next: &'static Next,
     command_queue: cl_command_queue,
     kernel: cl_kernel,
     num_events_in_wait_list: cl_uint,
@@ -100,89 +112,134 @@ pub unsafe fn clEnqueueTask(
     let Some(f) = next.clEnqueueTask else {
         return CL_INVALID_OPERATION;
     };
-    let plan = quietly(|| {
-        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-        let shape = Geometry {
-            api: LaunchApi::Task,
-            work_dim: 1,
-            offset: None,
-            global: vec![1],
-            local: Some(vec![1]),
-        };
-        Plan::new(next, seq, command_queue, kernel, shape)
-    })
-    .flatten();
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    let geo = Geometry {
+        api: LaunchApi::Task,
+        work_dim: 1,
+        offset: None,
+        global: vec![1],
+        local: Some(vec![1]),
+    };
+    let plan = quietly(|| Plan::new(next, seq, command_queue, kernel, &geo)).flatten();
     run(
         next,
         plan,
         command_queue,
+        kernel,
+        Some(&geo),
         num_events_in_wait_list,
         event_wait_list,
         event,
-        |ev| {
-            f(
-                command_queue,
-                kernel,
-                num_events_in_wait_list,
-                event_wait_list,
-                ev,
-            )
-        },
+        |k, n, list, ev| f(command_queue, k, n, list, ev),
     )
 }
 
-/// Forwards the enqueue exactly once, recording around it when there is a plan.
-fn run(
-    next: &Next,
-    plan: Option<Plan>,
-    queue: cl_command_queue,
-    num_events: cl_uint,
-    events: *const cl_event,
-    app_event: *mut cl_event,
-    enqueue: impl FnOnce(*mut cl_event) -> cl_int,
-) -> cl_int {
-    let Some(mut plan) = plan else {
-        return enqueue(app_event);
+/// After the application's `clFinish`: waits (bounded) until the launches it finished on
+/// this queue are written, so a capture is complete up to the application's last `clFinish`
+/// even if it then crashes. Blocks only after the driver's own `clFinish` returned.
+pub unsafe fn clFinish(next: &Next, command_queue: cl_command_queue) -> cl_int {
+    let Some(f) = next.clFinish else {
+        return CL_INVALID_OPERATION;
     };
-    let synced = quietly(|| plan.before(next, queue, num_events, events)).unwrap_or(false);
-    let mut own: cl_event = std::ptr::null_mut();
-    let ev_ptr = if synced && app_event.is_null() {
-        &mut own as *mut cl_event
-    } else {
-        app_event
-    };
-    let ret = enqueue(ev_ptr);
-    quietly(|| {
-        if ret != CL_SUCCESS {
-            plan.abandon();
-            return;
-        }
-        if synced {
-            // SAFETY: the enqueue succeeded, so it stored an event where we asked.
-            let ev = if ev_ptr.is_null() {
-                std::ptr::null_mut()
-            } else {
-                unsafe { *ev_ptr }
-            };
-            plan.after(next, queue, ev);
-        }
-        plan.finish(ret);
-    });
-    if !own.is_null() {
-        if let Some(release) = next.clReleaseEvent {
-            // SAFETY: our own event, released once.
-            unsafe { release(own) };
-        }
+    let upto = flight::current_ticket();
+    let ret = f(command_queue);
+    if ret == CL_SUCCESS {
+        quietly(|| flight::wait_written(command_queue, upto));
     }
     ret
 }
 
+/// Forwards the enqueue exactly once, recording around it when there is a plan. `enqueue` takes the kernel, the wait list and the event pointer to
+/// forward: the application's, except where documented in [`super::inqueue`].
+fn run(
+    next: &'static Next,
+    plan: Option<Plan>,
+    queue: cl_command_queue,
+    kernel: cl_kernel,
+    geo: Option<&Geometry>,
+    num_events: cl_uint,
+    events: *const cl_event,
+    app_event: *mut cl_event,
+    enqueue: impl Fn(cl_kernel, cl_uint, *const cl_event, *mut cl_event) -> cl_int,
+) -> cl_int {
+    // Hook point: live instrumentation may swap the kernel of this launch.
+    let swap = geo
+        .and_then(|g| quietly(|| crate::swap::before_enqueue(next, queue, kernel, &g.view())))
+        .flatten();
+    let forward = |n: cl_uint, list: *const cl_event, ev: *mut cl_event| {
+        let Some(s) = swap else {
+            return enqueue(kernel, n, list, ev);
+        };
+        let ret = enqueue(s.kernel, n, list, ev);
+        let swapped_ok = ret == CL_SUCCESS;
+        // Hook point: right after the forwarded enqueue, with the launch's event.
+        let launch_event = if swapped_ok && !ev.is_null() {
+            // SAFETY: the enqueue succeeded, so it stored an event where we asked.
+            unsafe { *ev }
+        } else {
+            std::ptr::null_mut()
+        };
+        quietly(|| crate::swap::after_enqueue(next, queue, s, ret, launch_event));
+        if swapped_ok {
+            ret
+        } else {
+            enqueue(kernel, n, list, ev)
+        }
+    };
+    let Some(mut plan) = plan else {
+        return forward(num_events, events, app_event);
+    };
+    let app_wait: &[cl_event] = if num_events == 0 || events.is_null() {
+        &[]
+    } else {
+        // SAFETY: the application passes `num_events` events, as it does to the enqueue.
+        unsafe { std::slice::from_raw_parts(events, num_events as usize) }
+    };
+    let mut around = quietly(|| plan.start_reads(next, queue, app_wait)).flatten();
+    let combined = around
+        .as_ref()
+        .and_then(|a| quietly(|| a.kernel_wait(app_wait)).flatten());
+    let (n, list) = match &combined {
+        Some(v) => (v.len() as cl_uint, v.as_ptr()),
+        None => (num_events, events),
+    };
+    let mut own: cl_event = std::ptr::null_mut();
+    let ev_ptr = if around.is_some() && plan.out_of_order() && app_event.is_null() {
+        &mut own as *mut cl_event
+    } else {
+        app_event
+    };
+    let ret = forward(n, list, ev_ptr);
+    quietly(|| {
+        let kernel_event = if ret == CL_SUCCESS && !ev_ptr.is_null() {
+            // SAFETY: the enqueue succeeded, so it stored an event where we asked.
+            unsafe { *ev_ptr }
+        } else {
+            std::ptr::null_mut()
+        };
+        plan.hand_over(next, queue, ret, around.take(), kernel_event, own);
+    });
+    ret
+}
+
+/// The launch's sizes as the application gave them.
 struct Geometry {
     api: LaunchApi,
     work_dim: cl_uint,
     offset: Option<Vec<u64>>,
     global: Vec<u64>,
     local: Option<Vec<u64>>,
+}
+
+impl Geometry {
+    fn view(&self) -> crate::swap::LaunchGeometry<'_> {
+        crate::swap::LaunchGeometry {
+            work_dim: self.work_dim,
+            offset: self.offset.as_deref(),
+            global: &self.global,
+            local: self.local.as_deref(),
+        }
+    }
 }
 
 /// A launch being recorded.
@@ -195,8 +252,8 @@ struct Plan {
     slots: Vec<Option<usize>>,
     /// Distinct memory objects to read, with their shape.
     reads: Vec<(usize, Shape)>,
-    before: HashMap<usize, Content>,
-    after: HashMap<usize, Content>,
+    /// Host bytes reserved for the reads.
+    reserved: usize,
     /// Why contents are missing, when they are.
     missing: String,
 }
@@ -207,7 +264,7 @@ impl Plan {
         seq: u64,
         queue: cl_command_queue,
         kernel: cl_kernel,
-        geo: Geometry,
+        geo: &Geometry,
     ) -> Option<Plan> {
         let settings = crate::state::settings()?;
         if !crate::sink::healthy() {
@@ -301,15 +358,14 @@ impl Plan {
             program,
             api: geo.api,
             work_dim: geo.work_dim,
-            global_offset: geo.offset,
-            global_size: geo.global,
-            local_size: geo.local,
+            global_offset: geo.offset.clone(),
+            global_size: geo.global.clone(),
+            local_size: geo.local.clone(),
             args,
             device: device_record(next, queue),
             queue_properties: queue_properties(next, queue),
             launch_site: crate::site::capture(),
-            // SAFETY: gettid has no preconditions.
-            thread: unsafe { libc::gettid() } as u64,
+            thread: thread_id(),
             status: CL_SUCCESS,
             not_replayable: notes,
         };
@@ -320,166 +376,144 @@ impl Plan {
             mode: contents::mode(settings.buffers),
             slots,
             reads,
-            before: HashMap::new(),
-            after: HashMap::new(),
+            reserved: 0,
             missing: String::new(),
         })
     }
 
-    /// Waits for what the kernel waits for and reads its inputs. Returns whether it synced
-    /// (and the post-launch contents should be read too).
-    fn before(
+    fn out_of_order(&self) -> bool {
+        self.record.queue_properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0
+    }
+
+    /// Enqueues the pre-launch reads (None: nothing to read, or not allowed to).
+    fn start_reads<'a>(
         &mut self,
-        next: &Next,
+        next: &'a Next,
         queue: cl_command_queue,
-        num_events: cl_uint,
-        events: *const cl_event,
-    ) -> bool {
+        app_wait: &[cl_event],
+    ) -> Option<Around<'a>> {
         if self.mode == BufferMode::None {
             self.missing = "not read (CLTRAP_BUFFERS=none)".into();
-            return false;
+            return None;
         }
         if self.reads.is_empty() {
-            return false;
+            return None;
         }
-        if tables().user_events_pending() {
-            self.missing = "not read: a user event was still unset, and waiting could have deadlocked the application".into();
-            self.record.not_replayable.push(
-                "buffer contents were not recorded (a user event was pending at launch)".into(),
+        let bytes = Around::bytes(&self.reads);
+        if !flight::admit(bytes) {
+            self.missing = format!(
+                "not read: launches in flight already held {} MB of host memory",
+                flight::MAX_INFLIGHT_BYTES >> 20
             );
-            return false;
-        }
-        flush_queues_of(next, num_events, events);
-        if self.record.queue_properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0 {
-            // In order: reads queued behind everything before, waiting for the launch's own
-            // wait list, see what the kernel will see; one clFinish covers them all.
-            let wait = if num_events == 0 || events.is_null() {
-                Vec::new()
-            } else {
-                // SAFETY: the application passes `num_events` events, as to the enqueue.
-                unsafe { std::slice::from_raw_parts(events, num_events as usize) }.to_vec()
-            };
-            self.before = self.read_all(next, queue, &wait);
-            return true;
-        }
-        // SAFETY: the application's own wait list and queue, as it passes them to the enqueue.
-        let waited = unsafe {
-            (num_events == 0
-                || next.clWaitForEvents.map(|f| f(num_events, events)) == Some(CL_SUCCESS))
-                && next.clFinish.map(|f| f(queue)) == Some(CL_SUCCESS)
-        };
-        if !waited {
-            self.missing = "not read: waiting for the launch's wait list or queue failed".into();
             self.record
                 .not_replayable
-                .push("buffer contents were not recorded (wait list failed)".into());
-            return false;
+                .push("buffer contents were not recorded (in-flight memory cap reached)".into());
+            return None;
         }
-        self.before = self.read_all(next, queue, &[]);
-        true
+        self.reserved = bytes;
+        let mut around = Around::new(next, queue, self.out_of_order(), &self.reads);
+        around.before(app_wait);
+        Some(around)
     }
 
-    fn after(&mut self, next: &Next, queue: cl_command_queue, ev: cl_event) {
-        if ev.is_null() {
-            return;
-        }
-        self.after = self.read_all(next, queue, &[ev]);
-        let status = next.clGetEventInfo.and_then(|f| {
-            // SAFETY: standard info query on the event the enqueue just returned.
-            info::value::<cl_int>(|s, p, r| unsafe {
-                f(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, s, p, r)
-            })
-        });
-        if status != Some(CL_COMPLETE) {
-            self.after.clear();
-            self.record
-                .not_replayable
-                .push("the kernel did not complete; no post-launch contents".into());
-        }
-    }
-
-    fn read_all(
-        &self,
+    /// After the forwarded enqueue: enqueues the post-launch reads and hands the launch to
+    /// the writer thread (or gives its slot back when the enqueue failed).
+    fn hand_over(
+        self,
         next: &Next,
         queue: cl_command_queue,
-        wait: &[cl_event],
-    ) -> HashMap<usize, Content> {
-        let results = contents::read_many(next, queue, &self.reads, wait);
-        self.reads
-            .iter()
-            .zip(results)
-            .map(|((mem, _), r)| {
-                let content = match r {
-                    Ok(bytes) => {
-                        contents::store(self.writer, self.mode, self.settings.max_bytes, &bytes)
-                    }
-                    Err(why) => Content::Missing { note: why },
-                };
-                (*mem, content)
-            })
-            .collect()
-    }
-
-    fn abandon(&self) {
-        release(self.settings, &self.record.kernel);
-    }
-
-    fn finish(mut self, status: cl_int) {
-        let missing = |note: &str| Content::Missing {
-            note: note.to_string(),
-        };
-        let default_note = if self.missing.is_empty() {
-            "not read".to_string()
-        } else {
-            self.missing.clone()
-        };
-        for (arg, slot) in self.record.args.iter_mut().zip(&self.slots) {
-            let Some(mem) = slot else { continue };
-            let (b, a) = match arg {
-                ArgRecord::Buffer { before, after, .. }
-                | ArgRecord::Image { before, after, .. } => (before, after),
-                _ => continue,
-            };
-            if matches!(b, Content::Missing { note } if note.is_empty()) {
-                *b = self
-                    .before
-                    .get(mem)
-                    .cloned()
-                    .unwrap_or_else(|| missing(&default_note));
-                *a = self
-                    .after
-                    .get(mem)
-                    .cloned()
-                    .unwrap_or_else(|| missing(&default_note));
-            }
+        ret: cl_int,
+        around: Option<Around<'_>>,
+        kernel_event: cl_event,
+        own_event: cl_event,
+    ) {
+        let in_order = !self.out_of_order();
+        let succeeded = ret == CL_SUCCESS;
+        if !succeeded {
+            release(self.settings, &self.record.kernel);
         }
-        self.record.status = status;
-        if let Err(e) = self.writer.append(self.record) {
-            crate::sink::fail(&e);
+        let Some(mut around) = around else {
+            if succeeded {
+                flight::submit(
+                    next,
+                    self.into_flight(None, next),
+                    queue,
+                    in_order,
+                    std::ptr::null_mut(),
+                );
+            }
+            return;
+        };
+        let final_event = if succeeded {
+            around.after(kernel_event)
+        } else {
+            around.abandoned()
+        };
+        if !own_event.is_null() {
+            around.events.push(own_event);
+        }
+        if final_event.is_null() {
+            // Our reads can no longer be tracked: keep their memory alive for good (the driver
+            // may still write into it) and record the contents as missing.
+            let reserved = self.reserved;
+            std::mem::forget(around);
+            flight::unreserve(reserved);
+            if succeeded {
+                let mut plan = self;
+                plan.missing = "not recorded: the capture's reads could not be tracked".into();
+                plan.reserved = 0;
+                flight::submit(
+                    next,
+                    plan.into_flight(None, next),
+                    queue,
+                    in_order,
+                    std::ptr::null_mut(),
+                );
+            }
+            return;
+        }
+        // SAFETY: the application's queue, retained while our commands are in it.
+        if let Some(retain) = next.clRetainCommandQueue {
+            unsafe { retain(queue) };
+        }
+        let mut f = self.into_flight(Some(around), next);
+        f.queue = queue;
+        if !succeeded {
+            f.record = None;
+        }
+        flight::submit(next, f, queue, in_order, final_event);
+    }
+
+    fn into_flight(self, around: Option<Around<'_>>, next: &Next) -> Flight {
+        let (items, events, temps) = match around {
+            Some(a) => (a.items, a.events, a.temps),
+            None => (Vec::new(), Vec::new(), Vec::new()),
+        };
+        Flight {
+            record: Some(self.record),
+            slots: self.slots,
+            items,
+            missing: self.missing,
+            events,
+            temps,
+            queue: std::ptr::null_mut(),
+            writer: self.writer,
+            settings: self.settings,
+            mode: self.mode,
+            reserved: self.reserved,
+            calls: flight::Calls::of(next),
         }
     }
 }
 
-/// Flushes the queues the wait list's events belong to: the application may flush them only
-/// later, and our synchronisation must not wait for commands nobody submitted yet.
-fn flush_queues_of(next: &Next, num_events: cl_uint, events: *const cl_event) {
-    let (Some(get), Some(flush)) = (next.clGetEventInfo, next.clFlush) else {
-        return;
-    };
-    if num_events == 0 || events.is_null() {
-        return;
+/// The kernel's id of the calling thread (asked once per thread: it is a system call).
+fn thread_id() -> u64 {
+    thread_local! {
+        // SAFETY: gettid has no preconditions.
+        static TID: u64 = unsafe { libc::gettid() } as u64;
     }
-    // SAFETY: the application passes `num_events` events, as it does to the enqueue.
-    let events = unsafe { std::slice::from_raw_parts(events, num_events as usize) };
-    for ev in events {
-        // SAFETY: standard info query; user events have no queue (NULL), which is skipped.
-        let q =
-            info::value::<usize>(|s, p, r| unsafe { get(*ev, CL_EVENT_COMMAND_QUEUE, s, p, r) });
-        if let Some(q) = q.filter(|q| *q != 0) {
-            // SAFETY: a live queue the application's event belongs to.
-            unsafe { flush(q as cl_command_queue) };
-        }
-    }
+    TID.try_with(|t| *t)
+        .unwrap_or_else(|_| unsafe { libc::gettid() } as u64)
 }
 
 /// Takes one of the kernel's `CLTRAP_PER_KERNEL` slots.

@@ -12,7 +12,9 @@
 mod args;
 mod contents;
 mod device;
+mod flight;
 mod info;
+mod inqueue;
 mod kernel;
 mod launch;
 mod mem;
@@ -21,10 +23,13 @@ mod record;
 mod track;
 
 pub(crate) use kernel::{
-    clCloneKernel, clCreateKernel, clCreateKernelsInProgram, clSetKernelArg,
+    clCloneKernel, clCreateKernel, clCreateKernelsInProgram, clGetKernelArgInfo, clSetKernelArg,
     clSetKernelArgSVMPointer,
 };
-pub(crate) use launch::{clEnqueueNDRangeKernel, clEnqueueTask};
+pub(crate) use launch::{clEnqueueNDRangeKernel, clEnqueueTask, clFinish};
+// What the swap needs of the core: the argument tables and the info-query helpers.
+pub(crate) use info::{array as info_array, string as info_string, value as info_value};
+pub(crate) use track::{lock, tables, ArgValue};
 pub(crate) use mem::{
     clCreateBuffer, clCreateBufferWithProperties, clCreateImage, clCreateImage2D, clCreateImage3D,
     clCreateImageWithProperties, clCreateSubBuffer, clCreateUserEvent, clSetUserEventStatus,

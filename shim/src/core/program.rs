@@ -273,10 +273,19 @@ pub unsafe fn clBuildProgram(
             let p = programs
                 .entry(program as usize)
                 .or_insert_with(|| Program::new(Origin::Source(Vec::new()), Vec::new(), None));
-            p.options = opts;
+            p.options = opts.clone();
             p.options_extended = extended;
             p.devices = devices;
             p.record = None;
+            // Live instrumentation (`--coverage`, `--permute`): build the shadow program.
+            if crate::swap::pass().is_some() {
+                let source = match &*p.origin {
+                    Origin::Source(s) => Some(s.concat()),
+                    _ => None,
+                };
+                drop(programs);
+                crate::swap::program_built(next, program, num_devices, device_list, &opts, source);
+            }
         });
     }
     ret
@@ -367,6 +376,7 @@ pub unsafe fn clLinkProgram(
     );
     if !program.is_null() {
         quietly(|| {
+            let mut extended = false;
             let inputs: Vec<Compiled> = {
                 let programs = lock(&tables().programs);
                 (0..num_input_programs as usize)
@@ -374,11 +384,14 @@ pub unsafe fn clLinkProgram(
                         // SAFETY: the call succeeded: `num_input_programs` program handles.
                         let h = unsafe { *input_programs.add(i) } as usize;
                         match programs.get(&h) {
-                            Some(p) => Compiled {
-                                origin: p.origin.clone(),
-                                compile_options: p.compile_options.clone(),
-                                headers: p.headers.clone(),
-                            },
+                            Some(p) => {
+                                extended |= p.options_extended;
+                                Compiled {
+                                    origin: p.origin.clone(),
+                                    compile_options: p.compile_options.clone(),
+                                    headers: p.headers.clone(),
+                                }
+                            }
                             None => Compiled {
                                 origin: Arc::new(Origin::Source(Vec::new())),
                                 compile_options: String::new(),
@@ -395,6 +408,8 @@ pub unsafe fn clLinkProgram(
             let site = crate::site::capture();
             let mut p = Program::new(Origin::Linked(inputs), devices, site);
             p.options = unsafe { text(options) };
+            // Argument info of a linked program comes from how its inputs were compiled.
+            p.options_extended = extended;
             lock(&tables().programs).insert(program as usize, p);
         });
     }

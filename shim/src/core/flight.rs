@@ -1,0 +1,560 @@
+//! Launches in flight: recorded launches whose in-queue reads have not completed yet, and the
+//! one writer thread that turns them into capture records once they have.
+//!
+//! Why a separate thread: the application must never wait for the capture. The launch path
+//! only enqueues non-blocking reads and registers a completion callback; the callback (a
+//! driver thread) only marks the launch done here and wakes the writer; the writer hashes or
+//! stores the bytes, appends the record and releases our events, temporaries and queue
+//! references. No OpenCL call and no heavy work ever runs in a driver callback.
+//!
+//! Order: launches of one in-order queue are written in the order they were enqueued (their
+//! completions may be reported out of order); launches of out-of-order queues as they finish.
+//!
+//! Bounds: host memory for reads in flight is capped ([`MAX_INFLIGHT_BYTES`]); over the cap a
+//! launch waits for older ones (never while a user event is unset: that could deadlock the
+//! application) or, failing that, is recorded without contents. At exit, pending launches are
+//! waited for (bounded) so a normally ending application leaves a complete capture; the
+//! application's `clFinish` also waits until the launches it finished are written, so a
+//! capture is complete up to the last `clFinish` even if the application then crashes.
+
+use super::contents;
+use super::track::{lock, tables};
+use crate::Next;
+use cltrap_capture::{ArgRecord, BufferMode, CaptureWriter, Content, LaunchRecord, Settings};
+use libc::c_void;
+use opencl_sys::cl_function_types::*;
+use opencl_sys::*;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, Once};
+use std::time::{Duration, Instant};
+
+/// Host bytes that reads in flight may hold before a new launch waits for older ones.
+pub const MAX_INFLIGHT_BYTES: usize = 512 << 20;
+/// How long a launch over the memory cap waits for older launches before giving up on its
+/// contents.
+const ADMIT_WAIT: Duration = Duration::from_secs(30);
+/// How long `clFinish` waits for the writer to write the launches it finished.
+const FINISH_WAIT: Duration = Duration::from_secs(10);
+/// At exit: give up when no launch completed for this long.
+const EXIT_STALL: Duration = Duration::from_secs(5);
+/// Status meaning "the completion callback could not be registered: the writer must wait for
+/// the event itself".
+const WAIT_ON_WRITER: cl_int = cl_int::MIN;
+
+/// Where one read lands: host memory with room for the object's bytes, filled by the driver.
+pub(super) struct Landing {
+    /// Capacity = the object's size; the length is set once the read completed.
+    pub buf: Vec<u8>,
+    /// Why the read could not even be enqueued (None: enqueued).
+    pub err: Option<String>,
+}
+
+impl Landing {
+    /// Room for `n` bytes (not initialised: the driver writes all of them before we look).
+    pub fn with_room(n: usize) -> Landing {
+        Landing {
+            buf: Vec::with_capacity(n),
+            err: None,
+        }
+    }
+}
+
+/// One memory object of a launch: its contents before and after the kernel.
+pub(super) struct Item {
+    pub mem: usize,
+    pub bytes: usize,
+    pub pre: Landing,
+    pub post: Landing,
+}
+
+/// A recorded launch whose reads are in the application's queue.
+pub(super) struct Flight {
+    /// None: the enqueue failed; only our resources are released.
+    pub record: Option<LaunchRecord>,
+    pub slots: Vec<Option<usize>>,
+    pub items: Vec<Item>,
+    /// Note for contents that were not read at all.
+    pub missing: String,
+    /// Our events (released by the writer) and temporaries (staging buffers).
+    pub events: Vec<cl_event>,
+    pub temps: Vec<cl_mem>,
+    /// The application's queue, retained while our commands are in it (null: nothing enqueued).
+    pub queue: cl_command_queue,
+    pub writer: &'static CaptureWriter,
+    pub settings: &'static Settings,
+    pub mode: BufferMode,
+    /// Host bytes reserved by [`admit`].
+    pub reserved: usize,
+    /// The driver calls the writer needs to clean up.
+    pub calls: Calls,
+}
+
+/// The few driver entry points used after the launch call returned (function pointers, so
+/// they outlive whatever `next` table the launch came through).
+#[derive(Clone, Copy)]
+pub(super) struct Calls {
+    flush: clFlush_t,
+    wait: clWaitForEvents_t,
+    release_event: clReleaseEvent_t,
+    release_mem: clReleaseMemObject_t,
+    release_queue: clReleaseCommandQueue_t,
+}
+
+impl Calls {
+    /// Copies the entry points out of the door's table, and keeps the modules they (and the
+    /// writer thread's own code) live in loaded: an application that `dlclose`s its loader
+    /// right after its last launch must not pull code from under the writer.
+    pub fn of(next: &Next) -> Calls {
+        static PINNED: AtomicUsize = AtomicUsize::new(0);
+        let key = next.clReleaseEvent.map_or(0, |f| f as usize);
+        if key != 0 && PINNED.swap(key, Ordering::Relaxed) != key {
+            pin_module(key);
+            pin_module(writer_loop as *const () as usize);
+        }
+        Calls {
+            flush: next.clFlush,
+            wait: next.clWaitForEvents,
+            release_event: next.clReleaseEvent,
+            release_mem: next.clReleaseMemObject,
+            release_queue: next.clReleaseCommandQueue,
+        }
+    }
+}
+
+// SAFETY: the raw OpenCL handles inside are only used by the writer thread after the
+// launch path handed the flight over, and OpenCL handles are thread-safe.
+unsafe impl Send for Flight {}
+
+struct Slot {
+    flight: Option<Flight>,
+    lane: usize,
+    in_order: bool,
+    done: Option<cl_int>,
+    final_event: usize,
+}
+
+#[derive(Default)]
+struct State {
+    slots: HashMap<u64, Slot>,
+    /// Tickets per queue, in submission order, until written.
+    lanes: HashMap<usize, VecDeque<u64>>,
+    /// Completed tickets the writer has not looked at yet.
+    ready: Vec<u64>,
+    bytes: usize,
+    writer_sleeping: bool,
+}
+
+struct Registry {
+    state: Mutex<State>,
+    /// Wakes the writer.
+    work: Condvar,
+    /// Wakes those waiting for launches to be written (clFinish, exit, memory cap).
+    progress: Condvar,
+}
+
+static REGISTRY: once_cell::sync::Lazy<Registry> = once_cell::sync::Lazy::new(|| Registry {
+    state: Mutex::new(State::default()),
+    work: Condvar::new(),
+    progress: Condvar::new(),
+});
+static TICKETS: AtomicU64 = AtomicU64::new(1);
+static START: Once = Once::new();
+
+/// Reserves host memory for a launch's reads. False: the contents must not be read (over
+/// the cap and waiting is impossible or did not help).
+pub(super) fn admit(bytes: usize) -> bool {
+    let reg = &*REGISTRY;
+    let deadline = Instant::now() + ADMIT_WAIT;
+    let mut st = lock(&reg.state);
+    loop {
+        if st.bytes.saturating_add(bytes) <= MAX_INFLIGHT_BYTES || st.slots.is_empty() {
+            st.bytes += bytes;
+            return true;
+        }
+        if tables().user_events_pending() || Instant::now() >= deadline {
+            return false;
+        }
+        let queues = queues_of(&st);
+        drop(st);
+        flush(&queues);
+        st = lock(&reg.state);
+        st = reg
+            .progress
+            .wait_timeout(st, Duration::from_millis(50))
+            .map(|(g, _)| g)
+            .unwrap_or_else(|p| p.into_inner().0);
+    }
+}
+
+/// Gives back memory reserved by [`admit`] for a launch that will not be submitted.
+pub(super) fn unreserve(bytes: usize) {
+    let mut st = lock(&REGISTRY.state);
+    st.bytes = st.bytes.saturating_sub(bytes);
+}
+
+/// Hands a launch over. With `final_event`, it is written once that event completes (the
+/// event is one of the flight's own); without, at once (after earlier launches of its queue).
+pub(super) fn submit(
+    next: &Next,
+    flight: Flight,
+    queue: cl_command_queue,
+    in_order: bool,
+    final_event: cl_event,
+) {
+    START.call_once(start);
+    let ticket = TICKETS.fetch_add(1, Ordering::Relaxed);
+    let reg = &*REGISTRY;
+    {
+        let mut st = lock(&reg.state);
+        st.slots.insert(
+            ticket,
+            Slot {
+                flight: Some(flight),
+                lane: queue as usize,
+                in_order,
+                done: final_event.is_null().then_some(CL_COMPLETE),
+                final_event: final_event as usize,
+            },
+        );
+        st.lanes
+            .entry(queue as usize)
+            .or_default()
+            .push_back(ticket);
+        if final_event.is_null() {
+            st.ready.push(ticket);
+            wake_writer(reg, &mut st);
+        }
+    }
+    if final_event.is_null() {
+        return;
+    }
+    // SAFETY: our own live event; the callback only reads `user_data` as a ticket number.
+    let registered = next.clSetEventCallback.map(|f| unsafe {
+        f(
+            final_event,
+            CL_COMPLETE,
+            Some(completed),
+            ticket as usize as *mut c_void,
+        )
+    });
+    if registered != Some(CL_SUCCESS) {
+        mark_done(ticket, WAIT_ON_WRITER);
+    }
+}
+
+/// The completion callback: runs on a driver thread, so it only marks the launch done.
+unsafe extern "C" fn completed(_event: cl_event, status: cl_int, user_data: *mut c_void) {
+    let _ = std::panic::catch_unwind(|| mark_done(user_data as usize as u64, status));
+}
+
+fn mark_done(ticket: u64, status: cl_int) {
+    let reg = &*REGISTRY;
+    let mut st = lock(&reg.state);
+    if let Some(slot) = st.slots.get_mut(&ticket) {
+        slot.done = Some(status);
+        st.ready.push(ticket);
+        wake_writer(reg, &mut st);
+    }
+}
+
+fn wake_writer(reg: &Registry, st: &mut State) {
+    if st.writer_sleeping {
+        st.writer_sleeping = false;
+        reg.work.notify_one();
+    }
+}
+
+/// After the application's `clFinish(queue)`: waits (bounded) until every launch submitted on
+/// `queue` up to ticket `upto` is written.
+pub(super) fn wait_written(queue: cl_command_queue, upto: u64) {
+    let reg = &*REGISTRY;
+    let deadline = Instant::now() + FINISH_WAIT;
+    let mut st = lock(&reg.state);
+    loop {
+        let pending = st
+            .lanes
+            .get(&(queue as usize))
+            .and_then(|l| l.front())
+            .is_some_and(|t| *t <= upto);
+        let now = Instant::now();
+        if !pending || now >= deadline {
+            return;
+        }
+        st = reg
+            .progress
+            .wait_timeout(st, deadline - now)
+            .map(|(g, _)| g)
+            .unwrap_or_else(|p| p.into_inner().0);
+    }
+}
+
+/// The ticket the next launch will get (launches before it have smaller ones).
+pub(super) fn current_ticket() -> u64 {
+    TICKETS.load(Ordering::Relaxed)
+}
+
+fn queues_of(st: &State) -> Vec<(usize, clFlush_t)> {
+    let mut v: Vec<(usize, clFlush_t)> = Vec::new();
+    for s in st.slots.values() {
+        if let Some(f) = &s.flight {
+            if !f.queue.is_null() && !v.iter().any(|(q, _)| *q == f.queue as usize) {
+                v.push((f.queue as usize, f.calls.flush));
+            }
+        }
+    }
+    v
+}
+
+fn flush(queues: &[(usize, clFlush_t)]) {
+    for (q, flush) in queues {
+        if let Some(f) = flush {
+            // SAFETY: a queue we retained for the flight that uses it.
+            unsafe { f(*q as cl_command_queue) };
+        }
+    }
+}
+
+/// Marks the module containing `addr` `RTLD_NODELETE` (it was loaded already; this only
+/// keeps a later `dlclose` from unmapping it).
+fn pin_module(addr: usize) {
+    let Some(path) = crate::site::module_path(addr) else {
+        return;
+    };
+    let Ok(path) = std::ffi::CString::new(path) else {
+        return;
+    };
+    // SAFETY: RTLD_NOLOAD never loads anything new; the handle is kept on purpose.
+    unsafe {
+        libc::dlopen(
+            path.as_ptr(),
+            libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE,
+        )
+    };
+}
+
+fn start() {
+    let spawned = std::thread::Builder::new()
+        .name("cltrap-writer".into())
+        .spawn(writer_loop);
+    if spawned.is_err() {
+        crate::sink::report_once("could not start the capture writer thread");
+    }
+    // SAFETY: registering a plain extern "C" function. Registered at the first recorded
+    // launch, i.e. after the driver initialised, so it runs before the driver's own exit
+    // handlers and the driver is still usable while it drains.
+    unsafe { libc::atexit(at_exit) };
+}
+
+extern "C" fn at_exit() {
+    let _ = std::panic::catch_unwind(drain);
+}
+
+/// Waits for launches in flight (as long as they keep completing) and their records.
+fn drain() {
+    let reg = &*REGISTRY;
+    let mut st = lock(&reg.state);
+    let queues = queues_of(&st);
+    drop(st);
+    flush(&queues);
+    st = lock(&reg.state);
+    let mut last = (st.slots.len(), Instant::now());
+    while !st.slots.is_empty() {
+        if st.slots.len() < last.0 {
+            last = (st.slots.len(), Instant::now());
+        }
+        let waited = last.1.elapsed();
+        if waited >= EXIT_STALL {
+            crate::sink::say(&format!(
+                "{} launch(es) still running at exit were not recorded",
+                st.slots.values().filter(|s| s.flight.is_some()).count()
+            ));
+            return;
+        }
+        st = reg
+            .progress
+            .wait_timeout(st, EXIT_STALL - waited)
+            .map(|(g, _)| g)
+            .unwrap_or_else(|p| p.into_inner().0);
+    }
+}
+
+fn writer_loop() {
+    let reg = &*REGISTRY;
+    loop {
+        let batch = {
+            let mut st = lock(&reg.state);
+            while st.ready.is_empty() {
+                st.writer_sleeping = true;
+                st = reg.work.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+            st.writer_sleeping = false;
+            take_batch(&mut st)
+        };
+        let mut written = Vec::with_capacity(batch.len());
+        for (ticket, lane, flight, status, event) in batch {
+            let reserved = flight.reserved;
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                land(flight, status, event as cl_event)
+            }));
+            written.push((ticket, lane, reserved));
+        }
+        let mut st = lock(&reg.state);
+        for (ticket, lane, reserved) in written {
+            st.slots.remove(&ticket);
+            st.bytes = st.bytes.saturating_sub(reserved);
+            if let Some(l) = st.lanes.get_mut(&lane) {
+                if l.front() == Some(&ticket) {
+                    l.pop_front();
+                } else if let Some(i) = l.iter().position(|t| *t == ticket) {
+                    l.remove(i);
+                }
+                if l.is_empty() {
+                    st.lanes.remove(&lane);
+                }
+            }
+        }
+        reg.progress.notify_all();
+    }
+}
+
+type Batch = Vec<(u64, usize, Flight, cl_int, usize)>;
+
+/// Takes the completed flights that may be written now, in the order they must be written.
+/// Costs O(taken + ready): lanes are walked from their front, once per batch.
+fn take_batch(st: &mut State) -> Batch {
+    let mut ready = std::mem::take(&mut st.ready);
+    ready.sort_unstable();
+    let State { slots, lanes, .. } = st;
+    let mut batch = Batch::new();
+    let mut walked: Vec<usize> = Vec::new();
+    for t in ready {
+        let Some((lane, in_order)) = slots.get(&t).map(|s| (s.lane, s.in_order)) else {
+            continue;
+        };
+        if !in_order {
+            take_one(slots, t, &mut batch);
+            continue;
+        }
+        // In order: write from the front of the lane while launches there are done.
+        if walked.contains(&lane) {
+            continue;
+        }
+        walked.push(lane);
+        if let Some(l) = lanes.get(&lane) {
+            for front in l.iter() {
+                if !take_one(slots, *front, &mut batch) {
+                    break;
+                }
+            }
+        }
+    }
+    batch
+}
+
+/// Moves a completed flight into the batch; false when it has not completed yet.
+fn take_one(slots: &mut HashMap<u64, Slot>, t: u64, batch: &mut Batch) -> bool {
+    match slots.get_mut(&t) {
+        Some(s) if s.done.is_some() => {
+            if let Some(f) = s.flight.take() {
+                batch.push((t, s.lane, f, s.done.unwrap_or(CL_COMPLETE), s.final_event));
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Turns one completed flight into its record and releases what it held.
+fn land(mut f: Flight, status: cl_int, final_event: cl_event) {
+    let calls = f.calls;
+    let mut status = status;
+    if status == WAIT_ON_WRITER {
+        let ev = final_event;
+        // SAFETY: our own event; waiting here blocks only the writer thread.
+        let r = calls.wait.map(|w| unsafe { w(1, &ev) });
+        status = if r == Some(CL_SUCCESS) {
+            CL_COMPLETE
+        } else {
+            -1
+        };
+    }
+    if let Some(mut record) = f.record.take() {
+        if crate::sink::healthy() {
+            fill(&mut record, &mut f, status);
+            if let Err(e) = f.writer.append(record) {
+                crate::sink::fail(&e);
+            }
+        }
+    }
+    // SAFETY: our own events, temporaries and queue reference, each released once, after
+    // every command using them completed.
+    unsafe {
+        if let Some(rel) = calls.release_event {
+            for ev in f.events.drain(..) {
+                rel(ev);
+            }
+        }
+        if let Some(rel) = calls.release_mem {
+            for m in f.temps.drain(..) {
+                rel(m);
+            }
+        }
+        if !f.queue.is_null() {
+            if let Some(rel) = calls.release_queue {
+                rel(f.queue);
+            }
+        }
+    }
+}
+
+fn content(f: &Flight, landing: &mut Landing, bytes: usize, status: cl_int) -> Content {
+    if let Some(err) = landing.err.take() {
+        return Content::Missing { note: err };
+    }
+    if status != CL_COMPLETE {
+        return Content::Missing {
+            note: format!("the launch or a read of the capture failed (OpenCL status {status})"),
+        };
+    }
+    // SAFETY: the read of `bytes` bytes into this buffer completed (status CL_COMPLETE of
+    // the event that follows every read of the launch).
+    unsafe { landing.buf.set_len(bytes) };
+    contents::store(f.writer, f.mode, f.settings.max_bytes, &landing.buf)
+}
+
+fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
+    let mut before: HashMap<usize, Content> = HashMap::new();
+    let mut after: HashMap<usize, Content> = HashMap::new();
+    let mut items = std::mem::take(&mut f.items);
+    for item in items.iter_mut() {
+        before.insert(item.mem, content(f, &mut item.pre, item.bytes, status));
+        after.insert(item.mem, content(f, &mut item.post, item.bytes, status));
+    }
+    if status != CL_COMPLETE && !items.is_empty() {
+        record.not_replayable.push(format!(
+            "buffer contents were not recorded (OpenCL status {status})"
+        ));
+    }
+    let default_note = if f.missing.is_empty() {
+        "not read".to_string()
+    } else {
+        f.missing.clone()
+    };
+    let missing = || Content::Missing {
+        note: default_note.clone(),
+    };
+    for (arg, slot) in record.args.iter_mut().zip(&f.slots) {
+        let Some(mem) = slot else { continue };
+        let (b, a) = match arg {
+            ArgRecord::Buffer { before, after, .. } | ArgRecord::Image { before, after, .. } => {
+                (before, after)
+            }
+            _ => continue,
+        };
+        if matches!(b, Content::Missing { note } if note.is_empty()) {
+            *b = before.get(mem).cloned().unwrap_or_else(missing);
+            *a = after.get(mem).cloned().unwrap_or_else(missing);
+        }
+    }
+}

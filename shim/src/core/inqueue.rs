@@ -1,0 +1,250 @@
+//! The capture's own commands around one launch, in the application's queue: non-blocking
+//! reads of every buffer/image argument right before the kernel and right after it, so what
+//! is recorded is exactly what the kernel saw, and the application never waits for us.
+//!
+//! * In-order queue: the pre-reads (with the application's wait list) run before the kernel
+//!   and the post-reads after it by queue order; only the last post-read gets an event, whose
+//!   completion means every command of ours completed.
+//! * Out-of-order queue: the kernel also waits for the pre-read events (appended to the
+//!   application's wait list; its own wait semantics are unchanged); the post-reads wait for
+//!   the kernel's event; a barrier on the post-read events keeps later commands of the
+//!   application from overwriting a buffer before it was read. The barrier's event is final.
+//!
+//! Objects the host may not read are copied into a device-side staging buffer first.
+
+use super::contents::{self, Shape};
+use super::flight::{Item, Landing};
+use crate::Next;
+use opencl_sys::*;
+
+#[derive(Clone, Copy)]
+enum Phase {
+    Pre,
+    Post,
+}
+
+/// The reads of one launch, being enqueued.
+pub(super) struct Around<'a> {
+    next: &'a Next,
+    queue: cl_command_queue,
+    out_of_order: bool,
+    pub items: Vec<Item>,
+    shapes: Vec<Shape>,
+    staged: Vec<cl_mem>,
+    /// Every event we created (released by the writer after completion).
+    pub events: Vec<cl_event>,
+    /// Staging buffers (released by the writer).
+    pub temps: Vec<cl_mem>,
+    pre_events: Vec<cl_event>,
+}
+
+impl<'a> Around<'a> {
+    /// Host memory for every object's before and after contents.
+    pub fn new(
+        next: &'a Next,
+        queue: cl_command_queue,
+        out_of_order: bool,
+        reads: &[(usize, Shape)],
+    ) -> Around<'a> {
+        Around {
+            next,
+            queue,
+            out_of_order,
+            items: reads
+                .iter()
+                .map(|(mem, shape)| Item {
+                    mem: *mem,
+                    bytes: shape.bytes(),
+                    pre: Landing::with_room(shape.bytes()),
+                    post: Landing::with_room(shape.bytes()),
+                })
+                .collect(),
+            shapes: reads.iter().map(|(_, s)| *s).collect(),
+            staged: vec![std::ptr::null_mut(); reads.len()],
+            events: Vec::new(),
+            temps: Vec::new(),
+            pre_events: Vec::new(),
+        }
+    }
+
+    /// Host bytes all reads need.
+    pub fn bytes(reads: &[(usize, Shape)]) -> usize {
+        reads.iter().map(|(_, s)| 2 * s.bytes()).sum()
+    }
+
+    /// Enqueues the pre-launch reads, each waiting for the application's wait list.
+    pub fn before(&mut self, app_wait: &[cl_event]) {
+        for i in 0..self.items.len() {
+            if let Some(ev) = self.read(i, Phase::Pre, app_wait, self.out_of_order) {
+                self.pre_events.push(ev);
+            }
+        }
+    }
+
+    /// The wait list to give the kernel instead of the application's (out-of-order queues
+    /// only: the application's events plus our pre-reads).
+    pub fn kernel_wait(&self, app_wait: &[cl_event]) -> Option<Vec<cl_event>> {
+        if !self.out_of_order || self.pre_events.is_empty() {
+            return None;
+        }
+        let mut v = app_wait.to_vec();
+        v.extend_from_slice(&self.pre_events);
+        Some(v)
+    }
+
+    /// Enqueues the post-launch reads after the kernel (whose event is `kernel_event` on
+    /// out-of-order queues). Returns the final event (null: none could be had).
+    pub fn after(&mut self, kernel_event: cl_event) -> cl_event {
+        let wait: Vec<cl_event> = if self.out_of_order && !kernel_event.is_null() {
+            vec![kernel_event]
+        } else {
+            Vec::new()
+        };
+        let n = self.items.len();
+        let mut post_events = Vec::new();
+        let mut last: cl_event = std::ptr::null_mut();
+        for i in 0..n {
+            let want = self.out_of_order || i + 1 == n;
+            if let Some(ev) = self.read(i, Phase::Post, &wait, want) {
+                post_events.push(ev);
+                last = ev;
+            }
+        }
+        if self.out_of_order {
+            return self.fence(&post_events, true);
+        }
+        if !last.is_null() {
+            return last;
+        }
+        self.fence(&[], false)
+    }
+
+    /// The kernel's enqueue failed: an event that completes after our pre-reads.
+    pub fn abandoned(&mut self) -> cl_event {
+        let pre = std::mem::take(&mut self.pre_events);
+        self.fence(&pre, false)
+    }
+
+    /// A marker (or barrier) after `wait` (or after everything before it, when empty).
+    fn fence(&mut self, wait: &[cl_event], barrier: bool) -> cl_event {
+        let mut ev: cl_event = std::ptr::null_mut();
+        let (n, list) = if wait.is_empty() {
+            (0, std::ptr::null())
+        } else {
+            (wait.len() as cl_uint, wait.as_ptr())
+        };
+        let f = if barrier {
+            self.next.clEnqueueBarrierWithWaitList
+        } else {
+            self.next.clEnqueueMarkerWithWaitList
+        };
+        // SAFETY: the application's queue and our own events.
+        let r = f.map(|f| unsafe { f(self.queue, n, list, &mut ev) });
+        if r == Some(CL_SUCCESS) && !ev.is_null() {
+            self.events.push(ev);
+            ev
+        } else {
+            std::ptr::null_mut()
+        }
+    }
+
+    /// Enqueues one read (directly, or through a staging buffer); returns its event when
+    /// asked for one and it was enqueued. Failures are noted on the item's landing.
+    fn read(
+        &mut self,
+        i: usize,
+        phase: Phase,
+        wait: &[cl_event],
+        want_event: bool,
+    ) -> Option<cl_event> {
+        let item = &mut self.items[i];
+        let shape = self.shapes[i];
+        let mem = item.mem as cl_mem;
+        let bytes = item.bytes;
+        let landing = match phase {
+            Phase::Pre => &mut item.pre,
+            Phase::Post => &mut item.post,
+        };
+        if bytes == 0 {
+            return None;
+        }
+        let dst = landing.buf.as_mut_ptr().cast();
+        let mut direct = CL_SUCCESS;
+        if self.staged[i].is_null() {
+            match contents::enqueue_read(self.next, self.queue, mem, shape, dst, wait, want_event) {
+                Ok(ev) => return self.keep(ev),
+                Err(e) => direct = e,
+            }
+            match contents::staging_buffer(self.next, mem, bytes) {
+                Ok(t) => {
+                    self.staged[i] = t;
+                    self.temps.push(t);
+                }
+                Err(e) => {
+                    landing.err = Some(format!(
+                        "reading it failed (OpenCL error {direct}; creating a staging buffer: {e})"
+                    ));
+                    return None;
+                }
+            }
+        }
+        let tmp = self.staged[i];
+        let copied = contents::enqueue_stage(
+            self.next,
+            self.queue,
+            mem,
+            shape,
+            tmp,
+            wait,
+            self.out_of_order,
+        );
+        let copy_event = match copied {
+            Ok(ev) => ev,
+            Err(e) => {
+                landing.err = Some(format!(
+                    "reading it failed (OpenCL error {direct}; copying it to a staging buffer: {e})"
+                ));
+                return None;
+            }
+        };
+        let read_wait: Vec<cl_event> = if copy_event.is_null() {
+            Vec::new()
+        } else {
+            vec![copy_event]
+        };
+        let read = contents::enqueue_read(
+            self.next,
+            self.queue,
+            tmp,
+            Shape::Buffer { size: bytes },
+            dst,
+            &read_wait,
+            want_event,
+        );
+        if !copy_event.is_null() {
+            self.events.push(copy_event);
+        }
+        match read {
+            Ok(ev) => self.keep(ev),
+            Err(e) => {
+                let landing = match phase {
+                    Phase::Pre => &mut self.items[i].pre,
+                    Phase::Post => &mut self.items[i].post,
+                };
+                landing.err = Some(format!(
+                    "reading it failed (OpenCL error {direct}; reading the staging buffer: {e})"
+                ));
+                None
+            }
+        }
+    }
+
+    fn keep(&mut self, ev: cl_event) -> Option<cl_event> {
+        if ev.is_null() {
+            None
+        } else {
+            self.events.push(ev);
+            Some(ev)
+        }
+    }
+}
