@@ -324,7 +324,11 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
     // 2. Evaluate in workers.
     let total = jobs.len() as u64;
     report.evaluated = total as u32;
-    report.compiles += jobs.iter().filter(|(_, j)| !j.cache).count() as u32
+    report.compiles += jobs
+        .iter()
+        .filter(|(_, j)| !j.cache)
+        .map(|(_, j)| 1 + u32::from(j.permuted.is_some()))
+        .sum::<u32>()
         + if jobs.iter().any(|(_, j)| j.cache) {
             opts.jobs.max(1).min(jobs.len()) as u32
         } else {
@@ -684,6 +688,18 @@ fn prepare(
         };
         let permuted = if cache {
             permuted_path.as_ref().map(|(p, _)| p.clone())
+        } else if opts.schedules > 0 {
+            // The mutant's own program, permuted too (one more compile for this mutant).
+            let text = std::fs::read_to_string(&source).map_err(io(&source))?;
+            match parse_program(&text, &plan.options)
+                .and_then(|p| cltrap_kernel::permute::permute_schedule(&p))
+            {
+                Ok(pp) => Some(write(
+                    &format!("{tag}-m{}-permuted.cl", m.number),
+                    &pp.source,
+                )?),
+                Err(_) => None,
+            }
         } else {
             None
         };

@@ -212,7 +212,8 @@ impl WorkerState {
         }
         let out = self.evaluate(job);
         if !job.cache {
-            self.programs.retain(|(p, _), _| *p != job.source);
+            self.programs
+                .retain(|(p, _), _| *p != job.source && Some(p) != job.permuted.as_ref());
         }
         out
     }

@@ -163,6 +163,16 @@ impl Renderer<'_> {
     }
 }
 
+fn has_barrier(s: &Stmt) -> bool {
+    let mut found = false;
+    visit_exprs(s, &mut |e| {
+        if let ExprKind::Call { callee, .. } = &e.kind {
+            found |= callee == "barrier" || callee == "work_group_barrier";
+        }
+    });
+    found
+}
+
 /// Byte offset just past a statement, including the `;` clang leaves out of its range.
 fn full_end(src: &str, s: &Stmt) -> Option<u32> {
     let needs = matches!(
@@ -300,7 +310,9 @@ fn common_edits(p: &Program) -> Result<(Vec<Edit>, Vec<(String, u32)>), KernelEr
             text: " uint __cltrap_budget = __CLTRAP_BUDGET;".into(),
         });
         for b in loops {
-            if !b.span.is_exact() {
+            // Loops with a barrier are left alone: an early `break` of some work-items would
+            // make the barrier divergent. An endless one is caught by the process deadline.
+            if !b.span.is_exact() || has_barrier(b) {
                 continue;
             }
             let is_block = matches!(b.kind, StmtKind::Compound(_))

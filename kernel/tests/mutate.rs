@@ -1,0 +1,262 @@
+//! The mutation pass: operators found where they should be, stable ids, schemata and
+//! one-mutant programs that parse, and — on PoCL — every mutant selected in the schema
+//! computing exactly what the same mutant compiled on its own computes.
+
+use cltrap_analyzer::executor::{DeviceSelector, InputArg, LaunchInput, Session};
+use cltrap_kernel::mutate::{self, MutateOptions, Operator};
+use cltrap_kernel::parse_program;
+use std::collections::BTreeSet;
+
+fn fixture() -> String {
+    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kernels/mutate_mix.cl");
+    std::fs::read_to_string(p).expect("fixture")
+}
+
+fn all() -> Vec<mutate::Mutant> {
+    let p = parse_program(&fixture(), "").expect("parses");
+    mutate::find_mutants(&p, &MutateOptions::default())
+}
+
+#[test]
+fn every_operator_finds_its_mutants_with_the_right_text() {
+    let ms = all();
+    let has = |op: Operator, line: u32, original: &str, replacement: &str| {
+        assert!(
+            ms.iter().any(|m| m.operator == op
+                && m.line == line
+                && m.original == original
+                && m.replacement == replacement),
+            "no {op} {original:?} -> {replacement:?} on line {line}; found:\n{}",
+            ms.iter()
+                .filter(|m| m.line == line)
+                .map(|m| format!("{} {:?} -> {:?}", m.operator, m.original, m.replacement))
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    };
+    has(Operator::RelationalBoundary, 5, "<", "<=");
+    has(Operator::RelationalNegation, 5, "<", ">=");
+    has(Operator::Shift, 6, "<<", ">>");
+    has(Operator::CompoundAssignment, 6, "+=", "-=");
+    has(Operator::Bitwise, 6, "^", "&");
+    has(Operator::LogicalNotRemoval, 7, "!", "");
+    has(Operator::BitwiseNotRemoval, 7, "~", "");
+    has(Operator::Arithmetic, 7, "-", "+");
+    has(Operator::LogicalConnector, 14, "&&", "||");
+    has(Operator::RelationalNegation, 14, "!=", "==");
+    has(Operator::Condition, 14, "v < w && v != 0 || w >= 7", "1");
+    has(
+        Operator::AtomicPlain,
+        15,
+        "atomic_inc",
+        "__cltrap_plain_inc",
+    );
+    has(Operator::Arithmetic, 16, "%", "/");
+    has(Operator::Arithmetic, 16, "*", "/");
+    has(Operator::CompoundAssignment, 17, "|=", "&=");
+    has(Operator::Bitwise, 17, "&", "|");
+    has(Operator::CompoundAssignment, 18, ">>=", "<<=");
+    has(Operator::Increment, 19, "++", "--");
+    has(Operator::Increment, 20, "--", "++");
+    has(Operator::UnaryMinus, 21, "-", "");
+    has(Operator::UnaryMinus, 21, "-x + v - w", "-(-x + v - w)");
+    has(
+        Operator::BarrierRemoval,
+        22,
+        "barrier(CLK_GLOBAL_MEM_FENCE)",
+        "(void)0",
+    );
+    has(
+        Operator::BarrierFence,
+        22,
+        "CLK_GLOBAL_MEM_FENCE",
+        "CLK_LOCAL_MEM_FENCE",
+    );
+    has(Operator::IdSwap, 11, "get_global_id", "get_local_id");
+    has(Operator::IdSwap, 23, "get_local_id", "get_group_id");
+    has(Operator::IdSwap, 24, "get_group_id", "get_local_id");
+    has(
+        Operator::IdOffset,
+        11,
+        "get_global_id(0)",
+        "(get_global_id(0)+1)",
+    );
+    has(Operator::DimensionSwap, 11, "0", "1");
+    assert!(ms.iter().any(|m| m.operator == Operator::LaunchGeometry));
+    // No `-` on the pointer difference side, none inside the masked constant expressions.
+    assert!(!ms.iter().any(|m| m.operator == Operator::LocalToPrivate));
+}
+
+#[test]
+fn ids_are_stable_unique_and_numbers_dense() {
+    let (a, b) = (all(), all());
+    assert_eq!(a, b);
+    let ids: BTreeSet<&str> = a.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids.len(), a.len());
+    for (i, m) in a.iter().enumerate() {
+        assert_eq!(m.number, i as u32 + 1);
+    }
+    let json = serde_json::to_string(&a).expect("mutants serialise");
+    let back: Vec<mutate::Mutant> = serde_json::from_str(&json).expect("and read back");
+    assert_eq!(back, a);
+}
+
+#[test]
+fn trivial_equivalences_are_recognised_and_others_are_not() {
+    let src = "__kernel void k(__global int* o, int a) { o[0] = a * 1; o[1] = a - 0; o[2] = a * 2; o[3] = a << 0; }";
+    let p = parse_program(src, "").expect("parses");
+    let ms = mutate::find_mutants(&p, &MutateOptions::default());
+    let eq = |orig: &str, repl: &str| {
+        ms.iter()
+            .find(|m| {
+                m.original == orig && m.replacement == repl && m.operator != Operator::UnaryMinus
+            })
+            .unwrap_or_else(|| panic!("{orig} -> {repl}"))
+            .equivalent
+            .is_some()
+    };
+    assert!(
+        ms.iter()
+            .filter(|m| m.original == "*" && m.replacement == "/")
+            .count()
+            == 2
+    );
+    let times: Vec<bool> = ms
+        .iter()
+        .filter(|m| m.original == "*")
+        .map(|m| m.equivalent.is_some())
+        .collect();
+    assert_eq!(
+        times,
+        vec![true, false],
+        "a*1 is equivalent to a/1, a*2 is not a/2"
+    );
+    assert!(eq("-", "+"));
+    assert!(eq("<<", ">>"));
+}
+
+#[test]
+fn the_schema_and_every_one_mutant_program_parse() {
+    let src = fixture();
+    let p = parse_program(&src, "").expect("parses");
+    let ms = mutate::find_mutants(&p, &MutateOptions::default());
+    let schema = mutate::schema(&p, &ms).expect("schema");
+    let barrier = |m: &&mutate::Mutant| {
+        matches!(
+            m.operator,
+            Operator::BarrierRemoval | Operator::BarrierFence
+        )
+    };
+    let excluded: Vec<u32> = schema.excluded.iter().map(|e| e.0).collect();
+    let own: Vec<u32> = ms.iter().filter(barrier).map(|m| m.number).collect();
+    assert_eq!(
+        excluded, own,
+        "barrier mutants (only) are compiled on their own"
+    );
+    let code: Vec<u32> = ms
+        .iter()
+        .filter(|m| m.launch.is_none() && !barrier(m))
+        .map(|m| m.number)
+        .collect();
+    assert_eq!(schema.mutants, code);
+    for n in &code {
+        assert!(
+            schema
+                .source
+                .contains(&format!("__cltrap_mutant == {n}u ?")),
+            "{n}"
+        );
+    }
+    parse_program(&schema.source, "").expect("the schema is valid OpenCL C");
+    assert_eq!(schema.kernels, vec![("mutate_mix".to_string(), 3)]);
+    for m in ms.iter().filter(|m| m.launch.is_none()) {
+        let one = mutate::single(&p, m).expect("one mutant");
+        parse_program(&one.source, "")
+            .unwrap_or_else(|e| panic!("mutant {} {}: {e}\n{}", m.number, m.operator, one.source));
+    }
+}
+
+fn run(s: &Session, src: &str, selector: u32) -> (Vec<u8>, Vec<u8>, u32) {
+    let prog = s
+        .build_source(src, "-D__CLTRAP_BUDGET=1000u")
+        .unwrap_or_else(|e| panic!("{e}\n{src}"));
+    let input: Vec<u8> = [3i32, -4, 7, 0, 12, 5, 5, -9, 1, 8, 2, 6, -1, 9, 4, 7]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let buf = |b: Vec<u8>| InputArg::Buffer {
+        mem: None,
+        flags: 1,
+        bytes: b,
+    };
+    let launch = LaunchInput {
+        kernel: "mutate_mix".into(),
+        work_dim: 1,
+        global_offset: None,
+        global_size: vec![16],
+        local_size: Some(vec![4]),
+        args: vec![buf(input), buf(vec![0; 64 * 4]), buf(vec![0; 8 * 4])],
+        stand_ins: vec![],
+    };
+    let out = s
+        .run(
+            &prog,
+            &launch,
+            &[
+                InputArg::Scalar(selector.to_le_bytes().to_vec()),
+                buf(vec![0; 4]),
+            ],
+        )
+        .expect("runs");
+    let get = |i: usize| out.outputs[i].clone().expect("buffer");
+    let wd = get(4);
+    (
+        get(1),
+        get(2),
+        u32::from_le_bytes([wd[0], wd[1], wd[2], wd[3]]),
+    )
+}
+
+#[test]
+fn each_mutant_selected_in_the_schema_computes_what_it_computes_compiled_alone() {
+    let src = fixture();
+    let p = parse_program(&src, "").expect("parses");
+    let ms = mutate::find_mutants(&p, &MutateOptions::default());
+    let schema = mutate::schema(&p, &ms).expect("schema");
+    let s = Session::open(&DeviceSelector::default()).expect("an OpenCL device (PoCL)");
+    let original = run(&s, &mutate::original(&p).expect("original").source, 0);
+    assert_eq!(
+        run(&s, &schema.source, 0),
+        original,
+        "selector 0 is the original"
+    );
+    let code: Vec<&mutate::Mutant> = ms
+        .iter()
+        .filter(|m| m.launch.is_none() && m.in_schema)
+        .collect();
+    // Every third mutant compiled alone (compiles are the slow part); all through the schema.
+    let mut differing = 0;
+    let mut timeouts = 0;
+    for (i, m) in code.iter().enumerate() {
+        let in_schema = run(&s, &schema.source, m.number);
+        if in_schema != original {
+            differing += 1;
+        }
+        if in_schema.2 != 0 {
+            timeouts += 1;
+        }
+        if i % 3 == 0 || m.operator == Operator::AtomicPlain {
+            let alone = run(&s, &mutate::single(&p, m).expect("single").source, 0);
+            assert_eq!(
+                in_schema, alone,
+                "mutant {} {} {:?} -> {:?}",
+                m.number, m.operator, m.original, m.replacement
+            );
+        }
+    }
+    assert!(differing > code.len() / 2, "{differing} of {}", code.len());
+    assert!(
+        timeouts >= 1,
+        "the loop-condition mutant must trip the watchdog"
+    );
+}
