@@ -124,6 +124,11 @@ enum Cmd {
     Fuzz(cltrap_analyzer::fuzz::FuzzArgs),
     /// Solve (z3) for every branch a suite does not cover; confirmed cases are added.
     Solve(cltrap_analyzer::solve::SolveArgs),
+    /// Mutation testing of the captured kernels, the launches being the test cases.
+    Mutate(cltrap_analyzer::mutate::cli::MutateArgs),
+    /// Internal: evaluates mutants for `cltrap mutate` (JSON jobs on stdin).
+    #[command(hide = true)]
+    MutateWorker,
 }
 
 /// Exit status for bad input.
@@ -143,7 +148,10 @@ fn command() -> clap::Command {
                     c.default
                 }
             );
-            let arg = Arg::new(c.flag).long(c.flag).help(help).action(ArgAction::Set);
+            let arg = Arg::new(c.flag)
+                .long(c.flag)
+                .help(help)
+                .action(ArgAction::Set);
             // A switch (`--coverage`) never takes the next word, which may be the application.
             run = run.arg(if c.is_switch() {
                 arg.num_args(0..=1)
@@ -332,6 +340,8 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             }
             Ok(0)
         }
+        Cmd::Mutate(args) => cltrap_analyzer::mutate::cli::main(args, &mut stdout),
+        Cmd::MutateWorker => Ok(cltrap_analyzer::mutate::worker::worker_main()),
         Cmd::Fuzz(a) => cltrap_analyzer::fuzz::cli(&a, &mut stdout),
         Cmd::Solve(a) => cltrap_analyzer::solve::cli(&a, &mut stdout),
         Cmd::Devices => {

@@ -20,6 +20,7 @@ pub mod frontend;
 pub mod interface;
 pub mod lcov;
 pub mod model;
+pub mod mutate;
 pub mod options;
 pub mod permute;
 pub mod rewrite;
