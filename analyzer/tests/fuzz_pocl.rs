@@ -35,6 +35,7 @@ fn settings(solve: bool) -> Settings {
         watchdog: Duration::from_secs(10),
         progress: false,
         device: DeviceSelector::default(),
+        limits: Default::default(),
     }
 }
 

@@ -102,6 +102,12 @@ pub struct FuzzArgs {
     /// Print timings (for benchmarks).
     #[arg(long, hide = true)]
     pub timing: bool,
+    /// With --solve: loop iterations unrolled per loop entry.
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    pub loop_bound: u32,
+    /// With --solve: seconds of symbolic execution per kernel.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub solver_time: f64,
 }
 
 /// One kernel to fuzz: its program and seeds.
@@ -134,6 +140,8 @@ pub struct Settings {
     pub progress: bool,
     /// The device.
     pub device: DeviceSelector,
+    /// Bounds of symbolic execution.
+    pub limits: cltrap_kernel::symbolic::Limits,
 }
 
 /// Everything one kernel's campaign produced.
@@ -146,6 +154,15 @@ pub struct Outcome {
     pub target: Target,
     /// Wall time, compile included.
     pub total: Duration,
+}
+
+/// Solver bounds from the command line.
+pub fn limits(loop_bound: u32, seconds: f64) -> cltrap_kernel::symbolic::Limits {
+    cltrap_kernel::symbolic::Limits {
+        loop_bound: loop_bound.max(1),
+        time: Duration::from_secs_f64(seconds.max(0.1)),
+        ..Default::default()
+    }
 }
 
 /// Parses a budget: `30s`, `2m`, `500ms` (time) or a plain number (executions).
@@ -307,7 +324,12 @@ pub fn run_target(
     let mut solve_time = Duration::ZERO;
     if settings.solve {
         let t = Instant::now();
-        let solved = crate::solve::solve_campaign(&mut campaign, &program, runner.as_mut())?;
+        let solved = crate::solve::solve_campaign(
+            &mut campaign,
+            &program,
+            runner.as_mut(),
+            &settings.limits,
+        )?;
         solve_time = t.elapsed();
         for (index, status, took) in solved {
             if let Some(s) = statuses.iter_mut().find(|s| s.0 == index) {
@@ -558,6 +580,7 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
         watchdog: Duration::from_secs_f64(args.watchdog.max(0.1)),
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         device: device.clone(),
+        limits: limits(args.loop_bound, args.solver_time),
     };
     let session = Session::open(&device).map_err(|e| e.to_string())?;
     let mut reports = Vec::new();

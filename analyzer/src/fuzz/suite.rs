@@ -207,7 +207,7 @@ pub fn write_cases(
     from: usize,
     device: &DeviceInfo,
 ) -> Result<Vec<(u64, usize)>, FuzzError> {
-    let items: Vec<(usize, &LaunchInput, &[Option<Vec<u8>>])> = c
+    let items: Vec<Item> = c
         .cases
         .iter()
         .enumerate()
@@ -216,6 +216,9 @@ pub fn write_cases(
         .collect();
     write_launches(dir, program, c, &items, device)
 }
+
+/// One launch to write: its position in the campaign, input and outputs (empty: none).
+type Item<'a> = (usize, &'a LaunchInput, &'a [Option<Vec<u8>>]);
 
 /// Most findings written per kernel (the rest are only counted).
 pub const MAX_FINDINGS: usize = 20;
@@ -228,7 +231,7 @@ pub fn write_findings(
     c: &Campaign,
     device: &DeviceInfo,
 ) -> Result<usize, FuzzError> {
-    let items: Vec<(usize, &LaunchInput, &[Option<Vec<u8>>])> = c
+    let items: Vec<Item> = c
         .findings
         .iter()
         .take(MAX_FINDINGS)
@@ -242,7 +245,7 @@ fn write_launches(
     dir: &Path,
     program: &SuiteProgram,
     c: &Campaign,
-    items: &[(usize, &LaunchInput, &[Option<Vec<u8>>])],
+    items: &[Item],
     device: &DeviceInfo,
 ) -> Result<Vec<(u64, usize)>, FuzzError> {
     let manifest = Manifest {

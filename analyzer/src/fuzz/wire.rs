@@ -255,7 +255,7 @@ pub fn hex(bytes: &[u8]) -> String {
 /// The inverse of [`hex`] (`None` on bad input).
 pub fn unhex(text: &str) -> Option<Vec<u8>> {
     let t = text.strip_prefix("0x").unwrap_or(text).as_bytes();
-    if t.len() % 2 != 0 {
+    if !t.len().is_multiple_of(2) {
         return None;
     }
     let digit = |c: u8| -> Option<u8> {

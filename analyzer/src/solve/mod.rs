@@ -34,6 +34,12 @@ pub struct SolveArgs {
     /// Run executions in this process instead of a worker process.
     #[arg(long)]
     pub in_process: bool,
+    /// Loop iterations unrolled per loop entry.
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    pub loop_bound: u32,
+    /// Seconds of symbolic execution per kernel.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub solver_time: f64,
 }
 
 /// The solver's view of the arguments of `base`.
@@ -89,6 +95,7 @@ pub fn solve_campaign(
     c: &mut Campaign,
     program: &Program,
     runner: &mut dyn Runner,
+    limits: &Limits,
 ) -> Result<Vec<(u32, SlotStatus, Duration)>, FuzzError> {
     let open: Vec<Target> = c
         .slots
@@ -120,14 +127,7 @@ pub fn solve_campaign(
         offset: base.global_offset.clone(),
     };
     let args = sym_args(c, &base);
-    let results = symbolic::solve(
-        program,
-        &c.kernel,
-        &geometry,
-        &args,
-        &open,
-        &Limits::default(),
-    )?;
+    let results = symbolic::solve(program, &c.kernel, &geometry, &args, &open, limits)?;
     let mut out = Vec::new();
     for r in results {
         let status = match r.verdict {
@@ -192,6 +192,7 @@ pub fn cli(args: &SolveArgs, out: &mut dyn Write) -> Result<u8, String> {
         watchdog: Duration::from_secs(10),
         progress: false,
         device: device.clone(),
+        limits: fuzz::limits(args.loop_bound, args.solver_time),
     };
     let session = Session::open(&device).map_err(|e| e.to_string())?;
     let mut all = suite::read_report(&args.suite);
