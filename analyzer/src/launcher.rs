@@ -29,6 +29,9 @@ pub enum LaunchError {
         /// Why.
         source: std::io::Error,
     },
+    #[error("{0}")]
+    /// A control's value cannot be understood (or two controls exclude each other).
+    BadControl(String),
     #[error("cannot determine the current directory: {0}")]
     /// The current directory is unreadable.
     Cwd(std::io::Error),
@@ -138,6 +141,9 @@ fn dir_state(dir: &Path) -> DirState {
 /// `SIGINT`/`SIGQUIT` go to the application (same process group); `cltrap` waits for it
 /// so the summary is still printed.
 pub fn run(req: &RunRequest) -> Result<RunReport, LaunchError> {
+    // The shim would only say so on the application's stderr, and only if it uses OpenCL.
+    let values = req.controls.iter().map(|(c, v)| (c.env, v.clone())).collect();
+    cltrap_capture::Settings::from_values(&values).map_err(LaunchError::BadControl)?;
     let cwd = std::env::current_dir().map_err(LaunchError::Cwd)?;
     let dir_value = req
         .controls

@@ -77,3 +77,29 @@ fn the_same_seed_gives_the_same_schedule() {
         .collect();
     assert_eq!(runs[0], runs[1]);
 }
+
+#[test]
+fn bad_or_conflicting_instrumentation_flags_are_refused_before_the_app_starts() {
+    let marker = tmp("flags").join("started");
+    let script = format!("touch '{}'", marker.display());
+    for (flags, says) in [
+        (&["--coverage", "--permute", "3"][..], "cannot be combined"),
+        (&["--permute", "x"][..], "CLTRAP_PERMUTE=\"x\""),
+        (&["--coverage=maybe"][..], "CLTRAP_COVERAGE=\"maybe\""),
+    ] {
+        let dir = tmp("flags-cap");
+        let out = under_cltrap(
+            &dir,
+            flags,
+            std::path::Path::new("sh"),
+            &["-c", &script],
+            &[],
+        );
+        assert_eq!(out.status.code(), Some(2), "{flags:?}");
+        assert!(stderr(&out).contains(says), "{flags:?}: {}", stderr(&out));
+        assert!(
+            !marker.exists(),
+            "the application was started with {flags:?}"
+        );
+    }
+}
