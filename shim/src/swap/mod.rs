@@ -45,7 +45,9 @@
 //! Anything that fails (no `$CLTRAP_BIN`, a kernel the front-end refuses, a shadow build error,
 //! an argument the shim did not see set, a work-group larger than the instrumented kernel's
 //! `CL_KERNEL_WORK_GROUP_SIZE`) leaves that program or launch running the application's own
-//! kernel, with one `cltrap:` line on stderr per distinct reason. Nothing is written on
+//! kernel, with one `cltrap:` line on stderr per distinct reason. A shadow enqueue that the
+//! driver refuses anyway is repeated by the launch hook with the application's kernel, so the
+//! application gets the native return code. Nothing is written on
 //! stdout; all work runs inside [`crate::door::quietly`].
 //!
 //! # Limits
