@@ -81,6 +81,9 @@ impl Capture {
             })?;
             launches.push(record);
         }
+        // Writers that record launches as they complete write them out of id order; ids are
+        // the order the application enqueued them.
+        launches.sort_by_key(|l| l.id);
         Ok(Capture { dir: dir.to_path_buf(), manifest, launches, truncated })
     }
 

@@ -154,13 +154,38 @@ impl CaptureWriter {
             Ok(l) => l,
             Err(p) => p.into_inner(),
         };
-        let id = self.next_id.load(Ordering::Relaxed);
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         record.id = id;
         let mut line = serde_json::to_vec(&record)?;
         line.push(b'\n');
         log.write_all(&line).map_err(|source| WriteError::Write { path, source })?;
-        self.next_id.store(id + 1, Ordering::Relaxed);
         Ok(id)
+    }
+
+    /// Takes the next launch id without writing anything: for writers that number launches
+    /// in the order the application enqueued them but write them as they complete (with
+    /// [`CaptureWriter::append_numbered`]). Readers sort by id.
+    pub fn take_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Appends launches whose ids were taken with [`CaptureWriter::take_id`], in one write
+    /// (a crash mid-write leaves complete records plus at most one partial last line).
+    pub fn append_numbered(&self, records: &[LaunchRecord]) -> Result<(), WriteError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let path = self.dir.join("launches.jsonl");
+        let mut lines = Vec::new();
+        for record in records {
+            serde_json::to_writer(&mut lines, record)?;
+            lines.push(b'\n');
+        }
+        let mut log = match self.log.lock() {
+            Ok(l) => l,
+            Err(p) => p.into_inner(),
+        };
+        log.write_all(&lines).map_err(|source| WriteError::Write { path, source })
     }
 }
 

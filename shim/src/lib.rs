@@ -26,9 +26,11 @@
 //!
 //! # Transparency
 //!
-//! The application's call is forwarded exactly once, with its own arguments (one exception:
+//! The application's call is forwarded exactly once, with its own arguments (exceptions:
 //! ` -cl-kernel-arg-info` is appended to build options while capturing, retried without it if
-//! the driver refuses), outside any panic guard; all recording work runs inside
+//! the driver refuses, and hidden again from the application's `clGetKernelArgInfo`, which
+//! then answers `CL_KERNEL_ARG_INFO_NOT_AVAILABLE` as the driver would; on out-of-order
+//! queues a recorded kernel also waits for the shim's own pre-reads), outside any panic guard; all recording work runs inside
 //! `catch_unwind` and never changes return codes, events or blocking behaviour. Capture I/O
 //! failures are reported once on stderr (`cltrap: ...`) and recording stops. With
 //! `CLTRAP_CAPTURE=off` the exports are a relaxed atomic load and an indirect call, and no
@@ -61,13 +63,21 @@
 //! `cl_mem` we saw created is that memory object" when the driver has no argument info;
 //! device, queue properties, thread and the launch site.
 //!
-//! Buffer contents (`full`: stored, deduplicated; `hash`: digests only): the shim waits for
-//! the launch's wait list and the queue, reads every buffer/image argument (through a
-//! temporary buffer when host access is forbidden), forwards the enqueue (with a private event
-//! if the application passed none), waits for it and reads them again. If any user event is
-//! still unset at that point, it does not wait at all — that could deadlock the application —
-//! and records the contents as missing, with a not-replayable reason. In `none` mode nothing is
-//! read and nothing is synchronised.
+//! Buffer contents (`full`: stored, deduplicated; `hash`: digests only) are read *inside the
+//! application's queue*, never by blocking it: non-blocking reads of every buffer/image
+//! argument are enqueued right before the kernel (with the launch's own wait list) and right
+//! after it (through a temporary device buffer when host access is forbidden); on
+//! out-of-order queues the kernel also waits for the pre-reads and a barrier after the
+//! post-reads keeps later commands from overwriting what is still being read. Objects the
+//! kernel cannot change (`__constant`, pointers to `const`, `read_only` images) are read once.
+//! A completion callback hands the finished launch to one writer thread (`cltrap-writer`),
+//! which hashes/stores the bytes and appends the record; launch ids follow the order of the
+//! enqueues. A launch gated by an unset user event is recorded once the gate opens. Host
+//! memory for reads in flight is capped at 512 MiB (over it, a launch waits for older ones,
+//! never while a user event is unset, or is recorded without contents). The application's
+//! `clFinish` returns once the launches it finished are written, and at exit the shim waits
+//! (as long as launches keep completing, up to 5 s of no progress) for launches in flight.
+//! In `none` mode nothing is read.
 //!
 //! # Limits
 //!
@@ -76,6 +86,12 @@
 //!   `clGetProgramInfo` (source only) with a note.
 //! * Object tables are keyed by handle and not pruned on release (a reused handle is reset
 //!   by the creation call that returns it); program sources stay in memory for the process.
+//! * Capture reads run in the application's queue, so a post-read can race with a command the
+//!   application enqueues on *another* queue after waiting for the kernel's event (the kernel
+//!   event is the application's and cannot be delayed). In-order single-queue use, and
+//!   out-of-order queues (protected by the barrier), are exact.
+//! * A kernel that writes through a pointer to `const` (undefined behaviour) is recorded as not
+//!   changing that buffer; replay then reports the difference.
 //! * `launch_site.offset` is the return address in the module (what `addr2line -e module`
 //!   takes; it normally names the line of the call).
 //!

@@ -66,6 +66,8 @@ pub(super) struct Item {
     pub bytes: usize,
     pub pre: Landing,
     pub post: Landing,
+    /// The kernel cannot change the object: contents after = before (not read again).
+    pub post_is_pre: bool,
 }
 
 /// A recorded launch whose reads are in the application's queue.
@@ -392,12 +394,26 @@ fn writer_loop() {
             take_batch(&mut st)
         };
         let mut written = Vec::with_capacity(batch.len());
+        let mut records = Vec::with_capacity(batch.len());
+        let mut writer = None;
         for (ticket, lane, flight, status, event) in batch {
             let reserved = flight.reserved;
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            writer = Some(flight.writer);
+            let landed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 land(flight, status, event as cl_event)
             }));
+            if let Ok(Some(record)) = landed {
+                records.push(record);
+            }
             written.push((ticket, lane, reserved));
+        }
+        // One write for the whole batch.
+        if let Some(w) = writer {
+            if crate::sink::healthy() {
+                if let Err(e) = w.append_numbered(&records) {
+                    crate::sink::fail(&e);
+                }
+            }
         }
         let mut st = lock(&reg.state);
         for (ticket, lane, reserved) in written {
@@ -465,8 +481,9 @@ fn take_one(slots: &mut HashMap<u64, Slot>, t: u64, batch: &mut Batch) -> bool {
     }
 }
 
-/// Turns one completed flight into its record and releases what it held.
-fn land(mut f: Flight, status: cl_int, final_event: cl_event) {
+/// Turns one completed flight into its record (None: nothing to write) and releases what it
+/// held.
+fn land(mut f: Flight, status: cl_int, final_event: cl_event) -> Option<LaunchRecord> {
     let calls = f.calls;
     let mut status = status;
     if status == WAIT_ON_WRITER {
@@ -479,14 +496,10 @@ fn land(mut f: Flight, status: cl_int, final_event: cl_event) {
             -1
         };
     }
-    if let Some(mut record) = f.record.take() {
-        if crate::sink::healthy() {
-            fill(&mut record, &mut f, status);
-            if let Err(e) = f.writer.append(record) {
-                crate::sink::fail(&e);
-            }
-        }
-    }
+    let record = f.record.take().map(|mut record| {
+        fill(&mut record, &mut f, status);
+        record
+    });
     // SAFETY: our own events, temporaries and queue reference, each released once, after
     // every command using them completed.
     unsafe {
@@ -506,6 +519,7 @@ fn land(mut f: Flight, status: cl_int, final_event: cl_event) {
             }
         }
     }
+    record
 }
 
 fn content(f: &Flight, landing: &mut Landing, bytes: usize, status: cl_int) -> Content {
@@ -528,8 +542,14 @@ fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
     let mut after: HashMap<usize, Content> = HashMap::new();
     let mut items = std::mem::take(&mut f.items);
     for item in items.iter_mut() {
-        before.insert(item.mem, content(f, &mut item.pre, item.bytes, status));
-        after.insert(item.mem, content(f, &mut item.post, item.bytes, status));
+        let pre = content(f, &mut item.pre, item.bytes, status);
+        let post = if item.post_is_pre {
+            pre.clone()
+        } else {
+            content(f, &mut item.post, item.bytes, status)
+        };
+        before.insert(item.mem, pre);
+        after.insert(item.mem, post);
     }
     if status != CL_COMPLETE && !items.is_empty() {
         record.not_replayable.push(format!(

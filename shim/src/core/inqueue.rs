@@ -10,7 +10,9 @@
 //!   the kernel's event; a barrier on the post-read events keeps later commands of the
 //!   application from overwriting a buffer before it was read. The barrier's event is final.
 //!
-//! Objects the host may not read are copied into a device-side staging buffer first.
+//! Objects the host may not read are copied into a device-side staging buffer first. Objects
+//! the kernel cannot change (`__constant`, pointers to `const`, `read_only` images, and no
+//! writable argument overlapping them) are read once: their contents after are those before.
 
 use super::contents::{self, Shape};
 use super::flight::{Item, Landing};
@@ -45,6 +47,7 @@ impl<'a> Around<'a> {
         queue: cl_command_queue,
         out_of_order: bool,
         reads: &[(usize, Shape)],
+        read_only: &[bool],
     ) -> Around<'a> {
         Around {
             next,
@@ -52,11 +55,13 @@ impl<'a> Around<'a> {
             out_of_order,
             items: reads
                 .iter()
-                .map(|(mem, shape)| Item {
+                .zip(read_only)
+                .map(|((mem, shape), ro)| Item {
                     mem: *mem,
                     bytes: shape.bytes(),
                     pre: Landing::with_room(shape.bytes()),
-                    post: Landing::with_room(shape.bytes()),
+                    post: Landing::with_room(if *ro { 0 } else { shape.bytes() }),
+                    post_is_pre: *ro,
                 })
                 .collect(),
             shapes: reads.iter().map(|(_, s)| *s).collect(),
@@ -67,9 +72,13 @@ impl<'a> Around<'a> {
         }
     }
 
-    /// Host bytes all reads need.
-    pub fn bytes(reads: &[(usize, Shape)]) -> usize {
-        reads.iter().map(|(_, s)| 2 * s.bytes()).sum()
+    /// Host bytes all reads need (objects the kernel cannot change are read once).
+    pub fn bytes(reads: &[(usize, Shape)], read_only: &[bool]) -> usize {
+        reads
+            .iter()
+            .zip(read_only)
+            .map(|((_, s), ro)| if *ro { s.bytes() } else { 2 * s.bytes() })
+            .sum()
     }
 
     /// Enqueues the pre-launch reads, each waiting for the application's wait list.
@@ -100,17 +109,24 @@ impl<'a> Around<'a> {
         } else {
             Vec::new()
         };
-        let n = self.items.len();
+        // Objects the kernel cannot change are not read again.
+        let to_read: Vec<usize> = (0..self.items.len())
+            .filter(|i| !self.items[*i].post_is_pre)
+            .collect();
         let mut post_events = Vec::new();
         let mut last: cl_event = std::ptr::null_mut();
-        for i in 0..n {
-            let want = self.out_of_order || i + 1 == n;
+        for (n, &i) in to_read.iter().enumerate() {
+            let want = self.out_of_order || n + 1 == to_read.len();
             if let Some(ev) = self.read(i, Phase::Post, &wait, want) {
                 post_events.push(ev);
                 last = ev;
             }
         }
         if self.out_of_order {
+            if post_events.is_empty() {
+                // Nothing to protect from later commands: just learn when the kernel is done.
+                return self.fence(&wait, false);
+            }
             return self.fence(&post_events, true);
         }
         if !last.is_null() {

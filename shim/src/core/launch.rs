@@ -252,6 +252,8 @@ struct Plan {
     slots: Vec<Option<usize>>,
     /// Distinct memory objects to read, with their shape.
     reads: Vec<(usize, Shape)>,
+    /// Per read: the kernel cannot change it (its contents after = before, not read again).
+    read_only: Vec<bool>,
     /// Host bytes reserved for the reads.
     reserved: usize,
     /// Why contents are missing, when they are.
@@ -328,18 +330,26 @@ impl Plan {
         let mut args = Vec::with_capacity(num_args);
         let mut slots = Vec::with_capacity(num_args);
         let mut reads: Vec<(usize, Shape)> = Vec::new();
+        // Per read: whether every argument naming it is read-only for the kernel.
+        let mut read_only: Vec<bool> = Vec::new();
         for i in 0..num_args {
             let info = arg_info.as_ref().and_then(|v| v.get(i));
             let value = k.args.get(i).and_then(|v| v.as_ref());
             let (rec, mem) = classify(next, i as u32, info, value, &mut notes);
             if let Some((h, shape)) = mem {
-                if !reads.iter().any(|(m, _)| *m == h) {
-                    reads.push((h, shape));
+                let ro = info.is_some_and(kernel_cannot_write);
+                match reads.iter().position(|(m, _)| *m == h) {
+                    Some(j) => read_only[j] &= ro,
+                    None => {
+                        reads.push((h, shape));
+                        read_only.push(ro);
+                    }
                 }
             }
             slots.push(mem.map(|(h, _)| h));
             args.push(rec);
         }
+        unchanged_by_launch(&reads, &mut read_only);
         let program = match super::record::program_hash(next, writer, k.program) {
             Ok((hash, mut pnotes)) => {
                 notes.append(&mut pnotes);
@@ -376,6 +386,7 @@ impl Plan {
             mode: contents::mode(settings.buffers),
             slots,
             reads,
+            read_only,
             reserved: 0,
             missing: String::new(),
         })
@@ -399,7 +410,7 @@ impl Plan {
         if self.reads.is_empty() {
             return None;
         }
-        let bytes = Around::bytes(&self.reads);
+        let bytes = Around::bytes(&self.reads, &self.read_only);
         if !flight::admit(bytes) {
             self.missing = format!(
                 "not read: launches in flight already held {} MB of host memory",
@@ -411,7 +422,13 @@ impl Plan {
             return None;
         }
         self.reserved = bytes;
-        let mut around = Around::new(next, queue, self.out_of_order(), &self.reads);
+        let mut around = Around::new(
+            next,
+            queue,
+            self.out_of_order(),
+            &self.reads,
+            &self.read_only,
+        );
         around.before(app_wait);
         Some(around)
     }
@@ -436,7 +453,7 @@ impl Plan {
             if succeeded {
                 flight::submit(
                     next,
-                    self.into_flight(None, next),
+                    self.into_flight(None, next, true),
                     queue,
                     in_order,
                     std::ptr::null_mut(),
@@ -464,7 +481,7 @@ impl Plan {
                 plan.reserved = 0;
                 flight::submit(
                     next,
-                    plan.into_flight(None, next),
+                    plan.into_flight(None, next, true),
                     queue,
                     in_order,
                     std::ptr::null_mut(),
@@ -476,7 +493,7 @@ impl Plan {
         if let Some(retain) = next.clRetainCommandQueue {
             unsafe { retain(queue) };
         }
-        let mut f = self.into_flight(Some(around), next);
+        let mut f = self.into_flight(Some(around), next, succeeded);
         f.queue = queue;
         if !succeeded {
             f.record = None;
@@ -484,7 +501,11 @@ impl Plan {
         flight::submit(next, f, queue, in_order, final_event);
     }
 
-    fn into_flight(self, around: Option<Around<'_>>, next: &Next) -> Flight {
+    fn into_flight(mut self, around: Option<Around<'_>>, next: &Next, recorded: bool) -> Flight {
+        // Ids follow the order launches were enqueued, whatever order they complete in.
+        if recorded {
+            self.record.id = self.writer.take_id();
+        }
         let (items, events, temps) = match around {
             Some(a) => (a.items, a.events, a.temps),
             None => (Vec::new(), Vec::new(), Vec::new()),
@@ -502,6 +523,39 @@ impl Plan {
             mode: self.mode,
             reserved: self.reserved,
             calls: flight::Calls::of(next),
+        }
+    }
+}
+
+/// Whether the argument's declaration forbids the kernel to write what it points to:
+/// `__constant`, a pointer to `const`, a `read_only` image.
+fn kernel_cannot_write(info: &cltrap_capture::ArgInfo) -> bool {
+    let quals = || info.qualifiers.split(' ');
+    info.address_space == "constant"
+        || (info.address_space == "global" && quals().any(|q| q == "const"))
+        || (info.type_name.starts_with("image") && quals().any(|q| q == "read_only"))
+}
+
+/// Clears `read_only` for objects that overlap a writable one (a sub-buffer and its parent,
+/// or two sub-buffers of one parent): the kernel may change them through the other argument.
+fn unchanged_by_launch(reads: &[(usize, Shape)], read_only: &mut [bool]) {
+    if !read_only.iter().any(|r| *r) {
+        return;
+    }
+    let root = |h: usize| {
+        tables()
+            .mem_facts(h)
+            .and_then(|f| f.parent.map(|(p, _)| p))
+            .unwrap_or(h)
+    };
+    let roots: Vec<usize> = reads.iter().map(|(h, _)| root(*h)).collect();
+    for i in 0..reads.len() {
+        if read_only[i] {
+            let shared_with_writer =
+                (0..reads.len()).any(|j| j != i && !read_only[j] && roots[j] == roots[i]);
+            if shared_with_writer {
+                read_only[i] = false;
+            }
         }
     }
 }

@@ -29,7 +29,6 @@ pub(crate) use kernel::{
 pub(crate) use launch::{clEnqueueNDRangeKernel, clEnqueueTask, clFinish};
 // What the swap needs of the core: the argument tables and the info-query helpers.
 pub(crate) use info::{array as info_array, string as info_string, value as info_value};
-pub(crate) use track::{lock, tables, ArgValue};
 pub(crate) use mem::{
     clCreateBuffer, clCreateBufferWithProperties, clCreateImage, clCreateImage2D, clCreateImage3D,
     clCreateImageWithProperties, clCreateSubBuffer, clCreateUserEvent, clSetUserEventStatus,
@@ -38,3 +37,4 @@ pub(crate) use program::{
     clBuildProgram, clCompileProgram, clCreateProgramWithBinary, clCreateProgramWithBuiltInKernels,
     clCreateProgramWithIL, clCreateProgramWithSource, clGetProgramBuildInfo, clLinkProgram,
 };
+pub(crate) use track::{lock, tables, ArgValue};

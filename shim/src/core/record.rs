@@ -16,7 +16,16 @@ pub fn program_hash(
     program: usize,
 ) -> Result<(Hash, Vec<String>), WriteError> {
     let mut notes = Vec::new();
-    let known = lock(&tables().programs).get(&program).cloned();
+    let known = {
+        let programs = lock(&tables().programs);
+        match programs.get(&program) {
+            // The common case: written already (no copy of the program).
+            Some(Program {
+                record: Some(h), ..
+            }) => return Ok((h.clone(), notes)),
+            other => other.cloned(),
+        }
+    };
     let p = match known {
         Some(p) => p,
         None => {
