@@ -169,3 +169,20 @@ fn unsupported_construct_is_named_with_its_line() {
     }
     let _ = Outcome::True;
 }
+
+#[test]
+fn constant_tables_arrays_and_atomics() {
+    let r = solve("tables", "if (table");
+    let t = r.iter().find(|(l, _)| l.ends_with("true")).unwrap();
+    let i = i32_of(&scalar(&t.1, 2));
+    let j = i32_of(&scalar(&t.1, 3));
+    // table[1][2] + loc[1][0] = -6 + 9 is the only way to make 3.
+    assert_eq!((i, j), (1, 2));
+    let r = solve("tables", "if (atomic_inc");
+    let t = r.iter().find(|(l, _)| l.ends_with("true")).unwrap();
+    let Verdict::Solved(a) = &t.1 else {
+        panic!("{t:?}")
+    };
+    let (_, idx, bytes) = a.elements.iter().find(|(arg, _, _)| *arg == 1).unwrap();
+    assert_eq!((*idx, i32_of(bytes)), (0, 41));
+}

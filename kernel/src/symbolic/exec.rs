@@ -23,6 +23,7 @@ struct Region {
 #[derive(Debug, Clone)]
 struct State {
     vars: Vec<(String, Val)>,
+    globals: Vec<(String, Val)>,
     regions: Vec<Region>,
     pc: Vec<Bool>,
     reads: Vec<(usize, BV)>,
@@ -77,6 +78,7 @@ pub(super) fn run(
     solver.set_params(&params);
     let mut st = State {
         vars: Vec::new(),
+        globals: Vec::new(),
         regions: Vec::new(),
         pc: Vec::new(),
         reads: Vec::new(),
@@ -177,8 +179,11 @@ pub(super) fn run(
     ex.slots
         .into_iter()
         .map(|s| {
+            let do_zero = s.t.construct == Construct::Do && s.t.outcome == Outcome::Zero;
             let (verdict, time) = match s.verdict {
                 Some(v) => (v, s.time),
+                // A do-while body always runs at least once.
+                None if do_zero => (Verdict::Unsat, elapsed),
                 None => (
                     if let Some(why) = ex.incomplete.as_ref().or(ex.cut.as_ref()) {
                         Verdict::Timeout(why.clone())
@@ -427,7 +432,8 @@ impl<'a> Exec<'a> {
                 for v in vars {
                     let mut next = Vec::new();
                     for st in live {
-                        if let Some(n) = array_len(&v.ty) {
+                        let dims = array_dims(&v.ty);
+                        if !dims.is_empty() {
                             let Some(elem) = parse_value_type(array_elem(&v.ty)) else {
                                 self.unsupported(
                                     format!("array {} of type {}", v.name, v.ty),
@@ -445,15 +451,37 @@ impl<'a> Exec<'a> {
                                 elem,
                                 array: arr,
                                 arg: None,
-                                len: Some(n),
+                                len: Some(dims.iter().product()),
                             });
-                            let p = Val::Ptr {
-                                region: st.regions.len() - 1,
-                                off: BV::from_u64(0, 64),
+                            let region = st.regions.len() - 1;
+                            let off = BV::from_u64(0, 64);
+                            let p = if dims.len() == 1 {
+                                Val::Ptr { region, off }
+                            } else {
+                                Val::Rows {
+                                    region,
+                                    off,
+                                    dims: dims[1..].to_vec(),
+                                }
                             };
                             st.vars.push((v.name.clone(), p));
-                            if v.init.is_some() {
-                                self.unsupported("array initialisers", v.span);
+                            if let Some(init) = &v.init {
+                                let mut leaves = Vec::new();
+                                flatten_init(init, &mut leaves);
+                                let mut live = vec![st];
+                                for (k, leaf) in leaves.into_iter().enumerate() {
+                                    let mut n2 = Vec::new();
+                                    for s in live {
+                                        for (mut s2, val) in self.expr(leaf, s) {
+                                            let at = BV::from_u64(k as u64, 64);
+                                            if self.store(&mut s2, region, &at, val, v.span) {
+                                                n2.push(s2);
+                                            }
+                                        }
+                                    }
+                                    live = n2;
+                                }
+                                next.extend(live);
                                 continue;
                             }
                             next.push(st);
@@ -590,6 +618,7 @@ impl<'a> Exec<'a> {
         // (state at the loop head, iterations done so far)
         let mut live: Vec<State> = starts;
         let mut iter = 0u32;
+        let mut forked = 0u32;
         let exit = |ex: &mut Self, st: &State, n: u32| {
             let o = match n {
                 0 => Outcome::Zero,
@@ -603,7 +632,9 @@ impl<'a> Exec<'a> {
             if self.stopped() {
                 return out;
             }
-            if iter >= self.limits.loop_bound {
+            // The bound counts iterations whose condition could go both ways; a loop with a
+            // fixed trip count is run out (up to a hard cap).
+            if forked >= self.limits.loop_bound || iter >= self.limits.loop_bound * 64 {
                 self.cut.get_or_insert_with(|| {
                     format!(
                         "loop bound {} hit at line {}",
@@ -614,6 +645,7 @@ impl<'a> Exec<'a> {
                 break;
             }
             let mut bodies = Vec::new();
+            let mut both = false;
             for st in live {
                 let check_cond = !(is_do && iter == 0);
                 match (cond, check_cond) {
@@ -628,6 +660,7 @@ impl<'a> Exec<'a> {
                             };
                             self.reach2(&st, c.span, &[construct], &cv);
                             let (t, f) = self.split(st, &cv, c.span);
+                            both |= t.is_some() && f.is_some();
                             if let Some(t) = t {
                                 bodies.push(t);
                             }
@@ -664,6 +697,9 @@ impl<'a> Exec<'a> {
                 }
             }
             iter += 1;
+            if both || cond.is_none() {
+                forked += 1;
+            }
             if next.len() > self.limits.max_states {
                 self.cut.get_or_insert_with(|| {
                     format!(
@@ -821,6 +857,102 @@ impl<'a> Exec<'a> {
 
     // ---- expressions ----
 
+    /// A program-scope `__constant` variable, its initialiser read from the program text
+    /// (numbers only); made once per path and kept for the rest of it.
+    fn program_global(&mut self, st: &mut State, name: &str) -> Result<Val, String> {
+        if let Some((_, v)) = st.globals.iter().find(|(n, _)| n == name) {
+            return Ok(v.clone());
+        }
+        let g = self
+            .program
+            .globals
+            .iter()
+            .find(|g| g.name == name)
+            .ok_or_else(|| format!("variable {name}"))?;
+        let span = g
+            .span
+            .ok_or_else(|| format!("{name} (declared in a header)"))?;
+        let text = self
+            .program
+            .source
+            .get(span.start as usize..span.end as usize)
+            .unwrap_or("");
+        let init = text
+            .split_once('=')
+            .map(|(_, i)| i.trim().trim_end_matches(';'))
+            .ok_or_else(|| format!("program-scope variable {name} without an initialiser"))?;
+        let dims = array_dims(&g.ty);
+        let elem = parse_value_type(array_elem(&g.ty))
+            .filter(|t| t.lanes == 1)
+            .ok_or_else(|| format!("program-scope variable {name} of type {}", g.ty))?;
+        let words: Vec<&str> = init
+            .split(['{', '}', ','])
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+            .collect();
+        let mut vals = Vec::new();
+        for w in &words {
+            let (neg, body) = match w.strip_prefix('-') {
+                Some(b) => (true, b.trim()),
+                None => (false, *w),
+            };
+            let v = match elem.scalar {
+                crate::interface::Scalar::Int { bits, signed } => {
+                    let n = crate::interface::parse_int_literal(body)
+                        .ok_or_else(|| format!("the initialiser of {name} ({w})"))?;
+                    Val::int(if neg { n.wrapping_neg() } else { n }, bits, signed)
+                }
+                crate::interface::Scalar::Float { .. } => {
+                    let f = crate::interface::parse_float_literal(body)
+                        .ok_or_else(|| format!("the initialiser of {name} ({w})"))?;
+                    let f = if neg { -f } else { f };
+                    convert(
+                        Val::Flt {
+                            f: z3::ast::Float::from_f64(f),
+                            bits: 64,
+                        },
+                        elem.scalar.name(),
+                    )?
+                }
+            };
+            vals.push(v);
+        }
+        let v = if dims.is_empty() {
+            vals.into_iter()
+                .next()
+                .ok_or_else(|| format!("the initialiser of {name}"))?
+        } else {
+            let total: u64 = dims.iter().product();
+            let arr = Array::const_array(
+                &Sort::bitvector(64),
+                &BV::from_u64(0, elem.size() as u32 * 8),
+            );
+            let mut arr = arr;
+            for (k, v) in vals.into_iter().enumerate() {
+                arr = arr.store(&BV::from_u64(k as u64, 64), &v.to_bits()?);
+            }
+            st.regions.push(Region {
+                elem,
+                array: arr,
+                arg: None,
+                len: Some(total),
+            });
+            let region = st.regions.len() - 1;
+            let off = BV::from_u64(0, 64);
+            if dims.len() == 1 {
+                Val::Ptr { region, off }
+            } else {
+                Val::Rows {
+                    region,
+                    off,
+                    dims: dims[1..].to_vec(),
+                }
+            }
+        };
+        st.globals.push((name.to_string(), v.clone()));
+        Ok(v)
+    }
+
     fn lookup(st: &State, name: &str) -> Option<Val> {
         st.vars
             .iter()
@@ -943,7 +1075,9 @@ impl<'a> Exec<'a> {
                     if name == "CLK_LOCAL_MEM_FENCE" || name == "CLK_GLOBAL_MEM_FENCE" {
                         Ok(vec![(st, Val::int(1, 32, false))])
                     } else {
-                        Err(format!("variable {name}"))
+                        let mut st = st;
+                        let v = self.program_global(&mut st, name)?;
+                        Ok(vec![(st, v)])
                     }
                 }
             },
@@ -974,7 +1108,11 @@ impl<'a> Exec<'a> {
                     })
                 }
                 UnOp::AddrOf => match &operand.peel().kind {
-                    ExprKind::Index { base, index } => self.index_ptr(base, index, st),
+                    ExprKind::Index { base, index } => Ok(self
+                        .index_ptr(base, index, st)?
+                        .into_iter()
+                        .map(|(s, (p, _))| (s, p))
+                        .collect()),
                     _ => Err("taking the address of a variable".into()),
                 },
                 UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec => {
@@ -1022,7 +1160,11 @@ impl<'a> Exec<'a> {
             ExprKind::Index { base, index } => {
                 let span = e.span;
                 let mut out = Vec::new();
-                for (mut s, p) in self.index_ptr(base, index, st)? {
+                for (mut s, (p, row)) in self.index_ptr(base, index, st)? {
+                    if row {
+                        out.push((s, p));
+                        continue;
+                    }
                     let Val::Ptr { region, off } = p else {
                         return Err("indexing a non-pointer".into());
                     };
@@ -1119,23 +1261,37 @@ impl<'a> Exec<'a> {
         }
     }
 
-    fn index_ptr(&mut self, base: &Expr, index: &Expr, st: State) -> Result<Outs<Val>, String> {
+    /// The address `base[index]`, and whether it is a row of a multi-dimensional array (an
+    /// array value, not an element to load).
+    fn index_ptr(
+        &mut self,
+        base: &Expr,
+        index: &Expr,
+        st: State,
+    ) -> Result<Outs<(Val, bool)>, String> {
         let mut out = Vec::new();
         for (s, b) in self.expr(base, st) {
-            let Val::Ptr { region, off } = b else {
-                return Err("indexing a non-pointer".into());
+            let (region, off, dims) = match b {
+                Val::Ptr { region, off } => (region, off, Vec::new()),
+                Val::Rows { region, off, dims } => (region, off, dims),
+                _ => return Err("indexing a non-pointer".into()),
             };
+            let stride: u64 = dims.iter().product();
             for (s2, i) in self.expr(index, s) {
                 let Val::Int { bv, signed } = i else {
                     return Err("a non-integer index".into());
                 };
-                out.push((
-                    s2,
-                    Val::Ptr {
+                let step = widen64(bv, signed).bvmul(BV::from_u64(stride, 64));
+                let off = off.bvadd(step);
+                let v = match dims.len() {
+                    0 | 1 => Val::Ptr { region, off },
+                    _ => Val::Rows {
                         region,
-                        off: off.bvadd(widen64(bv, signed)),
+                        off,
+                        dims: dims[1..].to_vec(),
                     },
-                ));
+                };
+                out.push((s2, (v, !dims.is_empty())));
             }
         }
         Ok(out)
@@ -1156,10 +1312,13 @@ impl<'a> Exec<'a> {
             }
             ExprKind::Index { base, index } => {
                 let mut out = Vec::new();
-                for (mut s, p) in self.index_ptr(base, index, st)? {
+                for (mut s, (p, row)) in self.index_ptr(base, index, st)? {
                     let Val::Ptr { region, off } = p else {
                         return Err("indexing a non-pointer".into());
                     };
+                    if row {
+                        return Err("assigning to a whole array row".into());
+                    }
                     if self.store(&mut s, region, &off, v.clone(), t.span) {
                         out.push(s);
                     }
@@ -1354,6 +1513,11 @@ impl<'a> Exec<'a> {
                     continue;
                 }
             }
+            let mut s = s;
+            if let Some(v) = self.atomic(callee, &vals, &mut s, e.span)? {
+                out.push((s, v));
+                continue;
+            }
             let v = self.builtin(callee, &vals, &e.ty)?;
             out.push((s, v));
         }
@@ -1410,6 +1574,75 @@ impl<'a> Exec<'a> {
             out.push((s, v));
         }
         Ok(out)
+    }
+
+    /// `atomic_*` / `atom_*` on this work-item's view of memory: read, modify, write, return
+    /// the old value (other work-items' updates are not modelled, as for every access).
+    fn atomic(
+        &mut self,
+        name: &str,
+        vals: &[Val],
+        st: &mut State,
+        span: Span,
+    ) -> Result<Option<Val>, String> {
+        let Some(op) = name
+            .strip_prefix("atomic_")
+            .or_else(|| name.strip_prefix("atom_"))
+        else {
+            return Ok(None);
+        };
+        let Some(Val::Ptr { region, off }) = vals.first().cloned() else {
+            return Err(format!("{name} on a non-pointer"));
+        };
+        let old = self
+            .load(st, region, &off, span)
+            .ok_or_else(|| name.to_string())?;
+        let Val::Int { bv, signed } = &old else {
+            return Err(format!("{name} on a non-integer"));
+        };
+        let w = bv.get_size();
+        let operand = |i: usize| -> Result<Val, String> {
+            let v = vals
+                .get(i)
+                .cloned()
+                .ok_or_else(|| format!("{name} arguments"))?;
+            convert(
+                v,
+                crate::interface::Scalar::Int {
+                    bits: w,
+                    signed: *signed,
+                }
+                .name(),
+            )
+        };
+        let one = Val::int(1, w, *signed);
+        let new = match op {
+            "add" => binary(BinOp::Add, old.clone(), operand(1)?)?,
+            "sub" => binary(BinOp::Sub, old.clone(), operand(1)?)?,
+            "inc" => binary(BinOp::Add, old.clone(), one)?,
+            "dec" => binary(BinOp::Sub, old.clone(), one)?,
+            "xchg" => operand(1)?,
+            "and" => binary(BinOp::BitAnd, old.clone(), operand(1)?)?,
+            "or" => binary(BinOp::BitOr, old.clone(), operand(1)?)?,
+            "xor" => binary(BinOp::BitXor, old.clone(), operand(1)?)?,
+            "min" | "max" => {
+                let b = operand(1)?;
+                let lt = binary(BinOp::Lt, old.clone(), b.clone())?.truthy()?;
+                let keep_old = if op == "min" { lt } else { lt.not() };
+                ite_val(&keep_old, &old, &b)?
+            }
+            "cmpxchg" => {
+                let cmp = operand(1)?;
+                let val = operand(2)?;
+                let eq = binary(BinOp::Eq, old.clone(), cmp)?.truthy()?;
+                ite_val(&eq, &val, &old)?
+            }
+            _ => return Err(format!("built-in {name}")),
+        };
+        if !self.store(st, region, &off, new, span) {
+            return Err(name.to_string());
+        }
+        Ok(Some(old))
     }
 
     fn dim(&self, vals: &[Val]) -> Result<usize, String> {
@@ -1587,11 +1820,29 @@ fn is_logical(e: &Expr) -> bool {
     )
 }
 
-/// `int[4]` → 4.
-fn array_len(ty: &str) -> Option<u64> {
-    let open = ty.rfind('[')?;
-    let close = ty.rfind(']')?;
-    ty.get(open + 1..close)?.trim().parse().ok()
+/// `int[4][8]` → [4, 8] (empty when not an array of known size).
+fn array_dims(ty: &str) -> Vec<u64> {
+    let mut dims = Vec::new();
+    let mut rest = ty;
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find(']') else {
+            return Vec::new();
+        };
+        match rest[open + 1..open + close].trim().parse() {
+            Ok(n) => dims.push(n),
+            Err(_) => return Vec::new(),
+        }
+        rest = &rest[open + close + 1..];
+    }
+    dims
+}
+
+/// The leaves of a (nested) initialiser list, in memory order.
+fn flatten_init<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match &e.peel().kind {
+        ExprKind::InitList(items) => items.iter().for_each(|i| flatten_init(i, out)),
+        _ => out.push(e),
+    }
 }
 
 fn array_elem(ty: &str) -> &str {

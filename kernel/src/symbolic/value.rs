@@ -17,6 +17,13 @@ pub enum Val {
     Vector(Vec<Val>),
     /// A pointer: memory region and element offset (64-bit).
     Ptr { region: usize, off: BV },
+    /// A multi-dimensional array (or a part of one): region, offset of its first element,
+    /// and the sizes of its inner dimensions (indexing it skips their product).
+    Rows {
+        region: usize,
+        off: BV,
+        dims: Vec<u64>,
+    },
     /// No value.
     Void,
 }
@@ -150,7 +157,7 @@ impl Val {
 pub fn convert(v: Val, ty: &str) -> Result<Val, Unsup> {
     if ty.contains('*') || ty.contains('[') {
         return match v {
-            Val::Ptr { .. } => Ok(v),
+            Val::Ptr { .. } | Val::Rows { .. } => Ok(v),
             _ => Err(format!("a conversion to pointer type {ty}")),
         };
     }
@@ -227,7 +234,9 @@ fn convert_scalar(v: Val, to: Scalar, is_bool: bool) -> Result<Val, Unsup> {
             }
         }
         (Val::Vector(_), _) => return Err("converting a vector to a scalar".into()),
-        (Val::Ptr { .. }, _) => return Err("converting a pointer to a number".into()),
+        (Val::Ptr { .. } | Val::Rows { .. }, _) => {
+            return Err("converting a pointer to a number".into())
+        }
         (Val::Void, _) => return Err("using a void value".into()),
     })
 }

@@ -45,3 +45,13 @@ typedef struct { int a; } S;
 __kernel void member(__global int *out, __global S *s) {
     if (s[0].a == 3) out[0] = 1;
 }
+
+// Program-scope constant tables, 2-D private arrays with initialisers, atomics.
+__constant int table[2][3] = {{1, 2, 3}, {4, 5, -6}};
+__kernel void tables(__global int *out, __global int *counter, int i, int j) {
+    int loc[2][2] = {{7, 8}, {9, 10}};
+    if (i >= 0 && i < 2 && j >= 0 && j < 3) {
+        if (table[i][j] + loc[i][j & 1] == 3) out[0] = 1;
+    }
+    if (atomic_inc(counter) == 41) out[1] = 1;
+}
