@@ -94,7 +94,7 @@ pub const CONTROLS: &[Control] = &[
         flag: "permute",
         value_name: "SEED",
         default: "",
-        help: "Run the application's kernels with work-group ids permuted (a schedule per launch, from SEED and the launch number): results that change reveal inter-group races.",
+        help: "Run the application's kernels with work-group ids permuted (a schedule per launch, from SEED and the launch number; 0 = the identity, the baseline): results that change reveal inter-group races.",
     },
 ];
 

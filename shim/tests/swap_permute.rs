@@ -103,3 +103,47 @@ fn bad_or_conflicting_instrumentation_flags_are_refused_before_the_app_starts() 
         );
     }
 }
+
+#[test]
+fn null_local_launches_get_a_chosen_local_size_and_seed_zero_is_their_baseline() {
+    let app = build("swap_perm", &["-DNULL_LOCAL"]);
+    let native = native(&app, &[], ONE_THREAD);
+    assert_ok(&native, "native run");
+    let native_out = stdout(&native);
+    let run = |seed: u32| {
+        let dir = tmp(&format!("perm-null{seed}"));
+        let out = under_cltrap(
+            &dir,
+            &["--permute", &seed.to_string()],
+            &app,
+            &[],
+            ONE_THREAD,
+        );
+        assert_ok(&out, "cltrap run --permute");
+        stdout(&out)
+    };
+    // Seed 0: the identity schedule over the local size cltrap chose (64 work-items: groups of
+    // 16, so 4 groups, each reading its predecessor's result, in order).
+    let baseline = run(0);
+    assert_eq!(line(&baseline, "scale"), line(&native_out, "scale"));
+    assert_eq!(
+        line(&baseline, "neighbour"),
+        "neighbour -1 1 2 3 0 0 0 0 0 0 0 0 0 0 0 0"
+    );
+    let mut differing = Vec::new();
+    for seed in 1..=4u32 {
+        let out = run(seed);
+        assert_eq!(
+            line(&out, "scale"),
+            line(&native_out, "scale"),
+            "seed {seed}"
+        );
+        if line(&out, "neighbour") != line(&baseline, "neighbour") {
+            differing.push(seed);
+        }
+    }
+    assert!(
+        !differing.is_empty(),
+        "no seed changed the racy kernel's result"
+    );
+}

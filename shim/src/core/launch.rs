@@ -85,14 +85,14 @@ pub unsafe fn clEnqueueNDRangeKernel(
         num_events_in_wait_list,
         event_wait_list,
         event,
-        |k, n, list, ev| {
+        |k, local, n, list, ev| {
             f(
                 command_queue,
                 k,
                 work_dim,
                 global_work_offset,
                 global_work_size,
-                local_work_size,
+                local.unwrap_or(local_work_size),
                 n,
                 list,
                 ev,
@@ -130,7 +130,7 @@ pub unsafe fn clEnqueueTask(
         num_events_in_wait_list,
         event_wait_list,
         event,
-        |k, n, list, ev| f(command_queue, k, n, list, ev),
+        |k, _, n, list, ev| f(command_queue, k, n, list, ev),
     )
 }
 
@@ -149,8 +149,9 @@ pub unsafe fn clFinish(next: &Next, command_queue: cl_command_queue) -> cl_int {
     ret
 }
 
-/// Forwards the enqueue exactly once, recording around it when there is a plan. `enqueue` takes the kernel, the wait list and the event pointer to
-/// forward: the application's, except where documented in [`super::inqueue`].
+/// Forwards the enqueue exactly once, recording around it when there is a plan. `enqueue` takes the kernel, the local size (`None`: the application's; the swap may choose one
+/// for a NULL-local launch), the wait list and the event pointer to forward: the
+/// application's, except where documented in [`super::inqueue`].
 fn run(
     next: &'static Next,
     plan: Option<Plan>,
@@ -160,7 +161,13 @@ fn run(
     num_events: cl_uint,
     events: *const cl_event,
     app_event: *mut cl_event,
-    enqueue: impl Fn(cl_kernel, cl_uint, *const cl_event, *mut cl_event) -> cl_int,
+    enqueue: impl Fn(
+        cl_kernel,
+        Option<*const size_t>,
+        cl_uint,
+        *const cl_event,
+        *mut cl_event,
+    ) -> cl_int,
 ) -> cl_int {
     // Hook point: live instrumentation may swap the kernel of this launch.
     let swap = geo
@@ -168,9 +175,9 @@ fn run(
         .flatten();
     let forward = |n: cl_uint, list: *const cl_event, ev: *mut cl_event| {
         let Some(s) = swap else {
-            return enqueue(kernel, n, list, ev);
+            return enqueue(kernel, None, n, list, ev);
         };
-        let ret = enqueue(s.kernel, n, list, ev);
+        let ret = enqueue(s.kernel, s.local_size(), n, list, ev);
         let swapped_ok = ret == CL_SUCCESS;
         // Hook point: right after the forwarded enqueue, with the launch's event.
         let launch_event = if swapped_ok && !ev.is_null() {
@@ -183,7 +190,7 @@ fn run(
         if swapped_ok {
             ret
         } else {
-            enqueue(kernel, n, list, ev)
+            enqueue(kernel, None, n, list, ev)
         }
     };
     let Some(mut plan) = plan else {

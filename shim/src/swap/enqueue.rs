@@ -66,10 +66,20 @@ impl Extra {
 pub struct SwapLaunch {
     /// The kernel to enqueue instead of the application's.
     pub kernel: cl_kernel,
+    /// A local size to enqueue with instead of the application's NULL (a permuted launch needs
+    /// to know its work-group count); `work_dim` entries.
+    pub local: Option<Vec<usize>>,
     shadow: Arc<Mutex<ShadowKernel>>,
     name: String,
     extra: Option<Extra>,
     release: Option<clReleaseMemObject_t>,
+}
+
+impl SwapLaunch {
+    /// The local-size pointer to forward: `None` = the application's own.
+    pub fn local_size(&self) -> Option<*const usize> {
+        self.local.as_ref().map(|l| l.as_ptr())
+    }
 }
 
 impl Drop for SwapLaunch {
@@ -101,6 +111,7 @@ pub fn before_enqueue(
     // From here on, dropping `launch` gives the shadow kernel back.
     let mut launch = SwapLaunch {
         kernel: std::ptr::null_mut(),
+        local: None,
         shadow: sk.clone(),
         name: String::new(),
         extra: None,
@@ -114,7 +125,8 @@ pub fn before_enqueue(
     if !shadow::copy_args(next, kernel, &mut g) {
         return None;
     }
-    let extra = make_extra(next, pass, queue, &g, geo)?;
+    let (extra, local) = make_extra(next, pass, queue, &g, geo)?;
+    launch.local = local;
     let set = next.clSetKernelArg?;
     let mem = extra.buffer() as cl_mem;
     launch.extra = Some(extra);
@@ -202,13 +214,14 @@ fn fits(next: &Next, queue: cl_command_queue, sk: &ShadowKernel, geo: &LaunchGeo
     true
 }
 
+/// The launch's extra argument, and the local size chosen for a NULL-local permuted launch.
 fn make_extra(
     next: &Next,
     pass: Pass,
     queue: cl_command_queue,
     sk: &ShadowKernel,
     geo: &LaunchGeometry<'_>,
-) -> Option<Extra> {
+) -> Option<(Extra, Option<Vec<usize>>)> {
     let qinfo = next.clGetCommandQueueInfo?;
     // SAFETY: standard info query on the application's queue.
     let context =
@@ -234,7 +247,7 @@ fn make_extra(
             let mut init = vec![0u32; words as usize];
             init[0] = words as u32;
             let buffer = make_buffer(next, context, CL_MEM_READ_WRITE, &init)?;
-            Some(Extra::Counters {
+            let extra = Extra::Counters {
                 buffer,
                 words: words as usize,
                 launch: Launch {
@@ -243,19 +256,25 @@ fn make_extra(
                     global: geo.global.to_vec(),
                     local: geo.local.map(<[u64]>::to_vec),
                 },
-            })
+            };
+            Some((extra, None))
         }
         Pass::Permute(seed) => {
-            let Some(local) = geo.local else {
-                shadow::say_once(&format!(
-                    "kernel {}: launches with a NULL local size keep their own schedule (the work-group count is the driver's choice)",
-                    sk.name
-                ));
-                return None;
+            let (local, chosen) = match geo.local {
+                Some(l) => (l.to_vec(), None),
+                None => {
+                    let l = perm::choose_local(geo.global, max_items(next, queue, sk));
+                    let chosen = l.iter().map(|v| *v as usize).collect();
+                    (l, Some(chosen))
+                }
             };
-            let table = perm::random_permutation(geo.global, local, seed.wrapping_add(n));
+            let table = if seed == 0 {
+                perm::identity_permutation(geo.global, &local)
+            } else {
+                perm::random_permutation(geo.global, &local, seed.wrapping_add(n))
+            };
             let buffer = make_buffer(next, context, CL_MEM_READ_ONLY, &table)?;
-            Some(Extra::Table { buffer })
+            Some((Extra::Table { buffer }, chosen))
         }
     }
 }

@@ -31,9 +31,12 @@
 //!    contents (`CL_MEM_COPY_HOST_PTR`), read back without blocking after the kernel
 //!    ([`counters`]); permute: the launch's permutation table ([`perm`], the same tables as
 //!    `cltrap replay --schedules`), seeded by SEED + the launch number, released after the
-//!    enqueue. A launch with a NULL local size is not permuted (the driver picks the
-//!    work-group count, so no table can be sized for it); coverage handles NULL (counters
-//!    sized for groups of one work-item).
+//!    enqueue; SEED 0 is the identity schedule (the baseline: instrumented, nothing permuted).
+//!    A permuted launch whose application passed a NULL local size runs with a local size the
+//!    shim chooses ([`SwapLaunch::local`]; the choice was the implementation's, and the table
+//!    must know the work-group count) — compare its results across seeds, with SEED 0 as the
+//!    reference, not with a native run. Coverage keeps NULL (counters sized for groups of one
+//!    work-item).
 //! 5. **Results.** Each counter buffer is appended, when its read completes, to
 //!    `$CLTRAP_DIR/coverage.jsonl` (one JSON line per launch: instrument key, kernel, geometry,
 //!    counters as a blob of the capture's blob store, so identical vectors are stored once).
