@@ -135,7 +135,8 @@ pub fn assert_quiet_capture(native: &Outcome, captured: &Outcome) {
 
 /// The whole round trip for one fixture: run it natively (it must succeed), run it under
 /// `cltrap run` (same ending, same stdout), read the capture, check that `cltrap list`
-/// shows every launch and that `cltrap replay` reports every launch `ok`.
+/// shows every launch and that `cltrap replay` reports every launch `ok`. The returned
+/// capture's launches are sorted in enqueue order (`seq`), whatever order they completed in.
 pub fn round_trip(name: &str, args: &[&str], flags: &[&str]) -> (TestDir, Capture) {
     let exe = fixture(name);
     let native = run_native(&exe, args).expect_success();
@@ -144,7 +145,9 @@ pub fn round_trip(name: &str, args: &[&str], flags: &[&str]) -> (TestDir, Captur
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
     assert_quiet_capture(&native, &captured);
-    let cap = open_capture(&dir);
+    let mut cap = open_capture(&dir);
+    // Records are numbered in order of completion; tests read them in enqueue order.
+    cap.launches.sort_by_key(|l| l.seq);
     if flags.is_empty() {
         assert_full_contents(&cap);
     }
