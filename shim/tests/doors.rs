@@ -354,3 +354,53 @@ fn bad_settings_and_unwritable_dirs_are_said_once_and_the_app_carries_on() {
         assert!(err.starts_with("cltrap: "), "{err}");
     }
 }
+
+#[test]
+fn asynchronous_reads_see_exactly_what_each_launch_saw_in_order_and_out_of_order_queues() {
+    let app = build("chain", &[]);
+    for mode in ["0", "1", "2"] {
+        let cap = tmp(&format!("chain{mode}"));
+        let native = run(&app, &["300", mode], &[], &[]);
+        let out = run(
+            &app,
+            &["300", mode],
+            &[("LD_PRELOAD", &shim()), ("CLTRAP_DIR", &cap)],
+            &[],
+        );
+        assert!(native.status.success(), "mode {mode}");
+        assert_eq!(native.stdout, out.stdout, "mode {mode}");
+        assert!(out.status.success(), "mode {mode}");
+        let c = Capture::open(&cap).expect("capture reads back");
+        assert_eq!(c.launches.len(), 300, "mode {mode}: every launch recorded");
+        let ints = |content: &Content| -> Vec<i32> {
+            c.content(content, "buffer")
+                .expect("content stored")
+                .chunks_exact(4)
+                .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+                .collect()
+        };
+        for (i, l) in c.launches.iter().enumerate() {
+            assert_eq!(l.id, i as u64, "mode {mode}: ids follow the enqueues");
+            let ArgRecord::Buffer { before, after, .. } = &l.args[0] else {
+                panic!("buffer expected: {:?}", l.args)
+            };
+            // Launch i sees i in every element and leaves i + 1.
+            assert_eq!(
+                ints(before),
+                vec![i as i32; 64],
+                "mode {mode}, launch {i} before"
+            );
+            assert_eq!(
+                ints(after),
+                vec![i as i32 + 1; 64],
+                "mode {mode}, launch {i} after"
+            );
+            // The __constant argument is read once: after = before.
+            let ArgRecord::Buffer { before, after, .. } = &l.args[1] else {
+                panic!("buffer expected: {:?}", l.args)
+            };
+            assert_eq!(ints(before), [1], "mode {mode}");
+            assert_eq!(before, after, "mode {mode}");
+        }
+    }
+}

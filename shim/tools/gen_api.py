@@ -17,7 +17,7 @@ clGetProgramBuildInfo
 clCreateKernel clCreateKernelsInProgram clCloneKernel clSetKernelArg clSetKernelArgSVMPointer
 clCreateBuffer clCreateBufferWithProperties clCreateSubBuffer clCreateImage clCreateImage2D
 clCreateImage3D clCreateImageWithProperties clCreateUserEvent clSetUserEventStatus
-clEnqueueNDRangeKernel clEnqueueTask clFinish clGetKernelArgInfo
+clEnqueueNDRangeKernel clEnqueueTask clFinish clGetKernelArgInfo clEnqueueBarrierWithWaitList
 """.split())
 # Windows-only entries: the Linux loader (ocl-icd) does not export them, so neither do we
 # (exporting a symbol the real loader lacks would itself change what the app sees).

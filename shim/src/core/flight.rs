@@ -514,6 +514,7 @@ fn land(mut f: Flight, status: cl_int, final_event: cl_event) -> Option<LaunchRe
             }
         }
         if !f.queue.is_null() {
+            super::guard::done(calls.release_event, f.queue, final_event);
             if let Some(rel) = calls.release_queue {
                 rel(f.queue);
             }

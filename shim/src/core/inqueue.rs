@@ -127,7 +127,11 @@ impl<'a> Around<'a> {
                 // Nothing to protect from later commands: just learn when the kernel is done.
                 return self.fence(&wait, false);
             }
-            return self.fence(&post_events, true);
+            let barrier = self.fence(&post_events, true);
+            if !barrier.is_null() {
+                super::guard::set(self.next, self.queue, barrier);
+            }
+            return barrier;
         }
         if !last.is_null() {
             return last;

@@ -13,6 +13,7 @@ mod args;
 mod contents;
 mod device;
 mod flight;
+mod guard;
 mod info;
 mod inqueue;
 mod kernel;
@@ -22,6 +23,7 @@ mod program;
 mod record;
 mod track;
 
+pub(crate) use guard::clEnqueueBarrierWithWaitList;
 pub(crate) use kernel::{
     clCloneKernel, clCreateKernel, clCreateKernelsInProgram, clGetKernelArgInfo, clSetKernelArg,
     clSetKernelArgSVMPointer,
