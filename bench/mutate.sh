@@ -24,6 +24,9 @@ mkdir -p "$OUT"
 cc -O2 -o "$OUT/demo" examples/demo/demo.c -lOpenCL -lm
 "$CLTRAP" run --out "$OUT/cap" -- "$OUT/demo" >/dev/null
 
+# PoCL caches compiled programs across processes (~/.cache/pocl/kcache): a second run of the
+# same mutants would then compile nothing. Both modes run with the cache off.
+export POCL_KERNEL_CACHE=0
 JOBS_ARG=()
 [ -z "${JOBS:-}" ] || JOBS_ARG=(--jobs "$JOBS")
 declare -A RATE

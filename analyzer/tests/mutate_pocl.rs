@@ -273,3 +273,102 @@ fn one_schema_and_one_compile_per_mutant_give_the_same_verdicts() {
         );
     }
 }
+
+#[test]
+fn a_second_run_resumes_from_the_state_file_and_the_reports_are_written() {
+    let f = threshold_suite("resume", &[1, 5, 9, 4]);
+    let (first, m1) = mutate(&f, &["--operators", "traditional"]);
+    let state = f.dir.join("mutate/state.jsonl");
+    let lines = std::fs::read_to_string(&state).unwrap().lines().count();
+    assert!(lines >= 4, "{first}");
+    // Without --fresh nothing is run again: the state file does not grow, verdicts agree.
+    let dir = f.dir.to_str().unwrap();
+    let json = f.dir.join("again.json");
+    let html = f.dir.join("report.html");
+    let (code, out, err) = cltrap(
+        &[
+            "mutate",
+            dir,
+            "--operators",
+            "traditional",
+            "--json",
+            json.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+        ENV,
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(
+        std::fs::read_to_string(&state).unwrap().lines().count(),
+        lines
+    );
+    let again: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(again["schemaVersion"], "1");
+    let file = again["files"].as_object().unwrap().values().next().unwrap();
+    assert!(file["source"]
+        .as_str()
+        .unwrap()
+        .contains("__kernel void threshold"));
+    let statuses2: Vec<&str> = file["mutants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["status"].as_str().unwrap())
+        .collect();
+    let statuses1: Vec<&str> = m1.values().map(|m| m["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses1.len(), statuses2.len());
+    for s in &statuses2 {
+        assert!(
+            [
+                "Killed",
+                "Survived",
+                "NoCoverage",
+                "Timeout",
+                "RuntimeError",
+                "CompileError",
+                "Ignored"
+            ]
+            .contains(s),
+            "{s}"
+        );
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h2>Per kernel</h2>") && page.contains("id=\"report\""));
+    assert!(page.contains("relational_boundary"));
+}
+
+#[test]
+fn code_no_test_reaches_is_no_coverage_and_is_not_run() {
+    // Every input is already 1: the loop body never runs.
+    let mut f = fixture("nocov");
+    f.launch(
+        "../mutate/steps.cl",
+        "steps",
+        &[4],
+        None,
+        None,
+        vec![
+            A::Buf("in", "uint*", u32s(&[1, 1, 1, 1])),
+            A::Buf("out", "uint*", u32s(&[0; 4])),
+        ],
+    );
+    let (out, m) = mutate(
+        &f,
+        &["--operators", "arithmetic,increment,relational_negation"],
+    );
+    println!("{out}");
+    let in_body: Vec<&String> = m
+        .keys()
+        .filter(|k| k.contains(":7:") || k.contains(":8:"))
+        .collect();
+    assert!(in_body.len() >= 3, "{out}");
+    for k in in_body {
+        assert_eq!(status(&m, k), "NO-COVERAGE", "{k}\n{out}");
+        assert!(
+            m[k]["statusReason"].as_str().unwrap().contains("6:12"),
+            "{out}"
+        );
+    }
+    assert_eq!(status(&m, "relational_negation:6:14 =="), "KILLED", "{out}");
+}

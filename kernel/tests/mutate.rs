@@ -260,3 +260,16 @@ fn each_mutant_selected_in_the_schema_computes_what_it_computes_compiled_alone()
         "the loop-condition mutant must trip the watchdog"
     );
 }
+
+#[test]
+fn nested_loops_without_braces_get_a_watchdog_that_still_parses() {
+    let src = "__kernel void k(__global float* o, int n) {\n    float s = 0.0f;\n    for (int a = 0; a < n; a++)\n        for (int b = 0; b < n; b++)\n            if (b > a)\n                s += b;\n    while (n-- > 0) s += 1.0f;\n    o[0] = s;\n}\n";
+    let p = parse_program(src, "").expect("parses");
+    let ms = mutate::find_mutants(&p, &MutateOptions::default());
+    let schema = mutate::schema(&p, &ms).expect("schema");
+    assert_eq!(
+        schema.source.matches("__cltrap_wd[0] = 1u; break;").count(),
+        3
+    );
+    parse_program(&schema.source, "").unwrap_or_else(|e| panic!("{e}\n{}", schema.source));
+}

@@ -41,9 +41,10 @@ pub struct MutateArgs {
     /// Worker processes (default: the number of cores).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
-    /// Deadline of one kernel run in a worker (TIMEOUT when missed).
-    #[arg(long, default_value_t = 10_000, value_name = "T")]
-    pub timeout_ms: u64,
+    /// Deadline of one kernel run in a worker, TIMEOUT when missed (default: 2 s plus 20
+    /// times the slowest run of the original).
+    #[arg(long, value_name = "T")]
+    pub timeout_ms: Option<u64>,
     /// Loop iterations per work-item and call before the in-kernel watchdog fires.
     #[arg(long, default_value_t = cltrap_kernel::mutate::DEFAULT_BUDGET, value_name = "N")]
     pub loop_budget: u32,
@@ -92,7 +93,7 @@ pub fn main(args: MutateArgs, stdout: &mut dyn Write) -> Result<u8, String> {
         repeats: args.repeats.max(1),
         ulp: args.ulp,
         jobs,
-        timeout: Duration::from_millis(args.timeout_ms.max(1)),
+        timeout: args.timeout_ms.map(|t| Duration::from_millis(t.max(1))),
         per_mutant_compile: args.per_mutant_compile,
         device: DeviceSelector {
             platform: args.platform.clone(),
@@ -120,9 +121,10 @@ pub fn main(args: MutateArgs, stdout: &mut dyn Write) -> Result<u8, String> {
         let secs = started.elapsed().as_secs_f64();
         let _ = writeln!(
             stdout,
-            "timing: mutants {total} evaluated-by-running {} compiles {} total {secs:.3} s eval {:.3} s rate {:.2} mutants/s",
+            "timing: mutants {total} evaluated-by-running {} compiles {} deadline {} ms total {secs:.3} s eval {:.3} s rate {:.2} mutants/s",
             r.evaluated,
             r.compiles,
+            r.deadline.as_millis(),
             r.eval_time.as_secs_f64(),
             total as f64 / secs.max(1e-9)
         );

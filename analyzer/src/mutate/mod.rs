@@ -106,8 +106,9 @@ pub struct MutateOptions {
     pub ulp: u64,
     /// Worker processes.
     pub jobs: usize,
-    /// Deadline of one kernel run.
-    pub timeout: Duration,
+    /// Deadline of one kernel run; `None` = 1 s plus 20 times the slowest run of the
+    /// original over the suite (measured while checking the suite).
+    pub timeout: Option<Duration>,
     /// Compile every mutant on its own (no schema).
     pub per_mutant_compile: bool,
     /// Where to run.
@@ -168,6 +169,10 @@ pub struct CampaignReport {
     /// Mutants evaluated by running them in this campaign (not resumed, not decided
     /// statically).
     pub evaluated: u32,
+    /// The slowest run of the original over the suite (wall time, in this process).
+    pub slowest_original: Duration,
+    /// The deadline used per kernel run.
+    pub deadline: Duration,
 }
 
 /// Why a campaign could not run. One sentence each.
@@ -346,10 +351,13 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
         .progress_chars("=> "),
     );
+    report.deadline = opts
+        .timeout
+        .unwrap_or(Duration::from_secs(2) + report.slowest_original * 20);
     let pool = PoolOptions {
         exe: opts.worker_exe.clone(),
         workers: opts.jobs.max(1),
-        run_timeout: opts.timeout,
+        run_timeout: report.deadline,
         log_dir: opts.out_dir.clone(),
     };
     let start = Instant::now();
@@ -478,13 +486,24 @@ fn prepare(
     report.compiles += 1;
     let built = match build(&base.source) {
         Ok(b) => b,
-        Err(e) => {
+        Err(e) if !opts.per_mutant_compile => {
             report.notes.push(format!(
-                "{file}: the {} does not compile ({}); every mutant is reported COMPILE-ERROR — rerun with --per-mutant-compile",
-                if opts.per_mutant_compile { "original with the mutation parameters" } else { "mutant schema" },
+                "{file}: the mutant schema does not compile ({}); falling back to one compile per mutant",
                 e.to_string().lines().find(|l| l.contains("error")).unwrap_or("").trim()
             ));
-            fail_all(&mut results, "the schema does not compile".into());
+            let mut fallback = opts.clone();
+            fallback.per_mutant_compile = true;
+            return prepare(capture, session, plan, &fallback, budget, previous, report);
+        }
+        Err(e) => {
+            report.notes.push(format!(
+                "{file}: the program with the mutation parameters does not compile ({}); every mutant is reported COMPILE-ERROR",
+                e.to_string().lines().find(|l| l.contains("error")).unwrap_or("").trim()
+            ));
+            fail_all(
+                &mut results,
+                "the program does not compile with the mutation parameters".into(),
+            );
             return Ok((vec![], result(results)));
         }
     };
@@ -545,7 +564,13 @@ fn prepare(
                     .first()
                     .map(|m| m.to_string())
             };
-            match session.run(&built, &input, &selector_extras(0)) {
+            // Twice: the first run of a kernel may include the driver's compile for its
+            // work-group size; the second is the time a run takes.
+            let _ = session.run(&built, &input, &selector_extras(0));
+            let t0 = Instant::now();
+            let ran = session.run(&built, &input, &selector_extras(0));
+            report.slowest_original = report.slowest_original.max(t0.elapsed());
+            match ran {
                 Ok(out) => {
                     if let Some(m) = ok(&out) {
                         report.notes.push(format!(

@@ -389,9 +389,9 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:6px
         }
     }
     let json = stryker_json(r).to_string().replace("</", "<\\/");
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<script type=\"application/json\" id=\"report\">{json}</script></body></html>\n"
+        "<script type=\"application/json\" id=\"report\">{json}</script></body></html>"
     );
     out
 }

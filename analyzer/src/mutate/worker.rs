@@ -84,8 +84,13 @@ pub struct JobResult {
 pub enum Event {
     /// A program was compiled (compiles may take longer than a run).
     Built,
-    /// A kernel run starts (the run deadline restarts).
-    Run,
+    /// A kernel run starts (the run deadline restarts). `warm` is false for the first run of
+    /// a program with a given kernel and sizes: drivers such as PoCL compile the kernel for
+    /// its work-group size then, so that run gets the compile deadline.
+    Run {
+        /// The program already ran this kernel with these sizes in this worker.
+        warm: bool,
+    },
     /// The job is finished.
     Done {
         /// Its result.
@@ -104,6 +109,7 @@ struct WorkerState {
     captures: HashMap<PathBuf, Capture>,
     programs: HashMap<(PathBuf, String), BuiltProgram>,
     launches: HashMap<(PathBuf, u64), Loaded>,
+    warm: std::collections::HashSet<(PathBuf, String, Vec<u64>, Option<Vec<u64>>)>,
 }
 
 fn emit(e: &Event) {
@@ -302,8 +308,28 @@ impl WorkerState {
                 let under = seed.map_or(String::new(), |s| format!(" under schedule seed {s}"));
                 let mut kills = 0u32;
                 let mut first = String::new();
+                // A warm-up run of the original for each new program, kernel and sizes: the
+                // driver's lazy compile happens there, under the compile deadline, so the
+                // mutant's own runs get the run deadline.
+                let warm = (
+                    program_path.clone(),
+                    input.kernel.clone(),
+                    input.global_size.clone(),
+                    input.local_size.clone(),
+                );
+                if !self.warm.contains(&warm) {
+                    emit(&Event::Run { warm: false });
+                    let original = [
+                        InputArg::Scalar(0u32.to_le_bytes().to_vec()),
+                        word_buffer(&[0]),
+                    ];
+                    let mut warm_extras = original.to_vec();
+                    warm_extras.extend(extras.iter().skip(2).cloned());
+                    let _ = session.run(program, &input, &warm_extras);
+                    self.warm.insert(warm);
+                }
                 for _ in 0..job.repeats.max(1) {
-                    emit(&Event::Run);
+                    emit(&Event::Run { warm: true });
                     runs += 1;
                     let out = match session.run(program, &input, &extras) {
                         Ok(o) => o,
@@ -371,6 +397,7 @@ pub fn worker_main() -> u8 {
         captures: HashMap::new(),
         programs: HashMap::new(),
         launches: HashMap::new(),
+        warm: Default::default(),
     };
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
@@ -479,9 +506,9 @@ fn run_on(w: &mut Worker, job: &Job, opts: &PoolOptions) -> (JobResult, bool) {
     loop {
         match w.events.recv_timeout(deadline) {
             Ok(Some(Event::Built)) => deadline = opts.run_timeout,
-            Ok(Some(Event::Run)) => {
+            Ok(Some(Event::Run { warm })) => {
                 runs += 1;
-                deadline = opts.run_timeout;
+                deadline = if warm { opts.run_timeout } else { compile };
             }
             Ok(Some(Event::Done { result })) => return (result, true),
             Ok(None) | Err(RecvTimeoutError::Disconnected) => {

@@ -175,6 +175,22 @@ fn has_barrier(s: &Stmt) -> bool {
 
 /// Byte offset just past a statement, including the `;` clang leaves out of its range.
 fn full_end(src: &str, s: &Stmt) -> Option<u32> {
+    // Statements ending in a sub-statement end where it ends (clang's range stops before
+    // the inner `;`).
+    match &s.kind {
+        StmtKind::For { body, .. }
+        | StmtKind::While { body, .. }
+        | StmtKind::Switch { body, .. }
+        | StmtKind::Case { body, .. }
+        | StmtKind::Default { body, .. }
+        | StmtKind::Label { body, .. }
+        | StmtKind::Attributed { body } => return full_end(src, body).map(|e| e.max(s.span.end)),
+        StmtKind::If { then, els, .. } => {
+            let last = els.as_deref().unwrap_or(then);
+            return full_end(src, last).map(|e| e.max(s.span.end));
+        }
+        _ => {}
+    }
     let needs = matches!(
         s.kind,
         StmtKind::Expr(_)
@@ -202,7 +218,10 @@ fn full_end(src: &str, s: &Stmt) -> Option<u32> {
 }
 
 /// The edits every rendering shares: extra parameters, extra call arguments, watchdog.
-fn common_edits(p: &Program) -> Result<(Vec<Edit>, Vec<(String, u32)>), KernelError> {
+/// The shared edits, and each kernel with the index of its selector argument.
+type Common = (Vec<Edit>, Vec<(String, u32)>);
+
+fn common_edits(p: &Program) -> Result<Common, KernelError> {
     let names: BTreeSet<String> = p
         .functions
         .iter()
@@ -340,6 +359,7 @@ fn common_edits(p: &Program) -> Result<(Vec<Edit>, Vec<(String, u32)>), KernelEr
     Ok((edits, kernels))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn finish(
     p: &Program,
     edits: Vec<Edit>,
