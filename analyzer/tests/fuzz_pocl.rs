@@ -387,3 +387,14 @@ fn seeded_by_a_capture() {
         serde_json::from_slice(&std::fs::read(suite.join("fuzz.json")).unwrap()).unwrap();
     assert_eq!(report["kernels"][0]["cases"][0][2], "seed 0");
 }
+
+#[test]
+fn struct_fields_by_buffer_and_by_value() {
+    let slots = assert_complete("structs", &[]);
+    assert!(
+        slots
+            .iter()
+            .any(|(l, s)| l.contains("probe.tag == 'q') true")
+                && *s == SlotStatus::SolvedAndConfirmed)
+    );
+}

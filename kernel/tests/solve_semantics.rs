@@ -24,6 +24,12 @@ fn solve(kernel: &str, prefix: &str) -> Vec<(String, Verdict)> {
         .iter()
         .map(|a| match &a.kind {
             ArgKind::Value { ty } => SymArg::Value(*ty),
+            ArgKind::Buffer {
+                layout: Some(l), ..
+            } => SymArg::StructBuffer {
+                layout: l.clone(),
+                len: 16,
+            },
             ArgKind::Buffer { elem: Some(t), .. } => SymArg::Buffer { elem: *t, len: 16 },
             _ => SymArg::Other,
         })
@@ -154,16 +160,25 @@ fn promoted_comparison_is_dead() {
 }
 
 #[test]
-fn unsupported_construct_is_named_with_its_line() {
+fn struct_members_are_solved() {
     let r = solve("member", "if");
+    let t = r.iter().find(|(l, _)| l.ends_with("true")).unwrap();
+    let Verdict::Solved(a) = &t.1 else {
+        panic!("{t:?}")
+    };
+    let (_, idx, bytes) = a.elements.iter().find(|(arg, _, _)| *arg == 1).unwrap();
+    assert_eq!((*idx, i32_of(bytes)), (0, 3));
+}
+
+#[test]
+fn unsupported_construct_is_named_with_its_line() {
+    let r = solve("address", "if");
     for (l, v) in &r {
         match v {
-            Verdict::Unsupported(what) => {
-                assert!(
-                    what.contains(".a") && what.contains("line 46"),
-                    "{l}: {what}"
-                )
-            }
+            Verdict::Unsupported(what) => assert!(
+                what.contains("address of a variable") && what.contains("line 62"),
+                "{l}: {what}"
+            ),
             other => panic!("{l}: {other:?}"),
         }
     }

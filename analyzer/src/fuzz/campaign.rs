@@ -264,7 +264,7 @@ impl Campaign {
         let shapes = shapes(&self.iface, &first.input);
         let mutable = shapes
             .iter()
-            .filter(|s| **s != super::mutate::Shape::Fixed)
+            .filter(|s| !matches!(s, super::mutate::Shape::Fixed))
             .count() as u64;
         let dict = Dictionary::new(&self.iface, &first.input);
         let k = budget.fruitless.unwrap_or(50 * mutable.max(1));

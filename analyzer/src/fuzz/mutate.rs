@@ -3,7 +3,7 @@
 //! equal to work-item ids and sizes — the values CLFuzz found branches hinge on.
 
 use crate::executor::{InputArg, LaunchInput};
-use cltrap_kernel::interface::{ArgKind, KernelInterface, Scalar, ValueType};
+use cltrap_kernel::interface::{ArgKind, KernelInterface, Scalar, StructLayout, ValueType};
 
 /// A small deterministic generator (xorshift64*), so `--seed S` reproduces a campaign.
 #[derive(Debug, Clone)]
@@ -36,13 +36,17 @@ impl Rng {
 }
 
 /// How the mutator sees one argument's bytes.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Shape {
     /// A by-value scalar or vector.
     Value(ValueType),
     /// A buffer of elements (`None` = unknown layout: mutated byte-wise).
     Buffer(Option<ValueType>),
-    /// Not mutated (local sizes, images, samplers, opaque structs).
+    /// A buffer of structs: one field of one element at a time.
+    Structs(StructLayout),
+    /// A struct by value: one field at a time.
+    Struct(StructLayout),
+    /// Not mutated (local sizes, images, samplers, structs without a layout).
     Fixed,
 }
 
@@ -56,10 +60,21 @@ pub fn shapes(iface: &KernelInterface, input: &LaunchInput) -> Vec<Shape> {
             (Some(ArgKind::Value { ty }), InputArg::Scalar(b)) if b.len() == ty.size() => {
                 Shape::Value(*ty)
             }
+            (
+                Some(ArgKind::Buffer {
+                    layout: Some(l), ..
+                }),
+                InputArg::Buffer { bytes, .. },
+            ) if bytes.len() >= l.size => Shape::Structs(l.clone()),
             (Some(ArgKind::Buffer { elem, .. }), InputArg::Buffer { bytes, .. })
                 if !bytes.is_empty() =>
             {
                 Shape::Buffer(*elem)
+            }
+            (Some(ArgKind::Opaque { layout: Some(l) }), InputArg::Scalar(b))
+                if b.len() == l.size =>
+            {
+                Shape::Struct(l.clone())
             }
             _ => Shape::Fixed,
         })
@@ -122,21 +137,37 @@ pub fn mutate(
     rng: &mut Rng,
 ) -> Option<String> {
     let mutable: Vec<usize> = (0..shapes.len())
-        .filter(|i| shapes[*i] != Shape::Fixed)
+        .filter(|i| !matches!(shapes[*i], Shape::Fixed))
         .collect();
     if mutable.is_empty() {
         return None;
     }
     let i = mutable[rng.below(mutable.len() as u64) as usize];
     let global = input.global_size.iter().product::<u64>().max(1);
-    match (shapes[i], &mut input.args[i]) {
+    match (&shapes[i], &mut input.args[i]) {
+        (Shape::Struct(l), InputArg::Scalar(bytes)) => {
+            let how = mutate_field(bytes, l, dict, global, rng);
+            Some(format!("arg {i}: {how}"))
+        }
+        (Shape::Structs(l), InputArg::Buffer { bytes, .. }) => {
+            let n = (bytes.len() / l.size.max(1)).max(1);
+            let idx = if rng.below(2) == 0 {
+                rng.below(n.min(64) as u64) as usize
+            } else {
+                rng.below(n as u64) as usize
+            };
+            let at = idx * l.size;
+            let el = bytes.get_mut(at..at + l.size)?;
+            let how = mutate_field(el, l, dict, global, rng);
+            Some(format!("arg {i}[{idx}]: {how}"))
+        }
         (Shape::Value(ty), InputArg::Scalar(bytes)) => {
             let lane = rng.below(ty.lanes as u64) as usize;
             let how = mutate_element(&mut bytes[..], ty.scalar, lane, dict, global, rng);
             Some(format!("arg {i}: {how}"))
         }
         (Shape::Buffer(elem), InputArg::Buffer { bytes, .. }) => {
-            let (scalar, width) = match elem {
+            let (scalar, width) = match *elem {
                 Some(t) => (t.scalar, t.size()),
                 None => (
                     Scalar::Int {
@@ -172,6 +203,37 @@ pub fn mutate(
         }
         _ => None,
     }
+}
+
+/// Mutates one field of the struct in `el`.
+fn mutate_field(
+    el: &mut [u8],
+    l: &StructLayout,
+    dict: &Dictionary,
+    global: u64,
+    rng: &mut Rng,
+) -> String {
+    let Some(f) = l.fields.get(rng.below(l.fields.len() as u64) as usize) else {
+        return "nothing".into();
+    };
+    let Some(bytes) = el.get_mut(f.offset..f.offset + f.ty.size()) else {
+        return "nothing".into();
+    };
+    let lane = rng.below(f.ty.lanes as u64) as usize;
+    let how = mutate_element(bytes, f.ty.scalar, lane, dict, global, rng);
+    format!(".{} {how}", f.name)
+}
+
+/// A random struct value: every field random.
+pub fn random_struct(l: &StructLayout, dict: &Dictionary, global: u64, rng: &mut Rng) -> Vec<u8> {
+    let mut out = vec![0u8; l.size];
+    for f in &l.fields {
+        let v = random_value(f.ty, dict, global, rng);
+        if let Some(dst) = out.get_mut(f.offset..f.offset + v.len()) {
+            dst.copy_from_slice(&v);
+        }
+    }
+    out
 }
 
 /// Writes a new value into lane `lane` of the element `el` (little-endian, `scalar` lanes).

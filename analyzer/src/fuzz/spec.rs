@@ -3,7 +3,7 @@
 //! an output; the global and local sizes. Written from the kernel's derived interface for the
 //! user to edit, then turned into the first test case of a campaign.
 
-use super::mutate::{random_value, Dictionary, Rng};
+use super::mutate::{random_struct, random_value, Dictionary, Rng};
 use super::FuzzError;
 use crate::executor::{InputArg, LaunchInput};
 use cltrap_kernel::interface::{ArgKind, KernelInterface, Role, ValueType};
@@ -84,7 +84,13 @@ pub fn initial(iface: &KernelInterface, build_options: &str) -> InterfaceFile {
                 _ => (None, Fill::Random, false),
             };
             let elem_bytes = match &a.kind {
-                ArgKind::Buffer { elem: None, .. } | ArgKind::Local { elem: None } => Some(4),
+                ArgKind::Buffer {
+                    elem: None,
+                    layout: None,
+                    ..
+                }
+                | ArgKind::Local { elem: None }
+                | ArgKind::Opaque { layout: None } => Some(4),
                 _ => None,
             };
             ArgSpec {
@@ -191,12 +197,13 @@ pub fn to_input(
                     b
                 }
             }),
-            ArgKind::Buffer { elem, .. } => {
+            ArgKind::Buffer { elem, layout, .. } => {
                 let n = s.size.ok_or_else(|| {
                     FuzzError::Interface(format!("{what}: a buffer needs \"size\" (elements)"))
                 })?;
                 let width = elem
                     .map(|t| t.size() as u64)
+                    .or(layout.as_ref().map(|l| l.size as u64))
                     .or(s.elem_bytes)
                     .ok_or_else(|| {
                         FuzzError::Interface(format!(
@@ -220,6 +227,13 @@ pub fn to_input(
                     (Fill::Random, Some(t)) => {
                         for _ in 0..n {
                             bytes.extend(random_value(*t, &dict, global, &mut rng));
+                        }
+                    }
+                    (Fill::Random, None) if layout.is_some() => {
+                        if let Some(l) = layout {
+                            for _ in 0..n {
+                                bytes.extend(random_struct(l, &dict, global, &mut rng));
+                            }
                         }
                     }
                     (_, None) => {
@@ -250,15 +264,24 @@ pub fn to_input(
                      (cltrap fuzz CAPTURE_DIR)"
                 )))
             }
-            ArgKind::Opaque => {
-                let n = s.elem_bytes.ok_or_else(|| {
-                    FuzzError::Interface(format!(
-                        "{what}: type {} has no known size; give \"elem_bytes\"",
-                        a.ty
-                    ))
-                })?;
-                InputArg::Scalar(match &s.fill {
-                    Fill::File(p) => read_file(p)?,
+            ArgKind::Opaque { layout } => {
+                let n = layout
+                    .as_ref()
+                    .map(|l| l.size as u64)
+                    .or(s.elem_bytes)
+                    .ok_or_else(|| {
+                        FuzzError::Interface(format!(
+                            "{what}: type {} has no known size; give \"elem_bytes\"",
+                            a.ty
+                        ))
+                    })?;
+                InputArg::Scalar(match (&s.fill, layout) {
+                    (Fill::File(p), _) => {
+                        let mut b = read_file(p)?;
+                        b.resize(n as usize, 0);
+                        b
+                    }
+                    (Fill::Random, Some(l)) => random_struct(l, &dict, global, &mut rng),
                     _ => vec![0; n as usize],
                 })
             }

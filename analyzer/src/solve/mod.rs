@@ -51,6 +51,20 @@ fn sym_args(c: &Campaign, base: &LaunchInput) -> Vec<SymArg> {
             (Some(ArgKind::Value { ty }), InputArg::Scalar(b)) if b.len() == ty.size() => {
                 SymArg::Value(*ty)
             }
+            (
+                Some(ArgKind::Buffer {
+                    layout: Some(l), ..
+                }),
+                InputArg::Buffer { bytes, .. },
+            ) if l.size > 0 => SymArg::StructBuffer {
+                layout: l.clone(),
+                len: (bytes.len() / l.size) as u64,
+            },
+            (Some(ArgKind::Opaque { layout: Some(l) }), InputArg::Scalar(b))
+                if b.len() == l.size =>
+            {
+                SymArg::Struct(l.clone())
+            }
             (Some(ArgKind::Buffer { elem: Some(t), .. }), InputArg::Buffer { bytes, .. }) => {
                 SymArg::Buffer {
                     elem: *t,
@@ -75,6 +89,9 @@ fn apply(base: &LaunchInput, c: &Campaign, a: &Assignment) -> LaunchInput {
     }
     for (i, idx, bytes) in &a.elements {
         let width = match c.iface.args.get(*i).map(|x| &x.kind) {
+            Some(ArgKind::Buffer {
+                layout: Some(l), ..
+            }) => l.size,
             Some(ArgKind::Buffer { elem: Some(t), .. }) => t.size(),
             _ => continue,
         };

@@ -97,3 +97,21 @@ __kernel void overrun(__global int *out, int at) {
         out[1] = 2;
     }
 }
+
+// Structs: fields mutated by type, and read and written by the solver.
+typedef struct {
+    char tag;
+    float weight;
+    int key;
+} Item;
+
+__kernel void structs(__global Item *items, __global int *out, Item probe) {
+    size_t gid = get_global_id(0);
+    if (items[gid].key == 77777 && items[gid].weight > 2.5f) {
+        out[gid] = 1;
+        items[gid].tag = 1;
+    }
+    if (probe.tag == 'q') {
+        out[gid] += 2;
+    }
+}

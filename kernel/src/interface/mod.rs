@@ -3,6 +3,7 @@
 //! compares against. Fuzzing needs it to make up and mutate typed inputs; the solver needs it
 //! to make arguments symbolic; `cltrap fuzz --init` writes it out for people to edit.
 
+pub mod structs;
 pub mod types;
 
 use serde::{Deserialize, Serialize};
@@ -11,6 +12,7 @@ use crate::model::{
     visit_exprs, AddressSpace, BinOp, Expr, ExprKind, Function, Program, StmtKind, UnOp,
 };
 use crate::KernelError;
+pub use structs::{layout_of, parse_structs, Field, StructLayout};
 pub use types::{parse_value_type, pointee, strip_qualifiers, Scalar, ValueType};
 
 /// What the kernel does with the memory behind a pointer argument.
@@ -42,6 +44,9 @@ pub enum ArgKind {
         elem_name: String,
         /// Read, written or both.
         role: Role,
+        /// For structs with a known layout: their fields.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        layout: Option<StructLayout>,
     },
     /// A `__local` pointer: only its size matters to the host.
     Local {
@@ -52,8 +57,12 @@ pub enum ArgKind {
     Image,
     /// A sampler (carried over from a capture unchanged).
     Sampler,
-    /// A struct or unknown type by value: bytes carried over, layout unknown.
-    Opaque,
+    /// A struct (or unknown type) by value: fields when its layout is known, else its bytes
+    /// are carried over.
+    Opaque {
+        /// The struct's fields.
+        layout: Option<StructLayout>,
+    },
 }
 
 /// One argument of a kernel.
@@ -91,6 +100,7 @@ pub fn derive(program: &Program, name: &str) -> Result<KernelInterface, KernelEr
         .kernels()
         .find(|f| f.name == name)
         .ok_or_else(|| KernelError::NoSuchKernel(name.into()))?;
+    let structs = parse_structs(&program.source);
     let mut args = Vec::new();
     for (index, p) in k.params.iter().enumerate() {
         let bare = strip_qualifiers(&p.ty);
@@ -107,6 +117,7 @@ pub fn derive(program: &Program, name: &str) -> Result<KernelInterface, KernelEr
                     p.address_space == AddressSpace::Constant || p.ty.starts_with("const ");
                 ArgKind::Buffer {
                     elem,
+                    layout: layout_of(&structs, &pointee).cloned(),
                     elem_name: pointee,
                     role: if read_only {
                         Role::Input
@@ -118,7 +129,9 @@ pub fn derive(program: &Program, name: &str) -> Result<KernelInterface, KernelEr
         } else if let Some(ty) = parse_value_type(&p.ty) {
             ArgKind::Value { ty }
         } else {
-            ArgKind::Opaque
+            ArgKind::Opaque {
+                layout: layout_of(&structs, &p.ty).cloned(),
+            }
         };
         args.push(ArgInterface {
             index,

@@ -4,7 +4,9 @@
 use super::value::{self, binary, convert, widen64, Val};
 use super::{Assignment, Geometry, Limits, SymArg, Target, TargetResult, Verdict};
 use crate::coverage::{Construct, Outcome};
-use crate::interface::{parse_value_type, strip_qualifiers, ValueType};
+use crate::interface::{
+    layout_of, parse_structs, parse_value_type, strip_qualifiers, StructLayout, ValueType,
+};
 use crate::model::{BinOp, Expr, ExprKind, Function, Program, Span, Stmt, StmtKind, UnOp};
 use std::time::{Duration, Instant};
 use z3::ast::{Array, Ast, Bool, BV};
@@ -13,6 +15,8 @@ use z3::{Model, Params, SatResult, Solver, Sort};
 #[derive(Debug, Clone)]
 struct Region {
     elem: ValueType,
+    /// Elements are structs with this layout (`elem` is then unused).
+    layout: Option<StructLayout>,
     array: Array,
     /// The argument whose buffer this is (reads of it are inputs to report).
     arg: Option<usize>,
@@ -56,6 +60,8 @@ struct Exec<'a> {
     states: usize,
     depth: u32,
     unsupported: Option<String>,
+    /// Struct layouts of the program.
+    structs: Vec<StructLayout>,
     /// Why the exploration stopped early (time, state budget): open targets time out.
     incomplete: Option<String>,
     /// Paths cut without stopping (loop bound, live-path cap, solver unknown).
@@ -113,6 +119,7 @@ pub(super) fn run(
                     &Sort::bitvector(elem.size() as u32 * 8),
                 );
                 st.regions.push(Region {
+                    layout: None,
                     elem: *elem,
                     array: a.clone(),
                     arg: Some(i),
@@ -124,6 +131,36 @@ pub(super) fn run(
                 };
                 (Some(ptr), Some((a, *elem)))
             }
+            Some(SymArg::StructBuffer { layout, len }) => {
+                let a = Array::new_const(
+                    format!("buf{i}"),
+                    &Sort::bitvector(64),
+                    &Sort::bitvector(layout.size as u32 * 8),
+                );
+                st.regions.push(Region {
+                    layout: Some(layout.clone()),
+                    elem: u8_type(),
+                    array: a.clone(),
+                    arg: Some(i),
+                    len: Some(*len),
+                });
+                let ptr = Val::Ptr {
+                    region: st.regions.len() - 1,
+                    off: BV::from_u64(0, 64),
+                };
+                (Some(ptr), Some((a, u8_type())))
+            }
+            Some(SymArg::Struct(layout)) => {
+                let raw = BV::new_const(format!("arg{i}"), layout.size as u32 * 8);
+                arg_bits.push((i, raw.clone()));
+                (
+                    Some(Val::Struct {
+                        bits: raw,
+                        layout: layout.clone(),
+                    }),
+                    None,
+                )
+            }
             Some(SymArg::Local { elem: Some(elem) }) => {
                 let a = Array::new_const(
                     format!("local{i}"),
@@ -131,6 +168,7 @@ pub(super) fn run(
                     &Sort::bitvector(elem.size() as u32 * 8),
                 );
                 st.regions.push(Region {
+                    layout: None,
                     elem: *elem,
                     array: a,
                     arg: None,
@@ -169,6 +207,7 @@ pub(super) fn run(
         states: 0,
         depth: 0,
         unsupported: None,
+        structs: parse_structs(&program.source),
         incomplete: None,
         cut: None,
     };
@@ -448,6 +487,7 @@ impl<'a> Exec<'a> {
                                 &Sort::bitvector(elem.size() as u32 * 8),
                             );
                             st.regions.push(Region {
+                                layout: None,
                                 elem,
                                 array: arr,
                                 arg: None,
@@ -491,13 +531,20 @@ impl<'a> Exec<'a> {
                             None => {
                                 let t = parse_value_type(&v.ty);
                                 let mut st = st;
-                                match t {
-                                    Some(t) => {
-                                        let name = format!("uninit_{}_{}", v.name, v.span.start);
+                                let name = format!("uninit_{}_{}", v.name, v.span.start);
+                                let layout = layout_of(&self.structs, &v.ty).cloned();
+                                match (t, layout) {
+                                    (Some(t), _) => {
                                         st.vars.push((v.name.clone(), Val::fresh(&name, t)));
                                         next.push(st);
                                     }
-                                    None => self.unsupported(
+                                    (None, Some(layout)) => {
+                                        let bits = BV::new_const(name, layout.size as u32 * 8);
+                                        st.vars
+                                            .push((v.name.clone(), Val::Struct { bits, layout }));
+                                        next.push(st);
+                                    }
+                                    (None, None) => self.unsupported(
                                         format!("a variable of type {}", v.ty),
                                         v.span,
                                     ),
@@ -932,6 +979,7 @@ impl<'a> Exec<'a> {
                 arr = arr.store(&BV::from_u64(k as u64, 64), &v.to_bits()?);
             }
             st.regions.push(Region {
+                layout: None,
                 elem,
                 array: arr,
                 arg: None,
@@ -973,19 +1021,32 @@ impl<'a> Exec<'a> {
             self.unsupported("a memory read", span);
             return None;
         };
-        Some(Val::from_bits(&bits, r.elem))
+        Some(match r.layout {
+            Some(layout) => Val::Struct { bits, layout },
+            None => Val::from_bits(&bits, r.elem),
+        })
     }
 
     fn store(&mut self, st: &mut State, region: usize, off: &BV, v: Val, span: Span) -> bool {
         let Some(r) = st.regions.get(region).cloned() else {
             return false;
         };
-        let v = match convert(v, &r.elem.name()) {
-            Ok(v) => v,
-            Err(w) => {
-                self.unsupported(w, span);
+        let v = match (&r.layout, v) {
+            (Some(_), v @ Val::Struct { .. }) => v,
+            (Some(l), _) => {
+                self.unsupported(
+                    format!("storing a non-struct into a {} element", l.name),
+                    span,
+                );
                 return false;
             }
+            (None, v) => match convert(v, &r.elem.name()) {
+                Ok(v) => v,
+                Err(w) => {
+                    self.unsupported(w, span);
+                    return false;
+                }
+            },
         };
         let Ok(bits) = v.to_bits() else {
             self.unsupported("storing this value", span);
@@ -1234,7 +1295,22 @@ impl<'a> Exec<'a> {
                 Ok(out)
             }
             ExprKind::Call { callee, args, .. } => self.call(e, callee, args, st),
-            ExprKind::Member { field, .. } => Err(format!("struct member .{field}")),
+            ExprKind::Member { base, field, arrow } => {
+                let span = e.span;
+                let field = field.clone();
+                let arrow = *arrow;
+                self.map1(base, st, &mut |ex, s, v| {
+                    let v = if arrow {
+                        let Val::Ptr { region, off } = v else {
+                            return Err(format!("->{field} on a non-pointer"));
+                        };
+                        ex.load(s, region, &off, span).ok_or("a memory read")?
+                    } else {
+                        v
+                    };
+                    field_of(&v, &field)
+                })
+            }
             ExprKind::InitList(_) => Err("an initialiser list".into()),
             ExprKind::Opaque { what, .. } => Err(format!("expression {what}")),
         }
@@ -1358,6 +1434,29 @@ impl<'a> Exec<'a> {
                         }
                     }
                     out.extend(self.assign(base, Val::Vector(lanes), s)?);
+                }
+                Ok(out)
+            }
+            ExprKind::Member { base, field, arrow } => {
+                let mut out = Vec::new();
+                if *arrow {
+                    for (mut s, p) in self.expr(base, st) {
+                        let Val::Ptr { region, off } = p else {
+                            return Err(format!("->{field} on a non-pointer"));
+                        };
+                        let old = self
+                            .load(&mut s, region, &off, t.span)
+                            .ok_or("a memory read")?;
+                        let new = with_field(&old, field, v.clone())?;
+                        if self.store(&mut s, region, &off, new, t.span) {
+                            out.push(s);
+                        }
+                    }
+                } else {
+                    for (s, old) in self.expr(base, st) {
+                        let new = with_field(&old, field, v.clone())?;
+                        out.extend(self.assign(base, new, s)?);
+                    }
                 }
                 Ok(out)
             }
@@ -1769,6 +1868,55 @@ impl<'a> Exec<'a> {
             other => return Err(format!("built-in {other}")),
         })
     }
+}
+
+fn u8_type() -> ValueType {
+    ValueType {
+        scalar: crate::interface::Scalar::Int {
+            bits: 8,
+            signed: false,
+        },
+        lanes: 1,
+    }
+}
+
+/// Field `name` of a struct value.
+fn field_of(v: &Val, name: &str) -> Result<Val, String> {
+    let Val::Struct { bits, layout } = v else {
+        return Err(format!("member .{name} of a non-struct"));
+    };
+    let f = layout
+        .field(name)
+        .ok_or_else(|| format!("field .{name} of {}", layout.name))?;
+    let lo = f.offset as u32 * 8;
+    let hi = lo + f.ty.size() as u32 * 8 - 1;
+    Ok(Val::from_bits(&bits.extract(hi, lo), f.ty))
+}
+
+/// The struct value with field `name` replaced by `v`.
+fn with_field(s: &Val, name: &str, v: Val) -> Result<Val, String> {
+    let Val::Struct { bits, layout } = s else {
+        return Err(format!("member .{name} of a non-struct"));
+    };
+    let f = layout
+        .field(name)
+        .ok_or_else(|| format!("field .{name} of {}", layout.name))?;
+    let v = convert(v, &f.ty.name())?;
+    let new = v.to_bits()?;
+    let lo = f.offset as u32 * 8;
+    let hi = lo + f.ty.size() as u32 * 8 - 1;
+    let w = bits.get_size();
+    let mut acc = new;
+    if lo > 0 {
+        acc = acc.concat(bits.extract(lo - 1, 0));
+    }
+    if hi + 1 < w {
+        acc = bits.extract(w - 1, hi + 1).concat(&acc);
+    }
+    Ok(Val::Struct {
+        bits: acc,
+        layout: layout.clone(),
+    })
 }
 
 fn ite_val(c: &Bool, a: &Val, b: &Val) -> Result<Val, String> {

@@ -46,6 +46,15 @@ pub enum SymArg {
         /// Number of elements (reads are constrained to be in bounds).
         len: u64,
     },
+    /// A buffer of `len` structs with a known layout.
+    StructBuffer {
+        /// The struct's fields.
+        layout: crate::interface::StructLayout,
+        /// Number of elements.
+        len: u64,
+    },
+    /// A struct by value, with a known layout.
+    Struct(crate::interface::StructLayout),
     /// A `__local` buffer: an array whose initial contents are unknown.
     Local {
         /// Element type (`None`: unknown, accesses unsupported).

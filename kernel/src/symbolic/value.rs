@@ -24,6 +24,11 @@ pub enum Val {
         off: BV,
         dims: Vec<u64>,
     },
+    /// A struct value: its bytes as one bit-vector (little-endian) and its layout.
+    Struct {
+        bits: BV,
+        layout: crate::interface::StructLayout,
+    },
     /// No value.
     Void,
 }
@@ -101,6 +106,7 @@ impl Val {
     pub fn to_bits(&self) -> Result<BV, Unsup> {
         match self {
             Val::Int { bv, .. } => Ok(bv.clone()),
+            Val::Struct { bits, .. } => Ok(bits.clone()),
             Val::Flt { f, .. } => Ok(f.to_ieee_bv()),
             Val::Vector(lanes) => {
                 let mut parts: Vec<BV> = lanes
@@ -155,6 +161,10 @@ impl Val {
 /// Converts to the type spelled `ty` (C conversion semantics; vectors lane-wise, scalars
 /// splat to vectors).
 pub fn convert(v: Val, ty: &str) -> Result<Val, Unsup> {
+    if matches!(v, Val::Struct { .. }) && !ty.contains('*') {
+        // Structs are only ever copied whole.
+        return Ok(v);
+    }
     if ty.contains('*') || ty.contains('[') {
         return match v {
             Val::Ptr { .. } | Val::Rows { .. } => Ok(v),
@@ -238,6 +248,9 @@ fn convert_scalar(v: Val, to: Scalar, is_bool: bool) -> Result<Val, Unsup> {
             return Err("converting a pointer to a number".into())
         }
         (Val::Void, _) => return Err("using a void value".into()),
+        (Val::Struct { layout, .. }, _) => {
+            return Err(format!("converting a {} struct to a number", layout.name))
+        }
     })
 }
 

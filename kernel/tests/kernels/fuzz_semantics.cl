@@ -55,3 +55,10 @@ __kernel void tables(__global int *out, __global int *counter, int i, int j) {
     }
     if (atomic_inc(counter) == 41) out[1] = 1;
 }
+
+// Taking the address of a private variable is not modelled: reported, with its line.
+__kernel void address(__global int *out, int x) {
+    int y = x;
+    int *p = &y;
+    if (*p == 3) out[0] = 1;
+}
