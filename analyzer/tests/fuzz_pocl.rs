@@ -398,3 +398,32 @@ fn struct_fields_by_buffer_and_by_value() {
                 && *s == SlotStatus::SolvedAndConfirmed)
     );
 }
+
+#[test]
+fn local_ids_under_a_null_local_size() {
+    let source = std::fs::read_to_string(fixture("hard.cl")).unwrap();
+    let session = Session::open(&DeviceSelector::default()).expect("PoCL device");
+    let mut t = fuzz::targets_from_source(&source, "", Some("local_eq"), None, 7)
+        .unwrap()
+        .remove(0);
+    t.seeds[0].local_size = None;
+    let o = fuzz::run_target(&session, t, &settings(true)).unwrap();
+    for s in &o.report.slots {
+        assert!(
+            matches!(
+                s.status,
+                SlotStatus::CoveredByFuzzing | SlotStatus::SolvedAndConfirmed
+            ),
+            "{}: {:?}",
+            s.label,
+            s.status
+        );
+    }
+    let solved = o
+        .campaign
+        .cases
+        .iter()
+        .find(|c| c.origin.starts_with("solved"))
+        .expect("a solved case");
+    assert_eq!(solved.input.local_size, Some(vec![64]));
+}

@@ -338,7 +338,8 @@ pub fn run_target(
             }
         }
     }
-    let report = kernel_report(&campaign, &statuses, solve_time);
+    let mut report = kernel_report(&campaign, &statuses, solve_time);
+    report.compiles = runner.compiles();
     Ok(Outcome {
         campaign,
         report,
@@ -389,6 +390,7 @@ pub fn kernel_report(
         findings: c.findings.iter().map(|f| f.what.clone()).collect(),
         executions: c.executions,
         compile_ms: c.compile_time.as_secs_f64() * 1e3,
+        compiles: 1,
         run_ms: c.run_time.as_secs_f64() * 1e3,
         saturation_ms: c.saturation_time.as_secs_f64() * 1e3,
         solve_ms: solve_time.as_secs_f64() * 1e3,
@@ -629,14 +631,15 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
                     let _ = writeln!(
                         out,
                         "timing {}: compile {:.1} ms, saturation {:.1} ms (compile excluded), \
-                         {} executions in {:.1} ms, solve {:.1} ms, total {:.1} ms",
+                         {} executions in {:.1} ms, solve {:.1} ms, total {:.1} ms, {} build(s)",
                         name,
                         r.compile_ms,
                         r.saturation_ms,
                         r.executions,
                         r.run_ms,
                         r.solve_ms,
-                        o.total.as_secs_f64() * 1e3
+                        o.total.as_secs_f64() * 1e3,
+                        r.compiles
                     );
                 }
                 rows.push((o.campaign.cases.len(), o.total));

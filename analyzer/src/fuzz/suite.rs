@@ -73,8 +73,12 @@ pub struct KernelReport {
     pub findings: Vec<String>,
     /// Executions.
     pub executions: u64,
-    /// Compile time (ms).
+    /// Compile time (ms) of the first build.
     pub compile_ms: f64,
+    /// Builds of the instrumented program (1, plus one per worker restart after a crash or
+    /// hang).
+    #[serde(default)]
+    pub compiles: usize,
     /// Execution time (ms).
     pub run_ms: f64,
     /// Time to the last new coverage by fuzzing (ms, compile excluded).

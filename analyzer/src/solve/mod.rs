@@ -77,6 +77,32 @@ fn sym_args(c: &Campaign, base: &LaunchInput) -> Vec<SymArg> {
         .collect()
 }
 
+/// Whether kernel `name` (or a helper it calls) asks for local ids, group ids or local sizes.
+fn uses_local_ids(program: &Program, name: &str) -> bool {
+    const IDS: &[&str] = &[
+        "get_local_id",
+        "get_group_id",
+        "get_local_size",
+        "get_num_groups",
+        "get_enqueued_local_size",
+    ];
+    let mut todo = vec![name.to_string()];
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(f) = todo.pop() {
+        if !seen.insert(f.clone()) {
+            continue;
+        }
+        let Some(func) = program.function(&f) else {
+            continue;
+        };
+        if func.calls.iter().any(|c| IDS.contains(&c.as_str())) {
+            return true;
+        }
+        todo.extend(func.calls.iter().cloned());
+    }
+    false
+}
+
 /// The base case with the solved values written in.
 fn apply(base: &LaunchInput, c: &Campaign, a: &Assignment) -> LaunchInput {
     let mut input = base.clone();
@@ -138,6 +164,21 @@ pub fn solve_campaign(
     else {
         return Ok(Vec::new());
     };
+    // A NULL local size leaves local and group ids unknown: choose one (the solved case is
+    // launched with it) when the kernel asks for them.
+    let mut base = base;
+    if base.local_size.is_none() && uses_local_ids(program, &c.kernel) {
+        base.local_size = Some(
+            base.global_size
+                .iter()
+                .enumerate()
+                .map(|(d, g)| {
+                    let cap = if d == 0 { 64 } else { 1 };
+                    (1..=cap.min(*g)).rev().find(|l| g % l == 0).unwrap_or(1)
+                })
+                .collect(),
+        );
+    }
     let geometry = Geometry {
         global: base.global_size.clone(),
         local: base.local_size.clone(),

@@ -115,3 +115,11 @@ __kernel void structs(__global Item *items, __global int *out, Item probe) {
         out[gid] += 2;
     }
 }
+
+// Local and group ids under a NULL local size (as many applications launch): the solver
+// picks a local size for its case.
+__kernel void local_eq(__global int *out, uint x) {
+    if (get_local_id(0) == x && get_group_id(0) == 0 && x * 12345u == 308625u) {
+        out[get_global_id(0)] = 1;
+    }
+}
