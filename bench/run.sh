@@ -10,6 +10,8 @@
 #        ROUNDS=3 MODES="native off" bench/run.sh
 #        BENCH_PLATFORM=1 bench/run.sh  (OpenCL platform: index, or part of its name; default 0)
 #        BENCH_NO_BUILD=1 bench/run.sh  (use target/bench/* as they are: machines without cc)
+#        BENCH_TIMEOUT=300 bench/run.sh (seconds per run; a run that hangs is killed, reported as
+#                                        a timeout in the summary, and the benchmark goes on)
 # Raw rows go to target/bench/results.tsv; captures are made in target/bench/cap-* and deleted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +19,7 @@ cd "$(dirname "$0")/.."
 ROUNDS="${ROUNDS:-5}"
 STORM_N="${STORM_N:-100000}"
 HEAVY_N="${HEAVY_N:-200}"
+BENCH_TIMEOUT="${BENCH_TIMEOUT:-300}"
 read -r -a MODES <<<"${MODES:-native off hash full}"
 
 TARGET="${CARGO_TARGET_DIR:-target}"
@@ -47,8 +50,17 @@ run_one() { # run_one BENCH MODE ROUND BINARY ARGS...
     hash | full) cmd=("$CLTRAP" run --out "$cap" --buffers "$mode" -- "$@") ;;
     *) echo "bench: unknown mode $mode" >&2; exit 2 ;;
     esac
-    if ! out="$(python3 bench/measure.py "$tfile" "${cmd[@]}")"; then
-        echo "bench: '${cmd[*]}' failed:" >&2
+    local status=0
+    out="$(timeout --kill-after=10 "$BENCH_TIMEOUT" python3 bench/measure.py "$tfile" "${cmd[@]}")" || status=$?
+    if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+        echo "bench: TIMEOUT: '${cmd[*]}' ran longer than ${BENCH_TIMEOUT}s and was killed" >&2
+        printf '%s\t%s\t%s\ttimeout\t%s\t0\t{}\n' "$bench" "$mode" "$round" "$BENCH_TIMEOUT" >>"$RESULTS"
+        rm -f "$tfile"
+        rm -rf "$cap"
+        return
+    fi
+    if [ "$status" -ne 0 ]; then
+        echo "bench: '${cmd[*]}' failed (exit $status):" >&2
         printf '%s\n' "$out" >&2
         exit 1
     fi

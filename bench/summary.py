@@ -31,13 +31,18 @@ def size(n):
 
 def main(path):
     rows = {}
+    timeouts = {}
     with open(path) as f:
         for line in f:
             bench, mode, rnd, loop_s, wall_s, rss, stats = line.rstrip("\n").split("\t")
-            rows.setdefault(bench, {}).setdefault(mode, []).append(
+            rows.setdefault(bench, {}).setdefault(mode, [])
+            if loop_s == "timeout":
+                timeouts.setdefault(bench, {}).setdefault(mode, []).append((int(rnd), wall_s))
+                continue
+            rows[bench][mode].append(
                 (float(loop_s), float(wall_s), int(rss), json.loads(stats), int(rnd)))
     for bench, modes in rows.items():
-        n = len(next(iter(modes.values())))
+        n = max(len(runs) for runs in modes.values())
         print(f"\n{bench}  (median of {n} alternating rounds)")
         print(f"  {'mode':24} {'loop s':>9} {'x native':>9} {'per-round x native':>22}"
               f" {'wall s':>8} {'x native':>9} {'max RSS MB':>11}")
@@ -59,6 +64,11 @@ def main(path):
                   if paired else "-")
             print(f"  {LABEL[mode]:24} {loop:9.3f} {rl:>9} {pr:>22} {wall:8.3f} {rw:>9}"
                   f" {rss:11.1f}")
+        for mode, lost in timeouts.get(bench, {}).items():
+            done = len(modes.get(mode, []))
+            print(f"  {mode}: {len(lost)} of {len(lost) + done} runs TIMED OUT (killed after "
+                  f"{lost[0][1]} s, rounds {', '.join(str(r) for r, _ in lost)}); medians use "
+                  f"the {done} that finished")
         for mode in ("hash", "full"):
             runs = modes.get(mode)
             if not runs or not runs[-1][3]:
