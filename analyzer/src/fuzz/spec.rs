@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 pub enum Fill {
     /// Random values (mostly small, sometimes anything).
     Random,
-    /// One value for a scalar (a number, or an array per vector lane), repeated in buffers.
+    /// One value for a scalar (a number, or an array per vector lane), repeated in buffers;
+    /// for a buffer, an array of one number per element (per lane) gives every element.
     Fixed(serde_json::Value),
     /// Raw little-endian bytes from a file (relative paths: next to the interface file).
     File(PathBuf),
@@ -218,6 +219,15 @@ pub fn to_input(
                         bytes.resize((n * width) as usize, 0);
                     }
                     (Fill::Zero, _) => bytes.resize((n * width) as usize, 0),
+                    (Fill::Fixed(serde_json::Value::Array(items)), Some(t))
+                        if items.len() as u64 == n * t.lanes as u64 && n > 1 =>
+                    {
+                        // One value per element (per lane for vectors), in order.
+                        for chunk in items.chunks(t.lanes as usize) {
+                            let v = serde_json::Value::Array(chunk.to_vec());
+                            bytes.extend(fixed_bytes(&v, *t, &what)?);
+                        }
+                    }
                     (Fill::Fixed(v), Some(t)) => {
                         let one = fixed_bytes(v, *t, &what)?;
                         for _ in 0..n {
@@ -289,4 +299,47 @@ pub fn to_input(
         input.args.push(arg);
     }
     Ok(input)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills() {
+        let src =
+            "__kernel void k(__global int2 *a, __global float *b, uint n) { a[0] = b[0] + n; }";
+        let p = cltrap_kernel::parse_program(src, "").unwrap();
+        let iface = cltrap_kernel::interface::derive(&p, "k").unwrap();
+        let mut spec = initial(&iface, "");
+        assert!(spec.args[0].output && !spec.args[1].output);
+        spec.args[0].size = Some(2);
+        spec.args[0].fill = Fill::Fixed(serde_json::json!([1, 2, 3, 4]));
+        spec.args[1].size = Some(3);
+        spec.args[1].fill = Fill::Fixed(serde_json::json!(0.5));
+        spec.args[2].fill = Fill::Fixed(serde_json::json!(7));
+        let dir = std::env::temp_dir().join(format!("cltrap-spec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = to_input(&spec, &iface, &dir, 1).unwrap();
+        let InputArg::Buffer { bytes: a, .. } = &input.args[0] else {
+            panic!()
+        };
+        let words: Vec<i32> = a
+            .chunks(4)
+            .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(words, vec![1, 2, 3, 4]);
+        let InputArg::Buffer { bytes: b, .. } = &input.args[1] else {
+            panic!()
+        };
+        assert_eq!(b.len(), 12);
+        assert_eq!(f32::from_le_bytes(b[8..12].try_into().unwrap()), 0.5);
+        assert_eq!(input.args[2], InputArg::Scalar(vec![7, 0, 0, 0]));
+        std::fs::write(dir.join("n.bin"), [9u8, 0, 0, 0]).unwrap();
+        spec.args[2].fill = Fill::File("n.bin".into());
+        let input = to_input(&spec, &iface, &dir, 1).unwrap();
+        assert_eq!(input.args[2], InputArg::Scalar(vec![9, 0, 0, 0]));
+        spec.args.pop();
+        assert!(to_input(&spec, &iface, &dir, 1).is_err());
+    }
 }

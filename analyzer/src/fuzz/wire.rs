@@ -280,3 +280,41 @@ pub fn encode_outputs(o: &[Option<Vec<u8>>]) -> Vec<Option<String>> {
 pub fn decode_outputs(o: &[Option<String>]) -> Vec<Option<Vec<u8>>> {
     o.iter().map(|s| s.as_deref().and_then(unhex)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip() {
+        let input = LaunchInput {
+            kernel: "k".into(),
+            work_dim: 2,
+            global_offset: Some(vec![1, 1]),
+            global_size: vec![8, 4],
+            local_size: None,
+            args: vec![
+                InputArg::Scalar(vec![1, 2, 3]),
+                InputArg::Local(64),
+                InputArg::NullBuffer,
+                InputArg::Buffer {
+                    mem: Some(3),
+                    flags: 1,
+                    bytes: (0..=255).collect(),
+                },
+            ],
+            stand_ins: vec![],
+        };
+        let extras = vec![InputArg::Buffer {
+            mem: None,
+            flags: 1,
+            bytes: vec![0xff; 8],
+        }];
+        let text = serde_json::to_string(&WireInput::from_input(&input, &extras)).unwrap();
+        let back: WireInput = serde_json::from_str(&text).unwrap();
+        let (i2, e2) = back.to_input().unwrap();
+        assert_eq!((i2, e2), (input, extras));
+        assert_eq!(unhex(&hex(&[0, 0xab, 0xff])), Some(vec![0, 0xab, 0xff]));
+        assert_eq!(unhex("0xabc"), None);
+    }
+}

@@ -185,7 +185,33 @@ pub fn solve_campaign(
         offset: base.global_offset.clone(),
     };
     let args = sym_args(c, &base);
-    let results = symbolic::solve(program, &c.kernel, &geometry, &args, &open, limits)?;
+    // A defect in the solver must not end the campaign: open slots are then reported as
+    // unsupported with the reason.
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        symbolic::solve(program, &c.kernel, &geometry, &args, &open, limits)
+    }));
+    let results = match run {
+        Ok(r) => r?,
+        Err(p) => {
+            let why = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown".into());
+            return Ok(open
+                .iter()
+                .map(|t| {
+                    (
+                        t.id,
+                        SlotStatus::Unsupported {
+                            what: format!("internal solver error: {why}"),
+                        },
+                        Duration::ZERO,
+                    )
+                })
+                .collect());
+        }
+    };
     let mut out = Vec::new();
     for r in results {
         let status = match r.verdict {

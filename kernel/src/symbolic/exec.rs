@@ -1927,7 +1927,7 @@ fn ite_val(c: &Bool, a: &Val, b: &Val) -> Result<Val, String> {
                 signed: *signed,
             }
         }
-        (Val::Flt { f: x, bits }, Val::Flt { f: y, .. }) => Val::Flt {
+        (Val::Flt { f: x, bits }, Val::Flt { f: y, bits: b2 }) if bits == b2 => Val::Flt {
             f: c.ite(x, y),
             bits: *bits,
         },

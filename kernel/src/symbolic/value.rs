@@ -326,7 +326,7 @@ pub fn binary(op: BinOp, a: Val, b: Val) -> Result<Val, Unsup> {
                 other => Err(format!("operator {}", other.token())),
             }
         }
-        (Val::Flt { f: x, bits }, Val::Flt { f: y, .. }) => {
+        (Val::Flt { f: x, bits }, Val::Flt { f: y, bits: b2 }) if bits == b2 => {
             let rm = rne();
             let flt = |f: Float| Ok(Val::Flt { f, bits });
             match op {
