@@ -201,3 +201,20 @@ fn constant_tables_arrays_and_atomics() {
     let (_, idx, bytes) = a.elements.iter().find(|(arg, _, _)| *arg == 1).unwrap();
     assert_eq!((*idx, i32_of(bytes)), (0, 41));
 }
+
+#[test]
+fn builtins() {
+    let r = solve("builtins", "if (floor");
+    let t = r.iter().find(|(l, _)| l.ends_with("true")).unwrap();
+    let f = f32::from_le_bytes(scalar(&t.1, 1)[..4].try_into().unwrap());
+    assert!(f > 3.75 && f < 4.0, "{f}");
+    let r = solve("builtins", "if (mad24");
+    let t = r.iter().find(|(l, _)| l.ends_with("true")).unwrap();
+    let (a, b) = (i32_of(&scalar(&t.1, 2)), i32_of(&scalar(&t.1, 3)));
+    // select(a, b, a > b) is b when a > b, else a; with b > a it is a.
+    assert_eq!((a, a * 3 + b), (7, 100));
+    let r = solve("builtins", "if (isnan");
+    let t = r.iter().find(|(l, _)| l.ends_with("true")).unwrap();
+    let f = f32::from_le_bytes(scalar(&t.1, 1)[..4].try_into().unwrap());
+    assert!(f.is_nan() || f.is_infinite(), "{f}");
+}

@@ -294,6 +294,17 @@ fn is_assignment(op: BinOp) -> bool {
     )
 }
 
+/// The element access an assignment target writes through (`a[i].x.y` → `a[i]`).
+fn accessed(e: &Expr) -> &Expr {
+    match &e.peel().kind {
+        ExprKind::Member {
+            base, arrow: false, ..
+        }
+        | ExprKind::Swizzle { base, .. } => accessed(base),
+        _ => e.peel(),
+    }
+}
+
 /// Whether the memory behind `names` is read anywhere other than as the target of `=`.
 fn reads_besides_stores(body: &crate::model::Stmt, names: &[String]) -> bool {
     let ours = |e: &Expr| base_name(e).is_some_and(|b| names.iter().any(|n| n == b));
@@ -306,7 +317,8 @@ fn reads_besides_stores(body: &crate::model::Stmt, names: &[String]) -> bool {
         {
             if is_assignment(*op) && ours(lhs) {
                 if *op == BinOp::Assign {
-                    store_targets.push((lhs.peel().span.start, lhs.peel().span.end));
+                    let a = accessed(lhs);
+                    store_targets.push((a.span.start, a.span.end));
                 } else {
                     read = true;
                 }

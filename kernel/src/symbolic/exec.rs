@@ -1841,6 +1841,35 @@ impl<'a> Exec<'a> {
                     ty,
                 )?
             }
+            "mad" | "fma" | "mad24" if vals.len() == 3 => {
+                let m = binary(BinOp::Mul, vals[0].clone(), vals[1].clone())?;
+                binary(BinOp::Add, m, vals[2].clone())?
+            }
+            "mul24" if vals.len() == 2 => binary(BinOp::Mul, vals[0].clone(), vals[1].clone())?,
+            "sqrt" | "native_sqrt" | "half_sqrt" | "floor" | "ceil" | "trunc" | "round"
+            | "rint" | "isnan" | "isinf" | "isfinite" | "signbit"
+                if vals.len() == 1 =>
+            {
+                float_unary(name, &vals[0])?
+            }
+            "select" if vals.len() == 3 => {
+                // Scalar condition: c ? b : a (vector conditions select by each lane's sign).
+                match (&vals[2], &vals[0], &vals[1]) {
+                    (Val::Vector(c), Val::Vector(a), Val::Vector(b)) if c.len() == a.len() => {
+                        let mut lanes = Vec::new();
+                        for ((c, a), b) in c.iter().zip(a).zip(b) {
+                            let Val::Int { bv, .. } = c else {
+                                return Err("select with a non-integer condition".into());
+                            };
+                            let msb = bv.extract(bv.get_size() - 1, bv.get_size() - 1);
+                            let set = msb.eq(BV::from_u64(1, 1));
+                            lanes.push(ite_val(&set, b, a)?);
+                        }
+                        Val::Vector(lanes)
+                    }
+                    (c, a, b) => ite_val(&c.truthy()?, b, a)?,
+                }
+            }
             "fabs" if vals.len() == 1 => match &vals[0] {
                 Val::Flt { f, bits } => Val::Flt {
                     f: f.unary_abs(),
@@ -1917,6 +1946,44 @@ fn with_field(s: &Val, name: &str, v: Val) -> Result<Val, String> {
         bits: acc,
         layout: layout.clone(),
     })
+}
+
+/// Float built-ins of one argument, lane-wise on vectors.
+fn float_unary(name: &str, v: &Val) -> Result<Val, String> {
+    use z3::ast::RoundingMode as Rm;
+    match v {
+        Val::Vector(l) => Ok(Val::Vector(
+            l.iter()
+                .map(|x| float_unary(name, x))
+                .collect::<Result<_, _>>()?,
+        )),
+        Val::Flt { f, bits } => {
+            let flt = |f| Ok(Val::Flt { f, bits: *bits });
+            let test = |b: z3::ast::Bool| Ok(value::from_bool(b));
+            match name {
+                "sqrt" | "native_sqrt" | "half_sqrt" => flt(f.sqrt()),
+                "floor" => {
+                    flt(f.round_to_integral_with_rounding_mode(&Rm::round_towards_negative()))
+                }
+                "ceil" => {
+                    flt(f.round_to_integral_with_rounding_mode(&Rm::round_towards_positive()))
+                }
+                "trunc" => flt(f.round_to_integral_with_rounding_mode(&Rm::round_towards_zero())),
+                "round" => {
+                    flt(f.round_to_integral_with_rounding_mode(&Rm::round_nearest_ties_to_away()))
+                }
+                "rint" => {
+                    flt(f.round_to_integral_with_rounding_mode(&Rm::round_nearest_ties_to_even()))
+                }
+                "isnan" => test(f.is_nan()),
+                "isinf" => test(f.is_infinite()),
+                "isfinite" => test(f.is_nan().not() & f.is_infinite().not()),
+                "signbit" => test(f.is_negative()),
+                _ => Err(format!("built-in {name}")),
+            }
+        }
+        _ => Err(format!("{name} of a non-float")),
+    }
 }
 
 fn ite_val(c: &Bool, a: &Val, b: &Val) -> Result<Val, String> {

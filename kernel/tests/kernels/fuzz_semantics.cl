@@ -62,3 +62,10 @@ __kernel void address(__global int *out, int x) {
     int *p = &y;
     if (*p == 3) out[0] = 1;
 }
+
+// Built-ins: floor, mad, select, isnan.
+__kernel void builtins(__global int *out, float f, int a, int b) {
+    if (floor(f) == 3.0f && f > 3.75f) out[0] = 1;
+    if (mad24(a, 3, b) == 100 && select(a, b, a > b) == 7 && b > a) out[1] = 1;
+    if (isnan(f * 0.0f)) out[2] = 1;
+}
