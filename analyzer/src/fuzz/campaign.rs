@@ -269,6 +269,13 @@ impl Campaign {
         let dict = Dictionary::new(&self.iface, &first.input);
         let k = budget.fruitless.unwrap_or(50 * mutable.max(1));
         let mut rng = Rng::new(seed);
+        // One random seed shaped like the first one (captured values are often too tame).
+        if mutable > 0 && k > 0 && !self.complete() {
+            let random = super::mutate::randomize(&first.input, &shapes, &dict, &mut rng);
+            if self.offer(runner, random, "random seed".into(), false)? {
+                self.saturation_time = start.elapsed();
+            }
+        }
         let bar = if progress {
             let b = ProgressBar::new(self.slots.len() as u64);
             b.set_style(

@@ -205,6 +205,39 @@ pub fn mutate(
     }
 }
 
+/// `input` with every mutable argument replaced by random values of its type (a random seed
+/// with the geometry and sizes of a captured one).
+pub fn randomize(
+    input: &LaunchInput,
+    shapes: &[Shape],
+    dict: &Dictionary,
+    rng: &mut Rng,
+) -> LaunchInput {
+    let mut out = input.clone();
+    let global = input.global_size.iter().product::<u64>().max(1);
+    for (shape, arg) in shapes.iter().zip(out.args.iter_mut()) {
+        match (shape, arg) {
+            (Shape::Value(t), InputArg::Scalar(b)) => *b = random_value(*t, dict, global, rng),
+            (Shape::Struct(l), InputArg::Scalar(b)) => *b = random_struct(l, dict, global, rng),
+            (Shape::Buffer(Some(t)), InputArg::Buffer { bytes, .. }) => {
+                for el in bytes.chunks_exact_mut(t.size()) {
+                    el.copy_from_slice(&random_value(*t, dict, global, rng));
+                }
+            }
+            (Shape::Structs(l), InputArg::Buffer { bytes, .. }) => {
+                for el in bytes.chunks_exact_mut(l.size) {
+                    el.copy_from_slice(&random_struct(l, dict, global, rng));
+                }
+            }
+            (Shape::Buffer(None), InputArg::Buffer { bytes, .. }) => {
+                bytes.iter_mut().for_each(|b| *b = rng.next_u64() as u8)
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Mutates one field of the struct in `el`.
 fn mutate_field(
     el: &mut [u8],
