@@ -38,6 +38,8 @@ const ADMIT_WAIT: Duration = Duration::from_secs(30);
 const FINISH_WAIT: Duration = Duration::from_secs(10);
 /// At exit: give up when no launch completed for this long.
 const EXIT_STALL: Duration = Duration::from_secs(5);
+/// How long the writer lets completions gather before writing them.
+const NAP: Duration = Duration::from_millis(1);
 /// Status meaning "the completion callback could not be registered: the writer must wait for
 /// the event itself".
 const WAIT_ON_WRITER: cl_int = cl_int::MIN;
@@ -145,6 +147,9 @@ struct State {
     ready: Vec<u64>,
     bytes: usize,
     writer_sleeping: bool,
+    /// Threads waiting for records to be written (clFinish, exit, memory cap): while there
+    /// are any, the writer does not nap.
+    waiters: usize,
 }
 
 struct Registry {
@@ -273,14 +278,22 @@ pub(super) fn wait_written(queue: cl_command_queue, upto: u64) {
     let reg = &*REGISTRY;
     let deadline = Instant::now() + FINISH_WAIT;
     let mut st = lock(&reg.state);
-    loop {
-        let pending = st
-            .lanes
+    let pending = |st: &State| {
+        st.lanes
             .get(&(queue as usize))
             .and_then(|l| l.front())
-            .is_some_and(|t| *t <= upto);
+            .is_some_and(|t| *t <= upto)
+    };
+    if !pending(&st) {
+        return;
+    }
+    // While someone waits, the writer does not nap.
+    st.waiters += 1;
+    reg.work.notify_one();
+    loop {
         let now = Instant::now();
-        if !pending || now >= deadline {
+        if !pending(&st) || now >= deadline {
+            st.waiters = st.waiters.saturating_sub(1);
             return;
         }
         st = reg
@@ -360,6 +373,8 @@ fn drain() {
     drop(st);
     flush(&queues);
     st = lock(&reg.state);
+    st.waiters += 1;
+    reg.work.notify_one();
     let mut last = (st.slots.len(), Instant::now());
     while !st.slots.is_empty() {
         if st.slots.len() < last.0 {
@@ -391,6 +406,15 @@ fn writer_loop() {
                 st = reg.work.wait(st).unwrap_or_else(|p| p.into_inner());
             }
             st.writer_sleeping = false;
+            // Let completions gather for a moment (one wake-up per batch, not per launch),
+            // unless someone waits for them.
+            if st.waiters == 0 {
+                st = reg
+                    .work
+                    .wait_timeout_while(st, NAP, |st| st.waiters == 0)
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|p| p.into_inner().0);
+            }
             take_batch(&mut st)
         };
         let mut written = Vec::with_capacity(batch.len());
