@@ -273,6 +273,7 @@ pub fn stryker_json(r: &CampaignReport) -> Value {
         );
     }
     json!({
+        "$schema": "https://git.io/mutation-testing-report-schema",
         "schemaVersion": "1",
         "thresholds": {"high": 80, "low": 60},
         "projectRoot": "",

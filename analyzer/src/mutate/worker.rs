@@ -501,6 +501,8 @@ fn run_on(w: &mut Worker, job: &Job, opts: &PoolOptions) -> (JobResult, bool) {
         return (result(Status::RuntimeError, why, 0), false);
     }
     let compile = opts.run_timeout * 20 + Duration::from_secs(30);
+    // The first run of a program with new sizes includes the driver's lazy compile.
+    let cold = opts.run_timeout * 5 + Duration::from_secs(10);
     let mut deadline = compile;
     let mut runs = 0u32;
     loop {
@@ -508,7 +510,7 @@ fn run_on(w: &mut Worker, job: &Job, opts: &PoolOptions) -> (JobResult, bool) {
             Ok(Some(Event::Built)) => deadline = opts.run_timeout,
             Ok(Some(Event::Run { warm })) => {
                 runs += 1;
-                deadline = if warm { opts.run_timeout } else { compile };
+                deadline = if warm { opts.run_timeout } else { cold };
             }
             Ok(Some(Event::Done { result })) => return (result, true),
             Ok(None) | Err(RecvTimeoutError::Disconnected) => {
