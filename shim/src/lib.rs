@@ -90,6 +90,8 @@
 //!   application enqueues on *another* queue after waiting for the kernel's event (the kernel
 //!   event is the application's and cannot be delayed). In-order single-queue use, and
 //!   out-of-order queues (protected by the barrier), are exact.
+//! * A process forked after its first recorded launch has no writer thread: the child's
+//!   launches are not recorded.
 //! * A kernel that writes through a pointer to `const` (undefined behaviour) is recorded as not
 //!   changing that buffer; replay then reports the difference.
 //! * `launch_site.offset` is the return address in the module (what `addr2line -e module`

@@ -25,7 +25,7 @@ use libc::c_void;
 use opencl_sys::cl_function_types::*;
 use opencl_sys::*;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, Once};
 use std::time::{Duration, Instant};
 
@@ -275,6 +275,9 @@ fn wake_writer(reg: &Registry, st: &mut State) {
 /// After the application's `clFinish(queue)`: waits (bounded) until every launch submitted on
 /// `queue` up to ticket `upto` is written.
 pub(super) fn wait_written(queue: cl_command_queue, upto: u64) {
+    if !available() {
+        return;
+    }
     let reg = &*REGISTRY;
     let deadline = Instant::now() + FINISH_WAIT;
     let mut st = lock(&reg.state);
@@ -348,7 +351,22 @@ fn pin_module(addr: usize) {
     };
 }
 
+/// Set in a child process forked after the writer started: it has no writer thread (and the
+/// parent's launches in flight are not its own), so it records nothing.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn in_forked_child() {
+    FORKED.store(true, Ordering::Relaxed);
+}
+
+/// Whether launches can be recorded in this process (false in a forked child).
+pub(super) fn available() -> bool {
+    !FORKED.load(Ordering::Relaxed)
+}
+
 fn start() {
+    // SAFETY: registers a handler that only stores an atomic flag (async-signal-safe).
+    unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
     let spawned = std::thread::Builder::new()
         .name("cltrap-writer".into())
         .spawn(writer_loop);
@@ -367,6 +385,9 @@ extern "C" fn at_exit() {
 
 /// Waits for launches in flight (as long as they keep completing) and their records.
 fn drain() {
+    if !available() {
+        return;
+    }
     let reg = &*REGISTRY;
     let mut st = lock(&reg.state);
     let queues = queues_of(&st);

@@ -276,7 +276,7 @@ impl Plan {
         geo: &Geometry,
     ) -> Option<Plan> {
         let settings = crate::state::settings()?;
-        if !crate::sink::healthy() {
+        if !crate::sink::healthy() || !flight::available() {
             return None;
         }
         // The name decides most filters: look at it before copying the arguments.
