@@ -12,11 +12,18 @@ pub enum ReadError {
     #[error("{path} is not a cltrap capture: it has no manifest.json (capture with `cltrap run --out {path} -- APP`)")]
     NoManifest { path: PathBuf },
     #[error("cannot read {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path} is corrupt: {message}")]
     Corrupt { path: PathBuf, message: String },
     #[error("{path} was written in capture format {found} {version}; this cltrap reads {FORMAT_NAME} {FORMAT_VERSION}")]
-    Version { path: PathBuf, found: String, version: u32 },
+    Version {
+        path: PathBuf,
+        found: String,
+        version: u32,
+    },
     #[error("launch {id} is not in this capture ({count} launches: ids 0..{count})")]
     NoSuchLaunch { id: u64, count: usize },
     #[error("blob {hash} is missing from the capture (was it copied incompletely?)")]
@@ -42,27 +49,47 @@ impl Capture {
     pub fn open(dir: &Path) -> Result<Capture, ReadError> {
         let manifest_path = dir.join("manifest.json");
         if !manifest_path.exists() {
-            return Err(ReadError::NoManifest { path: dir.to_path_buf() });
+            return Err(ReadError::NoManifest {
+                path: dir.to_path_buf(),
+            });
         }
-        let text = fs::read(&manifest_path)
-            .map_err(|source| ReadError::Io { path: manifest_path.clone(), source })?;
-        let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
-            ReadError::Corrupt { path: manifest_path.clone(), message: e.to_string() }
+        let text = fs::read(&manifest_path).map_err(|source| ReadError::Io {
+            path: manifest_path.clone(),
+            source,
         })?;
-        let found = value.get("format").and_then(|v| v.as_str()).unwrap_or("").to_string();
+        let value: serde_json::Value =
+            serde_json::from_slice(&text).map_err(|e| ReadError::Corrupt {
+                path: manifest_path.clone(),
+                message: e.to_string(),
+            })?;
+        let found = value
+            .get("format")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string();
         let version = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
         if found != FORMAT_NAME || version != FORMAT_VERSION {
-            return Err(ReadError::Version { path: manifest_path, found, version });
+            return Err(ReadError::Version {
+                path: manifest_path,
+                found,
+                version,
+            });
         }
-        let manifest: Manifest = serde_json::from_value(value).map_err(|e| {
-            ReadError::Corrupt { path: manifest_path.clone(), message: e.to_string() }
+        let manifest: Manifest = serde_json::from_value(value).map_err(|e| ReadError::Corrupt {
+            path: manifest_path.clone(),
+            message: e.to_string(),
         })?;
 
         let log_path = dir.join("launches.jsonl");
         let log = match fs::read(&log_path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(source) => return Err(ReadError::Io { path: log_path, source }),
+            Err(source) => {
+                return Err(ReadError::Io {
+                    path: log_path,
+                    source,
+                })
+            }
         };
         let truncated = !log.is_empty() && !log.ends_with(b"\n");
         let mut launches = Vec::new();
@@ -73,18 +100,22 @@ impl Capture {
             if line.is_empty() {
                 continue;
             }
-            let record: LaunchRecord = serde_json::from_slice(line).map_err(|e| {
-                ReadError::Corrupt {
+            let record: LaunchRecord =
+                serde_json::from_slice(line).map_err(|e| ReadError::Corrupt {
                     path: log_path.clone(),
                     message: format!("line {}: {}", n + 1, e),
-                }
-            })?;
+                })?;
             launches.push(record);
         }
         // Writers that record launches as they complete write them out of id order; ids are
         // the order the application enqueued them.
         launches.sort_by_key(|l| l.id);
-        Ok(Capture { dir: dir.to_path_buf(), manifest, launches, truncated })
+        Ok(Capture {
+            dir: dir.to_path_buf(),
+            manifest,
+            launches,
+            truncated,
+        })
     }
 
     /// The capture directory.
@@ -97,7 +128,10 @@ impl Capture {
         self.launches
             .iter()
             .find(|l| l.id == id)
-            .ok_or(ReadError::NoSuchLaunch { id, count: self.launches.len() })
+            .ok_or(ReadError::NoSuchLaunch {
+                id,
+                count: self.launches.len(),
+            })
     }
 
     /// Reads a blob and checks it against its digest.
@@ -106,12 +140,16 @@ impl Capture {
         let bytes = match fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(ReadError::MissingBlob { hash: hash.to_string() })
+                return Err(ReadError::MissingBlob {
+                    hash: hash.to_string(),
+                })
             }
             Err(source) => return Err(ReadError::Io { path, source }),
         };
         if digest(&bytes) != hash {
-            return Err(ReadError::DamagedBlob { hash: hash.to_string() });
+            return Err(ReadError::DamagedBlob {
+                hash: hash.to_string(),
+            });
         }
         Ok(bytes)
     }
@@ -126,7 +164,11 @@ impl Capture {
             }),
             Content::Missing { note } => Err(ReadError::NotRecorded {
                 what: what.to_string(),
-                why: if note.is_empty() { "buffer mode `none`".into() } else { note.clone() },
+                why: if note.is_empty() {
+                    "buffer mode `none`".into()
+                } else {
+                    note.clone()
+                },
             }),
         }
     }

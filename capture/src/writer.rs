@@ -14,9 +14,15 @@ use std::sync::Mutex;
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     #[error("cannot create capture directory {path}: {source}")]
-    CreateDir { path: PathBuf, source: std::io::Error },
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot write {path}: {source}")]
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot encode record: {0}")]
     Encode(#[from] serde_json::Error),
 }
@@ -66,8 +72,10 @@ impl BlobStore {
         let path = blob_path(&self.dir, hash);
         if !path.exists() {
             let parent = path.parent().unwrap_or(&self.dir).to_path_buf();
-            fs::create_dir_all(&parent)
-                .map_err(|source| WriteError::CreateDir { path: parent.clone(), source })?;
+            fs::create_dir_all(&parent).map_err(|source| WriteError::CreateDir {
+                path: parent.clone(),
+                source,
+            })?;
             let n = self.tmp_counter.fetch_add(1, Ordering::Relaxed);
             let tmp = parent.join(format!(".tmp-{}-{}-{}", std::process::id(), n, hash));
             let write = || -> std::io::Result<()> {
@@ -79,7 +87,8 @@ impl BlobStore {
                 let _ = fs::remove_file(&tmp);
                 return Err(WriteError::Write { path, source });
             }
-            self.bytes_written.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            self.bytes_written
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         }
         if let Ok(mut known) = self.known.lock() {
             known.insert(hash.to_string());
@@ -113,25 +122,35 @@ impl CaptureWriter {
     /// An existing capture of the same format is appended to, with ids continuing after its
     /// last launch, so several processes of one run (e.g. a shell script) share one capture.
     pub fn create(dir: &Path, manifest: &Manifest) -> Result<Self, WriteError> {
-        fs::create_dir_all(dir.join("blobs"))
-            .map_err(|source| WriteError::CreateDir { path: dir.to_path_buf(), source })?;
+        fs::create_dir_all(dir.join("blobs")).map_err(|source| WriteError::CreateDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
         let manifest_path = dir.join("manifest.json");
         if !manifest_path.exists() {
             let tmp = dir.join(format!(".manifest-{}.tmp", std::process::id()));
             let text = serde_json::to_vec_pretty(manifest)?;
             fs::write(&tmp, text)
                 .and_then(|_| fs::rename(&tmp, &manifest_path))
-                .map_err(|source| WriteError::Write { path: manifest_path.clone(), source })?;
+                .map_err(|source| WriteError::Write {
+                    path: manifest_path.clone(),
+                    source,
+                })?;
         }
         let log_path = dir.join("launches.jsonl");
-        drop_partial_last_line(&log_path)
-            .map_err(|source| WriteError::Write { path: log_path.clone(), source })?;
+        drop_partial_last_line(&log_path).map_err(|source| WriteError::Write {
+            path: log_path.clone(),
+            source,
+        })?;
         let log = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log_path)
-            .map_err(|source| WriteError::Write { path: log_path.clone(), source })?;
-        let next_id = count_complete_lines(&log_path);
+            .map_err(|source| WriteError::Write {
+                path: log_path.clone(),
+                source,
+            })?;
+        let next_id = next_free_id(&log_path);
         Ok(CaptureWriter {
             dir: dir.to_path_buf(),
             blobs: BlobStore::new(dir),
@@ -158,7 +177,8 @@ impl CaptureWriter {
         record.id = id;
         let mut line = serde_json::to_vec(&record)?;
         line.push(b'\n');
-        log.write_all(&line).map_err(|source| WriteError::Write { path, source })?;
+        log.write_all(&line)
+            .map_err(|source| WriteError::Write { path, source })?;
         Ok(id)
     }
 
@@ -185,15 +205,27 @@ impl CaptureWriter {
             Ok(l) => l,
             Err(p) => p.into_inner(),
         };
-        log.write_all(&lines).map_err(|source| WriteError::Write { path, source })
+        log.write_all(&lines)
+            .map_err(|source| WriteError::Write { path, source })
     }
 }
 
-fn count_complete_lines(path: &Path) -> u64 {
-    match fs::read(path) {
-        Ok(bytes) => bytes.iter().filter(|b| **b == b'\n').count() as u64,
-        Err(_) => 0,
+/// The id after the largest one in the log. Ids are taken at enqueue time, so a log can have
+/// holes (launches still running when their process exited); counting lines would reuse ids.
+fn next_free_id(path: &Path) -> u64 {
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        id: u64,
     }
+    let Ok(bytes) = fs::read(path) else {
+        return 0;
+    };
+    bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<IdOnly>(line).ok())
+        .map(|r| r.id + 1)
+        .max()
+        .unwrap_or(0)
 }
 
 /// A writer killed mid-line leaves a partial last line; cut it off before appending so the
@@ -206,6 +238,13 @@ fn drop_partial_last_line(path: &Path) -> std::io::Result<()> {
     if bytes.is_empty() || bytes.ends_with(b"\n") {
         return Ok(());
     }
-    let keep = bytes.iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(0);
-    OpenOptions::new().write(true).open(path)?.set_len(keep as u64)
+    let keep = bytes
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    OpenOptions::new()
+        .write(true)
+        .open(path)?
+        .set_len(keep as u64)
 }
