@@ -273,3 +273,22 @@ fn nested_loops_without_braces_get_a_watchdog_that_still_parses() {
     );
     parse_program(&schema.source, "").unwrap_or_else(|e| panic!("{e}\n{}", schema.source));
 }
+
+#[test]
+fn device_binaries_tell_equal_code_from_different_code() {
+    // EQUIVALENT for mutants compiled on their own compares device binaries: the same source
+    // must give the same binary and different code a different one. (PoCL 3.1's binary holds
+    // unoptimised bitcode, so `x + 0` and `x - 0` still differ there: on PoCL this method only
+    // finds mutants whose text compiles identically; the syntactic rules find the rest.)
+    let s = Session::open(&DeviceSelector::default()).expect("an OpenCL device (PoCL)");
+    let bin = |src: &str| {
+        let p = s.build_source(src, "").expect("builds");
+        cltrap_capture::writer::digest(&s.program_binary(&p).expect("binary"))
+    };
+    let a = "__kernel void k(__global int* o, int x) { o[0] = x + 0; }";
+    let same_code = "__kernel void k(__global int* o, int x) { o[0] = x - 0; }";
+    let other = "__kernel void k(__global int* o, int x) { o[0] = x - 1; }";
+    assert_eq!(bin(a), bin(a), "the same source twice");
+    assert_ne!(bin(a), bin(other), "different code");
+    let _ = bin(same_code);
+}

@@ -104,12 +104,15 @@ struct Loaded {
     infos: Vec<ArgInfo>,
 }
 
+/// A program, kernel, global and local size that already ran in this worker.
+type WarmKey = (PathBuf, String, Vec<u64>, Option<Vec<u64>>);
+
 struct WorkerState {
     session: Option<Session>,
     captures: HashMap<PathBuf, Capture>,
     programs: HashMap<(PathBuf, String), BuiltProgram>,
     launches: HashMap<(PathBuf, u64), Loaded>,
-    warm: std::collections::HashSet<(PathBuf, String, Vec<u64>, Option<Vec<u64>>)>,
+    warm: std::collections::HashSet<WarmKey>,
 }
 
 fn emit(e: &Event) {
