@@ -427,3 +427,11 @@ fn local_ids_under_a_null_local_size() {
         .expect("a solved case");
     assert_eq!(solved.input.local_size, Some(vec![64]));
 }
+
+#[test]
+fn element_needs_the_solver() {
+    let slots = assert_complete("element_inverse", &[]);
+    assert!(slots
+        .iter()
+        .any(|(l, s)| l.ends_with("true") && *s == SlotStatus::SolvedAndConfirmed));
+}

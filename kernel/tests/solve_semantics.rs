@@ -218,3 +218,46 @@ fn builtins() {
     let f = f32::from_le_bytes(scalar(&t.1, 1)[..4].try_into().unwrap());
     assert!(f.is_nan() || f.is_infinite(), "{f}");
 }
+
+#[test]
+fn loop_bound_hit_is_a_timeout_naming_the_loop() {
+    let src = source();
+    let p = cltrap_kernel::parse_program(&src, "").unwrap();
+    let map = instrument_coverage(&p, Default::default()).unwrap().map;
+    let slot = map
+        .slots
+        .iter()
+        .find(|s| s.function == "long_loop" && s.label == "if (s == 5050) true")
+        .unwrap();
+    let t = Target {
+        id: slot.index,
+        construct: slot.construct,
+        outcome: slot.outcome,
+        start: slot.start,
+        end: slot.end,
+    };
+    let int = cltrap_kernel::interface::parse_value_type("int").unwrap();
+    let out = cltrap_kernel::interface::parse_value_type("int").unwrap();
+    let args = [SymArg::Buffer { elem: out, len: 4 }, SymArg::Value(int)];
+    let geo = Geometry {
+        global: vec![1],
+        local: Some(vec![1]),
+        offset: None,
+    };
+    let short = Limits {
+        loop_bound: 8,
+        ..Limits::default()
+    };
+    let r = symbolic::solve(&p, "long_loop", &geo, &args, &[t], &short).unwrap();
+    match &r[0].verdict {
+        Verdict::Timeout(why) => assert!(why.contains("loop bound 8"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // With room to unroll (n = 101), it is solved.
+    let long = Limits {
+        loop_bound: 128,
+        ..Limits::default()
+    };
+    let r = symbolic::solve(&p, "long_loop", &geo, &args, &[t], &long).unwrap();
+    assert_eq!(i32_of(&scalar(&r[0].verdict, 1)), 101);
+}

@@ -123,3 +123,10 @@ __kernel void local_eq(__global int *out, uint x) {
         out[get_global_id(0)] = 1;
     }
 }
+
+// A buffer element that must hold the one value whose product wraps to a given word (a
+// multiplicative inverse modulo 2^32): no mutation finds it, the solver must.
+__kernel void element_inverse(__global int *out, __global const uint *data) {
+    size_t gid = get_global_id(0);
+    out[gid] = (data[gid] * 2654435761u == 0x12345678u) ? 1 : 0;
+}

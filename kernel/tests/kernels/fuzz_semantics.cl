@@ -69,3 +69,10 @@ __kernel void builtins(__global int *out, float f, int a, int b) {
     if (mad24(a, 3, b) == 100 && select(a, b, a > b) == 7 && b > a) out[1] = 1;
     if (isnan(f * 0.0f)) out[2] = 1;
 }
+
+// A loop longer than the unrolling bound: reported as a timeout naming the loop.
+__kernel void long_loop(__global int *out, int n) {
+    int s = 0;
+    for (int i = 0; i < n; i++) s += i;
+    if (s == 5050) out[0] = 1;
+}
