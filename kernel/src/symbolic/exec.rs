@@ -572,9 +572,6 @@ impl<'a> Exec<'a> {
                 .into_iter()
                 .map(|(s, _)| (s, Flow::Normal))
                 .collect(),
-            StmtKind::Null | StmtKind::Other(_) if matches!(&s.kind, StmtKind::Null) => {
-                vec![(st, Flow::Normal)]
-            }
             StmtKind::If { cond, then, els } => {
                 let mut out = Vec::new();
                 for (st, v) in self.expr(cond, st) {
