@@ -171,6 +171,8 @@ pub struct CampaignReport {
     pub evaluated: u32,
     /// The slowest run of the original over the suite (wall time, in this process).
     pub slowest_original: Duration,
+    /// The slowest first run of a program (which includes the driver's lazy compile).
+    pub slowest_first: Duration,
     /// The deadline used per kernel run.
     pub deadline: Duration,
 }
@@ -358,6 +360,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
         exe: opts.worker_exe.clone(),
         workers: opts.jobs.max(1),
         run_timeout: report.deadline,
+        cold_timeout: report.deadline + report.slowest_first * 4 + Duration::from_secs(2),
         log_dir: opts.out_dir.clone(),
     };
     let start = Instant::now();
@@ -566,7 +569,9 @@ fn prepare(
             };
             // Twice: the first run of a kernel may include the driver's compile for its
             // work-group size; the second is the time a run takes.
+            let t0 = Instant::now();
             let _ = session.run(&built, &input, &selector_extras(0));
+            report.slowest_first = report.slowest_first.max(t0.elapsed());
             let t0 = Instant::now();
             let ran = session.run(&built, &input, &selector_extras(0));
             report.slowest_original = report.slowest_original.max(t0.elapsed());

@@ -426,6 +426,9 @@ pub struct PoolOptions {
     pub workers: usize,
     /// Deadline per kernel run (and 20× that for a compile).
     pub run_timeout: Duration,
+    /// Deadline of a first run of a program with new sizes (it includes the driver's lazy
+    /// compile).
+    pub cold_timeout: Duration,
     /// Directory for worker logs (their stderr).
     pub log_dir: PathBuf,
 }
@@ -505,7 +508,7 @@ fn run_on(w: &mut Worker, job: &Job, opts: &PoolOptions) -> (JobResult, bool) {
     }
     let compile = opts.run_timeout * 20 + Duration::from_secs(30);
     // The first run of a program with new sizes includes the driver's lazy compile.
-    let cold = opts.run_timeout * 5 + Duration::from_secs(10);
+    let cold = opts.cold_timeout;
     let mut deadline = compile;
     let mut runs = 0u32;
     loop {
