@@ -333,6 +333,23 @@ fn a_second_run_resumes_from_the_state_file_and_the_reports_are_written() {
             "{s}"
         );
     }
+    // Other settings (here: repeats) decide verdicts differently: nothing is reused.
+    let (code, out, err) = cltrap(
+        &[
+            "mutate",
+            dir,
+            "--operators",
+            "traditional",
+            "--repeats",
+            "2",
+        ],
+        ENV,
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(
+        std::fs::read_to_string(&state).unwrap().lines().count(),
+        2 * lines
+    );
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<h2>Per kernel</h2>") && page.contains("id=\"report\""));
     assert!(page.contains("relational_boundary"));

@@ -266,12 +266,24 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
     }
     let session = Session::open(&opts.device)?;
     let state_path = opts.out_dir.join("state.jsonl");
+    let config = format!(
+        "ids={:?} kernel={:?} schedules={} repeats={} ulp={} budget={} per_mutant={} device={:?}/{:?}",
+        opts.ids,
+        opts.kernel,
+        opts.schedules,
+        opts.repeats,
+        opts.ulp,
+        opts.loop_budget,
+        opts.per_mutant_compile,
+        opts.device.platform,
+        opts.device.device
+    );
     let previous = if opts.fresh {
         Default::default()
     } else {
-        state::load(&state_path)
+        state::load(&state_path, &config)
     };
-    let mut state = state::StateFile::open(&state_path).map_err(io(&state_path))?;
+    let mut state = state::StateFile::open(&state_path, &config).map_err(io(&state_path))?;
     let budget = format!("-D__CLTRAP_BUDGET={}u", opts.loop_budget);
 
     let mut jobs: Vec<(usize, Job)> = Vec::new();

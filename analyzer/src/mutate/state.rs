@@ -13,20 +13,28 @@ pub type Previous = HashMap<(String, String), (Status, String)>;
 
 #[derive(Serialize, Deserialize)]
 struct Line {
+    /// The settings that decide verdicts (suite, schedules, repeats, tolerance, budget):
+    /// decisions made under other settings are not reused.
+    #[serde(default)]
+    config: String,
     program: String,
     mutant: String,
     status: Status,
     detail: String,
 }
 
-/// Reads the decisions of earlier runs; a missing file or a torn last line is not an error.
-pub fn load(path: &Path) -> Previous {
+/// Reads the decisions of earlier runs made with settings `config`; a missing file or a torn
+/// last line is not an error.
+pub fn load(path: &Path, config: &str) -> Previous {
     let mut out = Previous::new();
     let Ok(f) = std::fs::File::open(path) else {
         return out;
     };
     for line in std::io::BufReader::new(f).lines().map_while(Result::ok) {
         if let Ok(l) = serde_json::from_str::<Line>(&line) {
+            if l.config != config {
+                continue;
+            }
             out.insert((l.program, l.mutant), (l.status, l.detail));
         }
     }
@@ -36,12 +44,14 @@ pub fn load(path: &Path) -> Previous {
 /// The state file, open for appending.
 pub struct StateFile {
     file: std::fs::File,
+    config: String,
 }
 
 impl StateFile {
-    /// Opens (creating) the file for appending.
-    pub fn open(path: &Path) -> std::io::Result<StateFile> {
+    /// Opens (creating) the file for appending decisions made with settings `config`.
+    pub fn open(path: &Path, config: &str) -> std::io::Result<StateFile> {
         Ok(StateFile {
+            config: config.to_string(),
             file: std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
@@ -58,6 +68,7 @@ impl StateFile {
         detail: &str,
     ) -> std::io::Result<()> {
         let line = serde_json::to_string(&Line {
+            config: self.config.clone(),
             program: program.into(),
             mutant: mutant.into(),
             status,
