@@ -261,8 +261,14 @@ pub fn stryker_json(r: &CampaignReport) -> Value {
                     },
                     "status": stryker_status(m.status),
                     "statusReason": format!("{}: {}", m.status.label(), m.detail),
-                    "description": format!("#{} in {}{}", mu.number, mu.function,
-                        if m.own_program { " (compiled on its own)" } else { " (schema)" }),
+                    "description": format!(
+                        "#{} in {}: `{}` -> `{}`{}",
+                        mu.number,
+                        mu.function,
+                        mu.original,
+                        mu.replacement,
+                        if m.own_program { " (compiled on its own)" } else { " (schema)" }
+                    ),
                     "static": false,
                 })
             })
