@@ -142,7 +142,11 @@ fn dir_state(dir: &Path) -> DirState {
 /// so the summary is still printed.
 pub fn run(req: &RunRequest) -> Result<RunReport, LaunchError> {
     // The shim would only say so on the application's stderr, and only if it uses OpenCL.
-    let values = req.controls.iter().map(|(c, v)| (c.env, v.clone())).collect();
+    let values = req
+        .controls
+        .iter()
+        .map(|(c, v)| (c.env, v.clone()))
+        .collect();
     cltrap_capture::Settings::from_values(&values).map_err(LaunchError::BadControl)?;
     let cwd = std::env::current_dir().map_err(LaunchError::Cwd)?;
     let dir_value = req
