@@ -20,6 +20,7 @@
 pub mod controls;
 pub mod model;
 pub mod reader;
+pub mod schedule;
 pub mod writer;
 
 pub use controls::{BufferMode, Control, Settings, CONTROLS};
