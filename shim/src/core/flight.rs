@@ -10,9 +10,15 @@
 //! Order: launches of one in-order queue are written in the order they were enqueued (their
 //! completions may be reported out of order); launches of out-of-order queues as they finish.
 //!
-//! Bounds: host memory for reads in flight is capped ([`MAX_INFLIGHT_BYTES`]); over the cap a
-//! launch waits for older ones (never while a user event is unset: that could deadlock the
-//! application) or, failing that, is recorded without contents. At exit, pending launches are
+//! Bounds: host memory for reads in flight is capped ([`MAX_INFLIGHT_BYTES`]), and so is the
+//! number of launches in flight ([`MAX_INFLIGHT_LAUNCHES`]): each holds driver resources (an
+//! event with a callback, reads, a queue reference) until written, and NVIDIA's driver stopped
+//! making progress with tens of thousands of them outstanding. Over either cap a launch flushes
+//! the queues with launches in flight and waits for older ones (never while a user event is
+//! unset: that could deadlock the application) or, failing that, is recorded without contents
+//! (over the launch cap with a user event unset: read anyway, the byte cap still holds). Every
+//! [`FLUSH_EVERY`] launches of ours on a queue, the queue is flushed, because some drivers do
+//! not start work that was never flushed and the callbacks we wait for would never come. At exit, pending launches are
 //! waited for (bounded) so a normally ending application leaves a complete capture; the
 //! application's `clFinish` also waits until the launches it finished are written, so a
 //! capture is complete up to the last `clFinish` even if the application then crashes.
@@ -31,6 +37,15 @@ use std::time::{Duration, Instant};
 
 /// Host bytes that reads in flight may hold before a new launch waits for older ones.
 pub const MAX_INFLIGHT_BYTES: usize = 512 << 20;
+/// Launches in flight (enqueued, not yet written) before a new launch with reads waits for
+/// older ones to be written. Why a count and not only bytes: tiny launches hold almost no
+/// memory but each holds driver events, callbacks and commands.
+pub const MAX_INFLIGHT_LAUNCHES: usize = 1024;
+/// Once over the launch cap, a launch waits until in-flight launches are down to this many,
+/// so the application waits once per batch of written launches, not once per launch.
+const RESUME_LAUNCHES: usize = MAX_INFLIGHT_LAUNCHES * 3 / 4;
+/// Launches of ours enqueued on one queue between our own `clFlush` calls on it.
+pub const FLUSH_EVERY: usize = 64;
 /// How long a launch over the memory cap waits for older launches before giving up on its
 /// contents.
 const ADMIT_WAIT: Duration = Duration::from_secs(30);
@@ -38,6 +53,17 @@ const ADMIT_WAIT: Duration = Duration::from_secs(30);
 const FINISH_WAIT: Duration = Duration::from_secs(10);
 /// At exit: give up when no launch completed for this long.
 const EXIT_STALL: Duration = Duration::from_secs(5);
+/// How long the writer waits for a completion callback before asking the driver itself about
+/// the oldest launches in flight (callbacks that come late or never must not stall capture).
+const POLL: Duration = Duration::from_millis(100);
+/// The same while a thread waits for launches to be written (over a cap, `clFinish`, exit):
+/// then completions are asked for at once rather than left to callbacks, which some drivers
+/// deliver slowly (on NVIDIA the capture crawled at a few hundred launches per second).
+const POLL_BUSY: Duration = Duration::from_millis(1);
+/// Launches per queue whose status one poll asks about (the oldest).
+const POLL_PER_LANE: usize = 16;
+/// The same while a thread waits for launches to be written.
+const POLL_PER_LANE_BUSY: usize = MAX_INFLIGHT_LAUNCHES;
 /// How long the writer lets completions gather before writing them.
 const NAP: Duration = Duration::from_millis(1);
 /// Status meaning "the completion callback could not be registered: the writer must wait for
@@ -103,6 +129,7 @@ pub(super) struct Calls {
     release_event: clReleaseEvent_t,
     release_mem: clReleaseMemObject_t,
     release_queue: clReleaseCommandQueue_t,
+    event_info: clGetEventInfo_t,
 }
 
 impl Calls {
@@ -122,6 +149,7 @@ impl Calls {
             release_event: next.clReleaseEvent,
             release_mem: next.clReleaseMemObject,
             release_queue: next.clReleaseCommandQueue,
+            event_info: next.clGetEventInfo,
         }
     }
 }
@@ -136,6 +164,9 @@ struct Slot {
     in_order: bool,
     done: Option<cl_int>,
     final_event: usize,
+    /// Found complete by [`poll`], so its callback may still come: the final event is
+    /// released only after it did (a driver may use the event while calling back).
+    polled: bool,
 }
 
 #[derive(Default)]
@@ -150,6 +181,16 @@ struct State {
     /// Threads waiting for records to be written (clFinish, exit, memory cap): while there
     /// are any, the writer does not nap.
     waiters: usize,
+    /// Per queue: launches with reads of ours enqueued since we last flushed it.
+    unflushed: HashMap<usize, usize>,
+    /// A wait in [`admit`] timed out and nothing was written since: later launches do not
+    /// wait again (one stall must not cost every following launch the full wait).
+    stalled: bool,
+    /// Written launches found complete by [`poll`] whose callback has not come yet: ticket →
+    /// (final event, its release), released once the callback came.
+    late: HashMap<u64, (usize, clReleaseEvent_t)>,
+    /// Final events whose late callback came: the writer releases them (outside the lock).
+    to_release: Vec<(usize, clReleaseEvent_t)>,
 }
 
 struct Registry {
@@ -168,22 +209,58 @@ static REGISTRY: once_cell::sync::Lazy<Registry> = once_cell::sync::Lazy::new(||
 static TICKETS: AtomicU64 = AtomicU64::new(1);
 static START: Once = Once::new();
 
-/// Reserves host memory for a launch's reads. False: the contents must not be read (over
-/// the cap and waiting is impossible or did not help).
-pub(super) fn admit(bytes: usize) -> bool {
+/// Why [`admit`] refused a launch's reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Full {
+    /// Reads in flight held [`MAX_INFLIGHT_BYTES`] of host memory.
+    Bytes,
+    /// [`MAX_INFLIGHT_LAUNCHES`] launches were in flight.
+    Launches,
+}
+
+/// Reserves host memory (and a place among the launches in flight) for a launch's reads.
+/// Over a cap it flushes the queues with launches in flight and waits (bounded) for older
+/// launches to be written. Err: the contents must not be read (over a cap, and waiting is
+/// impossible or did not help).
+pub(super) fn admit(bytes: usize) -> Result<(), Full> {
     let reg = &*REGISTRY;
     let deadline = Instant::now() + ADMIT_WAIT;
     let mut st = lock(&reg.state);
-    loop {
-        if st.bytes.saturating_add(bytes) <= MAX_INFLIGHT_BYTES || st.slots.is_empty() {
-            st.bytes += bytes;
-            return true;
+    let mut waiting = false;
+    let verdict = loop {
+        let bytes_ok = st.bytes.saturating_add(bytes) <= MAX_INFLIGHT_BYTES || st.slots.is_empty();
+        // Once waiting for the launch cap, wait for a batch to be written (hysteresis).
+        let launch_cap = if waiting {
+            RESUME_LAUNCHES
+        } else {
+            MAX_INFLIGHT_LAUNCHES - 1
+        };
+        let launches_ok = st.slots.len() <= launch_cap;
+        if bytes_ok && launches_ok {
+            break Ok(());
         }
-        if tables().user_events_pending() || Instant::now() >= deadline {
-            return false;
+        if tables().user_events_pending() {
+            // An unset user event may hold the launches in flight back: never wait. Over the
+            // launch cap only, read anyway (the byte cap still bounds the memory).
+            break if bytes_ok { Ok(()) } else { Err(Full::Bytes) };
+        }
+        if st.stalled || Instant::now() >= deadline {
+            st.stalled = true;
+            break Err(if bytes_ok {
+                Full::Launches
+            } else {
+                Full::Bytes
+            });
+        }
+        if !waiting {
+            // While someone waits, the writer does not nap.
+            waiting = true;
+            st.waiters += 1;
+            reg.work.notify_one();
         }
         let queues = queues_of(&st);
         drop(st);
+        // No lock held while calling into the driver.
         flush(&queues);
         st = lock(&reg.state);
         st = reg
@@ -191,7 +268,14 @@ pub(super) fn admit(bytes: usize) -> bool {
             .wait_timeout(st, Duration::from_millis(50))
             .map(|(g, _)| g)
             .unwrap_or_else(|p| p.into_inner().0);
+    };
+    if waiting {
+        st.waiters = st.waiters.saturating_sub(1);
     }
+    if verdict.is_ok() {
+        st.bytes += bytes;
+    }
+    verdict
 }
 
 /// Gives back memory reserved by [`admit`] for a launch that will not be submitted.
@@ -212,7 +296,7 @@ pub(super) fn submit(
     START.call_once(start);
     let ticket = TICKETS.fetch_add(1, Ordering::Relaxed);
     let reg = &*REGISTRY;
-    {
+    let flush_now = {
         let mut st = lock(&reg.state);
         st.slots.insert(
             ticket,
@@ -222,6 +306,7 @@ pub(super) fn submit(
                 in_order,
                 done: final_event.is_null().then_some(CL_COMPLETE),
                 final_event: final_event as usize,
+                polled: false,
             },
         );
         st.lanes
@@ -231,8 +316,17 @@ pub(super) fn submit(
         if final_event.is_null() {
             st.ready.push(ticket);
             wake_writer(reg, &mut st);
+            false
+        } else {
+            let n = st.unflushed.entry(queue as usize).or_insert(0);
+            *n += 1;
+            let due = *n >= FLUSH_EVERY;
+            if due {
+                *n = 0;
+            }
+            due
         }
-    }
+    };
     if final_event.is_null() {
         return;
     }
@@ -248,6 +342,14 @@ pub(super) fn submit(
     if registered != Some(CL_SUCCESS) {
         mark_done(ticket, WAIT_ON_WRITER);
     }
+    if flush_now {
+        // Some drivers start unflushed work late or never: make ours (and what the
+        // application enqueued before it) run, so its completion callbacks come. No lock held.
+        if let Some(f) = next.clFlush {
+            // SAFETY: the application's live queue (we hold a reference for this launch).
+            unsafe { f(queue) };
+        }
+    }
 }
 
 /// The completion callback: runs on a driver thread, so it only marks the launch done.
@@ -259,9 +361,17 @@ fn mark_done(ticket: u64, status: cl_int) {
     let reg = &*REGISTRY;
     let mut st = lock(&reg.state);
     if let Some(slot) = st.slots.get_mut(&ticket) {
-        slot.done = Some(status);
-        st.ready.push(ticket);
-        wake_writer(reg, &mut st);
+        // The callback came (or none will): nothing to keep for it.
+        slot.polled = false;
+        if slot.done.is_none() {
+            slot.done = Some(status);
+            st.ready.push(ticket);
+            wake_writer(reg, &mut st);
+        }
+    }
+    // Written already after a poll found it complete: its final event can go now.
+    if let Some(ev) = st.late.remove(&ticket) {
+        st.to_release.push(ev);
     }
 }
 
@@ -424,7 +534,37 @@ fn writer_loop() {
             let mut st = lock(&reg.state);
             while st.ready.is_empty() {
                 st.writer_sleeping = true;
-                st = reg.work.wait(st).unwrap_or_else(|p| p.into_inner());
+                if st.slots.is_empty() {
+                    st = reg.work.wait(st).unwrap_or_else(|p| p.into_inner());
+                    continue;
+                }
+                let busy = st.waiters > 0;
+                let (g, waited) = reg
+                    .work
+                    .wait_timeout(st, if busy { POLL_BUSY } else { POLL })
+                    .unwrap_or_else(|p| p.into_inner());
+                st = g;
+                if waited.timed_out() && st.ready.is_empty() {
+                    // No callback for a while: ask the driver (no lock held while asking).
+                    let per_lane = if st.waiters > 0 {
+                        POLL_PER_LANE_BUSY
+                    } else {
+                        POLL_PER_LANE
+                    };
+                    let oldest = oldest_pending(&st, per_lane);
+                    drop(st);
+                    let finished = poll(&oldest);
+                    st = lock(&reg.state);
+                    for (ticket, status) in finished {
+                        if let Some(slot) = st.slots.get_mut(&ticket) {
+                            if slot.done.is_none() {
+                                slot.done = Some(status);
+                                slot.polled = true;
+                                st.ready.push(ticket);
+                            }
+                        }
+                    }
+                }
             }
             st.writer_sleeping = false;
             // Let completions gather for a moment (one wake-up per batch, not per launch),
@@ -436,8 +576,15 @@ fn writer_loop() {
                     .map(|(g, _)| g)
                     .unwrap_or_else(|p| p.into_inner().0);
             }
-            take_batch(&mut st)
+            (take_batch(&mut st), std::mem::take(&mut st.to_release))
         };
+        let (batch, late) = batch;
+        for (ev, release) in late {
+            if let Some(rel) = release {
+                // SAFETY: our own final event, kept until its late callback came.
+                unsafe { rel(ev as cl_event) };
+            }
+        }
         let mut written = Vec::with_capacity(batch.len());
         let mut records = Vec::with_capacity(batch.len());
         let mut writer = None;
@@ -461,6 +608,7 @@ fn writer_loop() {
             }
         }
         let mut st = lock(&reg.state);
+        st.stalled = false;
         for (ticket, lane, reserved) in written {
             st.slots.remove(&ticket);
             st.bytes = st.bytes.saturating_sub(reserved);
@@ -472,11 +620,55 @@ fn writer_loop() {
                 }
                 if l.is_empty() {
                     st.lanes.remove(&lane);
+                    st.unflushed.remove(&lane);
                 }
             }
         }
         reg.progress.notify_all();
     }
+}
+
+/// The oldest launches of each queue still waiting for their completion callback: (ticket,
+/// final event, the driver's `clGetEventInfo`).
+fn oldest_pending(st: &State, per_lane: usize) -> Vec<(u64, usize, clGetEventInfo_t)> {
+    let mut v = Vec::new();
+    for lane in st.lanes.values() {
+        let pending = lane.iter().filter_map(|t| {
+            let s = st.slots.get(t)?;
+            let f = s.flight.as_ref()?;
+            (s.done.is_none() && s.final_event != 0).then_some((
+                *t,
+                s.final_event,
+                f.calls.event_info,
+            ))
+        });
+        v.extend(pending.take(per_lane));
+    }
+    v
+}
+
+/// Asks the driver which of `events` completed (without waiting): (ticket, final status).
+/// Only the writer releases these events, and it is the caller, so they are alive.
+fn poll(events: &[(u64, usize, clGetEventInfo_t)]) -> Vec<(u64, cl_int)> {
+    let mut done = Vec::new();
+    for (ticket, ev, info) in events {
+        let Some(info) = info else { continue };
+        let mut status: cl_int = CL_QUEUED;
+        // SAFETY: our own live event; a standard info query into a cl_int.
+        let r = unsafe {
+            info(
+                *ev as cl_event,
+                CL_EVENT_COMMAND_EXECUTION_STATUS,
+                std::mem::size_of::<cl_int>(),
+                (&mut status as *mut cl_int).cast(),
+                std::ptr::null_mut(),
+            )
+        };
+        if r == CL_SUCCESS && status <= CL_COMPLETE {
+            done.push((*ticket, status));
+        }
+    }
+    done
 }
 
 type Batch = Vec<(u64, usize, Flight, cl_int, usize)>;
@@ -486,7 +678,9 @@ type Batch = Vec<(u64, usize, Flight, cl_int, usize)>;
 fn take_batch(st: &mut State) -> Batch {
     let mut ready = std::mem::take(&mut st.ready);
     ready.sort_unstable();
-    let State { slots, lanes, .. } = st;
+    let State {
+        slots, lanes, late, ..
+    } = st;
     let mut batch = Batch::new();
     let mut walked: Vec<usize> = Vec::new();
     for t in ready {
@@ -494,7 +688,7 @@ fn take_batch(st: &mut State) -> Batch {
             continue;
         };
         if !in_order {
-            take_one(slots, t, &mut batch);
+            take_one(slots, late, t, &mut batch);
             continue;
         }
         // In order: write from the front of the lane while launches there are done.
@@ -504,7 +698,7 @@ fn take_batch(st: &mut State) -> Batch {
         walked.push(lane);
         if let Some(l) = lanes.get(&lane) {
             for front in l.iter() {
-                if !take_one(slots, *front, &mut batch) {
+                if !take_one(slots, late, *front, &mut batch) {
                     break;
                 }
             }
@@ -514,10 +708,20 @@ fn take_batch(st: &mut State) -> Batch {
 }
 
 /// Moves a completed flight into the batch; false when it has not completed yet.
-fn take_one(slots: &mut HashMap<u64, Slot>, t: u64, batch: &mut Batch) -> bool {
+fn take_one(
+    slots: &mut HashMap<u64, Slot>,
+    late: &mut HashMap<u64, (usize, clReleaseEvent_t)>,
+    t: u64,
+    batch: &mut Batch,
+) -> bool {
     match slots.get_mut(&t) {
         Some(s) if s.done.is_some() => {
-            if let Some(f) = s.flight.take() {
+            if let Some(mut f) = s.flight.take() {
+                if s.polled && s.final_event != 0 {
+                    // Its callback may still come: keep the final event until it did.
+                    f.events.retain(|e| *e as usize != s.final_event);
+                    late.insert(t, (s.final_event, f.calls.release_event));
+                }
                 batch.push((t, s.lane, f, s.done.unwrap_or(CL_COMPLETE), s.final_event));
             }
             true

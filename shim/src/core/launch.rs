@@ -418,14 +418,27 @@ impl Plan {
             return None;
         }
         let bytes = Around::bytes(&self.reads, &self.read_only);
-        if !flight::admit(bytes) {
-            self.missing = format!(
-                "not read: launches in flight already held {} MB of host memory",
-                flight::MAX_INFLIGHT_BYTES >> 20
-            );
+        if let Err(full) = flight::admit(bytes) {
+            let (missing, why) = match full {
+                flight::Full::Bytes => (
+                    format!(
+                        "not read: launches in flight already held {} MB of host memory",
+                        flight::MAX_INFLIGHT_BYTES >> 20
+                    ),
+                    "in-flight memory cap reached",
+                ),
+                flight::Full::Launches => (
+                    format!(
+                        "not read: {} launches were already in flight and none completed in time",
+                        flight::MAX_INFLIGHT_LAUNCHES
+                    ),
+                    "in-flight launch cap reached",
+                ),
+            };
+            self.missing = missing;
             self.record
                 .not_replayable
-                .push("buffer contents were not recorded (in-flight memory cap reached)".into());
+                .push(format!("buffer contents were not recorded ({why})"));
             return None;
         }
         self.reserved = bytes;

@@ -1,0 +1,140 @@
+//! The shim under launch storms past its in-flight launch cap, on the real PoCL runtime: every
+//! launch is recorded, in order, with exactly the contents it saw; and launches held behind an
+//! unset user event never make the application wait for the capture (the cap must not turn
+//! into a deadlock or a 30 s stall).
+//!
+//! Each test compiles `fixtures/storm.c`, runs it natively and under `libcltrap.so`, and
+//! compares. Needs `cc`, the OpenCL headers, ocl-icd and PoCL.
+
+use cltrap_capture::{ArgRecord, Capture, Content};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// More launches than the shim lets be in flight at once (`MAX_INFLIGHT_LAUNCHES` = 1024).
+const STORM: usize = 3000;
+
+fn shim() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let lib = dir.join("libcltrap.so");
+    assert!(
+        lib.exists(),
+        "{} is missing: build the shim first",
+        lib.display()
+    );
+    lib
+}
+
+fn tmp(name: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("storm-{name}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("tmp dir");
+    d
+}
+
+fn build() -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/storm.c");
+    let out = tmp("bin").join("storm");
+    let status = Command::new("cc")
+        .args(["-O1", "-g", "-w"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .args(["-lOpenCL"])
+        .status()
+        .expect("cc runs");
+    assert!(status.success(), "compiling storm.c failed");
+    out
+}
+
+fn run(app: &Path, args: &[&str], cap: Option<&Path>) -> (Output, Duration) {
+    let mut c = Command::new(app);
+    c.args(args)
+        .env_remove("OPENCL_LAYERS")
+        .env_remove("LD_PRELOAD");
+    if let Some(cap) = cap {
+        c.env("LD_PRELOAD", shim())
+            .env("CLTRAP_DIR", cap)
+            .env("CLTRAP_BUFFERS", "full");
+    }
+    let t = Instant::now();
+    let out = c.output().expect("storm runs");
+    let took = t.elapsed();
+    assert!(
+        out.status.success(),
+        "storm failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, took)
+}
+
+/// `y` (argument 1) after the launch, as floats.
+fn y_after(c: &Capture, launch: usize) -> Vec<f32> {
+    let ArgRecord::Buffer { after, .. } = &c.launches[launch].args[1] else {
+        panic!("argument 1 of launch {launch} is not a buffer");
+    };
+    assert!(
+        !matches!(after, Content::Missing { .. }),
+        "launch {launch}: contents missing: {after:?}"
+    );
+    c.content(after, "buffer")
+        .expect("content stored")
+        .chunks_exact(4)
+        .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+/// Every launch is recorded once, in order, and each one's `y` after is the running sum of
+/// the launch indices up to it: exactly what that launch produced.
+fn assert_complete(c: &Capture) {
+    assert_eq!(c.launches.len(), STORM, "every launch is recorded");
+    let seqs: Vec<u64> = c.launches.iter().map(|l| l.seq).collect();
+    assert_eq!(seqs, (0..STORM as u64).collect::<Vec<_>>());
+    for j in (0..STORM).step_by(97).chain([STORM - 1]) {
+        let want = (j * (j + 1) / 2) as f32;
+        assert_eq!(y_after(c, j), vec![want; 16], "launch {j}");
+    }
+}
+
+#[test]
+fn a_storm_past_the_launch_cap_is_recorded_completely_and_in_order() {
+    let app = build();
+    let n = STORM.to_string();
+    let (native, _) = run(&app, &[&n], None);
+    let cap = tmp("plain");
+    let (shimmed, _) = run(&app, &[&n], Some(&cap));
+    assert_eq!(native.stdout, shimmed.stdout, "results must not change");
+    let c = Capture::open(&cap).expect("capture reads back");
+    assert_complete(&c);
+}
+
+#[test]
+fn slow_launches_piling_up_past_the_launch_cap_are_recorded_completely_and_in_order() {
+    let app = build();
+    let n = STORM.to_string();
+    let (native, _) = run(&app, &[&n, "slow"], None);
+    let cap = tmp("slow");
+    let (shimmed, _) = run(&app, &[&n, "slow"], Some(&cap));
+    assert_eq!(native.stdout, shimmed.stdout, "results must not change");
+    let c = Capture::open(&cap).expect("capture reads back");
+    assert_complete(&c);
+}
+
+#[test]
+fn a_storm_behind_an_unset_user_event_never_waits_for_the_capture() {
+    let app = build();
+    let n = STORM.to_string();
+    let (native, _) = run(&app, &[&n, "gate"], None);
+    let cap = tmp("gate");
+    let (shimmed, took) = run(&app, &[&n, "gate"], Some(&cap));
+    assert_eq!(native.stdout, shimmed.stdout, "results must not change");
+    // Waiting for the launch cap behind the gate would stall 30 s and lose the contents.
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    let c = Capture::open(&cap).expect("capture reads back");
+    assert_complete(&c);
+}
