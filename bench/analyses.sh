@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Costs of the issue-3 analyses, as ratios measured side by side in one run on the bundled
+# example app (examples/demo):
+#   1. schedule amplification: one rewrite + one compile, then N schedules + M repeats cost
+#      about N+M kernel runs (`cltrap replay --schedules N --timing`);
+#   2. coverage instrumentation: instrumented vs plain kernel time (`cltrap cover --timing`);
+#   3. live `cltrap run --coverage` vs plain capture vs native, wall time of the whole app,
+#      alternating the three modes in each round (ROUNDS, default 5), medians printed.
+# Usage: bench/analyses.sh            (SCHEDULES=10 REPEATS=3 ROUNDS=5)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SCHEDULES="${SCHEDULES:-10}"
+REPEATS="${REPEATS:-3}"
+ROUNDS="${ROUNDS:-5}"
+TARGET="${CARGO_TARGET_DIR:-target}"
+CLTRAP="$TARGET/release/cltrap"
+if [ ! -x "$CLTRAP" ] || [ ! -e "$TARGET/release/libcltrap.so" ]; then
+    cargo build --release -p cltrap -p cltrap-shim
+fi
+scripts/build-c.sh demo
+APP=target/examples/cltrap-demo
+OUT=target/bench/analyses
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "PoCL:    $(dpkg-query -W -f='${Version}' pocl-opencl-icd 2>/dev/null || echo unknown)"
+echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
+
+"$CLTRAP" run --out "$OUT/cap" -- "$APP" >/dev/null 2>&1
+
+echo
+echo "== 1. schedule amplification: $SCHEDULES schedules + $REPEATS repeats per launch =="
+"$CLTRAP" replay "$OUT/cap" --schedules "$SCHEDULES" --repeats "$REPEATS" --timing |
+    grep -E '^timing total|^schedules:'
+
+echo
+echo "== 2. coverage instrumentation: instrumented vs plain kernel time =="
+"$CLTRAP" cover "$OUT/cap" --timing | grep -E '^timing total'
+
+echo
+echo "== 3. whole app: native vs plain capture vs live --coverage ($ROUNDS alternating rounds) =="
+wall() { # wall CMD... -> seconds
+    local t0 t1
+    t0=$(date +%s.%N)
+    "$@" >/dev/null 2>&1
+    t1=$(date +%s.%N)
+    echo "$t1 - $t0" | bc -l
+}
+declare -a T_NATIVE T_CAPTURE T_COVER
+for ((r = 0; r < ROUNDS; r++)); do
+    rm -rf "$OUT/c1" "$OUT/c2"
+    T_NATIVE+=("$(wall "$APP")")
+    T_CAPTURE+=("$(wall "$CLTRAP" run --out "$OUT/c1" -- "$APP")")
+    T_COVER+=("$(wall "$CLTRAP" run --out "$OUT/c2" --coverage -- "$APP")")
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+n=$(median "${T_NATIVE[@]}")
+c=$(median "${T_CAPTURE[@]}")
+v=$(median "${T_COVER[@]}")
+printf '  %-34s %8.3f s  %6.2fx native\n' "native" "$n" 1
+printf '  %-34s %8.3f s  %6.2fx native\n' "cltrap run (capture)" "$c" "$(echo "$c / $n" | bc -l)"
+printf '  %-34s %8.3f s  %6.2fx native  %5.2fx capture\n' "cltrap run --coverage (fresh dir)" "$v" \
+    "$(echo "$v / $n" | bc -l)" "$(echo "$v / $c" | bc -l)"
