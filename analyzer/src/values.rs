@@ -251,12 +251,7 @@ pub fn format_value(type_name: &str, bytes: &[u8]) -> String {
 
 /// Bytes as `0x…` in memory order (the form KernelInterceptor logged scalars in).
 pub fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(2 + bytes.len() * 2);
-    s.push_str("0x");
-    for b in bytes {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
+    format!("0x{}", cltrap_capture::hex::encode(bytes))
 }
 
 /// A little-endian element's value as `0x…` most-significant digit first (how people write
@@ -270,16 +265,7 @@ pub fn hex_le(bytes: &[u8]) -> String {
 }
 
 /// Decodes the capture's hex spelling of scalar bytes; `None` when it is not valid hex.
-pub fn unhex(text: &str) -> Option<Vec<u8>> {
-    let t = text.strip_prefix("0x").unwrap_or(text);
-    if !t.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..t.len())
-        .step_by(2)
-        .map(|i| t.get(i..i + 2).and_then(|p| u8::from_str_radix(p, 16).ok()))
-        .collect()
-}
+pub use cltrap_capture::hex::decode as unhex;
 
 /// Byte counts for people: `512 B`, `1.5 KiB`, `12.0 MiB`.
 pub fn human_bytes(n: u64) -> String {

@@ -18,6 +18,7 @@
 //! (which must stay thin) and the analyzer can both depend on it.
 
 pub mod controls;
+pub mod hex;
 pub mod model;
 pub mod reader;
 pub mod schedule;

@@ -240,36 +240,13 @@ impl WireInput {
     }
 }
 
-/// Lower-case hex with a `0x` prefix (the capture's spelling), fast for large buffers.
+/// Lower-case hex with a `0x` prefix (the spelling generated suites use).
 pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = Vec::with_capacity(2 + bytes.len() * 2);
-    s.extend_from_slice(b"0x");
-    for b in bytes {
-        s.push(DIGITS[(b >> 4) as usize]);
-        s.push(DIGITS[(b & 15) as usize]);
-    }
-    String::from_utf8(s).unwrap_or_default()
+    format!("0x{}", cltrap_capture::hex::encode(bytes))
 }
 
 /// The inverse of [`hex`] (`None` on bad input).
-pub fn unhex(text: &str) -> Option<Vec<u8>> {
-    let t = text.strip_prefix("0x").unwrap_or(text).as_bytes();
-    if !t.len().is_multiple_of(2) {
-        return None;
-    }
-    let digit = |c: u8| -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            b'A'..=b'F' => Some(c - b'A' + 10),
-            _ => None,
-        }
-    };
-    t.chunks_exact(2)
-        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
-        .collect()
-}
+pub use cltrap_capture::hex::decode as unhex;
 
 /// Outputs to hex.
 pub fn encode_outputs(o: &[Option<Vec<u8>>]) -> Vec<Option<String>> {

@@ -57,9 +57,7 @@ pub(super) fn arg_infos(next: &Next, kernel: cl_kernel) -> Option<Vec<ArgInfo>> 
         .collect()
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+use cltrap_capture::hex::encode as hex;
 
 /// Turns one argument into its record, plus the memory object (and shape) to read, if any.
 pub(super) fn classify(
