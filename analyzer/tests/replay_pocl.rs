@@ -2,11 +2,14 @@
 //! correct expected outputs replay `ok`, wrong ones are reported at the right place, and
 //! broken programs give a clear error. Also drives the `cltrap` binary for its exit codes.
 
+mod common;
+use common::{f32s, i32s, temp_dir};
+
 use cltrap_analyzer::executor::{DeviceSelector, ExecError, InputArg, LaunchInput, Session};
 use cltrap_analyzer::replay::{replay_on, select, LaunchResult, Outcome};
 use cltrap_capture::writer::digest;
 use cltrap_capture::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const VADD: &str = "__kernel void vadd(__global const float* a, __global const float* b,\n                   __global float* c, uint n) {\n  size_t i = get_global_id(0);\n  if (i < n) c[i] = a[i] + b[i];\n}\n";
@@ -17,12 +20,6 @@ const LOCAL2D: &str = "__kernel void sum2d(__global int* out, __local int* tmp, 
 
 const BROKEN: &str = "__kernel void broken(__global int* x) { x[0] = undefined_name; }\n";
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cltrap-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
 fn info(index: u32, name: &str, ty: &str, space: &str) -> ArgInfo {
     ArgInfo {
         index,
@@ -31,14 +28,6 @@ fn info(index: u32, name: &str, ty: &str, space: &str) -> ArgInfo {
         address_space: space.into(),
         qualifiers: String::new(),
     }
-}
-
-fn f32s(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn i32s(v: &[i32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
 struct Builder {
