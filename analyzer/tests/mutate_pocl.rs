@@ -178,43 +178,36 @@ fn steps_suite(name: &str) -> Fixture {
 fn an_endless_loop_times_out_by_watchdog_or_deadline_and_the_campaign_goes_on() {
     let f = steps_suite("loop");
     let ops = ["--operators", "condition,relational_negation"];
-    let mut small = ops.to_vec();
-    small.extend(["--loop-budget", "100000"]);
-    let (out, m) = mutate(&f, &small);
-    println!("{out}");
-    assert_eq!(status(&m, "condition:6:12 1"), "TIMEOUT", "{out}");
-    assert!(
-        m["condition:6:12 1"]["statusReason"]
-            .as_str()
-            .unwrap()
-            .contains("watchdog"),
-        "{out}"
-    );
-    assert_eq!(status(&m, "condition:6:12 0"), "KILLED", "{out}");
-    assert_eq!(status(&m, "relational_negation:6:14 =="), "KILLED", "{out}");
+    let times_out_by = |extra: &[&str], reason: &str| {
+        let mut args = ops.to_vec();
+        args.extend(extra);
+        let (out, m) = mutate(&f, &args);
+        println!("{out}");
+        assert_eq!(status(&m, "condition:6:12 1"), "TIMEOUT", "{out}");
+        assert!(
+            m["condition:6:12 1"]["statusReason"]
+                .as_str()
+                .unwrap()
+                .contains(reason),
+            "{out}"
+        );
+        assert_eq!(status(&m, "condition:6:12 0"), "KILLED", "{out}");
+        assert_eq!(status(&m, "relational_negation:6:14 =="), "KILLED", "{out}");
+    };
+    times_out_by(&["--loop-budget", "100000"], "watchdog");
     // Without the in-kernel budget, the process deadline catches it and kills the worker;
     // the other mutants are still decided.
-    let mut huge = ops.to_vec();
-    huge.extend([
-        "--loop-budget",
-        "4000000000",
-        "--timeout-ms",
-        "1500",
-        "--jobs",
-        "1",
-    ]);
-    let (out, m) = mutate(&f, &huge);
-    println!("{out}");
-    assert_eq!(status(&m, "condition:6:12 1"), "TIMEOUT", "{out}");
-    assert!(
-        m["condition:6:12 1"]["statusReason"]
-            .as_str()
-            .unwrap()
-            .contains("deadline"),
-        "{out}"
+    times_out_by(
+        &[
+            "--loop-budget",
+            "4000000000",
+            "--timeout-ms",
+            "1500",
+            "--jobs",
+            "1",
+        ],
+        "deadline",
     );
-    assert_eq!(status(&m, "condition:6:12 0"), "KILLED", "{out}");
-    assert_eq!(status(&m, "relational_negation:6:14 =="), "KILLED", "{out}");
 }
 
 fn shifted_suite(name: &str) -> Fixture {
