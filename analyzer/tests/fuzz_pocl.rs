@@ -134,24 +134,22 @@ fn cltrap(args: &[&str]) -> (bool, String) {
     )
 }
 
+/// `cltrap fuzz hard.cl --kernel KERNEL EXTRA... --out OUT`.
+fn fuzz_hard(kernel: &str, extra: &[&str], out: &Path) -> (bool, String) {
+    let k = fixture("hard.cl");
+    let mut args = vec!["fuzz", k.to_str().unwrap(), "--kernel", kernel];
+    args.extend(extra);
+    args.extend(["--out", out.to_str().unwrap()]);
+    cltrap(&args)
+}
+
 #[test]
 fn loop_trip_count_from_an_argument_through_the_cli_with_worker() {
     // Worker process + watchdog: a huge random trip count hangs the kernel; the campaign
     // reports it and goes on. The suite replays bit-exactly.
     let suite = temp("trip");
     let s = suite.to_str().unwrap();
-    let k = fixture("hard.cl");
-    let (ok, text) = cltrap(&[
-        "fuzz",
-        k.to_str().unwrap(),
-        "--kernel",
-        "trip",
-        "--solve",
-        "--watchdog",
-        "2",
-        "--out",
-        s,
-    ]);
+    let (ok, text) = fuzz_hard("trip", &["--solve", "--watchdog", "2"], &suite);
     assert!(ok, "{text}");
     let row = text.lines().find(|l| l.starts_with("trip ")).expect(&text);
     let cols: Vec<&str> = row.split_whitespace().collect();
@@ -172,16 +170,7 @@ fn solve_completes_a_fuzzed_suite() {
     // appends the confirmed case; the suite replays and covers everything.
     let suite = temp("solve");
     let s = suite.to_str().unwrap();
-    let k = fixture("hard.cl");
-    let (ok, text) = cltrap(&[
-        "fuzz",
-        k.to_str().unwrap(),
-        "--kernel",
-        "magic",
-        "--in-process",
-        "--out",
-        s,
-    ]);
+    let (ok, text) = fuzz_hard("magic", &["--in-process"], &suite);
     assert!(ok, "{text}");
     let before = std::fs::read_to_string(suite.join("launches.jsonl"))
         .unwrap()
@@ -246,17 +235,7 @@ fn init_writes_an_editable_interface() {
 #[test]
 fn overruns_and_crashes_are_findings_and_the_campaign_goes_on() {
     let suite = temp("overrun");
-    let k = fixture("hard.cl");
-    let (ok, text) = cltrap(&[
-        "fuzz",
-        k.to_str().unwrap(),
-        "--kernel",
-        "overrun",
-        "--seed",
-        "3",
-        "--out",
-        suite.to_str().unwrap(),
-    ]);
+    let (ok, text) = fuzz_hard("overrun", &["--seed", "3"], &suite);
     assert!(ok, "{text}");
     assert!(
         text.contains("finding in overrun: out-of-bounds write past the end of argument 0 (out)")
