@@ -17,7 +17,7 @@ pub fn encode(bytes: &[u8]) -> String {
 /// The bytes of a hex spelling (optional `0x`, either case); `None` when it is not valid hex.
 pub fn decode(text: &str) -> Option<Vec<u8>> {
     let t = text.strip_prefix("0x").unwrap_or(text).as_bytes();
-    if t.len() % 2 != 0 {
+    if !t.len().is_multiple_of(2) {
         return None;
     }
     let digit = |c: u8| -> Option<u8> {
