@@ -129,18 +129,23 @@ impl CoverageMap {
         let local = [counters[2] as u64, counters[3] as u64, counters[4] as u64];
         let n = [counters[5] as u64, counters[6] as u64, counters[7] as u64];
         // Group counts come from the device; a buffer that cannot hold them all (or garbage
-        // from a crashed kernel) is reported as overflow rather than trusted.
-        let ng = n[0]
-            .checked_mul(n[1])
-            .and_then(|x| x.checked_mul(n[2]))
-            .unwrap_or(u64::MAX);
-        let room = (counters.len() as u64 - self.static_len() as u64)
-            / (self.barriers.len().max(1) as u64);
-        let ng = if ng > room {
-            res.overflow = true;
+        // from a crashed kernel) is reported as overflow rather than trusted. A program without
+        // barriers has no per-group counters, so only the device's own flag counts then.
+        let ng = if self.barriers.is_empty() {
             0
         } else {
-            ng
+            let ng = n[0]
+                .checked_mul(n[1])
+                .and_then(|x| x.checked_mul(n[2]))
+                .unwrap_or(u64::MAX);
+            let room =
+                (counters.len() as u64 - self.static_len() as u64) / self.barriers.len() as u64;
+            if ng > room {
+                res.overflow = true;
+                0
+            } else {
+                ng
+            }
         };
         let g3 = [
             global.first().copied().unwrap_or(1),

@@ -128,12 +128,7 @@ impl ProgramCoverage {
         counters: &[u32],
         global: &[u64],
     ) -> Result<(), KernelError> {
-        let mut res = self.map.evaluate(kernel, counters, global)?;
-        if self.map.barriers.is_empty() {
-            // cltrap-kernel's evaluation (9798ba3) finds "no room" for the per-group barrier
-            // counters of a program that has none; only the device's own flag counts then.
-            res.overflow = counters.get(1).is_some_and(|f| *f != 0);
-        }
+        let res = self.map.evaluate(kernel, counters, global)?;
         let barriers = &self.map.barriers;
         let divergences: Vec<Divergence> = res
             .barriers
