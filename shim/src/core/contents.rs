@@ -41,16 +41,9 @@ pub fn enqueue_read(
     wait: &[cl_event],
     want_event: bool,
 ) -> Result<cl_event, cl_int> {
-    let mut ev: cl_event = std::ptr::null_mut();
-    let ev_ptr: *mut cl_event = if want_event {
-        &mut ev
-    } else {
-        std::ptr::null_mut()
-    };
-    let (n, list) = wait_list(wait);
     // SAFETY: `dst` has room for `shape.bytes()` bytes and stays allocated until the command
     // completed (the flight owns it until its final event completes).
-    let r = unsafe {
+    enqueued(wait, want_event, |n, list, ev_ptr| unsafe {
         match shape {
             Shape::Buffer { size } => match next.clEnqueueReadBuffer {
                 Some(f) => f(queue, mem, CL_FALSE, 0, size, dst, n, list, ev_ptr),
@@ -73,7 +66,24 @@ pub fn enqueue_read(
                 None => CL_INVALID_OPERATION,
             },
         }
+    })
+}
+
+/// Runs one enqueue with `wait` as its wait list and, when `want_event`, an event pointer;
+/// returns the event (null unless asked for) or the enqueue's error.
+pub(super) fn enqueued(
+    wait: &[cl_event],
+    want_event: bool,
+    enqueue: impl FnOnce(cl_uint, *const cl_event, *mut cl_event) -> cl_int,
+) -> Result<cl_event, cl_int> {
+    let mut ev: cl_event = std::ptr::null_mut();
+    let ev_ptr: *mut cl_event = if want_event {
+        &mut ev
+    } else {
+        std::ptr::null_mut()
     };
+    let (n, list) = wait_list(wait);
+    let r = enqueue(n, list, ev_ptr);
     if r == CL_SUCCESS {
         Ok(ev)
     } else {
@@ -129,15 +139,8 @@ pub fn enqueue_stage(
     wait: &[cl_event],
     want_event: bool,
 ) -> Result<cl_event, cl_int> {
-    let mut ev: cl_event = std::ptr::null_mut();
-    let ev_ptr: *mut cl_event = if want_event {
-        &mut ev
-    } else {
-        std::ptr::null_mut()
-    };
-    let (n, list) = wait_list(wait);
     // SAFETY: device-side copy between live objects of one context, sized by the object.
-    let r = unsafe {
+    enqueued(wait, want_event, |n, list, ev_ptr| unsafe {
         match shape {
             Shape::Buffer { size } => match next.clEnqueueCopyBuffer {
                 Some(f) => f(queue, mem, tmp, 0, 0, size, n, list, ev_ptr),
@@ -158,12 +161,7 @@ pub fn enqueue_stage(
                 None => CL_INVALID_OPERATION,
             },
         }
-    };
-    if r == CL_SUCCESS {
-        Ok(ev)
-    } else {
-        Err(r)
-    }
+    })
 }
 
 static OVER_BUDGET: AtomicBool = AtomicBool::new(false);

@@ -147,24 +147,23 @@ impl<'a> Around<'a> {
 
     /// A marker (or barrier) after `wait` (or after everything before it, when empty).
     fn fence(&mut self, wait: &[cl_event], barrier: bool) -> cl_event {
-        let mut ev: cl_event = std::ptr::null_mut();
-        let (n, list) = if wait.is_empty() {
-            (0, std::ptr::null())
-        } else {
-            (wait.len() as cl_uint, wait.as_ptr())
-        };
         let f = if barrier {
             self.next.clEnqueueBarrierWithWaitList
         } else {
             self.next.clEnqueueMarkerWithWaitList
         };
+        let Some(f) = f else {
+            return std::ptr::null_mut();
+        };
         // SAFETY: the application's queue and our own events.
-        let r = f.map(|f| unsafe { f(self.queue, n, list, &mut ev) });
-        if r == Some(CL_SUCCESS) && !ev.is_null() {
-            self.events.push(ev);
-            ev
-        } else {
-            std::ptr::null_mut()
+        match contents::enqueued(wait, true, |n, list, ev| unsafe {
+            f(self.queue, n, list, ev)
+        }) {
+            Ok(ev) if !ev.is_null() => {
+                self.events.push(ev);
+                ev
+            }
+            _ => std::ptr::null_mut(),
         }
     }
 
