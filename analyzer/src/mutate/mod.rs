@@ -26,7 +26,7 @@ use cltrap_kernel::coverage::{instrument_coverage, Outcome};
 use cltrap_kernel::mutate::{self as km, Mutant, Operator};
 use cltrap_kernel::{parse_program, Program};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use worker::{Job, JobResult, PoolOptions, TestRef};
@@ -666,13 +666,12 @@ fn prepare(
             continue;
         }
         // Kernels whose launches run this mutant's function.
+        let callers =
+            cltrap_kernel::rewrite::callers_closure(&plan.parsed, &[m.function.clone()].into());
         let reach: Vec<&String> = plan
             .kernels
             .keys()
-            .filter(|k| {
-                let seeds: BTreeSet<String> = [m.function.clone()].into();
-                cltrap_kernel::rewrite::callers_closure(&plan.parsed, &seeds).contains(*k)
-            })
+            .filter(|k| callers.contains(*k))
             .collect();
         let test_refs: Vec<TestRef> = reach
             .iter()
