@@ -5,50 +5,11 @@
 //! `libcltrap.so`, and compares. Needs `cc`, the OpenCL headers, ocl-icd and PoCL.
 
 use cltrap_capture::{ArgRecord, Capture, Content, ProgramOrigin, ProgramRecord};
+mod swap_support;
+use swap_support::{build, shim, tmp};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-/// The cdylib cargo built next to this test (`target/<profile>/libcltrap.so`).
-fn shim() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(Path::parent).expect("target dir");
-    let lib = dir.join("libcltrap.so");
-    assert!(
-        lib.exists(),
-        "{} is missing: build the shim first",
-        lib.display()
-    );
-    lib
-}
-
-/// A fresh directory, unique to this call (tests run concurrently).
-fn tmp(name: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("shim-{name}-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("tmp dir");
-    d
-}
-
-fn build(fixture: &str, defines: &[&str]) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(format!("{fixture}.c"));
-    let out = tmp(&format!("bin-{fixture}{}", defines.join(""))).join(fixture);
-    let status = Command::new("cc")
-        .args(["-O1", "-g", "-w"])
-        .args(defines)
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .args(["-lOpenCL", "-lpthread", "-ldl"])
-        .status()
-        .expect("cc runs");
-    assert!(status.success(), "compiling {fixture}.c failed");
-    out
-}
 
 fn run(cmd: &Path, args: &[&str], env: &[(&str, &Path)], extra: &[(&str, &str)]) -> Output {
     let mut c = Command::new(cmd);

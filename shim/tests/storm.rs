@@ -7,49 +7,15 @@
 //! compares. Needs `cc`, the OpenCL headers, ocl-icd and PoCL.
 
 use cltrap_capture::{ArgRecord, Capture, Content};
-use std::path::{Path, PathBuf};
+mod swap_support;
+use swap_support::{build, shim, tmp};
+
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 /// More launches than the shim lets be in flight at once (`MAX_INFLIGHT_LAUNCHES` = 1024).
 const STORM: usize = 3000;
-
-fn shim() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(Path::parent).expect("target dir");
-    let lib = dir.join("libcltrap.so");
-    assert!(
-        lib.exists(),
-        "{} is missing: build the shim first",
-        lib.display()
-    );
-    lib
-}
-
-fn tmp(name: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("storm-{name}-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("tmp dir");
-    d
-}
-
-fn build() -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/storm.c");
-    let out = tmp("bin").join("storm");
-    let status = Command::new("cc")
-        .args(["-O1", "-g", "-w"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .args(["-lOpenCL"])
-        .status()
-        .expect("cc runs");
-    assert!(status.success(), "compiling storm.c failed");
-    out
-}
 
 fn run(app: &Path, args: &[&str], cap: Option<&Path>) -> (Output, Duration) {
     let mut c = Command::new(app);
@@ -103,7 +69,7 @@ fn assert_complete(c: &Capture) {
 
 #[test]
 fn a_storm_past_the_launch_cap_is_recorded_completely_and_in_order() {
-    let app = build();
+    let app = build("storm", &[]);
     let n = STORM.to_string();
     let (native, _) = run(&app, &[&n], None);
     let cap = tmp("plain");
@@ -115,7 +81,7 @@ fn a_storm_past_the_launch_cap_is_recorded_completely_and_in_order() {
 
 #[test]
 fn slow_launches_piling_up_past_the_launch_cap_are_recorded_completely_and_in_order() {
-    let app = build();
+    let app = build("storm", &[]);
     let n = STORM.to_string();
     let (native, _) = run(&app, &[&n, "slow"], None);
     let cap = tmp("slow");
@@ -127,7 +93,7 @@ fn slow_launches_piling_up_past_the_launch_cap_are_recorded_completely_and_in_or
 
 #[test]
 fn a_storm_behind_an_unset_user_event_never_waits_for_the_capture() {
-    let app = build();
+    let app = build("storm", &[]);
     let n = STORM.to_string();
     let (native, _) = run(&app, &[&n, "gate"], None);
     let cap = tmp("gate");

@@ -1,4 +1,4 @@
-//! Shared by the `swap_*` tests: building the C fixtures, finding `cltrap` and the shim, and
+//! Shared by the shim tests (`swap_*`, `doors`, `storm`): building the C fixtures, finding `cltrap` and the shim, and
 //! running an application natively and under `cltrap run` with live instrumentation.
 
 #![allow(dead_code)]
@@ -62,7 +62,7 @@ pub fn build(name: &str, defines: &[&str]) -> PathBuf {
         .arg(&src)
         .arg("-o")
         .arg(&out)
-        .args(["-lOpenCL", "-lpthread"])
+        .args(["-lOpenCL", "-lpthread", "-ldl"])
         .status()
         .expect("cc runs");
     assert!(status.success(), "compiling {name}.c failed");
