@@ -3,6 +3,7 @@
 //! clpeak (kernel-latency, all ~20,000 launches; integer compute, two launches per kernel), clFFT-client, and an ffmpeg OpenCL
 //! filter chain. Each test skips with a printed reason only when the program is not installed.
 
+use cltrap_capture::Capture;
 use cltrap_e2e::*;
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -39,6 +40,25 @@ fn mask_numbers(text: &str) -> String {
         }
     }
     out
+}
+
+/// Runs `program args` captured into a fresh directory `label`: it behaves as it did natively,
+/// the capture is quiet, and it holds launches (else it fails with `none_captured`).
+fn capture_like_native<S: AsRef<OsStr>>(
+    label: &str,
+    program: &PathBuf,
+    args: &[S],
+    native: &Outcome,
+    none_captured: &str,
+) -> (TestDir, Capture) {
+    let dir = fresh_capture_dir(label);
+    let captured = run_captured(&dir, &[], program, args);
+    captured.assert_no_panic();
+    assert_same_behaviour(native, &captured);
+    assert_quiet_capture(native, &captured);
+    let cap = open_capture(&dir);
+    assert!(!cap.launches.is_empty(), "{none_captured}");
+    (dir, cap)
 }
 
 /// Runs one clpeak mode natively and captured; returns the capture directory (None when
@@ -106,15 +126,12 @@ fn clfft_client_result_is_unchanged_and_its_launches_replay_ok() {
         "{}",
         native.describe()
     );
-    let dir = fresh_capture_dir("clfft");
-    let captured = run_captured(&dir, &[], &client, &args);
-    captured.assert_no_panic();
-    assert_same_behaviour(&native, &captured);
-    assert_quiet_capture(&native, &captured);
-    let cap = open_capture(&dir);
-    assert!(
-        !cap.launches.is_empty(),
-        "clFFT's launches were not captured"
+    let (dir, cap) = capture_like_native(
+        "clfft",
+        &client,
+        &args,
+        &native,
+        "clFFT's launches were not captured",
     );
     assert_list_shows(&dir, &cap);
     assert_replays_ok(&dir, cap.launches.len());
@@ -154,15 +171,12 @@ fn ffmpeg_opencl_filter_output_is_bit_identical_and_its_launches_replay_ok() {
         64 * 64 * 4 * 3,
         "three 64x64 RGBA frames"
     );
-    let dir = fresh_capture_dir("ffmpeg");
-    let captured = run_captured(&dir, &[], &ffmpeg, &args);
-    captured.assert_no_panic();
-    assert_same_behaviour(&native, &captured);
-    assert_quiet_capture(&native, &captured);
-    let cap = open_capture(&dir);
-    assert!(
-        !cap.launches.is_empty(),
-        "ffmpeg's filter launches were not captured"
+    let (dir, cap) = capture_like_native(
+        "ffmpeg",
+        &ffmpeg,
+        &args,
+        &native,
+        "ffmpeg's filter launches were not captured",
     );
     assert!(
         cap.launches.iter().any(|l| l.kernel.contains("avgblur")),
