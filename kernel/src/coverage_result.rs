@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::coverage::{CoverageMap, SlotKind};
+use crate::coverage::{BarrierSite, CoverageMap, SlotKind};
 use crate::error::KernelError;
 use crate::permute::group_counts;
 
@@ -73,6 +73,11 @@ impl CoverageMap {
     /// Number of flag slots (header included) before the barrier counters.
     pub fn static_len(&self) -> u32 {
         self.header_slots + self.slots.len() as u32
+    }
+
+    /// The barrier call site numbered `index`.
+    pub fn barrier_site(&self, index: u32) -> Option<&BarrierSite> {
+        self.barriers.iter().find(|s| s.index == index)
     }
 
     /// Length (in u32) of the counter buffer for a launch of `global` size; with an unknown

@@ -129,15 +129,12 @@ impl ProgramCoverage {
         global: &[u64],
     ) -> Result<(), KernelError> {
         let res = self.map.evaluate(kernel, counters, global)?;
-        let barriers = &self.map.barriers;
+        let map = &self.map;
         let divergences: Vec<Divergence> = res
             .barriers
             .iter()
             .flat_map(|b| {
-                let col = barriers
-                    .iter()
-                    .find(|s| s.index == b.barrier)
-                    .map_or(0, |s| s.col);
+                let col = map.barrier_site(b.barrier).map_or(0, |s| s.col);
                 b.divergent.iter().map(move |d| Divergence {
                     launch,
                     barrier: b.barrier,

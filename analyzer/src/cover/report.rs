@@ -235,7 +235,7 @@ pub fn barrier_sites(p: &ProgramCoverage, k: &KernelCoverage) -> Vec<JsonBarrier
         .barriers
         .iter()
         .map(|b| {
-            let site = p.map.barriers.iter().find(|s| s.index == b.barrier);
+            let site = p.map.barrier_site(b.barrier);
             let status = if !b.divergent.is_empty() {
                 BarrierStatus::Divergent
             } else if b.covered() {
@@ -411,9 +411,7 @@ pub fn summary(report: &CoverageReport) -> String {
             for d in k.divergences.iter().take(MAX_DIVERGENCES_SHOWN) {
                 let label = p
                     .map
-                    .barriers
-                    .iter()
-                    .find(|b| b.index == d.barrier)
+                    .barrier_site(d.barrier)
                     .map_or("barrier", |b| b.label.as_str());
                 let launch = d
                     .launch
