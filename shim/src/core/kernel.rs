@@ -9,7 +9,7 @@ use libc::{c_char, c_void, size_t};
 use opencl_sys::*;
 
 /// The name and program of a kernel, asked from the driver.
-pub(super) fn describe(next: &Next, kernel: cl_kernel) -> Kernel {
+pub(crate) fn describe(next: &Next, kernel: cl_kernel) -> Kernel {
     let mut k = Kernel::default();
     if let Some(f) = next.clGetKernelInfo {
         // SAFETY: standard info queries.

@@ -24,12 +24,14 @@ mod record;
 mod track;
 
 pub(crate) use guard::clEnqueueBarrierWithWaitList;
+pub(crate) use kernel::describe as describe_kernel;
 pub(crate) use kernel::{
     clCloneKernel, clCreateKernel, clCreateKernelsInProgram, clGetKernelArgInfo, clSetKernelArg,
     clSetKernelArgSVMPointer,
 };
 pub(crate) use launch::{clEnqueueNDRangeKernel, clEnqueueTask, clFinish};
-// What the swap needs of the core: the argument tables and the info-query helpers.
+// What the swap needs of the core: the argument tables, the info-query helpers and what the
+// driver says about a kernel.
 pub(crate) use info::{array as info_array, string as info_string, value as info_value};
 pub(crate) use mem::{
     clCreateBuffer, clCreateBufferWithProperties, clCreateImage, clCreateImage2D, clCreateImage3D,
@@ -39,4 +41,4 @@ pub(crate) use program::{
     clBuildProgram, clCompileProgram, clCreateProgramWithBinary, clCreateProgramWithBuiltInKernels,
     clCreateProgramWithIL, clCreateProgramWithSource, clGetProgramBuildInfo, clLinkProgram,
 };
-pub(crate) use track::{lock, tables, ArgValue};
+pub(crate) use track::{lock, tables, ArgValue, Kernel};

@@ -250,19 +250,16 @@ pub fn kernel_for(next: &Next, kernel: cl_kernel) -> Option<Arc<Mutex<ShadowKern
 
 /// The kernel's program and name, from the shim's tables or the driver.
 fn program_and_name(next: &Next, kernel: cl_kernel) -> Option<(usize, String)> {
-    if let Some(k) = lock(&tables().kernels).get(&(kernel as usize)) {
-        if k.program != 0 && !k.name.is_empty() {
-            return Some((k.program, k.name.clone()));
-        }
+    let known = |k: &crate::core::Kernel| {
+        (k.program != 0 && !k.name.is_empty()).then(|| (k.program, k.name.clone()))
+    };
+    if let Some(pn) = lock(&tables().kernels)
+        .get(&(kernel as usize))
+        .and_then(known)
+    {
+        return Some(pn);
     }
-    let f = next.clGetKernelInfo?;
-    // SAFETY: standard info queries on the application's kernel.
-    let program = crate::core::info_value::<usize>(|s, p, r| unsafe {
-        f(kernel, CL_KERNEL_PROGRAM, s, p, r)
-    })?;
-    let name =
-        crate::core::info_string(|s, p, r| unsafe { f(kernel, CL_KERNEL_FUNCTION_NAME, s, p, r) })?;
-    Some((program, name))
+    known(&crate::core::describe_kernel(next, kernel))
 }
 
 /// Copies the application kernel's arguments `0..extra` onto the shadow kernel (only those
