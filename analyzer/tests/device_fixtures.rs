@@ -76,35 +76,8 @@ fn write_fixture_captures() {
     keep(f, "lockstep");
 
     let mut f = Fixture::new("dev-racefree");
-    let input: Vec<u32> = (0..65536).map(|i| (i * 7 + 3) % 101).collect();
-    f.launch(
-        "race_free.cl",
-        "reduce_local",
-        &[65536],
-        Some(&[256]),
-        None,
-        vec![
-            A::Buf("in", "uint*", u32s(&input)),
-            A::Buf("partial", "uint*", u32s(&[0; 256])),
-            A::Loc("tmp", "uint*", 256 * 4),
-        ],
-    );
-    let m = 64usize;
-    let am: Vec<f32> = (0..m * m).map(|i| (i % 7) as f32 - 3.0).collect();
-    let bm: Vec<f32> = (0..m * m).map(|i| (i % 5) as f32 * 0.5).collect();
-    f.launch(
-        "race_free.cl",
-        "matmul_tiled",
-        &[64, 64],
-        Some(&[4, 4]),
-        None,
-        vec![
-            A::Buf("A", "float*", f32s(&am)),
-            A::Buf("B", "float*", f32s(&bm)),
-            A::Buf("C", "float*", f32s(&vec![0.0; m * m])),
-            int("n", m as i32),
-        ],
-    );
+    f.launch_reduce_local(65536, 256);
+    f.launch_matmul_tiled(64);
     keep(f, "racefree");
 
     let mut f = Fixture::new("dev-cover");

@@ -56,35 +56,8 @@ fn race_free_capture(name: &str) -> Fixture {
             uint("n", n),
         ],
     );
-    let m = 16usize;
-    let am: Vec<f32> = (0..m * m).map(|i| (i % 7) as f32 - 3.0).collect();
-    let bm: Vec<f32> = (0..m * m).map(|i| (i % 5) as f32 * 0.5).collect();
-    f.launch(
-        "race_free.cl",
-        "matmul_tiled",
-        &[16, 16],
-        Some(&[4, 4]),
-        None,
-        vec![
-            A::Buf("A", "float*", f32s(&am)),
-            A::Buf("B", "float*", f32s(&bm)),
-            A::Buf("C", "float*", f32s(&vec![0.0; m * m])),
-            int("n", m as i32),
-        ],
-    );
-    let input: Vec<u32> = (0..4096).map(|i| (i * 7 + 3) % 101).collect();
-    f.launch(
-        "race_free.cl",
-        "reduce_local",
-        &[4096],
-        Some(&[64]),
-        None,
-        vec![
-            A::Buf("in", "uint*", u32s(&input)),
-            A::Buf("partial", "uint*", u32s(&[0; 64])),
-            A::Loc("tmp", "uint*", 64 * 4),
-        ],
-    );
+    f.launch_matmul_tiled(16);
+    f.launch_reduce_local(4096, 64);
     f
 }
 

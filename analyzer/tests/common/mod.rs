@@ -216,6 +216,46 @@ impl Fixture {
             .expect("append");
         (id, out.outputs)
     }
+
+    /// Captures `matmul_tiled` (race_free.cl): `m`×`m` matrices in 4×4 work-groups.
+    pub fn launch_matmul_tiled(&mut self, m: usize) {
+        let am: Vec<f32> = (0..m * m).map(|i| (i % 7) as f32 - 3.0).collect();
+        let bm: Vec<f32> = (0..m * m).map(|i| (i % 5) as f32 * 0.5).collect();
+        self.launch(
+            "race_free.cl",
+            "matmul_tiled",
+            &[m as u64, m as u64],
+            Some(&[4, 4]),
+            None,
+            vec![
+                A::Buf("A", "float*", f32s(&am)),
+                A::Buf("B", "float*", f32s(&bm)),
+                A::Buf("C", "float*", f32s(&vec![0.0; m * m])),
+                int("n", m as i32),
+            ],
+        );
+    }
+
+    /// Captures `reduce_local` (race_free.cl): `n` inputs summed per work-group of `group`.
+    pub fn launch_reduce_local(&mut self, n: u32, group: u64) {
+        let input: Vec<u32> = (0..n).map(|i| (i * 7 + 3) % 101).collect();
+        self.launch(
+            "race_free.cl",
+            "reduce_local",
+            &[n as u64],
+            Some(&[group]),
+            None,
+            vec![
+                A::Buf("in", "uint*", u32s(&input)),
+                A::Buf(
+                    "partial",
+                    "uint*",
+                    u32s(&vec![0; (n as u64 / group) as usize]),
+                ),
+                A::Loc("tmp", "uint*", group * 4),
+            ],
+        );
+    }
 }
 
 /// Runs the `cltrap` binary; returns (exit code, stdout, stderr).
