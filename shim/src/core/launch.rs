@@ -280,16 +280,10 @@ impl Plan {
             return None;
         }
         // The name decides most filters: look at it before copying the arguments.
-        let known_name = lock(&tables().kernels)
-            .get(&(kernel as usize))
-            .map(|k| k.name.clone());
-        if known_name
-            .as_deref()
-            .is_some_and(|n| !settings.wants(seq, n))
-        {
-            return None;
-        }
-        let known = lock(&tables().kernels).get(&(kernel as usize)).cloned();
+        let known = match lock(&tables().kernels).get(&(kernel as usize)) {
+            Some(k) if !settings.wants(seq, &k.name) => return None,
+            k => k.cloned(),
+        };
         let k = match known {
             Some(k) => k,
             None => {
