@@ -19,7 +19,7 @@
 //! (over the launch cap with a user event unset: read anyway, the byte cap still holds). Every
 //! [`FLUSH_EVERY`] launches of ours on a queue, the queue is flushed, because some drivers do
 //! not start work that was never flushed and the callbacks we wait for would never come.
-//! Callbacks are the fast path, not the only one: when none came for [`POLL`] (1 ms while a
+//! Callbacks are the fast path, not the only one: when none came for [`POLL`] ([`POLL_BUSY`] while a
 //! thread waits for launches to be written), the writer asks the driver for the status of the
 //! oldest launches in flight, and keeps such a launch's final event until its callback came. At exit, pending launches are
 //! waited for (bounded) so a normally ending application leaves a complete capture; the
