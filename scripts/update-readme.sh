@@ -13,14 +13,7 @@ CLTRAP="$TARGET/release/cltrap"
 [ -x "$CLTRAP" ] || { echo "update-readme: $CLTRAP is missing; run cargo build --release --workspace first" >&2; exit 1; }
 table="$("$CLTRAP" controls --markdown)" || { echo "update-readme: '$CLTRAP controls --markdown' failed" >&2; exit 1; }
 [ -n "$table" ] || { echo "update-readme: '$CLTRAP controls --markdown' printed nothing" >&2; exit 1; }
-# GitHub's tables split cells at every unescaped `|`, even inside code spans (`on|off`):
-# escape those so the table renders with its four columns.
-table="$(TABLE="$table" python3 -c '
-import os, re
-def cell_escape(line):
-    return re.sub(r"`[^`]*`", lambda m: m.group(0).replace("|", "\\|"), line)
-print("\n".join(cell_escape(l) for l in os.environ["TABLE"].split("\n")))
-')"
+# (`cltrap controls --markdown` escapes the `|` inside cells itself, for GitHub's tables.)
 
 grep -q '^<!-- controls:begin -->$' README.md && grep -q '^<!-- controls:end -->$' README.md \
     || { echo "update-readme: README.md lacks the <!-- controls:begin --> / <!-- controls:end --> markers" >&2; exit 1; }

@@ -292,10 +292,19 @@ pub fn markdown_table() -> String {
         };
         s.push_str(&format!(
             "| `{}` | `{}` | `{}` | {} |\n",
-            c.env, flag, default, c.help
+            cell(c.env),
+            cell(&flag),
+            cell(default),
+            cell(c.help)
         ));
     }
     s
+}
+
+/// Escapes `|` for a Markdown table cell: GitHub splits cells at every unescaped `|`, even
+/// inside code spans (`on|off`), which would shift the table's columns.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
 }
 
 #[cfg(test)]
@@ -347,6 +356,16 @@ mod tests {
             .expect("listed");
         assert!(switch.is_switch());
         assert!(markdown_table().contains("`--coverage`"));
+    }
+
+    #[test]
+    fn table_cells_escape_the_column_separator() {
+        let table = markdown_table();
+        for line in table.lines().skip(2) {
+            let unescaped = line.matches('|').count() - line.matches("\\|").count();
+            assert_eq!(unescaped, 5, "a row must have exactly four cells: {line}");
+        }
+        assert!(table.contains("\\|"), "some control lists alternatives with `|`");
     }
 
     #[test]
