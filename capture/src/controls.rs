@@ -365,7 +365,10 @@ mod tests {
             let unescaped = line.matches('|').count() - line.matches("\\|").count();
             assert_eq!(unescaped, 5, "a row must have exactly four cells: {line}");
         }
-        assert!(table.contains("\\|"), "some control lists alternatives with `|`");
+        assert!(
+            table.contains("\\|"),
+            "some control lists alternatives with `|`"
+        );
     }
 
     #[test]
