@@ -132,6 +132,10 @@ fn removing_the_first_barrier_is_only_killed_under_permuted_schedules() {
     let ops = ["--operators", "barrier_removal", "--repeats", "2"];
     let (out, m) = mutate(&f, &ops);
     println!("{out}");
+    assert!(
+        !out.contains("compiled on its own"),
+        "barrier mutants live in the schema (as kernel copies): {out}"
+    );
     assert_eq!(
         status(&m, "barrier_removal:12:5 (void)0"),
         "SURVIVED",
@@ -259,6 +263,11 @@ fn one_schema_and_one_compile_per_mutant_give_the_same_verdicts() {
         let (single_out, single) = mutate(&f, &["--loop-budget", "100000", "--per-mutant-compile"]);
         println!("{schema_out}\n{single_out}");
         assert!(schema.len() >= 6, "{schema_out}");
+        assert!(
+            !schema_out.contains("barrier_removal, line")
+                && !schema_out.contains("barrier_fence, line"),
+            "barrier mutants live in the schema: {schema_out}"
+        );
         assert_eq!(
             statuses(&schema),
             statuses(&single),

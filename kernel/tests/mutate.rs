@@ -141,31 +141,18 @@ fn the_schema_and_every_one_mutant_program_parse() {
     let p = parse_program(&src, "").expect("parses");
     let ms = mutate::find_mutants(&p, &MutateOptions::default());
     let schema = mutate::schema(&p, &ms).expect("schema");
-    let barrier = |m: &&mutate::Mutant| {
-        matches!(
-            m.operator,
-            Operator::BarrierRemoval | Operator::BarrierFence
-        )
-    };
-    let excluded: Vec<u32> = schema.excluded.iter().map(|e| e.0).collect();
-    let own: Vec<u32> = ms.iter().filter(barrier).map(|m| m.number).collect();
-    assert_eq!(
-        excluded, own,
-        "barrier mutants (only) are compiled on their own"
-    );
+    assert!(schema.excluded.is_empty(), "{:?}", schema.excluded);
     let code: Vec<u32> = ms
         .iter()
-        .filter(|m| m.launch.is_none() && !barrier(m))
+        .filter(|m| m.launch.is_none())
         .map(|m| m.number)
         .collect();
     assert_eq!(schema.mutants, code);
-    for n in &code {
-        assert!(
-            schema
-                .source
-                .contains(&format!("__cltrap_mutant == {n}u ?")),
-            "{n}"
-        );
+    for m in ms.iter().filter(|m| m.launch.is_none()) {
+        let selected = schema
+            .source
+            .contains(&format!("__cltrap_mutant == {}u ?", m.number));
+        assert_eq!(selected, !mutate::needs_kernel_copy(m), "{}", m.number);
     }
     parse_program(&schema.source, "").expect("the schema is valid OpenCL C");
     assert_eq!(schema.kernels, vec![("mutate_mix".to_string(), 3)]);
@@ -177,6 +164,10 @@ fn the_schema_and_every_one_mutant_program_parse() {
 }
 
 fn run(s: &Session, src: &str, selector: u32) -> (Vec<u8>, Vec<u8>, u32) {
+    run_kernel(s, src, "mutate_mix", selector)
+}
+
+fn run_kernel(s: &Session, src: &str, kernel: &str, selector: u32) -> (Vec<u8>, Vec<u8>, u32) {
     let prog = s
         .build_source(src, "-D__CLTRAP_BUDGET=1000u")
         .unwrap_or_else(|e| panic!("{e}\n{src}"));
@@ -190,7 +181,7 @@ fn run(s: &Session, src: &str, selector: u32) -> (Vec<u8>, Vec<u8>, u32) {
         bytes: b,
     };
     let launch = LaunchInput {
-        kernel: "mutate_mix".into(),
+        kernel: kernel.into(),
         work_dim: 1,
         global_offset: None,
         global_size: vec![16],
@@ -238,14 +229,15 @@ fn each_mutant_selected_in_the_schema_computes_what_it_computes_compiled_alone()
     let mut differing = 0;
     let mut timeouts = 0;
     for (i, m) in code.iter().enumerate() {
-        let in_schema = run(&s, &schema.source, m.number);
+        let kernel = schema.launch_name(m.number, "mutate_mix");
+        let in_schema = run_kernel(&s, &schema.source, kernel, m.number);
         if in_schema != original {
             differing += 1;
         }
         if in_schema.2 != 0 {
             timeouts += 1;
         }
-        if i % 3 == 0 || m.operator == Operator::AtomicPlain {
+        if i % 3 == 0 || m.operator == Operator::AtomicPlain || mutate::needs_kernel_copy(m) {
             let alone = run(&s, &mutate::single(&p, m).expect("single").source, 0);
             assert_eq!(
                 in_schema, alone,
@@ -291,4 +283,138 @@ fn device_binaries_tell_equal_code_from_different_code() {
     assert_eq!(bin(a), bin(a), "the same source twice");
     assert_ne!(bin(a), bin(other), "different code");
     let _ = bin(same_code);
+}
+
+fn barriers_fixture() -> (String, cltrap_kernel::Program) {
+    let p = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/kernels/mutate_barriers.cl"
+    );
+    let src = std::fs::read_to_string(p).expect("fixture");
+    let parsed = parse_program(&src, "").expect("parses");
+    (src, parsed)
+}
+
+#[test]
+fn barrier_mutants_are_renamed_copies_of_every_kernel_that_reaches_them() {
+    let (_, p) = barriers_fixture();
+    let ms = mutate::find_mutants(&p, &MutateOptions::default());
+    let schema = mutate::schema(&p, &ms).expect("schema");
+    for (n, _) in &schema.excluded {
+        let op = ms[*n as usize - 1].operator;
+        assert_eq!(op, Operator::LocalToPrivate, "only declarations stay out");
+    }
+    let barrier: Vec<&mutate::Mutant> =
+        ms.iter().filter(|m| mutate::needs_kernel_copy(m)).collect();
+    // stage(): removal + fence swap; the loop's barrier: removal (two flags, no swap).
+    assert_eq!(barrier.len(), 3, "{barrier:#?}");
+    for m in &barrier {
+        let names = &schema.launch_names[&m.number];
+        let want: Vec<&str> = if m.function == "stage" {
+            vec!["reduce_pairs", "rotate"]
+        } else {
+            vec!["reduce_pairs"]
+        };
+        assert_eq!(names.keys().map(String::as_str).collect::<Vec<_>>(), want);
+        for (k, copy) in names {
+            assert_eq!(*copy, format!("__cltrap_m{}_{k}", m.number));
+            assert_eq!(schema.launch_name(m.number, k), copy);
+        }
+        if m.function == "stage" {
+            assert!(schema
+                .source
+                .contains(&format!("void __cltrap_m{}_stage(", m.number)));
+        }
+    }
+    let fences = ms
+        .iter()
+        .filter(|m| m.operator == Operator::FenceRemoval)
+        .count();
+    assert_eq!(fences, 3);
+    assert!(schema.launch_names.len() == barrier.len());
+    // Copies keep the user's line numbers for diagnostics.
+    assert!(
+        schema.source.contains("\n#line 3\nvoid __cltrap_m"),
+        "{}",
+        schema.source
+    );
+    let reparsed =
+        parse_program(&schema.source, "").unwrap_or_else(|e| panic!("{e}\n{}", schema.source));
+    let kernels: Vec<&str> = reparsed.kernels().map(|k| k.name.as_str()).collect();
+    // Two originals, two copies for each of the two mutants in stage(), one for the loop.
+    assert_eq!(kernels.len(), 2 + 2 * 2 + 1, "{kernels:?}");
+}
+
+#[test]
+fn barrier_copies_and_fences_in_the_schema_compute_what_they_compute_compiled_alone() {
+    let (_, p) = barriers_fixture();
+    let ms = mutate::find_mutants(&p, &MutateOptions::default());
+    let schema = mutate::schema(&p, &ms).expect("schema");
+    let s = Session::open(&DeviceSelector::default()).expect("an OpenCL device (PoCL)");
+    let built = s
+        .build_source(&schema.source, "-D__CLTRAP_BUDGET=1000u")
+        .unwrap_or_else(|e| panic!("{e}\n{}", schema.source));
+    let run = |prog: &cltrap_analyzer::executor::BuiltProgram, kernel: &str, selector: u32| {
+        let input: Vec<u8> = (0..32i32)
+            .flat_map(|v| (v * 7 - 40).to_le_bytes())
+            .collect();
+        let buf = |b: Vec<u8>| InputArg::Buffer {
+            mem: None,
+            flags: 1,
+            bytes: b,
+        };
+        let launch = LaunchInput {
+            kernel: kernel.into(),
+            work_dim: 1,
+            global_offset: None,
+            global_size: vec![32],
+            local_size: Some(vec![8]),
+            args: vec![buf(input), buf(vec![0; 64 * 4])],
+            stand_ins: vec![],
+        };
+        let out = s
+            .run(
+                prog,
+                &launch,
+                &[
+                    InputArg::Scalar(selector.to_le_bytes().to_vec()),
+                    buf(vec![0; 4]),
+                ],
+            )
+            .expect("runs");
+        out.outputs[1].clone().expect("out")
+    };
+    let mut killed = 0;
+    let gpu: Vec<&mutate::Mutant> = ms
+        .iter()
+        .filter(|m| {
+            matches!(
+                m.operator,
+                Operator::BarrierRemoval | Operator::BarrierFence | Operator::FenceRemoval
+            )
+        })
+        .collect();
+    for m in &gpu {
+        let alone = s
+            .build_source(&mutate::single(&p, m).expect("single").source, "")
+            .expect("builds");
+        for k in ["reduce_pairs", "rotate"] {
+            let original = run(&built, k, 0);
+            let in_schema = run(&built, schema.launch_name(m.number, k), m.number);
+            assert_eq!(
+                in_schema,
+                run(&alone, k, 0),
+                "mutant {} {} in {k}",
+                m.number,
+                m.operator
+            );
+            if in_schema != original {
+                killed += 1;
+            }
+        }
+    }
+    assert!(
+        killed >= 2,
+        "removing the barriers must change something ({killed})"
+    );
 }

@@ -708,6 +708,14 @@ fn prepare(
                 continue;
             }
         }
+        let kernel_names = if r.own_program {
+            BTreeMap::new()
+        } else {
+            base.launch_names
+                .get(&m.number)
+                .cloned()
+                .unwrap_or_default()
+        };
         let (source, cache, number) = if r.own_program && m.launch.is_none() {
             let single = match km::single(&plan.parsed, m) {
                 Ok(s) => s,
@@ -760,6 +768,7 @@ fn prepare(
                 extra_options: budget.to_string(),
                 cache,
                 mutant: number,
+                kernel_names,
                 launch: m.launch,
                 tests: refs,
                 repeats: opts.repeats.max(1),

@@ -16,7 +16,7 @@ use crate::variant::{word_buffer, words};
 use cltrap_capture::{ArgInfo, Capture};
 use cltrap_kernel::mutate::LaunchChange;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -51,6 +51,10 @@ pub struct Job {
     pub cache: bool,
     /// Selector value (0 = original).
     pub mutant: u32,
+    /// Kernels launched under another name for this mutant: the schema's renamed copies of
+    /// barrier mutants (original name → copy). Others run under their own name.
+    #[serde(default)]
+    pub kernel_names: BTreeMap<String, String>,
     /// Launch-geometry change, if any.
     pub launch: Option<LaunchChange>,
     /// Test cases.
@@ -266,6 +270,10 @@ impl WorkerState {
                 continue;
             };
             let mut input = loaded.input.clone();
+            let copy = job.kernel_names.get(&input.kernel).cloned();
+            if let Some(name) = &copy {
+                input.kernel = name.clone();
+            }
             if let Some(change) = job.launch {
                 let Some((g, l)) = change.apply(&input.global_size, input.local_size.as_deref())
                 else {
@@ -313,14 +321,18 @@ impl WorkerState {
                 let mut first = String::new();
                 // A warm-up run of the original for each new program, kernel and sizes: the
                 // driver's lazy compile happens there, under the compile deadline, so the
-                // mutant's own runs get the run deadline.
+                // mutant's own runs get the run deadline. A kernel copy is the mutant itself:
+                // its first run is the cold one, and it counts.
                 let warm = (
                     program_path.clone(),
                     input.kernel.clone(),
                     input.global_size.clone(),
                     input.local_size.clone(),
                 );
-                if !self.warm.contains(&warm) {
+                let mut cold_copy = copy.is_some() && !self.warm.contains(&warm);
+                if cold_copy {
+                    self.warm.insert(warm);
+                } else if !self.warm.contains(&warm) {
                     emit(&Event::Run { warm: false });
                     let original = [
                         InputArg::Scalar(0u32.to_le_bytes().to_vec()),
@@ -332,7 +344,8 @@ impl WorkerState {
                     self.warm.insert(warm);
                 }
                 for _ in 0..job.repeats.max(1) {
-                    emit(&Event::Run { warm: true });
+                    emit(&Event::Run { warm: !cold_copy });
+                    cold_copy = false;
                     runs += 1;
                     let out = match session.run(program, &input, &extras) {
                         Ok(o) => o,

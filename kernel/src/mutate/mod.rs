@@ -4,9 +4,11 @@
 //! Why schemata: compiling a mutant costs hundreds of milliseconds on an OpenCL driver, far
 //! more than running it, so [`schema`] compiles all mutants into one program: each mutated
 //! expression becomes `(__cltrap_mutant == 17u ? (mutated) : (original))`, selected by an extra
-//! trailing kernel argument `uint __cltrap_mutant` (0 = the original). Mutants that cannot live
-//! in a schema (a `__local` array turned private changes a declaration) are rendered one program
-//! each by [`single`]. Both renderings add a watchdog (a second extra argument
+//! trailing kernel argument `uint __cltrap_mutant` (0 = the original). Barrier mutants cannot
+//! sit behind a run-time condition on PoCL, so the schema holds them as renamed copies of the
+//! kernels that lead to them ([`Rendered::launch_names`] says which to launch). Mutants that
+//! cannot live in a schema (a `__local` array turned private changes a declaration) are
+//! rendered one program each by [`single`]. Both renderings add a watchdog (a second extra argument
 //! `__global uint* __cltrap_wd`: every loop spends a per-work-item iteration budget and, when it
 //! is exhausted, sets `__cltrap_wd[0]` and breaks), so an endless mutant stops by itself and
 //! is reported as a timeout. Helpers defined in the program get both parameters passed on.
@@ -24,7 +26,7 @@ use crate::error::KernelError;
 use crate::model::Program;
 
 pub use operators::find_mutants;
-pub use render::{original, schema, single, Rendered};
+pub use render::{needs_kernel_copy, original, schema, single, Rendered};
 
 /// Name of the extra selector parameter (0 = run the original code).
 pub const MUTANT_PARAM: &str = "__cltrap_mutant";

@@ -326,7 +326,6 @@ impl<'a> Finder<'a> {
             "mem_fence" | "read_mem_fence" | "write_mem_fence" => Some(Operator::FenceRemoval),
             _ => None,
         };
-        let before = self.out.len();
         if let Some(o) = removal {
             if stmt && self.wants(o) {
                 self.add(
@@ -361,17 +360,6 @@ impl<'a> Finder<'a> {
                         );
                     }
                 }
-            }
-        }
-        // A barrier under a run-time condition is legal when the condition is uniform, but
-        // PoCL 3.1 then computes wrong values in the code after it (seen on the
-        // `mutate_mix` fixture): barrier mutants get programs of their own.
-        if callee == "barrier" || callee == "work_group_barrier" {
-            for m in &mut self.out[before..] {
-                m.in_schema = false;
-                m.schema_note = Some(
-                    "a barrier under a run-time condition miscompiles on PoCL 3.1, so barrier mutants are compiled on their own".into(),
-                );
             }
         }
         let atomic = callee

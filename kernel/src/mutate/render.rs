@@ -25,6 +25,41 @@ pub struct Rendered {
     pub mutants: Vec<u32>,
     /// Mutants asked for that could not live in the schema, with the reason.
     pub excluded: Vec<(u32, String)>,
+    /// Mutants that live in the schema as renamed kernel copies (barrier mutants): for each,
+    /// the kernel to launch in place of each original kernel it affects. A copy takes the
+    /// same arguments as its original (selector and watchdog included) and holds only that
+    /// mutation, unconditionally. Kernels not listed are launched by their own name.
+    pub launch_names: BTreeMap<u32, BTreeMap<String, String>>,
+}
+
+impl Rendered {
+    /// The kernel to launch for `kernel` when evaluating mutant `number` in this program.
+    pub fn launch_name<'a>(&'a self, number: u32, kernel: &'a str) -> &'a str {
+        self.launch_names
+            .get(&number)
+            .and_then(|m| m.get(kernel))
+            .map_or(kernel, String::as_str)
+    }
+}
+
+/// Whether a mutant goes into the schema as kernel copies rather than behind the selector.
+///
+/// A barrier under a run-time condition is legal when the condition is uniform, but PoCL 3.1
+/// then computes wrong values in the code after it (seen on the `mutate_mix` fixture): its
+/// work-group loops are formed around barriers at compile time. So a barrier mutant gets a
+/// renamed copy of every function that leads to it, with the mutation applied unconditionally,
+/// in the same program — still one compile. Fence removals (`mem_fence`, ...) are not
+/// barriers and stay behind the selector (checked against single compiles in the tests).
+pub fn needs_kernel_copy(m: &Mutant) -> bool {
+    matches!(
+        m.operator,
+        super::Operator::BarrierRemoval | super::Operator::BarrierFence
+    )
+}
+
+/// The name of mutant `number`'s copy of function `name`.
+fn copy_name(number: u32, name: &str) -> String {
+    format!("__cltrap_m{number}_{name}")
 }
 
 const WATCHDOG_CHECK: &str =
@@ -65,7 +100,7 @@ type Site = (u32, u32);
 
 struct Renderer<'a> {
     src: &'a str,
-    edits: Vec<Edit>,
+    edits: &'a [Edit],
     sites: BTreeMap<Site, Vec<(u32, Vec<Patch>)>>,
 }
 
@@ -79,7 +114,7 @@ impl Renderer<'_> {
         // (start, rank, -end, seq, piece): insertions first, then replacements, then sites
         // (outer first); anything starting inside what was already written is skipped.
         let mut items: Vec<(u32, u8, i64, usize, Piece)> = Vec::new();
-        for e in &self.edits {
+        for e in self.edits {
             let inside = if e.start == e.end {
                 match own {
                     Some(_) => start < e.start && e.start < end,
@@ -365,6 +400,7 @@ fn finish(
     edits: Vec<Edit>,
     kernels: Vec<(String, u32)>,
     sites: BTreeMap<Site, Vec<(u32, Vec<Patch>)>>,
+    copied: Vec<(u32, Copies)>,
     patches: &[Patch],
     atomics: bool,
     mutants: Vec<u32>,
@@ -372,16 +408,111 @@ fn finish(
 ) -> Rendered {
     let r = Renderer {
         src: &p.source,
-        edits,
+        edits: &edits,
         sites,
     };
-    let body = r.render(0, p.source.len() as u32, None, patches);
+    let mut body = r.render(0, p.source.len() as u32, None, patches);
+    let mut launch_names = BTreeMap::new();
+    for (m, copies) in copied {
+        body.push_str(&copies.text);
+        launch_names.insert(m, copies.names);
+    }
     Rendered {
         source: with_prelude(&prelude(atomics), &body),
         kernels,
         mutants,
         excluded,
+        launch_names,
     }
+}
+
+/// A barrier mutant's copies: their text and, per original kernel, the copy to launch.
+struct Copies {
+    text: String,
+    names: BTreeMap<String, String>,
+}
+
+/// Renames and mutates a copy of every function on a path from a kernel to mutant `m`'s
+/// function (see [`needs_kernel_copy`]). The copies go after the user's text, each behind a
+/// `#line` naming its original's line, so diagnostics point at the user's own lines. `Err`
+/// (the reason) when a copy cannot be made: a copied function calls another copied one
+/// defined later in the file (its prototype is not copied).
+fn kernel_copies(p: &Program, edits: &[Edit], m: &Mutant) -> Result<Copies, String> {
+    let closure = crate::rewrite::callers_closure(p, &[m.function.clone()].into());
+    let defs: Vec<&crate::model::Function> = p
+        .functions
+        .iter()
+        .filter(|f| f.body.is_some() && f.span.is_some() && closure.contains(&f.name))
+        .collect();
+    let r = Renderer {
+        src: &p.source,
+        edits,
+        sites: BTreeMap::new(),
+    };
+    let mut text = String::new();
+    let mut names = BTreeMap::new();
+    for f in &defs {
+        let (Some(span), Some(open), Some(body)) = (f.span, f.params_open, &f.body) else {
+            continue;
+        };
+        let head = &p.source[span.start as usize..open as usize];
+        let Some(at) = head.rfind(f.name.as_str()) else {
+            return Err(format!("the name of `{}` is not in its text", f.name));
+        };
+        let at = span.start + at as u32;
+        let mut patches: Vec<Patch> = m
+            .patches
+            .iter()
+            .filter(|x| span.start <= x.start && x.end <= span.end)
+            .cloned()
+            .collect();
+        patches.push(Patch {
+            start: at,
+            end: at + f.name.len() as u32,
+            text: copy_name(m.number, &f.name),
+        });
+        let mut err = None;
+        visit_exprs(body, &mut |e| {
+            if let ExprKind::Call {
+                callee,
+                callee_span,
+                ..
+            } = &e.kind
+            {
+                if !closure.contains(callee) {
+                    return;
+                }
+                let defined_before = defs
+                    .iter()
+                    .any(|d| d.name == *callee && d.span.is_some_and(|s| s.start < span.start));
+                if !callee_span.is_exact() || !defined_before {
+                    err.get_or_insert(format!(
+                        "`{}` calls `{callee}`, which needs a copy too and is not defined before it",
+                        f.name
+                    ));
+                    return;
+                }
+                patches.push(Patch {
+                    start: callee_span.start,
+                    end: callee_span.end,
+                    text: copy_name(m.number, callee),
+                });
+            }
+        });
+        if let Some(e) = err {
+            return Err(e);
+        }
+        text.push_str(&format!("\n#line {}\n", span.line));
+        text.push_str(&r.render(span.start, span.end, None, &patches));
+        text.push('\n');
+        if f.is_kernel {
+            names.insert(f.name.clone(), copy_name(m.number, &f.name));
+        }
+    }
+    if names.is_empty() {
+        return Err("no kernel leads to its code".into());
+    }
+    Ok(Copies { text, names })
 }
 
 /// The original program with the extra parameters and the watchdog (selector ignored): the
@@ -393,6 +524,7 @@ pub fn original(p: &Program) -> Result<Rendered, KernelError> {
         edits,
         kernels,
         BTreeMap::new(),
+        vec![],
         &[],
         false,
         vec![],
@@ -409,6 +541,7 @@ pub fn single(p: &Program, m: &Mutant) -> Result<Rendered, KernelError> {
         edits,
         kernels,
         BTreeMap::new(),
+        vec![],
         &m.patches,
         atomics,
         vec![m.number],
@@ -426,8 +559,19 @@ pub fn schema(p: &Program, mutants: &[Mutant]) -> Result<Rendered, KernelError> 
     let mut excluded = Vec::new();
     let mut included = Vec::new();
     let mut atomics = false;
+    let mut copied = Vec::new();
     for m in mutants.iter().filter(|m| m.launch.is_none()) {
         match m.site {
+            Some(_) if m.in_schema && needs_kernel_copy(m) => match kernel_copies(p, &edits, m) {
+                Ok(c) => {
+                    copied.push((m.number, c));
+                    included.push(m.number);
+                }
+                Err(why) => excluded.push((
+                    m.number,
+                    format!("a barrier mutant needs kernel copies, and {why}"),
+                )),
+            },
             Some(site) if m.in_schema => {
                 sites
                     .entry(site)
@@ -476,6 +620,7 @@ pub fn schema(p: &Program, mutants: &[Mutant]) -> Result<Rendered, KernelError> 
         edits,
         kernels,
         sites,
+        copied,
         &[],
         atomics,
         included,
