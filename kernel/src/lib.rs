@@ -25,6 +25,7 @@ pub mod options;
 pub mod permute;
 pub mod rewrite;
 pub mod symbolic;
+pub mod tce;
 
 pub use edits::Edits;
 pub use error::KernelError;
