@@ -9,7 +9,9 @@
 #   build tools   build-essential pkg-config binutils time
 #   OpenCL        pocl-opencl-icd (the CPU device), ocl-icd-libopencl1 (the loader, with layer
 #                 support), ocl-icd-opencl-dev, opencl-c-headers, clinfo
-#   analyses      libclang-dev (kernel front end), libz3-dev (solver)
+#   analyses      libclang-dev (kernel front end), libz3-dev (solver), and a clang binary for
+#                 `mutate`'s Trivial Compiler Equivalence (optimised IR): Debian's libpocl2
+#                 already depends on clang-15, so `clang` is installed only when none is found
 #   tests         python3-venv python3-pip (pyopencl test), and the third-party apps the tests
 #                 run under the shim: clpeak, clfft-client, ffmpeg
 #   Rust          via rustup, only when no `cargo` is found
@@ -94,6 +96,23 @@ ensure_cargo() {
     fi
 }
 
+# The clang binaries kernel/src/tce/clang_bin.rs tries (CLTRAP_CLANG overrides them).
+CLANG_BINARIES=(clang-15 clang-14 clang-16 clang-17 clang-18 clang-19 clang-20 clang)
+
+ensure_clang() {
+    local c
+    for c in "${CLANG_BINARIES[@]}"; do
+        if command -v "$c" >/dev/null 2>&1; then
+            say "clang: $c (for mutate's compiler-equivalence check)"
+            return
+        fi
+    done
+    say "clang: none found, installing the distribution's clang"
+    local apt=(env DEBIAN_FRONTEND=noninteractive apt-get)
+    as_root "${apt[@]}" update -q
+    as_root "${apt[@]}" install -y -q --no-install-recommends clang
+}
+
 ensure_opencl_device() {
     local devices
     devices="$(clinfo -l 2>/dev/null || true)"
@@ -105,5 +124,6 @@ ensure_opencl_device() {
 }
 
 install_packages
+ensure_clang
 ensure_cargo
 ensure_opencl_device
