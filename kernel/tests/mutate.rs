@@ -418,3 +418,41 @@ fn barrier_copies_and_fences_in_the_schema_compute_what_they_compute_compiled_al
         "removing the barriers must change something ({killed})"
     );
 }
+
+#[test]
+fn mutants_in_short_circuit_operands_and_conditional_arms_carry_their_guards() {
+    let src = "__kernel void k(__global int* o, int a, int b, int4 v) {\n    if (a > 0 && b + 1 > 2)\n        o[0] = 1;\n    o[1] = (a < 3 || b * 2 == 4) ? a - 7 : b % 5;\n    int4 w = v > 0 ? v + 9 : v;\n    o[2] = w.x;\n}\n";
+    let p = parse_program(src, "").expect("parses");
+    let ms = mutate::find_mutants(&p, &MutateOptions::default());
+    let guards = |original: &str, replacement: &str| -> Vec<(String, bool)> {
+        let m = ms
+            .iter()
+            .find(|m| m.original == original && m.replacement == replacement)
+            .unwrap_or_else(|| panic!("no {original} -> {replacement}"));
+        m.guards
+            .iter()
+            .map(|g| (src[g.start as usize..g.end as usize].to_string(), g.outcome))
+            .collect()
+    };
+    let g = |t: &str, o: bool| (t.to_string(), o);
+    // `&&`: the right operand runs only when the left one was true.
+    assert_eq!(guards("+", "-"), vec![g("a > 0", true)]);
+    assert_eq!(
+        guards("a > 0 && b + 1 > 2", "1"),
+        vec![],
+        "the if condition itself is unguarded"
+    );
+    // `||`: the right operand runs only when the left one was false; inside a `?:` condition.
+    assert_eq!(guards("*", "/"), vec![g("a < 3", false)]);
+    assert_eq!(guards("<", "<="), vec![], "the left operand always runs");
+    // `?:` arms, keyed by the condition's range.
+    let cond = "(a < 3 || b * 2 == 4)";
+    assert_eq!(guards("-", "+"), vec![g(cond, true)]);
+    assert_eq!(guards("%", "/"), vec![g(cond, false)]);
+    // Vector `?:` selects per component and evaluates both arms: no guard.
+    let vec_add = ms
+        .iter()
+        .find(|m| m.original == "+" && m.line == 5)
+        .expect("v + 9");
+    assert!(vec_add.guards.is_empty(), "{:?}", vec_add.guards);
+}

@@ -128,6 +128,21 @@ pub fn main(args: MutateArgs, stdout: &mut dyn Write) -> Result<u8, String> {
             r.eval_time.as_secs_f64(),
             total as f64 / secs.max(1e-9)
         );
+        let ph = &r.phases;
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let _ = writeln!(
+            stdout,
+            "phases: open {:.0} ms, render {:.0} ms, compile {:.0} ms, check {:.0} ms, coverage {:.0} ms, worker start {:.0} ms (slowest of {} spawns), eval {:.0} ms, eval rate {:.2} mutants/s",
+            ms(ph.open),
+            ms(ph.render),
+            ms(ph.compile),
+            ms(ph.check),
+            ms(ph.coverage),
+            ms(ph.worker_start),
+            ph.worker_spawns,
+            ms(r.eval_time),
+            f64::from(r.evaluated) / r.eval_time.as_secs_f64().max(1e-9)
+        );
     }
     Ok(0)
 }

@@ -175,6 +175,38 @@ pub struct CampaignReport {
     pub slowest_first: Duration,
     /// The deadline used per kernel run.
     pub deadline: Duration,
+    /// Where the wall time before and around the evaluation went (`--timing`).
+    pub phases: Phases,
+}
+
+/// Wall time per phase of a campaign, so `--timing` shows which fixed cost dominates a
+/// small suite (the evaluation rate alone hides them).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Phases {
+    /// Opening the device and reading the capture.
+    pub open: Duration,
+    /// Parsing, finding mutants, rendering and writing the sources.
+    pub render: Duration,
+    /// Device compiles in this process (schema, permuted schema, original, coverage).
+    pub compile: Duration,
+    /// Checking that the original reproduces every test case (runs only).
+    pub check: Duration,
+    /// Coverage runs of the original (without its compile).
+    pub coverage: Duration,
+    /// Longest time from a worker's start to its first program built (process start,
+    /// device open, compile or driver cache hit).
+    pub worker_start: Duration,
+    /// Worker processes started (more than the pool size means restarts after timeouts
+    /// and crashes).
+    pub worker_spawns: u32,
+}
+
+/// Adds the time `f` takes to `slot`.
+fn timed<T>(slot: &std::cell::Cell<Duration>, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let r = f();
+    slot.set(slot.get() + t.elapsed());
+    r
 }
 
 /// Why a campaign could not run. One sentence each.
@@ -264,7 +296,9 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
             None => format!("no replayable launch in {}", capture.dir().display()),
         }));
     }
+    let opened = Instant::now();
     let session = Session::open(&opts.device)?;
+    report.phases.open = opened.elapsed();
     let state_path = opts.out_dir.join("state.jsonl");
     let config = format!(
         "ids={:?} kernel={:?} schedules={} repeats={} ulp={} budget={} per_mutant={} device={:?}/{:?}",
@@ -289,6 +323,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
     let mut jobs: Vec<(usize, Job)> = Vec::new();
     let mut slots: Vec<(usize, usize)> = Vec::new();
     for hash in &order {
+        let rendering = Instant::now();
         let record = capture.program(hash)?;
         let kernels = by_program.remove(hash).unwrap_or_default();
         let source = match program_source(capture, &record) {
@@ -315,6 +350,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
                 kernels: kernels.keys().cloned().collect(),
             },
         );
+        report.phases.render += rendering.elapsed();
         let mut plan = Plan {
             hash: hash.clone(),
             source,
@@ -377,7 +413,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
     };
     let start = Instant::now();
     let mut killed = 0u64;
-    worker::run_jobs(jobs, &pool, |i, r: JobResult| {
+    let pool_stats = worker::run_jobs(jobs, &pool, |i, r: JobResult| {
         let Some(&(pi, mi)) = slots.get(i) else {
             return;
         };
@@ -397,6 +433,8 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
         bar.inc(1);
     })
     .map_err(MutateError::Workers)?;
+    report.phases.worker_spawns = pool_stats.spawns;
+    report.phases.worker_start = pool_stats.slowest_start;
     bar.finish_and_clear();
     report.eval_time = start.elapsed();
     Ok(report)
@@ -488,15 +526,18 @@ fn prepare(
         format!("{tag}-schema.cl")
     };
     let base_path = write(&base_name, &base.source)?;
+    let compile_time = std::cell::Cell::new(Duration::ZERO);
     let build = |src: &str| {
-        session.build(
-            capture,
-            &record,
-            &BuildOptions {
-                source: Some(src.to_string()),
-                extra_options: budget.to_string(),
-            },
-        )
+        timed(&compile_time, || {
+            session.build(
+                capture,
+                &record,
+                &BuildOptions {
+                    source: Some(src.to_string()),
+                    extra_options: budget.to_string(),
+                },
+            )
+        })
     };
     report.compiles += 1;
     let built = match build(&base.source) {
@@ -508,6 +549,7 @@ fn prepare(
             ));
             let mut fallback = opts.clone();
             fallback.per_mutant_compile = true;
+            report.phases.compile += compile_time.get();
             return prepare(capture, session, plan, &fallback, budget, previous, report);
         }
         Err(e) => {
@@ -519,6 +561,7 @@ fn prepare(
                 &mut results,
                 "the program does not compile with the mutation parameters".into(),
             );
+            report.phases.compile += compile_time.get();
             return Ok((vec![], result(results)));
         }
     };
@@ -557,6 +600,7 @@ fn prepare(
 
     // Every test case must give its recorded outputs with the original (selector 0), under
     // its own schedule and under each permuted one kept for it.
+    let checking = Instant::now();
     let mut tests: BTreeMap<String, Vec<TestRef>> = BTreeMap::new();
     let mut inputs: Vec<(String, LaunchInput)> = Vec::new();
     for (kernel, ids) in &plan.kernels {
@@ -633,7 +677,13 @@ fn prepare(
     }
 
     // Coverage of the original over the suite.
+    report.phases.check += checking.elapsed();
+    let covering = Instant::now();
+    let compiled_before = report.phases.compile;
     let covered = coverage(capture, session, plan, &inputs, report);
+    report.phases.coverage += covering
+        .elapsed()
+        .saturating_sub(report.phases.compile - compiled_before);
 
     // Decide statically what can be, then make jobs.
     let mut original_binary = None;
@@ -779,6 +829,7 @@ fn prepare(
             },
         ));
     }
+    report.phases.compile += compile_time.get();
     Ok((jobs, result(results)))
 }
 
@@ -814,14 +865,17 @@ fn coverage(
     };
     let record = capture.program(&plan.hash).ok()?;
     report.compiles += 1;
-    let built = match session.build(
+    let compiling = Instant::now();
+    let built = session.build(
         capture,
         &record,
         &BuildOptions {
             source: Some(c.source.clone()),
             extra_options: String::new(),
         },
-    ) {
+    );
+    report.phases.compile += compiling.elapsed();
+    let built = match built {
         Ok(b) => b,
         Err(e) => {
             report.notes.push(format!(

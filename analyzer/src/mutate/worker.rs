@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One test case of a job: a launch of the capture, and the schedule seeds under which the
 /// original was checked to give the recorded outputs.
@@ -506,8 +506,20 @@ fn describe_exit(child: &mut Child) -> String {
     }
 }
 
-/// Runs one job on `w`, enforcing the deadlines; `None` when the worker must be replaced.
-fn run_on(w: &mut Worker, job: &Job, opts: &PoolOptions) -> (JobResult, bool) {
+/// Runs one job on `w`, enforcing the deadlines: the result, whether the worker may be kept,
+/// and when its first program was ready (the `built` event, for the start-up time).
+fn run_on(w: &mut Worker, job: &Job, opts: &PoolOptions) -> (JobResult, bool, Option<Instant>) {
+    let mut built_at = None;
+    let (r, keep) = run_events(w, job, opts, &mut built_at);
+    (r, keep, built_at)
+}
+
+fn run_events(
+    w: &mut Worker,
+    job: &Job,
+    opts: &PoolOptions,
+    built_at: &mut Option<Instant>,
+) -> (JobResult, bool) {
     let line = match serde_json::to_string(job) {
         Ok(l) => l,
         Err(e) => return (result(Status::RuntimeError, e.to_string(), 0), true),
@@ -526,7 +538,10 @@ fn run_on(w: &mut Worker, job: &Job, opts: &PoolOptions) -> (JobResult, bool) {
     let mut runs = 0u32;
     loop {
         match w.events.recv_timeout(deadline) {
-            Ok(Some(Event::Built)) => deadline = opts.run_timeout,
+            Ok(Some(Event::Built)) => {
+                built_at.get_or_insert_with(Instant::now);
+                deadline = opts.run_timeout;
+            }
             Ok(Some(Event::Run { warm })) => {
                 runs += 1;
                 deadline = if warm { opts.run_timeout } else { cold };
@@ -567,15 +582,29 @@ fn run_on(w: &mut Worker, job: &Job, opts: &PoolOptions) -> (JobResult, bool) {
     }
 }
 
+/// What the pool spent on worker processes, for `--timing`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PoolStats {
+    /// Worker processes started (restarts after timeouts and crashes included).
+    pub spawns: u32,
+    /// Longest time from a worker's start to its first program built.
+    pub slowest_start: Duration,
+}
+
+enum Msg {
+    Result(usize, JobResult),
+    Started(Duration),
+}
+
 /// A pool of workers evaluating `jobs`; `on_result(index, result)` is called on the calling
 /// thread as results arrive (so it may update a progress bar and the state file).
 pub fn run_jobs(
     jobs: Vec<(usize, Job)>,
     opts: &PoolOptions,
     mut on_result: impl FnMut(usize, JobResult),
-) -> Result<(), String> {
+) -> Result<PoolStats, String> {
     let queue = Arc::new(Mutex::new(jobs.into_iter().collect::<VecDeque<_>>()));
-    let (tx, rx) = channel::<Result<(usize, JobResult), String>>();
+    let (tx, rx) = channel::<Result<Msg, String>>();
     let mut handles = Vec::new();
     for n in 0..opts.workers.max(1) {
         let queue = Arc::clone(&queue);
@@ -583,6 +612,7 @@ pub fn run_jobs(
         let opts = opts.clone();
         handles.push(std::thread::spawn(move || {
             let mut worker: Option<Worker> = None;
+            let mut spawned_at: Option<Instant> = None;
             loop {
                 let next = queue
                     .lock()
@@ -591,7 +621,10 @@ pub fn run_jobs(
                 let Some((index, job)) = next else { break };
                 if worker.is_none() {
                     match spawn(&opts, n) {
-                        Ok(w) => worker = Some(w),
+                        Ok(w) => {
+                            worker = Some(w);
+                            spawned_at = Some(Instant::now());
+                        }
                         Err(e) => {
                             let _ = tx.send(Err(e));
                             return;
@@ -599,11 +632,15 @@ pub fn run_jobs(
                     }
                 }
                 let Some(w) = worker.as_mut() else { break };
-                let (r, keep) = run_on(w, &job, &opts);
+                let (r, keep, built_at) = run_on(w, &job, &opts);
+                if let (Some(s), Some(b)) = (spawned_at, built_at) {
+                    let _ = tx.send(Ok(Msg::Started(b.duration_since(s))));
+                    spawned_at = None;
+                }
                 if !keep {
                     worker = None;
                 }
-                if tx.send(Ok((index, r))).is_err() {
+                if tx.send(Ok(Msg::Result(index, r))).is_err() {
                     break;
                 }
             }
@@ -615,9 +652,14 @@ pub fn run_jobs(
     }
     drop(tx);
     let mut first_error = None;
+    let mut stats = PoolStats::default();
     for r in rx {
         match r {
-            Ok((i, res)) => on_result(i, res),
+            Ok(Msg::Result(i, res)) => on_result(i, res),
+            Ok(Msg::Started(t)) => {
+                stats.spawns += 1;
+                stats.slowest_start = stats.slowest_start.max(t);
+            }
             Err(e) => {
                 first_error.get_or_insert(e);
             }
@@ -628,6 +670,6 @@ pub fn run_jobs(
     }
     match first_error {
         Some(e) => Err(e),
-        None => Ok(()),
+        None => Ok(stats),
     }
 }

@@ -52,6 +52,11 @@ fn is_vector(ty: &str) -> bool {
         .contains(&base)
 }
 
+/// Whether an expression has a vector type (clang may spell it as `ext_vector_type`).
+fn is_vector_expr(e: &Expr) -> bool {
+    is_vector(&e.ty) || is_vector(&e.peel().ty) || e.ty.contains("ext_vector_type")
+}
+
 fn is_pointer(ty: &str) -> bool {
     ty.contains('*') || ty.contains('[')
 }
@@ -458,10 +463,17 @@ impl<'a> Finder<'a> {
                 rhs,
             } => {
                 self.binary(e, *op, *at, lhs, rhs);
-                // The right operand of `&&`/`||` runs only on one outcome of the left one;
-                // that guard is not tracked (such mutants count as reached, and are run).
                 self.expr(lhs, false);
-                self.expr(rhs, false);
+                // The right operand of `&&` runs only when the left one was true (`||`:
+                // false); the guard's key is the left operand's range, as in the coverage
+                // map's short-circuit slots. Vector `&&`/`||` works per component and
+                // evaluates both sides: no guard.
+                let vector = [e, lhs, rhs].iter().any(|x| is_vector_expr(x));
+                match op {
+                    BinOp::LAnd if !vector => self.guarded(lhs, true, |f| f.expr(rhs, false)),
+                    BinOp::LOr if !vector => self.guarded(lhs, false, |f| f.expr(rhs, false)),
+                    _ => self.expr(rhs, false),
+                }
                 return;
             }
             ExprKind::Unary {
@@ -471,8 +483,14 @@ impl<'a> Finder<'a> {
             ExprKind::Conditional { cond, then, els } => {
                 self.condition(cond);
                 self.expr(cond, false);
-                self.guarded(cond, true, |f| f.expr(then, false));
-                self.guarded(cond, false, |f| f.expr(els, false));
+                // A vector condition selects per component and evaluates both arms.
+                if is_vector_expr(cond) {
+                    self.expr(then, false);
+                    self.expr(els, false);
+                } else {
+                    self.guarded(cond, true, |f| f.expr(then, false));
+                    self.guarded(cond, false, |f| f.expr(els, false));
+                }
                 return;
             }
             ExprKind::Call {
