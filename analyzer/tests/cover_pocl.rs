@@ -328,3 +328,102 @@ fn barrier_divergence_in_counters_is_reported_with_group_and_line() {
         "{page}"
     );
 }
+
+/// The kernel crate's `&&`/`||` fixture (its expectations are worked out there).
+const SHORT_CIRCUIT: &str = "../../../kernel/tests/kernels/short_circuit.cl";
+
+/// A capture of the short-circuit fixture with `mode = 0`: the left operand `mode > 0` is
+/// always false, so its right operand `x[i] > 0` never runs.
+fn short_circuit_capture(name: &str) -> Fixture {
+    let mut f = Fixture::new(name);
+    f.launch(
+        SHORT_CIRCUIT,
+        "short_circuit",
+        &[8],
+        Some(&[4]),
+        None,
+        vec![
+            A::Buf("out", "int*", i32s(&[0; 8])),
+            A::Buf("x", "const int*", i32s(&[3, -1, 0, 5, -2, 7, 0, 4])),
+            int("n", 8),
+            int("mode", 0),
+        ],
+    );
+    f
+}
+
+#[test]
+fn short_circuit_operands_are_branch_outcomes_in_every_report() {
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let f = short_circuit_capture("short-circuit");
+    let out_dir = temp_dir("short-circuit-reports");
+    let lcov = out_dir.join("cov.info");
+    let json = out_dir.join("cov.json");
+    let html = out_dir.join("html");
+    let (code, out, err) = cltrap(
+        &[
+            "cover",
+            f.dir.to_str().unwrap(),
+            "--lcov",
+            lcov.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    let missed: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("  not covered: "))
+        .collect();
+    assert_eq!(
+        missed,
+        [
+            "9:7 if (mode > 0 && x[i] > 0) true",
+            "9:7 && operand (mode > 0) true",
+            "9:19 && operand (x[i] > 0) true",
+            "9:19 && operand (x[i] > 0) false",
+            "16:17 || operand ((acc += 32) < 0) true",
+        ],
+        "{out}"
+    );
+    assert!(out.contains("branches 41/46 (89.1%)"), "{out}");
+
+    let info = std::fs::read_to_string(&lcov).unwrap();
+    for record in [
+        "BRDA:9,2,0,0",
+        "BRDA:9,2,1,1",
+        "BRDA:9,4,0,-",
+        "BRDA:9,4,1,-",
+    ] {
+        assert!(info.contains(&format!("\n{record}\n")), "{record}: {info}");
+    }
+
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let items = j["programs"][0]["kernels"][0]["items"].as_array().unwrap();
+    let operand = items
+        .iter()
+        .find(|i| i["label"] == "&& operand (x[i] > 0) false")
+        .unwrap_or_else(|| panic!("{items:?}"));
+    assert_eq!(
+        (&operand["construct"], &operand["line"], &operand["hit"]),
+        (
+            &serde_json::json!("short_circuit"),
+            &serde_json::json!(9),
+            &serde_json::json!(false)
+        )
+    );
+    assert_eq!(
+        j["programs"][0]["skipped"][0]["construct"],
+        "&& with vector operands"
+    );
+
+    let page = std::fs::read_to_string(html.join("index.html")).unwrap();
+    assert!(
+        page.contains("&amp;&amp; operand (x[i] &gt; 0) false"),
+        "{page}"
+    );
+}

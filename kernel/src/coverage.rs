@@ -4,6 +4,11 @@
 //! more times) and barrier coverage (per work-group: reached by all work-items or by none;
 //! anything else is barrier divergence).
 //!
+//! Short-circuit operands are counted as gcov counts conditions, with slots on exactly the
+//! operand's range; a left operand is counted even when it is itself `&&`/`||`, because its
+//! outcome is what decides whether the right operand runs (mutation's NO-COVERAGE guards are
+//! keyed on it). Each operand is still evaluated once and short-circuiting is kept.
+//!
 //! Counters live in one extra `__global uint*` argument appended after the kernel's own; every
 //! helper defined in the program receives it too. Every counter is written straight to global
 //! memory at the moment it is reached (flags set to 1 when still 0, barrier arrivals by
@@ -860,47 +865,62 @@ impl Ins<'_> {
         Ok(())
     }
 
+    /// Counts the operands of `lhs && rhs` / `lhs || rhs` as conditions, as gcov does. The
+    /// left operand is always counted, even when it is itself `&&`/`||` (its slots then hold
+    /// the outcome of that whole sub-condition), because whether the right operand runs at all
+    /// is decided by exactly that outcome: mutation keys its guards on the left operand's
+    /// range. A right operand that is itself `&&`/`||` is not counted as a whole (its own
+    /// operands are). Vector operands are skipped: vector `&&`/`||` is element-wise and
+    /// evaluates both sides, so there is no branch to count.
+    fn short_circuit(
+        &mut self,
+        e: &Expr,
+        op: BinOp,
+        lhs: &Expr,
+        rhs: &Expr,
+        d: i64,
+    ) -> Result<(), KernelError> {
+        let what = format!("{} operand", op.token());
+        // clang spells a vector `&&`'s own type `int __attribute__((ext_vector_type(4)))`.
+        let vector = [e, lhs, rhs].iter().any(|x| {
+            is_vector_type(&x.peel().ty)
+                || is_vector_type(&x.ty)
+                || x.ty.contains("ext_vector_type")
+        });
+        if vector {
+            self.skip(
+                &format!("{} with vector operands", op.token()),
+                e.span,
+                "it works per component and evaluates both sides; it has no single branch",
+            )?;
+        }
+        let ordered = lhs.span.end <= rhs.span.start;
+        for (operand, counted) in [(lhs, true), (rhs, !is_logical(rhs))] {
+            if counted && !vector {
+                if ordered && Self::usable(operand.span, e.span) {
+                    self.branch(operand, Construct::ShortCircuit, &what, d);
+                } else {
+                    self.skip(
+                        &what,
+                        operand.span,
+                        "it is written inside a macro expansion",
+                    )?;
+                }
+            }
+            self.expr(operand, d + 1)?;
+        }
+        Ok(())
+    }
+
     fn expr(&mut self, e: &Expr, depth: i64) -> Result<(), KernelError> {
         let d = depth + 1;
         match &e.kind {
             ExprKind::Binary {
-                op: Some(BinOp::LAnd | BinOp::LOr),
+                op: Some(op @ (BinOp::LAnd | BinOp::LOr)),
                 lhs,
                 rhs,
                 ..
-            } => {
-                let what = if matches!(
-                    e.kind,
-                    ExprKind::Binary {
-                        op: Some(BinOp::LAnd),
-                        ..
-                    }
-                ) {
-                    "&&"
-                } else {
-                    "||"
-                };
-                let ok = lhs.span.end <= rhs.span.start;
-                for operand in [lhs, rhs] {
-                    if !is_logical(operand) {
-                        if ok && Self::usable(operand.span, e.span) {
-                            self.branch(
-                                operand,
-                                Construct::ShortCircuit,
-                                &format!("{what} operand"),
-                                d,
-                            );
-                        } else {
-                            self.skip(
-                                &format!("{what} operand"),
-                                operand.span,
-                                "it is written inside a macro expansion",
-                            )?;
-                        }
-                    }
-                    self.expr(operand, d + 1)?;
-                }
-            }
+            } => self.short_circuit(e, *op, lhs, rhs, d)?,
             ExprKind::Binary {
                 op: None, lhs, rhs, ..
             } => {

@@ -1476,9 +1476,9 @@ impl<'a> Exec<'a> {
                 let mut out = Vec::new();
                 for (s, a) in self.expr(lhs, st) {
                     let ca = a.truthy()?;
-                    if !is_logical(lhs) {
-                        self.reach2(&s, lhs.span, &[Construct::ShortCircuit], &ca);
-                    }
+                    // The left operand is a target even when it is itself `&&`/`||`, as
+                    // in the coverage map (its outcome decides whether `rhs` runs).
+                    self.reach2(&s, lhs.span, &[Construct::ShortCircuit], &ca);
                     let (t, f) = self.split(s, &ca, lhs.span);
                     let (go_on, short) = if and { (t, f) } else { (f, t) };
                     if let Some(s) = short {
@@ -2021,7 +2021,8 @@ fn value_name(bits: u32) -> &'static str {
     }
 }
 
-/// Whether `e` is itself `&&` / `||` (its leaves are the branch points, not it).
+/// Whether `e` is itself `&&` / `||`: as a right operand its leaves are the branch points,
+/// not it (a left operand is a branch point either way, as in the coverage map).
 fn is_logical(e: &Expr) -> bool {
     matches!(
         e.peel().kind,
