@@ -18,6 +18,10 @@ clCreateKernel clCreateKernelsInProgram clCloneKernel clSetKernelArg clSetKernel
 clCreateBuffer clCreateBufferWithProperties clCreateSubBuffer clCreateImage clCreateImage2D
 clCreateImage3D clCreateImageWithProperties clCreateUserEvent clSetUserEventStatus
 clEnqueueNDRangeKernel clEnqueueTask clFinish clGetKernelArgInfo clEnqueueBarrierWithWaitList
+clEnqueueWriteBuffer clEnqueueWriteBufferRect clEnqueueCopyBuffer clEnqueueCopyBufferRect
+clEnqueueFillBuffer clEnqueueMapBuffer clEnqueueUnmapMemObject clEnqueueWriteImage
+clEnqueueCopyImage clEnqueueCopyBufferToImage clEnqueueCopyImageToBuffer clEnqueueFillImage
+clEnqueueMapImage clEnqueueMigrateMemObjects clEnqueueNativeKernel
 """.split())
 # Windows-only entries: the Linux loader (ocl-icd) does not export them, so neither do we
 # (exporting a symbol the real loader lacks would itself change what the app sees).

@@ -56,14 +56,21 @@ const ADMIT_WAIT: Duration = Duration::from_secs(30);
 const FINISH_WAIT: Duration = Duration::from_secs(10);
 /// At exit: give up when no launch completed for this long.
 const EXIT_STALL: Duration = Duration::from_secs(5);
-/// How long the writer waits for a completion callback before asking the driver itself about
-/// the oldest launches in flight (callbacks that come late or never must not stall capture).
+/// How long the writer waits for a completion callback (out-of-order queues) before asking
+/// the driver itself about the oldest launches in flight (callbacks that come late or never
+/// must not stall capture).
 const POLL: Duration = Duration::from_millis(100);
-/// The same while a thread waits for launches to be written (over a cap, `clFinish`, exit):
-/// then completions are asked for at once rather than left to callbacks, which some drivers
-/// deliver slowly (on NVIDIA the capture crawled at a few hundred launches per second).
-const POLL_BUSY: Duration = Duration::from_millis(1);
-/// Launches per queue whose status one poll asks about (the oldest).
+/// The shortest and longest pause between two polls of in-order queues (their launches get no
+/// callback; see [`submit`]): the pause doubles while polls find nothing new, and starts short
+/// again when one did.
+const LANE_POLL_MIN: Duration = Duration::from_micros(200);
+const LANE_POLL_MAX: Duration = Duration::from_millis(20);
+/// Polls that found nothing in a row before the writer flushes the queues it waits on (an
+/// application that enqueues a few launches and never flushes must still be recorded).
+const FLUSH_AFTER_IDLE_POLLS: u32 = 4;
+/// The pause while a thread waits for launches to be written (over a cap, `clFinish`, exit).
+const POLL_BUSY: Duration = Duration::from_micros(200);
+/// Launches per out-of-order queue whose status one poll asks about (the oldest).
 const POLL_PER_LANE: usize = 16;
 /// The same while a thread waits for launches to be written.
 const POLL_PER_LANE_BUSY: usize = MAX_INFLIGHT_LAUNCHES;
@@ -99,6 +106,12 @@ pub(super) struct Item {
     pub post: Landing,
     /// The kernel cannot change the object: contents after = before (not read again).
     pub post_is_pre: bool,
+    /// Contents before are those an earlier launch left (not read; see [`super::known`]).
+    pub reuse: Option<super::known::Reuse>,
+    /// A write slipped in between deciding on `reuse` and the launch: contents before unknown.
+    pub raced: bool,
+    /// Where the contents after go for later launches that reuse them.
+    pub cell: super::known::Cell,
 }
 
 /// A recorded launch whose reads are in the application's queue.
@@ -170,6 +183,11 @@ struct Slot {
     /// Found complete by [`poll`], so its callback may still come: the final event is
     /// released only after it did (a driver may use the event while calling back).
     polled: bool,
+    /// A completion callback was registered (out-of-order queues only).
+    callback: bool,
+    /// Taken for complete because a later launch of its in-order queue completed: the writer
+    /// asks for its own status before trusting it.
+    inferred: bool,
 }
 
 #[derive(Default)]
@@ -299,8 +317,14 @@ pub(super) fn submit(
     START.call_once(start);
     let ticket = TICKETS.fetch_add(1, Ordering::Relaxed);
     let reg = &*REGISTRY;
+    // In-order queues: no callback. A driver may deliver callbacks late or one at a time
+    // under a storm (NVIDIA: the capture crawled at a few hundred launches per second); the
+    // writer polls the newest launch of each in-order queue instead, which answers for all
+    // older ones at once.
+    let callback = !in_order;
     let flush_now = {
         let mut st = lock(&reg.state);
+        let was_idle = st.slots.is_empty();
         st.slots.insert(
             ticket,
             Slot {
@@ -310,6 +334,8 @@ pub(super) fn submit(
                 done: final_event.is_null().then_some(CL_COMPLETE),
                 final_event: final_event as usize,
                 polled: false,
+                callback: callback && !final_event.is_null(),
+                inferred: false,
             },
         );
         st.lanes
@@ -321,6 +347,10 @@ pub(super) fn submit(
             wake_writer(reg, &mut st);
             false
         } else {
+            if !callback && was_idle {
+                // The writer sleeps without a timeout while nothing is in flight.
+                wake_writer(reg, &mut st);
+            }
             let n = st.unflushed.entry(queue as usize).or_insert(0);
             *n += 1;
             let due = *n >= FLUSH_EVERY;
@@ -333,6 +363,22 @@ pub(super) fn submit(
     if final_event.is_null() {
         return;
     }
+    if callback {
+        register_callback(next, final_event, ticket);
+    }
+    if flush_now {
+        // Some drivers start unflushed work late or never: make ours (and what the
+        // application enqueued before it) run, so it completes. No lock held.
+        if let Some(f) = next.clFlush {
+            // SAFETY: the application's live queue (we hold a reference for this launch).
+            unsafe { f(queue) };
+        }
+    }
+}
+
+/// Asks for a completion callback on `final_event` (or, failing that, has the writer wait for
+/// the event itself).
+fn register_callback(next: &Next, final_event: cl_event, ticket: u64) {
     // SAFETY: our own live event; the callback only reads `user_data` as a ticket number.
     let registered = next.clSetEventCallback.map(|f| unsafe {
         f(
@@ -344,14 +390,6 @@ pub(super) fn submit(
     });
     if registered != Some(CL_SUCCESS) {
         mark_done(ticket, WAIT_ON_WRITER);
-    }
-    if flush_now {
-        // Some drivers start unflushed work late or never: make ours (and what the
-        // application enqueued before it) run, so its completion callbacks come. No lock held.
-        if let Some(f) = next.clFlush {
-            // SAFETY: the application's live queue (we hold a reference for this launch).
-            unsafe { f(queue) };
-        }
     }
 }
 
@@ -532,6 +570,7 @@ fn drain() {
 
 fn writer_loop() {
     let reg = &*REGISTRY;
+    let mut pacing = Pacing::new();
     loop {
         let batch = {
             let mut st = lock(&reg.state);
@@ -541,32 +580,37 @@ fn writer_loop() {
                     st = reg.work.wait(st).unwrap_or_else(|p| p.into_inner());
                     continue;
                 }
-                let busy = st.waiters > 0;
+                let pause = pacing.pause(st.waiters > 0, lanes_to_poll(&st));
                 let (g, waited) = reg
                     .work
-                    .wait_timeout(st, if busy { POLL_BUSY } else { POLL })
+                    .wait_timeout(st, pause)
                     .unwrap_or_else(|p| p.into_inner());
                 st = g;
-                if waited.timed_out() && st.ready.is_empty() {
-                    // No callback for a while: ask the driver (no lock held while asking).
-                    let per_lane = if st.waiters > 0 {
-                        POLL_PER_LANE_BUSY
-                    } else {
-                        POLL_PER_LANE
-                    };
-                    let oldest = oldest_pending(&st, per_lane);
-                    drop(st);
-                    let finished = poll(&oldest);
-                    st = lock(&reg.state);
-                    for (ticket, status) in finished {
-                        if let Some(slot) = st.slots.get_mut(&ticket) {
-                            if slot.done.is_none() {
-                                slot.done = Some(status);
-                                slot.polled = true;
-                                st.ready.push(ticket);
-                            }
+                if !waited.timed_out() || !st.ready.is_empty() || st.slots.is_empty() {
+                    continue;
+                }
+                // Nothing reported: ask the driver (no lock held while asking).
+                let busy = st.waiters > 0;
+                let probes = probes(&st, busy, pacing.out_of_order_due(busy));
+                drop(st);
+                let finished = poll(&probes);
+                st = lock(&reg.state);
+                let found = !finished.is_empty();
+                for (ticket, status, inferred) in finished {
+                    if let Some(slot) = st.slots.get_mut(&ticket) {
+                        if slot.done.is_none() {
+                            slot.done = Some(status);
+                            slot.polled = slot.callback;
+                            slot.inferred = inferred;
+                            st.ready.push(ticket);
                         }
                     }
+                }
+                if pacing.polled(found) {
+                    let queues = queues_of(&st);
+                    drop(st);
+                    flush(&queues);
+                    st = lock(&reg.state);
                 }
             }
             st.writer_sleeping = false;
@@ -591,11 +635,11 @@ fn writer_loop() {
         let mut written = Vec::with_capacity(batch.len());
         let mut records = Vec::with_capacity(batch.len());
         let mut writer = None;
-        for (ticket, lane, flight, status, event) in batch {
+        for (ticket, lane, flight, status, event, inferred) in batch {
             let reserved = flight.reserved;
             writer = Some(flight.writer);
             let landed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                land(flight, status, event as cl_event)
+                land(flight, status, event as cl_event, inferred)
             }));
             if let Ok(Some(record)) = landed {
                 records.push(record);
@@ -631,50 +675,181 @@ fn writer_loop() {
     }
 }
 
-/// The oldest launches of each queue still waiting for their completion callback: (ticket,
-/// final event, the driver's `clGetEventInfo`).
-fn oldest_pending(st: &State, per_lane: usize) -> Vec<(u64, usize, clGetEventInfo_t)> {
+/// When the writer asks the driver next: in-order queues are polled often while polls find
+/// completions and less often while they do not; out-of-order queues (which have callbacks)
+/// only after [`POLL`] without any, or while a thread waits.
+struct Pacing {
+    pause: Duration,
+    idle_polls: u32,
+    out_of_order_polled: Instant,
+}
+
+impl Pacing {
+    fn new() -> Pacing {
+        Pacing {
+            pause: LANE_POLL_MIN,
+            idle_polls: 0,
+            out_of_order_polled: Instant::now(),
+        }
+    }
+
+    fn pause(&self, busy: bool, lanes: bool) -> Duration {
+        match (busy, lanes) {
+            (true, _) => POLL_BUSY,
+            (false, true) => self.pause,
+            (false, false) => POLL,
+        }
+    }
+
+    /// Whether this poll also asks about out-of-order queues' launches.
+    fn out_of_order_due(&mut self, busy: bool) -> bool {
+        let due = busy || self.out_of_order_polled.elapsed() >= POLL;
+        if due {
+            self.out_of_order_polled = Instant::now();
+        }
+        due
+    }
+
+    /// Notes a poll's outcome; true when the queues in flight should be flushed.
+    fn polled(&mut self, found: bool) -> bool {
+        if found {
+            self.pause = LANE_POLL_MIN;
+            self.idle_polls = 0;
+            return false;
+        }
+        self.pause = (self.pause * 2).min(LANE_POLL_MAX);
+        self.idle_polls += 1;
+        if self.idle_polls >= FLUSH_AFTER_IDLE_POLLS {
+            self.idle_polls = 0;
+            return true;
+        }
+        false
+    }
+}
+
+/// Whether some in-order queue has launches waiting for the writer to poll them.
+fn lanes_to_poll(st: &State) -> bool {
+    st.lanes.values().any(|l| {
+        l.iter()
+            .filter_map(|t| st.slots.get(t))
+            .any(|s| s.done.is_none() && !s.callback && s.final_event != 0)
+    })
+}
+
+/// The launches of one queue that the writer asks the driver about.
+struct Probe {
+    /// In order: one launch completing means every older one of the queue completed.
+    in_order: bool,
+    info: clGetEventInfo_t,
+    /// (ticket, final event), oldest first.
+    pending: Vec<(u64, usize)>,
+}
+
+/// What to ask the driver: every pending launch of in-order queues (polled as a whole), and,
+/// when `out_of_order` is due, the oldest pending launches of out-of-order queues.
+fn probes(st: &State, busy: bool, out_of_order: bool) -> Vec<Probe> {
+    let per_lane = if busy {
+        POLL_PER_LANE_BUSY
+    } else {
+        POLL_PER_LANE
+    };
     let mut v = Vec::new();
     for lane in st.lanes.values() {
-        let pending = lane.iter().filter_map(|t| {
-            let s = st.slots.get(t)?;
-            let f = s.flight.as_ref()?;
-            (s.done.is_none() && s.final_event != 0).then_some((
-                *t,
-                s.final_event,
-                f.calls.event_info,
-            ))
+        let mut info = None;
+        let mut in_order = true;
+        let pending: Vec<(u64, usize)> = lane
+            .iter()
+            .filter_map(|t| {
+                let s = st.slots.get(t)?;
+                let f = s.flight.as_ref()?;
+                in_order = s.in_order;
+                info = f.calls.event_info;
+                (s.done.is_none() && s.final_event != 0).then_some((*t, s.final_event))
+            })
+            .collect();
+        if pending.is_empty() || (!in_order && !out_of_order) {
+            continue;
+        }
+        let pending = if in_order {
+            pending
+        } else {
+            pending.into_iter().take(per_lane).collect()
+        };
+        v.push(Probe {
+            in_order,
+            info,
+            pending,
         });
-        v.extend(pending.take(per_lane));
     }
     v
 }
 
-/// Asks the driver which of `events` completed (without waiting): (ticket, final status).
-/// Only the writer releases these events, and it is the caller, so they are alive.
-fn poll(events: &[(u64, usize, clGetEventInfo_t)]) -> Vec<(u64, cl_int)> {
+/// The final status of `ev` if it finished (complete or failed), without waiting.
+fn finished(info: clGetEventInfo_t, ev: usize) -> Option<cl_int> {
+    let info = info?;
+    let mut status: cl_int = CL_QUEUED;
+    // SAFETY: our own live event (only the writer, the caller, releases it); a standard info
+    // query into a cl_int.
+    let r = unsafe {
+        info(
+            ev as cl_event,
+            CL_EVENT_COMMAND_EXECUTION_STATUS,
+            std::mem::size_of::<cl_int>(),
+            (&mut status as *mut cl_int).cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    (r == CL_SUCCESS && status <= CL_COMPLETE).then_some(status)
+}
+
+/// Asks the driver which launches finished: (ticket, final status, inferred). In an in-order
+/// queue the newest finished launch is found by bisection (O(log n) questions), and every
+/// older one is inferred finished; out-of-order launches are asked about one by one.
+fn poll(probes: &[Probe]) -> Vec<(u64, cl_int, bool)> {
     let mut done = Vec::new();
-    for (ticket, ev, info) in events {
-        let Some(info) = info else { continue };
-        let mut status: cl_int = CL_QUEUED;
-        // SAFETY: our own live event; a standard info query into a cl_int.
-        let r = unsafe {
-            info(
-                *ev as cl_event,
-                CL_EVENT_COMMAND_EXECUTION_STATUS,
-                std::mem::size_of::<cl_int>(),
-                (&mut status as *mut cl_int).cast(),
-                std::ptr::null_mut(),
-            )
+    for p in probes {
+        let n = p.pending.len();
+        if !p.in_order {
+            for (t, ev) in &p.pending {
+                if let Some(s) = finished(p.info, *ev) {
+                    done.push((*t, s, false));
+                }
+            }
+            continue;
+        }
+        let Some(last) = n.checked_sub(1) else {
+            continue;
         };
-        if r == CL_SUCCESS && status <= CL_COMPLETE {
-            done.push((*ticket, status));
+        // `upto`: the newest finished launch (its status known), or none.
+        let upto = if let Some(s) = finished(p.info, p.pending[last].1) {
+            Some((last, s))
+        } else if let Some(s) = finished(p.info, p.pending[0].1) {
+            let (mut lo, mut hi, mut lo_status) = (0, last, s);
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                match finished(p.info, p.pending[mid].1) {
+                    Some(s) => (lo, lo_status) = (mid, s),
+                    None => hi = mid,
+                }
+            }
+            Some((lo, lo_status))
+        } else {
+            None
+        };
+        if let Some((upto, status)) = upto {
+            for (i, (t, _)) in p.pending[..=upto].iter().enumerate() {
+                if i == upto {
+                    done.push((*t, status, false));
+                } else {
+                    done.push((*t, CL_COMPLETE, true));
+                }
+            }
         }
     }
     done
 }
 
-type Batch = Vec<(u64, usize, Flight, cl_int, usize)>;
+type Batch = Vec<(u64, usize, Flight, cl_int, usize, bool)>;
 
 /// Takes the completed flights that may be written now, in the order they must be written.
 /// Costs O(taken + ready): lanes are walked from their front, once per batch.
@@ -725,7 +900,14 @@ fn take_one(
                     f.events.retain(|e| *e as usize != s.final_event);
                     late.insert(t, (s.final_event, f.calls.release_event));
                 }
-                batch.push((t, s.lane, f, s.done.unwrap_or(CL_COMPLETE), s.final_event));
+                batch.push((
+                    t,
+                    s.lane,
+                    f,
+                    s.done.unwrap_or(CL_COMPLETE),
+                    s.final_event,
+                    s.inferred,
+                ));
             }
             true
         }
@@ -735,9 +917,19 @@ fn take_one(
 
 /// Turns one completed flight into its record (None: nothing to write) and releases what it
 /// held.
-fn land(mut f: Flight, status: cl_int, final_event: cl_event) -> Option<LaunchRecord> {
+fn land(
+    mut f: Flight,
+    status: cl_int,
+    final_event: cl_event,
+    inferred: bool,
+) -> Option<LaunchRecord> {
     let calls = f.calls;
     let mut status = status;
+    if inferred {
+        // Inferred from a later launch of its queue: its own status decides (a failed
+        // command), and a driver that broke the queue's order is waited for.
+        status = finished(calls.event_info, final_event as usize).unwrap_or(WAIT_ON_WRITER);
+    }
     if status == WAIT_ON_WRITER {
         let ev = final_event;
         // SAFETY: our own event; waiting here blocks only the writer thread.
@@ -795,12 +987,23 @@ fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
     let mut after: HashMap<usize, Content> = HashMap::new();
     let mut items = std::mem::take(&mut f.items);
     for item in items.iter_mut() {
-        let pre = content(f, &mut item.pre, item.bytes, status);
+        let pre = match &item.reuse {
+            Some(_) if status != CL_COMPLETE => content(f, &mut item.pre, item.bytes, status),
+            Some(_) if item.raced => Content::Missing {
+                note: "not read: it was written while the launch was being enqueued".into(),
+            },
+            Some(r) => r.cell.get().cloned().unwrap_or_else(|| Content::Missing {
+                note: "not recorded: the earlier launch whose contents it had was not recorded"
+                    .into(),
+            }),
+            None => content(f, &mut item.pre, item.bytes, status),
+        };
         let post = if item.post_is_pre {
             pre.clone()
         } else {
             content(f, &mut item.post, item.bytes, status)
         };
+        let _ = item.cell.set(post.clone());
         before.insert(item.mem, pre);
         after.insert(item.mem, post);
     }

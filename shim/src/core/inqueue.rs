@@ -16,6 +16,7 @@
 
 use super::contents::{self, Shape};
 use super::flight::{Item, Landing};
+use super::known::Reuse;
 use crate::Next;
 use opencl_sys::*;
 
@@ -42,12 +43,14 @@ pub(super) struct Around<'a> {
 
 impl<'a> Around<'a> {
     /// Host memory for every object's before and after contents.
+    /// `reuse`: per read, contents before that an earlier launch left (not read again).
     pub fn new(
         next: &'a Next,
         queue: cl_command_queue,
         out_of_order: bool,
         reads: &[(usize, Shape)],
         read_only: &[bool],
+        reuse: Vec<Option<Reuse>>,
     ) -> Around<'a> {
         Around {
             next,
@@ -56,12 +59,16 @@ impl<'a> Around<'a> {
             items: reads
                 .iter()
                 .zip(read_only)
-                .map(|((mem, shape), ro)| Item {
+                .zip(reuse)
+                .map(|(((mem, shape), ro), reuse)| Item {
                     mem: *mem,
                     bytes: shape.bytes(),
-                    pre: Landing::with_room(shape.bytes()),
+                    pre: Landing::with_room(if reuse.is_some() { 0 } else { shape.bytes() }),
                     post: Landing::with_room(if *ro { 0 } else { shape.bytes() }),
                     post_is_pre: *ro,
+                    reuse,
+                    raced: false,
+                    cell: Default::default(),
                 })
                 .collect(),
             shapes: reads.iter().map(|(_, s)| *s).collect(),
@@ -72,18 +79,23 @@ impl<'a> Around<'a> {
         }
     }
 
-    /// Host bytes all reads need (objects the kernel cannot change are read once).
-    pub fn bytes(reads: &[(usize, Shape)], read_only: &[bool]) -> usize {
+    /// Host bytes all reads need (objects the kernel cannot change are read once, objects
+    /// whose contents before are reused only after).
+    pub fn bytes(reads: &[(usize, Shape)], read_only: &[bool], reused: &[bool]) -> usize {
         reads
             .iter()
             .zip(read_only)
-            .map(|((_, s), ro)| if *ro { s.bytes() } else { 2 * s.bytes() })
+            .zip(reused)
+            .map(|(((_, s), ro), re)| s.bytes() * (usize::from(!*re) + usize::from(!*ro)))
             .sum()
     }
 
     /// Enqueues the pre-launch reads, each waiting for the application's wait list.
     pub fn before(&mut self, app_wait: &[cl_event]) {
         for i in 0..self.items.len() {
+            if self.items[i].reuse.is_some() {
+                continue;
+            }
             if let Some(ev) = self.read(i, Phase::Pre, app_wait, self.out_of_order) {
                 self.pre_events.push(ev);
             }

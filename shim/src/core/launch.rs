@@ -22,6 +22,7 @@ use super::flight::{self, Flight};
 use super::info;
 use super::inqueue::Around;
 use super::kernel::describe;
+use super::known;
 use super::track::{lock, tables};
 use crate::door::quietly;
 use crate::Next;
@@ -194,6 +195,8 @@ fn run(
         }
     };
     let Some(mut plan) = plan else {
+        // Not recorded with contents: whatever the kernel writes is unknown to the capture.
+        quietly(|| known::kernel_may_write(kernel as usize));
         return forward(num_events, events, app_event);
     };
     let app_wait: &[cl_event] = if num_events == 0 || events.is_null() {
@@ -411,7 +414,17 @@ impl Plan {
         if self.reads.is_empty() {
             return None;
         }
-        let bytes = Around::bytes(&self.reads, &self.read_only);
+        // Contents known from an earlier launch on this queue are not read again.
+        let reuse: Vec<Option<known::Reuse>> = if self.out_of_order() || !app_wait.is_empty() {
+            self.reads.iter().map(|_| None).collect()
+        } else {
+            self.reads
+                .iter()
+                .map(|(mem, _)| known::reuse(*mem, queue as usize))
+                .collect()
+        };
+        let reused: Vec<bool> = reuse.iter().map(Option::is_some).collect();
+        let bytes = Around::bytes(&self.reads, &self.read_only, &reused);
         if let Err(full) = flight::admit(bytes) {
             let (missing, why) = match full {
                 flight::Full::Bytes => (
@@ -442,6 +455,7 @@ impl Plan {
             self.out_of_order(),
             &self.reads,
             &self.read_only,
+            reuse,
         );
         around.before(app_wait);
         Some(around)
@@ -464,6 +478,12 @@ impl Plan {
             release(self.settings, &self.record.kernel);
         }
         let Some(mut around) = around else {
+            // Contents not read: what the kernel may write is unknown from now on.
+            let writable: Vec<usize> = (self.reads.iter().zip(&self.read_only))
+                .filter(|(_, ro)| !**ro)
+                .map(|((m, _), _)| *m)
+                .collect();
+            known::wrote(&writable);
             if succeeded {
                 flight::submit(
                     next,
@@ -483,6 +503,8 @@ impl Plan {
         if !own_event.is_null() {
             around.events.push(own_event);
         }
+        let remember = in_order && succeeded && !final_event.is_null();
+        note_known(&mut around, queue, remember);
         if final_event.is_null() {
             // Our reads can no longer be tracked: keep their memory alive for good (the driver
             // may still write into it) and record the contents as missing.
@@ -538,6 +560,30 @@ impl Plan {
             reserved: self.reserved,
             calls: flight::Calls::of(next),
         }
+    }
+}
+
+/// Tells [`known`] what this launch may write and (`remember`) which contents later launches
+/// on `queue` may take from it; marks reused contents that a concurrent write made unknown.
+fn note_known(around: &mut Around<'_>, queue: cl_command_queue, remember: bool) {
+    let reads: Vec<known::Read<'_>> = around
+        .items
+        .iter()
+        .map(|i| known::Read {
+            mem: i.mem,
+            writable: !i.post_is_pre,
+            cell: &i.cell,
+        })
+        .collect();
+    let reused: Vec<(usize, &known::Reuse)> = around
+        .items
+        .iter()
+        .filter_map(|i| Some((i.mem, i.reuse.as_ref()?)))
+        .collect();
+    let raced = known::after_launch(queue as usize, remember, &reads, &reused);
+    let mut raced = raced.into_iter();
+    for item in around.items.iter_mut().filter(|i| i.reuse.is_some()) {
+        item.raced = raced.next().unwrap_or(true);
     }
 }
 

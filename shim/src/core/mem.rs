@@ -8,11 +8,29 @@ use crate::Next;
 use libc::{c_void, size_t};
 use opencl_sys::*;
 
-fn created(mem: cl_mem) -> cl_mem {
+/// Notes a new memory object: its id, and for [`super::known`] whether its contents can be
+/// known between launches (`flags` lacks `CL_MEM_USE_HOST_PTR`) and what it aliases
+/// (`parent`: the buffer of a sub-buffer, the buffer or image an image was made from).
+fn created(mem: cl_mem, flags: cl_mem_flags, parent: cl_mem) -> cl_mem {
     if !mem.is_null() {
-        quietly(|| tables().mem_created(mem as usize));
+        quietly(|| {
+            tables().mem_created(mem as usize);
+            let parent = (!parent.is_null()).then_some(parent as usize);
+            super::known::created(mem as usize, flags & CL_MEM_USE_HOST_PTR != 0, parent);
+        });
     }
     mem
+}
+
+/// The memory object an image is made from (`cl_image_desc.buffer`, alias `mem_object`), or
+/// null.
+fn image_parent(desc: *const cl_image_desc) -> cl_mem {
+    if desc.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: the application passes a valid descriptor (or NULL, handled above); the driver
+    // reads the same field.
+    unsafe { (*desc).buffer }
 }
 
 pub unsafe fn clCreateBuffer(
@@ -26,7 +44,8 @@ pub unsafe fn clCreateBuffer(
     let Some(f) = next.clCreateBuffer else {
         return missing(errcode_ret);
     };
-    created(f(context, flags, size, host_ptr, errcode_ret))
+    let mem = f(context, flags, size, host_ptr, errcode_ret);
+    created(mem, flags, std::ptr::null_mut())
 }
 
 pub unsafe fn clCreateBufferWithProperties(
@@ -41,7 +60,8 @@ pub unsafe fn clCreateBufferWithProperties(
     let Some(f) = next.clCreateBufferWithProperties else {
         return missing(errcode_ret);
     };
-    created(f(context, properties, flags, size, host_ptr, errcode_ret))
+    let mem = f(context, properties, flags, size, host_ptr, errcode_ret);
+    created(mem, flags, std::ptr::null_mut())
 }
 
 pub unsafe fn clCreateSubBuffer(
@@ -55,13 +75,14 @@ pub unsafe fn clCreateSubBuffer(
     let Some(f) = next.clCreateSubBuffer else {
         return missing(errcode_ret);
     };
-    created(f(
+    let mem = f(
         buffer,
         flags,
         buffer_create_type,
         buffer_create_info,
         errcode_ret,
-    ))
+    );
+    created(mem, flags, buffer)
 }
 
 pub unsafe fn clCreateImage(
@@ -76,14 +97,15 @@ pub unsafe fn clCreateImage(
     let Some(f) = next.clCreateImage else {
         return missing(errcode_ret);
     };
-    created(f(
+    let mem = f(
         context,
         flags,
         image_format,
         image_desc,
         host_ptr,
         errcode_ret,
-    ))
+    );
+    created(mem, flags, image_parent(image_desc))
 }
 
 pub unsafe fn clCreateImageWithProperties(
@@ -99,7 +121,7 @@ pub unsafe fn clCreateImageWithProperties(
     let Some(f) = next.clCreateImageWithProperties else {
         return missing(errcode_ret);
     };
-    created(f(
+    let mem = f(
         context,
         properties,
         flags,
@@ -107,7 +129,8 @@ pub unsafe fn clCreateImageWithProperties(
         image_desc,
         host_ptr,
         errcode_ret,
-    ))
+    );
+    created(mem, flags, image_parent(image_desc))
 }
 
 pub unsafe fn clCreateImage2D(
@@ -124,7 +147,7 @@ pub unsafe fn clCreateImage2D(
     let Some(f) = next.clCreateImage2D else {
         return missing(errcode_ret);
     };
-    created(f(
+    let mem = f(
         context,
         flags,
         image_format,
@@ -133,7 +156,8 @@ pub unsafe fn clCreateImage2D(
         image_row_pitch,
         host_ptr,
         errcode_ret,
-    ))
+    );
+    created(mem, flags, std::ptr::null_mut())
 }
 
 pub unsafe fn clCreateImage3D(
@@ -152,7 +176,7 @@ pub unsafe fn clCreateImage3D(
     let Some(f) = next.clCreateImage3D else {
         return missing(errcode_ret);
     };
-    created(f(
+    let mem = f(
         context,
         flags,
         image_format,
@@ -163,7 +187,8 @@ pub unsafe fn clCreateImage3D(
         image_slice_pitch,
         host_ptr,
         errcode_ret,
-    ))
+    );
+    created(mem, flags, std::ptr::null_mut())
 }
 
 pub unsafe fn clCreateUserEvent(

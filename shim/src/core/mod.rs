@@ -17,11 +17,13 @@ mod guard;
 mod info;
 mod inqueue;
 mod kernel;
+mod known;
 mod launch;
 mod mem;
 mod program;
 mod record;
 mod track;
+mod writes;
 
 pub(crate) use guard::clEnqueueBarrierWithWaitList;
 pub(crate) use kernel::describe as describe_kernel;
@@ -42,3 +44,9 @@ pub(crate) use program::{
     clCreateProgramWithIL, clCreateProgramWithSource, clGetProgramBuildInfo, clLinkProgram,
 };
 pub(crate) use track::{lock, tables, ArgValue, Kernel};
+pub(crate) use writes::{
+    clEnqueueCopyBuffer, clEnqueueCopyBufferRect, clEnqueueCopyBufferToImage, clEnqueueCopyImage,
+    clEnqueueCopyImageToBuffer, clEnqueueFillBuffer, clEnqueueFillImage, clEnqueueMapBuffer,
+    clEnqueueMapImage, clEnqueueMigrateMemObjects, clEnqueueNativeKernel, clEnqueueUnmapMemObject,
+    clEnqueueWriteBuffer, clEnqueueWriteBufferRect, clEnqueueWriteImage,
+};
