@@ -29,7 +29,9 @@ use serde::{Deserialize, Serialize};
 use crate::edits::Edits;
 use crate::error::KernelError;
 use crate::frontend::is_vector_type;
-use crate::model::{visit_stmts, BinOp, Expr, ExprKind, Function, Program, Span, Stmt, StmtKind};
+use crate::model::{
+    visit_stmts, BinOp, Expr, ExprKind, Function, Program, Span, Stmt, StmtKind, VarDecl,
+};
 use crate::rewrite::{
     add_call_arg, add_param, callers_closure, calls_to, refuse_header_functions, with_prelude,
 };
@@ -478,6 +480,23 @@ impl Ins<'_> {
         })
     }
 
+    /// Whether `v` is a `__constant` or `static` variable: its initializer is a constant
+    /// expression the compiler evaluates, so it has no run-time branch, and a counter in it
+    /// would not compile.
+    fn constant_init(&self, v: &VarDecl) -> bool {
+        let words = |t: &str| {
+            t.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                .any(|w| matches!(w, "__constant" | "constant" | "static"))
+        };
+        let head = self
+            .p
+            .source
+            .get(v.span.start as usize..v.span.end as usize)
+            .and_then(|t| t.split('=').next())
+            .unwrap_or("");
+        words(&v.ty) || words(head)
+    }
+
     /// Wraps a condition so it records its true and false outcomes.
     fn branch(&mut self, cond: &Expr, construct: Construct, what: &str, depth: i64) {
         let label = short(self.text(cond.span));
@@ -550,7 +569,9 @@ impl Ins<'_> {
             StmtKind::Decl(vars) => {
                 for v in vars {
                     if let Some(e) = &v.init {
-                        self.expr(e, d)?;
+                        if !self.constant_init(v) {
+                            self.expr(e, d)?;
+                        }
                     }
                 }
             }

@@ -29,3 +29,10 @@ __kernel void short_circuit(__global int* out, __global const int* x, int n, int
 __kernel void nested(__global int* out, int a, int b, int c) {
   out[0] = ((a > 3 && b < a) || c == 7) ? 1 : 0;
 }
+
+// Constant expressions have no run-time branch (and a counter in them would not compile).
+__kernel void folded(__global int* out) {
+  __constant int both = 2 > 1 && 3 > 2;
+  __constant int either = 2 < 1 || 3 > 2 ? 5 : 6;
+  out[0] = both + either;
+}
