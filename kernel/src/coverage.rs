@@ -63,7 +63,8 @@ pub enum Construct {
     If,
     /// `?:`.
     Conditional,
-    /// An operand of `&&` or `||`.
+    /// An operand of scalar `&&` or `||` (a left operand also when it is itself `&&`/`||`:
+    /// its outcome decides whether the right operand runs).
     ShortCircuit,
     /// `while` loop.
     While,
