@@ -187,11 +187,14 @@ pub struct Phases {
     pub open: Duration,
     /// Parsing, finding mutants, rendering and writing the sources.
     pub render: Duration,
-    /// Device compiles in this process (schema, permuted schema, original, coverage).
+    /// Device compiles in this process (coverage build, permuted schema, original; the
+    /// schema when there is no coverage build).
     pub compile: Duration,
-    /// Checking that the original reproduces every test case (runs only).
+    /// Checking that the original reproduces every test case, with coverage counters when
+    /// the coverage build works (runs only).
     pub check: Duration,
-    /// Coverage runs of the original (without its compile).
+    /// Instrumenting the original for coverage (its compile is in `compile`; its runs are
+    /// the suite check's runs, in `check`).
     pub coverage: Duration,
     /// Longest time from a worker's start to its first program built (process start,
     /// device open, compile or driver cache hit).
@@ -539,30 +542,47 @@ fn prepare(
             )
         })
     };
-    report.compiles += 1;
-    let built = match build(&base.source) {
-        Ok(b) => b,
-        Err(e) if !opts.per_mutant_compile => {
-            report.notes.push(format!(
-                "{file}: the mutant schema does not compile ({}); falling back to one compile per mutant",
-                e.to_string().lines().find(|l| l.contains("error")).unwrap_or("").trim()
-            ));
-            let mut fallback = opts.clone();
-            fallback.per_mutant_compile = true;
-            report.phases.compile += compile_time.get();
-            return prepare(capture, session, plan, &fallback, budget, previous, report);
-        }
-        Err(e) => {
-            report.notes.push(format!(
-                "{file}: the program with the mutation parameters does not compile ({}); every mutant is reported COMPILE-ERROR",
-                e.to_string().lines().find(|l| l.contains("error")).unwrap_or("").trim()
-            ));
-            fail_all(
-                &mut results,
-                "the program does not compile with the mutation parameters".into(),
-            );
-            report.phases.compile += compile_time.get();
-            return Ok((vec![], result(results)));
+    // The suite is checked with the coverage build of the original when it works: one run
+    // per test case checks the outputs and records coverage. The schema is still compiled
+    // here (a schema that does not compile falls back to one compile per mutant, and the
+    // workers then find it in the driver's cache); with one compile per mutant, the base
+    // program is compiled only when there is no coverage build to check the suite with.
+    // (Compiling the schema in a worker process meanwhile was tried: slower on two busy
+    // cores, where compiles compete for the CPU.)
+    let compiled_before = report.phases.compile;
+    let covering = Instant::now();
+    let cov = CoverageRun::build(capture, session, plan, report);
+    report.phases.coverage += covering
+        .elapsed()
+        .saturating_sub(report.phases.compile - compiled_before);
+    let built = if cov.is_some() && opts.per_mutant_compile {
+        None
+    } else {
+        report.compiles += 1;
+        match build(&base.source) {
+            Ok(b) => Some(b),
+            Err(e) if !opts.per_mutant_compile => {
+                report.notes.push(format!(
+                    "{file}: the mutant schema does not compile ({}); falling back to one compile per mutant",
+                    e.to_string().lines().find(|l| l.contains("error")).unwrap_or("").trim()
+                ));
+                let mut fallback = opts.clone();
+                fallback.per_mutant_compile = true;
+                report.phases.compile += compile_time.get();
+                return prepare(capture, session, plan, &fallback, budget, previous, report);
+            }
+            Err(e) => {
+                report.notes.push(format!(
+                    "{file}: the program with the mutation parameters does not compile ({}); every mutant is reported COMPILE-ERROR",
+                    e.to_string().lines().find(|l| l.contains("error")).unwrap_or("").trim()
+                ));
+                fail_all(
+                    &mut results,
+                    "the program does not compile with the mutation parameters".into(),
+                );
+                report.phases.compile += compile_time.get();
+                return Ok((vec![], result(results)));
+            }
         }
     };
     // The permuted base, for --schedules.
@@ -598,11 +618,12 @@ fn prepare(
         None => None,
     };
 
-    // Every test case must give its recorded outputs with the original (selector 0), under
-    // its own schedule and under each permuted one kept for it.
+    // Every test case must give its recorded outputs with the original, under its own
+    // schedule and under each permuted one kept for it.
     let checking = Instant::now();
     let mut tests: BTreeMap<String, Vec<TestRef>> = BTreeMap::new();
     let mut inputs: Vec<(String, LaunchInput)> = Vec::new();
+    let mut hit: Option<HashSet<BranchKey>> = cov.as_ref().map(|_| HashSet::new());
     for (kernel, ids) in &plan.kernels {
         for &id in ids {
             let rec = capture.launch(id)?;
@@ -624,20 +645,42 @@ fn prepare(
                     .map(|m| m.to_string())
             };
             // Twice: the first run of a kernel may include the driver's compile for its
-            // work-group size; the second is the time a run takes.
+            // work-group size; the second is the time a run takes (with coverage counters:
+            // a little slower than the schema, so the deadline errs on the generous side).
+            let run_original = || match (&cov, &built) {
+                (Some(c), _) => c.run(session, &input),
+                (None, Some(b)) => session
+                    .run(b, &input, &selector_extras(0))
+                    .map(|o| (o, None))
+                    .map_err(|e| e.to_string()),
+                (None, None) => Err("no program to check the suite with".to_string()),
+            };
             let t0 = Instant::now();
-            let _ = session.run(&built, &input, &selector_extras(0));
+            let _ = run_original();
             report.slowest_first = report.slowest_first.max(t0.elapsed());
             let t0 = Instant::now();
-            let ran = session.run(&built, &input, &selector_extras(0));
+            let ran = run_original();
             report.slowest_original = report.slowest_original.max(t0.elapsed());
             match ran {
-                Ok(out) => {
+                Ok((out, counters)) => {
                     if let Some(m) = ok(&out) {
                         report.notes.push(format!(
                             "launch {id} ({kernel}): the original does not reproduce the recording ({m}); not a test case"
                         ));
                         continue;
+                    }
+                    match (counters, cov.as_ref(), hit.as_mut()) {
+                        (Some(words), Some(c), Some(h)) => match c.hits(kernel, &words, &input) {
+                            Ok(keys) => h.extend(keys),
+                            Err(e) => {
+                                report.notes.push(format!(
+                                    "{file}: coverage of {kernel} not evaluated ({e}); every mutant in a launched kernel is run"
+                                ));
+                                hit = None;
+                            }
+                        },
+                        (_, Some(_), Some(_)) => hit = None,
+                        _ => {}
                     }
                 }
                 Err(e) => {
@@ -675,15 +718,14 @@ fn prepare(
             inputs.push((kernel.clone(), input));
         }
     }
-
-    // Coverage of the original over the suite.
     report.phases.check += checking.elapsed();
-    let covering = Instant::now();
-    let compiled_before = report.phases.compile;
-    let covered = coverage(capture, session, plan, &inputs, report);
-    report.phases.coverage += covering
-        .elapsed()
-        .saturating_sub(report.phases.compile - compiled_before);
+    let covered = match (cov, hit) {
+        (Some(c), Some(hit)) => Some(Covered {
+            known: c.known,
+            hit,
+        }),
+        _ => None,
+    };
 
     // Decide statically what can be, then make jobs.
     let mut original_binary = None;
@@ -846,89 +888,109 @@ impl Covered {
     }
 }
 
-fn coverage(
-    capture: &Capture,
-    session: &Session,
-    plan: &Plan,
-    inputs: &[(String, LaunchInput)],
-    report: &mut CampaignReport,
-) -> Option<Covered> {
-    let file = format!("program-{}.cl", short(&plan.hash));
-    let c = match instrument_coverage(&plan.parsed, Default::default()) {
-        Ok(c) => c,
-        Err(e) => {
-            report.notes.push(format!(
-                "{file}: no coverage ({e}); every mutant in a launched kernel is run"
-            ));
-            return None;
-        }
-    };
-    let record = capture.program(&plan.hash).ok()?;
-    report.compiles += 1;
-    let compiling = Instant::now();
-    let built = session.build(
-        capture,
-        &record,
-        &BuildOptions {
-            source: Some(c.source.clone()),
-            extra_options: String::new(),
-        },
-    );
-    report.phases.compile += compiling.elapsed();
-    let built = match built {
-        Ok(b) => b,
-        Err(e) => {
-            report.notes.push(format!(
-                "{file}: the coverage build failed ({}); every mutant in a launched kernel is run",
-                e.to_string().lines().next().unwrap_or("")
-            ));
-            return None;
-        }
-    };
-    let mut known = HashSet::new();
-    let branch = |o: Outcome| match o {
+/// A branch outcome's key: the condition's byte range and the outcome (as in `Guard`).
+type BranchKey = (u32, u32, bool);
+
+/// The original instrumented for coverage and built once: each test case runs it once, which
+/// both checks that the original reproduces the recording and records the branch outcomes.
+struct CoverageRun {
+    c: cltrap_kernel::coverage::Instrumented,
+    built: crate::executor::BuiltProgram,
+    known: HashSet<BranchKey>,
+}
+
+fn branch_outcome(o: Outcome) -> Option<bool> {
+    match o {
         Outcome::True => Some(true),
         Outcome::False => Some(false),
         _ => None,
-    };
-    for s in &c.map.slots {
-        if let Some(b) = branch(s.outcome) {
-            known.insert((s.start, s.end, b));
-        }
     }
-    let mut hit = HashSet::new();
-    for (kernel, input) in inputs {
-        let init = c
-            .map
-            .initial_buffer(&input.global_size, input.local_size.as_deref());
-        let out = match session.run(&built, input, &[word_buffer(&init)]) {
-            Ok(o) => o,
+}
+
+impl CoverageRun {
+    /// Instruments and builds; `None` (with a note) when either fails.
+    fn build(
+        capture: &Capture,
+        session: &Session,
+        plan: &Plan,
+        report: &mut CampaignReport,
+    ) -> Option<CoverageRun> {
+        let file = format!("program-{}.cl", short(&plan.hash));
+        let c = match instrument_coverage(&plan.parsed, Default::default()) {
+            Ok(c) => c,
             Err(e) => {
                 report.notes.push(format!(
-                    "{file}: coverage run of {kernel} failed ({e}); coverage not used"
+                    "{file}: no coverage ({e}); every mutant in a launched kernel is run"
                 ));
                 return None;
             }
         };
-        let Some(Some(bytes)) = out.outputs.last() else {
-            return None;
-        };
-        let res = match c.map.evaluate(kernel, &words(bytes), &input.global_size) {
-            Ok(r) => r,
+        let record = capture.program(&plan.hash).ok()?;
+        report.compiles += 1;
+        let compiling = Instant::now();
+        let built = session.build(
+            capture,
+            &record,
+            &BuildOptions {
+                source: Some(c.source.clone()),
+                extra_options: String::new(),
+            },
+        );
+        report.phases.compile += compiling.elapsed();
+        let built = match built {
+            Ok(b) => b,
             Err(e) => {
-                report
-                    .notes
-                    .push(format!("{file}: coverage of {kernel} not evaluated ({e})"));
+                report.notes.push(format!(
+                    "{file}: the coverage build failed ({}); every mutant in a launched kernel is run",
+                    e.to_string().lines().next().unwrap_or("")
+                ));
                 return None;
             }
         };
-        for s in res.slots.iter().filter(|s| s.hit) {
-            if let Some(slot) = c.map.slots.iter().find(|x| x.index == s.index) {
-                if let Some(b) = branch(slot.outcome) {
-                    hit.insert((slot.start, slot.end, b));
-                }
-            }
-        }
+        let known = c
+            .map
+            .slots
+            .iter()
+            .filter_map(|s| branch_outcome(s.outcome).map(|b| (s.start, s.end, b)))
+            .collect();
+        Some(CoverageRun { c, built, known })
     }
-    Some(Covered { known, hit })
+
+    /// Runs the instrumented original: its outputs and its counters.
+    fn run(
+        &self,
+        session: &Session,
+        input: &LaunchInput,
+    ) -> Result<(crate::executor::RunOutput, Option<Vec<u32>>), String> {
+        let init = self
+            .c
+            .map
+            .initial_buffer(&input.global_size, input.local_size.as_deref());
+        let out = session
+            .run(&self.built, input, &[word_buffer(&init)])
+            .map_err(|e| e.to_string())?;
+        let counters = out.outputs.last().cloned().flatten().map(|b| words(&b));
+        Ok((out, counters))
+    }
+
+    /// The branch outcomes one run hit.
+    fn hits(
+        &self,
+        kernel: &str,
+        counters: &[u32],
+        input: &LaunchInput,
+    ) -> Result<Vec<BranchKey>, String> {
+        let res = self
+            .c
+            .map
+            .evaluate(kernel, counters, &input.global_size)
+            .map_err(|e| e.to_string())?;
+        Ok(res
+            .slots
+            .iter()
+            .filter(|s| s.hit)
+            .filter_map(|s| self.c.map.slots.iter().find(|x| x.index == s.index))
+            .filter_map(|slot| branch_outcome(slot.outcome).map(|b| (slot.start, slot.end, b)))
+            .collect())
+    }
 }
