@@ -163,6 +163,14 @@ fn the_schema_and_every_one_mutant_program_parse() {
     }
 }
 
+/// A watchdog buffer: flag, barrier-loop budget, the original's barrier-loop need.
+fn watchdog(barrier_budget: u32) -> Vec<u8> {
+    [0, barrier_budget, 0]
+        .iter()
+        .flat_map(|w: &u32| w.to_le_bytes())
+        .collect()
+}
+
 fn run(s: &Session, src: &str, selector: u32) -> (Vec<u8>, Vec<u8>, u32) {
     run_kernel(s, src, "mutate_mix", selector)
 }
@@ -195,7 +203,7 @@ fn run_kernel(s: &Session, src: &str, kernel: &str, selector: u32) -> (Vec<u8>, 
             &launch,
             &[
                 InputArg::Scalar(selector.to_le_bytes().to_vec()),
-                buf(vec![0; 4]),
+                buf(watchdog(u32::MAX)),
             ],
         )
         .expect("runs");
@@ -306,14 +314,14 @@ fn barrier_mutants_are_renamed_copies_of_every_kernel_that_reaches_them() {
     }
     let barrier: Vec<&mutate::Mutant> =
         ms.iter().filter(|m| mutate::needs_kernel_copy(m)).collect();
-    // stage(): removal + fence swap; the loop's barrier: removal (two flags, no swap).
-    assert_eq!(barrier.len(), 3, "{barrier:#?}");
+    // stage() and each kernel's first barrier: removal + fence swap; the loop's barrier:
+    // removal (two flags, no swap).
+    assert_eq!(barrier.len(), 7, "{barrier:#?}");
     for m in &barrier {
         let names = &schema.launch_names[&m.number];
-        let want: Vec<&str> = if m.function == "stage" {
-            vec!["reduce_pairs", "rotate"]
-        } else {
-            vec!["reduce_pairs"]
+        let want: Vec<&str> = match m.function.as_str() {
+            "stage" => vec!["reduce_pairs", "rotate"],
+            k => vec![k],
         };
         assert_eq!(names.keys().map(String::as_str).collect::<Vec<_>>(), want);
         for (k, copy) in names {
@@ -334,15 +342,16 @@ fn barrier_mutants_are_renamed_copies_of_every_kernel_that_reaches_them() {
     assert!(schema.launch_names.len() == barrier.len());
     // Copies keep the user's line numbers for diagnostics.
     assert!(
-        schema.source.contains("\n#line 3\nvoid __cltrap_m"),
+        schema.source.contains("\n#line 6\nvoid __cltrap_m"),
         "{}",
         schema.source
     );
     let reparsed =
         parse_program(&schema.source, "").unwrap_or_else(|e| panic!("{e}\n{}", schema.source));
     let kernels: Vec<&str> = reparsed.kernels().map(|k| k.name.as_str()).collect();
-    // Two originals, two copies for each of the two mutants in stage(), one for the loop.
-    assert_eq!(kernels.len(), 2 + 2 * 2 + 1, "{kernels:?}");
+    // Two originals, two copies for each of the two mutants in stage(), one for each of the
+    // other five.
+    assert_eq!(kernels.len(), 2 + 2 * 2 + 5, "{kernels:?}");
 }
 
 #[test]
@@ -378,7 +387,7 @@ fn barrier_copies_and_fences_in_the_schema_compute_what_they_compute_compiled_al
                 &launch,
                 &[
                     InputArg::Scalar(selector.to_le_bytes().to_vec()),
-                    buf(vec![0; 4]),
+                    buf(watchdog(u32::MAX)),
                 ],
             )
             .expect("runs");
@@ -455,4 +464,61 @@ fn mutants_in_short_circuit_operands_and_conditional_arms_carry_their_guards() {
         .find(|m| m.original == "+" && m.line == 5)
         .expect("v + 9");
     assert!(vec_add.guards.is_empty(), "{:?}", vec_add.guards);
+}
+
+#[test]
+fn an_endless_loop_with_a_barrier_is_stopped_uniformly_by_a_budget_derived_from_the_original() {
+    let (_, p) = barriers_fixture();
+    let ms = mutate::find_mutants(&p, &MutateOptions::default());
+    let schema = mutate::schema(&p, &ms).expect("schema");
+    let s = Session::open(&DeviceSelector::default()).expect("an OpenCL device (PoCL)");
+    let built = s
+        .build_source(&schema.source, "")
+        .unwrap_or_else(|e| panic!("{e}\n{}", schema.source));
+    let run = |selector: u32, budget: u32| -> (Vec<u8>, Vec<u32>) {
+        let input: Vec<u8> = (0..32i32).flat_map(|v| (v * 5 - 9).to_le_bytes()).collect();
+        let buf = |b: Vec<u8>| InputArg::Buffer {
+            mem: None,
+            flags: 1,
+            bytes: b,
+        };
+        let launch = LaunchInput {
+            kernel: "reduce_pairs".into(),
+            work_dim: 1,
+            global_offset: None,
+            global_size: vec![32],
+            local_size: Some(vec![8]),
+            args: vec![buf(input), buf(vec![0; 64 * 4])],
+            stand_ins: vec![],
+        };
+        let extras = [
+            InputArg::Scalar(selector.to_le_bytes().to_vec()),
+            buf(watchdog(budget)),
+        ];
+        let out = s.run(&built, &launch, &extras).expect("runs");
+        let wd = out.outputs[3].clone().expect("watchdog");
+        let words = wd
+            .chunks(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        (out.outputs[1].clone().expect("out"), words)
+    };
+    // `for (uint s = 4; s > 0; s >>= 1)`: three iterations, recorded by the original.
+    let (original, wd) = run(0, u32::MAX);
+    assert_eq!(wd, vec![0, u32::MAX, 3]);
+    let budget = mutate::barrier_loop_budget(wd[2]);
+    assert_eq!(budget, 4096);
+    // With the derived budget the original runs unchanged.
+    assert_eq!(run(0, budget), (original.clone(), vec![0, budget, 3]));
+    // `s > 0` → `1` never ends: stopped by the barrier watchdog, every work-item in the same
+    // iteration (a non-uniform break would hang PoCL's barrier or garble the sums).
+    let endless = ms
+        .iter()
+        .find(|m| {
+            m.operator == Operator::Condition && m.original == "s > 0" && m.replacement == "1"
+        })
+        .expect("the loop-condition mutant");
+    let (_, wd) = run(endless.number, budget);
+    assert_eq!(wd[0], 2, "the barrier watchdog fired: {wd:?}");
+    assert_eq!(wd[2], 0, "only the original records its need");
 }

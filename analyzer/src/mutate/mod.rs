@@ -246,10 +246,11 @@ struct Plan {
     mutants: Vec<Mutant>,
 }
 
-fn selector_extras(n: u32) -> Vec<InputArg> {
+/// The selector and watchdog arguments (see `cltrap_kernel::mutate::WATCHDOG_PARAM`).
+fn selector_extras(n: u32, barrier_budget: u32) -> Vec<InputArg> {
     vec![
         InputArg::Scalar(n.to_le_bytes().to_vec()),
-        word_buffer(&[0]),
+        word_buffer(&[0, barrier_budget, 0]),
     ]
 }
 
@@ -555,12 +556,10 @@ fn prepare(
     report.phases.coverage += covering
         .elapsed()
         .saturating_sub(report.phases.compile - compiled_before);
-    let built = if cov.is_some() && opts.per_mutant_compile {
-        None
-    } else {
+    let built = {
         report.compiles += 1;
         match build(&base.source) {
-            Ok(b) => Some(b),
+            Ok(b) => b,
             Err(e) if !opts.per_mutant_compile => {
                 report.notes.push(format!(
                     "{file}: the mutant schema does not compile ({}); falling back to one compile per mutant",
@@ -624,6 +623,7 @@ fn prepare(
     let mut tests: BTreeMap<String, Vec<TestRef>> = BTreeMap::new();
     let mut inputs: Vec<(String, LaunchInput)> = Vec::new();
     let mut hit: Option<HashSet<BranchKey>> = cov.as_ref().map(|_| HashSet::new());
+    let mut barrier_need = 0u32;
     for (kernel, ids) in &plan.kernels {
         for &id in ids {
             let rec = capture.launch(id)?;
@@ -647,13 +647,12 @@ fn prepare(
             // Twice: the first run of a kernel may include the driver's compile for its
             // work-group size; the second is the time a run takes (with coverage counters:
             // a little slower than the schema, so the deadline errs on the generous side).
-            let run_original = || match (&cov, &built) {
-                (Some(c), _) => c.run(session, &input),
-                (None, Some(b)) => session
-                    .run(b, &input, &selector_extras(0))
+            let run_original = || match &cov {
+                Some(c) => c.run(session, &input),
+                None => session
+                    .run(&built, &input, &selector_extras(0, u32::MAX))
                     .map(|o| (o, None))
                     .map_err(|e| e.to_string()),
-                (None, None) => Err("no program to check the suite with".to_string()),
             };
             let t0 = Instant::now();
             let _ = run_original();
@@ -697,7 +696,7 @@ fn prepare(
                     .clone()
                     .unwrap_or_else(|| vec![1; input.global_size.len()]);
                 for s in 1..=u64::from(opts.schedules) {
-                    let mut extras = selector_extras(0);
+                    let mut extras = selector_extras(0, u32::MAX);
                     extras.push(word_buffer(&cltrap_kernel::permute::random_permutation(
                         &input.global_size,
                         &local,
@@ -710,6 +709,12 @@ fn prepare(
                         )),
                     }
                 }
+            }
+            // The original's barrier-loop need, for the barrier watchdog's budget.
+            if let Ok(out) = session.run(&built, &input, &selector_extras(0, u32::MAX)) {
+                let wd = out.outputs.get(input.args.len() + 1).cloned().flatten();
+                let need = wd.map(|b| words(&b)).and_then(|w| w.get(2).copied());
+                barrier_need = barrier_need.max(need.unwrap_or(0));
             }
             tests
                 .entry(kernel.clone())
@@ -861,6 +866,7 @@ fn prepare(
                 cache,
                 mutant: number,
                 kernel_names,
+                barrier_budget: km::barrier_loop_budget(barrier_need),
                 launch: m.launch,
                 tests: refs,
                 repeats: opts.repeats.max(1),

@@ -55,6 +55,10 @@ pub struct Job {
     /// barrier mutants (original name → copy). Others run under their own name.
     #[serde(default)]
     pub kernel_names: BTreeMap<String, String>,
+    /// Iterations a loop with a barrier may run per work-item and call before the watchdog
+    /// stops it (`cltrap_kernel::mutate::barrier_loop_budget`).
+    #[serde(default = "no_limit")]
+    pub barrier_budget: u32,
     /// Launch-geometry change, if any.
     pub launch: Option<LaunchChange>,
     /// Test cases.
@@ -69,6 +73,10 @@ pub struct Job {
     pub platform: Option<String>,
     /// Device selector.
     pub device: Option<String>,
+}
+
+fn no_limit() -> u32 {
+    u32::MAX
 }
 
 /// What a job found.
@@ -303,7 +311,7 @@ impl WorkerState {
                 };
                 let mut extras = vec![
                     InputArg::Scalar(job.mutant.to_le_bytes().to_vec()),
-                    word_buffer(&[0]),
+                    word_buffer(&[0, job.barrier_budget, 0]),
                 ];
                 if let Some(s) = seed {
                     let local = input
@@ -336,7 +344,7 @@ impl WorkerState {
                     emit(&Event::Run { warm: false });
                     let original = [
                         InputArg::Scalar(0u32.to_le_bytes().to_vec()),
-                        word_buffer(&[0]),
+                        word_buffer(&[0, job.barrier_budget, 0]),
                     ];
                     let mut warm_extras = original.to_vec();
                     warm_extras.extend(extras.iter().skip(2).cloned());
@@ -362,14 +370,19 @@ impl WorkerState {
                         .outputs
                         .get(wd_index)
                         .and_then(|o| o.as_ref())
-                        .is_some_and(|b| words(b).first().copied().unwrap_or(0) != 0);
-                    if fired {
+                        .map_or(0, |b| words(b).first().copied().unwrap_or(0));
+                    if fired != 0 {
+                        let what = if fired == 2 {
+                            format!(
+                                "a loop with a barrier ran past its budget of {} iterations (from what the original needed)",
+                                job.barrier_budget
+                            )
+                        } else {
+                            "a loop ran out of its iteration budget".to_string()
+                        };
                         return result(
                             Status::Timeout,
-                            format!(
-                                "launch {}{under}: a loop ran out of its iteration budget (watchdog)",
-                                t.launch
-                            ),
+                            format!("launch {}{under}: {what} (watchdog)", t.launch),
                             runs,
                         );
                     }

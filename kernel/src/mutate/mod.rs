@@ -8,10 +8,11 @@
 //! sit behind a run-time condition on PoCL, so the schema holds them as renamed copies of the
 //! kernels that lead to them ([`Rendered::launch_names`] says which to launch). Mutants that
 //! cannot live in a schema (a `__local` array turned private changes a declaration) are
-//! rendered one program each by [`single`]. Both renderings add a watchdog (a second extra argument
-//! `__global uint* __cltrap_wd`: every loop spends a per-work-item iteration budget and, when it
-//! is exhausted, sets `__cltrap_wd[0]` and breaks), so an endless mutant stops by itself and
-//! is reported as a timeout. Helpers defined in the program get both parameters passed on.
+//! rendered one program each by [`single`]. Both renderings add a watchdog (a second extra
+//! argument `__global uint* __cltrap_wd`: every loop spends an iteration budget and, when it is
+//! exhausted, sets `__cltrap_wd[0]` and breaks; loops with a barrier have a budget of their own,
+//! see [`barrier_loop_budget`]), so an endless mutant stops by itself and is reported as a
+//! timeout. Helpers defined in the program get both parameters passed on.
 //!
 //! What it is not for: running mutants (the analyzer's `mutate` module does that). Pure: the
 //! [`Program`] in, source text and [`Mutant`] descriptions out.
@@ -30,8 +31,37 @@ pub use render::{needs_kernel_copy, original, schema, single, Rendered};
 
 /// Name of the extra selector parameter (0 = run the original code).
 pub const MUTANT_PARAM: &str = "__cltrap_mutant";
-/// Name of the extra watchdog-flag parameter (`__global uint*`, element 0 set on timeout).
+/// Name of the extra watchdog parameter, a `__global uint*` of [`WATCHDOG_WORDS`] words:
+/// `[0]` is set on timeout (1: a loop without barriers ran out of its budget, 2: a loop with
+/// a barrier did), `[1]` is the budget of loops with barriers (see [`barrier_loop_budget`]),
+/// `[2]` receives the most barrier-loop iterations the original (selector 0) needed.
 pub const WATCHDOG_PARAM: &str = "__cltrap_wd";
+/// Words of the watchdog buffer.
+pub const WATCHDOG_WORDS: usize = 3;
+
+/// The budget of loops with a barrier for mutants, from `need`, the most barrier-loop
+/// iterations per work-item and call that the original needed on any test case.
+///
+/// Why a separate budget: a loop without a barrier spends a per-work-item budget and breaks
+/// when it is exhausted; a work-item that leaves early is harmless. A loop with a barrier
+/// cannot, unless every work-item of the group breaks in the same iteration. So such loops
+/// count their iterations on a counter of their own (per function call, only barrier loops):
+/// in any run where the barrier is legal, every work-item of a group passes it equally often,
+/// so the counters agree and the `break` is uniform. The limit is a run-time value
+/// (`__cltrap_wd[1]`) because the right one depends on the suite; the original records its
+/// need in `__cltrap_wd[2]`. (Before, such loops had no watchdog, and an endless one cost
+/// the whole run deadline plus a worker restart.)
+///
+/// The rule: 64 times the original's need, and at least 4096 (for loops whose count grows
+/// with the launch size, as under a launch-geometry mutant). A mutant is stopped only after
+/// 64 times as many barrier-loop iterations as the original ever ran on the suite; each one
+/// is a barrier of the whole group, so such a run takes far longer than the original's, and
+/// the run deadline (20 times the original's slowest run plus a second) would have stopped it
+/// as well unless the barrier loop is a tiny part of a run dominated by other work. The
+/// margin is for that case. Saturates at `u32::MAX`.
+pub fn barrier_loop_budget(need: u32) -> u32 {
+    need.saturating_mul(64).max(4096)
+}
 /// Default per-work-item loop-iteration budget of one function call before the watchdog
 /// fires; override with `-D__CLTRAP_BUDGET=N` in the build options.
 pub const DEFAULT_BUDGET: u32 = 1 << 22;

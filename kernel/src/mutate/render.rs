@@ -65,6 +65,11 @@ fn copy_name(number: u32, name: &str) -> String {
 const WATCHDOG_CHECK: &str =
     "if (__cltrap_budget == 0u) { __cltrap_wd[0] = 1u; break; } --__cltrap_budget; ";
 
+/// The watchdog of a loop with a barrier (see [`super::barrier_loop_budget`]): its own per-call
+/// count, so every work-item of a group breaks in the same iteration; the original (selector
+/// 0) records the most iterations it needed in `__cltrap_wd[2]`.
+const BARRIER_WATCHDOG_CHECK: &str = "if (__cltrap_bused == __cltrap_wd[1]) { __cltrap_wd[0] = 2u; break; } ++__cltrap_bused; if (__cltrap_mutant == 0u) atomic_max(&__cltrap_wd[2], __cltrap_bused); ";
+
 fn prelude(atomics: bool) -> String {
     let mut s =
         format!("#ifndef __CLTRAP_BUDGET\n#define __CLTRAP_BUDGET {DEFAULT_BUDGET}u\n#endif\n");
@@ -361,27 +366,30 @@ fn common_edits(p: &Program) -> Result<Common, KernelError> {
         edits.push(Edit {
             start: body.span.start + 1,
             end: body.span.start + 1,
-            text: " uint __cltrap_budget = __CLTRAP_BUDGET;".into(),
+            text: " uint __cltrap_budget = __CLTRAP_BUDGET; uint __cltrap_bused = 0u;".into(),
         });
         for b in loops {
-            // Loops with a barrier are left alone: an early `break` of some work-items would
-            // make the barrier divergent. An endless one is caught by the process deadline.
-            if !b.span.is_exact() || has_barrier(b) {
+            if !b.span.is_exact() {
                 continue;
             }
+            let check = if has_barrier(b) {
+                BARRIER_WATCHDOG_CHECK
+            } else {
+                WATCHDOG_CHECK
+            };
             let is_block = matches!(b.kind, StmtKind::Compound(_))
                 && p.source.as_bytes().get(b.span.start as usize) == Some(&b'{');
             if is_block {
                 edits.push(Edit {
                     start: b.span.start + 1,
                     end: b.span.start + 1,
-                    text: format!(" {WATCHDOG_CHECK}"),
+                    text: format!(" {check}"),
                 });
             } else if let Some(end) = full_end(&p.source, b) {
                 edits.push(Edit {
                     start: b.span.start,
                     end: b.span.start,
-                    text: format!("{{ {WATCHDOG_CHECK}"),
+                    text: format!("{{ {check}"),
                 });
                 edits.push(Edit {
                     start: end,
