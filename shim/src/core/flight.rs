@@ -2,29 +2,42 @@
 //! one writer thread that turns them into capture records once they have.
 //!
 //! Why a separate thread: the application must never wait for the capture. The launch path
-//! only enqueues non-blocking reads and registers a completion callback; the callback (a
-//! driver thread) only marks the launch done here and wakes the writer; the writer hashes or
-//! stores the bytes, appends the record and releases our events, temporaries and queue
-//! references. No OpenCL call and no heavy work ever runs in a driver callback.
+//! only enqueues non-blocking reads; the writer learns when they completed, hashes or stores
+//! the bytes, appends the record and releases our events, temporaries and queue references.
 //!
-//! Order: launches of one in-order queue are written in the order they were enqueued (their
-//! completions may be reported out of order); launches of out-of-order queues as they finish.
+//! How the writer learns of completions:
+//! * In-order queues: by polling. It asks the driver for the status of the newest pending
+//!   launch of each queue (and bisects when that one is not done yet): in an in-order queue
+//!   one completed launch means every older one completed, so a few questions cover a whole
+//!   queue. Polls come every [`LANE_POLL_MIN`] while they find completions and back off to
+//!   [`LANE_POLL_MAX`] while they do not. Why not callbacks: NVIDIA runs them one at a time
+//!   on its event thread, and under a launch storm the capture crawled at a few hundred
+//!   launches per second (our callback also takes this module's lock, so a busy lock stalled
+//!   the driver's event thread). A launch found complete only by inference has its own status
+//!   asked before it is written.
+//! * Out-of-order queues: a completion callback (a driver thread) marks the launch done and
+//!   wakes the writer; no OpenCL call and no heavy work ever runs in it. When no callback came
+//!   for [`POLL`] ([`POLL_BUSY`] while a thread waits for launches to be written), the writer
+//!   asks the driver about the oldest launches in flight, and keeps such a launch's final
+//!   event until its callback came.
+//!
+//! Order: launches of one in-order queue are written in the order they were enqueued (which
+//! also lets a launch take its pre-launch contents from the previous one, see
+//! [`super::known`]); launches of out-of-order queues as they finish.
 //!
 //! Bounds: host memory for reads in flight is capped ([`MAX_INFLIGHT_BYTES`]), and so is the
-//! number of launches in flight ([`MAX_INFLIGHT_LAUNCHES`]): each holds driver resources (an
-//! event with a callback, reads, a queue reference) until written, and NVIDIA's driver stopped
-//! making progress with tens of thousands of them outstanding. Over either cap a launch flushes
-//! the queues with launches in flight and waits for older ones (never while a user event is
+//! number of launches in flight ([`MAX_INFLIGHT_LAUNCHES`]): each holds driver resources
+//! (events, reads, a queue reference) until written, and NVIDIA's driver stopped making
+//! progress with tens of thousands of them outstanding. Over either cap a launch flushes the
+//! queues with launches in flight and waits for older ones (never while a user event is
 //! unset: that could deadlock the application) or, failing that, is recorded without contents
 //! (over the launch cap with a user event unset: read anyway, the byte cap still holds). Every
 //! [`FLUSH_EVERY`] launches of ours on a queue, the queue is flushed, because some drivers do
-//! not start work that was never flushed and the callbacks we wait for would never come.
-//! Callbacks are the fast path, not the only one: when none came for [`POLL`] ([`POLL_BUSY`] while a
-//! thread waits for launches to be written), the writer asks the driver for the status of the
-//! oldest launches in flight, and keeps such a launch's final event until its callback came. At exit, pending launches are
-//! waited for (bounded) so a normally ending application leaves a complete capture; the
-//! application's `clFinish` also waits until the launches it finished are written, so a
-//! capture is complete up to the last `clFinish` even if the application then crashes.
+//! not start work that was never flushed; the writer also flushes the queues it waits on after
+//! [`FLUSH_AFTER_IDLE_POLLS`] fruitless polls. At exit, pending launches are waited for
+//! (bounded) so a normally ending application leaves a complete capture; the application's
+//! `clFinish` also waits until the launches it finished are written, so a capture is complete
+//! up to the last `clFinish` even if the application then crashes.
 
 use super::contents;
 use super::track::{lock, tables};
@@ -64,6 +77,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// callback; see [`submit`]): the pause doubles while polls find nothing new, and starts short
 /// again when one did.
 const LANE_POLL_MIN: Duration = Duration::from_micros(200);
+/// See [`LANE_POLL_MIN`].
 const LANE_POLL_MAX: Duration = Duration::from_millis(20);
 /// Polls that found nothing in a row before the writer flushes the queues it waits on (an
 /// application that enqueues a few launches and never flushes must still be recorded).

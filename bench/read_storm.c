@@ -1,0 +1,94 @@
+/*
+ * Read storm: what one small non-blocking read after each launch costs a driver, the way the
+ * shim's capture reads (one post-launch read per launch, into host memory, in the launch's
+ * in-order queue, at most 1024 launches in flight). Separates the read itself, its event, and
+ * pageable versus pinned host memory, so BENCHMARKS.md can say where capture time goes.
+ *
+ * Prints one line per variant: "read-storm VARIANT launches=N loop_s=S"
+ *   kernel           the launches alone (native)
+ *   read             + a non-blocking 256-byte read per launch into pageable memory, no event
+ *   read+event       + the same read with an event (released once 1024 later launches were
+ *                      enqueued, as the capture's writer does)
+ *   pinned+event     + the read into pinned memory (a mapped CL_MEM_ALLOC_HOST_PTR buffer)
+ * Usage: read-storm [N]
+ */
+#include "common.h"
+#include <string.h>
+
+static const char *SOURCE =
+    "__kernel void tiny(__global const float *x, __global float *y, float a) {\n"
+    "    size_t i = get_global_id(0);\n"
+    "    y[i] = a * x[i] + 1.0f;\n"
+    "}\n";
+
+enum { SIZE = 64, INFLIGHT = 1024 };
+
+static double run(struct bench *b, cl_kernel k, cl_mem dy, long n, int read, int event,
+                  float *land) {
+    static cl_event evs[INFLIGHT];
+    memset(evs, 0, sizeof evs);
+    size_t global = SIZE;
+    double t0 = now_s();
+    for (long j = 0; j < n; j++) {
+        cl_float a = (cl_float)(j % 4);
+        CHECK(clSetKernelArg(k, 2, sizeof a, &a));
+        CHECK(clEnqueueNDRangeKernel(b->queue, k, 1, NULL, &global, NULL, 0, NULL, NULL));
+        if (read) {
+            int slot = (int)(j % INFLIGHT);
+            if (evs[slot]) {
+                CHECK(clWaitForEvents(1, &evs[slot]));
+                CHECK(clReleaseEvent(evs[slot]));
+                evs[slot] = NULL;
+            } else if (!event && slot == 0 && j > 0) {
+                CHECK(clFinish(b->queue));
+            }
+            CHECK(clEnqueueReadBuffer(b->queue, dy, CL_FALSE, 0, SIZE * sizeof(float),
+                                      land + (size_t)slot * SIZE, 0, NULL,
+                                      event ? &evs[slot] : NULL));
+            if (j % 64 == 63)
+                CHECK(clFlush(b->queue));
+        }
+    }
+    CHECK(clFinish(b->queue));
+    double t1 = now_s();
+    for (int s = 0; s < INFLIGHT; s++)
+        if (evs[s])
+            CHECK(clReleaseEvent(evs[s]));
+    return t1 - t0;
+}
+
+int main(int argc, char **argv) {
+    long n = argc > 1 ? strtol(argv[1], NULL, 10) : 100000;
+    if (n <= 0) {
+        fprintf(stderr, "usage: read-storm [N>0]\n");
+        return 2;
+    }
+    float x[SIZE];
+    for (int i = 0; i < SIZE; i++)
+        x[i] = (float)i;
+    struct bench b;
+    bench_init(&b, SOURCE);
+    cl_mem dx = bench_buffer(&b, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof x, x);
+    cl_mem dy = bench_buffer(&b, CL_MEM_WRITE_ONLY, sizeof x, NULL);
+    cl_kernel k = bench_kernel(&b, "tiny");
+    CHECK(clSetKernelArg(k, 0, sizeof dx, &dx));
+    CHECK(clSetKernelArg(k, 1, sizeof dy, &dy));
+    size_t land_bytes = (size_t)INFLIGHT * SIZE * sizeof(float);
+    float *pageable = malloc(land_bytes);
+    cl_int err;
+    cl_mem pin = bench_buffer(&b, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, land_bytes, NULL);
+    float *pinned = clEnqueueMapBuffer(b.queue, pin, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                       land_bytes, 0, NULL, NULL, &err);
+    CHECK(err);
+    run(&b, k, dy, n / 10, 0, 0, pageable); /* warm-up */
+    for (int round = 0; round < 2; round++) {
+        printf("read-storm kernel launches=%ld loop_s=%.6f\n", n, run(&b, k, dy, n, 0, 0, pageable));
+        printf("read-storm read launches=%ld loop_s=%.6f\n", n, run(&b, k, dy, n, 1, 0, pageable));
+        printf("read-storm read+event launches=%ld loop_s=%.6f\n", n,
+               run(&b, k, dy, n, 1, 1, pageable));
+        printf("read-storm pinned+event launches=%ld loop_s=%.6f\n", n,
+               run(&b, k, dy, n, 1, 1, pinned));
+    }
+    fflush(stdout);
+    return 0;
+}
