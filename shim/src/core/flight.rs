@@ -88,6 +88,8 @@ const POLL_BUSY: Duration = Duration::from_micros(200);
 const POLL_PER_LANE: usize = 16;
 /// The same while a thread waits for launches to be written.
 const POLL_PER_LANE_BUSY: usize = MAX_INFLIGHT_LAUNCHES;
+/// How often the writer gives back pinned memory that is no longer used.
+const TRIM_EVERY: Duration = Duration::from_secs(1);
 /// How long the writer lets completions gather before writing them.
 const NAP: Duration = Duration::from_millis(1);
 /// Status meaning "the completion callback could not be registered: the writer must wait for
@@ -96,18 +98,50 @@ const WAIT_ON_WRITER: cl_int = cl_int::MIN;
 
 /// Where one read lands: host memory with room for the object's bytes, filled by the driver.
 pub(super) struct Landing {
-    /// Capacity = the object's size; the length is set once the read completed.
-    pub buf: Vec<u8>,
+    room: Room,
     /// Why the read could not even be enqueued (None: enqueued).
     pub err: Option<String>,
 }
 
+/// Pinned memory where the driver profits from it ([`super::pinned`]), else the heap.
+enum Room {
+    /// Capacity = the object's size; the length is set once the read completed.
+    Heap(Vec<u8>),
+    Pinned(super::pinned::Chunk),
+}
+
 impl Landing {
-    /// Room for `n` bytes (not initialised: the driver writes all of them before we look).
-    pub fn with_room(n: usize) -> Landing {
-        Landing {
-            buf: Vec::with_capacity(n),
-            err: None,
+    /// Room for `n` bytes (not initialised: the driver writes all of them before we look),
+    /// from `pool` when it has some.
+    pub fn with_room(n: usize, pool: Option<&std::sync::Arc<super::pinned::Pool>>) -> Landing {
+        let room = match pool.and_then(|p| p.take(n)) {
+            Some(chunk) => Room::Pinned(chunk),
+            None => Room::Heap(Vec::with_capacity(n)),
+        };
+        Landing { room, err: None }
+    }
+
+    /// Where the driver writes.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        match &mut self.room {
+            Room::Heap(v) => v.as_mut_ptr(),
+            Room::Pinned(c) => c.as_mut_ptr(),
+        }
+    }
+
+    /// The `n` bytes the read wrote.
+    ///
+    /// # Safety
+    /// A read of `n` bytes into this landing has completed.
+    unsafe fn filled(&mut self, n: usize) -> &[u8] {
+        match &mut self.room {
+            Room::Heap(v) => {
+                // SAFETY: the caller's read of `n` bytes (the capacity) completed.
+                unsafe { v.set_len(n) };
+                v
+            }
+            // SAFETY: as above.
+            Room::Pinned(c) => unsafe { c.bytes(n) },
         }
     }
 }
@@ -585,13 +619,29 @@ fn drain() {
 fn writer_loop() {
     let reg = &*REGISTRY;
     let mut pacing = Pacing::new();
+    let mut trimmed = Instant::now();
     loop {
+        if trimmed.elapsed() >= TRIM_EVERY {
+            // Pinned memory of contexts that no longer record goes back (no lock held).
+            super::pinned::trim();
+            trimmed = Instant::now();
+        }
         let batch = {
             let mut st = lock(&reg.state);
             while st.ready.is_empty() {
                 st.writer_sleeping = true;
                 if st.slots.is_empty() {
-                    st = reg.work.wait(st).unwrap_or_else(|p| p.into_inner());
+                    let (g, waited) = reg
+                        .work
+                        .wait_timeout(st, TRIM_EVERY)
+                        .unwrap_or_else(|p| p.into_inner());
+                    st = g;
+                    if waited.timed_out() && st.slots.is_empty() {
+                        drop(st);
+                        super::pinned::trim();
+                        trimmed = Instant::now();
+                        st = lock(&reg.state);
+                    }
                     continue;
                 }
                 let pause = pacing.pause(st.waiters > 0, lanes_to_poll(&st));
@@ -992,8 +1042,8 @@ fn content(f: &Flight, landing: &mut Landing, bytes: usize, status: cl_int) -> C
     }
     // SAFETY: the read of `bytes` bytes into this buffer completed (status CL_COMPLETE of
     // the event that follows every read of the launch).
-    unsafe { landing.buf.set_len(bytes) };
-    contents::store(f.writer, f.mode, f.settings.max_bytes, &landing.buf)
+    let bytes = unsafe { landing.filled(bytes) };
+    contents::store(f.writer, f.mode, f.settings.max_bytes, bytes)
 }
 
 fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {

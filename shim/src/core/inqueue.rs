@@ -52,6 +52,15 @@ impl<'a> Around<'a> {
         read_only: &[bool],
         reuse: Vec<Option<Reuse>>,
     ) -> Around<'a> {
+        let small = reads
+            .iter()
+            .any(|(_, s)| s.bytes() <= super::pinned::MAX_CHUNK);
+        let pool = if small {
+            super::pinned::pool_for(next, queue)
+        } else {
+            None
+        };
+        let pool = pool.as_ref();
         Around {
             next,
             queue,
@@ -63,8 +72,8 @@ impl<'a> Around<'a> {
                 .map(|(((mem, shape), ro), reuse)| Item {
                     mem: *mem,
                     bytes: shape.bytes(),
-                    pre: Landing::with_room(if reuse.is_some() { 0 } else { shape.bytes() }),
-                    post: Landing::with_room(if *ro { 0 } else { shape.bytes() }),
+                    pre: Landing::with_room(if reuse.is_some() { 0 } else { shape.bytes() }, pool),
+                    post: Landing::with_room(if *ro { 0 } else { shape.bytes() }, pool),
                     post_is_pre: *ro,
                     reuse,
                     raced: false,
@@ -199,7 +208,7 @@ impl<'a> Around<'a> {
         if bytes == 0 {
             return None;
         }
-        let dst = landing.buf.as_mut_ptr().cast();
+        let dst = landing.as_mut_ptr().cast();
         let mut direct = CL_SUCCESS;
         if self.staged[i].is_null() {
             match contents::enqueue_read(self.next, self.queue, mem, shape, dst, wait, want_event) {

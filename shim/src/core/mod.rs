@@ -20,6 +20,7 @@ mod kernel;
 mod known;
 mod launch;
 mod mem;
+mod pinned;
 mod program;
 mod record;
 mod track;

@@ -1,0 +1,331 @@
+//! Pinned host memory for the capture's reads: chunks of mapped `CL_MEM_ALLOC_HOST_PTR`
+//! buffers of the launch's own context.
+//!
+//! Why: a non-blocking read into ordinary (pageable) host memory is slow on drivers that copy
+//! through a staging buffer of their own. Measured on NVIDIA H100 with `bench/read_storm.c`
+//! (100 000 launches, one 256-byte read each): 30–40 µs per read into pageable memory, 5–6 µs
+//! into pinned memory; PoCL's CPU device does not care either way. The capture does one such
+//! read per launch, so this is most of its cost there.
+//!
+//! Each context that recorded launches gets a pool: 1 MB slabs, each mapped once (blocking,
+//! on a private queue of ours, so the application's queue never waits), cut into chunks of
+//! one power-of-two size class. Reads larger than [`MAX_CHUNK`], a pool that cannot be made,
+//! and memory beyond [`MAX_PINNED`] in all fall back to pageable memory. A pool whose chunks
+//! are all free for [`IDLE`] is unmapped and released by the writer thread ([`trim`]), so the
+//! capture keeps no context of the application alive for long.
+
+use super::track::lock;
+use crate::Next;
+use opencl_sys::cl_function_types::*;
+use opencl_sys::*;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The largest read served from pinned memory.
+pub const MAX_CHUNK: usize = 1 << 20;
+/// Pinned memory the capture may hold in all (mapped slabs).
+pub const MAX_PINNED: usize = 64 << 20;
+/// Bytes per slab (one `clCreateBuffer` + map).
+const SLAB: usize = 1 << 20;
+/// The smallest chunk.
+const MIN_CHUNK: usize = 256;
+/// Size classes: MIN_CHUNK, 2*MIN_CHUNK, ..., MAX_CHUNK.
+const CLASSES: usize = (MAX_CHUNK / MIN_CHUNK).trailing_zeros() as usize + 1;
+/// A pool with nothing in use for this long is released.
+const IDLE: Duration = Duration::from_secs(1);
+
+static PINNED: AtomicUsize = AtomicUsize::new(0);
+
+/// The entry points a pool needs after the launch call returned.
+#[derive(Clone, Copy)]
+struct Calls {
+    create_buffer: clCreateBuffer_t,
+    map: clEnqueueMapBuffer_t,
+    unmap: clEnqueueUnmapMemObject_t,
+    finish: clFinish_t,
+    release_mem: clReleaseMemObject_t,
+    release_queue: clReleaseCommandQueue_t,
+}
+
+#[derive(Default)]
+struct PoolState {
+    free: Vec<Vec<usize>>,
+    /// (buffer, mapped pointer) of every slab.
+    slabs: Vec<(usize, usize)>,
+    in_use: usize,
+    last_used: Option<Instant>,
+    closed: bool,
+}
+
+/// Pinned memory of one context.
+pub(super) struct Pool {
+    context: usize,
+    queue: usize,
+    calls: Calls,
+    state: Mutex<PoolState>,
+}
+
+// SAFETY: the raw handles inside are OpenCL objects (thread-safe) and host pointers into
+// mapped slabs, handed out to one user at a time under the pool's lock.
+unsafe impl Send for Pool {}
+unsafe impl Sync for Pool {}
+
+/// One chunk of a slab, given back to its pool when dropped.
+pub(super) struct Chunk {
+    pool: Arc<Pool>,
+    class: usize,
+    ptr: usize,
+}
+
+impl Chunk {
+    /// Where the driver writes the read.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr as *mut u8
+    }
+
+    /// The first `len` bytes (no more than the chunk holds).
+    ///
+    /// # Safety
+    /// The read into this chunk has completed.
+    pub unsafe fn bytes(&self, len: usize) -> &[u8] {
+        let len = len.min(MIN_CHUNK << self.class);
+        // SAFETY: a live chunk of a mapped slab, `len` within it, written by a completed read.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, len) }
+    }
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        let mut st = lock(&self.pool.state);
+        st.in_use = st.in_use.saturating_sub(1);
+        st.last_used = Some(Instant::now());
+        if let Some(f) = st.free.get_mut(self.class) {
+            f.push(self.ptr);
+        }
+    }
+}
+
+static POOLS: once_cell::sync::Lazy<Mutex<HashMap<usize, Arc<Pool>>>> =
+    once_cell::sync::Lazy::new(Default::default);
+
+fn class_of(bytes: usize) -> Option<usize> {
+    if bytes == 0 || bytes > MAX_CHUNK {
+        return None;
+    }
+    let size = bytes.max(MIN_CHUNK).next_power_of_two();
+    Some((size / MIN_CHUNK).trailing_zeros() as usize)
+}
+
+/// The pool of `queue`'s context (made at its first use; None: pinned memory is not to be had).
+pub(super) fn pool_for(next: &Next, queue: cl_command_queue) -> Option<Arc<Pool>> {
+    let info = next.clGetCommandQueueInfo?;
+    // SAFETY: standard info queries on the application's live queue.
+    let context =
+        super::info::value::<usize>(|s, p, r| unsafe { info(queue, CL_QUEUE_CONTEXT, s, p, r) })?;
+    if let Some(p) = lock(&POOLS).get(&context) {
+        return Some(p.clone());
+    }
+    let device =
+        super::info::value::<usize>(|s, p, r| unsafe { info(queue, CL_QUEUE_DEVICE, s, p, r) })?;
+    let create_queue = next.clCreateCommandQueue?;
+    let mut err = CL_SUCCESS;
+    // SAFETY: the application's live context and device; a plain in-order queue of our own.
+    let own = unsafe { create_queue(context as cl_context, device as cl_device_id, 0, &mut err) };
+    if own.is_null() || err != CL_SUCCESS {
+        return None;
+    }
+    let pool = Arc::new(Pool {
+        context,
+        queue: own as usize,
+        calls: Calls {
+            create_buffer: next.clCreateBuffer,
+            map: next.clEnqueueMapBuffer,
+            unmap: next.clEnqueueUnmapMemObject,
+            finish: next.clFinish,
+            release_mem: next.clReleaseMemObject,
+            release_queue: next.clReleaseCommandQueue,
+        },
+        state: Mutex::new(PoolState {
+            free: vec![Vec::new(); CLASSES],
+            last_used: Some(Instant::now()),
+            ..Default::default()
+        }),
+    });
+    let mut pools = lock(&POOLS);
+    if let Some(p) = pools.get(&context) {
+        // Another thread made one meanwhile: ours goes.
+        let p = p.clone();
+        drop(pools);
+        pool.close();
+        return Some(p);
+    }
+    pools.insert(context, pool.clone());
+    Some(pool)
+}
+
+impl Pool {
+    /// A chunk with room for `bytes` (None: use pageable memory).
+    pub fn take(self: &Arc<Pool>, bytes: usize) -> Option<Chunk> {
+        let class = class_of(bytes)?;
+        let mut st = lock(&self.state);
+        if st.closed {
+            return None;
+        }
+        if st.free[class].is_empty() {
+            drop(st);
+            let base = self.new_slab()?;
+            st = lock(&self.state);
+            if st.closed {
+                // Closed meanwhile: the slab was recorded and goes with the pool.
+                return None;
+            }
+            let size = MIN_CHUNK << class;
+            st.free[class].extend((0..SLAB / size).map(|i| base + i * size));
+        }
+        let ptr = st.free[class].pop()?;
+        st.in_use += 1;
+        st.last_used = Some(Instant::now());
+        Some(Chunk {
+            pool: self.clone(),
+            class,
+            ptr,
+        })
+    }
+
+    /// Creates and maps one slab; returns its host address.
+    fn new_slab(&self) -> Option<usize> {
+        if PINNED.fetch_add(SLAB, Ordering::Relaxed) + SLAB > MAX_PINNED {
+            PINNED.fetch_sub(SLAB, Ordering::Relaxed);
+            return None;
+        }
+        let made = self.map_slab();
+        match made {
+            Some((mem, ptr)) => {
+                lock(&self.state).slabs.push((mem, ptr));
+                Some(ptr)
+            }
+            None => {
+                PINNED.fetch_sub(SLAB, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    fn map_slab(&self) -> Option<(usize, usize)> {
+        let (create, map) = (self.calls.create_buffer?, self.calls.map?);
+        let mut err = CL_SUCCESS;
+        // SAFETY: a buffer of our own in the application's live context (the pool's queue
+        // keeps it alive).
+        let mem = unsafe {
+            create(
+                self.context as cl_context,
+                CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE,
+                SLAB,
+                std::ptr::null_mut(),
+                &mut err,
+            )
+        };
+        if mem.is_null() || err != CL_SUCCESS {
+            return None;
+        }
+        // SAFETY: blocking map of our own buffer on our own queue (nothing else in it).
+        let ptr = unsafe {
+            map(
+                self.queue as cl_command_queue,
+                mem,
+                CL_TRUE,
+                CL_MAP_READ | CL_MAP_WRITE,
+                0,
+                SLAB,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                &mut err,
+            )
+        };
+        if ptr.is_null() || err != CL_SUCCESS {
+            if let Some(rel) = self.calls.release_mem {
+                // SAFETY: our own buffer, never used.
+                unsafe { rel(mem) };
+            }
+            return None;
+        }
+        Some((mem as usize, ptr as usize))
+    }
+
+    /// Unmaps and releases every slab and the queue (no chunk may be in use).
+    fn close(&self) {
+        let slabs = {
+            let mut st = lock(&self.state);
+            st.closed = true;
+            st.free.iter_mut().for_each(Vec::clear);
+            std::mem::take(&mut st.slabs)
+        };
+        let q = self.queue as cl_command_queue;
+        // SAFETY: our own slabs and queue; no chunk of them is in use (callers check), so no
+        // command of the application writes into them any more.
+        unsafe {
+            for (mem, ptr) in &slabs {
+                if let Some(unmap) = self.calls.unmap {
+                    unmap(
+                        q,
+                        *mem as cl_mem,
+                        *ptr as *mut libc::c_void,
+                        0,
+                        std::ptr::null(),
+                        std::ptr::null_mut(),
+                    );
+                }
+            }
+            if let Some(finish) = self.calls.finish {
+                finish(q);
+            }
+            for (mem, _) in &slabs {
+                if let Some(rel) = self.calls.release_mem {
+                    rel(*mem as cl_mem);
+                }
+            }
+            if let Some(rel) = self.calls.release_queue {
+                rel(q);
+            }
+        }
+        PINNED.fetch_sub(SLAB * slabs.len(), Ordering::Relaxed);
+    }
+}
+
+/// Releases pools with nothing in use for [`IDLE`] (called by the writer thread; no lock of
+/// the caller held).
+pub(super) fn trim() {
+    let idle: Vec<Arc<Pool>> = {
+        let mut pools = lock(&POOLS);
+        let idle: Vec<usize> = pools
+            .iter()
+            .filter(|(_, p)| {
+                let st = lock(&p.state);
+                st.in_use == 0 && st.last_used.is_none_or(|t| t.elapsed() >= IDLE)
+            })
+            .map(|(c, _)| *c)
+            .collect();
+        idle.iter().filter_map(|c| pools.remove(c)).collect()
+    };
+    for p in idle {
+        // Taken out of the table: no new chunk can come from it, but one taken just before
+        // may still be in use; such a pool goes back into the table for a later trim.
+        let busy = {
+            let mut st = lock(&p.state);
+            if st.in_use > 0 {
+                true
+            } else {
+                st.closed = true;
+                false
+            }
+        };
+        if busy {
+            lock(&POOLS).entry(p.context).or_insert(p);
+        } else {
+            p.close();
+        }
+    }
+}
