@@ -214,6 +214,46 @@ fn an_endless_loop_times_out_by_watchdog_or_deadline_and_the_campaign_goes_on() 
     );
 }
 
+fn halving_suite(name: &str) -> Fixture {
+    let mut f = fixture(name);
+    let input: Vec<i32> = (0..32).map(|i| i * 3 - 20).collect();
+    f.launch(
+        "../mutate/halving.cl",
+        "halving",
+        &[32],
+        Some(&[16]),
+        None,
+        vec![
+            A::Buf("in", "int*", i32s(&input)),
+            A::Buf("out", "int*", i32s(&[0; 2])),
+        ],
+    );
+    f
+}
+
+#[test]
+fn an_endless_loop_with_a_barrier_is_stopped_by_the_barrier_watchdog_in_both_modes() {
+    let f = halving_suite("barrier-loop");
+    // A deadline of a minute: a TIMEOUT here can only come from the in-kernel watchdog.
+    let ops = ["--operators", "condition", "--timeout-ms", "60000"];
+    let (schema_out, schema) = mutate(&f, &ops);
+    let mut single_ops = ops.to_vec();
+    single_ops.push("--per-mutant-compile");
+    let (single_out, single) = mutate(&f, &single_ops);
+    println!("{schema_out}\n{single_out}");
+    let endless = "condition:9:22 1";
+    for (m, out) in [(&schema, &schema_out), (&single, &single_out)] {
+        assert_eq!(status(m, endless), "TIMEOUT", "{out}");
+        let why = m[endless]["statusReason"].as_str().unwrap();
+        assert!(
+            why.contains("a loop with a barrier ran past its budget of 4096 iterations"),
+            "{why}"
+        );
+        assert_eq!(status(m, "condition:9:22 0"), "KILLED", "{out}");
+    }
+    assert_eq!(statuses(&schema), statuses(&single));
+}
+
 fn shifted_suite(name: &str) -> Fixture {
     let mut f = fixture(name);
     let input: Vec<i32> = (0..8).map(|i| i * 3 - 7).collect();

@@ -623,7 +623,6 @@ fn prepare(
     let mut tests: BTreeMap<String, Vec<TestRef>> = BTreeMap::new();
     let mut inputs: Vec<(String, LaunchInput)> = Vec::new();
     let mut hit: Option<HashSet<BranchKey>> = cov.as_ref().map(|_| HashSet::new());
-    let mut barrier_need = 0u32;
     for (kernel, ids) in &plan.kernels {
         for &id in ids {
             let rec = capture.launch(id)?;
@@ -709,12 +708,6 @@ fn prepare(
                         )),
                     }
                 }
-            }
-            // The original's barrier-loop need, for the barrier watchdog's budget.
-            if let Ok(out) = session.run(&built, &input, &selector_extras(0, u32::MAX)) {
-                let wd = out.outputs.get(input.args.len() + 1).cloned().flatten();
-                let need = wd.map(|b| words(&b)).and_then(|w| w.get(2).copied());
-                barrier_need = barrier_need.max(need.unwrap_or(0));
             }
             tests
                 .entry(kernel.clone())
@@ -866,7 +859,9 @@ fn prepare(
                 cache,
                 mutant: number,
                 kernel_names,
-                barrier_budget: km::barrier_loop_budget(barrier_need),
+                reference: base_path.clone(),
+                reference_permuted: permuted_path.as_ref().map(|(p, _)| p.clone()),
+                barrier_loops: base.barrier_loops,
                 launch: m.launch,
                 tests: refs,
                 repeats: opts.repeats.max(1),

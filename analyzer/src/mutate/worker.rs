@@ -55,10 +55,14 @@ pub struct Job {
     /// barrier mutants (original name → copy). Others run under their own name.
     #[serde(default)]
     pub kernel_names: BTreeMap<String, String>,
-    /// Iterations a loop with a barrier may run per work-item and call before the watchdog
-    /// stops it (`cltrap_kernel::mutate::barrier_loop_budget`).
-    #[serde(default = "no_limit")]
-    pub barrier_budget: u32,
+    /// The program whose selector 0 is the original (the schema, or the original with the
+    /// extra parameters), and its permuted twin: the original's barrier-loop need per test
+    /// case is measured with it, when `barrier_loops` says the budget matters.
+    pub reference: PathBuf,
+    /// The permuted reference, for the need under permuted schedules.
+    pub reference_permuted: Option<PathBuf>,
+    /// Whether the program has loops with a barrier.
+    pub barrier_loops: bool,
     /// Launch-geometry change, if any.
     pub launch: Option<LaunchChange>,
     /// Test cases.
@@ -73,10 +77,6 @@ pub struct Job {
     pub platform: Option<String>,
     /// Device selector.
     pub device: Option<String>,
-}
-
-fn no_limit() -> u32 {
-    u32::MAX
 }
 
 /// What a job found.
@@ -102,6 +102,10 @@ pub enum Event {
     Run {
         /// The program already ran this kernel with these sizes in this worker.
         warm: bool,
+        /// This run is of the original (selector 0), not of the mutant: a crash here means
+        /// the driver cannot run the program at all, whatever the mutant.
+        #[serde(default)]
+        original: bool,
     },
     /// The job is finished.
     Done {
@@ -125,6 +129,8 @@ struct WorkerState {
     programs: HashMap<(PathBuf, String), BuiltProgram>,
     launches: HashMap<(PathBuf, u64), Loaded>,
     warm: std::collections::HashSet<WarmKey>,
+    /// The original's barrier-loop need per program, launch and schedule seed.
+    needs: HashMap<(PathBuf, u64, Option<u64>), u32>,
 }
 
 fn emit(e: &Event) {
@@ -248,9 +254,20 @@ impl WorkerState {
                 return r;
             }
         }
+        let seeded = job.tests.iter().any(|t| !t.seeds.is_empty());
         if let Some(pp) = &job.permuted {
-            if job.tests.iter().any(|t| !t.seeds.is_empty()) {
+            if seeded {
                 if let Err(r) = self.build(job, pp) {
+                    return r;
+                }
+            }
+        }
+        if job.barrier_loops {
+            if let Err(r) = self.build(job, &job.reference) {
+                return r;
+            }
+            if let (Some(rp), true) = (&job.reference_permuted, seeded) {
+                if let Err(r) = self.build(job, rp) {
                     return r;
                 }
             }
@@ -309,20 +326,71 @@ impl WorkerState {
                 else {
                     continue;
                 };
-                let mut extras = vec![
-                    InputArg::Scalar(job.mutant.to_le_bytes().to_vec()),
-                    word_buffer(&[0, job.barrier_budget, 0]),
-                ];
-                if let Some(s) = seed {
+                let perm = |input: &LaunchInput, s: u64| {
                     let local = input
                         .local_size
                         .clone()
                         .unwrap_or_else(|| vec![1; input.global_size.len()]);
-                    extras.push(word_buffer(&cltrap_kernel::permute::random_permutation(
+                    word_buffer(&cltrap_kernel::permute::random_permutation(
                         &input.global_size,
                         &local,
                         s,
-                    )));
+                    ))
+                };
+                // The barrier-loop budget of this test case: from what the original needs on
+                // it (one run of the original per program, test case and schedule, which is
+                // also the warm-up of its kernel and sizes). Measured here, not in the parent,
+                // so a driver that crashes on the schema takes down a worker, not the campaign.
+                let reference_path = if seed.is_some() {
+                    job.reference_permuted.as_ref()
+                } else {
+                    Some(&job.reference)
+                };
+                let reference = reference_path.and_then(|p| {
+                    self.programs
+                        .get(&(p.clone(), job.extra_options.clone()))
+                        .map(|b| (p, b))
+                });
+                let need_key = reference_path.map(|p| (p.clone(), t.launch, seed));
+                let need = match (&need_key, reference) {
+                    (Some(key), _) if self.needs.contains_key(key) => self.needs[key],
+                    (Some(key), Some((reference_path, reference))) if job.barrier_loops => {
+                        let original = &loaded.input;
+                        let warm = (
+                            reference_path.clone(),
+                            original.kernel.clone(),
+                            original.global_size.clone(),
+                            original.local_size.clone(),
+                        );
+                        emit(&Event::Run {
+                            warm: self.warm.contains(&warm),
+                            original: true,
+                        });
+                        let mut extras = vec![
+                            InputArg::Scalar(0u32.to_le_bytes().to_vec()),
+                            word_buffer(&[0, u32::MAX, 0]),
+                        ];
+                        extras.extend(seed.map(|s| perm(original, s)));
+                        let need = session
+                            .run(reference, original, &extras)
+                            .ok()
+                            .and_then(|out| out.outputs.get(original.args.len() + 1).cloned())
+                            .flatten()
+                            .and_then(|b| words(&b).get(2).copied())
+                            .unwrap_or(0);
+                        self.warm.insert(warm);
+                        self.needs.insert(key.clone(), need);
+                        need
+                    }
+                    _ => 0,
+                };
+                let budget = cltrap_kernel::mutate::barrier_loop_budget(need);
+                let mut extras = vec![
+                    InputArg::Scalar(job.mutant.to_le_bytes().to_vec()),
+                    word_buffer(&[0, budget, 0]),
+                ];
+                if let Some(s) = seed {
+                    extras.push(perm(&input, s));
                 }
                 let under = seed.map_or(String::new(), |s| format!(" under schedule seed {s}"));
                 let mut kills = 0u32;
@@ -341,10 +409,13 @@ impl WorkerState {
                 if cold_copy {
                     self.warm.insert(warm);
                 } else if !self.warm.contains(&warm) {
-                    emit(&Event::Run { warm: false });
+                    emit(&Event::Run {
+                        warm: false,
+                        original: true,
+                    });
                     let original = [
                         InputArg::Scalar(0u32.to_le_bytes().to_vec()),
-                        word_buffer(&[0, job.barrier_budget, 0]),
+                        word_buffer(&[0, budget, 0]),
                     ];
                     let mut warm_extras = original.to_vec();
                     warm_extras.extend(extras.iter().skip(2).cloned());
@@ -352,7 +423,10 @@ impl WorkerState {
                     self.warm.insert(warm);
                 }
                 for _ in 0..job.repeats.max(1) {
-                    emit(&Event::Run { warm: !cold_copy });
+                    emit(&Event::Run {
+                        warm: !cold_copy,
+                        original: false,
+                    });
                     cold_copy = false;
                     runs += 1;
                     let out = match session.run(program, &input, &extras) {
@@ -374,8 +448,9 @@ impl WorkerState {
                     if fired != 0 {
                         let what = if fired == 2 {
                             format!(
-                                "a loop with a barrier ran past its budget of {} iterations (from what the original needed)",
-                                job.barrier_budget
+                                "a loop with a barrier ran past its budget of {budget} iterations ({} times what the original needed, at least {})",
+                                cltrap_kernel::mutate::BARRIER_BUDGET_FACTOR,
+                                cltrap_kernel::mutate::BARRIER_BUDGET_MIN
                             )
                         } else {
                             "a loop ran out of its iteration budget".to_string()
@@ -427,6 +502,7 @@ pub fn worker_main() -> u8 {
         programs: HashMap::new(),
         launches: HashMap::new(),
         warm: Default::default(),
+        needs: HashMap::new(),
     };
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
@@ -549,23 +625,30 @@ fn run_events(
     let cold = opts.cold_timeout;
     let mut deadline = compile;
     let mut runs = 0u32;
+    let mut in_original = false;
     loop {
         match w.events.recv_timeout(deadline) {
             Ok(Some(Event::Built)) => {
                 built_at.get_or_insert_with(Instant::now);
                 deadline = opts.run_timeout;
             }
-            Ok(Some(Event::Run { warm })) => {
+            Ok(Some(Event::Run { warm, original })) => {
                 runs += 1;
+                in_original = original;
                 deadline = if warm { opts.run_timeout } else { cold };
             }
             Ok(Some(Event::Done { result })) => return (result, true),
             Ok(None) | Err(RecvTimeoutError::Disconnected) => {
                 let why = describe_exit(&mut w.child);
+                let what = if in_original {
+                    " (a run of the original through this program: the driver cannot run it, whatever the mutant)"
+                } else {
+                    ""
+                };
                 return (
                     result(
                         Status::RuntimeError,
-                        format!("{why} during run {runs}"),
+                        format!("{why} during run {runs}{what}"),
                         runs,
                     ),
                     false,

@@ -40,7 +40,8 @@ pub const WATCHDOG_PARAM: &str = "__cltrap_wd";
 pub const WATCHDOG_WORDS: usize = 3;
 
 /// The budget of loops with a barrier for mutants, from `need`, the most barrier-loop
-/// iterations per work-item and call that the original needed on any test case.
+/// iterations per work-item and call that the original needs on the same test case (and
+/// schedule): the analyzer's worker runs the original once per test case to read it.
 ///
 /// Why a separate budget: a loop without a barrier spends a per-work-item budget and breaks
 /// when it is exhausted; a work-item that leaves early is harmless. A loop with a barrier
@@ -54,14 +55,20 @@ pub const WATCHDOG_WORDS: usize = 3;
 ///
 /// The rule: 64 times the original's need, and at least 4096 (for loops whose count grows
 /// with the launch size, as under a launch-geometry mutant). A mutant is stopped only after
-/// 64 times as many barrier-loop iterations as the original ever ran on the suite; each one
+/// 64 times as many barrier-loop iterations as the original runs on that input; each one
 /// is a barrier of the whole group, so such a run takes far longer than the original's, and
 /// the run deadline (20 times the original's slowest run plus a second) would have stopped it
 /// as well unless the barrier loop is a tiny part of a run dominated by other work. The
 /// margin is for that case. Saturates at `u32::MAX`.
 pub fn barrier_loop_budget(need: u32) -> u32 {
-    need.saturating_mul(64).max(4096)
+    need.saturating_mul(BARRIER_BUDGET_FACTOR)
+        .max(BARRIER_BUDGET_MIN)
 }
+
+/// How many times the original's barrier-loop need a mutant may run ([`barrier_loop_budget`]).
+pub const BARRIER_BUDGET_FACTOR: u32 = 64;
+/// The least barrier-loop budget ([`barrier_loop_budget`]).
+pub const BARRIER_BUDGET_MIN: u32 = 4096;
 /// Default per-work-item loop-iteration budget of one function call before the watchdog
 /// fires; override with `-D__CLTRAP_BUDGET=N` in the build options.
 pub const DEFAULT_BUDGET: u32 = 1 << 22;

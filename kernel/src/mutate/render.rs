@@ -30,6 +30,9 @@ pub struct Rendered {
     /// same arguments as its original (selector and watchdog included) and holds only that
     /// mutation, unconditionally. Kernels not listed are launched by their own name.
     pub launch_names: BTreeMap<u32, BTreeMap<String, String>>,
+    /// Whether a loop holds a barrier, so the barrier watchdog's budget matters (runners
+    /// measure the original's need only then; see [`super::barrier_loop_budget`]).
+    pub barrier_loops: bool,
 }
 
 impl Rendered {
@@ -201,6 +204,25 @@ impl Renderer<'_> {
         out.push_str("))");
         out
     }
+}
+
+/// Whether any loop of the program's own functions holds a barrier.
+fn has_barrier_loop(p: &Program) -> bool {
+    let mut found = false;
+    for body in p
+        .functions
+        .iter()
+        .filter(|f| f.span.is_some())
+        .filter_map(|f| f.body.as_ref())
+    {
+        visit_stmts(body, &mut |s| match &s.kind {
+            StmtKind::For { body, .. }
+            | StmtKind::While { body, .. }
+            | StmtKind::Do { body, .. } => found |= has_barrier(body),
+            _ => {}
+        });
+    }
+    found
 }
 
 fn has_barrier(s: &Stmt) -> bool {
@@ -431,6 +453,7 @@ fn finish(
         mutants,
         excluded,
         launch_names,
+        barrier_loops: has_barrier_loop(p),
     }
 }
 
