@@ -21,7 +21,7 @@ macro_rules! cl_api {
             plain clGetContextInfo = clGetContextInfo_t [] (context: cl_context, param_name: cl_context_info, param_value_size: size_t, param_value: *mut c_void, param_value_size_ret: *mut size_t) -> cl_int;
             plain clCreateCommandQueue = clCreateCommandQueue_t [errcode_ret] (context: cl_context, device: cl_device_id, properties: cl_command_queue_properties, errcode_ret: *mut cl_int) -> cl_command_queue;
             plain clRetainCommandQueue = clRetainCommandQueue_t [] (command_queue: cl_command_queue) -> cl_int;
-            plain clReleaseCommandQueue = clReleaseCommandQueue_t [] (command_queue: cl_command_queue) -> cl_int;
+            hook clReleaseCommandQueue = clReleaseCommandQueue_t [] (command_queue: cl_command_queue) -> cl_int;
             plain clGetCommandQueueInfo = clGetCommandQueueInfo_t [] (command_queue: cl_command_queue, param_name: cl_command_queue_info, param_value_size: size_t, param_value: *mut c_void, param_value_size_ret: *mut size_t) -> cl_int;
             plain clSetCommandQueueProperty = clSetCommandQueueProperty_t [] (command_queue: cl_command_queue, properties: cl_command_queue_properties, enable: cl_bool, old_properties: *mut cl_command_queue_properties) -> cl_int;
             hook clCreateBuffer = clCreateBuffer_t [errcode_ret] (context: cl_context, flags: cl_mem_flags, size: size_t, host_ptr: *mut c_void, errcode_ret: *mut cl_int) -> cl_mem;

@@ -21,7 +21,7 @@ clEnqueueNDRangeKernel clEnqueueTask clFinish clGetKernelArgInfo clEnqueueBarrie
 clEnqueueWriteBuffer clEnqueueWriteBufferRect clEnqueueCopyBuffer clEnqueueCopyBufferRect
 clEnqueueFillBuffer clEnqueueMapBuffer clEnqueueUnmapMemObject clEnqueueWriteImage
 clEnqueueCopyImage clEnqueueCopyBufferToImage clEnqueueCopyImageToBuffer clEnqueueFillImage
-clEnqueueMapImage clEnqueueMigrateMemObjects clEnqueueNativeKernel
+clEnqueueMapImage clEnqueueMigrateMemObjects clEnqueueNativeKernel clReleaseCommandQueue
 """.split())
 # Windows-only entries: the Linux loader (ocl-icd) does not export them, so neither do we
 # (exporting a symbol the real loader lacks would itself change what the app sees).

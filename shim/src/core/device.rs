@@ -1,21 +1,66 @@
-//! Where a launch ran: device facts (cached per device) and the queue's properties.
+//! Where a launch ran: device facts (cached per device) and the queue's facts (cached per
+//! queue until the application releases it).
 
 use super::info;
 use super::track::{lock, tables};
 use crate::Next;
 use cltrap_capture::DeviceRecord;
 use opencl_sys::*;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// What never changes about a command queue: asked once, not at every launch (three driver
+/// queries per launch were a measurable part of the capture's cost in launch storms).
+#[derive(Clone, Copy, Default)]
+pub(super) struct QueueFacts {
+    pub device: usize,
+    pub context: usize,
+    pub properties: u64,
+}
+
+static QUEUES: once_cell::sync::Lazy<Mutex<HashMap<usize, QueueFacts>>> =
+    once_cell::sync::Lazy::new(Default::default);
+
+/// The facts of `queue` (zeros for what the driver does not say).
+pub(super) fn queue_facts(next: &Next, queue: cl_command_queue) -> QueueFacts {
+    if let Some(f) = lock(&QUEUES).get(&(queue as usize)) {
+        return *f;
+    }
+    let Some(qf) = next.clGetCommandQueueInfo else {
+        return QueueFacts::default();
+    };
+    // SAFETY: standard info queries on the application's live queue.
+    let ask = |param| info::value::<usize>(|s, p, r| unsafe { qf(queue, param, s, p, r) });
+    let facts = QueueFacts {
+        device: ask(CL_QUEUE_DEVICE).unwrap_or(0),
+        context: ask(CL_QUEUE_CONTEXT).unwrap_or(0),
+        properties: info::value::<cl_command_queue_properties>(|s, p, r| unsafe {
+            qf(queue, CL_QUEUE_PROPERTIES, s, p, r)
+        })
+        .unwrap_or(0),
+    };
+    if facts.device != 0 && facts.context != 0 {
+        lock(&QUEUES).insert(queue as usize, facts);
+    }
+    facts
+}
+
+/// `clReleaseCommandQueue`: the handle may name another queue once this one is gone, so its
+/// facts are forgotten (asked again if it is still alive and used).
+pub unsafe fn clReleaseCommandQueue(next: &Next, command_queue: cl_command_queue) -> cl_int {
+    let Some(f) = next.clReleaseCommandQueue else {
+        return CL_INVALID_OPERATION;
+    };
+    crate::door::quietly(|| lock(&QUEUES).remove(&(command_queue as usize)));
+    f(command_queue)
+}
 
 /// Platform and device names and versions of the queue's device.
 pub(super) fn device_record(next: &Next, queue: cl_command_queue) -> DeviceRecord {
-    let Some(qf) = next.clGetCommandQueueInfo else {
+    let dev = queue_facts(next, queue).device;
+    if dev == 0 {
         return DeviceRecord::default();
-    };
-    // SAFETY: standard info queries.
-    let Some(dev) = info::value::<usize>(|s, p, r| unsafe { qf(queue, CL_QUEUE_DEVICE, s, p, r) })
-    else {
-        return DeviceRecord::default();
-    };
+    }
     if let Some(d) = lock(&tables().devices).get(&dev) {
         return d.clone();
     }
@@ -40,12 +85,5 @@ pub(super) fn device_record(next: &Next, queue: cl_command_queue) -> DeviceRecor
 
 /// `cl_command_queue_properties` of the queue.
 pub(super) fn queue_properties(next: &Next, queue: cl_command_queue) -> u64 {
-    next.clGetCommandQueueInfo
-        .and_then(|f| {
-            // SAFETY: standard info query.
-            info::value::<cl_command_queue_properties>(|s, p, r| unsafe {
-                f(queue, CL_QUEUE_PROPERTIES, s, p, r)
-            })
-        })
-        .unwrap_or(0)
+    queue_facts(next, queue).properties
 }

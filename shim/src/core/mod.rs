@@ -26,6 +26,7 @@ mod record;
 mod track;
 mod writes;
 
+pub(crate) use device::clReleaseCommandQueue;
 pub(crate) use guard::clEnqueueBarrierWithWaitList;
 pub(crate) use kernel::describe as describe_kernel;
 pub(crate) use kernel::{

@@ -120,15 +120,14 @@ fn class_of(bytes: usize) -> Option<usize> {
 
 /// The pool of `queue`'s context (made at its first use; None: pinned memory is not to be had).
 pub(super) fn pool_for(next: &Next, queue: cl_command_queue) -> Option<Arc<Pool>> {
-    let info = next.clGetCommandQueueInfo?;
-    // SAFETY: standard info queries on the application's live queue.
-    let context =
-        super::info::value::<usize>(|s, p, r| unsafe { info(queue, CL_QUEUE_CONTEXT, s, p, r) })?;
+    let facts = super::device::queue_facts(next, queue);
+    let (context, device) = (facts.context, facts.device);
+    if context == 0 || device == 0 {
+        return None;
+    }
     if let Some(p) = lock(&POOLS).get(&context) {
         return Some(p.clone());
     }
-    let device =
-        super::info::value::<usize>(|s, p, r| unsafe { info(queue, CL_QUEUE_DEVICE, s, p, r) })?;
     let create_queue = next.clCreateCommandQueue?;
     let mut err = CL_SUCCESS;
     // SAFETY: the application's live context and device; a plain in-order queue of our own.
