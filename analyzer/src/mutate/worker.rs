@@ -411,7 +411,7 @@ impl WorkerState {
                 } else if !self.warm.contains(&warm) {
                     emit(&Event::Run {
                         warm: false,
-                        original: true,
+                        original: job.source == job.reference,
                     });
                     let original = [
                         InputArg::Scalar(0u32.to_le_bytes().to_vec()),
