@@ -431,3 +431,58 @@ fn code_no_test_reaches_is_no_coverage_and_is_not_run() {
     }
     assert_eq!(status(&m, "relational_negation:6:14 =="), "KILLED", "{out}");
 }
+
+#[test]
+fn mutants_in_a_right_operand_of_and_that_never_runs_are_no_coverage() {
+    let mut f = fixture("gated");
+    f.launch(
+        "../mutate/gated.cl",
+        "gated",
+        &[4],
+        None,
+        None,
+        vec![
+            A::Buf("in", "int*", i32s(&[0, -3, -7, -1])),
+            A::Buf("out", "int*", i32s(&[0; 4])),
+            int("limit", 5),
+        ],
+    );
+    let (out, m) = mutate(
+        &f,
+        &[
+            "--operators",
+            "arithmetic,relational_boundary,relational_negation",
+        ],
+    );
+    println!("{out}");
+    // `v * 3 > limit` starts at column 24; `v > 0` (line 6, column 15) is never true.
+    let rhs: Vec<&String> = m
+        .keys()
+        .filter(|k| {
+            let col: u32 = k
+                .split(':')
+                .nth(2)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            k.contains(":6:") && col >= 24
+        })
+        .collect();
+    assert!(rhs.len() >= 3, "{out}");
+    for k in rhs {
+        assert_eq!(status(&m, k), "NO-COVERAGE", "{k}\n{out}");
+        assert!(
+            m[k]["statusReason"].as_str().unwrap().contains("6:15"),
+            "{out}"
+        );
+    }
+    // The left operand runs in every test case: its mutants are run.
+    assert_ne!(
+        status(&m, "relational_boundary:6:17 >="),
+        "NO-COVERAGE",
+        "{out}"
+    );
+}
