@@ -550,15 +550,43 @@ fn prepare(
     // program is compiled only when there is no coverage build to check the suite with.
     // (Compiling the schema in a worker process meanwhile was tried: slower on two busy
     // cores, where compiles compete for the CPU.)
-    let compiled_before = report.phases.compile;
+    // The two compiles are independent: the coverage build runs on a session of its own in a
+    // second thread (PoCL builds in parallel within one process).
     let covering = Instant::now();
-    let cov = CoverageRun::build(capture, session, plan, report);
-    report.phases.coverage += covering
-        .elapsed()
-        .saturating_sub(report.phases.compile - compiled_before);
+    let instrumented = CoverageRun::instrument(plan, report);
+    report.phases.coverage += covering.elapsed();
+    let compiling = Instant::now();
+    let (cov, schema_built) = std::thread::scope(|scope| {
+        let other = instrumented.map(|c| {
+            let record = &record;
+            scope.spawn(move || CoverageRun::build(c, capture, record, &opts.device))
+        });
+        let built = build(&base.source);
+        let cov = other.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err("the coverage build's thread panicked".into()))
+        });
+        (cov, built)
+    });
+    report.phases.compile += compiling.elapsed();
+    compile_time.set(Duration::ZERO);
+    let cov = match cov {
+        Some(Ok(c)) => {
+            report.compiles += 1;
+            Some(c)
+        }
+        Some(Err(e)) => {
+            report.compiles += 1;
+            report.notes.push(format!(
+                "{file}: the coverage build failed ({e}); every mutant in a launched kernel is run"
+            ));
+            None
+        }
+        None => None,
+    };
     let built = {
         report.compiles += 1;
-        match build(&base.source) {
+        match schema_built {
             Ok(b) => b,
             Err(e) if !opts.per_mutant_compile => {
                 report.notes.push(format!(
@@ -647,7 +675,7 @@ fn prepare(
             // work-group size; the second is the time a run takes (with coverage counters:
             // a little slower than the schema, so the deadline errs on the generous side).
             let run_original = || match &cov {
-                Some(c) => c.run(session, &input),
+                Some(c) => c.run(&input),
                 None => session
                     .run(&built, &input, &selector_extras(0, u32::MAX))
                     .map(|o| (o, None))
@@ -894,10 +922,13 @@ type BranchKey = (u32, u32, bool);
 
 /// The original instrumented for coverage and built once: each test case runs it once, which
 /// both checks that the original reproduces the recording and records the branch outcomes.
+/// It has a device session of its own, so it can be compiled while the schema is.
 struct CoverageRun {
     c: cltrap_kernel::coverage::Instrumented,
     built: crate::executor::BuiltProgram,
     known: HashSet<BranchKey>,
+    // Declared last: dropped after the program built in it.
+    session: Session,
 }
 
 fn branch_outcome(o: Outcome) -> Option<bool> {
@@ -909,65 +940,68 @@ fn branch_outcome(o: Outcome) -> Option<bool> {
 }
 
 impl CoverageRun {
-    /// Instruments and builds; `None` (with a note) when either fails.
-    fn build(
-        capture: &Capture,
-        session: &Session,
+    /// Instruments the original; `None` (with a note) when the pass refuses it.
+    fn instrument(
         plan: &Plan,
         report: &mut CampaignReport,
-    ) -> Option<CoverageRun> {
-        let file = format!("program-{}.cl", short(&plan.hash));
-        let c = match instrument_coverage(&plan.parsed, Default::default()) {
-            Ok(c) => c,
+    ) -> Option<cltrap_kernel::coverage::Instrumented> {
+        match instrument_coverage(&plan.parsed, Default::default()) {
+            Ok(c) => Some(c),
             Err(e) => {
                 report.notes.push(format!(
-                    "{file}: no coverage ({e}); every mutant in a launched kernel is run"
+                    "program-{}.cl: no coverage ({e}); every mutant in a launched kernel is run",
+                    short(&plan.hash)
                 ));
-                return None;
+                None
             }
-        };
-        let record = capture.program(&plan.hash).ok()?;
-        report.compiles += 1;
-        let compiling = Instant::now();
-        let built = session.build(
-            capture,
-            &record,
-            &BuildOptions {
-                source: Some(c.source.clone()),
-                extra_options: String::new(),
-            },
-        );
-        report.phases.compile += compiling.elapsed();
-        let built = match built {
-            Ok(b) => b,
-            Err(e) => {
-                report.notes.push(format!(
-                    "{file}: the coverage build failed ({}); every mutant in a launched kernel is run",
-                    e.to_string().lines().next().unwrap_or("")
-                ));
-                return None;
-            }
-        };
+        }
+    }
+
+    /// Opens a session and builds the instrumented original in it; the error is the first
+    /// line of the reason.
+    fn build(
+        c: cltrap_kernel::coverage::Instrumented,
+        capture: &Capture,
+        record: &cltrap_capture::ProgramRecord,
+        device: &DeviceSelector,
+    ) -> Result<CoverageRun, String> {
+        let first_line = |e: ExecError| e.to_string().lines().next().unwrap_or("").to_string();
+        let session = Session::open(device).map_err(first_line)?;
+        let built = session
+            .build(
+                capture,
+                record,
+                &BuildOptions {
+                    source: Some(c.source.clone()),
+                    extra_options: String::new(),
+                },
+            )
+            .map_err(first_line)?;
         let known = c
             .map
             .slots
             .iter()
             .filter_map(|s| branch_outcome(s.outcome).map(|b| (s.start, s.end, b)))
             .collect();
-        Some(CoverageRun { c, built, known })
+        Ok(CoverageRun {
+            c,
+            built,
+            known,
+            session,
+        })
     }
 
     /// Runs the instrumented original: its outputs and its counters.
     fn run(
         &self,
-        session: &Session,
         input: &LaunchInput,
     ) -> Result<(crate::executor::RunOutput, Option<Vec<u32>>), String> {
         let init = self
             .c
             .map
             .initial_buffer(&input.global_size, input.local_size.as_deref());
-        let out = session
+        let out = self
+            .session
             .run(&self.built, input, &[word_buffer(&init)])
             .map_err(|e| e.to_string())?;
         let counters = out.outputs.last().cloned().flatten().map(|b| words(&b));
