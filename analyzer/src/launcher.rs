@@ -2,7 +2,7 @@
 //! (`LD_PRELOAD` and the ICD loader's `OPENCL_LAYERS`), forward its exit status, and say
 //! what was captured.
 
-use cltrap_capture::{Capture, Control};
+use cltrap_capture::Control;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -116,7 +116,7 @@ struct DirState {
 }
 
 fn dir_state(dir: &Path) -> DirState {
-    let launches = std::fs::read(dir.join("launches.jsonl"))
+    let launches = std::fs::read(dir.join(cltrap_capture::LAUNCHES_FILE))
         .map(|b| b.iter().filter(|c| **c == b'\n').count() as u64)
         .unwrap_or(0);
     let mut blob_bytes = 0;
@@ -135,6 +135,30 @@ fn dir_state(dir: &Path) -> DirState {
         launches,
         blob_bytes,
     }
+}
+
+/// The number of distinct kernels among the launch records after the first `skip` lines of
+/// the launch log, or `None` when the log cannot be read. Only the `kernel` field of each line
+/// is decoded: a launch storm leaves a log of 100+ MB whose full parse (every argument and
+/// content of every launch) would add seconds to the end of `cltrap run` just to print a count.
+fn new_kernel_count(dir: &Path, skip: u64) -> Option<usize> {
+    #[derive(serde::Deserialize)]
+    struct KernelOnly<'a> {
+        #[serde(borrow)]
+        kernel: std::borrow::Cow<'a, str>,
+    }
+    let log = std::fs::read(dir.join(cltrap_capture::LAUNCHES_FILE)).ok()?;
+    let mut names = std::collections::HashSet::new();
+    for line in log.split(|b| *b == b'\n').skip(skip as usize) {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        // A torn last line (the application crashed mid-write) is not a launch.
+        if let Ok(k) = serde_json::from_slice::<KernelOnly>(line) {
+            names.insert(k.kernel.into_owned());
+        }
+    }
+    Some(names.len())
 }
 
 /// Runs the application to completion and summarises the capture it produced.
@@ -230,20 +254,8 @@ pub fn run(req: &RunRequest) -> Result<RunReport, LaunchError> {
             dir.display()
         )
     } else {
-        let kernels = match Capture::open(&dir) {
-            Ok(c) => {
-                let mut names: Vec<&str> = c
-                    .launches
-                    .iter()
-                    .filter(|l| l.id >= before.launches)
-                    .map(|l| l.kernel.as_str())
-                    .collect();
-                names.sort_unstable();
-                names.dedup();
-                names.len().to_string()
-            }
-            Err(_) => "?".into(),
-        };
+        let kernels = new_kernel_count(&dir, before.launches)
+            .map_or_else(|| "?".to_string(), |n| n.to_string());
         format!(
             "captured {new} launch{} of {kernels} kernel(s), {} stored, in {}",
             if new == 1 { "" } else { "es" },

@@ -33,6 +33,9 @@ pub use writer::{BlobStore, CaptureWriter, WriteError};
 pub const FORMAT_NAME: &str = "cltrap-capture";
 /// Bumped on every incompatible change of the records; readers refuse other versions.
 pub const FORMAT_VERSION: u32 = 1;
+/// The append-only launch log inside a capture directory (one JSON record per line), named
+/// once because the writer, the reader and `cltrap run`'s summary all open it.
+pub const LAUNCHES_FILE: &str = "launches.jsonl";
 
 #[cfg(test)]
 mod tests {

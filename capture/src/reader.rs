@@ -80,7 +80,7 @@ impl Capture {
             message: e.to_string(),
         })?;
 
-        let log_path = dir.join("launches.jsonl");
+        let log_path = dir.join(crate::LAUNCHES_FILE);
         let log = match fs::read(&log_path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),

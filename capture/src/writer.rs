@@ -137,7 +137,7 @@ impl CaptureWriter {
                     source,
                 })?;
         }
-        let log_path = dir.join("launches.jsonl");
+        let log_path = dir.join(crate::LAUNCHES_FILE);
         drop_partial_last_line(&log_path).map_err(|source| WriteError::Write {
             path: log_path.clone(),
             source,
@@ -168,7 +168,7 @@ impl CaptureWriter {
     ///
     /// The id is taken and the line written under one lock, so ids in the log are in order.
     pub fn append(&self, mut record: LaunchRecord) -> Result<u64, WriteError> {
-        let path = self.dir.join("launches.jsonl");
+        let path = self.dir.join(crate::LAUNCHES_FILE);
         let mut log = match self.log.lock() {
             Ok(l) => l,
             Err(p) => p.into_inner(),
@@ -195,7 +195,7 @@ impl CaptureWriter {
         if records.is_empty() {
             return Ok(());
         }
-        let path = self.dir.join("launches.jsonl");
+        let path = self.dir.join(crate::LAUNCHES_FILE);
         let mut lines = Vec::new();
         for record in records {
             serde_json::to_writer(&mut lines, record)?;

@@ -13,7 +13,7 @@ pub fn open_capture(dir: &Path) -> Capture {
 /// Rewrites launch `id` of the capture in `dir` in place (as a user or tool editing a
 /// capture would), keeping every other record byte for byte.
 pub fn rewrite_launch(dir: &Path, id: u64, edit: impl FnOnce(&mut LaunchRecord)) {
-    let log = dir.join("launches.jsonl");
+    let log = dir.join(cltrap_capture::LAUNCHES_FILE);
     let text = std::fs::read_to_string(&log)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", log.display()));
     let mut edit = Some(edit);

@@ -148,7 +148,7 @@ impl LaunchInput {
                 ArgRecord::Scalar { bytes, .. } => {
                     InputArg::Scalar(unhex(bytes).ok_or_else(|| {
                         ExecError::Capture(cltrap_capture::ReadError::Corrupt {
-                            path: capture.dir().join("launches.jsonl"),
+                            path: capture.dir().join(cltrap_capture::LAUNCHES_FILE),
                             message: format!("{} has invalid hex bytes {bytes:?}", name(a)),
                         })
                     })?)
