@@ -486,3 +486,51 @@ fn mutants_in_a_right_operand_of_and_that_never_runs_are_no_coverage() {
         "{out}"
     );
 }
+
+#[test]
+fn a_program_the_driver_cannot_run_as_a_schema_is_evaluated_one_compile_per_mutant() {
+    let mut f = fixture("unrunnable");
+    let mut seed = 1u32;
+    let data: Vec<u8> = (0..3000)
+        .map(|_| {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            (seed >> 16) as u8
+        })
+        .collect();
+    let mut bins = vec![0u32; 64];
+    for v in data.iter().filter(|v| **v != 255) {
+        bins[usize::from(*v >> 2)] += 1;
+    }
+    let (_, outputs) = f.launch(
+        "../mutate/histogram.cl",
+        "histogram",
+        &[256],
+        Some(&[32]),
+        None,
+        vec![
+            A::Buf("data", "uchar*", data),
+            int("n", 3000),
+            A::Buf("bins", "uint*", u32s(&[0; 64])),
+        ],
+    );
+    assert_eq!(outputs[2], Some(u32s(&bins)), "the original counts right");
+    let ops = [
+        "--operators",
+        "dimension_swap,compound_assignment,condition",
+    ];
+    let (out, m) = mutate(&f, &ops);
+    println!("{out}");
+    let crashed = statuses(&m)
+        .values()
+        .filter(|s| *s == "RUNTIME-ERROR")
+        .count();
+    // Either PoCL runs the schema, or the campaign said so and compiled each mutant: most
+    // mutants get real verdicts either way (without the fallback, every one was a crash).
+    assert!(crashed * 2 < m.len(), "{crashed} of {}\n{out}", m.len());
+    if out.contains("driver crashes running the original") {
+        assert!(
+            out.contains("evaluated again with one compile per mutant"),
+            "{out}"
+        );
+    }
+}

@@ -326,6 +326,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
 
     let mut jobs: Vec<(usize, Job)> = Vec::new();
     let mut slots: Vec<(usize, usize)> = Vec::new();
+    let mut plans: Vec<Plan> = Vec::new();
     for hash in &order {
         let rendering = Instant::now();
         let record = capture.program(hash)?;
@@ -374,6 +375,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
             &mut report,
         )?;
         report.programs.push(result);
+        plans.push(plan);
         for (mi, job) in prog_jobs {
             slots.push((pi, mi));
             jobs.push((slots.len() - 1, job));
@@ -417,31 +419,113 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
     };
     let start = Instant::now();
     let mut killed = 0u64;
-    let pool_stats = worker::run_jobs(jobs, &pool, |i, r: JobResult| {
-        let Some(&(pi, mi)) = slots.get(i) else {
-            return;
+    let mut eval = Evaluation {
+        report: &mut report,
+        state: &mut state,
+        bar: &bar,
+        killed: &mut killed,
+    };
+    let (stats, unrunnable) = eval.run(jobs, &slots, &pool)?;
+    let mut spawns = stats.spawns;
+    let mut slowest_start = stats.slowest_start;
+    // Programs the driver cannot run as a schema (it crashed on the original through it):
+    // their mutants again, one compile each.
+    for pi in unrunnable {
+        let (Some(plan), Some(prog)) = (plans.get_mut(pi), report.programs.get(pi)) else {
+            continue;
         };
-        let Some(prog) = report.programs.get_mut(pi) else {
-            return;
+        report.notes.push(format!(
+            "{}: the driver crashes running the original through the mutant schema; its mutants are evaluated again with one compile per mutant",
+            prog.file
+        ));
+        let mut fallback = opts.clone();
+        fallback.per_mutant_compile = true;
+        let (again, result) = prepare(
+            capture,
+            &session,
+            plan,
+            &fallback,
+            &budget,
+            &previous,
+            &mut report,
+        )?;
+        report.programs[pi] = result;
+        report.evaluated += again.len() as u32;
+        report.compiles += again.iter().filter(|(_, j)| !j.cache).count() as u32;
+        bar.inc_length(again.len() as u64);
+        let slots: Vec<(usize, usize)> = again.iter().map(|(mi, _)| (pi, *mi)).collect();
+        let jobs = again
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, job))| (i, job))
+            .collect();
+        let mut eval = Evaluation {
+            report: &mut report,
+            state: &mut state,
+            bar: &bar,
+            killed: &mut killed,
         };
-        let Some(m) = prog.mutants.get_mut(mi) else {
-            return;
-        };
-        m.status = r.status;
-        m.detail = r.detail;
-        if m.status.detected() {
-            killed += 1;
-        }
-        let _ = state.record(&prog.program, &m.mutant.id, m.status, &m.detail);
-        bar.set_message(format!("{killed} detected"));
-        bar.inc(1);
-    })
-    .map_err(MutateError::Workers)?;
-    report.phases.worker_spawns = pool_stats.spawns;
-    report.phases.worker_start = pool_stats.slowest_start;
+        let (stats, _) = eval.run(jobs, &slots, &pool)?;
+        spawns += stats.spawns;
+        slowest_start = slowest_start.max(stats.slowest_start);
+    }
+    report.phases.worker_spawns = spawns;
+    report.phases.worker_start = slowest_start;
     bar.finish_and_clear();
     report.eval_time = start.elapsed();
     Ok(report)
+}
+
+/// Where the workers' results go: the report, the state file, the progress bar.
+struct Evaluation<'a> {
+    report: &'a mut CampaignReport,
+    state: &'a mut state::StateFile,
+    bar: &'a indicatif::ProgressBar,
+    killed: &'a mut u64,
+}
+
+impl Evaluation<'_> {
+    /// Runs `jobs` (job `i` decides mutant `slots[i]`, as (program, mutant) indices) and
+    /// records each verdict, except those of schema jobs the driver could not run at all:
+    /// those programs are returned, to be evaluated again.
+    fn run(
+        &mut self,
+        jobs: Vec<(usize, Job)>,
+        slots: &[(usize, usize)],
+        pool: &PoolOptions,
+    ) -> Result<(worker::PoolStats, std::collections::BTreeSet<usize>), MutateError> {
+        let mut unrunnable = std::collections::BTreeSet::new();
+        let stats = worker::run_jobs(jobs, pool, |i, r: JobResult| {
+            let Some(&(pi, mi)) = slots.get(i) else {
+                return;
+            };
+            let Some(prog) = self.report.programs.get_mut(pi) else {
+                return;
+            };
+            let Some(m) = prog.mutants.get_mut(mi) else {
+                return;
+            };
+            m.status = r.status;
+            m.detail = r.detail;
+            if r.unrunnable && !m.own_program {
+                // Evaluated again (and counted then).
+                unrunnable.insert(pi);
+                self.report.evaluated = self.report.evaluated.saturating_sub(1);
+                self.bar.inc(1);
+                return;
+            }
+            if m.status.detected() {
+                *self.killed += 1;
+            }
+            let _ = self
+                .state
+                .record(&prog.program, &m.mutant.id, m.status, &m.detail);
+            self.bar.set_message(format!("{} detected", *self.killed));
+            self.bar.inc(1);
+        })
+        .map_err(MutateError::Workers)?;
+        Ok((stats, unrunnable))
+    }
 }
 
 /// Parent-side preparation of one program: renders and checks the schema, measures coverage,

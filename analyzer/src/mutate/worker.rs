@@ -88,6 +88,10 @@ pub struct JobResult {
     pub detail: String,
     /// Kernel runs made.
     pub runs: u32,
+    /// The worker died running the original through this program: the driver cannot run the
+    /// program at all, so the verdict says nothing about the mutant.
+    #[serde(default)]
+    pub unrunnable: bool,
 }
 
 /// A line from a worker.
@@ -146,6 +150,7 @@ fn result(status: Status, detail: impl Into<String>, runs: u32) -> JobResult {
         status,
         detail: detail.into(),
         runs,
+        unrunnable: false,
     }
 }
 
@@ -645,14 +650,13 @@ fn run_events(
                 } else {
                     ""
                 };
-                return (
-                    result(
-                        Status::RuntimeError,
-                        format!("{why} during run {runs}{what}"),
-                        runs,
-                    ),
-                    false,
+                let mut r = result(
+                    Status::RuntimeError,
+                    format!("{why} during run {runs}{what}"),
+                    runs,
                 );
+                r.unrunnable = in_original;
+                return (r, false);
             }
             Err(RecvTimeoutError::Timeout) => {
                 let _ = w.child.kill();
@@ -700,10 +704,14 @@ pub fn run_jobs(
     mut on_result: impl FnMut(usize, JobResult),
 ) -> Result<PoolStats, String> {
     let queue = Arc::new(Mutex::new(jobs.into_iter().collect::<VecDeque<_>>()));
+    // Programs the driver cannot run (it crashed on the original through them): their other
+    // jobs are answered without running, each crash would only cost a worker restart.
+    let unrunnable: Arc<Mutex<std::collections::HashSet<PathBuf>>> = Arc::default();
     let (tx, rx) = channel::<Result<Msg, String>>();
     let mut handles = Vec::new();
     for n in 0..opts.workers.max(1) {
         let queue = Arc::clone(&queue);
+        let unrunnable = Arc::clone(&unrunnable);
         let tx = tx.clone();
         let opts = opts.clone();
         handles.push(std::thread::spawn(move || {
@@ -715,6 +723,22 @@ pub fn run_jobs(
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .pop_front();
                 let Some((index, job)) = next else { break };
+                let skip = unrunnable
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .contains(&job.source);
+                if skip {
+                    let mut r = result(
+                        Status::RuntimeError,
+                        "not run: the driver cannot run the original through this program",
+                        0,
+                    );
+                    r.unrunnable = true;
+                    if tx.send(Ok(Msg::Result(index, r))).is_err() {
+                        break;
+                    }
+                    continue;
+                }
                 if worker.is_none() {
                     match spawn(&opts, n) {
                         Ok(w) => {
@@ -729,6 +753,12 @@ pub fn run_jobs(
                 }
                 let Some(w) = worker.as_mut() else { break };
                 let (r, keep, built_at) = run_on(w, &job, &opts);
+                if r.unrunnable {
+                    unrunnable
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(job.source.clone());
+                }
                 if let (Some(s), Some(b)) = (spawned_at, built_at) {
                     let _ = tx.send(Ok(Msg::Started(b.duration_since(s))));
                     spawned_at = None;
