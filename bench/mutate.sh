@@ -13,7 +13,8 @@
 # included) and the evaluation-phase rate (mutants run in workers over the worker phase's
 # wall time), per mode, and both ratios. Work files: target/bench/mutate/.
 # `histogram` (also in tiles.c) is not in the default list: PoCL 3.1 aborts loading its schema
-# (undefined symbol `_num_groups_y` in the work-group function), so every mutant is a crash.
+# (undefined symbol `_num_groups_y` in the work-group function), so cltrap falls back to one
+# compile per mutant for it and both modes measure the same thing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
