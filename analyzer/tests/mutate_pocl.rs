@@ -534,3 +534,51 @@ fn a_program_the_driver_cannot_run_as_a_schema_is_evaluated_one_compile_per_muta
         );
     }
 }
+
+fn tce_suite(name: &str) -> Fixture {
+    let mut f = fixture(name);
+    // Pairs (a, b) with a > b, a < b, a == b and negative values: max and abs are exercised.
+    let input: Vec<i32> = vec![5, 2, -3, 4, 7, 7, -6, -9];
+    f.launch(
+        "../../../kernel/tests/kernels/tce_equivalent.cl",
+        "tce_equivalent",
+        &[4],
+        None,
+        None,
+        vec![
+            A::Buf("in", "int*", i32s(&input)),
+            A::Buf("out", "int*", i32s(&[0; 4])),
+        ],
+    );
+    f
+}
+
+#[test]
+fn survivors_with_the_originals_optimised_code_are_equivalent_and_tce_can_be_turned_off() {
+    let f = tce_suite("tce");
+    let ops = ["--operators", "relational_boundary,relational_negation"];
+    let (out, with_tce) = mutate(&f, &ops);
+    // `a > b ? a : b` → `>=` is still the maximum, `a < 0 ? -a : a` → `<=` still the
+    // absolute value: no test can kill them, and clang -O2 compiles them to the original's code.
+    let max_ge = "relational_boundary:6:16 >=";
+    let abs_le = "relational_boundary:7:17 <=";
+    for key in [max_ge, abs_le] {
+        assert_eq!(status(&with_tce, key), "EQUIVALENT", "{key}\n{out}");
+        let why = with_tce[key]["statusReason"].as_str().unwrap();
+        assert!(
+            why.contains("same optimised LLVM IR as the original"),
+            "{why}"
+        );
+    }
+    // A mutant the suite kills is never compared, and negations of the same comparisons are
+    // killed (max becomes min).
+    assert_eq!(
+        status(&with_tce, "relational_negation:6:16 <="),
+        "KILLED",
+        "{out}"
+    );
+    let (out_off, without) = mutate(&f, &[&ops[..], &["--no-tce"]].concat());
+    for key in [max_ge, abs_le] {
+        assert_eq!(status(&without, key), "SURVIVED", "{key}\n{out_off}");
+    }
+}

@@ -64,6 +64,10 @@ pub struct MutateArgs {
     /// Device by index or case-insensitive name substring.
     #[arg(long)]
     pub device: Option<String>,
+    /// Do not compare the surviving mutants' optimised code (clang -O2) with the original's
+    /// to find EQUIVALENT and duplicate mutants (Trivial Compiler Equivalence).
+    #[arg(long)]
+    pub no_tce: bool,
     /// Print how many mutants were evaluated, in what time, and the compiles (for benchmarks).
     #[arg(long, hide = true)]
     pub timing: bool,
@@ -104,6 +108,7 @@ pub fn main(args: MutateArgs, stdout: &mut dyn Write) -> Result<u8, String> {
         worker_exe: exe,
         progress: true,
         fresh: args.fresh,
+        compare_optimised: !args.no_tce,
     };
     let started = std::time::Instant::now();
     let r = super::run(&capture, &opts).map_err(|e| e.to_string())?;
@@ -132,7 +137,7 @@ pub fn main(args: MutateArgs, stdout: &mut dyn Write) -> Result<u8, String> {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let _ = writeln!(
             stdout,
-            "phases: open {:.0} ms, render {:.0} ms, compile {:.0} ms, check {:.0} ms, coverage {:.0} ms, worker start {:.0} ms (slowest of {} spawns), eval {:.0} ms, eval rate {:.2} mutants/s",
+            "phases: open {:.0} ms, render {:.0} ms, compile {:.0} ms, check {:.0} ms, coverage {:.0} ms, worker start {:.0} ms (slowest of {} spawns), eval {:.0} ms, tce {:.0} ms, eval rate {:.2} mutants/s",
             ms(ph.open),
             ms(ph.render),
             ms(ph.compile),
@@ -141,6 +146,7 @@ pub fn main(args: MutateArgs, stdout: &mut dyn Write) -> Result<u8, String> {
             ms(ph.worker_start),
             ph.worker_spawns,
             ms(r.eval_time),
+            ms(ph.tce),
             f64::from(r.evaluated) / r.eval_time.as_secs_f64().max(1e-9)
         );
     }

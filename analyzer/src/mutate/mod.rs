@@ -15,6 +15,7 @@
 pub mod cli;
 pub mod report;
 pub mod state;
+pub mod tce;
 pub mod worker;
 
 use crate::executor::{
@@ -123,6 +124,9 @@ pub struct MutateOptions {
     pub progress: bool,
     /// Do not reuse decisions from an earlier run's state file.
     pub fresh: bool,
+    /// Compare the undetected mutants' optimised code with the original's ([`tce`]) to find
+    /// EQUIVALENT and duplicate mutants.
+    pub compare_optimised: bool,
 }
 
 /// One mutant and its verdict.
@@ -202,6 +206,8 @@ pub struct Phases {
     /// Worker processes started (more than the pool size means restarts after timeouts
     /// and crashes).
     pub worker_spawns: u32,
+    /// Compiling the undetected mutants with clang to compare optimised code ([`tce`]).
+    pub tce: Duration,
 }
 
 /// Adds the time `f` takes to `slot`.
@@ -473,6 +479,22 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
     report.phases.worker_start = slowest_start;
     bar.finish_and_clear();
     report.eval_time = start.elapsed();
+    // 3. Equivalent and duplicate mutants among those the suite did not detect.
+    if opts.compare_optimised {
+        let started = Instant::now();
+        for (plan, prog) in plans.iter().zip(report.programs.iter_mut()) {
+            let kernels: Vec<String> = plan.kernels.keys().cloned().collect();
+            tce::judge(
+                &plan.parsed,
+                &plan.options,
+                &kernels,
+                &prog.file,
+                &mut prog.mutants,
+                &mut report.notes,
+            );
+        }
+        report.phases.tce = started.elapsed();
+    }
     Ok(report)
 }
 
