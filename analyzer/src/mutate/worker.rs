@@ -717,6 +717,8 @@ pub fn run_jobs(
         handles.push(std::thread::spawn(move || {
             let mut worker: Option<Worker> = None;
             let mut spawned_at: Option<Instant> = None;
+            // Jobs the current worker process finished before the one it runs now.
+            let mut done_by_worker = 0u32;
             loop {
                 let next = queue
                     .lock()
@@ -739,29 +741,45 @@ pub fn run_jobs(
                     }
                     continue;
                 }
-                if worker.is_none() {
-                    match spawn(&opts, n) {
-                        Ok(w) => {
-                            worker = Some(w);
-                            spawned_at = Some(Instant::now());
-                        }
-                        Err(e) => {
-                            let _ = tx.send(Err(e));
-                            return;
+                // On a CPU device the kernels run inside the worker process, so a mutant that
+                // wrote out of bounds can corrupt its heap and the crash come later, in the
+                // next job's run of the original. A program is only judged unrunnable when the
+                // original crashes in a worker that ran nothing before: such a job runs once
+                // more, in a fresh worker.
+                let mut second_chance = false;
+                let (r, keep) = loop {
+                    if worker.is_none() {
+                        match spawn(&opts, n) {
+                            Ok(w) => {
+                                worker = Some(w);
+                                spawned_at = Some(Instant::now());
+                                done_by_worker = 0;
+                            }
+                            Err(e) => {
+                                let _ = tx.send(Err(e));
+                                return;
+                            }
                         }
                     }
-                }
-                let Some(w) = worker.as_mut() else { break };
-                let (r, keep, built_at) = run_on(w, &job, &opts);
+                    let Some(w) = worker.as_mut() else { return };
+                    let (r, keep, built_at) = run_on(w, &job, &opts);
+                    done_by_worker += 1;
+                    if let (Some(s), Some(b)) = (spawned_at, built_at) {
+                        let _ = tx.send(Ok(Msg::Started(b.duration_since(s))));
+                        spawned_at = None;
+                    }
+                    if r.unrunnable && done_by_worker > 1 && !second_chance {
+                        second_chance = true;
+                        worker = None;
+                        continue;
+                    }
+                    break (r, keep);
+                };
                 if r.unrunnable {
                     unrunnable
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner)
                         .insert(job.source.clone());
-                }
-                if let (Some(s), Some(b)) = (spawned_at, built_at) {
-                    let _ = tx.send(Ok(Msg::Started(b.duration_since(s))));
-                    spawned_at = None;
                 }
                 if !keep {
                     worker = None;
