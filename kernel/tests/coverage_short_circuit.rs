@@ -5,6 +5,9 @@
 //! instrumented kernel computes what the original does (operands with side effects run once,
 //! short-circuiting kept).
 
+mod common;
+use common::{buffer, bytes_of, fixture, ints};
+
 use std::sync::Mutex;
 
 use cltrap_analyzer::executor::{DeviceSelector, InputArg, LaunchInput, Session};
@@ -23,32 +26,6 @@ use cltrap_kernel::symbolic::{self, Geometry, Limits, SymArg, Target, Verdict};
 static DEVICE: Mutex<()> = Mutex::new(());
 
 const X: [i32; 8] = [3, -1, 0, 5, -2, 7, 0, 4];
-
-fn fixture() -> String {
-    std::fs::read_to_string(format!(
-        "{}/tests/kernels/short_circuit.cl",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("fixture exists")
-}
-
-fn buffer(bytes: Vec<u8>) -> InputArg {
-    InputArg::Buffer {
-        mem: None,
-        flags: 1,
-        bytes,
-    }
-}
-
-fn bytes_of(v: &[i32]) -> Vec<u8> {
-    v.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
-
-fn ints(b: &[u8]) -> Vec<i32> {
-    b.chunks_exact(4)
-        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
 
 fn input(mode: i32) -> LaunchInput {
     LaunchInput {
@@ -90,7 +67,7 @@ fn run(
 /// Runs the original and the instrumented fixture; returns the original's `out` buffer, the
 /// map and the evaluated coverage, after checking the instrumented run wrote the same `out`.
 fn cover(session: &Session, mode: i32) -> (Vec<i32>, CoverageMap, CoverageResult) {
-    let src = fixture();
+    let src = fixture("short_circuit.cl");
     let program = parse_program(&src, "").expect("fixture parses");
     let ins = instrument_coverage(&program, CoverageOptions::default()).expect("instrumented");
     let input = input(mode);
@@ -203,7 +180,7 @@ fn a_right_operand_behind_an_always_false_left_is_unreached_and_both_outcomes_ar
 
 #[test]
 fn vector_operands_are_skipped_and_listed_not_counted() {
-    let program = parse_program(&fixture(), "").expect("fixture parses");
+    let program = parse_program(&fixture("short_circuit.cl"), "").expect("fixture parses");
     let ins = instrument_coverage(&program, CoverageOptions::default()).expect("instrumented");
     let listed: Vec<(String, u32)> = ins
         .map
@@ -223,7 +200,7 @@ fn vector_operands_are_skipped_and_listed_not_counted() {
 
 #[test]
 fn every_scalar_left_operand_has_true_and_false_slots_on_exactly_its_range() {
-    let program = parse_program(&fixture(), "").expect("fixture parses");
+    let program = parse_program(&fixture("short_circuit.cl"), "").expect("fixture parses");
     let ins = instrument_coverage(&program, CoverageOptions::default()).expect("instrumented");
     let mut lefts = Vec::new();
     for f in program.functions.iter().filter(|f| f.name != "folded") {
@@ -285,7 +262,7 @@ fn lcov_has_a_brda_record_per_operand_outcome_on_the_users_line() {
 
 #[test]
 fn the_solver_answers_every_operand_slot_nested_left_operands_included() {
-    let program = parse_program(&fixture(), "").expect("fixture parses");
+    let program = parse_program(&fixture("short_circuit.cl"), "").expect("fixture parses");
     let map = instrument_coverage(&program, CoverageOptions::default())
         .expect("instrumented")
         .map;
@@ -353,7 +330,7 @@ fn the_solver_answers_every_operand_slot_nested_left_operands_included() {
 #[test]
 fn constant_initializers_have_no_counters_and_still_build() {
     let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
-    let program = parse_program(&fixture(), "").expect("fixture parses");
+    let program = parse_program(&fixture("short_circuit.cl"), "").expect("fixture parses");
     let ins = instrument_coverage(&program, CoverageOptions::default()).expect("instrumented");
     assert!(ins.map.slots.iter().all(|s| s.function != "folded"));
     let s = session();

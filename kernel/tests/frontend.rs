@@ -8,18 +8,13 @@ use cltrap_kernel::model::*;
 use cltrap_kernel::permute::permute_schedule;
 use cltrap_kernel::{parse_program, Edits, KernelError};
 
-fn dir() -> String {
-    format!("{}/tests/kernels", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn fixture(name: &str) -> String {
-    std::fs::read_to_string(format!("{}/{name}", dir())).expect("fixture exists")
-}
+mod common;
+use common::{fixture, kernels_dir};
 
 /// Build options each fixture needs.
 fn options_for(name: &str) -> String {
     match name {
-        "with_include.cl" | "header_ids.cl" => format!("-I {}/include -D SCALE=3", dir()),
+        "with_include.cl" | "header_ids.cl" => format!("-I {}/include -D SCALE=3", kernels_dir()),
         "partial_groups.cl" => "-cl-std=CL2.0".into(),
         _ => String::new(),
     }
@@ -212,7 +207,7 @@ fn includes_and_macros_come_from_the_build_options() {
         "header functions are known but not editable"
     );
     // Without `-D SCALE=3` the macro from the header does not expand to valid code.
-    let err = parse_program(&src, &format!("-I {}/include", dir())).unwrap_err();
+    let err = parse_program(&src, &format!("-I {}/include", kernels_dir())).unwrap_err();
     match err {
         KernelError::Compile { line, message, .. } => {
             assert_eq!(line, 5);

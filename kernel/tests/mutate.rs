@@ -7,13 +7,11 @@ use cltrap_kernel::mutate::{self, MutateOptions, Operator};
 use cltrap_kernel::parse_program;
 use std::collections::BTreeSet;
 
-fn fixture() -> String {
-    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kernels/mutate_mix.cl");
-    std::fs::read_to_string(p).expect("fixture")
-}
+mod common;
+use common::{buffer, fixture};
 
 fn all() -> Vec<mutate::Mutant> {
-    let p = parse_program(&fixture(), "").expect("parses");
+    let p = parse_program(&fixture("mutate_mix.cl"), "").expect("parses");
     mutate::find_mutants(&p, &MutateOptions::default())
 }
 
@@ -137,7 +135,7 @@ fn trivial_equivalences_are_recognised_and_others_are_not() {
 
 #[test]
 fn the_schema_and_every_one_mutant_program_parse() {
-    let src = fixture();
+    let src = fixture("mutate_mix.cl");
     let p = parse_program(&src, "").expect("parses");
     let ms = mutate::find_mutants(&p, &MutateOptions::default());
     let schema = mutate::schema(&p, &ms).expect("schema");
@@ -183,18 +181,17 @@ fn run_kernel(s: &Session, src: &str, kernel: &str, selector: u32) -> (Vec<u8>, 
         .iter()
         .flat_map(|v| v.to_le_bytes())
         .collect();
-    let buf = |b: Vec<u8>| InputArg::Buffer {
-        mem: None,
-        flags: 1,
-        bytes: b,
-    };
     let launch = LaunchInput {
         kernel: kernel.into(),
         work_dim: 1,
         global_offset: None,
         global_size: vec![16],
         local_size: Some(vec![4]),
-        args: vec![buf(input), buf(vec![0; 64 * 4]), buf(vec![0; 8 * 4])],
+        args: vec![
+            buffer(input),
+            buffer(vec![0; 64 * 4]),
+            buffer(vec![0; 8 * 4]),
+        ],
         stand_ins: vec![],
     };
     let out = s
@@ -203,7 +200,7 @@ fn run_kernel(s: &Session, src: &str, kernel: &str, selector: u32) -> (Vec<u8>, 
             &launch,
             &[
                 InputArg::Scalar(selector.to_le_bytes().to_vec()),
-                buf(watchdog(u32::MAX)),
+                buffer(watchdog(u32::MAX)),
             ],
         )
         .expect("runs");
@@ -218,7 +215,7 @@ fn run_kernel(s: &Session, src: &str, kernel: &str, selector: u32) -> (Vec<u8>, 
 
 #[test]
 fn each_mutant_selected_in_the_schema_computes_what_it_computes_compiled_alone() {
-    let src = fixture();
+    let src = fixture("mutate_mix.cl");
     let p = parse_program(&src, "").expect("parses");
     let ms = mutate::find_mutants(&p, &MutateOptions::default());
     let schema = mutate::schema(&p, &ms).expect("schema");
@@ -294,11 +291,7 @@ fn device_binaries_tell_equal_code_from_different_code() {
 }
 
 fn barriers_fixture() -> (String, cltrap_kernel::Program) {
-    let p = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/kernels/mutate_barriers.cl"
-    );
-    let src = std::fs::read_to_string(p).expect("fixture");
+    let src = fixture("mutate_barriers.cl");
     let parsed = parse_program(&src, "").expect("parses");
     (src, parsed)
 }
@@ -367,18 +360,13 @@ fn barrier_copies_and_fences_in_the_schema_compute_what_they_compute_compiled_al
         let input: Vec<u8> = (0..32i32)
             .flat_map(|v| (v * 7 - 40).to_le_bytes())
             .collect();
-        let buf = |b: Vec<u8>| InputArg::Buffer {
-            mem: None,
-            flags: 1,
-            bytes: b,
-        };
         let launch = LaunchInput {
             kernel: kernel.into(),
             work_dim: 1,
             global_offset: None,
             global_size: vec![32],
             local_size: Some(vec![8]),
-            args: vec![buf(input), buf(vec![0; 64 * 4])],
+            args: vec![buffer(input), buffer(vec![0; 64 * 4])],
             stand_ins: vec![],
         };
         let out = s
@@ -387,7 +375,7 @@ fn barrier_copies_and_fences_in_the_schema_compute_what_they_compute_compiled_al
                 &launch,
                 &[
                     InputArg::Scalar(selector.to_le_bytes().to_vec()),
-                    buf(watchdog(u32::MAX)),
+                    buffer(watchdog(u32::MAX)),
                 ],
             )
             .expect("runs");
@@ -477,23 +465,18 @@ fn an_endless_loop_with_a_barrier_is_stopped_uniformly_by_a_budget_derived_from_
         .unwrap_or_else(|e| panic!("{e}\n{}", schema.source));
     let run = |selector: u32, budget: u32| -> (Vec<u8>, Vec<u32>) {
         let input: Vec<u8> = (0..32i32).flat_map(|v| (v * 5 - 9).to_le_bytes()).collect();
-        let buf = |b: Vec<u8>| InputArg::Buffer {
-            mem: None,
-            flags: 1,
-            bytes: b,
-        };
         let launch = LaunchInput {
             kernel: "reduce_pairs".into(),
             work_dim: 1,
             global_offset: None,
             global_size: vec![32],
             local_size: Some(vec![8]),
-            args: vec![buf(input), buf(vec![0; 64 * 4])],
+            args: vec![buffer(input), buffer(vec![0; 64 * 4])],
             stand_ins: vec![],
         };
         let extras = [
             InputArg::Scalar(selector.to_le_bytes().to_vec()),
-            buf(watchdog(budget)),
+            buffer(watchdog(budget)),
         ];
         let out = s.run(&built, &launch, &extras).expect("runs");
         let wd = out.outputs[3].clone().expect("watchdog");

@@ -3,6 +3,9 @@
 //! barrier divergence with its group, race-free barriers never flagged, and schedule
 //! permutations that keep every work-item's ids (identity: bit-exact outputs).
 
+mod common;
+use common::{buffer, fixture, to_words, words};
+
 use std::sync::Mutex;
 
 use cltrap_analyzer::executor::{DeviceSelector, InputArg, LaunchInput, Session};
@@ -16,32 +19,6 @@ use cltrap_kernel::permute::{
 
 /// PoCL 3.1 is not happy with concurrent context creation; run the device tests one at a time.
 static DEVICE: Mutex<()> = Mutex::new(());
-
-fn fixture(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/tests/kernels/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("fixture exists")
-}
-
-fn buffer(bytes: Vec<u8>) -> InputArg {
-    InputArg::Buffer {
-        mem: None,
-        flags: 1,
-        bytes,
-    }
-}
-
-fn words(v: &[u32]) -> Vec<u8> {
-    v.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
-
-fn to_words(b: &[u8]) -> Vec<u32> {
-    b.chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
 
 fn launch(
     kernel: &str,

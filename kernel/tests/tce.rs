@@ -6,13 +6,8 @@ use cltrap_kernel::mutate::{self, Mutant, MutateOptions, Operator};
 use cltrap_kernel::tce::{self, TceError, TceSource, Verdict};
 use cltrap_kernel::{parse_program, ParseOptions, Program};
 
-fn dir() -> String {
-    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kernels").to_string()
-}
-
-fn fixture(name: &str) -> String {
-    std::fs::read_to_string(format!("{}/{name}", dir())).expect("fixture")
-}
+mod common;
+use common::{fixture, kernels_dir};
 
 /// A parsed fixture, its mutants, and the verdict of each against the original.
 struct Judged {
@@ -211,7 +206,7 @@ fn build_option_macros_are_honoured() {
 #[test]
 fn include_paths_from_the_build_options_are_searched() {
     let src = fixture("with_include.cl");
-    let with = format!("-I {}/include -D SCALE=3", dir());
+    let with = format!("-I {}/include -D SCALE=3", kernels_dir());
     assert!(tce::ir_digest(&TceSource::new(src.clone(), &with)).is_ok());
     assert!(matches!(
         tce::ir_digest(&TceSource::new(src, "-D SCALE=3")),
