@@ -9,21 +9,7 @@ use cltrap_kernel::coverage::Outcome;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-/// Escapes text for HTML element content and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+use crate::html::escape;
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em}
 table.sum{border-collapse:collapse;margin-bottom:1em}

@@ -4,6 +4,7 @@
 //! page (no scripts or network needed to view it).
 
 use super::{CampaignReport, MutantResult, ProgramResult, Status};
+use crate::html::escape;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -288,13 +289,6 @@ pub fn stryker_json(r: &CampaignReport) -> Value {
     })
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// A self-contained HTML page: summary tables, each program's source with mutated lines
 /// marked, and every mutant with its status and diff. The JSON report is embedded too
 /// (`<script type="application/json" id="report">`) for tools that want it.
@@ -318,7 +312,7 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:6px
         }
         out.push_str("<th>score</th></tr>\n");
         for (name, c) in rows {
-            let _ = write!(out, "<tr><td>{}</td><td>{}</td>", esc(name), c.all);
+            let _ = write!(out, "<tr><td>{}</td><td>{}</td>", escape(name), c.all);
             for s in COLUMNS {
                 let _ = write!(out, "<td>{}</td>", c.get(s));
             }
@@ -330,12 +324,12 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:6px
     if !r.notes.is_empty() {
         out.push_str("<h2>Notes</h2><ul>");
         for n in &r.notes {
-            let _ = write!(out, "<li>{}</li>", esc(n));
+            let _ = write!(out, "<li>{}</li>", escape(n));
         }
         out.push_str("</ul>\n");
     }
     for p in &r.programs {
-        let _ = write!(out, "<h2>{}</h2><pre class=\"src\">", esc(&p.file));
+        let _ = write!(out, "<h2>{}</h2><pre class=\"src\">", escape(&p.file));
         for (i, line) in p.source.split('\n').enumerate() {
             let n = i as u32 + 1;
             let here: Vec<&MutantResult> =
@@ -365,8 +359,8 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:6px
             let _ = writeln!(
                 out,
                 "<span{class}>{n:>4}  {}{}</span>",
-                esc(line),
-                esc(&marks)
+                escape(line),
+                escape(&marks)
             );
         }
         out.push_str("</pre><table><tr><th>#</th><th>operator</th><th>line:col</th><th>original</th><th>replacement</th><th>status</th><th>why</th></tr>\n");
@@ -379,11 +373,11 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:6px
                 mu.operator,
                 mu.line,
                 mu.col,
-                esc(&mu.original),
-                esc(&mu.replacement),
+                escape(&mu.original),
+                escape(&mu.replacement),
                 m.status.label(),
                 m.status.label(),
-                esc(&m.detail)
+                escape(&m.detail)
             );
         }
         out.push_str("</table>\n");
@@ -392,7 +386,7 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:6px
             .iter()
             .filter(|m| matches!(m.status, Status::Survived | Status::Undecided))
         {
-            let _ = write!(out, "<pre>{}</pre>", esc(&diff(p, m)));
+            let _ = write!(out, "<pre>{}</pre>", escape(&diff(p, m)));
         }
     }
     let json = stryker_json(r).to_string().replace("</", "<\\/");
