@@ -144,6 +144,29 @@ pub struct DiskCache {
     pub pass: &'static str,
 }
 
+/// This `cltrap` build, by the size and modification time of its executable (the version
+/// number alone stays 0.1.0 while the passes change): a rebuilt `cltrap` never reads variants
+/// an older build instrumented, whose maps may count other slots.
+fn build_identity() -> &'static str {
+    static IDENTITY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    IDENTITY.get_or_init(|| {
+        let exe = std::env::current_exe().and_then(std::fs::metadata);
+        let stamp = exe.ok().map(|m| {
+            let mtime = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            format!("{}:{mtime}", m.len())
+        });
+        format!(
+            "{}:{}",
+            env!("CARGO_PKG_VERSION"),
+            stamp.unwrap_or_default()
+        )
+    })
+}
+
 #[derive(Serialize, Deserialize)]
 struct CachedVariant<T> {
     source: String,
@@ -152,11 +175,7 @@ struct CachedVariant<T> {
 
 impl DiskCache {
     fn path(&self, original: &str, options: &str) -> PathBuf {
-        let key = format!(
-            "{}\0{}\0{original}\0{options}",
-            self.pass,
-            env!("CARGO_PKG_VERSION")
-        );
+        let key = format!("{}\0{}\0{original}\0{options}", self.pass, build_identity());
         self.dir
             .join(format!("{}-{}.json", self.pass, digest(key.as_bytes())))
     }
