@@ -7,7 +7,7 @@
 //! into pinned memory; PoCL's CPU device does not care either way. The capture does one such
 //! read per launch, so this is most of its cost there.
 //!
-//! Each context that recorded launches gets a pool: 1 MB slabs, each mapped once (blocking,
+//! Each context of a non-CPU device that recorded launches gets a pool: 1 MB slabs, each mapped once (blocking,
 //! on a private queue of ours, so the application's queue never waits), cut into chunks of
 //! one power-of-two size class. Reads larger than [`MAX_CHUNK`], a pool that cannot be made,
 //! and memory beyond [`MAX_PINNED`] in all fall back to pageable memory. A pool whose chunks
@@ -110,6 +110,23 @@ impl Drop for Chunk {
 static POOLS: once_cell::sync::Lazy<Mutex<HashMap<usize, Arc<Pool>>>> =
     once_cell::sync::Lazy::new(Default::default);
 
+/// Contexts that get no pool (their device is a CPU), so the question is asked once.
+static NO_POOL: once_cell::sync::Lazy<Mutex<std::collections::HashSet<usize>>> =
+    once_cell::sync::Lazy::new(Default::default);
+
+/// Whether `device` computes in host memory (a CPU device such as PoCL's), where pinned
+/// memory buys nothing. Unknown answers count as not: the pool is only a speed-up.
+fn host_memory_device(next: &Next, device: usize) -> bool {
+    let Some(f) = next.clGetDeviceInfo else {
+        return false;
+    };
+    // SAFETY: a standard info query on the application's live device.
+    let kind = super::info::value::<cl_device_type>(|s, p, r| unsafe {
+        f(device as cl_device_id, CL_DEVICE_TYPE, s, p, r)
+    });
+    kind.is_some_and(|k| k & CL_DEVICE_TYPE_CPU != 0)
+}
+
 fn class_of(bytes: usize) -> Option<usize> {
     if bytes == 0 || bytes > MAX_CHUNK {
         return None;
@@ -127,6 +144,15 @@ pub(super) fn pool_for(next: &Next, queue: cl_command_queue) -> Option<Arc<Pool>
     }
     if let Some(p) = lock(&POOLS).get(&context) {
         return Some(p.clone());
+    }
+    if lock(&NO_POOL).contains(&context) {
+        return None;
+    }
+    if host_memory_device(next, device) {
+        // Reads into pageable memory cost a CPU device nothing extra, and a pool would put a
+        // queue and buffers of ours into the application's context for no gain.
+        lock(&NO_POOL).insert(context);
+        return None;
     }
     let create_queue = next.clCreateCommandQueue?;
     let mut err = CL_SUCCESS;
