@@ -309,11 +309,23 @@ fn one_schema_and_one_compile_per_mutant_give_the_same_verdicts() {
             "barrier mutants live in the schema: {schema_out}"
         );
         assert_eq!(
-            statuses(&schema),
-            statuses(&single),
+            crash_or_hang_as_one(statuses(&schema)),
+            crash_or_hang_as_one(statuses(&single)),
             "{schema_out}\n{single_out}"
         );
     }
+}
+
+/// Statuses with TIMEOUT and RUNTIME-ERROR as one: a mutant that indexes far out of bounds
+/// (`-(get_global_id(0))`) crashes the worker or hangs it depending on what the access hits in
+/// that process's memory, in either mode; both are detections of the same mutant.
+fn crash_or_hang_as_one(m: BTreeMap<String, String>) -> BTreeMap<String, String> {
+    m.into_iter()
+        .map(|(k, s)| match s.as_str() {
+            "TIMEOUT" | "RUNTIME-ERROR" => (k, "CRASH-OR-HANG".to_string()),
+            _ => (k, s),
+        })
+        .collect()
 }
 
 #[test]

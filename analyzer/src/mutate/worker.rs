@@ -92,6 +92,10 @@ pub struct JobResult {
     /// program at all, so the verdict says nothing about the mutant.
     #[serde(default)]
     pub unrunnable: bool,
+    /// The worker's own memory changed during the run (see [`fingerprint`]): the worker
+    /// exits after this result and the pool starts a fresh one for the next job.
+    #[serde(default)]
+    pub retire: bool,
 }
 
 /// A line from a worker.
@@ -122,6 +126,44 @@ struct Loaded {
     input: LaunchInput,
     expected: Vec<Option<Expected>>,
     infos: Vec<ArgInfo>,
+    /// [`fingerprint`] of `input` and `expected` when loaded.
+    print: String,
+}
+
+/// A digest of a test case's inputs and expected outputs as this worker holds them. On a CPU
+/// device (PoCL) kernels run inside the worker process, so a mutant that writes out of bounds
+/// can overwrite the worker's own copy of the suite; every later verdict in that process would
+/// then compare against damaged data (false kills). Checked after every job.
+fn fingerprint(input: &LaunchInput, expected: &[Option<Expected>]) -> String {
+    let mut h = blake3::Hasher::new();
+    for a in &input.args {
+        match a {
+            InputArg::Scalar(b)
+            | InputArg::Buffer { bytes: b, .. }
+            | InputArg::Image { bytes: b, .. } => {
+                h.update(&(b.len() as u64).to_le_bytes());
+                h.update(b);
+            }
+            _ => {
+                h.update(&[0xff]);
+            }
+        }
+    }
+    for e in expected {
+        match e {
+            Some(Expected::Bytes(b)) => {
+                h.update(&(b.len() as u64).to_le_bytes());
+                h.update(b);
+            }
+            Some(Expected::Digest(d)) => {
+                h.update(d.as_bytes());
+            }
+            _ => {
+                h.update(&[0xfe]);
+            }
+        }
+    }
+    h.finalize().to_hex().to_string()
 }
 
 /// A program, kernel, global and local size that already ran in this worker.
@@ -151,10 +193,18 @@ fn result(status: Status, detail: impl Into<String>, runs: u32) -> JobResult {
         detail: detail.into(),
         runs,
         unrunnable: false,
+        retire: false,
     }
 }
 
 impl WorkerState {
+    /// Whether any test case this worker holds no longer matches its [`fingerprint`].
+    fn damaged(&self) -> bool {
+        self.launches
+            .values()
+            .any(|l| fingerprint(&l.input, &l.expected) != l.print)
+    }
+
     fn build(&mut self, job: &Job, path: &PathBuf) -> Result<(), JobResult> {
         let key = (path.clone(), job.extra_options.clone());
         if self.programs.contains_key(&key) {
@@ -213,12 +263,14 @@ impl WorkerState {
         let expected =
             LaunchInput::expected_outputs(capture, rec).map_err(|e| fail(e.to_string()))?;
         let infos = rec.args.iter().map(|a| a.info().clone()).collect();
+        let print = fingerprint(&input, &expected);
         self.launches.insert(
             key,
             Loaded {
                 input,
                 expected,
                 infos,
+                print,
             },
         );
         Ok(())
@@ -515,10 +567,20 @@ pub fn worker_main() -> u8 {
         if line.trim().is_empty() {
             continue;
         }
-        let r = match serde_json::from_str::<Job>(&line) {
+        let mut r = match serde_json::from_str::<Job>(&line) {
             Ok(job) => state.job(&job),
             Err(e) => result(Status::RuntimeError, format!("bad job: {e}"), 0),
         };
+        if state.damaged() {
+            r.status = Status::RuntimeError;
+            r.detail = format!(
+                "the run wrote outside its buffers: the worker's copy of the test cases changed ({})",
+                r.detail
+            );
+            r.retire = true;
+            emit(&Event::Done { result: r });
+            break;
+        }
         emit(&Event::Done { result: r });
     }
     0
@@ -642,7 +704,13 @@ fn run_events(
                 in_original = original;
                 deadline = if warm { opts.run_timeout } else { cold };
             }
-            Ok(Some(Event::Done { result })) => return (result, true),
+            Ok(Some(Event::Done { result })) => {
+                let keep = !result.retire;
+                if !keep {
+                    let _ = w.child.wait();
+                }
+                return (result, keep);
+            }
             Ok(None) | Err(RecvTimeoutError::Disconnected) => {
                 let why = describe_exit(&mut w.child);
                 let what = if in_original {
