@@ -308,12 +308,37 @@ fn one_schema_and_one_compile_per_mutant_give_the_same_verdicts() {
                 && !schema_out.contains("barrier_fence, line"),
             "barrier mutants live in the schema: {schema_out}"
         );
+        // Removing a barrier makes the kernel racy: its verdict depends on the order the
+        // driver runs work-items in, which a schema copy and a program of its own need not
+        // share (seen: swap_pairs' first barrier removal KILLED in 1 of 15 schema runs without
+        // permuted schedules). `removing_the_first_barrier_is_only_killed_under_permuted_
+        // schedules` pins those down; here they only have to be decided by running.
+        let (racy_schema, schema) = split_barrier_removals(statuses(&schema));
+        let (racy_single, single) = split_barrier_removals(statuses(&single));
         assert_eq!(
-            crash_or_hang_as_one(statuses(&schema)),
-            crash_or_hang_as_one(statuses(&single)),
+            racy_schema.keys().collect::<Vec<_>>(),
+            racy_single.keys().collect::<Vec<_>>()
+        );
+        for s in racy_schema.values().chain(racy_single.values()) {
+            assert!(
+                ["KILLED", "SURVIVED", "UNDECIDED"].contains(&s.as_str()),
+                "{s}\n{schema_out}\n{single_out}"
+            );
+        }
+        assert_eq!(
+            crash_or_hang_as_one(schema),
+            crash_or_hang_as_one(single),
             "{schema_out}\n{single_out}"
         );
     }
+}
+
+type Statuses = BTreeMap<String, String>;
+
+/// (barrier removals, the rest).
+fn split_barrier_removals(m: Statuses) -> (Statuses, Statuses) {
+    m.into_iter()
+        .partition(|(k, _)| k.starts_with("barrier_removal:"))
 }
 
 /// Statuses with TIMEOUT and RUNTIME-ERROR as one: a mutant that indexes far out of bounds
