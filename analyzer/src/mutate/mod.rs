@@ -50,7 +50,8 @@ pub enum Status {
     CompileError,
     /// Killed in some but not all repeats: schedule-dependent.
     Undecided,
-    /// Trivially equivalent to the original (syntax, or the same device binary).
+    /// Trivially equivalent: to the original (syntax, the same device binary, or the same
+    /// optimised code), or a duplicate of an earlier undetected mutant (same optimised code).
     Equivalent,
     /// Not applicable to any test case (launch changes that are illegal everywhere).
     Ignored,

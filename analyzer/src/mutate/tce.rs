@@ -1,7 +1,10 @@
 //! EQUIVALENT and duplicate mutants by Trivial Compiler Equivalence (`cltrap_kernel::tce`):
 //! after the suite has run, each mutant it could not tell apart from the original (SURVIVED)
 //! or never reached (NO-COVERAGE) is compiled by clang at -O2 and its optimised code compared,
-//! per launched kernel, with the original's.
+//! per launched kernel, with the original's and with the other such mutants'. Both kinds are
+//! EQUIVALENT (left out of the score): the same code as the original, or as an earlier
+//! undetected mutant (a duplicate; the earlier one stands for both). Duplicates of detected
+//! mutants are not looked for: those are never compiled.
 //!
 //! Why only those: a detected mutant (KILLED, TIMEOUT, RUNTIME-ERROR, UNDECIDED) behaves
 //! observably differently, so it cannot be equivalent, and compiling it would cost a clang run
@@ -19,9 +22,10 @@ use cltrap_kernel::Program;
 pub struct TceTally {
     /// Mutants compiled and compared.
     pub compared: u32,
-    /// Marked EQUIVALENT (same optimised code as the original).
+    /// Marked EQUIVALENT: same optimised code as the original.
     pub equivalent: u32,
-    /// Same optimised code as another mutant (the detail says which).
+    /// Marked EQUIVALENT: same optimised code as an earlier undetected mutant (the detail
+    /// says which).
     pub duplicates: u32,
     /// Compared mutants clang could not compile or compare.
     pub not_compared: u32,
@@ -33,8 +37,8 @@ fn judged(s: Status) -> bool {
 }
 
 /// Compares the undetected mutants of one program with the original by their optimised code,
-/// for the launched `kernels` (their helpers included): the same code as the original turns a
-/// mutant EQUIVALENT; the same code as another mutant adds "duplicate of #N" to its detail.
+/// for the launched `kernels` (their helpers included): the same code as the original, or as
+/// an earlier undetected mutant ("duplicate of #N"), turns a mutant EQUIVALENT.
 /// When clang is missing or the original does not compile, nothing changes and one note says
 /// why (the campaign's verdicts stay those of the runs).
 pub fn judge(
@@ -96,11 +100,14 @@ pub fn judge(
                 tally.equivalent += 1;
             }
             Verdict::SameAsMutant(j) => {
+                // The EQUIVALENT covers "the same code as another mutant" too: a
+                // duplicate adds nothing the first one does not already test, so it is left
+                // out of the score and the first one stands for both.
                 let twin = mutants[picked[j].0].mutant.number;
                 let r = &mut mutants[*index];
+                r.status = Status::Equivalent;
                 r.detail = format!(
-                    "{}; duplicate of mutant #{twin} (same optimised LLVM IR, {how})",
-                    r.detail
+                    "duplicate of mutant #{twin}: the same optimised LLVM IR ({how}); counted once"
                 );
                 tally.duplicates += 1;
             }
@@ -115,4 +122,78 @@ pub fn judge(
         ));
     }
     tally
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cltrap_kernel::mutate::{find_mutants, MutateOptions, Operator};
+
+    fn survivor(m: cltrap_kernel::mutate::Mutant) -> MutantResult {
+        MutantResult {
+            mutant: m,
+            status: Status::Survived,
+            detail: "no test case noticed it".into(),
+            own_program: false,
+            resumed: false,
+        }
+    }
+
+    /// Real clang on the kernel crate's TCE fixture, with every mutant of line 10's loop
+    /// taken as a survivor: `k < 4` → `0` and `<` → `>=` both skip the loop (one counted, the
+    /// other a duplicate), `k < 4` → `1` differs from both; killed mutants are left alone.
+    #[test]
+    fn duplicates_and_equivalents_among_survivors_leave_the_score_killed_ones_are_not_compiled() {
+        let src = include_str!("../../../kernel/tests/kernels/tce_equivalent.cl");
+        let p = cltrap_kernel::parse_program(src, "").expect("fixture parses");
+        let mut results: Vec<MutantResult> = find_mutants(&p, &MutateOptions::default())
+            .into_iter()
+            .filter(|m| m.line == 10 || m.line == 8)
+            .map(survivor)
+            .collect();
+        let pos = |rs: &[MutantResult], op: Operator, original: &str, replacement: &str| {
+            rs.iter()
+                .position(|r| {
+                    r.mutant.operator == op
+                        && r.mutant.original == original
+                        && r.mutant.replacement == replacement
+                })
+                .unwrap_or_else(|| panic!("no {op:?} {original} -> {replacement}"))
+        };
+        let never = pos(&results, Operator::Condition, "k < 4", "0");
+        let negated = pos(&results, Operator::RelationalNegation, "<", ">=");
+        let dead = pos(&results, Operator::Arithmetic, "*", "/");
+        let killed = pos(&results, Operator::Condition, "k < 4", "1");
+        results[killed].status = Status::Killed;
+        let mut notes = Vec::new();
+        let tally = judge(
+            &p,
+            "",
+            &["tce_equivalent".to_string()],
+            "t.cl",
+            &mut results,
+            &mut notes,
+        );
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(results[never].status, Status::Survived);
+        assert_eq!(results[negated].status, Status::Equivalent);
+        let number = results[never].mutant.number;
+        assert!(
+            results[negated].detail.starts_with(&format!(
+                "duplicate of mutant #{number}: the same optimised"
+            )),
+            "{}",
+            results[negated].detail
+        );
+        // `int scratch = a * b;` is a dead store: any change to it is the original's code.
+        assert_eq!(results[dead].status, Status::Equivalent);
+        assert!(results[dead].detail.contains("as the original"));
+        assert_eq!(results[killed].status, Status::Killed);
+        assert!(tally.duplicates >= 1 && tally.equivalent >= 1, "{tally:?}");
+        assert_eq!(
+            tally.compared as usize,
+            results.len() - 1,
+            "every survivor compared, the killed one not"
+        );
+    }
 }
