@@ -308,11 +308,11 @@ fn one_schema_and_one_compile_per_mutant_give_the_same_verdicts() {
                 && !schema_out.contains("barrier_fence, line"),
             "barrier mutants live in the schema: {schema_out}"
         );
-        // Removing a barrier makes the kernel racy: its verdict depends on the order the
-        // driver runs work-items in, which a schema copy and a program of its own need not
-        // share (seen: swap_pairs' first barrier removal KILLED in 1 of 15 schema runs without
-        // permuted schedules). `removing_the_first_barrier_is_only_killed_under_permuted_
-        // schedules` pins those down; here they only have to be decided by running.
+        // Removing a barrier makes the kernel racy, and without swap_pairs' first barrier
+        // group 0's work-item 0 reads local memory nobody wrote in this launch: whatever an
+        // earlier kernel run in the same worker process left there (seen: KILLED in 1 of 15
+        // schema runs, `got 23`). So barrier removals only have to be decided by running;
+        // `removing_the_first_barrier_is_only_killed_under_permuted_schedules` pins them down.
         let (racy_schema, schema) = split_barrier_removals(statuses(&schema));
         let (racy_single, single) = split_barrier_removals(statuses(&single));
         assert_eq!(
