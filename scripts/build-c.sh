@@ -3,7 +3,7 @@
 # source tree. Usage: scripts/build-c.sh [demo|bench|all]   (default: all)
 # Prints nothing but errors; the binaries are:
 #   target/examples/cltrap-demo
-#   target/bench/launch-storm  target/bench/buffer-heavy
+#   target/bench/launch-storm  target/bench/buffer-heavy  target/bench/read-storm
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +28,7 @@ demo | all) build target/examples/cltrap-demo examples/demo/demo.c ;;&
 bench | all)
     build target/bench/launch-storm bench/launch_storm.c
     build target/bench/buffer-heavy bench/buffer_heavy.c
+    build target/bench/read-storm bench/read_storm.c
     ;;
 demo) ;;
 *)
