@@ -281,16 +281,7 @@ fn the_solver_answers_every_operand_slot_nested_left_operands_included() {
         .iter()
         .filter(|s| s.function == "nested" && s.construct == Construct::ShortCircuit)
         .collect();
-    let targets: Vec<Target> = slots
-        .iter()
-        .map(|s| Target {
-            id: s.index,
-            construct: s.construct,
-            outcome: s.outcome,
-            start: s.start,
-            end: s.end,
-        })
-        .collect();
+    let targets: Vec<Target> = slots.iter().map(|s| Target::from(*s)).collect();
     let geometry = Geometry {
         global: vec![1],
         local: Some(vec![1]),

@@ -41,16 +41,7 @@ fn solve(kernel: &str, prefix: &str) -> Vec<(String, Verdict)> {
         .filter(|s| s.function == kernel && s.label.starts_with(prefix))
         .collect();
     assert!(!slots.is_empty(), "{kernel}: no slot {prefix}");
-    let targets: Vec<Target> = slots
-        .iter()
-        .map(|s| Target {
-            id: s.index,
-            construct: s.construct,
-            outcome: s.outcome,
-            start: s.start,
-            end: s.end,
-        })
-        .collect();
+    let targets: Vec<Target> = slots.iter().map(|s| Target::from(*s)).collect();
     let geo = Geometry {
         global: vec![4],
         local: Some(vec![2]),
@@ -229,13 +220,7 @@ fn loop_bound_hit_is_a_timeout_naming_the_loop() {
         .iter()
         .find(|s| s.function == "long_loop" && s.label == "if (s == 5050) true")
         .unwrap();
-    let t = Target {
-        id: slot.index,
-        construct: slot.construct,
-        outcome: slot.outcome,
-        start: slot.start,
-        end: slot.end,
-    };
+    let t = Target::from(slot);
     let int = cltrap_kernel::interface::parse_value_type("int").unwrap();
     let out = cltrap_kernel::interface::parse_value_type("int").unwrap();
     let args = [SymArg::Buffer { elem: out, len: 4 }, SymArg::Value(int)];

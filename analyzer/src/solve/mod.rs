@@ -144,13 +144,7 @@ pub fn solve_campaign(
         .slots
         .iter()
         .filter(|s| !c.covered.contains(&s.index))
-        .map(|s| Target {
-            id: s.index,
-            construct: s.construct,
-            outcome: s.outcome,
-            start: s.start,
-            end: s.end,
-        })
+        .map(Target::from)
         .collect();
     if open.is_empty() {
         return Ok(Vec::new());

@@ -17,7 +17,7 @@
 mod exec;
 mod value;
 
-use crate::coverage::{Construct, Outcome};
+use crate::coverage::{Construct, Outcome, Slot};
 use crate::interface::ValueType;
 use crate::model::Program;
 use crate::KernelError;
@@ -77,6 +77,20 @@ pub struct Target {
     pub start: u32,
     /// End of the byte range.
     pub end: u32,
+}
+
+/// A coverage-map slot is the usual target: every caller (the `solve` campaign, tests) asks
+/// for slots by their counter index, so the conversion lives here once.
+impl From<&Slot> for Target {
+    fn from(s: &Slot) -> Target {
+        Target {
+            id: s.index,
+            construct: s.construct,
+            outcome: s.outcome,
+            start: s.start,
+            end: s.end,
+        }
+    }
 }
 
 /// Bounds of the exploration.
