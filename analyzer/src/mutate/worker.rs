@@ -663,14 +663,9 @@ fn describe_exit(child: &mut Child) -> String {
 }
 
 /// Runs one job on `w`, enforcing the deadlines: the result, whether the worker may be kept,
-/// and when its first program was ready (the `built` event, for the start-up time).
-fn run_on(w: &mut Worker, job: &Job, opts: &PoolOptions) -> (JobResult, bool, Option<Instant>) {
-    let mut built_at = None;
-    let (r, keep) = run_events(w, job, opts, &mut built_at);
-    (r, keep, built_at)
-}
-
-fn run_events(
+/// and (through `built_at`) when its first program was ready (the `built` event, for the
+/// start-up time).
+fn run_on(
     w: &mut Worker,
     job: &Job,
     opts: &PoolOptions,
@@ -830,7 +825,8 @@ pub fn run_jobs(
                         }
                     }
                     let Some(w) = worker.as_mut() else { return };
-                    let (r, keep, built_at) = run_on(w, &job, &opts);
+                    let mut built_at = None;
+                    let (r, keep) = run_on(w, &job, &opts, &mut built_at);
                     done_by_worker += 1;
                     if let (Some(s), Some(b)) = (spawned_at, built_at) {
                         let _ = tx.send(Ok(Msg::Started(b.duration_since(s))));
