@@ -141,8 +141,8 @@ impl Worker {
         send(&mut live, &build)?;
         // Compiling may take long on a loaded machine: a generous fixed limit.
         match recv(&live, Duration::from_secs(120)) {
-            Some(Reply::Built) => {}
-            Some(Reply::Error(e)) => return Err(FuzzError::Worker(e)),
+            Heard::Reply(Reply::Built) => {}
+            Heard::Reply(Reply::Error(e)) => return Err(FuzzError::Worker(e)),
             _ => return Err(FuzzError::Worker("the worker died while compiling".into())),
         }
         self.compiles += 1;
@@ -173,11 +173,21 @@ fn send(live: &mut Live, req: &Request) -> Result<(), FuzzError> {
         .map_err(|e| FuzzError::Worker(format!("the worker is gone: {e}")))
 }
 
-fn recv(live: &Live, limit: Duration) -> Option<Reply> {
+/// What the parent heard from its worker within a deadline.
+enum Heard {
+    /// A reply.
+    Reply(Reply),
+    /// Nothing before the deadline.
+    Timeout,
+    /// The worker closed its stdout or said something that is no reply.
+    Gone,
+}
+
+fn recv(live: &Live, limit: Duration) -> Heard {
     match live.replies.recv_timeout(limit) {
-        Ok(line) => serde_json::from_str(&line).ok(),
-        Err(RecvTimeoutError::Timeout) => Some(Reply::Timeout),
-        Err(RecvTimeoutError::Disconnected) => None,
+        Ok(line) => serde_json::from_str(&line).map_or(Heard::Gone, Heard::Reply),
+        Err(RecvTimeoutError::Timeout) => Heard::Timeout,
+        Err(RecvTimeoutError::Disconnected) => Heard::Gone,
     }
 }
 
@@ -195,14 +205,16 @@ impl Runner for Worker {
             return Ok(Ran::Crashed("the worker process died".into()));
         }
         match recv(live, self.watchdog) {
-            Some(Reply::Ran(outputs)) => Ok(Ran::Done(super::wire::decode_outputs(&outputs))),
-            Some(Reply::Failed(code)) => Ok(Ran::Crashed(code)),
-            Some(Reply::Error(e)) => Err(FuzzError::Worker(e)),
-            Some(Reply::Timeout) => {
+            Heard::Reply(Reply::Ran(outputs)) => {
+                Ok(Ran::Done(super::wire::decode_outputs(&outputs)))
+            }
+            Heard::Reply(Reply::Failed(code)) => Ok(Ran::Crashed(code)),
+            Heard::Reply(Reply::Error(e)) => Err(FuzzError::Worker(e)),
+            Heard::Timeout => {
                 self.kill();
                 Ok(Ran::Hung)
             }
-            Some(Reply::Built) | None => {
+            Heard::Reply(Reply::Built) | Heard::Gone => {
                 let status = self
                     .live
                     .as_mut()

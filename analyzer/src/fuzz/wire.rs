@@ -32,8 +32,6 @@ pub enum Reply {
     Failed(String),
     /// Anything else went wrong.
     Error(String),
-    /// (Parent side only) the watchdog fired.
-    Timeout,
 }
 
 /// One argument on the wire.
