@@ -55,9 +55,8 @@ pub unsafe fn clReleaseCommandQueue(next: &Next, command_queue: cl_command_queue
     f(command_queue)
 }
 
-/// Platform and device names and versions of the queue's device.
-pub(super) fn device_record(next: &Next, queue: cl_command_queue) -> DeviceRecord {
-    let dev = queue_facts(next, queue).device;
+/// Platform and device names and versions of `dev` (a queue's [`QueueFacts::device`]).
+pub(super) fn device_record(next: &Next, dev: usize) -> DeviceRecord {
     if dev == 0 {
         return DeviceRecord::default();
     }
@@ -81,9 +80,4 @@ pub(super) fn device_record(next: &Next, queue: cl_command_queue) -> DeviceRecor
     }
     lock(&tables().devices).insert(dev, rec.clone());
     rec
-}
-
-/// `cl_command_queue_properties` of the queue.
-pub(super) fn queue_properties(next: &Next, queue: cl_command_queue) -> u64 {
-    queue_facts(next, queue).properties
 }

@@ -15,6 +15,7 @@
 //! writable argument overlapping them) are read once: their contents after are those before.
 
 use super::contents::{self, Shape};
+use super::device::QueueFacts;
 use super::flight::{Item, Landing};
 use super::known::Reuse;
 use crate::Next;
@@ -43,11 +44,12 @@ pub(super) struct Around<'a> {
 
 impl<'a> Around<'a> {
     /// Host memory for every object's before and after contents.
+    /// `facts`: the queue's, as the launch looked them up (not asked again here).
     /// `reuse`: per read, contents before that an earlier launch left (not read again).
     pub fn new(
         next: &'a Next,
         queue: cl_command_queue,
-        out_of_order: bool,
+        facts: QueueFacts,
         reads: &[(usize, Shape)],
         read_only: &[bool],
         reuse: Vec<Option<Reuse>>,
@@ -56,7 +58,7 @@ impl<'a> Around<'a> {
             .iter()
             .any(|(_, s)| s.bytes() <= super::pinned::MAX_CHUNK);
         let pool = if small {
-            super::pinned::pool_for(next, queue)
+            super::pinned::pool_for(next, facts)
         } else {
             None
         };
@@ -64,7 +66,7 @@ impl<'a> Around<'a> {
         Around {
             next,
             queue,
-            out_of_order,
+            out_of_order: facts.properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0,
             items: reads
                 .iter()
                 .zip(read_only)

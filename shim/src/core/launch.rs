@@ -17,7 +17,7 @@
 
 use super::args::{arg_infos, classify};
 use super::contents::{self, Shape};
-use super::device::{device_record, queue_properties};
+use super::device::{device_record, queue_facts, QueueFacts};
 use super::flight::{self, Flight};
 use super::info;
 use super::inqueue::Around;
@@ -258,6 +258,9 @@ struct Plan {
     writer: &'static CaptureWriter,
     settings: &'static Settings,
     mode: BufferMode,
+    /// The queue's facts, looked up once per launch (the record's device and properties and
+    /// the pinned pool's context all come from them).
+    queue: QueueFacts,
     /// Memory object behind each argument (by index), for filling in contents.
     slots: Vec<Option<usize>>,
     /// Distinct memory objects to read, with their shape.
@@ -365,6 +368,7 @@ impl Plan {
                 return None;
             }
         };
+        let facts = queue_facts(next, queue);
         let record = LaunchRecord {
             id: 0,
             seq,
@@ -376,8 +380,8 @@ impl Plan {
             global_size: geo.global.clone(),
             local_size: geo.local.clone(),
             args,
-            device: device_record(next, queue),
-            queue_properties: queue_properties(next, queue),
+            device: device_record(next, facts.device),
+            queue_properties: facts.properties,
             launch_site: crate::site::capture(),
             thread: thread_id(),
             status: CL_SUCCESS,
@@ -388,6 +392,7 @@ impl Plan {
             writer,
             settings,
             mode: contents::mode(settings.buffers),
+            queue: facts,
             slots,
             reads,
             read_only,
@@ -397,7 +402,7 @@ impl Plan {
     }
 
     fn out_of_order(&self) -> bool {
-        self.record.queue_properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0
+        self.queue.properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0
     }
 
     /// Enqueues the pre-launch reads (None: nothing to read, or not allowed to).
@@ -449,14 +454,7 @@ impl Plan {
             return None;
         }
         self.reserved = bytes;
-        let mut around = Around::new(
-            next,
-            queue,
-            self.out_of_order(),
-            &self.reads,
-            &self.read_only,
-            reuse,
-        );
+        let mut around = Around::new(next, queue, self.queue, &self.reads, &self.read_only, reuse);
         around.before(app_wait);
         Some(around)
     }

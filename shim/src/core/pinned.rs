@@ -14,6 +14,7 @@
 //! are all free for [`IDLE`] is unmapped and released by the writer thread ([`trim`]), so the
 //! capture keeps no context of the application alive for long.
 
+use super::device::QueueFacts;
 use super::track::lock;
 use crate::Next;
 use opencl_sys::cl_function_types::*;
@@ -135,9 +136,9 @@ fn class_of(bytes: usize) -> Option<usize> {
     Some((size / MIN_CHUNK).trailing_zeros() as usize)
 }
 
-/// The pool of `queue`'s context (made at its first use; None: pinned memory is not to be had).
-pub(super) fn pool_for(next: &Next, queue: cl_command_queue) -> Option<Arc<Pool>> {
-    let facts = super::device::queue_facts(next, queue);
+/// The pool of the context of the queue with `facts` (made at its first use; None: pinned
+/// memory is not to be had).
+pub(super) fn pool_for(next: &Next, facts: QueueFacts) -> Option<Arc<Pool>> {
     let (context, device) = (facts.context, facts.device);
     if context == 0 || device == 0 {
         return None;
