@@ -3,7 +3,9 @@
 //! broken programs give a clear error. Also drives the `cltrap` binary for its exit codes.
 
 mod common;
-use common::{f32s, i32s, temp_dir};
+use common::{
+    arg_info, f32s, i32s, ndrange_record, put_blob, put_source_program, temp_dir, test_manifest,
+};
 
 use cltrap_analyzer::executor::{DeviceSelector, ExecError, InputArg, LaunchInput, Session};
 use cltrap_analyzer::replay::{replay_on, select, LaunchResult, Outcome};
@@ -20,55 +22,23 @@ const LOCAL2D: &str = "__kernel void sum2d(__global int* out, __local int* tmp, 
 
 const BROKEN: &str = "__kernel void broken(__global int* x) { x[0] = undefined_name; }\n";
 
-fn info(index: u32, name: &str, ty: &str, space: &str) -> ArgInfo {
-    ArgInfo {
-        index,
-        name: name.into(),
-        type_name: ty.into(),
-        address_space: space.into(),
-        qualifiers: String::new(),
-    }
-}
-
 struct Builder {
     w: CaptureWriter,
 }
 
 impl Builder {
     fn new(dir: &Path) -> Builder {
-        let manifest = Manifest {
-            format: FORMAT_NAME.into(),
-            version: FORMAT_VERSION,
-            writer: "analyzer test".into(),
-            pid: 0,
-            argv: vec![],
-            started_unix: 0,
-            buffer_mode: "full".into(),
-        };
         Builder {
-            w: CaptureWriter::create(dir, &manifest).unwrap(),
+            w: CaptureWriter::create(dir, &test_manifest("analyzer test")).unwrap(),
         }
     }
 
     fn program(&self, source: &str, options: &str) -> Hash {
-        let src = self.w.blobs.put(source.as_bytes()).unwrap();
-        let rec = ProgramRecord {
-            origin: ProgramOrigin::Source { sources: vec![src] },
-            options: options.into(),
-            devices: vec!["capturing device".into()],
-            build_site: None,
-        };
-        self.w
-            .blobs
-            .put(&serde_json::to_vec(&rec).unwrap())
-            .unwrap()
+        put_source_program(&self.w.blobs, source, options)
     }
 
     fn blob(&self, bytes: &[u8]) -> Content {
-        Content::Blob {
-            hash: self.w.blobs.put(bytes).unwrap(),
-            size: bytes.len() as u64,
-        }
+        put_blob(&self.w.blobs, bytes)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -82,7 +52,7 @@ impl Builder {
         after: &[u8],
     ) -> ArgRecord {
         ArgRecord::Buffer {
-            info: info(index, name, ty, "global"),
+            info: arg_info(index, name, ty, "global"),
             mem,
             flags: 1,
             size: before.len() as u64,
@@ -101,27 +71,14 @@ impl Builder {
         args: Vec<ArgRecord>,
     ) -> u64 {
         self.w
-            .append(LaunchRecord {
-                id: 0,
-                seq: 0,
-                kernel: kernel.into(),
-                program: program.clone(),
-                api: LaunchApi::NdRange,
-                work_dim: global.len() as u32,
-                global_offset: None,
-                global_size: global,
-                local_size: local,
+            .append(ndrange_record(
+                kernel,
+                program.clone(),
+                global,
+                None,
+                local,
                 args,
-                device: DeviceRecord {
-                    name: "capturing device".into(),
-                    ..Default::default()
-                },
-                queue_properties: 0,
-                launch_site: None,
-                thread: 1,
-                status: 0,
-                not_replayable: vec![],
-            })
+            ))
             .unwrap()
     }
 }
@@ -141,7 +98,7 @@ fn vadd_args(b: &Builder, n: usize, corrupt: Option<(usize, f32)>) -> Vec<ArgRec
         b.buffer(1, "b", "float*", 2, &f32s(&bb), &f32s(&bb)),
         b.buffer(2, "c", "float*", 3, &f32s(&c0), &f32s(&c1)),
         ArgRecord::Scalar {
-            info: info(3, "n", "uint", "private"),
+            info: arg_info(3, "n", "uint", "private"),
             bytes: hex::encode((n as u32).to_le_bytes()),
         },
     ]
@@ -270,11 +227,11 @@ fn local_memory_two_dimensions_and_offsets_replay() {
     let args = vec![
         b.buffer(0, "out", "int*", 1, &i32s(&before), &i32s(&after)),
         ArgRecord::Local {
-            info: info(1, "tmp", "int*", "local"),
+            info: arg_info(1, "tmp", "int*", "local"),
             size: 4 * 8,
         },
         ArgRecord::Scalar {
-            info: info(2, "w", "int", "private"),
+            info: arg_info(2, "w", "int", "private"),
             bytes: hex::encode(((w + ox) as i32).to_le_bytes()),
         },
     ];
@@ -305,7 +262,7 @@ fn hash_mode_outputs_are_compared_by_digest_and_missing_inputs_skip() {
     let good = i32s(&[11; 32]);
     let bad = i32s(&[12; 32]);
     let digest_arg = |index, name: &str, after: &[u8], before_known: bool| ArgRecord::Buffer {
-        info: info(index, name, "int*", "global"),
+        info: arg_info(index, name, "int*", "global"),
         mem: 4,
         flags: 1,
         size: zeros.len() as u64,
@@ -630,7 +587,7 @@ fn images_and_samplers_are_recreated_and_compared() {
         element_size: 4,
     };
     let img = |index, name: &str, mem, flags, before: &[u8], after: &[u8]| ArgRecord::Image {
-        info: info(index, name, "image2d_t", "global"),
+        info: arg_info(index, name, "image2d_t", "global"),
         mem,
         flags,
         image: image.clone(),
@@ -644,7 +601,7 @@ fn images_and_samplers_are_recreated_and_compared() {
             img(0, "src", 1, 4, &src, &src),
             img(1, "dst", 2, 2, &dst0, dst_after),
             ArgRecord::Sampler {
-                info: info(2, "smp", "sampler_t", "private"),
+                info: arg_info(2, "smp", "sampler_t", "private"),
                 normalized_coords: false,
                 addressing_mode: 0x1131,
                 filter_mode: 0x1140,
@@ -893,7 +850,7 @@ fn a_sub_buffer_passed_with_its_parent_stays_a_view_of_it() {
     let args = vec![
         b.buffer(0, "whole", "float*", 1, &f32s(&whole0), &f32s(&whole1)),
         ArgRecord::Buffer {
-            info: info(1, "part", "float*", "global"),
+            info: arg_info(1, "part", "float*", "global"),
             mem: 2,
             flags: 1,
             size: 256,
@@ -914,7 +871,7 @@ fn a_sub_buffer_passed_with_its_parent_stays_a_view_of_it() {
             &f32s(&part1.iter().map(|v| v + 1.0).collect::<Vec<_>>()),
         ),
         ArgRecord::Buffer {
-            info: info(1, "part", "float*", "global"),
+            info: arg_info(1, "part", "float*", "global"),
             mem: 2,
             flags: 1,
             size: 256,

@@ -45,6 +45,86 @@ pub fn from_u32s(b: &[u8]) -> Vec<u32> {
         .collect()
 }
 
+/// The manifest of a capture a test writes itself (`writer` names the test).
+pub fn test_manifest(writer: &str) -> Manifest {
+    Manifest {
+        format: FORMAT_NAME.into(),
+        version: FORMAT_VERSION,
+        writer: writer.into(),
+        pid: 0,
+        argv: vec![],
+        started_unix: 0,
+        buffer_mode: "full".into(),
+    }
+}
+
+/// Stores `bytes` as a blob of the capture and returns the content that refers to it.
+pub fn put_blob(blobs: &writer::BlobStore, bytes: &[u8]) -> Content {
+    Content::Blob {
+        hash: blobs.put(bytes).expect("blob"),
+        size: bytes.len() as u64,
+    }
+}
+
+/// Stores a program built from `source` with `options` on the capturing device; returns the
+/// hash a launch record names it by.
+pub fn put_source_program(blobs: &writer::BlobStore, source: &str, options: &str) -> Hash {
+    let src = blobs.put(source.as_bytes()).expect("blob");
+    let rec = ProgramRecord {
+        origin: ProgramOrigin::Source { sources: vec![src] },
+        options: options.into(),
+        devices: vec!["capturing device".into()],
+        build_site: None,
+    };
+    blobs
+        .put(&serde_json::to_vec(&rec).expect("json"))
+        .expect("blob")
+}
+
+/// What the capture records about argument `index` of a kernel.
+pub fn arg_info(index: u32, name: &str, ty: &str, space: &str) -> ArgInfo {
+    ArgInfo {
+        index,
+        name: name.into(),
+        type_name: ty.into(),
+        address_space: space.into(),
+        qualifiers: String::new(),
+    }
+}
+
+/// A successful `clEnqueueNDRangeKernel` launch record on the capturing device, as the shim
+/// writes one (the writer assigns the id and sequence number).
+pub fn ndrange_record(
+    kernel: &str,
+    program: Hash,
+    global: Vec<u64>,
+    offset: Option<Vec<u64>>,
+    local: Option<Vec<u64>>,
+    args: Vec<ArgRecord>,
+) -> LaunchRecord {
+    LaunchRecord {
+        id: 0,
+        seq: 0,
+        kernel: kernel.into(),
+        program,
+        api: LaunchApi::NdRange,
+        work_dim: global.len() as u32,
+        global_offset: offset,
+        global_size: global,
+        local_size: local,
+        args,
+        device: DeviceRecord {
+            name: "capturing device".into(),
+            ..Default::default()
+        },
+        queue_properties: 0,
+        launch_site: None,
+        thread: 1,
+        status: 0,
+        not_replayable: vec![],
+    }
+}
+
 /// One argument of a launch to capture.
 pub enum A {
     /// A global buffer: name, pointer type (`int*`), initial bytes.
@@ -75,15 +155,7 @@ pub struct Fixture {
 impl Fixture {
     pub fn new(name: &str) -> Fixture {
         let dir = temp_dir(name);
-        let manifest = Manifest {
-            format: FORMAT_NAME.into(),
-            version: FORMAT_VERSION,
-            writer: "analyzer analysis test".into(),
-            pid: 0,
-            argv: vec![],
-            started_unix: 0,
-            buffer_mode: "full".into(),
-        };
+        let manifest = test_manifest("analyzer analysis test");
         Fixture {
             options: String::new(),
             writer: CaptureWriter::create(&dir, &manifest).expect("capture dir"),
@@ -91,13 +163,6 @@ impl Fixture {
             session: Session::open(&DeviceSelector::default())
                 .expect("an OpenCL device (PoCL) is installed"),
             next_mem: 1,
-        }
-    }
-
-    fn blob(&self, bytes: &[u8]) -> Content {
-        Content::Blob {
-            hash: self.writer.blobs.put(bytes).expect("blob"),
-            size: bytes.len() as u64,
         }
     }
 
@@ -114,20 +179,7 @@ impl Fixture {
         args: Vec<A>,
     ) -> (u64, Vec<Option<Vec<u8>>>) {
         let source = kernel_source(file);
-        let src_hash = self.writer.blobs.put(source.as_bytes()).expect("blob");
-        let program = ProgramRecord {
-            origin: ProgramOrigin::Source {
-                sources: vec![src_hash],
-            },
-            options: self.options.clone(),
-            devices: vec!["capturing device".into()],
-            build_site: None,
-        };
-        let program_hash = self
-            .writer
-            .blobs
-            .put(&serde_json::to_vec(&program).expect("json"))
-            .expect("blob");
+        let program_hash = put_source_program(&self.writer.blobs, &source, &self.options);
         let input_args: Vec<InputArg> = args
             .iter()
             .map(|a| match a {
@@ -159,13 +211,7 @@ impl Fixture {
             .unwrap_or_else(|e| panic!("{kernel}: {e}"));
         let mut records = Vec::new();
         for (i, a) in args.iter().enumerate() {
-            let info = |name: &str, ty: &str, space: &str| ArgInfo {
-                index: i as u32,
-                name: name.into(),
-                type_name: ty.into(),
-                address_space: space.into(),
-                qualifiers: String::new(),
-            };
+            let info = |name: &str, ty: &str, space: &str| arg_info(i as u32, name, ty, space);
             records.push(match a {
                 A::Buf(name, ty, before) => {
                     let after = out.outputs[i].clone().expect("buffer read back");
@@ -176,8 +222,8 @@ impl Fixture {
                         flags: 1,
                         size: before.len() as u64,
                         sub_of: None,
-                        before: self.blob(before),
-                        after: self.blob(&after),
+                        before: put_blob(&self.writer.blobs, before),
+                        after: put_blob(&self.writer.blobs, &after),
                     }
                 }
                 A::Val(name, ty, bytes) => ArgRecord::Scalar {
@@ -192,27 +238,14 @@ impl Fixture {
         }
         let id = self
             .writer
-            .append(LaunchRecord {
-                id: 0,
-                seq: 0,
-                kernel: kernel.into(),
-                program: program_hash,
-                api: LaunchApi::NdRange,
-                work_dim: global.len() as u32,
-                global_offset: offset.map(<[u64]>::to_vec),
-                global_size: global.to_vec(),
-                local_size: local.map(<[u64]>::to_vec),
-                args: records,
-                device: DeviceRecord {
-                    name: "capturing device".into(),
-                    ..Default::default()
-                },
-                queue_properties: 0,
-                launch_site: None,
-                thread: 1,
-                status: 0,
-                not_replayable: vec![],
-            })
+            .append(ndrange_record(
+                kernel,
+                program_hash,
+                global.to_vec(),
+                offset.map(<[u64]>::to_vec),
+                local.map(<[u64]>::to_vec),
+                records,
+            ))
             .expect("append");
         (id, out.outputs)
     }
