@@ -92,12 +92,12 @@ impl<'a> Around<'a> {
 
     /// Host bytes all reads need (objects the kernel cannot change are read once, objects
     /// whose contents before are reused only after).
-    pub fn bytes(reads: &[(usize, Shape)], read_only: &[bool], reused: &[bool]) -> usize {
+    pub fn bytes(reads: &[(usize, Shape)], read_only: &[bool], reuse: &[Option<Reuse>]) -> usize {
         reads
             .iter()
             .zip(read_only)
-            .zip(reused)
-            .map(|(((_, s), ro), re)| s.bytes() * (usize::from(!*re) + usize::from(!*ro)))
+            .zip(reuse)
+            .map(|(((_, s), ro), re)| s.bytes() * (usize::from(re.is_none()) + usize::from(!*ro)))
             .sum()
     }
 

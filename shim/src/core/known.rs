@@ -91,6 +91,20 @@ impl Known {
     fn generation(&self, mem: usize) -> u64 {
         self.generations.get(&self.root(mem)).copied().unwrap_or(0)
     }
+
+    fn reuse(&self, mem: usize, queue: usize) -> Option<Reuse> {
+        let o = self.objects.get(&mem)?;
+        if !o.qualifies || self.mapped.get(&o.root).is_some_and(|n| *n > 0) {
+            return None;
+        }
+        let s = self.seen.get(&mem)?;
+        let generation = self.generation(mem);
+        (s.queue == queue && s.generation == generation && s.epoch == self.epoch).then(|| Reuse {
+            cell: s.cell.clone(),
+            generation,
+            epoch: self.epoch,
+        })
+    }
 }
 
 /// A memory object was created (`parent`: the buffer it is a sub-buffer or image of). A handle
@@ -151,21 +165,11 @@ pub(super) fn unmap(mem: usize, unmapped: bool) {
     }
 }
 
-/// Whether `mem`'s contents right before a launch on `queue` (in order, no wait list) are
-/// those an earlier recorded launch left there.
-pub(super) fn reuse(mem: usize, queue: usize) -> Option<Reuse> {
+/// Per object of `mems`: whether its contents right before a launch on `queue` (in order, no
+/// wait list) are those an earlier recorded launch left there. One lock for the whole launch.
+pub(super) fn reuse(mems: impl Iterator<Item = usize>, queue: usize) -> Vec<Option<Reuse>> {
     let k = lock(&KNOWN);
-    let o = k.objects.get(&mem)?;
-    if !o.qualifies || k.mapped.get(&o.root).is_some_and(|n| *n > 0) {
-        return None;
-    }
-    let s = k.seen.get(&mem)?;
-    let generation = k.generation(mem);
-    (s.queue == queue && s.generation == generation && s.epoch == k.epoch).then(|| Reuse {
-        cell: s.cell.clone(),
-        generation,
-        epoch: k.epoch,
-    })
+    mems.map(|mem| k.reuse(mem, queue)).collect()
 }
 
 /// After a recorded launch was enqueued: notes what it may have written and, when its reads

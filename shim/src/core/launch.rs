@@ -423,13 +423,9 @@ impl Plan {
         let reuse: Vec<Option<known::Reuse>> = if self.out_of_order() || !app_wait.is_empty() {
             self.reads.iter().map(|_| None).collect()
         } else {
-            self.reads
-                .iter()
-                .map(|(mem, _)| known::reuse(*mem, queue as usize))
-                .collect()
+            known::reuse(self.reads.iter().map(|(mem, _)| *mem), queue as usize)
         };
-        let reused: Vec<bool> = reuse.iter().map(Option::is_some).collect();
-        let bytes = Around::bytes(&self.reads, &self.read_only, &reused);
+        let bytes = Around::bytes(&self.reads, &self.read_only, &reuse);
         if let Err(full) = flight::admit(bytes) {
             let (missing, why) = match full {
                 flight::Full::Bytes => (
