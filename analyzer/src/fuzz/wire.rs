@@ -2,6 +2,7 @@
 //! line on its stdout. Byte contents travel as hex (test cases are small).
 
 use crate::executor::{InputArg, LaunchInput};
+use crate::values::{hex, unhex};
 use cltrap_capture::ImageRecord;
 use serde::{Deserialize, Serialize};
 
@@ -237,14 +238,6 @@ impl WireInput {
         ))
     }
 }
-
-/// Lower-case hex with a `0x` prefix (the spelling generated suites use).
-pub fn hex(bytes: &[u8]) -> String {
-    format!("0x{}", cltrap_capture::hex::encode(bytes))
-}
-
-/// The inverse of [`hex`] (`None` on bad input).
-pub use cltrap_capture::hex::decode as unhex;
 
 /// Outputs to hex.
 pub fn encode_outputs(o: &[Option<Vec<u8>>]) -> Vec<Option<String>> {
