@@ -18,18 +18,7 @@ fn known_capture(name: &str) -> Fixture {
         if n == 10 {
             f.options = "-DUNUSED=1".into();
         }
-        f.launch(
-            "coverage.cl",
-            "known",
-            &[16],
-            Some(&[4]),
-            None,
-            vec![
-                A::Buf("out", "int*", i32s(&[7; 16])),
-                uint("n", n),
-                uint("limit", limit),
-            ],
-        );
+        f.launch_known(n, limit);
     }
     f
 }
@@ -236,14 +225,7 @@ fn a_barrier_reached_by_whole_groups_is_covered_on_pocl() {
     // k = 4 of 4: whole groups reach the barrier. (k = 2 would be a divergence, undefined
     // behaviour that PoCL's CPU device papers over: it runs such a barrier for all or none of
     // a group's work-items, so the divergence is not observable there; see the next test.)
-    f.launch(
-        "coverage.cl",
-        "diverge",
-        &[8],
-        Some(&[4]),
-        None,
-        vec![A::Buf("out", "uint*", u32s(&[0; 8])), uint("k", 4)],
-    );
+    f.launch_diverge(4);
     let r = measure(&f.dir, None);
     let p = &r.programs[0];
     let sites = report::barrier_sites(p, &p.kernels[0]);

@@ -31,48 +31,15 @@ fn write_fixture_captures() {
     };
 
     let mut f = Fixture::new("dev-stencil");
-    let a: Vec<i32> = (0..4096).map(|i| (i * 37 % 11) - 5).collect();
-    f.launch(
-        "inter_group.cl",
-        "stencil_inplace",
-        &[4096],
-        Some(&[64]),
-        None,
-        vec![A::Buf("a", "int*", i32s(&a)), int("n", 4096)],
-    );
+    f.launch_stencil_inplace(4096, 64);
     keep(f, "stencil");
 
     let mut f = Fixture::new("dev-lastgroup");
-    let input: Vec<u32> = (0..65536).map(|i| i % 17 + 1).collect();
-    f.launch(
-        "inter_group.cl",
-        "reduce_last_group",
-        &[65536],
-        Some(&[64]),
-        None,
-        vec![
-            A::Buf("in", "uint*", u32s(&input)),
-            A::Buf("partial", "uint*", u32s(&[0; 1024])),
-            A::Buf("total", "uint*", u32s(&[0])),
-            A::Loc("tmp", "uint*", 64 * 4),
-        ],
-    );
+    f.launch_reduce_last_group(65536, 64);
     keep(f, "lastgroup");
 
     let mut f = Fixture::new("dev-lockstep");
-    let input: Vec<u32> = (0..65536).map(|i| i % 13 + 1).collect();
-    f.launch(
-        "nondeterministic.cl",
-        "reduce_lockstep",
-        &[65536],
-        Some(&[256]),
-        None,
-        vec![
-            A::Buf("in", "uint*", u32s(&input)),
-            A::Buf("partial", "uint*", u32s(&[0; 256])),
-            A::Loc("tmp", "uint*", 256 * 4),
-        ],
-    );
+    f.launch_reduce_lockstep(65536, 256);
     keep(f, "lockstep");
 
     let mut f = Fixture::new("dev-racefree");
@@ -82,28 +49,10 @@ fn write_fixture_captures() {
 
     let mut f = Fixture::new("dev-cover");
     for (n, limit) in [(16, 4), (16, 0), (10, 3)] {
-        f.launch(
-            "coverage.cl",
-            "known",
-            &[16],
-            Some(&[4]),
-            None,
-            vec![
-                A::Buf("out", "int*", i32s(&[7; 16])),
-                uint("n", n),
-                uint("limit", limit),
-            ],
-        );
+        f.launch_known(n, limit);
     }
-    for k in [4u32, 2] {
-        f.launch(
-            "coverage.cl",
-            "diverge",
-            &[8],
-            Some(&[4]),
-            None,
-            vec![A::Buf("out", "uint*", u32s(&[0; 8])), uint("k", k)],
-        );
+    for k in [4, 2] {
+        f.launch_diverge(k);
     }
     keep(f, "cover");
 }

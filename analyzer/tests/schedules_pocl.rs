@@ -169,19 +169,7 @@ fn atomic_tickets_depend_on_group_order_and_are_flagged() {
 fn a_lock_step_local_reduction_without_barriers_is_nondeterministic_on_pocl() {
     let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
     let mut f = Fixture::new("lockstep");
-    let input: Vec<u32> = (0..1024).map(|i| i % 13 + 1).collect();
-    let (_, outs) = f.launch(
-        "nondeterministic.cl",
-        "reduce_lockstep",
-        &[1024],
-        Some(&[64]),
-        None,
-        vec![
-            A::Buf("in", "uint*", u32s(&input)),
-            A::Buf("partial", "uint*", u32s(&[0; 16])),
-            A::Loc("tmp", "uint*", 64 * 4),
-        ],
-    );
+    let (input, outs) = f.launch_reduce_lockstep(1024, 64);
     let got = from_u32s(outs[1].as_deref().unwrap());
     let want: Vec<u32> = input.chunks(64).map(|c| c.iter().sum()).collect();
     assert_ne!(

@@ -22,15 +22,7 @@ const ENV: &[(&str, &str)] = &[("POCL_MAX_PTHREAD_COUNT", "1")];
 
 fn stencil_capture(name: &str) -> Fixture {
     let mut f = Fixture::new(name);
-    let a: Vec<i32> = (0..256).map(|i| (i * 37 % 11) - 5).collect();
-    f.launch(
-        "inter_group.cl",
-        "stencil_inplace",
-        &[256],
-        Some(&[16]),
-        None,
-        vec![A::Buf("a", "int*", i32s(&a)), int("n", 256)],
-    );
+    f.launch_stencil_inplace(256, 16);
     f
 }
 
@@ -85,20 +77,7 @@ fn an_in_place_stencil_is_schedule_dependent_and_the_seed_reproduces_it() {
 fn a_reduction_reading_other_groups_partial_results_is_schedule_dependent() {
     let _g = one_thread();
     let mut f = Fixture::new("lastgroup");
-    let input: Vec<u32> = (0..2048).map(|i| i % 17 + 1).collect();
-    let (_, outs) = f.launch(
-        "inter_group.cl",
-        "reduce_last_group",
-        &[2048],
-        Some(&[64]),
-        None,
-        vec![
-            A::Buf("in", "uint*", u32s(&input)),
-            A::Buf("partial", "uint*", u32s(&[0; 32])),
-            A::Buf("total", "uint*", u32s(&[0])),
-            A::Loc("tmp", "uint*", 64 * 4),
-        ],
-    );
+    let (input, outs) = f.launch_reduce_last_group(2048, 64);
     // Run in order on one thread, the last group sees every partial sum.
     let total = from_u32s(outs[2].as_deref().unwrap())[0];
     assert_eq!(total, input.iter().sum::<u32>());

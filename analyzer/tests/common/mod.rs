@@ -143,6 +143,9 @@ pub fn int(name: &'static str, v: i32) -> A {
     A::Val(name, "int", v.to_le_bytes().to_vec())
 }
 
+/// The recorded post-launch contents of each argument (`None` for scalars and `__local`).
+pub type Outputs = Vec<Option<Vec<u8>>>;
+
 pub struct Fixture {
     pub dir: PathBuf,
     /// Build options recorded for the programs of the next launches.
@@ -177,7 +180,7 @@ impl Fixture {
         local: Option<&[u64]>,
         offset: Option<&[u64]>,
         args: Vec<A>,
-    ) -> (u64, Vec<Option<Vec<u8>>>) {
+    ) -> (u64, Outputs) {
         let source = kernel_source(file);
         let program_hash = put_source_program(&self.writer.blobs, &source, &self.options);
         let input_args: Vec<InputArg> = args
@@ -266,6 +269,99 @@ impl Fixture {
                 A::Buf("C", "float*", f32s(&vec![0.0; m * m])),
                 int("n", m as i32),
             ],
+        );
+    }
+
+    /// Captures `stencil_inplace` (inter_group.cl): `n` ints in work-groups of `group`, each
+    /// item reading its neighbours' elements that other groups overwrite in place.
+    pub fn launch_stencil_inplace(&mut self, n: u32, group: u64) {
+        let a: Vec<i32> = (0..n as i32).map(|i| (i * 37 % 11) - 5).collect();
+        self.launch(
+            "inter_group.cl",
+            "stencil_inplace",
+            &[n as u64],
+            Some(&[group]),
+            None,
+            vec![A::Buf("a", "int*", i32s(&a)), int("n", n as i32)],
+        );
+    }
+
+    /// Captures `reduce_last_group` (inter_group.cl): `n` inputs summed per work-group of
+    /// `group`, the group that finishes last summing the partial sums into `total`.
+    /// Returns the inputs and the recorded outputs.
+    pub fn launch_reduce_last_group(&mut self, n: u32, group: u64) -> (Vec<u32>, Outputs) {
+        let input: Vec<u32> = (0..n).map(|i| i % 17 + 1).collect();
+        let (_, outs) = self.launch(
+            "inter_group.cl",
+            "reduce_last_group",
+            &[n as u64],
+            Some(&[group]),
+            None,
+            vec![
+                A::Buf("in", "uint*", u32s(&input)),
+                A::Buf(
+                    "partial",
+                    "uint*",
+                    u32s(&vec![0; (n as u64 / group) as usize]),
+                ),
+                A::Buf("total", "uint*", u32s(&[0])),
+                A::Loc("tmp", "uint*", group * 4),
+            ],
+        );
+        (input, outs)
+    }
+
+    /// Captures `reduce_lockstep` (nondeterministic.cl): `n` inputs summed per work-group of
+    /// `group` without the barriers the reduction needs. Returns the inputs and the recorded
+    /// outputs.
+    pub fn launch_reduce_lockstep(&mut self, n: u32, group: u64) -> (Vec<u32>, Outputs) {
+        let input: Vec<u32> = (0..n).map(|i| i % 13 + 1).collect();
+        let (_, outs) = self.launch(
+            "nondeterministic.cl",
+            "reduce_lockstep",
+            &[n as u64],
+            Some(&[group]),
+            None,
+            vec![
+                A::Buf("in", "uint*", u32s(&input)),
+                A::Buf(
+                    "partial",
+                    "uint*",
+                    u32s(&vec![0; (n as u64 / group) as usize]),
+                ),
+                A::Loc("tmp", "uint*", group * 4),
+            ],
+        );
+        (input, outs)
+    }
+
+    /// Captures `known` (coverage.cl): 16 work-items in groups of 4; items at or past `n`
+    /// and groups at or past `limit` return early.
+    pub fn launch_known(&mut self, n: u32, limit: u32) {
+        self.launch(
+            "coverage.cl",
+            "known",
+            &[16],
+            Some(&[4]),
+            None,
+            vec![
+                A::Buf("out", "int*", i32s(&[7; 16])),
+                uint("n", n),
+                uint("limit", limit),
+            ],
+        );
+    }
+
+    /// Captures `diverge` (coverage.cl): 8 work-items in groups of 4, the first `k` of each
+    /// group taking the branch that holds a barrier.
+    pub fn launch_diverge(&mut self, k: u32) {
+        self.launch(
+            "coverage.cl",
+            "diverge",
+            &[8],
+            Some(&[4]),
+            None,
+            vec![A::Buf("out", "uint*", u32s(&[0; 8])), uint("k", k)],
         );
     }
 
