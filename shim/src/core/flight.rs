@@ -203,7 +203,12 @@ impl Calls {
     pub fn of(next: &Next) -> Calls {
         static PINNED: AtomicUsize = AtomicUsize::new(0);
         let key = next.clReleaseEvent.map_or(0, |f| f as usize);
-        if key != 0 && PINNED.swap(key, Ordering::Relaxed) != key {
+        // Read before swapping: every launch comes here, and an unconditional swap would be a
+        // write to one shared cache line per launch from every launching thread.
+        if key != 0
+            && PINNED.load(Ordering::Relaxed) != key
+            && PINNED.swap(key, Ordering::Relaxed) != key
+        {
             pin_module(key);
             pin_module(writer_loop as *const () as usize);
         }
