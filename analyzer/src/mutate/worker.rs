@@ -7,7 +7,7 @@
 //! worker that misses it (TIMEOUT) and turns a worker that dies into RUNTIME-ERROR, then starts
 //! a fresh one and goes on.
 
-use super::Status;
+use super::{selector_extras, Status};
 use crate::executor::{
     check_outputs, BuildOptions, BuiltProgram, DeviceSelector, Expected, InputArg, LaunchInput,
     Session,
@@ -423,10 +423,7 @@ impl WorkerState {
                             warm: self.warm.contains(&warm),
                             original: true,
                         });
-                        let mut extras = vec![
-                            InputArg::Scalar(0u32.to_le_bytes().to_vec()),
-                            word_buffer(&[0, u32::MAX, 0]),
-                        ];
+                        let mut extras = selector_extras(0, u32::MAX);
                         extras.extend(seed.map(|s| perm(original, s)));
                         let need = session
                             .run(reference, original, &extras)
@@ -442,10 +439,7 @@ impl WorkerState {
                     _ => 0,
                 };
                 let budget = cltrap_kernel::mutate::barrier_loop_budget(need);
-                let mut extras = vec![
-                    InputArg::Scalar(job.mutant.to_le_bytes().to_vec()),
-                    word_buffer(&[0, budget, 0]),
-                ];
+                let mut extras = selector_extras(job.mutant, budget);
                 if let Some(s) = seed {
                     extras.push(perm(&input, s));
                 }
@@ -470,11 +464,7 @@ impl WorkerState {
                         warm: false,
                         original: job.source == job.reference,
                     });
-                    let original = [
-                        InputArg::Scalar(0u32.to_le_bytes().to_vec()),
-                        word_buffer(&[0, budget, 0]),
-                    ];
-                    let mut warm_extras = original.to_vec();
+                    let mut warm_extras = selector_extras(0, budget);
                     warm_extras.extend(extras.iter().skip(2).cloned());
                     let _ = session.run(program, &input, &warm_extras);
                     self.warm.insert(warm);
