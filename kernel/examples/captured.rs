@@ -6,25 +6,23 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use cltrap_analyzer::executor::{BuildOptions, DeviceSelector, InputArg, LaunchInput, Session};
-use cltrap_capture::{Capture, LaunchRecord, ProgramOrigin};
+use cltrap_analyzer::variant::program_source;
+use cltrap_capture::{Capture, LaunchRecord};
 use cltrap_kernel::coverage::{instrument_coverage, CoverageOptions};
 use cltrap_kernel::permute::{identity_permutation, permute_schedule, random_permutation};
 
-fn words(v: &[u32]) -> Vec<u8> {
-    v.iter().flat_map(|w| w.to_le_bytes()).collect()
+/// A read-write buffer holding `v`: the counter buffer or permutation table a pass appends.
+fn words_buffer(v: &[u32]) -> InputArg {
+    InputArg::Buffer {
+        mem: None,
+        flags: 1,
+        bytes: v.iter().flat_map(|w| w.to_le_bytes()).collect(),
+    }
 }
 
 fn one(s: &Session, cap: &Capture, rec: &LaunchRecord) -> Result<String, String> {
     let program = cap.program(&rec.program).map_err(|e| e.to_string())?;
-    let ProgramOrigin::Source { sources } = &program.origin else {
-        return Err("not a source program".into());
-    };
-    let texts: Vec<String> = sources
-        .iter()
-        .map(|h| cap.source_text(h))
-        .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
-    let source = texts.concat();
+    let source = program_source(cap, &program).map_err(|e| e.to_string())?;
     let model =
         cltrap_kernel::parse_program(&source, &program.options).map_err(|e| e.to_string())?;
     let input = LaunchInput::from_record(cap, rec).map_err(|e| e.to_string())?;
@@ -52,15 +50,7 @@ fn one(s: &Session, cap: &Capture, rec: &LaunchRecord) -> Result<String, String>
         .map
         .initial_buffer(&input.global_size, input.local_size.as_deref());
     let out = s
-        .run(
-            &built,
-            &input,
-            &[InputArg::Buffer {
-                mem: None,
-                flags: 1,
-                bytes: words(&init),
-            }],
-        )
+        .run(&built, &input, &[words_buffer(&init)])
         .map_err(|e| e.to_string())?;
     let same_cov = out.outputs[..n] == plain[..];
     let cov_ns = out.kernel_ns.unwrap_or(0);
@@ -98,15 +88,7 @@ fn one(s: &Session, cap: &Capture, rec: &LaunchRecord) -> Result<String, String>
     let mut perm_report = Vec::new();
     for (name, t) in tables {
         let out = s
-            .run(
-                &built,
-                &input,
-                &[InputArg::Buffer {
-                    mem: None,
-                    flags: 1,
-                    bytes: words(&t),
-                }],
-            )
+            .run(&built, &input, &[words_buffer(&t)])
             .map_err(|e| e.to_string())?;
         perm_report.push(format!(
             "{name} {}",

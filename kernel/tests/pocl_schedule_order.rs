@@ -3,7 +3,10 @@
 //! the inverse of the table. (Its own test binary: the thread count must be set before PoCL
 //! starts.)
 
-use cltrap_analyzer::executor::{DeviceSelector, InputArg, LaunchInput, Session};
+mod common;
+use common::{buffer, fixture, to_words, words};
+
+use cltrap_analyzer::executor::{DeviceSelector, LaunchInput, Session};
 use cltrap_kernel::parse_program;
 use cltrap_kernel::permute::{permute_schedule, random_permutation};
 
@@ -11,11 +14,7 @@ use cltrap_kernel::permute::{permute_schedule, random_permutation};
 fn logical_groups_run_in_the_order_the_table_says() {
     // SAFETY (edition 2021: safe fn): set before any OpenCL call, in this single-test binary.
     std::env::set_var("POCL_MAX_PTHREAD_COUNT", "1");
-    let src = std::fs::read_to_string(format!(
-        "{}/tests/kernels/group_order.cl",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
+    let src = fixture("group_order.cl");
     let perm = permute_schedule(&parse_program(&src, "").unwrap()).unwrap();
     let s = Session::open(&DeviceSelector::default()).expect("PoCL");
     let built = s.build_source(&perm.source, "").unwrap();
@@ -26,38 +25,11 @@ fn logical_groups_run_in_the_order_the_table_says() {
         global_offset: None,
         global_size: vec![64],
         local_size: Some(vec![4]),
-        args: vec![
-            InputArg::Buffer {
-                mem: None,
-                flags: 1,
-                bytes: vec![0; 16 * 4],
-            },
-            InputArg::Buffer {
-                mem: None,
-                flags: 1,
-                bytes: vec![0; 4],
-            },
-        ],
+        args: vec![buffer(vec![0; 16 * 4]), buffer(vec![0; 4])],
         stand_ins: vec![],
     };
-    let bytes: Vec<u8> = table.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let out = s
-        .run(
-            &built,
-            &input,
-            &[InputArg::Buffer {
-                mem: None,
-                flags: 1,
-                bytes,
-            }],
-        )
-        .unwrap();
-    let order: Vec<u32> = out.outputs[0]
-        .as_ref()
-        .unwrap()
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
+    let out = s.run(&built, &input, &[buffer(words(&table))]).unwrap();
+    let order = to_words(out.outputs[0].as_ref().unwrap());
     let mut inverse = vec![0u32; table.len()];
     for (physical, logical) in table.iter().enumerate() {
         inverse[*logical as usize] = physical as u32;
