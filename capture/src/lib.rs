@@ -100,7 +100,7 @@ mod tests {
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
         w.append(launch("p")).unwrap();
         drop(w);
-        let log = dir.join("launches.jsonl");
+        let log = dir.join(LAUNCHES_FILE);
         let mut bytes = std::fs::read(&log).unwrap();
         bytes.extend_from_slice(b"{\"id\":1,\"kern");
         std::fs::write(&log, &bytes).unwrap();
@@ -130,41 +130,22 @@ mod tests {
         assert!(e.contains("999") && e.contains("reads"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
-}
-
-#[cfg(test)]
-mod id_tests {
-    use super::*;
 
     #[test]
     fn a_continued_capture_never_reuses_an_id_after_a_hole() {
         let dir = std::env::temp_dir().join(format!("cltrap-hole-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let m = Manifest {
-            format: FORMAT_NAME.into(),
-            version: FORMAT_VERSION,
-            writer: "test".into(),
-            pid: 1,
-            argv: vec![],
-            started_unix: 0,
-            buffer_mode: "full".into(),
-        };
-        let w = CaptureWriter::create(&dir, &m).unwrap();
+        let w = CaptureWriter::create(&dir, &manifest()).unwrap();
         let a = w.take_id();
         let _lost = w.take_id();
         let c = w.take_id();
-        let mut rec: LaunchRecord = serde_json::from_str(
-            r#"{"id":0,"kernel":"k","program":"p","api":"nd_range","work_dim":1,
-                "global_size":[1],"args":[],"device":{"platform":"","name":"","vendor":"",
-                "driver_version":"","version":""},"status":0}"#,
-        )
-        .unwrap();
+        let mut rec = launch("p");
         rec.id = a;
         let mut rec_c = rec.clone();
         rec_c.id = c;
         w.append_numbered(&[rec, rec_c]).unwrap();
         drop(w);
-        let w = CaptureWriter::create(&dir, &m).unwrap();
+        let w = CaptureWriter::create(&dir, &manifest()).unwrap();
         assert_eq!(w.take_id(), c + 1);
         let _ = std::fs::remove_dir_all(&dir);
     }
