@@ -2,13 +2,13 @@
 //! one-mutant programs that parse, and — on PoCL — every mutant selected in the schema
 //! computing exactly what the same mutant compiled on its own computes.
 
-use cltrap_analyzer::executor::{DeviceSelector, InputArg, LaunchInput, Session};
+use cltrap_analyzer::executor::{BuiltProgram, DeviceSelector, InputArg, LaunchInput, Session};
 use cltrap_kernel::mutate::{self, MutateOptions, Operator};
 use cltrap_kernel::parse_program;
 use std::collections::BTreeSet;
 
 mod common;
-use common::{buffer, fixture};
+use common::{buffer, bytes_of, fixture, to_words, words};
 
 fn all() -> Vec<mutate::Mutant> {
     let p = parse_program(&fixture("mutate_mix.cl"), "").expect("parses");
@@ -163,10 +163,7 @@ fn the_schema_and_every_one_mutant_program_parse() {
 
 /// A watchdog buffer: flag, barrier-loop budget, the original's barrier-loop need.
 fn watchdog(barrier_budget: u32) -> Vec<u8> {
-    [0, barrier_budget, 0]
-        .iter()
-        .flat_map(|w: &u32| w.to_le_bytes())
-        .collect()
+    words(&[0, barrier_budget, 0])
 }
 
 fn run(s: &Session, src: &str, selector: u32) -> (Vec<u8>, Vec<u8>, u32) {
@@ -177,10 +174,7 @@ fn run_kernel(s: &Session, src: &str, kernel: &str, selector: u32) -> (Vec<u8>, 
     let prog = s
         .build_source(src, "-D__CLTRAP_BUDGET=1000u")
         .unwrap_or_else(|e| panic!("{e}\n{src}"));
-    let input: Vec<u8> = [3i32, -4, 7, 0, 12, 5, 5, -9, 1, 8, 2, 6, -1, 9, 4, 7]
-        .iter()
-        .flat_map(|v| v.to_le_bytes())
-        .collect();
+    let input = bytes_of(&[3, -4, 7, 0, 12, 5, 5, -9, 1, 8, 2, 6, -1, 9, 4, 7]);
     let launch = LaunchInput {
         kernel: kernel.into(),
         work_dim: 1,
@@ -296,6 +290,34 @@ fn barriers_fixture() -> (String, cltrap_kernel::Program) {
     (src, parsed)
 }
 
+/// Runs `kernel` of the barriers fixture on `input` (32 work-items in groups of 8) with
+/// `selector` and a barrier-loop `budget`: its output buffer and the watchdog's words.
+fn run_barriers(
+    s: &Session,
+    prog: &BuiltProgram,
+    kernel: &str,
+    input: &[i32],
+    selector: u32,
+    budget: u32,
+) -> (Vec<u8>, Vec<u32>) {
+    let launch = LaunchInput {
+        kernel: kernel.into(),
+        work_dim: 1,
+        global_offset: None,
+        global_size: vec![32],
+        local_size: Some(vec![8]),
+        args: vec![buffer(bytes_of(input)), buffer(vec![0; 64 * 4])],
+        stand_ins: vec![],
+    };
+    let extras = [
+        InputArg::Scalar(selector.to_le_bytes().to_vec()),
+        buffer(watchdog(budget)),
+    ];
+    let out = s.run(prog, &launch, &extras).expect("runs");
+    let wd = out.outputs[3].clone().expect("watchdog");
+    (out.outputs[1].clone().expect("out"), to_words(&wd))
+}
+
 #[test]
 fn barrier_mutants_are_renamed_copies_of_every_kernel_that_reaches_them() {
     let (_, p) = barriers_fixture();
@@ -356,30 +378,9 @@ fn barrier_copies_and_fences_in_the_schema_compute_what_they_compute_compiled_al
     let built = s
         .build_source(&schema.source, "-D__CLTRAP_BUDGET=1000u")
         .unwrap_or_else(|e| panic!("{e}\n{}", schema.source));
-    let run = |prog: &cltrap_analyzer::executor::BuiltProgram, kernel: &str, selector: u32| {
-        let input: Vec<u8> = (0..32i32)
-            .flat_map(|v| (v * 7 - 40).to_le_bytes())
-            .collect();
-        let launch = LaunchInput {
-            kernel: kernel.into(),
-            work_dim: 1,
-            global_offset: None,
-            global_size: vec![32],
-            local_size: Some(vec![8]),
-            args: vec![buffer(input), buffer(vec![0; 64 * 4])],
-            stand_ins: vec![],
-        };
-        let out = s
-            .run(
-                prog,
-                &launch,
-                &[
-                    InputArg::Scalar(selector.to_le_bytes().to_vec()),
-                    buffer(watchdog(u32::MAX)),
-                ],
-            )
-            .expect("runs");
-        out.outputs[1].clone().expect("out")
+    let input: Vec<i32> = (0..32).map(|v| v * 7 - 40).collect();
+    let run = |prog: &BuiltProgram, kernel: &str, selector: u32| {
+        run_barriers(&s, prog, kernel, &input, selector, u32::MAX).0
     };
     let mut killed = 0;
     let gpu: Vec<&mutate::Mutant> = ms
@@ -463,28 +464,9 @@ fn an_endless_loop_with_a_barrier_is_stopped_uniformly_by_a_budget_derived_from_
     let built = s
         .build_source(&schema.source, "")
         .unwrap_or_else(|e| panic!("{e}\n{}", schema.source));
-    let run = |selector: u32, budget: u32| -> (Vec<u8>, Vec<u32>) {
-        let input: Vec<u8> = (0..32i32).flat_map(|v| (v * 5 - 9).to_le_bytes()).collect();
-        let launch = LaunchInput {
-            kernel: "reduce_pairs".into(),
-            work_dim: 1,
-            global_offset: None,
-            global_size: vec![32],
-            local_size: Some(vec![8]),
-            args: vec![buffer(input), buffer(vec![0; 64 * 4])],
-            stand_ins: vec![],
-        };
-        let extras = [
-            InputArg::Scalar(selector.to_le_bytes().to_vec()),
-            buffer(watchdog(budget)),
-        ];
-        let out = s.run(&built, &launch, &extras).expect("runs");
-        let wd = out.outputs[3].clone().expect("watchdog");
-        let words = wd
-            .chunks(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        (out.outputs[1].clone().expect("out"), words)
+    let input: Vec<i32> = (0..32).map(|v| v * 5 - 9).collect();
+    let run = |selector: u32, budget: u32| {
+        run_barriers(&s, &built, "reduce_pairs", &input, selector, budget)
     };
     // `for (uint s = 4; s > 0; s >>= 1)`: three iterations, recorded by the original.
     let (original, wd) = run(0, u32::MAX);
