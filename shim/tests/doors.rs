@@ -4,9 +4,9 @@
 //! Each test compiles a small C host program from `fixtures/`, runs it natively and under
 //! `libcltrap.so`, and compares. Needs `cc`, the OpenCL headers, ocl-icd and PoCL.
 
-use cltrap_capture::{ArgRecord, Capture, Content, ProgramOrigin, ProgramRecord};
+use cltrap_capture::{ArgRecord, Capture, ProgramOrigin, ProgramRecord};
 mod swap_support;
-use swap_support::{build, shim, tmp};
+use swap_support::{build, f32s, i32s, shim, tmp};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -36,14 +36,6 @@ fn run(cmd: &Path, args: &[&str], env: &[(&str, &Path)], extra: &[(&str, &str)])
 
 fn kernels(c: &Capture) -> Vec<&str> {
     c.launches.iter().map(|l| l.kernel.as_str()).collect()
-}
-
-fn blob_f32(c: &Capture, content: &Content) -> Vec<f32> {
-    let bytes = c.content(content, "buffer").expect("content stored");
-    bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
 }
 
 #[test]
@@ -117,7 +109,7 @@ fn preloaded_vector_add_is_recorded_once_with_arguments_contents_and_program() {
     else {
         panic!("buffers expected")
     };
-    let (a, b, out) = (blob_f32(&c, a), blob_f32(&c, b), blob_f32(&c, out));
+    let (a, b, out) = (f32s(&c, a), f32s(&c, b), f32s(&c, out));
     for i in [0, 1, 500, 1023] {
         assert_eq!(
             out[i],
@@ -232,7 +224,7 @@ fn edge_cases_keep_the_apps_behaviour_and_are_recorded() {
     };
     assert_eq!((image.width, image.height, image.element_size), (8, 4, 16));
     assert_eq!(*addressing_mode, 0x1132, "CL_ADDRESS_CLAMP");
-    let (inp, outp) = (blob_f32(&c, before), blob_f32(&c, after));
+    let (inp, outp) = (f32s(&c, before), f32s(&c, after));
     assert!(
         inp.iter().zip(&outp).all(|(i, o)| *o == 2.0 * i),
         "host-inaccessible image read via staging"
@@ -253,15 +245,8 @@ fn edge_cases_keep_the_apps_behaviour_and_are_recorded() {
     let ArgRecord::Buffer { before, after, .. } = &gated.args[0] else {
         panic!("buffer expected: {:?}", gated.args)
     };
-    let ints = |content: &Content| -> Vec<i32> {
-        c.content(content, "buffer")
-            .expect("content stored")
-            .chunks_exact(4)
-            .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-            .collect()
-    };
-    assert_eq!(ints(before), [42, 0, 0, 0], "the task wrote 42 before");
-    assert_eq!(ints(after), [42, 0, 0, 0]);
+    assert_eq!(i32s(&c, before), [42, 0, 0, 0], "the task wrote 42 before");
+    assert_eq!(i32s(&c, after), [42, 0, 0, 0]);
 }
 
 #[test]
@@ -333,13 +318,6 @@ fn asynchronous_reads_see_exactly_what_each_launch_saw_in_order_and_out_of_order
         assert!(out.status.success(), "mode {mode}");
         let c = Capture::open(&cap).expect("capture reads back");
         assert_eq!(c.launches.len(), 300, "mode {mode}: every launch recorded");
-        let ints = |content: &Content| -> Vec<i32> {
-            c.content(content, "buffer")
-                .expect("content stored")
-                .chunks_exact(4)
-                .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-                .collect()
-        };
         for (i, l) in c.launches.iter().enumerate() {
             assert_eq!(l.id, i as u64, "mode {mode}: ids follow the enqueues");
             let ArgRecord::Buffer { before, after, .. } = &l.args[0] else {
@@ -347,12 +325,12 @@ fn asynchronous_reads_see_exactly_what_each_launch_saw_in_order_and_out_of_order
             };
             // Launch i sees i in every element and leaves i + 1.
             assert_eq!(
-                ints(before),
+                i32s(&c, before),
                 vec![i as i32; 64],
                 "mode {mode}, launch {i} before"
             );
             assert_eq!(
-                ints(after),
+                i32s(&c, after),
                 vec![i as i32 + 1; 64],
                 "mode {mode}, launch {i} after"
             );
@@ -360,7 +338,7 @@ fn asynchronous_reads_see_exactly_what_each_launch_saw_in_order_and_out_of_order
             let ArgRecord::Buffer { before, after, .. } = &l.args[1] else {
                 panic!("buffer expected: {:?}", l.args)
             };
-            assert_eq!(ints(before), [1], "mode {mode}");
+            assert_eq!(i32s(&c, before), [1], "mode {mode}");
             assert_eq!(before, after, "mode {mode}");
         }
     }

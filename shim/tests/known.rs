@@ -11,7 +11,7 @@
 
 use cltrap_capture::{ArgRecord, Capture, Content};
 mod swap_support;
-use swap_support::{build, shim, tmp};
+use swap_support::{build, i32s, shim, tmp};
 
 use std::process::Command;
 
@@ -34,14 +34,6 @@ fn expectations(stdout: &str) -> Vec<Pre> {
                 value: w.next()?.parse().ok()?,
             })
         })
-        .collect()
-}
-
-fn ints(c: &Capture, content: &Content) -> Vec<i32> {
-    c.content(content, "argument")
-        .expect("content stored")
-        .chunks_exact(4)
-        .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
         .collect()
 }
 
@@ -98,7 +90,7 @@ fn launches_record_what_they_saw_after_every_kind_of_write_in_between() {
             p.index,
             launch.kernel
         );
-        let got = ints(&c, before);
+        let got = i32s(&c, before);
         assert_eq!(
             got,
             vec![p.value; got.len().max(1)],

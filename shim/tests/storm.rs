@@ -8,7 +8,7 @@
 
 use cltrap_capture::{ArgRecord, Capture, Content};
 mod swap_support;
-use swap_support::{build, shim, tmp};
+use swap_support::{build, f32s, shim, tmp};
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -48,11 +48,7 @@ fn y_after(c: &Capture, launch: usize) -> Vec<f32> {
         !matches!(after, Content::Missing { .. }),
         "launch {launch}: contents missing: {after:?}"
     );
-    c.content(after, "buffer")
-        .expect("content stored")
-        .chunks_exact(4)
-        .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
+    f32s(c, after)
 }
 
 /// Every launch is recorded once, in order, and each one's `y` after is the running sum of

@@ -134,3 +134,21 @@ pub fn assert_ok(o: &Output, what: &str) {
         stderr(o)
     );
 }
+
+/// A recorded buffer's contents as native-endian `i32`s (panics when they were not stored).
+pub fn i32s(c: &cltrap_capture::Capture, content: &cltrap_capture::Content) -> Vec<i32> {
+    c.content(content, "buffer")
+        .expect("content stored")
+        .chunks_exact(4)
+        .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+/// A recorded buffer's contents as native-endian `f32`s (panics when they were not stored).
+pub fn f32s(c: &cltrap_capture::Capture, content: &cltrap_capture::Content) -> Vec<f32> {
+    c.content(content, "buffer")
+        .expect("content stored")
+        .chunks_exact(4)
+        .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
