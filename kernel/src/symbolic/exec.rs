@@ -33,6 +33,31 @@ struct State {
     reads: Vec<(usize, BV)>,
 }
 
+impl State {
+    /// Adds a memory region and returns a pointer to its start (for `dims` of more than one
+    /// dimension, a pointer to its rows): how every buffer, `__local` and array enters a path.
+    fn add_region(&mut self, region: Region, dims: &[u64]) -> Val {
+        self.regions.push(region);
+        let region = self.regions.len() - 1;
+        let off = BV::from_u64(0, 64);
+        if dims.len() > 1 {
+            Val::Rows {
+                region,
+                off,
+                dims: dims[1..].to_vec(),
+            }
+        } else {
+            Val::Ptr { region, off }
+        }
+    }
+}
+
+/// An unconstrained array of `bits`-bit elements indexed by 64-bit offsets, named `name`
+/// (the name shows in the solver's model, where inputs are read back by it).
+fn input_array(name: String, bits: u32) -> Array {
+    Array::new_const(name, &Sort::bitvector(64), &Sort::bitvector(bits))
+}
+
 enum Flow {
     Normal,
     Break,
@@ -113,42 +138,26 @@ pub(super) fn run(
                 (Some(Val::from_bits(&raw, *t)), None)
             }
             Some(SymArg::Buffer { elem, len }) => {
-                let a = Array::new_const(
-                    format!("buf{i}"),
-                    &Sort::bitvector(64),
-                    &Sort::bitvector(elem.size() as u32 * 8),
-                );
-                st.regions.push(Region {
+                let a = input_array(format!("buf{i}"), elem.size() as u32 * 8);
+                let region = Region {
                     layout: None,
                     elem: *elem,
                     array: a.clone(),
                     arg: Some(i),
                     len: Some(*len),
-                });
-                let ptr = Val::Ptr {
-                    region: st.regions.len() - 1,
-                    off: BV::from_u64(0, 64),
                 };
-                (Some(ptr), Some((a, *elem)))
+                (Some(st.add_region(region, &[])), Some((a, *elem)))
             }
             Some(SymArg::StructBuffer { layout, len }) => {
-                let a = Array::new_const(
-                    format!("buf{i}"),
-                    &Sort::bitvector(64),
-                    &Sort::bitvector(layout.size as u32 * 8),
-                );
-                st.regions.push(Region {
+                let a = input_array(format!("buf{i}"), layout.size as u32 * 8);
+                let region = Region {
                     layout: Some(layout.clone()),
                     elem: u8_type(),
                     array: a.clone(),
                     arg: Some(i),
                     len: Some(*len),
-                });
-                let ptr = Val::Ptr {
-                    region: st.regions.len() - 1,
-                    off: BV::from_u64(0, 64),
                 };
-                (Some(ptr), Some((a, u8_type())))
+                (Some(st.add_region(region, &[])), Some((a, u8_type())))
             }
             Some(SymArg::Struct(layout)) => {
                 let raw = BV::new_const(format!("arg{i}"), layout.size as u32 * 8);
@@ -162,23 +171,14 @@ pub(super) fn run(
                 )
             }
             Some(SymArg::Local { elem: Some(elem) }) => {
-                let a = Array::new_const(
-                    format!("local{i}"),
-                    &Sort::bitvector(64),
-                    &Sort::bitvector(elem.size() as u32 * 8),
-                );
-                st.regions.push(Region {
+                let region = Region {
                     layout: None,
                     elem: *elem,
-                    array: a,
+                    array: input_array(format!("local{i}"), elem.size() as u32 * 8),
                     arg: None,
                     len: None,
-                });
-                let ptr = Val::Ptr {
-                    region: st.regions.len() - 1,
-                    off: BV::from_u64(0, 64),
                 };
-                (Some(ptr), None)
+                (Some(st.add_region(region, &[])), None)
             }
             _ => (None, None),
         };
@@ -486,24 +486,17 @@ impl<'a> Exec<'a> {
                                 &Sort::bitvector(64),
                                 &Sort::bitvector(elem.size() as u32 * 8),
                             );
-                            st.regions.push(Region {
-                                layout: None,
-                                elem,
-                                array: arr,
-                                arg: None,
-                                len: Some(dims.iter().product()),
-                            });
+                            let p = st.add_region(
+                                Region {
+                                    layout: None,
+                                    elem,
+                                    array: arr,
+                                    arg: None,
+                                    len: Some(dims.iter().product()),
+                                },
+                                &dims,
+                            );
                             let region = st.regions.len() - 1;
-                            let off = BV::from_u64(0, 64);
-                            let p = if dims.len() == 1 {
-                                Val::Ptr { region, off }
-                            } else {
-                                Val::Rows {
-                                    region,
-                                    off,
-                                    dims: dims[1..].to_vec(),
-                                }
-                            };
                             st.vars.push((v.name.clone(), p));
                             if let Some(init) = &v.init {
                                 let mut leaves = Vec::new();
@@ -975,24 +968,14 @@ impl<'a> Exec<'a> {
             for (k, v) in vals.into_iter().enumerate() {
                 arr = arr.store(&BV::from_u64(k as u64, 64), &v.to_bits()?);
             }
-            st.regions.push(Region {
+            let region = Region {
                 layout: None,
                 elem,
                 array: arr,
                 arg: None,
                 len: Some(total),
-            });
-            let region = st.regions.len() - 1;
-            let off = BV::from_u64(0, 64);
-            if dims.len() == 1 {
-                Val::Ptr { region, off }
-            } else {
-                Val::Rows {
-                    region,
-                    off,
-                    dims: dims[1..].to_vec(),
-                }
-            }
+            };
+            st.add_region(region, &dims)
         };
         st.globals.push((name.to_string(), v.clone()));
         Ok(v)
