@@ -7,8 +7,9 @@ use cltrap_analyzer::fuzz::campaign::Budget;
 use cltrap_analyzer::fuzz::suite::SlotStatus;
 use cltrap_analyzer::fuzz::{self, Settings};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
+
+mod common;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -123,15 +124,10 @@ fn dead_branch_is_proven_unsatisfiable() {
     assert_complete("dead", &["if (v > 300) true"]);
 }
 
+/// `cltrap ARGS`: whether it succeeded, and its stdout followed by its stderr.
 fn cltrap(args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_cltrap"))
-        .args(args)
-        .output()
-        .expect("run cltrap");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
-    )
+    let (code, out, err) = common::cltrap(args, &[]);
+    (code == 0, out + &err)
 }
 
 /// `cltrap fuzz hard.cl --kernel KERNEL EXTRA... --out OUT`.
@@ -253,66 +249,31 @@ fn overruns_and_crashes_are_findings_and_the_campaign_goes_on() {
 /// (NULL local size, n = 1000 >= every id, so `tid < n` is never false).
 fn hand_capture(dir: &Path) {
     use cltrap_capture::*;
-    let w = CaptureWriter::create(
-        dir,
-        &Manifest {
-            format: "cltrap-capture".into(),
-            version: 1,
-            writer: "test".into(),
-            pid: 0,
-            argv: vec![],
-            started_unix: 0,
-            buffer_mode: "full".into(),
-        },
-    )
-    .unwrap();
+    let w = CaptureWriter::create(dir, &common::test_manifest("test")).unwrap();
     let src = std::fs::read_to_string(fixture("hard.cl")).unwrap();
-    let h = w.blobs.put(src.as_bytes()).unwrap();
-    let prog = ProgramRecord {
-        origin: ProgramOrigin::Source { sources: vec![h] },
-        options: String::new(),
-        devices: vec![],
-        build_site: None,
-    };
-    let ph = w.blobs.put(&serde_json::to_vec(&prog).unwrap()).unwrap();
-    let input: Vec<u8> = (0..128).flat_map(|i| (i as f32).to_le_bytes()).collect();
-    let zeros = vec![0u8; 512];
-    let blob = |b: &[u8]| Content::Blob {
-        hash: w.blobs.put(b).unwrap(),
-        size: b.len() as u64,
-    };
-    let info = |i: u32, name: &str, ty: &str, space: &str| ArgInfo {
-        index: i,
-        name: name.into(),
-        type_name: ty.into(),
-        address_space: space.into(),
-        qualifiers: String::new(),
-    };
-    let out: Vec<u8> = (0..128)
-        .flat_map(|i| (2.0 * i as f32).to_le_bytes())
-        .collect();
-    w.append(LaunchRecord {
-        id: 0,
-        seq: 0,
-        kernel: "bound_check".into(),
-        program: ph,
-        api: LaunchApi::NdRange,
-        work_dim: 1,
-        global_offset: None,
-        global_size: vec![128],
-        local_size: None,
-        args: vec![
+    let ph = common::put_source_program(&w.blobs, &src, "");
+    let input: Vec<f32> = (0..128).map(|i| i as f32).collect();
+    let out: Vec<f32> = (0..128).map(|i| 2.0 * i as f32).collect();
+    let (input, out) = (common::f32s(&input), common::f32s(&out));
+    let blob = |b: &[u8]| common::put_blob(&w.blobs, b);
+    w.append(common::ndrange_record(
+        "bound_check",
+        ph,
+        vec![128],
+        None,
+        None,
+        vec![
             ArgRecord::Buffer {
-                info: info(0, "out", "float*", "global"),
+                info: common::arg_info(0, "out", "float*", "global"),
                 mem: 1,
                 flags: 1,
                 size: 512,
                 sub_of: None,
-                before: blob(&zeros),
+                before: blob(&[0; 512]),
                 after: blob(&out),
             },
             ArgRecord::Buffer {
-                info: info(1, "in", "float*", "global"),
+                info: common::arg_info(1, "in", "float*", "global"),
                 mem: 2,
                 flags: 4,
                 size: 512,
@@ -321,17 +282,11 @@ fn hand_capture(dir: &Path) {
                 after: blob(&input),
             },
             ArgRecord::Scalar {
-                info: info(2, "n", "uint", "private"),
+                info: common::arg_info(2, "n", "uint", "private"),
                 bytes: "0xe8030000".into(),
             },
         ],
-        device: DeviceRecord::default(),
-        queue_properties: 0,
-        launch_site: None,
-        thread: 0,
-        status: 0,
-        not_replayable: vec![],
-    })
+    ))
     .unwrap();
 }
 
