@@ -285,7 +285,8 @@ impl Plan {
         if !crate::sink::healthy() || !flight::available() {
             return None;
         }
-        // The name decides most filters: look at it before copying the arguments.
+        // The name decides most filters: look at it before copying the arguments (once per
+        // launch: with `CLTRAP_KERNELS` it is a glob match per pattern).
         let known = match lock(&tables().kernels).get(&(kernel as usize)) {
             Some(k) if !settings.wants(seq, &k.name) => return None,
             k => k.cloned(),
@@ -295,10 +296,13 @@ impl Plan {
             None => {
                 let k = describe(next, kernel);
                 lock(&tables().kernels).insert(kernel as usize, k.clone());
+                if !settings.wants(seq, &k.name) {
+                    return None;
+                }
                 k
             }
         };
-        if !settings.wants(seq, &k.name) || !reserve(settings, &k.name) {
+        if !reserve(settings, &k.name) {
             return None;
         }
         let Some(writer) = crate::sink::writer() else {
