@@ -59,12 +59,8 @@ enum Cmd {
         dir: PathBuf,
         /// Launch ids: 3, 0,2,5, 2-7, or several such words (default: all).
         ids: Vec<String>,
-        /// Platform by index or case-insensitive name substring.
-        #[arg(long)]
-        platform: Option<String>,
-        /// Device by index or case-insensitive name substring.
-        #[arg(long)]
-        device: Option<String>,
+        #[command(flatten)]
+        device: DeviceSelector,
         /// Allow floating-point outputs to differ by up to N ulp.
         #[arg(long, default_value_t = 0, value_name = "N")]
         ulp: u64,
@@ -90,12 +86,8 @@ enum Cmd {
         dir: PathBuf,
         /// Launch ids: 3, 0,2,5, 2-7, or several such words (default: all).
         ids: Vec<String>,
-        /// Platform by index or case-insensitive name substring.
-        #[arg(long)]
-        platform: Option<String>,
-        /// Device by index or case-insensitive name substring.
-        #[arg(long)]
-        device: Option<String>,
+        #[command(flatten)]
+        device: DeviceSelector,
         /// Write an LCOV tracefile (kernel sources are written next to it, for genhtml).
         #[arg(long, value_name = "FILE")]
         lcov: Option<PathBuf>,
@@ -245,7 +237,6 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
         Cmd::Replay {
             dir,
             ids,
-            platform,
             device,
             ulp,
             schedules,
@@ -259,7 +250,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             if let Some(n) = schedules {
                 let opts = ScheduleOptions {
                     ids,
-                    device: DeviceSelector { platform, device },
+                    device,
                     schedules: n,
                     repeats,
                     seed,
@@ -270,11 +261,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                     .map(|c| c as u8)
                     .map_err(|e| e.to_string());
             }
-            let opts = ReplayOptions {
-                ids,
-                device: DeviceSelector { platform, device },
-                ulp,
-            };
+            let opts = ReplayOptions { ids, device, ulp };
             let mut told = HashSet::new();
             let (session, summary) = replay::replay(&capture, &opts, |r| {
                 let _ = writeln!(stdout, "{r}");
@@ -297,7 +284,6 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
         Cmd::Cover {
             dir,
             ids,
-            platform,
             device,
             lcov,
             html,
@@ -308,7 +294,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             let capture = open(&dir)?;
             let opts = CoverOptions {
                 ids: parse_selection(&ids)?,
-                device: DeviceSelector { platform, device },
+                device,
                 instrument_cache,
             };
             let outputs = ReportPaths { lcov, html, json };

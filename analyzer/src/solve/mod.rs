@@ -25,12 +25,8 @@ pub struct SolveArgs {
     /// Only this kernel.
     #[arg(long)]
     pub kernel: Option<String>,
-    /// Platform by index or case-insensitive name substring.
-    #[arg(long)]
-    pub platform: Option<String>,
-    /// Device by index or case-insensitive name substring.
-    #[arg(long)]
-    pub device: Option<String>,
+    #[command(flatten)]
+    pub device: DeviceSelector,
     /// Run executions in this process instead of a worker process.
     #[arg(long)]
     pub in_process: bool,
@@ -247,10 +243,7 @@ pub fn solve_campaign(
 
 /// `cltrap solve SUITE`.
 pub fn cli(args: &SolveArgs, out: &mut dyn Write) -> Result<u8, String> {
-    let device = DeviceSelector {
-        platform: args.platform.clone(),
-        device: args.device.clone(),
-    };
+    let device = args.device.clone();
     let capture = Capture::open(&args.suite).map_err(|e| e.to_string())?;
     let targets =
         fuzz::targets_from_capture(&capture, args.kernel.as_deref()).map_err(|e| e.to_string())?;
