@@ -13,7 +13,6 @@
 //! every mutant the suite kills, which is most of them in a useful suite.
 
 use super::{MutantResult, Status};
-use cltrap_kernel::frontend::ParseOptions;
 use cltrap_kernel::tce::{self, TceSource, Verdict};
 use cltrap_kernel::Program;
 
@@ -50,15 +49,14 @@ pub fn judge(
     notes: &mut Vec<String>,
 ) -> TceTally {
     let mut tally = TceTally::default();
-    let options = ParseOptions {
-        build_options: build_options.into(),
-        ..ParseOptions::default()
-    };
+    let original = TceSource::new(program.source.clone(), build_options);
     let picked: Vec<(usize, TceSource)> = mutants
         .iter()
         .enumerate()
         .filter(|(_, r)| judged(r.status))
-        .filter_map(|(i, r)| tce::mutant_source(program, &r.mutant, &options).map(|s| (i, s)))
+        .filter_map(|(i, r)| {
+            tce::mutant_source(program, &r.mutant, &original.options).map(|s| (i, s))
+        })
         .collect();
     if picked.is_empty() {
         return tally;
@@ -73,10 +71,7 @@ pub fn judge(
         }
     };
     let how = tce::describe(&clang);
-    let mut jobs = vec![TceSource {
-        source: program.source.clone(),
-        options,
-    }];
+    let mut jobs = vec![original];
     jobs.extend(picked.iter().map(|(_, s)| s.clone()));
     let mut digests = tce::ir_digests(&jobs).into_iter();
     let original = match digests.next() {
