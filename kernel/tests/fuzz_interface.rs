@@ -4,9 +4,10 @@
 use cltrap_kernel::interface::{derive, ArgKind, Role, Scalar};
 use cltrap_kernel::model::AddressSpace;
 
+mod common;
+
 fn iface() -> cltrap_kernel::interface::KernelInterface {
-    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kernels/fuzz_roles.cl");
-    let src = std::fs::read_to_string(p).unwrap();
+    let src = common::fixture("fuzz_roles.cl");
     let program = cltrap_kernel::parse_program(&src, "").unwrap();
     derive(&program, "roles").unwrap()
 }
