@@ -15,6 +15,7 @@
 use clap::Parser;
 use cltrap_analyzer::cover::{self, CoverageReport, ProgramCoverage, ReportPaths};
 use cltrap_analyzer::launcher::RunReport;
+use cltrap_analyzer::variant::words;
 use cltrap_kernel::coverage::{instrument_coverage, CoverageMap, CoverageOptions};
 use cltrap_kernel::permute::permute_schedule;
 use serde_json::{json, Value};
@@ -192,10 +193,7 @@ pub fn live_report(dir: &Path, from: u64) -> Result<Option<CoverageReport>, Live
         let Some(at) = at else { continue };
         let blob = cltrap_capture::writer::blob_path(dir, &line.counters);
         let counters: Vec<u32> = match std::fs::read(&blob) {
-            Ok(b) => b
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
+            Ok(b) => words(&b),
             Err(e) => {
                 note(
                     &mut report,

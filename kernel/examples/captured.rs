@@ -5,20 +5,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use cltrap_analyzer::executor::{BuildOptions, DeviceSelector, InputArg, LaunchInput, Session};
-use cltrap_analyzer::variant::program_source;
+use cltrap_analyzer::executor::{BuildOptions, DeviceSelector, LaunchInput, Session};
+use cltrap_analyzer::variant::{program_source, word_buffer, words};
 use cltrap_capture::{Capture, LaunchRecord};
 use cltrap_kernel::coverage::{instrument_coverage, CoverageOptions};
 use cltrap_kernel::permute::{identity_permutation, permute_schedule, random_permutation};
-
-/// A read-write buffer holding `v`: the counter buffer or permutation table a pass appends.
-fn words_buffer(v: &[u32]) -> InputArg {
-    InputArg::Buffer {
-        mem: None,
-        flags: 1,
-        bytes: v.iter().flat_map(|w| w.to_le_bytes()).collect(),
-    }
-}
 
 fn one(s: &Session, cap: &Capture, rec: &LaunchRecord) -> Result<String, String> {
     let program = cap.program(&rec.program).map_err(|e| e.to_string())?;
@@ -50,18 +41,11 @@ fn one(s: &Session, cap: &Capture, rec: &LaunchRecord) -> Result<String, String>
         .map
         .initial_buffer(&input.global_size, input.local_size.as_deref());
     let out = s
-        .run(&built, &input, &[words_buffer(&init)])
+        .run(&built, &input, &[word_buffer(&init)])
         .map_err(|e| e.to_string())?;
     let same_cov = out.outputs[..n] == plain[..];
     let cov_ns = out.kernel_ns.unwrap_or(0);
-    let raw: Vec<u32> = out.outputs[n]
-        .as_ref()
-        .map(|b| {
-            b.chunks_exact(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect()
-        })
-        .unwrap_or_default();
+    let raw = out.outputs[n].as_deref().map(words).unwrap_or_default();
     let res = cov
         .map
         .evaluate(&input.kernel, &raw, &input.global_size)
@@ -88,7 +72,7 @@ fn one(s: &Session, cap: &Capture, rec: &LaunchRecord) -> Result<String, String>
     let mut perm_report = Vec::new();
     for (name, t) in tables {
         let out = s
-            .run(&built, &input, &[words_buffer(&t)])
+            .run(&built, &input, &[word_buffer(&t)])
             .map_err(|e| e.to_string())?;
         perm_report.push(format!(
             "{name} {}",
