@@ -149,7 +149,8 @@ impl Landing {
 /// One memory object of a launch: its contents before and after the kernel.
 pub(super) struct Item {
     pub mem: usize,
-    pub bytes: usize,
+    /// What is read of it (its size in bytes: `shape.bytes()`).
+    pub shape: super::contents::Shape,
     pub pre: Landing,
     pub post: Landing,
     /// The kernel cannot change the object: contents after = before (not read again).
@@ -1056,8 +1057,9 @@ fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
     let mut after: HashMap<usize, Content> = HashMap::new();
     let mut items = std::mem::take(&mut f.items);
     for item in items.iter_mut() {
+        let bytes = item.shape.bytes();
         let pre = match &item.reuse {
-            Some(_) if status != CL_COMPLETE => content(f, &mut item.pre, item.bytes, status),
+            Some(_) if status != CL_COMPLETE => content(f, &mut item.pre, bytes, status),
             Some(_) if item.raced => Content::Missing {
                 note: "not read: it was written while the launch was being enqueued".into(),
             },
@@ -1065,12 +1067,12 @@ fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
                 note: "not recorded: the earlier launch whose contents it had was not recorded"
                     .into(),
             }),
-            None => content(f, &mut item.pre, item.bytes, status),
+            None => content(f, &mut item.pre, bytes, status),
         };
         let post = if item.post_is_pre {
             pre.clone()
         } else {
-            content(f, &mut item.post, item.bytes, status)
+            content(f, &mut item.post, bytes, status)
         };
         let _ = item.cell.set(post.clone());
         before.insert(item.mem, pre);

@@ -33,7 +33,6 @@ pub(super) struct Around<'a> {
     queue: cl_command_queue,
     out_of_order: bool,
     pub items: Vec<Item>,
-    shapes: Vec<Shape>,
     staged: Vec<cl_mem>,
     /// Every event we created (released by the writer after completion).
     pub events: Vec<cl_event>,
@@ -73,7 +72,7 @@ impl<'a> Around<'a> {
                 .zip(reuse)
                 .map(|(((mem, shape), ro), reuse)| Item {
                     mem: *mem,
-                    bytes: shape.bytes(),
+                    shape: *shape,
                     pre: Landing::with_room(if reuse.is_some() { 0 } else { shape.bytes() }, pool),
                     post: Landing::with_room(if *ro { 0 } else { shape.bytes() }, pool),
                     post_is_pre: *ro,
@@ -82,7 +81,6 @@ impl<'a> Around<'a> {
                     cell: Default::default(),
                 })
                 .collect(),
-            shapes: reads.iter().map(|(_, s)| *s).collect(),
             staged: vec![std::ptr::null_mut(); reads.len()],
             events: Vec::new(),
             temps: Vec::new(),
@@ -200,9 +198,9 @@ impl<'a> Around<'a> {
         want_event: bool,
     ) -> Option<cl_event> {
         let item = &mut self.items[i];
-        let shape = self.shapes[i];
+        let shape = item.shape;
         let mem = item.mem as cl_mem;
-        let bytes = item.bytes;
+        let bytes = shape.bytes();
         let landing = match phase {
             Phase::Pre => &mut item.pre,
             Phase::Post => &mut item.post,
