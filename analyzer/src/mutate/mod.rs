@@ -261,6 +261,11 @@ fn selector_extras(n: u32, barrier_budget: u32) -> Vec<InputArg> {
     ]
 }
 
+/// The first line of a build error's text that names an error (build logs are long), trimmed.
+fn error_line(text: &str) -> Option<&str> {
+    text.lines().find(|l| l.contains("error")).map(str::trim)
+}
+
 fn short(hash: &str) -> String {
     hash.chars()
         .filter(char::is_ascii_alphanumeric)
@@ -698,7 +703,7 @@ fn prepare(
             Err(e) if !opts.per_mutant_compile => {
                 report.notes.push(format!(
                     "{file}: the mutant schema does not compile ({}); falling back to one compile per mutant",
-                    e.to_string().lines().find(|l| l.contains("error")).unwrap_or("").trim()
+                    error_line(&e.to_string()).unwrap_or("")
                 ));
                 let mut fallback = opts.clone();
                 fallback.per_mutant_compile = true;
@@ -708,7 +713,7 @@ fn prepare(
             Err(e) => {
                 report.notes.push(format!(
                     "{file}: the program with the mutation parameters does not compile ({}); every mutant is reported COMPILE-ERROR",
-                    e.to_string().lines().find(|l| l.contains("error")).unwrap_or("").trim()
+                    error_line(&e.to_string()).unwrap_or("")
                 ));
                 fail_all(
                     &mut results,

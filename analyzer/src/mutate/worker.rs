@@ -7,7 +7,7 @@
 //! worker that misses it (TIMEOUT) and turns a worker that dies into RUNTIME-ERROR, then starts
 //! a fresh one and goes on.
 
-use super::{selector_extras, Status};
+use super::{error_line, selector_extras, Status};
 use crate::executor::{
     check_outputs, BuildOptions, BuiltProgram, DeviceSelector, Expected, InputArg, LaunchInput,
     Session,
@@ -234,14 +234,10 @@ impl WorkerState {
                 },
             )
             .map_err(|e| {
-                let first = e.to_string();
-                let line = first
-                    .lines()
-                    .find(|l| l.contains("error"))
-                    .unwrap_or_else(|| first.lines().next().unwrap_or(""))
-                    .trim()
-                    .to_string();
-                fail(Status::CompileError, line)
+                let text = e.to_string();
+                let line =
+                    error_line(&text).unwrap_or_else(|| text.lines().next().unwrap_or("").trim());
+                fail(Status::CompileError, line.to_string())
             })?;
         emit(&Event::Built);
         self.programs.insert(key, built);
