@@ -5,7 +5,7 @@
 
 use super::wire::{Reply, Request, WireInput};
 use super::FuzzError;
-use crate::executor::{BuiltProgram, ExecError, InputArg, LaunchInput, Session};
+use crate::executor::{BuiltProgram, DeviceSelector, ExecError, InputArg, LaunchInput, Session};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -64,8 +64,7 @@ pub struct Worker {
     exe: PathBuf,
     source: String,
     options: String,
-    platform: Option<String>,
-    device: Option<String>,
+    device: DeviceSelector,
     watchdog: Duration,
     live: Option<Live>,
     compiles: usize,
@@ -83,15 +82,14 @@ impl Worker {
         exe: PathBuf,
         source: &str,
         options: &str,
-        device: &crate::executor::DeviceSelector,
+        device: &DeviceSelector,
         watchdog: Duration,
     ) -> Result<Worker, FuzzError> {
         let mut w = Worker {
             exe,
             source: source.into(),
             options: options.into(),
-            platform: device.platform.clone(),
-            device: device.device.clone(),
+            device: device.clone(),
             watchdog,
             live: None,
             compiles: 0,
@@ -103,10 +101,10 @@ impl Worker {
     fn start(&mut self) -> Result<(), FuzzError> {
         let mut cmd = Command::new(&self.exe);
         cmd.args(["fuzz", "--worker"]);
-        if let Some(p) = &self.platform {
+        if let Some(p) = &self.device.platform {
             cmd.args(["--platform", p]);
         }
-        if let Some(d) = &self.device {
+        if let Some(d) = &self.device.device {
             cmd.args(["--device", d]);
         }
         let mut child = cmd
