@@ -23,7 +23,7 @@
 //! * it is not mapped.
 //!
 //! A write that another thread enqueues between this launch's check and its enqueue is
-//! detected afterwards ([`Known::after_launch`]); the pre-launch content is then recorded as
+//! detected afterwards ([`after_launch`]); the pre-launch content is then recorded as
 //! missing rather than guessed.
 
 use super::track::lock;

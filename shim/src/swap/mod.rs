@@ -33,7 +33,7 @@
 //!    `cltrap replay --schedules`), seeded by SEED + the launch number, released after the
 //!    enqueue; SEED 0 is the identity schedule (the baseline: instrumented, nothing permuted).
 //!    A permuted launch whose application passed a NULL local size runs with a local size the
-//!    shim chooses ([`SwapLaunch::local`]; the choice was the implementation's, and the table
+//!    shim chooses ([`enqueue::SwapLaunch::local`]; the choice was the implementation's, and the table
 //!    must know the work-group count) — compare its results across seeds, with SEED 0 as the
 //!    reference, not with a native run. Coverage keeps NULL (counters sized for groups of one
 //!    work-item).
@@ -68,9 +68,6 @@ mod perm;
 mod shadow;
 
 pub(crate) use enqueue::{after_enqueue, before_enqueue, LaunchGeometry};
-// The hook's handle type, for launch code that stores it by name.
-#[allow(unused_imports)]
-pub(crate) use enqueue::SwapLaunch;
 pub(crate) use shadow::program_built;
 
 use once_cell::sync::Lazy;
