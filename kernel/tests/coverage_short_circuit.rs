@@ -6,11 +6,9 @@
 //! short-circuiting kept).
 
 mod common;
-use common::{buffer, bytes_of, fixture, ints};
+use common::{buffer, bytes_of, fixture, ints, launch, session, DEVICE};
 
-use std::sync::Mutex;
-
-use cltrap_analyzer::executor::{DeviceSelector, InputArg, LaunchInput, Session};
+use cltrap_analyzer::executor::{InputArg, LaunchInput, Session};
 use cltrap_kernel::coverage::{
     instrument_coverage, Construct, CoverageMap, CoverageOptions, Outcome,
 };
@@ -22,30 +20,21 @@ use cltrap_kernel::model::{visit_exprs, BinOp, ExprKind};
 use cltrap_kernel::parse_program;
 use cltrap_kernel::symbolic::{self, Geometry, Limits, SymArg, Target, Verdict};
 
-/// PoCL 3.1 is not happy with concurrent context creation; run the device tests one at a time.
-static DEVICE: Mutex<()> = Mutex::new(());
-
 const X: [i32; 8] = [3, -1, 0, 5, -2, 7, 0, 4];
 
 fn input(mode: i32) -> LaunchInput {
-    LaunchInput {
-        kernel: "short_circuit".into(),
-        work_dim: 1,
-        global_offset: None,
-        global_size: vec![8],
-        local_size: Some(vec![4]),
-        args: vec![
+    launch(
+        "short_circuit",
+        &[8],
+        Some(&[4]),
+        None,
+        vec![
             buffer(vec![0; 32]),
             buffer(bytes_of(&X)),
             InputArg::Scalar(8i32.to_le_bytes().to_vec()),
             InputArg::Scalar(mode.to_le_bytes().to_vec()),
         ],
-        stand_ins: vec![],
-    }
-}
-
-fn session() -> Session {
-    Session::open(&DeviceSelector::default()).expect("an OpenCL device (PoCL) is installed")
+    )
 }
 
 /// Runs `source` on `input` with `extras` appended; returns every memory argument afterwards.
@@ -325,15 +314,7 @@ fn constant_initializers_have_no_counters_and_still_build() {
     let ins = instrument_coverage(&program, CoverageOptions::default()).expect("instrumented");
     assert!(ins.map.slots.iter().all(|s| s.function != "folded"));
     let s = session();
-    let input = LaunchInput {
-        kernel: "folded".into(),
-        work_dim: 1,
-        global_offset: None,
-        global_size: vec![1],
-        local_size: None,
-        args: vec![buffer(vec![0; 4])],
-        stand_ins: vec![],
-    };
+    let input = launch("folded", &[1], None, None, vec![buffer(vec![0; 4])]);
     let counters = ins.map.initial_buffer(&input.global_size, None);
     let words: Vec<u8> = counters.iter().flat_map(|w| w.to_le_bytes()).collect();
     let outs = run(&s, &ins.source, &input, &[buffer(words)]);

@@ -4,11 +4,9 @@
 //! permutations that keep every work-item's ids (identity: bit-exact outputs).
 
 mod common;
-use common::{buffer, fixture, to_words, words};
+use common::{buffer, fixture, launch, session, to_words, words, DEVICE};
 
-use std::sync::Mutex;
-
-use cltrap_analyzer::executor::{DeviceSelector, InputArg, LaunchInput, Session};
+use cltrap_analyzer::executor::{InputArg, LaunchInput, Session};
 use cltrap_kernel::coverage::{instrument_coverage, CoverageMap, CoverageOptions};
 use cltrap_kernel::coverage_result::CoverageResult;
 use cltrap_kernel::lcov::to_lcov;
@@ -16,27 +14,6 @@ use cltrap_kernel::parse_program;
 use cltrap_kernel::permute::{
     check_permutation, identity_permutation, permute_schedule, random_permutation,
 };
-
-/// PoCL 3.1 is not happy with concurrent context creation; run the device tests one at a time.
-static DEVICE: Mutex<()> = Mutex::new(());
-
-fn launch(
-    kernel: &str,
-    global: &[u64],
-    local: Option<&[u64]>,
-    offset: Option<&[u64]>,
-    args: Vec<InputArg>,
-) -> LaunchInput {
-    LaunchInput {
-        kernel: kernel.into(),
-        work_dim: global.len() as u32,
-        global_offset: offset.map(|o| o.to_vec()),
-        global_size: global.to_vec(),
-        local_size: local.map(|l| l.to_vec()),
-        args,
-        stand_ins: vec![],
-    }
-}
 
 /// Runs `input` on `source` built with `options`, with `extras` appended; returns every
 /// memory argument's words afterwards.
@@ -108,10 +85,6 @@ fn hit_labels(map: &CoverageMap, res: &CoverageResult) -> Vec<String> {
                 .clone()
         })
         .collect()
-}
-
-fn session() -> Session {
-    Session::open(&DeviceSelector::default()).expect("an OpenCL device (PoCL) is installed")
 }
 
 #[test]

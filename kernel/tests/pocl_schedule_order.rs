@@ -4,9 +4,9 @@
 //! starts.)
 
 mod common;
-use common::{buffer, fixture, to_words, words};
+use common::{buffer, fixture, launch, to_words, words};
 
-use cltrap_analyzer::executor::{DeviceSelector, LaunchInput, Session};
+use cltrap_analyzer::executor::{DeviceSelector, Session};
 use cltrap_kernel::parse_program;
 use cltrap_kernel::permute::{permute_schedule, random_permutation};
 
@@ -19,15 +19,13 @@ fn logical_groups_run_in_the_order_the_table_says() {
     let s = Session::open(&DeviceSelector::default()).expect("PoCL");
     let built = s.build_source(&perm.source, "").unwrap();
     let table = random_permutation(&[64], &[4], 42);
-    let input = LaunchInput {
-        kernel: "order".into(),
-        work_dim: 1,
-        global_offset: None,
-        global_size: vec![64],
-        local_size: Some(vec![4]),
-        args: vec![buffer(vec![0; 16 * 4]), buffer(vec![0; 4])],
-        stand_ins: vec![],
-    };
+    let input = launch(
+        "order",
+        &[64],
+        Some(&[4]),
+        None,
+        vec![buffer(vec![0; 16 * 4]), buffer(vec![0; 4])],
+    );
     let out = s.run(&built, &input, &[buffer(words(&table))]).unwrap();
     let order = to_words(out.outputs[0].as_ref().unwrap());
     let mut inverse = vec![0u32; table.len()];

@@ -1,9 +1,13 @@
-//! Helpers shared by the kernel crate's integration tests: fixture files, executor buffers,
-//! and the byte views of the `int`/`uint` arrays the fixtures read and write. Each test binary
-//! uses a part of them.
+//! Helpers shared by the kernel crate's integration tests: fixture files, the device lock,
+//! sessions, launch inputs, executor buffers, and the byte views of the `int`/`uint` arrays
+//! the fixtures read and write. Each test binary uses a part of them.
 #![allow(dead_code)]
 
-use cltrap_analyzer::executor::InputArg;
+use cltrap_analyzer::executor::{DeviceSelector, InputArg, LaunchInput, Session};
+use std::sync::Mutex;
+
+/// PoCL 3.1 is not happy with concurrent context creation; run the device tests one at a time.
+pub static DEVICE: Mutex<()> = Mutex::new(());
 
 /// The folder of the kernel fixtures (also the base of their `-I` include directories).
 pub fn kernels_dir() -> String {
@@ -47,4 +51,28 @@ pub fn ints(b: &[u8]) -> Vec<i32> {
     b.chunks_exact(4)
         .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect()
+}
+
+/// A session on the default device (PoCL here).
+pub fn session() -> Session {
+    Session::open(&DeviceSelector::default()).expect("an OpenCL device (PoCL) is installed")
+}
+
+/// The executor's input for one NDRange launch of `kernel` with `args`.
+pub fn launch(
+    kernel: &str,
+    global: &[u64],
+    local: Option<&[u64]>,
+    offset: Option<&[u64]>,
+    args: Vec<InputArg>,
+) -> LaunchInput {
+    LaunchInput {
+        kernel: kernel.into(),
+        work_dim: global.len() as u32,
+        global_offset: offset.map(|o| o.to_vec()),
+        global_size: global.to_vec(),
+        local_size: local.map(|l| l.to_vec()),
+        args,
+        stand_ins: vec![],
+    }
 }
