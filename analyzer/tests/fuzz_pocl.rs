@@ -17,12 +17,6 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn temp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cltrap-fuzz-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
 fn settings(solve: bool) -> Settings {
     Settings {
         budget: Budget {
@@ -143,7 +137,7 @@ fn fuzz_hard(kernel: &str, extra: &[&str], out: &Path) -> (bool, String) {
 fn loop_trip_count_from_an_argument_through_the_cli_with_worker() {
     // Worker process + watchdog: a huge random trip count hangs the kernel; the campaign
     // reports it and goes on. The suite replays bit-exactly.
-    let suite = temp("trip");
+    let suite = common::temp_dir("trip");
     let s = suite.to_str().unwrap();
     let (ok, text) = fuzz_hard("trip", &["--solve", "--watchdog", "2"], &suite);
     assert!(ok, "{text}");
@@ -164,7 +158,7 @@ fn loop_trip_count_from_an_argument_through_the_cli_with_worker() {
 fn solve_completes_a_fuzzed_suite() {
     // Fuzz without solving (the magic value stays uncovered), then `cltrap solve SUITE`
     // appends the confirmed case; the suite replays and covers everything.
-    let suite = temp("solve");
+    let suite = common::temp_dir("solve");
     let s = suite.to_str().unwrap();
     let (ok, text) = fuzz_hard("magic", &["--in-process"], &suite);
     assert!(ok, "{text}");
@@ -207,7 +201,7 @@ fn init_writes_an_editable_interface() {
     v["args"][2]["fill"] = serde_json::json!({"fixed": 10});
     v["global_size"] = serde_json::json!([32]);
     v["local_size"] = serde_json::json!([8]);
-    let dir = temp("init");
+    let dir = common::temp_dir("init");
     std::fs::create_dir_all(&dir).unwrap();
     let iface = dir.join("bound_check.json");
     std::fs::write(&iface, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
@@ -230,7 +224,7 @@ fn init_writes_an_editable_interface() {
 
 #[test]
 fn overruns_and_crashes_are_findings_and_the_campaign_goes_on() {
-    let suite = temp("overrun");
+    let suite = common::temp_dir("overrun");
     let (ok, text) = fuzz_hard("overrun", &["--seed", "3"], &suite);
     assert!(ok, "{text}");
     assert!(
@@ -292,11 +286,11 @@ fn hand_capture(dir: &Path) {
 
 #[test]
 fn seeded_by_a_capture() {
-    let cap = temp("cap");
+    let cap = common::temp_dir("cap");
     hand_capture(&cap);
     let (ok, text) = cltrap(&["replay", cap.to_str().unwrap()]);
     assert!(ok && text.contains("1 matched"), "{text}");
-    let suite = temp("cap-suite");
+    let suite = common::temp_dir("cap-suite");
     let (ok, text) = cltrap(&[
         "fuzz",
         cap.to_str().unwrap(),
