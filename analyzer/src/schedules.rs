@@ -416,15 +416,10 @@ fn classify(
     r: &mut ScheduleResult,
 ) -> Result<Verdict, Failure> {
     let mut input = LaunchInput::from_record(capture, l).map_err(launch_failure)?;
-    let mut expected = LaunchInput::expected_outputs(capture, l).map_err(launch_failure)?;
     // Write-only buffers whose pre-launch contents were not recorded start as stand-ins in
-    // every run alike; where the kernel leaves parts of them alone, the recording is no
-    // yardstick for them.
-    for i in &input.stand_ins {
-        if let Some(e) = expected.get_mut(*i) {
-            *e = None;
-        }
-    }
+    // every run alike: only the runs compare them, not the recording.
+    let expected =
+        input.without_stand_ins(LaunchInput::expected_outputs(capture, l).map_err(launch_failure)?);
     let (variant, fresh) = cache.get(session, capture, &l.program, |src, options| {
         let model = cltrap_kernel::parse_program(src, options)?;
         let p = permute_schedule(&model)?;

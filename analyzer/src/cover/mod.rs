@@ -330,14 +330,7 @@ impl Collector<'_> {
 
         let expected = LaunchInput::expected_outputs(self.capture, l)
             .ok()
-            .map(|mut e| {
-                for i in &input.stand_ins {
-                    if let Some(x) = e.get_mut(*i) {
-                        *x = None;
-                    }
-                }
-                e
-            });
+            .map(|e| input.without_stand_ins(e));
         let infos: Vec<_> = l.args.iter().map(|a| a.info().clone()).collect();
         let differs: Option<Mismatch> = expected.and_then(|e| {
             check_outputs(&input, &infos, &e, &out, 0)
