@@ -12,7 +12,7 @@ use std::sync::Mutex;
 /// What never changes about a command queue: asked once, not at every launch (three driver
 /// queries per launch were a measurable part of the capture's cost in launch storms).
 #[derive(Clone, Copy, Default)]
-pub(super) struct QueueFacts {
+pub(crate) struct QueueFacts {
     pub device: usize,
     pub context: usize,
     pub properties: u64,
@@ -22,7 +22,7 @@ static QUEUES: once_cell::sync::Lazy<Mutex<HashMap<usize, QueueFacts>>> =
     once_cell::sync::Lazy::new(Default::default);
 
 /// The facts of `queue` (zeros for what the driver does not say).
-pub(super) fn queue_facts(next: &Next, queue: cl_command_queue) -> QueueFacts {
+pub(crate) fn queue_facts(next: &Next, queue: cl_command_queue) -> QueueFacts {
     if let Some(f) = lock(&QUEUES).get(&(queue as usize)) {
         return *f;
     }

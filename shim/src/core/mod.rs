@@ -27,6 +27,8 @@ mod track;
 mod writes;
 
 pub(crate) use device::clReleaseCommandQueue;
+// The swap asks the same questions about the application's queue as the launch hook: one cache.
+pub(crate) use device::queue_facts;
 pub(crate) use guard::clEnqueueBarrierWithWaitList;
 pub(crate) use kernel::describe as describe_kernel;
 pub(crate) use kernel::{

@@ -6,7 +6,7 @@
 //! capture's blob store, `blobs/`) holding the little-endian u32 counter buffer, so identical
 //! vectors — a kernel launched a thousand times the same way — are stored once.
 
-use crate::core::{info_value, lock};
+use crate::core::{info_value, lock, queue_facts};
 use crate::Next;
 use cltrap_capture::BlobStore;
 use once_cell::sync::Lazy;
@@ -125,15 +125,10 @@ pub fn read_back(
     true
 }
 
+/// Whether `queue` may run commands out of order (also when the driver did not say).
 fn out_of_order(next: &Next, queue: cl_command_queue) -> bool {
-    let Some(f) = next.clGetCommandQueueInfo else {
-        return true;
-    };
-    // SAFETY: standard info query on the application's queue.
-    info_value::<cl_command_queue_properties>(|s, p, r| unsafe {
-        f(queue, CL_QUEUE_PROPERTIES, s, p, r)
-    })
-    .is_none_or(|p| p & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0)
+    let facts = queue_facts(next, queue);
+    facts.device == 0 || facts.properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0
 }
 
 /// Writes out every read that has completed (cheap when none is pending).

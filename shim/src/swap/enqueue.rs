@@ -10,7 +10,7 @@ use super::counters::{self, Launch};
 use super::perm;
 use super::shadow::{self, ShadowKernel};
 use super::Pass;
-use crate::core::{info_value, lock};
+use crate::core::{info_value, lock, queue_facts};
 use crate::door::quietly;
 use crate::Next;
 use opencl_sys::cl_icd::clReleaseMemObject_t;
@@ -222,10 +222,7 @@ fn make_extra(
     sk: &ShadowKernel,
     geo: &LaunchGeometry<'_>,
 ) -> Option<(Extra, Option<Vec<usize>>)> {
-    let qinfo = next.clGetCommandQueueInfo?;
-    // SAFETY: standard info query on the application's queue.
-    let context =
-        info_value::<usize>(|s, p, r| unsafe { qinfo(queue, CL_QUEUE_CONTEXT, s, p, r) })?;
+    let context = Some(queue_facts(next, queue).context).filter(|c| *c != 0)?;
     let n = LAUNCHES.fetch_add(1, Ordering::Relaxed);
     match pass {
         Pass::Coverage => {
@@ -281,16 +278,14 @@ fn make_extra(
 
 /// `CL_KERNEL_WORK_GROUP_SIZE` of the shadow kernel on the queue's device (0 if unknown).
 fn max_items(next: &Next, queue: cl_command_queue, sk: &ShadowKernel) -> u64 {
-    let (Some(qinfo), Some(winfo)) = (next.clGetCommandQueueInfo, next.clGetKernelWorkGroupInfo)
-    else {
+    let Some(winfo) = next.clGetKernelWorkGroupInfo else {
         return 0;
     };
-    // SAFETY: standard info queries on live objects.
-    let Some(dev) =
-        info_value::<usize>(|s, p, r| unsafe { qinfo(queue, CL_QUEUE_DEVICE, s, p, r) })
-    else {
+    let dev = queue_facts(next, queue).device;
+    if dev == 0 {
         return 0;
-    };
+    }
+    // SAFETY: a standard info query on live objects.
     info_value::<usize>(|s, p, r| unsafe {
         winfo(
             sk.kernel as cl_kernel,
