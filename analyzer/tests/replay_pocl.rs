@@ -847,17 +847,19 @@ fn a_sub_buffer_passed_with_its_parent_stays_a_view_of_it() {
     }
     let part0 = &whole0[first..first + 64];
     let part1 = &whole1[first..first + 64];
+    // The sub-buffer argument (mem 2 at `origin` bytes into mem 1), the same in both launches.
+    let part = || ArgRecord::Buffer {
+        info: arg_info(1, "part", "float*", "global"),
+        mem: 2,
+        flags: 1,
+        size: 256,
+        sub_of: Some((1, origin as u64)),
+        before: b.blob(&f32s(part0)),
+        after: b.blob(&f32s(part1)),
+    };
     let args = vec![
         b.buffer(0, "whole", "float*", 1, &f32s(&whole0), &f32s(&whole1)),
-        ArgRecord::Buffer {
-            info: arg_info(1, "part", "float*", "global"),
-            mem: 2,
-            flags: 1,
-            size: 256,
-            sub_of: Some((1, origin as u64)),
-            before: b.blob(&f32s(part0)),
-            after: b.blob(&f32s(part1)),
-        },
+        part(),
     ];
     b.launch("halves", &p, vec![64], None, args);
     // The same sub-buffer without its parent among the arguments replays standalone.
@@ -870,15 +872,7 @@ fn a_sub_buffer_passed_with_its_parent_stays_a_view_of_it() {
             &f32s(&[0.0; 64]),
             &f32s(&part1.iter().map(|v| v + 1.0).collect::<Vec<_>>()),
         ),
-        ArgRecord::Buffer {
-            info: arg_info(1, "part", "float*", "global"),
-            mem: 2,
-            flags: 1,
-            size: 256,
-            sub_of: Some((1, origin as u64)),
-            before: b.blob(&f32s(part0)),
-            after: b.blob(&f32s(part1)),
-        },
+        part(),
     ];
     b.launch("halves", &p, vec![64], None, alone);
     let r = replay_all(&dir, 0);
