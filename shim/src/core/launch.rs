@@ -634,7 +634,11 @@ fn reserve(settings: &Settings, name: &str) -> bool {
         return true;
     };
     let mut counts = lock(&tables().per_kernel);
-    let c = counts.entry(name.to_string()).or_insert(0);
+    // The name is copied into the table only the first time (every launch comes here).
+    let c = match counts.get_mut(name) {
+        Some(c) => c,
+        None => counts.entry(name.to_string()).or_insert(0),
+    };
     if *c >= limit {
         return false;
     }
