@@ -204,8 +204,8 @@ pub struct Phases {
     /// Longest time from a worker's start to its first program built (process start,
     /// device open, compile or driver cache hit).
     pub worker_start: Duration,
-    /// Worker processes started (more than the pool size means restarts after timeouts
-    /// and crashes).
+    /// Worker processes that reached a built program (more than the pool size means
+    /// restarts after timeouts and crashes).
     pub worker_spawns: u32,
     /// Compiling the undetected mutants with clang to compare optimised code ([`tce`]).
     pub tce: Duration,

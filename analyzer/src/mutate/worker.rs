@@ -734,7 +734,8 @@ fn run_on(
 /// What the pool spent on worker processes, for `--timing`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PoolStats {
-    /// Worker processes started (restarts after timeouts and crashes included).
+    /// Worker processes that got as far as a built program (restarts after timeouts and
+    /// crashes included; one that died before its first build is not counted).
     pub spawns: u32,
     /// Longest time from a worker's start to its first program built.
     pub slowest_start: Duration,
