@@ -84,12 +84,9 @@ pub struct FuzzArgs {
     /// The suite directory to write (capture format).
     #[arg(long, value_name = "SUITE")]
     pub out: Option<PathBuf>,
-    /// Platform by index or case-insensitive name substring.
-    #[arg(long)]
-    pub platform: Option<String>,
-    /// Device by index or case-insensitive name substring.
-    #[arg(long)]
-    pub device: Option<String>,
+    /// Where to run (`--platform`, `--device`).
+    #[command(flatten)]
+    pub device: DeviceSelector,
     /// Seconds one execution may take before the watchdog kills the worker.
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     pub watchdog: f64,
@@ -502,10 +499,7 @@ pub fn write_outcome(
 
 /// `cltrap fuzz`.
 pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
-    let device = DeviceSelector {
-        platform: args.platform.clone(),
-        device: args.device.clone(),
-    };
+    let device = args.device.clone();
     if args.worker {
         let session = Session::open(&device).map_err(|e| e.to_string())?;
         return runner::serve(&session)

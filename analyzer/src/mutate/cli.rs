@@ -58,12 +58,9 @@ pub struct MutateArgs {
     /// Ignore the state of an earlier run and evaluate every mutant again.
     #[arg(long)]
     pub fresh: bool,
-    /// Platform by index or case-insensitive name substring.
-    #[arg(long)]
-    pub platform: Option<String>,
-    /// Device by index or case-insensitive name substring.
-    #[arg(long)]
-    pub device: Option<String>,
+    /// Where to run (`--platform`, `--device`).
+    #[command(flatten)]
+    pub device: DeviceSelector,
     /// Do not compare the surviving mutants' optimised code (clang -O2) with the original's
     /// to find EQUIVALENT and duplicate mutants (Trivial Compiler Equivalence).
     #[arg(long)]
@@ -99,10 +96,7 @@ pub fn main(args: MutateArgs, stdout: &mut dyn Write) -> Result<u8, String> {
         jobs,
         timeout: args.timeout_ms.map(|t| Duration::from_millis(t.max(1))),
         per_mutant_compile: args.per_mutant_compile,
-        device: DeviceSelector {
-            platform: args.platform.clone(),
-            device: args.device.clone(),
-        },
+        device: args.device.clone(),
         out_dir: args.out.clone().unwrap_or_else(|| args.dir.join("mutate")),
         loop_budget: args.loop_budget.max(1),
         worker_exe: exe,
