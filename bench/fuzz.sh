@@ -54,8 +54,8 @@ fi
 if [ "$MODE" != worker ]; then
     echo "demo: skipped (blur3x3 crashes under fuzzing; needs the worker)"
 elif command -v cc >/dev/null; then
-    cc -O2 -o "$OUT/demo-app" examples/demo/demo.c -lOpenCL -lm
-    "$CLTRAP" run --out "$OUT/demo-cap" -- "$OUT/demo-app" >/dev/null 2>&1
+    scripts/build-c.sh demo
+    "$CLTRAP" run --out "$OUT/demo-cap" -- target/examples/cltrap-demo >/dev/null 2>&1
     run demo "$OUT/demo-cap"
 else
     echo "demo: skipped (no cc)"

@@ -28,9 +28,9 @@ fi
 OUT="$TARGET/bench/mutate"
 rm -rf "$OUT"
 mkdir -p "$OUT"
-cc -O2 -o "$OUT/demo" examples/demo/demo.c -lOpenCL -lm
+scripts/build-c.sh demo
 cc -O2 -o "$OUT/tiles" bench/mutate/tiles.c -lOpenCL
-"$CLTRAP" run --out "$OUT/cap-demo" -- "$OUT/demo" >/dev/null
+"$CLTRAP" run --out "$OUT/cap-demo" -- target/examples/cltrap-demo >/dev/null
 "$CLTRAP" run --out "$OUT/cap-tiles" -- "$OUT/tiles" >/dev/null
 
 capture_of() {
