@@ -108,11 +108,9 @@ impl Drop for Chunk {
     }
 }
 
-static POOLS: once_cell::sync::Lazy<Mutex<HashMap<usize, Arc<Pool>>>> =
-    once_cell::sync::Lazy::new(Default::default);
-
-/// Contexts that get no pool (their device is a CPU), so the question is asked once.
-static NO_POOL: once_cell::sync::Lazy<Mutex<std::collections::HashSet<usize>>> =
+/// Per context: its pool, or None for a context that gets none (its device is a CPU), so the
+/// question is asked once and each launch looks the answer up under one lock.
+static POOLS: once_cell::sync::Lazy<Mutex<HashMap<usize, Option<Arc<Pool>>>>> =
     once_cell::sync::Lazy::new(Default::default);
 
 /// Whether `device` computes in host memory (a CPU device such as PoCL's), where pinned
@@ -144,15 +142,12 @@ pub(super) fn pool_for(next: &Next, facts: QueueFacts) -> Option<Arc<Pool>> {
         return None;
     }
     if let Some(p) = lock(&POOLS).get(&context) {
-        return Some(p.clone());
-    }
-    if lock(&NO_POOL).contains(&context) {
-        return None;
+        return p.clone();
     }
     if host_memory_device(next, device) {
         // Reads into pageable memory cost a CPU device nothing extra, and a pool would put a
         // queue and buffers of ours into the application's context for no gain.
-        lock(&NO_POOL).insert(context);
+        lock(&POOLS).insert(context, None);
         return None;
     }
     let create_queue = next.clCreateCommandQueue?;
@@ -180,14 +175,14 @@ pub(super) fn pool_for(next: &Next, facts: QueueFacts) -> Option<Arc<Pool>> {
         }),
     });
     let mut pools = lock(&POOLS);
-    if let Some(p) = pools.get(&context) {
+    if let Some(Some(p)) = pools.get(&context) {
         // Another thread made one meanwhile: ours goes.
         let p = p.clone();
         drop(pools);
         pool.close();
         return Some(p);
     }
-    pools.insert(context, pool.clone());
+    pools.insert(context, Some(pool.clone()));
     Some(pool)
 }
 
@@ -328,13 +323,16 @@ pub(super) fn trim() {
         let mut pools = lock(&POOLS);
         let idle: Vec<usize> = pools
             .iter()
+            .filter_map(|(c, p)| Some((c, p.as_ref()?)))
             .filter(|(_, p)| {
                 let st = lock(&p.state);
                 st.in_use == 0 && st.last_used.is_none_or(|t| t.elapsed() >= IDLE)
             })
             .map(|(c, _)| *c)
             .collect();
-        idle.iter().filter_map(|c| pools.remove(c)).collect()
+        idle.iter()
+            .filter_map(|c| pools.remove(c).flatten())
+            .collect()
     };
     for p in idle {
         // Taken out of the table: no new chunk can come from it, but one taken just before
@@ -349,7 +347,7 @@ pub(super) fn trim() {
             }
         };
         if busy {
-            lock(&POOLS).entry(p.context).or_insert(p);
+            lock(&POOLS).entry(p.context).or_insert(Some(p));
         } else {
             p.close();
         }
