@@ -294,6 +294,51 @@ fn statuses(m: &BTreeMap<String, Value>) -> BTreeMap<String, String> {
 }
 
 #[test]
+fn a_reduction_schema_gives_the_verdicts_of_one_compile_per_mutant_and_stray_writes_hit_guard_zones(
+) {
+    // PoCL 3.1 once gave `lid == 0` → `lid != 0` of this loop-and-barrier reduction KILLED in
+    // the schema and SURVIVED alone: its optimiser unswitched the work-item loops on the
+    // selector. The schema reads the selector through a volatile local since.
+    let f = halving_suite("same-halving");
+    let ops = ["--operators", "traditional,id_swap,id_offset"];
+    let (schema_out, schema) = mutate(&f, &ops);
+    let mut single_ops = ops.to_vec();
+    single_ops.push("--per-mutant-compile");
+    let (single_out, single) = mutate(&f, &single_ops);
+    println!("{schema_out}\n{single_out}");
+    assert!(schema.len() >= 10, "{schema_out}");
+    assert_eq!(
+        crash_or_hang_as_one(statuses(&schema)),
+        crash_or_hang_as_one(statuses(&single)),
+        "{schema_out}\n{single_out}"
+    );
+    // `out[get_group_id(0) ± 1]`: group 1 writes one int past `out`, group 0 one before it.
+    // Without guard zones that write lands in the worker's heap (a crash, a hang or nothing,
+    // depending on what lies there); with them it is the same finding every time, in both modes.
+    for m in [&schema, &single] {
+        for (key, place) in [
+            (
+                "id_offset:15:13 (get_group_id(0)+1)",
+                "4 bytes past its end",
+            ),
+            (
+                "id_offset:15:13 (get_group_id(0)-1)",
+                "4 bytes before its start",
+            ),
+        ] {
+            assert_eq!(status(m, key), "RUNTIME-ERROR", "{schema_out}");
+            let why = m[key]["statusReason"].as_str().unwrap_or_default();
+            assert!(
+                why.contains(&format!(
+                    "wrote out of bounds of argument 1 (out, int*): up to {place} (caught in its guard zone)"
+                )),
+                "{why}"
+            );
+        }
+    }
+}
+
+#[test]
 fn one_schema_and_one_compile_per_mutant_give_the_same_verdicts() {
     for f in [
         swap_pairs_suite("same-swap"),

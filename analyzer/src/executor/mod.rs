@@ -17,11 +17,13 @@
 
 mod cl;
 mod device;
+mod guard;
 mod input;
 mod program;
 mod run;
 
 pub use device::{list_devices, DeviceInfo, DeviceSelector, Session};
+pub use guard::GuardBreach;
 pub use input::{Expected, InputArg, LaunchInput};
 pub use program::{BuildOptions, BuiltProgram};
 pub use run::{check_outputs, Mismatch, RunOutput};

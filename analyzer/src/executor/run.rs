@@ -1,6 +1,7 @@
 //! Running a [`LaunchInput`] and judging its outputs.
 
 use super::cl::{Event, Kernel, Mem, Sampler};
+use super::guard::{sub_buffer, GuardBreach, Zone};
 use super::input::{image_region, Expected, InputArg};
 use super::{cl_err, BuiltProgram, ExecError, LaunchInput, Session};
 use crate::compare::{compare, Difference, Tolerance};
@@ -343,6 +344,30 @@ impl Session {
         input: &LaunchInput,
         extras: &[InputArg],
     ) -> Result<RunOutput, ExecError> {
+        self.run_with(program, input, extras, false)
+            .map(|(out, _)| out)
+    }
+
+    /// [`Session::run`] with a guard zone around every buffer of `input` (not `extras`): the
+    /// run's outputs plus every write out of bounds the zones caught (see [`super::guard`]).
+    /// For kernels that may be wrong on purpose (mutants): their stray writes are caught
+    /// instead of corrupting this process or the device's other allocations.
+    pub fn run_guarded(
+        &self,
+        program: &BuiltProgram,
+        input: &LaunchInput,
+        extras: &[InputArg],
+    ) -> Result<(RunOutput, Vec<GuardBreach>), ExecError> {
+        self.run_with(program, input, extras, true)
+    }
+
+    fn run_with(
+        &self,
+        program: &BuiltProgram,
+        input: &LaunchInput,
+        extras: &[InputArg],
+        guard: bool,
+    ) -> Result<(RunOutput, Vec<GuardBreach>), ExecError> {
         let kernel = self.create_kernel(program, &input.kernel)?;
         let all: Vec<&InputArg> = input.args.iter().chain(extras.iter()).collect();
         let num_args = cl3::kernel::get_kernel_data(kernel.raw(), CL_KERNEL_NUM_ARGS)
@@ -366,6 +391,10 @@ impl Session {
         let mut mems: Vec<Mem> = Vec::new();
         let mut mem_of: Vec<Option<usize>> = Vec::with_capacity(all.len());
         let mut samplers: Vec<Sampler> = Vec::new();
+        // Guard zones (`guard`): zone index of a slot whose memory is a zoned view.
+        let mut zones: Vec<Zone> = Vec::new();
+        let mut zone_of: HashMap<usize, usize> = HashMap::new();
+        let align = if guard { self.sub_buffer_align() } else { 1 };
         for (i, a) in all.iter().enumerate() {
             let id = match a {
                 InputArg::Buffer { mem, .. } | InputArg::Image { mem, .. } => *mem,
@@ -377,7 +406,20 @@ impl Session {
             let slot = match id.and_then(|m| shared.get(&m).copied()) {
                 Some(s) => s,
                 None => {
-                    mems.push(self.create_memory(a, i)?);
+                    let zoned = match a {
+                        InputArg::Buffer { flags, bytes, .. } if guard && i < input.args.len() => {
+                            self.zoned_buffer(access_flags(*flags), bytes, i, align)
+                        }
+                        _ => None,
+                    };
+                    match zoned {
+                        Some((zone, view)) => {
+                            mems.push(view);
+                            zones.push(zone);
+                            zone_of.insert(mems.len() - 1, zones.len() - 1);
+                        }
+                        None => mems.push(self.create_memory(a, i)?),
+                    }
                     let s = mems.len() - 1;
                     if let Some(m) = id {
                         shared.insert(m, s);
@@ -408,19 +450,17 @@ impl Session {
                     "argument {i} is a sub-buffer of #{parent}, which is not an argument"
                 ))
             })?;
-            let region = opencl_sys::cl_buffer_region {
-                origin: *origin as usize,
-                size: *size as usize,
+            // A zoned parent is itself a view: the sub-buffer is cut from its allocation.
+            let (whole, shift) = match zone_of.get(&parent_slot) {
+                Some(z) => (&zones[*z].outer, zones[*z].pad),
+                None => (&mems[parent_slot], 0),
             };
-            // SAFETY: `region` outlives the call; the parent is a live buffer.
-            let sub = unsafe {
-                cl3::memory::create_sub_buffer(
-                    mems[parent_slot].raw(),
-                    access_flags(*flags),
-                    opencl_sys::CL_BUFFER_CREATE_TYPE_REGION,
-                    (&raw const region).cast::<c_void>(),
-                )
-            }
+            let sub = sub_buffer(
+                whole,
+                access_flags(*flags),
+                shift + *origin as usize,
+                *size as usize,
+            )
             .map_err(|c| match c {
                 opencl_sys::CL_MISALIGNED_SUB_BUFFER_OFFSET => ExecError::NotReplayable(format!(
                     "argument {i}: sub-buffer offset {origin} is not aligned for {}",
@@ -428,7 +468,7 @@ impl Session {
                 )),
                 c => cl_err(format!("creating the sub-buffer of argument {i}"))(c),
             })?;
-            mems.push(Mem(sub));
+            mems.push(sub);
             let s = mems.len() - 1;
             if let Some(m) = mem {
                 shared.insert(*m, s);
@@ -590,7 +630,8 @@ impl Session {
                 None => outputs.push(None),
             }
         }
-        Ok(RunOutput { outputs, kernel_ns })
+        let breaches = self.breaches(&zones)?;
+        Ok((RunOutput { outputs, kernel_ns }, breaches))
     }
 }
 

@@ -789,8 +789,8 @@ fn prepare(
             let run_original = || match &cov {
                 Some(c) => c.run(&input),
                 None => session
-                    .run(&built, &input, &selector_extras(0, u32::MAX))
-                    .map(|o| (o, None))
+                    .run_guarded(&built, &input, &selector_extras(0, u32::MAX))
+                    .map(|(o, b)| (o, None, b))
                     .map_err(|e| e.to_string()),
             };
             let t0 = Instant::now();
@@ -799,13 +799,22 @@ fn prepare(
             let t0 = Instant::now();
             let ran = run_original();
             report.slowest_original = report.slowest_original.max(t0.elapsed());
+            let mut unguarded = false;
             match ran {
-                Ok((out, counters)) => {
+                Ok((out, counters, breaches)) => {
                     if let Some(m) = ok(&out) {
                         report.notes.push(format!(
                             "launch {id} ({kernel}): the original does not reproduce the recording ({m}); not a test case"
                         ));
                         continue;
+                    }
+                    if let Some(b) = breaches.first() {
+                        let info = infos.get(b.arg_index).cloned().unwrap_or_default();
+                        report.notes.push(format!(
+                            "launch {id} ({kernel}): the original itself {}; mutants' writes out of bounds are not looked for on this launch",
+                            b.describe(&info.name, &info.type_name)
+                        ));
+                        unguarded = true;
                     }
                     match (counters, cov.as_ref(), hit.as_mut()) {
                         (Some(words), Some(c), Some(h)) => match c.hits(kernel, &words, &input) {
@@ -849,10 +858,11 @@ fn prepare(
                     }
                 }
             }
-            tests
-                .entry(kernel.clone())
-                .or_default()
-                .push(TestRef { launch: id, seeds });
+            tests.entry(kernel.clone()).or_default().push(TestRef {
+                launch: id,
+                seeds,
+                unguarded,
+            });
             inputs.push((kernel.clone(), input));
         }
     }
@@ -1051,6 +1061,14 @@ fn branch_outcome(o: Outcome) -> Option<bool> {
     }
 }
 
+/// A run of the original in the check: its outputs, its coverage counters (when instrumented)
+/// and the writes out of bounds its guard zones caught.
+type OriginalRun = (
+    crate::executor::RunOutput,
+    Option<Vec<u32>>,
+    Vec<crate::executor::GuardBreach>,
+);
+
 impl CoverageRun {
     /// Instruments the original; `None` (with a note) when the pass refuses it.
     fn instrument(
@@ -1103,21 +1121,19 @@ impl CoverageRun {
         })
     }
 
-    /// Runs the instrumented original: its outputs and its counters.
-    fn run(
-        &self,
-        input: &LaunchInput,
-    ) -> Result<(crate::executor::RunOutput, Option<Vec<u32>>), String> {
+    /// Runs the instrumented original in guard zones: its outputs, its counters and its own
+    /// writes out of bounds.
+    fn run(&self, input: &LaunchInput) -> Result<OriginalRun, String> {
         let init = self
             .c
             .map
             .initial_buffer(&input.global_size, input.local_size.as_deref());
-        let out = self
+        let (out, breaches) = self
             .session
-            .run(&self.built, input, &[word_buffer(&init)])
+            .run_guarded(&self.built, input, &[word_buffer(&init)])
             .map_err(|e| e.to_string())?;
         let counters = out.outputs.last().cloned().flatten().map(|b| words(&b));
-        Ok((out, counters))
+        Ok((out, counters, breaches))
     }
 
     /// The branch outcomes one run hit.

@@ -32,6 +32,10 @@ pub struct TestRef {
     pub launch: u64,
     /// Permuted-schedule seeds to run besides the launch's own schedule.
     pub seeds: Vec<u64>,
+    /// The original itself writes out of bounds on this test case, so a mutant's writes into
+    /// the guard zones (see [`crate::executor::GuardBreach`]) say nothing about the mutant.
+    #[serde(default)]
+    pub unguarded: bool,
 }
 
 /// One mutant to evaluate against its tests.
@@ -422,9 +426,9 @@ impl WorkerState {
                         let mut extras = selector_extras(0, u32::MAX);
                         extras.extend(seed.map(|s| perm(original, s)));
                         let need = session
-                            .run(reference, original, &extras)
+                            .run_guarded(reference, original, &extras)
                             .ok()
-                            .and_then(|out| out.outputs.get(original.args.len() + 1).cloned())
+                            .and_then(|(out, _)| out.outputs.get(original.args.len() + 1).cloned())
                             .flatten()
                             .and_then(|b| words(&b).get(2).copied())
                             .unwrap_or(0);
@@ -462,7 +466,7 @@ impl WorkerState {
                     });
                     let mut warm_extras = selector_extras(0, budget);
                     warm_extras.extend(extras.iter().skip(2).cloned());
-                    let _ = session.run(program, &input, &warm_extras);
+                    let _ = session.run_guarded(program, &input, &warm_extras);
                     self.warm.insert(warm);
                 }
                 for _ in 0..job.repeats.max(1) {
@@ -472,7 +476,7 @@ impl WorkerState {
                     });
                     cold_copy = false;
                     runs += 1;
-                    let out = match session.run(program, &input, &extras) {
+                    let (out, breaches) = match session.run_guarded(program, &input, &extras) {
                         Ok(o) => o,
                         Err(e) => {
                             return result(
@@ -501,6 +505,18 @@ impl WorkerState {
                         return result(
                             Status::Timeout,
                             format!("launch {}{under}: {what} (watchdog)", t.launch),
+                            runs,
+                        );
+                    }
+                    if let (false, Some(b)) = (t.unguarded, breaches.first()) {
+                        let info = loaded.infos.get(b.arg_index).cloned().unwrap_or_default();
+                        return result(
+                            Status::RuntimeError,
+                            format!(
+                                "launch {}{under}: {} (caught in its guard zone)",
+                                t.launch,
+                                b.describe(&info.name, &info.type_name)
+                            ),
                             runs,
                         );
                     }

@@ -293,7 +293,7 @@ fn common_edits(p: &Program) -> Result<Common, KernelError> {
     refuse_header_functions(p, &names, "mutation testing")?;
     let mut edits = Vec::new();
     let mut kernels = Vec::new();
-    let decl = format!("uint {MUTANT_PARAM}, __global uint* {WATCHDOG_PARAM}");
+    let decl = format!("uint {MUTANT_PARAM}_in, __global uint* {WATCHDOG_PARAM}");
     for f in p.functions.iter().filter(|f| f.span.is_some()) {
         let (Some(open), Some(close)) = (f.params_open, f.params_close) else {
             let s = f.span.unwrap_or(crate::model::Span {
@@ -338,6 +338,24 @@ fn common_edits(p: &Program) -> Result<Common, KernelError> {
             kernels.push((f.name.clone(), index));
         }
         let Some(body) = &f.body else { continue };
+        // The selector is read through a volatile local: to the optimiser it is then not
+        // loop-invariant, so it cannot unswitch the work-item loops that drivers such as
+        // PoCL wrap around kernel code once per mutant condition (a 52-mutant matmul took
+        // 5 times the original's compile on PoCL 3.1, a run-time selector each mutant check
+        // costs one load).
+        if p.source.as_bytes().get(body.span.start as usize) != Some(&b'{') {
+            return Err(KernelError::Unsupported {
+                construct: format!("function `{}`", f.name),
+                line: body.span.line,
+                col: body.span.col,
+                why: "its body does not start with `{` in the program text (macro?)".into(),
+            });
+        }
+        edits.push(Edit {
+            start: body.span.start + 1,
+            end: body.span.start + 1,
+            text: format!(" volatile uint {MUTANT_PARAM} = {MUTANT_PARAM}_in;"),
+        });
         let mut err = None;
         visit_exprs(body, &mut |e| {
             if let ExprKind::Call {
