@@ -300,13 +300,19 @@ fn a_reduction_schema_gives_the_verdicts_of_one_compile_per_mutant_and_stray_wri
     // the schema and SURVIVED alone: its optimiser unswitched the work-item loops on the
     // selector. The schema reads the selector through a volatile local since.
     let f = halving_suite("same-halving");
-    let ops = ["--operators", "traditional,id_swap,id_offset"];
+    let ops = [
+        "--operators",
+        "traditional,id_swap,id_offset,local_to_private",
+    ];
     let (schema_out, schema) = mutate(&f, &ops);
     let mut single_ops = ops.to_vec();
     single_ops.push("--per-mutant-compile");
     let (single_out, single) = mutate(&f, &single_ops);
     println!("{schema_out}\n{single_out}");
     assert!(schema.len() >= 10, "{schema_out}");
+    // `__local int tmp[16]` turned private is a kernel copy in the schema.
+    assert!(schema.contains_key("local_to_private:5:5 "), "{schema_out}");
+    assert!(!schema_out.contains("compiled on its own"), "{schema_out}");
     assert_eq!(
         crash_or_hang_as_one(statuses(&schema)),
         crash_or_hang_as_one(statuses(&single)),

@@ -323,12 +323,17 @@ fn barrier_mutants_are_renamed_copies_of_every_kernel_that_reaches_them() {
     let (_, p) = barriers_fixture();
     let ms = mutate::find_mutants(&p, &MutateOptions::default());
     let schema = mutate::schema(&p, &ms).expect("schema");
+    // Both kernels pass their `__local` array to `stage(__local int*, ...)`: turned private,
+    // it would not compile there, so those two mutants get programs of their own.
     for (n, _) in &schema.excluded {
         let op = ms[*n as usize - 1].operator;
         assert_eq!(op, Operator::LocalToPrivate, "only declarations stay out");
     }
-    let barrier: Vec<&mutate::Mutant> =
-        ms.iter().filter(|m| mutate::needs_kernel_copy(m)).collect();
+    assert_eq!(schema.excluded.len(), 2, "{:?}", schema.excluded);
+    let barrier: Vec<&mutate::Mutant> = ms
+        .iter()
+        .filter(|m| mutate::needs_kernel_copy(m) && m.operator != Operator::LocalToPrivate)
+        .collect();
     // stage() and each kernel's first barrier: removal + fence swap; the loop's barrier:
     // removal (two flags, no swap).
     assert_eq!(barrier.len(), 7, "{barrier:#?}");
@@ -486,4 +491,46 @@ fn an_endless_loop_with_a_barrier_is_stopped_uniformly_by_a_budget_derived_from_
     let (_, wd) = run(endless.number, budget);
     assert_eq!(wd[0], 2, "the barrier watchdog fired: {wd:?}");
     assert_eq!(wd[2], 0, "only the original records its need");
+}
+
+#[test]
+fn a_local_array_only_ever_subscripted_turns_private_in_a_kernel_copy() {
+    let src = "void fill(__local int* p) { p[0] = 1; }\n\
+__kernel void a(__global int* out) {\n\
+    __local int t[4];\n\
+    t[get_local_id(0) & 3] = 2;\n\
+    barrier(CLK_LOCAL_MEM_FENCE);\n\
+    out[get_global_id(0)] = t [0] + t[1];\n\
+}\n\
+__kernel void b(__global int* out) {\n\
+    __local int u[4];\n\
+    fill(u);\n\
+    barrier(CLK_LOCAL_MEM_FENCE);\n\
+    out[get_global_id(0)] = u[0];\n\
+}\n\
+__kernel void c(__global int* out) {\n\
+    __local int v[4];\n\
+    fill(&v[1]);\n\
+    out[get_global_id(0)] = v[1];\n\
+}\n";
+    let p = parse_program(src, "").expect("parses");
+    let ms = mutate::find_mutants(&p, &MutateOptions::default());
+    let local: Vec<(&str, bool)> = ms
+        .iter()
+        .filter(|m| m.operator == Operator::LocalToPrivate)
+        .map(|m| (m.function.as_str(), m.in_schema))
+        .collect();
+    assert_eq!(local, vec![("a", true), ("b", false), ("c", false)]);
+    let schema = mutate::schema(&p, &ms).expect("schema");
+    let n = ms
+        .iter()
+        .find(|m| m.operator == Operator::LocalToPrivate && m.function == "a")
+        .map(|m| m.number)
+        .expect("a's mutant");
+    let copy = &schema.launch_names[&n]["a"];
+    assert!(
+        schema.source.contains(&format!("__kernel void {copy}(")),
+        "{}",
+        schema.source
+    );
 }

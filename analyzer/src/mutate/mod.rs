@@ -50,8 +50,8 @@ pub enum Status {
     CompileError,
     /// Killed in some but not all repeats: schedule-dependent.
     Undecided,
-    /// Trivially equivalent: to the original (syntax, the same device binary, or the same
-    /// optimised code), or a duplicate of an earlier undetected mutant (same optimised code).
+    /// Trivially equivalent: to the original (syntax, or the same optimised code), or a
+    /// duplicate of an earlier undetected mutant (same optimised code).
     Equivalent,
     /// Not applicable to any test case (launch changes that are illegal everywhere).
     Ignored,
@@ -876,21 +876,6 @@ fn prepare(
     };
 
     // Decide statically what can be, then make jobs.
-    let mut original_binary = None;
-    if results
-        .iter()
-        .any(|r| r.own_program && r.mutant.launch.is_none())
-    {
-        let orig = km::original(&plan.parsed);
-        if let Ok(o) = orig {
-            report.compiles += 1;
-            if let Ok(b) = build(&o.source) {
-                if let Ok(bin) = session.program_binary(&b) {
-                    original_binary = Some(cltrap_capture::writer::digest(&bin));
-                }
-            }
-        }
-    }
     let mut jobs = Vec::new();
     for (mi, r) in results.iter_mut().enumerate() {
         let m = &r.mutant;
@@ -1016,7 +1001,6 @@ fn prepare(
                 tests: refs,
                 repeats: opts.repeats.max(1),
                 ulp: opts.ulp,
-                original_binary: if cache { None } else { original_binary.clone() },
                 platform: opts.device.platform.clone(),
                 device: opts.device.device.clone(),
             },

@@ -75,8 +75,6 @@ pub struct Job {
     pub repeats: u32,
     /// Floating-point tolerance.
     pub ulp: u64,
-    /// For one-mutant programs: digest of the original's device binary; equal → EQUIVALENT.
-    pub original_binary: Option<String>,
     /// Platform selector.
     pub platform: Option<String>,
     /// Device selector.
@@ -332,18 +330,6 @@ impl WorkerState {
         let Some(session) = self.session.as_ref() else {
             return result(Status::RuntimeError, "no device", 0);
         };
-        let key = (job.source.clone(), job.extra_options.clone());
-        if let (Some(orig), Some(p)) = (&job.original_binary, self.programs.get(&key)) {
-            if let Ok(bin) = session.program_binary(p) {
-                if cltrap_capture::writer::digest(&bin) == *orig {
-                    return result(
-                        Status::Equivalent,
-                        "compiles to the same device binary as the original",
-                        0,
-                    );
-                }
-            }
-        }
         let mut runs = 0u32;
         let mut undecided: Option<String> = None;
         let mut any_test = false;

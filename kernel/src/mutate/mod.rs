@@ -4,11 +4,13 @@
 //! Why schemata: compiling a mutant costs hundreds of milliseconds on an OpenCL driver, far
 //! more than running it, so [`schema`] compiles all mutants into one program: each mutated
 //! expression becomes `(__cltrap_mutant == 17u ? (mutated) : (original))`, selected by an extra
-//! trailing kernel argument `uint __cltrap_mutant` (0 = the original). Barrier mutants cannot
-//! sit behind a run-time condition on PoCL, so the schema holds them as renamed copies of the
-//! kernels that lead to them ([`Rendered::launch_names`] says which to launch). Mutants that
-//! cannot live in a schema (a `__local` array turned private changes a declaration) are
-//! rendered one program each by [`single`]. Both renderings add a watchdog (a second extra
+//! trailing kernel argument `uint __cltrap_mutant_in` (0 = the original; read through a
+//! `volatile` local named `__cltrap_mutant`, so optimisers do not unswitch code on it). Barrier
+//! mutants cannot sit behind a run-time condition on PoCL, and a `__local` array turned private
+//! changes a declaration, so the schema holds those as renamed copies of the kernels that lead
+//! to them ([`Rendered::launch_names`] says which to launch). Mutants that cannot live in a
+//! schema (sites that cross each other, copies that cannot be made) are rendered one program
+//! each by [`single`], as is every mutant in one-compile-per-mutant mode. Both renderings add a watchdog (a second extra
 //! argument `__global uint* __cltrap_wd`: every loop spends an iteration budget and, when it is
 //! exhausted, sets `__cltrap_wd[0]` and breaks; loops with a barrier have a budget of their own,
 //! see [`barrier_loop_budget`]), so an endless mutant stops by itself and is reported as a

@@ -590,7 +590,48 @@ impl<'a> Finder<'a> {
         }
     }
 
-    /// `__local T x[N];` in a kernel → `T x[N];` (one program of its own: a declaration).
+    /// Whether every use of `names` in the current function, outside `decl`, is an element
+    /// access `name[...]` whose address is not taken: only then does turning the arrays
+    /// private keep every expression's type, so the mutant's kernel copy compiles whatever
+    /// else the schema holds (a `__local int*` parameter given a private array does not,
+    /// and a copy that fails to compile would cost the whole schema).
+    fn only_subscripted(&self, names: &[&str], decl: Span) -> bool {
+        let Some(span) = self
+            .p
+            .functions
+            .iter()
+            .find(|f| f.name == self.func)
+            .and_then(|f| f.span)
+        else {
+            return false;
+        };
+        let text = self.text(span.start, span.end);
+        let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        names.iter().filter(|n| !n.is_empty()).all(|name| {
+            let mut from = 0;
+            while let Some(i) = text[from..].find(name) {
+                let at = from + i;
+                from = at + name.len();
+                let abs = span.start + at as u32;
+                if (decl.start..decl.end).contains(&abs) {
+                    continue;
+                }
+                let rest = &text[at + name.len()..];
+                if ident(text[..at].chars().last()) || ident(rest.chars().next()) {
+                    continue;
+                }
+                let before = text[..at].trim_end();
+                let after = rest.trim_start();
+                if !after.starts_with('[') || before.ends_with('&') {
+                    return false;
+                }
+            }
+            true
+        })
+    }
+
+    /// `__local T x[N];` in a kernel → `T x[N];` (a kernel copy in the schema, see
+    /// [`Self::only_subscripted`], or a program of its own).
     fn local_decl(&mut self, s: &Stmt) {
         let StmtKind::Decl(vars) = &s.kind else {
             return;
@@ -626,9 +667,17 @@ impl<'a> Finder<'a> {
             if self.text(end, end + 1) == " " {
                 end += 1;
             }
+            // The declaration is its site when the schema can hold the mutant as a renamed
+            // copy of its kernel (see `needs_kernel_copy`); else it gets a program of its own.
+            let names: Vec<&str> = vars
+                .iter()
+                .filter(|v| v.ty.contains("__local"))
+                .map(|v| v.name.as_str())
+                .collect();
+            let site = self.only_subscripted(&names, s.span).then_some(s.span);
             self.add(
                 Operator::LocalToPrivate,
-                None,
+                site,
                 vec![Patch {
                     start,
                     end,

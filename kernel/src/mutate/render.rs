@@ -53,10 +53,15 @@ impl Rendered {
 /// renamed copy of every function that leads to it, with the mutation applied unconditionally,
 /// in the same program — still one compile. Fence removals (`mem_fence`, ...) are not
 /// barriers and stay behind the selector (checked against single compiles in the tests).
+/// A `__local` array turned private changes a declaration, which no run-time condition can
+/// select either: it gets a kernel copy too (a driver compiles a copy for its work-group size
+/// when it first runs, far cheaper than a program of its own).
 pub fn needs_kernel_copy(m: &Mutant) -> bool {
     matches!(
         m.operator,
-        super::Operator::BarrierRemoval | super::Operator::BarrierFence
+        super::Operator::BarrierRemoval
+            | super::Operator::BarrierFence
+            | super::Operator::LocalToPrivate
     )
 }
 
