@@ -136,9 +136,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("cltrap-hole-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
-        let a = w.take_id();
-        let _lost = w.take_id();
-        let c = w.take_id();
+        let a = w.take_id().unwrap();
+        let _lost = w.take_id().unwrap();
+        let c = w.take_id().unwrap();
         let mut rec = launch("p");
         rec.id = a;
         let mut rec_c = rec.clone();
@@ -146,7 +146,43 @@ mod tests {
         w.append_numbered(&[rec, rec_c]).unwrap();
         drop(w);
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
-        assert_eq!(w.take_id(), c + 1);
+        assert_eq!(w.take_id().unwrap(), c + 1);
+        drop(w);
+        // An older capture has no id file: ids continue after the log's largest.
+        std::fs::remove_file(dir.join(writer::IDS_FILE)).unwrap();
+        let w = CaptureWriter::create(&dir, &manifest()).unwrap();
+        assert_eq!(w.take_id().unwrap(), c + 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn writers_open_at_once_never_share_an_id_or_cut_each_others_lines() {
+        let dir = std::env::temp_dir().join(format!("cltrap-two-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let a = CaptureWriter::create(&dir, &manifest()).unwrap();
+        let b = CaptureWriter::create(&dir, &manifest()).unwrap();
+        let from_a: Vec<u64> = (0..3).map(|_| a.take_id().unwrap()).collect();
+        let from_b: Vec<u64> = (0..3).map(|_| b.take_id().unwrap()).collect();
+        assert_eq!(from_a, [0, 1, 2]);
+        assert_eq!(
+            from_b,
+            [writer::ID_BLOCK, writer::ID_BLOCK + 1, writer::ID_BLOCK + 2]
+        );
+        // A line still being written by a live writer is not cut off by a new one...
+        let log = dir.join(LAUNCHES_FILE);
+        let mut rec = launch("p");
+        rec.id = from_a[0];
+        a.append_numbered(&[rec]).unwrap();
+        let whole = std::fs::read(&log).unwrap();
+        let mut partial = whole.clone();
+        partial.extend_from_slice(b"{\"id\": 7, \"kern");
+        std::fs::write(&log, &partial).unwrap();
+        let c = CaptureWriter::create(&dir, &manifest()).unwrap();
+        assert_eq!(std::fs::read(&log).unwrap(), partial);
+        // ...but once every writer is gone, the next one cuts a dead writer's fragment.
+        drop((a, b, c));
+        let _d = CaptureWriter::create(&dir, &manifest()).unwrap();
+        assert_eq!(std::fs::read(&log).unwrap(), whole);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -107,13 +107,37 @@ impl BlobStore {
     }
 }
 
+/// Name of the file holding the next launch id no process has reserved yet (decimal text).
+/// Processes writing one capture at the same time (a test suite, a forking server) reserve
+/// ids from it in blocks of [`ID_BLOCK`] under an exclusive `flock` on it, so their ids never
+/// collide; readers ignore it (a capture without it continues after its log's largest id).
+pub const IDS_FILE: &str = "ids";
+/// Name of the file every live writer holds a shared `flock` on: a writer that gets it
+/// exclusively knows no other is appending, so a partial last line can only be a dead
+/// writer's and is cut off.
+pub const WRITERS_FILE: &str = ".writers.lock";
+/// Launch ids a process reserves at a time. Alone it numbers its launches 0, 1, 2, ...; two
+/// at once interleave blocks; at exit a process gives back the rest of its last block unless
+/// another reserved ids after it.
+pub const ID_BLOCK: u64 = 1024;
+
+/// The ids this process may hand out: `next..end`.
+struct IdBlock {
+    next: u64,
+    end: u64,
+}
+
 /// An open capture being written: manifest, blobs and the launch log.
 pub struct CaptureWriter {
     dir: PathBuf,
     /// Where sources, programs and buffer contents go.
     pub blobs: BlobStore,
     log: Mutex<File>,
-    next_id: AtomicU64,
+    ids: Mutex<IdBlock>,
+    /// The [`IDS_FILE`], locked while a block is reserved.
+    id_file: File,
+    /// The [`WRITERS_FILE`], held with a shared lock while this writer lives.
+    _writers: File,
 }
 
 impl CaptureWriter {
@@ -138,25 +162,124 @@ impl CaptureWriter {
                 })?;
         }
         let log_path = dir.join(crate::LAUNCHES_FILE);
-        drop_partial_last_line(&log_path).map_err(|source| WriteError::Write {
-            path: log_path.clone(),
-            source,
-        })?;
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| WriteError::Write { path, source }
+        };
+        let open_rw = |path: &Path| {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+        };
+        let writers_path = dir.join(WRITERS_FILE);
+        let writers = open_rw(&writers_path).map_err(io(&writers_path))?;
+        // Alone (no live writer holds its shared lock): a partial last line is a dead
+        // writer's and is cut off. Else it may be a line being written right now: left alone.
+        if writers.try_lock().is_ok() {
+            drop_partial_last_line(&log_path).map_err(io(&log_path))?;
+            writers.unlock().map_err(io(&writers_path))?;
+        }
+        writers.lock_shared().map_err(io(&writers_path))?;
         let log = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log_path)
-            .map_err(|source| WriteError::Write {
-                path: log_path.clone(),
-                source,
-            })?;
-        let next_id = next_free_id(&log_path);
+            .map_err(io(&log_path))?;
+        let ids_path = dir.join(IDS_FILE);
+        let id_file = open_rw(&ids_path).map_err(io(&ids_path))?;
         Ok(CaptureWriter {
             dir: dir.to_path_buf(),
             blobs: BlobStore::new(dir),
             log: Mutex::new(log),
-            next_id: AtomicU64::new(next_id),
+            ids: Mutex::new(IdBlock { next: 0, end: 0 }),
+            id_file,
+            _writers: writers,
         })
+    }
+
+    /// Reserves the next block of ids from the [`IDS_FILE`] (under its lock). A capture
+    /// without one (an older capture) continues after the log's largest id.
+    fn reserve(&self, block: &mut IdBlock) -> std::io::Result<()> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = &self.id_file;
+        f.lock()?;
+        let reserved = (|| -> std::io::Result<(u64, u64)> {
+            let mut text = String::new();
+            f.seek(SeekFrom::Start(0))?;
+            f.read_to_string(&mut text)?;
+            let start = match text.trim().parse::<u64>() {
+                Ok(n) => n,
+                Err(_) => next_free_id(&self.dir.join(crate::LAUNCHES_FILE)),
+            };
+            let end = start.saturating_add(ID_BLOCK);
+            f.set_len(0)?;
+            f.seek(SeekFrom::Start(0))?;
+            f.write_all(format!("{end}\n").as_bytes())?;
+            Ok((start, end))
+        })();
+        let unlocked = f.unlock();
+        let (start, end) = reserved?;
+        unlocked?;
+        *block = IdBlock { next: start, end };
+        Ok(())
+    }
+
+    /// Gives the unused rest of this process's id block back, when no other process reserved
+    /// ids after it, so the next process appending to the capture continues right after this
+    /// one's last launch. Call when no more launches will be numbered (at exit).
+    pub fn release_unused_ids(&self) -> Result<(), WriteError> {
+        use std::io::{Read, Seek, SeekFrom};
+        let path = self.dir.join(IDS_FILE);
+        let io = |source| WriteError::Write {
+            path: path.clone(),
+            source,
+        };
+        let mut block = match self.ids.lock() {
+            Ok(b) => b,
+            Err(p) => p.into_inner(),
+        };
+        if block.next >= block.end {
+            return Ok(());
+        }
+        let mut f = &self.id_file;
+        f.lock().map_err(io)?;
+        let given_back = (|| -> std::io::Result<()> {
+            let mut text = String::new();
+            f.seek(SeekFrom::Start(0))?;
+            f.read_to_string(&mut text)?;
+            if text.trim().parse::<u64>().ok() != Some(block.end) {
+                return Ok(());
+            }
+            f.set_len(0)?;
+            f.seek(SeekFrom::Start(0))?;
+            f.write_all(format!("{}\n", block.next).as_bytes())?;
+            block.end = block.next;
+            Ok(())
+        })();
+        let unlocked = f.unlock();
+        given_back.map_err(io)?;
+        unlocked.map_err(io)
+    }
+
+    /// The next id, reserving a new block when this one is spent.
+    fn next_id(&self) -> Result<u64, WriteError> {
+        let mut block = match self.ids.lock() {
+            Ok(b) => b,
+            Err(p) => p.into_inner(),
+        };
+        if block.next >= block.end {
+            self.reserve(&mut block)
+                .map_err(|source| WriteError::Write {
+                    path: self.dir.join(IDS_FILE),
+                    source,
+                })?;
+        }
+        let id = block.next;
+        block.next += 1;
+        Ok(id)
     }
 
     /// The capture directory.
@@ -173,7 +296,7 @@ impl CaptureWriter {
             Ok(l) => l,
             Err(p) => p.into_inner(),
         };
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = self.next_id()?;
         record.id = id;
         let mut line = serde_json::to_vec(&record)?;
         line.push(b'\n');
@@ -184,9 +307,10 @@ impl CaptureWriter {
 
     /// Takes the next launch id without writing anything: for writers that number launches
     /// in the order the application enqueued them but write them as they complete (with
-    /// [`CaptureWriter::append_numbered`]). Readers sort by id.
-    pub fn take_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
+    /// [`CaptureWriter::append_numbered`]). Readers sort by id. Fails only when a new block of
+    /// ids cannot be reserved (the [`IDS_FILE`] cannot be written).
+    pub fn take_id(&self) -> Result<u64, WriteError> {
+        self.next_id()
     }
 
     /// Appends launches whose ids were taken with [`CaptureWriter::take_id`], in one write
@@ -207,6 +331,15 @@ impl CaptureWriter {
         };
         log.write_all(&lines)
             .map_err(|source| WriteError::Write { path, source })
+    }
+}
+
+impl Drop for CaptureWriter {
+    /// A writer that goes away gives back the ids it did not use (see
+    /// [`CaptureWriter::release_unused_ids`]); the shim's writer lives until exit and does it
+    /// in its exit handler.
+    fn drop(&mut self) {
+        let _ = self.release_unused_ids();
     }
 }
 

@@ -58,6 +58,11 @@ pub fn writer() -> Option<&'static CaptureWriter> {
         .as_ref()
 }
 
+/// The capture writer if one was created; never creates one (for exit handlers).
+pub fn existing_writer() -> Option<&'static CaptureWriter> {
+    WRITER.get().and_then(Option::as_ref)
+}
+
 fn manifest(settings: &cltrap_capture::Settings) -> Manifest {
     let argv = std::fs::read("/proc/self/cmdline")
         .map(|b| {

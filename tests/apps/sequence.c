@@ -1,6 +1,39 @@
 /* Fixture: a known, repeating launch sequence — fill, accumulate, scale — four times over
- * (12 launches, enqueue numbers 0..11), for testing the capture filters and buffer modes. */
+ * (12 launches, enqueue numbers 0..11), for testing the capture filters and buffer modes.
+ *
+ * With SEQUENCE_RENDEZVOUS=DIR:N in the environment it first waits (up to 30 s) until N
+ * processes have checked in to DIR, so that N copies launch at the same moment (processes
+ * capturing into one directory at once). */
 #include "common.h"
+#include <dirent.h>
+#include <unistd.h>
+
+static void rendezvous(void) {
+    const char *spec = getenv("SEQUENCE_RENDEZVOUS");
+    if (!spec) return;
+    char dir[4096];
+    const char *colon = strrchr(spec, ':');
+    if (!colon || (size_t)(colon - spec) >= sizeof dir) return;
+    memcpy(dir, spec, colon - spec);
+    dir[colon - spec] = 0;
+    int want = atoi(colon + 1);
+    char mine[4200];
+    snprintf(mine, sizeof mine, "%s/%d", dir, (int)getpid());
+    FILE *f = fopen(mine, "w");
+    if (f) fclose(f);
+    for (int waited = 0; waited < 30000; waited++) {
+        int n = 0;
+        DIR *d = opendir(dir);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d)) != NULL)
+                if (e->d_name[0] != '.') n++;
+            closedir(d);
+        }
+        if (n >= want) return;
+        usleep(1000);
+    }
+}
 
 enum { N = 128, ROUNDS = 4 };
 
@@ -31,6 +64,7 @@ int main(void) {
     CHECK(clSetKernelArg(kscale, 0, sizeof acc, &acc));
     size_t g = N;
     long want[N] = {0};
+    rendezvous();
     for (int r = 0; r < ROUNDS; r++) {
         int v = r * 10 + 1, k = (r % 2) ? -1 : 2;
         CHECK(clSetKernelArg(kfill, 1, sizeof v, &v));

@@ -142,6 +142,63 @@ fn a_second_run_into_the_same_directory_appends_to_the_capture() {
 }
 
 #[test]
+fn processes_capturing_into_one_directory_at_once_get_distinct_ids_and_lose_nothing() {
+    // A test suite or a forking server: several processes under the shim at the same time,
+    // one capture directory. Each process reserves its ids in blocks under a file lock, and
+    // none cuts off what looks like a partial line while others are appending.
+    let exe = fixture("sequence");
+    let dir = fresh_capture_dir("concurrent");
+    // The four copies start launching together (the fixture's rendezvous), so all four are
+    // writing the capture at once.
+    let meet = fresh_dir("rendezvous", "concurrent");
+    let spec = std::ffi::OsString::from(format!("{}:4", meet.display()));
+    let runs: Vec<_> = (0..4)
+        .map(|_| {
+            let (dir, exe, spec) = (dir.to_path_buf(), exe.clone(), spec.clone());
+            std::thread::spawn(move || {
+                run_preloaded(
+                    &dir,
+                    &[("SEQUENCE_RENDEZVOUS", spec.as_os_str())],
+                    &exe,
+                    &[] as &[&str],
+                )
+            })
+        })
+        .collect();
+    for r in runs {
+        r.join().expect("runner thread").expect_success();
+    }
+    let cap = open_capture(&dir);
+    assert_eq!(cap.launches.len(), 48, "four runs of 12 launches");
+    let mut ids: Vec<u64> = cap.launches.iter().map(|l| l.id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 48, "ids are distinct: {ids:?}");
+    for kernel in ["fill", "accumulate", "scale"] {
+        let n = kernel_sequence(&cap)
+            .iter()
+            .filter(|k| *k == kernel)
+            .count();
+        assert_eq!(n, 16, "{kernel}");
+    }
+    assert_replays_ok(&dir, 48);
+    // A later run alone continues right after the largest id (the last process to reserve
+    // gave back the rest of its block when it exited).
+    run_captured(&dir, &[], &exe, &[] as &[&str]).expect_success();
+    let cap = open_capture(&dir);
+    let max_before = *ids.last().unwrap_or(&0);
+    let mut later: Vec<u64> = cap
+        .launches
+        .iter()
+        .map(|l| l.id)
+        .filter(|i| !ids.contains(i))
+        .collect();
+    later.sort_unstable();
+    assert_eq!(later.len(), 12);
+    assert!(later[0] > max_before, "{later:?} after {max_before}");
+}
+
+#[test]
 fn past_the_disk_budget_capture_continues_with_digests_and_says_so_once() {
     let exe = fixture("dedup");
     let native = run_native(&exe, &[] as &[&str]).expect_success();

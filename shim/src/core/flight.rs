@@ -585,7 +585,19 @@ fn start() {
 }
 
 extern "C" fn at_exit() {
-    let _ = std::panic::catch_unwind(drain);
+    let _ = std::panic::catch_unwind(|| {
+        drain();
+        // The next process appending to this capture numbers on from this one's last id (not
+        // from a forked child: the block it inherited is still its parent's).
+        if !available() {
+            return;
+        }
+        if let Some(w) = crate::sink::existing_writer() {
+            if let Err(e) = w.release_unused_ids() {
+                crate::sink::fail(&e);
+            }
+        }
+    });
 }
 
 /// Waits for launches in flight (as long as they keep completing) and their records.

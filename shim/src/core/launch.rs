@@ -537,15 +537,23 @@ impl Plan {
 
     fn into_flight(mut self, around: Option<Around<'_>>, next: &Next, recorded: bool) -> Flight {
         // Ids follow the order launches were enqueued, whatever order they complete in.
+        // No id (the capture's id file cannot be written): the launch goes on unrecorded.
+        let mut keep = true;
         if recorded {
-            self.record.id = self.writer.take_id();
+            match self.writer.take_id() {
+                Ok(id) => self.record.id = id,
+                Err(e) => {
+                    crate::sink::fail(&e);
+                    keep = false;
+                }
+            }
         }
         let (items, events, temps) = match around {
             Some(a) => (a.items, a.events, a.temps),
             None => (Vec::new(), Vec::new(), Vec::new()),
         };
         Flight {
-            record: Some(self.record),
+            record: keep.then_some(self.record),
             slots: self.slots,
             items,
             missing: self.missing,
