@@ -10,6 +10,11 @@
  *   read+event       + the same read with an event (released once 1024 later launches were
  *                      enqueued, as the capture's writer does)
  *   pinned+event     + the read into pinned memory (a mapped CL_MEM_ALLOC_HOST_PTR buffer)
+ *   staging-ring     + a device-side copy per launch (clEnqueueCopyBuffer of the 256 bytes into
+ *                      slot j % 1024 of a device staging buffer) and one read of the whole
+ *                      ring into pinned memory per 1024 launches: the "copy on the device,
+ *                      read in batches" design, to see whether a copy enqueue is cheaper than
+ *                      a read enqueue on this driver
  * Usage: read-storm [N]
  */
 #include "common.h"
@@ -57,6 +62,37 @@ static double run(struct bench *b, cl_kernel k, cl_mem dy, long n, int read, int
     return t1 - t0;
 }
 
+/* The staging-ring variant: a device-to-device copy per launch, one batched read per ring. */
+static double run_ring(struct bench *b, cl_kernel k, cl_mem dy, cl_mem ring, long n, float *land) {
+    size_t global = SIZE;
+    size_t slot_bytes = SIZE * sizeof(float);
+    cl_event batch = NULL;
+    double t0 = now_s();
+    for (long j = 0; j < n; j++) {
+        cl_float a = (cl_float)(j % 4);
+        CHECK(clSetKernelArg(k, 2, sizeof a, &a));
+        CHECK(clEnqueueNDRangeKernel(b->queue, k, 1, NULL, &global, NULL, 0, NULL, NULL));
+        int slot = (int)(j % INFLIGHT);
+        if (slot == 0 && batch) {
+            CHECK(clWaitForEvents(1, &batch));
+            CHECK(clReleaseEvent(batch));
+            batch = NULL;
+        }
+        CHECK(clEnqueueCopyBuffer(b->queue, dy, ring, 0, (size_t)slot * slot_bytes, slot_bytes, 0,
+                                  NULL, NULL));
+        if (slot == INFLIGHT - 1)
+            CHECK(clEnqueueReadBuffer(b->queue, ring, CL_FALSE, 0, INFLIGHT * slot_bytes, land, 0,
+                                      NULL, &batch));
+        if (j % 64 == 63)
+            CHECK(clFlush(b->queue));
+    }
+    CHECK(clFinish(b->queue));
+    double t1 = now_s();
+    if (batch)
+        CHECK(clReleaseEvent(batch));
+    return t1 - t0;
+}
+
 int main(int argc, char **argv) {
     long n = argc > 1 ? strtol(argv[1], NULL, 10) : 100000;
     if (n <= 0) {
@@ -80,7 +116,9 @@ int main(int argc, char **argv) {
     float *pinned = clEnqueueMapBuffer(b.queue, pin, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
                                        land_bytes, 0, NULL, NULL, &err);
     CHECK(err);
+    cl_mem ring = bench_buffer(&b, CL_MEM_READ_WRITE, land_bytes, NULL);
     run(&b, k, dy, n / 10, 0, 0, pageable); /* warm-up */
+    run_ring(&b, k, dy, ring, n / 10, pinned);
     for (int round = 0; round < 2; round++) {
         printf("read-storm kernel launches=%ld loop_s=%.6f\n", n, run(&b, k, dy, n, 0, 0, pageable));
         printf("read-storm read launches=%ld loop_s=%.6f\n", n, run(&b, k, dy, n, 1, 0, pageable));
@@ -88,6 +126,8 @@ int main(int argc, char **argv) {
                run(&b, k, dy, n, 1, 1, pageable));
         printf("read-storm pinned+event launches=%ld loop_s=%.6f\n", n,
                run(&b, k, dy, n, 1, 1, pinned));
+        printf("read-storm staging-ring launches=%ld loop_s=%.6f\n", n,
+               run_ring(&b, k, dy, ring, n, pinned));
     }
     fflush(stdout);
     return 0;
