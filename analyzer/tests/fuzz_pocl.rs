@@ -228,7 +228,7 @@ fn overruns_and_crashes_are_findings_and_the_campaign_goes_on() {
     let (ok, text) = fuzz_hard("overrun", &["--seed", "3"], &suite);
     assert!(ok, "{text}");
     assert!(
-        text.contains("finding in overrun: out-of-bounds write past the end of argument 0 (out)")
+        text.contains("finding in overrun: wrote out of bounds of argument 0 (out): past its end")
             || text.contains("finding in overrun: crash"),
         "{text}"
     );

@@ -28,8 +28,9 @@ pub const MIN_PAD: usize = 4096;
 /// The largest pad on each side (a worker holds every test case's buffers).
 pub const MAX_PAD: usize = 16 << 20;
 
-/// A write outside an argument's buffer, caught in its guard zone.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A write outside an argument's buffer, caught in its guard zone. (Serde: it travels from
+/// fuzz workers to their parent.)
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GuardBreach {
     /// The argument whose zone changed.
     pub arg_index: usize,
@@ -58,6 +59,24 @@ impl GuardBreach {
             (Some(b), None) => format!("up to {b} bytes before its start"),
             (None, Some(a)) => format!("up to {a} bytes past its end"),
             (None, None) => "nowhere".to_string(),
+        };
+        format!("wrote out of bounds of {arg}: {place}")
+    }
+}
+
+impl GuardBreach {
+    /// [`GuardBreach::describe`] without the distances: one phrase per argument and side, so
+    /// that many inputs overrunning the same buffer by different amounts read as one finding.
+    pub fn summary(&self, name: &str) -> String {
+        let arg = if name.is_empty() {
+            format!("argument {}", self.arg_index)
+        } else {
+            format!("argument {} ({name})", self.arg_index)
+        };
+        let place = match (self.before, self.after) {
+            (Some(_), Some(_)) => "before its start and past its end",
+            (Some(_), None) => "before its start",
+            _ => "past its end",
         };
         format!("wrote out of bounds of {arg}: {place}")
     }
@@ -240,6 +259,10 @@ mod tests {
             after: Some(8),
             ..b
         };
+        assert_eq!(
+            b.summary("out"),
+            "wrote out of bounds of argument 1 (out): before its start and past its end"
+        );
         assert_eq!(
             b.describe("out", "int*"),
             "wrote out of bounds of argument 1 (out, int*): up to 4 bytes before its start and 8 bytes past its end"

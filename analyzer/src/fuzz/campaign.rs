@@ -27,42 +27,6 @@ pub struct Budget {
     pub fruitless: Option<u64>,
 }
 
-/// Guard bytes appended to every buffer an execution owns alone: a kernel that writes into
-/// them wrote past the end of its argument (PoCL itself does not fault on small overruns).
-pub const GUARD: usize = 64;
-/// The guard's fill.
-pub const GUARD_BYTE: u8 = 0xA5;
-
-/// `input` with guards after every unshared buffer, and the indices of those buffers.
-fn with_guards(input: &LaunchInput) -> (LaunchInput, Vec<usize>) {
-    let mut out = input.clone();
-    let mut guarded = Vec::new();
-    let shared = |m: u64| {
-        input
-            .args
-            .iter()
-            .filter(|a| match a {
-                InputArg::Buffer { mem: Some(x), .. } | InputArg::Image { mem: Some(x), .. } => {
-                    *x == m
-                }
-                InputArg::SubBuffer { mem, parent, .. } => *parent == m || *mem == Some(m),
-                _ => false,
-            })
-            .count()
-            > 1
-    };
-    for (i, a) in out.args.iter_mut().enumerate() {
-        if let InputArg::Buffer { mem, bytes, .. } = a {
-            if mem.is_some_and(shared) {
-                continue;
-            }
-            bytes.resize(bytes.len() + GUARD, GUARD_BYTE);
-            guarded.push(i);
-        }
-    }
-    (out, guarded)
-}
-
 /// What one execution reached (counter slots) and left in memory (per argument).
 pub type Executed = (BTreeSet<u32>, Vec<Option<Vec<u8>>>);
 
@@ -161,34 +125,26 @@ impl Campaign {
             .map
             .initial_buffer(&input.global_size, input.local_size.as_deref());
         let extras: [InputArg; 1] = [word_buffer(&init)];
-        let (padded, guarded) = with_guards(input);
         let start = Instant::now();
-        let ran = runner.run(&padded, &extras)?;
+        let ran = runner.run(input, &extras)?;
         self.run_time += start.elapsed();
         self.executions += 1;
         match ran {
-            Ran::Done(mut outputs) => {
+            Ran::Done(mut outputs, breaches) => {
                 let counters = outputs.pop().flatten().unwrap_or_default();
-                for i in guarded {
-                    let Some(Some(o)) = outputs.get_mut(i) else {
-                        continue;
-                    };
-                    let keep = o.len().saturating_sub(GUARD);
-                    if o[keep..].iter().any(|b| *b != GUARD_BYTE) {
-                        let name = self
-                            .iface
-                            .args
-                            .get(i)
-                            .map(|a| a.name.as_str())
-                            .unwrap_or("");
-                        self.findings.push(Finding {
-                            what: format!(
-                                "out-of-bounds write past the end of argument {i} ({name})"
-                            ),
-                            input: input.clone(),
-                        });
-                    }
-                    o.truncate(keep);
+                // Every buffer ran between guard zones (see `executor::guard`): a write into
+                // one is a finding (PoCL itself does not fault on small overruns).
+                // Findings group by their text, so it names the argument and side only.
+                for b in &breaches {
+                    let name = self
+                        .iface
+                        .args
+                        .get(b.arg_index)
+                        .map_or("", |a| a.name.as_str());
+                    self.findings.push(Finding {
+                        what: b.summary(name),
+                        input: input.clone(),
+                    });
                 }
                 let result =
                     self.map

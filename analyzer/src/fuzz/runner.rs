@@ -5,7 +5,9 @@
 
 use super::wire::{Reply, Request, WireInput};
 use super::FuzzError;
-use crate::executor::{BuiltProgram, DeviceSelector, ExecError, InputArg, LaunchInput, Session};
+use crate::executor::{
+    BuiltProgram, DeviceSelector, ExecError, GuardBreach, InputArg, LaunchInput, Session,
+};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -15,8 +17,9 @@ use std::time::Duration;
 /// What one execution gave.
 #[derive(Debug, Clone)]
 pub enum Ran {
-    /// The kernel finished: contents of every memory argument (extras included) afterwards.
-    Done(Vec<Option<Vec<u8>>>),
+    /// The kernel finished: contents of every memory argument (extras included) afterwards,
+    /// and its writes out of bounds (every buffer of the input runs between guard zones).
+    Done(Vec<Option<Vec<u8>>>, Vec<GuardBreach>),
     /// The kernel failed or crashed the worker (the reason).
     Crashed(String),
     /// The watchdog fired.
@@ -47,8 +50,8 @@ impl<'s> InProcess<'s> {
 
 impl Runner for InProcess<'_> {
     fn run(&mut self, input: &LaunchInput, extras: &[InputArg]) -> Result<Ran, FuzzError> {
-        match self.session.run(&self.built, input, extras) {
-            Ok(out) => Ok(Ran::Done(out.outputs)),
+        match self.session.run_guarded(&self.built, input, extras) {
+            Ok((out, breaches)) => Ok(Ran::Done(out.outputs, breaches)),
             Err(ExecError::Execution { code }) => Ok(Ran::Crashed(code)),
             Err(e) => Err(e.into()),
         }
@@ -203,8 +206,8 @@ impl Runner for Worker {
             return Ok(Ran::Crashed("the worker process died".into()));
         }
         match recv(live, self.watchdog) {
-            Heard::Reply(Reply::Ran(outputs)) => {
-                Ok(Ran::Done(super::wire::decode_outputs(&outputs)))
+            Heard::Reply(Reply::Ran(outputs, breaches)) => {
+                Ok(Ran::Done(super::wire::decode_outputs(&outputs), breaches))
             }
             Heard::Reply(Reply::Failed(code)) => Ok(Ran::Crashed(code)),
             Heard::Reply(Reply::Error(e)) => Err(FuzzError::Worker(e)),
@@ -246,8 +249,10 @@ pub fn serve(session: &Session) -> Result<(), FuzzError> {
                 Err(e) => Reply::Error(e.to_string()),
             },
             Ok(Request::Run(w)) => match (&built, w.to_input()) {
-                (Some(b), Ok((input, extras))) => match session.run(b, &input, &extras) {
-                    Ok(o) => Reply::Ran(super::wire::encode_outputs(&o.outputs)),
+                (Some(b), Ok((input, extras))) => match session.run_guarded(b, &input, &extras) {
+                    Ok((o, breaches)) => {
+                        Reply::Ran(super::wire::encode_outputs(&o.outputs), breaches)
+                    }
                     Err(ExecError::Execution { code }) => Reply::Failed(code),
                     Err(e) => Reply::Error(e.to_string()),
                 },

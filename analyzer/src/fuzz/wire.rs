@@ -1,7 +1,7 @@
 //! The worker protocol: one JSON request per line on the worker's stdin, one JSON reply per
 //! line on its stdout. Byte contents travel as hex (test cases are small).
 
-use crate::executor::{InputArg, LaunchInput};
+use crate::executor::{GuardBreach, InputArg, LaunchInput};
 use crate::values::{hex, unhex};
 use cltrap_capture::ImageRecord;
 use serde::{Deserialize, Serialize};
@@ -27,8 +27,9 @@ pub enum Request {
 pub enum Reply {
     /// The program is built.
     Built,
-    /// Outputs (hex) per argument, extras included.
-    Ran(Vec<Option<String>>),
+    /// Outputs (hex) per argument, extras included, and the writes out of bounds the guard
+    /// zones caught.
+    Ran(Vec<Option<String>>, Vec<GuardBreach>),
     /// The kernel failed on the device.
     Failed(String),
     /// Anything else went wrong.

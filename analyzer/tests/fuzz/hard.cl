@@ -87,8 +87,8 @@ __kernel void dead(__global int *out, uchar c) {
     out[get_global_id(0)] = (c << 9) == 0 ? 5 : 6;
 }
 
-// Writes wherever `at` says: the guard after the buffer catches small overruns, a worker
-// crash the large ones; either way the campaign goes on.
+// Writes wherever `at` says: the guard zones around the buffer catch small overruns (before
+// or after it), a worker crash the large ones; either way the campaign goes on.
 __kernel void overrun(__global int *out, int at) {
     if (get_global_id(0) == 0) {
         out[at] = 1;
