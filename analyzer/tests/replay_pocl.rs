@@ -890,4 +890,55 @@ fn a_sub_buffer_passed_with_its_parent_stays_a_view_of_it() {
     ));
     let input = LaunchInput::from_record(&capture, &capture.launches[1]).unwrap();
     assert!(matches!(input.args[1], InputArg::Buffer { .. }));
+
+    // In guard zones (mutation testing, fuzzing) the parent is a view into a padded
+    // allocation and the sub-buffer is cut from that allocation: the same results, no breach.
+    let session = Session::open(&DeviceSelector::default()).expect("an OpenCL device (PoCL)");
+    let rec = &capture.launches[0];
+    let record = capture.program(&rec.program).unwrap();
+    let built = session
+        .build(&capture, &record, &Default::default())
+        .unwrap();
+    let input = LaunchInput::from_record(&capture, rec).unwrap();
+    let plain = session.run(&built, &input, &[]).unwrap();
+    let (guarded, breaches) = session.run_guarded(&built, &input, &[]).unwrap();
+    assert_eq!(plain.outputs, guarded.outputs);
+    assert_eq!(guarded.outputs[0].as_deref(), Some(&f32s(&whole1)[..]));
+    assert!(breaches.is_empty(), "{breaches:?}");
+}
+
+const STRAY: &str = "__kernel void stray(__global int* a, __global int* b, int at) {\n  if (get_global_id(0) == 0) { a[at] = 7; b[-1] = 9; }\n}\n";
+
+#[test]
+fn guard_zones_catch_stray_writes_on_both_sides_and_keep_them_out_of_the_outputs() {
+    let session = Session::open(&DeviceSelector::default()).expect("an OpenCL device (PoCL)");
+    let built = session.build_source(STRAY, "").unwrap();
+    let buf = |mem: u64| InputArg::Buffer {
+        mem: Some(mem),
+        flags: 1,
+        bytes: i32s(&[0; 4]),
+    };
+    let input = |at: i32| LaunchInput {
+        kernel: "stray".into(),
+        work_dim: 1,
+        global_offset: None,
+        global_size: vec![1],
+        local_size: None,
+        args: vec![buf(1), buf(2), InputArg::Scalar(at.to_le_bytes().to_vec())],
+        stand_ins: vec![],
+    };
+    // a[5]: 8 bytes past a's end (its last int is a[3]); b[-1]: 4 bytes before b's start.
+    let (out, breaches) = session.run_guarded(&built, &input(5), &[]).unwrap();
+    assert_eq!(out.outputs[0].as_deref(), Some(&i32s(&[0; 4])[..]));
+    assert_eq!(out.outputs[1].as_deref(), Some(&i32s(&[0; 4])[..]));
+    let found: Vec<(usize, Option<u64>, Option<u64>)> = breaches
+        .iter()
+        .map(|b| (b.arg_index, b.before, b.after))
+        .collect();
+    assert_eq!(found, vec![(0, None, Some(8)), (1, Some(4), None)]);
+    // In bounds for a: only b's stray write is left.
+    let (out, breaches) = session.run_guarded(&built, &input(2), &[]).unwrap();
+    assert_eq!(out.outputs[0].as_deref(), Some(&i32s(&[0, 0, 7, 0])[..]));
+    assert_eq!(breaches.len(), 1);
+    assert_eq!(breaches[0].arg_index, 1);
 }
