@@ -200,43 +200,42 @@ impl CaptureWriter {
         })
     }
 
-    /// Reserves the next block of ids from the [`IDS_FILE`] (under its lock). A capture
-    /// without one (an older capture) continues after the log's largest id.
-    fn reserve(&self, block: &mut IdBlock) -> std::io::Result<()> {
+    /// Reads the [`IDS_FILE`]'s counter (`None`: absent or unreadable) and, when `change`
+    /// returns a new value, writes it; all under an exclusive lock on the file, so processes
+    /// sharing the capture see each other's updates whole. Returns the value read.
+    fn update_counter(
+        &self,
+        change: impl FnOnce(Option<u64>) -> Option<u64>,
+    ) -> Result<Option<u64>, WriteError> {
         use std::io::{Read, Seek, SeekFrom};
         let mut f = &self.id_file;
-        f.lock()?;
-        let reserved = (|| -> std::io::Result<(u64, u64)> {
+        let io = |source| WriteError::Write {
+            path: self.dir.join(IDS_FILE),
+            source,
+        };
+        f.lock().map_err(io)?;
+        let updated = (|| -> std::io::Result<Option<u64>> {
             let mut text = String::new();
             f.seek(SeekFrom::Start(0))?;
             f.read_to_string(&mut text)?;
-            let start = match text.trim().parse::<u64>() {
-                Ok(n) => n,
-                Err(_) => next_free_id(&self.dir.join(crate::LAUNCHES_FILE)),
-            };
-            let end = start.saturating_add(ID_BLOCK);
-            f.set_len(0)?;
-            f.seek(SeekFrom::Start(0))?;
-            f.write_all(format!("{end}\n").as_bytes())?;
-            Ok((start, end))
+            let current = text.trim().parse::<u64>().ok();
+            if let Some(new) = change(current) {
+                f.set_len(0)?;
+                f.seek(SeekFrom::Start(0))?;
+                f.write_all(format!("{new}\n").as_bytes())?;
+            }
+            Ok(current)
         })();
         let unlocked = f.unlock();
-        let (start, end) = reserved?;
-        unlocked?;
-        *block = IdBlock { next: start, end };
-        Ok(())
+        let current = updated.map_err(io)?;
+        unlocked.map_err(io)?;
+        Ok(current)
     }
 
     /// Gives the unused rest of this process's id block back, when no other process reserved
     /// ids after it, so the next process appending to the capture continues right after this
     /// one's last launch. Call when no more launches will be numbered (at exit).
     pub fn release_unused_ids(&self) -> Result<(), WriteError> {
-        use std::io::{Read, Seek, SeekFrom};
-        let path = self.dir.join(IDS_FILE);
-        let io = |source| WriteError::Write {
-            path: path.clone(),
-            source,
-        };
         let mut block = match self.ids.lock() {
             Ok(b) => b,
             Err(p) => p.into_inner(),
@@ -244,38 +243,30 @@ impl CaptureWriter {
         if block.next >= block.end {
             return Ok(());
         }
-        let mut f = &self.id_file;
-        f.lock().map_err(io)?;
-        let given_back = (|| -> std::io::Result<()> {
-            let mut text = String::new();
-            f.seek(SeekFrom::Start(0))?;
-            f.read_to_string(&mut text)?;
-            if text.trim().parse::<u64>().ok() != Some(block.end) {
-                return Ok(());
-            }
-            f.set_len(0)?;
-            f.seek(SeekFrom::Start(0))?;
-            f.write_all(format!("{}\n", block.next).as_bytes())?;
-            block.end = block.next;
-            Ok(())
-        })();
-        let unlocked = f.unlock();
-        given_back.map_err(io)?;
-        unlocked.map_err(io)
+        let (next, end) = (block.next, block.end);
+        if self.update_counter(|c| (c == Some(end)).then_some(next))? == Some(end) {
+            block.end = next;
+        }
+        Ok(())
     }
 
-    /// The next id, reserving a new block when this one is spent.
+    /// The next id, reserving a new block from the [`IDS_FILE`] when this one is spent (a
+    /// capture without the file, an older one, continues after the log's largest id).
     fn next_id(&self) -> Result<u64, WriteError> {
         let mut block = match self.ids.lock() {
             Ok(b) => b,
             Err(p) => p.into_inner(),
         };
         if block.next >= block.end {
-            self.reserve(&mut block)
-                .map_err(|source| WriteError::Write {
-                    path: self.dir.join(IDS_FILE),
-                    source,
-                })?;
+            let mut start = 0;
+            self.update_counter(|c| {
+                start = c.unwrap_or_else(|| next_free_id(&self.dir.join(crate::LAUNCHES_FILE)));
+                Some(start.saturating_add(ID_BLOCK))
+            })?;
+            *block = IdBlock {
+                next: start,
+                end: start.saturating_add(ID_BLOCK),
+            };
         }
         let id = block.next;
         block.next += 1;

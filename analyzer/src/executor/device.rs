@@ -40,6 +40,8 @@ pub struct Session {
     pub(crate) queue: Queue,
     pub(crate) context: Context,
     info: DeviceInfo,
+    /// Sub-buffer origin alignment in bytes, for guard zones (queried once here, not per run).
+    pub(crate) sub_buffer_align: usize,
 }
 
 fn matches(sel: &str, index: usize, name: &str) -> bool {
@@ -222,6 +224,7 @@ impl Session {
             queue,
             context,
             info,
+            sub_buffer_align: super::guard::sub_buffer_align(device),
         })
     }
 

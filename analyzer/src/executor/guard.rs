@@ -16,9 +16,9 @@
 //! least and [`MAX_PAD`] at most). Only whole buffers get zones; images, and sub-buffers of
 //! the application's own, live in (or are) the zoned allocation of their parent.
 
-use super::cl::{Event, Mem};
-use super::{cl_err, ExecError, Session};
-use opencl_sys::{CL_DEVICE_MEM_BASE_ADDR_ALIGN, CL_MEM_COPY_HOST_PTR, CL_TRUE};
+use super::cl::Mem;
+use super::{ExecError, Session};
+use opencl_sys::{CL_DEVICE_MEM_BASE_ADDR_ALIGN, CL_MEM_COPY_HOST_PTR};
 use std::ffi::c_void;
 
 /// The byte the pads hold.
@@ -45,13 +45,6 @@ impl GuardBreach {
     /// One phrase, naming the argument like a [`super::Mismatch`] does when `name` and
     /// `type_name` (from the capture's argument info) are known.
     pub fn describe(&self, name: &str, type_name: &str) -> String {
-        let mut arg = format!("argument {}", self.arg_index);
-        match (name.is_empty(), type_name.is_empty()) {
-            (false, false) => arg.push_str(&format!(" ({name}, {type_name})")),
-            (false, true) => arg.push_str(&format!(" ({name})")),
-            (true, false) => arg.push_str(&format!(" (?, {type_name})")),
-            (true, true) => {}
-        }
         let place = match (self.before, self.after) {
             (Some(b), Some(a)) => {
                 format!("up to {b} bytes before its start and {a} bytes past its end")
@@ -60,25 +53,31 @@ impl GuardBreach {
             (None, Some(a)) => format!("up to {a} bytes past its end"),
             (None, None) => "nowhere".to_string(),
         };
-        format!("wrote out of bounds of {arg}: {place}")
+        self.phrase(name, type_name, &place)
     }
-}
 
-impl GuardBreach {
     /// [`GuardBreach::describe`] without the distances: one phrase per argument and side, so
     /// that many inputs overrunning the same buffer by different amounts read as one finding.
     pub fn summary(&self, name: &str) -> String {
-        let arg = if name.is_empty() {
-            format!("argument {}", self.arg_index)
-        } else {
-            format!("argument {} ({name})", self.arg_index)
-        };
         let place = match (self.before, self.after) {
             (Some(_), Some(_)) => "before its start and past its end",
             (Some(_), None) => "before its start",
             _ => "past its end",
         };
-        format!("wrote out of bounds of {arg}: {place}")
+        self.phrase(name, "", place)
+    }
+
+    fn phrase(&self, name: &str, type_name: &str, place: &str) -> String {
+        let label = match (name.is_empty(), type_name.is_empty()) {
+            (false, false) => format!(" ({name}, {type_name})"),
+            (false, true) => format!(" ({name})"),
+            (true, false) => format!(" (?, {type_name})"),
+            (true, true) => String::new(),
+        };
+        format!(
+            "wrote out of bounds of argument {}{label}: {place}",
+            self.arg_index
+        )
     }
 }
 
@@ -106,19 +105,19 @@ pub(crate) fn pad_for(size: usize, align: usize) -> usize {
     size.clamp(MIN_PAD, MAX_PAD).div_ceil(align) * align
 }
 
-impl Session {
-    /// The device's sub-buffer origin alignment in bytes (`CL_DEVICE_MEM_BASE_ADDR_ALIGN` is
-    /// in bits); 4096 when the driver does not say.
-    pub(crate) fn sub_buffer_align(&self) -> usize {
-        cl3::device::get_device_data(self.device, CL_DEVICE_MEM_BASE_ADDR_ALIGN)
-            .ok()
-            .and_then(|b| {
-                b.get(..4)
-                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            })
-            .map_or(4096, |bits| (bits as usize / 8).max(1))
-    }
+/// The device's sub-buffer origin alignment in bytes (`CL_DEVICE_MEM_BASE_ADDR_ALIGN` is in
+/// bits); 4096 when the driver does not say.
+pub(crate) fn sub_buffer_align(device: opencl_sys::cl_device_id) -> usize {
+    cl3::device::get_device_data(device, CL_DEVICE_MEM_BASE_ADDR_ALIGN)
+        .ok()
+        .and_then(|b| {
+            b.get(..4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        })
+        .map_or(4096, |bits| (bits as usize / 8).max(1))
+}
 
+impl Session {
     /// A zoned buffer holding `bytes` for argument `index`: the zone and the kernel's view.
     /// `None` when the driver refuses the larger allocation (the caller then makes a plain
     /// buffer: a zone is a safety net, not a requirement).
@@ -127,10 +126,9 @@ impl Session {
         access: u64,
         bytes: &[u8],
         index: usize,
-        align: usize,
     ) -> Option<(Zone, Mem)> {
         let size = bytes.len().max(1);
-        let pad = pad_for(size, align);
+        let pad = pad_for(size, self.sub_buffer_align);
         let mut host = vec![POISON; pad * 2 + size];
         host[pad..pad + bytes.len()].copy_from_slice(bytes);
         // SAFETY: `host` outlives the call; COPY_HOST_PTR only reads it.
@@ -161,8 +159,9 @@ impl Session {
         for z in zones {
             let mut before = vec![0u8; z.pad];
             let mut after = vec![0u8; z.pad];
-            self.read_at(&z.outer, 0, &mut before, z.arg_index)?;
-            self.read_at(&z.outer, z.pad + z.size, &mut after, z.arg_index)?;
+            let what = || format!("reading the guard zone of argument {}", z.arg_index);
+            self.read_buffer(&z.outer, 0, &mut before, what())?;
+            self.read_buffer(&z.outer, z.pad + z.size, &mut after, what())?;
             let before = before
                 .iter()
                 .position(|b| *b != POISON)
@@ -180,33 +179,6 @@ impl Session {
             }
         }
         Ok(found)
-    }
-
-    fn read_at(
-        &self,
-        mem: &Mem,
-        offset: usize,
-        out: &mut [u8],
-        index: usize,
-    ) -> Result<(), ExecError> {
-        // SAFETY: `out` has exactly the bytes read; the read is blocking.
-        let ev = unsafe {
-            cl3::command_queue::enqueue_read_buffer(
-                self.queue.raw(),
-                mem.raw(),
-                CL_TRUE,
-                offset,
-                out.len(),
-                out.as_mut_ptr().cast::<c_void>(),
-                0,
-                std::ptr::null(),
-            )
-        }
-        .map_err(cl_err(format!(
-            "reading the guard zone of argument {index}"
-        )))?;
-        drop(Event(ev));
-        Ok(())
     }
 }
 

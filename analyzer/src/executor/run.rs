@@ -289,21 +289,7 @@ impl Session {
             InputArg::Buffer { .. } | InputArg::SubBuffer { .. } => {
                 let mut out = vec![0u8; buffer_size.unwrap_or(0)];
                 if !out.is_empty() {
-                    // SAFETY: `out` has exactly the buffer's size; the read is blocking.
-                    let ev = unsafe {
-                        cl3::command_queue::enqueue_read_buffer(
-                            self.queue.raw(),
-                            mem.raw(),
-                            CL_TRUE,
-                            0,
-                            out.len(),
-                            out.as_mut_ptr().cast::<c_void>(),
-                            0,
-                            std::ptr::null(),
-                        )
-                    }
-                    .map_err(cl_err(what))?;
-                    drop(Event(ev));
+                    self.read_buffer(mem, 0, &mut out, what)?;
                 }
                 Ok(out)
             }
@@ -333,6 +319,33 @@ impl Session {
             }
             _ => Ok(Vec::new()),
         }
+    }
+
+    /// Reads `out.len()` bytes of buffer `mem` from `offset` (blocking); `what` names the
+    /// read in the error.
+    pub(crate) fn read_buffer(
+        &self,
+        mem: &Mem,
+        offset: usize,
+        out: &mut [u8],
+        what: String,
+    ) -> Result<(), ExecError> {
+        // SAFETY: `out` has exactly the bytes read; the read is blocking.
+        let ev = unsafe {
+            cl3::command_queue::enqueue_read_buffer(
+                self.queue.raw(),
+                mem.raw(),
+                CL_TRUE,
+                offset,
+                out.len(),
+                out.as_mut_ptr().cast::<c_void>(),
+                0,
+                std::ptr::null(),
+            )
+        }
+        .map_err(cl_err(what))?;
+        drop(Event(ev));
+        Ok(())
     }
 
     /// Runs `input` once with `extras` appended after its arguments, and returns every memory
@@ -394,7 +407,6 @@ impl Session {
         // Guard zones (`guard`): zone index of a slot whose memory is a zoned view.
         let mut zones: Vec<Zone> = Vec::new();
         let mut zone_of: HashMap<usize, usize> = HashMap::new();
-        let align = if guard { self.sub_buffer_align() } else { 1 };
         for (i, a) in all.iter().enumerate() {
             let id = match a {
                 InputArg::Buffer { mem, .. } | InputArg::Image { mem, .. } => *mem,
@@ -408,7 +420,7 @@ impl Session {
                 None => {
                     let zoned = match a {
                         InputArg::Buffer { flags, bytes, .. } if guard && i < input.args.len() => {
-                            self.zoned_buffer(access_flags(*flags), bytes, i, align)
+                            self.zoned_buffer(access_flags(*flags), bytes, i)
                         }
                         _ => None,
                     };
