@@ -38,6 +38,26 @@ pub fn parse_ids(text: &str) -> Result<Vec<u64>, IdsError> {
     Ok(out)
 }
 
+/// The inverse of [`parse_ids`] for sorted ids: `0-3,7,9-10` (how listings name the launches
+/// a record covers without printing thousands of numbers).
+pub fn format_ids(ids: &[u64]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}-{}", ids[i], ids[j])
+        } else {
+            ids[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,6 +68,13 @@ mod tests {
         assert_eq!(parse_ids("0,2,5"), Ok(vec![0, 2, 5]));
         assert_eq!(parse_ids("2-7"), Ok(vec![2, 3, 4, 5, 6, 7]));
         assert_eq!(parse_ids("0, 4-5,4"), Ok(vec![0, 4, 5]));
+    }
+
+    #[test]
+    fn ids_format_as_runs() {
+        assert_eq!(format_ids(&[0, 1, 2, 3, 7, 9, 10]), "0-3,7,9-10");
+        assert_eq!(format_ids(&[]), "");
+        assert_eq!(parse_ids(&format_ids(&[4, 5, 8])), Ok(vec![4, 5, 8]));
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //!   launches, and the reports (terminal, JSON, LCOV, HTML) the live-app path writes too;
 //! - [`variant`] builds instrumented variants of captured programs, once per program;
 //! - [`launcher`] is `cltrap run`: starts an application with the capture shim loaded;
+//! - [`generalise`] says how a kernel's launches vary; [`export`] hands launches to GPUVerify
+//!   and writes standalone reproducers;
 //! - [`values`], [`compare`], [`ids`] and [`site`] are the small pure pieces they share.
 //!
 //! What this crate is not for: capturing. The shim (`libcltrap.so`) captures; the only
@@ -18,7 +20,9 @@
 pub mod compare;
 pub mod cover;
 pub mod executor;
+pub mod export;
 pub mod fuzz;
+pub mod generalise;
 pub mod html;
 pub mod ids;
 pub mod launcher;

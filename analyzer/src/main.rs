@@ -46,14 +46,20 @@ enum Cmd {
         /// Capture directory.
         dir: PathBuf,
     },
-    /// Everything about one launch.
+    /// Everything about one launch, or (--kernel) how a kernel's launches vary.
     Show {
         dir: PathBuf,
-        id: u64,
+        #[arg(required_unless_present = "kernel")]
+        id: Option<u64>,
+        /// Generalise over all launches of kernel NAME: constant / varying parameters, relations.
+        #[arg(long, value_name = "NAME", conflicts_with = "id")]
+        kernel: Option<String>,
         /// Print the raw launch record (and its program record) as JSON.
         #[arg(long)]
         json: bool,
     },
+    /// Hand launches to other tools: GPUVerify (--gpuverify) or standalone reproducers (--c, --python).
+    Export(cltrap_analyzer::export::ExportArgs),
     /// Re-run launches and compare every buffer with what the application saw.
     Replay {
         dir: PathBuf,
@@ -217,8 +223,19 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             let _ = write!(stdout, "{}", list::render(&capture, &mut Resolver::new()));
             Ok(0)
         }
-        Cmd::Show { dir, id, json } => {
+        Cmd::Show {
+            dir,
+            kernel: Some(kernel),
+            json,
+            ..
+        } => {
             let capture = open(&dir)?;
+            cltrap_analyzer::generalise::cli(&capture, &kernel, json, &mut stdout)
+        }
+        Cmd::Export(args) => cltrap_analyzer::export::cli(&args, &mut stdout),
+        Cmd::Show { dir, id, json, .. } => {
+            let capture = open(&dir)?;
+            let id = id.ok_or("give a launch id or --kernel NAME")?;
             let launch = capture.launch(id).map_err(|e| e.to_string())?;
             if json {
                 let program = capture.program(&launch.program).ok();

@@ -24,7 +24,7 @@ mod run;
 
 pub use device::{list_devices, DeviceInfo, DeviceSelector, Session};
 pub use guard::GuardBreach;
-pub use input::{Expected, InputArg, LaunchInput};
+pub use input::{image_bytes, image_region, Expected, InputArg, LaunchInput};
 pub use program::{BuildOptions, BuiltProgram};
 pub use run::{check_outputs, Mismatch, RunOutput};
 

@@ -1,0 +1,283 @@
+//! `cltrap export`: captured launches handed to tools outside cltrap.
+//!
+//! - [`gpuverify`]: one kernel file per distinct configuration, the `gpuverify` invocation it
+//!   needs and GVKI's `log.json` (KernelInterceptor's workflow, on a cltrap capture);
+//! - [`reproducer_c`] and [`reproducer_py`]: one launch as a self-contained host program
+//!   (C with `-lOpenCL`, or pyopencl) plus data files, which rebuilds the program, restores
+//!   every argument, runs the launch and compares the outputs with the recorded ones — a
+//!   bug report a driver vendor can run without cltrap.
+//!
+//! This module holds what they share: the program's text with its headers inlined, and the
+//! one error type. Nothing here talks to OpenCL; exports are files.
+
+pub mod gpuverify;
+pub mod reproducer_c;
+pub mod reproducer_py;
+
+use cltrap_capture::{Capture, Hash, ProgramOrigin, ProgramRecord, ReadError};
+use std::path::{Path, PathBuf};
+
+/// Why an export could not be written. `Display` is one sentence for the CLI.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// The capture could not be read.
+    #[error("{0}")]
+    Capture(#[from] ReadError),
+    /// The program has no OpenCL C text to export.
+    #[error("launch {id} ({kernel}) cannot be exported: {why}")]
+    Unsupported {
+        /// Launch id.
+        id: u64,
+        /// Kernel name.
+        kernel: String,
+        /// The reason, e.g. "its program was created from a binary".
+        why: String,
+    },
+    /// Writing a file failed.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The capture holds no launch to export.
+    #[error("the capture holds no launch of a kernel built from OpenCL C source to export")]
+    Nothing,
+}
+
+/// Arguments of `cltrap export`.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// Capture directory.
+    pub dir: PathBuf,
+    /// Launch id (with --c / --python).
+    pub id: Option<u64>,
+    /// Write GPUVerify kernel files, invocations and GVKI's log.json into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub gpuverify: Option<PathBuf>,
+    /// Write a standalone C reproducer of launch ID into DIR (`cc main.c -lOpenCL`).
+    #[arg(long = "c", value_name = "DIR", requires = "id")]
+    pub c: Option<PathBuf>,
+    /// Write a standalone pyopencl reproducer of launch ID into DIR.
+    #[arg(long, value_name = "DIR", requires = "id")]
+    pub python: Option<PathBuf>,
+}
+
+/// `cltrap export`: runs the exports asked for, prints what was written. Exit status 0, or
+/// an error sentence (status 2).
+pub fn cli(args: &ExportArgs, out: &mut impl std::io::Write) -> Result<u8, String> {
+    if args.gpuverify.is_none() && args.c.is_none() && args.python.is_none() {
+        return Err("say what to export: --gpuverify DIR, or a launch id with --c DIR / --python DIR".into());
+    }
+    let capture = Capture::open(&args.dir).map_err(|e| e.to_string())?;
+    if let Some(dir) = &args.gpuverify {
+        let ex = gpuverify::export(&capture, dir).map_err(|e| e.to_string())?;
+        let covered: usize = ex.records.iter().map(|r| r.launches.len()).sum();
+        let _ = write!(out, "{}", gpuverify::listing(&ex));
+        let _ = writeln!(
+            out,
+            "{} configuration(s) covering {covered} launch(es) written to {} (log.json: `gpuverify --json log.json --check-all-intercepted`)",
+            ex.records.len(),
+            dir.display()
+        );
+    }
+    for (dir, python) in [(&args.c, false), (&args.python, true)] {
+        let (Some(dir), Some(id)) = (dir, args.id) else {
+            continue;
+        };
+        let plan = if python {
+            reproducer_py::export(&capture, id, dir)
+        } else {
+            reproducer_c::export(&capture, id, dir)
+        }
+        .map_err(|e| e.to_string())?;
+        let run = if python {
+            "python3 repro.py [PLATFORM [DEVICE]]"
+        } else {
+            "cc main.c -o repro -lOpenCL && ./repro [PLATFORM [DEVICE]]"
+        };
+        let _ = writeln!(
+            out,
+            "launch {id} ({}): reproducer written to {} ({} output(s) compared); run: cd {} && {run}",
+            plan.kernel,
+            dir.display(),
+            plan.checks.len(),
+            dir.display()
+        );
+    }
+    Ok(0)
+}
+
+/// Writes `bytes` to `dir/name`, creating `dir`.
+pub(crate) fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ExportError> {
+    let path = dir.join(name);
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&path, bytes))
+        .map_err(|source| ExportError::Write { path, source })
+}
+
+/// The headers a program was compiled with, as `(include name, source blob)`: the one place
+/// that knows where a capture keeps them. Programs linked from separately compiled inputs
+/// carry the headers given to `clCompileProgram`; source programs carry none in this
+/// capture format version.
+pub fn program_headers(origin: &ProgramOrigin) -> Vec<(String, Hash)> {
+    match origin {
+        ProgramOrigin::Linked { inputs } => {
+            inputs.iter().flat_map(|i| i.headers.clone()).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Replaces every `#include "NAME"` / `#include <NAME>` line whose NAME (or its last path
+/// component) is one of `headers` by that header's text, recursively (a header already being
+/// inlined is not inlined again inside itself). `#line` directives around each inlined
+/// header keep compiler and verifier messages pointing at the user's own files and lines:
+/// the header's lines under its own name, the rest under `main_name`.
+pub fn inline_headers(text: &str, headers: &[(String, String)], main_name: &str) -> String {
+    fn go(
+        text: &str,
+        headers: &[(String, String)],
+        file: &str,
+        stack: &mut Vec<String>,
+        out: &mut String,
+    ) {
+        for (n, line) in text.split_inclusive('\n').enumerate() {
+            let found = included_name(line).and_then(|inc| {
+                headers.iter().find(|(name, _)| {
+                    *name == inc || Path::new(name).file_name() == Path::new(&inc).file_name()
+                })
+            });
+            match found {
+                Some((name, body)) if !stack.contains(name) => {
+                    out.push_str(&format!("#line 1 \"{name}\"\n"));
+                    stack.push(name.clone());
+                    go(body, headers, name, stack, out);
+                    stack.pop();
+                    if !out.ends_with('\n') {
+                        out.push('\n');
+                    }
+                    out.push_str(&format!("#line {} \"{file}\"\n", n + 2));
+                }
+                _ => out.push_str(line),
+            }
+        }
+    }
+    let mut out = String::new();
+    go(text, headers, main_name, &mut Vec::new(), &mut out);
+    out
+}
+
+/// The NAME of an `#include "NAME"` or `#include <NAME>` line.
+fn included_name(line: &str) -> Option<String> {
+    let rest = line.trim_start().strip_prefix('#')?.trim_start();
+    let rest = rest.strip_prefix("include")?.trim_start();
+    let (open, close) = match rest.chars().next()? {
+        '"' => ('"', '"'),
+        '<' => ('<', '>'),
+        _ => return None,
+    };
+    let inner = rest.strip_prefix(open)?;
+    Some(inner[..inner.find(close)?].to_string())
+}
+
+/// A program's OpenCL C text, headers inlined: the sources in order (for a linked program,
+/// each input's sources after its own headers are inlined). `None` with the reason when
+/// the program was not made from source.
+pub fn program_text(
+    capture: &Capture,
+    record: &ProgramRecord,
+    main_name: &str,
+) -> Result<Result<String, String>, ReadError> {
+    fn origin_text(
+        capture: &Capture,
+        origin: &ProgramOrigin,
+        headers: &[(String, Hash)],
+        main_name: &str,
+    ) -> Result<Result<String, String>, ReadError> {
+        let mut loaded = Vec::new();
+        for (name, h) in headers {
+            loaded.push((name.clone(), capture.source_text(h)?));
+        }
+        Ok(match origin {
+            ProgramOrigin::Source { sources } => {
+                let mut text = String::new();
+                for h in sources {
+                    text.push_str(&capture.source_text(h)?);
+                }
+                Ok(inline_headers(&text, &loaded, main_name))
+            }
+            ProgramOrigin::Linked { inputs } => {
+                let mut text = String::new();
+                for i in inputs {
+                    match origin_text(capture, &i.origin, &i.headers, main_name)? {
+                        Ok(t) => {
+                            text.push_str(&t);
+                            if !text.ends_with('\n') {
+                                text.push('\n');
+                            }
+                        }
+                        Err(why) => return Ok(Err(why)),
+                    }
+                }
+                Ok(text)
+            }
+            ProgramOrigin::Binary { .. } => Err("its program was created from a binary".into()),
+            ProgramOrigin::Il { .. } => Err("its program was created from SPIR-V".into()),
+            ProgramOrigin::BuiltIn { .. } => Err("it is a built-in kernel".into()),
+        })
+    }
+    let headers = match &record.origin {
+        ProgramOrigin::Linked { .. } => Vec::new(), // each input inlines its own
+        o => program_headers(o),
+    };
+    origin_text(capture, &record.origin, &headers, main_name)
+}
+
+/// A file name made of `kernel` (letters, digits, `_`; anything else becomes `_`).
+pub(crate) fn safe_name(kernel: &str) -> String {
+    let s: String = kernel
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .collect();
+    if s.is_empty() {
+        "kernel".into()
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn includes_are_inlined_with_line_directives() {
+        let headers = vec![
+            ("inc/mix.h".to_string(), "#include \"util.h\"\nint mix(int);\n".to_string()),
+            ("util.h".to_string(), "#define TWO 2\n".to_string()),
+        ];
+        let src = "#include \"mix.h\"\n#include <stdint.h>\nkernel void k() {}\n";
+        let out = inline_headers(src, &headers, "k.cl");
+        assert_eq!(
+            out,
+            "#line 1 \"inc/mix.h\"\n#line 1 \"util.h\"\n#define TWO 2\n#line 2 \"inc/mix.h\"\nint mix(int);\n#line 2 \"k.cl\"\n#include <stdint.h>\nkernel void k() {}\n"
+        );
+    }
+
+    #[test]
+    fn a_header_including_itself_is_not_inlined_forever() {
+        let headers = vec![("a.h".to_string(), "#include \"a.h\"\nx\n".to_string())];
+        let out = inline_headers("#include \"a.h\"\n", &headers, "m.cl");
+        assert_eq!(out.matches("#line 1 \"a.h\"").count(), 1);
+        assert!(out.contains("#include \"a.h\"\nx\n"));
+    }
+
+    #[test]
+    fn include_names_are_parsed() {
+        assert_eq!(included_name("  # include \"a/b.h\" // x"), Some("a/b.h".into()));
+        assert_eq!(included_name("#include <c.h>"), Some("c.h".into()));
+        assert_eq!(included_name("#define X"), None);
+    }
+}
