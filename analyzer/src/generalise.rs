@@ -111,7 +111,12 @@ impl Param {
 
 impl fmt::Display for Param {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let list = |v: &[Value]| v.iter().map(Value::to_string).collect::<Vec<_>>().join(", ");
+        let list = |v: &[Value]| {
+            v.iter()
+                .map(Value::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         match self {
             Param::Constant { value } => write!(f, "constant {value}"),
             Param::Set { values } => write!(f, "one of {{{}}}", list(values)),
@@ -241,20 +246,29 @@ fn observe(l: &LaunchRecord, dims: usize) -> Vec<(String, Option<Value>)> {
     let mut q = Vec::new();
     let int = |v: u64| Some(Value::Int(i128::from(v)));
     for d in 0..dims {
-        q.push((format!("global[{d}]"), l.global_size.get(d).copied().and_then(int)));
+        q.push((
+            format!("global[{d}]"),
+            l.global_size.get(d).copied().and_then(int),
+        ));
     }
     for d in 0..dims {
         let local = l.local_size.as_ref().and_then(|s| s.get(d).copied());
         q.push((format!("local[{d}]"), local.and_then(int)));
     }
     for d in 0..dims {
-        if let (Some(g), Some(&lo)) = (l.global_size.get(d), l.local_size.as_ref().and_then(|s| s.get(d))) {
+        if let (Some(g), Some(&lo)) = (
+            l.global_size.get(d),
+            l.local_size.as_ref().and_then(|s| s.get(d)),
+        ) {
             if lo > 0 {
                 q.push((format!("groups[{d}]"), int(g.div_ceil(lo))));
             }
         }
     }
-    if l.global_offset.as_ref().is_some_and(|o| o.iter().any(|v| *v != 0)) {
+    if l.global_offset
+        .as_ref()
+        .is_some_and(|o| o.iter().any(|v| *v != 0))
+    {
         for d in 0..dims {
             let o = l.global_offset.as_ref().and_then(|o| o.get(d).copied());
             q.push((format!("offset[{d}]"), o.and_then(int)));
@@ -309,7 +323,11 @@ pub fn generalise(kernel: &str, launches: &[&LaunchRecord]) -> KernelParams {
     let column = |name: &str| -> Vec<Option<Value>> {
         observed
             .iter()
-            .map(|o| o.iter().find(|(n, _)| n == name).and_then(|(_, v)| v.clone()))
+            .map(|o| {
+                o.iter()
+                    .find(|(n, _)| n == name)
+                    .and_then(|(_, v)| v.clone())
+            })
             .collect()
     };
     let columns: Vec<(String, Vec<Option<Value>>)> =
@@ -386,9 +404,11 @@ fn relations(columns: &[(String, Vec<Option<Value>>)], dims: usize) -> Vec<Relat
             if !(varies(vg) || varies(vx)) || vx == vg {
                 continue;
             }
-            let holds = vg.iter().zip(vl).zip(vx).all(|((g, l), x)| {
-                *l > 0 && *x > 0 && *g == (x + l - 1) / l * l
-            });
+            let holds = vg
+                .iter()
+                .zip(vl)
+                .zip(vx)
+                .all(|((g, l), x)| *l > 0 && *x > 0 && *g == (x + l - 1) / l * l);
             if holds {
                 out.push(Relation::RoundUp {
                     left: g.clone(),
@@ -404,7 +424,10 @@ fn relations(columns: &[(String, Vec<Option<Value>>)], dims: usize) -> Vec<Relat
             if a == b || !(varies(va) && varies(vb)) {
                 continue;
             }
-            if a.ends_with(".bytes") && b.ends_with(".elements") && a.split('.').next() == b.split('.').next() {
+            if a.ends_with(".bytes")
+                && b.ends_with(".elements")
+                && a.split('.').next() == b.split('.').next()
+            {
                 continue; // true by construction
             }
             let Some(k) = vb.first().filter(|v| **v != 0).map(|v| va[0] / v) else {
@@ -553,8 +576,12 @@ mod tests {
                     flags: 1,
                     size: u64::from(n) * 4,
                     sub_of: None,
-                    before: cltrap_capture::Content::Missing { note: String::new() },
-                    after: cltrap_capture::Content::Missing { note: String::new() },
+                    before: cltrap_capture::Content::Missing {
+                        note: String::new(),
+                    },
+                    after: cltrap_capture::Content::Missing {
+                        note: String::new(),
+                    },
                 },
                 ArgRecord::Scalar {
                     info: ArgInfo {
@@ -595,17 +622,31 @@ mod tests {
             .collect();
         let refs: Vec<&LaunchRecord> = ls.iter().collect();
         let p = generalise("k", &refs);
-        assert_eq!(p.get("local[0]").and_then(Param::constant), Some(&Value::Int(64)));
-        assert_eq!(p.get("k").and_then(Param::constant), Some(&Value::Float(2.5)));
+        assert_eq!(
+            p.get("local[0]").and_then(Param::constant),
+            Some(&Value::Int(64))
+        );
+        assert_eq!(
+            p.get("k").and_then(Param::constant),
+            Some(&Value::Float(2.5))
+        );
         assert_eq!(
             p.get("n"),
             Some(&Param::Set {
-                values: vec![Value::Int(100), Value::Int(200), Value::Int(300), Value::Int(1000)]
+                values: vec![
+                    Value::Int(100),
+                    Value::Int(200),
+                    Value::Int(300),
+                    Value::Int(1000)
+                ]
             })
         );
         let rels: Vec<String> = p.relations.iter().map(ToString::to_string).collect();
         assert!(rels.contains(&"a.elements = n".to_string()), "{rels:?}");
-        assert!(rels.contains(&"global[0] = round_up(n, local[0])".to_string()), "{rels:?}");
+        assert!(
+            rels.contains(&"global[0] = round_up(n, local[0])".to_string()),
+            "{rels:?}"
+        );
         assert!(rels.contains(&"a.bytes = n * 4".to_string()), "{rels:?}");
         assert_eq!(int_bounds(&p, "n"), Some((100, 1000)));
     }

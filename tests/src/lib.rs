@@ -14,10 +14,12 @@ pub mod checks;
 pub mod fixtures;
 pub mod paths;
 pub mod process;
+pub mod python;
 pub mod records;
 
 pub use checks::*;
 pub use fixtures::*;
 pub use paths::*;
 pub use process::*;
+pub use python::*;
 pub use records::*;

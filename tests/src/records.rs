@@ -1,7 +1,7 @@
 //! Reading captures back through the format crate, and editing them the way a user or a
 //! tool would.
 
-use cltrap_capture::{ArgRecord, Capture, Content, LaunchRecord};
+use cltrap_capture::{ArgRecord, BlobStore, Capture, Content, LaunchRecord};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -104,4 +104,29 @@ pub fn dir_size(dir: &Path) -> u64 {
         }
     }
     total
+}
+
+/// Replaces (in place, as a user editing a capture would) the recorded `after` contents of argument `arg` of launch `id` by `edit(bytes)`.
+pub fn alter_after(dir: &Path, id: u64, arg: usize, edit: impl FnOnce(&mut Vec<u8>)) {
+    let cap = open_capture(dir);
+    let launch = cap.launch(id).expect("launch exists");
+    let Some((_, Content::Blob { hash, .. })) = contents(&launch.args[arg]) else {
+        panic!(
+            "argument {arg} of launch {id} has no stored result: {:?}",
+            launch.args[arg]
+        )
+    };
+    let mut bytes = cap.blob(hash).expect("result blob");
+    edit(&mut bytes);
+    let new_hash = BlobStore::new(dir).put(&bytes).expect("store altered blob");
+    let size = bytes.len() as u64;
+    rewrite_launch(dir, id, |l| match &mut l.args[arg] {
+        ArgRecord::Buffer { after, .. } | ArgRecord::Image { after, .. } => {
+            *after = Content::Blob {
+                hash: new_hash,
+                size,
+            }
+        }
+        other => panic!("not a memory argument: {other:?}"),
+    });
 }

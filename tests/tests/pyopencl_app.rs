@@ -3,47 +3,6 @@
 
 use cltrap_e2e::*;
 use std::ffi::OsStr;
-use std::path::PathBuf;
-
-/// A venv under `<target>/e2e/pyvenv` with pyopencl and numpy, made once and reused.
-/// `Err` carries the reason when PyPI cannot be reached (the only acceptable skip).
-fn venv_python() -> Result<PathBuf, String> {
-    let venv = e2e_dir().join("pyvenv");
-    let python = venv.join("bin").join("python");
-    let probe = |py: &PathBuf| run_native(py, &["-c", "import pyopencl, numpy"]).success();
-    if python.exists() && probe(&python) {
-        return Ok(python);
-    }
-    let made = run_native(
-        "python3",
-        &[OsStr::new("-m"), OsStr::new("venv"), venv.as_os_str()],
-    );
-    if !made.success() {
-        return Err(format!("python3 -m venv failed: {}", made.stderr.trim()));
-    }
-    let pip = venv.join("bin").join("pip");
-    let installed = run_native(&pip, &["install", "--quiet", "pyopencl", "numpy"]);
-    if !installed.success() {
-        let why = installed.stderr.to_lowercase();
-        if why.contains("connection")
-            || why.contains("network")
-            || why.contains("resolve")
-            || why.contains("no matching distribution")
-            || why.contains("timed out")
-        {
-            return Err(format!(
-                "pip cannot reach PyPI: {}",
-                installed.stderr.trim()
-            ));
-        }
-        panic!(
-            "pip install pyopencl numpy failed\n{}",
-            installed.describe()
-        );
-    }
-    assert!(probe(&python), "pyopencl installed but cannot be imported");
-    Ok(python)
-}
 
 #[test]
 fn a_pyopencl_script_runs_unchanged_and_its_launches_replay_ok() {

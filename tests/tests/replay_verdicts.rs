@@ -1,35 +1,9 @@
 //! Replay really compares: a capture whose recorded result is altered is reported as a
 //! mismatch naming the argument and the byte, and `--ulp` tolerates exactly what it says.
 
-use cltrap_capture::{ArgRecord, BlobStore, Content};
 use cltrap_e2e::*;
 use std::ffi::OsStr;
 use std::path::Path;
-
-/// Replaces the recorded `after` contents of argument `arg` of launch `id` by `edit(bytes)`.
-fn alter_after(dir: &Path, id: u64, arg: usize, edit: impl FnOnce(&mut Vec<u8>)) {
-    let cap = open_capture(dir);
-    let launch = cap.launch(id).expect("launch exists");
-    let Some((_, Content::Blob { hash, .. })) = contents(&launch.args[arg]) else {
-        panic!(
-            "argument {arg} of launch {id} has no stored result: {:?}",
-            launch.args[arg]
-        )
-    };
-    let mut bytes = cap.blob(hash).expect("result blob");
-    edit(&mut bytes);
-    let new_hash = BlobStore::new(dir).put(&bytes).expect("store altered blob");
-    let size = bytes.len() as u64;
-    rewrite_launch(dir, id, |l| match &mut l.args[arg] {
-        ArgRecord::Buffer { after, .. } | ArgRecord::Image { after, .. } => {
-            *after = Content::Blob {
-                hash: new_hash,
-                size,
-            }
-        }
-        other => panic!("not a memory argument: {other:?}"),
-    });
-}
 
 fn replay(dir: &Path, extra: &[&str]) -> Outcome {
     let mut args: Vec<&OsStr> = vec![OsStr::new("replay"), dir.as_os_str()];

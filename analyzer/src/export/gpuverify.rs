@@ -77,7 +77,10 @@ fn nums(d: &[u64]) -> Vec<String> {
 /// global size, `--global_size=` otherwise; `*` (unconstrained) for a NULL local size.
 pub fn sizing(global: &[u64], local: Option<&[u64]>) -> Vec<String> {
     match local {
-        Some(l) if l.len() == global.len() && l.iter().zip(global).all(|(l, g)| *l > 0 && g % l == 0) => {
+        Some(l)
+            if l.len() == global.len()
+                && l.iter().zip(global).all(|(l, g)| *l > 0 && g % l == 0) =>
+        {
             let groups: Vec<u64> = global.iter().zip(l).map(|(g, l)| g / l).collect();
             vec![
                 format!("--local_size={}", dims(&nums(l))),
@@ -89,7 +92,10 @@ pub fn sizing(global: &[u64], local: Option<&[u64]>) -> Vec<String> {
             format!("--global_size={}", dims(&nums(global))),
         ],
         None => vec![
-            format!("--local_size={}", dims(&vec!["*".to_string(); global.len()])),
+            format!(
+                "--local_size={}",
+                dims(&vec!["*".to_string(); global.len()])
+            ),
             format!("--global_size={}", dims(&nums(global))),
         ],
     }
@@ -141,8 +147,8 @@ fn arguments(group: &[&LaunchRecord]) -> (Vec<Json>, Vec<String>) {
         match a {
             ArgRecord::Scalar { info, bytes } => {
                 e.insert("type".into(), "scalar".into());
-                let value = constant(&params, &name)
-                    .and_then(|_| scalar_hex(&info.type_name, bytes));
+                let value =
+                    constant(&params, &name).and_then(|_| scalar_hex(&info.type_name, bytes));
                 match value {
                     Some(v) => {
                         e.insert("value".into(), v.clone().into());
@@ -177,7 +183,9 @@ fn arguments(group: &[&LaunchRecord]) -> (Vec<Json>, Vec<String>) {
             ArgRecord::Sampler { .. } => {
                 e.insert("type".into(), "sampler".into());
             }
-            ArgRecord::NullBuffer { info } | ArgRecord::Svm { info, .. } | ArgRecord::Unset { info } => {
+            ArgRecord::NullBuffer { info }
+            | ArgRecord::Svm { info, .. }
+            | ArgRecord::Unset { info } => {
                 e.insert("type".into(), "array".into());
                 if !info.address_space.is_empty() {
                     e.insert("address_space".into(), info.address_space.clone().into());
@@ -190,8 +198,8 @@ fn arguments(group: &[&LaunchRecord]) -> (Vec<Json>, Vec<String>) {
 }
 
 fn host_call(resolver: &mut Resolver, function: &str, site: Option<&Site>) -> Option<Json> {
-    let location = site
-        .and_then(|s| s.location.clone().or_else(|| resolver.resolve(s)?.location))?;
+    let location =
+        site.and_then(|s| s.location.clone().or_else(|| resolver.resolve(s)?.location))?;
     let (file, line) = location.rsplit_once(':')?;
     let line: u64 = line.trim().parse().ok().filter(|l| *l > 0)?;
     Some(json!({
@@ -222,7 +230,10 @@ pub fn records(capture: &Capture, resolver: &mut Resolver) -> Result<Export, Exp
             skipped.push((l.id, why.clone()));
             continue;
         }
-        let offset = l.global_offset.clone().filter(|o| o.iter().any(|v| *v != 0));
+        let offset = l
+            .global_offset
+            .clone()
+            .filter(|o| o.iter().any(|v| *v != 0));
         let key: Key = (
             l.program.clone(),
             l.kernel.clone(),
@@ -252,13 +263,24 @@ pub fn records(capture: &Capture, resolver: &mut Resolver) -> Result<Export, Exp
         let mut invocation = sizing(&global, local.as_deref());
         invocation.extend(flags);
         if !scalar_values.is_empty() && scalar_values.iter().any(|v| v != "*") {
-            invocation.push(format!("--kernel-args={kernel},{}", scalar_values.join(",")));
+            invocation.push(format!(
+                "--kernel-args={kernel},{}",
+                scalar_values.join(",")
+            ));
         }
         invocation.push(kernel_file.clone());
         let program_record = capture.program(&program)?;
         let host_api_calls = [
-            host_call(resolver, "clBuildProgram", program_record.build_site.as_ref()),
-            host_call(resolver, "clEnqueueNDRangeKernel", group[0].launch_site.as_ref()),
+            host_call(
+                resolver,
+                "clBuildProgram",
+                program_record.build_site.as_ref(),
+            ),
+            host_call(
+                resolver,
+                "clEnqueueNDRangeKernel",
+                group[0].launch_site.as_ref(),
+            ),
         ]
         .into_iter()
         .flatten()
@@ -301,8 +323,14 @@ pub fn log_json(export: &Export) -> Json {
                 if let Some(l) = &r.local_size {
                     e.insert("local_size".into(), json!(l));
                 }
-                e.insert("kernel_arguments".into(), Json::Array(r.kernel_arguments.clone()));
-                e.insert("host_api_calls".into(), Json::Array(r.host_api_calls.clone()));
+                e.insert(
+                    "kernel_arguments".into(),
+                    Json::Array(r.kernel_arguments.clone()),
+                );
+                e.insert(
+                    "host_api_calls".into(),
+                    Json::Array(r.host_api_calls.clone()),
+                );
                 Json::Object(e)
             })
             .collect(),
@@ -354,8 +382,7 @@ pub fn listing(export: &Export) -> String {
 /// Quotes a word for a POSIX shell when it needs it.
 fn shell_word(w: &str) -> String {
     if !w.is_empty()
-        && w
-            .chars()
+        && w.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_=.,/:+[]".contains(c))
     {
         w.to_string()
@@ -372,7 +399,9 @@ pub fn export(capture: &Capture, dir: &Path) -> Result<Export, ExportError> {
         return Err(ExportError::Nothing);
     }
     for r in &ex.records {
-        let text = capture.program(&r.program).and_then(|p| program_text(capture, &p, &r.kernel_file))?;
+        let text = capture
+            .program(&r.program)
+            .and_then(|p| program_text(capture, &p, &r.kernel_file))?;
         let Ok(text) = text else { continue };
         let args = &r.invocation[..r.invocation.len() - 1];
         let file = format!("//{}\n#line 1\n{text}", args.join(" "));
@@ -419,7 +448,10 @@ mod tests {
             sizing(&[100], Some(&[64])),
             ["--local_size=64", "--global_size=100"]
         );
-        assert_eq!(sizing(&[8, 8], None), ["--local_size=[*,*]", "--global_size=[8,8]"]);
+        assert_eq!(
+            sizing(&[8, 8], None),
+            ["--local_size=[*,*]", "--global_size=[8,8]"]
+        );
     }
 
     #[test]
@@ -434,7 +466,10 @@ mod tests {
     fn scalar_values_are_numbers_most_significant_digit_first() {
         assert_eq!(scalar_hex("uint", "00040000"), Some("0x00000400".into()));
         assert_eq!(scalar_hex("float", "0000803f"), Some("0x3f800000".into()));
-        assert_eq!(scalar_hex("float4", "00000000000000000000000000000000"), None);
+        assert_eq!(
+            scalar_hex("float4", "00000000000000000000000000000000"),
+            None
+        );
         assert_eq!(scalar_hex("struct p", "00"), None);
     }
 }

@@ -68,7 +68,10 @@ pub struct ExportArgs {
 /// an error sentence (status 2).
 pub fn cli(args: &ExportArgs, out: &mut impl std::io::Write) -> Result<u8, String> {
     if args.gpuverify.is_none() && args.c.is_none() && args.python.is_none() {
-        return Err("say what to export: --gpuverify DIR, or a launch id with --c DIR / --python DIR".into());
+        return Err(
+            "say what to export: --gpuverify DIR, or a launch id with --c DIR / --python DIR"
+                .into(),
+        );
     }
     let capture = Capture::open(&args.dir).map_err(|e| e.to_string())?;
     if let Some(dir) = &args.gpuverify {
@@ -123,9 +126,7 @@ pub(crate) fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Exp
 /// capture format version.
 pub fn program_headers(origin: &ProgramOrigin) -> Vec<(String, Hash)> {
     match origin {
-        ProgramOrigin::Linked { inputs } => {
-            inputs.iter().flat_map(|i| i.headers.clone()).collect()
-        }
+        ProgramOrigin::Linked { inputs } => inputs.iter().flat_map(|i| i.headers.clone()).collect(),
         _ => Vec::new(),
     }
 }
@@ -239,7 +240,13 @@ pub fn program_text(
 pub(crate) fn safe_name(kernel: &str) -> String {
     let s: String = kernel
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     if s.is_empty() {
         "kernel".into()
@@ -255,7 +262,10 @@ mod tests {
     #[test]
     fn includes_are_inlined_with_line_directives() {
         let headers = vec![
-            ("inc/mix.h".to_string(), "#include \"util.h\"\nint mix(int);\n".to_string()),
+            (
+                "inc/mix.h".to_string(),
+                "#include \"util.h\"\nint mix(int);\n".to_string(),
+            ),
             ("util.h".to_string(), "#define TWO 2\n".to_string()),
         ];
         let src = "#include \"mix.h\"\n#include <stdint.h>\nkernel void k() {}\n";
@@ -276,7 +286,10 @@ mod tests {
 
     #[test]
     fn include_names_are_parsed() {
-        assert_eq!(included_name("  # include \"a/b.h\" // x"), Some("a/b.h".into()));
+        assert_eq!(
+            included_name("  # include \"a/b.h\" // x"),
+            Some("a/b.h".into())
+        );
         assert_eq!(included_name("#include <c.h>"), Some("c.h".into()));
         assert_eq!(included_name("#define X"), None);
     }

@@ -167,7 +167,9 @@ fn element_of(type_name: &str) -> (usize, ElementKind) {
 fn image_element(image: &ImageRecord) -> (usize, ElementKind) {
     match crate::values::image_channel_type(image.channel_data_type) {
         Some((Scalar::F32, _)) => (4, ElementKind::Float),
-        Some((s @ (Scalar::I8 | Scalar::I16 | Scalar::I32), false)) => (s.size(), ElementKind::Signed),
+        Some((s @ (Scalar::I8 | Scalar::I16 | Scalar::I32), false)) => {
+            (s.size(), ElementKind::Signed)
+        }
         Some((s, _)) if s != Scalar::F16 => (s.size(), ElementKind::Unsigned),
         _ => (1, ElementKind::Bytes),
     }
@@ -184,7 +186,8 @@ pub fn plan(capture: &Capture, id: u64) -> Result<Plan, ExportError> {
             "a standalone reproducer rebuilds programs from OpenCL C source; this one was not created with clCreateProgramWithSource",
         ));
     }
-    let source = program_text(capture, &program, "program.cl")?.map_err(|why| unsupported(l, why))?;
+    let source =
+        program_text(capture, &program, "program.cl")?.map_err(|why| unsupported(l, why))?;
     let input = LaunchInput::from_record(capture, l).map_err(|e| unsupported(l, e.to_string()))?;
     let expected =
         LaunchInput::expected_outputs(capture, l).map_err(|e| unsupported(l, e.to_string()))?;
@@ -262,7 +265,10 @@ pub fn plan(capture: &Capture, id: u64) -> Result<Plan, ExportError> {
                 bytes,
             } => {
                 if image.image_type == 0x10F6 {
-                    return Err(unsupported(l, format!("argument {i} is a 1-D image made from a buffer")));
+                    return Err(unsupported(
+                        l,
+                        format!("argument {i} is a 1-D image made from a buffer"),
+                    ));
                 }
                 let id = id_of(mem);
                 if !known(&objects, id) {
@@ -505,7 +511,9 @@ pub fn main_c(plan: &Plan) -> String {
         plan.id, plan.kernel, plan.captured_on
     );
     o.push_str(PRELUDE);
-    o.push_str("\nint main(int argc, char **argv) {\n    cl_int err;\n    set_data_dir(argv[0]);\n");
+    o.push_str(
+        "\nint main(int argc, char **argv) {\n    cl_int err;\n    set_data_dir(argv[0]);\n",
+    );
     o.push_str(
         r#"    const char *want_platform = argc > 1 ? argv[1] : getenv("REPRO_PLATFORM");
     const char *want_device = argc > 2 ? argv[2] : getenv("REPRO_DEVICE");
@@ -623,10 +631,16 @@ pub fn main_c(plan: &Plan) -> String {
                 let _ = writeln!(o, "    CHECK(clSetKernelArg(k, {i}, {n}, NULL));");
             }
             PlanArg::Null => {
-                let _ = writeln!(o, "    CHECK(clSetKernelArg(k, {i}, sizeof(cl_mem), NULL));");
+                let _ = writeln!(
+                    o,
+                    "    CHECK(clSetKernelArg(k, {i}, sizeof(cl_mem), NULL));"
+                );
             }
             PlanArg::Mem(m) => {
-                let _ = writeln!(o, "    CHECK(clSetKernelArg(k, {i}, sizeof(cl_mem), &m{m}));");
+                let _ = writeln!(
+                    o,
+                    "    CHECK(clSetKernelArg(k, {i}, sizeof(cl_mem), &m{m}));"
+                );
             }
             PlanArg::Sampler {
                 normalized,
@@ -680,7 +694,11 @@ pub fn main_c(plan: &Plan) -> String {
         );
     }
     for u in &plan.unchecked {
-        let _ = writeln!(o, "    printf(\"%s\\n\", {});", c_string(&format!("not compared: {u}")));
+        let _ = writeln!(
+            o,
+            "    printf(\"%s\\n\", {});",
+            c_string(&format!("not compared: {u}"))
+        );
     }
     o.push_str(
         r#"    if (mismatches) {

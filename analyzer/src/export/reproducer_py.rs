@@ -31,6 +31,8 @@ import sys
 import numpy as np
 import pyopencl as cl
 
+# pyopencl >= 2024 names the image constructor create_image; older releases only have Image.
+make_image = getattr(cl, "create_image", cl.Image)
 HERE = os.environ.get("REPRO_DATA") or os.path.dirname(os.path.abspath(__file__))
 
 
@@ -175,7 +177,7 @@ def main():
                 let size = crate::executor::image_bytes(image);
                 let _ = writeln!(
                     o,
-                    "    regions[{id}] = {}\n    mem[{id}] = cl.Image(ctx, {}, cl.ImageFormat({}, {}), shape=regions[{id}], is_array={})\n    cl.enqueue_copy(q, mem[{id}], load(\"mem{id}.bin\", {size}), origin={}, region=regions[{id}], is_blocking=True)",
+                    "    regions[{id}] = {}\n    mem[{id}] = make_image(ctx, {}, cl.ImageFormat({}, {}), shape=regions[{id}], is_array={})\n    cl.enqueue_copy(q, mem[{id}], load(\"mem{id}.bin\", {size}), origin={}, region=regions[{id}], is_blocking=True)",
                     py_tuple(&shape),
                     if *flags == 0 { 1 } else { *flags },
                     image.channel_order,
@@ -234,7 +236,10 @@ def main():
                 "    cl.enqueue_copy(q, got, mem[{id}], origin=tuple(0 for _ in regions[{id}]), region=regions[{id}], is_blocking=True)"
             );
         } else {
-            let _ = writeln!(o, "    cl.enqueue_copy(q, got, mem[{id}], is_blocking=True)");
+            let _ = writeln!(
+                o,
+                "    cl.enqueue_copy(q, got, mem[{id}], is_blocking=True)"
+            );
         }
         let _ = writeln!(
             o,

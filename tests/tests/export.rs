@@ -1,0 +1,448 @@
+//! `cltrap export` and `cltrap show --kernel`: GPUVerify records of a real capture checked
+//! field by field against a hand-written expectation, the generalisation of launches that
+//! vary in known ways, and standalone reproducers compiled with `cc`, run on PoCL and held to
+//! the same verdict as `cltrap replay` (a mismatching launch included).
+
+use cltrap_e2e::*;
+use serde_json::{json, Value};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+fn cltrap_ok(args: &[&OsStr]) -> Outcome {
+    let out = cltrap(args);
+    out.assert_no_panic();
+    assert!(out.success(), "{}", out.describe());
+    out
+}
+
+/// The hand-written expectation for `tests/apps/varying.c` (see its header comment): one
+/// record per distinct global size of `scale` (n = 100 twice shares one), one for `fill`.
+fn expected_records() -> Vec<(Value, &'static str)> {
+    let scale = |file: &str, global: u64, n: &str, bytes: u64| {
+        json!({
+            "language": "OpenCL",
+            "endianness": "little",
+            "kernel_file": file,
+            "entry_point": "scale",
+            "compiler_flags": "-DOFFSET=1 -cl-mad-enable",
+            "global_size": [global],
+            "local_size": [64],
+            "kernel_arguments": [
+                {"type": "array", "address_space": "global", "flags": 33, "size": bytes},
+                {"type": "scalar", "value": n},
+                {"type": "scalar", "value": "0x40200000"}
+            ]
+        })
+    };
+    vec![
+        (
+            scale("scale.0.cl", 128, "0x00000064", 400),
+            "--local_size=64 --num_groups=2 -DOFFSET=1 --kernel-args=scale,0x00000064,0x40200000",
+        ),
+        (
+            scale("scale.1.cl", 256, "0x000000c8", 800),
+            "--local_size=64 --num_groups=4 -DOFFSET=1 --kernel-args=scale,0x000000c8,0x40200000",
+        ),
+        (
+            scale("scale.2.cl", 320, "0x0000012c", 1200),
+            "--local_size=64 --num_groups=5 -DOFFSET=1 --kernel-args=scale,0x0000012c,0x40200000",
+        ),
+        (
+            scale("scale.3.cl", 1024, "0x000003e8", 4000),
+            "--local_size=64 --num_groups=16 -DOFFSET=1 --kernel-args=scale,0x000003e8,0x40200000",
+        ),
+        (
+            json!({
+                "language": "OpenCL",
+                "endianness": "little",
+                "kernel_file": "fill.0.cl",
+                "entry_point": "fill",
+                "compiler_flags": "-DOFFSET=1 -cl-mad-enable",
+                "global_size": [16],
+                "kernel_arguments": [
+                    {"type": "array", "address_space": "global", "flags": 2, "size": 64},
+                    {"type": "scalar", "value": "0x00000007"}
+                ]
+            }),
+            "--local_size=* --global_size=16 -DOFFSET=1 --kernel-args=fill,0x00000007",
+        ),
+    ]
+}
+
+#[test]
+fn gpuverify_records_match_the_hand_written_expectation() {
+    let (dir, _cap) = round_trip("varying", &[], &[]);
+    let out_dir = fresh_dir("gpuverify", "varying");
+    let out = cltrap_ok(&[
+        OsStr::new("export"),
+        dir.as_os_str(),
+        OsStr::new("--gpuverify"),
+        out_dir.as_os_str(),
+    ]);
+    let log: Value = serde_json::from_slice(
+        &std::fs::read(out_dir.join("log.json")).expect("log.json is written"),
+    )
+    .expect("log.json is JSON");
+    let records = log.as_array().expect("log.json is an array");
+    let expected = expected_records();
+    assert_eq!(records.len(), expected.len(), "{log:#}");
+    let source = std::fs::read_to_string(fixture_source_dir("kernels").join("varying.cl"))
+        .expect("kernel source");
+    for (got, (want, invocation)) in records.iter().zip(&expected) {
+        let file = want["kernel_file"].as_str().expect("file");
+        for (field, value) in want.as_object().expect("object") {
+            assert_eq!(&got[field], value, "{file}: field {field}\n{got:#}");
+        }
+        for field in got.as_object().expect("object").keys() {
+            assert!(
+                want.get(field).is_some() || field == "host_api_calls",
+                "{file}: unexpected field {field}"
+            );
+        }
+        // Where the application built the program and launched the kernel.
+        let calls = got["host_api_calls"].as_array().expect("host_api_calls");
+        let names: Vec<&str> = calls
+            .iter()
+            .filter_map(|c| c["function_name"].as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["clBuildProgram", "clEnqueueNDRangeKernel"],
+            "{got:#}"
+        );
+        let launch = &calls[1];
+        assert!(
+            launch["compilation_unit"]
+                .as_str()
+                .is_some_and(|u| u.ends_with("varying.c")),
+            "{launch}"
+        );
+        assert!(
+            launch["line_number"].as_u64().is_some_and(|l| l > 0),
+            "{launch}"
+        );
+        // The kernel file: the invocation as its first line, then the user's source unchanged.
+        let text = std::fs::read_to_string(out_dir.join(file)).expect("kernel file");
+        assert_eq!(text, format!("//{invocation}\n#line 1\n{source}"), "{file}");
+        // The listing names the file, the launches it covers and the command line.
+        let listing = out.stdout_text();
+        assert!(
+            listing.contains(&format!("gpuverify {invocation} {file}")),
+            "{file}\n{listing}"
+        );
+    }
+    let listing = out.stdout_text();
+    assert!(
+        listing.contains(
+            "[0] scale.0.cl: kernel scale, local 64, global 128 (2 groups), 2 launch(es) (ids 0-1)"
+        ),
+        "{listing}"
+    );
+    assert!(
+        listing
+            .contains("[4] fill.0.cl: kernel fill, local NULL, global 16, 2 launch(es) (ids 5-6)"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("5 configuration(s) covering 7 launch(es)"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("build options GPUVerify does not take: -cl-mad-enable"),
+        "{listing}"
+    );
+    let intercepted =
+        std::fs::read_to_string(out_dir.join("intercepted.txt")).expect("listing file");
+    assert!(listing.starts_with(&intercepted), "{intercepted}");
+    let script = std::fs::read_to_string(out_dir.join("run_gpuverify.sh")).expect("script");
+    assert!(script.contains("gpuverify '--local_size=*' --global_size=16 -DOFFSET=1 --kernel-args=fill,0x00000007 fill.0.cl"), "{script}");
+}
+
+#[test]
+fn generalisation_finds_what_varies_and_how() {
+    let (dir, _cap) = round_trip("varying", &[], &[]);
+    let out = cltrap_ok(&[
+        OsStr::new("show"),
+        dir.as_os_str(),
+        OsStr::new("--kernel"),
+        OsStr::new("scale"),
+        OsStr::new("--json"),
+    ]);
+    let p: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(p["launches"], json!([0, 1, 2, 3, 4]));
+    let q = |name: &str| -> Value {
+        p["quantities"]
+            .as_array()
+            .expect("quantities")
+            .iter()
+            .find(|q| q["name"] == name)
+            .unwrap_or_else(|| panic!("no quantity {name}: {p:#}"))["param"]
+            .clone()
+    };
+    assert_eq!(q("local[0]"), json!({"kind": "constant", "value": 64}));
+    assert_eq!(q("k"), json!({"kind": "constant", "value": 2.5}));
+    assert_eq!(
+        q("n"),
+        json!({"kind": "set", "values": [100, 200, 300, 1000]})
+    );
+    assert_eq!(
+        q("global[0]"),
+        json!({"kind": "set", "values": [128, 256, 320, 1024]})
+    );
+    assert_eq!(
+        q("a.elements"),
+        json!({"kind": "set", "values": [100, 200, 300, 1000]})
+    );
+    let rels = p["relations"].as_array().expect("relations");
+    for want in [
+        json!({"kind": "equal", "left": "a.elements", "right": "n"}),
+        json!({"kind": "round_up", "left": "global[0]", "right": "n", "multiple": "local[0]"}),
+        json!({"kind": "multiple", "left": "a.bytes", "right": "n", "factor": 4}),
+    ] {
+        assert!(rels.contains(&want), "missing {want}: {rels:#?}");
+    }
+    // Nothing invented: no relation mentions the constant k or local size alone.
+    assert!(
+        rels.iter().all(|r| r["left"] != "k" && r["right"] != "k"),
+        "{rels:#?}"
+    );
+    let text = cltrap_ok(&[
+        OsStr::new("show"),
+        dir.as_os_str(),
+        OsStr::new("--kernel"),
+        OsStr::new("fill"),
+    ])
+    .stdout_text();
+    assert!(
+        text.contains("kernel fill: 2 launch(es), ids 5-6"),
+        "{text}"
+    );
+    let has_line = |want: &str| {
+        text.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>().join(" ") == want)
+    };
+    assert!(has_line("local[0] NULL in every launch"), "{text}");
+    assert!(has_line("v constant 7"), "{text}");
+    let bad = cltrap(&[
+        OsStr::new("show"),
+        dir.as_os_str(),
+        OsStr::new("--kernel"),
+        OsStr::new("nope"),
+    ]);
+    bad.assert_no_panic();
+    assert_eq!(bad.code, Some(2), "{}", bad.describe());
+    assert!(
+        bad.stderr.contains("its kernels: fill, scale"),
+        "{}",
+        bad.describe()
+    );
+}
+
+/// Exports launch `id` as a C reproducer, compiles it with `cc … -lOpenCL` and runs it.
+fn c_reproducer(dir: &Path, id: u64, label: &str) -> Outcome {
+    let out_dir = fresh_dir("repro", label);
+    cltrap_ok(&[
+        OsStr::new("export"),
+        dir.as_os_str(),
+        OsStr::new(&id.to_string()),
+        OsStr::new("--c"),
+        out_dir.as_os_str(),
+    ]);
+    let exe = out_dir.join("repro");
+    let built = run_native(
+        "cc",
+        &[
+            OsStr::new("-std=c99"),
+            OsStr::new("-Wall"),
+            out_dir.join("main.c").as_os_str(),
+            OsStr::new("-o"),
+            exe.as_os_str(),
+            OsStr::new("-lOpenCL"),
+        ],
+    );
+    assert!(
+        built.success(),
+        "the reproducer does not compile\n{}",
+        built.describe()
+    );
+    assert!(
+        built.stderr.trim().is_empty(),
+        "compiler warnings\n{}",
+        built.describe()
+    );
+    // Run from elsewhere: the data files are found next to the executable.
+    run_native(&exe, &["0", "0"])
+}
+
+fn replay_code(dir: &Path, id: u64) -> Option<i32> {
+    let out = cltrap(&[
+        OsStr::new("replay"),
+        dir.as_os_str(),
+        OsStr::new(&id.to_string()),
+    ]);
+    out.assert_no_panic();
+    out.code
+}
+
+/// Every launch of `app` exported, compiled, run: same verdict as `cltrap replay` (ok).
+fn reproducers_agree_with_replay(app: &str) -> TestDir {
+    let (dir, cap) = round_trip(app, &[], &[]);
+    for l in &cap.launches {
+        let run = c_reproducer(&dir, l.id, app);
+        assert_eq!(
+            run.code,
+            replay_code(&dir, l.id),
+            "launch {} ({})\n{}",
+            l.id,
+            l.kernel,
+            run.describe()
+        );
+        assert!(
+            run.success(),
+            "launch {} ({})\n{}",
+            l.id,
+            l.kernel,
+            run.describe()
+        );
+        assert!(
+            run.stdout_text()
+                .contains("ok: every output matches the recording"),
+            "{}",
+            run.describe()
+        );
+    }
+    dir
+}
+
+#[test]
+fn c_reproducers_of_buffers_local_memory_sub_buffers_and_aliases_match_replay() {
+    let dir = reproducers_agree_with_replay("memory");
+    let cap = open_capture(&dir);
+    // Launch 8 of memory.c: `add_into(dst, src)` with dst a sub-buffer of src.
+    let l = cap.launch(8).expect("launch 8");
+    assert_eq!(l.kernel, "add_into");
+    assert!(
+        matches!(l.args[0], cltrap_capture::ArgRecord::Buffer { sub_of: Some((p, _)), .. } if matches!(l.args[1], cltrap_capture::ArgRecord::Buffer { mem, .. } if mem == p))
+    );
+    // The recorded result altered: replay and the reproducer both say MISMATCH (exit 1),
+    // and the reproducer names the first differing element with both values.
+    let mut original = 0;
+    alter_after(&dir, 8, 0, |b| {
+        original = i32::from_le_bytes(b[20..24].try_into().expect("4 bytes"));
+        b[20..24].copy_from_slice(&(original + 1).to_le_bytes());
+    });
+    assert_eq!(replay_code(&dir, 8), Some(1));
+    let run = c_reproducer(&dir, 8, "memory-altered");
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    let text = run.stdout_text();
+    let want = format!(
+        "MISMATCH argument 0 (dst): first difference at element 5 (byte 20): expected {}, got {original}",
+        original + 1
+    );
+    assert!(text.contains(&want), "want {want:?}\n{}", run.describe());
+}
+
+#[test]
+fn c_reproducers_of_struct_vector_and_scalar_arguments_match_replay() {
+    reproducers_agree_with_replay("args");
+}
+
+#[test]
+fn c_reproducers_of_images_and_samplers_match_replay() {
+    reproducers_agree_with_replay("images");
+}
+
+#[test]
+fn python_reproducers_give_the_same_verdicts() {
+    let (dir, cap) = round_trip("memory", &[], &[]);
+    let exported: Vec<(u64, PathBuf)> = [0u64, 4, 8, 9]
+        .iter()
+        .map(|&id| {
+            let out_dir = fresh_dir("repro-py", "memory");
+            cltrap_ok(&[
+                OsStr::new("export"),
+                dir.as_os_str(),
+                OsStr::new(&id.to_string()),
+                OsStr::new("--python"),
+                out_dir.as_os_str(),
+            ]);
+            (id, out_dir.join("repro.py"))
+        })
+        .collect();
+    // Always: the scripts are valid Python.
+    for (_, script) in &exported {
+        let compiled = run_native(
+            "python3",
+            &[
+                OsStr::new("-m"),
+                OsStr::new("py_compile"),
+                script.as_os_str(),
+            ],
+        );
+        assert!(compiled.success(), "{}", compiled.describe());
+    }
+    let python = match venv_python() {
+        Ok(p) => p,
+        Err(why) => {
+            skip(
+                "python_reproducers_give_the_same_verdicts (running them)",
+                &why,
+            );
+            return;
+        }
+    };
+    for (id, script) in &exported {
+        let run = run_native(&python, &[script.as_os_str()]);
+        assert_eq!(
+            run.code,
+            replay_code(&dir, *id),
+            "launch {id}\n{}",
+            run.describe()
+        );
+        assert!(
+            run.stdout_text()
+                .contains("ok: every output matches the recording"),
+            "{}",
+            run.describe()
+        );
+    }
+    assert_eq!(cap.launches[8].kernel, "add_into");
+    alter_after(&dir, 8, 0, |b| b[20] ^= 1);
+    let out_dir = fresh_dir("repro-py", "memory-altered");
+    cltrap_ok(&[
+        OsStr::new("export"),
+        dir.as_os_str(),
+        OsStr::new("8"),
+        OsStr::new("--python"),
+        out_dir.as_os_str(),
+    ]);
+    let run = run_native(&python, &[out_dir.join("repro.py").as_os_str()]);
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    assert_eq!(replay_code(&dir, 8), Some(1));
+    assert!(
+        run.stdout_text()
+            .contains("MISMATCH argument 0 (dst): first difference at element 5 (byte 20)"),
+        "{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn exports_refuse_bad_requests_with_one_sentence() {
+    let (dir, _cap) = round_trip("varying", &[], &[]);
+    for args in [
+        vec![OsStr::new("export"), dir.as_os_str()],
+        vec![
+            OsStr::new("export"),
+            dir.as_os_str(),
+            OsStr::new("99"),
+            OsStr::new("--c"),
+            OsStr::new("/tmp/never"),
+        ],
+    ] {
+        let out = cltrap(&args);
+        out.assert_no_panic();
+        assert_eq!(out.code, Some(2), "{}", out.describe());
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.describe());
+    }
+}
