@@ -282,11 +282,10 @@ fn observe(l: &LaunchRecord, dims: usize) -> Vec<(String, Option<Value>)> {
             }
             ArgRecord::Buffer { info, size, .. } => {
                 q.push((format!("{name}.bytes"), int(*size)));
-                if let Some(t) = pointee_type(&info.type_name) {
-                    let el = t.size() as u64;
-                    if el > 0 {
-                        q.push((format!("{name}.elements"), int(size / el)));
-                    }
+                if let Some(n) =
+                    pointee_type(&info.type_name).and_then(|t| size.checked_div(t.size() as u64))
+                {
+                    q.push((format!("{name}.elements"), int(n)));
                 }
             }
             ArgRecord::Local { size, .. } => q.push((format!("{name}.bytes"), int(*size))),
@@ -546,6 +545,80 @@ pub fn int_bounds(p: &KernelParams, name: &str) -> Option<(i128, i128)> {
     }
 }
 
+/// The integer scalar arguments of a kernel with the range the application kept them in:
+/// what `cltrap fuzz --captured-ranges` narrows generated cases to, so a campaign explores
+/// inputs the application could produce (a by-value `n` between 100 and 1000) instead of
+/// values it never passes. Floats, vectors and structs are left free.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScalarBounds {
+    /// `(argument index, element type, lowest, highest)`.
+    pub args: Vec<(usize, Scalar, i128, i128)>,
+}
+
+impl ScalarBounds {
+    /// The bounds of `p`'s integer scalar arguments, as laid out in launch `l` of that kernel.
+    pub fn of(p: &KernelParams, l: &LaunchRecord) -> ScalarBounds {
+        let mut args = Vec::new();
+        for (i, a) in l.args.iter().enumerate() {
+            let ArgRecord::Scalar { info, .. } = a else {
+                continue;
+            };
+            let Some(t) = parse_value_type(&info.type_name).filter(|t| t.lanes == 1) else {
+                continue;
+            };
+            if t.scalar.is_float() || t.scalar == Scalar::Bool {
+                continue;
+            }
+            if let Some((lo, hi)) = int_bounds(p, &arg_name(a)) {
+                args.push((i, t.scalar, lo, hi));
+            }
+        }
+        ScalarBounds { args }
+    }
+
+    /// `input` with every bounded integer scalar clamped into its range.
+    pub fn narrowed(
+        &self,
+        mut input: crate::executor::LaunchInput,
+    ) -> crate::executor::LaunchInput {
+        for (i, scalar, lo, hi) in &self.args {
+            if let Some(crate::executor::InputArg::Scalar(bytes)) = input.args.get_mut(*i) {
+                if bytes.len() == scalar.size() {
+                    let bits = scalar.raw_bits(bytes);
+                    let signed =
+                        matches!(scalar, Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64);
+                    let width = scalar.size() as u32 * 8;
+                    let v = if signed {
+                        let shift = 64 - width;
+                        i128::from(((bits << shift) as i64) >> shift)
+                    } else {
+                        i128::from(bits)
+                    };
+                    let c = v.clamp(*lo, *hi);
+                    bytes.copy_from_slice(&(c as u64).to_le_bytes()[..scalar.size()]);
+                }
+            }
+        }
+        input
+    }
+}
+
+/// `cltrap fuzz CAP --captured-ranges`: gives every target the bounds of its kernel's
+/// launches in `capture`.
+pub fn bound_targets(capture: &cltrap_capture::Capture, targets: &mut [crate::fuzz::Target]) {
+    for t in targets {
+        let launches: Vec<&LaunchRecord> = capture
+            .launches
+            .iter()
+            .filter(|l| l.kernel == t.kernel)
+            .collect();
+        if let Some(first) = launches.first() {
+            let p = generalise(&t.kernel, &launches);
+            t.scalar_bounds = Some(ScalarBounds::of(&p, first));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -649,6 +722,44 @@ mod tests {
         );
         assert!(rels.contains(&"a.bytes = n * 4".to_string()), "{rels:?}");
         assert_eq!(int_bounds(&p, "n"), Some((100, 1000)));
+    }
+
+    #[test]
+    fn fuzz_inputs_are_narrowed_to_the_captured_ranges() {
+        let ls: Vec<LaunchRecord> = [100u32, 1000].iter().map(|n| launch(0, *n, 64)).collect();
+        let p = generalise("k", &ls.iter().collect::<Vec<_>>());
+        let b = ScalarBounds::of(&p, &ls[0]);
+        assert_eq!(b.args, vec![(1, Scalar::U32, 100, 1000)]);
+        let input = |n: u32| crate::executor::LaunchInput {
+            kernel: "k".into(),
+            work_dim: 1,
+            global_offset: None,
+            global_size: vec![64],
+            local_size: None,
+            args: vec![
+                crate::executor::InputArg::NullBuffer,
+                crate::executor::InputArg::Scalar(n.to_le_bytes().to_vec()),
+                crate::executor::InputArg::Scalar(9.0f32.to_le_bytes().to_vec()),
+            ],
+            stand_ins: vec![],
+        };
+        for (given, kept) in [(5u32, 100u32), (500, 500), (u32::MAX, 1000)] {
+            let out = b.narrowed(input(given));
+            assert_eq!(
+                out.args[1],
+                crate::executor::InputArg::Scalar(kept.to_le_bytes().to_vec())
+            );
+            assert_eq!(out.args[2], input(given).args[2], "floats stay free");
+        }
+        let signed = ScalarBounds {
+            args: vec![(1, Scalar::I32, -4, 4)],
+        };
+        let mut i = input(0);
+        i.args[1] = crate::executor::InputArg::Scalar((-100i32).to_le_bytes().to_vec());
+        assert_eq!(
+            signed.narrowed(i).args[1],
+            crate::executor::InputArg::Scalar((-4i32).to_le_bytes().to_vec())
+        );
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! under the shim, and its launches are captured and replay ok.
 
 use cltrap_e2e::*;
-use std::ffi::OsStr;
 
 #[test]
 fn a_pyopencl_script_runs_unchanged_and_its_launches_replay_ok() {

@@ -77,6 +77,9 @@ pub struct Campaign {
     pub compile_time: Duration,
     /// Time from the first execution to the last new coverage by fuzzing.
     pub saturation_time: Duration,
+    /// When set, every input offered is first narrowed to these scalar ranges
+    /// (`cltrap fuzz --captured-ranges`).
+    pub scalar_bounds: Option<crate::generalise::ScalarBounds>,
 }
 
 impl Campaign {
@@ -106,6 +109,7 @@ impl Campaign {
             run_time: Duration::ZERO,
             compile_time: Duration::ZERO,
             saturation_time: Duration::ZERO,
+            scalar_bounds: None,
         }
     }
 
@@ -182,6 +186,10 @@ impl Campaign {
         origin: String,
         force: bool,
     ) -> Result<bool, FuzzError> {
+        let input = match &self.scalar_bounds {
+            Some(b) => b.narrowed(input),
+            None => input,
+        };
         let Some((hits, outputs)) = self.execute(runner, &input)? else {
             return Ok(false);
         };

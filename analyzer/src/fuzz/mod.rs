@@ -99,6 +99,10 @@ pub struct FuzzArgs {
     /// Print timings (for benchmarks).
     #[arg(long, hide = true)]
     pub timing: bool,
+    /// With a capture: keep integer scalar arguments inside the range the application used
+    /// (`cltrap show CAP --kernel NAME`), so generated cases are ones it could produce.
+    #[arg(long)]
+    pub captured_ranges: bool,
     /// With --solve: loop iterations unrolled per loop entry.
     #[arg(long, default_value_t = 16, value_name = "N")]
     pub loop_bound: u32,
@@ -118,6 +122,8 @@ pub struct Target {
     pub kernel: String,
     /// Seeds (captured launches, or one from the interface file); empty = make one up.
     pub seeds: Vec<LaunchInput>,
+    /// With `--captured-ranges`: every generated case is narrowed to these bounds.
+    pub scalar_bounds: Option<crate::generalise::ScalarBounds>,
 }
 
 /// Campaign settings shared by all kernels.
@@ -217,6 +223,7 @@ pub fn targets_from_capture(
                 options: record.options.clone(),
                 kernel: l.kernel.clone(),
                 seeds: vec![seed],
+                scalar_bounds: None,
             },
         ));
     }
@@ -262,6 +269,7 @@ pub fn targets_from_source(
             options: options.to_string(),
             kernel: name,
             seeds,
+            scalar_bounds: None,
         });
     }
     Ok(out)
@@ -296,6 +304,7 @@ pub fn run_target(
     let iface = interface::derive(&program, &target.kernel)?;
     let inst = cltrap_kernel::coverage::instrument_coverage(&program, Default::default())?;
     let mut campaign = Campaign::new(&target.kernel, iface, inst.map);
+    campaign.scalar_bounds = target.scalar_bounds.clone();
     let t0 = Instant::now();
     let mut runner = make_runner(session, &inst.source, &target.options, settings)?;
     campaign.compile_time = t0.elapsed();
@@ -511,7 +520,12 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
     };
     let targets = if input.is_dir() {
         let capture = Capture::open(input).map_err(|e| e.to_string())?;
-        targets_from_capture(&capture, args.kernel.as_deref()).map_err(|e| e.to_string())?
+        let mut targets =
+            targets_from_capture(&capture, args.kernel.as_deref()).map_err(|e| e.to_string())?;
+        if args.captured_ranges {
+            crate::generalise::bound_targets(&capture, &mut targets);
+        }
+        targets
     } else {
         let source = std::fs::read_to_string(input)
             .map_err(|e| format!("cannot read {}: {e}", input.display()))?;
