@@ -446,3 +446,75 @@ fn exports_refuse_bad_requests_with_one_sentence() {
         assert_eq!(out.stderr.lines().count(), 1, "{}", out.describe());
     }
 }
+
+/// A third-party application: ffmpeg's `avgblur_opencl` on YUV 4:2:0 frames launches each
+/// kernel once per plane (64x48 luma, 32x24 chroma). The generalisation finds the two sizes
+/// and that the global size is the image size; a launch's C reproducer agrees with replay.
+#[test]
+fn ffmpeg_per_plane_launches_generalise_to_the_image_sizes() {
+    if !run_native("ffmpeg", &["-version"]).success() {
+        skip(
+            "ffmpeg_per_plane_launches_generalise_to_the_image_sizes",
+            "ffmpeg is not installed (apt-get install ffmpeg)",
+        );
+        return;
+    }
+    let dir = fresh_capture_dir("ffmpeg-planes");
+    let args = [
+        "-nostdin",
+        "-v",
+        "error",
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc=size=64x48:rate=5",
+        "-frames:v",
+        "2",
+        "-init_hw_device",
+        "opencl=ocl:0.0",
+        "-filter_hw_device",
+        "ocl",
+        "-vf",
+        "format=yuv420p,hwupload,avgblur_opencl=sizeX=2,hwdownload,format=yuv420p",
+        "-f",
+        "rawvideo",
+        "-",
+    ];
+    let captured = run_captured(&dir, &[], "ffmpeg", &args);
+    assert!(captured.success(), "{}", captured.describe());
+    let out = cltrap_ok(&[
+        OsStr::new("show"),
+        dir.as_os_str(),
+        OsStr::new("--kernel"),
+        OsStr::new("avgblur_horiz"),
+        OsStr::new("--json"),
+    ]);
+    let p: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(p["launches"].as_array().map(Vec::len), Some(6), "{p:#}");
+    let q = |name: &str| {
+        p["quantities"]
+            .as_array()
+            .and_then(|a| a.iter().find(|q| q["name"] == name))
+            .map(|q| q["param"].clone())
+    };
+    assert_eq!(
+        q("global[0]"),
+        Some(json!({"kind": "set", "values": [32, 64]}))
+    );
+    assert_eq!(
+        q("global[1]"),
+        Some(json!({"kind": "set", "values": [24, 48]}))
+    );
+    assert_eq!(q("local[0]"), Some(json!({"kind": "absent"})));
+    assert_eq!(q("rad"), Some(json!({"kind": "constant", "value": 2})));
+    let rels = p["relations"].as_array().expect("relations");
+    for want in [
+        json!({"kind": "equal", "left": "global[0]", "right": "src.width"}),
+        json!({"kind": "equal", "left": "global[1]", "right": "src.height"}),
+    ] {
+        assert!(rels.contains(&want), "missing {want}: {rels:#?}");
+    }
+    let run = c_reproducer(&dir, 2, "ffmpeg");
+    assert_eq!(run.code, replay_code(&dir, 2), "{}", run.describe());
+    assert!(run.success(), "{}", run.describe());
+}

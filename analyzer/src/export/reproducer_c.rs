@@ -137,6 +137,9 @@ pub struct Plan {
     pub checks: Vec<(Check, Vec<u8>)>,
     /// Outputs that cannot be compared and why (only a digest recorded, ...).
     pub unchecked: Vec<String>,
+    /// What the program prints before running: inputs that are stand-ins for what the
+    /// capture did not record.
+    pub notes: Vec<String>,
 }
 
 fn unsupported(l: &LaunchRecord, why: impl Into<String>) -> ExportError {
@@ -337,6 +340,15 @@ pub fn plan(capture: &Capture, id: u64) -> Result<Plan, ExportError> {
             Expected::Unknown(why) => unchecked.push(format!("{label}: not recorded ({why})")),
         }
     }
+    let notes = input
+        .stand_ins
+        .iter()
+        .map(|i| {
+            format!(
+                "argument {i} is write-only and its contents before the launch were not recorded: it starts as zeros (where the kernel does not overwrite it, `cltrap replay` skips the launch instead)"
+            )
+        })
+        .collect();
     let d = &l.device;
     Ok(Plan {
         id,
@@ -353,6 +365,7 @@ pub fn plan(capture: &Capture, id: u64) -> Result<Plan, ExportError> {
         args,
         checks,
         unchecked,
+        notes,
     })
 }
 
@@ -543,6 +556,9 @@ pub fn main_c(plan: &Plan) -> String {
         "    printf(\"launch {} ({}) on %s (%s)\\n\", dnames[di], pnames[pi]);",
         plan.id, plan.kernel
     );
+    for n in &plan.notes {
+        let _ = writeln!(o, "    printf(\"%s\\n\", {});", c_string(&format!("note: {n}")));
+    }
     o.push_str(
         r#"    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
     if (err != CL_SUCCESS) fail("clCreateContext", err);

@@ -122,6 +122,9 @@ def main():
         plan.id,
         plan.kernel.replace('"', "'")
     );
+    for n in &plan.notes {
+        let _ = writeln!(o, "    print({})", py_string(&format!("note: {n}")));
+    }
     o.push_str(
         r#"    ctx = cl.Context([device])
     q = cl.CommandQueue(ctx)
