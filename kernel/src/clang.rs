@@ -2,6 +2,8 @@
 //! rest of the crate needs into owned Rust values ([`RawTree`]), so no libclang handle ever
 //! escapes and the model builder stays pure Rust.
 
+#![allow(non_upper_case_globals)] // libclang's CXCursor_* / CXEval_* constants are matched by name.
+
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_uint, c_void};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -18,8 +20,17 @@ pub struct RawNode {
     pub kind: i32,
     /// Cursor spelling (declaration or callee name; empty for most expressions).
     pub spelling: String,
-    /// Spelling of the cursor's type (`__global float4 *`, `int`, ...).
+    /// The cursor's type with the program's own typedefs resolved ([`plain_type`]):
+    /// `__global float *__private` for `__global DATA_TYPE *`, `uint4` for `typedef uint4 U4`.
+    /// Every pass decides on this spelling, so a typedef never hides a type.
     pub ty: String,
+    /// The type as written in the program (`__global DATA_TYPE *__private`), for reports.
+    pub written_ty: String,
+    /// For literals (`IntegerLiteral`, `FloatingLiteral`, `CharacterLiteral`, `true`/`false`):
+    /// their value as clang evaluated it (decimal integer, or a float that rounds back to the
+    /// same value), because a literal written in a macro body shows only the macro's name in
+    /// the user's text.
+    pub value: Option<String>,
     /// Where the node lies in the main file, after mapping macro expansions to the user's text.
     pub loc: Loc,
     /// Child cursors in source order.
@@ -164,6 +175,7 @@ pub fn parse(file_name: &str, source: &str, args: &[String]) -> Result<RawTree, 
         let mut ctx = Ctx {
             main_file,
             expansions: Vec::new(),
+            typedefs: Default::default(),
         };
         let root = clang_getTranslationUnitCursor(tu);
         // First pass: macro expansions (needed to map ranges of the second pass).
@@ -182,6 +194,16 @@ pub fn parse(file_name: &str, source: &str, args: &[String]) -> Result<RawTree, 
             }
         }
         ctx.expansions.sort();
+        for c in &top {
+            if clang_getCursorKind(*c) == CXCursor_TypedefDecl
+                && clang_Location_isInSystemHeader(clang_getCursorLocation(*c)) == 0
+            {
+                ctx.typedefs.insert(
+                    take(clang_getCursorSpelling(*c)),
+                    take(clang_getTypeSpelling(clang_getTypedefDeclUnderlyingType(*c))),
+                );
+            }
+        }
         let mut macro_defs = Vec::new();
         for c in &top {
             if clang_getCursorKind(*c) == CXCursor_MacroDefinition {
@@ -224,6 +246,9 @@ pub fn parse(file_name: &str, source: &str, args: &[String]) -> Result<RawTree, 
 struct Ctx {
     main_file: CXFile,
     expansions: Vec<(u32, u32, String)>,
+    /// The program's own typedefs (not those of OpenCL's built-in headers): name → the
+    /// spelling of the type it names.
+    typedefs: std::collections::HashMap<String, String>,
 }
 
 impl Ctx {
@@ -288,7 +313,17 @@ impl Ctx {
     unsafe fn copy(&self, c: CXCursor) -> RawNode {
         let kind = clang_getCursorKind(c);
         let spelling = take(clang_getCursorSpelling(c));
-        let ty = take(clang_getTypeSpelling(clang_getCursorType(c)));
+        let cx_ty = clang_getCursorType(c);
+        let written_ty = take(clang_getTypeSpelling(cx_ty));
+        let canonical = take(clang_getTypeSpelling(clang_getCanonicalType(cx_ty)));
+        let ty = plain_type(&written_ty, &canonical, &self.typedefs);
+        let value = match kind {
+            CXCursor_IntegerLiteral
+            | CXCursor_FloatingLiteral
+            | CXCursor_CharacterLiteral
+            | CXCursor_CXXBoolLiteralExpr => evaluate(c),
+            _ => None,
+        };
         let loc = self.loc_of(c);
         let mut kids: Vec<CXCursor> = Vec::new();
         visit_children(c, |k| kids.push(k));
@@ -297,10 +332,118 @@ impl Ctx {
             kind,
             spelling,
             ty,
+            written_ty,
+            value,
             loc,
             children,
         }
     }
+}
+
+/// A literal's value, as clang evaluates it.
+unsafe fn evaluate(c: CXCursor) -> Option<String> {
+    let r = clang_Cursor_Evaluate(c);
+    if r.is_null() {
+        return None;
+    }
+    let out = match clang_EvalResult_getKind(r) {
+        CXEval_Int if clang_EvalResult_isUnsignedInt(r) != 0 => {
+            Some(clang_EvalResult_getAsUnsigned(r).to_string())
+        }
+        CXEval_Int => Some(clang_EvalResult_getAsLongLong(r).to_string()),
+        CXEval_Float => {
+            let v = clang_EvalResult_getAsDouble(r);
+            // `{:?}` is the shortest text that reads back as the same double; it always has
+            // a `.` or an exponent, so it reads as a floating literal.
+            v.is_finite().then(|| format!("{v:?}"))
+        }
+        _ => None,
+    };
+    clang_EvalResult_dispose(r);
+    out
+}
+
+/// The spelling every pass decides types on: clang's canonical type, which resolves the
+/// program's typedefs (`DATA_TYPE` → `float`), except where the canonical spelling of an
+/// OpenCL vector is clang's internal one (`float __global * __attribute__((ext_vector_type(4)))`):
+/// there the written spelling with the program's own typedefs replaced by what they name
+/// (`__global VEC *` → `__global float4 *`) keeps OpenCL's vector names.
+pub fn plain_type(
+    written: &str,
+    canonical: &str,
+    typedefs: &std::collections::HashMap<String, String>,
+) -> String {
+    if !canonical.contains("ext_vector_type") {
+        return canonical.to_string();
+    }
+    let mut s = written.to_string();
+    for _ in 0..8 {
+        let mut changed = false;
+        let mut out = String::with_capacity(s.len());
+        let mut word = String::new();
+        let flush = |word: &mut String, out: &mut String, changed: &mut bool| {
+            match typedefs.get(word.as_str()) {
+                Some(t) => {
+                    out.push_str(t);
+                    *changed = true;
+                }
+                None => out.push_str(word),
+            }
+            word.clear();
+        };
+        for ch in s.chars() {
+            if ch.is_ascii_alphanumeric() || ch == '_' {
+                word.push(ch);
+            } else {
+                flush(&mut word, &mut out, &mut changed);
+                out.push(ch);
+            }
+        }
+        flush(&mut word, &mut out, &mut changed);
+        s = out;
+        if !changed {
+            break;
+        }
+    }
+    simple_vector_name(&s).unwrap_or(s)
+}
+
+/// `unsigned int __private __attribute__((ext_vector_type(4)))` → `__private uint4`: the
+/// spelling clang gives vector values without a typedef (swizzles, vector arithmetic), for
+/// plain values only (pointers and arrays keep clang's spelling).
+fn simple_vector_name(s: &str) -> Option<String> {
+    let at = s.find("__attribute__((ext_vector_type(")?;
+    let rest = &s[at + "__attribute__((ext_vector_type(".len()..];
+    let n: u32 = rest.split(')').next()?.trim().parse().ok()?;
+    let head = &s[..at];
+    if head.contains('*') || head.contains('[') || rest.contains('*') || rest.contains('[') {
+        return None;
+    }
+    let words: Vec<&str> = head.split_whitespace().collect();
+    let is_scalar_word = |w: &str| {
+        matches!(
+            w,
+            "unsigned" | "signed" | "char" | "short" | "int" | "long" | "float" | "double"
+                | "half" | "bool" | "uchar" | "ushort" | "uint" | "ulong"
+        )
+    };
+    let scalar: Vec<&str> = words.iter().copied().filter(|w| is_scalar_word(w)).collect();
+    let quals: Vec<&str> = words.iter().copied().filter(|w| !is_scalar_word(w)).collect();
+    let base = match scalar.as_slice() {
+        ["unsigned", "char"] => "uchar",
+        ["unsigned", "short"] => "ushort",
+        ["unsigned", "int"] | ["unsigned"] => "uint",
+        ["unsigned", "long"] | ["unsigned", "long", "long"] => "ulong",
+        ["signed", "char"] => "char",
+        ["long", "long"] => "long",
+        [one] => one,
+        _ => return None,
+    };
+    let mut out = quals.join(" ");
+    if !out.is_empty() {
+        out.push(' ');
+    }
+    Some(format!("{out}{base}{n}"))
 }
 
 unsafe fn visit_children<F: FnMut(CXCursor)>(c: CXCursor, mut f: F) {

@@ -342,7 +342,11 @@ struct Ins<'a> {
 #[derive(Clone)]
 struct LoopCtx {
     var: String,
-    zero_slot: u32,
+    /// The loop's first boundary slot: "ran 0 times", or for a do-while (whose body always
+    /// runs, so that class can never be covered) "ran 1 time".
+    first_slot: u32,
+    /// Whether the loop has a "ran 0 times" slot (not a do-while).
+    has_zero: bool,
     span: Span,
 }
 
@@ -552,11 +556,19 @@ impl Ins<'_> {
     }
 
     fn loop_record(&self, l: &LoopCtx) -> String {
-        format!(
-            "__CLTRAP_HIT({}u + ({v} == 0u ? 0u : {v} == 1u ? 1u : 2u));",
-            l.zero_slot,
-            v = l.var
-        )
+        if l.has_zero {
+            format!(
+                "__CLTRAP_HIT({}u + ({v} == 0u ? 0u : {v} == 1u ? 1u : 2u));",
+                l.first_slot,
+                v = l.var
+            )
+        } else {
+            format!(
+                "__CLTRAP_HIT({}u + ({v} <= 1u ? 0u : 1u));",
+                l.first_slot,
+                v = l.var
+            )
+        }
     }
 
     fn stmt(&mut self, s: &Stmt, loops: &[LoopCtx], depth: i64) -> Result<(), KernelError> {
@@ -799,14 +811,18 @@ impl Ins<'_> {
         self.next_loop += 1;
         let var = format!("__cltrap_it{id}");
         let head = cond.map(|c| short(self.text(c.span))).unwrap_or_default();
-        let zero_slot = self.add_slot(
-            SlotKind::LoopBoundary,
-            construct,
-            Outcome::Zero,
-            s.span,
-            format!("{word} ({head}) ran 0 times"),
-        );
-        self.add_slot(
+        // A do-while's body always runs: it has no "ran 0 times" class.
+        let has_zero = construct != Construct::Do;
+        let zero_slot = has_zero.then(|| {
+            self.add_slot(
+                SlotKind::LoopBoundary,
+                construct,
+                Outcome::Zero,
+                s.span,
+                format!("{word} ({head}) ran 0 times"),
+            )
+        });
+        let once_slot = self.add_slot(
             SlotKind::LoopBoundary,
             construct,
             Outcome::Once,
@@ -822,7 +838,8 @@ impl Ins<'_> {
         );
         let ctx = LoopCtx {
             var: var.clone(),
-            zero_slot,
+            first_slot: zero_slot.unwrap_or(once_slot),
+            has_zero,
             span: s.span,
         };
         let whole = outer.unwrap_or(s);
@@ -858,13 +875,20 @@ impl Ins<'_> {
     }
 
     fn barrier(&mut self, call: &Expr, whole_statement: bool, d: i64) -> Result<(), KernelError> {
+        let callee = match &call.kind {
+            ExprKind::Call { callee, .. } => callee.as_str(),
+            _ => "",
+        };
         let exact = call.span.is_exact()
-            || (whole_statement && call.span.macro_start && call.span.macro_end);
+            || (whole_statement
+                && call.span.macro_start
+                && call.span.macro_end
+                && self.p.macro_is_single_call(call.span.start, callee));
         if !exact {
             return self.skip(
                 "barrier",
                 call.span,
-                "the call is only partly written inside a macro expansion",
+                "the call is written inside a macro expansion together with other code",
             );
         }
         let index = self.barriers.len() as u32;

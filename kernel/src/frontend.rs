@@ -50,8 +50,17 @@ pub fn clang_command_line(opts: &ParseOptions) -> Vec<String> {
     args
 }
 
-/// Parses with full control over the options; see [`parse_program`].
+/// Parses with full control over the options; see [`parse_program`]. Operators, swizzles
+/// and literals that macro invocations hide are recovered from the preprocessed program
+/// ([`crate::expand`]).
 pub fn parse_with(source: &str, opts: &ParseOptions) -> Result<Program, KernelError> {
+    let mut program = parse_plain(source, opts)?;
+    crate::expand::fill_macro_holes(&mut program, opts);
+    Ok(program)
+}
+
+/// The model exactly as the user's text and libclang show it (macro holes left open).
+pub(crate) fn parse_plain(source: &str, opts: &ParseOptions) -> Result<Program, KernelError> {
     let args = clang_command_line(opts);
     let raw = clang::parse(&opts.file_name, source, &args)?;
     check_diags(&raw)?;
@@ -593,8 +602,19 @@ impl<'a> Builder<'a> {
                     }
                 }
                 CXCursor_DeclRefExpr => ExprKind::DeclRef(n.spelling.clone()),
-                CXCursor_IntegerLiteral => ExprKind::IntLit(text()),
-                CXCursor_FloatingLiteral => ExprKind::FloatLit(text()),
+                // A literal written in a macro body shows the macro's name in the user's
+                // text: its value comes from clang (so `#define ALPHA 0.5f` reads as 0.5).
+                CXCursor_IntegerLiteral => ExprKind::IntLit(self.literal(n, span)),
+                CXCursor_FloatingLiteral => ExprKind::FloatLit(self.literal(n, span)),
+                CXCursor_CharacterLiteral if !span.is_exact() && n.value.is_some() => {
+                    ExprKind::IntLit(self.literal(n, span))
+                }
+                // `true` / `false` are `bool` literals of value 1 / 0.
+                CXCursor_CXXBoolLiteralExpr => ExprKind::IntLit(
+                    n.value
+                        .clone()
+                        .unwrap_or_else(|| if text() == "false" { "0" } else { "1" }.into()),
+                ),
                 CXCursor_StringLiteral | CXCursor_CharacterLiteral => ExprKind::OtherLit(text()),
                 CXCursor_ParenExpr => ExprKind::Paren(sub(0)?),
                 CXCursor_ArraySubscriptExpr => ExprKind::Index {
@@ -683,6 +703,14 @@ impl<'a> Builder<'a> {
             ty: n.ty.clone(),
             span,
         })
+    }
+
+    /// A literal's text: as written, or clang's value when a macro wrote it.
+    fn literal(&self, n: &RawNode, span: Span) -> String {
+        match (&n.value, span.is_exact()) {
+            (Some(v), false) => v.clone(),
+            _ => self.src[span.start as usize..span.end as usize].to_string(),
+        }
     }
 
     fn tok_at_or_after(&self, off: u32) -> Option<&'a Token> {

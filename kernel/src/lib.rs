@@ -16,6 +16,7 @@ pub mod coverage;
 pub mod coverage_result;
 pub mod edits;
 pub mod error;
+mod expand;
 pub mod frontend;
 pub mod interface;
 pub mod lcov;

@@ -111,6 +111,60 @@ impl Program {
         false
     }
 
+    /// Whether the macro invocation starting at `offset` expands to nothing but one call of
+    /// `callee` (`#define SYNC barrier(CLK_LOCAL_MEM_FENCE)`, also through object-like macros
+    /// naming each other), so wrapping the invocation wraps exactly that call. A macro that
+    /// also writes statements (`#define SUM(s) if (...) {...} barrier(...);`) is not.
+    pub fn macro_is_single_call(&self, offset: u32, callee: &str) -> bool {
+        let Some(u) = self.macro_uses.iter().find(|u| u.start == offset) else {
+            return false;
+        };
+        let mut name = u.name.clone();
+        for _ in 0..8 {
+            let Some(body) = self.macro_defs.get(&name) else {
+                return false;
+            };
+            // A function-like macro's body tokens start with its parameter list.
+            let body: &[String] = match body.first().map(String::as_str) {
+                Some("(") if self.source[u.start as usize..].len() > name.len() => {
+                    match body.iter().position(|t| t == ")") {
+                        Some(close) if self.is_function_like(&name) => &body[close + 1..],
+                        _ => body,
+                    }
+                }
+                _ => body,
+            };
+            match body {
+                [one] if self.macro_defs.contains_key(one) => name = one.clone(),
+                [first, open, .., last] => {
+                    let mut depth = 0i32;
+                    let closes_at_end = body[1..].iter().enumerate().all(|(i, t)| {
+                        match t.as_str() {
+                            "(" => depth += 1,
+                            ")" => depth -= 1,
+                            _ => {}
+                        }
+                        depth > 0 || i == body.len() - 2
+                    });
+                    return first == callee
+                        && open == "("
+                        && last == ")"
+                        && closes_at_end
+                        && !body.iter().any(|t| t == ";" || t == "{");
+                }
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    /// Whether macro `name` is defined function-like (`#define F(x) ...`: no space between
+    /// the name and `(` in its definition).
+    fn is_function_like(&self, name: &str) -> bool {
+        let needle = format!("define {name}(");
+        self.source.contains(&needle)
+    }
+
     /// Line and column (1-based) of a byte offset of the source, for reports.
     pub fn line_col(&self, offset: u32) -> (u32, u32) {
         line_col(&self.source, offset)
@@ -492,6 +546,25 @@ impl Expr {
             Implicit(e) | Paren(e) => vec![e],
             VectorLiteral(v) | InitList(v) => v.iter().collect(),
             Opaque { children, .. } => children.iter().collect(),
+            DeclRef(_) | IntLit(_) | FloatLit(_) | OtherLit(_) | SizeOf => vec![],
+        }
+    }
+}
+
+impl Expr {
+    /// Sub-expressions, mutable, in the same order as [`Expr::children`].
+    pub fn children_mut(&mut self) -> Vec<&mut Expr> {
+        use ExprKind::*;
+        match &mut self.kind {
+            Binary { lhs, rhs, .. } => vec![lhs, rhs],
+            Unary { operand, .. } | Cast { operand } => vec![operand],
+            Conditional { cond, then, els } => vec![cond, then, els],
+            Call { args, .. } => args.iter_mut().collect(),
+            Member { base, .. } | Swizzle { base, .. } => vec![base],
+            Index { base, index } => vec![base, index],
+            Implicit(e) | Paren(e) => vec![e],
+            VectorLiteral(v) | InitList(v) => v.iter_mut().collect(),
+            Opaque { children, .. } => children.iter_mut().collect(),
             DeclRef(_) | IntLit(_) | FloatLit(_) | OtherLit(_) | SizeOf => vec![],
         }
     }

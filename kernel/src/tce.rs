@@ -15,7 +15,7 @@
 //! leaves undefined, where the compiler may pick anything for both); different digests decide
 //! nothing.
 
-mod clang_bin;
+pub(crate) mod clang_bin;
 mod normalise;
 
 use std::collections::{BTreeMap, HashMap};

@@ -297,7 +297,6 @@ fn switch_fallthrough_implicit_default_short_circuits_and_loops_are_counted() {
         missed,
         [
             "case 5",
-            "do-while (k < x) ran 0 times",
             "while (mode > 5) ran 1 time",
             "while (mode > 5) ran more than once",
             "while (mode > 5) true",

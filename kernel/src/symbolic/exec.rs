@@ -1,6 +1,7 @@
 //! The walker: forks a path state at every branch, keeps only feasible paths, and at every
 //! branch point asks z3 whether an uncovered target side is reachable.
 
+use super::builtins;
 use super::value::{self, binary, convert, widen64, Val};
 use super::{Assignment, Geometry, Limits, SymArg, Target, TargetResult, Verdict};
 use crate::coverage::{Construct, Outcome};
@@ -1736,6 +1737,15 @@ impl<'a> Exec<'a> {
     }
 
     fn builtin(&mut self, name: &str, vals: &[Val], ty: &str) -> Result<Val, String> {
+        if builtins::is_elementwise(name) {
+            if let Some(n) = builtins::lanes(vals) {
+                let lane_ty = builtins::lane_type(ty);
+                let lanes = (0..n)
+                    .map(|i| self.builtin(name, &builtins::lane(vals, i)?, &lane_ty))
+                    .collect::<Result<_, _>>()?;
+                return Ok(Val::Vector(lanes));
+            }
+        }
         let size_t = |bv: BV| Val::Int { bv, signed: false };
         let geo = self.geo;
         let g = |d: usize| geo.global.get(d).copied().unwrap_or(1);
@@ -1868,13 +1878,15 @@ impl<'a> Exec<'a> {
                     let t = parse_value_type(ty).ok_or_else(|| other.to_string())?;
                     let bits = vals.first().ok_or("as_ without argument")?.to_bits()?;
                     Val::from_bits(&bits, t)
-                } else if other.contains("_sat") || other.contains("_rt") {
-                    return Err(format!("built-in {other}"));
                 } else {
-                    convert(vals.first().cloned().ok_or("convert without argument")?, ty)?
+                    let v = vals.first().cloned().ok_or("convert without argument")?;
+                    builtins::convert_named(other, v, ty)?
                 }
             }
-            other => return Err(format!("built-in {other}")),
+            other => match builtins::scalar_builtin(other, vals, ty) {
+                Some(r) => r?,
+                None => return Err(format!("built-in {other}")),
+            },
         })
     }
 }

@@ -14,6 +14,7 @@
 //! only accepted after running it), and constructs it does not model are reported by name and
 //! location, never guessed.
 
+mod builtins;
 mod exec;
 mod value;
 

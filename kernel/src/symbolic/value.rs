@@ -49,6 +49,15 @@ fn rne() -> RoundingMode {
     RoundingMode::round_nearest_ties_to_even()
 }
 
+/// The float constant `v` of width `bits` (rounded to nearest).
+fn float_const(v: f64, bits: u32) -> Float {
+    match bits {
+        64 => Float::from_f64(v),
+        32 => Float::from_f32(v as f32),
+        _ => Float::from_f64(v).to_fp_with_rounding_mode(&rne(), &float_sort(bits)),
+    }
+}
+
 /// A float from its IEEE bits.
 pub fn float_from_bits(bv: &BV, bits: u32) -> Float {
     let ctx = Context::thread_local();
@@ -224,14 +233,36 @@ fn convert_scalar(v: Val, to: Scalar, is_bool: bool) -> Result<Val, Unsup> {
             f: float_from_int(&bv, signed, bits),
             bits,
         },
-        (Val::Flt { f, .. }, Scalar::Int { bits, signed }) => {
+        (Val::Flt { f, bits: fb }, Scalar::Int { bits, signed }) => {
             let rtz = RoundingMode::round_towards_zero();
             let bv = if signed {
                 f.to_sbv_with_rounding_mode(&rtz, bits)
             } else {
                 f.to_ubv_with_rounding_mode(&rtz, bits)
             };
-            Val::Int { bv, signed }
+            // Out of range (or NaN) the result is implementation-defined, and z3 would pick
+            // whatever helps; model the x86 answer (the "integer indefinite" minimum for
+            // signed targets, 0 for unsigned ones) so the solver does not rely on luck.
+            let bound = |e: i32| float_const(2f64.powi(e), fb);
+            let (lo, hi) = if signed {
+                (bound(bits as i32 - 1).unary_neg(), bound(bits as i32 - 1))
+            } else {
+                (float_const(-1.0, fb), bound(bits as i32))
+            };
+            let in_range = if signed {
+                f.ge(&lo) & f.lt(&hi)
+            } else {
+                f.gt(&lo) & f.lt(&hi)
+            };
+            let indefinite = if signed {
+                BV::from_u64(1, bits).bvshl(BV::from_u64(bits as u64 - 1, bits))
+            } else {
+                BV::from_u64(0, bits)
+            };
+            Val::Int {
+                bv: in_range.ite(&bv, &indefinite),
+                signed,
+            }
         }
         (Val::Flt { f, bits: b1 }, Scalar::Float { bits }) => {
             if b1 == bits {
