@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# cltrap benchmarks: the launch storm and the buffer-heavy program, each run natively, under
+# cltrap benchmarks: the launch storm, the buffer-heavy program and the finish storm (a launch
+# then clFinish, repeated; small and large buffers), each run natively, under
 # the shim with capture off (pure pass-through), with `--buffers hash` and with `--buffers full`.
 # The four modes ALTERNATE within each round (the order rotates every round), so drift of the
 # machine (thermal, page cache, other load) hits every mode alike; medians are printed with the
 # ratios to native, the capture's bytes versus the unique contents, MB/s of full capture and
 # the peak RSS (of the application process, via bench/measure.py).
 #
-# Usage: bench/run.sh                 (ROUNDS=5 STORM_N=100000 HEAVY_N=200 by default)
+# Usage: bench/run.sh                 (ROUNDS=5 STORM_N=100000 HEAVY_N=200 FINISH_N=20000
+#                                      FINISH_LARGE_N=500 FINISH_LARGE_ELEMS=1048576 by default)
+#        BENCHES="finish-small finish-large" bench/run.sh   (a subset of launch-storm
+#                                      buffer-heavy finish-small finish-large)
 #        ROUNDS=3 MODES="native off" bench/run.sh
 #        BENCH_PLATFORM=1 bench/run.sh  (OpenCL platform: index, or part of its name; default 0)
 #        BENCH_NO_BUILD=1 bench/run.sh  (use target/bench/* as they are: machines without cc)
@@ -19,6 +23,10 @@ cd "$(dirname "$0")/.."
 ROUNDS="${ROUNDS:-5}"
 STORM_N="${STORM_N:-100000}"
 HEAVY_N="${HEAVY_N:-200}"
+FINISH_N="${FINISH_N:-20000}"
+FINISH_LARGE_N="${FINISH_LARGE_N:-500}"
+FINISH_LARGE_ELEMS="${FINISH_LARGE_ELEMS:-1048576}"
+read -r -a BENCHES <<<"${BENCHES:-launch-storm buffer-heavy finish-small finish-large}"
 BENCH_TIMEOUT="${BENCH_TIMEOUT:-300}"
 read -r -a MODES <<<"${MODES:-native off hash full}"
 
@@ -86,8 +94,18 @@ for ((r = 1; r <= ROUNDS; r++)); do
     n="${#MODES[@]}"
     for ((i = 0; i < n; i++)); do
         mode="${MODES[$(((i + r - 1) % n))]}"
-        run_one launch-storm "$mode" "$r" target/bench/launch-storm "$STORM_N"
-        run_one buffer-heavy "$mode" "$r" target/bench/buffer-heavy "$HEAVY_N"
+        for bench in "${BENCHES[@]}"; do
+            case "$bench" in
+            launch-storm) run_one launch-storm "$mode" "$r" target/bench/launch-storm "$STORM_N" ;;
+            buffer-heavy) run_one buffer-heavy "$mode" "$r" target/bench/buffer-heavy "$HEAVY_N" ;;
+            finish-small) run_one finish-small "$mode" "$r" target/bench/finish-storm "$FINISH_N" 64 ;;
+            finish-large)
+                run_one finish-large "$mode" "$r" target/bench/finish-storm "$FINISH_LARGE_N" \
+                    "$FINISH_LARGE_ELEMS"
+                ;;
+            *) echo "bench: unknown benchmark $bench" >&2; exit 2 ;;
+            esac
+        done
     done
 done
 

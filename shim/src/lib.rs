@@ -104,6 +104,7 @@ mod api;
 mod core;
 mod door;
 mod exports;
+mod extension;
 mod layer;
 mod preload;
 mod register;

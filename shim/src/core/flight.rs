@@ -65,7 +65,9 @@ pub const FLUSH_EVERY: usize = 64;
 /// How long a launch over the memory cap waits for older launches before giving up on its
 /// contents.
 const ADMIT_WAIT: Duration = Duration::from_secs(30);
-/// How long `clFinish` waits for the writer to write the launches it finished.
+/// How long the application's `clFinish` waits for the writer to finish a batch it is writing
+/// before writing the launches the `clFinish` finished itself (normally a batch takes
+/// microseconds; a writer stuck on a driver call must not hold the application).
 const FINISH_WAIT: Duration = Duration::from_secs(10);
 /// At exit: give up when no launch completed for this long.
 const EXIT_STALL: Duration = Duration::from_secs(5);
@@ -266,6 +268,13 @@ struct State {
     late: HashMap<u64, (usize, clReleaseEvent_t)>,
     /// Final events whose late callback came: the writer releases them (outside the lock).
     to_release: Vec<(usize, clReleaseEvent_t)>,
+    /// Someone (the writer thread, or an application thread right after its `clFinish`) is
+    /// turning completed launches into records, from taking them out of the slots until they
+    /// are removed: one at a time, so launches of one queue are written in order whoever
+    /// writes them. See [`Turn`].
+    writing: bool,
+    /// The application waited for events: the writer polls at once (see [`nudge`]).
+    poll_now: bool,
 }
 
 struct Registry {
@@ -477,39 +486,194 @@ fn wake_writer(reg: &Registry, st: &mut State) {
     }
 }
 
-/// After the application's `clFinish(queue)`: waits (bounded) until every launch submitted on
-/// `queue` up to ticket `upto` is written.
-pub(super) fn wait_written(queue: cl_command_queue, upto: u64) {
+/// After the application's `clFinish(queue)` returned: every command enqueued on `queue`
+/// before it has completed, our reads included, so the launches submitted on `queue` up to
+/// ticket `upto` are written right here, on the application's thread, instead of waiting for
+/// the writer thread to notice them (its next poll could be up to [`LANE_POLL_MAX`] away, and
+/// every hand-over costs two thread wake-ups). When the writer is busy with earlier launches
+/// of the same queue, this waits for that batch only (it is being written, not polled).
+/// Returns once those launches are in the capture, so it is complete up to the application's
+/// last `clFinish` even if the application then crashes.
+pub(super) fn finished_queue(queue: cl_command_queue, upto: u64) {
     if !available() {
         return;
     }
     let reg = &*REGISTRY;
-    let deadline = Instant::now() + FINISH_WAIT;
-    let mut st = lock(&reg.state);
-    let pending = |st: &State| {
-        st.lanes
-            .get(&(queue as usize))
+    let lane = queue as usize;
+    {
+        let st = lock(&reg.state);
+        if !st
+            .lanes
+            .get(&lane)
             .and_then(|l| l.front())
             .is_some_and(|t| *t <= upto)
-    };
-    if !pending(&st) {
-        return;
-    }
-    // While someone waits, the writer does not nap.
-    st.waiters += 1;
-    reg.work.notify_one();
-    loop {
-        let now = Instant::now();
-        if !pending(&st) || now >= deadline {
-            st.waiters = st.waiters.saturating_sub(1);
+        {
             return;
         }
-        st = reg
-            .progress
-            .wait_timeout(st, deadline - now)
-            .map(|(g, _)| g)
-            .unwrap_or_else(|p| p.into_inner().0);
     }
+    let deadline = Instant::now() + FINISH_WAIT;
+    let Some((turn, mut st)) = Turn::take(reg, Some(deadline)) else {
+        return;
+    };
+    let batch = take_finished_lane(&mut st, lane, upto);
+    drop(st);
+    write_batch(reg, batch);
+    drop(turn);
+}
+
+/// The right to write records (see [`State::writing`]), given back when dropped.
+struct Turn(&'static Registry);
+
+impl Turn {
+    /// Waits for the turn (until `deadline`, when given: None then) and returns it with the
+    /// state still locked.
+    fn take(
+        reg: &'static Registry,
+        deadline: Option<Instant>,
+    ) -> Option<(Turn, std::sync::MutexGuard<'static, State>)> {
+        let mut st = lock(&reg.state);
+        while st.writing {
+            let wait = match deadline {
+                Some(d) => d.checked_duration_since(Instant::now())?,
+                None => POLL,
+            };
+            st = reg
+                .progress
+                .wait_timeout(st, wait)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+        st.writing = true;
+        Some((Turn(reg), st))
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        lock(&self.0.state).writing = false;
+        self.0.progress.notify_all();
+    }
+}
+/// After a blocking command on `queue` returned: on an in-order queue every launch submitted
+/// on it up to ticket `upto` completed. They are handed to the writer as complete at once,
+/// without a driver question or a poll (their own status is still asked before they are
+/// written); the caller does not wait for them to be written.
+pub(super) fn completed_upto(queue: cl_command_queue, upto: u64) {
+    if !available() {
+        return;
+    }
+    let reg = &*REGISTRY;
+    let mut st = lock(&reg.state);
+    let State {
+        slots,
+        lanes,
+        ready,
+        ..
+    } = &mut *st;
+    let Some(lane) = lanes.get(&(queue as usize)) else {
+        return;
+    };
+    let mut any = false;
+    for t in lane.iter().take_while(|t| **t <= upto) {
+        let Some(s) = slots.get_mut(t) else { continue };
+        if !s.in_order {
+            return;
+        }
+        if s.done.is_none() && s.final_event != 0 {
+            s.done = Some(CL_COMPLETE);
+            s.inferred = true;
+            ready.push(*t);
+            any = true;
+        }
+    }
+    if any {
+        wake_writer(reg, &mut st);
+    }
+}
+
+/// After the application waited for events: some launches in flight may have completed, so
+/// the writer asks the driver now instead of at its next (backed-off) poll.
+pub(super) fn nudge() {
+    let reg = &*REGISTRY;
+    let mut st = lock(&reg.state);
+    if st.slots.is_empty() {
+        return;
+    }
+    st.poll_now = true;
+    wake_writer(reg, &mut st);
+}
+
+/// Takes the launches of `lane` up to ticket `upto`, oldest first, marking those nobody
+/// reported yet as complete (the caller knows the queue is idle; [`land`] still asks each
+/// launch's own status, since a failed command also ends a `clFinish`).
+fn take_finished_lane(st: &mut State, lane: usize, upto: u64) -> Batch {
+    let tickets: Vec<u64> = match st.lanes.get(&lane) {
+        Some(l) => l.iter().copied().take_while(|t| *t <= upto).collect(),
+        None => return Batch::new(),
+    };
+    let State { slots, late, .. } = st;
+    let mut batch = Batch::new();
+    for t in tickets {
+        let Some(s) = slots.get_mut(&t) else { break };
+        if s.done.is_none() {
+            s.done = Some(CL_COMPLETE);
+            // Its callback (out-of-order queues) may still come: keep its final event.
+            s.polled = s.callback;
+            s.inferred = true;
+        }
+        if !take_one(slots, late, t, &mut batch) {
+            break;
+        }
+    }
+    batch
+}
+
+/// Lands a batch of completed flights, appends their records in one write and forgets them.
+/// The caller holds the [`Turn`].
+fn write_batch(reg: &Registry, batch: Batch) {
+    if batch.is_empty() {
+        return;
+    }
+    let mut written = Vec::with_capacity(batch.len());
+    let mut records = Vec::with_capacity(batch.len());
+    let mut writer = None;
+    for (ticket, lane, flight, status, event, inferred) in batch {
+        let reserved = flight.reserved;
+        writer = Some(flight.writer);
+        let landed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            land(flight, status, event as cl_event, inferred)
+        }));
+        if let Ok(Some(record)) = landed {
+            records.push(record);
+        }
+        written.push((ticket, lane, reserved));
+    }
+    // One write for the whole batch.
+    if let Some(w) = writer {
+        if crate::sink::healthy() {
+            if let Err(e) = w.append_numbered(&records) {
+                crate::sink::fail(&e);
+            }
+        }
+    }
+    let mut st = lock(&reg.state);
+    st.stalled = false;
+    for (ticket, lane, reserved) in written {
+        st.slots.remove(&ticket);
+        st.bytes = st.bytes.saturating_sub(reserved);
+        if let Some(l) = st.lanes.get_mut(&lane) {
+            if l.front() == Some(&ticket) {
+                l.pop_front();
+            } else if let Some(i) = l.iter().position(|t| *t == ticket) {
+                l.remove(i);
+            }
+            if l.is_empty() {
+                st.lanes.remove(&lane);
+                st.unflushed.remove(&lane);
+            }
+        }
+    }
+    reg.progress.notify_all();
 }
 
 /// The ticket the next launch will get (launches before it have smaller ones).
@@ -644,7 +808,7 @@ fn writer_loop() {
             super::pinned::trim();
             trimmed = Instant::now();
         }
-        let batch = {
+        let late = {
             let mut st = lock(&reg.state);
             while st.ready.is_empty() {
                 st.writer_sleeping = true;
@@ -668,7 +832,10 @@ fn writer_loop() {
                     .wait_timeout(st, pause)
                     .unwrap_or_else(|p| p.into_inner());
                 st = g;
-                if !waited.timed_out() || !st.ready.is_empty() || st.slots.is_empty() {
+                if !st.ready.is_empty() || st.slots.is_empty() {
+                    continue;
+                }
+                if !std::mem::take(&mut st.poll_now) && !waited.timed_out() {
                     continue;
                 }
                 // Nothing reported: ask the driver (no lock held while asking).
@@ -705,55 +872,22 @@ fn writer_loop() {
                     .map(|(g, _)| g)
                     .unwrap_or_else(|p| p.into_inner().0);
             }
-            (take_batch(&mut st), std::mem::take(&mut st.to_release))
+            std::mem::take(&mut st.to_release)
         };
-        let (batch, late) = batch;
         for (ev, release) in late {
             if let Some(rel) = release {
                 // SAFETY: our own final event, kept until its late callback came.
                 unsafe { rel(ev as cl_event) };
             }
         }
-        let mut written = Vec::with_capacity(batch.len());
-        let mut records = Vec::with_capacity(batch.len());
-        let mut writer = None;
-        for (ticket, lane, flight, status, event, inferred) in batch {
-            let reserved = flight.reserved;
-            writer = Some(flight.writer);
-            let landed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                land(flight, status, event as cl_event, inferred)
-            }));
-            if let Ok(Some(record)) = landed {
-                records.push(record);
-            }
-            written.push((ticket, lane, reserved));
+        // An application thread that just finished a queue may have written some of the
+        // ready launches meanwhile (they are gone from the slots): take_batch skips them.
+        if let Some((turn, mut st)) = Turn::take(reg, None) {
+            let batch = take_batch(&mut st);
+            drop(st);
+            write_batch(reg, batch);
+            drop(turn);
         }
-        // One write for the whole batch.
-        if let Some(w) = writer {
-            if crate::sink::healthy() {
-                if let Err(e) = w.append_numbered(&records) {
-                    crate::sink::fail(&e);
-                }
-            }
-        }
-        let mut st = lock(&reg.state);
-        st.stalled = false;
-        for (ticket, lane, reserved) in written {
-            st.slots.remove(&ticket);
-            st.bytes = st.bytes.saturating_sub(reserved);
-            if let Some(l) = st.lanes.get_mut(&lane) {
-                if l.front() == Some(&ticket) {
-                    l.pop_front();
-                } else if let Some(i) = l.iter().position(|t| *t == ticket) {
-                    l.remove(i);
-                }
-                if l.is_empty() {
-                    st.lanes.remove(&lane);
-                    st.unflushed.remove(&lane);
-                }
-            }
-        }
-        reg.progress.notify_all();
     }
 }
 

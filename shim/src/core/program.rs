@@ -73,6 +73,7 @@ fn created(program: cl_program, origin: Origin, devices: Vec<String>) {
     }
     let site = crate::site::capture();
     lock(&tables().programs).insert(program as usize, Program::new(origin, devices, site));
+    super::lifetime::born(program as usize, None);
 }
 
 pub unsafe fn clCreateProgramWithSource(
@@ -411,6 +412,7 @@ pub unsafe fn clLinkProgram(
             // Argument info of a linked program comes from how its inputs were compiled.
             p.options_extended = extended;
             lock(&tables().programs).insert(program as usize, p);
+            super::lifetime::born(program as usize, None);
         });
     }
     program

@@ -57,8 +57,9 @@
 //!
 //! Only programs built with `clBuildProgram` from source are swapped (not binaries, IL or
 //! `clCompileProgram` + `clLinkProgram`); SVM pointers reached only through
-//! `clSetKernelExecInfo` are not forwarded to the shadow kernel; shadow programs and kernels
-//! live until the process exits. Swapping needs the interception core, so it is off with
+//! `clSetKernelExecInfo` are not forwarded to the shadow kernel. A shadow kernel is released
+//! when the application releases its kernel for good, a shadow program when its program and
+//! every shadow kernel of it are gone (`core/lifetime.rs` counts the application's references). Swapping needs the interception core, so it is off with
 //! `CLTRAP_CAPTURE=off`.
 
 mod ask;
@@ -68,7 +69,7 @@ mod perm;
 mod shadow;
 
 pub(crate) use enqueue::{after_enqueue, before_enqueue, LaunchGeometry};
-pub(crate) use shadow::program_built;
+pub(crate) use shadow::{forget, program_built};
 
 use once_cell::sync::Lazy;
 

@@ -10,6 +10,7 @@ use super::Pass;
 use crate::core::{lock, tables, ArgValue};
 use crate::Next;
 use libc::{c_char, c_void};
+use opencl_sys::cl_function_types::{clReleaseKernel_t, clReleaseProgram_t};
 use opencl_sys::*;
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
@@ -22,6 +23,18 @@ pub struct ShadowProgram {
     pub program: usize,
     /// What `cltrap instrument` said about it.
     pub variant: Variant,
+    /// The driver's `clReleaseProgram`: the twin goes when its last user (the application
+    /// program's entry, a shadow kernel) does.
+    release: clReleaseProgram_t,
+}
+
+impl Drop for ShadowProgram {
+    fn drop(&mut self) {
+        if let Some(release) = self.release {
+            // SAFETY: our own program; nothing uses it once the last reference went.
+            unsafe { release(self.program as cl_program) };
+        }
+    }
 }
 
 /// A shadow kernel and the arguments last set on it.
@@ -41,6 +54,27 @@ pub struct ShadowKernel {
     pub set: Vec<Option<ArgValue>>,
     /// A launch is between setting its arguments and its enqueue returning.
     pub busy: bool,
+    /// The driver's `clReleaseKernel`, for when the application kernel is released.
+    release: clReleaseKernel_t,
+}
+
+impl Drop for ShadowKernel {
+    fn drop(&mut self) {
+        // A kernel still being launched (the application released it while another of its
+        // threads launched it) is left to the process's end.
+        if let (false, Some(release)) = (self.busy, self.release) {
+            // SAFETY: our own kernel; an enqueue that used it keeps it alive in the driver.
+            unsafe { release(self.kernel as cl_kernel) };
+        }
+    }
+}
+
+/// The application released `handle` for good: its twin program or shadow kernel goes (a
+/// twin program lives on while shadow kernels of it do).
+pub fn forget(handle: usize) {
+    let program = lock(&t().programs).remove(&handle);
+    let kernel = lock(&t().kernels).remove(&handle);
+    drop((program, kernel));
 }
 
 #[derive(Default)]
@@ -116,6 +150,7 @@ pub fn program_built(
                 Arc::new(ShadowProgram {
                     program: shadow,
                     variant,
+                    release: next.clReleaseProgram,
                 }),
             );
         }
@@ -243,6 +278,7 @@ pub fn kernel_for(next: &Next, kernel: cl_kernel) -> Option<Arc<Mutex<ShadowKern
         shadow,
         set: Vec::new(),
         busy: false,
+        release: next.clReleaseKernel,
     }));
     lock(&t().kernels).insert(kernel as usize, entry.clone());
     Some(entry)
