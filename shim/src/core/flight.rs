@@ -90,6 +90,11 @@ const POLL_BUSY: Duration = Duration::from_micros(200);
 const POLL_PER_LANE: usize = 16;
 /// The same while a thread waits for launches to be written.
 const POLL_PER_LANE_BUSY: usize = MAX_INFLIGHT_LAUNCHES;
+/// How long the writer, with nothing in flight, keeps napping for [`LANE_POLL_MAX`] at a time
+/// before it sleeps until woken. While it naps, a new launch does not wake it: an application
+/// that launches and waits (`clFinish`) in a loop writes its launches itself, and a wake-up per
+/// launch (a futex call, and a thread switch on a busy machine) cost it more than the launch.
+const DEEP_SLEEP_AFTER: Duration = Duration::from_secs(1);
 /// How often the writer gives back pinned memory that is no longer used.
 const TRIM_EVERY: Duration = Duration::from_secs(1);
 /// How long the writer lets completions gather before writing them.
@@ -275,6 +280,9 @@ struct State {
     writing: bool,
     /// The application waited for events: the writer polls at once (see [`nudge`]).
     poll_now: bool,
+    /// The writer sleeps deeply: nothing was in flight for [`DEEP_SLEEP_AFTER`], so only a
+    /// wake-up brings it back (see [`wake_idle_writer`]).
+    writer_deep: bool,
 }
 
 struct Registry {
@@ -407,12 +415,11 @@ pub(super) fn submit(
             .push_back(ticket);
         if final_event.is_null() {
             st.ready.push(ticket);
-            wake_writer(reg, &mut st);
+            wake_idle_writer(reg, &mut st);
             false
         } else {
             if !callback && was_idle {
-                // The writer sleeps without a timeout while nothing is in flight.
-                wake_writer(reg, &mut st);
+                wake_idle_writer(reg, &mut st);
             }
             let n = st.unflushed.entry(queue as usize).or_insert(0);
             *n += 1;
@@ -483,6 +490,14 @@ fn wake_writer(reg: &Registry, st: &mut State) {
     if st.writer_sleeping {
         st.writer_sleeping = false;
         reg.work.notify_one();
+    }
+}
+
+/// A launch was submitted: wakes the writer only from a deep sleep (it notices launches within
+/// [`LANE_POLL_MAX`] otherwise).
+fn wake_idle_writer(reg: &Registry, st: &mut State) {
+    if st.writer_deep {
+        wake_writer(reg, st);
     }
 }
 
@@ -802,6 +817,7 @@ fn writer_loop() {
     let reg = &*REGISTRY;
     let mut pacing = Pacing::new();
     let mut trimmed = Instant::now();
+    let mut idle_since = Instant::now();
     loop {
         if trimmed.elapsed() >= TRIM_EVERY {
             // Pinned memory of contexts that no longer record goes back (no lock held).
@@ -813,12 +829,22 @@ fn writer_loop() {
             while st.ready.is_empty() {
                 st.writer_sleeping = true;
                 if st.slots.is_empty() {
+                    // Lightly asleep for a while after the last launch in flight (a new
+                    // launch is noticed within LANE_POLL_MAX without waking us), then deeply
+                    // (a new launch wakes us).
+                    st.writer_deep = idle_since.elapsed() >= DEEP_SLEEP_AFTER;
+                    let nap = if st.writer_deep {
+                        TRIM_EVERY
+                    } else {
+                        LANE_POLL_MAX
+                    };
                     let (g, waited) = reg
                         .work
-                        .wait_timeout(st, TRIM_EVERY)
+                        .wait_timeout(st, nap)
                         .unwrap_or_else(|p| p.into_inner());
                     st = g;
-                    if waited.timed_out() && st.slots.is_empty() {
+                    let deep = std::mem::replace(&mut st.writer_deep, false);
+                    if deep && waited.timed_out() && st.slots.is_empty() {
                         drop(st);
                         super::pinned::trim();
                         trimmed = Instant::now();
@@ -826,6 +852,7 @@ fn writer_loop() {
                     }
                     continue;
                 }
+                idle_since = Instant::now();
                 let pause = pacing.pause(st.waiters > 0, lanes_to_poll(&st));
                 let (g, waited) = reg
                     .work

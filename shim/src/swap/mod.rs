@@ -69,7 +69,7 @@ mod perm;
 mod shadow;
 
 pub(crate) use enqueue::{after_enqueue, before_enqueue, LaunchGeometry};
-pub(crate) use shadow::{forget, program_built};
+pub(crate) use shadow::{forget, program_built, program_linked, Unit};
 
 use once_cell::sync::Lazy;
 
