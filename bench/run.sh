@@ -14,6 +14,9 @@
 #        ROUNDS=3 MODES="native off" bench/run.sh
 #        BENCH_PLATFORM=1 bench/run.sh  (OpenCL platform: index, or part of its name; default 0)
 #        BENCH_NO_BUILD=1 bench/run.sh  (use target/bench/* as they are: machines without cc)
+#        BASELINE_SHIM=/path/libcltrap.so MODES="native hash full base-hash base-full" bench/run.sh
+#                                       (base-*: the same capture with another build of the shim,
+#                                        e.g. the last commit's, alternating with this one's)
 #        BENCH_TIMEOUT=300 bench/run.sh (seconds per run; a run that hangs is killed, reported as
 #                                        a timeout in the summary, and the benchmark goes on)
 # Raw rows go to target/bench/results.tsv; captures are made in target/bench/cap-* and deleted.
@@ -56,6 +59,10 @@ run_one() { # run_one BENCH MODE ROUND BINARY ARGS...
     native) cmd=("$@") ;;
     off) cmd=("$CLTRAP" run --out "$cap" --capture off -- "$@") ;;
     hash | full) cmd=("$CLTRAP" run --out "$cap" --buffers "$mode" -- "$@") ;;
+    base-hash | base-full)
+        [ -n "${BASELINE_SHIM:-}" ] || { echo "bench: $mode needs BASELINE_SHIM" >&2; exit 2; }
+        cmd=(env CLTRAP_SHIM="$BASELINE_SHIM" "$CLTRAP" run --out "$cap" --buffers "${mode#base-}" -- "$@")
+        ;;
     *) echo "bench: unknown mode $mode" >&2; exit 2 ;;
     esac
     local status=0
@@ -82,7 +89,7 @@ run_one() { # run_one BENCH MODE ROUND BINARY ARGS...
     fi
     read -r wall_s rss < <(tail -n 1 "$tfile")
     rm -f "$tfile"
-    if [ "$mode" = hash ] || [ "$mode" = full ]; then
+    if [ "$mode" != native ] && [ "$mode" != off ]; then
         stats="$(python3 bench/capstats.py "$cap")"
     fi
     rm -rf "$cap"

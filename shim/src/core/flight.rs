@@ -35,9 +35,16 @@
 //! [`FLUSH_EVERY`] launches of ours on a queue, the queue is flushed, because some drivers do
 //! not start work that was never flushed; the writer also flushes the queues it waits on after
 //! [`FLUSH_AFTER_IDLE_POLLS`] fruitless polls. At exit, pending launches are waited for
-//! (bounded) so a normally ending application leaves a complete capture; the application's
-//! `clFinish` also waits until the launches it finished are written, so a capture is complete
-//! up to the last `clFinish` even if the application then crashes.
+//! (bounded) so a normally ending application leaves a complete capture.
+//!
+//! Synchronisation points ([`super::sync`]): after the application's `clFinish` the queue is
+//! idle, so the launches it finished are written right there, on the application's thread
+//! ([`finished_queue`]), instead of waiting for the writer's next poll; a capture is then
+//! complete up to the last `clFinish` even if the application crashes. One writer at a time
+//! ([`Turn`]) keeps each queue's records in order. After a blocking read or map on an in-order
+//! queue, the launches before it are handed to the writer as complete ([`completed_upto`]);
+//! after `clWaitForEvents` the writer polls at once ([`nudge`]). With nothing in flight the
+//! writer naps ([`DEEP_SLEEP_AFTER`]) rather than being woken by every new launch.
 
 use super::contents;
 use super::track::{lock, tables};
@@ -517,12 +524,8 @@ pub(super) fn finished_queue(queue: cl_command_queue, upto: u64) {
     let lane = queue as usize;
     {
         let st = lock(&reg.state);
-        if !st
-            .lanes
-            .get(&lane)
-            .and_then(|l| l.front())
-            .is_some_and(|t| *t <= upto)
-        {
+        let pending = st.lanes.get(&lane).and_then(|l| l.front());
+        if pending.is_none_or(|t| *t > upto) {
             return;
         }
     }

@@ -55,8 +55,10 @@
 //!
 //! # Limits
 //!
-//! Only programs built with `clBuildProgram` from source are swapped (not binaries, IL or
-//! `clCompileProgram` + `clLinkProgram`); SVM pointers reached only through
+//! Programs built with `clBuildProgram` from source are swapped, and so are programs linked by
+//! `clLinkProgram` from sources compiled by `clCompileProgram` (each source instrumented on its
+//! own, with its compile options and its headers as files under `instrument/headers/`; each
+//! kernel's counters belong to its own source); binaries and IL are not; SVM pointers reached only through
 //! `clSetKernelExecInfo` are not forwarded to the shadow kernel. A shadow kernel is released
 //! when the application releases its kernel for good, a shadow program when its program and
 //! every shadow kernel of it are gone (`core/lifetime.rs` counts the application's references). Swapping needs the interception core, so it is off with
