@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# cltrap benchmarks: the launch storm and the buffer-heavy program, each run natively, under
+# cltrap benchmarks: the launch storm, the buffer-heavy program and the finish storm (a launch
+# then clFinish, repeated; small and large buffers), each run natively, under
 # the shim with capture off (pure pass-through), with `--buffers hash` and with `--buffers full`.
 # The four modes ALTERNATE within each round (the order rotates every round), so drift of the
 # machine (thermal, page cache, other load) hits every mode alike; medians are printed with the
 # ratios to native, the capture's bytes versus the unique contents, MB/s of full capture and
 # the peak RSS (of the application process, via bench/measure.py).
 #
-# Usage: bench/run.sh                 (ROUNDS=5 STORM_N=100000 HEAVY_N=200 by default)
+# Usage: bench/run.sh                 (ROUNDS=5 STORM_N=100000 HEAVY_N=200 FINISH_N=20000
+#                                      FINISH_LARGE_N=500 FINISH_LARGE_ELEMS=1048576 by default)
+#        BENCHES="finish-small finish-large" bench/run.sh   (a subset of launch-storm
+#                                      buffer-heavy finish-small finish-large)
 #        ROUNDS=3 MODES="native off" bench/run.sh
 #        BENCH_PLATFORM=1 bench/run.sh  (OpenCL platform: index, or part of its name; default 0)
 #        BENCH_NO_BUILD=1 bench/run.sh  (use target/bench/* as they are: machines without cc)
+#        BASELINE_SHIM=/path/libcltrap.so MODES="native hash full base-hash base-full" bench/run.sh
+#                                       (base-*: the same capture with another build of the shim,
+#                                        e.g. the last commit's, alternating with this one's)
 #        BENCH_TIMEOUT=300 bench/run.sh (seconds per run; a run that hangs is killed, reported as
 #                                        a timeout in the summary, and the benchmark goes on)
 # Raw rows go to target/bench/results.tsv; captures are made in target/bench/cap-* and deleted.
@@ -19,6 +26,10 @@ cd "$(dirname "$0")/.."
 ROUNDS="${ROUNDS:-5}"
 STORM_N="${STORM_N:-100000}"
 HEAVY_N="${HEAVY_N:-200}"
+FINISH_N="${FINISH_N:-20000}"
+FINISH_LARGE_N="${FINISH_LARGE_N:-500}"
+FINISH_LARGE_ELEMS="${FINISH_LARGE_ELEMS:-1048576}"
+read -r -a BENCHES <<<"${BENCHES:-launch-storm buffer-heavy finish-small finish-large}"
 BENCH_TIMEOUT="${BENCH_TIMEOUT:-300}"
 read -r -a MODES <<<"${MODES:-native off hash full}"
 
@@ -48,6 +59,10 @@ run_one() { # run_one BENCH MODE ROUND BINARY ARGS...
     native) cmd=("$@") ;;
     off) cmd=("$CLTRAP" run --out "$cap" --capture off -- "$@") ;;
     hash | full) cmd=("$CLTRAP" run --out "$cap" --buffers "$mode" -- "$@") ;;
+    base-hash | base-full)
+        [ -n "${BASELINE_SHIM:-}" ] || { echo "bench: $mode needs BASELINE_SHIM" >&2; exit 2; }
+        cmd=(env CLTRAP_SHIM="$BASELINE_SHIM" "$CLTRAP" run --out "$cap" --buffers "${mode#base-}" -- "$@")
+        ;;
     *) echo "bench: unknown mode $mode" >&2; exit 2 ;;
     esac
     local status=0
@@ -74,7 +89,7 @@ run_one() { # run_one BENCH MODE ROUND BINARY ARGS...
     fi
     read -r wall_s rss < <(tail -n 1 "$tfile")
     rm -f "$tfile"
-    if [ "$mode" = hash ] || [ "$mode" = full ]; then
+    if [ "$mode" != native ] && [ "$mode" != off ]; then
         stats="$(python3 bench/capstats.py "$cap")"
     fi
     rm -rf "$cap"
@@ -86,8 +101,18 @@ for ((r = 1; r <= ROUNDS; r++)); do
     n="${#MODES[@]}"
     for ((i = 0; i < n; i++)); do
         mode="${MODES[$(((i + r - 1) % n))]}"
-        run_one launch-storm "$mode" "$r" target/bench/launch-storm "$STORM_N"
-        run_one buffer-heavy "$mode" "$r" target/bench/buffer-heavy "$HEAVY_N"
+        for bench in "${BENCHES[@]}"; do
+            case "$bench" in
+            launch-storm) run_one launch-storm "$mode" "$r" target/bench/launch-storm "$STORM_N" ;;
+            buffer-heavy) run_one buffer-heavy "$mode" "$r" target/bench/buffer-heavy "$HEAVY_N" ;;
+            finish-small) run_one finish-small "$mode" "$r" target/bench/finish-storm "$FINISH_N" 64 ;;
+            finish-large)
+                run_one finish-large "$mode" "$r" target/bench/finish-storm "$FINISH_LARGE_N" \
+                    "$FINISH_LARGE_ELEMS"
+                ;;
+            *) echo "bench: unknown benchmark $bench" >&2; exit 2 ;;
+            esac
+        done
     done
 done
 

@@ -12,9 +12,10 @@ import json
 import statistics
 import sys
 
-MODES = ["native", "off", "hash", "full"]
+MODES = ["native", "off", "hash", "full", "base-hash", "base-full"]
 LABEL = {"native": "native", "off": "shim, capture off", "hash": "capture --buffers hash",
-         "full": "capture --buffers full"}
+         "full": "capture --buffers full", "base-hash": "baseline shim, hash",
+         "base-full": "baseline shim, full"}
 
 
 def mb(n):

@@ -4,6 +4,7 @@
 # Prints nothing but errors; the binaries are:
 #   target/examples/cltrap-demo
 #   target/bench/launch-storm  target/bench/buffer-heavy  target/bench/read-storm
+#   target/bench/finish-storm
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +30,7 @@ bench | all)
     build target/bench/launch-storm bench/launch_storm.c
     build target/bench/buffer-heavy bench/buffer_heavy.c
     build target/bench/read-storm bench/read_storm.c
+    build target/bench/finish-storm bench/finish_storm.c
     ;;
 demo) ;;
 *)

@@ -71,5 +71,29 @@ macro_rules! exports {
 
 cl_api!(exports);
 
+macro_rules! hooked_exports {
+    ($($kind:ident $name:ident = $ty:ident [$($err:ident)?] ($($p:ident : $t:ty),*) -> $r:ty;)*) => {
+        /// Our export of the hooked entry point `name` (None: not hooked), for
+        /// [`crate::extension`]: a hooked function looked up by name goes through the shim too.
+        pub(crate) fn hooked(name: &str) -> Option<*mut c_void> {
+            $( hooked_one!($kind $name, name); )*
+            None
+        }
+    };
+}
+
+/// One arm of `hooked` (shared with the layer door's).
+macro_rules! hooked_one {
+    (plain $name:ident, $q:ident) => {};
+    (hook $name:ident, $q:ident) => {
+        if $q == stringify!($name) {
+            return Some($name as *const () as *mut c_void);
+        }
+    };
+}
+pub(crate) use hooked_one;
+
+cl_api!(hooked_exports);
+
 #[allow(dead_code)]
 type Unused = (c_char, c_void, intptr_t, size_t);

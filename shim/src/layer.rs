@@ -58,6 +58,14 @@ macro_rules! layer_table {
         fn install_hooks(table: &mut Next) {
             $( install_hook!($kind $name, table); )*
         }
+
+        /// This door's hook of the entry point `name` (None: not hooked), for
+        /// [`crate::extension`].
+        pub(crate) fn hooked(name: &str) -> Option<*mut c_void> {
+            use hooks::*;
+            $( crate::exports::hooked_one!($kind $name, name); )*
+            None
+        }
     };
 }
 

@@ -70,22 +70,27 @@
 //! out-of-order queues the kernel also waits for the pre-reads and a barrier after the
 //! post-reads keeps later commands from overwriting what is still being read. Objects the
 //! kernel cannot change (`__constant`, pointers to `const`, `read_only` images) are read once.
-//! A completion callback hands the finished launch to one writer thread (`cltrap-writer`),
-//! which hashes/stores the bytes and appends the record; launch ids follow the order of the
+//! The writer thread (`cltrap-writer`) learns of finished launches by polling in-order queues
+//! and from completion callbacks on out-of-order ones; it hashes/stores the bytes and appends
+//! the records; launch ids follow the order of the
 //! enqueues. A launch gated by an unset user event is recorded once the gate opens. Host
 //! memory for reads in flight is capped at 512 MiB (over it, a launch waits for older ones,
-//! never while a user event is unset, or is recorded without contents). The application's
-//! `clFinish` returns once the launches it finished are written, and at exit the shim waits
+//! never while a user event is unset, or is recorded without contents). After the
+//! application's `clFinish` the launches it finished are written on the application's thread
+//! before it returns (no hand-over to the writer); blocking reads and `clWaitForEvents` hand
+//! completed launches to the writer at once (`core::sync`). At exit the shim waits
 //! (as long as launches keep completing, up to 5 s of no progress) for launches in flight.
 //! In `none` mode nothing is read.
 //!
 //! # Limits
 //!
-//! * Extension entry points obtained through `clGetExtensionFunctionAddress*` (for example
-//!   `clCreateProgramWithILKHR`) bypass the shim; programs created that way are recorded from
-//!   `clGetProgramInfo` (source only) with a note.
-//! * Object tables are keyed by handle and not pruned on release (a reused handle is reset
-//!   by the creation call that returns it); program sources stay in memory for the process.
+//! * Extension entry points obtained through `clGetExtensionFunctionAddress*` go through the
+//!   shim when they are hooked core names or the aliases `clCreateProgramWithILKHR` and
+//!   `clSetKernelArgSVMPointerARM`; other extension functions (e.g. `cl_khr_command_buffer`'s
+//!   `clCommandNDRangeKernelKHR`) bypass it, and what they launch is not recorded.
+//! * Object tables are pruned when the application releases an object for good (`core::lifetime`);
+//!   objects made through entry points the shim does not hook (pipes, GL/EGL interop) are
+//!   never counted, so their entries stay until their handle is reused.
 //! * Capture reads run in the application's queue, so a post-read can race with a command the
 //!   application enqueues on *another* queue after waiting for the kernel's event (the kernel
 //!   event is the application's and cannot be delayed). In-order single-queue use, and
@@ -104,6 +109,7 @@ mod api;
 mod core;
 mod door;
 mod exports;
+mod extension;
 mod layer;
 mod preload;
 mod register;

@@ -280,3 +280,42 @@ fn barriers_of_a_live_reduction_are_reached_by_whole_groups() {
     assert_eq!(k["loop_boundaries"]["covered"], 1);
     assert_eq!(k["loop_boundaries"]["total"], 3);
 }
+
+#[test]
+fn a_program_made_by_compile_and_link_is_swapped_like_a_built_one() {
+    let app = build("swap_link", &[]);
+    let native = native(&app, &[], &[]);
+    assert_ok(&native, "native run");
+    let dir = tmp("cov-link");
+    let live = under_cltrap(&dir, &["--coverage"], &app, &[], &[]);
+    assert_ok(&live, "cltrap run --coverage");
+    assert_eq!(stdout(&live), stdout(&native), "{}", stderr(&live));
+    assert!(
+        !stderr(&live).contains("unchanged") && !stderr(&live).contains("without"),
+        "{}",
+        stderr(&live)
+    );
+    // One report program per compiled source (each with its own options and header), each
+    // kernel measured once, every branch of this input taken.
+    let r = report(&dir);
+    let programs = r["programs"].as_array().expect("programs");
+    assert_eq!(programs.len(), 2, "{r}");
+    let mut kernels: Vec<(String, u64, u64)> = programs
+        .iter()
+        .flat_map(|p| p["kernels"].as_array().expect("kernels").iter())
+        .map(|k| {
+            (
+                k["kernel"].as_str().expect("name").to_string(),
+                k["branches"]["covered"].as_u64().expect("covered"),
+                k["branches"]["total"].as_u64().expect("total"),
+            )
+        })
+        .collect();
+    kernels.sort();
+    assert_eq!(kernels.len(), 2, "{r}");
+    assert_eq!(kernels[0].0, "clamp_to");
+    assert_eq!(kernels[1].0, "shift");
+    for (name, covered, total) in &kernels {
+        assert!(*total > 0 && covered == total, "{name}: {covered}/{total}");
+    }
+}

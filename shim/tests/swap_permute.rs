@@ -147,3 +147,31 @@ fn null_local_launches_get_a_chosen_local_size_and_seed_zero_is_their_baseline()
         "no seed changed the racy kernel's result"
     );
 }
+
+#[test]
+fn a_program_made_by_compile_and_link_runs_permuted_with_unchanged_results() {
+    let app = build("swap_link", &[]);
+    let native = native(&app, &[], &[]);
+    assert_ok(&native, "native run");
+    for seed in ["0", "5"] {
+        let dir = tmp("perm-link");
+        let out = under_cltrap(&dir, &["--permute", seed], &app, &[], &[]);
+        assert_ok(&out, "cltrap run --permute");
+        assert_eq!(
+            stdout(&out),
+            stdout(&native),
+            "seed {seed}: {}",
+            stderr(&out)
+        );
+        // Swapped: one instrumented answer per compiled source, no note of a fallback.
+        let answers = std::fs::read_dir(dir.join("instrument"))
+            .expect("instrument cache")
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json"))
+            })
+            .count();
+        assert_eq!(answers, 2, "seed {seed}");
+        assert!(!stderr(&out).contains("unchanged"), "{}", stderr(&out));
+    }
+}

@@ -22,6 +22,9 @@ clEnqueueWriteBuffer clEnqueueWriteBufferRect clEnqueueCopyBuffer clEnqueueCopyB
 clEnqueueFillBuffer clEnqueueMapBuffer clEnqueueUnmapMemObject clEnqueueWriteImage
 clEnqueueCopyImage clEnqueueCopyBufferToImage clEnqueueCopyImageToBuffer clEnqueueFillImage
 clEnqueueMapImage clEnqueueMigrateMemObjects clEnqueueNativeKernel clReleaseCommandQueue
+clEnqueueReadBuffer clEnqueueReadBufferRect clEnqueueReadImage clWaitForEvents
+clRetainProgram clReleaseProgram clRetainKernel clReleaseKernel clRetainMemObject
+clReleaseMemObject clGetExtensionFunctionAddress clGetExtensionFunctionAddressForPlatform
 """.split())
 # Windows-only entries: the Linux loader (ocl-icd) does not export them, so neither do we
 # (exporting a symbol the real loader lacks would itself change what the app sees).

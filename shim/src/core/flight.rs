@@ -35,9 +35,16 @@
 //! [`FLUSH_EVERY`] launches of ours on a queue, the queue is flushed, because some drivers do
 //! not start work that was never flushed; the writer also flushes the queues it waits on after
 //! [`FLUSH_AFTER_IDLE_POLLS`] fruitless polls. At exit, pending launches are waited for
-//! (bounded) so a normally ending application leaves a complete capture; the application's
-//! `clFinish` also waits until the launches it finished are written, so a capture is complete
-//! up to the last `clFinish` even if the application then crashes.
+//! (bounded) so a normally ending application leaves a complete capture.
+//!
+//! Synchronisation points ([`super::sync`]): after the application's `clFinish` the queue is
+//! idle, so the launches it finished are written right there, on the application's thread
+//! ([`finished_queue`]), instead of waiting for the writer's next poll; a capture is then
+//! complete up to the last `clFinish` even if the application crashes. One writer at a time
+//! ([`Turn`]) keeps each queue's records in order. After a blocking read or map on an in-order
+//! queue, the launches before it are handed to the writer as complete ([`completed_upto`]);
+//! after `clWaitForEvents` the writer polls at once ([`nudge`]). With nothing in flight the
+//! writer naps ([`DEEP_SLEEP_AFTER`]) rather than being woken by every new launch.
 
 use super::contents;
 use super::track::{lock, tables};
@@ -65,7 +72,9 @@ pub const FLUSH_EVERY: usize = 64;
 /// How long a launch over the memory cap waits for older launches before giving up on its
 /// contents.
 const ADMIT_WAIT: Duration = Duration::from_secs(30);
-/// How long `clFinish` waits for the writer to write the launches it finished.
+/// How long the application's `clFinish` waits for the writer to finish a batch it is writing
+/// before writing the launches the `clFinish` finished itself (normally a batch takes
+/// microseconds; a writer stuck on a driver call must not hold the application).
 const FINISH_WAIT: Duration = Duration::from_secs(10);
 /// At exit: give up when no launch completed for this long.
 const EXIT_STALL: Duration = Duration::from_secs(5);
@@ -88,6 +97,11 @@ const POLL_BUSY: Duration = Duration::from_micros(200);
 const POLL_PER_LANE: usize = 16;
 /// The same while a thread waits for launches to be written.
 const POLL_PER_LANE_BUSY: usize = MAX_INFLIGHT_LAUNCHES;
+/// How long the writer, with nothing in flight, keeps napping for [`LANE_POLL_MAX`] at a time
+/// before it sleeps until woken. While it naps, a new launch does not wake it: an application
+/// that launches and waits (`clFinish`) in a loop writes its launches itself, and a wake-up per
+/// launch (a futex call, and a thread switch on a busy machine) cost it more than the launch.
+const DEEP_SLEEP_AFTER: Duration = Duration::from_secs(1);
 /// How often the writer gives back pinned memory that is no longer used.
 const TRIM_EVERY: Duration = Duration::from_secs(1);
 /// How long the writer lets completions gather before writing them.
@@ -266,6 +280,16 @@ struct State {
     late: HashMap<u64, (usize, clReleaseEvent_t)>,
     /// Final events whose late callback came: the writer releases them (outside the lock).
     to_release: Vec<(usize, clReleaseEvent_t)>,
+    /// Someone (the writer thread, or an application thread right after its `clFinish`) is
+    /// turning completed launches into records, from taking them out of the slots until they
+    /// are removed: one at a time, so launches of one queue are written in order whoever
+    /// writes them. See [`Turn`].
+    writing: bool,
+    /// The application waited for events: the writer polls at once (see [`nudge`]).
+    poll_now: bool,
+    /// The writer sleeps deeply: nothing was in flight for [`DEEP_SLEEP_AFTER`], so only a
+    /// wake-up brings it back (see [`wake_idle_writer`]).
+    writer_deep: bool,
 }
 
 struct Registry {
@@ -398,12 +422,11 @@ pub(super) fn submit(
             .push_back(ticket);
         if final_event.is_null() {
             st.ready.push(ticket);
-            wake_writer(reg, &mut st);
+            wake_idle_writer(reg, &mut st);
             false
         } else {
             if !callback && was_idle {
-                // The writer sleeps without a timeout while nothing is in flight.
-                wake_writer(reg, &mut st);
+                wake_idle_writer(reg, &mut st);
             }
             let n = st.unflushed.entry(queue as usize).or_insert(0);
             *n += 1;
@@ -477,39 +500,198 @@ fn wake_writer(reg: &Registry, st: &mut State) {
     }
 }
 
-/// After the application's `clFinish(queue)`: waits (bounded) until every launch submitted on
-/// `queue` up to ticket `upto` is written.
-pub(super) fn wait_written(queue: cl_command_queue, upto: u64) {
+/// A launch was submitted: wakes the writer only from a deep sleep (it notices launches within
+/// [`LANE_POLL_MAX`] otherwise).
+fn wake_idle_writer(reg: &Registry, st: &mut State) {
+    if st.writer_deep {
+        wake_writer(reg, st);
+    }
+}
+
+/// After the application's `clFinish(queue)` returned: every command enqueued on `queue`
+/// before it has completed, our reads included, so the launches submitted on `queue` up to
+/// ticket `upto` are written right here, on the application's thread, instead of waiting for
+/// the writer thread to notice them (its next poll could be up to [`LANE_POLL_MAX`] away, and
+/// every hand-over costs two thread wake-ups). When the writer is busy with earlier launches
+/// of the same queue, this waits for that batch only (it is being written, not polled).
+/// Returns once those launches are in the capture, so it is complete up to the application's
+/// last `clFinish` even if the application then crashes.
+pub(super) fn finished_queue(queue: cl_command_queue, upto: u64) {
     if !available() {
         return;
     }
     let reg = &*REGISTRY;
-    let deadline = Instant::now() + FINISH_WAIT;
-    let mut st = lock(&reg.state);
-    let pending = |st: &State| {
-        st.lanes
-            .get(&(queue as usize))
-            .and_then(|l| l.front())
-            .is_some_and(|t| *t <= upto)
-    };
-    if !pending(&st) {
-        return;
-    }
-    // While someone waits, the writer does not nap.
-    st.waiters += 1;
-    reg.work.notify_one();
-    loop {
-        let now = Instant::now();
-        if !pending(&st) || now >= deadline {
-            st.waiters = st.waiters.saturating_sub(1);
+    let lane = queue as usize;
+    {
+        let st = lock(&reg.state);
+        let pending = st.lanes.get(&lane).and_then(|l| l.front());
+        if pending.is_none_or(|t| *t > upto) {
             return;
         }
-        st = reg
-            .progress
-            .wait_timeout(st, deadline - now)
-            .map(|(g, _)| g)
-            .unwrap_or_else(|p| p.into_inner().0);
     }
+    let deadline = Instant::now() + FINISH_WAIT;
+    let Some((turn, mut st)) = Turn::take(reg, Some(deadline)) else {
+        return;
+    };
+    let batch = take_finished_lane(&mut st, lane, upto);
+    drop(st);
+    write_batch(reg, batch);
+    drop(turn);
+}
+
+/// The right to write records (see [`State::writing`]), given back when dropped.
+struct Turn(&'static Registry);
+
+impl Turn {
+    /// Waits for the turn (until `deadline`, when given: None then) and returns it with the
+    /// state still locked.
+    fn take(
+        reg: &'static Registry,
+        deadline: Option<Instant>,
+    ) -> Option<(Turn, std::sync::MutexGuard<'static, State>)> {
+        let mut st = lock(&reg.state);
+        while st.writing {
+            let wait = match deadline {
+                Some(d) => d.checked_duration_since(Instant::now())?,
+                None => POLL,
+            };
+            st = reg
+                .progress
+                .wait_timeout(st, wait)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+        st.writing = true;
+        Some((Turn(reg), st))
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        lock(&self.0.state).writing = false;
+        self.0.progress.notify_all();
+    }
+}
+/// After a blocking command on `queue` returned: on an in-order queue every launch submitted
+/// on it up to ticket `upto` completed. They are handed to the writer as complete at once,
+/// without a driver question or a poll (their own status is still asked before they are
+/// written); the caller does not wait for them to be written.
+pub(super) fn completed_upto(queue: cl_command_queue, upto: u64) {
+    if !available() {
+        return;
+    }
+    let reg = &*REGISTRY;
+    let mut st = lock(&reg.state);
+    let State {
+        slots,
+        lanes,
+        ready,
+        ..
+    } = &mut *st;
+    let Some(lane) = lanes.get(&(queue as usize)) else {
+        return;
+    };
+    let mut any = false;
+    for t in lane.iter().take_while(|t| **t <= upto) {
+        let Some(s) = slots.get_mut(t) else { continue };
+        if !s.in_order {
+            return;
+        }
+        if s.done.is_none() && s.final_event != 0 {
+            s.done = Some(CL_COMPLETE);
+            s.inferred = true;
+            ready.push(*t);
+            any = true;
+        }
+    }
+    if any {
+        wake_writer(reg, &mut st);
+    }
+}
+
+/// After the application waited for events: some launches in flight may have completed, so
+/// the writer asks the driver now instead of at its next (backed-off) poll.
+pub(super) fn nudge() {
+    let reg = &*REGISTRY;
+    let mut st = lock(&reg.state);
+    if st.slots.is_empty() {
+        return;
+    }
+    st.poll_now = true;
+    wake_writer(reg, &mut st);
+}
+
+/// Takes the launches of `lane` up to ticket `upto`, oldest first, marking those nobody
+/// reported yet as complete (the caller knows the queue is idle; [`land`] still asks each
+/// launch's own status, since a failed command also ends a `clFinish`).
+fn take_finished_lane(st: &mut State, lane: usize, upto: u64) -> Batch {
+    let tickets: Vec<u64> = match st.lanes.get(&lane) {
+        Some(l) => l.iter().copied().take_while(|t| *t <= upto).collect(),
+        None => return Batch::new(),
+    };
+    let State { slots, late, .. } = st;
+    let mut batch = Batch::new();
+    for t in tickets {
+        let Some(s) = slots.get_mut(&t) else { break };
+        if s.done.is_none() {
+            s.done = Some(CL_COMPLETE);
+            // Its callback (out-of-order queues) may still come: keep its final event.
+            s.polled = s.callback;
+            s.inferred = true;
+        }
+        if !take_one(slots, late, t, &mut batch) {
+            break;
+        }
+    }
+    batch
+}
+
+/// Lands a batch of completed flights, appends their records in one write and forgets them.
+/// The caller holds the [`Turn`].
+fn write_batch(reg: &Registry, batch: Batch) {
+    if batch.is_empty() {
+        return;
+    }
+    let mut written = Vec::with_capacity(batch.len());
+    let mut records = Vec::with_capacity(batch.len());
+    let mut writer = None;
+    for (ticket, lane, flight, status, event, inferred) in batch {
+        let reserved = flight.reserved;
+        writer = Some(flight.writer);
+        let landed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            land(flight, status, event as cl_event, inferred)
+        }));
+        if let Ok(Some(record)) = landed {
+            records.push(record);
+        }
+        written.push((ticket, lane, reserved));
+    }
+    // One write for the whole batch.
+    if let Some(w) = writer {
+        if crate::sink::healthy() {
+            if let Err(e) = w.append_numbered(&records) {
+                crate::sink::fail(&e);
+            }
+        }
+    }
+    let mut st = lock(&reg.state);
+    st.stalled = false;
+    for (ticket, lane, reserved) in written {
+        st.slots.remove(&ticket);
+        st.bytes = st.bytes.saturating_sub(reserved);
+        if let Some(l) = st.lanes.get_mut(&lane) {
+            if l.front() == Some(&ticket) {
+                l.pop_front();
+            } else if let Some(i) = l.iter().position(|t| *t == ticket) {
+                l.remove(i);
+            }
+            if l.is_empty() {
+                st.lanes.remove(&lane);
+                st.unflushed.remove(&lane);
+            }
+        }
+    }
+    reg.progress.notify_all();
 }
 
 /// The ticket the next launch will get (launches before it have smaller ones).
@@ -638,23 +820,34 @@ fn writer_loop() {
     let reg = &*REGISTRY;
     let mut pacing = Pacing::new();
     let mut trimmed = Instant::now();
+    let mut idle_since = Instant::now();
     loop {
         if trimmed.elapsed() >= TRIM_EVERY {
             // Pinned memory of contexts that no longer record goes back (no lock held).
             super::pinned::trim();
             trimmed = Instant::now();
         }
-        let batch = {
+        let late = {
             let mut st = lock(&reg.state);
             while st.ready.is_empty() {
                 st.writer_sleeping = true;
                 if st.slots.is_empty() {
+                    // Lightly asleep for a while after the last launch in flight (a new
+                    // launch is noticed within LANE_POLL_MAX without waking us), then deeply
+                    // (a new launch wakes us).
+                    st.writer_deep = idle_since.elapsed() >= DEEP_SLEEP_AFTER;
+                    let nap = if st.writer_deep {
+                        TRIM_EVERY
+                    } else {
+                        LANE_POLL_MAX
+                    };
                     let (g, waited) = reg
                         .work
-                        .wait_timeout(st, TRIM_EVERY)
+                        .wait_timeout(st, nap)
                         .unwrap_or_else(|p| p.into_inner());
                     st = g;
-                    if waited.timed_out() && st.slots.is_empty() {
+                    let deep = std::mem::replace(&mut st.writer_deep, false);
+                    if deep && waited.timed_out() && st.slots.is_empty() {
                         drop(st);
                         super::pinned::trim();
                         trimmed = Instant::now();
@@ -662,13 +855,17 @@ fn writer_loop() {
                     }
                     continue;
                 }
+                idle_since = Instant::now();
                 let pause = pacing.pause(st.waiters > 0, lanes_to_poll(&st));
                 let (g, waited) = reg
                     .work
                     .wait_timeout(st, pause)
                     .unwrap_or_else(|p| p.into_inner());
                 st = g;
-                if !waited.timed_out() || !st.ready.is_empty() || st.slots.is_empty() {
+                if !st.ready.is_empty() || st.slots.is_empty() {
+                    continue;
+                }
+                if !std::mem::take(&mut st.poll_now) && !waited.timed_out() {
                     continue;
                 }
                 // Nothing reported: ask the driver (no lock held while asking).
@@ -705,55 +902,22 @@ fn writer_loop() {
                     .map(|(g, _)| g)
                     .unwrap_or_else(|p| p.into_inner().0);
             }
-            (take_batch(&mut st), std::mem::take(&mut st.to_release))
+            std::mem::take(&mut st.to_release)
         };
-        let (batch, late) = batch;
         for (ev, release) in late {
             if let Some(rel) = release {
                 // SAFETY: our own final event, kept until its late callback came.
                 unsafe { rel(ev as cl_event) };
             }
         }
-        let mut written = Vec::with_capacity(batch.len());
-        let mut records = Vec::with_capacity(batch.len());
-        let mut writer = None;
-        for (ticket, lane, flight, status, event, inferred) in batch {
-            let reserved = flight.reserved;
-            writer = Some(flight.writer);
-            let landed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                land(flight, status, event as cl_event, inferred)
-            }));
-            if let Ok(Some(record)) = landed {
-                records.push(record);
-            }
-            written.push((ticket, lane, reserved));
+        // An application thread that just finished a queue may have written some of the
+        // ready launches meanwhile (they are gone from the slots): take_batch skips them.
+        if let Some((turn, mut st)) = Turn::take(reg, None) {
+            let batch = take_batch(&mut st);
+            drop(st);
+            write_batch(reg, batch);
+            drop(turn);
         }
-        // One write for the whole batch.
-        if let Some(w) = writer {
-            if crate::sink::healthy() {
-                if let Err(e) = w.append_numbered(&records) {
-                    crate::sink::fail(&e);
-                }
-            }
-        }
-        let mut st = lock(&reg.state);
-        st.stalled = false;
-        for (ticket, lane, reserved) in written {
-            st.slots.remove(&ticket);
-            st.bytes = st.bytes.saturating_sub(reserved);
-            if let Some(l) = st.lanes.get_mut(&lane) {
-                if l.front() == Some(&ticket) {
-                    l.pop_front();
-                } else if let Some(i) = l.iter().position(|t| *t == ticket) {
-                    l.remove(i);
-                }
-                if l.is_empty() {
-                    st.lanes.remove(&lane);
-                    st.unflushed.remove(&lane);
-                }
-            }
-        }
-        reg.progress.notify_all();
     }
 }
 

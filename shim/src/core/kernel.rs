@@ -27,7 +27,9 @@ fn created(next: &Next, kernel: cl_kernel) {
         return;
     }
     let k = describe(next, kernel);
+    let program = k.program;
     lock(&tables().kernels).insert(kernel as usize, k);
+    super::lifetime::born(kernel as usize, Some(program));
 }
 
 pub unsafe fn clCreateKernel(
@@ -96,8 +98,11 @@ pub unsafe fn clCloneKernel(
                 Some(k) => k,
                 None => describe(next, kernel),
             };
+            let program = k.program;
             kernels = lock(&tables().kernels);
             kernels.insert(kernel as usize, k);
+            drop(kernels);
+            super::lifetime::born(kernel as usize, Some(program));
         });
     }
     kernel

@@ -129,6 +129,17 @@ pub(super) fn created(mem: usize, use_host_ptr: bool, parent: Option<usize>) {
     k.bump(mem);
 }
 
+/// The application released `mem` for good: nothing is kept about it (its children, which
+/// hold it, were forgotten before it).
+pub(super) fn forget(mem: usize) {
+    let mut k = lock(&KNOWN);
+    if k.objects.remove(&mem).is_some() || k.seen.contains_key(&mem) {
+        k.seen.remove(&mem);
+        k.generations.remove(&mem);
+        k.mapped.remove(&mem);
+    }
+}
+
 /// An enqueue may write these objects.
 pub(super) fn wrote(mems: &[usize]) {
     let mut k = lock(&KNOWN);

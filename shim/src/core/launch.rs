@@ -135,21 +135,6 @@ pub unsafe fn clEnqueueTask(
     )
 }
 
-/// After the application's `clFinish`: waits (bounded) until the launches it finished on
-/// this queue are written, so a capture is complete up to the application's last `clFinish`
-/// even if it then crashes. Blocks only after the driver's own `clFinish` returned.
-pub unsafe fn clFinish(next: &Next, command_queue: cl_command_queue) -> cl_int {
-    let Some(f) = next.clFinish else {
-        return CL_INVALID_OPERATION;
-    };
-    let upto = flight::current_ticket();
-    let ret = f(command_queue);
-    if ret == CL_SUCCESS {
-        quietly(|| flight::wait_written(command_queue, upto));
-    }
-    ret
-}
-
 /// Forwards the enqueue exactly once, recording around it when there is a plan. `enqueue` takes the kernel, the local size (`None`: the application's; the swap may choose one
 /// for a NULL-local launch), the wait list and the event pointer to forward: the
 /// application's, except where documented in [`super::inqueue`].

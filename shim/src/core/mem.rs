@@ -17,6 +17,7 @@ fn created(mem: cl_mem, flags: cl_mem_flags, parent: cl_mem) -> cl_mem {
             tables().mem_created(mem as usize);
             let parent = (!parent.is_null()).then_some(parent as usize);
             super::known::created(mem as usize, flags & CL_MEM_USE_HOST_PTR != 0, parent);
+            super::lifetime::born(mem as usize, parent);
         });
     }
     mem

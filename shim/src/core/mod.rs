@@ -12,6 +12,7 @@
 mod args;
 mod contents;
 mod device;
+mod extension;
 mod flight;
 mod guard;
 mod info;
@@ -19,23 +20,35 @@ mod inqueue;
 mod kernel;
 mod known;
 mod launch;
+mod lifetime;
 mod mem;
 mod pinned;
 mod program;
 mod record;
+mod sync;
 mod track;
 mod writes;
 
 pub(crate) use device::clReleaseCommandQueue;
 // The swap asks the same questions about the application's queue as the launch hook: one cache.
 pub(crate) use device::queue_facts;
+pub(crate) use extension::{
+    clGetExtensionFunctionAddress, clGetExtensionFunctionAddressForPlatform,
+};
 pub(crate) use guard::clEnqueueBarrierWithWaitList;
 pub(crate) use kernel::describe as describe_kernel;
 pub(crate) use kernel::{
     clCloneKernel, clCreateKernel, clCreateKernelsInProgram, clGetKernelArgInfo, clSetKernelArg,
     clSetKernelArgSVMPointer,
 };
-pub(crate) use launch::{clEnqueueNDRangeKernel, clEnqueueTask, clFinish};
+pub(crate) use launch::{clEnqueueNDRangeKernel, clEnqueueTask};
+pub(crate) use lifetime::{
+    clReleaseKernel, clReleaseMemObject, clReleaseProgram, clRetainKernel, clRetainMemObject,
+    clRetainProgram,
+};
+pub(crate) use sync::{
+    clEnqueueReadBuffer, clEnqueueReadBufferRect, clEnqueueReadImage, clFinish, clWaitForEvents,
+};
 // What the swap needs of the core: the argument tables, the info-query helpers and what the
 // driver says about a kernel.
 pub(crate) use info::{array as info_array, string as info_string, value as info_value};

@@ -73,6 +73,7 @@ fn created(program: cl_program, origin: Origin, devices: Vec<String>) {
     }
     let site = crate::site::capture();
     lock(&tables().programs).insert(program as usize, Program::new(origin, devices, site));
+    super::lifetime::born(program as usize, None);
 }
 
 pub unsafe fn clCreateProgramWithSource(
@@ -405,15 +406,44 @@ pub unsafe fn clLinkProgram(
             if devices.is_empty() {
                 devices = program_devices(next, program);
             }
+            // Live instrumentation (`--coverage`, `--permute`): link the shadow program.
+            let units = crate::swap::pass().map(|_| swap_units(&inputs));
             let site = crate::site::capture();
             let mut p = Program::new(Origin::Linked(inputs), devices, site);
             p.options = unsafe { text(options) };
+            let link_options = p.options.clone();
             // Argument info of a linked program comes from how its inputs were compiled.
             p.options_extended = extended;
             lock(&tables().programs).insert(program as usize, p);
+            super::lifetime::born(program as usize, None);
+            if let Some(units) = units {
+                crate::swap::program_linked(
+                    next,
+                    program,
+                    num_devices,
+                    device_list,
+                    &link_options,
+                    units,
+                );
+            }
         });
     }
     program
+}
+
+/// The inputs of a link as the swap instruments them (None: one was not compiled from source).
+fn swap_units(inputs: &[Compiled]) -> Option<Vec<crate::swap::Unit>> {
+    inputs
+        .iter()
+        .map(|c| match &*c.origin {
+            Origin::Source(s) if !s.is_empty() => Some(crate::swap::Unit {
+                source: s.concat(),
+                compile_options: c.compile_options.clone(),
+                headers: c.headers.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Answers `CL_PROGRAM_BUILD_OPTIONS` with the application's own options when the driver got

@@ -2,8 +2,9 @@
 //! was made, each kernel's current arguments, an id per memory object, and pending user events.
 //!
 //! Every table has its own lock, held only to copy data in or out, never across a driver call.
-//! Object handles are keys; a handle reused by the driver after a release is overwritten by
-//! the creation hook that returned it.
+//! Object handles are keys; entries go when the application released the object for good
+//! ([`super::lifetime`]), and a handle reused by the driver is overwritten by the creation hook
+//! that returned it.
 
 use cltrap_capture::{Hash, Site};
 use std::collections::{HashMap, HashSet};
@@ -157,6 +158,14 @@ impl Tables {
     /// Whether `mem` is a memory object the application created (argument-info fallback).
     pub fn is_mem(&self, mem: usize) -> bool {
         lock(&self.mems).contains_key(&mem)
+    }
+
+    /// Forgets everything kept under `handle` (a program, kernel or memory object the
+    /// application released for good; see [`super::lifetime`]).
+    pub fn forget(&self, handle: usize) {
+        lock(&self.programs).remove(&handle);
+        lock(&self.kernels).remove(&handle);
+        lock(&self.mems).remove(&handle);
     }
 
     /// A user event was created: until it is set, the shim must not block on the queue.

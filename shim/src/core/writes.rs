@@ -345,6 +345,7 @@ pub unsafe fn clEnqueueMapBuffer(
     let Some(f) = next.clEnqueueMapBuffer else {
         return super::program::missing(errcode_ret);
     };
+    let upto = super::flight::current_ticket();
     let ptr = f(
         command_queue,
         buffer,
@@ -357,6 +358,7 @@ pub unsafe fn clEnqueueMapBuffer(
         event,
         errcode_ret,
     );
+    super::sync::map_returned(command_queue, blocking_map, upto, !ptr.is_null());
     quietly(|| known::map(buffer as usize, !ptr.is_null()));
     ptr
 }
@@ -380,6 +382,7 @@ pub unsafe fn clEnqueueMapImage(
     let Some(f) = next.clEnqueueMapImage else {
         return super::program::missing(errcode_ret);
     };
+    let upto = super::flight::current_ticket();
     let ptr = f(
         command_queue,
         image,
@@ -394,6 +397,7 @@ pub unsafe fn clEnqueueMapImage(
         event,
         errcode_ret,
     );
+    super::sync::map_returned(command_queue, blocking_map, upto, !ptr.is_null());
     quietly(|| known::map(image as usize, !ptr.is_null()));
     ptr
 }

@@ -228,7 +228,7 @@ fn make_extra(
         Pass::Coverage => {
             let ones = vec![1u64; geo.global.len()];
             let g = perm::group_counts(geo.global, geo.local.unwrap_or(&ones));
-            let v = &sk.shadow.variant;
+            let v = &sk.shadow.variants[sk.unit];
             let words = v
                 .barriers
                 .checked_mul(g[0] * g[1] * g[2])

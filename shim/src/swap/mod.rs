@@ -55,10 +55,13 @@
 //!
 //! # Limits
 //!
-//! Only programs built with `clBuildProgram` from source are swapped (not binaries, IL or
-//! `clCompileProgram` + `clLinkProgram`); SVM pointers reached only through
-//! `clSetKernelExecInfo` are not forwarded to the shadow kernel; shadow programs and kernels
-//! live until the process exits. Swapping needs the interception core, so it is off with
+//! Programs built with `clBuildProgram` from source are swapped, and so are programs linked by
+//! `clLinkProgram` from sources compiled by `clCompileProgram` (each source instrumented on its
+//! own, with its compile options and its headers as files under `instrument/headers/`; each
+//! kernel's counters belong to its own source); binaries and IL are not; SVM pointers reached only through
+//! `clSetKernelExecInfo` are not forwarded to the shadow kernel. A shadow kernel is released
+//! when the application releases its kernel for good, a shadow program when its program and
+//! every shadow kernel of it are gone (`core/lifetime.rs` counts the application's references). Swapping needs the interception core, so it is off with
 //! `CLTRAP_CAPTURE=off`.
 
 mod ask;
@@ -68,7 +71,7 @@ mod perm;
 mod shadow;
 
 pub(crate) use enqueue::{after_enqueue, before_enqueue, LaunchGeometry};
-pub(crate) use shadow::program_built;
+pub(crate) use shadow::{forget, program_built, program_linked, Unit};
 
 use once_cell::sync::Lazy;
 

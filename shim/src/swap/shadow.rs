@@ -10,6 +10,7 @@ use super::Pass;
 use crate::core::{lock, tables, ArgValue};
 use crate::Next;
 use libc::{c_char, c_void};
+use opencl_sys::cl_function_types::{clReleaseKernel_t, clReleaseProgram_t};
 use opencl_sys::*;
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
@@ -20,8 +21,21 @@ use std::sync::{Arc, Mutex};
 pub struct ShadowProgram {
     /// The shadow `cl_program`.
     pub program: usize,
-    /// What `cltrap instrument` said about it.
-    pub variant: Variant,
+    /// What `cltrap instrument` said about each of its sources: one for a program built from
+    /// source, one per compiled input of a linked program (each kernel is in one of them).
+    pub variants: Vec<Variant>,
+    /// The driver's `clReleaseProgram`: the twin goes when its last user (the application
+    /// program's entry, a shadow kernel) does.
+    release: clReleaseProgram_t,
+}
+
+impl Drop for ShadowProgram {
+    fn drop(&mut self) {
+        if let Some(release) = self.release {
+            // SAFETY: our own program; nothing uses it once the last reference went.
+            unsafe { release(self.program as cl_program) };
+        }
+    }
 }
 
 /// A shadow kernel and the arguments last set on it.
@@ -37,10 +51,33 @@ pub struct ShadowKernel {
     pub extra: u32,
     /// The program it belongs to.
     pub shadow: Arc<ShadowProgram>,
+    /// Which of the program's variants holds it.
+    pub unit: usize,
     /// Arguments as last set on the shadow kernel (skipped when unchanged).
     pub set: Vec<Option<ArgValue>>,
     /// A launch is between setting its arguments and its enqueue returning.
     pub busy: bool,
+    /// The driver's `clReleaseKernel`, for when the application kernel is released.
+    release: clReleaseKernel_t,
+}
+
+impl Drop for ShadowKernel {
+    fn drop(&mut self) {
+        // A kernel still being launched (the application released it while another of its
+        // threads launched it) is left to the process's end.
+        if let (false, Some(release)) = (self.busy, self.release) {
+            // SAFETY: our own kernel; an enqueue that used it keeps it alive in the driver.
+            unsafe { release(self.kernel as cl_kernel) };
+        }
+    }
+}
+
+/// The application released `handle` for good: its twin program or shadow kernel goes (a
+/// twin program lives on while shadow kernels of it do).
+pub fn forget(handle: usize) {
+    let program = lock(&t().programs).remove(&handle);
+    let kernel = lock(&t().kernels).remove(&handle);
+    drop((program, kernel));
 }
 
 #[derive(Default)]
@@ -115,7 +152,8 @@ pub fn program_built(
                 program as usize,
                 Arc::new(ShadowProgram {
                     program: shadow,
-                    variant,
+                    variants: vec![variant],
+                    release: next.clReleaseProgram,
                 }),
             );
         }
@@ -124,6 +162,256 @@ pub fn program_built(
             pass.name()
         )),
     }
+}
+
+/// One compiled input of an application's `clLinkProgram`, as the application compiled it.
+pub struct Unit {
+    pub source: Vec<u8>,
+    pub compile_options: String,
+    /// `clCompileProgram`'s headers: include name and source.
+    pub headers: Vec<(String, Vec<u8>)>,
+}
+
+/// Called after the application's `clLinkProgram` made `program` from compiled sources:
+/// instruments each source, compiles the twins with the application's compile options and
+/// headers, and links them with its link options into the program's twin. Any failure leaves
+/// the program uninstrumented, said once.
+pub fn program_linked(
+    next: &Next,
+    program: cl_program,
+    num_devices: cl_uint,
+    device_list: *const cl_device_id,
+    link_options: &str,
+    units: Option<Vec<Unit>>,
+) {
+    let Some(pass) = super::pass() else { return };
+    lock(&t().programs).remove(&(program as usize));
+    let Some(units) = units.filter(|u| !u.is_empty()) else {
+        say_once(
+            "a linked program with an input not compiled from source runs without instrumentation",
+        );
+        return;
+    };
+    let Some(settings) = crate::state::settings() else {
+        return;
+    };
+    let mut variants = Vec::with_capacity(units.len());
+    for u in &units {
+        // The front-end sees the unit's headers as files, through `-I`.
+        let options = match headers_dir(&settings.dir, &u.headers) {
+            Ok(None) => u.compile_options.clone(),
+            Ok(Some(dir)) => format!("{} -I {}", u.compile_options, dir.display()),
+            Err(e) => {
+                say_once(&format!(
+                    "{} left a linked program uninstrumented: its headers cannot be written ({e}); its kernels run unchanged",
+                    what(pass)
+                ));
+                return;
+            }
+        };
+        match ask::instrument(&settings.dir, pass, &options, &u.source) {
+            Ok(v) => variants.push(v),
+            Err(e) => {
+                say_once(&format!(
+                    "{} left a linked program uninstrumented: {e}; its kernels run unchanged",
+                    what(pass)
+                ));
+                return;
+            }
+        }
+    }
+    let twins: Vec<(&str, &Unit)> = variants
+        .iter()
+        .map(|v| v.source.as_str())
+        .zip(&units)
+        .collect();
+    match link(
+        next,
+        program,
+        num_devices,
+        device_list,
+        link_options,
+        &twins,
+    ) {
+        Ok(shadow) => {
+            lock(&t().programs).insert(
+                program as usize,
+                Arc::new(ShadowProgram {
+                    program: shadow,
+                    variants,
+                    release: next.clReleaseProgram,
+                }),
+            );
+        }
+        Err(e) => say_once(&format!(
+            "the {}-instrumented linked program does not build ({e}); its kernels run unchanged",
+            pass.name()
+        )),
+    }
+}
+
+/// Writes a unit's `clCompileProgram` headers as files under the capture's instrument cache
+/// (`instrument/headers/<digest of names and texts>/<include name>`), for the front-end's
+/// `-I`; the same headers always land in the same place, so instrument answers stay cached.
+/// None: the unit has no headers.
+fn headers_dir(
+    capture_dir: &std::path::Path,
+    headers: &[(String, Vec<u8>)],
+) -> std::io::Result<Option<std::path::PathBuf>> {
+    if headers.is_empty() {
+        return Ok(None);
+    }
+    let mut all = Vec::new();
+    for (name, text) in headers {
+        all.extend_from_slice(&(name.len() as u64).to_le_bytes());
+        all.extend_from_slice(name.as_bytes());
+        all.extend_from_slice(&(text.len() as u64).to_le_bytes());
+        all.extend_from_slice(text);
+    }
+    let dir = ask::cache_dir(capture_dir)
+        .join("headers")
+        .join(cltrap_capture::writer::digest(&all));
+    for (name, text) in headers {
+        let rel = std::path::Path::new(name);
+        // Include names are relative paths; anything else would land outside the folder.
+        let inside = rel
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !inside {
+            return Err(std::io::Error::other(format!("header name {name:?}")));
+        }
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&path, text)?;
+    }
+    Ok(Some(dir))
+}
+
+/// Programs of ours made for a link, released when dropped.
+struct Owned(Vec<cl_program>, clReleaseProgram_t);
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if let Some(release) = self.1 {
+            for p in self.0.drain(..) {
+                // SAFETY: our own programs, each released once.
+                unsafe { release(p) };
+            }
+        }
+    }
+}
+
+/// Compiles each instrumented source (`twins`: source, and the unit it instruments) and links
+/// them; `Err` says which step failed, with the first line of its log.
+fn link(
+    next: &Next,
+    program: cl_program,
+    num_devices: cl_uint,
+    device_list: *const cl_device_id,
+    link_options: &str,
+    twins: &[(&str, &Unit)],
+) -> Result<usize, String> {
+    let (Some(info), Some(compile), Some(link)) = (
+        next.clGetProgramInfo,
+        next.clCompileProgram,
+        next.clLinkProgram,
+    ) else {
+        return Err("the driver lacks the compile and link entry points".into());
+    };
+    // SAFETY: standard info query on the application's live program.
+    let context = crate::core::info_value::<usize>(|s, p, r| unsafe {
+        info(program, CL_PROGRAM_CONTEXT, s, p, r)
+    })
+    .ok_or("its context cannot be queried")? as cl_context;
+    let mut owned = Owned(Vec::new(), next.clReleaseProgram);
+    let mut compiled = Vec::with_capacity(twins.len());
+    for (source, unit) in twins {
+        let p = create(next, context, source.as_bytes())?;
+        owned.0.push(p);
+        let mut headers = Vec::with_capacity(unit.headers.len());
+        let mut names = Vec::with_capacity(unit.headers.len());
+        for (name, text) in &unit.headers {
+            let h = create(next, context, text)?;
+            owned.0.push(h);
+            headers.push(h);
+            names.push(CString::new(name.as_str()).map_err(|_| "a header name holds a NUL")?);
+        }
+        let mut name_ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
+        let opts = CString::new(unit.compile_options.as_str())
+            .map_err(|_| "the compile options hold a NUL byte".to_string())?;
+        // SAFETY: our own program and headers, the application's device list (valid for its
+        // successful link), NUL-terminated options and names.
+        let r = unsafe {
+            compile(
+                p,
+                num_devices,
+                device_list,
+                opts.as_ptr(),
+                headers.len() as cl_uint,
+                if headers.is_empty() {
+                    std::ptr::null()
+                } else {
+                    headers.as_ptr()
+                },
+                if name_ptrs.is_empty() {
+                    std::ptr::null_mut()
+                } else {
+                    name_ptrs.as_mut_ptr()
+                },
+                None,
+                std::ptr::null_mut(),
+            )
+        };
+        if r != CL_SUCCESS {
+            return Err(
+                build_log(next, p).unwrap_or_else(|| format!("clCompileProgram returned {r}"))
+            );
+        }
+        compiled.push(p);
+    }
+    let opts =
+        CString::new(link_options).map_err(|_| "the link options hold a NUL byte".to_string())?;
+    let mut err = CL_SUCCESS;
+    // SAFETY: our compiled programs, the application's device list, NUL-terminated options.
+    let linked = unsafe {
+        link(
+            context,
+            num_devices,
+            device_list,
+            opts.as_ptr(),
+            compiled.len() as cl_uint,
+            compiled.as_ptr(),
+            None,
+            std::ptr::null_mut(),
+            &mut err,
+        )
+    };
+    if linked.is_null() || err != CL_SUCCESS {
+        if !linked.is_null() {
+            owned.0.push(linked);
+        }
+        return Err(format!("clLinkProgram returned {err}"));
+    }
+    Ok(linked as usize)
+}
+
+/// A program of ours from `source`, in `context`.
+fn create(next: &Next, context: cl_context, source: &[u8]) -> Result<cl_program, String> {
+    let create = next
+        .clCreateProgramWithSource
+        .ok_or("the driver lacks clCreateProgramWithSource")?;
+    let ptr = source.as_ptr().cast::<c_char>();
+    let mut strings = [ptr];
+    let lengths = [source.len()];
+    let mut err = CL_SUCCESS;
+    // SAFETY: one string of the given length, a live context.
+    let p = unsafe { create(context, 1, strings.as_mut_ptr(), lengths.as_ptr(), &mut err) };
+    if p.is_null() || err != CL_SUCCESS {
+        return Err(format!("clCreateProgramWithSource returned {err}"));
+    }
+    Ok(p)
 }
 
 fn what(pass: Pass) -> &'static str {
@@ -223,7 +511,11 @@ pub fn kernel_for(next: &Next, kernel: cl_kernel) -> Option<Arc<Mutex<ShadowKern
         }
     }
     let shadow = lock(&t().programs).get(&app_program).cloned()?;
-    let extra = *shadow.variant.extra_arg.get(&name)?;
+    let (unit, extra) = shadow
+        .variants
+        .iter()
+        .enumerate()
+        .find_map(|(i, v)| Some((i, *v.extra_arg.get(&name)?)))?;
     let create = next.clCreateKernel?;
     let cname = CString::new(name.as_str()).ok()?;
     let mut err = CL_SUCCESS;
@@ -241,8 +533,10 @@ pub fn kernel_for(next: &Next, kernel: cl_kernel) -> Option<Arc<Mutex<ShadowKern
         kernel: k as usize,
         extra,
         shadow,
+        unit,
         set: Vec::new(),
         busy: false,
+        release: next.clReleaseKernel,
     }));
     lock(&t().kernels).insert(kernel as usize, entry.clone());
     Some(entry)
