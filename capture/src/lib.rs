@@ -9,7 +9,10 @@
 //!   blobs/ab/abcdef...   content-addressed bytes (sources, buffer contents, program records)
 //! ```
 //!
-//! Identical sources and buffer contents are stored once (blake3 content addressing).
+//! Identical sources and buffer contents are stored once (blake3 content addressing); large
+//! contents are stored as compressed content-defined chunks, so successive versions of a
+//! buffer share what did not change, and a launch is logged as its change from the previous
+//! launch of the same kernel.
 //! Crash safety: blobs are written to a temporary name and renamed, and each launch line is
 //! appended with one `write` *after* the blobs it names exist, so a capture cut off at any
 //! point reads back completely up to its last whole line.
@@ -17,10 +20,13 @@
 //! What this crate is not for: talking to OpenCL. It is pure data + file I/O, so the shim
 //! (which must stay thin) and the analyzer can both depend on it.
 
+pub mod chunks;
 pub mod controls;
+pub mod delta;
 pub mod hex;
 pub mod model;
 pub mod reader;
+pub mod replayable;
 pub mod schedule;
 pub mod writer;
 
@@ -32,7 +38,11 @@ pub use writer::{BlobStore, CaptureWriter, WriteError};
 /// Name written into every manifest, so a reader can tell a cltrap capture from other JSON.
 pub const FORMAT_NAME: &str = "cltrap-capture";
 /// Bumped on every incompatible change of the records; readers refuse other versions.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version 2 added chunked, compressed contents ([`chunks`]) and delta lines in the launch
+/// log ([`delta`]); everything version 1 holds is still valid version 2.
+pub const FORMAT_VERSION: u32 = 2;
+/// The versions this crate reads: version 1 captures (older cltrap) read unchanged.
+pub const READABLE_VERSIONS: [u32; 2] = [1, 2];
 /// The append-only launch log inside a capture directory (one JSON record per line), named
 /// once because the writer, the reader and `cltrap run`'s summary all open it.
 pub const LAUNCHES_FILE: &str = "launches.jsonl";
@@ -183,6 +193,187 @@ mod tests {
         drop((a, b, c));
         let _d = CaptureWriter::create(&dir, &manifest()).unwrap();
         assert_eq!(std::fs::read(&log).unwrap(), whole);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn noise(n: usize, seed: u32) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect()
+    }
+
+    fn fresh(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("cltrap-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn chunked_contents_share_unchanged_parts_and_read_back_verified() {
+        let dir = fresh("chunks");
+        let w = CaptureWriter::create(&dir, &manifest()).unwrap();
+        let v1 = noise(4 << 20, 5);
+        let mut v2 = v1.clone();
+        for x in &mut v2[2_000_000..2_400_000] {
+            *x ^= 0x55;
+        }
+        let (h1, h2) = (writer::digest(&v1), writer::digest(&v2));
+        let first = w.blobs.put_content(&h1, &v1).unwrap();
+        let second = w.blobs.put_content(&h2, &v2).unwrap();
+        assert_eq!(w.blobs.put_content(&h2, &v2).unwrap(), 0, "stored once");
+        assert!(first > v1.len() as u64 * 9 / 10, "noise does not compress: {first}");
+        assert!(
+            second < 400_000 * 3 / 2,
+            "a 400 kB change cost {second} bytes on disk"
+        );
+        // Compressible contents shrink.
+        let zeros = vec![0u8; 1 << 20];
+        let hz = writer::digest(&zeros);
+        assert!(w.blobs.put_content(&hz, &zeros).unwrap() < 20_000);
+        let c = Capture::open(&dir).unwrap();
+        assert_eq!(c.blob(&h1).unwrap(), v1);
+        assert_eq!(c.blob(&h2).unwrap(), v2);
+        assert_eq!(c.blob(&hz).unwrap(), zeros);
+        // A damaged chunk is reported, never returned.
+        let index = std::fs::read_to_string(writer::index_path(&dir, &h2)).unwrap();
+        let (_, chunks) = chunks::parse_index(&index).unwrap();
+        let victim = writer::chunk_path(&dir, &chunks[1].hash);
+        let good = std::fs::read(&victim).unwrap();
+        let other = std::fs::read(writer::chunk_path(&dir, &chunks[2].hash)).unwrap();
+        std::fs::write(&victim, &other).unwrap();
+        let e = c.blob(&h2).unwrap_err().to_string();
+        assert!(e.contains("damaged"), "{e}");
+        std::fs::remove_file(&victim).unwrap();
+        let e = c.blob(&h2).unwrap_err().to_string();
+        assert!(e.contains("missing"), "{e}");
+        std::fs::write(&victim, good).unwrap();
+        assert_eq!(c.blob(&h2).unwrap(), v2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn storm_record(id: u64, a: u8) -> LaunchRecord {
+        let mut r = launch("0".repeat(64).as_str());
+        r.id = id;
+        r.seq = id;
+        r.kernel = "tiny".into();
+        r.launch_site = Some(Site {
+            module: "/usr/lib/app".into(),
+            offset: 4660,
+            symbol: Some("main".into()),
+            location: None,
+        });
+        let info = |i: u32, name: &str, ty: &str| ArgInfo {
+            index: i,
+            name: name.into(),
+            type_name: ty.into(),
+            address_space: "global".into(),
+            qualifiers: String::new(),
+        };
+        let blob = |s: &str| Content::Blob {
+            hash: writer::digest(s.as_bytes()),
+            size: 256,
+        };
+        r.args = vec![
+            ArgRecord::Buffer {
+                info: info(0, "x", "float*"),
+                mem: 0,
+                flags: 4,
+                size: 256,
+                sub_of: None,
+                before: blob("x"),
+                after: blob("x"),
+            },
+            ArgRecord::Buffer {
+                info: info(1, "y", "float*"),
+                mem: 1,
+                flags: 2,
+                size: 256,
+                sub_of: None,
+                before: blob(&format!("y{}", (a + 3) % 4)),
+                after: blob(&format!("y{a}")),
+            },
+            ArgRecord::Scalar {
+                info: info(2, "a", "float"),
+                bytes: format!("{a:02x}000000"),
+            },
+        ];
+        r
+    }
+
+    #[test]
+    fn launches_of_one_kernel_are_logged_as_changes_and_read_back_whole() {
+        let dir = fresh("delta");
+        let w = CaptureWriter::create(&dir, &manifest()).unwrap();
+        let records: Vec<LaunchRecord> = (0..200).map(|i| storm_record(i, (i % 4) as u8)).collect();
+        let mut other = launch("p");
+        other.id = 200;
+        w.append_numbered(&records[..100]).unwrap();
+        w.append_numbered(&[other.clone()]).unwrap();
+        w.append_numbered(&records[100..]).unwrap();
+        let log = std::fs::read(dir.join(LAUNCHES_FILE)).unwrap();
+        let full = serde_json::to_vec(&records[0]).unwrap().len() + 1;
+        assert!(
+            log.len() * 3 < full * 201,
+            "log of {} bytes for 201 launches of {full} bytes each",
+            log.len()
+        );
+        let c = Capture::open(&dir).unwrap();
+        let mut want = records.clone();
+        want.push(other);
+        assert_eq!(c.launches, want);
+        // Cut inside a delta line: every launch before it still reads back.
+        let cut_at = log.len() - 30;
+        std::fs::write(dir.join(LAUNCHES_FILE), &log[..cut_at]).unwrap();
+        let c = Capture::open(&dir).unwrap();
+        assert!(c.truncated);
+        assert_eq!(c.launches.len(), 200);
+        assert_eq!(c.launches[..199], want[..199]);
+        // A delta whose base is not on an earlier line is a clear error.
+        std::fs::write(
+            dir.join(LAUNCHES_FILE),
+            "{\"id\":3,\"base\":2,\"patch\":{}}\n",
+        )
+        .unwrap();
+        let e = Capture::open(&dir).unwrap_err().to_string();
+        assert!(e.contains("change of launch 2"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_version_1_capture_reads_and_becomes_version_2_when_continued() {
+        let fixture =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/capture-v1");
+        let c = Capture::open(&fixture).unwrap();
+        assert_eq!(c.manifest.version, 1);
+        assert_eq!(c.launches.len(), 4);
+        for l in &c.launches {
+            assert!(l.replayable(), "{:?}", l.replay_blockers());
+            for a in &l.args {
+                if let ArgRecord::Buffer { before, after, .. } = a {
+                    c.content(before, "before").unwrap();
+                    c.content(after, "after").unwrap();
+                }
+            }
+        }
+        let dir = fresh("v1");
+        std::fs::create_dir_all(&dir).unwrap();
+        for entry in ["manifest.json", LAUNCHES_FILE] {
+            std::fs::copy(fixture.join(entry), dir.join(entry)).unwrap();
+        }
+        let w = CaptureWriter::create(&dir, &manifest()).unwrap();
+        w.append_numbered(&[storm_record(w.take_id().unwrap(), 1)])
+            .unwrap();
+        drop(w);
+        let c = Capture::open(&dir).unwrap();
+        assert_eq!(c.manifest.version, FORMAT_VERSION);
+        assert_eq!(c.manifest.writer, "cltrap-shim 0.1.0", "the first writer stays");
+        assert_eq!(c.launches.len(), 5);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,8 +1,10 @@
 //! Reading a capture back, with one clear error for each way it can be broken.
 
 use crate::model::{Content, LaunchRecord, Manifest, ProgramRecord};
-use crate::writer::{blob_path, digest};
-use crate::{FORMAT_NAME, FORMAT_VERSION};
+use crate::writer::{blob_path, chunk_path, digest, index_path};
+use crate::{FORMAT_NAME, FORMAT_VERSION, READABLE_VERSIONS};
+use serde::Deserialize;
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -18,7 +20,7 @@ pub enum ReadError {
     },
     #[error("{path} is corrupt: {message}")]
     Corrupt { path: PathBuf, message: String },
-    #[error("{path} was written in capture format {found} {version}; this cltrap reads {FORMAT_NAME} {FORMAT_VERSION}")]
+    #[error("{path} was written in capture format {found} {version}; this cltrap reads {FORMAT_NAME} 1 to {FORMAT_VERSION}")]
     Version {
         path: PathBuf,
         found: String,
@@ -68,7 +70,7 @@ impl Capture {
             .unwrap_or("")
             .to_string();
         let version = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
-        if found != FORMAT_NAME || version != FORMAT_VERSION {
+        if found != FORMAT_NAME || !READABLE_VERSIONS.contains(&version) {
             return Err(ReadError::Version {
                 path: manifest_path,
                 found,
@@ -92,21 +94,14 @@ impl Capture {
             }
         };
         let truncated = !log.is_empty() && !log.ends_with(b"\n");
-        let mut launches = Vec::new();
         let mut lines: Vec<&[u8]> = log.split(|b| *b == b'\n').collect();
         // The piece after the last newline is empty, or a partial record of a writer that died.
         lines.pop();
-        for (n, line) in lines.iter().enumerate() {
-            if line.is_empty() {
-                continue;
-            }
-            let record: LaunchRecord =
-                serde_json::from_slice(line).map_err(|e| ReadError::Corrupt {
-                    path: log_path.clone(),
-                    message: format!("line {}: {}", n + 1, e),
-                })?;
-            launches.push(record);
-        }
+        let launches = parse_log(&lines).map_err(|(n, message)| ReadError::Corrupt {
+            path: log_path.clone(),
+            message: format!("line {n}: {message}"),
+        })?;
+        let mut launches = launches;
         // Writers that record launches as they complete write them out of id order; ids are
         // the order the application enqueued them.
         launches.sort_by_key(|l| l.id);
@@ -134,22 +129,57 @@ impl Capture {
             })
     }
 
-    /// Reads a blob and checks it against its digest.
+    /// Reads a blob and checks it against its digest: a whole blob, or a content stored in
+    /// compressed chunks (each chunk checked too; see [`crate::chunks`]).
     pub fn blob(&self, hash: &str) -> Result<Vec<u8>, ReadError> {
         let path = blob_path(&self.dir, hash);
         let bytes = match fs::read(&path) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(ReadError::MissingBlob {
-                    hash: hash.to_string(),
-                })
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.chunked(hash)?,
             Err(source) => return Err(ReadError::Io { path, source }),
         };
         if digest(&bytes) != hash {
             return Err(ReadError::DamagedBlob {
                 hash: hash.to_string(),
             });
+        }
+        Ok(bytes)
+    }
+
+    /// A content stored in chunks, reassembled (not yet checked as a whole).
+    fn chunked(&self, hash: &str) -> Result<Vec<u8>, ReadError> {
+        let missing = |hash: &str| ReadError::MissingBlob {
+            hash: hash.to_string(),
+        };
+        let path = index_path(&self.dir, hash);
+        let text = match fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing(hash)),
+            Err(source) => return Err(ReadError::Io { path, source }),
+        };
+        let (size, chunks) =
+            crate::chunks::parse_index(&text).map_err(|message| ReadError::Corrupt {
+                path: path.clone(),
+                message,
+            })?;
+        let mut bytes = Vec::with_capacity(size as usize);
+        for c in &chunks {
+            let path = chunk_path(&self.dir, &c.hash);
+            let file = match fs::read(&path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(missing(&c.hash))
+                }
+                Err(source) => return Err(ReadError::Io { path, source }),
+            };
+            let damaged = || ReadError::DamagedBlob {
+                hash: c.hash.clone(),
+            };
+            let chunk = crate::chunks::decode(&file, c.len).map_err(|_| damaged())?;
+            if digest(&chunk) != c.hash {
+                return Err(damaged());
+            }
+            bytes.extend_from_slice(&chunk);
         }
         Ok(bytes)
     }
@@ -186,4 +216,54 @@ impl Capture {
     pub fn source_text(&self, hash: &str) -> Result<String, ReadError> {
         Ok(String::from_utf8_lossy(&self.blob(hash)?).into_owned())
     }
+}
+
+/// The launch records of a log's whole lines, in file order: whole records as they are, delta
+/// lines (`{"id", "base", "patch"}`, see [`crate::delta`]) applied to their base, which must
+/// be an earlier line. Err: (1-based line number, what is wrong).
+fn parse_log(lines: &[&[u8]]) -> Result<Vec<LaunchRecord>, (usize, String)> {
+    #[derive(serde::Deserialize)]
+    struct Delta {
+        id: u64,
+        base: u64,
+        patch: serde_json::Value,
+    }
+    let mut launches: Vec<LaunchRecord> = Vec::with_capacity(lines.len());
+    let mut position: HashMap<u64, usize> = HashMap::new();
+    // Records made from deltas, as JSON, until a later delta uses them as its base (a
+    // writer's chain of one kernel's launches: only the newest of each chain is kept).
+    let mut resolved: HashMap<u64, serde_json::Value> = HashMap::new();
+    for (n, line) in lines.iter().enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        let record = match serde_json::from_slice::<LaunchRecord>(line) {
+            Ok(r) => r,
+            Err(whole) => {
+                let Ok(d) = serde_json::from_slice::<Delta>(line) else {
+                    return Err((n + 1, whole.to_string()));
+                };
+                let mut value = match resolved.remove(&d.base) {
+                    Some(v) => v,
+                    None => {
+                        let Some(i) = position.get(&d.base) else {
+                            return Err((n + 1, format!(
+                                "launch {} is recorded as a change of launch {}, which is not on an earlier line",
+                                d.id, d.base
+                            )));
+                        };
+                        serde_json::to_value(&launches[*i]).map_err(|e| (n + 1, e.to_string()))?
+                    }
+                };
+                crate::delta::apply(&mut value, &d.patch).map_err(|e| (n + 1, e))?;
+                value["id"] = d.id.into();
+                let record = LaunchRecord::deserialize(&value).map_err(|e| (n + 1, e.to_string()))?;
+                resolved.insert(d.id, value);
+                record
+            }
+        };
+        position.insert(record.id, launches.len());
+        launches.push(record);
+    }
+    Ok(launches)
 }

@@ -3,7 +3,7 @@
 //! Both types are `Sync`: the shim records launches from many application threads at once.
 
 use crate::model::{Hash, LaunchRecord, Manifest};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -38,10 +38,29 @@ pub fn blob_path(dir: &Path, hash: &str) -> PathBuf {
     dir.join("blobs").join(prefix).join(hash)
 }
 
+/// Path of the chunk index of a content stored in chunks (`blobs/ab/abcdef....chunks`).
+pub fn index_path(dir: &Path, hash: &str) -> PathBuf {
+    with_suffix(blob_path(dir, hash), ".chunks")
+}
+
+/// Path of one compressed chunk (`blobs/cd/cdef01....chunk`), named by the digest of its
+/// uncompressed bytes.
+pub fn chunk_path(dir: &Path, chunk_hash: &str) -> PathBuf {
+    with_suffix(blob_path(dir, chunk_hash), ".chunk")
+}
+
+fn with_suffix(path: PathBuf, suffix: &str) -> PathBuf {
+    let mut s = path.into_os_string();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
 /// Content-addressed byte storage; each distinct content is written once per capture.
 pub struct BlobStore {
     dir: PathBuf,
     known: Mutex<HashSet<Hash>>,
+    /// Chunks this process knows to be stored (see [`crate::chunks`]).
+    known_chunks: Mutex<HashSet<Hash>>,
     bytes_written: AtomicU64,
     tmp_counter: AtomicU64,
 }
@@ -52,6 +71,7 @@ impl BlobStore {
         BlobStore {
             dir: dir.to_path_buf(),
             known: Mutex::new(HashSet::new()),
+            known_chunks: Mutex::new(HashSet::new()),
             bytes_written: AtomicU64::new(0),
             tmp_counter: AtomicU64::new(0),
         }
@@ -64,36 +84,108 @@ impl BlobStore {
         Ok(hash)
     }
 
-    /// Stores `bytes` under an already computed digest.
+    /// Stores `bytes` under an already computed digest, whole (one file named by the digest).
     pub fn put_with_hash(&self, hash: &str, bytes: &[u8]) -> Result<(), WriteError> {
         if self.is_known(hash) {
             return Ok(());
         }
         let path = blob_path(&self.dir, hash);
         if !path.exists() {
-            let parent = path.parent().unwrap_or(&self.dir).to_path_buf();
-            fs::create_dir_all(&parent).map_err(|source| WriteError::CreateDir {
-                path: parent.clone(),
-                source,
-            })?;
-            let n = self.tmp_counter.fetch_add(1, Ordering::Relaxed);
-            let tmp = parent.join(format!(".tmp-{}-{}-{}", std::process::id(), n, hash));
-            let write = || -> std::io::Result<()> {
-                let mut f = File::create(&tmp)?;
-                f.write_all(bytes)?;
-                fs::rename(&tmp, &path)
-            };
-            if let Err(source) = write() {
-                let _ = fs::remove_file(&tmp);
-                return Err(WriteError::Write { path, source });
-            }
-            self.bytes_written
-                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            self.write_new(&path, bytes)?;
         }
+        self.remember(hash);
+        Ok(())
+    }
+
+    /// Stores buffer or image contents whose digest is `hash` in content-defined chunks,
+    /// compressed (see [`crate::chunks`]), so a version that differs from an earlier one in a
+    /// few places costs only the chunks that changed. Small contents are stored whole.
+    /// Returns the bytes this call wrote to disk (0 when the content was stored already).
+    pub fn put_content(&self, hash: &str, bytes: &[u8]) -> Result<u64, WriteError> {
+        if bytes.len() < crate::chunks::MIN_CHUNKED {
+            let before = self.bytes_written();
+            self.put_with_hash(hash, bytes)?;
+            return Ok(self.bytes_written() - before);
+        }
+        if self.is_known(hash) {
+            return Ok(0);
+        }
+        let index = index_path(&self.dir, hash);
+        if index.exists() || blob_path(&self.dir, hash).exists() {
+            self.remember(hash);
+            return Ok(0);
+        }
+        let mut written = 0;
+        let mut refs = Vec::new();
+        for (offset, len) in crate::chunks::cut(bytes) {
+            let chunk = &bytes[offset..offset + len];
+            let chunk_hash = digest(chunk);
+            let known = self
+                .known_chunks
+                .lock()
+                .map(|k| k.contains(&chunk_hash))
+                .unwrap_or(false);
+            if !known {
+                let path = chunk_path(&self.dir, &chunk_hash);
+                if !path.exists() {
+                    let file = crate::chunks::encode(chunk).map_err(|source| {
+                        WriteError::Write {
+                            path: path.clone(),
+                            source,
+                        }
+                    })?;
+                    self.write_new(&path, &file)?;
+                    written += file.len() as u64;
+                }
+                if let Ok(mut k) = self.known_chunks.lock() {
+                    k.insert(chunk_hash.clone());
+                }
+            }
+            refs.push(crate::chunks::ChunkRef {
+                hash: chunk_hash,
+                len,
+            });
+        }
+        // The index last: a content whose index exists has every chunk.
+        let text = crate::chunks::index_text(bytes.len() as u64, &refs);
+        self.write_new(&index, text.as_bytes())?;
+        written += text.len() as u64;
+        self.remember(hash);
+        Ok(written)
+    }
+
+    /// Writes a file that does not exist yet under a temporary name and renames it into
+    /// place, so a reader never sees half of it; counts its bytes.
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+        let parent = path.parent().unwrap_or(&self.dir).to_path_buf();
+        fs::create_dir_all(&parent).map_err(|source| WriteError::CreateDir {
+            path: parent.clone(),
+            source,
+        })?;
+        let n = self.tmp_counter.fetch_add(1, Ordering::Relaxed);
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let tmp = parent.join(format!(".tmp-{}-{}-{}", std::process::id(), n, name));
+        let write = || -> std::io::Result<()> {
+            let mut f = File::create(&tmp)?;
+            f.write_all(bytes)?;
+            fs::rename(&tmp, path)
+        };
+        if let Err(source) = write() {
+            let _ = fs::remove_file(&tmp);
+            return Err(WriteError::Write {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+        self.bytes_written
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn remember(&self, hash: &str) {
         if let Ok(mut known) = self.known.lock() {
             known.insert(hash.to_string());
         }
-        Ok(())
     }
 
     /// Whether this store already holds `hash` (written by this process).
@@ -101,7 +193,8 @@ impl BlobStore {
         self.known.lock().map(|k| k.contains(hash)).unwrap_or(false)
     }
 
-    /// Bytes of blob content this process actually wrote (duplicates not counted).
+    /// Bytes this process actually wrote to disk for blobs, indexes and compressed chunks
+    /// (what the disk budget counts; duplicates not counted).
     pub fn bytes_written(&self) -> u64 {
         self.bytes_written.load(Ordering::Relaxed)
     }
@@ -138,6 +231,9 @@ pub struct CaptureWriter {
     id_file: File,
     /// The [`WRITERS_FILE`], held with a shared lock while this writer lives.
     _writers: File,
+    /// Per kernel: the last launch this writer appended with [`CaptureWriter::append_numbered`]
+    /// (id and record as JSON), the base its next launch is written as a change of.
+    bases: Mutex<HashMap<String, (u64, serde_json::Value)>>,
 }
 
 impl CaptureWriter {
@@ -151,15 +247,29 @@ impl CaptureWriter {
             source,
         })?;
         let manifest_path = dir.join("manifest.json");
-        if !manifest_path.exists() {
+        let write_manifest = |text: Vec<u8>| {
             let tmp = dir.join(format!(".manifest-{}.tmp", std::process::id()));
-            let text = serde_json::to_vec_pretty(manifest)?;
             fs::write(&tmp, text)
                 .and_then(|_| fs::rename(&tmp, &manifest_path))
                 .map_err(|source| WriteError::Write {
                     path: manifest_path.clone(),
                     source,
-                })?;
+                })
+        };
+        match fs::read(&manifest_path) {
+            Err(_) => write_manifest(serde_json::to_vec_pretty(manifest)?)?,
+            Ok(text) => {
+                // A version-1 capture continued by this writer becomes version 2: everything
+                // version 1 holds is valid version 2, which adds chunked contents and deltas.
+                if let Ok(mut old) = serde_json::from_slice::<serde_json::Value>(&text) {
+                    if old.get("format").and_then(|f| f.as_str()) == Some(crate::FORMAT_NAME)
+                        && old.get("version").and_then(|v| v.as_u64()) == Some(1)
+                    {
+                        old["version"] = crate::FORMAT_VERSION.into();
+                        write_manifest(serde_json::to_vec_pretty(&old)?)?;
+                    }
+                }
+            }
         }
         let log_path = dir.join(crate::LAUNCHES_FILE);
         let io = |path: &Path| {
@@ -197,6 +307,7 @@ impl CaptureWriter {
             ids: Mutex::new(IdBlock { next: 0, end: 0 }),
             id_file,
             _writers: writers,
+            bases: Mutex::new(HashMap::new()),
         })
     }
 
@@ -306,22 +417,57 @@ impl CaptureWriter {
 
     /// Appends launches whose ids were taken with [`CaptureWriter::take_id`], in one write
     /// (a crash mid-write leaves complete records plus at most one partial last line).
+    ///
+    /// A launch of a kernel this writer appended before is written as the change from that
+    /// launch (see [`crate::delta`]): its base is always a whole line earlier in the log, so
+    /// every prefix of the log that ends in a whole line reads back.
     pub fn append_numbered(&self, records: &[LaunchRecord]) -> Result<(), WriteError> {
         if records.is_empty() {
             return Ok(());
         }
         let path = self.dir.join(crate::LAUNCHES_FILE);
+        // Taken out while in use: a concurrent call finds no bases and writes whole records.
+        let mut bases = std::mem::take(&mut *match self.bases.lock() {
+            Ok(b) => b,
+            Err(p) => p.into_inner(),
+        });
         let mut lines = Vec::new();
         for record in records {
-            serde_json::to_writer(&mut lines, record)?;
+            let value = serde_json::to_value(record)?;
+            let patch = bases
+                .get(&record.kernel)
+                .and_then(|(id, base)| Some((*id, crate::delta::diff(base, &value).ok()?)));
+            match patch {
+                Some((base, patch)) => {
+                    let mut patch = patch.unwrap_or_else(|| serde_json::json!({}));
+                    if let Some(p) = patch.as_object_mut() {
+                        p.remove("id");
+                    }
+                    write!(lines, "{{\"id\":{},\"base\":{base},\"patch\":", record.id)
+                        .map_err(|source| WriteError::Write {
+                            path: path.clone(),
+                            source,
+                        })?;
+                    serde_json::to_writer(&mut lines, &patch)?;
+                    lines.push(b'}');
+                }
+                None => serde_json::to_writer(&mut lines, record)?,
+            }
             lines.push(b'\n');
+            bases.insert(record.kernel.clone(), (record.id, value));
         }
         let mut log = match self.log.lock() {
             Ok(l) => l,
             Err(p) => p.into_inner(),
         };
         log.write_all(&lines)
-            .map_err(|source| WriteError::Write { path, source })
+            .map_err(|source| WriteError::Write { path, source })?;
+        drop(log);
+        // Only launches that are in the log may be bases (after a failed write: none).
+        if let Ok(mut b) = self.bases.lock() {
+            *b = bases;
+        }
+        Ok(())
     }
 }
 

@@ -1,0 +1,217 @@
+//! Buffer contents stored as content-defined chunks, each compressed with zstd.
+//!
+//! Why: an application that changes a tenth of a 16 MB buffer per launch produced a new
+//! 16 MB blob per launch, and a Gaussian elimination stored 4 GB for 2 046 launches over one
+//! 4 MB matrix. Cutting contents at boundaries chosen by their bytes (FastCDC) makes the
+//! chunks of the unchanged parts of two successive versions identical, so each version costs
+//! only its changed chunks plus a small index; zstd shrinks those chunks further.
+//!
+//! On disk (format version 2), for a content whose whole-content blake3 digest is `H`:
+//! * `blobs/H[..2]/H.chunks` — the index, text: the line `cltrap-chunks 1`, the line
+//!   `size N`, then one line `<chunk digest> <length>` per chunk, in order;
+//! * `blobs/C[..2]/C.chunk` — one chunk whose blake3 digest (of its *uncompressed* bytes)
+//!   is `C`: one encoding byte (`z`: zstd of the bytes; `s`: zstd of the bytes shuffled by
+//!   4-byte lanes — all first bytes of each 4-byte word, then all second bytes, ... which
+//!   groups the exponent bytes of float data and compresses it better), then the zstd frame.
+//!
+//! A reader checks every chunk against its digest and the reassembled content against `H`.
+
+use std::fmt::Write as _;
+
+/// Contents smaller than this are stored whole, as a plain blob (one file, no index): the
+/// index and chunk files would cost more than they save.
+pub const MIN_CHUNKED: usize = 8 << 10;
+/// FastCDC bounds. The average decides how much of a small change spills into rewritten
+/// chunks (about one average chunk at each end of a changed run) and how big an index gets
+/// (one 70-byte line per chunk: 36 KB for a 16 MB buffer).
+pub const CHUNK_MIN: usize = 8 << 10;
+/// See [`CHUNK_MIN`].
+pub const CHUNK_AVG: usize = 32 << 10;
+/// See [`CHUNK_MIN`]; also the largest chunk a reader accepts.
+pub const CHUNK_MAX: usize = 128 << 10;
+/// zstd level: 1 is the fastest and, on buffer contents, within a few percent of level 3.
+const LEVEL: i32 = 1;
+/// First line of an index file.
+const INDEX_MAGIC: &str = "cltrap-chunks 1";
+
+/// One chunk of a content: its digest and where it lies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkRef {
+    pub hash: String,
+    pub len: usize,
+}
+
+/// The chunks of a content: `(offset, length)` pairs covering `bytes` in order.
+pub fn cut(bytes: &[u8]) -> Vec<(usize, usize)> {
+    fastcdc::v2020::FastCDC::new(bytes, CHUNK_MIN, CHUNK_AVG, CHUNK_MAX)
+        .map(|c| (c.offset, c.length))
+        .collect()
+}
+
+/// The text of an index file for a content of `size` bytes made of `chunks`.
+pub fn index_text(size: u64, chunks: &[ChunkRef]) -> String {
+    let mut s = format!("{INDEX_MAGIC}\nsize {size}\n");
+    for c in chunks {
+        let _ = writeln!(s, "{} {}", c.hash, c.len);
+    }
+    s
+}
+
+/// Parses an index file: the content's size and its chunks (Err: why it is malformed).
+pub fn parse_index(text: &str) -> Result<(u64, Vec<ChunkRef>), String> {
+    let mut lines = text.lines();
+    if lines.next() != Some(INDEX_MAGIC) {
+        return Err(format!("an index must start with `{INDEX_MAGIC}`"));
+    }
+    let size = lines
+        .next()
+        .and_then(|l| l.strip_prefix("size "))
+        .and_then(|n| n.parse::<u64>().ok())
+        .ok_or("the second line of an index must be `size N`")?;
+    let mut chunks = Vec::new();
+    let mut total = 0u64;
+    for line in lines {
+        let (hash, len) = line
+            .split_once(' ')
+            .ok_or_else(|| format!("bad chunk line {line:?}"))?;
+        let len: usize = len
+            .parse()
+            .map_err(|_| format!("bad chunk length in {line:?}"))?;
+        if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!("bad chunk digest in {line:?}"));
+        }
+        if len == 0 || len > CHUNK_MAX {
+            return Err(format!("chunk length {len} is out of range"));
+        }
+        total += len as u64;
+        chunks.push(ChunkRef {
+            hash: hash.to_string(),
+            len,
+        });
+    }
+    if total != size {
+        return Err(format!("its chunks add up to {total} bytes, not {size}"));
+    }
+    Ok((size, chunks))
+}
+
+/// The bytes of a chunk file for `chunk`: an encoding byte and a zstd frame. Float-like data
+/// that plain zstd barely shrinks is tried again shuffled by 4-byte lanes; the smaller wins.
+pub fn encode(chunk: &[u8]) -> std::io::Result<Vec<u8>> {
+    let plain = zstd::bulk::compress(chunk, LEVEL)?;
+    if chunk.len() % 4 == 0 && plain.len() * 10 > chunk.len() * 7 {
+        let shuffled = zstd::bulk::compress(&shuffle4(chunk), LEVEL)?;
+        if shuffled.len() < plain.len() {
+            return Ok(tagged(b's', shuffled));
+        }
+    }
+    Ok(tagged(b'z', plain))
+}
+
+fn tagged(tag: u8, frame: Vec<u8>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(frame.len() + 1);
+    out.push(tag);
+    out.extend_from_slice(&frame);
+    out
+}
+
+/// The bytes of a chunk from its file (`len`: its length from the index). Err: why not.
+pub fn decode(file: &[u8], len: usize) -> Result<Vec<u8>, String> {
+    let (tag, frame) = file.split_first().ok_or("an empty chunk file")?;
+    let bytes = zstd::bulk::decompress(frame, len).map_err(|e| format!("zstd: {e}"))?;
+    if bytes.len() != len {
+        return Err(format!(
+            "it holds {} bytes, the index says {len}",
+            bytes.len()
+        ));
+    }
+    match tag {
+        b'z' => Ok(bytes),
+        b's' if len % 4 == 0 => Ok(unshuffle4(&bytes)),
+        t => Err(format!("unknown chunk encoding {t:#04x}")),
+    }
+}
+
+/// Byte lanes of 4-byte words: `[a0 b0 c0 d0 a1 b1 ...]` → `[a0 a1 .. b0 b1 .. c0 .. d0 ..]`.
+fn shuffle4(bytes: &[u8]) -> Vec<u8> {
+    let n = bytes.len() / 4;
+    let mut out = vec![0u8; bytes.len()];
+    for (i, w) in bytes.chunks_exact(4).enumerate() {
+        for (lane, b) in w.iter().enumerate() {
+            out[lane * n + i] = *b;
+        }
+    }
+    out
+}
+
+/// The inverse of [`shuffle4`].
+fn unshuffle4(bytes: &[u8]) -> Vec<u8> {
+    let n = bytes.len() / 4;
+    let mut out = vec![0u8; bytes.len()];
+    for (i, w) in out.chunks_exact_mut(4).enumerate() {
+        for (lane, b) in w.iter_mut().enumerate() {
+            *b = bytes[lane * n + i];
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noise(n: usize, seed: u32) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_local_change_leaves_most_chunks_identical() {
+        let a = noise(4 << 20, 7);
+        let mut b = a.clone();
+        for x in &mut b[1_000_000..1_100_000] {
+            *x = x.wrapping_add(1);
+        }
+        let chunks = |v: &[u8]| -> std::collections::HashSet<Vec<u8>> {
+            cut(v).iter().map(|(o, l)| v[*o..o + l].to_vec()).collect()
+        };
+        let (ca, cb) = (chunks(&a), chunks(&b));
+        let new: usize = cb.difference(&ca).map(Vec::len).sum();
+        assert!(new < 100_000 + 4 * CHUNK_MAX, "{new} new bytes");
+        assert!(cut(&a).iter().all(|(_, l)| *l <= CHUNK_MAX));
+    }
+
+    #[test]
+    fn chunks_round_trip_through_both_encodings() {
+        let floats: Vec<u8> = (0..8192u32)
+            .flat_map(|i| (1.0f32 + i as f32 * 1e-3).to_le_bytes())
+            .collect();
+        for data in [noise(10_000, 3), vec![0u8; 4096], floats] {
+            let file = encode(&data).unwrap();
+            assert_eq!(decode(&file, data.len()).unwrap(), data);
+        }
+        assert_eq!(unshuffle4(&shuffle4(&noise(64, 9))), noise(64, 9));
+    }
+
+    #[test]
+    fn malformed_indexes_and_chunks_are_refused() {
+        let c = ChunkRef {
+            hash: "a".repeat(64),
+            len: 10,
+        };
+        let text = index_text(10, std::slice::from_ref(&c));
+        assert_eq!(parse_index(&text).unwrap(), (10, vec![c]));
+        assert!(parse_index(&text.replace("size 10", "size 11")).is_err());
+        assert!(parse_index("nonsense").is_err());
+        assert!(decode(b"q", 3).is_err());
+        let file = encode(b"hello").unwrap();
+        assert!(decode(&file, 4).is_err());
+    }
+}
