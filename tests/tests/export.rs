@@ -28,7 +28,8 @@ fn expected_records() -> Vec<(Value, &'static str)> {
             "global_size": [global],
             "local_size": [64],
             "kernel_arguments": [
-                {"type": "array", "address_space": "global", "flags": 33, "size": bytes},
+                {"type": "array", "address_space": "global", "flags": 33, "size": bytes,
+                 "data": file.replace(".cl", ".arg0.bin")},
                 {"type": "scalar", "value": n},
                 {"type": "scalar", "value": "0x40200000"}
             ]
@@ -91,6 +92,16 @@ fn gpuverify_records_match_the_hand_written_expectation() {
             assert!(
                 want.get(field).is_some() || field == "host_api_calls",
                 "{file}: unexpected field {field}"
+            );
+        }
+        // Buffer contents before the launch (the same in every launch of the record).
+        if let Some(data) = want["kernel_arguments"][0]["data"].as_str() {
+            let bytes = std::fs::read(out_dir.join(data)).expect("data file");
+            let n = want["kernel_arguments"][0]["size"].as_u64().expect("size") as usize / 4;
+            let floats: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_le_bytes()).collect();
+            assert_eq!(
+                bytes, floats,
+                "{data}: a[i] = i as the application filled it"
             );
         }
         // Where the application built the program and launched the kernel.
