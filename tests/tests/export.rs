@@ -28,7 +28,8 @@ fn expected_records() -> Vec<(Value, &'static str)> {
             "global_size": [global],
             "local_size": [64],
             "kernel_arguments": [
-                {"type": "array", "address_space": "global", "flags": 33, "size": bytes,
+                {"type": "array", "address_space": "global",
+                 "flags": ["CL_MEM_READ_WRITE", "CL_MEM_COPY_HOST_PTR"], "size": bytes,
                  "data": file.replace(".cl", ".arg0.bin")},
                 {"type": "scalar", "value": n},
                 {"type": "scalar", "value": "0x40200000"}
@@ -61,7 +62,7 @@ fn expected_records() -> Vec<(Value, &'static str)> {
                 "compiler_flags": "-DOFFSET=1 -cl-mad-enable",
                 "global_size": [16],
                 "kernel_arguments": [
-                    {"type": "array", "address_space": "global", "flags": 2, "size": 64},
+                    {"type": "array", "address_space": "global", "flags": ["CL_MEM_WRITE_ONLY"], "size": 64},
                     {"type": "scalar", "value": "0x00000007"}
                 ]
             }),
@@ -70,14 +71,97 @@ fn expected_records() -> Vec<(Value, &'static str)> {
     ]
 }
 
-#[test]
-fn gpuverify_records_match_the_hand_written_expectation() {
-    let (dir, _cap) = round_trip("varying", &[], &[]);
-    let (out_dir, out) = export_to(&dir, None, "--gpuverify", "varying");
+/// The rules GPUVerify's JSON reader (`GPUVerifyScript/json_loader.py`, strict mode) applies to
+/// `log.json`: known keys only, the required ones present, sizes positive, flags as names,
+/// scalar values as `0x` hex. A record that breaks one would make GPUVerify refuse the file.
+fn assert_gpuverify_readable(log: &Value) {
+    let positive = |v: &Value| {
+        v.as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(|n| n.as_u64().is_some_and(|n| n > 0)))
+    };
+    for entry in log.as_array().expect("an array of kernel instantiations") {
+        let e = entry.as_object().expect("objects");
+        for key in e.keys() {
+            assert!(
+                [
+                    "language",
+                    "endianness",
+                    "kernel_file",
+                    "entry_point",
+                    "compiler_flags",
+                    "global_size",
+                    "global_offset",
+                    "local_size",
+                    "kernel_arguments",
+                    "host_api_calls"
+                ]
+                .contains(&key.as_str()),
+                "unknown key {key}: {entry}"
+            );
+        }
+        assert_eq!(e["language"], "OpenCL");
+        assert!(["little", "big"].contains(&e["endianness"].as_str().unwrap_or("")));
+        assert!(e["kernel_file"].is_string() && e["entry_point"].is_string());
+        for key in ["global_size", "local_size", "global_offset"] {
+            assert!(e.get(key).is_none_or(positive), "{key}: {entry}");
+        }
+        for a in e["kernel_arguments"].as_array().expect("kernel_arguments") {
+            let a = a.as_object().expect("argument objects");
+            let allowed: &[&str] = match a["type"].as_str() {
+                Some("scalar") => &["type", "value"],
+                Some("array") => &["type", "size", "flags", "data", "address_space"],
+                Some("image" | "sampler") => &["type"],
+                other => panic!("argument type {other:?}"),
+            };
+            assert!(a.keys().all(|k| allowed.contains(&k.as_str())), "{a:?}");
+            if let Some(v) = a.get("value") {
+                assert!(
+                    v.as_str().is_some_and(|v| v.starts_with("0x")
+                        && v.len() > 2
+                        && v[2..].chars().all(|c| c.is_ascii_hexdigit())),
+                    "{a:?}"
+                );
+            }
+            assert!(
+                a.get("size")
+                    .is_none_or(|s| s.as_u64().is_some_and(|s| s > 0)),
+                "{a:?}"
+            );
+            assert!(
+                a.get("flags")
+                    .is_none_or(|f| f.as_array().is_some_and(|f| f.iter().all(Value::is_string))),
+                "{a:?}"
+            );
+            assert!(
+                a.get("address_space").is_none_or(
+                    |s| ["global", "local", "constant"].contains(&s.as_str().unwrap_or(""))
+                ),
+                "{a:?}"
+            );
+        }
+        for c in e["host_api_calls"].as_array().expect("host_api_calls") {
+            let c = c.as_object().expect("call objects");
+            assert_eq!(c.len(), 3, "{c:?}");
+            assert!(c["function_name"].is_string() && c["compilation_unit"].is_string());
+            assert!(c["line_number"].as_u64().is_some_and(|l| l > 0));
+        }
+    }
+}
+
+fn read_log(out_dir: &Path) -> Value {
     let log: Value = serde_json::from_slice(
         &std::fs::read(out_dir.join("log.json")).expect("log.json is written"),
     )
     .expect("log.json is JSON");
+    assert_gpuverify_readable(&log);
+    log
+}
+
+#[test]
+fn gpuverify_records_match_the_hand_written_expectation() {
+    let (dir, _cap) = round_trip("varying", &[], &[]);
+    let (out_dir, out) = export_to(&dir, None, "--gpuverify", "varying");
+    let log = read_log(&out_dir);
     let records = log.as_array().expect("log.json is an array");
     let expected = expected_records();
     assert_eq!(records.len(), expected.len(), "{log:#}");
@@ -539,6 +623,7 @@ fn ffmpeg_per_plane_launches_generalise_to_the_image_sizes() {
     ] {
         assert!(rels.contains(&want), "missing {want}: {rels:#?}");
     }
+    read_log(&export_to(&dir, None, "--gpuverify", "ffmpeg").0);
     let run = c_reproducer(&dir, 2, "ffmpeg");
     assert_eq!(run.code, replay_code(&dir, 2), "{}", run.describe());
     assert!(run.success(), "{}", run.describe());
@@ -552,6 +637,7 @@ fn ffmpeg_per_plane_launches_generalise_to_the_image_sizes() {
 fn gpuverify_kernel_files_inline_the_captured_headers() {
     let (dir, cap) = round_trip("programs", &[], &[]);
     let (out_dir, out) = export_to(&dir, None, "--gpuverify", "programs");
+    read_log(&out_dir);
     let listing = out.stdout_text();
     let linked = cap
         .launches

@@ -136,6 +136,35 @@ fn scalar_hex(type_name: &str, bytes_hex: &str) -> Option<String> {
     (t.lanes == 1 && bytes.len() == t.size()).then(|| hex_le(&bytes))
 }
 
+/// `cl_mem_flags` as GPUVerify's JSON reader wants them: an array of names
+/// (`["CL_MEM_READ_ONLY", "CL_MEM_COPY_HOST_PTR"]`); unknown bits as hex.
+pub fn flag_names(flags: u64) -> Vec<String> {
+    if flags == 0 {
+        return vec!["CL_MEM_READ_WRITE".into()];
+    }
+    crate::show::mem_flags(flags)
+        .split('|')
+        .map(|n| {
+            if n.starts_with("0x") {
+                n.to_string()
+            } else {
+                format!("CL_MEM_{n}")
+            }
+        })
+        .collect()
+}
+
+/// The address spaces GPUVerify's JSON reader accepts; anything else (no argument info) is
+/// left out.
+fn address_space(space: &str) -> Option<&'static str> {
+    match space {
+        "global" => Some("global"),
+        "local" => Some("local"),
+        "constant" => Some("constant"),
+        _ => None,
+    }
+}
+
 fn constant(p: &crate::generalise::KernelParams, name: &str) -> Option<Value> {
     p.get(name).and_then(Param::constant).cloned()
 }
@@ -181,14 +210,16 @@ fn arguments(group: &[&LaunchRecord], stem: &str) -> Arguments {
                 ..
             } => {
                 e.insert("type".into(), "array".into());
-                e.insert("address_space".into(), info.address_space.clone().into());
+                if let Some(space) = address_space(&info.address_space) {
+                    e.insert("address_space".into(), space.into());
+                }
                 if group.iter().all(|l| match l.args.get(i) {
                     Some(ArgRecord::Buffer { flags: f, .. }) => f == flags,
                     _ => false,
                 }) {
-                    e.insert("flags".into(), (*flags).into());
+                    e.insert("flags".into(), json!(flag_names(*flags)));
                 }
-                if let Some(Value::Int(s)) = constant(&params, &format!("{name}.bytes")) {
+                if let Some(Value::Int(s @ 1..)) = constant(&params, &format!("{name}.bytes")) {
                     e.insert("size".into(), json!(s as u64));
                 }
                 if let Content::Blob { hash, .. } = before {
@@ -205,7 +236,7 @@ fn arguments(group: &[&LaunchRecord], stem: &str) -> Arguments {
             ArgRecord::Local { .. } => {
                 e.insert("type".into(), "array".into());
                 e.insert("address_space".into(), "local".into());
-                if let Some(Value::Int(s)) = constant(&params, &format!("{name}.bytes")) {
+                if let Some(Value::Int(s @ 1..)) = constant(&params, &format!("{name}.bytes")) {
                     e.insert("size".into(), json!(s as u64));
                 }
             }
@@ -219,8 +250,8 @@ fn arguments(group: &[&LaunchRecord], stem: &str) -> Arguments {
             | ArgRecord::Svm { info, .. }
             | ArgRecord::Unset { info } => {
                 e.insert("type".into(), "array".into());
-                if !info.address_space.is_empty() {
-                    e.insert("address_space".into(), info.address_space.clone().into());
+                if let Some(space) = address_space(&info.address_space) {
+                    e.insert("address_space".into(), space.into());
                 }
             }
         }
@@ -358,7 +389,12 @@ pub fn log_json(export: &Export) -> Json {
                 e.insert("entry_point".into(), r.entry_point.clone().into());
                 e.insert("compiler_flags".into(), r.compiler_flags.clone().into());
                 e.insert("global_size".into(), json!(r.global_size));
-                if let Some(o) = &r.global_offset {
+                // GPUVerify's reader takes an offset only as positive numbers.
+                if let Some(o) = r
+                    .global_offset
+                    .as_ref()
+                    .filter(|o| o.iter().all(|v| *v > 0))
+                {
                     e.insert("global_offset".into(), json!(o));
                 }
                 if let Some(l) = &r.local_size {
@@ -515,5 +551,15 @@ mod tests {
             None
         );
         assert_eq!(scalar_hex("struct p", "00"), None);
+    }
+
+    #[test]
+    fn flags_are_named_as_gpuverify_reads_them() {
+        assert_eq!(
+            flag_names(4 | 32),
+            ["CL_MEM_READ_ONLY", "CL_MEM_COPY_HOST_PTR"]
+        );
+        assert_eq!(flag_names(0), ["CL_MEM_READ_WRITE"]);
+        assert_eq!(address_space("private"), None);
     }
 }
