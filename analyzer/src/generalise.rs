@@ -20,7 +20,7 @@ use std::fmt;
 const MAX_SET: usize = 8;
 
 /// One observed value of a quantity.
-#[derive(Debug, Clone, PartialEq, PartialOrd, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Value {
     /// An integer (sizes, counts, integer scalars; 128 bits hold every `ulong` and `long`).
@@ -29,6 +29,22 @@ pub enum Value {
     Float(f64),
     /// Anything else (vectors, structs): the bytes in hex, memory order.
     Bytes(String),
+}
+
+impl Value {
+    /// A total order: integers, then floats (IEEE total order), then bytes.
+    pub fn total_cmp(&self, other: &Value) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        match (self, other) {
+            (Value::Int(a), Value::Int(b)) => a.cmp(b),
+            (Value::Float(a), Value::Float(b)) => a.total_cmp(b),
+            (Value::Bytes(a), Value::Bytes(b)) => a.cmp(b),
+            (Value::Int(_), _) => Ordering::Less,
+            (_, Value::Int(_)) => Ordering::Greater,
+            (Value::Float(_), _) => Ordering::Less,
+            (_, Value::Float(_)) => Ordering::Greater,
+        }
+    }
 }
 
 impl fmt::Display for Value {
@@ -76,13 +92,10 @@ impl Param {
                 absent: values.len() - present.len(),
             };
         }
-        let mut distinct: Vec<Value> = Vec::new();
-        for v in present {
-            if !distinct.contains(v) {
-                distinct.push(v.clone());
-            }
-        }
-        distinct.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+        // A total order (floats by `total_cmp`, so NaN equals itself): sort, then dedup.
+        let mut distinct: Vec<Value> = present.into_iter().cloned().collect();
+        distinct.sort_by(Value::total_cmp);
+        distinct.dedup_by(|a, b| a.total_cmp(b).is_eq());
         match distinct.len() {
             0 => Param::Absent,
             1 => Param::Constant {
@@ -759,6 +772,23 @@ mod tests {
         assert_eq!(
             signed.narrowed(i).args[1],
             crate::executor::InputArg::Scalar((-4i32).to_le_bytes().to_vec())
+        );
+    }
+
+    #[test]
+    fn nan_is_one_value_and_many_distinct_values_are_summarised() {
+        let nan = Some(Value::Float(f64::NAN));
+        assert!(
+            matches!(Param::of(&[nan.clone(), nan]), Param::Constant { value: Value::Float(v) } if v.is_nan())
+        );
+        let many: Vec<Option<Value>> = (0..20_000).rev().map(|i| Some(Value::Int(i))).collect();
+        assert_eq!(
+            Param::of(&many),
+            Param::Range {
+                min: Value::Int(0),
+                max: Value::Int(19_999),
+                distinct: 20_000
+            }
         );
     }
 

@@ -54,7 +54,8 @@ enum Cmd {
         /// Generalise over all launches of kernel NAME: constant / varying parameters, relations.
         #[arg(long, value_name = "NAME", conflicts_with = "id")]
         kernel: Option<String>,
-        /// Print the raw launch record (and its program record) as JSON.
+        /// Print JSON: the raw launch record and its program record (with --kernel: the
+        /// generalisation).
         #[arg(long)]
         json: bool,
     },

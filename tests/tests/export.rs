@@ -28,7 +28,9 @@ fn expected_records() -> Vec<(Value, &'static str)> {
             "global_size": [global],
             "local_size": [64],
             "kernel_arguments": [
-                {"type": "array", "address_space": "global", "flags": 33, "size": bytes},
+                {"type": "array", "address_space": "global",
+                 "flags": ["CL_MEM_READ_WRITE", "CL_MEM_COPY_HOST_PTR"], "size": bytes,
+                 "data": file.replace(".cl", ".arg0.bin")},
                 {"type": "scalar", "value": n},
                 {"type": "scalar", "value": "0x40200000"}
             ]
@@ -60,7 +62,7 @@ fn expected_records() -> Vec<(Value, &'static str)> {
                 "compiler_flags": "-DOFFSET=1 -cl-mad-enable",
                 "global_size": [16],
                 "kernel_arguments": [
-                    {"type": "array", "address_space": "global", "flags": 2, "size": 64},
+                    {"type": "array", "address_space": "global", "flags": ["CL_MEM_WRITE_ONLY"], "size": 64},
                     {"type": "scalar", "value": "0x00000007"}
                 ]
             }),
@@ -69,20 +71,97 @@ fn expected_records() -> Vec<(Value, &'static str)> {
     ]
 }
 
-#[test]
-fn gpuverify_records_match_the_hand_written_expectation() {
-    let (dir, _cap) = round_trip("varying", &[], &[]);
-    let out_dir = fresh_dir("gpuverify", "varying");
-    let out = cltrap_ok(&[
-        OsStr::new("export"),
-        dir.as_os_str(),
-        OsStr::new("--gpuverify"),
-        out_dir.as_os_str(),
-    ]);
+/// The rules GPUVerify's JSON reader (`GPUVerifyScript/json_loader.py`, strict mode) applies to
+/// `log.json`: known keys only, the required ones present, sizes positive, flags as names,
+/// scalar values as `0x` hex. A record that breaks one would make GPUVerify refuse the file.
+fn assert_gpuverify_readable(log: &Value) {
+    let positive = |v: &Value| {
+        v.as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(|n| n.as_u64().is_some_and(|n| n > 0)))
+    };
+    for entry in log.as_array().expect("an array of kernel instantiations") {
+        let e = entry.as_object().expect("objects");
+        for key in e.keys() {
+            assert!(
+                [
+                    "language",
+                    "endianness",
+                    "kernel_file",
+                    "entry_point",
+                    "compiler_flags",
+                    "global_size",
+                    "global_offset",
+                    "local_size",
+                    "kernel_arguments",
+                    "host_api_calls"
+                ]
+                .contains(&key.as_str()),
+                "unknown key {key}: {entry}"
+            );
+        }
+        assert_eq!(e["language"], "OpenCL");
+        assert!(["little", "big"].contains(&e["endianness"].as_str().unwrap_or("")));
+        assert!(e["kernel_file"].is_string() && e["entry_point"].is_string());
+        for key in ["global_size", "local_size", "global_offset"] {
+            assert!(e.get(key).is_none_or(positive), "{key}: {entry}");
+        }
+        for a in e["kernel_arguments"].as_array().expect("kernel_arguments") {
+            let a = a.as_object().expect("argument objects");
+            let allowed: &[&str] = match a["type"].as_str() {
+                Some("scalar") => &["type", "value"],
+                Some("array") => &["type", "size", "flags", "data", "address_space"],
+                Some("image" | "sampler") => &["type"],
+                other => panic!("argument type {other:?}"),
+            };
+            assert!(a.keys().all(|k| allowed.contains(&k.as_str())), "{a:?}");
+            if let Some(v) = a.get("value") {
+                assert!(
+                    v.as_str().is_some_and(|v| v.starts_with("0x")
+                        && v.len() > 2
+                        && v[2..].chars().all(|c| c.is_ascii_hexdigit())),
+                    "{a:?}"
+                );
+            }
+            assert!(
+                a.get("size")
+                    .is_none_or(|s| s.as_u64().is_some_and(|s| s > 0)),
+                "{a:?}"
+            );
+            assert!(
+                a.get("flags")
+                    .is_none_or(|f| f.as_array().is_some_and(|f| f.iter().all(Value::is_string))),
+                "{a:?}"
+            );
+            assert!(
+                a.get("address_space").is_none_or(
+                    |s| ["global", "local", "constant"].contains(&s.as_str().unwrap_or(""))
+                ),
+                "{a:?}"
+            );
+        }
+        for c in e["host_api_calls"].as_array().expect("host_api_calls") {
+            let c = c.as_object().expect("call objects");
+            assert_eq!(c.len(), 3, "{c:?}");
+            assert!(c["function_name"].is_string() && c["compilation_unit"].is_string());
+            assert!(c["line_number"].as_u64().is_some_and(|l| l > 0));
+        }
+    }
+}
+
+fn read_log(out_dir: &Path) -> Value {
     let log: Value = serde_json::from_slice(
         &std::fs::read(out_dir.join("log.json")).expect("log.json is written"),
     )
     .expect("log.json is JSON");
+    assert_gpuverify_readable(&log);
+    log
+}
+
+#[test]
+fn gpuverify_records_match_the_hand_written_expectation() {
+    let (dir, _cap) = round_trip("varying", &[], &[]);
+    let (out_dir, out) = export_to(&dir, None, "--gpuverify", "varying");
+    let log = read_log(&out_dir);
     let records = log.as_array().expect("log.json is an array");
     let expected = expected_records();
     assert_eq!(records.len(), expected.len(), "{log:#}");
@@ -97,6 +176,16 @@ fn gpuverify_records_match_the_hand_written_expectation() {
             assert!(
                 want.get(field).is_some() || field == "host_api_calls",
                 "{file}: unexpected field {field}"
+            );
+        }
+        // Buffer contents before the launch (the same in every launch of the record).
+        if let Some(data) = want["kernel_arguments"][0]["data"].as_str() {
+            let bytes = std::fs::read(out_dir.join(data)).expect("data file");
+            let n = want["kernel_arguments"][0]["size"].as_u64().expect("size") as usize / 4;
+            let floats: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_le_bytes()).collect();
+            assert_eq!(
+                bytes, floats,
+                "{data}: a[i] = i as the application filled it"
             );
         }
         // Where the application built the program and launched the kernel.
@@ -238,16 +327,37 @@ fn generalisation_finds_what_varies_and_how() {
     );
 }
 
+/// `cltrap export DIR [ID] FLAG OUT` into a fresh directory OUT, which it returns.
+fn export_to(dir: &Path, id: Option<u64>, flag: &str, label: &str) -> (PathBuf, Outcome) {
+    let out_dir = fresh_dir(flag.trim_start_matches('-'), label);
+    let id = id.map(|i| i.to_string());
+    let mut args = vec![OsStr::new("export"), dir.as_os_str()];
+    args.extend(id.as_deref().map(OsStr::new));
+    args.extend([OsStr::new(flag), out_dir.as_os_str()]);
+    let out = cltrap_ok(&args);
+    (out_dir, out)
+}
+
+/// Exports launch `id` as a pyopencl reproducer and checks that it is valid Python.
+fn py_reproducer(dir: &Path, id: u64, label: &str) -> PathBuf {
+    let script = export_to(dir, Some(id), "--python", label)
+        .0
+        .join("repro.py");
+    let compiled = run_native(
+        "python3",
+        &[
+            OsStr::new("-m"),
+            OsStr::new("py_compile"),
+            script.as_os_str(),
+        ],
+    );
+    assert!(compiled.success(), "{}", compiled.describe());
+    script
+}
+
 /// Exports launch `id` as a C reproducer, compiles it with `cc … -lOpenCL` and runs it.
 fn c_reproducer(dir: &Path, id: u64, label: &str) -> Outcome {
-    let out_dir = fresh_dir("repro", label);
-    cltrap_ok(&[
-        OsStr::new("export"),
-        dir.as_os_str(),
-        OsStr::new(&id.to_string()),
-        OsStr::new("--c"),
-        out_dir.as_os_str(),
-    ]);
+    let out_dir = export_to(dir, Some(id), "--c", label).0;
     let exe = out_dir.join("repro");
     let built = run_native(
         "cc",
@@ -357,30 +467,8 @@ fn python_reproducers_give_the_same_verdicts() {
     let (dir, cap) = round_trip("memory", &[], &[]);
     let exported: Vec<(u64, PathBuf)> = [0u64, 4, 8, 9]
         .iter()
-        .map(|&id| {
-            let out_dir = fresh_dir("repro-py", "memory");
-            cltrap_ok(&[
-                OsStr::new("export"),
-                dir.as_os_str(),
-                OsStr::new(&id.to_string()),
-                OsStr::new("--python"),
-                out_dir.as_os_str(),
-            ]);
-            (id, out_dir.join("repro.py"))
-        })
+        .map(|&id| (id, py_reproducer(&dir, id, "memory")))
         .collect();
-    // Always: the scripts are valid Python.
-    for (_, script) in &exported {
-        let compiled = run_native(
-            "python3",
-            &[
-                OsStr::new("-m"),
-                OsStr::new("py_compile"),
-                script.as_os_str(),
-            ],
-        );
-        assert!(compiled.success(), "{}", compiled.describe());
-    }
     let python = match venv_python() {
         Ok(p) => p,
         Err(why) => {
@@ -408,15 +496,8 @@ fn python_reproducers_give_the_same_verdicts() {
     }
     assert_eq!(cap.launches[8].kernel, "add_into");
     alter_after(&dir, 8, 0, |b| b[20] ^= 1);
-    let out_dir = fresh_dir("repro-py", "memory-altered");
-    cltrap_ok(&[
-        OsStr::new("export"),
-        dir.as_os_str(),
-        OsStr::new("8"),
-        OsStr::new("--python"),
-        out_dir.as_os_str(),
-    ]);
-    let run = run_native(&python, &[out_dir.join("repro.py").as_os_str()]);
+    let script = py_reproducer(&dir, 8, "memory-altered");
+    let run = run_native(&python, &[script.as_os_str()]);
     assert_eq!(run.code, Some(1), "{}", run.describe());
     assert_eq!(replay_code(&dir, 8), Some(1));
     assert!(
@@ -425,6 +506,34 @@ fn python_reproducers_give_the_same_verdicts() {
         "{}",
         run.describe()
     );
+}
+
+#[test]
+fn python_reproducers_of_struct_and_image_arguments_match_replay() {
+    let cases: Vec<(TestDir, u64)> = [("args", 2u64), ("images", 0)]
+        .iter()
+        .map(|(app, id)| (round_trip(app, &[], &[]).0, *id))
+        .collect();
+    let python = venv_python();
+    for (dir, id) in &cases {
+        let script = py_reproducer(dir, *id, "struct-image");
+        let Ok(python) = &python else {
+            continue;
+        };
+        let run = run_native(
+            python,
+            &[script.as_os_str(), OsStr::new("0"), OsStr::new("0")],
+        );
+        assert_eq!(run.code, replay_code(dir, *id), "{}", run.describe());
+        assert!(run.success(), "{}", run.describe());
+        assert!(!run.stderr.contains("Warning"), "{}", run.describe());
+    }
+    if let Err(why) = python {
+        skip(
+            "python_reproducers_of_struct_and_image_arguments_match_replay (running them)",
+            &why,
+        );
+    }
 }
 
 #[test]
@@ -514,7 +623,61 @@ fn ffmpeg_per_plane_launches_generalise_to_the_image_sizes() {
     ] {
         assert!(rels.contains(&want), "missing {want}: {rels:#?}");
     }
+    read_log(&export_to(&dir, None, "--gpuverify", "ffmpeg").0);
     let run = c_reproducer(&dir, 2, "ffmpeg");
     assert_eq!(run.code, replay_code(&dir, 2), "{}", run.describe());
     assert!(run.success(), "{}", run.describe());
+}
+
+/// A program linked from separately compiled units, one of which includes a header given to
+/// `clCompileProgram` as an embedded program: the GPUVerify kernel file is one self-contained
+/// text with the header inlined between `#line` directives; a program made from a binary is
+/// listed as not exported.
+#[test]
+fn gpuverify_kernel_files_inline_the_captured_headers() {
+    let (dir, cap) = round_trip("programs", &[], &[]);
+    let (out_dir, out) = export_to(&dir, None, "--gpuverify", "programs");
+    read_log(&out_dir);
+    let listing = out.stdout_text();
+    let linked = cap
+        .launches
+        .iter()
+        .find(|l| l.kernel.ends_with("mix"))
+        .expect("the linked program's launch");
+    let file = format!("{}.0.cl", linked.kernel);
+    let kernels = fixture_source_dir("kernels");
+    let read = |name: &str| std::fs::read_to_string(kernels.join(name)).expect("kernel source");
+    let (main, header, lib) = (
+        read("linked_main.cl"),
+        read("mix_helper.h"),
+        read("linked_lib.cl"),
+    );
+    let inlined = main.replacen(
+        "#include \"mix_helper.h\"\n",
+        &format!("#line 1 \"mix_helper.h\"\n{header}#line 3 \"{file}\"\n"),
+        1,
+    );
+    assert_ne!(inlined, main, "linked_main.cl includes mix_helper.h");
+    let text = std::fs::read_to_string(out_dir.join(&file)).expect("kernel file");
+    assert_eq!(
+        text,
+        format!("//--local_size=* --global_size=32\n#line 1\n{inlined}{lib}"),
+        "{listing}"
+    );
+    let binary = cap
+        .launches
+        .iter()
+        .find(|l| {
+            open_capture(&dir)
+                .program(&l.program)
+                .is_ok_and(|p| matches!(p.origin, cltrap_capture::ProgramOrigin::Binary { .. }))
+        })
+        .expect("programs.c launches a kernel of a binary program");
+    assert!(
+        listing.contains(&format!(
+            "launch {} not exported: its program was created from a binary",
+            binary.id
+        )),
+        "{listing}"
+    );
 }

@@ -8,7 +8,9 @@
 //! it needs (`--local_size=`, `--num_groups=` or `--global_size=`, `-D`/`-I`, and
 //! `--kernel-args=` with every by-value scalar that is the same in all the launches it
 //! covers), and an entry of GVKI's `log.json` (the JSON GPUVerify reads with
-//! `gpuverify --json log.json --check-all-intercepted`). `intercepted.txt` and the printed
+//! `gpuverify --json log.json --check-all-intercepted`); buffer contents that are the same
+//! before every launch a record covers go to `<kernel>.<M>.arg<I>.bin`, named by the entry's
+//! `data` as GVKI's `--log-data` does. `intercepted.txt` and the printed
 //! listing are the `gpuverify --show-intercepted` view; `run_gpuverify.sh` runs them all.
 
 use super::{program_text, safe_name, write_file, ExportError};
@@ -16,7 +18,7 @@ use crate::generalise::{arg_name, generalise, Param, Value};
 use crate::ids::format_ids;
 use crate::site::Resolver;
 use crate::values::{hex_le, parse_value_type, unhex};
-use cltrap_capture::{ArgRecord, Capture, Hash, LaunchRecord, Site};
+use cltrap_capture::{ArgRecord, Capture, Content, Hash, LaunchRecord, Site};
 use serde_json::{json, Map, Value as Json};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -43,6 +45,9 @@ pub struct Record {
     pub launches: Vec<u64>,
     /// GVKI `kernel_arguments` entries, one per kernel argument.
     pub kernel_arguments: Vec<Json>,
+    /// `(file name, blob)`: buffer contents before the launch, the same in every launch the
+    /// record covers (GVKI's `data`).
+    pub data_files: Vec<(String, Hash)>,
     /// GVKI `host_api_calls` entries (where the program was built and the kernel launched).
     pub host_api_calls: Vec<Json>,
     /// `gpuverify` arguments, the kernel file last.
@@ -131,17 +136,58 @@ fn scalar_hex(type_name: &str, bytes_hex: &str) -> Option<String> {
     (t.lanes == 1 && bytes.len() == t.size()).then(|| hex_le(&bytes))
 }
 
+/// `cl_mem_flags` as GPUVerify's JSON reader wants them: an array of names
+/// (`["CL_MEM_READ_ONLY", "CL_MEM_COPY_HOST_PTR"]`); unknown bits as hex.
+pub fn flag_names(flags: u64) -> Vec<String> {
+    if flags == 0 {
+        return vec!["CL_MEM_READ_WRITE".into()];
+    }
+    crate::show::mem_flags(flags)
+        .split('|')
+        .map(|n| {
+            if n.starts_with("0x") {
+                n.to_string()
+            } else {
+                format!("CL_MEM_{n}")
+            }
+        })
+        .collect()
+}
+
+/// The address spaces GPUVerify's JSON reader accepts; anything else (no argument info) is
+/// left out.
+fn address_space(space: &str) -> Option<&'static str> {
+    match space {
+        "global" => Some("global"),
+        "local" => Some("local"),
+        "constant" => Some("constant"),
+        _ => None,
+    }
+}
+
 fn constant(p: &crate::generalise::KernelParams, name: &str) -> Option<Value> {
     p.get(name).and_then(Param::constant).cloned()
 }
 
-/// GVKI's `kernel_arguments` and GPUVerify's `--kernel-args=` values for a group of launches.
-fn arguments(group: &[&LaunchRecord]) -> (Vec<Json>, Vec<String>) {
+/// What [`arguments`] derives from a group of launches.
+struct Arguments {
+    /// GVKI `kernel_arguments`.
+    entries: Vec<Json>,
+    /// GPUVerify `--kernel-args=` values, one per by-value argument (`*` = unconstrained).
+    scalar_values: Vec<String>,
+    /// `(file name, blob)` of buffer contents that are the same before every launch.
+    data_files: Vec<(String, Hash)>,
+}
+
+/// GVKI's `kernel_arguments` (with `data` files named `<stem>.arg<I>.bin` for buffers whose
+/// pre-launch contents are the same in every launch) and GPUVerify's `--kernel-args=` values.
+fn arguments(group: &[&LaunchRecord], stem: &str) -> Arguments {
     let first = group[0];
     let params = generalise(&first.kernel, group);
     let mut entries = Vec::new();
     let mut kernel_args = Vec::new();
-    for a in &first.args {
+    let mut data_files = Vec::new();
+    for (i, a) in first.args.iter().enumerate() {
         let name = arg_name(a);
         let mut e = Map::new();
         match a {
@@ -157,23 +203,40 @@ fn arguments(group: &[&LaunchRecord]) -> (Vec<Json>, Vec<String>) {
                     None => kernel_args.push("*".into()),
                 }
             }
-            ArgRecord::Buffer { info, flags, .. } => {
+            ArgRecord::Buffer {
+                info,
+                flags,
+                before,
+                ..
+            } => {
                 e.insert("type".into(), "array".into());
-                e.insert("address_space".into(), info.address_space.clone().into());
-                if group.iter().all(|l| match l.args.get(info.index as usize) {
+                if let Some(space) = address_space(&info.address_space) {
+                    e.insert("address_space".into(), space.into());
+                }
+                if group.iter().all(|l| match l.args.get(i) {
                     Some(ArgRecord::Buffer { flags: f, .. }) => f == flags,
                     _ => false,
                 }) {
-                    e.insert("flags".into(), (*flags).into());
+                    e.insert("flags".into(), json!(flag_names(*flags)));
                 }
-                if let Some(Value::Int(s)) = constant(&params, &format!("{name}.bytes")) {
+                if let Some(Value::Int(s @ 1..)) = constant(&params, &format!("{name}.bytes")) {
                     e.insert("size".into(), json!(s as u64));
+                }
+                if let Content::Blob { hash, .. } = before {
+                    let same = group.iter().all(|l| {
+                        matches!(l.args.get(i), Some(ArgRecord::Buffer { before: Content::Blob { hash: h, .. }, .. }) if h == hash)
+                    });
+                    if same {
+                        let file = format!("{stem}.arg{i}.bin");
+                        e.insert("data".into(), file.clone().into());
+                        data_files.push((file, hash.clone()));
+                    }
                 }
             }
             ArgRecord::Local { .. } => {
                 e.insert("type".into(), "array".into());
                 e.insert("address_space".into(), "local".into());
-                if let Some(Value::Int(s)) = constant(&params, &format!("{name}.bytes")) {
+                if let Some(Value::Int(s @ 1..)) = constant(&params, &format!("{name}.bytes")) {
                     e.insert("size".into(), json!(s as u64));
                 }
             }
@@ -187,14 +250,18 @@ fn arguments(group: &[&LaunchRecord]) -> (Vec<Json>, Vec<String>) {
             | ArgRecord::Svm { info, .. }
             | ArgRecord::Unset { info } => {
                 e.insert("type".into(), "array".into());
-                if !info.address_space.is_empty() {
-                    e.insert("address_space".into(), info.address_space.clone().into());
+                if let Some(space) = address_space(&info.address_space) {
+                    e.insert("address_space".into(), space.into());
                 }
             }
         }
         entries.push(Json::Object(e));
     }
-    (entries, kernel_args)
+    Arguments {
+        entries,
+        scalar_values: kernel_args,
+        data_files,
+    }
 }
 
 fn host_call(resolver: &mut Resolver, function: &str, site: Option<&Site>) -> Option<Json> {
@@ -258,7 +325,11 @@ pub fn records(capture: &Capture, resolver: &mut Resolver) -> Result<Export, Exp
         let n = per_kernel.entry(kernel.clone()).or_insert(0);
         let kernel_file = format!("{}.{n}.cl", safe_name(&kernel));
         *n += 1;
-        let (kernel_arguments, scalar_values) = arguments(&group);
+        let Arguments {
+            entries: kernel_arguments,
+            scalar_values,
+            data_files,
+        } = arguments(&group, kernel_file.trim_end_matches(".cl"));
         let (flags, dropped_options) = defines_and_includes(options);
         let mut invocation = sizing(&global, local.as_deref());
         invocation.extend(flags);
@@ -295,6 +366,7 @@ pub fn records(capture: &Capture, resolver: &mut Resolver) -> Result<Export, Exp
             global_offset: offset,
             launches: group.iter().map(|l| l.id).collect(),
             kernel_arguments,
+            data_files,
             host_api_calls,
             invocation,
             dropped_options,
@@ -317,7 +389,12 @@ pub fn log_json(export: &Export) -> Json {
                 e.insert("entry_point".into(), r.entry_point.clone().into());
                 e.insert("compiler_flags".into(), r.compiler_flags.clone().into());
                 e.insert("global_size".into(), json!(r.global_size));
-                if let Some(o) = &r.global_offset {
+                // GPUVerify's reader takes an offset only as positive numbers.
+                if let Some(o) = r
+                    .global_offset
+                    .as_ref()
+                    .filter(|o| o.iter().all(|v| *v > 0))
+                {
                     e.insert("global_offset".into(), json!(o));
                 }
                 if let Some(l) = &r.local_size {
@@ -406,6 +483,9 @@ pub fn export(capture: &Capture, dir: &Path) -> Result<Export, ExportError> {
         let args = &r.invocation[..r.invocation.len() - 1];
         let file = format!("//{}\n#line 1\n{text}", args.join(" "));
         write_file(dir, &r.kernel_file, file.as_bytes())?;
+        for (name, hash) in &r.data_files {
+            write_file(dir, name, &capture.blob(hash)?)?;
+        }
     }
     let json = serde_json::to_string_pretty(&log_json(&ex)).unwrap_or_default();
     write_file(dir, "log.json", format!("{json}\n").as_bytes())?;
@@ -471,5 +551,15 @@ mod tests {
             None
         );
         assert_eq!(scalar_hex("struct p", "00"), None);
+    }
+
+    #[test]
+    fn flags_are_named_as_gpuverify_reads_them() {
+        assert_eq!(
+            flag_names(4 | 32),
+            ["CL_MEM_READ_ONLY", "CL_MEM_COPY_HOST_PTR"]
+        );
+        assert_eq!(flag_names(0), ["CL_MEM_READ_WRITE"]);
+        assert_eq!(address_space("private"), None);
     }
 }

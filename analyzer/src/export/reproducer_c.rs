@@ -557,7 +557,11 @@ pub fn main_c(plan: &Plan) -> String {
         plan.id, plan.kernel
     );
     for n in &plan.notes {
-        let _ = writeln!(o, "    printf(\"%s\\n\", {});", c_string(&format!("note: {n}")));
+        let _ = writeln!(
+            o,
+            "    printf(\"%s\\n\", {});",
+            c_string(&format!("note: {n}"))
+        );
     }
     o.push_str(
         r#"    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
