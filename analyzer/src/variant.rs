@@ -53,8 +53,11 @@ impl VariantError {
                     .find(|l| l.contains("error"))
                     .or_else(|| log.lines().next())
                     .unwrap_or("");
+                // The user's program builds (it was captured running), so this is cltrap's
+                // own defect: say so, with the driver's line, which names the construct.
                 format!(
-                    "the instrumented program does not build on {device}: {}",
+                    "cltrap's instrumentation produced code the driver rejects on {device} \
+                     (a cltrap defect, please report it; the other launches go on): {}",
                     first.trim()
                 )
             }

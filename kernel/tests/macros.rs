@@ -165,7 +165,7 @@ fn coverage_of_macro_code_builds_runs_and_says_what_it_left_out() {
         .map(|s| format!("{} {}: {}", s.construct, s.line, s.why))
         .collect();
     assert!(
-        skipped.iter().any(|s| s.starts_with("barrier 48")),
+        skipped.iter().any(|s| s.starts_with("barrier 55")),
         "{skipped:?}"
     );
     // A do-while has no "ran 0 times" class (its body always runs).
@@ -244,7 +244,14 @@ fn solve(kernel: &str, geo: &Geometry) -> Vec<(String, Verdict)> {
         .filter(|s| s.function == kernel && matches!(s.construct, Construct::If | Construct::ShortCircuit))
         .collect();
     let targets: Vec<Target> = slots.iter().map(|s| Target::from(*s)).collect();
-    symbolic::solve(&p, kernel, geo, &args, &targets, &Limits::default())
+    // Float multiplications make these queries slow on a loaded 2-core machine: a generous
+    // time limit, so the test measures what is modelled rather than the machine's load.
+    let limits = Limits {
+        time: std::time::Duration::from_secs(180),
+        query_ms: 30_000,
+        ..Limits::default()
+    };
+    symbolic::solve(&p, kernel, geo, &args, &targets, &limits)
         .unwrap()
         .into_iter()
         .map(|r| {
@@ -261,12 +268,12 @@ fn the_solver_reasons_over_macro_literals_operators_typedefs_and_vectors() {
         local: Some(vec![4]),
         offset: None,
     };
-    for kernel in ["scale", "vec"] {
+    for kernel in ["scale", "vec", "flags"] {
         let verdicts = solve(kernel, &geo);
-        assert!(verdicts.len() >= 6, "{kernel}: {verdicts:?}");
+        assert!(verdicts.len() >= 4, "{kernel}: {verdicts:?}");
         for (label, v) in &verdicts {
-            // `&& true`: the constant's false side is dead, and the solver proves it.
-            if label == "&& operand (true) false" {
+            // `on` is `true`: its false side is dead, and the solver proves it.
+            if label == "&& operand (on) false" {
                 assert_eq!(v, &Verdict::Unsat);
                 continue;
             }

@@ -361,6 +361,7 @@ pub fn kernel_report(
     solve_time: Duration,
 ) -> KernelReport {
     KernelReport {
+        unsupported: crate::solve::unsupported_constructs(statuses),
         kernel: c.kernel.clone(),
         slots: c
             .slots

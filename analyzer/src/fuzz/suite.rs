@@ -86,6 +86,10 @@ pub struct KernelReport {
     /// Total solver time (ms).
     #[serde(default)]
     pub solve_ms: f64,
+    /// The constructs the solver does not model in this kernel, each once, with the number
+    /// of branch sides they kept it from answering (`solve::unsupported_constructs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsupported: Vec<String>,
 }
 
 /// The whole `fuzz.json`.

@@ -99,6 +99,24 @@ fn uses_local_ids(program: &Program, name: &str) -> bool {
     false
 }
 
+/// The constructs the solver does not model, each named once with where it is and how many
+/// branch sides it kept the solver from answering (`built-in foo at line 3:5 (2 sides)`), so a
+/// kernel's report says what is still missing instead of only listing sides.
+pub fn unsupported_constructs(statuses: &[(u32, SlotStatus, Option<Duration>)]) -> Vec<String> {
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for (_, s, _) in statuses {
+        if let SlotStatus::Unsupported { what } = s {
+            match seen.iter_mut().find(|(w, _)| w == what) {
+                Some((_, n)) => *n += 1,
+                None => seen.push((what.clone(), 1)),
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(w, n)| format!("{w} ({n} side{})", if n == 1 { "" } else { "s" }))
+        .collect()
+}
+
 /// The base case with the solved values written in.
 fn apply(base: &LaunchInput, c: &Campaign, a: &Assignment) -> LaunchInput {
     let mut input = base.clone();
@@ -288,6 +306,16 @@ pub fn cli(args: &SolveArgs, out: &mut dyn Write) -> Result<u8, String> {
         reports.push(report);
     }
     fuzz::print_slots(out, &reports);
+    for r in &reports {
+        if !r.unsupported.is_empty() {
+            let _ = writeln!(
+                out,
+                "{}: the solver does not model: {}",
+                r.kernel,
+                r.unsupported.join("; ")
+            );
+        }
+    }
     let table: Vec<_> = reports
         .iter()
         .zip(&rows)

@@ -17,15 +17,22 @@ KERNEL void scale(__global DATA_TYPE *out, __global const DATA_TYPE *in, DATA_TY
     COUNT i = GID;
     if (i >= n)
         return;
-    DATA_TYPE v = in[i] * gain;
+    DATA_TYPE v = in[i] + gain;
     if (v > ALPHA)
         out[i] = v;
     else
         out[i] = -v;
     if (IS_BIG(TWICE(n)))
         out[i] += 1.0f;
-    if (IMUL(gain, 2.0f) < ALPHA && true)
+    if (IMUL(gain, 2.0f) < ALPHA)
         out[i] = 0.0f;
+}
+
+// `true` from OpenCL C itself, and a constant bound by a macro.
+KERNEL void flags(__global int *out, int n) {
+    bool on = true;
+    if (n > LIMIT && on)
+        out[0] = 1;
 }
 
 // A histogram prescan's reduction step: an `if` and a barrier inside a multi-line macro.
