@@ -319,3 +319,23 @@ fn a_program_made_by_compile_and_link_is_swapped_like_a_built_one() {
         assert!(*total > 0 && covered == total, "{name}: {covered}/{total}");
     }
 }
+
+#[test]
+fn a_linked_program_calling_across_its_sources_runs_unchanged_with_one_note() {
+    let app = build("swap_link", &["-DCROSS"]);
+    let native = native(&app, &[], &[]);
+    assert_ok(&native, "native run");
+    let dir = tmp("cov-cross");
+    let live = under_cltrap(&dir, &["--coverage"], &app, &[], &[]);
+    // Instrumenting each source on its own would give `twice` an extra parameter its caller
+    // does not pass (PoCL aborts at the launch): the program must run as the application's.
+    assert_ok(&live, "cltrap run --coverage");
+    assert_eq!(stdout(&live), stdout(&native), "{}", stderr(&live));
+    let err = stderr(&live);
+    let notes: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("uninstrumented"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(notes[0].contains("twice"), "{err}");
+}

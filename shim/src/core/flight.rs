@@ -612,6 +612,9 @@ pub(super) fn completed_upto(queue: cl_command_queue, upto: u64) {
 /// After the application waited for events: some launches in flight may have completed, so
 /// the writer asks the driver now instead of at its next (backed-off) poll.
 pub(super) fn nudge() {
+    if !available() {
+        return;
+    }
     let reg = &*REGISTRY;
     let mut st = lock(&reg.state);
     if st.slots.is_empty() {

@@ -220,6 +220,13 @@ pub fn program_linked(
             }
         }
     }
+    if let Some(name) = called_across_units(&variants, &units) {
+        say_once(&format!(
+            "{} left a linked program uninstrumented: function {name} is called from another source than its own, and its instrumented form takes an extra argument; its kernels run unchanged",
+            what(pass)
+        ));
+        return;
+    }
     let twins: Vec<(&str, &Unit)> = variants
         .iter()
         .map(|v| v.source.as_str())
@@ -248,6 +255,85 @@ pub fn program_linked(
             pass.name()
         )),
     }
+}
+
+/// A function whose instrumented form got an extra parameter in one source and whose name
+/// appears in another source (a call across sources: the caller's source, instrumented on
+/// its own, would call it without that parameter, and drivers do not check this at link
+/// time; PoCL aborts at the launch). None: the sources can be instrumented one by one.
+fn called_across_units(variants: &[Variant], units: &[Unit]) -> Option<String> {
+    for (i, v) in variants.iter().enumerate() {
+        for name in widened_functions(&v.source) {
+            let elsewhere = units
+                .iter()
+                .enumerate()
+                .any(|(j, u)| j != i && mentions(&u.source, name.as_bytes()));
+            if elsewhere {
+                return Some(name);
+            }
+        }
+    }
+    None
+}
+
+/// Names of the non-kernel functions whose parameter list the instrumentation extended (a
+/// parameter named `__cltrap…` at its end) in instrumented `source`.
+fn widened_functions(source: &str) -> Vec<String> {
+    let b = source.as_bytes();
+    let mut names = Vec::new();
+    let mut from = 0;
+    while let Some(at) = source[from..].find("__cltrap").map(|k| k + from) {
+        from = at + 1;
+        // The parameter's name runs to the list's closing parenthesis.
+        let end = at + b[at..].iter().take_while(|c| is_ident(**c)).count();
+        let rest = source[end..].trim_start();
+        if !rest.starts_with(')') || !rest[1..].trim_start().starts_with('{') {
+            continue;
+        }
+        // Back to the list's opening parenthesis, then the function's name.
+        let mut depth = 0i32;
+        let mut open = None;
+        for k in (0..at).rev() {
+            match b[k] {
+                b')' => depth += 1,
+                b'(' if depth == 0 => {
+                    open = Some(k);
+                    break;
+                }
+                b'(' => depth -= 1,
+                _ => {}
+            }
+        }
+        let Some(open) = open else { continue };
+        let head = source[..open].trim_end();
+        let name_len = head.bytes().rev().take_while(|c| is_ident(*c)).count();
+        let name = &head[head.len() - name_len..];
+        // What comes before the name, back to the previous declaration: `__kernel` or not.
+        let decl_start = head[..head.len() - name_len]
+            .rfind([';', '}'])
+            .map_or(0, |k| k + 1);
+        let decl = &head[decl_start..head.len() - name_len];
+        let kernel = decl
+            .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .any(|w| w == "__kernel" || w == "kernel");
+        if !name.is_empty() && !kernel && !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// Whether `source` holds `name` as a whole identifier.
+fn mentions(source: &[u8], name: &[u8]) -> bool {
+    source.windows(name.len()).enumerate().any(|(k, w)| {
+        w == name
+            && (k == 0 || !is_ident(source[k - 1]))
+            && source.get(k + name.len()).is_none_or(|c| !is_ident(*c))
+    })
 }
 
 /// Writes a unit's `clCompileProgram` headers as files under the capture's instrument cache
@@ -598,4 +684,20 @@ pub fn copy_args(next: &Next, app_kernel: cl_kernel, sk: &mut ShadowKernel) -> b
         sk.set[i] = a.clone();
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn widened_helpers_are_found_and_kernels_are_not() {
+        let src = "int twice(int v, __global uint* __cltrap_cov) { return 2 * v; }\n\
+                   __kernel void k(__global int* a,\n  __global uint* __cltrap_cov) {\n\
+                   __cltrap_header(__cltrap_cov); a[0] = twice(1, __cltrap_cov); }\n\
+                   static float keep(float x) { return x; }\n";
+        assert_eq!(widened_functions(src), vec!["twice".to_string()]);
+        assert!(mentions(b"x = twice(3);", b"twice"));
+        assert!(!mentions(b"x = twice2(3); twicer", b"twice"));
+    }
 }
