@@ -4,6 +4,7 @@
 # Prints nothing but errors; the binaries are:
 #   target/examples/cltrap-demo
 #   target/bench/launch-storm  target/bench/buffer-heavy  target/bench/read-storm
+#   target/bench/partial-update  target/bench/gauss
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +30,8 @@ bench | all)
     build target/bench/launch-storm bench/launch_storm.c
     build target/bench/buffer-heavy bench/buffer_heavy.c
     build target/bench/read-storm bench/read_storm.c
+    build target/bench/partial-update bench/partial_update.c
+    build target/bench/gauss bench/gauss.c
     ;;
 demo) ;;
 *)
