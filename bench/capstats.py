@@ -5,7 +5,8 @@ Prints one JSON object:
   launches        complete launch records
   content_total   bytes of every recorded buffer/image content (before + after, duplicates counted)
   content_unique  bytes of the distinct contents among them (by digest)
-  content_on_disk bytes of blob files that hold buffer/image contents
+  content_on_disk bytes of blob files that hold buffer/image contents (whole blobs, chunk
+                  indexes and compressed chunks of format 2)
   other_on_disk   bytes of the other blobs (program sources, program records)
   log_bytes       size of launches.jsonl + manifest.json
   written         everything under the capture directory
@@ -16,16 +17,45 @@ import os
 import sys
 
 
+def patch(target, p):
+    """Applies a launch-log merge patch (docs/capture-format.md, "Delta lines")."""
+    if not isinstance(p, dict):
+        return p
+    if isinstance(target, list):
+        out = list(target)
+        for k, v in p.items():
+            out[int(k)] = patch(out[int(k)], v)
+        return out
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in p.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = patch(out.get(k), v)
+    return out
+
+
+def resolved(lines):
+    """Whole launch records of a log's complete lines; delta lines applied to their base."""
+    tails = {}
+    for line in lines:
+        if not line.endswith(b"\n"):
+            break
+        rec = json.loads(line)
+        if "base" in rec and "patch" in rec and "kernel" not in rec:
+            rec = dict(patch(tails.pop(rec["base"]), rec["patch"]), id=rec["id"])
+        tails[rec["id"]] = rec
+        yield rec
+
+
 def main(cap):
     hashes = {}
     total = 0
     launches = 0
     log = os.path.join(cap, "launches.jsonl")
     with open(log, "rb") as f:
-        for line in f:
-            if not line.endswith(b"\n"):
-                break
-            rec = json.loads(line)
+        for line in resolved(f):
+            rec = line
             launches += 1
             for arg in rec.get("args", []):
                 for side in ("before", "after"):
@@ -38,7 +68,7 @@ def main(cap):
     for root, _dirs, files in os.walk(blobs):
         for name in files:
             size = os.path.getsize(os.path.join(root, name))
-            if name in hashes:
+            if name in hashes or name.endswith(".chunk") or name.endswith(".chunks"):
                 on_disk += size
             else:
                 other += size

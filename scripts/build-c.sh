@@ -5,6 +5,7 @@
 #   target/examples/cltrap-demo
 #   target/bench/launch-storm  target/bench/buffer-heavy  target/bench/read-storm
 #   target/bench/finish-storm
+#   target/bench/partial-update  target/bench/gauss
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +32,8 @@ bench | all)
     build target/bench/buffer-heavy bench/buffer_heavy.c
     build target/bench/read-storm bench/read_storm.c
     build target/bench/finish-storm bench/finish_storm.c
+    build target/bench/partial-update bench/partial_update.c
+    build target/bench/gauss bench/gauss.c
     ;;
 demo) ;;
 *)

@@ -72,6 +72,7 @@ pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
     ]
     .map(String::from);
     let mut rows: Vec<[String; 7]> = vec![header];
+    let mut blocked = 0usize;
     for l in &capture.launches {
         let (g, lo, off) = format_geometry(l);
         let site = l
@@ -80,8 +81,9 @@ pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
             .map(|s| resolver.describe(s))
             .unwrap_or_else(|| "-".into());
         let mut kernel = l.kernel.clone();
-        if !l.not_replayable.is_empty() {
+        if !l.replayable() {
             kernel.push_str(" (!)");
+            blocked += 1;
         }
         rows.push([
             l.id.to_string(),
@@ -121,12 +123,12 @@ pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
     }
     if capture.launches.is_empty() {
         out.push_str("(no launches in this capture)\n");
-    } else if capture
-        .launches
-        .iter()
-        .any(|l| !l.not_replayable.is_empty())
-    {
-        out.push_str("(!) = not replayable exactly; `cltrap show DIR ID` says why\n");
+    } else if blocked > 0 {
+        let total = capture.launches.len();
+        out.push_str(&format!(
+            "(!) = not replayable exactly; `cltrap show DIR ID` says why ({} of {total} launch(es) can be replayed)\n",
+            total - blocked
+        ));
     }
     if capture.truncated {
         out.push_str("note: the launch log ends in a cut-off record (the application died mid-write); it was ignored\n");

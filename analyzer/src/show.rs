@@ -367,11 +367,12 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
         };
         let _ = writeln!(o, "{head}\n      {body}");
     }
-    if l.not_replayable.is_empty() {
+    let blockers = l.replay_blockers();
+    if blockers.is_empty() {
         let _ = writeln!(o, "replayable: yes");
     } else {
         let _ = writeln!(o, "replayable: no");
-        for r in &l.not_replayable {
+        for r in &blockers {
             let _ = writeln!(o, "  - {r}");
         }
     }

@@ -80,7 +80,7 @@ pub const CONTROLS: &[Control] = &[
         flag: "max-mb",
         value_name: "MB",
         default: "4096",
-        help: "Disk budget for stored contents; past it the capture continues in `hash` mode (said once on stderr).",
+        help: "Disk budget for stored contents (compressed chunks); past half of it only the first launches of each kernel and a sample of the others keep their contents, the rest digests, so every kernel stays replayable (said once on stderr; `cltrap list` marks replayable launches).",
     },
     Control {
         env: "CLTRAP_COVERAGE",

@@ -227,7 +227,10 @@ mod tests {
         let first = w.blobs.put_content(&h1, &v1).unwrap();
         let second = w.blobs.put_content(&h2, &v2).unwrap();
         assert_eq!(w.blobs.put_content(&h2, &v2).unwrap(), 0, "stored once");
-        assert!(first > v1.len() as u64 * 9 / 10, "noise does not compress: {first}");
+        assert!(
+            first > v1.len() as u64 * 9 / 10,
+            "noise does not compress: {first}"
+        );
         assert!(
             second < 400_000 * 3 / 2,
             "a 400 kB change cost {second} bytes on disk"
@@ -372,7 +375,10 @@ mod tests {
         drop(w);
         let c = Capture::open(&dir).unwrap();
         assert_eq!(c.manifest.version, FORMAT_VERSION);
-        assert_eq!(c.manifest.writer, "cltrap-shim 0.1.0", "the first writer stays");
+        assert_eq!(
+            c.manifest.writer, "cltrap-shim 0.1.0",
+            "the first writer stays"
+        );
         assert_eq!(c.launches.len(), 5);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -167,9 +167,7 @@ impl Capture {
             let path = chunk_path(&self.dir, &c.hash);
             let file = match fs::read(&path) {
                 Ok(f) => f,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(missing(&c.hash))
-                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing(&c.hash)),
                 Err(source) => return Err(ReadError::Io { path, source }),
             };
             let damaged = || ReadError::DamagedBlob {
@@ -190,7 +188,8 @@ impl Capture {
             Content::Blob { hash, .. } => self.blob(hash),
             Content::Digest { .. } => Err(ReadError::NotRecorded {
                 what: what.to_string(),
-                why: "only its digest was captured (buffer mode `hash`)".into(),
+                why: "only its digest was captured (buffer mode `hash`, or past the disk budget)"
+                    .into(),
             }),
             Content::Missing { note } => Err(ReadError::NotRecorded {
                 what: what.to_string(),
@@ -257,7 +256,8 @@ fn parse_log(lines: &[&[u8]]) -> Result<Vec<LaunchRecord>, (usize, String)> {
                 };
                 crate::delta::apply(&mut value, &d.patch).map_err(|e| (n + 1, e))?;
                 value["id"] = d.id.into();
-                let record = LaunchRecord::deserialize(&value).map_err(|e| (n + 1, e.to_string()))?;
+                let record =
+                    LaunchRecord::deserialize(&value).map_err(|e| (n + 1, e.to_string()))?;
                 resolved.insert(d.id, value);
                 record
             }

@@ -10,6 +10,10 @@ use crate::model::{ArgRecord, Content, LaunchRecord};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+/// `CL_MEM_WRITE_ONLY`: a buffer the kernel may only write. A replay fills one whose contents
+/// before were not kept with a stand-in (the kernel cannot read them), so it does not block.
+const CL_MEM_WRITE_ONLY: u64 = 1 << 1;
+
 /// Largest digest-only content checked against the digest of zeros (what a replay restores).
 const MAX_ZERO_CHECK: u64 = 1 << 30;
 
@@ -41,7 +45,8 @@ fn zero_digest(size: u64) -> Option<String> {
 impl LaunchRecord {
     /// Why this launch cannot be replayed from its capture (empty: it can): its
     /// `not_replayable` notes, a failed enqueue, and every buffer or image whose contents
-    /// before the launch were not kept.
+    /// before the launch were not kept (but for write-only buffers, which a replay fills with a
+    /// stand-in, as the executor does).
     pub fn replay_blockers(&self) -> Vec<String> {
         let mut why = self.not_replayable.clone();
         if self.status != 0 {
@@ -52,6 +57,7 @@ impl LaunchRecord {
         }
         for a in &self.args {
             let before = match a {
+                ArgRecord::Buffer { flags, .. } if flags & CL_MEM_WRITE_ONLY != 0 => continue,
                 ArgRecord::Buffer { before, .. } | ArgRecord::Image { before, .. } => before,
                 _ => continue,
             };

@@ -128,12 +128,11 @@ impl BlobStore {
             if !known {
                 let path = chunk_path(&self.dir, &chunk_hash);
                 if !path.exists() {
-                    let file = crate::chunks::encode(chunk).map_err(|source| {
-                        WriteError::Write {
+                    let file =
+                        crate::chunks::encode(chunk).map_err(|source| WriteError::Write {
                             path: path.clone(),
                             source,
-                        }
-                    })?;
+                        })?;
                     self.write_new(&path, &file)?;
                     written += file.len() as u64;
                 }
@@ -443,11 +442,12 @@ impl CaptureWriter {
                     if let Some(p) = patch.as_object_mut() {
                         p.remove("id");
                     }
-                    write!(lines, "{{\"id\":{},\"base\":{base},\"patch\":", record.id)
-                        .map_err(|source| WriteError::Write {
+                    write!(lines, "{{\"id\":{},\"base\":{base},\"patch\":", record.id).map_err(
+                        |source| WriteError::Write {
                             path: path.clone(),
                             source,
-                        })?;
+                        },
+                    )?;
                     serde_json::to_writer(&mut lines, &patch)?;
                     lines.push(b'}');
                 }

@@ -11,27 +11,21 @@ pub fn open_capture(dir: &Path) -> Capture {
 }
 
 /// Rewrites launch `id` of the capture in `dir` in place (as a user or tool editing a
-/// capture would), keeping every other record byte for byte.
+/// capture would): the log is written back with one whole record per line (the shim writes
+/// most launches as changes of an earlier one), every other record unchanged.
 pub fn rewrite_launch(dir: &Path, id: u64, edit: impl FnOnce(&mut LaunchRecord)) {
     let log = dir.join(cltrap_capture::LAUNCHES_FILE);
-    let text = std::fs::read_to_string(&log)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", log.display()));
-    let mut edit = Some(edit);
+    let mut records = open_capture(dir).launches;
+    let record = records
+        .iter_mut()
+        .find(|r| r.id == id)
+        .unwrap_or_else(|| panic!("launch {id} is not in {}", log.display()));
+    edit(record);
     let mut out = String::new();
-    for line in text.lines() {
-        let mut record: LaunchRecord = serde_json::from_str(line)
-            .unwrap_or_else(|e| panic!("{} holds a bad record: {e}", log.display()));
-        if record.id == id {
-            if let Some(f) = edit.take() {
-                f(&mut record);
-            }
-            out.push_str(&serde_json::to_string(&record).expect("a record encodes"));
-        } else {
-            out.push_str(line);
-        }
+    for record in &records {
+        out.push_str(&serde_json::to_string(record).expect("a record encodes"));
         out.push('\n');
     }
-    assert!(edit.is_none(), "launch {id} is not in {}", log.display());
     std::fs::write(&log, out).unwrap_or_else(|e| panic!("cannot write {}: {e}", log.display()));
 }
 

@@ -1,11 +1,16 @@
 //! Reading a buffer or image the way the kernel sees it, and turning the bytes into capture
-//! content (a stored blob, or only a digest), within the disk budget.
+//! content (stored in compressed chunks, or only a digest), within the disk budget: as the
+//! budget nears, launches are sampled so that every kernel keeps replayable launches
+//! ([`plan`]), instead of every later launch losing its contents.
 
+use super::track::lock;
 use crate::Next;
-use cltrap_capture::{writer::digest, BufferMode, CaptureWriter, Content};
+use cltrap_capture::{writer::digest, BufferMode, CaptureWriter, Content, Settings};
 use libc::c_void;
 use opencl_sys::*;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 /// What to read from a memory object.
 #[derive(Debug, Clone, Copy)]
@@ -164,51 +169,113 @@ pub fn enqueue_stage(
     })
 }
 
-static OVER_BUDGET: AtomicBool = AtomicBool::new(false);
-
-/// The buffer mode in force: the configured one, or `hash` once the disk budget is spent.
-pub fn mode(configured: BufferMode) -> BufferMode {
-    if configured == BufferMode::Full && OVER_BUDGET.load(Ordering::Relaxed) {
-        BufferMode::Hash
-    } else {
-        configured
-    }
+/// What a launch keeps of its contents: decided when it is enqueued (a launch that keeps its
+/// contents before must read them, not take them from an earlier launch that kept only a
+/// digest), applied when the writer stores them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Every content stored (buffer mode `full`, the disk budget not near).
+    All,
+    /// Contents before the launch stored, contents after as digests: enough to replay it and
+    /// compare its outputs. A sampled launch once the disk budget nears.
+    Befores,
+    /// Digests only (buffer mode `hash`, or a launch not sampled past the budget's half).
+    Digests,
+    /// Nothing read (buffer mode `none`).
+    Nothing,
 }
 
-/// Turns bytes into content: stored (deduplicated) in `full` mode, digest only in `hash` mode.
-pub fn store(
-    writer: &CaptureWriter,
-    configured: BufferMode,
-    max_bytes: u64,
-    bytes: &[u8],
-) -> Content {
+/// Past this share of `CLTRAP_MAX_MB` (1/`SOFT_SHARE`), launches are sampled.
+const SOFT_SHARE: u64 = 2;
+/// Once sampling, each kernel keeps full contents for this many launches at least...
+const FIRST_KEPT: u64 = 8;
+/// ... and for one launch in this many of the others, doubling as the budget fills up
+/// (× 2, 4, 8 at each further eighth of the budget).
+const SAMPLE_EVERY: u64 = 32;
+
+/// Per kernel: launches planned, and launches planned with contents to replay them.
+#[derive(Default)]
+struct Counts {
+    launches: u64,
+    kept: u64,
+}
+
+static COUNTS: once_cell::sync::Lazy<Mutex<HashMap<String, Counts>>> =
+    once_cell::sync::Lazy::new(Default::default);
+static SAMPLING_SAID: AtomicBool = AtomicBool::new(false);
+
+/// What a launch of `kernel` keeps, given the buffer mode and how much of the disk budget
+/// this process has used. Under half the budget: everything. Past it: the first
+/// [`FIRST_KEPT`] launches of each kernel and one in [`SAMPLE_EVERY`] (more rarely as the
+/// budget fills) keep their contents before the launch, the others digests. Past the whole
+/// budget: only a kernel without any replayable launch yet gets one. Said once on stderr.
+pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
+    match settings.buffers {
+        BufferMode::None => return Keep::Nothing,
+        BufferMode::Hash => return Keep::Digests,
+        BufferMode::Full => {}
+    }
+    let max = settings.max_bytes;
+    let used = writer.blobs.bytes_written();
+    let soft = max / SOFT_SHARE;
+    let mut counts = lock(&COUNTS);
+    let c = match counts.get_mut(kernel) {
+        Some(c) => c,
+        None => counts.entry(kernel.to_string()).or_default(),
+    };
+    let n = c.launches;
+    c.launches += 1;
+    let keep = if used < soft {
+        Keep::All
+    } else if used < max {
+        let eighths = ((used - soft).saturating_mul(8) / (max - soft).max(1)).min(3);
+        if c.kept < FIRST_KEPT || n % (SAMPLE_EVERY << eighths) == 0 {
+            Keep::Befores
+        } else {
+            Keep::Digests
+        }
+    } else if c.kept == 0 {
+        Keep::Befores
+    } else {
+        Keep::Digests
+    };
+    if keep != Keep::Digests {
+        c.kept += 1;
+    }
+    drop(counts);
+    if used >= soft && !SAMPLING_SAID.swap(true, Ordering::Relaxed) {
+        crate::sink::say(&format!(
+            "the capture used {} MB of its CLTRAP_MAX_MB budget of {} MB; from now on it keeps the contents of the first launches of each kernel and of a sample of the others, digests for the rest, so every kernel stays replayable (`cltrap list` marks which launches are)",
+            used >> 20,
+            max >> 20
+        ));
+    }
+    keep
+}
+
+/// Turns bytes into content: stored (deduplicated, chunked, compressed) when the launch keeps
+/// this side of its contents, else only its digest. `after`: the contents after the launch.
+pub fn store(writer: &CaptureWriter, keep: Keep, after: bool, bytes: &[u8]) -> Content {
     let size = bytes.len() as u64;
-    if mode(configured) == BufferMode::Full {
-        let hash = digest(bytes);
-        if writer.blobs.is_known(&hash) {
-            return Content::Blob { hash, size };
-        }
-        if writer.blobs.bytes_written().saturating_add(size) <= max_bytes {
-            return match writer.blobs.put_with_hash(&hash, bytes) {
-                Ok(()) => Content::Blob { hash, size },
-                Err(e) => {
-                    crate::sink::fail(&e);
-                    Content::Missing {
-                        note: format!("not stored: {e}"),
-                    }
-                }
-            };
-        }
-        if !OVER_BUDGET.swap(true, Ordering::Relaxed) {
-            crate::sink::say(&format!(
-                "the capture reached CLTRAP_MAX_MB ({} MB of contents); continuing with digests only (as CLTRAP_BUFFERS=hash)",
-                max_bytes >> 20
-            ));
-        }
+    let hash = digest(bytes);
+    let full = match keep {
+        Keep::All => true,
+        Keep::Befores => !after,
+        Keep::Digests | Keep::Nothing => false,
+    };
+    if !full {
         return Content::Digest { hash, size };
     }
-    Content::Digest {
-        hash: digest(bytes),
-        size,
+    if writer.blobs.is_known(&hash) {
+        return Content::Blob { hash, size };
+    }
+    match writer.blobs.put_content(&hash, bytes) {
+        Ok(_) => Content::Blob { hash, size },
+        Err(e) => {
+            crate::sink::fail(&e);
+            Content::Missing {
+                note: format!("not stored: {e}"),
+            }
+        }
     }
 }

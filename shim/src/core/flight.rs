@@ -49,7 +49,7 @@
 use super::contents;
 use super::track::{lock, tables};
 use crate::Next;
-use cltrap_capture::{ArgRecord, BufferMode, CaptureWriter, Content, LaunchRecord, Settings};
+use cltrap_capture::{ArgRecord, CaptureWriter, Content, LaunchRecord};
 use libc::c_void;
 use opencl_sys::cl_function_types::*;
 use opencl_sys::*;
@@ -191,8 +191,7 @@ pub(super) struct Flight {
     /// The application's queue, retained while our commands are in it (null: nothing enqueued).
     pub queue: cl_command_queue,
     pub writer: &'static CaptureWriter,
-    pub settings: &'static Settings,
-    pub mode: BufferMode,
+    pub mode: contents::Keep,
     /// Host bytes reserved by [`admit`].
     pub reserved: usize,
     /// The driver calls the writer needs to clean up.
@@ -1216,7 +1215,13 @@ fn land(
     record
 }
 
-fn content(f: &Flight, landing: &mut Landing, bytes: usize, status: cl_int) -> Content {
+fn content(
+    f: &Flight,
+    landing: &mut Landing,
+    bytes: usize,
+    status: cl_int,
+    after: bool,
+) -> Content {
     if let Some(err) = landing.err.take() {
         return Content::Missing { note: err };
     }
@@ -1228,7 +1233,7 @@ fn content(f: &Flight, landing: &mut Landing, bytes: usize, status: cl_int) -> C
     // SAFETY: the read of `bytes` bytes into this buffer completed (status CL_COMPLETE of
     // the event that follows every read of the launch).
     let bytes = unsafe { landing.filled(bytes) };
-    contents::store(f.writer, f.mode, f.settings.max_bytes, bytes)
+    contents::store(f.writer, f.mode, after, bytes)
 }
 
 fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
@@ -1238,7 +1243,7 @@ fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
     for item in items.iter_mut() {
         let bytes = item.shape.bytes();
         let pre = match &item.reuse {
-            Some(_) if status != CL_COMPLETE => content(f, &mut item.pre, bytes, status),
+            Some(_) if status != CL_COMPLETE => content(f, &mut item.pre, bytes, status, false),
             Some(_) if item.raced => Content::Missing {
                 note: "not read: it was written while the launch was being enqueued".into(),
             },
@@ -1246,12 +1251,12 @@ fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
                 note: "not recorded: the earlier launch whose contents it had was not recorded"
                     .into(),
             }),
-            None => content(f, &mut item.pre, bytes, status),
+            None => content(f, &mut item.pre, bytes, status, false),
         };
         let post = if item.post_is_pre {
             pre.clone()
         } else {
-            content(f, &mut item.post, bytes, status)
+            content(f, &mut item.post, bytes, status, true)
         };
         let _ = item.cell.set(post.clone());
         before.insert(item.mem, pre);

@@ -26,7 +26,7 @@ use super::known;
 use super::track::{lock, tables};
 use crate::door::quietly;
 use crate::Next;
-use cltrap_capture::{BufferMode, CaptureWriter, LaunchApi, LaunchRecord, Settings};
+use cltrap_capture::{CaptureWriter, LaunchApi, LaunchRecord, Settings};
 use libc::size_t;
 use opencl_sys::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -242,7 +242,7 @@ struct Plan {
     record: LaunchRecord,
     writer: &'static CaptureWriter,
     settings: &'static Settings,
-    mode: BufferMode,
+    mode: contents::Keep,
     /// The queue's facts, looked up once per launch (the record's device and properties and
     /// the pinned pool's context all come from them).
     queue: QueueFacts,
@@ -380,7 +380,7 @@ impl Plan {
             record,
             writer,
             settings,
-            mode: contents::mode(settings.buffers),
+            mode: contents::plan(writer, settings, &k.name),
             queue: facts,
             slots,
             reads,
@@ -401,15 +401,19 @@ impl Plan {
         queue: cl_command_queue,
         app_wait: &[cl_event],
     ) -> Option<Around<'a>> {
-        if self.mode == BufferMode::None {
+        if self.mode == contents::Keep::Nothing {
             self.missing = "not read (CLTRAP_BUFFERS=none)".into();
             return None;
         }
         if self.reads.is_empty() {
             return None;
         }
-        // Contents known from an earlier launch on this queue are not read again.
-        let reuse: Vec<Option<known::Reuse>> = if self.out_of_order() || !app_wait.is_empty() {
+        // Contents known from an earlier launch on this queue are not read again (except by a
+        // launch sampled to keep them: the earlier launch may have kept only digests).
+        let reuse: Vec<Option<known::Reuse>> = if self.out_of_order()
+            || !app_wait.is_empty()
+            || self.mode == contents::Keep::Befores
+        {
             self.reads.iter().map(|_| None).collect()
         } else {
             known::reuse(self.reads.iter().map(|(mem, _)| *mem), queue as usize)
@@ -546,7 +550,6 @@ impl Plan {
             temps,
             queue: std::ptr::null_mut(),
             writer: self.writer,
-            settings: self.settings,
             mode: self.mode,
             reserved: self.reserved,
             calls: flight::Calls::of(next),

@@ -1,0 +1,64 @@
+/* Fixture: ROUNDS launches of `scramble`, each turning a 1 MiB buffer into new incompressible
+ * words (clFinish after each, as many real applications do), then two launches of `fold`
+ * that read it. Under a small CLTRAP_MAX_MB the capture must degrade without costing any
+ * kernel all of its replayable launches. Usage: budget [ROUNDS]   (default 24) */
+#include "common.h"
+
+enum { WORDS = 1 << 18, OUT = 256 };
+
+static cl_uint mix(cl_uint x) {
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+}
+
+int main(int argc, char **argv) {
+    int rounds = argc > 1 ? atoi(argv[1]) : 24;
+    cl_platform_id plat;
+    cl_device_id dev;
+    pick_device(&plat, &dev);
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CHECK_ERR(err);
+    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
+    CHECK_ERR(err);
+    cl_program p = build_program(ctx, dev, "budget.cl", "");
+    cl_kernel scramble = make_kernel(p, "scramble");
+    cl_kernel fold = make_kernel(p, "fold");
+    cl_uint *host = malloc(sizeof(cl_uint) * WORDS);
+    for (cl_uint i = 0; i < WORDS; i++) host[i] = i;
+    cl_mem x = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                              sizeof(cl_uint) * WORDS, host, &err);
+    CHECK_ERR(err);
+    cl_mem out = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, sizeof(cl_uint) * OUT, NULL, &err);
+    CHECK_ERR(err);
+    size_t g = WORDS;
+    CHECK(clSetKernelArg(scramble, 0, sizeof x, &x));
+    for (cl_uint r = 0; r < (cl_uint)rounds; r++) {
+        CHECK(clSetKernelArg(scramble, 1, sizeof r, &r));
+        CHECK(clEnqueueNDRangeKernel(q, scramble, 1, NULL, &g, NULL, 0, NULL, NULL));
+        CHECK(clFinish(q));
+        for (cl_uint i = 0; i < WORDS; i++) host[i] = mix(host[i] ^ (r * 0x9e3779b9U) ^ i);
+    }
+    cl_uint width = WORDS / OUT;
+    CHECK(clSetKernelArg(fold, 0, sizeof x, &x));
+    CHECK(clSetKernelArg(fold, 1, sizeof out, &out));
+    CHECK(clSetKernelArg(fold, 2, sizeof width, &width));
+    size_t go = OUT;
+    for (int twice = 0; twice < 2; twice++) {
+        CHECK(clEnqueueNDRangeKernel(q, fold, 1, NULL, &go, NULL, 0, NULL, NULL));
+        CHECK(clFinish(q));
+    }
+    cl_uint got[OUT];
+    CHECK(clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL));
+    for (int o = 0; o < OUT; o++) {
+        cl_uint want = 0;
+        for (cl_uint j = 0; j < width; j++) want ^= host[o * width + j];
+        EXPECT(got[o] == want, "out[%d]=%u want %u", o, got[o], want);
+    }
+    free(host);
+    return finish("budget");
+}
