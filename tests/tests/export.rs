@@ -631,10 +631,11 @@ fn ffmpeg_per_plane_launches_generalise_to_the_image_sizes() {
 
 /// A program linked from separately compiled units, one of which includes a header given to
 /// `clCompileProgram` as an embedded program: the GPUVerify kernel file is one self-contained
-/// text with the header inlined between `#line` directives; a program made from a binary is
-/// listed as not exported.
+/// text with the header inlined between `#line` directives, and the reproducers compile and
+/// link the units as the application did; a program made from a binary is listed as not
+/// exported, and refused by the reproducers in one sentence.
 #[test]
-fn gpuverify_kernel_files_inline_the_captured_headers() {
+fn a_linked_program_with_a_captured_header_exports_and_reproduces() {
     let (dir, cap) = round_trip("programs", &[], &[]);
     let (out_dir, out) = export_to(&dir, None, "--gpuverify", "programs");
     read_log(&out_dir);
@@ -679,5 +680,36 @@ fn gpuverify_kernel_files_inline_the_captured_headers() {
             binary.id
         )),
         "{listing}"
+    );
+    let run = c_reproducer(&dir, linked.id, "linked");
+    assert_eq!(run.code, replay_code(&dir, linked.id), "{}", run.describe());
+    assert!(run.success(), "{}", run.describe());
+    let script = py_reproducer(&dir, linked.id, "linked");
+    match venv_python() {
+        Ok(python) => {
+            let run = run_native(&python, &[script.as_os_str()]);
+            assert!(run.success(), "{}", run.describe());
+            assert!(!run.stderr.contains("Warning"), "{}", run.describe());
+        }
+        Err(why) => skip(
+            "the linked program's pyopencl reproducer (running it)",
+            &why,
+        ),
+    }
+    let refused = cltrap(&[
+        OsStr::new("export"),
+        dir.as_os_str(),
+        OsStr::new(&binary.id.to_string()),
+        OsStr::new("--c"),
+        fresh_dir("repro", "binary").as_os_str(),
+    ]);
+    refused.assert_no_panic();
+    assert_eq!(refused.code, Some(2), "{}", refused.describe());
+    assert!(
+        refused
+            .stderr
+            .contains("rebuilds programs from OpenCL C source"),
+        "{}",
+        refused.describe()
     );
 }

@@ -106,6 +106,50 @@ pub struct Check {
     pub file: String,
 }
 
+/// One `clCompileProgram` input of a linked program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unit {
+    /// Its OpenCL C text (`unit<I>.cl`).
+    pub source: String,
+    /// `clCompileProgram` options.
+    pub options: String,
+    /// `(include name, text)` of the headers passed as embedded programs
+    /// (`unit<I>.header<J>.h`).
+    pub headers: Vec<(String, String)>,
+}
+
+/// The units of a linked program whose inputs are all sources (`Err` with the reason else).
+fn units(
+    capture: &Capture,
+    origin: &ProgramOrigin,
+) -> Result<Result<Vec<Unit>, String>, ExportError> {
+    let ProgramOrigin::Linked { inputs } = origin else {
+        return Ok(Ok(Vec::new()));
+    };
+    let mut out = Vec::new();
+    for input in inputs {
+        let ProgramOrigin::Source { sources } = input.origin.as_ref() else {
+            return Ok(Err(
+                "an input of its clLinkProgram was not compiled from source".into(),
+            ));
+        };
+        let mut source = String::new();
+        for h in sources {
+            source.push_str(&capture.source_text(h)?);
+        }
+        let mut headers = Vec::new();
+        for (name, h) in &input.headers {
+            headers.push((name.clone(), capture.source_text(h)?));
+        }
+        out.push(Unit {
+            source,
+            options: input.compile_options.clone(),
+            headers,
+        });
+    }
+    Ok(Ok(out))
+}
+
 /// Everything a reproducer does, as data: the generated C and Python read only this.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -115,8 +159,12 @@ pub struct Plan {
     pub kernel: String,
     /// OpenCL C text (headers inlined).
     pub source: String,
-    /// Build options.
+    /// Build options (for a linked program: the `clLinkProgram` options).
     pub options: String,
+    /// For a program linked from separately compiled units (`clCompileProgram` +
+    /// `clLinkProgram`): the units, compiled each with its own options and headers, then linked.
+    /// Empty for a program built from source.
+    pub units: Vec<Unit>,
     /// Device the application used (for the report).
     pub captured_on: String,
     /// NDRange.
@@ -183,12 +231,16 @@ fn image_element(image: &ImageRecord) -> (usize, ElementKind) {
 pub fn plan(capture: &Capture, id: u64) -> Result<Plan, ExportError> {
     let l = capture.launch(id)?;
     let program = capture.program(&l.program)?;
-    if !matches!(program.origin, ProgramOrigin::Source { .. }) {
+    if !matches!(
+        program.origin,
+        ProgramOrigin::Source { .. } | ProgramOrigin::Linked { .. }
+    ) {
         return Err(unsupported(
             l,
-            "a standalone reproducer rebuilds programs from OpenCL C source; this one was not created with clCreateProgramWithSource",
+            "a standalone reproducer rebuilds programs from OpenCL C source; this one was created from a binary, SPIR-V or built-in kernels",
         ));
     }
+    let units = units(capture, &program.origin)?.map_err(|why| unsupported(l, why))?;
     let source =
         program_text(capture, &program, "program.cl")?.map_err(|why| unsupported(l, why))?;
     let input = LaunchInput::from_record(capture, l).map_err(|e| unsupported(l, e.to_string()))?;
@@ -355,6 +407,7 @@ pub fn plan(capture: &Capture, id: u64) -> Result<Plan, ExportError> {
         kernel: l.kernel.clone(),
         source,
         options: program.options.clone(),
+        units,
         captured_on: format!("{} ({})", d.name, d.platform),
         work_dim: l.work_dim,
         global_offset: l.global_offset.clone(),
@@ -515,6 +568,74 @@ fn image_desc_c(id: u64, flags: u64, image: &ImageRecord) -> String {
     )
 }
 
+/// Prints the build log of `prog` and fails, for a failed compile, build or link.
+const BUILD_FAILED: &str = r#"static void build_failed(cl_program prog, cl_device_id dev, const char *what, cl_int err) {
+    size_t n = 0;
+    if (prog && clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) == CL_SUCCESS) {
+        char *log = malloc(n + 1);
+        if (log && clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, log, NULL) == CL_SUCCESS) {
+            log[n] = 0;
+            fprintf(stderr, "%s\n", log);
+        }
+    }
+    fail(what, err);
+}
+"#;
+
+fn build_from_source_c(o: &mut String, plan: &Plan) {
+    o.push_str(
+        r#"    size_t source_size = 0;
+    const char *source = (const char *)load("program.cl", (size_t)-1, &source_size);
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &source, &source_size, &err);
+    if (err != CL_SUCCESS) fail("clCreateProgramWithSource", err);
+"#,
+    );
+    let _ = writeln!(
+        o,
+        "    err = clBuildProgram(prog, 1, &dev, {}, NULL, NULL);\n    if (err != CL_SUCCESS) build_failed(prog, dev, \"clBuildProgram\", err);",
+        c_string(&plan.options)
+    );
+}
+
+/// `clCompileProgram` of every unit with its headers, then `clLinkProgram`, as the
+/// application did.
+fn build_linked_c(o: &mut String, plan: &Plan) {
+    let n = plan.units.len();
+    let _ = writeln!(o, "    cl_program units[{n}];");
+    for (i, u) in plan.units.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "    {{\n        size_t len = 0;\n        const char *text = (const char *)load(\"unit{i}.cl\", (size_t)-1, &len);\n        units[{i}] = clCreateProgramWithSource(ctx, 1, &text, &len, &err);\n        if (err != CL_SUCCESS) fail(\"clCreateProgramWithSource (unit {i})\", err);"
+        );
+        let h = u.headers.len();
+        if h > 0 {
+            let _ = writeln!(
+                o,
+                "        cl_program headers[{h}];\n        const char *names[{h}];"
+            );
+        }
+        for (j, (name, _)) in u.headers.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "        size_t hlen{j} = 0;\n        const char *htext{j} = (const char *)load(\"unit{i}.header{j}.h\", (size_t)-1, &hlen{j});\n        headers[{j}] = clCreateProgramWithSource(ctx, 1, &htext{j}, &hlen{j}, &err);\n        if (err != CL_SUCCESS) fail(\"clCreateProgramWithSource (header)\", err);\n        names[{j}] = {};",
+                c_string(name)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "        err = clCompileProgram(units[{i}], 1, &dev, {}, {h}, {}, {}, NULL, NULL);\n        if (err != CL_SUCCESS) build_failed(units[{i}], dev, \"clCompileProgram (unit {i})\", err);\n    }}",
+            c_string(&u.options),
+            if h == 0 { "NULL" } else { "headers" },
+            if h == 0 { "NULL" } else { "names" },
+        );
+    }
+    let _ = writeln!(
+        o,
+        "    cl_program prog = clLinkProgram(ctx, 1, &dev, {}, {n}, units, NULL, NULL, &err);\n    if (err != CL_SUCCESS) build_failed(prog, dev, \"clLinkProgram\", err);",
+        c_string(&plan.options)
+    );
+}
+
 /// The generated `main.c` for `plan`.
 pub fn main_c(plan: &Plan) -> String {
     let mut o = String::new();
@@ -524,6 +645,7 @@ pub fn main_c(plan: &Plan) -> String {
         plan.id, plan.kernel, plan.captured_on
     );
     o.push_str(PRELUDE);
+    o.push_str(BUILD_FAILED);
     o.push_str(
         "\nint main(int argc, char **argv) {\n    cl_int err;\n    set_data_dir(argv[0]);\n",
     );
@@ -568,30 +690,13 @@ pub fn main_c(plan: &Plan) -> String {
     if (err != CL_SUCCESS) fail("clCreateContext", err);
     cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
     if (err != CL_SUCCESS) fail("clCreateCommandQueue", err);
-    size_t source_size = 0;
-    const char *source = (const char *)load("program.cl", (size_t)-1, &source_size);
-    cl_program prog = clCreateProgramWithSource(ctx, 1, &source, &source_size, &err);
-    if (err != CL_SUCCESS) fail("clCreateProgramWithSource", err);
 "#,
     );
-    let _ = writeln!(
-        o,
-        "    err = clBuildProgram(prog, 1, &dev, {}, NULL, NULL);",
-        c_string(&plan.options)
-    );
-    o.push_str(
-        r#"    if (err != CL_SUCCESS) {
-        size_t n = 0;
-        clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
-        char *log = malloc(n + 1);
-        if (log && clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, log, NULL) == CL_SUCCESS) {
-            log[n] = 0;
-            fprintf(stderr, "%s\n", log);
-        }
-        fail("clBuildProgram", err);
+    if plan.units.is_empty() {
+        build_from_source_c(&mut o, plan);
+    } else {
+        build_linked_c(&mut o, plan);
     }
-"#,
-    );
     let _ = writeln!(
         o,
         "    cl_kernel k = clCreateKernel(prog, {}, &err);\n    if (err != CL_SUCCESS) fail(\"clCreateKernel\", err);",
@@ -737,6 +842,12 @@ pub fn main_c(plan: &Plan) -> String {
 /// `arg<I>.expected.bin`.
 pub fn write_data(plan: &Plan, dir: &Path) -> Result<(), ExportError> {
     write_file(dir, "program.cl", plan.source.as_bytes())?;
+    for (i, u) in plan.units.iter().enumerate() {
+        write_file(dir, &format!("unit{i}.cl"), u.source.as_bytes())?;
+        for (j, (_, text)) in u.headers.iter().enumerate() {
+            write_file(dir, &format!("unit{i}.header{j}.h"), text.as_bytes())?;
+        }
+    }
     for (id, bytes) in &plan.contents {
         write_file(dir, &format!("mem{id}.bin"), bytes)?;
     }

@@ -27,6 +27,7 @@ fn py_tuple(v: &[u64]) -> String {
 const PRELUDE: &str = r#"import os
 import struct
 import sys
+import warnings
 
 import numpy as np
 import pyopencl as cl
@@ -47,6 +48,11 @@ def load(name, size=None):
         print("repro: %s holds %d bytes, expected %d" % (path, len(data), size), file=sys.stderr)
         sys.exit(2)
     return np.frombuffer(data, dtype=np.uint8).copy()
+
+
+def text(name):
+    with open(os.path.join(HERE, name), "rb") as f:
+        return f.read().decode("utf-8", "replace")
 
 
 def choose(items, want, name_of):
@@ -125,18 +131,45 @@ def main():
     for n in &plan.notes {
         let _ = writeln!(o, "    print({})", py_string(&format!("note: {n}")));
     }
-    o.push_str(
-        r#"    ctx = cl.Context([device])
-    q = cl.CommandQueue(ctx)
-    with open(os.path.join(HERE, "program.cl"), "rb") as f:
-        source = f.read().decode("utf-8", "replace")
-    try:
-"#,
-    );
+    o.push_str("    ctx = cl.Context([device])\n    q = cl.CommandQueue(ctx)\n    try:\n");
+    if plan.units.is_empty() {
+        let _ = writeln!(
+            o,
+            "        prog = cl.Program(ctx, text(\"program.cl\")).build(options={})",
+            py_string(&plan.options)
+        );
+    } else {
+        // clCompileProgram of every unit with its headers, then clLinkProgram.
+        // pyopencl warns that compiling bypasses its binary cache: true, and harmless here.
+        o.push_str("        warnings.filterwarnings(\"ignore\", message=\"Pre-build attribute access\")\n        units = []\n");
+        for (i, u) in plan.units.iter().enumerate() {
+            let headers: Vec<String> = u
+                .headers
+                .iter()
+                .enumerate()
+                .map(|(j, (name, _))| {
+                    format!(
+                        "({}, cl.Program(ctx, text(\"unit{i}.header{j}.h\")))",
+                        py_string(name)
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                o,
+                "        units.append(cl.Program(ctx, text(\"unit{i}.cl\")).compile(options={}, headers=[{}]))",
+                py_string(&u.options),
+                headers.join(", ")
+            );
+        }
+        let _ = writeln!(
+            o,
+            "        prog = cl.link_program(ctx, units, options={})",
+            py_string(&plan.options)
+        );
+    }
     let _ = writeln!(
         o,
-        "        prog = cl.Program(ctx, source).build(options={})\n    except cl.Error as e:\n        fail(\"building the program\", e)\n    k = cl.Kernel(prog, {})\n    mem = {{}}\n    regions = {{}}",
-        py_string(&plan.options),
+        "    except cl.Error as e:\n        fail(\"building the program\", e)\n    k = cl.Kernel(prog, {})\n    mem = {{}}\n    regions = {{}}",
         py_string(&plan.kernel)
     );
     for obj in &plan.objects {
