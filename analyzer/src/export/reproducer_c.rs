@@ -2,7 +2,8 @@
 //!
 //! The program needs nothing of cltrap: `cc main.c -o repro -lOpenCL && ./repro [PLATFORM
 //! [DEVICE]]`. It rebuilds the program from `program.cl` (headers inlined) with the captured
-//! options, recreates every memory object from `mem<M>.bin` (aliases share one object,
+//! options (a linked program: each `unit<I>.cl` compiled with its own options and headers, then
+//! linked), recreates every memory object from `mem<M>.bin` (aliases share one object,
 //! sub-buffers are cut from their parent, images keep their format), sets every argument,
 //! runs the launch, reads every buffer and image argument back and compares it bit for bit
 //! with `arg<I>.expected.bin`. Exit status: 0 all outputs match, 1 a mismatch (the first
