@@ -11,6 +11,7 @@
 //! one error type. Nothing here talks to OpenCL; exports are files.
 
 pub mod gpuverify;
+pub mod plan;
 pub mod reproducer_c;
 pub mod reproducer_py;
 

@@ -4,7 +4,7 @@
 //! [`Plan`], so both variants restore exactly the same objects and give the same verdict
 //! (exit status 0 match, 1 mismatch with the first differing element, 2 could not run).
 
-use super::reproducer_c::{plan, write_data, MemObject, Plan, PlanArg};
+use super::plan::{plan, write_data, MemObject, Plan, PlanArg};
 use super::{write_file, ExportError};
 use cltrap_capture::Capture;
 use std::fmt::Write;
