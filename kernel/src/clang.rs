@@ -200,7 +200,9 @@ pub fn parse(file_name: &str, source: &str, args: &[String]) -> Result<RawTree, 
             {
                 ctx.typedefs.insert(
                     take(clang_getCursorSpelling(*c)),
-                    take(clang_getTypeSpelling(clang_getTypedefDeclUnderlyingType(*c))),
+                    take(clang_getTypeSpelling(clang_getTypedefDeclUnderlyingType(
+                        *c,
+                    ))),
                 );
             }
         }
@@ -423,12 +425,32 @@ fn simple_vector_name(s: &str) -> Option<String> {
     let is_scalar_word = |w: &str| {
         matches!(
             w,
-            "unsigned" | "signed" | "char" | "short" | "int" | "long" | "float" | "double"
-                | "half" | "bool" | "uchar" | "ushort" | "uint" | "ulong"
+            "unsigned"
+                | "signed"
+                | "char"
+                | "short"
+                | "int"
+                | "long"
+                | "float"
+                | "double"
+                | "half"
+                | "bool"
+                | "uchar"
+                | "ushort"
+                | "uint"
+                | "ulong"
         )
     };
-    let scalar: Vec<&str> = words.iter().copied().filter(|w| is_scalar_word(w)).collect();
-    let quals: Vec<&str> = words.iter().copied().filter(|w| !is_scalar_word(w)).collect();
+    let scalar: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| is_scalar_word(w))
+        .collect();
+    let quals: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| !is_scalar_word(w))
+        .collect();
     let base = match scalar.as_slice() {
         ["unsigned", "char"] => "uchar",
         ["unsigned", "short"] => "ushort",

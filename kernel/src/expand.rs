@@ -141,17 +141,13 @@ fn expanded_source(program: &Program, opts: &ParseOptions) -> Option<String> {
 fn merge_stmt(a: &mut Stmt, b: &Stmt) {
     use StmtKind::*;
     match (&mut a.kind, &b.kind) {
-        (Compound(x), Compound(y)) => {
-            if x.len() == y.len() {
-                x.iter_mut().zip(y).for_each(|(a, b)| merge_stmt(a, b));
-            }
+        (Compound(x), Compound(y)) if x.len() == y.len() => {
+            x.iter_mut().zip(y).for_each(|(a, b)| merge_stmt(a, b));
         }
-        (Decl(x), Decl(y)) => {
-            if x.len() == y.len() {
-                for (v, w) in x.iter_mut().zip(y) {
-                    if let (Some(i), Some(j)) = (v.init.as_mut(), w.init.as_ref()) {
-                        merge_expr(i, j);
-                    }
+        (Decl(x), Decl(y)) if x.len() == y.len() => {
+            for (v, w) in x.iter_mut().zip(y) {
+                if let (Some(i), Some(j)) = (v.init.as_mut(), w.init.as_ref()) {
+                    merge_expr(i, j);
                 }
             }
         }
@@ -204,10 +200,14 @@ fn merge_stmt(a: &mut Stmt, b: &Stmt) {
         | (Switch { cond: c1, body: b1 }, Switch { cond: c2, body: b2 })
         | (
             Case {
-                value: c1, body: b1, ..
+                value: c1,
+                body: b1,
+                ..
             },
             Case {
-                value: c2, body: b2, ..
+                value: c2,
+                body: b2,
+                ..
             },
         ) => {
             merge_expr(c1, c2);
@@ -228,7 +228,8 @@ fn merge_expr(a: &mut Expr, b: &Expr) {
         (ExprKind::Unary { op: op @ None, .. }, ExprKind::Unary { op: Some(o), .. }) => {
             *op = Some(*o)
         }
-        (ExprKind::IntLit(t), ExprKind::IntLit(u)) | (ExprKind::FloatLit(t), ExprKind::FloatLit(u))
+        (ExprKind::IntLit(t), ExprKind::IntLit(u))
+        | (ExprKind::FloatLit(t), ExprKind::FloatLit(u))
             if is_hole_text(&a.span, t) =>
         {
             *t = u.clone()

@@ -593,7 +593,7 @@ impl<'a> Builder<'a> {
                     let callee_span = self.span(callee)?;
                     let args = kids[1..]
                         .iter()
-                        .map(|k| self.expr(k))
+                        .map(|k| self.expr(k).or_else(|e| self.header_arg(k, span, e)))
                         .collect::<Result<_, _>>()?;
                     ExprKind::Call {
                         callee: n.spelling.clone(),
@@ -702,6 +702,28 @@ impl<'a> Builder<'a> {
             kind,
             ty: n.ty.clone(),
             span,
+        })
+    }
+
+    /// An argument whose tree lies in a header: clang puts a `constant sampler_t`'s
+    /// initialiser (from the header that declares it) where the program passes the sampler.
+    /// It is kept as an opaque leaf over the call's range, marked as macro-made so no pass
+    /// edits it; anything else that cannot be mapped stays an error.
+    fn header_arg(&self, n: &RawNode, call: Span, err: KernelError) -> Result<Expr, KernelError> {
+        if n.loc.start.is_some() || !n.ty.contains("sampler_t") {
+            return Err(err);
+        }
+        Ok(Expr {
+            kind: ExprKind::Opaque {
+                what: "a sampler initialised in a header".into(),
+                children: vec![],
+            },
+            ty: n.ty.clone(),
+            span: Span {
+                macro_start: true,
+                macro_end: true,
+                ..call
+            },
         })
     }
 

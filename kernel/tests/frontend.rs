@@ -102,8 +102,8 @@ fn model_recovers_operator_kinds_swizzles_and_vector_literals_from_tokens() {
         binops,
         [
             // `Lt, Assign` come from CHECK's body: recovered from the preprocessed program.
-            LAnd, Ge, Ne, Assign, Lt, AddAssign, BitAnd, Assign, Assign, Lt, Assign, Assign,
-            Assign, Mul, AddAssign, Assign
+            LAnd, Ge, Ne, Assign, Lt, AddAssign, BitAnd, Assign, Assign, Lt, Assign, Assign, Assign,
+            Mul, AddAssign, Assign
         ]
     );
     let unops: Vec<UnOp> = exprs

@@ -61,8 +61,16 @@ fn typedefd_scalars_and_buffers_get_their_canonical_types() {
     assert_eq!(vec.args[2].kind, ArgKind::Value { ty: FLOAT4 });
     // Literals written by macros are the kernel's constants too: LIMIT (0x10), TWICE's 2,
     // ALPHA (0.5f).
-    assert!(scale.int_constants.contains(&16), "{:?}", scale.int_constants);
-    assert!(scale.int_constants.contains(&2), "{:?}", scale.int_constants);
+    assert!(
+        scale.int_constants.contains(&16),
+        "{:?}",
+        scale.int_constants
+    );
+    assert!(
+        scale.int_constants.contains(&2),
+        "{:?}",
+        scale.int_constants
+    );
     assert!(
         scale.float_constants.contains(&0.5),
         "{:?}",
@@ -104,7 +112,10 @@ fn run(s: &Session, source: &str, input: &LaunchInput, extras: &[InputArg]) -> V
         .build_source(source, "-D__CLTRAP_BUDGET=1000u")
         .unwrap_or_else(|e| panic!("the driver rejects it: {e}\n{source}"));
     let out = s.run(&prog, input, extras).expect("runs");
-    out.outputs.into_iter().map(|o| o.unwrap_or_default()).collect()
+    out.outputs
+        .into_iter()
+        .map(|o| o.unwrap_or_default())
+        .collect()
 }
 
 fn floats(v: &[f32]) -> Vec<u8> {
@@ -241,7 +252,9 @@ fn solve(kernel: &str, geo: &Geometry) -> Vec<(String, Verdict)> {
     let slots: Vec<_> = map
         .slots
         .iter()
-        .filter(|s| s.function == kernel && matches!(s.construct, Construct::If | Construct::ShortCircuit))
+        .filter(|s| {
+            s.function == kernel && matches!(s.construct, Construct::If | Construct::ShortCircuit)
+        })
         .collect();
     let targets: Vec<Target> = slots.iter().map(|s| Target::from(*s)).collect();
     // Float multiplications make these queries slow on a loaded 2-core machine: a generous
@@ -277,10 +290,7 @@ fn the_solver_reasons_over_macro_literals_operators_typedefs_and_vectors() {
                 assert_eq!(v, &Verdict::Unsat);
                 continue;
             }
-            assert!(
-                matches!(v, Verdict::Solved(_)),
-                "{kernel}: {label}: {v:?}"
-            );
+            assert!(matches!(v, Verdict::Solved(_)), "{kernel}: {label}: {v:?}");
         }
     }
     // `IS_BIG(TWICE(n))` true needs n * 2 > 16 (unsigned): the model says so.
@@ -289,8 +299,14 @@ fn the_solver_reasons_over_macro_literals_operators_typedefs_and_vectors() {
         .iter()
         .find(|(l, _)| l.starts_with("if (IS_BIG(TWICE(n))) true"))
         .expect("the IS_BIG slot");
-    let Verdict::Solved(a) = v else { unreachable!() };
-    let n = a.scalars.iter().find(|(i, _)| *i == 3).expect("n is solved");
+    let Verdict::Solved(a) = v else {
+        unreachable!()
+    };
+    let n = a
+        .scalars
+        .iter()
+        .find(|(i, _)| *i == 3)
+        .expect("n is solved");
     let n = u32::from_le_bytes(n.1[..4].try_into().unwrap());
     assert!(n.wrapping_mul(2) > 16, "n = {n}");
     let _ = bytes_of;

@@ -45,8 +45,7 @@ fn check(kernel: &str, exact: bool) {
         local: None,
         offset: None,
     };
-    let results =
-        symbolic::solve(&p, kernel, &geo, &args, &targets, &Limits::default()).unwrap();
+    let results = symbolic::solve(&p, kernel, &geo, &args, &targets, &Limits::default()).unwrap();
     let label = |id: u32| slots.iter().find(|s| s.index == id).unwrap().label.clone();
     let unsupported: Vec<String> = results
         .iter()

@@ -6,6 +6,7 @@
 //! `log(x)`, so a model is only a candidate — the `solve` campaign keeps a case only after a
 //! confirming run shows it reaches the target.
 
+use super::exec::ite_val as ite;
 use super::value::{binary, convert, Val};
 use crate::interface::{parse_value_type, Scalar};
 use crate::model::BinOp;
@@ -83,9 +84,9 @@ pub(super) fn lane_type(ty: &str) -> String {
 fn uninterpreted_arity(base: &str) -> Option<usize> {
     Some(match base {
         "log" | "log2" | "log10" | "log1p" | "logb" | "exp" | "exp2" | "exp10" | "expm1"
-        | "sin" | "cos" | "tan" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh"
-        | "asinh" | "acosh" | "atanh" | "sinpi" | "cospi" | "tanpi" | "asinpi" | "acospi"
-        | "atanpi" | "cbrt" | "erf" | "erfc" | "tgamma" | "lgamma" => 1,
+        | "sin" | "cos" | "tan" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh" | "asinh"
+        | "acosh" | "atanh" | "sinpi" | "cospi" | "tanpi" | "asinpi" | "acospi" | "atanpi"
+        | "cbrt" | "erf" | "erfc" | "tgamma" | "lgamma" => 1,
         "pow" | "powr" | "atan2" | "atan2pi" | "hypot" | "fmod" | "remainder" | "fdim"
         | "nextafter" => 2,
         _ => return None,
@@ -170,16 +171,10 @@ pub(super) fn convert_named(name: &str, v: Val, ty: &str) -> Result<Val, String>
             .collect::<Result<_, _>>()?;
         return Ok(Val::Vector(lanes));
     }
-    convert_one(v, &target.scalar.name(), target.scalar, sat, mode)
+    convert_one(v, target.scalar.name(), target.scalar, sat, mode)
 }
 
-fn convert_one(
-    v: Val,
-    ty: &str,
-    to: Scalar,
-    sat: bool,
-    mode: Option<&str>,
-) -> Result<Val, String> {
+fn convert_one(v: Val, ty: &str, to: Scalar, sat: bool, mode: Option<&str>) -> Result<Val, String> {
     let v = match (&v, to, mode) {
         (Val::Flt { f, bits }, Scalar::Int { .. }, Some(m)) => Val::Flt {
             f: f.round_to_integral_with_rounding_mode(&rounding(m)),
@@ -227,8 +222,7 @@ fn convert_one(
             let num = |x: i128| BV::from_u64(x as u64, w);
             let r = f.is_nan().ite(
                 &num(0),
-                &f.lt(&flo)
-                    .ite(&num(lo), &f.ge(&fhi).ite(&num(hi), &bv)),
+                &f.lt(&flo).ite(&num(lo), &f.ge(&fhi).ite(&num(hi), &bv)),
             );
             Ok(Val::Int { bv: r, signed })
         }
@@ -243,10 +237,8 @@ fn convert_one(
                 }
             };
             let x = wide(bv, *s1);
-            let big = |n: i128| {
-                BV::from_i64((n >> 64) as i64, 66)
-                    .concat(BV::from_u64(n as u64, 64))
-            };
+            let big =
+                |n: i128| BV::from_i64((n >> 64) as i64, 66).concat(BV::from_u64(n as u64, 64));
             let inner = convert(v.clone(), ty)?;
             let Val::Int { bv: t, .. } = inner else {
                 return Err("a saturating conversion".into());
@@ -283,22 +275,6 @@ fn value_name(v: &Val) -> Result<&'static str, String> {
         Val::Flt { .. } => Ok("float"),
         _ => Err("a float function of a non-float".into()),
     }
-}
-
-fn ite(c: &Bool, a: &Val, b: &Val) -> Result<Val, String> {
-    Ok(match (a, b) {
-        (Val::Int { bv: x, signed }, Val::Int { bv: y, .. }) if x.get_size() == y.get_size() => {
-            Val::Int {
-                bv: c.ite(x, y),
-                signed: *signed,
-            }
-        }
-        (Val::Flt { f: x, bits }, Val::Flt { f: y, bits: b2 }) if bits == b2 => Val::Flt {
-            f: c.ite(x, y),
-            bits: *bits,
-        },
-        _ => return Err("a selection between different types".into()),
-    })
 }
 
 /// `any` / `all` of an integer vector (or scalar): whether the top bit of any / every lane is set.

@@ -1978,7 +1978,8 @@ fn float_unary(name: &str, v: &Val) -> Result<Val, String> {
     }
 }
 
-fn ite_val(c: &Bool, a: &Val, b: &Val) -> Result<Val, String> {
+/// `c ? a : b` for two values of the same type.
+pub(super) fn ite_val(c: &Bool, a: &Val, b: &Val) -> Result<Val, String> {
     Ok(match (a, b) {
         (Val::Int { bv: x, signed }, Val::Int { bv: y, .. }) if x.get_size() == y.get_size() => {
             Val::Int {
