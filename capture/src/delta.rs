@@ -14,7 +14,97 @@
 //! One extension to RFC 7386: where the base holds an array of objects (`args`) and the patch
 //! an object, the patch's keys are indices and each element is patched in place.
 
+use crate::model::LaunchRecord;
+use serde::Serialize;
 use serde_json::{Map, Value};
+
+/// The patch turning launch `base` into launch `new` (without `id`, which a delta line holds
+/// itself): what [`diff`] gives for their JSON, computed field by field so that the fields a
+/// launch storm repeats cost a comparison, not a conversion to JSON (the writer thread does
+/// this for every launch). Err: write the record whole.
+pub fn record_patch(base: &LaunchRecord, new: &LaunchRecord) -> Result<Value, ()> {
+    // Destructured without `..`: a field added to LaunchRecord must be added here.
+    let LaunchRecord {
+        id: _,
+        seq,
+        kernel,
+        program,
+        api,
+        work_dim,
+        global_offset,
+        global_size,
+        local_size,
+        args,
+        device,
+        queue_properties,
+        launch_site,
+        thread,
+        status,
+        not_replayable,
+    } = new;
+    let mut p = Map::new();
+    fn field(p: &mut Map<String, Value>, name: &str, old: &dyn Erased, new: &dyn Erased) -> Result<(), ()> {
+        if let Some(d) = diff(&old.json()?, &new.json()?)? {
+            p.insert(name.to_string(), d);
+        }
+        Ok(())
+    }
+    macro_rules! compare {
+        ($($name:ident),*) => {$(
+            if base.$name != *$name {
+                field(&mut p, stringify!($name), &base.$name, $name)?;
+            }
+        )*};
+    }
+    compare!(seq, kernel, program, api, work_dim, global_size, device, queue_properties, thread, status);
+    // Fields left out of the JSON when empty: absent and empty are one value.
+    macro_rules! optional {
+        ($($name:ident: $absent:expr),*) => {$(
+            if base.$name != *$name {
+                if $absent(&*$name) {
+                    p.insert(stringify!($name).to_string(), Value::Null);
+                } else if $absent(&base.$name) {
+                    p.insert(stringify!($name).to_string(), plain(&$name.json()?)?);
+                } else {
+                    field(&mut p, stringify!($name), &base.$name, $name)?;
+                }
+            }
+        )*};
+    }
+    optional!(
+        global_offset: Option::is_none,
+        local_size: Option::is_none,
+        launch_site: Option::is_none,
+        not_replayable: Vec::is_empty
+    );
+    if base.args != *args {
+        if base.args.len() == args.len() {
+            let mut changed = Map::new();
+            for (i, (old, new)) in base.args.iter().zip(args).enumerate() {
+                if old != new {
+                    if let Some(d) = diff(&old.json()?, &new.json()?)? {
+                        changed.insert(i.to_string(), d);
+                    }
+                }
+            }
+            p.insert("args".into(), Value::Object(changed));
+        } else {
+            p.insert("args".into(), plain(&args.json()?)?);
+        }
+    }
+    Ok(Value::Object(p))
+}
+
+/// Any record field as JSON (a trait object, so one closure compares fields of every type).
+trait Erased {
+    fn json(&self) -> Result<Value, ()>;
+}
+
+impl<T: Serialize> Erased for T {
+    fn json(&self) -> Result<Value, ()> {
+        serde_json::to_value(self).map_err(|_| ())
+    }
+}
 
 /// The merge patch turning `base` into `new`; `None` when they are equal. `Err(())` when the
 /// difference cannot be written as a patch (a `null` value, an array turned into an object):
@@ -129,6 +219,29 @@ mod tests {
         apply(&mut rebuilt, &patch).unwrap();
         assert_eq!(rebuilt, new);
         assert_eq!(diff(&new, &new).unwrap(), None);
+    }
+
+    #[test]
+    fn the_field_by_field_patch_equals_the_json_patch() {
+        let mut a: LaunchRecord = serde_json::from_value(json!({"id":1,"seq":1,"kernel":"k",
+            "program":"p","api":"nd_range","work_dim":1,"global_size":[4],"local_size":[2],
+            "args":[{"kind":"scalar","index":0,"bytes":"00"}],"device":{"platform":"x","name":"d",
+            "vendor":"v","driver_version":"1","version":"2"},"status":0})).unwrap();
+        let mut b = a.clone();
+        b.id = 2;
+        b.seq = 7;
+        b.local_size = None;
+        b.global_offset = Some(vec![3]);
+        b.not_replayable = vec!["why".into()];
+        b.args[0] = serde_json::from_value(json!({"kind":"scalar","index":0,"bytes":"01"})).unwrap();
+        for _ in 0..2 {
+            let patch = record_patch(&a, &b).unwrap();
+            let mut rebuilt = serde_json::to_value(&a).unwrap();
+            apply(&mut rebuilt, &patch).unwrap();
+            rebuilt["id"] = b.id.into();
+            assert_eq!(serde_json::from_value::<LaunchRecord>(rebuilt).unwrap(), b);
+            std::mem::swap(&mut a, &mut b);
+        }
     }
 
     #[test]

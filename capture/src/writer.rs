@@ -231,8 +231,8 @@ pub struct CaptureWriter {
     /// The [`WRITERS_FILE`], held with a shared lock while this writer lives.
     _writers: File,
     /// Per kernel: the last launch this writer appended with [`CaptureWriter::append_numbered`]
-    /// (id and record as JSON), the base its next launch is written as a change of.
-    bases: Mutex<HashMap<String, (u64, serde_json::Value)>>,
+    /// (its record), the base its next launch is written as a change of.
+    bases: Mutex<HashMap<String, LaunchRecord>>,
 }
 
 impl CaptureWriter {
@@ -432,16 +432,11 @@ impl CaptureWriter {
         });
         let mut lines = Vec::new();
         for record in records {
-            let value = serde_json::to_value(record)?;
             let patch = bases
                 .get(&record.kernel)
-                .and_then(|(id, base)| Some((*id, crate::delta::diff(base, &value).ok()?)));
+                .and_then(|base| Some((base.id, crate::delta::record_patch(base, record).ok()?)));
             match patch {
                 Some((base, patch)) => {
-                    let mut patch = patch.unwrap_or_else(|| serde_json::json!({}));
-                    if let Some(p) = patch.as_object_mut() {
-                        p.remove("id");
-                    }
                     write!(lines, "{{\"id\":{},\"base\":{base},\"patch\":", record.id).map_err(
                         |source| WriteError::Write {
                             path: path.clone(),
@@ -454,7 +449,12 @@ impl CaptureWriter {
                 None => serde_json::to_writer(&mut lines, record)?,
             }
             lines.push(b'\n');
-            bases.insert(record.kernel.clone(), (record.id, value));
+            match bases.get_mut(&record.kernel) {
+                Some(b) => b.clone_from(record),
+                None => {
+                    bases.insert(record.kernel.clone(), record.clone());
+                }
+            }
         }
         let mut log = match self.log.lock() {
             Ok(l) => l,
