@@ -79,3 +79,11 @@ __kernel void divergent_barrier_fixed(__global uint *out, __global const uint *i
     barrier(CLK_LOCAL_MEM_FENCE);
     out[get_global_id(0)] = tile[l];
 }
+
+// Correct but long on a simulator (not in the host program's default table): for deadlines.
+__kernel void spin(__global uint *out, __global const uint *in, uint n) {
+    uint g = get_global_id(0), x = in[g];
+    for (uint i = 0; i < 2000000; i++)
+        x = x * 1664525u + 1013904223u;
+    out[g] = x;
+}
