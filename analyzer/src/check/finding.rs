@@ -159,9 +159,15 @@ pub struct Finding {
     pub example: Diagnostic,
 }
 
+/// A source position `(line, column)`.
+type Position = Option<(u32, u32)>;
+
+/// What makes two findings the same: kind, kernel, message (for `Other`), both positions.
+type Identity = (Kind, String, String, Position, Position);
+
 impl Finding {
     /// `(kind, kernel, first line:col, second line:col)`: the identity used to deduplicate.
-    fn key(&self) -> (Kind, String, String, Option<(u32, u32)>, Option<(u32, u32)>) {
+    fn key(&self) -> Identity {
         let at = |a: &Option<Access>| a.as_ref().map(|a| (a.line, a.column));
         let mut pair = (at(&self.example.first), at(&self.example.second));
         // A race between A and B is the same race as between B and A.
