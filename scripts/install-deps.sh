@@ -12,6 +12,8 @@
 #   analyses      libclang-dev (kernel front end), libz3-dev (solver), and a clang binary for
 #                 `mutate`'s Trivial Compiler Equivalence (optimised IR): Debian's libpocl2
 #                 already depends on clang-15, so `clang` is installed only when none is found
+#   check         oclgrind (the engine of `cltrap check`: its ICD library is registered for a
+#                 child process only)
 #   tests         python3-venv python3-pip (pyopencl test), and the third-party apps the tests
 #                 run under the shim: clpeak, clfft-client, ffmpeg
 #   Rust          via rustup, only when no `cargo` is found
@@ -23,6 +25,7 @@ PACKAGES=(
     libclang-dev libz3-dev
     python3-venv python3-pip
     clpeak clfft-client ffmpeg
+    oclgrind
 )
 
 say() { printf '==> %s\n' "$*"; }

@@ -8,6 +8,8 @@
 //! - [`cover`] is `cltrap cover`: branch, loop-boundary and barrier coverage of replayed
 //!   launches, and the reports (terminal, JSON, LCOV, HTML) the live-app path writes too;
 //! - [`variant`] builds instrumented variants of captured programs, once per program;
+//! - [`check`] is `cltrap check`: races, out-of-bounds and uninitialised accesses and
+//!   divergent barriers on the kernel's own lines, with Oclgrind as the engine;
 //! - [`launcher`] is `cltrap run`: starts an application with the capture shim loaded;
 //! - [`generalise`] says how a kernel's launches vary; [`export`] hands launches to GPUVerify
 //!   and writes standalone reproducers;
@@ -17,6 +19,7 @@
 //! thing shared with it is the capture format of `cltrap-capture`.
 //! Architecture invariant: only [`executor`] calls OpenCL.
 
+pub mod check;
 pub mod compare;
 pub mod cover;
 pub mod executor;

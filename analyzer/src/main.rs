@@ -1,6 +1,7 @@
 //! `cltrap`: the command line. Glue only — the work is in the `cltrap_analyzer` library.
 
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
+use cltrap_analyzer::check::{self, finding::Family, CheckOptions};
 use cltrap_analyzer::cover::{self, CoverOptions, ReportPaths};
 use cltrap_analyzer::executor::{list_devices, DeviceSelector};
 use cltrap_analyzer::launcher::{self, RunRequest};
@@ -125,6 +126,39 @@ enum Cmd {
     Solve(cltrap_analyzer::solve::SolveArgs),
     /// Mutation testing of the captured kernels, the launches being the test cases.
     Mutate(cltrap_analyzer::mutate::cli::MutateArgs),
+    /// Find data races, out-of-bounds and uninitialised accesses and divergent barriers in
+    /// captured launches, on the kernel's own lines. Engine: Oclgrind (Debian `oclgrind`), one
+    /// child process per launch; the native instrumented engine is not available yet.
+    /// Exit status: 1 when something is found, 0 when clean, 2 when a launch could not be checked.
+    Check {
+        dir: PathBuf,
+        /// Launch ids: 3, 0,2,5, 2-7, or several such words (default: all).
+        ids: Vec<String>,
+        /// Check for data races (with none of --races/--bounds/--uninit: all three).
+        #[arg(long)]
+        races: bool,
+        /// Check for reads and writes out of bounds.
+        #[arg(long)]
+        bounds: bool,
+        /// Check for uses of uninitialised values.
+        #[arg(long)]
+        uninit: bool,
+        /// Run only the first and last work-group of each launch (Oclgrind's quick mode).
+        #[arg(long)]
+        quick: bool,
+        /// Print the report as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Write a SARIF 2.1.0 log (kernel sources are written to FILE.sources/).
+        #[arg(long, value_name = "FILE")]
+        sarif: Option<PathBuf>,
+        /// Wall-clock limit per launch on the simulator, in seconds.
+        #[arg(long, default_value_t = 300, value_name = "SECS")]
+        deadline: u64,
+    },
+    /// Internal: runs one launch on Oclgrind for `cltrap check`.
+    #[command(hide = true)]
+    CheckWorker { dir: PathBuf, id: u64 },
     /// Internal: evaluates mutants for `cltrap mutate` (JSON jobs on stdin).
     #[command(hide = true)]
     MutateWorker,
@@ -172,6 +206,23 @@ fn parse_selection(ids: &[String]) -> Result<Option<Vec<u64>>, String> {
             .map(Some)
             .map_err(|e| e.to_string())
     }
+}
+
+/// Writes the SARIF log and, next to it, the kernel sources its locations point at.
+fn write_sarif(path: &Path, report: &check::CheckReport) -> Result<(), String> {
+    let sources = check::sarif_sources_dir(path);
+    std::fs::create_dir_all(&sources)
+        .map_err(|e| format!("cannot create {}: {e}", sources.display()))?;
+    for (program, text) in &report.sources {
+        let file = sources.join(check::report::source_name(program));
+        std::fs::write(&file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    }
+    let uri = sources
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let text = check::sarif::render(report, &uri).map_err(|e| e.to_string())?;
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 fn open(dir: &Path) -> Result<Capture, String> {
@@ -345,6 +396,45 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             Ok(0)
         }
         Cmd::Mutate(args) => cltrap_analyzer::mutate::cli::main(args, &mut stdout),
+        Cmd::Check {
+            dir,
+            ids,
+            races,
+            bounds,
+            uninit,
+            quick,
+            json,
+            sarif,
+            deadline,
+        } => {
+            let capture = open(&dir)?;
+            let families = [
+                (races, Family::Races),
+                (bounds, Family::Bounds),
+                (uninit, Family::Uninit),
+            ]
+            .into_iter()
+            .filter_map(|(on, f)| on.then_some(f))
+            .collect();
+            let opts = CheckOptions {
+                ids: parse_selection(&ids)?,
+                families,
+                quick,
+                deadline: std::time::Duration::from_secs(deadline.max(1)),
+            };
+            let report = check::check(&dir, &capture, &opts, |line| eprintln!("cltrap: {line}"))?;
+            if let Some(path) = &sarif {
+                write_sarif(path, &report)?;
+            }
+            if json {
+                let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+                let _ = writeln!(stdout, "{text}");
+            } else {
+                let _ = write!(stdout, "{}", check::report::render(&report));
+            }
+            Ok(report.exit_code())
+        }
+        Cmd::CheckWorker { dir, id } => Ok(check::worker_main(&dir, id)),
         Cmd::MutateWorker => Ok(cltrap_analyzer::mutate::worker::worker_main()),
         Cmd::Fuzz(a) => cltrap_analyzer::fuzz::cli(&a, &mut stdout),
         Cmd::Solve(a) => cltrap_analyzer::solve::cli(&a, &mut stdout),

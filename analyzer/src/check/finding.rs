@@ -1,0 +1,225 @@
+//! Typed findings of `cltrap check`: what Oclgrind reported, per launch, and deduplicated.
+//!
+//! Why a type of its own: the terminal, JSON and SARIF reports all render the same findings,
+//! and the deduplication rule (one finding per kind and source-location pair) lives here once.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The class of a defect.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// Two work-items access the same address without synchronisation, one of them writing.
+    DataRace,
+    /// A load outside every allocation (or past the end of one).
+    InvalidRead,
+    /// A store outside every allocation (or past the end of one).
+    InvalidWrite,
+    /// A value that was never initialised is used (Oclgrind reports where it escapes).
+    Uninitialized,
+    /// A barrier not reached by every work-item of a work-group.
+    BarrierDivergence,
+    /// Any other diagnostic Oclgrind prints (API misuse, unsupported features): kept, not lost.
+    Other,
+}
+
+impl Kind {
+    /// The stable rule id used in JSON and SARIF (`data-race`, `invalid-read`, ...).
+    pub fn rule_id(&self) -> &'static str {
+        match self {
+            Kind::DataRace => "data-race",
+            Kind::InvalidRead => "invalid-read",
+            Kind::InvalidWrite => "invalid-write",
+            Kind::Uninitialized => "uninitialized",
+            Kind::BarrierDivergence => "barrier-divergence",
+            Kind::Other => "other",
+        }
+    }
+
+    /// Which `--races/--bounds/--uninit` family selects this kind; `None` = always reported.
+    pub fn family(&self) -> Option<Family> {
+        match self {
+            Kind::DataRace => Some(Family::Races),
+            Kind::InvalidRead | Kind::InvalidWrite => Some(Family::Bounds),
+            Kind::Uninitialized => Some(Family::Uninit),
+            Kind::BarrierDivergence | Kind::Other => None,
+        }
+    }
+}
+
+/// The check families a user switches on (`--races`, `--bounds`, `--uninit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// Data races (Oclgrind's `OCLGRIND_DATA_RACES`).
+    Races,
+    /// Out-of-bounds accesses (Oclgrind's memory checks, always on there).
+    Bounds,
+    /// Uninitialised values (Oclgrind's `OCLGRIND_UNINITIALIZED`).
+    Uninit,
+}
+
+/// One memory access (or barrier) at a source location, by one work-item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Access {
+    /// 1-based line in the program's source (the concatenation of its source strings).
+    pub line: u32,
+    /// 1-based column.
+    pub column: u32,
+    /// The source line as Oclgrind printed it (used when the capture lacks the source).
+    pub code: String,
+    /// Global id of the work-item, when Oclgrind names one.
+    pub global: Option<[u64; 3]>,
+    /// Local id of the work-item.
+    pub local: Option<[u64; 3]>,
+    /// Work-group id.
+    pub group: Option<[u64; 3]>,
+}
+
+impl Access {
+    /// `work-item (15,0,0) of group (0,0,0)`, or as much of it as is known.
+    pub fn who(&self) -> String {
+        let t = |v: &[u64; 3]| format!("({},{},{})", v[0], v[1], v[2]);
+        match (&self.global, &self.group) {
+            (Some(g), Some(w)) => format!("work-item {} of group {}", t(g), t(w)),
+            (None, Some(w)) => format!("group {}", t(w)),
+            (Some(g), None) => format!("work-item {}", t(g)),
+            (None, None) => "a work-item".into(),
+        }
+    }
+}
+
+/// Where a bad memory access landed, mapped back to the launch's arguments when possible.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Target {
+    /// `global`, `local`, `constant` or `private`.
+    pub space: String,
+    /// Oclgrind's address (buffer number in the top 16 bits, byte offset below).
+    pub address: u64,
+    /// Access size in bytes, when given.
+    pub size: Option<u32>,
+    /// The kernel argument index the buffer was created for, when it could be mapped.
+    pub arg_index: Option<usize>,
+    /// That argument's name.
+    pub arg_name: Option<String>,
+    /// Byte offset into the buffer.
+    pub offset: u64,
+    /// The buffer's size in bytes, when mapped.
+    pub arg_size: Option<u64>,
+}
+
+impl Target {
+    /// `argument 0 (out), byte offset 256 of 256` or the raw address.
+    pub fn describe(&self) -> String {
+        match (&self.arg_index, &self.arg_name, self.arg_size) {
+            (Some(i), Some(n), Some(s)) => {
+                format!(
+                    "argument {i} ({n}), byte offset {} of a {s}-byte buffer",
+                    self.offset
+                )
+            }
+            _ => format!("{} memory address {:#x}", self.space, self.address),
+        }
+    }
+}
+
+/// One diagnostic as Oclgrind printed it, for one launch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// The class.
+    pub kind: Kind,
+    /// Oclgrind's headline (`Invalid write of size 4 at global memory address 0x...`).
+    pub message: String,
+    /// Further lines of explanation (`Only 8 out of 16 work-items executed barrier`).
+    pub detail: Vec<String>,
+    /// The kernel it names.
+    pub kernel: String,
+    /// The (first) access: where the defect is.
+    pub first: Option<Access>,
+    /// The other access of a race.
+    pub second: Option<Access>,
+    /// The memory touched, for memory errors and races.
+    pub target: Option<Target>,
+}
+
+/// A deduplicated finding: one per kind and source-location pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// The class.
+    pub kind: Kind,
+    /// The kernel.
+    pub kernel: String,
+    /// The program (its hash in the capture) whose source the lines refer to.
+    pub program: String,
+    /// Launch ids where it occurred, ascending.
+    pub launches: Vec<u64>,
+    /// How many times Oclgrind reported it, over all those launches.
+    pub count: usize,
+    /// One occurrence, as an example.
+    pub example: Diagnostic,
+}
+
+/// A source position `(line, column)`.
+type Position = Option<(u32, u32)>;
+
+/// What makes two findings the same: kind, kernel, message (for `Other`), both positions.
+type Identity = (Kind, String, String, Position, Position);
+
+impl Finding {
+    /// `(kind, kernel, first line:col, second line:col)`: the identity used to deduplicate.
+    fn key(&self) -> Identity {
+        let at = |a: &Option<Access>| a.as_ref().map(|a| (a.line, a.column));
+        let mut pair = (at(&self.example.first), at(&self.example.second));
+        // A race between A and B is the same race as between B and A.
+        if self.kind == Kind::DataRace && pair.1 < pair.0 {
+            pair = (pair.1, pair.0);
+        }
+        let other = if self.kind == Kind::Other {
+            self.example.message.clone()
+        } else {
+            String::new()
+        };
+        (
+            self.kind.clone(),
+            self.kernel.clone(),
+            other,
+            pair.0,
+            pair.1,
+        )
+    }
+}
+
+/// Merges per-launch diagnostics into findings, one per kind and location pair, in a stable
+/// order (kernel, kind, line).
+pub fn deduplicate(items: impl IntoIterator<Item = (u64, String, Diagnostic)>) -> Vec<Finding> {
+    let mut by_key: BTreeMap<_, Finding> = BTreeMap::new();
+    for (launch, program, d) in items {
+        let f = Finding {
+            kind: d.kind.clone(),
+            kernel: d.kernel.clone(),
+            program,
+            launches: vec![launch],
+            count: 1,
+            example: d,
+        };
+        match by_key.entry(f.key()) {
+            std::collections::btree_map::Entry::Occupied(mut e) => {
+                let kept = e.get_mut();
+                kept.count += 1;
+                if !kept.launches.contains(&launch) {
+                    kept.launches.push(launch);
+                    kept.launches.sort_unstable();
+                }
+            }
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(f);
+            }
+        }
+    }
+    let mut all: Vec<Finding> = by_key.into_values().collect();
+    all.sort_by(|a, b| {
+        let line = |f: &Finding| f.example.first.as_ref().map(|a| a.line);
+        (&a.kernel, line(a), &a.kind).cmp(&(&b.kernel, line(b), &b.kind))
+    });
+    all
+}

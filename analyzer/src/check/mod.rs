@@ -1,0 +1,372 @@
+//! `cltrap check`: precise bug reports on the kernel's own lines (data races, out-of-bounds
+//! and uninitialised accesses, barrier divergence), with Oclgrind as the engine.
+//!
+//! Each selected launch runs in a child `cltrap check-worker` process on Oclgrind (registered
+//! as the only OpenCL platform of that child), through the same executor as `replay`; the
+//! parent gives each child a deadline, reads its stderr, parses Oclgrind's diagnostics
+//! ([`oclgrind`]), maps addresses back to arguments, deduplicates ([`finding`]) and reports
+//! ([`report`], [`sarif`]). The native instrumented engine of issue 11 does not exist yet.
+
+pub mod finding;
+pub mod oclgrind;
+pub mod report;
+pub mod sarif;
+
+use crate::executor::{BuildOptions, DeviceSelector, InputArg, LaunchInput, Session};
+use cltrap_capture::{Capture, ProgramOrigin};
+use finding::{Diagnostic, Family, Finding};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What to check and how.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// Launch ids; `None` = all.
+    pub ids: Option<Vec<u64>>,
+    /// The families asked for; empty = all.
+    pub families: Vec<Family>,
+    /// Oclgrind's first-and-last-work-group mode.
+    pub quick: bool,
+    /// Wall-clock limit per launch.
+    pub deadline: Duration,
+}
+
+/// How one launch's check ended.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum LaunchStatus {
+    /// Oclgrind ran the launch to the end.
+    Checked {
+        /// Wall time of the child, in milliseconds.
+        millis: u64,
+    },
+    /// The launch cannot be replayed from the capture.
+    Skipped { reason: String },
+    /// The deadline ran out; findings printed before that are kept.
+    TimedOut { seconds: u64 },
+    /// The child failed (build error, crash): the reason.
+    Failed { reason: String },
+}
+
+/// One launch's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct LaunchCheck {
+    /// Launch id.
+    pub id: u64,
+    /// Kernel.
+    pub kernel: String,
+    /// How it ended.
+    pub status: LaunchStatus,
+    /// Diagnostics Oclgrind printed (before deduplication).
+    pub diagnostics: usize,
+}
+
+/// Everything `cltrap check` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    /// The engine that ran (`oclgrind`).
+    pub engine: &'static str,
+    /// Per launch, in the order checked.
+    pub launches: Vec<LaunchCheck>,
+    /// Deduplicated findings.
+    pub findings: Vec<Finding>,
+    /// Program hash → its source text (the concatenation of its sources), for reports.
+    #[serde(skip)]
+    pub sources: BTreeMap<String, String>,
+}
+
+impl CheckReport {
+    /// 1 when something was found, 2 when a launch could not be checked, else 0.
+    pub fn exit_code(&self) -> u8 {
+        if !self.findings.is_empty() {
+            1
+        } else if self.launches.iter().any(|l| {
+            matches!(
+                l.status,
+                LaunchStatus::Failed { .. } | LaunchStatus::TimedOut { .. }
+            )
+        }) {
+            2
+        } else {
+            0
+        }
+    }
+}
+
+/// What a worker tells its parent on stdout (one JSON line).
+#[derive(Debug, Serialize, Deserialize)]
+struct WorkerReply {
+    /// Memory objects in creation order: (argument index, name, size in bytes).
+    buffers: Vec<(usize, String, u64)>,
+    /// `ok`, `skipped` or `error`.
+    outcome: String,
+    /// The reason for `skipped` / `error`.
+    message: String,
+}
+
+/// The concatenated source of a program created from source (what Oclgrind's lines count).
+fn program_source(capture: &Capture, hash: &str) -> Option<String> {
+    match capture.program(hash).ok()?.origin {
+        ProgramOrigin::Source { sources } => sources
+            .iter()
+            .map(|h| capture.source_text(h).ok())
+            .collect::<Option<Vec<_>>>()
+            .map(|v| v.concat()),
+        _ => None,
+    }
+}
+
+/// Runs the check: one child per launch, `progress` told before each one.
+pub fn check(
+    dir: &Path,
+    capture: &Capture,
+    opts: &CheckOptions,
+    mut progress: impl FnMut(&str),
+) -> Result<CheckReport, String> {
+    let launches =
+        crate::replay::select(capture, opts.ids.as_deref()).map_err(|e| e.to_string())?;
+    let icd = oclgrind::find_icd()?;
+    let vendors = std::env::temp_dir().join(format!("cltrap-check-{}", std::process::id()));
+    oclgrind::vendors_dir(&icd, &vendors)
+        .map_err(|e| format!("cannot write {}: {e}", vendors.display()))?;
+    let wants = |f: Family| opts.families.is_empty() || opts.families.contains(&f);
+    let checks = oclgrind::Checks {
+        races: wants(Family::Races),
+        uninit: wants(Family::Uninit),
+        quick: opts.quick,
+    };
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find cltrap itself: {e}"))?;
+    let mut report = CheckReport {
+        engine: "oclgrind",
+        launches: Vec::new(),
+        findings: Vec::new(),
+        sources: BTreeMap::new(),
+    };
+    let mut all: Vec<(u64, String, Diagnostic)> = Vec::new();
+    for (n, l) in launches.iter().enumerate() {
+        let items: u64 = l.global_size.iter().product();
+        progress(&format!(
+            "[{}/{}] launch {} {}: {items} work-item(s) on Oclgrind{}",
+            n + 1,
+            launches.len(),
+            l.id,
+            l.kernel,
+            if opts.quick {
+                " (first and last work-group only)"
+            } else {
+                ""
+            }
+        ));
+        let (status, diags) = run_child(&exe, dir, l.id, &vendors, checks, opts.deadline);
+        let diags: Vec<Diagnostic> = diags
+            .into_iter()
+            .filter(|d| d.kind.family().is_none_or(wants))
+            .collect();
+        if let LaunchStatus::Checked { millis } = &status {
+            progress(&format!(
+                "  launch {}: {} diagnostic(s) in {:.1} s",
+                l.id,
+                diags.len(),
+                *millis as f64 / 1000.0
+            ));
+        }
+        report.launches.push(LaunchCheck {
+            id: l.id,
+            kernel: l.kernel.clone(),
+            status,
+            diagnostics: diags.len(),
+        });
+        if !report.sources.contains_key(&l.program) {
+            if let Some(s) = program_source(capture, &l.program) {
+                report.sources.insert(l.program.clone(), s);
+            }
+        }
+        all.extend(diags.into_iter().map(|d| (l.id, l.program.clone(), d)));
+    }
+    let _ = std::fs::remove_dir_all(&vendors);
+    report.findings = finding::deduplicate(all);
+    Ok(report)
+}
+
+/// Runs one launch in a child on Oclgrind, killed at `deadline`.
+fn run_child(
+    exe: &Path,
+    dir: &Path,
+    id: u64,
+    vendors: &Path,
+    checks: oclgrind::Checks,
+    deadline: Duration,
+) -> (LaunchStatus, Vec<Diagnostic>) {
+    let mut cmd = Command::new(exe);
+    cmd.arg("check-worker").arg(dir).arg(id.to_string());
+    for (k, v) in oclgrind::environment(vendors, checks) {
+        cmd.env(k, v);
+    }
+    cmd.env_remove("LD_PRELOAD").env_remove("OPENCL_LAYERS");
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return (
+                LaunchStatus::Failed {
+                    reason: format!("cannot start {}: {e}", exe.display()),
+                },
+                vec![],
+            )
+        }
+    };
+    let pipe = |p: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = p {
+                let mut bytes = Vec::new();
+                let _ = p.read_to_end(&mut bytes);
+                s = String::from_utf8_lossy(&bytes).into_owned();
+            }
+            s
+        })
+    };
+    let out = pipe(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = pipe(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let mut timed_out = false;
+    let exit = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if start.elapsed() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                timed_out = true;
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => break None,
+        }
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    let reply: Option<WorkerReply> = stdout.lines().find_map(|l| serde_json::from_str(l).ok());
+    let mut diags = oclgrind::parse(&stderr);
+    if let Some(r) = &reply {
+        for d in &mut diags {
+            if let Some(t) = &mut d.target {
+                oclgrind::map_target(t, &r.buffers);
+            }
+        }
+    }
+    // An API error Oclgrind reports about the worker's own calls is not a kernel finding:
+    // it shows up as the worker's failure below instead.
+    diags.retain(|d| !d.kernel.is_empty());
+    let status = if timed_out {
+        LaunchStatus::TimedOut {
+            seconds: deadline.as_secs(),
+        }
+    } else {
+        match reply {
+            Some(r) if r.outcome == "ok" => LaunchStatus::Checked {
+                millis: start.elapsed().as_millis() as u64,
+            },
+            Some(r) if r.outcome == "skipped" => LaunchStatus::Skipped { reason: r.message },
+            Some(r) => LaunchStatus::Failed { reason: r.message },
+            None => LaunchStatus::Failed {
+                reason: format!(
+                    "the Oclgrind child ended without a result ({}){}",
+                    exit.map(|s| s.to_string())
+                        .unwrap_or_else(|| "no status".into()),
+                    stderr
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .map(|l| format!(": {}", l.trim()))
+                        .unwrap_or_default()
+                ),
+            },
+        }
+    };
+    (status, diags)
+}
+
+/// `cltrap check-worker DIR ID`: runs one launch on the Oclgrind platform (the only one its
+/// parent registered) and prints a [`WorkerReply`] line; Oclgrind prints its diagnostics on
+/// stderr. Exit status 0 whenever a reply was printed.
+pub fn worker_main(dir: &Path, id: u64) -> u8 {
+    let reply = worker(dir, id).unwrap_or_else(|(outcome, message)| WorkerReply {
+        buffers: vec![],
+        outcome: outcome.into(),
+        message,
+    });
+    match serde_json::to_string(&reply) {
+        Ok(s) => {
+            println!("{s}");
+            0
+        }
+        Err(_) => 2,
+    }
+}
+
+fn worker(dir: &Path, id: u64) -> Result<WorkerReply, (&'static str, String)> {
+    let fail = |e: crate::executor::ExecError| {
+        (if e.is_skip() { "skipped" } else { "error" }, e.to_string())
+    };
+    let capture = Capture::open(dir).map_err(|e| ("error", e.to_string()))?;
+    let record = capture.launch(id).map_err(|e| ("error", e.to_string()))?;
+    let input = LaunchInput::from_record(&capture, record).map_err(fail)?;
+    let session = Session::open(&DeviceSelector {
+        platform: Some("oclgrind".into()),
+        device: None,
+    })
+    .map_err(fail)?;
+    let program = capture
+        .program(&record.program)
+        .map_err(|e| ("error", e.to_string()))?;
+    let built = session
+        .build(&capture, &program, &BuildOptions::default())
+        .map_err(fail)?;
+    // The executor creates one memory object per buffer or image argument, in order.
+    let buffers = input
+        .args
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| {
+            let size = match a {
+                InputArg::Buffer { bytes, .. } | InputArg::Image { bytes, .. } => bytes.len(),
+                _ => return None,
+            };
+            let name = record
+                .args
+                .get(i)
+                .map(|r| r.info().name.clone())
+                .unwrap_or_default();
+            Some((i, name, size as u64))
+        })
+        .collect();
+    session.run(&built, &input, &[]).map_err(fail)?;
+    Ok(WorkerReply {
+        buffers,
+        outcome: "ok".into(),
+        message: String::new(),
+    })
+}
+
+/// Where `--sarif FILE` puts the kernel sources it points at: `FILE.sources/`.
+pub fn sarif_sources_dir(sarif: &Path) -> PathBuf {
+    let mut s = sarif.as_os_str().to_owned();
+    s.push(".sources");
+    PathBuf::from(s)
+}

@@ -1,0 +1,252 @@
+//! Oclgrind as the checking engine: registering it as a private OpenCL platform for a child
+//! process, the environment that switches its checks on, and the parser of its diagnostics.
+//!
+//! Why a child process: Oclgrind is a simulator (thousands of times slower than a device) and
+//! prints its diagnostics on the process's stderr. A child per launch gets a deadline (killed
+//! when it runs out, the rest of the work goes on) and its stderr is read here, whole.
+
+use super::finding::{Access, Diagnostic, Kind, Target};
+use std::path::{Path, PathBuf};
+
+/// Where Debian's `oclgrind` package puts the ICD library.
+pub const ICD_LIBRARY: &str = "/usr/lib/oclgrind/liboclgrind-rt-icd.so";
+
+/// Low bits of an Oclgrind address that are the byte offset; the bits above number the buffer.
+const OFFSET_BITS: u32 = 48;
+
+/// Which of Oclgrind's checks to switch on.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Checks {
+    /// `OCLGRIND_DATA_RACES=1`.
+    pub races: bool,
+    /// `OCLGRIND_UNINITIALIZED=1`.
+    pub uninit: bool,
+    /// `OCLGRIND_QUICK=1`: only the first and last work-groups run.
+    pub quick: bool,
+}
+
+/// The ICD library, or why it is missing (one sentence for the CLI).
+pub fn find_icd() -> Result<PathBuf, String> {
+    let p = std::env::var_os("CLTRAP_OCLGRIND_ICD")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(ICD_LIBRARY));
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(format!(
+            "Oclgrind's ICD library {} is missing: install Debian's `oclgrind` package (or set CLTRAP_OCLGRIND_ICD)",
+            p.display()
+        ))
+    }
+}
+
+/// Writes a private vendors folder naming only Oclgrind, for `OCL_ICD_VENDORS`.
+pub fn vendors_dir(icd: &Path, dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("oclgrind.icd"), format!("{}\n", icd.display()))
+}
+
+/// The environment of a child that runs a launch on Oclgrind with `checks`.
+pub fn environment(vendors: &Path, checks: Checks) -> Vec<(&'static str, String)> {
+    let on = |b: bool| if b { "1" } else { "0" }.to_string();
+    vec![
+        ("OCL_ICD_VENDORS", vendors.display().to_string()),
+        ("OCL_ICD_PLATFORM_SORT", "none".into()),
+        ("OCLGRIND_DATA_RACES", on(checks.races)),
+        ("OCLGRIND_UNINITIALIZED", on(checks.uninit)),
+        ("OCLGRIND_QUICK", on(checks.quick)),
+        ("OCLGRIND_CHECK_API", "1".into()),
+    ]
+}
+
+/// Splits Oclgrind's stderr into diagnostics. A diagnostic is a headline at column 0 followed
+/// by tab-indented lines; a blank line ends it. Lines that fit no diagnostic are ignored.
+pub fn parse(stderr: &str) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let mut block: Vec<&str> = Vec::new();
+    for line in stderr.lines() {
+        if line.is_empty() {
+            flush(&mut block, &mut out);
+        } else if !line.starts_with('\t') && !line.starts_with(' ') {
+            flush(&mut block, &mut out);
+            block.push(line);
+        } else if !block.is_empty() {
+            block.push(line);
+        }
+    }
+    flush(&mut block, &mut out);
+    out
+}
+
+fn flush(block: &mut Vec<&str>, out: &mut Vec<Diagnostic>) {
+    if let Some(d) = diagnostic(block) {
+        out.push(d);
+    }
+    block.clear();
+}
+
+fn kind_of(headline: &str) -> Kind {
+    if headline.starts_with("Invalid read") {
+        Kind::InvalidRead
+    } else if headline.starts_with("Invalid write") {
+        Kind::InvalidWrite
+    } else if headline.contains("data race at") {
+        Kind::DataRace
+    } else if headline.starts_with("Uninitialized value") {
+        Kind::Uninitialized
+    } else if headline.starts_with("Work-group divergence detected (barrier)") {
+        Kind::BarrierDivergence
+    } else {
+        Kind::Other
+    }
+}
+
+/// `(a,b,c)` after `label`, e.g. `Global(15,0,0)`.
+fn triple(text: &str, label: &str) -> Option<[u64; 3]> {
+    let rest = &text[text.find(label)? + label.len()..];
+    let inner = rest.strip_prefix('(')?.split(')').next()?;
+    let v: Vec<u64> = inner
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    (v.len() == 3).then(|| [v[0], v[1], v[2]])
+}
+
+/// `At line 25 (column 12) of input.cl:` → (25, 12).
+fn line_col(text: &str) -> Option<(u32, u32)> {
+    let rest = text.trim().strip_prefix("At line ")?;
+    let (line, rest) = rest.split_once(' ')?;
+    let col = rest.strip_prefix("(column ")?.split(')').next()?;
+    Some((line.parse().ok()?, col.parse().ok()?))
+}
+
+/// `... at global memory address 0x2000000000100` → (space, address); `of size 4` → size.
+fn memory(headline: &str) -> Option<(String, u64, Option<u32>)> {
+    let (before, hex) = headline.rsplit_once(" memory address 0x")?;
+    let address = u64::from_str_radix(hex.trim(), 16).ok()?;
+    let space = before.rsplit(' ').next()?.to_string();
+    let size = headline
+        .split_once("of size ")
+        .and_then(|(_, r)| r.split(' ').next())
+        .and_then(|s| s.parse().ok());
+    Some((space, address, size))
+}
+
+/// One block → one diagnostic; `None` for blocks that are not Oclgrind diagnostics.
+fn diagnostic(block: &[&str]) -> Option<Diagnostic> {
+    let (headline, body) = block.split_first()?;
+    let kernel = body
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("Kernel:"))
+        .map(|k| k.trim().to_string());
+    let kind = kind_of(headline);
+    // Without a kernel it is not a kernel diagnostic (an API error names a function instead).
+    let kernel = match (kernel, &kind) {
+        (Some(k), _) => k,
+        (None, Kind::Other) if headline.starts_with("Oclgrind") => String::new(),
+        (None, _) => return None,
+    };
+    let mut accesses: Vec<Access> = Vec::new();
+    let mut entity: Option<&str> = None;
+    let mut group: Option<[u64; 3]> = None;
+    let mut detail = Vec::new();
+    let mut i = 0;
+    while i < body.len() {
+        let t = body[i].trim();
+        if let Some(e) = t
+            .strip_prefix("Entity:")
+            .or_else(|| t.strip_prefix("First entity:"))
+            .or_else(|| t.strip_prefix("Second entity:"))
+        {
+            entity = Some(e);
+        } else if let Some(w) = t.strip_prefix("Work-group:") {
+            group = triple(&format!("G{}", w.trim()), "G");
+        } else if let Some((line, column)) = line_col(t) {
+            let code = body
+                .get(i + 1)
+                .map(|c| c.trim().to_string())
+                .unwrap_or_default();
+            i += 1;
+            let who = entity.take().unwrap_or("");
+            accesses.push(Access {
+                line,
+                column,
+                code,
+                global: triple(who, "Global"),
+                local: triple(who, "Local"),
+                group: triple(who, "Group").or(group),
+            });
+        } else if t.starts_with("Only ") || t.starts_with("Function:") || t.starts_with("Error:") {
+            detail.push(t.to_string());
+        }
+        i += 1;
+    }
+    let target = memory(headline).map(|(space, address, size)| Target {
+        space,
+        address,
+        size,
+        arg_index: None,
+        arg_name: None,
+        offset: address & ((1u64 << OFFSET_BITS) - 1),
+        arg_size: None,
+    });
+    let mut accesses = accesses.into_iter();
+    Some(Diagnostic {
+        kind,
+        message: headline.trim().to_string(),
+        detail,
+        kernel,
+        first: accesses.next(),
+        second: accesses.next(),
+        target,
+    })
+}
+
+/// Maps a global-memory target to the launch's arguments: Oclgrind numbers buffers from 1 in
+/// the order they are created, and the child process creates nothing but the launch's memory
+/// objects, in `buffers` order (argument index, name, size).
+pub fn map_target(target: &mut Target, buffers: &[(usize, String, u64)]) {
+    if target.space != "global" && target.space != "constant" {
+        return;
+    }
+    let number = (target.address >> OFFSET_BITS) as usize;
+    if let Some((index, name, size)) = number.checked_sub(1).and_then(|n| buffers.get(n)) {
+        target.arg_index = Some(*index);
+        target.arg_name = Some(name.clone());
+        target.arg_size = Some(*size);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RACE: &str = "\nRead-write data race at global memory address 0x2000000000040\n\tKernel: global_race\n\t\n\tFirst entity:  Global(16,0,0) Local(0,0,0) Group(1,0,0)\n\t  store i32 %0, i32 addrspace(1)* %arrayidx2, align 4\n\tAt line 25 (column 12) of input.cl:\n\t  out[g] = in[g];\n\t\n\tSecond entity: Global(15,0,0) Local(15,0,0) Group(0,0,0)\n\t  %1 = load i32\n\tAt line 28 (column 19) of input.cl:\n\t  out[g] += out[g + 1];\n\t\n\nInvalid write of size 4 at global memory address 0x2000000000100\n\tKernel: off_by_one\n\tEntity: Global(63,0,0) Local(15,0,0) Group(3,0,0)\n\t  store i32 %0\n\tAt line 40 (column 16) of input.cl:\n\t  out[g + 1] = in[g + 1];\n\t\ncheck: all results correct\n\nWork-group divergence detected (barrier)\n\tKernel:     divergent_barrier\n\tWork-group: (1,0,0)\n\tOnly 8 out of 16 work-items executed barrier\n\t  tail call spir_func void @_Z7barrierj(i32 noundef 1)\n\tAt line 71 (column 9) of input.cl:\n\t  barrier(CLK_LOCAL_MEM_FENCE);\n\t\n";
+
+    #[test]
+    fn oclgrind_text_becomes_typed_diagnostics() {
+        let d = parse(RACE);
+        assert_eq!(d.len(), 3, "{d:#?}");
+        assert_eq!(d[0].kind, Kind::DataRace);
+        let (a, b) = (d[0].first.clone().unwrap(), d[0].second.clone().unwrap());
+        assert_eq!((a.line, a.column, a.global), (25, 12, Some([16, 0, 0])));
+        assert_eq!((b.line, b.column, b.group), (28, 19, Some([0, 0, 0])));
+        assert_eq!(b.code, "out[g] += out[g + 1];");
+        assert_eq!(d[1].kind, Kind::InvalidWrite);
+        let mut t = d[1].target.clone().unwrap();
+        assert_eq!(
+            (t.space.as_str(), t.offset, t.size),
+            ("global", 256, Some(4))
+        );
+        map_target(&mut t, &[(1, "in".into(), 256), (0, "out".into(), 256)]);
+        assert_eq!((t.arg_index, t.arg_name.as_deref()), (Some(0), Some("out")));
+        assert_eq!(d[2].kind, Kind::BarrierDivergence);
+        assert_eq!(d[2].kernel, "divergent_barrier");
+        let w = d[2].first.clone().unwrap();
+        assert_eq!((w.line, w.group), (71, Some([1, 0, 0])));
+        assert_eq!(
+            d[2].detail,
+            vec!["Only 8 out of 16 work-items executed barrier"]
+        );
+    }
+}

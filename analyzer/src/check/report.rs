@@ -1,0 +1,152 @@
+//! The terminal report of `cltrap check`: findings grouped by kernel, each shown on its source
+//! lines the way rustc shows a diagnostic (line numbers, a caret under the column).
+
+use super::finding::{Access, Finding, Kind};
+use super::{CheckReport, LaunchStatus};
+use std::fmt::Write;
+
+fn title(f: &Finding) -> String {
+    let what = match f.kind {
+        Kind::DataRace => "data race".to_string(),
+        Kind::InvalidRead => "read out of bounds".to_string(),
+        Kind::InvalidWrite => "write out of bounds".to_string(),
+        Kind::Uninitialized => "use of an uninitialised value".to_string(),
+        Kind::BarrierDivergence => "barrier not reached by every work-item of the group".into(),
+        Kind::Other => f.example.message.clone(),
+    };
+    let launches: Vec<String> = f.launches.iter().map(u64::to_string).collect();
+    format!(
+        "error[{}]: {what} ({} occurrence(s) in launch {})",
+        f.kind.rule_id(),
+        f.count,
+        launches.join(",")
+    )
+}
+
+/// The `file:line:col` label of a program's source.
+pub fn source_name(program: &str) -> String {
+    format!("program-{}.cl", &program[..program.len().min(12)])
+}
+
+/// Writes one source line with a caret under `a.column`, and `note` after the caret.
+fn snippet(out: &mut String, source: Option<&str>, a: &Access, gutter: usize, note: &str) {
+    let text = source
+        .and_then(|s| s.lines().nth(a.line.saturating_sub(1) as usize))
+        .map(str::to_string)
+        .unwrap_or_else(|| a.code.clone());
+    let pad = " ".repeat(gutter);
+    let _ = writeln!(out, "{:>gutter$} | {}", a.line, text.trim_end());
+    // Tabs keep their width under the caret.
+    let lead: String = text
+        .chars()
+        .take(a.column.saturating_sub(1) as usize)
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    let _ = writeln!(out, "{pad} | {lead}^ {note}");
+}
+
+fn note(f: &Finding, a: &Access, first: bool) -> String {
+    match f.kind {
+        Kind::DataRace => {
+            let verb = if first {
+                "first access"
+            } else {
+                "second access"
+            };
+            format!("{verb}, by {}", a.who())
+        }
+        Kind::InvalidRead | Kind::InvalidWrite => match &f.example.target {
+            Some(t) => format!("{} by {}", t.describe(), a.who()),
+            None => format!("by {}", a.who()),
+        },
+        Kind::BarrierDivergence => {
+            let only = f.example.detail.first().cloned().unwrap_or_default();
+            format!("{only} in {}", a.who())
+        }
+        _ => format!("by {}", a.who()),
+    }
+}
+
+/// The whole report: per kernel its findings, then one line per launch that was not checked,
+/// then a summary line.
+pub fn render(report: &CheckReport) -> String {
+    let mut out = String::new();
+    let mut kernel: Option<&str> = None;
+    for f in &report.findings {
+        if kernel != Some(f.kernel.as_str()) {
+            kernel = Some(f.kernel.as_str());
+            let n = report
+                .findings
+                .iter()
+                .filter(|g| g.kernel == f.kernel)
+                .count();
+            let _ = writeln!(out, "kernel {}: {n} finding(s)\n", f.kernel);
+        }
+        let _ = writeln!(out, "{}", title(f));
+        let source = report.sources.get(&f.program).map(String::as_str);
+        let accesses: Vec<&Access> = [&f.example.first, &f.example.second]
+            .into_iter()
+            .flatten()
+            .collect();
+        let gutter = accesses
+            .iter()
+            .map(|a| a.line.to_string().len())
+            .max()
+            .unwrap_or(1);
+        let pad = " ".repeat(gutter);
+        match accesses.first() {
+            Some(a) => {
+                let _ = writeln!(
+                    out,
+                    "{pad}--> {}:{}:{}",
+                    source_name(&f.program),
+                    a.line,
+                    a.column
+                );
+                let _ = writeln!(out, "{pad} |");
+                snippet(&mut out, source, a, gutter, &note(f, a, true));
+                if let Some(b) = accesses.get(1) {
+                    let _ = writeln!(out, "{pad} |");
+                    let _ = writeln!(
+                        out,
+                        "{pad}::: {}:{}:{}",
+                        source_name(&f.program),
+                        b.line,
+                        b.column
+                    );
+                    snippet(&mut out, source, b, gutter, &note(f, b, false));
+                }
+                let _ = writeln!(out, "{pad} |");
+            }
+            None => {
+                let _ = writeln!(out, "{pad} = {}", f.example.message);
+            }
+        }
+        let _ = writeln!(out, "{pad} = oclgrind: {}\n", f.example.message);
+    }
+    for l in &report.launches {
+        let why = match &l.status {
+            LaunchStatus::Checked { .. } => continue,
+            LaunchStatus::Skipped { reason } => format!("skipped: {reason}"),
+            LaunchStatus::TimedOut { seconds } => format!(
+                "not finished within the {seconds} s deadline (try --quick or a larger --deadline); {} diagnostic(s) before that are included",
+                l.diagnostics
+            ),
+            LaunchStatus::Failed { reason } => format!("error: {reason}"),
+        };
+        let _ = writeln!(out, "launch {} {}: {why}", l.id, l.kernel);
+    }
+    let checked = report
+        .launches
+        .iter()
+        .filter(|l| matches!(l.status, LaunchStatus::Checked { .. }))
+        .count();
+    let _ = writeln!(
+        out,
+        "checked {checked} of {} launch(es) on {}: {} finding(s)",
+        report.launches.len(),
+        report.engine,
+        report.findings.len()
+    );
+    out
+}
