@@ -19,6 +19,7 @@ pub mod compare;
 pub mod cover;
 pub mod executor;
 pub mod fuzz;
+pub mod headers;
 pub mod html;
 pub mod ids;
 pub mod launcher;

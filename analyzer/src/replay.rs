@@ -201,14 +201,28 @@ fn replay_one(
         Err(e) => return error(&e),
     };
     if !programs.contains_key(&l.program) {
-        let built = capture
-            .program(&l.program)
-            .map_err(ExecError::from)
-            .and_then(|record| session.build(capture, &record, &BuildOptions::default()));
+        let (built, missing) = match capture.program(&l.program) {
+            Ok(record) => (
+                session.build(capture, &record, &BuildOptions::default()),
+                crate::headers::Headers::missing(&record.includes),
+            ),
+            Err(e) => (Err(ExecError::from(e)), Vec::new()),
+        };
         if built.is_ok() {
             summary.programs_built += 1;
         }
-        let entry = built.map_err(|e| (one_line(&e), e.to_string()));
+        let entry = built.map_err(|e| {
+            let mut line = one_line(&e);
+            let mut full = e.to_string();
+            if !missing.is_empty() {
+                // The likeliest cause: a header the application's build could not find either
+                // was captured by name only.
+                let names = missing.join(", ");
+                line = format!("{line} (not found when the program was captured: {names})");
+                full = format!("{full}\nnot found when the program was captured: {names}");
+            }
+            (line, full)
+        });
         programs.insert(l.program.clone(), entry);
     }
     let program = match programs.get(&l.program) {

@@ -38,7 +38,8 @@ fn settings(solve: bool) -> Settings {
 fn campaign(kernel: &str) -> Vec<(String, SlotStatus)> {
     let source = std::fs::read_to_string(fixture("hard.cl")).unwrap();
     let session = Session::open(&DeviceSelector::default()).expect("PoCL device");
-    let targets = fuzz::targets_from_source(&source, "", Some(kernel), None, 7).unwrap();
+    let targets =
+        fuzz::targets_from_source(&source, "", Some(kernel), None, 7, Default::default()).unwrap();
     let o = fuzz::run_target(
         &session,
         targets.into_iter().next().unwrap(),
@@ -331,9 +332,10 @@ fn struct_fields_by_buffer_and_by_value() {
 fn local_ids_under_a_null_local_size() {
     let source = std::fs::read_to_string(fixture("hard.cl")).unwrap();
     let session = Session::open(&DeviceSelector::default()).expect("PoCL device");
-    let mut t = fuzz::targets_from_source(&source, "", Some("local_eq"), None, 7)
-        .unwrap()
-        .remove(0);
+    let mut t =
+        fuzz::targets_from_source(&source, "", Some("local_eq"), None, 7, Default::default())
+            .unwrap()
+            .remove(0);
     t.seeds[0].local_size = None;
     let o = fuzz::run_target(&session, t, &settings(true)).unwrap();
     for s in &o.report.slots {

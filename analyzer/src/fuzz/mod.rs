@@ -15,6 +15,7 @@ pub mod suite;
 pub mod wire;
 
 use crate::executor::{DeviceSelector, ExecError, LaunchInput, Session};
+use crate::headers::{HeaderError, Headers};
 use crate::variant::{program_source, VariantError};
 use campaign::{Budget, Campaign};
 use cltrap_capture::{Capture, ProgramOrigin, ReadError, WriteError};
@@ -49,6 +50,9 @@ pub enum FuzzError {
     /// The worker process failed.
     #[error("fuzz worker: {0}")]
     Worker(String),
+    /// The program's included files could not be laid out.
+    #[error("{0}")]
+    Headers(#[from] HeaderError),
 }
 
 /// `cltrap fuzz` arguments.
@@ -118,6 +122,16 @@ pub struct Target {
     pub kernel: String,
     /// Seeds (captured launches, or one from the interface file); empty = make one up.
     pub seeds: Vec<LaunchInput>,
+    /// The files the program includes (captured, or found next to the kernel file): every
+    /// parse and build uses these copies.
+    pub headers: std::sync::Arc<Headers>,
+}
+
+impl Target {
+    /// Options for parsing and building against the included files' copies.
+    pub fn build_options(&self) -> String {
+        self.headers.options(&self.options)
+    }
 }
 
 /// Campaign settings shared by all kernels.
@@ -210,6 +224,7 @@ pub fn targets_from_capture(
             continue;
         }
         let source = program_source(capture, &record)?;
+        let headers = std::sync::Arc::new(Headers::from_capture(capture, &record.includes)?);
         out.push((
             key,
             Target {
@@ -217,6 +232,7 @@ pub fn targets_from_capture(
                 options: record.options.clone(),
                 kernel: l.kernel.clone(),
                 seeds: vec![seed],
+                headers,
             },
         ));
     }
@@ -231,15 +247,18 @@ pub fn targets_from_capture(
     Ok(out.into_iter().map(|(_, t)| t).collect())
 }
 
-/// The targets of an OpenCL C file: `kernel` (or every kernel), seeded from `interface`.
+/// The targets of an OpenCL C file: `kernel` (or every kernel), seeded from `interface`;
+/// `headers` are the files it includes (see [`Headers::from_disk`]).
 pub fn targets_from_source(
     source: &str,
     options: &str,
     kernel: Option<&str>,
     interface: Option<(&spec::InterfaceFile, &Path)>,
     seed: u64,
+    headers: Headers,
 ) -> Result<Vec<Target>, FuzzError> {
-    let program = cltrap_kernel::parse_program(source, options)?;
+    let headers = std::sync::Arc::new(headers);
+    let program = cltrap_kernel::parse_program(source, &headers.options(options))?;
     let names: Vec<String> = match (kernel, interface) {
         (Some(k), _) => vec![k.to_string()],
         (None, Some((spec, _))) => vec![spec.kernel.clone()],
@@ -262,6 +281,7 @@ pub fn targets_from_source(
             options: options.to_string(),
             kernel: name,
             seeds,
+            headers: headers.clone(),
         });
     }
     Ok(out)
@@ -292,12 +312,14 @@ pub fn run_target(
     settings: &Settings,
 ) -> Result<Outcome, FuzzError> {
     let start = Instant::now();
-    let program: Program = cltrap_kernel::parse_program(&target.source, &target.options)?;
+    let options = target.build_options();
+    let program: Program = cltrap_kernel::parse_program(&target.source, &options)?;
     let iface = interface::derive(&program, &target.kernel)?;
     let inst = cltrap_kernel::coverage::instrument_coverage(&program, Default::default())?;
     let mut campaign = Campaign::new(&target.kernel, iface, inst.map);
     let t0 = Instant::now();
-    let mut runner = make_runner(session, &inst.source, &target.options, settings)?;
+    let built_source = target.headers.source(&inst.source);
+    let mut runner = make_runner(session, &built_source, &options, settings)?;
     campaign.compile_time = t0.elapsed();
     campaign.fuzz(
         runner.as_mut(),
@@ -483,6 +505,7 @@ pub fn write_outcome(
         &SuiteProgram {
             source: &o.target.source,
             options: &o.target.options,
+            headers: &o.target.headers,
         },
         &o.campaign,
         from,
@@ -515,8 +538,11 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
     } else {
         let source = std::fs::read_to_string(input)
             .map_err(|e| format!("cannot read {}: {e}", input.display()))?;
+        let folder = input.parent().unwrap_or(Path::new("."));
         if args.init {
-            let program = cltrap_kernel::parse_program(&source, &args.build_options)
+            let (headers, options) = Headers::from_disk(&source, &args.build_options, folder)
+                .map_err(|e| e.to_string())?;
+            let program = cltrap_kernel::parse_program(&source, &headers.options(&options))
                 .map_err(|e| e.to_string())?;
             let name = match &args.kernel {
                 Some(k) => k.clone(),
@@ -546,12 +572,23 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
             Some((s, _)) if args.build_options.is_empty() => s.build_options.clone(),
             _ => args.build_options.clone(),
         };
+        // Includes are searched in the kernel file's folder first, then in `-I`.
+        let (headers, options) =
+            Headers::from_disk(&source, &options, folder).map_err(|e| e.to_string())?;
+        for m in Headers::missing(&headers.includes) {
+            let _ = writeln!(
+                out,
+                "note: {} includes {m}, which was not found",
+                input.display()
+            );
+        }
         targets_from_source(
             &source,
             &options,
             args.kernel.as_deref(),
             spec.as_ref().map(|(s, b)| (s, b.as_path())),
             args.seed,
+            headers,
         )
         .map_err(|e| e.to_string())?
     };
@@ -605,6 +642,7 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
                                 &SuiteProgram {
                                     source: &o.target.source,
                                     options: &o.target.options,
+                                    headers: &o.target.headers,
                                 },
                                 &o.campaign,
                                 session.info(),

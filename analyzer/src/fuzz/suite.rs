@@ -194,12 +194,14 @@ fn arg_records(
     Ok(out)
 }
 
-/// A kernel's program for the suite: its source and options.
+/// A kernel's program for the suite: its source, options and included files.
 pub struct SuiteProgram<'a> {
     /// OpenCL C source (the user's, not instrumented).
     pub source: &'a str,
     /// Build options.
     pub options: &'a str,
+    /// The files it includes: the suite carries them like a capture does.
+    pub headers: &'a crate::headers::Headers,
 }
 
 /// Appends the cases of `c` with index ≥ `from` to the suite in `dir` (created when new);
@@ -266,11 +268,15 @@ fn write_launches(
     };
     let w = CaptureWriter::create(dir, &manifest)?;
     let src = w.blobs.put(program.source.as_bytes())?;
+    for bytes in program.headers.blobs.values() {
+        w.blobs.put(bytes)?;
+    }
     let record = ProgramRecord {
         origin: ProgramOrigin::Source { sources: vec![src] },
         options: program.options.to_string(),
         devices: vec![device.name.clone()],
         build_site: None,
+        includes: program.headers.includes.clone(),
     };
     let program_hash = w
         .blobs
