@@ -3,12 +3,16 @@
 //! z3 then targets every branch fuzzing did not reach ([`crate::solve`]).
 //!
 //! - [`mutate`]: type-aware mutations; [`spec`]: the interface file (`--init`);
+//! - [`classes`] + [`roles`]: the input classes run besides the seeds (all-zero, small,
+//!   role-aware values inside the buffers' extents), so a crashing seed ends nothing;
 //! - [`campaign`]: the loop for one kernel; [`runner`] + [`wire`]: executions in this process
 //!   or in a worker process under a watchdog;
 //! - [`suite`]: writing the suite (capture format) and its report.
 
 pub mod campaign;
+pub mod classes;
 pub mod mutate;
+pub mod roles;
 pub mod runner;
 pub mod spec;
 pub mod suite;
@@ -317,6 +321,7 @@ pub fn run_target(
     let iface = interface::derive(&program, &target.kernel)?;
     let inst = cltrap_kernel::coverage::instrument_coverage(&program, Default::default())?;
     let mut campaign = Campaign::new(&target.kernel, iface, inst.map);
+    campaign.roles = roles::derive(&program, &target.kernel);
     let t0 = Instant::now();
     let built_source = target.headers.source(&inst.source);
     let mut runner = make_runner(session, &built_source, &options, settings)?;
@@ -632,6 +637,14 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
                 }
                 for (what, n) in kinds {
                     let _ = writeln!(out, "finding in {name}: {what} ({n} input(s))");
+                }
+                if let Some(why) = &o.campaign.no_case {
+                    let solve = if settings.solve {
+                        "; nothing to solve from"
+                    } else {
+                        ""
+                    };
+                    let _ = writeln!(out, "kernel {name}: no test case: {why}{solve}");
                 }
                 let report = match &args.out {
                     Some(dir) => {
