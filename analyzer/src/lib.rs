@@ -26,6 +26,7 @@ pub mod launcher;
 pub mod list;
 pub mod mutate;
 pub mod replay;
+pub mod replay_worker;
 pub mod schedules;
 pub mod show;
 pub mod site;

@@ -80,6 +80,18 @@ enum Cmd {
         /// With --schedules: keep permuted sources in DIR and reuse them (no libclang on a hit).
         #[arg(long, hide = true, value_name = "DIR", requires = "schedules")]
         instrument_cache: Option<PathBuf>,
+        /// Replay in this process: no worker to start, but a launch that crashes or hangs
+        /// the driver takes cltrap with it (by default launches run in a worker process, and
+        /// such a launch is reported as failed and the replay goes on).
+        #[arg(long)]
+        in_process: bool,
+        /// Seconds a replay worker may go without a result (a program's compile included)
+        /// before it is stopped and its launch reported as hung.
+        #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
+        watchdog: f64,
+        /// (internal) Start after this launch of the selection (a restarted worker).
+        #[arg(long, hide = true, value_name = "ID")]
+        after: Option<u64>,
     },
     /// Branch, loop-boundary and barrier coverage of kernels, measured on replayed launches.
     Cover {
@@ -244,9 +256,36 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             seed,
             timing,
             instrument_cache,
+            in_process,
+            watchdog,
+            after,
         } => {
             let capture = open(&dir)?;
-            let ids = parse_selection(&ids)?;
+            let words = ids;
+            let ids = parse_selection(&words)?;
+            if schedules.is_none() && !in_process {
+                let order = replay::select(&capture, ids.as_deref())
+                    .map_err(|e| e.to_string())?
+                    .iter()
+                    .map(|l| (l.id, l.kernel.clone()))
+                    .collect();
+                let mut args: Vec<std::ffi::OsString> = vec![dir.into_os_string()];
+                args.extend(words.iter().map(Into::into));
+                if let Some(p) = &device.platform {
+                    args.extend(["--platform".into(), p.into()]);
+                }
+                if let Some(d) = &device.device {
+                    args.extend(["--device".into(), d.into()]);
+                }
+                args.extend(["--ulp".into(), ulp.to_string().into()]);
+                let worker = cltrap_analyzer::replay_worker::WorkerReplay {
+                    exe: std::env::current_exe().map_err(|e| e.to_string())?,
+                    args,
+                    order,
+                    watchdog: std::time::Duration::from_secs_f64(watchdog.max(0.1)),
+                };
+                return worker.run(&mut stdout);
+            }
             if let Some(n) = schedules {
                 let opts = ScheduleOptions {
                     ids,
@@ -261,7 +300,12 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                     .map(|c| c as u8)
                     .map_err(|e| e.to_string());
             }
-            let opts = ReplayOptions { ids, device, ulp };
+            let opts = ReplayOptions {
+                ids,
+                device,
+                ulp,
+                after,
+            };
             let mut told = HashSet::new();
             let (session, summary) = replay::replay(&capture, &opts, |r| {
                 let _ = writeln!(stdout, "{r}");

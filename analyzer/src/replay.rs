@@ -16,6 +16,8 @@ pub struct ReplayOptions {
     pub device: DeviceSelector,
     /// Allowed ulp distance for floating-point outputs (0 = bit-exact).
     pub ulp: u64,
+    /// Start after this launch of the selection (a replay worker restarted after a crash).
+    pub after: Option<u64>,
 }
 
 /// The verdict on one launch.
@@ -243,21 +245,23 @@ fn replay_one(
             }
         }
     };
-    if expected.iter().flatten().next().is_some()
+    let nothing_to_compare = expected.iter().flatten().next().is_some()
         && expected
             .iter()
             .flatten()
-            .all(|e| matches!(e, Expected::Unknown(_)))
-    {
-        return Outcome::Skipped(
-            "no buffer contents after the launch were recorded, so there is nothing to compare"
-                .into(),
-        );
-    }
+            .all(|e| matches!(e, Expected::Unknown(_)));
+    // Run even then: a fuzzing finding (saved without outputs) must reproduce its crash,
+    // hang or failure here.
     let out = match session.run(program, &input, &[]) {
         Ok(o) => o,
         Err(e) => return error(&e),
     };
+    if nothing_to_compare {
+        return Outcome::Skipped(
+            "ran, but no buffer contents after the launch were recorded, so there is nothing to compare"
+                .into(),
+        );
+    }
     if !input.stand_ins.is_empty() {
         let other = match session.run(program, &input.with_stand_in_fill(0xa5), &[]) {
             Ok(o) => o,
@@ -294,7 +298,14 @@ pub fn replay(
     opts: &ReplayOptions,
     report: impl FnMut(&LaunchResult),
 ) -> Result<(Session, Summary), ExecError> {
-    let launches = select(capture, opts.ids.as_deref())?;
+    let mut launches = select(capture, opts.ids.as_deref())?;
+    if let Some(after) = opts.after {
+        let done = launches
+            .iter()
+            .position(|l| l.id == after)
+            .map_or(0, |i| i + 1);
+        launches.drain(..done);
+    }
     let session = Session::open(&opts.device)?;
     let summary = replay_on(&session, capture, &launches, opts.ulp, report);
     Ok((session, summary))

@@ -467,6 +467,29 @@ fn a_crashing_seed_is_a_finding_and_role_aware_inputs_cover_the_kernel() {
         saved.contains(&seed),
         "the seed is not among the saved findings"
     );
+    // Replaying the findings reproduces the crash in a worker: cltrap names the launch,
+    // goes on, and exits 2 (not killed by the kernel).
+    let (code, out, err) = common::cltrap(
+        &["replay", suite.join("findings/spmv_csr").to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    let crashed: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("crashed the replay worker"))
+        .collect();
+    assert!(!crashed.is_empty(), "{out}{err}");
+    assert!(
+        crashed[0].starts_with("launch ") && crashed[0].contains("spmv_csr"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .last()
+            .unwrap_or("")
+            .starts_with(&format!("replayed {} launch(es)", findings.len())),
+        "{out}"
+    );
     // No case of the suite is a finding: replaying and covering it is safe.
     let (ok, replay) = cltrap(&["replay", suite.to_str().unwrap()]);
     assert!(ok && replay.contains("0 mismatched"), "{replay}");
@@ -506,6 +529,18 @@ fn a_hanging_seed_is_a_finding_and_the_campaign_goes_on() {
         !suite_launches(&suite.join("findings/walk")).is_empty(),
         "{text}"
     );
+    // The hang reproduces under the replay worker's watchdog, which stops it.
+    let (code, out, err) = common::cltrap(
+        &[
+            "replay",
+            suite.join("findings/walk").to_str().unwrap(),
+            "--watchdog",
+            "3",
+        ],
+        &[],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("walk: error: hung"), "{out}{err}");
 }
 
 #[test]

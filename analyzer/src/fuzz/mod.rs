@@ -703,7 +703,15 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
         .map(|(r, (n, t))| (r, *n, *t))
         .collect();
     print_table(out, &table);
-    if let Some(dir) = &args.out {
+    if let (Some(dir), true) = (&args.out, reports.is_empty()) {
+        // Nothing ran (e.g. the instrumented program did not build): the reason was said
+        // above; there is no suite to report on.
+        let _ = writeln!(
+            out,
+            "no suite written to {}: no kernel was fuzzed",
+            dir.display()
+        );
+    } else if let Some(dir) = &args.out {
         let mut all = suite::read_report(dir);
         all.kernels
             .retain(|k| !reports.iter().any(|r| r.kernel == k.kernel));

@@ -325,6 +325,8 @@ pub fn read_report(dir: &Path) -> SuiteReport {
 /// Writes the suite's report.
 pub fn write_report(dir: &Path, r: &SuiteReport) -> Result<(), FuzzError> {
     let text = serde_json::to_vec_pretty(r).map_err(|e| FuzzError::Interface(e.to_string()))?;
-    std::fs::write(dir.join(REPORT), text)
-        .map_err(|e| FuzzError::Interface(format!("cannot write {}: {e}", REPORT)))
+    let path = dir.join(REPORT);
+    std::fs::create_dir_all(dir)
+        .and_then(|_| std::fs::write(&path, text))
+        .map_err(|e| FuzzError::Interface(format!("cannot write {}: {e}", path.display())))
 }
