@@ -149,6 +149,38 @@ fn captured_headers_replace_the_applications_files_in_replay_cover_and_fuzz() {
         "{}",
         sreplay.describe()
     );
+
+    // Had main.h not been found when the application built the program, replay names it.
+    let mut lost = rec.clone();
+    for f in lost
+        .includes
+        .files
+        .iter_mut()
+        .filter(|f| f.name == "./main.h")
+    {
+        f.path = None;
+        f.content = None;
+    }
+    let hash = cltrap_capture::BlobStore::new(&dir)
+        .put(&serde_json::to_vec(&lost).unwrap())
+        .unwrap();
+    rewrite_launch(&dir, cap.launches[0].id, |l| l.program = hash);
+    let empty = fresh_dir("headers", "empty");
+    let broken = cltrap_in(&empty, &[OsStr::new("replay"), dir.as_os_str()]);
+    broken.assert_no_panic();
+    assert_eq!(broken.code, Some(2), "{}", broken.describe());
+    let line = broken
+        .stdout_text()
+        .lines()
+        .find(|l| l.starts_with("launch 0"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        line.contains("error")
+            && line.contains("not found when the program was captured: ./main.h"),
+        "{}",
+        broken.describe()
+    );
 }
 
 #[test]
