@@ -115,6 +115,19 @@ enum Cmd {
         /// Keep instrumented sources in DIR and reuse them (no libclang on a hit).
         #[arg(long, hide = true, value_name = "DIR")]
         instrument_cache: Option<PathBuf>,
+        /// Cover in this process: no worker to start, but a launch that crashes or hangs the
+        /// driver takes cltrap with it (by default such a launch is left out and named).
+        #[arg(long)]
+        in_process: bool,
+        /// Seconds one launch may take in a cover worker before it is stopped as hung.
+        #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
+        watchdog: f64,
+        /// (internal) Announce each launch in FILE before running it (a cover worker).
+        #[arg(long, hide = true, value_name = "FILE")]
+        progress: Option<PathBuf>,
+        /// (internal) Leave these launch ids out (they crashed an earlier worker).
+        #[arg(long, hide = true, value_name = "IDS")]
+        leave_out: Option<String>,
     },
     /// The capture controls (env variables and `cltrap run` flags).
     Controls {
@@ -334,10 +347,61 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             json,
             timing,
             instrument_cache,
+            in_process,
+            watchdog,
+            progress,
+            leave_out,
         } => {
             let capture = open(&dir)?;
+            let mut selection = parse_selection(&ids)?;
+            if !in_process {
+                let kernels = replay::select(&capture, selection.as_deref())
+                    .map_err(|e| e.to_string())?
+                    .iter()
+                    .map(|l| (l.id, l.kernel.clone()))
+                    .collect();
+                let mut args: Vec<OsString> = vec![dir.into_os_string()];
+                args.extend(ids.iter().map(Into::into));
+                if let Some(p) = &device.platform {
+                    args.extend(["--platform".into(), p.into()]);
+                }
+                if let Some(d) = &device.device {
+                    args.extend(["--device".into(), d.into()]);
+                }
+                for (flag, path) in [("--lcov", &lcov), ("--html", &html), ("--json", &json)] {
+                    if let Some(p) = path {
+                        args.extend([flag.into(), p.clone().into_os_string()]);
+                    }
+                }
+                if timing {
+                    args.push("--timing".into());
+                }
+                if let Some(c) = &instrument_cache {
+                    args.extend(["--instrument-cache".into(), c.clone().into_os_string()]);
+                }
+                let worker = cover::worker::WorkerCover {
+                    exe: std::env::current_exe().map_err(|e| e.to_string())?,
+                    args,
+                    kernels,
+                    watchdog: std::time::Duration::from_secs_f64(watchdog.max(0.1)),
+                };
+                return worker.run(&mut stdout);
+            }
+            if let Some(p) = progress {
+                cover::worker::announce_to(p);
+            }
+            if let Some(skip) = leave_out {
+                let skip = ids::parse_ids(&skip).map_err(|e| e.to_string())?;
+                let kept = replay::select(&capture, selection.as_deref())
+                    .map_err(|e| e.to_string())?
+                    .iter()
+                    .map(|l| l.id)
+                    .filter(|i| !skip.contains(i))
+                    .collect();
+                selection = Some(kept);
+            }
             let opts = CoverOptions {
-                ids: parse_selection(&ids)?,
+                ids: selection,
                 device,
                 instrument_cache,
             };

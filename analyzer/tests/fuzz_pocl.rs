@@ -490,6 +490,16 @@ fn a_crashing_seed_is_a_finding_and_role_aware_inputs_cover_the_kernel() {
             .starts_with(&format!("replayed {} launch(es)", findings.len())),
         "{out}"
     );
+    // Coverage over the findings leaves the crashing launch out, names it, and goes on.
+    let (code, out, err) = common::cltrap(
+        &["cover", suite.join("findings/spmv_csr").to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("crashed the cover worker") && out.contains("left out of the coverage"),
+        "{out}{err}"
+    );
     // No case of the suite is a finding: replaying and covering it is safe.
     let (ok, replay) = cltrap(&["replay", suite.to_str().unwrap()]);
     assert!(ok && replay.contains("0 mismatched"), "{replay}");
@@ -541,6 +551,17 @@ fn a_hanging_seed_is_a_finding_and_the_campaign_goes_on() {
     );
     assert_eq!(code, 2, "{out}{err}");
     assert!(out.contains("walk: error: hung"), "{out}{err}");
+    let (code, out, err) = common::cltrap(
+        &[
+            "cover",
+            suite.join("findings/walk").to_str().unwrap(),
+            "--watchdog",
+            "3",
+        ],
+        &[],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("walk: error: the kernel hung"), "{out}{err}");
 }
 
 #[test]
@@ -562,4 +583,21 @@ fn a_kernel_that_crashes_on_every_input_class_says_so() {
         "{line}"
     );
     assert!(suite_launches(&suite).is_empty(), "{text}");
+}
+
+#[test]
+fn a_program_that_does_not_build_is_said_once_without_a_misleading_report_error() {
+    let suite = common::temp_dir("no-build");
+    let (ok, text) = fuzz_hard(
+        "magic",
+        &["--in-process", "--build-options=-cl-no-such-option"],
+        &suite,
+    );
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("kernel magic: the program does not build"),
+        "{text}"
+    );
+    assert!(!text.contains("cannot write"), "{text}");
+    assert!(text.contains("no suite written"), "{text}");
 }
