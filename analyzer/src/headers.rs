@@ -152,6 +152,7 @@ impl Headers {
             return Ok(self);
         }
         let key = serde_json::to_vec(&self.includes).unwrap_or_default();
+        // SAFETY: getuid has no preconditions and cannot fail.
         let uid = unsafe { libc::getuid() };
         let root = std::env::temp_dir()
             .join(format!("cltrap-headers-{uid}"))

@@ -192,6 +192,18 @@ fn parse_selection(ids: &[String]) -> Result<Option<Vec<u64>>, String> {
     }
 }
 
+/// `--platform` / `--device` as a worker process of this command gets them.
+fn device_args(device: &DeviceSelector) -> Vec<OsString> {
+    let mut args: Vec<OsString> = Vec::new();
+    if let Some(p) = &device.platform {
+        args.extend(["--platform".into(), p.into()]);
+    }
+    if let Some(d) = &device.device {
+        args.extend(["--device".into(), d.into()]);
+    }
+    args
+}
+
 fn open(dir: &Path) -> Result<Capture, String> {
     Capture::open(dir).map_err(|e| e.to_string())
 }
@@ -284,12 +296,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                     .collect();
                 let mut args: Vec<std::ffi::OsString> = vec![dir.into_os_string()];
                 args.extend(words.iter().map(Into::into));
-                if let Some(p) = &device.platform {
-                    args.extend(["--platform".into(), p.into()]);
-                }
-                if let Some(d) = &device.device {
-                    args.extend(["--device".into(), d.into()]);
-                }
+                args.extend(device_args(&device));
                 args.extend(["--ulp".into(), ulp.to_string().into()]);
                 let worker = cltrap_analyzer::replay_worker::WorkerReplay {
                     exe: std::env::current_exe().map_err(|e| e.to_string())?,
@@ -362,12 +369,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                     .collect();
                 let mut args: Vec<OsString> = vec![dir.into_os_string()];
                 args.extend(ids.iter().map(Into::into));
-                if let Some(p) = &device.platform {
-                    args.extend(["--platform".into(), p.into()]);
-                }
-                if let Some(d) = &device.device {
-                    args.extend(["--device".into(), d.into()]);
-                }
+                args.extend(device_args(&device));
                 for (flag, path) in [("--lcov", &lcov), ("--html", &html), ("--json", &json)] {
                     if let Some(p) = path {
                         args.extend([flag.into(), p.clone().into_os_string()]);
