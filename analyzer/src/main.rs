@@ -88,6 +88,18 @@ enum Cmd {
         /// With --schedules: keep permuted sources in DIR and reuse them (no libclang on a hit).
         #[arg(long, hide = true, value_name = "DIR", requires = "schedules")]
         instrument_cache: Option<PathBuf>,
+        /// Replay in this process: no worker to start, but a launch that crashes or hangs
+        /// the driver takes cltrap with it (by default launches run in a worker process, and
+        /// such a launch is reported as failed and the replay goes on).
+        #[arg(long)]
+        in_process: bool,
+        /// Seconds a replay worker may go without a result (a program's compile included)
+        /// before it is stopped and its launch reported as hung.
+        #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
+        watchdog: f64,
+        /// (internal) Start after this launch of the selection (a restarted worker).
+        #[arg(long, hide = true, value_name = "ID")]
+        after: Option<u64>,
     },
     /// Branch, loop-boundary and barrier coverage of kernels, measured on replayed launches.
     Cover {
@@ -111,6 +123,19 @@ enum Cmd {
         /// Keep instrumented sources in DIR and reuse them (no libclang on a hit).
         #[arg(long, hide = true, value_name = "DIR")]
         instrument_cache: Option<PathBuf>,
+        /// Cover in this process: no worker to start, but a launch that crashes or hangs the
+        /// driver takes cltrap with it (by default such a launch is left out and named).
+        #[arg(long)]
+        in_process: bool,
+        /// Seconds one launch may take in a cover worker before it is stopped as hung.
+        #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
+        watchdog: f64,
+        /// (internal) Announce each launch in FILE before running it (a cover worker).
+        #[arg(long, hide = true, value_name = "FILE")]
+        progress: Option<PathBuf>,
+        /// (internal) Leave these launch ids out (they crashed an earlier worker).
+        #[arg(long, hide = true, value_name = "IDS")]
+        leave_out: Option<String>,
     },
     /// The capture controls (env variables and `cltrap run` flags).
     Controls {
@@ -225,6 +250,18 @@ fn write_sarif(path: &Path, report: &check::CheckReport) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// `--platform` / `--device` as a worker process of this command gets them.
+fn device_args(device: &DeviceSelector) -> Vec<OsString> {
+    let mut args: Vec<OsString> = Vec::new();
+    if let Some(p) = &device.platform {
+        args.extend(["--platform".into(), p.into()]);
+    }
+    if let Some(d) = &device.device {
+        args.extend(["--device".into(), d.into()]);
+    }
+    args
+}
+
 fn open(dir: &Path) -> Result<Capture, String> {
     Capture::open(dir).map_err(|e| e.to_string())
 }
@@ -313,9 +350,31 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             seed,
             timing,
             instrument_cache,
+            in_process,
+            watchdog,
+            after,
         } => {
             let capture = open(&dir)?;
-            let ids = parse_selection(&ids)?;
+            let words = ids;
+            let ids = parse_selection(&words)?;
+            if schedules.is_none() && !in_process {
+                let order = replay::select(&capture, ids.as_deref())
+                    .map_err(|e| e.to_string())?
+                    .iter()
+                    .map(|l| (l.id, l.kernel.clone()))
+                    .collect();
+                let mut args: Vec<std::ffi::OsString> = vec![dir.into_os_string()];
+                args.extend(words.iter().map(Into::into));
+                args.extend(device_args(&device));
+                args.extend(["--ulp".into(), ulp.to_string().into()]);
+                let worker = cltrap_analyzer::replay_worker::WorkerReplay {
+                    exe: std::env::current_exe().map_err(|e| e.to_string())?,
+                    args,
+                    order,
+                    watchdog: std::time::Duration::from_secs_f64(watchdog.max(0.1)),
+                };
+                return worker.run(&mut stdout);
+            }
             if let Some(n) = schedules {
                 let opts = ScheduleOptions {
                     ids,
@@ -330,7 +389,12 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                     .map(|c| c as u8)
                     .map_err(|e| e.to_string());
             }
-            let opts = ReplayOptions { ids, device, ulp };
+            let opts = ReplayOptions {
+                ids,
+                device,
+                ulp,
+                after,
+            };
             let mut told = HashSet::new();
             let (session, summary) = replay::replay(&capture, &opts, |r| {
                 let _ = writeln!(stdout, "{r}");
@@ -359,10 +423,56 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             json,
             timing,
             instrument_cache,
+            in_process,
+            watchdog,
+            progress,
+            leave_out,
         } => {
             let capture = open(&dir)?;
+            let mut selection = parse_selection(&ids)?;
+            if !in_process {
+                let kernels = replay::select(&capture, selection.as_deref())
+                    .map_err(|e| e.to_string())?
+                    .iter()
+                    .map(|l| (l.id, l.kernel.clone()))
+                    .collect();
+                let mut args: Vec<OsString> = vec![dir.into_os_string()];
+                args.extend(ids.iter().map(Into::into));
+                args.extend(device_args(&device));
+                for (flag, path) in [("--lcov", &lcov), ("--html", &html), ("--json", &json)] {
+                    if let Some(p) = path {
+                        args.extend([flag.into(), p.clone().into_os_string()]);
+                    }
+                }
+                if timing {
+                    args.push("--timing".into());
+                }
+                if let Some(c) = &instrument_cache {
+                    args.extend(["--instrument-cache".into(), c.clone().into_os_string()]);
+                }
+                let worker = cover::worker::WorkerCover {
+                    exe: std::env::current_exe().map_err(|e| e.to_string())?,
+                    args,
+                    kernels,
+                    watchdog: std::time::Duration::from_secs_f64(watchdog.max(0.1)),
+                };
+                return worker.run(&mut stdout);
+            }
+            if let Some(p) = progress {
+                cover::worker::announce_to(p);
+            }
+            if let Some(skip) = leave_out {
+                let skip = ids::parse_ids(&skip).map_err(|e| e.to_string())?;
+                let kept = replay::select(&capture, selection.as_deref())
+                    .map_err(|e| e.to_string())?
+                    .iter()
+                    .map(|l| l.id)
+                    .filter(|i| !skip.contains(i))
+                    .collect();
+                selection = Some(kept);
+            }
             let opts = CoverOptions {
-                ids: parse_selection(&ids)?,
+                ids: selection,
                 device,
                 instrument_cache,
             };

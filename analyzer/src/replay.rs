@@ -16,6 +16,8 @@ pub struct ReplayOptions {
     pub device: DeviceSelector,
     /// Allowed ulp distance for floating-point outputs (0 = bit-exact).
     pub ulp: u64,
+    /// Start after this launch of the selection (a replay worker restarted after a crash).
+    pub after: Option<u64>,
 }
 
 /// The verdict on one launch.
@@ -201,14 +203,28 @@ fn replay_one(
         Err(e) => return error(&e),
     };
     if !programs.contains_key(&l.program) {
-        let built = capture
-            .program(&l.program)
-            .map_err(ExecError::from)
-            .and_then(|record| session.build(capture, &record, &BuildOptions::default()));
+        let (built, missing) = match capture.program(&l.program) {
+            Ok(record) => (
+                session.build(capture, &record, &BuildOptions::default()),
+                crate::headers::Headers::missing(&record.includes),
+            ),
+            Err(e) => (Err(ExecError::from(e)), Vec::new()),
+        };
         if built.is_ok() {
             summary.programs_built += 1;
         }
-        let entry = built.map_err(|e| (one_line(&e), e.to_string()));
+        let entry = built.map_err(|e| {
+            let mut line = one_line(&e);
+            let mut full = e.to_string();
+            if !missing.is_empty() {
+                // The likeliest cause: a header the application's build could not find either
+                // was captured by name only.
+                let names = missing.join(", ");
+                line = format!("{line} (not found when the program was captured: {names})");
+                full = format!("{full}\nnot found when the program was captured: {names}");
+            }
+            (line, full)
+        });
         programs.insert(l.program.clone(), entry);
     }
     let program = match programs.get(&l.program) {
@@ -229,21 +245,23 @@ fn replay_one(
             }
         }
     };
-    if expected.iter().flatten().next().is_some()
+    let nothing_to_compare = expected.iter().flatten().next().is_some()
         && expected
             .iter()
             .flatten()
-            .all(|e| matches!(e, Expected::Unknown(_)))
-    {
-        return Outcome::Skipped(
-            "no buffer contents after the launch were recorded, so there is nothing to compare"
-                .into(),
-        );
-    }
+            .all(|e| matches!(e, Expected::Unknown(_)));
+    // Run even then: a fuzzing finding (saved without outputs) must reproduce its crash,
+    // hang or failure here.
     let out = match session.run(program, &input, &[]) {
         Ok(o) => o,
         Err(e) => return error(&e),
     };
+    if nothing_to_compare {
+        return Outcome::Skipped(
+            "ran, but no buffer contents after the launch were recorded, so there is nothing to compare"
+                .into(),
+        );
+    }
     if !input.stand_ins.is_empty() {
         let other = match session.run(program, &input.with_stand_in_fill(0xa5), &[]) {
             Ok(o) => o,
@@ -280,7 +298,14 @@ pub fn replay(
     opts: &ReplayOptions,
     report: impl FnMut(&LaunchResult),
 ) -> Result<(Session, Summary), ExecError> {
-    let launches = select(capture, opts.ids.as_deref())?;
+    let mut launches = select(capture, opts.ids.as_deref())?;
+    if let Some(after) = opts.after {
+        let done = launches
+            .iter()
+            .position(|l| l.id == after)
+            .map_or(0, |i| i + 1);
+        launches.drain(..done);
+    }
     let session = Session::open(&opts.device)?;
     let summary = replay_on(&session, capture, &launches, opts.ulp, report);
     Ok((session, summary))

@@ -284,6 +284,7 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
                 .map(|s| resolver.describe(s))
                 .unwrap_or_else(|| "unknown".into());
             let _ = writeln!(o, "  built at: {built}");
+            describe_includes(&mut o, &p.includes);
         }
         Err(e) => {
             let _ = writeln!(o, "  unreadable: {e}");
@@ -377,6 +378,30 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
         }
     }
     o
+}
+
+/// The files the program included, as captured, and those that were not found.
+fn describe_includes(o: &mut impl Write, includes: &cltrap_capture::Includes) {
+    if includes.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "  built in: {}", includes.build_dir);
+    for f in &includes.files {
+        let from = f
+            .from
+            .as_deref()
+            .map(|p| format!(" (from {p})"))
+            .unwrap_or_default();
+        let what = match (&f.path, &f.content) {
+            (Some(p), Some(h)) => format!("{p}, captured ({})", short(h)),
+            (Some(p), None) => format!("{p}, as above"),
+            (None, _) if f.form == cltrap_capture::IncludeForm::Macro => {
+                "a macro include, not followed at capture".into()
+            }
+            (None, _) => "NOT FOUND when the program was built".into(),
+        };
+        let _ = writeln!(o, "  includes {:?}{from}: {what}", f.name);
+    }
 }
 
 #[cfg(test)]

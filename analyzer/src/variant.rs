@@ -266,13 +266,18 @@ fn make<T: Serialize + DeserializeOwned>(
 ) -> Result<Variant<T>, VariantError> {
     let record = capture.program(program)?;
     let original = program_source(capture, &record)?;
+    // The pass parses against the captured headers' copies (their directory names the
+    // headers' contents, so the disk cache key changes when they do).
+    let options = crate::headers::Headers::from_capture(capture, &record.includes)
+        .map_err(|e| ExecError::Headers(e.to_string()))?
+        .options(&record.options);
     let start = Instant::now();
-    let (source, map) = match disk.and_then(|d| d.load(&original, &record.options)) {
+    let (source, map) = match disk.and_then(|d| d.load(&original, &options)) {
         Some(hit) => hit,
         None => {
-            let made = pass(&original, &record.options)?;
+            let made = pass(&original, &options)?;
             if let Some(d) = disk {
-                d.store(&original, &record.options, &made.0, &made.1);
+                d.store(&original, &options, &made.0, &made.1);
             }
             made
         }

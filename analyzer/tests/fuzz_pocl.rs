@@ -38,7 +38,8 @@ fn settings(solve: bool) -> Settings {
 fn campaign(kernel: &str) -> Vec<(String, SlotStatus)> {
     let source = std::fs::read_to_string(fixture("hard.cl")).unwrap();
     let session = Session::open(&DeviceSelector::default()).expect("PoCL device");
-    let targets = fuzz::targets_from_source(&source, "", Some(kernel), None, 7).unwrap();
+    let targets =
+        fuzz::targets_from_source(&source, "", Some(kernel), None, 7, Default::default()).unwrap();
     let o = fuzz::run_target(
         &session,
         targets.into_iter().next().unwrap(),
@@ -331,9 +332,10 @@ fn struct_fields_by_buffer_and_by_value() {
 fn local_ids_under_a_null_local_size() {
     let source = std::fs::read_to_string(fixture("hard.cl")).unwrap();
     let session = Session::open(&DeviceSelector::default()).expect("PoCL device");
-    let mut t = fuzz::targets_from_source(&source, "", Some("local_eq"), None, 7)
-        .unwrap()
-        .remove(0);
+    let mut t =
+        fuzz::targets_from_source(&source, "", Some("local_eq"), None, 7, Default::default())
+            .unwrap()
+            .remove(0);
     t.seeds[0].local_size = None;
     let o = fuzz::run_target(&session, t, &settings(true)).unwrap();
     for s in &o.report.slots {
@@ -362,4 +364,240 @@ fn element_needs_the_solver() {
     assert!(slots
         .iter()
         .any(|(l, s)| l.ends_with("true") && *s == SlotStatus::SolvedAndConfirmed));
+}
+
+/// `cltrap fuzz crashing.cl` with an interface file whose seed is `args` (global size 64).
+fn fuzz_crashing(
+    dir: &Path,
+    kernel: &str,
+    args: serde_json::Value,
+    extra: &[&str],
+) -> (bool, String, PathBuf) {
+    std::fs::create_dir_all(dir).unwrap();
+    let iface = dir.join(format!("{kernel}.json"));
+    let spec = serde_json::json!({
+        "kernel": kernel, "global_size": [64], "local_size": [16], "args": args,
+    });
+    std::fs::write(&iface, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
+    let suite = dir.join("suite");
+    let k = fixture("crashing.cl");
+    let mut all = vec![
+        "fuzz",
+        k.to_str().unwrap(),
+        "--interface",
+        iface.to_str().unwrap(),
+        "--watchdog",
+        "2",
+        "--out",
+        suite.to_str().unwrap(),
+    ];
+    all.extend(extra);
+    let (ok, text) = cltrap(&all);
+    (ok, text, suite)
+}
+
+fn arg(name: &str, size: Option<u64>, fill: serde_json::Value, output: bool) -> serde_json::Value {
+    let mut a = serde_json::json!({"name": name, "type": "", "fill": fill, "output": output});
+    if let Some(n) = size {
+        a["size"] = n.into();
+    }
+    a
+}
+
+fn suite_launches(suite: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(suite.join("launches.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_crashing_seed_is_a_finding_and_role_aware_inputs_cover_the_kernel() {
+    // Row pointers 50 M apart: the seed reads far past every buffer and kills the worker.
+    let wild: Vec<i64> = (0..65).map(|i| i * 50_000_000).collect();
+    let args = serde_json::json!([
+        arg("val", Some(64), serde_json::json!("random"), false),
+        arg("cols", Some(64), serde_json::json!({"fixed": 7}), false),
+        arg(
+            "row_ptr",
+            Some(65),
+            serde_json::json!({ "fixed": wild }),
+            false
+        ),
+        arg("x", Some(64), serde_json::json!("random"), false),
+        arg("y", Some(64), serde_json::json!("zero"), true),
+        arg("rows", None, serde_json::json!({"fixed": 64}), false),
+    ]);
+    let dir = common::temp_dir("crashing-seed");
+    let extra = ["--seed", "5", "--budget", "400"];
+    let (ok, text, suite) = fuzz_crashing(&dir, "spmv_csr", args.clone(), &extra);
+    assert!(ok, "{text}");
+    assert!(text.contains("finding in spmv_csr: crash"), "{text}");
+    assert!(!text.contains("no test case"), "{text}");
+    // Both sides of `val[j] > 0` and the loop's classes were reached by inputs that ran.
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("spmv_csr "))
+        .expect(&text);
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    let (slots, fuzzed): (u32, u32) = (cols[1].parse().unwrap(), cols[2].parse().unwrap());
+    assert!(fuzzed + 1 >= slots, "{text}");
+    let cases = suite_launches(&suite);
+    assert!(!cases.is_empty(), "{text}");
+    // The finding is kept apart, its input exactly the seed: 50 M is a row pointer there.
+    let findings = suite_launches(&suite.join("findings/spmv_csr"));
+    assert!(!findings.is_empty(), "{text}");
+    let fcap = cltrap_capture::Capture::open(&suite.join("findings/spmv_csr")).unwrap();
+    let saved = fcap
+        .launches
+        .iter()
+        .map(|l| match &l.args[2] {
+            cltrap_capture::ArgRecord::Buffer { before, .. } => {
+                fcap.content(before, "row_ptr").unwrap()
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect::<Vec<_>>();
+    let seed: Vec<u8> = wild
+        .iter()
+        .flat_map(|v| (*v as i32).to_le_bytes())
+        .collect();
+    assert!(
+        saved.contains(&seed),
+        "the seed is not among the saved findings"
+    );
+    // Replaying the findings reproduces the crash in a worker: cltrap names the launch,
+    // goes on, and exits 2 (not killed by the kernel).
+    let (code, out, err) = common::cltrap(
+        &["replay", suite.join("findings/spmv_csr").to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    let crashed: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("crashed the replay worker"))
+        .collect();
+    assert!(!crashed.is_empty(), "{out}{err}");
+    assert!(
+        crashed[0].starts_with("launch ") && crashed[0].contains("spmv_csr"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .last()
+            .unwrap_or("")
+            .starts_with(&format!("replayed {} launch(es)", findings.len())),
+        "{out}"
+    );
+    // Coverage over the findings leaves the crashing launch out, names it, and goes on.
+    let (code, out, err) = common::cltrap(
+        &["cover", suite.join("findings/spmv_csr").to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("crashed the cover worker") && out.contains("left out of the coverage"),
+        "{out}{err}"
+    );
+    // No case of the suite is a finding: replaying and covering it is safe.
+    let (ok, replay) = cltrap(&["replay", suite.to_str().unwrap()]);
+    assert!(ok && replay.contains("0 mismatched"), "{replay}");
+    // The same seed gives the same campaign, worker restarts included.
+    let again = common::temp_dir("crashing-seed-again");
+    let (ok, text2, suite2) = fuzz_crashing(&again, "spmv_csr", args, &extra);
+    assert!(ok, "{text2}");
+    let strip = |v: Vec<serde_json::Value>| -> Vec<serde_json::Value> {
+        v.into_iter()
+            .map(|mut l| {
+                l["thread"] = 0.into();
+                l
+            })
+            .collect()
+    };
+    assert_eq!(strip(suite_launches(&suite2)), strip(cases));
+    assert_eq!(
+        suite_launches(&suite2.join("findings/spmv_csr")).len(),
+        findings.len()
+    );
+}
+
+#[test]
+fn a_hanging_seed_is_a_finding_and_the_campaign_goes_on() {
+    let args = serde_json::json!([
+        arg("out", Some(64), serde_json::json!("zero"), true),
+        arg("start", None, serde_json::json!({"fixed": 0}), false),
+        arg("step", None, serde_json::json!({"fixed": 0}), false),
+        arg("stop", None, serde_json::json!({"fixed": 10}), false),
+    ]);
+    let dir = common::temp_dir("hanging-seed");
+    let (ok, text, suite) = fuzz_crashing(&dir, "walk", args, &["--budget", "150"]);
+    assert!(ok, "{text}");
+    assert!(text.contains("finding in walk: hang"), "{text}");
+    assert!(!suite_launches(&suite).is_empty(), "{text}");
+    assert!(
+        !suite_launches(&suite.join("findings/walk")).is_empty(),
+        "{text}"
+    );
+    // The hang reproduces under the replay worker's watchdog, which stops it.
+    let (code, out, err) = common::cltrap(
+        &[
+            "replay",
+            suite.join("findings/walk").to_str().unwrap(),
+            "--watchdog",
+            "3",
+        ],
+        &[],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("walk: error: hung"), "{out}{err}");
+    let (code, out, err) = common::cltrap(
+        &[
+            "cover",
+            suite.join("findings/walk").to_str().unwrap(),
+            "--watchdog",
+            "3",
+        ],
+        &[],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("walk: error: the kernel hung"), "{out}{err}");
+}
+
+#[test]
+fn a_kernel_that_crashes_on_every_input_class_says_so() {
+    let args = serde_json::json!([
+        arg("out", Some(64), serde_json::json!("zero"), true),
+        arg("v", None, serde_json::json!("random"), false),
+    ]);
+    let dir = common::temp_dir("always-wild");
+    let (ok, text, suite) =
+        fuzz_crashing(&dir, "always_wild", args, &["--budget", "20", "--solve"]);
+    assert!(ok, "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("no test case"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("every input class") && line.contains("all-zero input"),
+        "{line}"
+    );
+    assert!(suite_launches(&suite).is_empty(), "{text}");
+}
+
+#[test]
+fn a_program_that_does_not_build_is_said_once_without_a_misleading_report_error() {
+    let suite = common::temp_dir("no-build");
+    let (ok, text) = fuzz_hard(
+        "magic",
+        &["--in-process", "--build-options=-cl-no-such-option"],
+        &suite,
+    );
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("kernel magic: the program does not build"),
+        "{text}"
+    );
+    assert!(!text.contains("cannot write"), "{text}");
+    assert!(text.contains("no suite written"), "{text}");
 }

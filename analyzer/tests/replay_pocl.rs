@@ -705,6 +705,7 @@ fn compiled_and_linked_programs_replay_with_their_embedded_headers() {
         options: String::new(),
         devices: vec![],
         build_site: None,
+        includes: Default::default(),
     };
     let p = b.w.blobs.put(&serde_json::to_vec(&rec).unwrap()).unwrap();
     b.launch("mix", &p, vec![64], None, mix_args(&b));
@@ -729,6 +730,7 @@ fn programs_from_binaries_replay_on_a_device_that_accepts_them() {
         options: String::new(),
         devices: vec![session.info().name.clone()],
         build_site: None,
+        includes: Default::default(),
     };
     let p_good =
         b.w.blobs

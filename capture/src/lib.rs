@@ -6,7 +6,8 @@
 //! cltrap-out/
 //!   manifest.json        format name + version + who wrote it (written first, atomically)
 //!   launches.jsonl       one `LaunchRecord` per line, appended as each launch completes
-//!   blobs/ab/abcdef...   content-addressed bytes (sources, buffer contents, program records)
+//!   blobs/ab/abcdef...   content-addressed bytes (sources, included headers, buffer contents,
+//!                        program records)
 //! ```
 //!
 //! Identical sources and buffer contents are stored once (blake3 content addressing); large
@@ -24,7 +25,9 @@ pub mod chunks;
 pub mod controls;
 pub mod delta;
 pub mod hex;
+pub mod includes;
 pub mod model;
+pub mod options;
 pub mod reader;
 pub mod replayable;
 pub mod schedule;

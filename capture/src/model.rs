@@ -84,6 +84,66 @@ pub struct ProgramRecord {
     /// Where the application created the program.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build_site: Option<Site>,
+    /// The files the program includes, as the driver found them at build time, so that
+    /// every later build uses these copies and never the application's file system.
+    #[serde(default, skip_serializing_if = "Includes::is_empty")]
+    pub includes: Includes,
+}
+
+/// A program's included files (see `crate::includes` for how they are found).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct Includes {
+    /// The application's working directory when it built the program (absolute): where
+    /// the driver looked first, and what relative `-I` directories were relative to.
+    #[serde(default)]
+    pub build_dir: String,
+    /// Every `#include` met, in every conditional branch, nested ones included.
+    #[serde(default)]
+    pub files: Vec<IncludedFile>,
+}
+
+impl Includes {
+    /// True when the program includes nothing (older captures, or no `#include`).
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// The includes that could not be found at build time (or name a macro).
+    pub fn missing(&self) -> impl Iterator<Item = &IncludedFile> {
+        self.files
+            .iter()
+            .filter(|f| f.content.is_none() && f.path.is_none())
+    }
+}
+
+/// How an `#include` names its file.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum IncludeForm {
+    /// `#include "name"`.
+    Quoted,
+    /// `#include <name>`.
+    Angled,
+    /// `#include MACRO`: not followed (cltrap does not expand macros at capture).
+    Macro,
+}
+
+/// One `#include` directive and the file it reached.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct IncludedFile {
+    /// The name as written (or the macro's name).
+    pub name: String,
+    /// How it is written.
+    pub form: IncludeForm,
+    /// Absolute path of the file holding the directive; `None` for the program's source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Absolute path where it was found; `None` when it was not found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Blob of the file's bytes (on the first entry that reached this path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Hash>,
 }
 
 /// The ways OpenCL can create a program.

@@ -28,50 +28,9 @@ const KEPT_FLAGS: &[&str] = &[
     "-w",
 ];
 
-/// Splits an options string like a shell would (quotes and backslashes), which is how OpenCL
-/// implementations read `-D NAME="a b"`.
-pub fn split_options(options: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut quote: Option<char> = None;
-    let mut chars = options.chars();
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some('"'), '\\') => {
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                }
-            }
-            (Some(_), c) => cur.push(c),
-            (None, '"' | '\'') => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (None, '\\') => {
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                    in_word = true;
-                }
-            }
-            (None, c) if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            (None, c) => {
-                cur.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        out.push(cur);
-    }
-    out
-}
+/// Splits an options string like a shell would; shared with the shim's include scanner,
+/// which must read `-I` the same way.
+pub use cltrap_capture::options::split_options;
 
 /// Derives libclang arguments from an OpenCL build options string.
 pub fn clang_args(options: &str) -> ClangArgs {
@@ -128,14 +87,5 @@ mod tests {
         );
         assert_eq!(a.ignored, ["-cl-nv-verbose", "-Werror"]);
         assert_eq!(a.cl_std.as_deref(), Some("CL2.0"));
-    }
-
-    #[test]
-    fn splits_quotes_like_a_shell() {
-        assert_eq!(
-            split_options(r#" -DA='x y'  -DB=\"q\" "#),
-            ["-DA=x y", "-DB=\"q\""]
-        );
-        assert!(split_options("   ").is_empty());
     }
 }

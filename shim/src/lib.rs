@@ -55,8 +55,9 @@
 //! Per `clEnqueueNDRangeKernel` / `clEnqueueTask` that returned `CL_SUCCESS` and passed the
 //! filters (`seq` counts every enqueue): kernel name; the program record (sources, binaries, IL
 //! or built-in names; `clCompileProgram` + `clLinkProgram` inputs with their options and
-//! headers; the application's build options; device names; where it was created), written
-//! once per program; the geometry (NULL offset/local size stay `None`); every argument as
+//! headers; the application's build options; device names; where it was created; every file
+//! the program `#include`s, found as the driver found it at build time), written once per
+//! program; the geometry (NULL offset/local size stay `None`); every argument as
 //! `clGetKernelArgInfo` describes it (scalars as raw bytes in hex, `__local` sizes, samplers,
 //! buffers with flags, size, sub-buffer parent and origin, images with format and
 //! dimensions, SVM pointers marked not replayable), falling back to "a value equal to a

@@ -200,6 +200,17 @@ pub fn cltrap<S: AsRef<OsStr>>(args: &[S]) -> Outcome {
     )
 }
 
+/// Runs `cltrap ARGS` like [`cltrap`], in the working directory `cwd`.
+pub fn cltrap_in<S: AsRef<OsStr>>(cwd: &Path, args: &[S]) -> Outcome {
+    let t = tools();
+    run_with_env(
+        &t.cltrap,
+        args,
+        &[("CLTRAP_SHIM", t.shim.as_os_str())],
+        Some(cwd),
+    )
+}
+
 /// Runs `cltrap run --out DIR FLAGS -- program args`: the documented way to capture.
 pub fn run_captured<S: AsRef<OsStr>>(
     dir: &Path,

@@ -18,6 +18,7 @@
 
 pub mod html;
 pub mod report;
+pub mod worker;
 
 use crate::executor::{
     check_outputs, BuildOptions, BuiltProgram, DeviceSelector, ExecError, LaunchInput, Mismatch,
@@ -264,6 +265,7 @@ pub fn collect_on(
         timing: timing.then(Vec::new),
     };
     for l in launches {
+        worker::announce(l.id);
         if let Err(f) = c.one(l) {
             let kind = if f.skip { "skipped" } else { "error" };
             if !f.skip && !c.report.details.contains(&f.full) {

@@ -93,6 +93,9 @@ pub enum ExecError {
     #[error("the kernel failed while running: {code}")]
     /// The kernel itself failed on the device.
     Execution { code: String },
+    #[error("{0}")]
+    /// The program's captured headers could not be laid out for the build.
+    Headers(String),
 }
 
 impl ExecError {

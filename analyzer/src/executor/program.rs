@@ -2,6 +2,7 @@
 
 use super::cl::{info_string, Program};
 use super::{cl_err, ExecError, Session};
+use crate::headers::Headers;
 use cltrap_capture::{Capture, CompiledInput, ProgramOrigin, ProgramRecord};
 use opencl_sys::{cl_program, CL_PROGRAM_BUILD_LOG};
 use std::ffi::{CStr, CString};
@@ -125,19 +126,22 @@ impl Session {
         Ok(BuiltProgram { program })
     }
 
-    /// Rebuilds a captured program; blobs (sources, binaries, headers) come from `capture`.
+    /// Rebuilds a captured program; blobs (sources, binaries, headers) come from `capture`,
+    /// included files from their captured copies (see [`crate::headers`]).
     pub fn build(
         &self,
         capture: &Capture,
         record: &ProgramRecord,
         opts: &BuildOptions,
     ) -> Result<BuiltProgram, ExecError> {
-        let options = join_options(&record.options, &opts.extra_options)?;
+        let headers = Headers::from_capture(capture, &record.includes)
+            .map_err(|e| ExecError::Headers(e.to_string()))?;
+        let options = join_options(&headers.options(&record.options), &opts.extra_options)?;
         let options_s = options.to_string_lossy().into_owned();
         if let Some(src) = &opts.source {
             return match record.origin {
                 ProgramOrigin::Source { .. } => {
-                    self.build_from_sources(&[src.as_str()], &options_s)
+                    self.build_from_sources(&[headers.source(src).as_str()], &options_s)
                 }
                 _ => Err(ExecError::NotReplayable(
                     "an overridden source needs a program created from source".into(),
@@ -148,13 +152,13 @@ impl Session {
             ProgramOrigin::Source { sources } => {
                 let texts = sources
                     .iter()
-                    .map(|h| capture.source_text(h))
+                    .map(|h| capture.source_text(h).map(|t| headers.source(&t)))
                     .collect::<Result<Vec<_>, _>>()?;
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                 self.build_from_sources(&refs, &options_s)
             }
             ProgramOrigin::Binary { .. } | ProgramOrigin::Il { .. } => {
-                let program = self.create_non_source(capture, record, &record.origin)?;
+                let program = self.create_non_source(capture, record, &record.origin, &headers)?;
                 cl3::program::build_program(
                     program.raw(),
                     &[self.device],
@@ -169,7 +173,7 @@ impl Session {
                 "built-in kernels ({kernel_names}) exist only on the capturing device"
             ))),
             ProgramOrigin::Linked { inputs } => {
-                self.build_linked(capture, record, inputs, &options)
+                self.build_linked(capture, record, inputs, &options, &headers)
             }
         }
     }
@@ -181,6 +185,7 @@ impl Session {
         capture: &Capture,
         record: &ProgramRecord,
         origin: &ProgramOrigin,
+        headers: &Headers,
     ) -> Result<Program, ExecError> {
         match origin {
             ProgramOrigin::Binary { binaries } => {
@@ -216,7 +221,7 @@ impl Session {
             ProgramOrigin::Source { sources } => {
                 let texts = sources
                     .iter()
-                    .map(|h| capture.source_text(h))
+                    .map(|h| capture.source_text(h).map(|t| headers.source(&t)))
                     .collect::<Result<Vec<_>, _>>()?;
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                 Ok(Program(
@@ -239,6 +244,7 @@ impl Session {
         record: &ProgramRecord,
         inputs: &[CompiledInput],
         options: &CStr,
+        files: &Headers,
     ) -> Result<BuiltProgram, ExecError> {
         if inputs.is_empty() {
             return Err(ExecError::NotReplayable(
@@ -247,12 +253,12 @@ impl Session {
         }
         let mut compiled = Vec::new();
         for input in inputs {
-            let program = self.create_non_source(capture, record, &input.origin)?;
+            let program = self.create_non_source(capture, record, &input.origin, files)?;
             if !matches!(*input.origin, ProgramOrigin::Binary { .. }) {
                 let mut headers = Vec::new();
                 let mut names = Vec::new();
                 for (name, hash) in &input.headers {
-                    let text = capture.source_text(hash)?;
+                    let text = files.source(&capture.source_text(hash)?);
                     headers.push(Program(
                         cl3::program::create_program_with_source(
                             self.context.raw(),
@@ -264,7 +270,7 @@ impl Session {
                 }
                 let raw_headers: Vec<cl_program> = headers.iter().map(Program::raw).collect();
                 let name_refs: Vec<&CStr> = names.iter().map(CString::as_c_str).collect();
-                let copts = join_options(&input.compile_options, "")?;
+                let copts = join_options(&files.options(&input.compile_options), "")?;
                 cl3::program::compile_program(
                     program.raw(),
                     &[self.device],

@@ -6,6 +6,7 @@
 //! reuses it; the counter buffer is the only extra argument.
 
 use super::mutate::{mutate, shapes, Dictionary, Rng};
+use super::roles::Roles;
 use super::runner::{Ran, Runner};
 use super::FuzzError;
 use crate::executor::{InputArg, LaunchInput};
@@ -80,6 +81,10 @@ pub struct Campaign {
     /// When set, every input offered is first narrowed to these scalar ranges
     /// (`cltrap fuzz --captured-ranges`).
     pub scalar_bounds: Option<crate::generalise::ScalarBounds>,
+    /// What the kernel does with its arguments' values (for the role-aware input class).
+    pub roles: Roles,
+    /// Why the campaign kept no case at all (every input class crashed or hung).
+    pub no_case: Option<String>,
 }
 
 impl Campaign {
@@ -110,6 +115,8 @@ impl Campaign {
             compile_time: Duration::ZERO,
             saturation_time: Duration::ZERO,
             scalar_bounds: None,
+            roles: Roles::default(),
+            no_case: None,
         }
     }
 
@@ -139,6 +146,7 @@ impl Campaign {
                 // Every buffer ran between guard zones (see `executor::guard`): a write into
                 // one is a finding (PoCL itself does not fault on small overruns).
                 // Findings group by their text, so it names the argument and side only.
+                // The input is a finding, never a case: a suite must not carry it.
                 for b in &breaches {
                     let name = self
                         .iface
@@ -149,6 +157,9 @@ impl Campaign {
                         what: b.summary(name),
                         input: input.clone(),
                     });
+                }
+                if !breaches.is_empty() {
+                    return Ok(None);
                 }
                 let result =
                     self.map
@@ -216,10 +227,35 @@ impl Campaign {
         progress: bool,
     ) -> Result<(), FuzzError> {
         let start = Instant::now();
+        let template = seeds.first().cloned();
+        let n_seeds = seeds.len();
         for (i, s) in seeds.into_iter().enumerate() {
             let force = self.cases.is_empty();
             if self.offer(runner, s, format!("seed {i}"), force)? {
                 self.saturation_time = start.elapsed();
+            }
+        }
+        // Other input classes: kept when they reach something new, or when no seed ran.
+        if let Some(template) = &template {
+            let shapes = shapes(&self.iface, template);
+            let mut rng = Rng::new(seed ^ 0xC1A5_5E5C_1A55_E5C1);
+            let classes =
+                super::classes::inputs(&self.iface, &self.roles, template, &shapes, &mut rng);
+            let names: Vec<String> = classes.iter().map(|c| c.0.clone()).collect();
+            for (name, input) in classes {
+                if self.complete() {
+                    break;
+                }
+                let force = self.cases.is_empty();
+                if self.offer(runner, input, name, force)? {
+                    self.saturation_time = start.elapsed();
+                }
+            }
+            if self.cases.is_empty() {
+                self.no_case = Some(format!(
+                    "every input class crashed, hung or wrote out of bounds: {n_seeds} seed(s), {}",
+                    names.join(", ")
+                ));
             }
         }
         let Some(first) = self.cases.first() else {

@@ -3,18 +3,23 @@
 //! z3 then targets every branch fuzzing did not reach ([`crate::solve`]).
 //!
 //! - [`mutate`]: type-aware mutations; [`spec`]: the interface file (`--init`);
+//! - [`classes`] + [`roles`]: the input classes run besides the seeds (all-zero, small,
+//!   role-aware values inside the buffers' extents), so a crashing seed ends nothing;
 //! - [`campaign`]: the loop for one kernel; [`runner`] + [`wire`]: executions in this process
 //!   or in a worker process under a watchdog;
 //! - [`suite`]: writing the suite (capture format) and its report.
 
 pub mod campaign;
+pub mod classes;
 pub mod mutate;
+pub mod roles;
 pub mod runner;
 pub mod spec;
 pub mod suite;
 pub mod wire;
 
 use crate::executor::{DeviceSelector, ExecError, LaunchInput, Session};
+use crate::headers::{HeaderError, Headers};
 use crate::variant::{program_source, VariantError};
 use campaign::{Budget, Campaign};
 use cltrap_capture::{Capture, ProgramOrigin, ReadError, WriteError};
@@ -49,6 +54,9 @@ pub enum FuzzError {
     /// The worker process failed.
     #[error("fuzz worker: {0}")]
     Worker(String),
+    /// The program's included files could not be laid out.
+    #[error("{0}")]
+    Headers(#[from] HeaderError),
 }
 
 /// `cltrap fuzz` arguments.
@@ -124,6 +132,16 @@ pub struct Target {
     pub seeds: Vec<LaunchInput>,
     /// With `--captured-ranges`: every generated case is narrowed to these bounds.
     pub scalar_bounds: Option<crate::generalise::ScalarBounds>,
+    /// The files the program includes (captured, or found next to the kernel file): every
+    /// parse and build uses these copies.
+    pub headers: std::sync::Arc<Headers>,
+}
+
+impl Target {
+    /// Options for parsing and building against the included files' copies.
+    pub fn build_options(&self) -> String {
+        self.headers.options(&self.options)
+    }
 }
 
 /// Campaign settings shared by all kernels.
@@ -216,6 +234,7 @@ pub fn targets_from_capture(
             continue;
         }
         let source = program_source(capture, &record)?;
+        let headers = std::sync::Arc::new(Headers::from_capture(capture, &record.includes)?);
         out.push((
             key,
             Target {
@@ -224,6 +243,7 @@ pub fn targets_from_capture(
                 kernel: l.kernel.clone(),
                 seeds: vec![seed],
                 scalar_bounds: None,
+                headers,
             },
         ));
     }
@@ -238,15 +258,18 @@ pub fn targets_from_capture(
     Ok(out.into_iter().map(|(_, t)| t).collect())
 }
 
-/// The targets of an OpenCL C file: `kernel` (or every kernel), seeded from `interface`.
+/// The targets of an OpenCL C file: `kernel` (or every kernel), seeded from `interface`;
+/// `headers` are the files it includes (see [`Headers::from_disk`]).
 pub fn targets_from_source(
     source: &str,
     options: &str,
     kernel: Option<&str>,
     interface: Option<(&spec::InterfaceFile, &Path)>,
     seed: u64,
+    headers: Headers,
 ) -> Result<Vec<Target>, FuzzError> {
-    let program = cltrap_kernel::parse_program(source, options)?;
+    let headers = std::sync::Arc::new(headers);
+    let program = cltrap_kernel::parse_program(source, &headers.options(options))?;
     let names: Vec<String> = match (kernel, interface) {
         (Some(k), _) => vec![k.to_string()],
         (None, Some((spec, _))) => vec![spec.kernel.clone()],
@@ -270,6 +293,7 @@ pub fn targets_from_source(
             kernel: name,
             seeds,
             scalar_bounds: None,
+            headers: headers.clone(),
         });
     }
     Ok(out)
@@ -300,13 +324,16 @@ pub fn run_target(
     settings: &Settings,
 ) -> Result<Outcome, FuzzError> {
     let start = Instant::now();
-    let program: Program = cltrap_kernel::parse_program(&target.source, &target.options)?;
+    let options = target.build_options();
+    let program: Program = cltrap_kernel::parse_program(&target.source, &options)?;
     let iface = interface::derive(&program, &target.kernel)?;
     let inst = cltrap_kernel::coverage::instrument_coverage(&program, Default::default())?;
     let mut campaign = Campaign::new(&target.kernel, iface, inst.map);
     campaign.scalar_bounds = target.scalar_bounds.clone();
+    campaign.roles = roles::derive(&program, &target.kernel);
     let t0 = Instant::now();
-    let mut runner = make_runner(session, &inst.source, &target.options, settings)?;
+    let built_source = target.headers.source(&inst.source);
+    let mut runner = make_runner(session, &built_source, &options, settings)?;
     campaign.compile_time = t0.elapsed();
     campaign.fuzz(
         runner.as_mut(),
@@ -493,6 +520,7 @@ pub fn write_outcome(
         &SuiteProgram {
             source: &o.target.source,
             options: &o.target.options,
+            headers: &o.target.headers,
         },
         &o.campaign,
         from,
@@ -530,8 +558,11 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
     } else {
         let source = std::fs::read_to_string(input)
             .map_err(|e| format!("cannot read {}: {e}", input.display()))?;
+        let folder = input.parent().unwrap_or(Path::new("."));
         if args.init {
-            let program = cltrap_kernel::parse_program(&source, &args.build_options)
+            let (headers, options) = Headers::from_disk(&source, &args.build_options, folder)
+                .map_err(|e| e.to_string())?;
+            let program = cltrap_kernel::parse_program(&source, &headers.options(&options))
                 .map_err(|e| e.to_string())?;
             let name = match &args.kernel {
                 Some(k) => k.clone(),
@@ -561,12 +592,23 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
             Some((s, _)) if args.build_options.is_empty() => s.build_options.clone(),
             _ => args.build_options.clone(),
         };
+        // Includes are searched in the kernel file's folder first, then in `-I`.
+        let (headers, options) =
+            Headers::from_disk(&source, &options, folder).map_err(|e| e.to_string())?;
+        for m in Headers::missing(&headers.includes) {
+            let _ = writeln!(
+                out,
+                "note: {} includes {m}, which was not found",
+                input.display()
+            );
+        }
         targets_from_source(
             &source,
             &options,
             args.kernel.as_deref(),
             spec.as_ref().map(|(s, b)| (s, b.as_path())),
             args.seed,
+            headers,
         )
         .map_err(|e| e.to_string())?
     };
@@ -611,6 +653,14 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
                 for (what, n) in kinds {
                     let _ = writeln!(out, "finding in {name}: {what} ({n} input(s))");
                 }
+                if let Some(why) = &o.campaign.no_case {
+                    let solve = if settings.solve {
+                        "; nothing to solve from"
+                    } else {
+                        ""
+                    };
+                    let _ = writeln!(out, "kernel {name}: no test case: {why}{solve}");
+                }
                 let report = match &args.out {
                     Some(dir) => {
                         if !o.campaign.findings.is_empty() {
@@ -620,6 +670,7 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
                                 &SuiteProgram {
                                     source: &o.target.source,
                                     options: &o.target.options,
+                                    headers: &o.target.headers,
                                 },
                                 &o.campaign,
                                 session.info(),
@@ -667,7 +718,15 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
         .map(|(r, (n, t))| (r, *n, *t))
         .collect();
     print_table(out, &table);
-    if let Some(dir) = &args.out {
+    if let (Some(dir), true) = (&args.out, reports.is_empty()) {
+        // Nothing ran (e.g. the instrumented program did not build): the reason was said
+        // above; there is no suite to report on.
+        let _ = writeln!(
+            out,
+            "no suite written to {}: no kernel was fuzzed",
+            dir.display()
+        );
+    } else if let Some(dir) = &args.out {
         let mut all = suite::read_report(dir);
         all.kernels
             .retain(|k| !reports.iter().any(|r| r.kernel == k.kernel));

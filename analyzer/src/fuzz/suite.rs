@@ -198,12 +198,14 @@ fn arg_records(
     Ok(out)
 }
 
-/// A kernel's program for the suite: its source and options.
+/// A kernel's program for the suite: its source, options and included files.
 pub struct SuiteProgram<'a> {
     /// OpenCL C source (the user's, not instrumented).
     pub source: &'a str,
     /// Build options.
     pub options: &'a str,
+    /// The files it includes: the suite carries them like a capture does.
+    pub headers: &'a crate::headers::Headers,
 }
 
 /// Appends the cases of `c` with index ≥ `from` to the suite in `dir` (created when new);
@@ -270,11 +272,15 @@ fn write_launches(
     };
     let w = CaptureWriter::create(dir, &manifest)?;
     let src = w.blobs.put(program.source.as_bytes())?;
+    for bytes in program.headers.blobs.values() {
+        w.blobs.put(bytes)?;
+    }
     let record = ProgramRecord {
         origin: ProgramOrigin::Source { sources: vec![src] },
         options: program.options.to_string(),
         devices: vec![device.name.clone()],
         build_site: None,
+        includes: program.headers.includes.clone(),
     };
     let program_hash = w
         .blobs
@@ -323,6 +329,8 @@ pub fn read_report(dir: &Path) -> SuiteReport {
 /// Writes the suite's report.
 pub fn write_report(dir: &Path, r: &SuiteReport) -> Result<(), FuzzError> {
     let text = serde_json::to_vec_pretty(r).map_err(|e| FuzzError::Interface(e.to_string()))?;
-    std::fs::write(dir.join(REPORT), text)
-        .map_err(|e| FuzzError::Interface(format!("cannot write {}: {e}", REPORT)))
+    let path = dir.join(REPORT);
+    std::fs::create_dir_all(dir)
+        .and_then(|_| std::fs::write(&path, text))
+        .map_err(|e| FuzzError::Interface(format!("cannot write {}: {e}", path.display())))
 }

@@ -350,7 +350,15 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
                 continue;
             }
         };
-        let parsed = match parse_program(&source, &record.options) {
+        // Parsing, schemata and TCE all read the captured headers' copies.
+        let options = match crate::headers::Headers::from_capture(capture, &record.includes) {
+            Ok(h) => h.options(&record.options),
+            Err(e) => {
+                report.notes.push(format!("program {}: {e}", short(hash)));
+                continue;
+            }
+        };
+        let parsed = match parse_program(&source, &options) {
             Ok(p) => p,
             Err(e) => {
                 report.notes.push(format!(
@@ -372,7 +380,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
             hash: hash.clone(),
             source,
             parsed,
-            options: record.options.clone(),
+            options,
             kernels,
             mutants,
         };

@@ -75,6 +75,7 @@ pub fn put_source_program(blobs: &writer::BlobStore, source: &str, options: &str
         options: options.into(),
         devices: vec!["capturing device".into()],
         build_site: None,
+        includes: Default::default(),
     };
     blobs
         .put(&serde_json::to_vec(&rec).expect("json"))

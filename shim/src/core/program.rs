@@ -2,7 +2,7 @@
 //! argument info (` -cl-kernel-arg-info`) while capturing.
 
 use super::info;
-use super::track::{lock, tables, Compiled, Origin, Program};
+use super::track::{lock, tables, Compiled, Origin, Program, Scanned};
 use crate::door::quietly;
 use crate::exports::Missing;
 use crate::Next;
@@ -270,6 +270,10 @@ pub unsafe fn clBuildProgram(
             if devices.is_empty() {
                 devices = program_devices(next, program);
             }
+            let origin = lock(&tables().programs)
+                .get(&(program as usize))
+                .map(|p| p.origin.clone());
+            let includes = origin.and_then(|o| scan_includes(&o, &[], &opts));
             let mut programs = lock(&tables().programs);
             let p = programs
                 .entry(program as usize)
@@ -277,6 +281,7 @@ pub unsafe fn clBuildProgram(
             p.options = opts.clone();
             p.options_extended = extended;
             p.devices = devices;
+            p.includes = includes;
             p.record = None;
             // Live instrumentation (`--coverage`, `--permute`): build the shadow program.
             if crate::swap::pass().is_some() {
@@ -335,13 +340,18 @@ pub unsafe fn clCompileProgram(
                 };
                 headers.push((name, src));
             }
+            let origin = programs_guard
+                .get(&(program as usize))
+                .map(|p| p.origin.clone());
             drop(programs_guard);
+            let includes = origin.and_then(|o| scan_includes(&o, &headers, &opts));
             let mut programs = lock(&tables().programs);
             let p = programs
                 .entry(program as usize)
                 .or_insert_with(|| Program::new(Origin::Source(Vec::new()), Vec::new(), None));
             p.compile_options = opts;
             p.headers = headers;
+            p.includes = includes;
             p.options_extended = extended;
             p.record = None;
         });
@@ -391,12 +401,14 @@ pub unsafe fn clLinkProgram(
                                     origin: p.origin.clone(),
                                     compile_options: p.compile_options.clone(),
                                     headers: p.headers.clone(),
+                                    includes: p.includes.clone(),
                                 }
                             }
                             None => Compiled {
                                 origin: Arc::new(Origin::Source(Vec::new())),
                                 compile_options: String::new(),
                                 headers: Vec::new(),
+                                includes: None,
                             },
                         }
                     })
@@ -444,6 +456,29 @@ fn swap_units(inputs: &[Compiled]) -> Option<Vec<crate::swap::Unit>> {
             _ => None,
         })
         .collect()
+}
+
+/// The files a source program includes, found as the driver found them a moment ago: the
+/// process's working directory, the `-I` directories of `options`, nested includes, and the
+/// `embedded` headers of `clCompileProgram` taken from memory. `None` for programs not made
+/// from source (a binary's includes were resolved when it was compiled, elsewhere).
+fn scan_includes(
+    origin: &Origin,
+    embedded: &[(String, Vec<u8>)],
+    options: &str,
+) -> Option<Arc<Scanned>> {
+    let Origin::Source(sources) = origin else {
+        return None;
+    };
+    let cwd = std::env::current_dir().ok()?;
+    let mut texts: Vec<&[u8]> = sources.iter().map(Vec::as_slice).collect();
+    texts.extend(embedded.iter().map(|(_, src)| src.as_slice()));
+    let names: Vec<&str> = embedded.iter().map(|(n, _)| n.as_str()).collect();
+    let files = cltrap_capture::includes::scan(&texts, &names, options, &cwd, Default::default());
+    Some(Arc::new(Scanned {
+        cwd: cwd.to_string_lossy().into_owned(),
+        files,
+    }))
 }
 
 /// Answers `CL_PROGRAM_BUILD_OPTIONS` with the application's own options when the driver got

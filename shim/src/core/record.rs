@@ -2,10 +2,11 @@
 //! hash cached on the program, so thousands of launches share one record.
 
 use super::info;
-use super::track::{lock, tables, Origin, Program};
+use super::track::{lock, tables, Origin, Program, Scanned};
 use crate::Next;
 use cltrap_capture::{
-    CaptureWriter, CompiledInput, Hash, ProgramOrigin, ProgramRecord, WriteError,
+    CaptureWriter, CompiledInput, Hash, IncludedFile, Includes, ProgramOrigin, ProgramRecord,
+    WriteError,
 };
 use opencl_sys::*;
 
@@ -44,6 +45,7 @@ pub fn program_hash(
         options: p.options.clone(),
         devices: p.devices.clone(),
         build_site: p.site.clone(),
+        includes: includes(writer, &p)?,
     };
     let hash = writer.blobs.put(&serde_json::to_vec(&rec)?)?;
     if let Some(entry) = lock(&tables().programs).get_mut(&program) {
@@ -88,6 +90,39 @@ fn origin(writer: &CaptureWriter, o: &Origin) -> Result<ProgramOrigin, WriteErro
                 .collect::<Result<Vec<_>, WriteError>>()?,
         },
     })
+}
+
+/// The included files of a program, stored as blobs: its own build's, or for a linked
+/// program those of every input's compile (one list: a replay gives every input the same
+/// private copy of the files).
+fn includes(writer: &CaptureWriter, p: &Program) -> Result<Includes, WriteError> {
+    let scans: Vec<&Scanned> = match &*p.origin {
+        Origin::Linked(inputs) => inputs
+            .iter()
+            .filter_map(|c| c.includes.as_deref())
+            .collect(),
+        _ => p.includes.as_deref().into_iter().collect(),
+    };
+    let mut out = Includes::default();
+    for scan in scans {
+        if out.build_dir.is_empty() {
+            out.build_dir = scan.cwd.clone();
+        }
+        for f in &scan.files {
+            let text = |p: &std::path::PathBuf| p.to_string_lossy().into_owned();
+            let entry = IncludedFile {
+                name: f.name.clone(),
+                form: f.form,
+                from: f.from.as_ref().map(text),
+                path: f.path.as_ref().map(text),
+                content: f.bytes.as_ref().map(|b| writer.blobs.put(b)).transpose()?,
+            };
+            if !out.files.contains(&entry) {
+                out.files.push(entry);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A program the shim never saw created: what the driver can still tell about it.

@@ -32,6 +32,15 @@ pub struct Compiled {
     pub origin: Arc<Origin>,
     pub compile_options: String,
     pub headers: Vec<(String, Vec<u8>)>,
+    pub includes: Option<Arc<Scanned>>,
+}
+
+/// The files a program included when it was built (`cltrap_capture::includes::scan`).
+#[derive(Debug, Clone)]
+pub struct Scanned {
+    /// The working directory at build time.
+    pub cwd: String,
+    pub files: Vec<cltrap_capture::includes::Found>,
 }
 
 /// Everything known about one program object.
@@ -43,6 +52,8 @@ pub struct Program {
     /// Options of clCompileProgram and the headers it got (for programs later linked).
     pub compile_options: String,
     pub headers: Vec<(String, Vec<u8>)>,
+    /// The files the last successful build or compile included.
+    pub includes: Option<Arc<Scanned>>,
     /// Whether the driver got options other than the application's (`-cl-kernel-arg-info`).
     pub options_extended: bool,
     pub devices: Vec<String>,
@@ -59,6 +70,7 @@ impl Program {
             options: String::new(),
             compile_options: String::new(),
             headers: Vec::new(),
+            includes: None,
             options_extended: false,
             devices,
             site,

@@ -1,0 +1,139 @@
+//! The input classes a campaign runs besides its seeds, so that a kernel whose first random
+//! (or captured) input crashes still gets test cases: the all-zero input, small values, and
+//! role-aware values — scalars that bound a loop or index a buffer, and buffers whose
+//! elements are indices ([`super::roles`]), kept inside the buffers' extents. Every class
+//! has the seed's geometry and buffer sizes; only values change.
+
+use super::mutate::{f32_to_half, Rng, Shape};
+use super::roles::Roles;
+use crate::executor::{InputArg, LaunchInput};
+use cltrap_kernel::interface::{KernelInterface, Scalar};
+
+/// One value in `scalar`'s encoding, little-endian, `scalar.size()` bytes.
+fn encode(scalar: Scalar, v: f64) -> Vec<u8> {
+    let bits: u64 = match scalar {
+        Scalar::Int { .. } => v as i64 as u64,
+        Scalar::Float { bits: 64 } => v.to_bits(),
+        Scalar::Float { bits: 32 } => (v as f32).to_bits() as u64,
+        Scalar::Float { .. } => f32_to_half(v as f32) as u64,
+    };
+    bits.to_le_bytes()[..scalar.size()].to_vec()
+}
+
+/// `input` with every lane of every mutable argument set to `value(argument, lane type)`.
+fn fill(
+    input: &LaunchInput,
+    shapes: &[Shape],
+    mut value: impl FnMut(usize, Scalar) -> f64,
+) -> LaunchInput {
+    let mut out = input.clone();
+    let byte = Scalar::Int {
+        bits: 8,
+        signed: false,
+    };
+    for (i, (shape, arg)) in shapes.iter().zip(out.args.iter_mut()).enumerate() {
+        let mut lanes = |bytes: &mut [u8], scalar: Scalar| {
+            for lane in bytes.chunks_exact_mut(scalar.size()) {
+                lane.copy_from_slice(&encode(scalar, value(i, scalar)));
+            }
+        };
+        match (shape, arg) {
+            (Shape::Value(t), InputArg::Scalar(b)) => lanes(b, t.scalar),
+            (Shape::Buffer(Some(t)), InputArg::Buffer { bytes, .. }) => lanes(bytes, t.scalar),
+            (Shape::Buffer(None), InputArg::Buffer { bytes, .. }) => lanes(bytes, byte),
+            (Shape::Struct(l), InputArg::Scalar(el)) => {
+                for f in &l.fields {
+                    if let Some(b) = el.get_mut(f.offset..f.offset + f.ty.size()) {
+                        lanes(b, f.ty.scalar);
+                    }
+                }
+            }
+            (Shape::Structs(l), InputArg::Buffer { bytes, .. }) => {
+                for el in bytes.chunks_exact_mut(l.size.max(1)) {
+                    for f in &l.fields {
+                        if let Some(b) = el.get_mut(f.offset..f.offset + f.ty.size()) {
+                            lanes(b, f.ty.scalar);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The smallest element count among the input's buffers (at least 1): every index below it
+/// is inside every buffer.
+fn extent(input: &LaunchInput, shapes: &[Shape]) -> u64 {
+    shapes
+        .iter()
+        .zip(&input.args)
+        .filter_map(|(s, a)| {
+            let InputArg::Buffer { bytes, .. } = a else {
+                return None;
+            };
+            let width = match s {
+                Shape::Buffer(Some(t)) => t.size(),
+                Shape::Structs(l) => l.size,
+                Shape::Buffer(None) => 1,
+                _ => return None,
+            };
+            Some((bytes.len() / width.max(1)) as u64)
+        })
+        .filter(|n| *n > 0)
+        .min()
+        .unwrap_or(1)
+}
+
+/// A small value of `scalar`'s kind: 0..=3 for integers, 0, 0.5, 1 or 2 for floats.
+fn small(scalar: Scalar, rng: &mut Rng) -> f64 {
+    match scalar {
+        Scalar::Int { .. } => rng.below(4) as f64,
+        Scalar::Float { .. } => [0.0, 0.5, 1.0, 2.0][rng.below(4) as usize],
+    }
+}
+
+/// The classes to run, named, built from `template` (a seed) with `rng` (so a campaign's
+/// seed decides them).
+pub fn inputs(
+    iface: &KernelInterface,
+    roles: &Roles,
+    template: &LaunchInput,
+    shapes: &[Shape],
+    rng: &mut Rng,
+) -> Vec<(String, LaunchInput)> {
+    let mut out = vec![
+        (
+            "all-zero input".to_string(),
+            fill(template, shapes, |_, _| 0.0),
+        ),
+        (
+            "small values".to_string(),
+            fill(template, shapes, |_, s| small(s, rng)),
+        ),
+    ];
+    let named = |i: usize| iface.args.get(i).map_or("", |a| a.name.as_str());
+    if (0..shapes.len()).any(|i| roles.bounds_values(named(i))) {
+        let e = extent(template, shapes);
+        let g = template.global_size.iter().product::<u64>().max(1);
+        // Offsets and per-work-item strides stay below extent / work-items: `a[gid * n + k]`
+        // and `a[off + gid]` both stay inside.
+        let per_item = (e / g).max(1);
+        let input = fill(template, shapes, |i, s| {
+            let name = named(i);
+            match s {
+                Scalar::Int { .. } if roles.index_buffers.contains(name) => rng.below(e) as f64,
+                Scalar::Int { .. } if roles.bound_scalars.contains(name) => {
+                    (1 + rng.below(per_item)) as f64
+                }
+                Scalar::Int { .. } if roles.index_scalars.contains(name) => {
+                    rng.below(per_item) as f64
+                }
+                _ => small(s, rng),
+            }
+        });
+        out.push(("role-aware values".to_string(), input));
+    }
+    out
+}
