@@ -156,6 +156,7 @@ enum Cmd {
     /// child process per launch; the native instrumented engine is not available yet.
     /// Exit status: 1 when something is found, 0 when clean, 2 when a launch could not be checked.
     Check {
+        /// Capture directory.
         dir: PathBuf,
         /// Launch ids: 3, 0,2,5, 2-7, or several such words (default: all).
         ids: Vec<String>,

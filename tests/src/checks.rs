@@ -213,3 +213,18 @@ pub fn meaningful_stderr_lines(text: &str) -> Vec<&str> {
         .filter(|l| !(l.ends_with("generated.") && (l.contains("warning") || l.contains("error"))))
         .collect()
 }
+
+/// The program's path, or None after saying (SKIP) which Debian package provides it.
+pub fn installed(prog: &str, package: &str) -> Option<std::path::PathBuf> {
+    let out = run_native("sh", &["-c", &format!("command -v {prog}")]);
+    let path = out.stdout_text().trim().to_string();
+    if out.success() && !path.is_empty() {
+        Some(std::path::PathBuf::from(path))
+    } else {
+        skip(
+            prog,
+            &format!("{prog} is not installed (apt-get install {package})"),
+        );
+        None
+    }
+}

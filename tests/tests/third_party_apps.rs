@@ -8,21 +8,6 @@ use cltrap_e2e::*;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
-/// The program's path, or None after saying (SKIP) which Debian package provides it.
-fn installed(prog: &str, package: &str) -> Option<PathBuf> {
-    let out = run_native("sh", &["-c", &format!("command -v {prog}")]);
-    let path = out.stdout_text().trim().to_string();
-    if out.success() && !path.is_empty() {
-        Some(PathBuf::from(path))
-    } else {
-        skip(
-            prog,
-            &format!("{prog} is not installed (apt-get install {package})"),
-        );
-        None
-    }
-}
-
 /// clpeak prints measurements; the structure of its report (every line with numbers masked)
 /// must be identical with and without the shim.
 fn mask_numbers(text: &str) -> String {

@@ -169,11 +169,8 @@ impl Finding {
     /// `(kind, kernel, first line:col, second line:col)`: the identity used to deduplicate.
     fn key(&self) -> Identity {
         let at = |a: &Option<Access>| a.as_ref().map(|a| (a.line, a.column));
-        let mut pair = (at(&self.example.first), at(&self.example.second));
-        // A race between A and B is the same race as between B and A.
-        if self.kind == Kind::DataRace && pair.1 < pair.0 {
-            pair = (pair.1, pair.0);
-        }
+        // Races arrive here in source order (see `deduplicate`), so A-B and B-A are one key.
+        let pair = (at(&self.example.first), at(&self.example.second));
         let other = if self.kind == Kind::Other {
             self.example.message.clone()
         } else {
@@ -193,7 +190,13 @@ impl Finding {
 /// order (kernel, kind, line).
 pub fn deduplicate(items: impl IntoIterator<Item = (u64, String, Diagnostic)>) -> Vec<Finding> {
     let mut by_key: BTreeMap<_, Finding> = BTreeMap::new();
-    for (launch, program, d) in items {
+    for (launch, program, mut d) in items {
+        // Oclgrind simulates work-groups on several threads, so either access of a race may
+        // come first: the example lists them in source order, the same on every run.
+        let at = |a: &Option<Access>| a.as_ref().map(|a| (a.line, a.column));
+        if d.kind == Kind::DataRace && at(&d.second) < at(&d.first) {
+            std::mem::swap(&mut d.first, &mut d.second);
+        }
         let f = Finding {
             kind: d.kind.clone(),
             kernel: d.kernel.clone(),

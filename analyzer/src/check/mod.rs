@@ -206,7 +206,10 @@ fn run_child(
     for (k, v) in oclgrind::environment(vendors, checks) {
         cmd.env(k, v);
     }
-    cmd.env_remove("LD_PRELOAD").env_remove("OPENCL_LAYERS");
+    // OCL_ICD_FILENAMES would add other platforms next to the private vendors folder.
+    cmd.env_remove("LD_PRELOAD")
+        .env_remove("OPENCL_LAYERS")
+        .env_remove("OCL_ICD_FILENAMES");
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
