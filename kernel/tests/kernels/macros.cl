@@ -64,7 +64,8 @@ __kernel void prescan(__global uint *out, __global const uint *in, __local uint 
 __kernel void vec(__global VEC *v, __global float *out, VEC w) {
     int i = get_global_id(0);
     VEC x = v[i];
-    out[i] = 0.0f;
+    VEC base = (VEC)(0.0f); // a vector splat: libclang's range ends before its `)`
+    out[i] = base.x;
     if (x.x > w.s1 && x.w < ALPHA)
         out[i] = 1.0f;
     int k = 0;
