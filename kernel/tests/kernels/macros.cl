@@ -60,6 +60,10 @@ __kernel void prescan(__global uint *out, __global const uint *in, __local uint 
         out[get_group_id(0)] = l[0] + acc;
 }
 
+// A macro undefined after its last use (darktable's basic.cl does this): copies of
+// `prescan` for barrier mutants, placed at the end of the schema, could not expand it.
+#undef ACCUMULATE
+
 // Vector arguments through a typedef, element access, and a do-while loop.
 __kernel void vec(__global VEC *v, __global float *out, VEC w) {
     int i = get_global_id(0);
