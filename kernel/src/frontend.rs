@@ -541,7 +541,10 @@ impl<'a> Builder<'a> {
     }
 
     fn expr(&self, n: &RawNode) -> Result<Expr, KernelError> {
-        let span = self.span(n)?;
+        let mut span = self.span(n)?;
+        if n.kind == CXCursor_CStyleCastExpr && span.is_exact() {
+            span.end = self.balanced_end(span);
+        }
         let kids: Vec<&RawNode> = n.children.iter().filter(|c| !is_ref(c.kind)).collect();
         let sub = |i: usize| -> Result<Box<Expr>, KernelError> {
             let k = kids.get(i).ok_or_else(|| {
@@ -725,6 +728,30 @@ impl<'a> Builder<'a> {
                 ..call
             },
         })
+    }
+
+    /// The end of `span` extended over the `)` tokens its text leaves open: libclang ends a
+    /// vector splat `(float4)(0.0f)` after `0.0f`, and an edit by that range (a mutant
+    /// wrapping the value) would cut the literal in half.
+    fn balanced_end(&self, span: Span) -> u32 {
+        let toks = self.tokens();
+        let mut depth = 0i32;
+        let mut i = self.tok_index(span.start);
+        while i < toks.len() && toks[i].start < span.end {
+            match toks[i].text.as_str() {
+                "(" => depth += 1,
+                ")" => depth -= 1,
+                _ => {}
+            }
+            i += 1;
+        }
+        let mut end = span.end;
+        while depth > 0 && toks.get(i).is_some_and(|t| t.text == ")") {
+            end = toks[i].end;
+            depth -= 1;
+            i += 1;
+        }
+        end
     }
 
     /// A literal's text: as written, or clang's value when a macro wrote it.

@@ -480,6 +480,27 @@ fn finish(
     }
 }
 
+/// A macro used inside `span` that an `#undef` or another `#define` after the span changes:
+/// a copy of the function placed at the end of the file would not expand it the same way.
+fn macro_changed_after(p: &Program, span: crate::model::Span) -> Option<String> {
+    let after = p.source.get(span.end as usize..)?;
+    let changed: Vec<&str> = after
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.trim_start().strip_prefix('#')?.split_whitespace();
+            match w.next() {
+                Some("undef" | "define") => w.next()?.split('(').next(),
+                _ => None,
+            }
+        })
+        .collect();
+    p.macro_uses
+        .iter()
+        .filter(|u| span.start <= u.start && u.end <= span.end)
+        .find(|u| changed.contains(&u.name.as_str()))
+        .map(|u| u.name.clone())
+}
+
 /// A barrier mutant's copies: their text and, per original kernel, the copy to launch.
 struct Copies {
     text: String,
@@ -514,6 +535,13 @@ fn kernel_copies(p: &Program, edits: &[Edit], m: &Mutant) -> Result<Copies, Stri
             return Err(format!("the name of `{}` is not in its text", f.name));
         };
         let at = span.start + at as u32;
+        if let Some(name) = macro_changed_after(p, span) {
+            return Err(format!(
+                "`{}` uses macro {name}, which the file undefines or redefines after it \
+                 (copies go at the end of the file)",
+                f.name
+            ));
+        }
         let mut patches: Vec<Patch> = m
             .patches
             .iter()

@@ -60,11 +60,16 @@ __kernel void prescan(__global uint *out, __global const uint *in, __local uint 
         out[get_group_id(0)] = l[0] + acc;
 }
 
+// A macro undefined after its last use (darktable's basic.cl does this): copies of
+// `prescan` for barrier mutants, placed at the end of the schema, could not expand it.
+#undef ACCUMULATE
+
 // Vector arguments through a typedef, element access, and a do-while loop.
 __kernel void vec(__global VEC *v, __global float *out, VEC w) {
     int i = get_global_id(0);
     VEC x = v[i];
-    out[i] = 0.0f;
+    VEC base = (VEC)(0.0f); // a vector splat: libclang's range ends before its `)`
+    out[i] = base.x;
     if (x.x > w.s1 && x.w < ALPHA)
         out[i] = 1.0f;
     int k = 0;
