@@ -14,7 +14,7 @@
 //! One extension to RFC 7386: where the base holds an array of objects (`args`) and the patch
 //! an object, the patch's keys are indices and each element is patched in place.
 
-use crate::model::LaunchRecord;
+use crate::model::{ArgRecord, Content, LaunchRecord};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -43,7 +43,12 @@ pub fn record_patch(base: &LaunchRecord, new: &LaunchRecord) -> Result<Value, ()
         not_replayable,
     } = new;
     let mut p = Map::new();
-    fn field(p: &mut Map<String, Value>, name: &str, old: &dyn Erased, new: &dyn Erased) -> Result<(), ()> {
+    fn field(
+        p: &mut Map<String, Value>,
+        name: &str,
+        old: &dyn Erased,
+        new: &dyn Erased,
+    ) -> Result<(), ()> {
         if let Some(d) = diff(&old.json()?, &new.json()?)? {
             p.insert(name.to_string(), d);
         }
@@ -56,7 +61,20 @@ pub fn record_patch(base: &LaunchRecord, new: &LaunchRecord) -> Result<Value, ()
             }
         )*};
     }
-    compare!(seq, kernel, program, api, work_dim, global_size, device, queue_properties, thread, status);
+    if base.seq != *seq {
+        p.insert("seq".into(), (*seq).into());
+    }
+    compare!(
+        kernel,
+        program,
+        api,
+        work_dim,
+        global_size,
+        device,
+        queue_properties,
+        thread,
+        status
+    );
     // Fields left out of the JSON when empty: absent and empty are one value.
     macro_rules! optional {
         ($($name:ident: $absent:expr),*) => {$(
@@ -82,7 +100,7 @@ pub fn record_patch(base: &LaunchRecord, new: &LaunchRecord) -> Result<Value, ()
             let mut changed = Map::new();
             for (i, (old, new)) in base.args.iter().zip(args).enumerate() {
                 if old != new {
-                    if let Some(d) = diff(&old.json()?, &new.json()?)? {
+                    if let Some(d) = arg_patch(old, new)? {
                         changed.insert(i.to_string(), d);
                     }
                 }
@@ -93,6 +111,67 @@ pub fn record_patch(base: &LaunchRecord, new: &LaunchRecord) -> Result<Value, ()
         }
     }
     Ok(Value::Object(p))
+}
+
+/// The patch of one argument. The changes of a launch storm — new scalar bytes, new contents
+/// of a buffer — are written directly; anything else goes through JSON and [`diff`].
+fn arg_patch(old: &ArgRecord, new: &ArgRecord) -> Result<Option<Value>, ()> {
+    use ArgRecord::{Buffer, Scalar};
+    match (old, new) {
+        (Scalar { info: i, bytes: _ }, Scalar { info: j, bytes }) if i == j => {
+            let mut p = Map::new();
+            p.insert("bytes".into(), Value::String(bytes.clone()));
+            Ok(Some(Value::Object(p)))
+        }
+        (
+            Buffer {
+                info: i,
+                mem: m,
+                flags: f,
+                size: s,
+                sub_of: o,
+                before: b,
+                after: a,
+            },
+            Buffer {
+                info,
+                mem,
+                flags,
+                size,
+                sub_of,
+                before,
+                after,
+            },
+        ) if (i, m, f, s, o) == (info, mem, flags, size, sub_of) => {
+            let mut p = Map::new();
+            for (name, old, new) in [("before", b, before), ("after", a, after)] {
+                if old != new {
+                    p.insert(name.into(), content_patch(old, new)?);
+                }
+            }
+            Ok(Some(Value::Object(p)))
+        }
+        _ => diff(&old.json()?, &new.json()?),
+    }
+}
+
+/// The patch of a changed content: its new digest (and size) when only those changed.
+fn content_patch(old: &Content, new: &Content) -> Result<Value, ()> {
+    use Content::{Blob, Digest};
+    match (old, new) {
+        (Blob { hash: h, size: s }, Blob { hash, size })
+        | (Digest { hash: h, size: s }, Digest { hash, size }) => {
+            let mut p = Map::new();
+            if h != hash {
+                p.insert("hash".into(), Value::String(hash.clone()));
+            }
+            if s != size {
+                p.insert("size".into(), (*size).into());
+            }
+            Ok(Value::Object(p))
+        }
+        _ => Ok(diff(&old.json()?, &new.json()?)?.unwrap_or_else(|| Value::Object(Map::new()))),
+    }
 }
 
 /// Any record field as JSON (a trait object, so one closure compares fields of every type).
@@ -226,14 +305,16 @@ mod tests {
         let mut a: LaunchRecord = serde_json::from_value(json!({"id":1,"seq":1,"kernel":"k",
             "program":"p","api":"nd_range","work_dim":1,"global_size":[4],"local_size":[2],
             "args":[{"kind":"scalar","index":0,"bytes":"00"}],"device":{"platform":"x","name":"d",
-            "vendor":"v","driver_version":"1","version":"2"},"status":0})).unwrap();
+            "vendor":"v","driver_version":"1","version":"2"},"status":0}))
+        .unwrap();
         let mut b = a.clone();
         b.id = 2;
         b.seq = 7;
         b.local_size = None;
         b.global_offset = Some(vec![3]);
         b.not_replayable = vec!["why".into()];
-        b.args[0] = serde_json::from_value(json!({"kind":"scalar","index":0,"bytes":"01"})).unwrap();
+        b.args[0] =
+            serde_json::from_value(json!({"kind":"scalar","index":0,"bytes":"01"})).unwrap();
         for _ in 0..2 {
             let patch = record_patch(&a, &b).unwrap();
             let mut rebuilt = serde_json::to_value(&a).unwrap();
