@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 /// itself): what [`diff`] gives for their JSON, computed field by field so that the fields a
 /// launch storm repeats cost a comparison, not a conversion to JSON (the writer thread does
 /// this for every launch). Err: write the record whole.
-pub fn record_patch(base: &LaunchRecord, new: &LaunchRecord) -> Result<Value, ()> {
+pub fn record_patch(base: &LaunchRecord, new: &LaunchRecord) -> Result<Value, Unpatchable> {
     // Destructured without `..`: a field added to LaunchRecord must be added here.
     let LaunchRecord {
         id: _,
@@ -48,7 +48,7 @@ pub fn record_patch(base: &LaunchRecord, new: &LaunchRecord) -> Result<Value, ()
         name: &str,
         old: &dyn Erased,
         new: &dyn Erased,
-    ) -> Result<(), ()> {
+    ) -> Result<(), Unpatchable> {
         if let Some(d) = diff(&old.json()?, &new.json()?)? {
             p.insert(name.to_string(), d);
         }
@@ -115,7 +115,7 @@ pub fn record_patch(base: &LaunchRecord, new: &LaunchRecord) -> Result<Value, ()
 
 /// The patch of one argument. The changes of a launch storm — new scalar bytes, new contents
 /// of a buffer — are written directly; anything else goes through JSON and [`diff`].
-fn arg_patch(old: &ArgRecord, new: &ArgRecord) -> Result<Option<Value>, ()> {
+fn arg_patch(old: &ArgRecord, new: &ArgRecord) -> Result<Option<Value>, Unpatchable> {
     use ArgRecord::{Buffer, Scalar};
     match (old, new) {
         (Scalar { info: i, bytes: _ }, Scalar { info: j, bytes }) if i == j => {
@@ -156,7 +156,7 @@ fn arg_patch(old: &ArgRecord, new: &ArgRecord) -> Result<Option<Value>, ()> {
 }
 
 /// The patch of a changed content: its new digest (and size) when only those changed.
-fn content_patch(old: &Content, new: &Content) -> Result<Value, ()> {
+fn content_patch(old: &Content, new: &Content) -> Result<Value, Unpatchable> {
     use Content::{Blob, Digest};
     match (old, new) {
         (Blob { hash: h, size: s }, Blob { hash, size })
@@ -174,21 +174,27 @@ fn content_patch(old: &Content, new: &Content) -> Result<Value, ()> {
     }
 }
 
+/// A difference a merge patch cannot express (a `null` value, an array turned into an
+/// object): the record is written whole instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the change cannot be written as a merge patch")]
+pub struct Unpatchable;
+
 /// Any record field as JSON (a trait object, so one closure compares fields of every type).
 trait Erased {
-    fn json(&self) -> Result<Value, ()>;
+    fn json(&self) -> Result<Value, Unpatchable>;
 }
 
 impl<T: Serialize> Erased for T {
-    fn json(&self) -> Result<Value, ()> {
-        serde_json::to_value(self).map_err(|_| ())
+    fn json(&self) -> Result<Value, Unpatchable> {
+        serde_json::to_value(self).map_err(|_| Unpatchable)
     }
 }
 
-/// The merge patch turning `base` into `new`; `None` when they are equal. `Err(())` when the
+/// The merge patch turning `base` into `new`; `None` when they are equal. `Err(Unpatchable)` when the
 /// difference cannot be written as a patch (a `null` value, an array turned into an object):
 /// the record is then written whole.
-pub fn diff(base: &Value, new: &Value) -> Result<Option<Value>, ()> {
+pub fn diff(base: &Value, new: &Value) -> Result<Option<Value>, Unpatchable> {
     if base == new {
         return Ok(None);
     }
@@ -223,13 +229,13 @@ pub fn diff(base: &Value, new: &Value) -> Result<Option<Value>, ()> {
             }
             Ok(Some(Value::Object(patch)))
         }
-        (Value::Array(_), Value::Object(_)) => Err(()),
+        (Value::Array(_), Value::Object(_)) => Err(Unpatchable),
         _ => plain(new).map(Some),
     }
 }
 
 /// `v` as a replacing patch value: fine unless it holds a `null` (which means "remove").
-fn plain(v: &Value) -> Result<Value, ()> {
+fn plain(v: &Value) -> Result<Value, Unpatchable> {
     let has_null = |v: &Value| -> bool {
         fn walk(v: &Value) -> bool {
             match v {
@@ -242,7 +248,7 @@ fn plain(v: &Value) -> Result<Value, ()> {
         walk(v)
     };
     if has_null(v) {
-        Err(())
+        Err(Unpatchable)
     } else {
         Ok(v.clone())
     }
