@@ -102,7 +102,7 @@ pub fn parse_index(text: &str) -> Result<(u64, Vec<ChunkRef>), String> {
 /// (4-byte words) is compressed shuffled by 4-byte lanes when that shrinks a sample of it
 /// more than plain zstd does: the sample decides, so each chunk is compressed once.
 pub fn encode(chunk: &[u8]) -> std::io::Result<Vec<u8>> {
-    if chunk.len() % 4 == 0 && chunk.len() >= 2 * SAMPLE {
+    if chunk.len().is_multiple_of(4) && chunk.len() >= 2 * SAMPLE {
         let sample = &chunk[..SAMPLE];
         let plain = zstd::bulk::compress(sample, LEVEL)?.len();
         // Noise (nothing to gain) and data plain zstd shrinks well stay plain.
@@ -138,7 +138,7 @@ pub fn decode(file: &[u8], len: usize) -> Result<Vec<u8>, String> {
     }
     match tag {
         b'z' => Ok(bytes),
-        b's' if len % 4 == 0 => Ok(unshuffle4(&bytes)),
+        b's' if len.is_multiple_of(4) => Ok(unshuffle4(&bytes)),
         t => Err(format!("unknown chunk encoding {t:#04x}")),
     }
 }

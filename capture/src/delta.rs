@@ -14,7 +14,7 @@
 //! One extension to RFC 7386: where the base holds an array of objects (`args`) and the patch
 //! an object, the patch's keys are indices and each element is patched in place.
 
-use crate::model::LaunchRecord;
+use crate::model::{ArgRecord, Content, LaunchRecord};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 /// itself): what [`diff`] gives for their JSON, computed field by field so that the fields a
 /// launch storm repeats cost a comparison, not a conversion to JSON (the writer thread does
 /// this for every launch). Err: write the record whole.
-pub fn record_patch(base: &LaunchRecord, new: &LaunchRecord) -> Result<Value, ()> {
+pub fn record_patch(base: &LaunchRecord, new: &LaunchRecord) -> Result<Value, Unpatchable> {
     // Destructured without `..`: a field added to LaunchRecord must be added here.
     let LaunchRecord {
         id: _,
@@ -43,7 +43,12 @@ pub fn record_patch(base: &LaunchRecord, new: &LaunchRecord) -> Result<Value, ()
         not_replayable,
     } = new;
     let mut p = Map::new();
-    fn field(p: &mut Map<String, Value>, name: &str, old: &dyn Erased, new: &dyn Erased) -> Result<(), ()> {
+    fn field(
+        p: &mut Map<String, Value>,
+        name: &str,
+        old: &dyn Erased,
+        new: &dyn Erased,
+    ) -> Result<(), Unpatchable> {
         if let Some(d) = diff(&old.json()?, &new.json()?)? {
             p.insert(name.to_string(), d);
         }
@@ -56,7 +61,20 @@ pub fn record_patch(base: &LaunchRecord, new: &LaunchRecord) -> Result<Value, ()
             }
         )*};
     }
-    compare!(seq, kernel, program, api, work_dim, global_size, device, queue_properties, thread, status);
+    if base.seq != *seq {
+        p.insert("seq".into(), (*seq).into());
+    }
+    compare!(
+        kernel,
+        program,
+        api,
+        work_dim,
+        global_size,
+        device,
+        queue_properties,
+        thread,
+        status
+    );
     // Fields left out of the JSON when empty: absent and empty are one value.
     macro_rules! optional {
         ($($name:ident: $absent:expr),*) => {$(
@@ -82,7 +100,7 @@ pub fn record_patch(base: &LaunchRecord, new: &LaunchRecord) -> Result<Value, ()
             let mut changed = Map::new();
             for (i, (old, new)) in base.args.iter().zip(args).enumerate() {
                 if old != new {
-                    if let Some(d) = diff(&old.json()?, &new.json()?)? {
+                    if let Some(d) = arg_patch(old, new)? {
                         changed.insert(i.to_string(), d);
                     }
                 }
@@ -95,21 +113,88 @@ pub fn record_patch(base: &LaunchRecord, new: &LaunchRecord) -> Result<Value, ()
     Ok(Value::Object(p))
 }
 
-/// Any record field as JSON (a trait object, so one closure compares fields of every type).
-trait Erased {
-    fn json(&self) -> Result<Value, ()>;
-}
-
-impl<T: Serialize> Erased for T {
-    fn json(&self) -> Result<Value, ()> {
-        serde_json::to_value(self).map_err(|_| ())
+/// The patch of one argument. The changes of a launch storm — new scalar bytes, new contents
+/// of a buffer — are written directly; anything else goes through JSON and [`diff`].
+fn arg_patch(old: &ArgRecord, new: &ArgRecord) -> Result<Option<Value>, Unpatchable> {
+    use ArgRecord::{Buffer, Scalar};
+    match (old, new) {
+        (Scalar { info: i, bytes: _ }, Scalar { info: j, bytes }) if i == j => {
+            let mut p = Map::new();
+            p.insert("bytes".into(), Value::String(bytes.clone()));
+            Ok(Some(Value::Object(p)))
+        }
+        (
+            Buffer {
+                info: i,
+                mem: m,
+                flags: f,
+                size: s,
+                sub_of: o,
+                before: b,
+                after: a,
+            },
+            Buffer {
+                info,
+                mem,
+                flags,
+                size,
+                sub_of,
+                before,
+                after,
+            },
+        ) if (i, m, f, s, o) == (info, mem, flags, size, sub_of) => {
+            let mut p = Map::new();
+            for (name, old, new) in [("before", b, before), ("after", a, after)] {
+                if old != new {
+                    p.insert(name.into(), content_patch(old, new)?);
+                }
+            }
+            Ok(Some(Value::Object(p)))
+        }
+        _ => diff(&old.json()?, &new.json()?),
     }
 }
 
-/// The merge patch turning `base` into `new`; `None` when they are equal. `Err(())` when the
+/// The patch of a changed content: its new digest (and size) when only those changed.
+fn content_patch(old: &Content, new: &Content) -> Result<Value, Unpatchable> {
+    use Content::{Blob, Digest};
+    match (old, new) {
+        (Blob { hash: h, size: s }, Blob { hash, size })
+        | (Digest { hash: h, size: s }, Digest { hash, size }) => {
+            let mut p = Map::new();
+            if h != hash {
+                p.insert("hash".into(), Value::String(hash.clone()));
+            }
+            if s != size {
+                p.insert("size".into(), (*size).into());
+            }
+            Ok(Value::Object(p))
+        }
+        _ => Ok(diff(&old.json()?, &new.json()?)?.unwrap_or_else(|| Value::Object(Map::new()))),
+    }
+}
+
+/// A difference a merge patch cannot express (a `null` value, an array turned into an
+/// object): the record is written whole instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the change cannot be written as a merge patch")]
+pub struct Unpatchable;
+
+/// Any record field as JSON (a trait object, so one closure compares fields of every type).
+trait Erased {
+    fn json(&self) -> Result<Value, Unpatchable>;
+}
+
+impl<T: Serialize> Erased for T {
+    fn json(&self) -> Result<Value, Unpatchable> {
+        serde_json::to_value(self).map_err(|_| Unpatchable)
+    }
+}
+
+/// The merge patch turning `base` into `new`; `None` when they are equal. `Err(Unpatchable)` when the
 /// difference cannot be written as a patch (a `null` value, an array turned into an object):
 /// the record is then written whole.
-pub fn diff(base: &Value, new: &Value) -> Result<Option<Value>, ()> {
+pub fn diff(base: &Value, new: &Value) -> Result<Option<Value>, Unpatchable> {
     if base == new {
         return Ok(None);
     }
@@ -144,13 +229,13 @@ pub fn diff(base: &Value, new: &Value) -> Result<Option<Value>, ()> {
             }
             Ok(Some(Value::Object(patch)))
         }
-        (Value::Array(_), Value::Object(_)) => Err(()),
+        (Value::Array(_), Value::Object(_)) => Err(Unpatchable),
         _ => plain(new).map(Some),
     }
 }
 
 /// `v` as a replacing patch value: fine unless it holds a `null` (which means "remove").
-fn plain(v: &Value) -> Result<Value, ()> {
+fn plain(v: &Value) -> Result<Value, Unpatchable> {
     let has_null = |v: &Value| -> bool {
         fn walk(v: &Value) -> bool {
             match v {
@@ -163,7 +248,7 @@ fn plain(v: &Value) -> Result<Value, ()> {
         walk(v)
     };
     if has_null(v) {
-        Err(())
+        Err(Unpatchable)
     } else {
         Ok(v.clone())
     }
@@ -226,14 +311,16 @@ mod tests {
         let mut a: LaunchRecord = serde_json::from_value(json!({"id":1,"seq":1,"kernel":"k",
             "program":"p","api":"nd_range","work_dim":1,"global_size":[4],"local_size":[2],
             "args":[{"kind":"scalar","index":0,"bytes":"00"}],"device":{"platform":"x","name":"d",
-            "vendor":"v","driver_version":"1","version":"2"},"status":0})).unwrap();
+            "vendor":"v","driver_version":"1","version":"2"},"status":0}))
+        .unwrap();
         let mut b = a.clone();
         b.id = 2;
         b.seq = 7;
         b.local_size = None;
         b.global_offset = Some(vec![3]);
         b.not_replayable = vec!["why".into()];
-        b.args[0] = serde_json::from_value(json!({"kind":"scalar","index":0,"bytes":"01"})).unwrap();
+        b.args[0] =
+            serde_json::from_value(json!({"kind":"scalar","index":0,"bytes":"01"})).unwrap();
         for _ in 0..2 {
             let patch = record_patch(&a, &b).unwrap();
             let mut rebuilt = serde_json::to_value(&a).unwrap();
