@@ -31,7 +31,7 @@ fn settings() -> Settings {
 /// Runs the campaign; returns every kept case's `n`.
 fn kept_ns(bounds: Option<ScalarBounds>) -> Vec<i32> {
     let session = Session::open(&DeviceSelector::default()).expect("PoCL device");
-    let mut t = fuzz::targets_from_source(SOURCE, "", Some("gate"), None, 7)
+    let mut t = fuzz::targets_from_source(SOURCE, "", Some("gate"), None, 7, Default::default())
         .expect("target")
         .remove(0);
     t.seeds[0].args[1] = InputArg::Scalar(100i32.to_le_bytes().to_vec());
