@@ -5,6 +5,7 @@
 
 use cltrap_e2e::*;
 use serde_json::Value;
+use std::ffi::OsStr;
 use std::path::Path;
 
 const ICD: &str = "/usr/lib/oclgrind/liboclgrind-rt-icd.so";
@@ -280,4 +281,63 @@ fn a_third_party_kernel_is_checked_clean_clpeak() {
     let launch = &json["launches"][0];
     assert_eq!(launch["kernel"], "global_bandwidth_v1_local_offset");
     assert_eq!(launch["status"]["status"], "checked", "{json:#}");
+}
+
+/// The shim is transparent on the Oclgrind platform too: Oclgrind's `clFlush` runs the queued
+/// commands on the calling thread, so a flush from the capture's writer thread ran a kernel
+/// while the application's thread ran another and Oclgrind aborted the application
+/// (`m_kernelInvocation == NULL`, or heap corruption). The application captured with full
+/// contents on Oclgrind must end and print exactly as natively there, and its launches must
+/// replay on PoCL.
+#[test]
+fn an_application_on_the_oclgrind_platform_runs_unchanged_under_capture() {
+    if oclgrind_missing("check_oclgrind") {
+        return;
+    }
+    let vendors = fresh_dir("vendors", "oclgrind-only");
+    std::fs::write(vendors.join("oclgrind.icd"), format!("{ICD}\n")).expect("write the icd file");
+    let env = [("OCL_ICD_VENDORS", vendors.as_os_str())];
+    // The bundled example app: its kernels run long enough on Oclgrind for the old writer's
+    // flush to meet them every time (a small fixture met them one run in three).
+    let root = workspace_root();
+    let built = std::process::Command::new(root.join("scripts/build-c.sh"))
+        .arg("demo")
+        .current_dir(&root)
+        .output()
+        .expect("run scripts/build-c.sh");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let exe = root.join("target/examples/cltrap-demo");
+    let native = run_with_env(&exe, &[] as &[&str], &env, None);
+    assert!(native.success(), "{}", native.describe());
+    // The abort depended on the two threads' timing: three captures, each must behave as
+    // natively.
+    let t = tools();
+    let mut last = None;
+    for round in 0..3 {
+        let dir = fresh_capture_dir(&format!("oclgrind-platform-{round}"));
+        let captured = run_with_env(
+            &t.cltrap,
+            &[
+                "run".as_ref(),
+                "--out".as_ref(),
+                dir.as_os_str(),
+                "--".as_ref(),
+                exe.as_os_str(),
+            ] as &[&OsStr],
+            &[
+                ("CLTRAP_SHIM", t.shim.as_os_str()),
+                ("OCL_ICD_VENDORS", vendors.as_os_str()),
+            ],
+            None,
+        );
+        captured.assert_no_panic();
+        assert_same_behaviour(&native, &captured);
+        last = Some(dir);
+    }
+    let dir = last.expect("three captures");
+    assert_replays_ok(&dir, 4);
 }

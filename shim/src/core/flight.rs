@@ -701,11 +701,28 @@ pub(super) fn current_ticket() -> u64 {
     TICKETS.load(Ordering::Relaxed)
 }
 
+/// Platforms whose `clFlush` runs the queued commands on the calling thread instead of
+/// handing them to the device: a flush from the writer thread would run a kernel while the
+/// application's own thread runs another (Oclgrind 21.10 aborts on
+/// `m_kernelInvocation == NULL`), so the writer never flushes their queues; the application's
+/// own `clFinish` / blocking calls run our reads there.
+const FLUSH_RUNS_ON_CALLER: &[&str] = &["Oclgrind"];
+
+/// True when the writer thread may flush the queue of this flight (see [`FLUSH_RUNS_ON_CALLER`]).
+fn writer_may_flush(f: &Flight) -> bool {
+    f.record
+        .as_ref()
+        .is_none_or(|r| !FLUSH_RUNS_ON_CALLER.contains(&r.device.platform.as_str()))
+}
+
 fn queues_of(st: &State) -> Vec<(usize, clFlush_t)> {
     let mut v: Vec<(usize, clFlush_t)> = Vec::new();
     for s in st.slots.values() {
         if let Some(f) = &s.flight {
-            if !f.queue.is_null() && !v.iter().any(|(q, _)| *q == f.queue as usize) {
+            if !f.queue.is_null()
+                && writer_may_flush(f)
+                && !v.iter().any(|(q, _)| *q == f.queue as usize)
+            {
                 v.push((f.queue as usize, f.calls.flush));
             }
         }
