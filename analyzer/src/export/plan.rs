@@ -14,6 +14,15 @@ use std::path::Path;
 /// flags of the application make no sense in a fresh program.
 const ACCESS_BITS: u64 = 1 | 2 | 4;
 
+/// The flags a reproducer creates a memory object with: the application's access bits, or
+/// `CL_MEM_READ_WRITE` (OpenCL's default) when it gave none, so renderers print them as is.
+fn access_flags(flags: u64) -> u64 {
+    match flags & ACCESS_BITS {
+        0 => 1,
+        bits => bits,
+    }
+}
+
 /// How the comparison prints an element: by the argument's element type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ElementKind {
@@ -279,7 +288,7 @@ pub fn plan(capture: &Capture, id: u64) -> Result<Plan, ExportError> {
                 if !known(&objects, id) {
                     objects.push(MemObject::Buffer {
                         id,
-                        flags: flags & ACCESS_BITS,
+                        flags: access_flags(*flags),
                         size: bytes.len() as u64,
                     });
                     contents.push((id, bytes.clone()));
@@ -300,7 +309,7 @@ pub fn plan(capture: &Capture, id: u64) -> Result<Plan, ExportError> {
                         parent: *parent,
                         origin: *origin,
                         size: *size,
-                        flags: flags & ACCESS_BITS,
+                        flags: access_flags(*flags),
                     });
                 }
                 PlanArg::Mem(id)
@@ -321,7 +330,7 @@ pub fn plan(capture: &Capture, id: u64) -> Result<Plan, ExportError> {
                 if !known(&objects, id) {
                     objects.push(MemObject::Image {
                         id,
-                        flags: flags & ACCESS_BITS,
+                        flags: access_flags(*flags),
                         image: image.clone(),
                     });
                     contents.push((id, bytes.clone()));

@@ -160,7 +160,7 @@ fn image_desc_c(id: u64, flags: u64, image: &ImageRecord) -> String {
         image.height,
         image.depth,
         image.array_size,
-        if flags == 0 { 1 } else { flags },
+        flags,
     )
 }
 
@@ -305,7 +305,7 @@ pub fn main_c(plan: &Plan) -> String {
                 let _ = writeln!(
                     o,
                     "    cl_mem m{id} = clCreateBuffer(ctx, 0x{:x}, {}, NULL, &err);\n    if (err != CL_SUCCESS) fail(\"clCreateBuffer (memory object {id})\", err);",
-                    if *flags == 0 { 1 } else { *flags },
+                    *flags,
                     (*size).max(1)
                 );
                 if *size > 0 {
@@ -325,7 +325,7 @@ pub fn main_c(plan: &Plan) -> String {
                 let _ = writeln!(
                     o,
                     "    cl_buffer_region r{id} = {{{origin}, {size}}};\n    cl_mem m{id} = clCreateSubBuffer(m{parent}, 0x{:x}, CL_BUFFER_CREATE_TYPE_REGION, &r{id}, &err);\n    if (err != CL_SUCCESS) fail(\"clCreateSubBuffer (memory object {id})\", err);",
-                    if *flags == 0 { 1 } else { *flags }
+                    *flags
                 );
             }
             MemObject::Image { id, flags, image } => {

@@ -178,7 +178,7 @@ def main():
                 let _ = writeln!(
                     o,
                     "    mem[{id}] = cl.Buffer(ctx, {}, size={})",
-                    if *flags == 0 { 1 } else { *flags },
+                    *flags,
                     (*size).max(1)
                 );
                 if *size > 0 {
@@ -198,7 +198,7 @@ def main():
                 let _ = writeln!(
                     o,
                     "    mem[{id}] = mem[{parent}].get_sub_region({origin}, {size}, {})",
-                    if *flags == 0 { 1 } else { *flags }
+                    *flags
                 );
             }
             MemObject::Image { id, flags, image } => {
@@ -215,7 +215,7 @@ def main():
                     o,
                     "    regions[{id}] = {}\n    mem[{id}] = make_image(ctx, {}, cl.ImageFormat({}, {}), shape=regions[{id}], is_array={})\n    cl.enqueue_copy(q, mem[{id}], load(\"mem{id}.bin\", {size}), origin={}, region=regions[{id}], is_blocking=True)",
                     py_tuple(&shape),
-                    if *flags == 0 { 1 } else { *flags },
+                    *flags,
                     image.channel_order,
                     image.channel_data_type,
                     if is_array { "True" } else { "False" },
