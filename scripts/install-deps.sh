@@ -73,9 +73,11 @@ install_packages() {
     [ "${#still[@]}" -eq 0 ] || die "apt-get did not install: ${still[*]}"
 }
 
-# The workspace needs Rust >= 1.80 (Cargo.toml's rust-version); Debian's own `cargo` package is
-# older, so an old cargo is refused with a clear message rather than a confusing build error.
-MIN_RUST_MINOR=80
+# The workspace needs the Rust of Cargo.toml's rust-version (1.89: std's `File::lock`, and z3 0.22
+# needs 1.88); Debian's own `cargo` package is older, so an old cargo is refused with a clear
+# message rather than a confusing build error.
+MIN_RUST_MINOR="$(sed -n 's/^rust-version = "1\.\([0-9]*\).*/\1/p' "$(dirname "${BASH_SOURCE[0]}")/../Cargo.toml")"
+MIN_RUST_MINOR="${MIN_RUST_MINOR:-89}"
 
 ensure_cargo() {
     if command -v cargo >/dev/null 2>&1; then
@@ -95,7 +97,7 @@ ensure_cargo() {
     say "rust: cargo not found, installing the stable toolchain with rustup"
     if ! curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs -o /tmp/rustup-init.sh \
         || ! sh /tmp/rustup-init.sh -y --profile minimal --default-toolchain stable; then
-        die "cargo is missing and rustup could not be downloaded from https://sh.rustup.rs; install Rust >= 1.80 (https://rustup.rs) and run this again"
+        die "cargo is missing and rustup could not be downloaded from https://sh.rustup.rs; install Rust >= 1.$MIN_RUST_MINOR (https://rustup.rs) and run this again"
     fi
 }
 
