@@ -418,7 +418,16 @@ impl Plan {
         } else {
             known::reuse(self.reads.iter().map(|(mem, _)| *mem), queue as usize)
         };
-        let bytes = Around::bytes(&self.reads, &self.read_only, &reuse);
+        let engine = super::digest::engine_for(next, self.settings, self.queue);
+        let dev = Around::device_sides(
+            engine.as_ref(),
+            self.settings,
+            self.mode,
+            &self.reads,
+            &self.read_only,
+            &reuse,
+        );
+        let bytes = Around::bytes(&self.reads, &self.read_only, &reuse, &dev);
         if let Err(full) = flight::admit(bytes) {
             let (missing, why) = match full {
                 flight::Full::Bytes => (
@@ -443,7 +452,15 @@ impl Plan {
             return None;
         }
         self.reserved = bytes;
-        let mut around = Around::new(next, queue, self.queue, &self.reads, &self.read_only, reuse);
+        let mut around = Around::new(
+            next,
+            queue,
+            self.queue,
+            &self.reads,
+            &self.read_only,
+            reuse,
+            dev,
+        );
         around.before(app_wait);
         Some(around)
     }
