@@ -162,3 +162,17 @@ fn images_stay_on_the_read_path() {
     assert_full_contents(&cap);
     assert_replays_ok(&dir, cap.launches.len());
 }
+
+#[test]
+fn an_idle_digest_engine_gives_back_its_snapshots_and_is_used_again() {
+    // Pauses of 4 s between launches over a 1 MiB buffer: the writer releases the idle
+    // engine's pooled snapshot buffers, and the next launch digests with the same engine,
+    // while another thread keeps launching on its own queue.
+    let (dir, cap, dev) = capture("idle", "dd-idle", &["--device-digest", "on"]);
+    assert_eq!(cap.launches.len(), 53);
+    assert_eq!(counter(&dev, "engines_built"), 1, "{dev}");
+    assert!(counter(&dev, "snapshots_released") >= 1, "{dev}");
+    assert_eq!(counter(&dev, "content_reads"), 0, "{dev}");
+    assert_full_contents(&cap);
+    assert_replays_ok(&dir, 53);
+}

@@ -9,9 +9,9 @@
 //! Why an engine per (context, device): the program is built for the queue's device in the
 //! application's context (through the door's `next` table, never libOpenCL). Its objects —
 //! program, kernel, slot buffer, a private in-order queue (snapshot reads), pooled snapshot
-//! buffers — count in the context's reference count while the engine lives; an engine with
-//! nothing in use for [`IDLE`] is released by the writer thread ([`trim`]), as the pinned pool
-//! is. A device where the program does not build (or that is not little-endian) gets no engine:
+//! buffers — count in the context's reference count from the first launch digested on the
+//! device until the process ends; pooled snapshots not used for [`IDLE`] are released by the
+//! writer thread ([`trim`]). A device where the program does not build (or that is not little-endian) gets no engine:
 //! its launches are read back as before (said once on stderr when `CLTRAP_DEVICE_DIGEST=on`).
 
 use super::device::QueueFacts;
@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 pub const AUTO_MIN_BYTES: usize = 64 << 10;
 /// Digests in flight per engine (each holds one slot of [`SLOT_BYTES`] on the device).
 const SLOTS: usize = 2048;
-/// An engine with nothing in use for this long is released.
+/// Pooled snapshots of an engine not used for this long are released.
 const IDLE: Duration = Duration::from_secs(2);
 /// Snapshot bytes an engine keeps pooled for reuse.
 const POOLED_SNAPSHOT_BYTES: usize = 256 << 20;
@@ -65,7 +65,6 @@ struct EngineState {
 /// The digest kernel of one (context, device), with its slots.
 pub(super) struct Engine {
     context: usize,
-    device: usize,
     queue: usize,
     program: usize,
     kernel: usize,
@@ -187,6 +186,13 @@ pub(super) fn engine_for(
     if let Some(e) = lock(&ENGINES).get(&key) {
         return e.clone();
     }
+    // One build at a time: a second thread launching meanwhile waits for it and takes it, so
+    // no engine is ever made twice and thrown away.
+    static BUILDING: Mutex<()> = Mutex::new(());
+    let _one = lock(&BUILDING);
+    if let Some(e) = lock(&ENGINES).get(&key) {
+        return e.clone();
+    }
     let made = if settings.device_digest == DeviceDigest::Auto && cpu_device(next, facts.device) {
         None
     } else {
@@ -204,22 +210,8 @@ pub(super) fn engine_for(
             }
         }
     };
-    let mut engines = lock(&ENGINES);
-    match engines.get(&key) {
-        Some(Some(e)) => {
-            // Another thread made one meanwhile: ours goes.
-            let e = e.clone();
-            drop(engines);
-            if let Some(m) = made {
-                m.close();
-            }
-            Some(e)
-        }
-        _ => {
-            engines.insert(key, made.clone());
-            made
-        }
-    }
+    lock(&ENGINES).insert(key, made.clone());
+    made
 }
 
 /// Whether a buffer of `bytes` is digested on the device under the settings.
@@ -276,7 +268,6 @@ impl Engine {
         let create_buffer = calls.create_buffer.ok_or_else(missing)?;
         let mut e = Engine {
             context: facts.context,
-            device: facts.device,
             queue: 0,
             program: 0,
             kernel: 0,
@@ -349,6 +340,9 @@ impl Engine {
             return Err(format!("creating its queue failed (OpenCL error {err})"));
         }
         e.queue = q as usize;
+        // Idle from now on, not from before the build (a first build may take a while).
+        lock(&e.state).last_used = Some(Instant::now());
+        super::stats::add(&super::stats::ENGINES_BUILT, 1);
         Ok(e)
     }
 
@@ -537,11 +531,18 @@ impl Engine {
         };
         let c = self.calls;
         // SAFETY: our own objects, no command of ours using them is pending (callers check).
+        // The kernel (which names the slots buffer as an argument) goes before the buffers.
         unsafe {
             if self.queue != 0 {
                 if let Some(f) = c.finish {
                     f(self.queue as cl_command_queue);
                 }
+            }
+            if let (Some(rel), true) = (c.release_kernel, self.kernel != 0) {
+                rel(self.kernel as cl_kernel);
+            }
+            if let (Some(rel), true) = (c.release_program, self.program != 0) {
+                rel(self.program as cl_program);
             }
             if let Some(rel) = c.release_mem {
                 for (_, m) in snapshots {
@@ -550,12 +551,6 @@ impl Engine {
                 if self.slots != 0 {
                     rel(self.slots as cl_mem);
                 }
-            }
-            if let (Some(rel), true) = (c.release_kernel, self.kernel != 0) {
-                rel(self.kernel as cl_kernel);
-            }
-            if let (Some(rel), true) = (c.release_program, self.program != 0) {
-                rel(self.program as cl_program);
             }
             if let (Some(rel), true) = (c.release_queue, self.queue != 0) {
                 rel(self.queue as cl_command_queue);
@@ -579,39 +574,28 @@ pub(super) fn stored(dd: &str, hash: &str, size: u64) {
     lock(&STORED).insert(dd.to_string(), (hash.to_string(), size));
 }
 
-/// Releases engines with nothing in use for [`IDLE`] (called by the writer thread).
+/// Releases the pooled snapshot buffers of engines not used for [`IDLE`] (called by the
+/// writer thread). The engines themselves stay for the life of the process: releasing one
+/// while the application keeps launching in its context is exactly the driver traffic that
+/// coincided with the one crash seen on NVIDIA while this was built (see ARCHITECTURE.md), and
+/// an engine costs its context only the slots buffer and a program.
 pub(super) fn trim() {
-    let idle: Vec<Arc<Engine>> = {
-        let mut engines = lock(&ENGINES);
-        let keys: Vec<(usize, usize)> = engines
-            .iter()
-            .filter_map(|(k, e)| Some((k, e.as_ref()?)))
-            .filter(|(_, e)| {
-                let st = lock(&e.state);
-                st.in_use == 0 && st.last_used.is_none_or(|t| t.elapsed() >= IDLE)
-            })
-            .map(|(k, _)| *k)
-            .collect();
-        keys.iter()
-            .filter_map(|k| engines.remove(k).flatten())
-            .collect()
-    };
-    for e in idle {
-        let busy = {
+    let engines: Vec<Arc<Engine>> = lock(&ENGINES).values().flatten().cloned().collect();
+    for e in engines {
+        let freed = {
             let mut st = lock(&e.state);
-            if st.in_use > 0 {
-                true
+            if st.last_used.is_some_and(|t| t.elapsed() >= IDLE) {
+                std::mem::take(&mut st.free_snapshots)
             } else {
-                st.closed = true;
-                false
+                Vec::new()
             }
         };
-        if busy {
-            lock(&ENGINES)
-                .entry((e.context, e.device))
-                .or_insert(Some(e));
-        } else {
-            e.close();
+        if let Some(rel) = e.calls.release_mem {
+            for (_, m) in &freed {
+                // SAFETY: our own pooled buffers, not in use (taken out of the pool).
+                unsafe { rel(*m as cl_mem) };
+            }
         }
+        super::stats::add(&super::stats::SNAPSHOTS_RELEASED, freed.len() as u64);
     }
 }

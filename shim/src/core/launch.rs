@@ -418,7 +418,17 @@ impl Plan {
         } else {
             known::reuse(self.reads.iter().map(|(mem, _)| *mem), queue as usize)
         };
-        let engine = super::digest::engine_for(next, self.settings, self.queue);
+        // An engine only for launches with a buffer to digest on the device: launches over
+        // small buffers alone put nothing of ours into the application's context.
+        let engine = self
+            .reads
+            .iter()
+            .any(|(_, s)| {
+                matches!(s, Shape::Buffer { size } if *size > 0
+                    && super::digest::wanted(self.settings, *size))
+            })
+            .then(|| super::digest::engine_for(next, self.settings, self.queue))
+            .flatten();
         let dev = Around::device_sides(
             engine.as_ref(),
             self.settings,

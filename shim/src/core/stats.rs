@@ -17,6 +17,11 @@ pub(super) static SNAPSHOT_READS: AtomicU64 = AtomicU64::new(0);
 /// See [`SNAPSHOT_READS`].
 pub(super) static SNAPSHOT_READ_BYTES: AtomicU64 = AtomicU64::new(0);
 
+/// Digest engines built (one per context and device, kept until the process ends).
+pub(super) static ENGINES_BUILT: AtomicU64 = AtomicU64::new(0);
+/// Pooled snapshot buffers released after their engine was idle.
+pub(super) static SNAPSHOTS_RELEASED: AtomicU64 = AtomicU64::new(0);
+
 /// Adds `n` to a counter.
 pub(super) fn add(counter: &AtomicU64, n: u64) {
     counter.fetch_add(n, Ordering::Relaxed);
@@ -26,13 +31,15 @@ pub(super) fn add(counter: &AtomicU64, n: u64) {
 pub(super) fn write(path: &std::path::Path) {
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     let text = format!(
-        "{{\"content_reads\":{},\"content_read_bytes\":{},\"device_digests\":{},\"partial_bytes\":{},\"snapshot_reads\":{},\"snapshot_read_bytes\":{}}}\n",
+        "{{\"content_reads\":{},\"content_read_bytes\":{},\"device_digests\":{},\"partial_bytes\":{},\"snapshot_reads\":{},\"snapshot_read_bytes\":{},\"engines_built\":{},\"snapshots_released\":{}}}\n",
         get(&CONTENT_READS),
         get(&CONTENT_READ_BYTES),
         get(&DEVICE_DIGESTS),
         get(&PARTIAL_BYTES),
         get(&SNAPSHOT_READS),
         get(&SNAPSHOT_READ_BYTES),
+        get(&ENGINES_BUILT),
+        get(&SNAPSHOTS_RELEASED),
     );
     if let Err(e) = std::fs::write(path, text) {
         crate::sink::report_once(&format!(
