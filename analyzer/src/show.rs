@@ -3,7 +3,9 @@
 use crate::list::{format_dims, format_offset, format_scalars};
 use crate::site::Resolver;
 use crate::values::{format_value, human_bytes, unhex};
-use cltrap_capture::{ArgRecord, Capture, CompiledInput, Content, LaunchRecord, ProgramOrigin};
+use cltrap_capture::{
+    ArgRecord, Capture, CompiledInput, Content, DigestKind, LaunchRecord, ProgramOrigin,
+};
 use std::fmt::Write;
 
 /// Where `kernel` is defined in `source`: 1-based line of the `NAME(` that follows a
@@ -88,9 +90,16 @@ fn queue_props(p: u64) -> String {
 fn content(c: &Content) -> String {
     match c {
         Content::Blob { hash, size } => format!("{} stored ({})", short(hash), human_bytes(*size)),
-        Content::Digest { hash, size } => {
-            format!("{} digest only ({})", short(hash), human_bytes(*size))
-        }
+        Content::Digest {
+            hash,
+            size,
+            algo: DigestKind::Blake3,
+        } => format!("{} digest only ({})", short(hash), human_bytes(*size)),
+        Content::Digest { hash, size, .. } => format!(
+            "{} digest only, computed on the device ({})",
+            short(hash),
+            human_bytes(*size)
+        ),
         Content::Missing { note } if note.is_empty() => "not recorded".into(),
         Content::Missing { note } => format!("not recorded ({note})"),
     }

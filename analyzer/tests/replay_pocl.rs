@@ -271,16 +271,19 @@ fn hash_mode_outputs_are_compared_by_digest_and_missing_inputs_skip() {
             Content::Digest {
                 hash: digest(&zeros),
                 size: zeros.len() as u64,
+                algo: Default::default(),
             }
         } else {
             Content::Digest {
                 hash: digest(&good),
                 size: zeros.len() as u64,
+                algo: Default::default(),
             }
         },
         after: Content::Digest {
             hash: digest(after),
             size: after.len() as u64,
+            algo: Default::default(),
         },
     };
     // Inputs all zero: restorable from the digest alone.
@@ -784,11 +787,16 @@ fn unrecorded_write_only_outputs_replay_only_when_fully_overwritten() {
             *before = Content::Digest {
                 hash: digest(&garbage),
                 size: garbage.len() as u64,
+                algo: Default::default(),
             };
             let Content::Blob { hash, size } = after.clone() else {
                 unreachable!()
             };
-            *after = Content::Digest { hash, size };
+            *after = Content::Digest {
+                hash,
+                size,
+                algo: Default::default(),
+            };
         }
         b.launch("vadd", &p, vec![1024], Some(vec![64]), args);
     }

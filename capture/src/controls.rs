@@ -76,11 +76,25 @@ pub const CONTROLS: &[Control] = &[
         help: "Buffer contents before/after each launch: stored (deduplicated), digests only, or not read.",
     },
     Control {
+        env: "CLTRAP_DEVICE_DIGEST",
+        flag: "device-digest",
+        value_name: "auto|on|off",
+        default: "auto",
+        help: "Digest buffer contents on the device (a small kernel in the application's queue) and read back only the digest, plus contents not stored yet in `full` mode. `auto`: buffers of 64 KiB or more on non-CPU devices; `on`: every buffer on every device; `off`: always read contents back.",
+    },
+    Control {
         env: "CLTRAP_MAX_MB",
         flag: "max-mb",
         value_name: "MB",
         default: "4096",
         help: "Disk budget for stored contents (compressed chunks); past half of it only the first launches of each kernel and a sample of the others keep their contents, the rest digests, so every kernel stays replayable (said once on stderr; `cltrap list` marks replayable launches).",
+    },
+    Control {
+        env: "CLTRAP_STATS",
+        flag: "stats",
+        value_name: "FILE",
+        default: "",
+        help: "When the application exits, write the capture's counters (contents read back over the bus, device-side digests, snapshots read back) to FILE as JSON.",
     },
     Control {
         env: "CLTRAP_COVERAGE",
@@ -120,6 +134,17 @@ impl BufferMode {
     }
 }
 
+/// Where the capture computes buffer digests (`CLTRAP_DEVICE_DIGEST`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceDigest {
+    /// On non-CPU devices, for buffers at least the shim's threshold in size.
+    Auto,
+    /// On every device, for every buffer (what the tests use on PoCL's CPU device).
+    On,
+    /// Never: contents are always read back.
+    Off,
+}
+
 /// The settings of one capture, parsed from the controls.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -130,6 +155,10 @@ pub struct Settings {
     pub per_kernel: Option<u64>,
     pub buffers: BufferMode,
     pub max_bytes: u64,
+    /// `CLTRAP_DEVICE_DIGEST`: digests computed on the device.
+    pub device_digest: DeviceDigest,
+    /// `CLTRAP_STATS`: where the shim writes its counters at exit.
+    pub stats: Option<PathBuf>,
     /// `CLTRAP_COVERAGE`: swap coverage-instrumented kernels into the application.
     pub coverage: bool,
     /// `CLTRAP_PERMUTE`: swap schedule-permuted kernels in, with this seed.
@@ -214,6 +243,12 @@ impl Settings {
             "none" => BufferMode::None,
             v => return Err(bad("CLTRAP_BUFFERS", v, "full, hash or none")),
         };
+        let device_digest = match get("CLTRAP_DEVICE_DIGEST").trim() {
+            "auto" | "" => DeviceDigest::Auto,
+            "on" | "1" | "true" => DeviceDigest::On,
+            "off" | "0" | "false" => DeviceDigest::Off,
+            v => return Err(bad("CLTRAP_DEVICE_DIGEST", v, "auto, on or off")),
+        };
         let max_s = get("CLTRAP_MAX_MB");
         let max_mb: u64 = max_s
             .trim()
@@ -248,6 +283,10 @@ impl Settings {
             per_kernel,
             buffers,
             max_bytes: max_mb.saturating_mul(1 << 20),
+            device_digest,
+            stats: Some(get("CLTRAP_STATS"))
+                .filter(|s| !s.trim().is_empty())
+                .map(PathBuf::from),
         })
     }
 

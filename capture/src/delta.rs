@@ -157,10 +157,22 @@ fn arg_patch(old: &ArgRecord, new: &ArgRecord) -> Result<Option<Value>, Unpatcha
 
 /// The patch of a changed content: its new digest (and size) when only those changed.
 fn content_patch(old: &Content, new: &Content) -> Result<Value, Unpatchable> {
+    use crate::model::DigestKind;
     use Content::{Blob, Digest};
     match (old, new) {
         (Blob { hash: h, size: s }, Blob { hash, size })
-        | (Digest { hash: h, size: s }, Digest { hash, size }) => {
+        | (
+            Digest {
+                hash: h,
+                size: s,
+                algo: DigestKind::Blake3,
+            },
+            Digest {
+                hash,
+                size,
+                algo: DigestKind::Blake3,
+            },
+        ) => {
             let mut p = Map::new();
             if h != hash {
                 p.insert("hash".into(), Value::String(hash.clone()));

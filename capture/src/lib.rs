@@ -24,6 +24,7 @@
 pub mod chunks;
 pub mod controls;
 pub mod delta;
+pub mod devdigest;
 pub mod hex;
 pub mod includes;
 pub mod model;
@@ -33,7 +34,7 @@ pub mod replayable;
 pub mod schedule;
 pub mod writer;
 
-pub use controls::{BufferMode, Control, Settings, CONTROLS};
+pub use controls::{BufferMode, Control, DeviceDigest, Settings, CONTROLS};
 pub use model::*;
 pub use reader::{Capture, ReadError};
 pub use writer::{BlobStore, CaptureWriter, WriteError};
@@ -42,10 +43,12 @@ pub use writer::{BlobStore, CaptureWriter, WriteError};
 pub const FORMAT_NAME: &str = "cltrap-capture";
 /// Bumped on every incompatible change of the records; readers refuse other versions.
 /// Version 2 added chunked, compressed contents ([`chunks`]) and delta lines in the launch
-/// log ([`delta`]); everything version 1 holds is still valid version 2.
-pub const FORMAT_VERSION: u32 = 2;
-/// The versions this crate reads: version 1 captures (older cltrap) read unchanged.
-pub const READABLE_VERSIONS: [u32; 2] = [1, 2];
+/// log ([`delta`]); everything version 1 holds is still valid version 2. Version 3 added the
+/// digest kind of a digest-only content (`algo`: blake3, or the device-computed `dd128` of
+/// [`devdigest`]); everything version 2 holds is still valid version 3.
+pub const FORMAT_VERSION: u32 = 3;
+/// The versions this crate reads: older captures read unchanged.
+pub const READABLE_VERSIONS: [u32; 3] = [1, 2, 3];
 /// The append-only launch log inside a capture directory (one JSON record per line), named
 /// once because the writer, the reader and `cltrap run`'s summary all open it.
 pub const LAUNCHES_FILE: &str = "launches.jsonl";

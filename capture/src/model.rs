@@ -36,12 +36,46 @@ pub enum Content {
     /// Bytes are in `blobs/` under `hash`.
     Blob { hash: Hash, size: u64 },
     /// Only the digest was recorded (buffer mode `hash`): comparable, not restorable.
-    Digest { hash: Hash, size: u64 },
+    /// `algo` says which function made it (absent: blake3, as in every capture before
+    /// format 3).
+    Digest {
+        hash: Hash,
+        size: u64,
+        #[serde(default, skip_serializing_if = "DigestKind::is_blake3")]
+        algo: DigestKind,
+    },
     /// Nothing was recorded (buffer mode `none`, or reading failed: see `note`).
     Missing {
         #[serde(default)]
         note: String,
     },
+}
+
+/// The function behind a [`Content::Digest`].
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum DigestKind {
+    /// blake3 of the bytes, computed on the host (the name of a blob).
+    #[default]
+    Blake3,
+    /// [`crate::devdigest`]'s `dd128`, computed on the device by the shim (GPUs), so the
+    /// contents never crossed the bus.
+    Dd128,
+}
+
+impl DigestKind {
+    /// Whether this is the default kind (left out of the record).
+    pub fn is_blake3(&self) -> bool {
+        *self == DigestKind::Blake3
+    }
+
+    /// The digest of `bytes` by this function: what a replay compares with a recorded one.
+    pub fn digest(&self, bytes: &[u8]) -> Hash {
+        match self {
+            DigestKind::Blake3 => crate::writer::digest(bytes),
+            DigestKind::Dd128 => crate::devdigest::dd128(bytes),
+        }
+    }
 }
 
 impl Content {

@@ -6,7 +6,7 @@
 //! only of the launch's `not_replayable` notes; the analyzer's executor restores inputs by the
 //! same rule (a digest-only content is restorable when it is the digest of all zeros).
 
-use crate::model::{ArgRecord, Content, LaunchRecord};
+use crate::model::{ArgRecord, Content, DigestKind, LaunchRecord};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -22,22 +22,22 @@ const MAX_ZERO_CHECK: u64 = 1 << 30;
 pub fn restorable(content: &Content) -> bool {
     match content {
         Content::Blob { .. } => true,
-        Content::Digest { hash, size } => zero_digest(*size).as_deref() == Some(hash),
+        Content::Digest { hash, size, algo } => zero_digest(*algo, *size).as_deref() == Some(hash),
         Content::Missing { .. } => false,
     }
 }
 
 /// The digest of `size` zero bytes (cached: `cltrap list` asks once per launch).
-fn zero_digest(size: u64) -> Option<String> {
-    static CACHE: Mutex<Option<HashMap<u64, String>>> = Mutex::new(None);
+fn zero_digest(algo: DigestKind, size: u64) -> Option<String> {
+    static CACHE: Mutex<Option<HashMap<(DigestKind, u64), String>>> = Mutex::new(None);
     if size > MAX_ZERO_CHECK {
         return None;
     }
     let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
     let map = cache.get_or_insert_with(HashMap::new);
     Some(
-        map.entry(size)
-            .or_insert_with(|| crate::writer::digest(&vec![0u8; size as usize]))
+        map.entry((algo, size))
+            .or_insert_with(|| algo.digest(&vec![0u8; size as usize]))
             .clone(),
     )
 }

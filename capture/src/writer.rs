@@ -258,11 +258,16 @@ impl CaptureWriter {
         match fs::read(&manifest_path) {
             Err(_) => write_manifest(serde_json::to_vec_pretty(manifest)?)?,
             Ok(text) => {
-                // A version-1 capture continued by this writer becomes version 2: everything
-                // version 1 holds is valid version 2, which adds chunked contents and deltas.
+                // An older capture continued by this writer becomes the current version:
+                // everything version 1 holds is valid version 2 (which adds chunked contents
+                // and deltas), and everything version 2 holds is valid version 3 (which adds
+                // the digest kind of `Content::Digest`).
                 if let Ok(mut old) = serde_json::from_slice::<serde_json::Value>(&text) {
                     if old.get("format").and_then(|f| f.as_str()) == Some(crate::FORMAT_NAME)
-                        && old.get("version").and_then(|v| v.as_u64()) == Some(1)
+                        && old
+                            .get("version")
+                            .and_then(|v| v.as_u64())
+                            .is_some_and(|v| v < u64::from(crate::FORMAT_VERSION))
                     {
                         old["version"] = crate::FORMAT_VERSION.into();
                         write_manifest(serde_json::to_vec_pretty(&old)?)?;

@@ -4,8 +4,9 @@
 
 use super::ExecError;
 use crate::values::unhex;
-use cltrap_capture::writer::digest;
-use cltrap_capture::{ArgRecord, Capture, Content, ImageRecord, LaunchRecord, MemId, ReadError};
+use cltrap_capture::{
+    ArgRecord, Capture, Content, DigestKind, ImageRecord, LaunchRecord, MemId, ReadError,
+};
 
 /// One kernel argument, ready to be set.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,8 +90,8 @@ pub struct LaunchInput {
 pub enum Expected {
     /// The exact bytes the application saw.
     Bytes(Vec<u8>),
-    /// Only the digest is known (buffer mode `hash`).
-    Digest(String),
+    /// Only the digest is known (buffer mode `hash`), made by this function.
+    Digest(DigestKind, String),
     /// Nothing to compare with; the reason.
     Unknown(String),
 }
@@ -98,9 +99,14 @@ pub enum Expected {
 /// Bytes of a pre-launch content. A digest-only content can still be restored when it is
 /// the digest of all zeros (a freshly cleared output buffer, the common case).
 fn restore(capture: &Capture, c: &Content, size: u64, what: &str) -> Result<Vec<u8>, ExecError> {
-    if let Content::Digest { hash, size: s } = c {
+    if let Content::Digest {
+        hash,
+        size: s,
+        algo,
+    } = c
+    {
         let n = usize::try_from(*s).unwrap_or(usize::MAX);
-        if *s == size && n <= 1 << 30 && digest(&vec![0u8; n]) == *hash {
+        if *s == size && n <= 1 << 30 && algo.digest(&vec![0u8; n]) == *hash {
             return Ok(vec![0u8; n]);
         }
     }
@@ -110,7 +116,7 @@ fn restore(capture: &Capture, c: &Content, size: u64, what: &str) -> Result<Vec<
 fn expected(capture: &Capture, c: &Content, what: &str) -> Result<Expected, ExecError> {
     Ok(match c {
         Content::Blob { .. } => Expected::Bytes(capture.content(c, what)?),
-        Content::Digest { hash, .. } => Expected::Digest(hash.clone()),
+        Content::Digest { hash, algo, .. } => Expected::Digest(*algo, hash.clone()),
         Content::Missing { note } => Expected::Unknown(if note.is_empty() {
             "not recorded".into()
         } else {

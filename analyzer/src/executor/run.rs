@@ -6,7 +6,6 @@ use super::input::{image_region, Expected, InputArg};
 use super::{cl_err, BuiltProgram, ExecError, LaunchInput, Session};
 use crate::compare::{compare, Difference, Tolerance};
 use crate::values::{image_channel_type, pointee_type, ValueType};
-use cltrap_capture::writer::digest;
 use cltrap_capture::{ArgInfo, ImageRecord, MemId};
 use opencl_sys::{
     cl_image_desc, cl_image_format, cl_mem, CL_EVENT_COMMAND_EXECUTION_STATUS, CL_KERNEL_NUM_ARGS,
@@ -114,8 +113,8 @@ pub fn check_outputs(
         };
         let difference = match exp {
             Expected::Bytes(e) => compare(e, got, tolerance),
-            Expected::Digest(h) => {
-                let g = digest(got);
+            Expected::Digest(algo, h) => {
+                let g = algo.digest(got);
                 (g != *h).then(|| Difference::Digest {
                     expected: h.clone(),
                     got: g,

@@ -387,7 +387,7 @@ pub fn plan(capture: &Capture, id: u64) -> Result<Plan, ExportError> {
                     bytes,
                 ));
             }
-            Expected::Digest(_) => unchecked.push(format!(
+            Expected::Digest(..) => unchecked.push(format!(
                 "{label}: only a digest of its result was recorded (buffer mode `hash`)"
             )),
             Expected::Unknown(why) => unchecked.push(format!("{label}: not recorded ({why})")),

@@ -157,7 +157,7 @@ fn fingerprint(input: &LaunchInput, expected: &[Option<Expected>]) -> String {
                 h.update(&(b.len() as u64).to_le_bytes());
                 h.update(b);
             }
-            Some(Expected::Digest(d)) => {
+            Some(Expected::Digest(_, d)) => {
                 h.update(d.as_bytes());
             }
             _ => {

@@ -264,7 +264,11 @@ pub fn store(writer: &CaptureWriter, keep: Keep, after: bool, bytes: &[u8]) -> C
         Keep::Digests | Keep::Nothing => false,
     };
     if !full {
-        return Content::Digest { hash, size };
+        return Content::Digest {
+            hash,
+            size,
+            algo: Default::default(),
+        };
     }
     if writer.blobs.is_known(&hash) {
         return Content::Blob { hash, size };

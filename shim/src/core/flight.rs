@@ -175,6 +175,16 @@ pub(super) struct Item {
     pub raced: bool,
     /// Where the contents after go for later launches that reuse them.
     pub cell: super::known::Cell,
+    /// Digested on the device ([`super::digest`]): the landings hold the digest's partials.
+    pub dev: Option<DevItem>,
+}
+
+/// A buffer digested on the device: the engine, and per side (None: that side is not read)
+/// its slot and snapshot.
+pub(super) struct DevItem {
+    pub engine: std::sync::Arc<super::digest::Engine>,
+    pub pre: Option<super::digest::Side>,
+    pub post: Option<super::digest::Side>,
 }
 
 /// A recorded launch whose reads are in the application's queue.
@@ -788,6 +798,9 @@ fn start() {
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
         drain();
+        if let Some(path) = crate::state::settings().and_then(|s| s.stats.as_ref()) {
+            super::stats::write(path);
+        }
         // The next process appending to this capture numbers on from this one's last id (not
         // from a forked child: the block it inherited is still its parent's).
         if !available() {
@@ -844,6 +857,7 @@ fn writer_loop() {
         if trimmed.elapsed() >= TRIM_EVERY {
             // Pinned memory of contexts that no longer record goes back (no lock held).
             super::pinned::trim();
+            super::digest::trim();
             trimmed = Instant::now();
         }
         let late = {
@@ -869,6 +883,7 @@ fn writer_loop() {
                     if deep && waited.timed_out() && st.slots.is_empty() {
                         drop(st);
                         super::pinned::trim();
+                        super::digest::trim();
                         trimmed = Instant::now();
                         st = lock(&reg.state);
                     }
@@ -1238,6 +1253,7 @@ fn content(
     bytes: usize,
     status: cl_int,
     after: bool,
+    dev: Option<&mut Option<super::digest::Side>>,
 ) -> Content {
     if let Some(err) = landing.err.take() {
         return Content::Missing { note: err };
@@ -1247,10 +1263,54 @@ fn content(
             note: format!("the launch or a read of the capture failed (OpenCL status {status})"),
         };
     }
+    if let Some(side) = dev.and_then(Option::take) {
+        return device_content(f, landing, bytes, after, side);
+    }
     // SAFETY: the read of `bytes` bytes into this buffer completed (status CL_COMPLETE of
     // the event that follows every read of the launch).
     let bytes = unsafe { landing.filled(bytes) };
     contents::store(f.writer, f.mode, after, bytes)
+}
+
+/// The content of a side digested on the device: its `dd128` digest, or (when the launch keeps
+/// this side) the stored blob with that digest, read back from the snapshot only when no
+/// content with that digest was stored yet.
+fn device_content(
+    f: &Flight,
+    landing: &mut Landing,
+    bytes: usize,
+    after: bool,
+    side: super::digest::Side,
+) -> Content {
+    let groups = side.slot_groups(bytes);
+    // SAFETY: the read of the partials completed (the launch's final event follows it).
+    let partials = unsafe { landing.filled(groups * 16) };
+    let dd = cltrap_capture::devdigest::dd128_from_partials(partials, bytes as u64);
+    let size = bytes as u64;
+    let Some(snapshot) = side.snapshot.as_ref() else {
+        return Content::Digest {
+            hash: dd,
+            size,
+            algo: cltrap_capture::DigestKind::Dd128,
+        };
+    };
+    if let Some((hash, s)) = super::digest::known_blob(&dd) {
+        if s == size && f.writer.blobs.is_known(&hash) {
+            return Content::Blob { hash, size };
+        }
+    }
+    match snapshot.read() {
+        Ok(b) => {
+            let c = contents::store(f.writer, f.mode, after, &b);
+            if let Content::Blob { hash, .. } = &c {
+                super::digest::stored(&dd, hash, size);
+            }
+            c
+        }
+        Err(e) => Content::Missing {
+            note: format!("reading its device-side copy failed (OpenCL error {e})"),
+        },
+    }
 }
 
 fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
@@ -1259,8 +1319,14 @@ fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
     let mut items = std::mem::take(&mut f.items);
     for item in items.iter_mut() {
         let bytes = item.shape.bytes();
+        let (dev_pre, dev_post) = match &mut item.dev {
+            Some(d) => (Some(&mut d.pre), Some(&mut d.post)),
+            None => (None, None),
+        };
         let pre = match &item.reuse {
-            Some(_) if status != CL_COMPLETE => content(f, &mut item.pre, bytes, status, false),
+            Some(_) if status != CL_COMPLETE => {
+                content(f, &mut item.pre, bytes, status, false, dev_pre)
+            }
             Some(_) if item.raced => Content::Missing {
                 note: "not read: it was written while the launch was being enqueued".into(),
             },
@@ -1268,12 +1334,12 @@ fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
                 note: "not recorded: the earlier launch whose contents it had was not recorded"
                     .into(),
             }),
-            None => content(f, &mut item.pre, bytes, status, false),
+            None => content(f, &mut item.pre, bytes, status, false, dev_pre),
         };
         let post = if item.post_is_pre {
             pre.clone()
         } else {
-            content(f, &mut item.post, bytes, status, true)
+            content(f, &mut item.post, bytes, status, true, dev_post)
         };
         let _ = item.cell.set(post.clone());
         before.insert(item.mem, pre);

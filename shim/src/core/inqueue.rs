@@ -10,16 +10,25 @@
 //!   the kernel's event; a barrier on the post-read events keeps later commands of the
 //!   application from overwriting a buffer before it was read. The barrier's event is final.
 //!
+//! Buffers digested on the device ([`super::digest`]) get the digest kernel (and, when the
+//! contents may have to be stored, a device-side copy into a snapshot of ours) followed by a
+//! read of its few partials, in place of the read of their contents; the order and waits are
+//! those of a read (each step waits for the one before it, so the last read's event answers
+//! for all of them).
+//!
 //! Objects the host may not read are copied into a device-side staging buffer first. Objects
 //! the kernel cannot change (`__constant`, pointers to `const`, `read_only` images, and no
 //! writable argument overlapping them) are read once: their contents after are those before.
 
-use super::contents::{self, Shape};
+use super::contents::{self, Keep, Shape};
 use super::device::QueueFacts;
-use super::flight::{Item, Landing};
+use super::digest::{self, Engine, Side};
+use super::flight::{DevItem, Item, Landing};
 use super::known::Reuse;
 use crate::Next;
+use cltrap_capture::Settings;
 use opencl_sys::*;
+use std::sync::Arc;
 
 #[derive(Clone, Copy)]
 enum Phase {
@@ -42,9 +51,10 @@ pub(super) struct Around<'a> {
 }
 
 impl<'a> Around<'a> {
-    /// Host memory for every object's before and after contents.
+    /// Host memory for every object's before and after contents (or their digests' partials).
     /// `facts`: the queue's, as the launch looked them up (not asked again here).
     /// `reuse`: per read, contents before that an earlier launch left (not read again).
+    /// `dev`: per read, its device-side digest plan ([`Around::device_sides`]).
     pub fn new(
         next: &'a Next,
         queue: cl_command_queue,
@@ -52,10 +62,24 @@ impl<'a> Around<'a> {
         reads: &[(usize, Shape)],
         read_only: &[bool],
         reuse: Vec<Option<Reuse>>,
+        dev: Vec<Option<DevItem>>,
     ) -> Around<'a> {
-        let small = reads
+        let room = |i: usize, bytes: usize, pre: bool| match &dev[i] {
+            Some(d) => {
+                let side = if pre { &d.pre } else { &d.post };
+                side.as_ref().map_or(0, |_| d.engine.groups(bytes) * 16)
+            }
+            None => bytes,
+        };
+        // Per read: room for the contents (or partials) before and after.
+        let rooms: Vec<(usize, usize)> = reads
             .iter()
-            .any(|(_, s)| s.bytes() <= super::pinned::MAX_CHUNK);
+            .enumerate()
+            .map(|(i, (_, s))| (room(i, s.bytes(), true), room(i, s.bytes(), false)))
+            .collect();
+        let small = rooms
+            .iter()
+            .any(|(a, b)| (*a).max(*b) <= super::pinned::MAX_CHUNK);
         let pool = if small {
             super::pinned::pool_for(next, facts)
         } else {
@@ -70,15 +94,21 @@ impl<'a> Around<'a> {
                 .iter()
                 .zip(read_only)
                 .zip(reuse)
-                .map(|(((mem, shape), ro), reuse)| Item {
-                    mem: *mem,
-                    shape: *shape,
-                    pre: Landing::with_room(if reuse.is_some() { 0 } else { shape.bytes() }, pool),
-                    post: Landing::with_room(if *ro { 0 } else { shape.bytes() }, pool),
-                    post_is_pre: *ro,
-                    reuse,
-                    raced: false,
-                    cell: Default::default(),
+                .zip(dev)
+                .enumerate()
+                .map(|(i, ((((mem, shape), ro), reuse), dev))| {
+                    let (pre, post) = rooms[i];
+                    Item {
+                        mem: *mem,
+                        shape: *shape,
+                        pre: Landing::with_room(if reuse.is_some() { 0 } else { pre }, pool),
+                        post: Landing::with_room(if *ro { 0 } else { post }, pool),
+                        post_is_pre: *ro,
+                        reuse,
+                        raced: false,
+                        cell: Default::default(),
+                        dev,
+                    }
                 })
                 .collect(),
             staged: vec![std::ptr::null_mut(); reads.len()],
@@ -89,14 +119,80 @@ impl<'a> Around<'a> {
     }
 
     /// Host bytes all reads need (objects the kernel cannot change are read once, objects
-    /// whose contents before are reused only after).
-    pub fn bytes(reads: &[(usize, Shape)], read_only: &[bool], reuse: &[Option<Reuse>]) -> usize {
+    /// whose contents before are reused only after). Buffers digested on the device count
+    /// their snapshots' bytes (device memory, bounded by the same cap) and their partials.
+    pub fn bytes(
+        reads: &[(usize, Shape)],
+        read_only: &[bool],
+        reuse: &[Option<Reuse>],
+        dev: &[Option<DevItem>],
+    ) -> usize {
+        let side = |s: Option<&Side>, n: usize| {
+            s.map_or(0, |s| {
+                s.snapshot.as_ref().map_or(0, |_| n) + cltrap_capture::devdigest::SLOT_BYTES
+            })
+        };
         reads
             .iter()
             .zip(read_only)
             .zip(reuse)
-            .map(|(((_, s), ro), re)| s.bytes() * (usize::from(re.is_none()) + usize::from(!*ro)))
+            .zip(dev)
+            .map(|((((_, s), ro), re), d)| match d {
+                Some(d) => side(d.pre.as_ref(), s.bytes()) + side(d.post.as_ref(), s.bytes()),
+                None => s.bytes() * (usize::from(re.is_none()) + usize::from(!*ro)),
+            })
             .sum()
+    }
+
+    /// Per read: whether it is digested on the device, with the slots (and, where `keep`
+    /// stores that side, the snapshots) it needs; None where it is read back (images, small
+    /// buffers under `auto`, no engine for the device, or no free slot).
+    pub fn device_sides(
+        engine: Option<&Arc<Engine>>,
+        settings: &Settings,
+        keep: Keep,
+        reads: &[(usize, Shape)],
+        read_only: &[bool],
+        reuse: &[Option<Reuse>],
+    ) -> Vec<Option<DevItem>> {
+        reads
+            .iter()
+            .zip(read_only)
+            .zip(reuse)
+            .map(|(((_, shape), ro), re)| {
+                let engine = engine?;
+                let Shape::Buffer { size } = *shape else {
+                    return None;
+                };
+                if size == 0 || !digest::wanted(settings, size) {
+                    return None;
+                }
+                let side = |store: bool| -> Option<Side> {
+                    Some(Side {
+                        slot: engine.slot()?,
+                        snapshot: if store {
+                            Some(engine.snapshot(size)?)
+                        } else {
+                            None
+                        },
+                    })
+                };
+                let pre = match re {
+                    Some(_) => None,
+                    None => Some(side(matches!(keep, Keep::All | Keep::Befores))?),
+                };
+                let post = if *ro {
+                    None
+                } else {
+                    Some(side(keep == Keep::All)?)
+                };
+                Some(DevItem {
+                    engine: engine.clone(),
+                    pre,
+                    post,
+                })
+            })
+            .collect()
     }
 
     /// Enqueues the pre-launch reads, each waiting for the application's wait list.
@@ -209,6 +305,39 @@ impl<'a> Around<'a> {
             return None;
         }
         let dst = landing.as_mut_ptr().cast();
+        if let Some(dev) = &mut item.dev {
+            let side = match phase {
+                Phase::Pre => &mut dev.pre,
+                Phase::Post => &mut dev.post,
+            };
+            if let Some(s) = side {
+                let r = dev.engine.enqueue(
+                    self.queue,
+                    mem,
+                    bytes,
+                    s,
+                    dst,
+                    wait,
+                    want_event,
+                    &mut self.events,
+                );
+                return match r {
+                    Ok(ev) => self.keep(ev),
+                    Err(e) => {
+                        // Commands of ours may still use the slot and snapshot: never reuse them.
+                        if let Some(s) = side.take() {
+                            std::mem::forget(s);
+                        }
+                        landing.err = Some(format!(
+                            "digesting it on the device failed (OpenCL error {e})"
+                        ));
+                        None
+                    }
+                };
+            }
+        }
+        super::stats::add(&super::stats::CONTENT_READS, 1);
+        super::stats::add(&super::stats::CONTENT_READ_BYTES, bytes as u64);
         let mut direct = CL_SUCCESS;
         if self.staged[i].is_null() {
             match contents::enqueue_read(self.next, self.queue, mem, shape, dst, wait, want_event) {

@@ -418,7 +418,26 @@ impl Plan {
         } else {
             known::reuse(self.reads.iter().map(|(mem, _)| *mem), queue as usize)
         };
-        let bytes = Around::bytes(&self.reads, &self.read_only, &reuse);
+        // An engine only for launches with a buffer to digest on the device: launches over
+        // small buffers alone put nothing of ours into the application's context.
+        let engine = self
+            .reads
+            .iter()
+            .any(|(_, s)| {
+                matches!(s, Shape::Buffer { size } if *size > 0
+                    && super::digest::wanted(self.settings, *size))
+            })
+            .then(|| super::digest::engine_for(next, self.settings, self.queue))
+            .flatten();
+        let dev = Around::device_sides(
+            engine.as_ref(),
+            self.settings,
+            self.mode,
+            &self.reads,
+            &self.read_only,
+            &reuse,
+        );
+        let bytes = Around::bytes(&self.reads, &self.read_only, &reuse, &dev);
         if let Err(full) = flight::admit(bytes) {
             let (missing, why) = match full {
                 flight::Full::Bytes => (
@@ -443,7 +462,15 @@ impl Plan {
             return None;
         }
         self.reserved = bytes;
-        let mut around = Around::new(next, queue, self.queue, &self.reads, &self.read_only, reuse);
+        let mut around = Around::new(
+            next,
+            queue,
+            self.queue,
+            &self.reads,
+            &self.read_only,
+            reuse,
+            dev,
+        );
         around.before(app_wait);
         Some(around)
     }

@@ -12,6 +12,7 @@
 mod args;
 mod contents;
 mod device;
+mod digest;
 mod extension;
 mod flight;
 mod guard;
@@ -25,6 +26,7 @@ mod mem;
 mod pinned;
 mod program;
 mod record;
+mod stats;
 mod sync;
 mod track;
 mod writes;

@@ -1,0 +1,601 @@
+//! Device-side digests (`CLTRAP_DEVICE_DIGEST`): instead of reading a buffer argument back over
+//! the bus, the capture enqueues the `dd128` kernel of [`cltrap_capture::devdigest`] over it in
+//! the application's queue and reads back only the per-group partials (at most 4 KiB) from a
+//! slot of a small buffer of ours. In `full` mode the buffer is also copied, on the device, into
+//! a snapshot buffer of ours; the writer reads the snapshot back only when the capture has not
+//! stored contents with that digest yet ([`known_blob`]), so unchanged contents never cross
+//! the bus again.
+//!
+//! Why an engine per (context, device): the program is built for the queue's device in the
+//! application's context (through the door's `next` table, never libOpenCL). Its objects —
+//! program, kernel, slot buffer, a private in-order queue (snapshot reads), pooled snapshot
+//! buffers — count in the context's reference count from the first launch digested on the
+//! device until the process ends; pooled snapshots not used for [`IDLE`] are released by the
+//! writer thread ([`trim`]). A device where the program does not build (or that is not little-endian) gets no engine:
+//! its launches are read back as before (said once on stderr when `CLTRAP_DEVICE_DIGEST=on`).
+
+use super::device::QueueFacts;
+use super::track::lock;
+use crate::Next;
+use cltrap_capture::devdigest::{self, GROUP_SIZE, KERNEL_NAME, KERNEL_SOURCE, SLOT_BYTES};
+use cltrap_capture::{DeviceDigest, Hash, Settings};
+use libc::c_void;
+use opencl_sys::cl_function_types::*;
+use opencl_sys::*;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Buffers smaller than this are read back under `auto`: a read of a few kilobytes costs a
+/// driver about what the digest kernel's enqueue does (see BENCHMARKS.md, issue 12 item 5).
+pub const AUTO_MIN_BYTES: usize = 64 << 10;
+/// Digests in flight per engine (each holds one slot of [`SLOT_BYTES`] on the device).
+const SLOTS: usize = 2048;
+/// Pooled snapshots of an engine not used for this long are released.
+const IDLE: Duration = Duration::from_secs(2);
+/// Snapshot bytes an engine keeps pooled for reuse.
+const POOLED_SNAPSHOT_BYTES: usize = 256 << 20;
+
+/// The entry points an engine needs after the launch call returned.
+#[derive(Clone, Copy)]
+struct Calls {
+    set_arg: clSetKernelArg_t,
+    enqueue_kernel: clEnqueueNDRangeKernel_t,
+    copy: clEnqueueCopyBuffer_t,
+    read: clEnqueueReadBuffer_t,
+    create_buffer: clCreateBuffer_t,
+    finish: clFinish_t,
+    release_mem: clReleaseMemObject_t,
+    release_kernel: clReleaseKernel_t,
+    release_program: clReleaseProgram_t,
+    release_queue: clReleaseCommandQueue_t,
+}
+
+#[derive(Default)]
+struct EngineState {
+    free_slots: Vec<u32>,
+    /// Snapshot buffers not in use: (bytes, buffer).
+    free_snapshots: Vec<(usize, usize)>,
+    in_use: usize,
+    last_used: Option<Instant>,
+    closed: bool,
+}
+
+/// The digest kernel of one (context, device), with its slots.
+pub(super) struct Engine {
+    context: usize,
+    queue: usize,
+    program: usize,
+    kernel: usize,
+    slots: usize,
+    /// Work-items per group (a power of two the kernel allows on this device).
+    group: usize,
+    calls: Calls,
+    state: Mutex<EngineState>,
+    /// One enqueue at a time: arguments of the shared kernel object are set, then enqueued.
+    enqueue: Mutex<()>,
+}
+
+// SAFETY: OpenCL handles, thread-safe; the kernel's arguments are only set under `enqueue`.
+unsafe impl Send for Engine {}
+unsafe impl Sync for Engine {}
+
+/// A slot of the engine's partials buffer, given back when dropped (after the read of it
+/// completed, or never used).
+pub(super) struct Slot {
+    engine: Arc<Engine>,
+    index: u32,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut st = lock(&self.engine.state);
+        st.free_slots.push(self.index);
+        st.in_use = st.in_use.saturating_sub(1);
+        st.last_used = Some(Instant::now());
+    }
+}
+
+/// A device-side copy of a buffer's contents, given back to the engine's pool when dropped.
+pub(super) struct Snapshot {
+    engine: Arc<Engine>,
+    mem: usize,
+    bytes: usize,
+}
+
+impl Snapshot {
+    /// Reads the snapshot back (blocking, on the engine's own queue: never the application's).
+    pub fn read(&self) -> Result<Vec<u8>, cl_int> {
+        let read = self.engine.calls.read.ok_or(CL_INVALID_OPERATION)?;
+        let mut v = vec![0u8; self.bytes];
+        // SAFETY: our own buffer of `bytes` bytes, our own queue, into `v` of that size.
+        let r = unsafe {
+            read(
+                self.engine.queue as cl_command_queue,
+                self.mem as cl_mem,
+                CL_TRUE,
+                0,
+                self.bytes,
+                v.as_mut_ptr().cast(),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        };
+        if r == CL_SUCCESS {
+            super::stats::add(&super::stats::SNAPSHOT_READS, 1);
+            super::stats::add(&super::stats::SNAPSHOT_READ_BYTES, self.bytes as u64);
+            Ok(v)
+        } else {
+            Err(r)
+        }
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let e = &self.engine;
+        let mut st = lock(&e.state);
+        st.in_use = st.in_use.saturating_sub(1);
+        st.last_used = Some(Instant::now());
+        let pooled: usize = st.free_snapshots.iter().map(|(b, _)| *b).sum();
+        if !st.closed && pooled + self.bytes <= POOLED_SNAPSHOT_BYTES {
+            st.free_snapshots.push((self.bytes, self.mem));
+            return;
+        }
+        drop(st);
+        if let Some(rel) = e.calls.release_mem {
+            // SAFETY: our own buffer; the commands using it completed (see `Digest`).
+            unsafe { rel(self.mem as cl_mem) };
+        }
+    }
+}
+
+/// One side (before or after) of one buffer digested on the device: where its partials go,
+/// and its snapshot when the capture may need the contents.
+pub(super) struct Side {
+    pub slot: Slot,
+    pub snapshot: Option<Snapshot>,
+}
+
+impl Side {
+    /// Partials the digest of a buffer of `bytes` wrote (groups of its engine's kernel).
+    pub fn slot_groups(&self, bytes: usize) -> usize {
+        self.slot.engine.groups(bytes)
+    }
+}
+
+/// Per (context, device): its engine, or None where there is none (asked once).
+type Engines = HashMap<(usize, usize), Option<Arc<Engine>>>;
+static ENGINES: once_cell::sync::Lazy<Mutex<Engines>> =
+    once_cell::sync::Lazy::new(Default::default);
+static FALLBACK_SAID: AtomicBool = AtomicBool::new(false);
+
+/// The engine for launches on a queue with `facts` whose buffers of `bytes` are to be digested
+/// on the device under the settings (None: read them back).
+pub(super) fn engine_for(
+    next: &Next,
+    settings: &Settings,
+    facts: QueueFacts,
+) -> Option<Arc<Engine>> {
+    if settings.device_digest == DeviceDigest::Off || facts.context == 0 || facts.device == 0 {
+        return None;
+    }
+    let key = (facts.context, facts.device);
+    if let Some(e) = lock(&ENGINES).get(&key) {
+        return e.clone();
+    }
+    // One build at a time: a second thread launching meanwhile waits for it and takes it, so
+    // no engine is ever made twice and thrown away.
+    static BUILDING: Mutex<()> = Mutex::new(());
+    let _one = lock(&BUILDING);
+    if let Some(e) = lock(&ENGINES).get(&key) {
+        return e.clone();
+    }
+    let made = if settings.device_digest == DeviceDigest::Auto && cpu_device(next, facts.device) {
+        None
+    } else {
+        match Engine::build(next, facts) {
+            Ok(e) => Some(Arc::new(e)),
+            Err(why) => {
+                if settings.device_digest == DeviceDigest::On
+                    && !FALLBACK_SAID.swap(true, Ordering::Relaxed)
+                {
+                    crate::sink::say(&format!(
+                        "device-side digests are not available on this device ({why}); buffer contents are read back instead"
+                    ));
+                }
+                None
+            }
+        }
+    };
+    lock(&ENGINES).insert(key, made.clone());
+    made
+}
+
+/// Whether a buffer of `bytes` is digested on the device under the settings.
+pub(super) fn wanted(settings: &Settings, bytes: usize) -> bool {
+    match settings.device_digest {
+        DeviceDigest::Off => false,
+        DeviceDigest::On => true,
+        DeviceDigest::Auto => bytes >= AUTO_MIN_BYTES,
+    }
+}
+
+fn cpu_device(next: &Next, device: usize) -> bool {
+    let Some(f) = next.clGetDeviceInfo else {
+        return true;
+    };
+    // SAFETY: a standard info query on the application's live device.
+    let kind = super::info::value::<cl_device_type>(|s, p, r| unsafe {
+        f(device as cl_device_id, CL_DEVICE_TYPE, s, p, r)
+    });
+    kind.is_none_or(|k| k & CL_DEVICE_TYPE_CPU != 0)
+}
+
+impl Engine {
+    /// Builds the digest program for the queue's device, its kernel, slots and own queue.
+    fn build(next: &Next, facts: QueueFacts) -> Result<Engine, String> {
+        let missing = || "an entry point is missing".to_string();
+        let ctx = facts.context as cl_context;
+        let dev = facts.device as cl_device_id;
+        let little = next.clGetDeviceInfo.and_then(|f| {
+            // SAFETY: a standard info query.
+            super::info::value::<cl_bool>(|s, p, r| unsafe {
+                f(dev, CL_DEVICE_ENDIAN_LITTLE, s, p, r)
+            })
+        });
+        if little != Some(CL_TRUE) {
+            return Err("the device is not little-endian".into());
+        }
+        let calls = Calls {
+            set_arg: next.clSetKernelArg,
+            enqueue_kernel: next.clEnqueueNDRangeKernel,
+            copy: next.clEnqueueCopyBuffer,
+            read: next.clEnqueueReadBuffer,
+            create_buffer: next.clCreateBuffer,
+            finish: next.clFinish,
+            release_mem: next.clReleaseMemObject,
+            release_kernel: next.clReleaseKernel,
+            release_program: next.clReleaseProgram,
+            release_queue: next.clReleaseCommandQueue,
+        };
+        let create_program = next.clCreateProgramWithSource.ok_or_else(missing)?;
+        let build = next.clBuildProgram.ok_or_else(missing)?;
+        let create_kernel = next.clCreateKernel.ok_or_else(missing)?;
+        let create_queue = next.clCreateCommandQueue.ok_or_else(missing)?;
+        let create_buffer = calls.create_buffer.ok_or_else(missing)?;
+        let mut e = Engine {
+            context: facts.context,
+            queue: 0,
+            program: 0,
+            kernel: 0,
+            slots: 0,
+            group: 1,
+            calls,
+            state: Mutex::new(EngineState {
+                free_slots: (0..SLOTS as u32).rev().collect(),
+                last_used: Some(Instant::now()),
+                ..Default::default()
+            }),
+            enqueue: Mutex::new(()),
+        };
+        let mut err = CL_SUCCESS;
+        let src = KERNEL_SOURCE.as_ptr() as *const libc::c_char;
+        let len = KERNEL_SOURCE.len();
+        // SAFETY: our own program from one source string of `len` bytes.
+        let program = unsafe { create_program(ctx, 1, &src as *const _ as *mut _, &len, &mut err) };
+        if program.is_null() {
+            return Err(format!("creating its program failed (OpenCL error {err})"));
+        }
+        e.program = program as usize;
+        // SAFETY: build for the one device, no options, synchronously.
+        let r = unsafe { build(program, 1, &dev, c"".as_ptr(), None, std::ptr::null_mut()) };
+        if r != CL_SUCCESS {
+            e.close();
+            return Err(format!("its program did not build (OpenCL error {r})"));
+        }
+        let name = std::ffi::CString::new(KERNEL_NAME).map_err(|_| missing())?;
+        // SAFETY: a kernel of our built program.
+        let kernel = unsafe { create_kernel(program, name.as_ptr(), &mut err) };
+        if kernel.is_null() {
+            e.close();
+            return Err(format!("creating its kernel failed (OpenCL error {err})"));
+        }
+        e.kernel = kernel as usize;
+        let allowed = next
+            .clGetKernelWorkGroupInfo
+            .and_then(|f| {
+                // SAFETY: a standard info query on our kernel.
+                super::info::value::<usize>(|s, p, r| unsafe {
+                    f(kernel, dev, CL_KERNEL_WORK_GROUP_SIZE, s, p, r)
+                })
+            })
+            .unwrap_or(1);
+        let mut group = GROUP_SIZE;
+        while group > allowed.max(1) {
+            group /= 2;
+        }
+        e.group = group.max(1);
+        // SAFETY: a buffer of ours in the application's live context.
+        let slots = unsafe {
+            create_buffer(
+                ctx,
+                CL_MEM_READ_WRITE,
+                SLOTS * SLOT_BYTES,
+                std::ptr::null_mut(),
+                &mut err,
+            )
+        };
+        if slots.is_null() {
+            e.close();
+            return Err(format!("creating its buffer failed (OpenCL error {err})"));
+        }
+        e.slots = slots as usize;
+        // SAFETY: a plain in-order queue of ours in the application's context.
+        let q = unsafe { create_queue(ctx, dev, 0, &mut err) };
+        if q.is_null() {
+            e.close();
+            return Err(format!("creating its queue failed (OpenCL error {err})"));
+        }
+        e.queue = q as usize;
+        // Idle from now on, not from before the build (a first build may take a while).
+        lock(&e.state).last_used = Some(Instant::now());
+        super::stats::add(&super::stats::ENGINES_BUILT, 1);
+        Ok(e)
+    }
+
+    /// Groups the kernel runs for `bytes` (each writes one 16-byte partial).
+    pub fn groups(&self, bytes: usize) -> usize {
+        devdigest::groups_for(bytes as u64, self.group)
+    }
+
+    /// A free slot (None: all in flight; read back instead).
+    pub fn slot(self: &Arc<Engine>) -> Option<Slot> {
+        let mut st = lock(&self.state);
+        if st.closed {
+            return None;
+        }
+        let index = st.free_slots.pop()?;
+        st.in_use += 1;
+        st.last_used = Some(Instant::now());
+        Some(Slot {
+            engine: self.clone(),
+            index,
+        })
+    }
+
+    /// A snapshot buffer of `bytes` (pooled, or made).
+    pub fn snapshot(self: &Arc<Engine>, bytes: usize) -> Option<Snapshot> {
+        let mut st = lock(&self.state);
+        if st.closed {
+            return None;
+        }
+        let pooled = st
+            .free_snapshots
+            .iter()
+            .position(|(b, _)| *b == bytes)
+            .map(|i| st.free_snapshots.swap_remove(i).1);
+        st.in_use += 1;
+        drop(st);
+        let mem = match pooled {
+            Some(m) => m,
+            None => {
+                let mut err = CL_SUCCESS;
+                let made = self.calls.create_buffer.map(|f| {
+                    // SAFETY: a buffer of ours in the application's live context.
+                    unsafe {
+                        f(
+                            self.context as cl_context,
+                            CL_MEM_READ_WRITE,
+                            bytes.max(1),
+                            std::ptr::null_mut(),
+                            &mut err,
+                        )
+                    }
+                });
+                match made {
+                    Some(m) if !m.is_null() => m as usize,
+                    _ => {
+                        let mut st = lock(&self.state);
+                        st.in_use = st.in_use.saturating_sub(1);
+                        return None;
+                    }
+                }
+            }
+        };
+        Some(Snapshot {
+            engine: self.clone(),
+            mem,
+            bytes,
+        })
+    }
+
+    /// Enqueues, in `queue` after `wait`: the digest of `mem` (`bytes` long) into `side`'s
+    /// slot, the copy into its snapshot if any, and the read of the partials into `dst`
+    /// (room for `groups(bytes)` × 16 bytes). Returns the read's event when `want_event`
+    /// (its completion means all three completed). On an error, commands already enqueued
+    /// may still use the side's slot and snapshot: the caller must forget them, not free them.
+    pub fn enqueue(
+        &self,
+        queue: cl_command_queue,
+        mem: cl_mem,
+        bytes: usize,
+        side: &Side,
+        dst: *mut c_void,
+        wait: &[cl_event],
+        want_event: bool,
+        events: &mut Vec<cl_event>,
+    ) -> Result<cl_event, cl_int> {
+        let (Some(set_arg), Some(run)) = (self.calls.set_arg, self.calls.enqueue_kernel) else {
+            return Err(CL_INVALID_OPERATION);
+        };
+        let groups = self.groups(bytes);
+        let global = groups * self.group;
+        let local = self.group;
+        let len = bytes as u64;
+        let out = self.slots as cl_mem;
+        let index = side.slot.index;
+        let kernel = self.kernel as cl_kernel;
+        let chained = |r: Result<cl_event, cl_int>, events: &mut Vec<cl_event>| {
+            r.inspect(|ev| {
+                if !ev.is_null() {
+                    events.push(*ev);
+                }
+            })
+        };
+        let digest_ev = {
+            let _one = lock(&self.enqueue);
+            // SAFETY: our own kernel; argument sizes as the kernel declares them.
+            let set = unsafe {
+                [
+                    set_arg(
+                        kernel,
+                        0,
+                        size_of::<cl_mem>(),
+                        (&mem as *const cl_mem).cast(),
+                    ),
+                    set_arg(kernel, 1, size_of::<u64>(), (&len as *const u64).cast()),
+                    set_arg(
+                        kernel,
+                        2,
+                        size_of::<cl_mem>(),
+                        (&out as *const cl_mem).cast(),
+                    ),
+                    set_arg(kernel, 3, size_of::<u32>(), (&index as *const u32).cast()),
+                    set_arg(kernel, 4, local * 16, std::ptr::null()),
+                ]
+            };
+            if let Some(bad) = set.iter().find(|r| **r != CL_SUCCESS) {
+                return Err(*bad);
+            }
+            let r = super::contents::enqueued(wait, true, |n, list, ev| unsafe {
+                // SAFETY: our kernel over the application's buffer in its own queue.
+                run(
+                    queue,
+                    kernel,
+                    1,
+                    std::ptr::null(),
+                    &global,
+                    &local,
+                    n,
+                    list,
+                    ev,
+                )
+            });
+            // Our kernel object keeps no hold of the application's buffer.
+            let null: cl_mem = std::ptr::null_mut();
+            // SAFETY: a NULL buffer argument is valid for a global pointer.
+            unsafe {
+                set_arg(
+                    kernel,
+                    0,
+                    size_of::<cl_mem>(),
+                    (&null as *const cl_mem).cast(),
+                )
+            };
+            let ev = chained(r, events)?;
+            super::stats::add(&super::stats::DEVICE_DIGESTS, 1);
+            super::stats::add(&super::stats::PARTIAL_BYTES, (groups * 16) as u64);
+            ev
+        };
+        let mut last = digest_ev;
+        if let Some(snap) = &side.snapshot {
+            let copy = self.calls.copy.ok_or(CL_INVALID_OPERATION)?;
+            let r = super::contents::enqueued(&[last], true, |n, list, ev| unsafe {
+                // SAFETY: device-side copy of the whole buffer into our snapshot of its size.
+                copy(queue, mem, snap.mem as cl_mem, 0, 0, bytes, n, list, ev)
+            });
+            last = chained(r, events)?;
+        }
+        let read = self.calls.read.ok_or(CL_INVALID_OPERATION)?;
+        let offset = index as usize * SLOT_BYTES;
+        let r = super::contents::enqueued(&[last], want_event, |n, list, ev| unsafe {
+            // SAFETY: `dst` has room for `groups` partials and stays allocated until the read
+            // completed (the flight owns it); our own slots buffer.
+            read(queue, out, CL_FALSE, offset, groups * 16, dst, n, list, ev)
+        });
+        match r {
+            Ok(ev) => Ok(ev),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Releases every object of the engine (nothing of it may be in use).
+    fn close(&self) {
+        let snapshots = {
+            let mut st = lock(&self.state);
+            st.closed = true;
+            std::mem::take(&mut st.free_snapshots)
+        };
+        let c = self.calls;
+        // SAFETY: our own objects, no command of ours using them is pending (callers check).
+        // The kernel (which names the slots buffer as an argument) goes before the buffers.
+        unsafe {
+            if self.queue != 0 {
+                if let Some(f) = c.finish {
+                    f(self.queue as cl_command_queue);
+                }
+            }
+            if let (Some(rel), true) = (c.release_kernel, self.kernel != 0) {
+                rel(self.kernel as cl_kernel);
+            }
+            if let (Some(rel), true) = (c.release_program, self.program != 0) {
+                rel(self.program as cl_program);
+            }
+            if let Some(rel) = c.release_mem {
+                for (_, m) in snapshots {
+                    rel(m as cl_mem);
+                }
+                if self.slots != 0 {
+                    rel(self.slots as cl_mem);
+                }
+            }
+            if let (Some(rel), true) = (c.release_queue, self.queue != 0) {
+                rel(self.queue as cl_command_queue);
+            }
+        }
+    }
+}
+
+/// Digest → blake3 name and size of contents the capture stored, so `full` mode reads back a
+/// snapshot only for contents it has not stored yet.
+static STORED: once_cell::sync::Lazy<Mutex<HashMap<String, (Hash, u64)>>> =
+    once_cell::sync::Lazy::new(Default::default);
+
+/// The stored blob with device digest `dd` (None: not stored yet).
+pub(super) fn known_blob(dd: &str) -> Option<(Hash, u64)> {
+    lock(&STORED).get(dd).cloned()
+}
+
+/// Notes that contents with device digest `dd` are stored as blob `hash`.
+pub(super) fn stored(dd: &str, hash: &str, size: u64) {
+    lock(&STORED).insert(dd.to_string(), (hash.to_string(), size));
+}
+
+/// Releases the pooled snapshot buffers of engines not used for [`IDLE`] (called by the
+/// writer thread). The engines themselves stay for the life of the process: releasing one
+/// while the application keeps launching in its context is exactly the driver traffic that
+/// coincided with the one crash seen on NVIDIA while this was built (see ARCHITECTURE.md), and
+/// an engine costs its context only the slots buffer and a program.
+pub(super) fn trim() {
+    let engines: Vec<Arc<Engine>> = lock(&ENGINES).values().flatten().cloned().collect();
+    for e in engines {
+        let freed = {
+            let mut st = lock(&e.state);
+            if st.last_used.is_some_and(|t| t.elapsed() >= IDLE) {
+                std::mem::take(&mut st.free_snapshots)
+            } else {
+                Vec::new()
+            }
+        };
+        if let Some(rel) = e.calls.release_mem {
+            for (_, m) in &freed {
+                // SAFETY: our own pooled buffers, not in use (taken out of the pool).
+                unsafe { rel(*m as cl_mem) };
+            }
+        }
+        super::stats::add(&super::stats::SNAPSHOTS_RELEASED, freed.len() as u64);
+    }
+}

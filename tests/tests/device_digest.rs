@@ -1,0 +1,178 @@
+//! Device-side digests (`--device-digest on`, which forces on PoCL's CPU device what `auto`
+//! does on GPUs): the digest the device computes is the host's `dd128` of the same bytes, hash
+//! mode records it (and replay compares with it), full mode reads back only contents it has
+//! not stored yet and still replays bit for bit, and applications behave as without the shim.
+
+use cltrap_capture::devdigest::dd128;
+use cltrap_capture::{Capture, Content, DigestKind};
+use cltrap_e2e::*;
+use std::path::Path;
+
+/// Captures fixture `name` with `flags` plus `--stats`, checks it behaves as natively, and
+/// returns the capture (launches in enqueue order) and the shim's counters.
+fn capture(name: &str, label: &str, flags: &[&str]) -> (TestDir, Capture, serde_json::Value) {
+    let exe = fixture(name);
+    let native = run_native(&exe, &[] as &[&str]).expect_success();
+    let dir = fresh_capture_dir(label);
+    let stats = dir.with_extension("stats.json");
+    let stats_s = stats.to_string_lossy().into_owned();
+    let mut all: Vec<&str> = flags.to_vec();
+    all.extend(["--stats", &stats_s]);
+    let captured = run_captured(&dir, &all, &exe, &[] as &[&str]);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    assert_quiet_capture(&native, &captured);
+    let mut cap = open_capture(&dir);
+    cap.launches.sort_by_key(|l| l.seq);
+    let text = std::fs::read_to_string(&stats)
+        .unwrap_or_else(|e| panic!("no counters in {}: {e}", stats.display()));
+    let counters: serde_json::Value = serde_json::from_str(&text).expect("counters are JSON");
+    (dir, cap, counters)
+}
+
+fn counter(v: &serde_json::Value, name: &str) -> u64 {
+    v[name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no counter {name} in {v}"))
+}
+
+/// Every (launch, argument, side) content of a capture, in enqueue order.
+fn sides(cap: &Capture) -> Vec<(u64, u32, &'static str, &Content)> {
+    let mut v = Vec::new();
+    for l in &cap.launches {
+        for a in &l.args {
+            if let Some((before, after)) = contents(a) {
+                v.push((l.seq, a.info().index, "before", before));
+                v.push((l.seq, a.info().index, "after", after));
+            }
+        }
+    }
+    v
+}
+
+fn blob_bytes(_dir: &Path, cap: &Capture, c: &Content) -> Vec<u8> {
+    cap.content(c, "test").expect("stored contents read back")
+}
+
+#[test]
+fn hash_mode_records_the_device_digest_which_is_the_host_dd128_of_the_same_bytes() {
+    // The same deterministic application, once with every content stored and read back...
+    let (full_dir, full, read) = capture("sequence", "dd-ref", &["--device-digest", "off"]);
+    assert!(counter(&read, "content_reads") > 0);
+    assert_eq!(counter(&read, "device_digests"), 0);
+    // ... and once with digests computed on the device: nothing but digests crosses the bus.
+    let (dir, hashed, dev) = capture(
+        "sequence",
+        "dd-hash",
+        &["--buffers", "hash", "--device-digest", "on"],
+    );
+    assert_eq!(counter(&dev, "content_reads"), 0, "{dev}");
+    assert!(counter(&dev, "device_digests") >= 12, "{dev}");
+    assert_eq!(counter(&dev, "snapshot_reads"), 0, "{dev}");
+    let (a, b) = (sides(&full), sides(&hashed));
+    assert_eq!(a.len(), b.len());
+    assert!(a.len() >= 24);
+    for ((seq, arg, side, stored), (_, _, _, digest)) in a.iter().zip(&b) {
+        let bytes = blob_bytes(&full_dir, &full, stored);
+        match digest {
+            Content::Digest {
+                hash,
+                size,
+                algo: DigestKind::Dd128,
+            } => {
+                assert_eq!(*size, bytes.len() as u64);
+                assert_eq!(
+                    *hash,
+                    dd128(&bytes),
+                    "enqueue {seq} argument {arg} {side}: device digest != host dd128"
+                );
+            }
+            other => panic!("enqueue {seq} argument {arg} {side}: {other:?}"),
+        }
+    }
+    // Replay compares a replayed output with the recorded device digest (fill's input is all
+    // zeros, restorable from its dd128 digest)...
+    let fills: Vec<u64> = launches_of(&hashed, "fill").iter().map(|l| l.id).collect();
+    assert_eq!(fills.len(), 4);
+    assert_replay_ids_ok(&dir, &fills);
+    // ... and really compares: a wrong recorded digest is a mismatch.
+    rewrite_launch(&dir, fills[1], |l| {
+        for a in &mut l.args {
+            if let cltrap_capture::ArgRecord::Buffer {
+                after: Content::Digest { hash, .. },
+                ..
+            } = a
+            {
+                *hash = dd128(b"not the output");
+            }
+        }
+    });
+    let out = cltrap(&[
+        std::ffi::OsStr::new("replay"),
+        dir.as_os_str(),
+        std::ffi::OsStr::new(&fills[1].to_string()),
+    ]);
+    out.assert_no_panic();
+    assert_eq!(out.code, Some(1), "{}", out.describe());
+}
+
+#[test]
+fn full_mode_reads_back_only_contents_it_has_not_stored_and_replays_bit_for_bit() {
+    // 100 launches over one unchanged 1 MiB input and a small output.
+    let (dir, cap, dev) = capture("dedup", "dd-full", &["--device-digest", "on"]);
+    assert_eq!(cap.launches.len(), 100);
+    assert_full_contents(&cap);
+    assert_eq!(counter(&dev, "content_reads"), 0, "{dev}");
+    assert!(counter(&dev, "device_digests") >= 100, "{dev}");
+    // The input once, the output once (and its zeros before the first launch, at most).
+    assert!(counter(&dev, "snapshot_reads") <= 3, "{dev}");
+    assert!(
+        counter(&dev, "snapshot_read_bytes") < (1 << 20) + 4096,
+        "{dev}"
+    );
+    assert_replays_ok(&dir, 100);
+    // The same blobs as a capture that read every content back.
+    let (_ref_dir, reference, _) = capture("dedup", "dd-full-ref", &["--device-digest", "off"]);
+    let (a, b) = (sides(&reference), sides(&cap));
+    assert_eq!(a.len(), b.len());
+    for ((seq, arg, side, x), (_, _, _, y)) in a.iter().zip(&b) {
+        // The output buffer is never initialised: what it held before the first launch is
+        // whatever the allocator left.
+        if (*seq, *arg, *side) != (0, 1, "before") {
+            assert_eq!(x, y, "enqueue {seq} argument {arg} {side}");
+        }
+    }
+}
+
+#[test]
+fn queues_events_sub_buffers_and_host_pointers_behave_and_replay_with_device_digests() {
+    // Out-of-order queues with event chains, profiling, callbacks (queues); user events
+    // (gated); sub-buffers, aliasing, CL_MEM_USE_HOST_PTR with map/unmap (memory); several
+    // threads (threads): the application's results are unchanged and every launch replays.
+    for name in ["queues", "gated", "memory", "threads"] {
+        let (_dir, cap) = round_trip(name, &[], &["--device-digest", "on"]);
+        assert_full_contents(&cap);
+    }
+}
+
+#[test]
+fn images_stay_on_the_read_path() {
+    let (dir, cap, dev) = capture("images", "dd-images", &["--device-digest", "on"]);
+    assert!(counter(&dev, "content_reads") > 0, "{dev}");
+    assert_full_contents(&cap);
+    assert_replays_ok(&dir, cap.launches.len());
+}
+
+#[test]
+fn an_idle_digest_engine_gives_back_its_snapshots_and_is_used_again() {
+    // Pauses of 4 s between launches over a 1 MiB buffer: the writer releases the idle
+    // engine's pooled snapshot buffers, and the next launch digests with the same engine,
+    // while another thread keeps launching on its own queue.
+    let (dir, cap, dev) = capture("idle", "dd-idle", &["--device-digest", "on"]);
+    assert_eq!(cap.launches.len(), 53);
+    assert_eq!(counter(&dev, "engines_built"), 1, "{dev}");
+    assert!(counter(&dev, "snapshots_released") >= 1, "{dev}");
+    assert_eq!(counter(&dev, "content_reads"), 0, "{dev}");
+    assert_full_contents(&cap);
+    assert_replays_ok(&dir, 53);
+}
