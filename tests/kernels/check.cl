@@ -87,3 +87,17 @@ __kernel void spin(__global uint *out, __global const uint *in, uint n) {
         x = x * 1664525u + 1013904223u;
     out[g] = x;
 }
+
+// Launched by name only (not in the host program's default table). A private pointer into
+// `out` that overruns it by one element, and a store through a helper function: the native
+// engine attributes `p` to `out` and checks it, and names the helper's store as not checked.
+static void put(__global uint *p, uint i, uint v) { p[i] = v; }
+
+__kernel void pointer_overrun(__global uint *out, __global const uint *in, uint n) {
+    __global uint *p = out + get_global_id(0);
+    p[1] = in[get_global_id(0)];
+}
+
+__kernel void helper_store(__global uint *out, __global const uint *in, uint n) {
+    put(out, get_global_id(0), in[get_global_id(0)]);
+}

@@ -113,6 +113,10 @@ pub struct LaunchCheck {
     /// Checks switched off for this launch, and why (native engine).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Access sites of the kernel the native engine checks (not counting what it names
+    /// in `not_checked`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked_sites: Option<usize>,
 }
 
 /// Everything `cltrap check` found.
@@ -238,6 +242,7 @@ pub fn check(
                 }
             }
         }
+        let mut checked_sites = None;
         let (status, diags, kernel_ns, notes) = match outcome {
             Some((status, reply)) => {
                 for u in &reply.unchecked {
@@ -251,6 +256,7 @@ pub fn check(
                         l.id, reply.dropped
                     ));
                 }
+                checked_sites = Some(reply.checked_sites);
                 (status, reply.diagnostics, reply.kernel_ns, reply.notes)
             }
             None => {
@@ -295,6 +301,7 @@ pub fn check(
             engine: engine.name(),
             kernel_ns,
             notes,
+            checked_sites,
         });
         if !report.sources.contains_key(&l.program) {
             if let Some(s) = program_source(capture, &l.program) {

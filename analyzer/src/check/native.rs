@@ -59,6 +59,8 @@ pub struct NativeReply {
     pub dropped: u64,
     /// Device time of the instrumented kernel.
     pub kernel_ns: Option<u64>,
+    /// Access sites of the kernel that are checked.
+    pub checked_sites: usize,
 }
 
 impl NativeReply {
@@ -76,6 +78,7 @@ impl NativeReply {
             notes: vec![],
             dropped: 0,
             kernel_ns: None,
+            checked_sites: 0,
         }
     }
 }
@@ -201,6 +204,7 @@ fn worker(
         notes,
         dropped: (written - kept) as u64,
         kernel_ns: out.kernel_ns,
+        checked_sites: map.sites.iter().filter(|s| s.kernel == kernel.name).count(),
     })
 }
 

@@ -94,6 +94,8 @@ pub struct SanitizedKernel {
     pub statics: Vec<(String, Option<u64>)>,
     /// Why `__local` races and uninitialised reads are not checked in this kernel, if not.
     pub no_local_shadow: Option<String>,
+    /// The program's functions it calls, directly or not (their accesses are not checked).
+    pub helpers: Vec<String>,
 }
 
 impl SanitizedKernel {
@@ -232,6 +234,7 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
                 })
                 .collect(),
             no_local_shadow: None,
+            helpers: reachable(p, f),
         };
         if let Some(h) = f.calls.iter().find(|c| barrier_helpers.contains(*c)) {
             kernel.no_local_shadow = Some(format!(
@@ -314,6 +317,20 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
         source: with_prelude(&prelude, &body),
         map,
     })
+}
+
+/// The functions of `p` that `f` calls, directly or through others.
+fn reachable(p: &Program, f: &Function) -> Vec<String> {
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut todo: Vec<&String> = f.calls.iter().collect();
+    while let Some(c) = todo.pop() {
+        if let Some(g) = p.function(c) {
+            if !g.is_kernel && seen.insert(c.clone()) {
+                todo.extend(g.calls.iter());
+            }
+        }
+    }
+    seen.into_iter().collect()
 }
 
 /// Accesses in helper functions are not instrumented (they would need the extra arguments
