@@ -188,6 +188,10 @@ enum Cmd {
         /// The device of the native engine.
         #[command(flatten)]
         device: DeviceSelector,
+        /// Native engine: also run each launch uninstrumented, and report both device times
+        /// (what the checks cost).
+        #[arg(long)]
+        baseline: bool,
     },
     /// Internal: runs one launch for `cltrap check` (on Oclgrind, or instrumented).
     #[command(hide = true)]
@@ -200,6 +204,8 @@ enum Cmd {
         flags: u32,
         #[command(flatten)]
         device: DeviceSelector,
+        #[arg(long)]
+        baseline: bool,
     },
     /// Internal: evaluates mutants for `cltrap mutate` (JSON jobs on stdin).
     #[command(hide = true)]
@@ -535,6 +541,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             deadline,
             engine,
             device,
+            baseline,
         } => {
             let capture = open(&dir)?;
             let families = [
@@ -552,6 +559,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                 deadline: std::time::Duration::from_secs(deadline.max(1)),
                 engine,
                 device,
+                baseline,
             };
             let report = check::check(&dir, &capture, &opts, |line| eprintln!("cltrap: {line}"))?;
             if let Some(path) = &sarif {
@@ -571,9 +579,10 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             engine,
             flags,
             device,
+            baseline,
         } => Ok(match engine {
             check::Engine::Oclgrind => check::worker_main(&dir, id),
-            check::Engine::Native => check::native::worker_main(&dir, id, flags, &device),
+            check::Engine::Native => check::native::worker_main(&dir, id, flags, &device, baseline),
         }),
         Cmd::MutateWorker => Ok(cltrap_analyzer::mutate::worker::worker_main()),
         Cmd::Fuzz(a) => cltrap_analyzer::fuzz::cli(&a, &mut stdout),

@@ -62,6 +62,8 @@ pub struct CheckOptions {
     pub engine: Engine,
     /// The device the native engine runs on (Oclgrind is its own platform).
     pub device: DeviceSelector,
+    /// Native engine: also run each launch uninstrumented and report both device times.
+    pub baseline: bool,
 }
 
 impl Default for CheckOptions {
@@ -73,6 +75,7 @@ impl Default for CheckOptions {
             deadline: Duration::from_secs(300),
             engine: Engine::Native,
             device: DeviceSelector::default(),
+            baseline: false,
         }
     }
 }
@@ -110,6 +113,9 @@ pub struct LaunchCheck {
     /// Device time of the instrumented kernel (native engine).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel_ns: Option<u64>,
+    /// Device time of the same launch uninstrumented (native engine, `--baseline`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_kernel_ns: Option<u64>,
     /// Checks switched off for this launch, and why (native engine).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -243,6 +249,7 @@ pub fn check(
             }
         }
         let mut checked_sites = None;
+        let mut baseline_kernel_ns = None;
         let (status, diags, kernel_ns, notes) = match outcome {
             Some((status, reply)) => {
                 for u in &reply.unchecked {
@@ -257,6 +264,7 @@ pub fn check(
                     ));
                 }
                 checked_sites = Some(reply.checked_sites);
+                baseline_kernel_ns = reply.baseline_kernel_ns;
                 (status, reply.diagnostics, reply.kernel_ns, reply.notes)
             }
             None => {
@@ -300,6 +308,7 @@ pub fn check(
             diagnostics: diags.len(),
             engine: engine.name(),
             kernel_ns,
+            baseline_kernel_ns,
             notes,
             checked_sites,
         });
@@ -332,6 +341,9 @@ fn run_native(exe: &Path, dir: &Path, id: u64, flags: &u32, opts: &CheckOptions)
         "--flags",
         &flags.to_string(),
     ]);
+    if opts.baseline {
+        cmd.arg("--baseline");
+    }
     if let Some(p) = &opts.device.platform {
         cmd.args(["--platform", p]);
     }

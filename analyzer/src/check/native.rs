@@ -61,6 +61,8 @@ pub struct NativeReply {
     pub kernel_ns: Option<u64>,
     /// Access sites of the kernel that are checked.
     pub checked_sites: usize,
+    /// Device time of the uninstrumented kernel on the same inputs (`--baseline`).
+    pub baseline_kernel_ns: Option<u64>,
 }
 
 impl NativeReply {
@@ -79,6 +81,7 @@ impl NativeReply {
             dropped: 0,
             kernel_ns: None,
             checked_sites: 0,
+            baseline_kernel_ns: None,
         }
     }
 }
@@ -91,9 +94,11 @@ pub fn cache_dir() -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("cltrap-native-cache"))
 }
 
-/// `cltrap check-worker DIR ID --engine native`: one launch, instrumented, on `device`.
-pub fn worker_main(dir: &Path, id: u64, flags: u32, device: &DeviceSelector) -> u8 {
-    let reply = worker(dir, id, flags, device).unwrap_or_else(|(o, m)| NativeReply::failed(o, m));
+/// `cltrap check-worker DIR ID --engine native`: one launch, instrumented, on `device`; with
+/// `baseline`, first once uninstrumented too (to measure what the instrumentation costs).
+pub fn worker_main(dir: &Path, id: u64, flags: u32, device: &DeviceSelector, baseline: bool) -> u8 {
+    let reply =
+        worker(dir, id, flags, device, baseline).unwrap_or_else(|(o, m)| NativeReply::failed(o, m));
     match serde_json::to_string(&reply) {
         Ok(s) => {
             println!("{s}");
@@ -108,6 +113,7 @@ fn worker(
     id: u64,
     mut flags: u32,
     device: &DeviceSelector,
+    baseline: bool,
 ) -> Result<NativeReply, (&'static str, String)> {
     let fail = |e: crate::executor::ExecError| {
         (if e.is_skip() { "skipped" } else { "error" }, e.to_string())
@@ -116,6 +122,24 @@ fn worker(
     let record = capture.launch(id).map_err(|e| ("error", e.to_string()))?;
     let input = LaunchInput::from_record(&capture, record).map_err(fail)?;
     let session = Session::open(device).map_err(fail)?;
+    let baseline_kernel_ns = if baseline {
+        let program = capture
+            .program(&record.program)
+            .map_err(|e| ("error", e.to_string()))?;
+        let built = session
+            .build(
+                &capture,
+                &program,
+                &crate::executor::BuildOptions::default(),
+            )
+            .map_err(fail)?;
+        // The second run's time: a device that compiles a kernel at its first enqueue
+        // (PoCL) counts that compile in the first one.
+        session.run(&built, &input, &[]).map_err(fail)?;
+        session.run(&built, &input, &[]).map_err(fail)?.kernel_ns
+    } else {
+        None
+    };
     let mut cache: VariantCache<SanitizeMap> = VariantCache::with_disk(Some(DiskCache {
         dir: cache_dir(),
         pass: "sanitize",
@@ -170,6 +194,10 @@ fn worker(
         zeros(layout.global_words),
         zeros(layout.local_words),
     ];
+    if baseline {
+        // Timed like the baseline: the second run (each starts from the same zeroed shadows).
+        session.run(&variant.built, &input, &extras).map_err(fail)?;
+    }
     let out = session.run(&variant.built, &input, &extras).map_err(fail)?;
     let rep = out
         .outputs
@@ -205,6 +233,7 @@ fn worker(
         dropped: (written - kept) as u64,
         kernel_ns: out.kernel_ns,
         checked_sites: map.sites.iter().filter(|s| s.kernel == kernel.name).count(),
+        baseline_kernel_ns,
     })
 }
 

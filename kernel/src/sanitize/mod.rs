@@ -172,13 +172,18 @@ impl Use {
     }
 }
 
+/// The device code every checker uses. The shadow updates are `__CLTRAP_SLOW` (not inlined):
+/// inlined into a kernel whose barrier sits in a loop, they crashed PoCL 3.1's LLVM 15
+/// (instcombine, while it built the work-group function).
 fn common_prelude() -> String {
     format!(
         "\
 #if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 120
 #define __CLTRAP_SFN static inline
+#define __CLTRAP_SLOW static __attribute__((noinline))
 #else
 #define __CLTRAP_SFN
+#define __CLTRAP_SLOW __attribute__((noinline))
 #endif
 __CLTRAP_SFN uint __cltrap_group_linear(void) {{ return (uint)(get_group_id(0) + get_num_groups(0) * (get_group_id(1) + get_num_groups(1) * get_group_id(2))); }}
 __CLTRAP_SFN uint __cltrap_local_linear(void) {{ return (uint)(get_local_id(0) + get_local_size(0) * (get_local_id(1) + get_local_size(1) * get_local_id(2))); }}
