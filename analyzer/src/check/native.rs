@@ -307,7 +307,7 @@ impl Layout {
         if local_words * 4 > SHADOW_LIMIT && *flags & (FLAG_LOCAL_RACES | FLAG_UNINIT) != 0 {
             notes.push(format!(
                 "__local races and uninitialised reads are not checked: their shadow would take {} MiB",
-                local_words * 4 >> 20
+                (local_words * 4) >> 20
             ));
             *flags &= !(FLAG_LOCAL_RACES | FLAG_UNINIT);
         }
@@ -319,7 +319,7 @@ impl Layout {
         if global_words * 4 > SHADOW_LIMIT && *flags & FLAG_GLOBAL_RACES != 0 {
             notes.push(format!(
                 "__global races are not checked: their shadow would take {} MiB",
-                global_words * 4 >> 20
+                (global_words * 4) >> 20
             ));
             *flags &= !FLAG_GLOBAL_RACES;
         }
