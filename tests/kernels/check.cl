@@ -101,3 +101,13 @@ __kernel void pointer_overrun(__global uint *out, __global const uint *in, uint 
 __kernel void helper_store(__global uint *out, __global const uint *in, uint n) {
     put(out, get_global_id(0), in[get_global_id(0)]);
 }
+
+// Launched by name only: a `__local` pointer argument (the host gives it GROUP elements),
+// written one element past its end by the last work-item of each group; slot 0 is then read
+// without ever being written.
+__kernel void local_arg_overrun(__global uint *out, __global const uint *in, uint n, __local uint *tile) {
+    uint l = get_local_id(0);
+    tile[l + 1] = in[get_global_id(0)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    out[get_global_id(0)] = tile[l];
+}

@@ -169,6 +169,41 @@ fn a_private_pointer_is_attributed_and_a_helpers_access_is_named_not_checked() {
 }
 
 #[test]
+fn a_local_pointer_argument_is_checked_against_its_captured_size() {
+    // `tile` is the launch's __local argument of 16 elements: the last work-item of each group
+    // writes tile[16], and slot 0 is never written before it is read.
+    let dir = capture("check-native-local-arg", &["local_arg_overrun"]);
+    let (code, native, stderr) = check_json(&dir, &[]);
+    assert_eq!(code, 1, "{native:#}\n{stderr}");
+    let want: BTreeSet<_> = [
+        s("local_arg_overrun", "invalid-write", 110, 0),
+        s("local_arg_overrun", "uninitialized", 112, 0),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(findings(&native), want, "{native:#}");
+    let write = &native["findings"][0];
+    assert_eq!(write["kind"], "invalid-write");
+    assert_eq!(write["count"], 4, "one per group: {write:#}");
+    let t = &write["example"]["target"];
+    assert_eq!(
+        (
+            t["arg_name"].as_str(),
+            t["offset"].as_u64(),
+            t["arg_size"].as_u64()
+        ),
+        (Some("tile"), Some(64), Some(64))
+    );
+    assert_eq!(t["space"], "local");
+    // This kernel calls no helper: the helper `put` of the same program is not its concern.
+    assert_eq!(native["not_checked"], serde_json::json!([]), "{native:#}");
+    if Path::new(ICD).is_file() {
+        let (_, reference, _) = check_json(&dir, &["--engine", "oclgrind"]);
+        assert_eq!(findings(&native), comparable(&findings(&reference)));
+    }
+}
+
+#[test]
 fn families_select_the_native_checks_and_twins_exit_0() {
     let dir = capture("check-native-families", &[]);
     let (code, json, _) = check_json(&dir, &["0,4", "--bounds"]);

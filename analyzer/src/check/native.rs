@@ -221,7 +221,7 @@ fn worker(
     let unchecked = map
         .unchecked
         .iter()
-        .filter(|u| u.function == kernel.name || !map.kernels.iter().any(|k| k.name == u.function))
+        .filter(|u| u.function == kernel.name || kernel.helpers.contains(&u.function))
         .cloned()
         .collect();
     Ok(NativeReply {
