@@ -258,3 +258,48 @@ fn a_third_party_kernel_is_checked_clean_natively_clpeak() {
         "{json:#}"
     );
 }
+
+#[test]
+fn a_launch_the_native_engine_cannot_instrument_falls_back_to_oclgrind() {
+    if !Path::new(ICD).is_file() {
+        skip(
+            "check_native",
+            "Oclgrind is not installed: no fallback to test",
+        );
+        return;
+    }
+    // The `programs` app's launch 3 runs a program linked from two compiled units: no single
+    // source text to rewrite, so Oclgrind checks it; the others run natively.
+    let exe = fixture("programs");
+    let dir = fresh_capture_dir("check-native-fallback");
+    let run = run_captured(&dir, &[], &exe, &[] as &[&str]);
+    assert!(run.success(), "{}", run.describe());
+    let (code, json, stderr) = check_json(&dir, &["0-3"]);
+    assert_eq!(code, 0, "{json:#}\n{stderr}");
+    assert_eq!(json["engine"], "native+oclgrind");
+    let engines: Vec<(&str, &str)> = json["launches"]
+        .as_array()
+        .expect("launches")
+        .iter()
+        .map(|l| {
+            (
+                l["engine"].as_str().unwrap_or(""),
+                l["status"]["status"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        engines,
+        vec![
+            ("native", "checked"),
+            ("native", "checked"),
+            ("native", "checked"),
+            ("oclgrind", "checked")
+        ],
+        "{json:#}"
+    );
+    assert!(
+        stderr.contains("launch 3: native engine cannot: the program was not created from source (a linked program)"),
+        "{stderr}"
+    );
+}
