@@ -111,3 +111,20 @@ __kernel void local_arg_overrun(__global uint *out, __global const uint *in, uin
     barrier(CLK_LOCAL_MEM_FENCE);
     out[get_global_id(0)] = tile[l];
 }
+
+// Launched by name only: work-items of one group exchange values through __global memory,
+// without a barrier (a race inside the group) and with one (the twin).
+__kernel void group_global_race(__global uint *out, __global const uint *in, uint n) {
+    uint g = get_global_id(0);
+    out[g] = in[g];
+    out[g] += out[g ^ 1];
+}
+
+__kernel void group_global_race_fixed(__global uint *out, __global const uint *in, uint n) {
+    uint g = get_global_id(0), v = in[g];
+    out[g] = v;
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    uint w = out[g ^ 1];
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    out[g] = v + w;
+}

@@ -204,6 +204,30 @@ fn a_local_pointer_argument_is_checked_against_its_captured_size() {
 }
 
 #[test]
+fn a_race_on_global_memory_inside_a_work_group_is_found_and_its_twin_is_clean() {
+    // Work-items g and g^1 exchange values through `out` without a barrier (lines 119-120);
+    // the twin waits at barrier(CLK_GLOBAL_MEM_FENCE) between its store and its load.
+    let dir = capture(
+        "check-native-group-global",
+        &["group_global_race", "group_global_race_fixed"],
+    );
+    let (code, native, stderr) = check_json(&dir, &[]);
+    assert_eq!(code, 1, "{native:#}\n{stderr}");
+    assert_eq!(
+        findings(&native),
+        [s("group_global_race", "data-race", 119, 120)]
+            .into_iter()
+            .collect()
+    );
+    let race = &native["findings"][0]["example"];
+    assert_eq!(race["first"]["group"], race["second"]["group"], "{race:#}");
+    if Path::new(ICD).is_file() {
+        let (_, reference, _) = check_json(&dir, &["--engine", "oclgrind"]);
+        assert_eq!(findings(&native), comparable(&findings(&reference)));
+    }
+}
+
+#[test]
 fn families_select_the_native_checks_and_twins_exit_0() {
     let dir = capture("check-native-families", &[]);
     let (code, json, _) = check_json(&dir, &["0,4", "--bounds"]);

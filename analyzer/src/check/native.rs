@@ -15,8 +15,8 @@ use cltrap_capture::Capture;
 use cltrap_kernel::sanitize::{
     races::{GLOBAL_SHADOW_WORDS, LOCAL_SHADOW_WORDS},
     SanitizeMap, SanitizedKernel, Unchecked, FLAG_BOUNDS, FLAG_GLOBAL_RACES, FLAG_LOCAL_RACES,
-    FLAG_UNINIT, HEADER_WORDS, KIND_GLOBAL_RACE, KIND_LOCAL_RACE, KIND_READ_OOB, KIND_UNINIT,
-    KIND_WRITE_OOB, RECORD_WORDS,
+    FLAG_UNINIT, HEADER_WORDS, KIND_GLOBAL_RACE, KIND_GROUP_GLOBAL_RACE, KIND_LOCAL_RACE,
+    KIND_READ_OOB, KIND_UNINIT, KIND_WRITE_OOB, RECORD_WORDS,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -422,10 +422,10 @@ fn diagnostic(
                 None,
             )
         }
-        KIND_LOCAL_RACE | KIND_GLOBAL_RACE => {
+        KIND_LOCAL_RACE | KIND_GLOBAL_RACE | KIND_GROUP_GLOBAL_RACE => {
             let other_mode = if mode & 32 != 0 { 2 } else { 1 };
             let second = other_site.map(|s| {
-                let (local, grp) = if r[0] == KIND_LOCAL_RACE {
+                let (local, grp) = if r[0] != KIND_GLOBAL_RACE {
                     let lid = r[12].checked_sub(1).map(|l| {
                         let l = l as u64;
                         let ls = input.local_size.clone().unwrap_or_default();
@@ -465,7 +465,7 @@ fn diagnostic(
                 Kind::DataRace,
                 format!(
                     "{} data race ({}-{}) at byte offset {offset} of `{object}` ({} memory)",
-                    if r[0] == KIND_LOCAL_RACE {
+                    if r[0] != KIND_GLOBAL_RACE {
                         "Work-group"
                     } else {
                         "Inter-work-group"

@@ -13,7 +13,7 @@ pub(crate) fn prelude() -> String {
     format!(
         "\
 __CLTRAP_SFN void __cltrap_oob(__global uint* r, uint site, uint obj, long off, uint size, uint mode) {{ if (mode & 1u) __cltrap_report(r, {KIND_READ_OOB}u, site, 0u, obj, off, 0u, size, 1u); if (mode & 2u) __cltrap_report(r, {KIND_WRITE_OOB}u, site, 0u, obj, off, 0u, size, 2u); }}
-__CLTRAP_SFN __global char* __cltrap_g(__global char* p, __global char* base, ulong ext, uint size, uint site, uint obj, uint mode, __global uint* r, __global uint* sh) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ __cltrap_oob(r, site, obj, off, size, mode); return (__global char*)(r + {SCRATCH_WORD}u); }} if (sh && (r[2] & {FLAG_GLOBAL_RACES}u) && mode < 4u) __cltrap_global_shadow(sh, (ulong)off, size, site, obj, mode, r); return p; }}
+__CLTRAP_SFN __global char* __cltrap_g(__global char* p, __global char* base, ulong ext, uint size, uint site, uint obj, uint mode, __global uint* r, __global uint* sh, uint ep) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ __cltrap_oob(r, site, obj, off, size, mode); return (__global char*)(r + {SCRATCH_WORD}u); }} if (sh && (r[2] & {FLAG_GLOBAL_RACES}u) && mode < 4u) __cltrap_global_shadow(sh, (ulong)off, size, site, obj, mode, ep, r); return p; }}
 __CLTRAP_SFN __constant char* __cltrap_c(__constant char* p, __constant char* base, ulong ext, uint size, uint site, uint obj, __global uint* r) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ __cltrap_oob(r, site, obj, off, size, 1u); return base; }} return p; }}
 __CLTRAP_SFN __local char* __cltrap_l(__local char* p, __local char* base, ulong ext, uint size, uint site, uint obj, uint mode, __global uint* r, __global uint* sh, uint ep, __local char* scratch) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ __cltrap_oob(r, site, obj, off, size, mode); return scratch; }} if (sh && (r[2] & {FLAG_LOCAL}u) && mode < 4u) __cltrap_local_shadow(sh, (ulong)off, size, site, obj, mode, ep, r); return p; }}
 "
@@ -49,7 +49,10 @@ pub(crate) fn checked_address(t: &Target, pointee: &str, site: u32, mode: u32) -
         obj = t.object
     );
     let close = match t.space {
-        Space::Global => format!("{common}, {mode}u, __cltrap_rep, {sh}))", sh = t.shadow),
+        Space::Global => format!(
+            "{common}, {mode}u, __cltrap_rep, {sh}, __cltrap_ep))",
+            sh = t.shadow
+        ),
         Space::Constant => format!("{common}, __cltrap_rep))"),
         Space::Local => format!(
             "{common}, {mode}u, __cltrap_rep, {sh}, __cltrap_ep, (__local char*)__cltrap_ls))",

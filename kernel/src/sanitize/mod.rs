@@ -6,7 +6,8 @@
 //!
 //! - [`objects`]: which object (argument, `__local` array) a pointer points into;
 //! - [`bounds`]: out-of-bounds reads and writes (the access is redirected, never performed);
-//! - [`races`]: `__local` races per barrier interval, `__global` races between work-groups;
+//! - [`races`]: `__local` races per barrier interval, `__global` races between work-groups
+//!   and within a group per barrier interval;
 //! - [`uninit`]: reads of `__local` memory never written in the launch.
 //!
 //! **Extra arguments** (appended to every kernel, in this order): `__global uint* report`
@@ -50,6 +51,8 @@ pub const KIND_LOCAL_RACE: u32 = 3;
 pub const KIND_GLOBAL_RACE: u32 = 4;
 /// Record kind: a read of `__local` memory not written before.
 pub const KIND_UNINIT: u32 = 5;
+/// Record kind: a race on `__global` memory between work-items of one group (no barrier).
+pub const KIND_GROUP_GLOBAL_RACE: u32 = 6;
 
 /// Switch (report word 2): bounds checks (always on: they keep the run safe).
 pub const FLAG_BOUNDS: u32 = 1;
