@@ -152,8 +152,9 @@ enum Cmd {
     /// Mutation testing of the captured kernels, the launches being the test cases.
     Mutate(cltrap_analyzer::mutate::cli::MutateArgs),
     /// Find data races, out-of-bounds and uninitialised accesses and divergent barriers in
-    /// captured launches, on the kernel's own lines. Engine: Oclgrind (Debian `oclgrind`), one
-    /// child process per launch; the native instrumented engine is not available yet.
+    /// captured launches, on the kernel's own lines. Engine `native` (default): the kernel
+    /// instrumented and run on the device; `oclgrind` (Debian `oclgrind`): the simulator, also
+    /// the fallback for what the native engine cannot do. One child process per launch.
     /// Exit status: 1 when something is found, 0 when clean, 2 when a launch could not be checked.
     Check {
         /// Capture directory.
@@ -178,13 +179,34 @@ enum Cmd {
         /// Write a SARIF 2.1.0 log (kernel sources are written to FILE.sources/).
         #[arg(long, value_name = "FILE")]
         sarif: Option<PathBuf>,
-        /// Wall-clock limit per launch on the simulator, in seconds.
+        /// Wall-clock limit per launch, in seconds.
         #[arg(long, default_value_t = 300, value_name = "SECS")]
         deadline: u64,
+        /// The engine: `native` (instrumented, on the device) or `oclgrind` (the simulator).
+        #[arg(long, value_enum, default_value_t = check::Engine::Native)]
+        engine: check::Engine,
+        /// The device of the native engine.
+        #[command(flatten)]
+        device: DeviceSelector,
+        /// Native engine: also run each launch uninstrumented, and report both device times
+        /// (what the checks cost).
+        #[arg(long)]
+        baseline: bool,
     },
-    /// Internal: runs one launch on Oclgrind for `cltrap check`.
+    /// Internal: runs one launch for `cltrap check` (on Oclgrind, or instrumented).
     #[command(hide = true)]
-    CheckWorker { dir: PathBuf, id: u64 },
+    CheckWorker {
+        dir: PathBuf,
+        id: u64,
+        #[arg(long, value_enum, default_value_t = check::Engine::Oclgrind)]
+        engine: check::Engine,
+        #[arg(long, default_value_t = 15)]
+        flags: u32,
+        #[command(flatten)]
+        device: DeviceSelector,
+        #[arg(long)]
+        baseline: bool,
+    },
     /// Internal: evaluates mutants for `cltrap mutate` (JSON jobs on stdin).
     #[command(hide = true)]
     MutateWorker,
@@ -517,6 +539,9 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             json,
             sarif,
             deadline,
+            engine,
+            device,
+            baseline,
         } => {
             let capture = open(&dir)?;
             let families = [
@@ -532,6 +557,9 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                 families,
                 quick,
                 deadline: std::time::Duration::from_secs(deadline.max(1)),
+                engine,
+                device,
+                baseline,
             };
             let report = check::check(&dir, &capture, &opts, |line| eprintln!("cltrap: {line}"))?;
             if let Some(path) = &sarif {
@@ -545,7 +573,17 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             }
             Ok(report.exit_code())
         }
-        Cmd::CheckWorker { dir, id } => Ok(check::worker_main(&dir, id)),
+        Cmd::CheckWorker {
+            dir,
+            id,
+            engine,
+            flags,
+            device,
+            baseline,
+        } => Ok(match engine {
+            check::Engine::Oclgrind => check::worker_main(&dir, id),
+            check::Engine::Native => check::native::worker_main(&dir, id, flags, &device, baseline),
+        }),
         Cmd::MutateWorker => Ok(cltrap_analyzer::mutate::worker::worker_main()),
         Cmd::Fuzz(a) => cltrap_analyzer::fuzz::cli(&a, &mut stdout),
         Cmd::Solve(a) => cltrap_analyzer::solve::cli(&a, &mut stdout),

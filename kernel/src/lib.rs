@@ -25,6 +25,7 @@ pub mod mutate;
 pub mod options;
 pub mod permute;
 pub mod rewrite;
+pub mod sanitize;
 pub mod symbolic;
 pub mod tce;
 

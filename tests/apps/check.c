@@ -1,6 +1,7 @@
 /* Host program for `cltrap check`: launches every kernel of kernels/check.cl once (or only
  * those named on the command line), each over N = 64 work-items in groups of 16, with a
- * fresh input buffer in[i] = i and a zeroed output buffer of exactly N elements.
+ * fresh input buffer in[i] = i and a zeroed output buffer of exactly N elements (and, for a
+ * kernel with a fourth argument, a __local one of GROUP elements).
  * Half of the kernels are wrong on purpose (races, an off-by-one, an uninitialised read, a
  * divergent barrier); the program only checks that the correct twins compute out[i]. */
 #include "common.h"
@@ -38,6 +39,9 @@ static void launch(cl_context ctx, cl_command_queue q, cl_program p, const char 
     CHECK(clSetKernelArg(k, 0, sizeof dout, &dout));
     CHECK(clSetKernelArg(k, 1, sizeof din, &din));
     CHECK(clSetKernelArg(k, 2, sizeof n, &n));
+    cl_uint nargs = 3;
+    CHECK(clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL));
+    if (nargs > 3) CHECK(clSetKernelArg(k, 3, GROUP * sizeof(cl_uint), NULL)); /* __local tile */
     size_t global = N, local = GROUP;
     CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL));
     CHECK(clEnqueueReadBuffer(q, dout, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));

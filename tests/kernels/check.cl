@@ -87,3 +87,44 @@ __kernel void spin(__global uint *out, __global const uint *in, uint n) {
         x = x * 1664525u + 1013904223u;
     out[g] = x;
 }
+
+// Launched by name only (not in the host program's default table). A private pointer into
+// `out` that overruns it by one element, and a store through a helper function: the native
+// engine attributes `p` to `out` and checks it, and names the helper's store as not checked.
+static void put(__global uint *p, uint i, uint v) { p[i] = v; }
+
+__kernel void pointer_overrun(__global uint *out, __global const uint *in, uint n) {
+    __global uint *p = out + get_global_id(0);
+    p[1] = in[get_global_id(0)];
+}
+
+__kernel void helper_store(__global uint *out, __global const uint *in, uint n) {
+    put(out, get_global_id(0), in[get_global_id(0)]);
+}
+
+// Launched by name only: a `__local` pointer argument (the host gives it GROUP elements),
+// written one element past its end by the last work-item of each group; slot 0 is then read
+// without ever being written.
+__kernel void local_arg_overrun(__global uint *out, __global const uint *in, uint n, __local uint *tile) {
+    uint l = get_local_id(0);
+    tile[l + 1] = in[get_global_id(0)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    out[get_global_id(0)] = tile[l];
+}
+
+// Launched by name only: work-items of one group exchange values through __global memory,
+// without a barrier (a race inside the group) and with one (the twin).
+__kernel void group_global_race(__global uint *out, __global const uint *in, uint n) {
+    uint g = get_global_id(0);
+    out[g] = in[g];
+    out[g] += out[g ^ 1];
+}
+
+__kernel void group_global_race_fixed(__global uint *out, __global const uint *in, uint n) {
+    uint g = get_global_id(0), v = in[g];
+    out[g] = v;
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    uint w = out[g ^ 1];
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    out[g] = v + w;
+}

@@ -29,7 +29,13 @@ fn capture() -> TestDir {
 }
 
 fn check_json(dir: &Path, extra: &[&str]) -> (i32, Value, String) {
-    let mut args = vec!["check", dir.to_str().expect("utf-8 path"), "--json"];
+    let mut args = vec![
+        "check",
+        dir.to_str().expect("utf-8 path"),
+        "--json",
+        "--engine",
+        "oclgrind",
+    ];
     args.extend_from_slice(extra);
     let out = cltrap(&args);
     out.assert_no_panic();
@@ -182,7 +188,13 @@ fn families_select_kinds_and_the_terminal_report_points_at_the_lines() {
     assert_eq!(code, 1);
     assert_eq!(findings_of(&json, "global_race"), vec![]);
     assert_eq!(findings_of(&json, "off_by_one").len(), 2, "{json:#}");
-    let out = cltrap(&["check", dir.to_str().unwrap_or_default(), "2"]);
+    let out = cltrap(&[
+        "check",
+        dir.to_str().unwrap_or_default(),
+        "2",
+        "--engine",
+        "oclgrind",
+    ]);
     let text = out.stdout_text();
     assert_eq!(out.code, Some(1), "{}", out.describe());
     assert!(text.contains("kernel global_race: 1 finding(s)"), "{text}");
@@ -207,6 +219,8 @@ fn sarif_places_both_accesses_of_a_race_on_the_kernel_source() {
         "check",
         dir.to_str().unwrap_or_default(),
         "2",
+        "--engine",
+        "oclgrind",
         "--sarif",
         sarif.to_str().unwrap_or_default(),
     ]);
@@ -240,7 +254,14 @@ fn a_launch_past_its_deadline_is_reported_and_exits_2() {
     let dir = fresh_capture_dir("check-spin");
     let run = run_captured(&dir, &[], &exe, &["spin"]);
     assert!(run.success(), "{}", run.describe());
-    let out = cltrap(&["check", dir.to_str().unwrap_or_default(), "--deadline", "1"]);
+    let out = cltrap(&[
+        "check",
+        dir.to_str().unwrap_or_default(),
+        "--engine",
+        "oclgrind",
+        "--deadline",
+        "1",
+    ]);
     assert_eq!(out.code, Some(2), "{}", out.describe());
     let text = out.stdout_text();
     assert!(

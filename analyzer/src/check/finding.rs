@@ -1,13 +1,14 @@
-//! Typed findings of `cltrap check`: what Oclgrind reported, per launch, and deduplicated.
+//! Typed findings of `cltrap check`: what an engine (Oclgrind or the native instrumented
+//! run) reported, per launch, and deduplicated.
 //!
 //! Why a type of its own: the terminal, JSON and SARIF reports all render the same findings,
 //! and the deduplication rule (one finding per kind and source-location pair) lives here once.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The class of a defect.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
     /// Two work-items access the same address without synchronisation, one of them writing.
@@ -60,7 +61,7 @@ pub enum Family {
 }
 
 /// One memory access (or barrier) at a source location, by one work-item.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Access {
     /// 1-based line in the program's source (the concatenation of its source strings).
     pub line: u32,
@@ -90,7 +91,7 @@ impl Access {
 }
 
 /// Where a bad memory access landed, mapped back to the launch's arguments when possible.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Target {
     /// `global`, `local`, `constant` or `private`.
     pub space: String,
@@ -124,7 +125,7 @@ impl Target {
 }
 
 /// One diagnostic as Oclgrind printed it, for one launch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
     /// The class.
     pub kind: Kind,

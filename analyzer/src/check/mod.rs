@@ -1,13 +1,18 @@
 //! `cltrap check`: precise bug reports on the kernel's own lines (data races, out-of-bounds
-//! and uninitialised accesses, barrier divergence), with Oclgrind as the engine.
+//! and uninitialised accesses, barrier divergence), with two engines.
 //!
-//! Each selected launch runs in a child `cltrap check-worker` process on Oclgrind (registered
-//! as the only OpenCL platform of that child), through the same executor as `replay`; the
-//! parent gives each child a deadline, reads its stderr, parses Oclgrind's diagnostics
-//! ([`oclgrind`]), maps addresses back to arguments, deduplicates ([`finding`]) and reports
-//! ([`report`], [`sarif`]). The native instrumented engine of issue 11 does not exist yet.
+//! Each selected launch runs in a child `cltrap check-worker` process with a deadline, through
+//! the same executor as `replay`. Engine `native` ([`native`], the default) runs the kernel
+//! instrumented by `cltrap_kernel::sanitize` on the real device and reads the records it
+//! wrote; engine `oclgrind` runs it on Oclgrind (registered as the only OpenCL platform of
+//! that child) and parses its stderr ([`oclgrind`], addresses mapped back to arguments). A
+//! launch the native engine cannot do (a program the pass or the device refuses, a worker that
+//! crashed) falls back to Oclgrind; every launch says which engine produced its result. Both
+//! give the same [`finding::Diagnostic`]s, deduplicated ([`finding`]) and reported
+//! ([`report`], [`sarif`]) alike. [`check`] is the one entry point.
 
 pub mod finding;
+pub mod native;
 pub mod oclgrind;
 pub mod report;
 pub mod sarif;
@@ -22,6 +27,26 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Which engine checks a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Engine {
+    /// The instrumented kernel on the real device; Oclgrind for what it cannot do.
+    #[default]
+    Native,
+    /// Oclgrind, the simulator (also the only one that sees barrier divergence).
+    Oclgrind,
+}
+
+impl Engine {
+    /// `native` / `oclgrind`, as reports print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Native => "native",
+            Engine::Oclgrind => "oclgrind",
+        }
+    }
+}
+
 /// What to check and how.
 #[derive(Debug, Clone)]
 pub struct CheckOptions {
@@ -33,6 +58,26 @@ pub struct CheckOptions {
     pub quick: bool,
     /// Wall-clock limit per launch.
     pub deadline: Duration,
+    /// The engine asked for.
+    pub engine: Engine,
+    /// The device the native engine runs on (Oclgrind is its own platform).
+    pub device: DeviceSelector,
+    /// Native engine: also run each launch uninstrumented and report both device times.
+    pub baseline: bool,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions {
+            ids: None,
+            families: Vec::new(),
+            quick: false,
+            deadline: Duration::from_secs(300),
+            engine: Engine::Native,
+            device: DeviceSelector::default(),
+            baseline: false,
+        }
+    }
 }
 
 /// How one launch's check ended.
@@ -61,19 +106,36 @@ pub struct LaunchCheck {
     pub kernel: String,
     /// How it ended.
     pub status: LaunchStatus,
-    /// Diagnostics Oclgrind printed (before deduplication).
+    /// Diagnostics the engine produced (before deduplication).
     pub diagnostics: usize,
+    /// The engine whose result this is (`native` or `oclgrind`).
+    pub engine: &'static str,
+    /// Device time of the instrumented kernel (native engine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_ns: Option<u64>,
+    /// Device time of the same launch uninstrumented (native engine, `--baseline`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_kernel_ns: Option<u64>,
+    /// Checks switched off for this launch, and why (native engine).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Access sites of the kernel the native engine checks (not counting what it names
+    /// in `not_checked`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked_sites: Option<usize>,
 }
 
 /// Everything `cltrap check` found.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
-    /// The engine that ran (`oclgrind`).
+    /// The engine(s) that ran: `native`, `oclgrind`, or `native+oclgrind` (fallbacks).
     pub engine: &'static str,
     /// Per launch, in the order checked.
     pub launches: Vec<LaunchCheck>,
     /// Deduplicated findings.
     pub findings: Vec<Finding>,
+    /// What the native engine could not see in the kernels it checked (one per place).
+    pub not_checked: Vec<cltrap_kernel::sanitize::Unchecked>,
     /// Program hash → its source text (the concatenation of its sources), for reports.
     #[serde(skip)]
     pub sources: BTreeMap<String, String>,
@@ -120,7 +182,8 @@ fn program_source(capture: &Capture, hash: &str) -> Option<String> {
     }
 }
 
-/// Runs the check: one child per launch, `progress` told before each one.
+/// Runs the check: one child per launch, `progress` told before each one. The one entry
+/// point of the command (other commands call it too), for either engine.
 pub fn check(
     dir: &Path,
     capture: &Capture,
@@ -129,10 +192,22 @@ pub fn check(
 ) -> Result<CheckReport, String> {
     let launches =
         crate::replay::select(capture, opts.ids.as_deref()).map_err(|e| e.to_string())?;
-    let icd = oclgrind::find_icd()?;
+    // Oclgrind is needed up front for its engine, and only on a fallback for the native one.
+    let mut oclgrind: Option<Result<PathBuf, String>> = None;
     let vendors = std::env::temp_dir().join(format!("cltrap-check-{}", std::process::id()));
-    oclgrind::vendors_dir(&icd, &vendors)
-        .map_err(|e| format!("cannot write {}: {e}", vendors.display()))?;
+    let icd_vendors = |oclgrind: &mut Option<Result<PathBuf, String>>| {
+        oclgrind
+            .get_or_insert_with(|| {
+                let icd = oclgrind::find_icd()?;
+                oclgrind::vendors_dir(&icd, &vendors)
+                    .map_err(|e| format!("cannot write {}: {e}", vendors.display()))?;
+                Ok(vendors.clone())
+            })
+            .clone()
+    };
+    if opts.engine == Engine::Oclgrind {
+        icd_vendors(&mut oclgrind)?;
+    }
     let wants = |f: Family| opts.families.is_empty() || opts.families.contains(&f);
     let checks = oclgrind::Checks {
         races: wants(Family::Races),
@@ -141,37 +216,89 @@ pub fn check(
     };
     let exe = std::env::current_exe().map_err(|e| format!("cannot find cltrap itself: {e}"))?;
     let mut report = CheckReport {
-        engine: "oclgrind",
+        engine: opts.engine.name(),
         launches: Vec::new(),
         findings: Vec::new(),
+        not_checked: Vec::new(),
         sources: BTreeMap::new(),
     };
     let mut all: Vec<(u64, String, Diagnostic)> = Vec::new();
     for (n, l) in launches.iter().enumerate() {
         let items: u64 = l.global_size.iter().product();
-        progress(&format!(
-            "[{}/{}] launch {} {}: {items} work-item(s) on Oclgrind{}",
+        let head = format!(
+            "[{}/{}] launch {} {}: {items} work-item(s)",
             n + 1,
             launches.len(),
             l.id,
-            l.kernel,
-            if opts.quick {
-                " (first and last work-group only)"
-            } else {
-                ""
+            l.kernel
+        );
+        let mut engine = opts.engine;
+        let mut outcome = None;
+        if engine == Engine::Native {
+            progress(&format!("{head} on the device, instrumented"));
+            let r = run_native(&exe, dir, l.id, &native::flags(&opts.families), opts);
+            match r {
+                NativeOutcome::Done(status, reply) => outcome = Some((status, reply)),
+                NativeOutcome::Fallback(why) => {
+                    progress(&format!(
+                        "  launch {}: native engine cannot: {why}; falling back to Oclgrind",
+                        l.id
+                    ));
+                    engine = Engine::Oclgrind;
+                }
             }
-        ));
-        let (status, diags) = run_child(&exe, dir, l.id, &vendors, checks, opts.deadline);
+        }
+        let mut checked_sites = None;
+        let mut baseline_kernel_ns = None;
+        let (status, diags, kernel_ns, notes) = match outcome {
+            Some((status, reply)) => {
+                for u in &reply.unchecked {
+                    if !report.not_checked.contains(u) {
+                        report.not_checked.push(u.clone());
+                    }
+                }
+                if reply.dropped > 0 {
+                    progress(&format!(
+                        "  launch {}: {} more record(s) than the report buffer holds were counted, not kept",
+                        l.id, reply.dropped
+                    ));
+                }
+                checked_sites = Some(reply.checked_sites);
+                baseline_kernel_ns = reply.baseline_kernel_ns;
+                (status, reply.diagnostics, reply.kernel_ns, reply.notes)
+            }
+            None => {
+                progress(&format!(
+                    "{head} on Oclgrind{}",
+                    if opts.quick {
+                        " (first and last work-group only)"
+                    } else {
+                        ""
+                    }
+                ));
+                match icd_vendors(&mut oclgrind) {
+                    Ok(v) => {
+                        let (s, d) = run_child(&exe, dir, l.id, &v, checks, opts.deadline);
+                        (s, d, None, vec![])
+                    }
+                    Err(e) => (LaunchStatus::Failed { reason: e }, vec![], None, vec![]),
+                }
+            }
+        };
+        if engine != opts.engine {
+            report.engine = "native+oclgrind";
+        }
         let diags: Vec<Diagnostic> = diags
             .into_iter()
             .filter(|d| d.kind.family().is_none_or(wants))
             .collect();
         if let LaunchStatus::Checked { millis } = &status {
             progress(&format!(
-                "  launch {}: {} diagnostic(s) in {:.1} s",
+                "  launch {}: {} diagnostic(s) in {:.1} s ({})",
                 l.id,
                 diags.len(),
-                *millis as f64 / 1000.0
+                *millis as f64 / 1000.0,
+                engine.name()
             ));
         }
         report.launches.push(LaunchCheck {
@@ -179,6 +306,11 @@ pub fn check(
             kernel: l.kernel.clone(),
             status,
             diagnostics: diags.len(),
+            engine: engine.name(),
+            kernel_ns,
+            baseline_kernel_ns,
+            notes,
+            checked_sites,
         });
         if !report.sources.contains_key(&l.program) {
             if let Some(s) = program_source(capture, &l.program) {
@@ -192,24 +324,85 @@ pub fn check(
     Ok(report)
 }
 
-/// Runs one launch in a child on Oclgrind, killed at `deadline`.
-fn run_child(
-    exe: &Path,
-    dir: &Path,
-    id: u64,
-    vendors: &Path,
-    checks: oclgrind::Checks,
-    deadline: Duration,
-) -> (LaunchStatus, Vec<Diagnostic>) {
+/// What the native attempt at a launch gave.
+enum NativeOutcome {
+    /// A result (checked, skipped, timed out or failed at run time).
+    Done(LaunchStatus, native::NativeReply),
+    /// The native engine cannot do this launch: the reason; Oclgrind takes it.
+    Fallback(String),
+}
+
+/// Runs one launch in a native worker child.
+fn run_native(exe: &Path, dir: &Path, id: u64, flags: &u32, opts: &CheckOptions) -> NativeOutcome {
     let mut cmd = Command::new(exe);
-    cmd.arg("check-worker").arg(dir).arg(id.to_string());
-    for (k, v) in oclgrind::environment(vendors, checks) {
-        cmd.env(k, v);
+    cmd.arg("check-worker").arg(dir).arg(id.to_string()).args([
+        "--engine",
+        "native",
+        "--flags",
+        &flags.to_string(),
+    ]);
+    if opts.baseline {
+        cmd.arg("--baseline");
     }
-    // OCL_ICD_FILENAMES would add other platforms next to the private vendors folder.
-    cmd.env_remove("LD_PRELOAD")
-        .env_remove("OPENCL_LAYERS")
-        .env_remove("OCL_ICD_FILENAMES");
+    if let Some(p) = &opts.device.platform {
+        cmd.args(["--platform", p]);
+    }
+    if let Some(d) = &opts.device.device {
+        cmd.args(["--device", d]);
+    }
+    cmd.env_remove("LD_PRELOAD").env_remove("OPENCL_LAYERS");
+    let done = run_with_deadline(cmd, opts.deadline);
+    let reply: Option<native::NativeReply> = done
+        .stdout
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok());
+    let elapsed = done.millis;
+    match reply {
+        _ if done.timed_out => NativeOutcome::Done(
+            LaunchStatus::TimedOut {
+                seconds: opts.deadline.as_secs(),
+            },
+            native::NativeReply::empty(),
+        ),
+        Some(r) if r.outcome == "ok" => {
+            NativeOutcome::Done(LaunchStatus::Checked { millis: elapsed }, r)
+        }
+        Some(r) if r.outcome == "skipped" => NativeOutcome::Done(
+            LaunchStatus::Skipped {
+                reason: r.message.clone(),
+            },
+            r,
+        ),
+        Some(r) => NativeOutcome::Fallback(first_line(&r.message)),
+        None => NativeOutcome::Fallback(format!(
+            "the worker ended without a result ({}){}",
+            done.exit.unwrap_or_else(|| "no status".into()),
+            done.stderr
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| format!(": {}", l.trim()))
+                .unwrap_or_default()
+        )),
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").to_string()
+}
+
+/// What a child process left.
+struct ChildEnd {
+    stdout: String,
+    stderr: String,
+    /// Its exit status, when it ended by itself.
+    exit: Option<String>,
+    timed_out: bool,
+    millis: u64,
+}
+
+/// Runs `cmd` (stdin closed, both outputs read whole), killed at `deadline`.
+fn run_with_deadline(mut cmd: Command, deadline: Duration) -> ChildEnd {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -217,12 +410,13 @@ fn run_child(
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
-            return (
-                LaunchStatus::Failed {
-                    reason: format!("cannot start {}: {e}", exe.display()),
-                },
-                vec![],
-            )
+            return ChildEnd {
+                stdout: String::new(),
+                stderr: format!("cannot start cltrap: {e}"),
+                exit: None,
+                timed_out: false,
+                millis: 0,
+            }
         }
     };
     let pipe = |p: Option<Box<dyn Read + Send>>| {
@@ -251,7 +445,7 @@ fn run_child(
     let mut timed_out = false;
     let exit = loop {
         match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
+            Ok(Some(s)) => break Some(s.to_string()),
             Ok(None) if start.elapsed() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -262,10 +456,39 @@ fn run_child(
             Err(_) => break None,
         }
     };
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
-    let reply: Option<WorkerReply> = stdout.lines().find_map(|l| serde_json::from_str(l).ok());
-    let mut diags = oclgrind::parse(&stderr);
+    ChildEnd {
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+        exit,
+        timed_out,
+        millis: start.elapsed().as_millis() as u64,
+    }
+}
+
+/// Runs one launch in a child on Oclgrind, killed at `deadline`.
+fn run_child(
+    exe: &Path,
+    dir: &Path,
+    id: u64,
+    vendors: &Path,
+    checks: oclgrind::Checks,
+    deadline: Duration,
+) -> (LaunchStatus, Vec<Diagnostic>) {
+    let mut cmd = Command::new(exe);
+    cmd.arg("check-worker").arg(dir).arg(id.to_string());
+    for (k, v) in oclgrind::environment(vendors, checks) {
+        cmd.env(k, v);
+    }
+    // OCL_ICD_FILENAMES would add other platforms next to the private vendors folder.
+    cmd.env_remove("LD_PRELOAD")
+        .env_remove("OPENCL_LAYERS")
+        .env_remove("OCL_ICD_FILENAMES");
+    let done = run_with_deadline(cmd, deadline);
+    let reply: Option<WorkerReply> = done
+        .stdout
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok());
+    let mut diags = oclgrind::parse(&done.stderr);
     if let Some(r) = &reply {
         for d in &mut diags {
             if let Some(t) = &mut d.target {
@@ -276,23 +499,22 @@ fn run_child(
     // An API error Oclgrind reports about the worker's own calls is not a kernel finding:
     // it shows up as the worker's failure below instead.
     diags.retain(|d| !d.kernel.is_empty());
-    let status = if timed_out {
+    let status = if done.timed_out {
         LaunchStatus::TimedOut {
             seconds: deadline.as_secs(),
         }
     } else {
         match reply {
             Some(r) if r.outcome == "ok" => LaunchStatus::Checked {
-                millis: start.elapsed().as_millis() as u64,
+                millis: done.millis,
             },
             Some(r) if r.outcome == "skipped" => LaunchStatus::Skipped { reason: r.message },
             Some(r) => LaunchStatus::Failed { reason: r.message },
             None => LaunchStatus::Failed {
                 reason: format!(
                     "the Oclgrind child ended without a result ({}){}",
-                    exit.map(|s| s.to_string())
-                        .unwrap_or_else(|| "no status".into()),
-                    stderr
+                    done.exit.unwrap_or_else(|| "no status".into()),
+                    done.stderr
                         .lines()
                         .rev()
                         .find(|l| !l.trim().is_empty())

@@ -122,7 +122,12 @@ pub fn render(report: &CheckReport) -> String {
                 let _ = writeln!(out, "{pad} = {}", f.example.message);
             }
         }
-        let _ = writeln!(out, "{pad} = oclgrind: {}\n", f.example.message);
+        let engine = f
+            .launches
+            .first()
+            .and_then(|id| report.launches.iter().find(|l| l.id == *id))
+            .map_or(report.engine, |l| l.engine);
+        let _ = writeln!(out, "{pad} = {engine}: {}\n", f.example.message);
     }
     for l in &report.launches {
         let why = match &l.status {
@@ -136,6 +141,7 @@ pub fn render(report: &CheckReport) -> String {
         };
         let _ = writeln!(out, "launch {} {}: {why}", l.id, l.kernel);
     }
+    native_notes(&mut out, report);
     let checked = report
         .launches
         .iter()
@@ -149,4 +155,27 @@ pub fn render(report: &CheckReport) -> String {
         report.findings.len()
     );
     out
+}
+
+/// What the native engine did not see: accesses it could not attribute, checks it switched
+/// off, and barrier divergence (Oclgrind's alone).
+fn native_notes(out: &mut String, report: &CheckReport) {
+    for u in &report.not_checked {
+        let _ = writeln!(
+            out,
+            "not checked: line {}:{} in {}: {}",
+            u.line, u.column, u.function, u.why
+        );
+    }
+    for l in &report.launches {
+        for n in &l.notes {
+            let _ = writeln!(out, "launch {} {}: {n}", l.id, l.kernel);
+        }
+    }
+    if report.launches.iter().any(|l| l.engine == "native") {
+        let _ = writeln!(
+            out,
+            "note: barrier divergence is checked by --engine oclgrind only"
+        );
+    }
 }

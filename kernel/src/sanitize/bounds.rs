@@ -1,0 +1,63 @@
+//! The bounds checker: every attributed access goes through `__cltrap_g/_c/_l`, which compare
+//! the byte offset from the object's base with its extent, record an out-of-bounds access
+//! (read or write, site, work-item, offset) and hand back a harmless address instead — a
+//! scratch area in the report buffer (`__global`), a private `__local` scratch array of the
+//! kernel (`__local`), or the object's first byte (`__constant`, read-only) — so the access is
+//! not performed on someone else's memory and the run survives.
+
+use super::objects::Space;
+use super::{FLAG_GLOBAL_RACES, FLAG_LOCAL, KIND_READ_OOB, KIND_WRITE_OOB, SCRATCH_WORD};
+
+/// The OpenCL C the bounds checks need (after `super::PRELUDE_COMMON`).
+pub(crate) fn prelude() -> String {
+    format!(
+        "\
+__CLTRAP_SFN void __cltrap_oob(__global uint* r, uint site, uint obj, long off, uint size, uint mode) {{ if (mode & 1u) __cltrap_report(r, {KIND_READ_OOB}u, site, 0u, obj, off, 0u, size, 1u); if (mode & 2u) __cltrap_report(r, {KIND_WRITE_OOB}u, site, 0u, obj, off, 0u, size, 2u); }}
+__CLTRAP_SFN __global char* __cltrap_g(__global char* p, __global char* base, ulong ext, uint size, uint site, uint obj, uint mode, __global uint* r, __global uint* sh, uint ep) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ __cltrap_oob(r, site, obj, off, size, mode); return (__global char*)(r + {SCRATCH_WORD}u); }} if (sh && (r[2] & {FLAG_GLOBAL_RACES}u) && mode < 4u) __cltrap_global_shadow(sh, (ulong)off, size, site, obj, mode, ep, r); return p; }}
+__CLTRAP_SFN __constant char* __cltrap_c(__constant char* p, __constant char* base, ulong ext, uint size, uint site, uint obj, __global uint* r) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ __cltrap_oob(r, site, obj, off, size, 1u); return base; }} return p; }}
+__CLTRAP_SFN __local char* __cltrap_l(__local char* p, __local char* base, ulong ext, uint size, uint site, uint obj, uint mode, __global uint* r, __global uint* sh, uint ep, __local char* scratch) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ __cltrap_oob(r, site, obj, off, size, mode); return scratch; }} if (sh && (r[2] & {FLAG_LOCAL}u) && mode < 4u) __cltrap_local_shadow(sh, (ulong)off, size, site, obj, mode, ep, r); return p; }}
+"
+    )
+}
+
+/// How one access reaches its object, for the checked-address call.
+pub(crate) struct Target<'a> {
+    pub space: Space,
+    /// `SPACE char*` expression of the object's first byte.
+    pub base: &'a str,
+    /// Its extent in bytes (an expression).
+    pub extent: &'a str,
+    /// Its shadow (`__global uint*` expression, `0` for none).
+    pub shadow: &'a str,
+    pub object: u32,
+}
+
+/// The text placed around the address expression `ADDR` (an expression of pointer type
+/// `SPACE T*`) so it becomes the checked address: `(SPACE T*)__cltrap_x((SPACE char*)(ADDR), ...)`.
+pub(crate) fn checked_address(t: &Target, pointee: &str, site: u32, mode: u32) -> (String, String) {
+    let q = t.space.qualifier();
+    let open = match t.space {
+        Space::Global => "__cltrap_g",
+        Space::Constant => "__cltrap_c",
+        Space::Local => "__cltrap_l",
+    };
+    let open = format!("(({q} {pointee}*){open}(({q} char*)(");
+    let common = format!(
+        "), {base}, (ulong)({ext}), (uint)sizeof({pointee}), {site}u, {obj}u",
+        base = t.base,
+        ext = t.extent,
+        obj = t.object
+    );
+    let close = match t.space {
+        Space::Global => format!(
+            "{common}, {mode}u, __cltrap_rep, {sh}, __cltrap_ep))",
+            sh = t.shadow
+        ),
+        Space::Constant => format!("{common}, __cltrap_rep))"),
+        Space::Local => format!(
+            "{common}, {mode}u, __cltrap_rep, {sh}, __cltrap_ep, (__local char*)__cltrap_ls))",
+            sh = t.shadow
+        ),
+    };
+    (open, close)
+}

@@ -1,0 +1,675 @@
+//! The native instrumented checks of `cltrap check --engine native`: a rewrite of the user's
+//! own text (by byte ranges, no line added inside it) after which every access through a
+//! `__global`, `__constant` or `__local` pointer the pass can attribute to an object goes
+//! through a check, and findings are written into a report buffer the kernel gets as an extra
+//! trailing argument. One checker per file, like Oclgrind's plugins:
+//!
+//! - [`objects`]: which object (argument, `__local` array) a pointer points into;
+//! - [`bounds`]: out-of-bounds reads and writes (the access is redirected, never performed);
+//! - [`races`]: `__local` races per barrier interval, `__global` races between work-groups
+//!   and within a group per barrier interval;
+//! - [`uninit`]: reads of `__local` memory never written in the launch.
+//!
+//! **Extra arguments** (appended to every kernel, in this order): `__global uint* report`
+//! (header of [`HEADER_WORDS`]: record counter, capacity, [`FLAG_*`](FLAG_BOUNDS) switches, a
+//! scratch area; then records of [`RECORD_WORDS`]), `__global const ulong* extents` (per
+//! kernel argument `2i`: its size in bytes, `2i+1`: its shadow offset in words; statics
+//! likewise after the arguments; then the words of `__local` shadow per work-group),
+//! `__global uint* global_shadow`, `__global uint* local_shadow` (both zeroed by the host).
+//!
+//! **Record** (`RECORD_WORDS` 32-bit words): kind, site, other site + 1 (0 = unknown), object,
+//! byte offset (low, high), global id (3), group id (3), other work-item (local id + 1 for
+//! `__local` races, group linear id + 1 for `__global` ones, 0 = several/unknown), access
+//! size, mode (bits 0-1 this access read/write; bit 4 the other access read, bit 5 written).
+//!
+//! What is not checked is said in [`SanitizeMap::unchecked`]: accesses in helper functions,
+//! through pointers the pass cannot attribute, written inside macros, or of types it cannot
+//! spell; pointers handed to built-ins (`vload4`, `async_work_group_copy`).
+
+mod bounds;
+mod objects;
+pub mod races;
+mod uninit;
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::edits::Edits;
+use crate::error::KernelError;
+use crate::model::{visit_exprs, BinOp, Expr, ExprKind, Function, Program, UnOp};
+use crate::rewrite::{add_param, callers_closure, with_prelude};
+use objects::{Origin, Scope, Space};
+
+/// Record kind: a read out of bounds.
+pub const KIND_READ_OOB: u32 = 1;
+/// Record kind: a write out of bounds.
+pub const KIND_WRITE_OOB: u32 = 2;
+/// Record kind: a race on `__local` memory within a work-group.
+pub const KIND_LOCAL_RACE: u32 = 3;
+/// Record kind: a race on `__global` memory between work-groups.
+pub const KIND_GLOBAL_RACE: u32 = 4;
+/// Record kind: a read of `__local` memory not written before.
+pub const KIND_UNINIT: u32 = 5;
+/// Record kind: a race on `__global` memory between work-items of one group (no barrier).
+pub const KIND_GROUP_GLOBAL_RACE: u32 = 6;
+
+/// Switch (report word 2): bounds checks (always on: they keep the run safe).
+pub const FLAG_BOUNDS: u32 = 1;
+/// Switch: `__global` races between work-groups.
+pub const FLAG_GLOBAL_RACES: u32 = 2;
+/// Switch: `__local` races.
+pub const FLAG_LOCAL_RACES: u32 = 4;
+/// Switch: uninitialised `__local` reads.
+pub const FLAG_UNINIT: u32 = 8;
+/// Either `__local` shadow check.
+pub(crate) const FLAG_LOCAL: u32 = FLAG_LOCAL_RACES | FLAG_UNINIT;
+
+/// Words of the report header (counter, capacity, flags, scratch).
+pub const HEADER_WORDS: u32 = 48;
+/// First word of the scratch area out-of-bounds `__global` accesses are sent to.
+pub const SCRATCH_WORD: u32 = 16;
+/// Words per record.
+pub const RECORD_WORDS: u32 = 16;
+/// Number of extra arguments appended to each kernel.
+pub const EXTRA_ARGS: u32 = 4;
+
+/// What the pass did, for the engine that runs the kernels and reads the records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SanitizeMap {
+    /// Every kernel of the program.
+    pub kernels: Vec<SanitizedKernel>,
+    /// Access sites, by id.
+    pub sites: Vec<Site>,
+    /// Accesses (and other things) the checks do not see, with the reason.
+    pub unchecked: Vec<Unchecked>,
+}
+
+/// One kernel of the instrumented program.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SanitizedKernel {
+    /// Kernel name.
+    pub name: String,
+    /// Its own argument count; the report buffer is argument `args`.
+    pub args: u32,
+    /// `__local` arrays declared in its body, in order (object ids `args + n`): name and size
+    /// in bytes when known (unknown: no race / uninitialised shadow for it).
+    pub statics: Vec<(String, Option<u64>)>,
+    /// Why `__local` races and uninitialised reads are not checked in this kernel, if not.
+    pub no_local_shadow: Option<String>,
+    /// The program's functions it calls, directly or not (their accesses are not checked).
+    pub helpers: Vec<String>,
+}
+
+impl SanitizedKernel {
+    /// Length of the extents argument (in `ulong`s).
+    pub fn extents_len(&self) -> usize {
+        2 * (self.args as usize + self.statics.len()) + 2
+    }
+
+    /// Index in the extents of the `__local` shadow words per work-group.
+    pub fn stride_index(&self) -> usize {
+        2 * (self.args as usize + self.statics.len())
+    }
+}
+
+/// One instrumented access.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Site {
+    /// Kernel.
+    pub kernel: String,
+    /// 1-based line in the user's text.
+    pub line: u32,
+    /// 1-based column.
+    pub column: u32,
+    /// The object's name (argument or array).
+    pub object: String,
+    /// `global`, `constant` or `local`.
+    pub space: String,
+    /// An atomic access (exempt from race checks).
+    pub atomic: bool,
+}
+
+/// Something the checks cannot see.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unchecked {
+    /// The function it is in.
+    pub function: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub column: u32,
+    /// Why.
+    pub why: String,
+}
+
+/// The instrumented program.
+#[derive(Debug, Clone)]
+pub struct Sanitized {
+    /// Source to build (prelude, `#line 1`, the user's edited text).
+    pub source: String,
+    /// The map.
+    pub map: SanitizeMap,
+}
+
+/// How an access uses memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    Read,
+    Write,
+    ReadWrite,
+    /// `&E`: an address, not an access.
+    Address,
+    /// An atomic built-in's pointer operand.
+    Atomic,
+}
+
+impl Use {
+    fn mode(self) -> u32 {
+        match self {
+            Use::Read | Use::Address => 1,
+            Use::Write => 2,
+            Use::ReadWrite => 3,
+            Use::Atomic => 7,
+        }
+    }
+}
+
+/// The device code every checker uses. The shadow updates are `__CLTRAP_SLOW` (not inlined):
+/// inlined into a kernel whose barrier sits in a loop, they crashed PoCL 3.1's LLVM 15
+/// (instcombine, while it built the work-group function).
+fn common_prelude() -> String {
+    format!(
+        "\
+#if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 120
+#define __CLTRAP_SFN static inline
+#define __CLTRAP_SLOW static __attribute__((noinline))
+#else
+#define __CLTRAP_SFN
+#define __CLTRAP_SLOW __attribute__((noinline))
+#endif
+__CLTRAP_SFN uint __cltrap_group_linear(void) {{ return (uint)(get_group_id(0) + get_num_groups(0) * (get_group_id(1) + get_num_groups(1) * get_group_id(2))); }}
+__CLTRAP_SFN uint __cltrap_local_linear(void) {{ return (uint)(get_local_id(0) + get_local_size(0) * (get_local_id(1) + get_local_size(1) * get_local_id(2))); }}
+__CLTRAP_SFN void __cltrap_report(__global uint* r, uint kind, uint site, uint osite, uint obj, long off, uint other, uint size, uint mode) {{ uint i = atomic_inc(r); if (i >= r[1]) return; __global uint* e = r + {HEADER_WORDS}u + i * {RECORD_WORDS}u; e[0] = kind; e[1] = site; e[2] = osite; e[3] = obj; e[4] = (uint)((ulong)off); e[5] = (uint)((ulong)off >> 32); e[6] = (uint)get_global_id(0); e[7] = (uint)get_global_id(1); e[8] = (uint)get_global_id(2); e[9] = (uint)get_group_id(0); e[10] = (uint)get_group_id(1); e[11] = (uint)get_group_id(2); e[12] = other; e[13] = size; e[14] = mode; e[15] = 0u; }}
+"
+    )
+}
+
+/// Rewrites every kernel of `p` so its attributable accesses are checked (see the module doc).
+pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
+    let mut edits = Edits::new();
+    let mut map = SanitizeMap {
+        kernels: Vec::new(),
+        sites: Vec::new(),
+        unchecked: Vec::new(),
+    };
+    let barrier_names: BTreeSet<String> = races::BARRIERS.iter().map(|s| s.to_string()).collect();
+    let mut barrier_helpers = callers_closure(p, &barrier_names);
+    for b in races::BARRIERS {
+        barrier_helpers.remove(*b);
+    }
+    let decl = "__global uint* __cltrap_rep, __global const ulong* __cltrap_ext, __global uint* __cltrap_gsh, __global uint* __cltrap_lsh";
+    for f in &p.functions {
+        let Some(body) = &f.body else {
+            if f.is_kernel && f.span.is_some() {
+                add_param(&mut edits, p, f, decl)?;
+            }
+            continue;
+        };
+        if !f.is_kernel {
+            note_helper(p, f, &mut map.unchecked);
+            continue;
+        }
+        if f.span.is_none() {
+            return Err(KernelError::Unsupported {
+                construct: format!("kernel `{}` defined in an included header", f.name),
+                line: 0,
+                col: 0,
+                why: "only the main program text can be rewritten".into(),
+            });
+        }
+        let args = add_param(&mut edits, p, f, decl)?;
+        let scope = Scope::of_kernel(f);
+        let mut kernel = SanitizedKernel {
+            name: f.name.clone(),
+            args,
+            statics: scope
+                .objects
+                .iter()
+                .filter_map(|o| match o.origin {
+                    Origin::Static { bytes, .. } => Some((o.name.clone(), bytes)),
+                    _ => None,
+                })
+                .collect(),
+            no_local_shadow: None,
+            helpers: reachable(p, f),
+        };
+        if let Some(h) = f.calls.iter().find(|c| barrier_helpers.contains(*c)) {
+            kernel.no_local_shadow = Some(format!(
+                "it calls `{h}`, which waits at a barrier the pass does not count"
+            ));
+        }
+        // Barrier intervals.
+        visit_exprs(body, &mut |e| {
+            if let ExprKind::Call { callee, .. } = &e.kind {
+                if !barrier_names.contains(callee) {
+                    return;
+                }
+                if e.span.is_exact() || p.macro_is_single_call(e.span.start, callee) {
+                    edits.wrap(e.span.start, e.span.end, "(__cltrap_ep++, ", ")", -1000);
+                } else if kernel.no_local_shadow.is_none() {
+                    kernel.no_local_shadow = Some(format!(
+                        "a `{callee}` at line {} is written inside a macro with other code",
+                        e.span.line
+                    ));
+                }
+            }
+        });
+        // The kernel's prologue, on the line of its opening brace.
+        let mut prologue = format!(
+            " uint __cltrap_ep = 0u; ulong __cltrap_lbase = (ulong)__cltrap_group_linear() * __cltrap_ext[{}];",
+            kernel.stride_index()
+        );
+        if scope.objects.iter().any(|o| o.space == Space::Local) {
+            prologue.push_str(" __local ulong __cltrap_ls[16];");
+        }
+        for o in &scope.objects {
+            if let Origin::Arg { assigned: true, .. } = o.origin {
+                let q = o.space.qualifier();
+                prologue.push_str(&format!(
+                    " {q} char* __cltrap_b{id} = ({q} char*){name};",
+                    id = o.id,
+                    name = o.name
+                ));
+            }
+        }
+        edits.insert(body.span.start + 1, prologue, 0);
+        let mut w = Walker {
+            p,
+            scope: &scope,
+            kernel: &kernel,
+            edits: &mut edits,
+            sites: &mut map.sites,
+            unchecked: &mut map.unchecked,
+        };
+        crate::model::visit_stmts(body, &mut |st| {
+            use crate::model::StmtKind;
+            match &st.kind {
+                StmtKind::Decl(vars) => vars
+                    .iter()
+                    .filter_map(|v| v.init.as_ref())
+                    .for_each(|e| w.walk(e, Use::Read, 1)),
+                StmtKind::Expr(e) | StmtKind::Return(Some(e)) => w.walk(e, Use::Read, 1),
+                StmtKind::If { cond, .. }
+                | StmtKind::While { cond, .. }
+                | StmtKind::Do { cond, .. }
+                | StmtKind::Switch { cond, .. } => w.walk(cond, Use::Read, 1),
+                StmtKind::For { cond, inc, .. } => cond
+                    .iter()
+                    .chain(inc.iter())
+                    .for_each(|e| w.walk(e, Use::Read, 1)),
+                _ => {}
+            }
+        });
+        map.kernels.push(kernel);
+    }
+    let body = edits.apply(&p.source)?;
+    let prelude = format!(
+        "{}{}{}{}",
+        common_prelude(),
+        uninit::prelude(),
+        races::prelude(),
+        bounds::prelude()
+    );
+    Ok(Sanitized {
+        source: with_prelude(&prelude, &body),
+        map,
+    })
+}
+
+/// The functions of `p` that `f` calls, directly or through others.
+fn reachable(p: &Program, f: &Function) -> Vec<String> {
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut todo: Vec<&String> = f.calls.iter().collect();
+    while let Some(c) = todo.pop() {
+        if let Some(g) = p.function(c) {
+            if !g.is_kernel && seen.insert(c.clone()) {
+                todo.extend(g.calls.iter());
+            }
+        }
+    }
+    seen.into_iter().collect()
+}
+
+/// Accesses in helper functions are not instrumented (they would need the extra arguments
+/// and the objects' identities passed in): each one is named.
+fn note_helper(p: &Program, f: &Function, out: &mut Vec<Unchecked>) {
+    let Some(body) = &f.body else { return };
+    if f.span.is_none() {
+        return;
+    }
+    visit_exprs(body, &mut |e| {
+        if let Some(ptr) = access_pointer(e) {
+            if Space::of_type(&ptr.ty).is_some() {
+                let (line, column) = p.line_col(e.span.start);
+                out.push(Unchecked {
+                    function: f.name.clone(),
+                    line,
+                    column,
+                    why: format!(
+                        "in helper function `{}`: only kernel bodies are instrumented",
+                        f.name
+                    ),
+                });
+            }
+        }
+    });
+}
+
+/// The pointer operand of a memory access (`P[i]`, `*P`, `P->f`), if `e` is one.
+fn access_pointer(e: &Expr) -> Option<&Expr> {
+    match &e.kind {
+        ExprKind::Index { base, .. } if !e.ty.contains('[') => Some(base),
+        ExprKind::Unary {
+            op: Some(UnOp::Deref),
+            operand,
+        } => Some(operand),
+        ExprKind::Member {
+            base, arrow: true, ..
+        } if !e.ty.contains('[') => Some(base),
+        _ => None,
+    }
+}
+
+/// The element type of an access, without address-space words (`const uint`), when the pass
+/// can spell it in a cast.
+fn spelled(ty: &str) -> Option<String> {
+    if ty.is_empty() || ty.contains('[') || ty.contains('(') || ty.contains(':') {
+        return None;
+    }
+    let words: Vec<&str> = ty
+        .split_whitespace()
+        .filter(|w| {
+            !matches!(
+                *w,
+                "__global"
+                    | "global"
+                    | "__local"
+                    | "local"
+                    | "__constant"
+                    | "constant"
+                    | "__private"
+                    | "private"
+            )
+        })
+        .collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+/// The pointee of a pointer type spelling (`volatile __global int *` → `volatile int`).
+fn pointee_of(ty: &str) -> Option<String> {
+    let star = ty.rfind('*')?;
+    spelled(&ty[..star])
+}
+
+struct Walker<'a> {
+    p: &'a Program,
+    scope: &'a Scope,
+    kernel: &'a SanitizedKernel,
+    edits: &'a mut Edits,
+    sites: &'a mut Vec<Site>,
+    unchecked: &'a mut Vec<Unchecked>,
+}
+
+impl Walker<'_> {
+    fn not_checked(&mut self, e: &Expr, why: impl Into<String>) {
+        let (line, column) = self.p.line_col(e.span.start);
+        self.unchecked.push(Unchecked {
+            function: self.kernel.name.clone(),
+            line,
+            column,
+            why: why.into(),
+        });
+    }
+
+    fn walk(&mut self, e: &Expr, ctx: Use, depth: i64) {
+        let d = depth + 1;
+        match &e.kind {
+            ExprKind::Binary {
+                op: Some(op),
+                lhs,
+                rhs,
+                ..
+            } if is_assignment(*op) => {
+                let l = if *op == BinOp::Assign {
+                    Use::Write
+                } else {
+                    Use::ReadWrite
+                };
+                self.walk(lhs, l, d);
+                self.walk(rhs, Use::Read, d);
+            }
+            ExprKind::Unary {
+                op: Some(UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec),
+                operand,
+            } => self.walk(operand, Use::ReadWrite, d),
+            ExprKind::Unary {
+                op: Some(UnOp::AddrOf),
+                operand,
+            } => self.walk(operand, Use::Address, d),
+            ExprKind::Member {
+                base, arrow: false, ..
+            }
+            | ExprKind::Swizzle { base, .. } => self.walk(base, ctx, d),
+            ExprKind::Paren(x) | ExprKind::Implicit(x) => self.walk(x, ctx, d),
+            ExprKind::SizeOf => {}
+            ExprKind::Call { callee, args, .. } => self.call(e, callee, args, d),
+            _ => match access_pointer(e) {
+                Some(ptr) => self.access(e, ptr, ctx, d),
+                None => {
+                    for c in e.children() {
+                        self.walk(c, Use::Read, d);
+                    }
+                }
+            },
+        }
+    }
+
+    fn call(&mut self, e: &Expr, callee: &str, args: &[Expr], d: i64) {
+        let atomic = callee.starts_with("atomic_") || callee.starts_with("atom_");
+        for (i, a) in args.iter().enumerate() {
+            if atomic && i == 0 {
+                let inner = a.peel();
+                if let ExprKind::Unary {
+                    op: Some(UnOp::AddrOf),
+                    operand,
+                } = &inner.kind
+                {
+                    if let Some(ptr) = access_pointer(operand.peel()) {
+                        self.access(operand.peel(), ptr, Use::Atomic, d);
+                        continue;
+                    }
+                }
+                if self.pointer_operand(a, d) {
+                    continue;
+                }
+            } else if !atomic
+                && Space::of_type(&a.ty).is_some()
+                && a.ty.contains('*')
+                && self.p.function(callee).is_none()
+            {
+                self.not_checked(a, format!("a pointer handed to the built-in `{callee}`, whose accesses are not checked"));
+            }
+            self.walk(a, Use::Read, d);
+        }
+        let _ = e;
+    }
+
+    /// An atomic built-in's pointer operand `P` (not written `&E`): checked as a whole.
+    fn pointer_operand(&mut self, a: &Expr, d: i64) -> bool {
+        let Some(k) = self.scope.derive(a) else {
+            return false;
+        };
+        let Some(pointee) = pointee_of(&a.ty) else {
+            return false;
+        };
+        if !a.span.is_exact() {
+            return false;
+        }
+        let Some(t) = self.target(k) else {
+            return false;
+        };
+        let site = self.site(a, k, true);
+        let (open, close) =
+            bounds::checked_address(&t.as_target(), &pointee, site, Use::Atomic.mode());
+        self.edits.wrap(a.span.start, a.span.end, open, close, d);
+        self.walk(a, Use::Read, d);
+        true
+    }
+
+    fn access(&mut self, e: &Expr, ptr: &Expr, ctx: Use, d: i64) {
+        let space = Space::of_type(&ptr.ty).or_else(|| Space::of_type(&ptr.peel().ty));
+        if ctx == Use::Address || space.is_none() {
+            for c in e.children() {
+                self.walk(c, Use::Read, d);
+            }
+            return;
+        }
+        let checked = (|| {
+            let k = self.scope.derive(ptr).ok_or(
+                "the pointer is not known to point into a kernel argument or a `__local` array",
+            )?;
+            if !e.span.is_exact() {
+                return Err("the access is written inside a macro");
+            }
+            let pointee = spelled(&e.ty).ok_or("the accessed type cannot be spelled in a cast")?;
+            let t = self.target(k).ok_or("the object is not addressable")?;
+            Ok((k, pointee, t))
+        })();
+        match checked {
+            Ok((k, pointee, t)) => {
+                let site = self.site(e, k, ctx == Use::Atomic);
+                let (open, close) =
+                    bounds::checked_address(&t.as_target(), &pointee, site, ctx.mode());
+                self.edits.wrap(
+                    e.span.start,
+                    e.span.end,
+                    format!("(*{open}&("),
+                    format!("){close})"),
+                    d,
+                );
+            }
+            Err(why) => self.not_checked(e, why),
+        }
+        for c in e.children() {
+            self.walk(c, Use::Read, d);
+        }
+    }
+
+    fn site(&mut self, e: &Expr, k: u32, atomic: bool) -> u32 {
+        let (line, column) = self.p.line_col(e.span.start);
+        let o = self.scope.object(k);
+        self.sites.push(Site {
+            kernel: self.kernel.name.clone(),
+            line,
+            column,
+            object: o.map(|o| o.name.clone()).unwrap_or_default(),
+            space: o
+                .map(|o| o.space.qualifier().trim_start_matches('_').to_string())
+                .unwrap_or_default(),
+            atomic,
+        });
+        (self.sites.len() - 1) as u32
+    }
+
+    fn target(&self, k: u32) -> Option<OwnedTarget> {
+        let o = self.scope.object(k)?;
+        let q = o.space.qualifier();
+        let (base, extent, slot) = match o.origin {
+            Origin::Arg { index, assigned } => (
+                if assigned {
+                    format!("__cltrap_b{index}")
+                } else {
+                    format!("(({q} char*){})", o.name)
+                },
+                format!("__cltrap_ext[{}]", 2 * index),
+                Some(2 * index as usize + 1),
+            ),
+            Origin::Static { n, bytes } => (
+                format!("((__local char*){})", o.name),
+                format!("sizeof({})", o.name),
+                bytes.map(|_| 2 * (self.kernel.args as usize + n) + 1),
+            ),
+        };
+        let shadow = match (o.space, slot) {
+            (Space::Global, Some(s)) => format!("(__cltrap_gsh + __cltrap_ext[{s}])"),
+            (Space::Local, Some(s)) if self.kernel.no_local_shadow.is_none() => {
+                format!("(__cltrap_lsh + __cltrap_lbase + __cltrap_ext[{s}])")
+            }
+            _ => "((__global uint*)0)".into(),
+        };
+        Some(OwnedTarget {
+            space: o.space,
+            base,
+            extent,
+            shadow,
+            object: k,
+        })
+    }
+}
+
+struct OwnedTarget {
+    space: Space,
+    base: String,
+    extent: String,
+    shadow: String,
+    object: u32,
+}
+
+impl OwnedTarget {
+    fn as_target(&self) -> bounds::Target<'_> {
+        bounds::Target {
+            space: self.space,
+            base: &self.base,
+            extent: &self.extent,
+            shadow: &self.shadow,
+            object: self.object,
+        }
+    }
+}
+
+fn is_assignment(op: BinOp) -> bool {
+    use BinOp::*;
+    matches!(
+        op,
+        Assign
+            | MulAssign
+            | DivAssign
+            | RemAssign
+            | AddAssign
+            | SubAssign
+            | ShlAssign
+            | ShrAssign
+            | AndAssign
+            | XorAssign
+            | OrAssign
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_are_spelled_without_address_spaces() {
+        assert_eq!(
+            spelled("const __global unsigned int").as_deref(),
+            Some("const unsigned int")
+        );
+        assert_eq!(spelled("__local float[4]"), None);
+        assert_eq!(
+            pointee_of("volatile __global int *").as_deref(),
+            Some("volatile int")
+        );
+    }
+}
