@@ -19,8 +19,7 @@ COVERED = ("covered_by_fuzzing", "solved_and_confirmed")
 
 
 def status_of(s):
-    st = s["status"]
-    return st if isinstance(st, str) else next(iter(st))
+    return s["status"]
 
 
 def row(work, project, name):
@@ -40,6 +39,7 @@ def row(work, project, name):
     r["other_slots"] = r["other_covered"] = 0
     r["cases"] = r["findings"] = 0
     r["unsupported_what"] = []
+    r["open_why"] = []
     if os.path.exists(fj):
         k = json.load(open(fj))["kernels"][0]
         r["built"] = k.get("compiles", 1) > 0
@@ -58,7 +58,9 @@ def row(work, project, name):
                     r["open"] += 1
                     if st == "unsupported":
                         r["unsupported"] += 1
-                        r["unsupported_what"].append(s["status"]["unsupported"]["what"])
+                        r["unsupported_what"].append(s.get("what", ""))
+                    else:
+                        r["open_why"].append(st + (": " + s["why"] if "why" in s else ""))
             else:
                 r["other_slots"] += 1
                 r["other_covered"] += st in COVERED
@@ -171,7 +173,10 @@ def main():
             key = re.sub(r"`[^`]*`|'[^']*'|\d+", "_", r["error"])[:90]
             reasons[key] = reasons.get(key, 0) + 1
         for w in r["unsupported_what"]:
-            key = "unsupported: " + re.sub(r"`[^`]*`|'[^']*'|\d+", "_", w)[:80]
+            key = "unsupported side: " + re.sub(r" at line.*|\d+", "_", w)[:80]
+            reasons[key] = reasons.get(key, 0) + 1
+        for w in r["open_why"]:
+            key = "open side: " + re.sub(r"`[^`]*`|'[^']*'|\d+", "_", w)[:80]
             reasons[key] = reasons.get(key, 0) + 1
     if reasons:
         print("\nlosses (kernels not run, unsupported sides), by cause:")
