@@ -11,6 +11,7 @@
 #   BUDGET=10s        fuzzing budget per kernel (cltrap fuzz --budget)
 #   SOLVER_TIME=10    symbolic execution seconds per kernel (--solver-time)
 #   HANG=180          seconds after which one kernel's whole `cltrap fuzz` counts as a hang
+#   MUTATE_LIMIT=300  seconds one suite's `cltrap mutate` may take (past it: over the limit, unscored)
 #   MUTATE_EVERY=4    mutate every Nth suite (1 = all; 0 = none); the sample is reported
 #   ONLY=REGEX        only interface files whose path matches
 # Work files: target/bench/corpus/. Needs network once (bench/corpus/fetch.sh: darktable).
@@ -22,6 +23,7 @@ CLTRAP="$PWD/$TARGET/release/cltrap"
 BUDGET="${BUDGET:-10s}"
 SOLVER_TIME="${SOLVER_TIME:-10}"
 HANG="${HANG:-180}"
+MUTATE_LIMIT="${MUTATE_LIMIT:-300}"
 MUTATE_EVERY="${MUTATE_EVERY:-4}"
 ONLY="${ONLY:-.}"
 [ -x "$CLTRAP" ] || cargo build --release -p cltrap
@@ -47,7 +49,7 @@ for iface in $(find bench/corpus -mindepth 2 -name '*.json' | sort | grep -E "$O
     end=$(date +%s.%N)
     awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f\n", b - a }' >"$work/wall"
     if [ "$MUTATE_EVERY" -gt 0 ] && [ $((i % MUTATE_EVERY)) -eq 0 ] && [ -f "$work/suite/fuzz.json" ]; then
-        timeout -k 5 "$HANG" "$CLTRAP" mutate "$work/suite" --jobs 2 --json "$work/mutate.json" \
+        timeout -k 5 "$MUTATE_LIMIT" "$CLTRAP" mutate "$work/suite" --jobs 2 --json "$work/mutate.json" \
             --out "$work/mutate" >"$work/mutate.txt" 2>&1
         echo $? >"$work/mutate.rc"
     fi

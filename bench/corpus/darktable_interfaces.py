@@ -65,11 +65,15 @@ def main():
                     if "float4" in ty or "float2" in ty or "dt_iop_roi_t" in ty:
                         n = pixels
                     elif "unsigned char (*" in ty:
-                        n = 6  # the 6x6 X-Trans pattern: six rows of char[6]
+                        n = 6  # the 6x6 X-Trans pattern: six rows of unsigned char[6]
                     else:
                         n = pixels * 4
                     if "dt_iop_roi_t" in ty:
                         n = 1
+                    if "unsigned char (*" in ty:
+                        a["elem_bytes"] = 6  # one row: unsigned char[6]
+                    if "char2 (*" in ty:
+                        n, a["elem_bytes"] = 2, 48  # allhex[2][3][8] of char2
                     if a["name"] in ("grid", "ibuf", "obuf"):
                         n = 8 * 8 * 8
                     a["size"] = n

@@ -5,7 +5,7 @@ kernel gives the global/local size, every buffer's element count and every scala
 
 The types and roles come from `cltrap fuzz FILE --init --kernel K`; piglit's values seed the
 campaign (buffers of `repeat V` or listed values become fixed fills, `random` stays random;
-output buffers start zeroed). Values JSON cannot hold (nan, inf) fall back to random.
+output buffers start random, as `--init` writes them). Values JSON cannot hold (nan, inf) fall back to random.
 
 Usage: piglit_interfaces.py CLTRAP SRC_DIR OUT_DIR   (writes OUT_DIR/<file>.<kernel>.json)
 """
@@ -83,11 +83,6 @@ def fill_of(ty, values, n_items):
     return "random"
 
 
-def lanes(ty):
-    m = re.match(r"^[a-z]+?(\d+)$", ty)
-    return int(m.group(1)) if m and not ty.startswith("int") or (m and ty[3:].isdigit()) else 1
-
-
 def vec_lanes(ty):
     m = re.match(r"^(u?char|u?short|u?int|u?long|float|double|half)(\d+)?$", ty)
     if not m:
@@ -150,11 +145,9 @@ def main():
                             a["size"] = n
                             if key == "arg_out":
                                 a["output"] = True
-                                if "tolerance" not in vals and a["fill"] == "random":
-                                    pass
                                 if not any(k.startswith("arg_in") and re.match(rf"^{i}\s", x)
                                            for k in ("arg_in",) for x in kv.get(k, [])):
-                                    a["fill"] = "zero"
+                                    a["fill"] = "random"
                             else:
                                 a["fill"] = fill_of(ty, vals, n * vec_lanes(ty))
                             continue

@@ -72,6 +72,12 @@ def row(work, project, name):
         r["built"] = not re.search(r"build|compil|parse|libclang|unsupported", r["error"], re.I)
     m = os.path.join(d, "mutate.txt")
     r["mutation_score"] = None
+    mrc = os.path.join(d, "mutate.rc")
+    r["mutate_rc"] = int(open(mrc).read().strip() or 0) if os.path.exists(mrc) else None
+    # `cltrap mutate` killed by a signal of its own (abort, segfault): an analyzer crash.
+    r["mutate_crash"] = r["mutate_rc"] is not None and r["mutate_rc"] > 128 and r["mutate_rc"] != 137
+    # Still working at the benchmark's limit (its state file grows): not scored.
+    r["mutate_over_limit"] = r["mutate_rc"] in (124, 137)
     if os.path.exists(m):
         for l in open(m, errors="replace"):
             if l.startswith("total"):
@@ -83,7 +89,7 @@ def row(work, project, name):
 def fmt(r):
     cov = f"{100 * r['coverage']:5.1f}%" if r["ran"] else "   -  "
     ms = "" if r["mutation_score"] is None else f" mut {100 * r['mutation_score']:.1f}%"
-    flags = "".join(f" {f.upper()}" for f in ("panic", "hang", "crash") if r[f])
+    flags = "".join(f" {f.upper()}" for f in ("panic", "hang", "crash", "mutate_crash", "mutate_over_limit") if r[f])
     state = "ran" if r["ran"] else ("built" if r["built"] else "NOT BUILT")
     line = (f"{r['project'] + '/' + r['kernel']:<70} {state:<9} cases {r['cases']:>3} "
             f"sides {r['covered']:>3}/{r['sides']:<3} dead {r['dead']:>2} unsup {r['unsupported']:>2} "
@@ -116,7 +122,8 @@ def totals(rows, label):
         "unsupported_share": (sum(r["unsupported"] for r in ran) / sides) if sides else 0,
         "median_wall_s": statistics.median(walls) if walls else 0,
         "total_wall_s": sum(walls),
-        "crashes_panics_hangs": sum(r["panic"] or r["hang"] or r["crash"] for r in rows),
+        "crashes_panics_hangs": sum(r["panic"] or r["hang"] or r["crash"] or r["mutate_crash"] for r in rows),
+        "mutate_over_limit": sum(r["mutate_over_limit"] for r in rows),
         "mutated": len(muts),
         "mean_mutation_score": (sum(muts) / len(muts)) if muts else None,
     }
@@ -129,7 +136,8 @@ def fmt_total(t):
             f"unsup {t['unsupported']} ({100 * t['unsupported_share']:.1f}%) open {t['open']} | "
             f"full {100 * t['full_coverage_share']:.1f}% mean {100 * t['mean_coverage']:.1f}% | "
             f"findings {t['findings']} | median {t['median_wall_s']:.1f}s total {t['total_wall_s']:.0f}s | "
-            f"crash/panic/hang {t['crashes_panics_hangs']} | mutation {mut}")
+            f"crash/panic/hang {t['crashes_panics_hangs']} | mutation {mut}"
+            + (f" ({t['mutate_over_limit']} over the limit)" if t["mutate_over_limit"] else ""))
 
 
 def main():
@@ -169,6 +177,11 @@ def main():
         print(f"{'MET    ' if ok else 'NOT MET'} {what}: {val}")
     reasons = {}
     for r in rows:
+        if r["mutate_crash"]:
+            key = f"cltrap mutate killed by signal {r['mutate_rc'] - 128}"
+            reasons[key] = reasons.get(key, 0) + 1
+        if r["mutate_over_limit"]:
+            reasons["cltrap mutate over the time limit"] = reasons.get("cltrap mutate over the time limit", 0) + 1
         if not r["ran"]:
             key = re.sub(r"`[^`]*`|'[^']*'|\d+", "_", r["error"])[:90]
             reasons[key] = reasons.get(key, 0) + 1
