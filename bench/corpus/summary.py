@@ -66,8 +66,12 @@ def row(work, project, name):
                 r["other_covered"] += st in COVERED
     feasible = r["sides"] - r["dead"]
     r["coverage"] = 1.0 if feasible == 0 else r["covered"] / feasible
+    # `cltrap fuzz` names a kernel it could not fuzz on stdout (`kernel K: ...`), other
+    # errors on stderr.
+    txt = open(os.path.join(d, "fuzz.txt"), errors="replace").read()
+    said = [l for l in txt.splitlines() if l.startswith("kernel ") and ":" in l]
     lines = [l for l in err.splitlines() if l.strip() and not l.startswith("  ")]
-    r["error"] = "" if r["ran"] else (lines[-1][:160] if lines else f"exit {rc}")
+    r["error"] = "" if r["ran"] else (said or lines or [f"exit {rc}"])[-1][:160]
     if not r["ran"] and not r["hang"] and not r["crash"]:
         r["built"] = not re.search(r"build|compil|parse|libclang|unsupported", r["error"], re.I)
     m = os.path.join(d, "mutate.txt")
@@ -183,7 +187,7 @@ def main():
         if r["mutate_over_limit"]:
             reasons["cltrap mutate over the time limit"] = reasons.get("cltrap mutate over the time limit", 0) + 1
         if not r["ran"]:
-            key = re.sub(r"`[^`]*`|'[^']*'|\d+", "_", r["error"])[:90]
+            key = re.sub(r"`[^`]*`|'[^']*'|\d+|^kernel \w+", "_", r["error"])[:90]
             reasons[key] = reasons.get(key, 0) + 1
         for w in r["unsupported_what"]:
             key = "unsupported side: " + re.sub(r" at line.*|\d+", "_", w)[:80]
