@@ -323,7 +323,7 @@ fn constant_initializers_have_no_counters_and_still_build() {
 
 #[test]
 fn float_operands_and_conditions_are_instrumented_into_code_that_builds_and_counts() {
-    let src = fixture("short_circuit.cl");
+    let src = fixture("float_logic.cl");
     let program = parse_program(&src, "").expect("fixture parses");
     let ins = instrument_coverage(&program, CoverageOptions::default()).expect("instruments");
     let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
