@@ -103,6 +103,10 @@ def fmt(r):
     return line
 
 
+def _share(values):
+    return sum(values) / len(values) if values else 0
+
+
 def totals(rows, label):
     built = [r for r in rows if r["built"] or r["ran"]]
     ran = [r for r in rows if r["ran"]]
@@ -124,6 +128,11 @@ def totals(rows, label):
         "full_coverage_share": (sum(r["coverage"] >= 1.0 for r in ran) / len(built)) if built else 0,
         "mean_coverage": (sum(r["coverage"] for r in ran) / len(built)) if built else 0,
         "unsupported_share": (sum(r["unsupported"] for r in ran) / sides) if sides else 0,
+        # The same two shares over the kernels that have at least one side (a kernel without
+        # any branch counts as fully covered above).
+        "with_sides": len([r for r in ran if r["sides"]]),
+        "with_sides_full_share": _share([r["coverage"] >= 1.0 for r in ran if r["sides"]]),
+        "with_sides_mean_coverage": _share([r["coverage"] for r in ran if r["sides"]]),
         "median_wall_s": statistics.median(walls) if walls else 0,
         "total_wall_s": sum(walls),
         "crashes_panics_hangs": sum(r["panic"] or r["hang"] or r["crash"] or r["mutate_crash"] for r in rows),
@@ -138,7 +147,9 @@ def fmt_total(t):
     return (f"{t['label']:<12} kernels {t['kernels']:>3} built {t['built']:>3} ran {t['ran']:>3} "
             f"cases {t['cases']:>4} sides {t['covered']}/{t['sides']} dead {t['dead']} "
             f"unsup {t['unsupported']} ({100 * t['unsupported_share']:.1f}%) open {t['open']} | "
-            f"full {100 * t['full_coverage_share']:.1f}% mean {100 * t['mean_coverage']:.1f}% | "
+            f"full {100 * t['full_coverage_share']:.1f}% mean {100 * t['mean_coverage']:.1f}% "
+            f"(of the {t['with_sides']} with sides: full {100 * t['with_sides_full_share']:.1f}% "
+            f"mean {100 * t['with_sides_mean_coverage']:.1f}%) | "
             f"findings {t['findings']} | median {t['median_wall_s']:.1f}s total {t['total_wall_s']:.0f}s | "
             f"crash/panic/hang {t['crashes_panics_hangs']} | mutation {mut}"
             + (f" ({t['mutate_over_limit']} over the limit)" if t["mutate_over_limit"] else ""))
