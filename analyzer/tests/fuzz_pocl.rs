@@ -195,6 +195,8 @@ fn init_writes_an_editable_interface() {
     assert!(ok, "{text}");
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["args"][0]["output"], true, "{text}");
+    // Outputs start random too: the elements a kernel leaves unwritten show in the suite.
+    assert_eq!(v["args"][0]["fill"], "random", "{text}");
     assert_eq!(v["args"][1]["output"], false, "{text}");
     assert_eq!(v["args"][1]["size"], 64, "{text}");
     // Edit it: fixed n, then fuzz with it.
@@ -600,4 +602,71 @@ fn a_program_that_does_not_build_is_said_once_without_a_misleading_report_error(
     );
     assert!(!text.contains("cannot write"), "{text}");
     assert!(text.contains("no suite written"), "{text}");
+}
+
+/// darktable's retouch kernels index a float4 buffer with offsets read from a region buffer
+/// (`in[dest_index].w = w`, dest_index from `roi_in->x`, `roi_in->width`, ...). A case whose
+/// region puts the write gigabytes away crashes (or silently corrupts) whatever process runs
+/// it. Fuzzing keeps it as a finding; `cltrap mutate` over that finding used to check it with
+/// the instrumented original in its own process and died of it (SIGSEGV, or "double free or
+/// corruption" for the darktable corpus kernel): the original now runs in a worker, and the
+/// case is named as "not a test case".
+#[test]
+fn mutate_survives_a_case_that_writes_gigabytes_out_of_bounds() {
+    let dir = common::temp_dir("far-write");
+    std::fs::create_dir_all(&dir).unwrap();
+    let k = dir.join("far.cl");
+    std::fs::write(
+        &k,
+        "__kernel void far_write(__global float4 *in, __global const int *roi, float v) {\n\
+         \x20   const int dest = roi[0] + (int)get_global_id(0);\n\
+         \x20   const float w = in[dest].w;\n\
+         \x20   in[dest] = (float4)(v);\n\
+         \x20   in[dest].w = w;\n\
+         }\n",
+    )
+    .unwrap();
+    let iface = serde_json::json!({
+        "kernel": "far_write",
+        "global_size": [4],
+        "local_size": [4],
+        "args": [
+            {"name": "in", "type": "__global float4 *", "size": 16, "fill": "random", "output": true},
+            {"name": "roi", "type": "__global const int *", "size": 1, "fill": {"fixed": 268435456}, "output": false},
+            {"name": "v", "type": "float", "fill": {"fixed": 1.5}, "output": false},
+        ],
+    });
+    let f = dir.join("far.json");
+    std::fs::write(&f, serde_json::to_vec_pretty(&iface).unwrap()).unwrap();
+    let suite = dir.join("suite");
+    let (ok, text) = cltrap(&[
+        "fuzz",
+        k.to_str().unwrap(),
+        "--interface",
+        f.to_str().unwrap(),
+        "--budget",
+        "50",
+        "--out",
+        suite.to_str().unwrap(),
+    ]);
+    assert!(ok, "{text}");
+    let findings = suite.join("findings/far_write");
+    assert!(findings.join("launches.jsonl").exists(), "{text}");
+    let (code, out, err) = common::cltrap(
+        &[
+            "mutate",
+            findings.to_str().unwrap(),
+            "--jobs",
+            "1",
+            "--out",
+            dir.join("mutate").to_str().unwrap(),
+        ],
+        &[],
+    );
+    // Killed by a signal: code -1.
+    assert_ne!(code, -1, "cltrap mutate died: {out}{err}");
+    assert!(
+        (out.clone() + &err).contains("not a test case"),
+        "{out}{err}"
+    );
 }

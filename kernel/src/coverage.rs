@@ -519,11 +519,19 @@ impl Ins<'_> {
             cond.span,
             format!("{what} ({label}) false"),
         );
+        // OpenCL C rejects a floating-point first operand of `?:` ("used type 'float' where
+        // floating point type is not allowed"), which `if (x)` and `x && y` accept: such a
+        // condition is compared with 0 (the same truth value, NaN included).
+        let (open, test) = if is_float_type(&cond.ty) {
+            ("(((", ") != 0)")
+        } else {
+            ("((", ")")
+        };
         self.edits.wrap(
             cond.span.start,
             cond.span.end,
-            "((",
-            format!(") ? (__CLTRAP_HIT({t}), 1) : (__CLTRAP_HIT({f}), 0))"),
+            open,
+            format!("{test} ? (__CLTRAP_HIT({t}), 1) : (__CLTRAP_HIT({f}), 0))"),
             depth,
         );
     }
@@ -1058,4 +1066,15 @@ fn switch_has_default(s: &Stmt) -> bool {
         | StmtKind::Attributed { body } => switch_has_default(body),
         _ => false,
     }
+}
+
+/// A scalar floating-point type (`float`, `const double`, `half`): conditions of such types
+/// cannot be the first operand of `?:` in OpenCL C.
+fn is_float_type(ty: &str) -> bool {
+    let t = ty
+        .split_whitespace()
+        .filter(|w| !matches!(*w, "const" | "volatile" | "__private" | "private"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    matches!(t.as_str(), "float" | "double" | "half")
 }

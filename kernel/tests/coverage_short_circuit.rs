@@ -320,3 +320,36 @@ fn constant_initializers_have_no_counters_and_still_build() {
     let outs = run(&s, &ins.source, &input, &[buffer(words)]);
     assert_eq!(ints(outs[0].as_deref().expect("out")), [1 + 5]);
 }
+
+#[test]
+fn float_operands_and_conditions_are_instrumented_into_code_that_builds_and_counts() {
+    let src = fixture("float_logic.cl");
+    let program = parse_program(&src, "").expect("fixture parses");
+    let ins = instrument_coverage(&program, CoverageOptions::default()).expect("instruments");
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let s = session();
+    let input = |a: f32, b: f32| {
+        launch(
+            "float_logic",
+            &[1],
+            None,
+            None,
+            vec![
+                buffer(vec![0; 12]),
+                InputArg::Scalar(a.to_le_bytes().to_vec()),
+                InputArg::Scalar(b.to_le_bytes().to_vec()),
+            ],
+        )
+    };
+    for (a, b, want) in [
+        (1.5f32, 0.0f32, [0, 1, 1]),
+        (0.0, 2.0, [0, 1, 0]),
+        (-3.0, 0.5, [1, 1, 1]),
+    ] {
+        let i = input(a, b);
+        let counters = ins.map.initial_buffer(&i.global_size, None);
+        let words: Vec<u8> = counters.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let out = run(&s, &ins.source, &i, &[buffer(words)]);
+        assert_eq!(ints(out[0].as_ref().unwrap()), want, "a={a} b={b}");
+    }
+}

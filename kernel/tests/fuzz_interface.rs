@@ -31,7 +31,16 @@ fn roles_from_the_code() {
     assert_eq!(role(&i, "vec_out"), Role::Output);
     assert_eq!(role(&i, "counter"), Role::Both);
     assert_eq!(role(&i, "table"), Role::Input);
-    assert_eq!(role(&i, "pairs"), Role::Output);
+    // `pairs[i].k = -5` keeps each element's other field: read and written.
+    assert_eq!(role(&i, "pairs"), Role::Both);
+}
+
+#[test]
+fn a_store_to_one_lane_or_field_keeps_the_rest_of_the_element_as_input() {
+    let src = common::fixture("fuzz_roles.cl");
+    let program = cltrap_kernel::parse_program(&src, "").unwrap();
+    let i = derive(&program, "retouch_clear_alpha").unwrap();
+    assert_eq!(role(&i, "in"), Role::Both);
 }
 
 #[test]

@@ -136,3 +136,8 @@ fn exact_math_builtins_are_solved_and_confirmed() {
 fn transcendental_builtins_are_answered_as_uninterpreted_functions() {
     check("transcendental", false);
 }
+
+#[test]
+fn vload_and_vstore_are_solved_and_confirmed() {
+    check("vector_memory", true);
+}

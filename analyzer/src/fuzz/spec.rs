@@ -64,7 +64,9 @@ pub struct InterfaceFile {
 }
 
 /// The interface file `--init` writes: 64 work-items in groups of 16, buffers of one element
-/// per work-item, random inputs, zeroed outputs.
+/// per work-item, random contents — outputs included: the elements a kernel leaves unwritten
+/// then show in its expected outputs, so a suite catches a mutant that skips a write (with
+/// zeroed outputs, a kernel that writes zeros could not be told from one that writes nothing).
 pub fn initial(iface: &KernelInterface, build_options: &str) -> InterfaceFile {
     let n = 64;
     let args = iface
@@ -72,15 +74,7 @@ pub fn initial(iface: &KernelInterface, build_options: &str) -> InterfaceFile {
         .iter()
         .map(|a| {
             let (size, fill, output) = match &a.kind {
-                ArgKind::Buffer { role, .. } => {
-                    let out = *role != Role::Input;
-                    let fill = if *role == Role::Output {
-                        Fill::Zero
-                    } else {
-                        Fill::Random
-                    };
-                    (Some(n), fill, out)
-                }
+                ArgKind::Buffer { role, .. } => (Some(n), Fill::Random, *role != Role::Input),
                 ArgKind::Local { .. } => (Some(16), Fill::Zero, false),
                 _ => (None, Fill::Random, false),
             };

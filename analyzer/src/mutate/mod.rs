@@ -679,7 +679,7 @@ fn prepare(
     let (cov, schema_built) = std::thread::scope(|scope| {
         let other = instrumented.map(|c| {
             let record = &record;
-            scope.spawn(move || CoverageRun::build(c, capture, record, &opts.device))
+            scope.spawn(move || CoverageRun::build(c, capture, record, opts))
         });
         let built = build(&base.source);
         let cov = other.map(|h| {
@@ -1039,11 +1039,18 @@ type BranchKey = (u32, u32, bool);
 /// It has a device session of its own, so it can be compiled while the schema is.
 struct CoverageRun {
     c: cltrap_kernel::coverage::Instrumented,
-    built: crate::executor::BuiltProgram,
+    /// The instrumented original, built and run in a fuzzing worker process: a suite case
+    /// that writes far out of bounds (past the guard zones) or crashes then costs the
+    /// worker, never this process's heap.
+    runner: std::cell::RefCell<crate::fuzz::runner::Worker>,
     known: HashSet<BranchKey>,
-    // Declared last: dropped after the program built in it.
-    session: Session,
+    // Declared last: the header mirror the worker's build reads outlives the worker.
+    _headers: crate::headers::Headers,
 }
+
+/// How long one run of the instrumented original may take in its worker (the first run of a
+/// kernel includes the driver's compile for its work-group size).
+const ORIGINAL_WATCHDOG: Duration = Duration::from_secs(60);
 
 fn branch_outcome(o: Outcome) -> Option<bool> {
     match o {
@@ -1079,26 +1086,26 @@ impl CoverageRun {
         }
     }
 
-    /// Opens a session and builds the instrumented original in it; the error is the first
-    /// line of the reason.
+    /// Starts a worker process and builds the instrumented original there (with the
+    /// program's captured headers and build options); the error is the first line of the
+    /// reason.
     fn build(
         c: cltrap_kernel::coverage::Instrumented,
         capture: &Capture,
         record: &cltrap_capture::ProgramRecord,
-        device: &DeviceSelector,
+        opts: &MutateOptions,
     ) -> Result<CoverageRun, String> {
-        let first_line = |e: ExecError| e.to_string().lines().next().unwrap_or("").to_string();
-        let session = Session::open(device).map_err(first_line)?;
-        let built = session
-            .build(
-                capture,
-                record,
-                &BuildOptions {
-                    source: Some(c.source.clone()),
-                    extra_options: String::new(),
-                },
-            )
-            .map_err(first_line)?;
+        let first_line = |e: String| e.lines().next().unwrap_or("").to_string();
+        let headers = crate::headers::Headers::from_capture(capture, &record.includes)
+            .map_err(|e| first_line(e.to_string()))?;
+        let runner = crate::fuzz::runner::Worker::new(
+            opts.worker_exe.clone(),
+            &headers.source(&c.source),
+            &headers.options(&record.options),
+            &opts.device,
+            ORIGINAL_WATCHDOG,
+        )
+        .map_err(|e| first_line(e.to_string()))?;
         let known = c
             .map
             .slots
@@ -1107,25 +1114,40 @@ impl CoverageRun {
             .collect();
         Ok(CoverageRun {
             c,
-            built,
+            runner: std::cell::RefCell::new(runner),
             known,
-            session,
+            _headers: headers,
         })
     }
 
-    /// Runs the instrumented original in guard zones: its outputs, its counters and its own
-    /// writes out of bounds.
+    /// Runs the instrumented original in guard zones, in the worker: its outputs, its
+    /// counters and its own writes out of bounds; a crash or hang of the worker is the error.
     fn run(&self, input: &LaunchInput) -> Result<OriginalRun, String> {
+        use crate::fuzz::runner::{Ran, Runner};
         let init = self
             .c
             .map
             .initial_buffer(&input.global_size, input.local_size.as_deref());
-        let (out, breaches) = self
-            .session
-            .run_guarded(&self.built, input, &[word_buffer(&init)])
+        let ran = self
+            .runner
+            .borrow_mut()
+            .run(input, &[word_buffer(&init)])
             .map_err(|e| e.to_string())?;
-        let counters = out.outputs.last().cloned().flatten().map(|b| words(&b));
-        Ok((out, counters, breaches))
+        match ran {
+            Ran::Done(outputs, breaches) => {
+                let counters = outputs.last().cloned().flatten().map(|b| words(&b));
+                let out = crate::executor::RunOutput {
+                    outputs,
+                    kernel_ns: None,
+                };
+                Ok((out, counters, breaches))
+            }
+            Ran::Crashed(why) => Err(format!("the original crashed the worker ({why})")),
+            Ran::Hung => Err(format!(
+                "the original ran past {} s",
+                ORIGINAL_WATCHDOG.as_secs()
+            )),
+        }
     }
 
     /// The branch outcomes one run hit.

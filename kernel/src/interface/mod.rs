@@ -231,7 +231,10 @@ fn param_role(program: &Program, f: &Function, name: &str, depth: u32) -> Role {
             op: Some(op), lhs, ..
         } if is_assignment(*op) && writes_through(lhs) && ours(lhs) => {
             written = true;
-            if *op != BinOp::Assign {
+            // A compound assignment reads the element; so does a store to a part of one
+            // (`in[i].w = 0`, `s[i].field = v`): the parts it leaves are the element's
+            // previous contents, which reach the output.
+            if *op != BinOp::Assign || writes_part(lhs) {
                 read = true;
             }
         }
@@ -274,6 +277,15 @@ fn param_role(program: &Program, f: &Function, name: &str, depth: u32) -> Role {
         (false, true) => Role::Output,
         (true, true) => Role::Both,
     }
+}
+
+/// The lvalue is a lane (swizzle) or a field of a memory element, not the whole element.
+fn writes_part(lhs: &Expr) -> bool {
+    // Only called on lvalues that write through memory (`writes_through`).
+    matches!(
+        lhs.peel().kind,
+        ExprKind::Swizzle { .. } | ExprKind::Member { .. }
+    )
 }
 
 fn is_assignment(op: BinOp) -> bool {

@@ -1598,6 +1598,10 @@ impl<'a> Exec<'a> {
                 out.push((s, v));
                 continue;
             }
+            if let Some(v) = self.vector_memory(callee, &vals, &mut s, e.span)? {
+                out.push((s, v));
+                continue;
+            }
             let v = self.builtin(callee, &vals, &e.ty)?;
             out.push((s, v));
         }
@@ -1723,6 +1727,67 @@ impl<'a> Exec<'a> {
             return Err(name.to_string());
         }
         Ok(Some(old))
+    }
+
+    /// `vloadN(offset, p)` and `vstoreN(data, offset, p)`: N consecutive elements of a
+    /// buffer of scalars from element `offset * N` on, read or written lane by lane (each
+    /// lane an ordinary load or store, so bounds and input reads are recorded as for `p[i]`).
+    /// `None` when `name` is not one of them.
+    fn vector_memory(
+        &mut self,
+        name: &str,
+        vals: &[Val],
+        st: &mut State,
+        span: Span,
+    ) -> Result<Option<Val>, String> {
+        let (store, n) = match name
+            .strip_prefix("vload")
+            .map(|n| (false, n))
+            .or_else(|| name.strip_prefix("vstore").map(|n| (true, n)))
+        {
+            Some((store, n @ ("2" | "3" | "4" | "8" | "16"))) => {
+                (store, n.parse::<u64>().unwrap_or(0))
+            }
+            _ => return Ok(None),
+        };
+        let (data, rest) = if store {
+            (vals.first(), vals.get(1..).unwrap_or(&[]))
+        } else {
+            (None, vals)
+        };
+        let (Some(Val::Int { bv, signed }), Some(Val::Ptr { region, off })) =
+            (rest.first().cloned(), rest.get(1).cloned())
+        else {
+            return Err(format!("{name} arguments"));
+        };
+        let scalar_elems = st
+            .regions
+            .get(region)
+            .is_some_and(|r| r.layout.is_none() && r.elem.lanes == 1);
+        if !scalar_elems {
+            return Err(format!("{name} from a buffer of vectors or structs"));
+        }
+        let base = off.bvadd(widen64(bv, signed).bvmul(BV::from_u64(n, 64)));
+        let lane_off = |k: u64| base.bvadd(BV::from_u64(k, 64));
+        if let Some(data) = data {
+            let Val::Vector(lanes) = data else {
+                return Err(format!("{name} of a non-vector"));
+            };
+            for (k, lane) in lanes.iter().enumerate().take(n as usize) {
+                if !self.store(st, region, &lane_off(k as u64), lane.clone(), span) {
+                    return Err(name.to_string());
+                }
+            }
+            return Ok(Some(Val::Void));
+        }
+        let mut lanes = Vec::new();
+        for k in 0..n {
+            lanes.push(
+                self.load(st, region, &lane_off(k), span)
+                    .ok_or_else(|| name.to_string())?,
+            );
+        }
+        Ok(Some(Val::Vector(lanes)))
     }
 
     fn dim(&self, vals: &[Val]) -> Result<usize, String> {

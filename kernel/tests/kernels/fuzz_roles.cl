@@ -22,3 +22,13 @@ __kernel void roles(__global const float *in, __global float *out, __global int 
     pairs[i].k = -5;
     if (p.w > 0.5f) out[1] = 1.0f;
 }
+
+// darktable's retouch.cl (retouch_clear_alpha): only the alpha lane of each pixel is
+// written; the other lanes keep the input's values, so the buffer is read and written.
+__kernel void retouch_clear_alpha(global float4 *in, int width, int height) {
+    const int x = get_global_id(0);
+    const int y = get_global_id(1);
+    if (x >= width || y >= height) return;
+    const int idx = mad24(y, width, x);
+    in[idx].w = 0.f;
+}

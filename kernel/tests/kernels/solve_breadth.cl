@@ -75,3 +75,15 @@ __kernel void transcendental(__global float *out, float s, float t) {
     if (pow(s, t) > 100.0f)
         out[i] = 3.0f;
 }
+
+// darktable's demosaic_markesteijn.cl: pixels read with vload4 from a float buffer at a
+// computed index, stored with vstore4 (the corpus benchmark's first unsupported built-in).
+__kernel void vector_memory(__global const float *rgb, __global float *out, int idx) {
+    int i = get_global_id(0);
+    const float4 pixel = (idx >= 0 && idx < 3) ? vload4(idx, rgb) : (float4)0.0f;
+    vstore4(pixel, i, out);
+    if (pixel.y > 2.0f && pixel.w < -1.0f)
+        out[i] = 7.0f;
+    if (vload2(2, rgb).x == 4.0f)
+        out[i] = 1.0f;
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The real-kernel corpus benchmark (issue 10 item 5): `cltrap fuzz --solve` on every kernel of
+# bench/corpus/<project>/ (one interface file per kernel: <file>.<kernel>.json, the kernel
+# file <file>.cl next to it or under the folder its project's SOURCES file names inside the
+# fetch cache), then `cltrap mutate` on a sample of the generated suites. Prints per kernel
+# and in total: built / ran / cases kept / if-?:-switch sides covered, proven dead,
+# unsupported / findings / time, and the mutation scores; the same as JSON in
+# $OUT/summary.json (totals computed by bench/corpus/summary.py, never typed).
+#
+# Usage: bench/corpus.sh
+#   BUDGET=10s        fuzzing budget per kernel (cltrap fuzz --budget)
+#   SOLVER_TIME=10    symbolic execution seconds per kernel (--solver-time)
+#   HANG=180          seconds after which one kernel's whole `cltrap fuzz` counts as a hang
+#   MUTATE_LIMIT=300  seconds one suite's `cltrap mutate` may take (past it: over the limit, unscored)
+#   MUTATE_EVERY=4    mutate every Nth suite (1 = all; 0 = none); the sample is reported
+#   ONLY=REGEX        only interface files whose path matches
+# Work files: target/bench/corpus/. Needs network once (bench/corpus/fetch.sh: darktable).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+TARGET="${CARGO_TARGET_DIR:-target}"
+CLTRAP="$PWD/$TARGET/release/cltrap"
+BUDGET="${BUDGET:-10s}"
+SOLVER_TIME="${SOLVER_TIME:-10}"
+HANG="${HANG:-180}"
+MUTATE_LIMIT="${MUTATE_LIMIT:-300}"
+MUTATE_EVERY="${MUTATE_EVERY:-4}"
+ONLY="${ONLY:-.}"
+[ -x "$CLTRAP" ] || cargo build --release -p cltrap
+CACHE="$(bench/corpus/fetch.sh)"
+OUT="$PWD/$TARGET/bench/corpus"
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+i=0
+for iface in $(find bench/corpus -mindepth 2 -name '*.json' | sort | grep -E "$ONLY"); do
+    project="$(basename "$(dirname "$iface")")"
+    name="$(basename "$iface" .json)"   # <file>.<kernel>
+    file="${name%.*}"
+    src_dir="$(dirname "$iface")"
+    [ -f "$src_dir/SOURCES" ] && src_dir="$CACHE/$(cat "$src_dir/SOURCES")"
+    work="$OUT/$project/$name"
+    mkdir -p "$work"
+    start=$(date +%s.%N)
+    timeout -k 5 "$HANG" "$CLTRAP" fuzz "$src_dir/$file.cl" --interface "$iface" --solve \
+        --budget "$BUDGET" --solver-time "$SOLVER_TIME" --out "$work/suite" \
+        >"$work/fuzz.txt" 2>"$work/fuzz.err"
+    echo $? >"$work/rc"
+    end=$(date +%s.%N)
+    awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f\n", b - a }' >"$work/wall"
+    if [ "$MUTATE_EVERY" -gt 0 ] && [ $((i % MUTATE_EVERY)) -eq 0 ] && [ -f "$work/suite/fuzz.json" ]; then
+        timeout -k 5 "$MUTATE_LIMIT" "$CLTRAP" mutate "$work/suite" --jobs 2 --json "$work/mutate.json" \
+            --out "$work/mutate" >"$work/mutate.txt" 2>&1
+        echo $? >"$work/mutate.rc"
+    fi
+    i=$((i + 1))
+    python3 bench/corpus/summary.py "$OUT" --row "$project/$name"
+done
+echo "device: $("$CLTRAP" devices 2>/dev/null | sed -n 2p | sed 's/^ *//'), budget $BUDGET, solver $SOLVER_TIME s, hang $HANG s, mutate every $MUTATE_EVERY"
+python3 bench/corpus/summary.py "$OUT"
