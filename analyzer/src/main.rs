@@ -178,6 +178,10 @@ enum Cmd {
         /// Write a SARIF 2.1.0 log (kernel sources are written to FILE.sources/).
         #[arg(long, value_name = "FILE")]
         sarif: Option<PathBuf>,
+        /// Write a self-contained HTML report: findings by kind and source location, with
+        /// their source lines, work-items, counts and the launches.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
         /// Wall-clock limit per launch on the simulator, in seconds.
         #[arg(long, default_value_t = 300, value_name = "SECS")]
         deadline: u64,
@@ -516,6 +520,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             quick,
             json,
             sarif,
+            html,
             deadline,
         } => {
             let capture = open(&dir)?;
@@ -536,6 +541,10 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             let report = check::check(&dir, &capture, &opts, |line| eprintln!("cltrap: {line}"))?;
             if let Some(path) = &sarif {
                 write_sarif(path, &report)?;
+            }
+            if let Some(path) = &html {
+                std::fs::write(path, check::html::render(&report))
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             }
             if json {
                 let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;

@@ -7,7 +7,9 @@
 //! ([`oclgrind`]), maps addresses back to arguments, deduplicates ([`finding`]) and reports
 //! ([`report`], [`sarif`]). The native instrumented engine of issue 11 does not exist yet.
 
+pub mod api;
 pub mod finding;
+pub mod html;
 pub mod oclgrind;
 pub mod report;
 pub mod sarif;
@@ -161,7 +163,10 @@ pub fn check(
                 ""
             }
         ));
-        let (status, diags) = run_child(&exe, dir, l.id, &vendors, checks, opts.deadline);
+        let (status, mut diags) = run_child(&exe, dir, l, &vendors, checks, opts.deadline);
+        if let Ok(p) = capture.program(&l.program) {
+            diags.extend(api::capture_misuse(l, &p.options));
+        }
         let diags: Vec<Diagnostic> = diags
             .into_iter()
             .filter(|d| d.kind.family().is_none_or(wants))
@@ -196,13 +201,15 @@ pub fn check(
 fn run_child(
     exe: &Path,
     dir: &Path,
-    id: u64,
+    launch: &cltrap_capture::LaunchRecord,
     vendors: &Path,
     checks: oclgrind::Checks,
     deadline: Duration,
 ) -> (LaunchStatus, Vec<Diagnostic>) {
     let mut cmd = Command::new(exe);
-    cmd.arg("check-worker").arg(dir).arg(id.to_string());
+    cmd.arg("check-worker")
+        .arg(dir)
+        .arg(launch.id.to_string());
     for (k, v) in oclgrind::environment(vendors, checks) {
         cmd.env(k, v);
     }
@@ -273,9 +280,7 @@ fn run_child(
             }
         }
     }
-    // An API error Oclgrind reports about the worker's own calls is not a kernel finding:
-    // it shows up as the worker's failure below instead.
-    diags.retain(|d| !d.kernel.is_empty());
+    api::keep_launch_errors(&mut diags, &launch.kernel);
     let status = if timed_out {
         LaunchStatus::TimedOut {
             seconds: deadline.as_secs(),
