@@ -82,6 +82,14 @@ enum Cmd {
         /// With --schedules: seed of the first schedule (schedule k uses SEED+k).
         #[arg(long, default_value_t = 1, value_name = "SEED", requires = "schedules")]
         seed: u64,
+        /// With --schedules: do not run the race check (Oclgrind) on the launches whose
+        /// results depend on the schedule.
+        #[arg(long, requires = "schedules")]
+        no_race_check: bool,
+        /// With --schedules: wall-clock limit of the race check, all launches together; what
+        /// it could not finish is reported as skipped and the replay's verdicts stand.
+        #[arg(long, default_value_t = 120, value_name = "SECS", requires = "schedules")]
+        race_deadline: u64,
         /// With --schedules: print compile time and per-run times (for benchmarks).
         #[arg(long, hide = true, requires = "schedules")]
         timing: bool,
@@ -188,7 +196,19 @@ enum Cmd {
     },
     /// Internal: runs one launch on Oclgrind for `cltrap check`.
     #[command(hide = true)]
-    CheckWorker { dir: PathBuf, id: u64 },
+    CheckWorker {
+        dir: PathBuf,
+        id: u64,
+        /// Build this program text instead of the launch's (a mutant).
+        #[arg(long, value_name = "FILE")]
+        source: Option<PathBuf>,
+        /// Options added to the recorded build options.
+        #[arg(long, default_value = "", allow_hyphen_values = true)]
+        extra_options: String,
+        /// Pass `cltrap mutate`'s selector and watchdog arguments.
+        #[arg(long)]
+        mutant_args: bool,
+    },
     /// Internal: evaluates mutants for `cltrap mutate` (JSON jobs on stdin).
     #[command(hide = true)]
     MutateWorker,
@@ -353,6 +373,8 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             schedules,
             repeats,
             seed,
+            no_race_check,
+            race_deadline,
             timing,
             instrument_cache,
             in_process,
@@ -389,6 +411,8 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                     seed,
                     ulp,
                     instrument_cache,
+                    race_check: (!no_race_check)
+                        .then(|| std::time::Duration::from_secs(race_deadline.max(1))),
                 };
                 return schedules::cli(&capture, &opts, timing, &mut stdout)
                     .map(|c| c as u8)
@@ -537,6 +561,8 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                 families,
                 quick,
                 deadline: std::time::Duration::from_secs(deadline.max(1)),
+                budget: None,
+                variant: None,
             };
             let report = check::check(&dir, &capture, &opts, |line| eprintln!("cltrap: {line}"))?;
             if let Some(path) = &sarif {
@@ -554,7 +580,20 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             }
             Ok(report.exit_code())
         }
-        Cmd::CheckWorker { dir, id } => Ok(check::worker_main(&dir, id)),
+        Cmd::CheckWorker {
+            dir,
+            id,
+            source,
+            extra_options,
+            mutant_args,
+        } => {
+            let variant = source.map(|source| check::Variant {
+                source,
+                extra_options,
+                mutant_args,
+            });
+            Ok(check::worker_main(&dir, id, variant.as_ref()))
+        }
         Cmd::MutateWorker => Ok(cltrap_analyzer::mutate::worker::worker_main()),
         Cmd::Fuzz(a) => cltrap_analyzer::fuzz::cli(&a, &mut stdout),
         Cmd::Solve(a) => cltrap_analyzer::solve::cli(&a, &mut stdout),

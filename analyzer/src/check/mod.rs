@@ -35,6 +35,39 @@ pub struct CheckOptions {
     pub quick: bool,
     /// Wall-clock limit per launch.
     pub deadline: Duration,
+    /// Wall-clock limit for the whole check (`replay --schedules`, `fuzz` and `mutate` run it
+    /// inside their own work): launches left when it runs out are skipped, and say so.
+    pub budget: Option<Duration>,
+    /// Run this program instead of the launch's own (a mutant), see [`Variant`].
+    pub variant: Option<Variant>,
+}
+
+impl CheckOptions {
+    /// The check of `ids` for the `families` asked, with a per-launch deadline and nothing else.
+    pub fn of(ids: Vec<u64>, families: Vec<Family>, deadline: Duration) -> CheckOptions {
+        CheckOptions {
+            ids: Some(ids),
+            families,
+            quick: false,
+            deadline,
+            budget: None,
+            variant: None,
+        }
+    }
+}
+
+/// Another source for the launches' program: a mutant of `cltrap mutate` (its lines are the
+/// original's: mutation never adds lines), built with extra options and run with the
+/// mutation's selector and watchdog arguments set to run the original code path's mutant.
+#[derive(Debug, Clone)]
+pub struct Variant {
+    /// The file holding the program text.
+    pub source: PathBuf,
+    /// Options added to the recorded build options.
+    pub extra_options: String,
+    /// Pass `cltrap mutate`'s selector (0) and watchdog (no budget) arguments after the
+    /// kernel's own.
+    pub mutant_args: bool,
 }
 
 /// How one launch's check ended.
@@ -149,7 +182,24 @@ pub fn check(
         sources: BTreeMap::new(),
     };
     let mut all: Vec<(u64, String, Diagnostic)> = Vec::new();
+    let started = Instant::now();
     for (n, l) in launches.iter().enumerate() {
+        let left = opts.budget.map(|b| b.saturating_sub(started.elapsed()));
+        if left.is_some_and(|t| t < Duration::from_millis(500)) {
+            report.launches.push(LaunchCheck {
+                id: l.id,
+                kernel: l.kernel.clone(),
+                status: LaunchStatus::Skipped {
+                    reason: format!(
+                        "the check's time budget of {} s ran out before this launch",
+                        opts.budget.unwrap_or_default().as_secs()
+                    ),
+                },
+                diagnostics: 0,
+            });
+            continue;
+        }
+        let deadline = left.map_or(opts.deadline, |t| t.min(opts.deadline));
         let items: u64 = l.global_size.iter().product();
         progress(&format!(
             "[{}/{}] launch {} {}: {items} work-item(s) on Oclgrind{}",
@@ -163,7 +213,15 @@ pub fn check(
                 ""
             }
         ));
-        let (status, mut diags) = run_child(&exe, dir, l, &vendors, checks, opts.deadline);
+        let child = Child {
+            exe: &exe,
+            dir,
+            vendors: &vendors,
+            checks,
+            deadline,
+            variant: opts.variant.as_ref(),
+        };
+        let (status, mut diags) = child.run(l);
         if let Ok(p) = capture.program(&l.program) {
             diags.extend(api::capture_misuse(l, &p.options));
         }
@@ -197,19 +255,42 @@ pub fn check(
     Ok(report)
 }
 
+/// How to run one launch in a child on Oclgrind.
+struct Child<'a> {
+    exe: &'a Path,
+    dir: &'a Path,
+    vendors: &'a Path,
+    checks: oclgrind::Checks,
+    /// The child is killed when it runs out.
+    deadline: Duration,
+    variant: Option<&'a Variant>,
+}
+
+impl Child<'_> {
+    fn run(&self, launch: &cltrap_capture::LaunchRecord) -> (LaunchStatus, Vec<Diagnostic>) {
+        let mut cmd = Command::new(self.exe);
+        cmd.arg("check-worker")
+            .arg(self.dir)
+            .arg(launch.id.to_string());
+        if let Some(v) = self.variant {
+            cmd.arg("--source").arg(&v.source);
+            cmd.arg(format!("--extra-options={}", v.extra_options));
+            if v.mutant_args {
+                cmd.arg("--mutant-args");
+            }
+        }
+        run_child(cmd, launch, self.vendors, self.checks, self.deadline)
+    }
+}
+
 /// Runs one launch in a child on Oclgrind, killed at `deadline`.
 fn run_child(
-    exe: &Path,
-    dir: &Path,
+    mut cmd: Command,
     launch: &cltrap_capture::LaunchRecord,
     vendors: &Path,
     checks: oclgrind::Checks,
     deadline: Duration,
 ) -> (LaunchStatus, Vec<Diagnostic>) {
-    let mut cmd = Command::new(exe);
-    cmd.arg("check-worker")
-        .arg(dir)
-        .arg(launch.id.to_string());
     for (k, v) in oclgrind::environment(vendors, checks) {
         cmd.env(k, v);
     }
@@ -226,7 +307,7 @@ fn run_child(
         Err(e) => {
             return (
                 LaunchStatus::Failed {
-                    reason: format!("cannot start {}: {e}", exe.display()),
+                    reason: format!("cannot start {:?}: {e}", cmd.get_program()),
                 },
                 vec![],
             )
@@ -313,8 +394,8 @@ fn run_child(
 /// `cltrap check-worker DIR ID`: runs one launch on the Oclgrind platform (the only one its
 /// parent registered) and prints a [`WorkerReply`] line; Oclgrind prints its diagnostics on
 /// stderr. Exit status 0 whenever a reply was printed.
-pub fn worker_main(dir: &Path, id: u64) -> u8 {
-    let reply = worker(dir, id).unwrap_or_else(|(outcome, message)| WorkerReply {
+pub fn worker_main(dir: &Path, id: u64, variant: Option<&Variant>) -> u8 {
+    let reply = worker(dir, id, variant).unwrap_or_else(|(outcome, message)| WorkerReply {
         buffers: vec![],
         outcome: outcome.into(),
         message,
@@ -328,7 +409,11 @@ pub fn worker_main(dir: &Path, id: u64) -> u8 {
     }
 }
 
-fn worker(dir: &Path, id: u64) -> Result<WorkerReply, (&'static str, String)> {
+fn worker(
+    dir: &Path,
+    id: u64,
+    variant: Option<&Variant>,
+) -> Result<WorkerReply, (&'static str, String)> {
     let fail = |e: crate::executor::ExecError| {
         (if e.is_skip() { "skipped" } else { "error" }, e.to_string())
     };
@@ -343,9 +428,18 @@ fn worker(dir: &Path, id: u64) -> Result<WorkerReply, (&'static str, String)> {
     let program = capture
         .program(&record.program)
         .map_err(|e| ("error", e.to_string()))?;
-    let built = session
-        .build(&capture, &program, &BuildOptions::default())
-        .map_err(fail)?;
+    let mut options = BuildOptions::default();
+    let mut extras = Vec::new();
+    if let Some(v) = variant {
+        let text = std::fs::read_to_string(&v.source)
+            .map_err(|e| ("error", format!("{}: {e}", v.source.display())))?;
+        options.source = Some(text);
+        options.extra_options = v.extra_options.clone();
+        if v.mutant_args {
+            extras = crate::mutate::selector_extras(0, u32::MAX);
+        }
+    }
+    let built = session.build(&capture, &program, &options).map_err(fail)?;
     // The executor creates one memory object per buffer or image argument, in order.
     let buffers = input
         .args
@@ -364,7 +458,7 @@ fn worker(dir: &Path, id: u64) -> Result<WorkerReply, (&'static str, String)> {
             Some((i, name, size as u64))
         })
         .collect();
-    session.run(&built, &input, &[]).map_err(fail)?;
+    session.run(&built, &input, &extras).map_err(fail)?;
     Ok(WorkerReply {
         buffers,
         outcome: "ok".into(),

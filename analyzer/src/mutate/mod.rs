@@ -254,7 +254,7 @@ struct Plan {
 }
 
 /// The selector and watchdog arguments (see `cltrap_kernel::mutate::WATCHDOG_PARAM`).
-fn selector_extras(n: u32, barrier_budget: u32) -> Vec<InputArg> {
+pub(crate) fn selector_extras(n: u32, barrier_budget: u32) -> Vec<InputArg> {
     vec![
         InputArg::Scalar(n.to_le_bytes().to_vec()),
         word_buffer(&[0, barrier_budget, 0]),
