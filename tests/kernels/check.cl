@@ -87,3 +87,12 @@ __kernel void spin(__global uint *out, __global const uint *in, uint n) {
         x = x * 1664525u + 1013904223u;
     out[g] = x;
 }
+
+// Off by one only for an input value above n (the host's in[i] = i never is): fuzzing finds
+// an input that makes the last work-item write out[n]; the mutant `<` for `>` does it on the
+// captured input. Not in the host program's default table.
+__kernel void guarded_overrun(__global uint *out, __global const uint *in, uint n) {
+    uint g = get_global_id(0);
+    uint at = in[g] > n ? g + 1 : g;
+    out[at] = in[g];
+}

@@ -10,6 +10,7 @@
 pub mod api;
 pub mod finding;
 pub mod html;
+pub mod locate;
 pub mod oclgrind;
 pub mod report;
 pub mod sarif;
