@@ -199,7 +199,16 @@ fn diagnostic(block: &[&str]) -> Option<Diagnostic> {
     let mut accesses = accesses.into_iter();
     // An API error's headline says only that there is one: the message is its lines.
     let message = if kind == Kind::ApiMisuse && !detail.is_empty() {
-        detail.join("; ")
+        let words: Vec<&str> = detail
+            .iter()
+            .map(|l| {
+                l.strip_prefix("Function:")
+                    .or_else(|| l.strip_prefix("Error:"))
+                    .unwrap_or(l)
+                    .trim()
+            })
+            .collect();
+        words.join(": ")
     } else {
         headline.trim().to_string()
     };
