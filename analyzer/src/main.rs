@@ -88,7 +88,12 @@ enum Cmd {
         no_race_check: bool,
         /// With --schedules: wall-clock limit of the race check, all launches together; what
         /// it could not finish is reported as skipped and the replay's verdicts stand.
-        #[arg(long, default_value_t = 120, value_name = "SECS", requires = "schedules")]
+        #[arg(
+            long,
+            default_value_t = 120,
+            value_name = "SECS",
+            requires = "schedules"
+        )]
         race_deadline: u64,
         /// With --schedules: print compile time and per-run times (for benchmarks).
         #[arg(long, hide = true, requires = "schedules")]

@@ -600,11 +600,8 @@ fn race_check(capture: &Capture, ids: Vec<u64>, budget: Duration, out: &mut impl
         budget.as_secs()
     );
     let _ = out.flush();
-    let mut opts = crate::check::CheckOptions::of(
-        ids,
-        vec![crate::check::finding::Family::Races],
-        budget,
-    );
+    let mut opts =
+        crate::check::CheckOptions::of(ids, vec![crate::check::finding::Family::Races], budget);
     opts.budget = Some(budget);
     match crate::check::check(capture.dir(), capture, &opts, |line| {
         eprintln!("cltrap: race check: {line}")

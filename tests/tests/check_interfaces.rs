@@ -41,7 +41,7 @@ fn html_findings(page: &str) -> Vec<(String, String, String)> {
             .unwrap_or_default()
     };
     let mut v: Vec<_> = page
-        .split("<div class=\"finding\"")
+        .split("<div class=\"finding ")
         .skip(1)
         .map(|rest| {
             let tag = rest.split_once('>').map(|t| t.0).unwrap_or("");
@@ -68,8 +68,8 @@ fn the_html_report_shows_each_finding_on_its_lines_grouped_by_kind() {
     let page = std::fs::read_to_string(&page_path).expect("the page is written");
     // Well formed where it matters: every element the report opens is closed.
     for tag in ["div", "table", "tr", "h2", "h3", "h4", "p"] {
-        let open = page.matches(&format!("<{tag}>")).count()
-            + page.matches(&format!("<{tag} ")).count();
+        let open =
+            page.matches(&format!("<{tag}>")).count() + page.matches(&format!("<{tag} ")).count();
         assert_eq!(
             open,
             page.matches(&format!("</{tag}>")).count(),
@@ -113,7 +113,10 @@ fn the_html_report_shows_each_finding_on_its_lines_grouped_by_kind() {
     assert!(page.contains("argument 0 (out), byte offset 256 of a 256-byte buffer"));
     assert!(page.contains("engine <b>oclgrind</b>; 10 of 10 launch(es) checked"));
     // `&&` in the source is escaped, never raw.
-    assert!(page.contains("GROUP - 1 &amp;&amp; g + 1 &lt; n"), "escaping");
+    assert!(
+        page.contains("GROUP - 1 &amp;&amp; g + 1 &lt; n"),
+        "escaping"
+    );
     assert_eq!(page.matches("<tr data-launch=").count(), 10, "launch table");
 }
 
@@ -134,7 +137,10 @@ fn replay_schedules_prints_the_racing_lines_and_nothing_for_the_correct_twin() {
         .split_once("race check of the 1 launch(es) whose results differ")
         .map(|x| x.1)
         .unwrap_or_else(|| panic!("no race check: {text}"));
-    assert!(section.contains("kernel global_race: 1 finding(s)"), "{text}");
+    assert!(
+        section.contains("kernel global_race: 1 finding(s)"),
+        "{text}"
+    );
     assert!(
         section.contains("25 |     out[g] = in[g];\n   |            ^ first access"),
         "{text}"
@@ -152,11 +158,26 @@ fn replay_schedules_prints_the_racing_lines_and_nothing_for_the_correct_twin() {
     // The correct twin alone: deterministic, no race check at all.
     let out = cltrap(&["replay", path(&dir), "1", "--schedules", "6"]);
     assert_eq!(out.code, Some(0), "{}", out.describe());
-    assert!(!out.stdout_text().contains("race check"), "{}", out.describe());
+    assert!(
+        !out.stdout_text().contains("race check"),
+        "{}",
+        out.describe()
+    );
     // Switched off, the racy launch keeps its verdict and no check runs.
-    let out = cltrap(&["replay", path(&dir), "0", "--schedules", "6", "--no-race-check"]);
+    let out = cltrap(&[
+        "replay",
+        path(&dir),
+        "0",
+        "--schedules",
+        "6",
+        "--no-race-check",
+    ]);
     assert_eq!(out.code, Some(1), "{}", out.describe());
-    assert!(!out.stdout_text().contains("race check"), "{}", out.describe());
+    assert!(
+        !out.stdout_text().contains("race check"),
+        "{}",
+        out.describe()
+    );
 }
 
 #[test]
@@ -202,13 +223,16 @@ fn a_fuzz_finding_names_the_line_that_overran() {
         text.contains(".cl:97:13: write out of bounds, argument 0 (out), byte offset 256 of a 256-byte buffer, by work-item (63,0,0) of group (3,0,0)"),
         "{text}"
     );
-    let report: Value = serde_json::from_slice(
-        &std::fs::read(suite.join("fuzz.json")).expect("fuzz.json written"),
-    )
-    .expect("fuzz.json is JSON");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(suite.join("fuzz.json")).expect("fuzz.json written"))
+            .expect("fuzz.json is JSON");
     let at = &report["kernels"][0]["overruns"][0]["at"];
     assert_eq!(
-        (at["line"].as_u64(), at["column"].as_u64(), at["kind"].as_str()),
+        (
+            at["line"].as_u64(),
+            at["column"].as_u64(),
+            at["kind"].as_str()
+        ),
         (Some(97), Some(13), Some("invalid-write")),
         "{report:#}"
     );
@@ -228,13 +252,7 @@ fn a_fuzz_finding_names_the_line_that_overran() {
     assert_eq!(check.code, Some(1), "{}", check.describe());
     // Off: no bounds check, no line.
     let suite2 = dir.join("suite2");
-    let out = cltrap(&[
-        "fuzz",
-        path(&dir),
-        "--out",
-        path(&suite2),
-        "--no-locate",
-    ]);
+    let out = cltrap(&["fuzz", path(&dir), "--out", path(&suite2), "--no-locate"]);
     assert!(!out.stdout_text().contains("overran"), "{}", out.describe());
 }
 
@@ -266,7 +284,10 @@ fn a_mutant_caught_writing_out_of_bounds_names_the_line_that_overran() {
         .lines()
         .find(|l| l.starts_with("RUNTIME-ERROR") && l.contains("overran at"))
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(line.contains(".cl:96:21 relational_negation: overran at program-"), "{line}");
+    assert!(
+        line.contains(".cl:96:21 relational_negation: overran at program-"),
+        "{line}"
+    );
     assert!(
         line.ends_with(".cl:97:13: write out of bounds, argument 0 (out), byte offset 256 of a 256-byte buffer, by work-item (63,0,0) of group (3,0,0)"),
         "{line}"
@@ -312,21 +333,36 @@ fn api_misuse_is_reported_from_the_capture_and_from_oclgrinds_api_checks() {
             .any(|m| m.0 == id && m.1 == by && m.2.contains(text))
     };
     assert!(
-        has(0, "capture", "local size 16 does not divide global size 60 in dimension 0"),
+        has(
+            0,
+            "capture",
+            "local size 16 does not divide global size 60 in dimension 0"
+        ),
         "{misuse:?}"
     );
     assert!(
-        has(0, "oclgrind", "clEnqueueNDRangeKernel: CL_INVALID_WORK_GROUP_SIZE"),
+        has(
+            0,
+            "oclgrind",
+            "clEnqueueNDRangeKernel: CL_INVALID_WORK_GROUP_SIZE"
+        ),
         "{misuse:?}"
     );
     assert!(
-        has(1, "capture", "enqueue returned CL_INVALID_WORK_GROUP_SIZE (-54)"),
+        has(
+            1,
+            "capture",
+            "enqueue returned CL_INVALID_WORK_GROUP_SIZE (-54)"
+        ),
         "{misuse:?}"
     );
     // The terminal report says they are warnings, and who saw them.
     let out = cltrap(&["check", path(&dir), "0"]);
     let text = out.stdout_text();
-    assert!(text.contains("warning[api-misuse]: local size 16"), "{text}");
+    assert!(
+        text.contains("warning[api-misuse]: local size 16"),
+        "{text}"
+    );
     assert!(text.contains("= reported by oclgrind"), "{text}");
     // The unedited twin launch has no such finding.
     let clean = capture("check-api-clean", &["global_race_fixed"]);

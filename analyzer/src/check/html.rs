@@ -19,8 +19,9 @@ table.sum{border-collapse:collapse;margin-bottom:1em}
 table.sum td,table.sum th{border:1px solid #bbb;padding:2px 8px;text-align:left}
 table.sum td.r{text-align:right}
 div.finding{border:1px solid #ccc;border-left:4px solid #c03030;margin:0.6em 0 1.2em;padding:4px 10px}
+div.finding.warning{border-left-color:#d08000}
 div.finding h4{margin:4px 0;font-size:1em}
-table.src{border-collapse:collapse;font-family:monospace;font-size:13px;margin:4px 0;width:100%}
+table.src{border-collapse:collapse;font-family:monospace;font-size:13px;margin:4px 0;width:100%;table-layout:fixed}
 table.src td{padding:0 6px;white-space:pre;vertical-align:top}
 td.n{color:#888;text-align:right;user-select:none;width:3em}
 tr.at td{background:#f8d0d0} tr.caret td{color:#c03030;font-weight:bold}
@@ -71,7 +72,10 @@ fn snippet(out: &mut String, source: Option<&str>, f: &Finding, marks: &[(&Acces
     for (a, _) in marks {
         let i = at(a);
         let (from, to) = if i < lines.len() {
-            (i.saturating_sub(CONTEXT), (i + CONTEXT).min(lines.len() - 1))
+            (
+                i.saturating_sub(CONTEXT),
+                (i + CONTEXT).min(lines.len() - 1),
+            )
         } else {
             (i, i)
         };
@@ -107,7 +111,10 @@ fn snippet(out: &mut String, source: Option<&str>, f: &Finding, marks: &[(&Acces
                 }
             }
             // The next mark's line inside this range: stop before it, it is drawn with its own.
-            if marks.iter().any(|(b, _)| at(b) == j + 1 && at(b) != i && at(b) > i) {
+            if marks
+                .iter()
+                .any(|(b, _)| at(b) == j + 1 && at(b) != i && at(b) > i)
+            {
                 shown = Some(j);
                 break;
             }
@@ -140,7 +147,8 @@ fn finding(out: &mut String, report: &CheckReport, f: &Finding) {
     let launches: Vec<String> = f.launches.iter().map(u64::to_string).collect();
     let _ = writeln!(
         out,
-        "<div class=\"finding\" data-kind=\"{}\" data-kernel=\"{}\" data-lines=\"{}\" data-count=\"{}\" data-launches=\"{}\">",
+        "<div class=\"finding {}\" data-kind=\"{}\" data-kernel=\"{}\" data-lines=\"{}\" data-count=\"{}\" data-launches=\"{}\">",
+        f.kind.level(),
         f.kind.rule_id(),
         escape(&f.kernel),
         lines.join(","),
@@ -171,23 +179,33 @@ fn finding(out: &mut String, report: &CheckReport, f: &Finding) {
                 .unwrap_or_default()
         );
     }
-    for d in &f.example.detail {
-        let _ = writeln!(out, "<p>{}</p>", escape(d));
+    // An API error's lines are its headline already.
+    if f.kind != Kind::ApiMisuse {
+        for d in &f.example.detail {
+            let _ = writeln!(out, "<p>{}</p>", escape(d));
+        }
     }
-    let _ = writeln!(
-        out,
-        "<p class=\"note\">{}: {}</p>\n</div>",
-        escape(&f.example.by),
-        escape(&f.example.message)
-    );
+    if accesses.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">reported by {}</p>\n</div>",
+            escape(&f.example.by)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{}: {}</p>\n</div>",
+            escape(&f.example.by),
+            escape(&f.example.message)
+        );
+    }
 }
 
 fn launch_row(out: &mut String, l: &super::LaunchCheck) {
     let (class, status) = match &l.status {
-        LaunchStatus::Checked { millis } => (
-            "ok",
-            format!("checked in {:.1} s", *millis as f64 / 1000.0),
-        ),
+        LaunchStatus::Checked { millis } => {
+            ("ok", format!("checked in {:.1} s", *millis as f64 / 1000.0))
+        }
         LaunchStatus::Skipped { reason } => ("note", format!("skipped: {reason}")),
         LaunchStatus::TimedOut { seconds } => (
             "bad",

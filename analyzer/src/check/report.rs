@@ -25,12 +25,7 @@ pub fn headline(f: &Finding) -> String {
 
 /// `error[data-race]: data race (...)`, rustc's first line of a diagnostic.
 pub fn title_of(f: &Finding) -> String {
-    format!(
-        "{}[{}]: {}",
-        f.kind.level(),
-        f.kind.rule_id(),
-        headline(f)
-    )
+    format!("{}[{}]: {}", f.kind.level(), f.kind.rule_id(), headline(f))
 }
 
 /// The `file:line:col` label of a program's source.

@@ -692,8 +692,8 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
                                 located = locate_findings(&fdir, &o.campaign, &n, out);
                             }
                         }
-                        let mut r = write_outcome(dir, &o, 0, session.info())
-                            .map_err(|e| e.to_string())?;
+                        let mut r =
+                            write_outcome(dir, &o, 0, session.info()).map_err(|e| e.to_string())?;
                         r.overruns = std::mem::take(&mut located);
                         r
                     }
@@ -783,7 +783,10 @@ fn locate_findings(
     let found = match overruns(fdir, &capture, ids, None, DEFAULT_BUDGET) {
         Ok(f) => f,
         Err(why) => {
-            let _ = writeln!(out, "note: the overrunning lines were not looked for: {why}");
+            let _ = writeln!(
+                out,
+                "note: the overrunning lines were not looked for: {why}"
+            );
             return Vec::new();
         }
     };

@@ -28,7 +28,8 @@ fn guard_launch(detail: &str) -> Option<u64> {
 
 /// Whether a RUNTIME-ERROR detail is a crash of the worker (the mutate pool's words).
 fn crashed(detail: &str) -> bool {
-    detail.starts_with("the worker process") && detail.contains(" during run ")
+    detail.starts_with("the worker process")
+        && detail.contains(" during run ")
         && !detail.contains("the driver cannot run it")
 }
 

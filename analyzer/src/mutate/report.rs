@@ -217,7 +217,10 @@ pub fn terminal(r: &CampaignReport) -> String {
         .filter(|(_, m)| m.overran.is_some())
         .collect();
     if !overran.is_empty() {
-        let _ = writeln!(out, "\nmutants that overran a buffer (bounds check on Oclgrind):");
+        let _ = writeln!(
+            out,
+            "\nmutants that overran a buffer (bounds check on Oclgrind):"
+        );
         for (p, m) in overran {
             if let Some(at) = &m.overran {
                 let _ = writeln!(
