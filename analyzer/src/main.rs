@@ -568,6 +568,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                 deadline: std::time::Duration::from_secs(deadline.max(1)),
                 budget: None,
                 variant: None,
+                first_overrun: false,
             };
             let report = check::check(&dir, &capture, &opts, |line| eprintln!("cltrap: {line}"))?;
             if let Some(path) = &sarif {

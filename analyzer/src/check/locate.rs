@@ -107,6 +107,7 @@ pub fn overruns(
     let mut opts = CheckOptions::of(ids, vec![Family::Bounds], PER_FINDING.min(budget));
     opts.budget = Some(budget);
     opts.variant = variant;
+    opts.first_overrun = true;
     let report = check(dir, capture, &opts, |_| {})?;
     let mut out = BTreeMap::new();
     for l in &report.launches {

@@ -41,6 +41,9 @@ pub struct CheckOptions {
     pub budget: Option<Duration>,
     /// Run this program instead of the launch's own (a mutant), see [`Variant`].
     pub variant: Option<Variant>,
+    /// Stop a launch at its first access out of bounds (locating a finding needs no more,
+    /// and the input of a crash may make the rest of the launch run for minutes there).
+    pub first_overrun: bool,
 }
 
 impl CheckOptions {
@@ -53,6 +56,7 @@ impl CheckOptions {
             deadline,
             budget: None,
             variant: None,
+            first_overrun: false,
         }
     }
 }
@@ -138,7 +142,7 @@ impl CheckReport {
 struct WorkerReply {
     /// Memory objects in creation order: (argument index, name, size in bytes).
     buffers: Vec<(usize, String, u64)>,
-    /// `ok`, `skipped` or `error`.
+    /// `running` (said before the run), `ok`, `skipped` or `error`.
     outcome: String,
     /// The reason for `skipped` / `error`.
     message: String,
@@ -221,6 +225,7 @@ pub fn check(
             checks,
             deadline,
             variant: opts.variant.as_ref(),
+            first_overrun: opts.first_overrun,
         };
         let (status, mut diags) = child.run(l);
         if let Ok(p) = capture.program(&l.program) {
@@ -265,6 +270,7 @@ struct Child<'a> {
     /// The child is killed when it runs out.
     deadline: Duration,
     variant: Option<&'a Variant>,
+    first_overrun: bool,
 }
 
 impl Child<'_> {
@@ -280,7 +286,14 @@ impl Child<'_> {
                 cmd.arg("--mutant-args");
             }
         }
-        run_child(cmd, launch, self.vendors, self.checks, self.deadline)
+        run_child(
+            cmd,
+            launch,
+            self.vendors,
+            self.checks,
+            self.deadline,
+            self.first_overrun,
+        )
     }
 }
 
@@ -291,6 +304,7 @@ fn run_child(
     vendors: &Path,
     checks: oclgrind::Checks,
     deadline: Duration,
+    first_overrun: bool,
 ) -> (LaunchStatus, Vec<Diagnostic>) {
     for (k, v) in oclgrind::environment(vendors, checks) {
         cmd.env(k, v);
@@ -331,16 +345,41 @@ fn run_child(
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
     );
-    let err = pipe(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
+    // Stderr line by line: a whole diagnostic of an access out of bounds (its headline, then
+    // the blank line that ends it) raises `overran`.
+    let overran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let err = {
+        let overran = overran.clone();
+        let p = child.stderr.take();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let Some(p) = p else { return s };
+            let mut in_overrun = false;
+            for line in std::io::BufRead::split(std::io::BufReader::new(p), b'\n') {
+                let Ok(line) = line else { break };
+                let line = String::from_utf8_lossy(&line).into_owned();
+                if line.starts_with("Invalid write") || line.starts_with("Invalid read") {
+                    in_overrun = true;
+                } else if in_overrun && line.trim().is_empty() {
+                    overran.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                s.push_str(&line);
+                s.push('\n');
+            }
+            s
+        })
+    };
     let mut timed_out = false;
+    let mut stopped = false;
     let exit = loop {
         match child.try_wait() {
             Ok(Some(s)) => break Some(s),
+            Ok(None) if first_overrun && overran.load(std::sync::atomic::Ordering::Relaxed) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                stopped = true;
+                break None;
+            }
             Ok(None) if start.elapsed() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -353,17 +392,27 @@ fn run_child(
     };
     let stdout = out.join().unwrap_or_default();
     let stderr = err.join().unwrap_or_default();
-    let reply: Option<WorkerReply> = stdout.lines().find_map(|l| serde_json::from_str(l).ok());
+    // The worker says its buffers before the run (`running`), then how the run ended.
+    let replies: Vec<WorkerReply> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
     let mut diags = oclgrind::parse(&stderr);
-    if let Some(r) = &reply {
+    if let Some(r) = replies.first() {
         for d in &mut diags {
             if let Some(t) = &mut d.target {
                 oclgrind::map_target(t, &r.buffers);
             }
         }
     }
+    let reply = replies.into_iter().rfind(|r| r.outcome != "running");
     api::keep_launch_errors(&mut diags, &launch.kernel);
-    let status = if timed_out {
+    let status = if stopped {
+        // Stopped on purpose at its first access out of bounds (`first_overrun`).
+        LaunchStatus::Checked {
+            millis: start.elapsed().as_millis() as u64,
+        }
+    } else if timed_out {
         LaunchStatus::TimedOut {
             seconds: deadline.as_secs(),
         }
@@ -459,6 +508,17 @@ fn worker(
             Some((i, name, size as u64))
         })
         .collect();
+    // The buffers first: a parent that stops the run early still maps addresses to them.
+    let running = WorkerReply {
+        buffers,
+        outcome: "running".into(),
+        message: String::new(),
+    };
+    if let Ok(line) = serde_json::to_string(&running) {
+        println!("{line}");
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+    }
+    let buffers = running.buffers;
     session.run(&built, &input, &extras).map_err(fail)?;
     Ok(WorkerReply {
         buffers,
