@@ -73,7 +73,7 @@ pub fn capture_misuse(l: &LaunchRecord, options: &str) -> Vec<Diagnostic> {
 
 /// Oclgrind's API errors about the launch itself (its NDRange and arguments) are findings of
 /// that launch; errors about the worker's other calls are not (they show as its failure).
-/// Keeps the first, names the launch's kernel on them, and drops the rest.
+/// Keeps those, naming the launch's kernel on them, and drops the rest.
 pub fn keep_launch_errors(diags: &mut Vec<Diagnostic>, kernel: &str) {
     diags.retain_mut(|d| {
         if !d.kernel.is_empty() {
