@@ -1,5 +1,5 @@
-//! Text for the self-contained HTML reports (`cover`, `mutate`): one escaping rule, so both
-//! reports show kernel source with `<`, `&` and quotes the same way.
+//! Text for the self-contained HTML reports (`cover`, `mutate`, `check`): one escaping rule,
+//! so every report shows kernel source with `<`, `&` and quotes the same way.
 
 /// Escapes text for HTML element content and attribute values (single and double quotes).
 pub fn escape(s: &str) -> String {

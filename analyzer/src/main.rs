@@ -82,6 +82,19 @@ enum Cmd {
         /// With --schedules: seed of the first schedule (schedule k uses SEED+k).
         #[arg(long, default_value_t = 1, value_name = "SEED", requires = "schedules")]
         seed: u64,
+        /// With --schedules: do not run the race check (Oclgrind) on the launches whose
+        /// results depend on the schedule.
+        #[arg(long, requires = "schedules")]
+        no_race_check: bool,
+        /// With --schedules: wall-clock limit of the race check, all launches together; what
+        /// it could not finish is reported as skipped and the replay's verdicts stand.
+        #[arg(
+            long,
+            default_value_t = 120,
+            value_name = "SECS",
+            requires = "schedules"
+        )]
+        race_deadline: u64,
         /// With --schedules: print compile time and per-run times (for benchmarks).
         #[arg(long, hide = true, requires = "schedules")]
         timing: bool,
@@ -179,6 +192,10 @@ enum Cmd {
         /// Write a SARIF 2.1.0 log (kernel sources are written to FILE.sources/).
         #[arg(long, value_name = "FILE")]
         sarif: Option<PathBuf>,
+        /// Write a self-contained HTML report: findings by kind and source location, with
+        /// their source lines, work-items, counts and the launches.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
         /// Wall-clock limit per launch, in seconds.
         #[arg(long, default_value_t = 300, value_name = "SECS")]
         deadline: u64,
@@ -206,6 +223,15 @@ enum Cmd {
         device: DeviceSelector,
         #[arg(long)]
         baseline: bool,
+        /// Build this program text instead of the launch's (a mutant).
+        #[arg(long, value_name = "FILE")]
+        source: Option<PathBuf>,
+        /// Options added to the recorded build options.
+        #[arg(long, default_value = "", allow_hyphen_values = true)]
+        extra_options: String,
+        /// Pass `cltrap mutate`'s selector and watchdog arguments.
+        #[arg(long)]
+        mutant_args: bool,
     },
     /// Internal: evaluates mutants for `cltrap mutate` (JSON jobs on stdin).
     #[command(hide = true)]
@@ -371,6 +397,8 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             schedules,
             repeats,
             seed,
+            no_race_check,
+            race_deadline,
             timing,
             instrument_cache,
             in_process,
@@ -407,6 +435,8 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                     seed,
                     ulp,
                     instrument_cache,
+                    race_check: (!no_race_check)
+                        .then(|| std::time::Duration::from_secs(race_deadline.max(1))),
                 };
                 return schedules::cli(&capture, &opts, timing, &mut stdout)
                     .map(|c| c as u8)
@@ -538,6 +568,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             quick,
             json,
             sarif,
+            html,
             deadline,
             engine,
             device,
@@ -560,10 +591,17 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                 engine,
                 device,
                 baseline,
+                budget: None,
+                variant: None,
+                first_overrun: false,
             };
             let report = check::check(&dir, &capture, &opts, |line| eprintln!("cltrap: {line}"))?;
             if let Some(path) = &sarif {
                 write_sarif(path, &report)?;
+            }
+            if let Some(path) = &html {
+                std::fs::write(path, check::html::render(&report))
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             }
             if json {
                 let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
@@ -580,8 +618,18 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             flags,
             device,
             baseline,
+            source,
+            extra_options,
+            mutant_args,
         } => Ok(match engine {
-            check::Engine::Oclgrind => check::worker_main(&dir, id),
+            check::Engine::Oclgrind => {
+                let variant = source.map(|source| check::Variant {
+                    source,
+                    extra_options,
+                    mutant_args,
+                });
+                check::worker_main(&dir, id, variant.as_ref())
+            }
             check::Engine::Native => check::native::worker_main(&dir, id, flags, &device, baseline),
         }),
         Cmd::MutateWorker => Ok(cltrap_analyzer::mutate::worker::worker_main()),

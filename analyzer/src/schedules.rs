@@ -56,6 +56,9 @@ pub struct ScheduleOptions {
     pub ulp: u64,
     /// Keep permuted sources in this directory and reuse them (no libclang needed on a hit).
     pub instrument_cache: Option<PathBuf>,
+    /// Run the race check ([`crate::check`], Oclgrind) on every schedule-dependent or
+    /// nondeterministic launch, within this much wall time in all; `None` = do not.
+    pub race_check: Option<Duration>,
 }
 
 impl Default for ScheduleOptions {
@@ -68,6 +71,7 @@ impl Default for ScheduleOptions {
             seed: 1,
             ulp: 0,
             instrument_cache: None,
+            race_check: Some(Duration::from_secs(120)),
         }
     }
 }
@@ -540,7 +544,14 @@ pub fn cli(
 ) -> Result<i32, ExecError> {
     let mut told = std::collections::HashSet::new();
     let mut total = ScheduleTiming::default();
+    let mut racy = Vec::new();
     let (session, summary) = run(capture, opts, |r| {
+        if matches!(
+            r.verdict,
+            Verdict::ScheduleDependent { .. } | Verdict::Nondeterministic { .. }
+        ) {
+            racy.push(r.id);
+        }
         let _ = writeln!(out, "{r}");
         if timing {
             let _ = writeln!(out, "{}", timing_line(r));
@@ -572,7 +583,36 @@ pub fn cli(
     }
     let info = session.info();
     let _ = writeln!(out, "{summary}; device {} ({})", info.name, info.platform);
+    if let (Some(budget), false) = (opts.race_check, racy.is_empty()) {
+        race_check(capture, racy, budget, out);
+    }
     Ok(summary.exit_code())
+}
+
+/// The racing lines of the launches whose results depend on the schedule: `cltrap check
+/// --races` on them (Oclgrind, each in a child process), printed as `check` prints them.
+/// Never fails the replay: when Oclgrind is missing or the budget runs out, it says so.
+fn race_check(capture: &Capture, ids: Vec<u64>, budget: Duration, out: &mut impl std::io::Write) {
+    let n = ids.len();
+    let _ = writeln!(
+        out,
+        "\nrace check of the {n} launch(es) whose results differ (Oclgrind, at most {} s in all; --no-race-check skips it):",
+        budget.as_secs()
+    );
+    let _ = out.flush();
+    let mut opts =
+        crate::check::CheckOptions::of(ids, vec![crate::check::finding::Family::Races], budget);
+    opts.budget = Some(budget);
+    match crate::check::check(capture.dir(), capture, &opts, |line| {
+        eprintln!("cltrap: race check: {line}")
+    }) {
+        Ok(report) => {
+            let _ = write!(out, "{}", crate::check::report::render(&report));
+        }
+        Err(why) => {
+            let _ = writeln!(out, "race check skipped: {why}");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ fn opts(schedules: u32, repeats: u32) -> ScheduleOptions {
         seed: 1,
         ulp: 0,
         instrument_cache: None,
+        race_check: None,
     }
 }
 

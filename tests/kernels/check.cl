@@ -128,3 +128,12 @@ __kernel void group_global_race_fixed(__global uint *out, __global const uint *i
     barrier(CLK_GLOBAL_MEM_FENCE);
     out[g] = v + w;
 }
+
+// Off by one only for an input value above n (the host's in[i] = i never is): fuzzing finds
+// an input that makes the last work-item write out[n]; the mutant `<` for `>` does it on the
+// captured input. Not in the host program's default table.
+__kernel void guarded_overrun(__global uint *out, __global const uint *in, uint n) {
+    uint g = get_global_id(0);
+    uint at = in[g] > n ? g + 1 : g;
+    out[at] = in[g];
+}

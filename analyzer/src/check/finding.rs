@@ -21,6 +21,10 @@ pub enum Kind {
     Uninitialized,
     /// A barrier not reached by every work-item of a work-group.
     BarrierDivergence,
+    /// The launch itself misuses the API: an error Oclgrind's API checks raise when the
+    /// launch is replayed there (`CL_INVALID_WORK_GROUP_SIZE`, ...), or what the capture shows
+    /// without running anything (a local size that does not divide the global size).
+    ApiMisuse,
     /// Any other diagnostic Oclgrind prints (API misuse, unsupported features): kept, not lost.
     Other,
 }
@@ -34,7 +38,17 @@ impl Kind {
             Kind::InvalidWrite => "invalid-write",
             Kind::Uninitialized => "uninitialized",
             Kind::BarrierDivergence => "barrier-divergence",
+            Kind::ApiMisuse => "api-misuse",
             Kind::Other => "other",
+        }
+    }
+
+    /// `error` for defects in the kernel's behaviour, `warning` for API misuse (the launch
+    /// ran where it was captured, but is not portable).
+    pub fn level(&self) -> &'static str {
+        match self {
+            Kind::ApiMisuse => "warning",
+            _ => "error",
         }
     }
 
@@ -44,7 +58,7 @@ impl Kind {
             Kind::DataRace => Some(Family::Races),
             Kind::InvalidRead | Kind::InvalidWrite => Some(Family::Bounds),
             Kind::Uninitialized => Some(Family::Uninit),
-            Kind::BarrierDivergence | Kind::Other => None,
+            Kind::BarrierDivergence | Kind::ApiMisuse | Kind::Other => None,
         }
     }
 }
@@ -141,6 +155,9 @@ pub struct Diagnostic {
     pub second: Option<Access>,
     /// The memory touched, for memory errors and races.
     pub target: Option<Target>,
+    /// Who reported it: the engine (`oclgrind`), or `capture` for what the capture shows
+    /// without running anything ([`super::api`]).
+    pub by: String,
 }
 
 /// A deduplicated finding: one per kind and source-location pair.
@@ -172,7 +189,7 @@ impl Finding {
         let at = |a: &Option<Access>| a.as_ref().map(|a| (a.line, a.column));
         // Races arrive here in source order (see `deduplicate`), so A-B and B-A are one key.
         let pair = (at(&self.example.first), at(&self.example.second));
-        let other = if self.kind == Kind::Other {
+        let other = if matches!(self.kind, Kind::Other | Kind::ApiMisuse) {
             self.example.message.clone()
         } else {
             String::new()

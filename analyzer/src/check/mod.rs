@@ -11,7 +11,10 @@
 //! give the same [`finding::Diagnostic`]s, deduplicated ([`finding`]) and reported
 //! ([`report`], [`sarif`]) alike. [`check`] is the one entry point.
 
+pub mod api;
 pub mod finding;
+pub mod html;
+pub mod locate;
 pub mod native;
 pub mod oclgrind;
 pub mod report;
@@ -64,6 +67,44 @@ pub struct CheckOptions {
     pub device: DeviceSelector,
     /// Native engine: also run each launch uninstrumented and report both device times.
     pub baseline: bool,
+    /// Wall-clock limit for the whole check (`replay --schedules`, `fuzz` and `mutate` run it
+    /// inside their own work): launches left when it runs out are skipped, and say so.
+    pub budget: Option<Duration>,
+    /// Run this program instead of the launch's own (a mutant), see [`Variant`]; such a
+    /// check runs on Oclgrind.
+    pub variant: Option<Variant>,
+    /// Stop a launch at its first access out of bounds (locating a finding needs no more,
+    /// and the input of a crash may make the rest of the launch run for minutes there).
+    pub first_overrun: bool,
+}
+
+impl CheckOptions {
+    /// The check of `ids` for the `families` asked, with a per-launch deadline and nothing
+    /// else, as other commands run it (`replay --schedules`, `fuzz`, `mutate`): on Oclgrind,
+    /// the engine their line-locating and race reports were validated with.
+    pub fn of(ids: Vec<u64>, families: Vec<Family>, deadline: Duration) -> CheckOptions {
+        CheckOptions {
+            ids: Some(ids),
+            families,
+            deadline,
+            engine: Engine::Oclgrind,
+            ..CheckOptions::default()
+        }
+    }
+}
+
+/// Another source for the launches' program: a mutant of `cltrap mutate` (its lines are the
+/// original's: mutation never adds lines), built with extra options and run with the
+/// mutation's selector and watchdog arguments set to run the original code path's mutant.
+#[derive(Debug, Clone)]
+pub struct Variant {
+    /// The file holding the program text.
+    pub source: PathBuf,
+    /// Options added to the recorded build options.
+    pub extra_options: String,
+    /// Pass `cltrap mutate`'s selector (0) and watchdog (no budget) arguments after the
+    /// kernel's own.
+    pub mutant_args: bool,
 }
 
 impl Default for CheckOptions {
@@ -76,6 +117,9 @@ impl Default for CheckOptions {
             engine: Engine::Native,
             device: DeviceSelector::default(),
             baseline: false,
+            budget: None,
+            variant: None,
+            first_overrun: false,
         }
     }
 }
@@ -164,7 +208,7 @@ impl CheckReport {
 struct WorkerReply {
     /// Memory objects in creation order: (argument index, name, size in bytes).
     buffers: Vec<(usize, String, u64)>,
-    /// `ok`, `skipped` or `error`.
+    /// `running` (said before the run), `ok`, `skipped` or `error`.
     outcome: String,
     /// The reason for `skipped` / `error`.
     message: String,
@@ -223,7 +267,29 @@ pub fn check(
         sources: BTreeMap::new(),
     };
     let mut all: Vec<(u64, String, Diagnostic)> = Vec::new();
+    let started = Instant::now();
     for (n, l) in launches.iter().enumerate() {
+        let left = opts.budget.map(|b| b.saturating_sub(started.elapsed()));
+        if left.is_some_and(|t| t < Duration::from_millis(500)) {
+            report.launches.push(LaunchCheck {
+                id: l.id,
+                kernel: l.kernel.clone(),
+                status: LaunchStatus::Skipped {
+                    reason: format!(
+                        "the check's time budget of {} s ran out before this launch",
+                        opts.budget.unwrap_or_default().as_secs()
+                    ),
+                },
+                diagnostics: 0,
+                engine: opts.engine.name(),
+                kernel_ns: None,
+                baseline_kernel_ns: None,
+                notes: vec![],
+                checked_sites: None,
+            });
+            continue;
+        }
+        let deadline = left.map_or(opts.deadline, |t| t.min(opts.deadline));
         let items: u64 = l.global_size.iter().product();
         let head = format!(
             "[{}/{}] launch {} {}: {items} work-item(s)",
@@ -232,11 +298,23 @@ pub fn check(
             l.id,
             l.kernel
         );
-        let mut engine = opts.engine;
+        // A variant (a mutant) runs on Oclgrind: the native pass instruments recorded programs.
+        let mut engine = if opts.variant.is_some() {
+            Engine::Oclgrind
+        } else {
+            opts.engine
+        };
         let mut outcome = None;
         if engine == Engine::Native {
             progress(&format!("{head} on the device, instrumented"));
-            let r = run_native(&exe, dir, l.id, &native::flags(&opts.families), opts);
+            let r = run_native(
+                &exe,
+                dir,
+                l.id,
+                &native::flags(&opts.families),
+                opts,
+                deadline,
+            );
             match r {
                 NativeOutcome::Done(status, reply) => outcome = Some((status, reply)),
                 NativeOutcome::Fallback(why) => {
@@ -278,7 +356,16 @@ pub fn check(
                 ));
                 match icd_vendors(&mut oclgrind) {
                     Ok(v) => {
-                        let (s, d) = run_child(&exe, dir, l.id, &v, checks, opts.deadline);
+                        let child = Child {
+                            exe: &exe,
+                            dir,
+                            vendors: &v,
+                            checks,
+                            deadline,
+                            variant: opts.variant.as_ref(),
+                            first_overrun: opts.first_overrun,
+                        };
+                        let (s, d) = child.run(l);
                         (s, d, None, vec![])
                     }
                     Err(e) => (LaunchStatus::Failed { reason: e }, vec![], None, vec![]),
@@ -287,6 +374,10 @@ pub fn check(
         };
         if engine != opts.engine {
             report.engine = "native+oclgrind";
+        }
+        let mut diags = diags;
+        if let Ok(p) = capture.program(&l.program) {
+            diags.extend(api::capture_misuse(l, &p.options));
         }
         let diags: Vec<Diagnostic> = diags
             .into_iter()
@@ -333,7 +424,14 @@ enum NativeOutcome {
 }
 
 /// Runs one launch in a native worker child.
-fn run_native(exe: &Path, dir: &Path, id: u64, flags: &u32, opts: &CheckOptions) -> NativeOutcome {
+fn run_native(
+    exe: &Path,
+    dir: &Path,
+    id: u64,
+    flags: &u32,
+    opts: &CheckOptions,
+    deadline: Duration,
+) -> NativeOutcome {
     let mut cmd = Command::new(exe);
     cmd.arg("check-worker").arg(dir).arg(id.to_string()).args([
         "--engine",
@@ -351,7 +449,7 @@ fn run_native(exe: &Path, dir: &Path, id: u64, flags: &u32, opts: &CheckOptions)
         cmd.args(["--device", d]);
     }
     cmd.env_remove("LD_PRELOAD").env_remove("OPENCL_LAYERS");
-    let done = run_with_deadline(cmd, opts.deadline);
+    let done = run_with_deadline(cmd, deadline, false);
     let reply: Option<native::NativeReply> = done
         .stdout
         .lines()
@@ -360,7 +458,7 @@ fn run_native(exe: &Path, dir: &Path, id: u64, flags: &u32, opts: &CheckOptions)
     match reply {
         _ if done.timed_out => NativeOutcome::Done(
             LaunchStatus::TimedOut {
-                seconds: opts.deadline.as_secs(),
+                seconds: deadline.as_secs(),
             },
             native::NativeReply::empty(),
         ),
@@ -398,11 +496,15 @@ struct ChildEnd {
     /// Its exit status, when it ended by itself.
     exit: Option<String>,
     timed_out: bool,
+    /// Killed on purpose after its first whole diagnostic of an access out of bounds.
+    stopped: bool,
     millis: u64,
 }
 
-/// Runs `cmd` (stdin closed, both outputs read whole), killed at `deadline`.
-fn run_with_deadline(mut cmd: Command, deadline: Duration) -> ChildEnd {
+/// Runs `cmd` (stdin closed, both outputs read whole), killed at `deadline`, or as soon as
+/// its stderr holds a whole Oclgrind diagnostic of an access out of bounds (its headline,
+/// then the blank line that ends it) when `stop_at_overrun`.
+fn run_with_deadline(mut cmd: Command, deadline: Duration, stop_at_overrun: bool) -> ChildEnd {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -412,40 +514,58 @@ fn run_with_deadline(mut cmd: Command, deadline: Duration) -> ChildEnd {
         Err(e) => {
             return ChildEnd {
                 stdout: String::new(),
-                stderr: format!("cannot start cltrap: {e}"),
+                stderr: format!("cannot start {:?}: {e}", cmd.get_program()),
                 exit: None,
                 timed_out: false,
+                stopped: false,
                 millis: 0,
             }
         }
     };
-    let pipe = |p: Option<Box<dyn Read + Send>>| {
+    let out = {
+        let p = child.stdout.take();
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_end(&mut bytes);
+            }
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    // Stderr line by line, raising `overran` at the end of a diagnostic out of bounds.
+    let overran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let err = {
+        let overran = overran.clone();
+        let p = child.stderr.take();
         std::thread::spawn(move || {
             let mut s = String::new();
-            if let Some(mut p) = p {
-                let mut bytes = Vec::new();
-                let _ = p.read_to_end(&mut bytes);
-                s = String::from_utf8_lossy(&bytes).into_owned();
+            let Some(p) = p else { return s };
+            let mut in_overrun = false;
+            for line in std::io::BufRead::split(std::io::BufReader::new(p), b'\n') {
+                let Ok(line) = line else { break };
+                let line = String::from_utf8_lossy(&line).into_owned();
+                if line.starts_with("Invalid write") || line.starts_with("Invalid read") {
+                    in_overrun = true;
+                } else if in_overrun && line.trim().is_empty() {
+                    overran.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                s.push_str(&line);
+                s.push('\n');
             }
             s
         })
     };
-    let out = pipe(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let err = pipe(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
     let mut timed_out = false;
+    let mut stopped = false;
     let exit = loop {
         match child.try_wait() {
             Ok(Some(s)) => break Some(s.to_string()),
+            Ok(None) if stop_at_overrun && overran.load(std::sync::atomic::Ordering::Relaxed) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                stopped = true;
+                break None;
+            }
             Ok(None) if start.elapsed() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -461,77 +581,100 @@ fn run_with_deadline(mut cmd: Command, deadline: Duration) -> ChildEnd {
         stderr: err.join().unwrap_or_default(),
         exit,
         timed_out,
+        stopped,
         millis: start.elapsed().as_millis() as u64,
     }
 }
 
-/// Runs one launch in a child on Oclgrind, killed at `deadline`.
-fn run_child(
-    exe: &Path,
-    dir: &Path,
-    id: u64,
-    vendors: &Path,
+/// How to run one launch in a child on Oclgrind.
+struct Child<'a> {
+    exe: &'a Path,
+    dir: &'a Path,
+    vendors: &'a Path,
     checks: oclgrind::Checks,
+    /// The child is killed when it runs out.
     deadline: Duration,
-) -> (LaunchStatus, Vec<Diagnostic>) {
-    let mut cmd = Command::new(exe);
-    cmd.arg("check-worker").arg(dir).arg(id.to_string());
-    for (k, v) in oclgrind::environment(vendors, checks) {
-        cmd.env(k, v);
-    }
-    // OCL_ICD_FILENAMES would add other platforms next to the private vendors folder.
-    cmd.env_remove("LD_PRELOAD")
-        .env_remove("OPENCL_LAYERS")
-        .env_remove("OCL_ICD_FILENAMES");
-    let done = run_with_deadline(cmd, deadline);
-    let reply: Option<WorkerReply> = done
-        .stdout
-        .lines()
-        .find_map(|l| serde_json::from_str(l).ok());
-    let mut diags = oclgrind::parse(&done.stderr);
-    if let Some(r) = &reply {
-        for d in &mut diags {
-            if let Some(t) = &mut d.target {
-                oclgrind::map_target(t, &r.buffers);
+    variant: Option<&'a Variant>,
+    first_overrun: bool,
+}
+
+impl Child<'_> {
+    /// Runs `launch` in a child on Oclgrind, killed at the deadline.
+    fn run(&self, launch: &cltrap_capture::LaunchRecord) -> (LaunchStatus, Vec<Diagnostic>) {
+        let mut cmd = Command::new(self.exe);
+        cmd.arg("check-worker")
+            .arg(self.dir)
+            .arg(launch.id.to_string());
+        if let Some(v) = self.variant {
+            cmd.arg("--source").arg(&v.source);
+            cmd.arg(format!("--extra-options={}", v.extra_options));
+            if v.mutant_args {
+                cmd.arg("--mutant-args");
             }
         }
-    }
-    // An API error Oclgrind reports about the worker's own calls is not a kernel finding:
-    // it shows up as the worker's failure below instead.
-    diags.retain(|d| !d.kernel.is_empty());
-    let status = if done.timed_out {
-        LaunchStatus::TimedOut {
-            seconds: deadline.as_secs(),
+        for (k, v) in oclgrind::environment(self.vendors, self.checks) {
+            cmd.env(k, v);
         }
-    } else {
-        match reply {
-            Some(r) if r.outcome == "ok" => LaunchStatus::Checked {
+        // OCL_ICD_FILENAMES would add other platforms next to the private vendors folder.
+        cmd.env_remove("LD_PRELOAD")
+            .env_remove("OPENCL_LAYERS")
+            .env_remove("OCL_ICD_FILENAMES");
+        let done = run_with_deadline(cmd, self.deadline, self.first_overrun);
+        // The worker says its buffers before the run (`running`), then how the run ended.
+        let replies: Vec<WorkerReply> = done
+            .stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let mut diags = oclgrind::parse(&done.stderr);
+        if let Some(r) = replies.first() {
+            for d in &mut diags {
+                if let Some(t) = &mut d.target {
+                    oclgrind::map_target(t, &r.buffers);
+                }
+            }
+        }
+        let reply = replies.into_iter().rfind(|r| r.outcome != "running");
+        api::keep_launch_errors(&mut diags, &launch.kernel);
+        let status = if done.stopped {
+            // Stopped on purpose at its first access out of bounds (`first_overrun`).
+            LaunchStatus::Checked {
                 millis: done.millis,
-            },
-            Some(r) if r.outcome == "skipped" => LaunchStatus::Skipped { reason: r.message },
-            Some(r) => LaunchStatus::Failed { reason: r.message },
-            None => LaunchStatus::Failed {
-                reason: format!(
-                    "the Oclgrind child ended without a result ({}){}",
-                    done.exit.unwrap_or_else(|| "no status".into()),
-                    done.stderr
-                        .lines()
-                        .rev()
-                        .find(|l| !l.trim().is_empty())
-                        .map(|l| format!(": {}", l.trim()))
-                        .unwrap_or_default()
-                ),
-            },
-        }
-    };
-    (status, diags)
+            }
+        } else if done.timed_out {
+            LaunchStatus::TimedOut {
+                seconds: self.deadline.as_secs(),
+            }
+        } else {
+            match reply {
+                Some(r) if r.outcome == "ok" => LaunchStatus::Checked {
+                    millis: done.millis,
+                },
+                Some(r) if r.outcome == "skipped" => LaunchStatus::Skipped { reason: r.message },
+                Some(r) => LaunchStatus::Failed { reason: r.message },
+                None => LaunchStatus::Failed {
+                    reason: format!(
+                        "the Oclgrind child ended without a result ({}){}",
+                        done.exit.unwrap_or_else(|| "no status".into()),
+                        done.stderr
+                            .lines()
+                            .rev()
+                            .find(|l| !l.trim().is_empty())
+                            .map(|l| format!(": {}", l.trim()))
+                            .unwrap_or_default()
+                    ),
+                },
+            }
+        };
+        (status, diags)
+    }
 }
 
 /// `cltrap check-worker DIR ID`: runs one launch on the Oclgrind platform (the only one its
 /// parent registered) and prints a [`WorkerReply`] line; Oclgrind prints its diagnostics on
 /// stderr. Exit status 0 whenever a reply was printed.
-pub fn worker_main(dir: &Path, id: u64) -> u8 {
-    let reply = worker(dir, id).unwrap_or_else(|(outcome, message)| WorkerReply {
+pub fn worker_main(dir: &Path, id: u64, variant: Option<&Variant>) -> u8 {
+    let reply = worker(dir, id, variant).unwrap_or_else(|(outcome, message)| WorkerReply {
         buffers: vec![],
         outcome: outcome.into(),
         message,
@@ -545,7 +688,11 @@ pub fn worker_main(dir: &Path, id: u64) -> u8 {
     }
 }
 
-fn worker(dir: &Path, id: u64) -> Result<WorkerReply, (&'static str, String)> {
+fn worker(
+    dir: &Path,
+    id: u64,
+    variant: Option<&Variant>,
+) -> Result<WorkerReply, (&'static str, String)> {
     let fail = |e: crate::executor::ExecError| {
         (if e.is_skip() { "skipped" } else { "error" }, e.to_string())
     };
@@ -560,9 +707,18 @@ fn worker(dir: &Path, id: u64) -> Result<WorkerReply, (&'static str, String)> {
     let program = capture
         .program(&record.program)
         .map_err(|e| ("error", e.to_string()))?;
-    let built = session
-        .build(&capture, &program, &BuildOptions::default())
-        .map_err(fail)?;
+    let mut options = BuildOptions::default();
+    let mut extras = Vec::new();
+    if let Some(v) = variant {
+        let text = std::fs::read_to_string(&v.source)
+            .map_err(|e| ("error", format!("{}: {e}", v.source.display())))?;
+        options.source = Some(text);
+        options.extra_options = v.extra_options.clone();
+        if v.mutant_args {
+            extras = crate::mutate::selector_extras(0, u32::MAX);
+        }
+    }
+    let built = session.build(&capture, &program, &options).map_err(fail)?;
     // The executor creates one memory object per buffer or image argument, in order.
     let buffers = input
         .args
@@ -581,7 +737,18 @@ fn worker(dir: &Path, id: u64) -> Result<WorkerReply, (&'static str, String)> {
             Some((i, name, size as u64))
         })
         .collect();
-    session.run(&built, &input, &[]).map_err(fail)?;
+    // The buffers first: a parent that stops the run early still maps addresses to them.
+    let running = WorkerReply {
+        buffers,
+        outcome: "running".into(),
+        message: String::new(),
+    };
+    if let Ok(line) = serde_json::to_string(&running) {
+        println!("{line}");
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+    }
+    let buffers = running.buffers;
+    session.run(&built, &input, &extras).map_err(fail)?;
     Ok(WorkerReply {
         buffers,
         outcome: "ok".into(),

@@ -492,5 +492,6 @@ fn diagnostic(
         first: Some(first),
         second,
         target: Some(target),
+        by: "native".into(),
     })
 }

@@ -96,6 +96,8 @@ fn kind_of(headline: &str) -> Kind {
         Kind::Uninitialized
     } else if headline.starts_with("Work-group divergence detected (barrier)") {
         Kind::BarrierDivergence
+    } else if headline.starts_with("Oclgrind - OpenCL runtime error detected") {
+        Kind::ApiMisuse
     } else {
         Kind::Other
     }
@@ -143,7 +145,7 @@ fn diagnostic(block: &[&str]) -> Option<Diagnostic> {
     // Without a kernel it is not a kernel diagnostic (an API error names a function instead).
     let kernel = match (kernel, &kind) {
         (Some(k), _) => k,
-        (None, Kind::Other) if headline.starts_with("Oclgrind") => String::new(),
+        (None, Kind::Other | Kind::ApiMisuse) if headline.starts_with("Oclgrind") => String::new(),
         (None, _) => return None,
     };
     let mut accesses: Vec<Access> = Vec::new();
@@ -176,8 +178,12 @@ fn diagnostic(block: &[&str]) -> Option<Diagnostic> {
                 local: triple(who, "Local"),
                 group: triple(who, "Group").or(group),
             });
-        } else if t.starts_with("Only ") || t.starts_with("Function:") || t.starts_with("Error:") {
-            detail.push(t.to_string());
+        } else if t.starts_with("Only ")
+            || t.starts_with("Function:")
+            || t.starts_with("Error:")
+            || (kind == Kind::ApiMisuse && !t.is_empty())
+        {
+            detail.push(t.split_whitespace().collect::<Vec<_>>().join(" "));
         }
         i += 1;
     }
@@ -191,15 +197,39 @@ fn diagnostic(block: &[&str]) -> Option<Diagnostic> {
         arg_size: None,
     });
     let mut accesses = accesses.into_iter();
+    // An API error's headline says only that there is one: the message is its lines.
+    let message = if kind == Kind::ApiMisuse && !detail.is_empty() {
+        let words: Vec<&str> = detail
+            .iter()
+            .map(|l| {
+                l.strip_prefix("Function:")
+                    .or_else(|| l.strip_prefix("Error:"))
+                    .unwrap_or(l)
+                    .trim()
+            })
+            .collect();
+        words.join(": ")
+    } else {
+        headline.trim().to_string()
+    };
     Some(Diagnostic {
         kind,
-        message: headline.trim().to_string(),
+        message,
         detail,
         kernel,
         first: accesses.next(),
         second: accesses.next(),
         target,
+        by: "oclgrind".into(),
     })
+}
+
+/// The API function an [`Kind::ApiMisuse`] diagnostic names (`Function: clEnqueueNDRangeKernel`).
+pub fn api_function(d: &Diagnostic) -> Option<&str> {
+    d.detail
+        .iter()
+        .find_map(|l| l.strip_prefix("Function:"))
+        .map(str::trim)
 }
 
 /// Maps a global-memory target to the launch's arguments: Oclgrind numbers buffers from 1 in

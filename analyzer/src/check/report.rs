@@ -5,22 +5,27 @@ use super::finding::{Access, Finding, Kind};
 use super::{CheckReport, LaunchStatus};
 use std::fmt::Write;
 
-fn title(f: &Finding) -> String {
+/// `data race (3 occurrence(s) in launch 2)`: what a finding is, where it occurred, how often.
+pub fn headline(f: &Finding) -> String {
     let what = match f.kind {
         Kind::DataRace => "data race".to_string(),
         Kind::InvalidRead => "read out of bounds".to_string(),
         Kind::InvalidWrite => "write out of bounds".to_string(),
         Kind::Uninitialized => "use of an uninitialised value".to_string(),
         Kind::BarrierDivergence => "barrier not reached by every work-item of the group".into(),
-        Kind::Other => f.example.message.clone(),
+        Kind::ApiMisuse | Kind::Other => f.example.message.clone(),
     };
     let launches: Vec<String> = f.launches.iter().map(u64::to_string).collect();
     format!(
-        "error[{}]: {what} ({} occurrence(s) in launch {})",
-        f.kind.rule_id(),
+        "{what} ({} occurrence(s) in launch {})",
         f.count,
         launches.join(",")
     )
+}
+
+/// `error[data-race]: data race (...)`, rustc's first line of a diagnostic.
+pub fn title_of(f: &Finding) -> String {
+    format!("{}[{}]: {}", f.kind.level(), f.kind.rule_id(), headline(f))
 }
 
 /// The `file:line:col` label of a program's source.
@@ -45,7 +50,8 @@ fn snippet(out: &mut String, source: Option<&str>, a: &Access, gutter: usize, no
     let _ = writeln!(out, "{pad} | {lead}^ {note}");
 }
 
-fn note(f: &Finding, a: &Access, first: bool) -> String {
+/// The words after the caret under an access: who made it, and what it touched.
+pub fn note(f: &Finding, a: &Access, first: bool) -> String {
     match f.kind {
         Kind::DataRace => {
             let verb = if first {
@@ -82,7 +88,7 @@ pub fn render(report: &CheckReport) -> String {
                 .count();
             let _ = writeln!(out, "kernel {}: {n} finding(s)\n", f.kernel);
         }
-        let _ = writeln!(out, "{}", title(f));
+        let _ = writeln!(out, "{}", title_of(f));
         let source = report.sources.get(&f.program).map(String::as_str);
         let accesses: Vec<&Access> = [&f.example.first, &f.example.second]
             .into_iter()
@@ -119,15 +125,11 @@ pub fn render(report: &CheckReport) -> String {
                 let _ = writeln!(out, "{pad} |");
             }
             None => {
-                let _ = writeln!(out, "{pad} = {}", f.example.message);
+                let _ = writeln!(out, "{pad} = reported by {}\n", f.example.by);
+                continue;
             }
         }
-        let engine = f
-            .launches
-            .first()
-            .and_then(|id| report.launches.iter().find(|l| l.id == *id))
-            .map_or(report.engine, |l| l.engine);
-        let _ = writeln!(out, "{pad} = {engine}: {}\n", f.example.message);
+        let _ = writeln!(out, "{pad} = {}: {}\n", f.example.by, f.example.message);
     }
     for l in &report.launches {
         let why = match &l.status {

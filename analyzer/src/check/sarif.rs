@@ -89,7 +89,7 @@ struct Region {
     start_column: u32,
 }
 
-const RULES: [(Kind, &str); 5] = [
+const RULES: [(Kind, &str); 6] = [
     (
         Kind::DataRace,
         "Data race: unsynchronised accesses to one address, one a write",
@@ -106,6 +106,10 @@ const RULES: [(Kind, &str); 5] = [
     (
         Kind::BarrierDivergence,
         "Barrier not reached by every work-item of a work-group",
+    ),
+    (
+        Kind::ApiMisuse,
+        "The launch misuses the OpenCL API (rejected by OpenCL 1.2 or by Oclgrind's API checks)",
     ),
 ];
 
@@ -140,7 +144,7 @@ fn result(f: &Finding, sources_uri: &str) -> SarifResult {
     }
     SarifResult {
         rule_id: f.kind.rule_id(),
-        level: "error",
+        level: f.kind.level(),
         message: Message { text },
         locations: f
             .example

@@ -22,6 +22,7 @@ mod input;
 mod program;
 mod run;
 
+pub use cl::error_name;
 pub use device::{list_devices, DeviceInfo, DeviceSelector, Session};
 pub use guard::GuardBreach;
 pub use input::{image_bytes, image_region, Expected, InputArg, LaunchInput};

@@ -117,6 +117,10 @@ pub struct FuzzArgs {
     /// With --solve: seconds of symbolic execution per kernel.
     #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
     pub solver_time: f64,
+    /// Do not run the bounds check (Oclgrind) on the saved inputs of crashes and writes out
+    /// of bounds to name the line that overran (it runs only with --out, 120 s at most).
+    #[arg(long)]
+    pub no_locate: bool,
 }
 
 /// One kernel to fuzz: its program and seeds.
@@ -422,6 +426,7 @@ pub fn kernel_report(
             })
             .collect(),
         findings: c.findings.iter().map(|f| f.what.clone()).collect(),
+        overruns: Vec::new(),
         executions: c.executions,
         compile_ms: c.compile_time.as_secs_f64() * 1e3,
         compiles: 1,
@@ -661,6 +666,7 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
                     };
                     let _ = writeln!(out, "kernel {name}: no test case: {why}{solve}");
                 }
+                let mut located = Vec::new();
                 let report = match &args.out {
                     Some(dir) => {
                         if !o.campaign.findings.is_empty() {
@@ -678,11 +684,18 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
                             .map_err(|e| e.to_string())?;
                             let _ = writeln!(
                                 out,
-                                "{n} finding input(s) of {name} written to {} (cltrap show / replay)",
+                                "{} finding input(s) of {name} written to {} (cltrap show / replay)",
+                                n.len(),
                                 fdir.display()
                             );
+                            if !args.no_locate {
+                                located = locate_findings(&fdir, &o.campaign, &n, out);
+                            }
                         }
-                        write_outcome(dir, &o, 0, session.info()).map_err(|e| e.to_string())?
+                        let mut r =
+                            write_outcome(dir, &o, 0, session.info()).map_err(|e| e.to_string())?;
+                        r.overruns = std::mem::take(&mut located);
+                        r
                     }
                     None => o.report.clone(),
                 };
@@ -735,6 +748,73 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
         let _ = writeln!(out, "suite written to {}", dir.display());
     }
     Ok(if failed { 1 } else { 0 })
+}
+
+/// Names the line that overran for each distinct crash or write out of bounds of a campaign
+/// (hangs excluded), by the bounds check on its first saved input in `fdir` (`written`:
+/// launch id there, finding index); prints one line each.
+fn locate_findings(
+    fdir: &Path,
+    c: &Campaign,
+    written: &[(u64, usize)],
+    out: &mut dyn Write,
+) -> Vec<suite::LocatedFinding> {
+    use crate::check::locate::{overruns, Located, DEFAULT_BUDGET};
+    let mut firsts: Vec<(u64, &str)> = Vec::new();
+    for (id, k) in written {
+        let Some(f) = c.findings.get(*k) else {
+            continue;
+        };
+        if !f.what.starts_with("hang") && !firsts.iter().any(|x| x.1 == f.what) {
+            firsts.push((*id, &f.what));
+        }
+    }
+    if firsts.is_empty() {
+        return Vec::new();
+    }
+    let capture = match Capture::open(fdir) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(out, "note: the overrunning lines were not looked for: {e}");
+            return Vec::new();
+        }
+    };
+    let ids = firsts.iter().map(|x| x.0).collect();
+    let found = match overruns(fdir, &capture, ids, None, DEFAULT_BUDGET) {
+        Ok(f) => f,
+        Err(why) => {
+            let _ = writeln!(
+                out,
+                "note: the overrunning lines were not looked for: {why}"
+            );
+            return Vec::new();
+        }
+    };
+    let mut located = Vec::new();
+    for (id, what) in firsts {
+        let line = match found.get(&id) {
+            Some(Located::At(at)) => {
+                located.push(suite::LocatedFinding {
+                    finding: what.to_string(),
+                    launch: id,
+                    at: at.clone(),
+                });
+                format!("overran at {at}")
+            }
+            Some(Located::NotFound) => {
+                "the bounds check saw no access out of bounds on its input".to_string()
+            }
+            Some(Located::NotChecked(why)) => format!("not located: {why}"),
+            None => continue,
+        };
+        let _ = writeln!(
+            out,
+            "finding in {}: {what}: {line} (its input: launch {id} of {})",
+            c.kernel,
+            fdir.display()
+        );
+    }
+    located
 }
 
 /// Lists every slot not covered by fuzzing, with its status.

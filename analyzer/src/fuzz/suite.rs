@@ -71,6 +71,10 @@ pub struct KernelReport {
     pub cases: Vec<(u64, Vec<u32>, String)>,
     /// Crashes and hangs (what happened).
     pub findings: Vec<String>,
+    /// Where the bounds check found each distinct crash or guard-zone write overran (its
+    /// first input's launch in `findings/KERNEL`), when it could.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overruns: Vec<LocatedFinding>,
     /// Executions.
     pub executions: u64,
     /// Compile time (ms) of the first build.
@@ -90,6 +94,17 @@ pub struct KernelReport {
     /// of branch sides they kept it from answering (`solve::unsupported_constructs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unsupported: Vec<String>,
+}
+
+/// A fuzzing finding and the line that overran (see [`crate::check::locate`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LocatedFinding {
+    /// The finding, as in [`KernelReport::findings`].
+    pub finding: String,
+    /// The launch of `findings/KERNEL` (the saved input) the check ran.
+    pub launch: u64,
+    /// Where it overran.
+    pub at: crate::check::locate::Overrun,
 }
 
 /// The whole `fuzz.json`.
@@ -234,13 +249,14 @@ type Item<'a> = (usize, &'a LaunchInput, &'a [Option<Vec<u8>>]);
 pub const MAX_FINDINGS: usize = 20;
 
 /// Writes the inputs of `c`'s findings (at most [`MAX_FINDINGS`]) as a capture in `dir`, so
-/// `cltrap show` / `replay` reproduce them; no expected outputs.
+/// `cltrap show` / `replay` reproduce them; no expected outputs. Returns (launch id in that
+/// capture, index of the finding) per input written.
 pub fn write_findings(
     dir: &Path,
     program: &SuiteProgram,
     c: &Campaign,
     device: &DeviceInfo,
-) -> Result<usize, FuzzError> {
+) -> Result<Vec<(u64, usize)>, FuzzError> {
     let items: Vec<Item> = c
         .findings
         .iter()
@@ -248,7 +264,7 @@ pub fn write_findings(
         .enumerate()
         .map(|(k, f)| (k, &f.input, &[][..]))
         .collect();
-    Ok(write_launches(dir, program, c, &items, device)?.len())
+    write_launches(dir, program, c, &items, device)
 }
 
 fn write_launches(

@@ -65,6 +65,10 @@ pub struct MutateArgs {
     /// to find EQUIVALENT and duplicate mutants (Trivial Compiler Equivalence).
     #[arg(long)]
     pub no_tce: bool,
+    /// Do not run the bounds check (Oclgrind) on RUNTIME-ERROR mutants that wrote out of
+    /// bounds or crashed to name the line that overran (120 s at most per campaign).
+    #[arg(long)]
+    pub no_locate: bool,
     /// Print how many mutants were evaluated, in what time, and the compiles (for benchmarks).
     #[arg(long, hide = true)]
     pub timing: bool,
@@ -103,6 +107,7 @@ pub fn main(args: MutateArgs, stdout: &mut dyn Write) -> Result<u8, String> {
         progress: true,
         fresh: args.fresh,
         compare_optimised: !args.no_tce,
+        locate_overruns: !args.no_locate,
     };
     let started = std::time::Instant::now();
     let r = super::run(&capture, &opts).map_err(|e| e.to_string())?;

@@ -13,6 +13,7 @@
 //! mutation-testing-report-schema JSON and the HTML report.
 
 pub mod cli;
+mod overrun;
 pub mod report;
 pub mod state;
 pub mod tce;
@@ -128,6 +129,9 @@ pub struct MutateOptions {
     /// Compare the undetected mutants' optimised code with the original's ([`tce`]) to find
     /// EQUIVALENT and duplicate mutants.
     pub compare_optimised: bool,
+    /// Name the line where each RUNTIME-ERROR mutant that wrote out of bounds or crashed
+    /// overran, with the bounds check on Oclgrind ([`overrun`]).
+    pub locate_overruns: bool,
 }
 
 /// One mutant and its verdict.
@@ -143,6 +147,9 @@ pub struct MutantResult {
     pub own_program: bool,
     /// Taken from the state file of an earlier run.
     pub resumed: bool,
+    /// For a RUNTIME-ERROR mutant that overran: where, as the bounds check found it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overran: Option<crate::check::locate::Overrun>,
 }
 
 /// One program's campaign.
@@ -254,7 +261,7 @@ struct Plan {
 }
 
 /// The selector and watchdog arguments (see `cltrap_kernel::mutate::WATCHDOG_PARAM`).
-fn selector_extras(n: u32, barrier_budget: u32) -> Vec<InputArg> {
+pub(crate) fn selector_extras(n: u32, barrier_budget: u32) -> Vec<InputArg> {
     vec![
         InputArg::Scalar(n.to_le_bytes().to_vec()),
         word_buffer(&[0, barrier_budget, 0]),
@@ -493,6 +500,9 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
     report.phases.worker_start = slowest_start;
     bar.finish_and_clear();
     report.eval_time = start.elapsed();
+    if opts.locate_overruns {
+        overrun::locate(capture, &plans, &mut report, opts);
+    }
     // 3. Equivalent and duplicate mutants among those the suite did not detect.
     if opts.compare_optimised {
         let started = Instant::now();
@@ -588,6 +598,7 @@ fn prepare(
             detail: String::new(),
             own_program: opts.per_mutant_compile || !m.in_schema,
             resumed: false,
+            overran: None,
         })
         .collect();
     let fail_all = |results: &mut Vec<MutantResult>, why: String| {

@@ -210,6 +210,31 @@ pub fn terminal(r: &CampaignReport) -> String {
         .flat_map(|p| p.mutants.iter().map(move |m| (p, m)))
         .filter(|(_, m)| matches!(m.status, Status::Survived | Status::Undecided))
         .collect();
+    let overran: Vec<(&ProgramResult, &MutantResult)> = r
+        .programs
+        .iter()
+        .flat_map(|p| p.mutants.iter().map(move |m| (p, m)))
+        .filter(|(_, m)| m.overran.is_some())
+        .collect();
+    if !overran.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nmutants that overran a buffer (bounds check on Oclgrind):"
+        );
+        for (p, m) in overran {
+            if let Some(at) = &m.overran {
+                let _ = writeln!(
+                    out,
+                    "{} {}:{}:{} {}: overran at {at}",
+                    m.status.label(),
+                    p.file,
+                    m.mutant.line,
+                    m.mutant.col,
+                    m.mutant.operator
+                );
+            }
+        }
+    }
     if !survivors.is_empty() {
         let _ = writeln!(out, "\nsurviving mutants:");
         for (p, m) in survivors {

@@ -131,6 +131,7 @@ mod tests {
             detail: "no test case noticed it".into(),
             own_program: false,
             resumed: false,
+            overran: None,
         }
     }
 
