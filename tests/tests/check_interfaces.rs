@@ -63,7 +63,14 @@ fn the_html_report_shows_each_finding_on_its_lines_grouped_by_kind() {
     }
     let dir = capture("check-html", &[]);
     let page_path = dir.join("report.html");
-    let out = cltrap(&["check", path(&dir), "--html", path(&page_path)]);
+    let out = cltrap(&[
+        "check",
+        "--engine",
+        "oclgrind",
+        path(&dir),
+        "--html",
+        path(&page_path),
+    ]);
     assert_eq!(out.code, Some(1), "{}", out.describe());
     let page = std::fs::read_to_string(&page_path).expect("the page is written");
     // Well formed where it matters: every element the report opens is closed.
