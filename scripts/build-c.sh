@@ -5,7 +5,7 @@
 #   target/examples/cltrap-demo
 #   target/bench/launch-storm  target/bench/buffer-heavy  target/bench/read-storm
 #   target/bench/finish-storm
-#   target/bench/partial-update  target/bench/gauss
+#   target/bench/partial-update  target/bench/gauss  target/bench/fuzz-apps
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +34,7 @@ bench | all)
     build target/bench/finish-storm bench/finish_storm.c
     build target/bench/partial-update bench/partial_update.c
     build target/bench/gauss bench/gauss.c
+    build target/bench/fuzz-apps bench/fuzz_apps.c
     ;;
 demo) ;;
 *)

@@ -127,8 +127,19 @@ impl Session {
         bytes: &[u8],
         index: usize,
     ) -> Option<(Zone, Mem)> {
+        self.zoned_buffer_padded(access, bytes, index, MAX_PAD)
+    }
+
+    /// [`Session::zoned_buffer`] with pads of at most `max_pad` bytes (aligned up).
+    pub(crate) fn zoned_buffer_padded(
+        &self,
+        access: u64,
+        bytes: &[u8],
+        index: usize,
+        max_pad: usize,
+    ) -> Option<(Zone, Mem)> {
         let size = bytes.len().max(1);
-        let pad = pad_for(size, self.sub_buffer_align);
+        let pad = pad_for(size.min(max_pad), self.sub_buffer_align);
         let mut host = vec![POISON; pad * 2 + size];
         host[pad..pad + bytes.len()].copy_from_slice(bytes);
         // SAFETY: `host` outlives the call; COPY_HOST_PTR only reads it.
@@ -179,6 +190,35 @@ impl Session {
             }
         }
         Ok(found)
+    }
+}
+
+impl Session {
+    /// Writes the poison back into both pads of `zone` (after a breach, so the next run of a
+    /// zone kept between runs starts clean).
+    pub(crate) fn repoison(&self, zone: &Zone) -> Result<(), ExecError> {
+        let poison = vec![POISON; zone.pad];
+        for at in [0, zone.pad + zone.size] {
+            // SAFETY: `poison` holds exactly the bytes written; the write is blocking.
+            let ev = unsafe {
+                cl3::command_queue::enqueue_write_buffer(
+                    self.queue.raw(),
+                    zone.outer.raw(),
+                    opencl_sys::CL_TRUE,
+                    at,
+                    poison.len(),
+                    poison.as_ptr().cast::<c_void>(),
+                    0,
+                    std::ptr::null(),
+                )
+            }
+            .map_err(super::cl_err(format!(
+                "restoring the guard zone of argument {}",
+                zone.arg_index
+            )))?;
+            drop(super::cl::Event(ev));
+        }
+        Ok(())
     }
 }
 
