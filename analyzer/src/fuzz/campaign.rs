@@ -422,7 +422,8 @@ impl Campaign {
 
     /// Runs every case kept by a reduced execution on the whole launch: its coverage and
     /// outputs there become the case's; a case that crashes, hangs or writes out of bounds
-    /// there is a finding and leaves the suite. Covered slots are recounted from the cases.
+    /// there is a finding and leaves the suite, and one that reaches nothing the cases before
+    /// it do not reach there leaves it too. Covered slots are recounted from the cases.
     pub fn confirm(&mut self, runner: &mut dyn Runner) -> Result<(), FuzzError> {
         let lineages = std::mem::take(&mut self.lineages);
         if lineages.iter().all(Option::is_none) {
@@ -440,10 +441,17 @@ impl Campaign {
             let before = self.findings.len();
             match self.execute(runner, &case.input)? {
                 Some((hits, outputs)) => {
+                    // On the whole launch an earlier case may already reach all of it (the
+                    // seed's other groups): then it adds nothing to the suite.
+                    let adds = hits
+                        .iter()
+                        .any(|h| !kept.iter().any(|k: &KeptCase| k.covers.contains(h)));
                     case.covers = hits;
                     case.outputs = outputs;
-                    kept.push(case);
                     confirmed += 1;
+                    if adds || kept.is_empty() {
+                        kept.push(case);
+                    }
                 }
                 None => {
                     for f in &mut self.findings[before..] {

@@ -186,10 +186,11 @@ impl Reduction {
                 .collect::<Vec<_>>()
                 .join("x")
         };
+        let list: Vec<String> = self.groups.iter().map(u64::to_string).collect();
         format!(
             "reduced executions: {} of {total} work-groups of {}{} ({} of {items} work-items: \
-             the {} corner groups and {} drawn from the seed); every kept case is confirmed \
-             on the whole launch (--full-launches runs every group)",
+             the {} corner groups and {} drawn from the seed; linear ids {}); every kept case \
+             is confirmed on the whole launch (--full-launches runs every group)",
             self.groups.len(),
             sizes(&self.local),
             if self.chosen_local {
@@ -199,7 +200,8 @@ impl Reduction {
             },
             self.work_items(),
             self.corners,
-            self.groups.len() - self.corners
+            self.groups.len() - self.corners,
+            list.join(" ")
         )
     }
 }
