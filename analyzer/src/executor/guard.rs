@@ -173,21 +173,7 @@ impl Session {
             let what = || format!("reading the guard zone of argument {}", z.arg_index);
             self.read_buffer(&z.outer, 0, &mut before, what())?;
             self.read_buffer(&z.outer, z.pad + z.size, &mut after, what())?;
-            let before = before
-                .iter()
-                .position(|b| *b != POISON)
-                .map(|i| (z.pad - i) as u64);
-            let after = after
-                .iter()
-                .rposition(|b| *b != POISON)
-                .map(|i| i as u64 + 1);
-            if before.is_some() || after.is_some() {
-                found.push(GuardBreach {
-                    arg_index: z.arg_index,
-                    before,
-                    after,
-                });
-            }
+            found.extend(breach_of(z, &before, &after));
         }
         Ok(found)
     }
@@ -220,6 +206,23 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// The breach of zone `z` whose pads read back as `before` and `after`, if any.
+pub(crate) fn breach_of(z: &Zone, before: &[u8], after: &[u8]) -> Option<GuardBreach> {
+    let before = before
+        .iter()
+        .position(|b| *b != POISON)
+        .map(|i| (z.pad - i) as u64);
+    let after = after
+        .iter()
+        .rposition(|b| *b != POISON)
+        .map(|i| i as u64 + 1);
+    (before.is_some() || after.is_some()).then_some(GuardBreach {
+        arg_index: z.arg_index,
+        before,
+        after,
+    })
 }
 
 /// A sub-buffer `[origin, origin + size)` of `parent`.

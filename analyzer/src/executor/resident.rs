@@ -365,6 +365,33 @@ impl Session {
         })
     }
 
+    /// Enqueues a read of `out.len()` bytes of `mem` from `at` without waiting. The caller
+    /// keeps `out` alive and untouched until the queue is finished.
+    fn read_async(
+        &self,
+        mem: &Mem,
+        at: usize,
+        out: &mut [u8],
+        what: &str,
+    ) -> Result<Event, ExecError> {
+        // SAFETY: `out` holds exactly the bytes read and outlives the queue's finish, which
+        // the caller waits for before using or dropping it.
+        let ev = unsafe {
+            cl3::command_queue::enqueue_read_buffer(
+                self.queue.raw(),
+                mem.raw(),
+                CL_FALSE,
+                at,
+                out.len(),
+                out.as_mut_ptr().cast::<c_void>(),
+                0,
+                std::ptr::null(),
+            )
+        }
+        .map_err(cl_err(what.to_string()))?;
+        Ok(Event(ev))
+    }
+
     fn copy_buffer(
         &self,
         src: &Mem,
@@ -618,7 +645,9 @@ impl Session {
             set_mem(&r.kernel, &name, i, m.raw())?;
             extras.push(m);
         }
-        self.enqueue_and_wait(
+        // One synchronisation point per run: the kernel, the counters' read and every guard
+        // pad's read are enqueued together (in-order queue), then waited for once.
+        let ev = self.enqueue_kernel(
             &r.kernel,
             &name,
             run.work_dim,
@@ -627,23 +656,34 @@ impl Session {
             run.local_size.as_deref(),
         )?;
         let mut out = vec![0u8; run.read_back.min(run.extras.first().map_or(0, Vec::len))];
+        let mut reads: Vec<Event> = Vec::new();
         if let (Some(m), false) = (extras.first(), out.is_empty()) {
-            self.read_buffer(m, 0, &mut out, "reading back the coverage counters".into())?;
+            reads.push(self.read_async(m, 0, &mut out, "reading back the coverage counters")?);
         }
-        let zones: Vec<&Zone> = r
+        let mut pads: Vec<(&Zone, Vec<u8>, Vec<u8>)> = r
             .slots
             .iter()
             .filter_map(|s| match s {
-                Slot::Buffer { zone, .. } => Some(zone),
+                Slot::Buffer { zone, .. } => Some((zone, vec![0u8; zone.pad], vec![0u8; zone.pad])),
                 _ => None,
             })
             .collect();
+        for (z, before, after) in &mut pads {
+            let what = "reading a guard zone";
+            reads.push(self.read_async(&z.outer, 0, before, what)?);
+            reads.push(self.read_async(&z.outer, z.pad + z.size, after, what)?);
+        }
+        let waited = self.wait_kernel(&ev);
+        cl3::command_queue::finish(self.queue.raw()).map_err(|c| ExecError::Execution {
+            code: super::cl::error_name(c),
+        })?;
+        drop(reads);
+        waited?;
         let mut breaches = Vec::new();
-        for z in zones {
-            let found = self.breaches(std::slice::from_ref(z))?;
-            if !found.is_empty() {
+        for (z, before, after) in &pads {
+            if let Some(b) = super::guard::breach_of(z, before, after) {
                 self.repoison(z)?;
-                breaches.extend(found);
+                breaches.push(b);
             }
         }
         Ok((out, breaches))

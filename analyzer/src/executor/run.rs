@@ -378,9 +378,8 @@ impl Session {
         self.run_with(program, input, extras, true)
     }
 
-    /// Enqueues `kernel` over the given NDRange and waits for it: the kernel's event, or
-    /// [`ExecError::Execution`] when the kernel failed on the device.
-    pub(super) fn enqueue_and_wait(
+    /// Enqueues `kernel` over the given NDRange without waiting: its event.
+    pub(super) fn enqueue_kernel(
         &self,
         kernel: &Kernel,
         name: &str,
@@ -402,7 +401,7 @@ impl Session {
             )));
         }
         // SAFETY: the size arrays have at least work_dim entries and outlive the call.
-        let ev = Event(
+        Ok(Event(
             unsafe {
                 cl3::command_queue::enqueue_nd_range_kernel(
                     self.queue.raw(),
@@ -416,7 +415,11 @@ impl Session {
                 )
             }
             .map_err(cl_err(format!("clEnqueueNDRangeKernel({name})")))?,
-        );
+        ))
+    }
+
+    /// Waits for the kernel of `ev`: [`ExecError::Execution`] when it failed on the device.
+    pub(super) fn wait_kernel(&self, ev: &Event) -> Result<(), ExecError> {
         cl3::event::wait_for_events(&[ev.raw()]).map_err(|c| ExecError::Execution {
             code: super::cl::error_name(c),
         })?;
@@ -432,6 +435,29 @@ impl Session {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Enqueues `kernel` over the given NDRange and waits for it: the kernel's event, or
+    /// [`ExecError::Execution`] when the kernel failed on the device.
+    pub(super) fn enqueue_and_wait(
+        &self,
+        kernel: &Kernel,
+        name: &str,
+        work_dim: u32,
+        global_offset: Option<&[u64]>,
+        global_size: &[u64],
+        local_size: Option<&[u64]>,
+    ) -> Result<Event, ExecError> {
+        let ev = self.enqueue_kernel(
+            kernel,
+            name,
+            work_dim,
+            global_offset,
+            global_size,
+            local_size,
+        )?;
+        self.wait_kernel(&ev)?;
         Ok(ev)
     }
 

@@ -543,7 +543,15 @@ impl Campaign {
                 ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} slots, {msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
-            b.set_prefix(self.kernel.clone());
+            b.set_prefix(match &self.reduced {
+                Some(r) => format!(
+                    "{} (on {} of {} work-groups)",
+                    self.kernel,
+                    r.reduction.groups.len(),
+                    r.reduction.real_groups.iter().product::<u64>()
+                ),
+                None => self.kernel.clone(),
+            });
             b
         } else {
             ProgressBar::hidden()
