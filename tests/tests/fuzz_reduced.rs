@@ -84,6 +84,9 @@ fn a_million_work_item_launch_is_fuzzed_on_a_subset_and_confirmed_on_the_whole_l
 
     let r = report(&suite);
     assert!(r["reduced"].as_str().is_some_and(|s| s.contains("16384")));
+    // What each case reached on the subset, it reaches on the whole launch.
+    assert_eq!(r["subset_only"], 0, "{}", out.describe());
+    assert!(r["confirm_runs"].as_u64().is_some_and(|n| n >= 2), "{r}");
     let covered = fuzzed(&r);
     // The seed's negative data lives in group 9000 alone: the subset never reaches `v < 0`,
     // the seed's confirming run on the whole launch does, and that is what the suite records.

@@ -104,6 +104,10 @@ pub struct Campaign {
     pub confirmed: (usize, usize),
     /// For the user: the reduced executions' geometry, or why a large launch runs whole.
     pub reduced_note: Option<String>,
+    /// After [`Campaign::confirm`]: confirmed cases that reached on the subset a slot they do
+    /// not reach on the whole launch (0 unless a group's work depends on other groups or on
+    /// timing, or a buffer was not restored between reduced runs).
+    pub subset_only: usize,
     /// Runs and time of [`Campaign::confirm`] (included in `executions` and `run_time`).
     pub confirm_cost: (u64, Duration),
 }
@@ -144,6 +148,7 @@ impl Campaign {
             confirmed: (0, 0),
             confirm_cost: (0, Duration::ZERO),
             reduced_note: None,
+            subset_only: 0,
         }
     }
 
@@ -446,6 +451,9 @@ impl Campaign {
                     let adds = hits
                         .iter()
                         .any(|h| !kept.iter().any(|k: &KeptCase| k.covers.contains(h)));
+                    if !case.covers.is_subset(&hits) {
+                        self.subset_only += 1;
+                    }
                     case.covers = hits;
                     case.outputs = outputs;
                     confirmed += 1;

@@ -488,6 +488,7 @@ pub fn kernel_report(
         reduced: c.reduced.as_ref().map(|r| r.reduction.describe()),
         confirm_runs: c.confirm_cost.0,
         confirm_ms: c.confirm_cost.1.as_secs_f64() * 1e3,
+        subset_only: c.subset_only,
     }
 }
 
@@ -715,6 +716,16 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
                         "kernel {name}: {ok} case(s) confirmed on the whole launch, {failed} \
                          failed there (findings)"
                     );
+                    if o.campaign.subset_only > 0 {
+                        let _ = writeln!(
+                            out,
+                            "kernel {name}: warning: {} case(s) reached on the reduced launch \
+                             what they do not reach on the whole launch (work-groups that \
+                             depend on each other or on timing?); the suite records the whole \
+                             launch",
+                            o.campaign.subset_only
+                        );
+                    }
                 }
                 let mut kinds: Vec<(&str, usize)> = Vec::new();
                 for f in &o.campaign.findings {

@@ -100,6 +100,10 @@ pub struct KernelReport {
     /// See `confirm_runs`.
     #[serde(default)]
     pub confirm_ms: f64,
+    /// Confirmed cases that reached on the reduced launch a slot they do not reach on the
+    /// whole launch (`Campaign::subset_only`).
+    #[serde(default)]
+    pub subset_only: usize,
 }
 
 impl KernelReport {
