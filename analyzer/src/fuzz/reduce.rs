@@ -299,12 +299,15 @@ fn a_sampler_eq(a: &InputArg, l: &SlotLayout) -> bool {
     )
 }
 
+/// Byte ranges (start, length; sorted, disjoint) of a buffer.
+pub type Ranges = Vec<(usize, usize)>;
+
 /// Where a case's memory contents come from: per argument, a version and the byte ranges
-/// (start, length; sorted, disjoint) in which the case differs from it.
+/// in which the case differs from it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Lineage {
     /// Per argument (memory arguments only).
-    pub args: Vec<Option<(u64, Vec<(usize, usize)>)>>,
+    pub args: Vec<Option<(u64, Ranges)>>,
 }
 
 /// Adds `[at, at + len)` to sorted disjoint `ranges`, merging what touches.
