@@ -19,14 +19,3 @@ __kernel void large(__global const int *data, __global int *out, int mode) {
     if (g == get_global_size(0) - 1)
         out[g] = 7;
 }
-
-/* Reads and writes `acc`: every run adds `step`. Run after run on an unrestored buffer, `v`
- * grows until `v >= 3 * step` holds without any input asking for it; a reduced campaign must
- * start each run from the case's own contents. */
-__kernel void bump(__global int *acc, int step) {
-    size_t g = get_global_id(0);
-    int v = acc[g];
-    acc[g] = v + step;
-    if (v >= 3 * step)
-        acc[g] = 0;
-}
