@@ -12,6 +12,18 @@
 #                                       only the hard-case kernels that neither hang nor
 #                                       crash, and no demo capture)
 #        SEED=5 bench/fuzz.sh
+#        REDUCED_BUDGET=20s bench/fuzz.sh   (time per campaign of the reduced-execution part)
+#
+# Then (worker mode, needs cc) the reduced executions of issue 10 item 6, side by side in
+# the same run: captured launches of >= 1M work-items from real host programs, each fuzzed
+# for REDUCED_BUDGET (default 10s, --exhaust-budget: a fixed time, no early stop) with the
+# default reduction and with --full-launches, printing executions per second of the fuzzing
+# loop (the confirming runs on the whole launch are counted apart) and their ratio:
+#   - bench/fuzz_apps.c `edges`: an image filter over a 1920x1080 RGBA frame (2 073 600
+#     work-items, NULL local size), and `dense`: a neural-network layer (1 048 576 work-items);
+#     each by default and with --captured-ranges (scalars kept to the captured values, so no
+#     mutation makes the kernel read gigabytes away and crash its worker);
+#   - ffmpeg's avgblur_opencl on one 1920x1080 frame (when ffmpeg is installed).
 # Work files: target/bench/fuzz/. Needs cc for the demo capture (skipped without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,6 +73,36 @@ else
     echo "demo: skipped (no cc)"
 fi
 
+reduced() { # name capture kernel extra-args...
+    local name="$1" cap="$2" kernel="$3" mode flags
+    shift 3
+    for mode in reduced full; do
+        flags=()
+        [ "$mode" = full ] && flags=(--full-launches)
+        "$CLTRAP" fuzz "$cap" --kernel "$kernel" --seed "$SEED" --budget "$REDUCED_BUDGET" \
+            --exhaust-budget --watchdog 2 --timing --out "$OUT/reduced/$name-$mode" \
+            "${flags[@]}" "$@" >"$OUT/reduced/$name-$mode.txt" 2>&1 || true
+    done
+}
+
+REDUCED_BUDGET="${REDUCED_BUDGET:-10s}"
+if [ "$MODE" = worker ] && command -v cc >/dev/null; then
+    mkdir -p "$OUT/reduced"
+    scripts/build-c.sh bench
+    "$CLTRAP" run --out "$OUT/apps-cap" -- target/bench/fuzz-apps >/dev/null 2>&1
+    reduced edges "$OUT/apps-cap" edges
+    reduced edges-ranges "$OUT/apps-cap" edges --captured-ranges
+    reduced dense "$OUT/apps-cap" dense
+    reduced dense-ranges "$OUT/apps-cap" dense --captured-ranges
+    if command -v ffmpeg >/dev/null; then
+        "$CLTRAP" run --out "$OUT/ffmpeg-cap" -- ffmpeg -nostdin -v error -f lavfi \
+            -i testsrc=size=1920x1080:rate=5 -frames:v 1 -init_hw_device opencl=ocl:0.0 \
+            -filter_hw_device ocl -vf format=rgba,hwupload,avgblur_opencl,hwdownload,format=rgba \
+            -f rawvideo - >/dev/null 2>&1
+        reduced ffmpeg-avgblur "$OUT/ffmpeg-cap" avgblur_horiz
+    fi
+fi
+
 python3 - "$OUT" <<'EOF'
 import json, sys, os, statistics
 out = sys.argv[1]
@@ -91,4 +133,40 @@ if rows:
     if solve:
         print(f"solving, kernels that needed it: {min(solve):.0f}-{max(solve):.0f} ms per kernel; "
               f"CLFuzz: 200 ms - 60 s")
+EOF
+
+python3 - "$OUT/reduced" "$REDUCED_BUDGET" <<'EOF'
+import json, sys, os
+out, budget = sys.argv[1], sys.argv[2]
+if not os.path.isdir(out):
+    sys.exit(0)
+def load(name):
+    p = os.path.join(out, name, "fuzz.json")
+    if not os.path.exists(p):
+        return None
+    return json.load(open(p))["kernels"][0]
+def rate(k):
+    ms = k["run_ms"] - k.get("confirm_ms", 0)
+    n = k["executions"] - k.get("confirm_runs", 0)
+    return n / (ms / 1e3) if ms > 0 else 0.0
+def covered(k):
+    return sum(1 for s in k["slots"] if s["status"] == "covered_by_fuzzing")
+names = sorted({f.rsplit("-", 1)[0] for f in os.listdir(out) if f.endswith(".txt")})
+print()
+print(f"reduced executions, {budget} per campaign (exec/s of the fuzzing loop; confirming runs on the whole launch apart)")
+print(f"{'campaign':<16} {'reduced exec/s':>14} {'full exec/s':>12} {'ratio':>7} {'execs r/f':>11} "
+      f"{'confirm r':>14} {'builds r/f':>10} {'findings r/f':>12} {'slots r/f':>10}")
+for n in names:
+    r, f = load(n + "-reduced"), load(n + "-full")
+    if not r or not f:
+        print(f"{n:<16} (no report: see {out}/{n}-*.txt)")
+        continue
+    ratio = rate(r) / rate(f) if rate(f) > 0 else float("inf")
+    print(f"{n:<16} {rate(r):>14.0f} {rate(f):>12.1f} {ratio:>6.0f}x "
+          f"{r['executions']:>5}/{f['executions']:<5} "
+          f"{r.get('confirm_runs', 0):>3} in {r.get('confirm_ms', 0) / 1e3:>5.1f} s "
+          f"{r['compiles']:>4}/{f['compiles']:<5} {len(r['findings']):>5}/{len(f['findings']):<6} "
+          f"{covered(r):>4}/{covered(f):<5}")
+    if r.get("reduced"):
+        print(f"{'':<16} {r['reduced'].split(';')[0]}")
 EOF

@@ -6,6 +6,7 @@
 #   target/bench/launch-storm  target/bench/buffer-heavy  target/bench/read-storm
 #   target/bench/finish-storm
 #   target/bench/partial-update  target/bench/gauss  target/bench/check-kernels
+#   target/bench/fuzz-apps
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +36,7 @@ bench | all)
     build target/bench/partial-update bench/partial_update.c
     build target/bench/gauss bench/gauss.c
     build target/bench/check-kernels bench/check_kernels.c
+    build target/bench/fuzz-apps bench/fuzz_apps.c
     ;;
 demo) ;;
 *)

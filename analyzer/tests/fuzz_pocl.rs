@@ -23,6 +23,7 @@ fn settings(solve: bool) -> Settings {
             executions: Some(3000),
             time: Some(Duration::from_secs(60)),
             fruitless: None,
+            exhaust: false,
         },
         seed: 7,
         solve,
@@ -31,6 +32,7 @@ fn settings(solve: bool) -> Settings {
         progress: false,
         device: DeviceSelector::default(),
         limits: Default::default(),
+        full_launches: false,
     }
 }
 

@@ -17,6 +17,7 @@ fn settings() -> Settings {
             executions: Some(400),
             time: Some(Duration::from_secs(60)),
             fruitless: Some(400),
+            exhaust: false,
         },
         seed: 7,
         solve: false,
@@ -25,6 +26,7 @@ fn settings() -> Settings {
         progress: false,
         device: DeviceSelector::default(),
         limits: Default::default(),
+        full_launches: false,
     }
 }
 

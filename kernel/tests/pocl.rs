@@ -465,3 +465,56 @@ fn opencl_2_id_builtins_are_permuted_consistently() {
         .collect();
     permuted_outputs_match(&s, "partial_groups.cl", "-cl-std=CL2.0", &input, &tables);
 }
+
+#[test]
+fn a_subset_of_groups_computes_exactly_what_those_groups_compute_in_the_whole_launch() {
+    use cltrap_kernel::permute::{full_table, subset_groups, subset_table};
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let s = session();
+    let (global, local, offset) = ([8u64, 4, 2], [2u64, 2, 1], [3u64, 5, 7]);
+    let input = launch(
+        "ids",
+        &global,
+        Some(&local),
+        Some(&offset),
+        vec![buffer(vec![0; 8 * 4 * 2 * 16])],
+    );
+    let src = fixture("ids.cl");
+    let plain = run(&s, &src, "", &input, &[]);
+    let subset = subset_groups(&parse_program(&src, "").unwrap()).unwrap();
+    let k = subset.map.kernels.iter().find(|k| k.name == "ids").unwrap();
+    assert_eq!(k.perm_arg_index, 1);
+    // The full table runs the launch unchanged.
+    let whole = run(
+        &s,
+        &subset.source,
+        "",
+        &input,
+        &[buffer(words(&full_table()))],
+    );
+    assert_eq!(whole[0], plain[0]);
+    // Groups 0 (first), 15 (last) and 5, as a row of three groups along dimension 0.
+    let groups = [0u64, 15, 5];
+    let table = subset_table([4, 2, 2], global, &groups).unwrap();
+    let mut reduced = input.clone();
+    reduced.global_size = vec![2 * groups.len() as u64, 2, 1];
+    let got = run(&s, &subset.source, "", &reduced, &[buffer(words(&table))]);
+    let (full, part) = (plain[0].as_ref().unwrap(), got[0].as_ref().unwrap());
+    let mut written = 0;
+    for z in 0..2u64 {
+        for y in 0..4u64 {
+            for x in 0..8u64 {
+                let i = ((z * 4 + y) * 8 + x) as usize;
+                let group = x / 2 + 4 * (y / 2 + 2 * z);
+                let cell = &part[4 * i..4 * i + 4];
+                if groups.contains(&group) {
+                    assert_eq!(cell, &full[4 * i..4 * i + 4], "work-item ({x},{y},{z})");
+                    written += 1;
+                } else {
+                    assert_eq!(cell, &[0, 0, 0, 0], "work-item ({x},{y},{z}) ran");
+                }
+            }
+        }
+    }
+    assert_eq!(written, 3 * 4);
+}

@@ -127,8 +127,19 @@ impl Session {
         bytes: &[u8],
         index: usize,
     ) -> Option<(Zone, Mem)> {
+        self.zoned_buffer_padded(access, bytes, index, MAX_PAD)
+    }
+
+    /// [`Session::zoned_buffer`] with pads of at most `max_pad` bytes (aligned up).
+    pub(crate) fn zoned_buffer_padded(
+        &self,
+        access: u64,
+        bytes: &[u8],
+        index: usize,
+        max_pad: usize,
+    ) -> Option<(Zone, Mem)> {
         let size = bytes.len().max(1);
-        let pad = pad_for(size, self.sub_buffer_align);
+        let pad = pad_for(size.min(max_pad), self.sub_buffer_align);
         let mut host = vec![POISON; pad * 2 + size];
         host[pad..pad + bytes.len()].copy_from_slice(bytes);
         // SAFETY: `host` outlives the call; COPY_HOST_PTR only reads it.
@@ -162,24 +173,56 @@ impl Session {
             let what = || format!("reading the guard zone of argument {}", z.arg_index);
             self.read_buffer(&z.outer, 0, &mut before, what())?;
             self.read_buffer(&z.outer, z.pad + z.size, &mut after, what())?;
-            let before = before
-                .iter()
-                .position(|b| *b != POISON)
-                .map(|i| (z.pad - i) as u64);
-            let after = after
-                .iter()
-                .rposition(|b| *b != POISON)
-                .map(|i| i as u64 + 1);
-            if before.is_some() || after.is_some() {
-                found.push(GuardBreach {
-                    arg_index: z.arg_index,
-                    before,
-                    after,
-                });
-            }
+            found.extend(breach_of(z, &before, &after));
         }
         Ok(found)
     }
+}
+
+impl Session {
+    /// Writes the poison back into both pads of `zone` (after a breach, so the next run of a
+    /// zone kept between runs starts clean).
+    pub(crate) fn repoison(&self, zone: &Zone) -> Result<(), ExecError> {
+        let poison = vec![POISON; zone.pad];
+        for at in [0, zone.pad + zone.size] {
+            // SAFETY: `poison` holds exactly the bytes written; the write is blocking.
+            let ev = unsafe {
+                cl3::command_queue::enqueue_write_buffer(
+                    self.queue.raw(),
+                    zone.outer.raw(),
+                    opencl_sys::CL_TRUE,
+                    at,
+                    poison.len(),
+                    poison.as_ptr().cast::<c_void>(),
+                    0,
+                    std::ptr::null(),
+                )
+            }
+            .map_err(super::cl_err(format!(
+                "restoring the guard zone of argument {}",
+                zone.arg_index
+            )))?;
+            drop(super::cl::Event(ev));
+        }
+        Ok(())
+    }
+}
+
+/// The breach of zone `z` whose pads read back as `before` and `after`, if any.
+pub(crate) fn breach_of(z: &Zone, before: &[u8], after: &[u8]) -> Option<GuardBreach> {
+    let before = before
+        .iter()
+        .position(|b| *b != POISON)
+        .map(|i| (z.pad - i) as u64);
+    let after = after
+        .iter()
+        .rposition(|b| *b != POISON)
+        .map(|i| i as u64 + 1);
+    (before.is_some() || after.is_some()).then_some(GuardBreach {
+        arg_index: z.arg_index,
+        before,
+        after,
+    })
 }
 
 /// A sub-buffer `[origin, origin + size)` of `parent`.

@@ -13,6 +13,9 @@
 //!    permutation table), getting every memory argument's bytes back plus the kernel's
 //!    device time; [`check_outputs`] then compares them with what the application saw.
 //!
+//! [`Session::resident`] keeps one launch's memory objects on the device between runs, so a
+//! fuzzing campaign writes only what changed ([`resident`]).
+//!
 //! Architecture invariant: nothing here prints; errors are [`ExecError`] values.
 
 mod cl;
@@ -20,6 +23,7 @@ mod device;
 mod guard;
 mod input;
 mod program;
+mod resident;
 mod run;
 
 pub use cl::error_name;
@@ -27,6 +31,10 @@ pub use device::{list_devices, DeviceInfo, DeviceSelector, Session};
 pub use guard::GuardBreach;
 pub use input::{image_bytes, image_region, Expected, InputArg, LaunchInput};
 pub use program::{BuildOptions, BuiltProgram};
+pub use resident::{
+    Content, Define, ImageUse, MemState, Patch, Resident, ResidentLayout, ResidentRun, SlotLayout,
+    ValueArg, RESIDENT_PAD,
+};
 pub use run::{check_outputs, Mismatch, RunOutput};
 
 use cltrap_capture::ReadError;

@@ -146,7 +146,7 @@ pub fn check_outputs(
     found
 }
 
-fn access_flags(flags: u64) -> u64 {
+pub(super) fn access_flags(flags: u64) -> u64 {
     let f = flags & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY);
     if f == 0 {
         CL_MEM_READ_WRITE
@@ -155,7 +155,7 @@ fn access_flags(flags: u64) -> u64 {
     }
 }
 
-fn to_sizes(v: &[u64]) -> Vec<usize> {
+pub(super) fn to_sizes(v: &[u64]) -> Vec<usize> {
     v.iter()
         .map(|x| usize::try_from(*x).unwrap_or(usize::MAX))
         .collect()
@@ -180,7 +180,11 @@ pub fn resolve_kernel_name<'a>(names: &'a str, wanted: &str) -> Option<&'a str> 
 }
 
 impl Session {
-    fn create_kernel(&self, program: &BuiltProgram, name: &str) -> Result<Kernel, ExecError> {
+    pub(super) fn create_kernel(
+        &self,
+        program: &BuiltProgram,
+        name: &str,
+    ) -> Result<Kernel, ExecError> {
         let no_kernel = || ExecError::NoKernel {
             kernel: name.to_string(),
         };
@@ -206,7 +210,7 @@ impl Session {
         }
     }
 
-    fn create_memory(&self, arg: &InputArg, index: usize) -> Result<Mem, ExecError> {
+    pub(super) fn create_memory(&self, arg: &InputArg, index: usize) -> Result<Mem, ExecError> {
         let what = format!("creating the memory object of argument {index}");
         match arg {
             InputArg::Buffer { flags, bytes, .. } => {
@@ -371,6 +375,89 @@ impl Session {
         extras: &[InputArg],
     ) -> Result<(RunOutput, Vec<GuardBreach>), ExecError> {
         self.run_with(program, input, extras, true)
+    }
+
+    /// Enqueues `kernel` over the given NDRange without waiting: its event.
+    pub(super) fn enqueue_kernel(
+        &self,
+        kernel: &Kernel,
+        name: &str,
+        work_dim: u32,
+        global_offset: Option<&[u64]>,
+        global_size: &[u64],
+        local_size: Option<&[u64]>,
+    ) -> Result<Event, ExecError> {
+        let dim = work_dim as usize;
+        let global = to_sizes(global_size);
+        let offset = global_offset.map(to_sizes);
+        let local = local_size.map(to_sizes);
+        if global.len() < dim
+            || offset.as_ref().is_some_and(|o| o.len() < dim)
+            || local.as_ref().is_some_and(|l| l.len() < dim)
+        {
+            return Err(ExecError::NotReplayable(format!(
+                "the recorded sizes have fewer than work_dim = {dim} dimensions"
+            )));
+        }
+        // SAFETY: the size arrays have at least work_dim entries and outlive the call.
+        Ok(Event(
+            unsafe {
+                cl3::command_queue::enqueue_nd_range_kernel(
+                    self.queue.raw(),
+                    kernel.raw(),
+                    work_dim,
+                    offset.as_ref().map_or(std::ptr::null(), |o| o.as_ptr()),
+                    global.as_ptr(),
+                    local.as_ref().map_or(std::ptr::null(), |l| l.as_ptr()),
+                    0,
+                    std::ptr::null(),
+                )
+            }
+            .map_err(cl_err(format!("clEnqueueNDRangeKernel({name})")))?,
+        ))
+    }
+
+    /// Waits for the kernel of `ev`: [`ExecError::Execution`] when it failed on the device.
+    pub(super) fn wait_kernel(&self, ev: &Event) -> Result<(), ExecError> {
+        cl3::event::wait_for_events(&[ev.raw()]).map_err(|c| ExecError::Execution {
+            code: super::cl::error_name(c),
+        })?;
+        if let Ok(b) = cl3::event::get_event_data(ev.raw(), CL_EVENT_COMMAND_EXECUTION_STATUS) {
+            if let Some(s) = b
+                .get(..4)
+                .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            {
+                if s < 0 {
+                    return Err(ExecError::Execution {
+                        code: super::cl::error_name(s),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Enqueues `kernel` over the given NDRange and waits for it: the kernel's event, or
+    /// [`ExecError::Execution`] when the kernel failed on the device.
+    pub(super) fn enqueue_and_wait(
+        &self,
+        kernel: &Kernel,
+        name: &str,
+        work_dim: u32,
+        global_offset: Option<&[u64]>,
+        global_size: &[u64],
+        local_size: Option<&[u64]>,
+    ) -> Result<Event, ExecError> {
+        let ev = self.enqueue_kernel(
+            kernel,
+            name,
+            work_dim,
+            global_offset,
+            global_size,
+            local_size,
+        )?;
+        self.wait_kernel(&ev)?;
+        Ok(ev)
     }
 
     fn run_with(
@@ -569,49 +656,14 @@ impl Session {
             }
         }
 
-        let dim = input.work_dim as usize;
-        let global = to_sizes(&input.global_size);
-        let offset = input.global_offset.as_deref().map(to_sizes);
-        let local = input.local_size.as_deref().map(to_sizes);
-        if global.len() < dim
-            || offset.as_ref().is_some_and(|o| o.len() < dim)
-            || local.as_ref().is_some_and(|l| l.len() < dim)
-        {
-            return Err(ExecError::NotReplayable(format!(
-                "the recorded sizes have fewer than work_dim = {dim} dimensions"
-            )));
-        }
-        // SAFETY: the size arrays have at least work_dim entries and outlive the call.
-        let ev = Event(
-            unsafe {
-                cl3::command_queue::enqueue_nd_range_kernel(
-                    self.queue.raw(),
-                    kernel.raw(),
-                    input.work_dim,
-                    offset.as_ref().map_or(std::ptr::null(), |o| o.as_ptr()),
-                    global.as_ptr(),
-                    local.as_ref().map_or(std::ptr::null(), |l| l.as_ptr()),
-                    0,
-                    std::ptr::null(),
-                )
-            }
-            .map_err(cl_err(format!("clEnqueueNDRangeKernel({})", input.kernel)))?,
-        );
-        cl3::event::wait_for_events(&[ev.raw()]).map_err(|c| ExecError::Execution {
-            code: super::cl::error_name(c),
-        })?;
-        if let Ok(b) = cl3::event::get_event_data(ev.raw(), CL_EVENT_COMMAND_EXECUTION_STATUS) {
-            if let Some(s) = b
-                .get(..4)
-                .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            {
-                if s < 0 {
-                    return Err(ExecError::Execution {
-                        code: super::cl::error_name(s),
-                    });
-                }
-            }
-        }
+        let ev = self.enqueue_and_wait(
+            &kernel,
+            &input.kernel,
+            input.work_dim,
+            input.global_offset.as_deref(),
+            &input.global_size,
+            input.local_size.as_deref(),
+        )?;
         let stamp = |what| {
             cl3::event::get_event_profiling_data(ev.raw(), what)
                 .ok()

@@ -5,7 +5,8 @@
 //! The coverage-instrumented program is compiled once (by the [`Runner`]) and every execution
 //! reuses it; the counter buffer is the only extra argument.
 
-use super::mutate::{mutate, shapes, Dictionary, Rng};
+use super::mutate::{mutate, mutate_tracked, shapes, Dictionary, Rng, Shape, Touched};
+use super::reduce::{Lineage, Residency};
 use super::roles::Roles;
 use super::runner::{Ran, Runner};
 use super::FuzzError;
@@ -26,6 +27,9 @@ pub struct Budget {
     pub time: Option<Duration>,
     /// Stop after this many mutations without new coverage (`None` = 50 per mutable argument).
     pub fruitless: Option<u64>,
+    /// Keep mutating until `executions` or `time` runs out, even at full coverage or
+    /// saturation (benchmarks: executions per second over a fixed budget).
+    pub exhaust: bool,
 }
 
 /// What one execution reached (counter slots) and left in memory (per argument).
@@ -85,6 +89,27 @@ pub struct Campaign {
     pub roles: Roles,
     /// Why the campaign kept no case at all (every input class crashed or hung).
     pub no_case: Option<String>,
+    /// Reduced executions (a subset of the work-groups, buffers kept in the worker), when
+    /// the launch is large enough and the program was built with the subset table.
+    pub reduced: Option<Residency>,
+    /// Whether the program takes the subset table after the counters (then a run of the
+    /// whole launch passes [`cltrap_kernel::permute::full_table`]).
+    pub subset_param: bool,
+    /// Per kept case (same index), where its contents come from when it was kept by a
+    /// reduced execution; `None` for cases run on the whole launch. Emptied by
+    /// [`Campaign::confirm`].
+    pub lineages: Vec<Option<Lineage>>,
+    /// After [`Campaign::confirm`]: cases confirmed on the whole launch, and cases that
+    /// failed there (now findings).
+    pub confirmed: (usize, usize),
+    /// For the user: the reduced executions' geometry, or why a large launch runs whole.
+    pub reduced_note: Option<String>,
+    /// After [`Campaign::confirm`]: confirmed cases that reached on the subset a slot they do
+    /// not reach on the whole launch (0 unless a group's work depends on other groups or on
+    /// timing, or a buffer was not restored between reduced runs).
+    pub subset_only: usize,
+    /// Runs and time of [`Campaign::confirm`] (included in `executions` and `run_time`).
+    pub confirm_cost: (u64, Duration),
 }
 
 impl Campaign {
@@ -117,6 +142,13 @@ impl Campaign {
             scalar_bounds: None,
             roles: Roles::default(),
             no_case: None,
+            reduced: None,
+            subset_param: false,
+            lineages: Vec::new(),
+            confirmed: (0, 0),
+            confirm_cost: (0, Duration::ZERO),
+            reduced_note: None,
+            subset_only: 0,
         }
     }
 
@@ -125,8 +157,8 @@ impl Campaign {
         self.slots.iter().all(|s| self.covered.contains(&s.index))
     }
 
-    /// Runs `input` with fresh counters: the slots it reaches and its outputs (counters
-    /// removed), or `None` after recording a finding.
+    /// Runs `input` (on the whole launch) with fresh counters: the slots it reaches and its
+    /// outputs (counters removed), or `None` after recording a finding.
     pub fn execute(
         &mut self,
         runner: &mut dyn Runner,
@@ -135,11 +167,32 @@ impl Campaign {
         let init = self
             .map
             .initial_buffer(&input.global_size, input.local_size.as_deref());
-        let extras: [InputArg; 1] = [word_buffer(&init)];
+        let mut extras: Vec<InputArg> = vec![word_buffer(&init)];
+        if self.subset_param {
+            extras.push(word_buffer(&cltrap_kernel::permute::full_table()));
+        }
         let start = Instant::now();
         let ran = runner.run(input, &extras)?;
         self.run_time += start.elapsed();
         self.executions += 1;
+        let ran = match ran {
+            Ran::Done(mut outputs, breaches) => {
+                outputs.truncate(input.args.len() + 1);
+                Ran::Done(outputs, breaches)
+            }
+            other => other,
+        };
+        self.judge(ran, &mut || input.clone(), &input.global_size)
+    }
+
+    /// What a run gave: the slots reached and the outputs (counters, the last output,
+    /// removed), or `None` after recording a finding for the input `input()` makes.
+    fn judge(
+        &mut self,
+        ran: Ran,
+        input: &mut dyn FnMut() -> LaunchInput,
+        global: &[u64],
+    ) -> Result<Option<Executed>, FuzzError> {
         match ran {
             Ran::Done(mut outputs, breaches) => {
                 let counters = outputs.pop().flatten().unwrap_or_default();
@@ -155,15 +208,13 @@ impl Campaign {
                         .map_or("", |a| a.name.as_str());
                     self.findings.push(Finding {
                         what: b.summary(name),
-                        input: input.clone(),
+                        input: input(),
                     });
                 }
                 if !breaches.is_empty() {
                     return Ok(None);
                 }
-                let result =
-                    self.map
-                        .evaluate(&self.kernel, &words(&counters), &input.global_size)?;
+                let result = self.map.evaluate(&self.kernel, &words(&counters), global)?;
                 let hits = result
                     .slots
                     .iter()
@@ -175,18 +226,71 @@ impl Campaign {
             Ran::Crashed(why) => {
                 self.findings.push(Finding {
                     what: format!("crash: {why}"),
-                    input: input.clone(),
+                    input: input(),
                 });
                 Ok(None)
             }
             Ran::Hung => {
                 self.findings.push(Finding {
                     what: "hang: the watchdog stopped the kernel".into(),
-                    input: input.clone(),
+                    input: input(),
                 });
                 Ok(None)
             }
         }
+    }
+
+    /// Runs `input`, whose contents `lineage` describes, on the reduced launch: the slots
+    /// its work-groups reach, or `None` after recording a finding for `materialise()`.
+    fn execute_reduced(
+        &mut self,
+        runner: &mut dyn Runner,
+        input: &LaunchInput,
+        lineage: &Lineage,
+        materialise: &mut dyn FnMut() -> LaunchInput,
+    ) -> Result<Option<BTreeSet<u32>>, FuzzError> {
+        let Some(res) = self.reduced.as_mut() else {
+            return Err(FuzzError::Worker("no reduced launch".into()));
+        };
+        // Counters for the slots only: barrier counters would need one word per group of
+        // the real launch, and the campaign does not read them (the program flags the
+        // overflow and drops the increments).
+        let words_len = self.map.static_len() as usize;
+        let mut init = vec![0u32; words_len];
+        if let Some(w) = init.first_mut() {
+            *w = words_len as u32;
+        }
+        let counters: Vec<u8> = init.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let table: Vec<u8> = res
+            .reduction
+            .table
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        let start = Instant::now();
+        let generation = runner.generation()?;
+        let run = res.run(
+            input,
+            lineage,
+            vec![counters, table],
+            words_len * 4,
+            generation,
+        );
+        let ran = runner.run_resident(&res.layout, &run)?;
+        if !matches!(ran, Ran::Done(..)) {
+            res.forget_worker();
+        }
+        self.run_time += start.elapsed();
+        self.executions += 1;
+        let global = res.reduction.real_global.clone();
+        Ok(self.judge(ran, materialise, &global)?.map(|(hits, _)| hits))
+    }
+
+    /// Whether `input` can run reduced.
+    fn reducible(&self, input: &LaunchInput) -> bool {
+        self.reduced
+            .as_ref()
+            .is_some_and(|r| r.reduction.fits(input) && super::reduce::matches(&r.layout, input))
     }
 
     /// Runs `input` and keeps it when it reaches something new (`force`: keep anyway).
@@ -201,12 +305,39 @@ impl Campaign {
             Some(b) => b.narrowed(input),
             None => input,
         };
+        if self.reducible(&input) {
+            let lineage = match self.reduced.as_mut() {
+                Some(r) => r.root(&input),
+                None => Lineage::default(),
+            };
+            let Some(hits) =
+                self.execute_reduced(runner, &input, &lineage, &mut || input.clone())?
+            else {
+                return Ok(false);
+            };
+            return Ok(self.keep(input, Vec::new(), hits, origin, force, Some(lineage)));
+        }
         let Some((hits, outputs)) = self.execute(runner, &input)? else {
             return Ok(false);
         };
+        Ok(self.keep(input, outputs, hits, origin, force, None))
+    }
+
+    /// Keeps a case when it reaches something new (or `force`); whether it did.
+    fn keep(
+        &mut self,
+        input: LaunchInput,
+        outputs: Vec<Option<Vec<u8>>>,
+        hits: BTreeSet<u32>,
+        origin: String,
+        force: bool,
+        lineage: Option<Lineage>,
+    ) -> bool {
         let new = hits.iter().any(|h| !self.covered.contains(h));
         if new || force {
             self.covered.extend(hits.iter().copied());
+            self.lineages.resize(self.cases.len(), None);
+            self.lineages.push(lineage);
             self.cases.push(KeptCase {
                 input,
                 outputs,
@@ -214,7 +345,145 @@ impl Campaign {
                 origin,
             });
         }
-        Ok(new)
+        new
+    }
+
+    /// One mutation of case `parent` run on the reduced launch without copying the case:
+    /// the mutation is applied to the case in place, sent as patches, and undone. `None`
+    /// when nothing is mutable; otherwise whether it reached something new.
+    fn offer_mutation_reduced(
+        &mut self,
+        runner: &mut dyn Runner,
+        parent: usize,
+        shapes: &[Shape],
+        dict: &Dictionary,
+        rng: &mut Rng,
+    ) -> Result<Option<bool>, FuzzError> {
+        let Some(Some(parent_lineage)) = self.lineages.get(parent).cloned() else {
+            return Ok(None);
+        };
+        let scalars = |i: &LaunchInput| -> Vec<(usize, Vec<u8>)> {
+            i.args
+                .iter()
+                .enumerate()
+                .filter_map(|(k, a)| match a {
+                    InputArg::Scalar(b) => Some((k, b.clone())),
+                    _ => None,
+                })
+                .collect()
+        };
+        let saved = scalars(&self.cases[parent].input);
+        let Some((how, touched)) = mutate_tracked(&mut self.cases[parent].input, shapes, dict, rng)
+        else {
+            return Ok(None);
+        };
+        if let Some(b) = &self.scalar_bounds {
+            let i = std::mem::replace(&mut self.cases[parent].input, empty_input());
+            self.cases[parent].input = b.narrowed(i);
+        }
+        let changed = touched.as_ref().map(|t| (t.arg, t.at, t.old.len()));
+        let lineage = match self.reduced.as_mut() {
+            Some(r) => r.child(&parent_lineage, &self.cases[parent].input, changed),
+            None => return Ok(None),
+        };
+        // The mutated state, to rebuild the input if it is kept or is a finding.
+        let after_scalars = scalars(&self.cases[parent].input);
+        let after_bytes = touched.as_ref().and_then(|t| {
+            buffer_bytes(&self.cases[parent].input, t.arg)
+                .and_then(|b| b.get(t.at..t.at + t.old.len()))
+                .map(<[u8]>::to_vec)
+        });
+        let input = std::mem::replace(&mut self.cases[parent].input, empty_input());
+        let result = {
+            let mut materialise = || input.clone();
+            self.execute_reduced(runner, &input, &lineage, &mut materialise)
+        };
+        self.cases[parent].input = input;
+        // Undo: the parent case is as it was.
+        undo(&mut self.cases[parent].input, &saved, touched.as_ref());
+        let Some(hits) = result? else {
+            return Ok(Some(false));
+        };
+        if !hits.iter().any(|h| !self.covered.contains(h)) {
+            return Ok(Some(false));
+        }
+        let mut input = self.cases[parent].input.clone();
+        redo(
+            &mut input,
+            &after_scalars,
+            touched.as_ref(),
+            after_bytes.as_deref(),
+        );
+        let origin = format!("mutation of case {parent}: {how}");
+        Ok(Some(self.keep(
+            input,
+            Vec::new(),
+            hits,
+            origin,
+            false,
+            Some(lineage),
+        )))
+    }
+
+    /// Runs every case kept by a reduced execution on the whole launch: its coverage and
+    /// outputs there become the case's; a case that crashes, hangs or writes out of bounds
+    /// there is a finding and leaves the suite, and one that reaches nothing the cases before
+    /// it do not reach there leaves it too. Covered slots are recounted from the cases.
+    pub fn confirm(&mut self, runner: &mut dyn Runner) -> Result<(), FuzzError> {
+        let lineages = std::mem::take(&mut self.lineages);
+        if lineages.iter().all(Option::is_none) {
+            return Ok(());
+        }
+        let (runs0, time0) = (self.executions, self.run_time);
+        let cases = std::mem::take(&mut self.cases);
+        let mut kept = Vec::with_capacity(cases.len());
+        let (mut confirmed, mut failed) = (0, 0);
+        for (i, mut case) in cases.into_iter().enumerate() {
+            if !matches!(lineages.get(i), Some(Some(_))) {
+                kept.push(case);
+                continue;
+            }
+            let before = self.findings.len();
+            match self.execute(runner, &case.input)? {
+                Some((hits, outputs)) => {
+                    // On the whole launch an earlier case may already reach all of it (the
+                    // seed's other groups): then it adds nothing to the suite.
+                    let adds = hits
+                        .iter()
+                        .any(|h| !kept.iter().any(|k: &KeptCase| k.covers.contains(h)));
+                    if !case.covers.is_subset(&hits) {
+                        self.subset_only += 1;
+                    }
+                    case.covers = hits;
+                    case.outputs = outputs;
+                    confirmed += 1;
+                    if adds || kept.is_empty() {
+                        kept.push(case);
+                    }
+                }
+                None => {
+                    for f in &mut self.findings[before..] {
+                        f.what = format!("{} (on the whole launch only)", f.what);
+                    }
+                    failed += 1;
+                }
+            }
+        }
+        self.cases = kept;
+        self.covered = self
+            .cases
+            .iter()
+            .flat_map(|c| c.covers.iter().copied())
+            .collect();
+        self.confirmed = (confirmed, failed);
+        self.confirm_cost = (self.executions - runs0, self.run_time - time0);
+        if self.cases.is_empty() && failed > 0 {
+            self.no_case = Some(format!(
+                "every case kept on the reduced launch ({failed}) crashed, hung or wrote out of \
+                 bounds on the whole launch"
+            ));
+        }
+        Ok(())
     }
 
     /// The fuzzing loop over `seeds` (at least one).
@@ -282,29 +551,48 @@ impl Campaign {
                 ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} slots, {msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
-            b.set_prefix(self.kernel.clone());
+            b.set_prefix(match &self.reduced {
+                Some(r) => format!(
+                    "{} (on {} of {} work-groups)",
+                    self.kernel,
+                    r.reduction.groups.len(),
+                    r.reduction.real_groups.iter().product::<u64>()
+                ),
+                None => self.kernel.clone(),
+            });
             b
         } else {
             ProgressBar::hidden()
         };
         let mut fruitless = 0u64;
-        while mutable > 0 && fruitless < k && !self.complete() {
+        while mutable > 0 && (budget.exhaust || (fruitless < k && !self.complete())) {
             if budget.executions.is_some_and(|n| self.executions >= n)
                 || budget.time.is_some_and(|t| start.elapsed() >= t)
             {
                 break;
             }
             let parent = rng.below(self.cases.len() as u64) as usize;
-            let mut input = self.cases[parent].input.clone();
-            let Some(how) = mutate(&mut input, &shapes, &dict, &mut rng) else {
-                break;
+            let reduced = if matches!(self.lineages.get(parent), Some(Some(_))) {
+                self.offer_mutation_reduced(runner, parent, &shapes, &dict, &mut rng)?
+            } else {
+                None
             };
-            if self.offer(
-                runner,
-                input,
-                format!("mutation of case {parent}: {how}"),
-                false,
-            )? {
+            let new = match reduced {
+                Some(new) => new,
+                None => {
+                    let mut input = self.cases[parent].input.clone();
+                    let Some(how) = mutate(&mut input, &shapes, &dict, &mut rng) else {
+                        break;
+                    };
+                    self.offer(
+                        runner,
+                        input,
+                        format!("mutation of case {parent}: {how}"),
+                        false,
+                    )?
+                }
+            };
+            if new {
                 fruitless = 0;
                 self.saturation_time = start.elapsed();
             } else {
@@ -319,6 +607,69 @@ impl Campaign {
             ));
         }
         bar.finish_and_clear();
-        Ok(())
+        self.confirm(runner)
+    }
+}
+
+fn empty_input() -> LaunchInput {
+    LaunchInput {
+        kernel: String::new(),
+        work_dim: 0,
+        global_offset: None,
+        global_size: Vec::new(),
+        local_size: None,
+        args: Vec::new(),
+        stand_ins: Vec::new(),
+    }
+}
+
+fn buffer_bytes(input: &LaunchInput, arg: usize) -> Option<&[u8]> {
+    match input.args.get(arg) {
+        Some(InputArg::Buffer { bytes, .. }) => Some(bytes),
+        _ => None,
+    }
+}
+
+fn buffer_bytes_mut(input: &mut LaunchInput, arg: usize) -> Option<&mut Vec<u8>> {
+    match input.args.get_mut(arg) {
+        Some(InputArg::Buffer { bytes, .. }) => Some(bytes),
+        _ => None,
+    }
+}
+
+fn set_scalars(input: &mut LaunchInput, scalars: &[(usize, Vec<u8>)]) {
+    for (k, b) in scalars {
+        if let Some(InputArg::Scalar(s)) = input.args.get_mut(*k) {
+            s.clone_from(b);
+        }
+    }
+}
+
+/// Puts back the scalars and the buffer bytes a mutation changed.
+fn undo(input: &mut LaunchInput, scalars: &[(usize, Vec<u8>)], touched: Option<&Touched>) {
+    set_scalars(input, scalars);
+    if let Some(t) = touched {
+        if let Some(dst) =
+            buffer_bytes_mut(input, t.arg).and_then(|b| b.get_mut(t.at..t.at + t.old.len()))
+        {
+            dst.copy_from_slice(&t.old);
+        }
+    }
+}
+
+/// Applies a mutation again: its scalars and the new bytes of its buffer range.
+fn redo(
+    input: &mut LaunchInput,
+    scalars: &[(usize, Vec<u8>)],
+    touched: Option<&Touched>,
+    bytes: Option<&[u8]>,
+) {
+    set_scalars(input, scalars);
+    if let (Some(t), Some(new)) = (touched, bytes) {
+        if let Some(dst) =
+            buffer_bytes_mut(input, t.arg).and_then(|b| b.get_mut(t.at..t.at + new.len()))
+        {
+            dst.copy_from_slice(new);
+        }
     }
 }

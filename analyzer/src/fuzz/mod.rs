@@ -7,11 +7,14 @@
 //!   role-aware values inside the buffers' extents), so a crashing seed ends nothing;
 //! - [`campaign`]: the loop for one kernel; [`runner`] + [`wire`]: executions in this process
 //!   or in a worker process under a watchdog;
+//! - [`reduce`]: large launches fuzzed on a few of their work-groups, their buffers kept in
+//!   the worker, every kept case confirmed on the whole launch;
 //! - [`suite`]: writing the suite (capture format) and its report.
 
 pub mod campaign;
 pub mod classes;
 pub mod mutate;
+pub mod reduce;
 pub mod roles;
 pub mod runner;
 pub mod spec;
@@ -107,6 +110,9 @@ pub struct FuzzArgs {
     /// Print timings (for benchmarks).
     #[arg(long, hide = true)]
     pub timing: bool,
+    /// (benchmarks) Mutate until --budget runs out, even at full coverage or saturation.
+    #[arg(long, hide = true)]
+    pub exhaust_budget: bool,
     /// With a capture: keep integer scalar arguments inside the range the application used
     /// (`cltrap show CAP --kernel NAME`), so generated cases are ones it could produce.
     #[arg(long)]
@@ -121,6 +127,12 @@ pub struct FuzzArgs {
     /// of bounds to name the line that overran (it runs only with --out, 120 s at most).
     #[arg(long)]
     pub no_locate: bool,
+    /// Run every execution on the whole launch. By default a launch of 65,536 work-items
+    /// or more runs on a few of its work-groups (the corner groups and some drawn from the
+    /// seed), its buffers kept in the worker, and every kept case is confirmed on the whole
+    /// launch.
+    #[arg(long)]
+    pub full_launches: bool,
 }
 
 /// One kernel to fuzz: its program and seeds.
@@ -167,6 +179,8 @@ pub struct Settings {
     pub device: DeviceSelector,
     /// Bounds of symbolic execution.
     pub limits: cltrap_kernel::symbolic::Limits,
+    /// Never reduce executions (`--full-launches`).
+    pub full_launches: bool,
 }
 
 /// Everything one kernel's campaign produced.
@@ -198,6 +212,7 @@ pub fn parse_budget(text: &str) -> Result<Budget, FuzzError> {
         executions: None,
         time: None,
         fruitless: None,
+        exhaust: false,
     };
     if let Some(ms) = t.strip_suffix("ms") {
         b.time = Some(Duration::from_millis(ms.parse().map_err(|_| bad())?));
@@ -321,6 +336,32 @@ fn make_runner<'s>(
     })
 }
 
+/// The reduced executions of `target` (from its first seed), with the program rewritten to
+/// take the subset table: `None` when its launch is too small to gain from it, `Some(Err)`
+/// with the reason when it is large but cannot be reduced.
+fn plan_reduction(
+    target: &Target,
+    iface: &interface::KernelInterface,
+    instrumented: &str,
+    options: &str,
+    seed: u64,
+) -> Option<Result<(reduce::Residency, String), String>> {
+    let first = target.seeds.first()?;
+    let items: u64 = first.global_size.iter().product();
+    if items < reduce::MIN_WORK_ITEMS {
+        return None;
+    }
+    let plan = || -> Result<(reduce::Residency, String), String> {
+        let reduction = reduce::Reduction::plan(first, seed)?;
+        let layout = reduce::layout(iface, first)?;
+        let parsed = cltrap_kernel::parse_program(instrumented, options)
+            .map_err(|e| format!("the instrumented program: {e}"))?;
+        let subset = cltrap_kernel::permute::subset_groups(&parsed).map_err(|e| e.to_string())?;
+        Ok((reduce::Residency::new(layout, reduction), subset.source))
+    };
+    Some(plan())
+}
+
 /// Fuzzes (and with `settings.solve`, solves) one target.
 pub fn run_target(
     session: &Session,
@@ -332,11 +373,27 @@ pub fn run_target(
     let program: Program = cltrap_kernel::parse_program(&target.source, &options)?;
     let iface = interface::derive(&program, &target.kernel)?;
     let inst = cltrap_kernel::coverage::instrument_coverage(&program, Default::default())?;
+    let reduction = match settings.full_launches {
+        true => None,
+        false => plan_reduction(&target, &iface, &inst.source, &options, settings.seed),
+    };
     let mut campaign = Campaign::new(&target.kernel, iface, inst.map);
     campaign.scalar_bounds = target.scalar_bounds.clone();
     campaign.roles = roles::derive(&program, &target.kernel);
+    let mut instrumented = inst.source;
+    campaign.reduced_note = match reduction {
+        Some(Ok((residency, source))) => {
+            instrumented = source;
+            campaign.subset_param = true;
+            let note = residency.reduction.describe();
+            campaign.reduced = Some(residency);
+            Some(note)
+        }
+        Some(Err(why)) => Some(format!("whole launches: {why}")),
+        None => None,
+    };
     let t0 = Instant::now();
-    let built_source = target.headers.source(&inst.source);
+    let built_source = target.headers.source(&instrumented);
     let mut runner = make_runner(session, &built_source, &options, settings)?;
     campaign.compile_time = t0.elapsed();
     campaign.fuzz(
@@ -433,6 +490,10 @@ pub fn kernel_report(
         run_ms: c.run_time.as_secs_f64() * 1e3,
         saturation_ms: c.saturation_time.as_secs_f64() * 1e3,
         solve_ms: solve_time.as_secs_f64() * 1e3,
+        reduced: c.reduced.as_ref().map(|r| r.reduction.describe()),
+        confirm_runs: c.confirm_cost.0,
+        confirm_ms: c.confirm_cost.1.as_secs_f64() * 1e3,
+        subset_only: c.subset_only,
     }
 }
 
@@ -491,11 +552,7 @@ pub fn print_table(out: &mut dyn Write, outcomes: &[(&KernelReport, usize, Durat
     );
     for (r, tests, total) in outcomes {
         let t = r.tally();
-        let eps = if r.run_ms > 0.0 {
-            r.executions as f64 / (r.run_ms / 1e3)
-        } else {
-            0.0
-        };
+        let eps = r.fuzz_rate();
         let _ = writeln!(
             out,
             "{:<24} {:>6} {:>7} {:>7} {:>5} {:>11} {:>5} {:>6} {:>8.2}s {:>8.0}",
@@ -623,9 +680,14 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
             executions: None,
             time: None,
             fruitless: None,
+            exhaust: false,
         },
     };
     budget.fruitless = args.saturation;
+    budget.exhaust = args.exhaust_budget;
+    if args.exhaust_budget && args.budget.is_none() {
+        return Err("--exhaust-budget needs --budget".into());
+    }
     let settings = Settings {
         budget,
         seed: args.seed,
@@ -639,6 +701,7 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         device: device.clone(),
         limits: limits(args.loop_bound, args.solver_time),
+        full_launches: args.full_launches,
     };
     let session = Session::open(&device).map_err(|e| e.to_string())?;
     let mut reports = Vec::new();
@@ -648,6 +711,27 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
         let name = t.kernel.clone();
         match run_target(&session, t, &settings) {
             Ok(o) => {
+                if let Some(note) = &o.campaign.reduced_note {
+                    let _ = writeln!(out, "kernel {name}: {note}");
+                }
+                if o.campaign.reduced.is_some() {
+                    let (ok, failed) = o.campaign.confirmed;
+                    let _ = writeln!(
+                        out,
+                        "kernel {name}: {ok} case(s) confirmed on the whole launch, {failed} \
+                         failed there (findings)"
+                    );
+                    if o.campaign.subset_only > 0 {
+                        let _ = writeln!(
+                            out,
+                            "kernel {name}: warning: {} case(s) reached on the reduced launch \
+                             what they do not reach on the whole launch (work-groups that \
+                             depend on each other or on timing?); the suite records the whole \
+                             launch",
+                            o.campaign.subset_only
+                        );
+                    }
+                }
                 let mut kinds: Vec<(&str, usize)> = Vec::new();
                 for f in &o.campaign.findings {
                     match kinds.iter_mut().find(|k| k.0 == f.what) {
@@ -704,12 +788,15 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
                     let _ = writeln!(
                         out,
                         "timing {}: compile {:.1} ms, saturation {:.1} ms (compile excluded), \
-                         {} executions in {:.1} ms, solve {:.1} ms, total {:.1} ms, {} build(s)",
+                         {} executions in {:.1} ms ({} confirmation runs in {:.1} ms), \
+                         solve {:.1} ms, total {:.1} ms, {} build(s)",
                         name,
                         r.compile_ms,
                         r.saturation_ms,
                         r.executions,
                         r.run_ms,
+                        r.confirm_runs,
+                        r.confirm_ms,
                         r.solve_ms,
                         o.total.as_secs_f64() * 1e3,
                         r.compiles

@@ -136,6 +136,28 @@ pub fn mutate(
     dict: &Dictionary,
     rng: &mut Rng,
 ) -> Option<String> {
+    mutate_tracked(input, shapes, dict, rng).map(|(how, _)| how)
+}
+
+/// The bytes of a buffer a mutation changed, as they were before it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Touched {
+    /// Argument index.
+    pub arg: usize,
+    /// Byte offset in the buffer.
+    pub at: usize,
+    /// The previous bytes of `[at, at + old.len())`.
+    pub old: Vec<u8>,
+}
+
+/// [`mutate`], also saying which bytes of a buffer changed (`None` for a by-value
+/// argument), so a caller can undo it and send only those bytes (reduced executions).
+pub fn mutate_tracked(
+    input: &mut LaunchInput,
+    shapes: &[Shape],
+    dict: &Dictionary,
+    rng: &mut Rng,
+) -> Option<(String, Option<Touched>)> {
     let mutable: Vec<usize> = (0..shapes.len())
         .filter(|i| !matches!(shapes[*i], Shape::Fixed))
         .collect();
@@ -147,7 +169,7 @@ pub fn mutate(
     match (&shapes[i], &mut input.args[i]) {
         (Shape::Struct(l), InputArg::Scalar(bytes)) => {
             let how = mutate_field(bytes, l, dict, global, rng);
-            Some(format!("arg {i}: {how}"))
+            Some((format!("arg {i}: {how}"), None))
         }
         (Shape::Structs(l), InputArg::Buffer { bytes, .. }) => {
             let n = (bytes.len() / l.size.max(1)).max(1);
@@ -158,13 +180,17 @@ pub fn mutate(
             };
             let at = idx * l.size;
             let el = bytes.get_mut(at..at + l.size)?;
+            let old = el.to_vec();
             let how = mutate_field(el, l, dict, global, rng);
-            Some(format!("arg {i}[{idx}]: {how}"))
+            Some((
+                format!("arg {i}[{idx}]: {how}"),
+                Some(Touched { arg: i, at, old }),
+            ))
         }
         (Shape::Value(ty), InputArg::Scalar(bytes)) => {
             let lane = rng.below(ty.lanes as u64) as usize;
             let how = mutate_element(&mut bytes[..], ty.scalar, lane, dict, global, rng);
-            Some(format!("arg {i}: {how}"))
+            Some((format!("arg {i}: {how}"), None))
         }
         (Shape::Buffer(elem), InputArg::Buffer { bytes, .. }) => {
             let (scalar, width) = match *elem {
@@ -190,6 +216,9 @@ pub fn mutate(
             } else {
                 1
             };
+            let start = (idx * width).min(bytes.len());
+            let end = ((idx + run).min(n) * width).min(bytes.len());
+            let old = bytes[start..end].to_vec();
             let mut how = String::new();
             for k in idx..(idx + run).min(n) {
                 let lane = rng.below(lanes.max(1) as u64) as usize;
@@ -199,7 +228,14 @@ pub fn mutate(
                 };
                 how = mutate_element(el, scalar, lane, dict, global, rng);
             }
-            Some(format!("arg {i}[{idx}..+{run}]: {how}"))
+            Some((
+                format!("arg {i}[{idx}..+{run}]: {how}"),
+                Some(Touched {
+                    arg: i,
+                    at: start,
+                    old,
+                }),
+            ))
         }
         _ => None,
     }

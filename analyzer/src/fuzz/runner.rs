@@ -6,7 +6,8 @@
 use super::wire::{Reply, Request, WireInput};
 use super::FuzzError;
 use crate::executor::{
-    BuiltProgram, DeviceSelector, ExecError, GuardBreach, InputArg, LaunchInput, Session,
+    BuiltProgram, DeviceSelector, ExecError, GuardBreach, InputArg, LaunchInput, Resident,
+    ResidentLayout, ResidentRun, Session,
 };
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -32,19 +33,36 @@ pub trait Runner {
     fn run(&mut self, input: &LaunchInput, extras: &[InputArg]) -> Result<Ran, FuzzError>;
     /// Times the program was compiled (1 unless workers were restarted).
     fn compiles(&self) -> usize;
+    /// Runs `run` on the launch kept between runs (made for `layout`): `Ran::Done` holds the
+    /// bytes of the coverage counters read back, alone.
+    fn run_resident(
+        &mut self,
+        layout: &ResidentLayout,
+        run: &ResidentRun,
+    ) -> Result<Ran, FuzzError>;
+    /// Which worker the next run goes to (started now if none is live): a new value means
+    /// the kept launch is gone with the previous worker, and its contents must be sent again.
+    fn generation(&mut self) -> Result<usize, FuzzError>;
 }
 
 /// Runs in this process: no protection against hangs.
 pub struct InProcess<'s> {
     session: &'s Session,
     built: BuiltProgram,
+    resident: Option<Resident>,
+    generation: usize,
 }
 
 impl<'s> InProcess<'s> {
     /// Builds `source` with `options` once.
     pub fn new(session: &'s Session, source: &str, options: &str) -> Result<Self, FuzzError> {
         let built = session.build_source(source, options)?;
-        Ok(InProcess { session, built })
+        Ok(InProcess {
+            session,
+            built,
+            resident: None,
+            generation: 1,
+        })
     }
 }
 
@@ -58,6 +76,29 @@ impl Runner for InProcess<'_> {
     }
     fn compiles(&self) -> usize {
         1
+    }
+    fn run_resident(
+        &mut self,
+        layout: &ResidentLayout,
+        run: &ResidentRun,
+    ) -> Result<Ran, FuzzError> {
+        if self.resident.as_ref().map(Resident::layout) != Some(layout) {
+            if self.resident.is_some() {
+                self.generation += 1;
+            }
+            self.resident = Some(self.session.resident(&self.built, layout)?);
+        }
+        let Some(r) = self.resident.as_mut() else {
+            return Err(FuzzError::Worker("no resident launch".into()));
+        };
+        match self.session.run_resident(r, run) {
+            Ok((counters, breaches)) => Ok(Ran::Done(vec![Some(counters)], breaches)),
+            Err(ExecError::Execution { code }) => Ok(Ran::Crashed(code)),
+            Err(e) => Err(e.into()),
+        }
+    }
+    fn generation(&mut self) -> Result<usize, FuzzError> {
+        Ok(self.generation)
     }
 }
 
@@ -197,11 +238,42 @@ impl Runner for Worker {
         if self.live.is_none() {
             self.start()?;
         }
+        let req = Request::Run(WireInput::from_input(input, extras));
+        self.exchange(&req)
+    }
+    fn compiles(&self) -> usize {
+        self.compiles
+    }
+    fn run_resident(
+        &mut self,
+        layout: &ResidentLayout,
+        run: &ResidentRun,
+    ) -> Result<Ran, FuzzError> {
+        // Only a worker of the generation the run was made for holds its versions.
+        if self.live.is_none() {
+            return Ok(Ran::Crashed("the worker process died".into()));
+        }
+        let req = Request::Resident {
+            layout: layout.clone(),
+            run: run.clone(),
+        };
+        self.exchange(&req)
+    }
+    fn generation(&mut self) -> Result<usize, FuzzError> {
+        if self.live.is_none() {
+            self.start()?;
+        }
+        Ok(self.compiles)
+    }
+}
+
+impl Worker {
+    /// Sends `req` and waits for the reply under the watchdog.
+    fn exchange(&mut self, req: &Request) -> Result<Ran, FuzzError> {
         let Some(live) = self.live.as_mut() else {
             return Err(FuzzError::Worker("no worker".into()));
         };
-        let req = Request::Run(WireInput::from_input(input, extras));
-        if send(live, &req).is_err() {
+        if send(live, req).is_err() {
             self.kill();
             return Ok(Ran::Crashed("the worker process died".into()));
         }
@@ -227,9 +299,6 @@ impl Runner for Worker {
             }
         }
     }
-    fn compiles(&self) -> usize {
-        self.compiles
-    }
 }
 
 /// The worker side: reads requests on stdin, answers on stdout, until stdin closes.
@@ -237,9 +306,10 @@ pub fn serve(session: &Session) -> Result<(), FuzzError> {
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
     let mut built: Option<BuiltProgram> = None;
+    let mut resident: Option<Resident> = None;
     for line in stdin.lock().lines() {
         let line = line.map_err(|e| FuzzError::Worker(e.to_string()))?;
-        let reply = match serde_json::from_str::<Request>(&line) {
+        let answer = match serde_json::from_str::<Request>(&line) {
             Ok(Request::Build { source, options }) => match session.build_source(&source, &options)
             {
                 Ok(b) => {
@@ -259,13 +329,41 @@ pub fn serve(session: &Session) -> Result<(), FuzzError> {
                 (None, _) => Reply::Error("run before build".into()),
                 (_, Err(e)) => Reply::Error(e),
             },
+            Ok(Request::Resident { layout, run }) => match &built {
+                Some(b) => {
+                    if resident.as_ref().map(Resident::layout) != Some(&layout) {
+                        resident = None;
+                        match session.resident(b, &layout) {
+                            Ok(r) => resident = Some(r),
+                            Err(e) => {
+                                reply(&mut out, &Reply::Error(e.to_string()))?;
+                                continue;
+                            }
+                        }
+                    }
+                    match resident.as_mut().map(|r| session.run_resident(r, &run)) {
+                        Some(Ok((counters, breaches))) => {
+                            Reply::Ran(super::wire::encode_outputs(&[Some(counters)]), breaches)
+                        }
+                        Some(Err(ExecError::Execution { code })) => Reply::Failed(code),
+                        Some(Err(e)) => Reply::Error(e.to_string()),
+                        None => Reply::Error("no resident launch".into()),
+                    }
+                }
+                None => Reply::Error("run before build".into()),
+            },
             Err(e) => Reply::Error(format!("bad request: {e}")),
         };
-        let mut text = serde_json::to_vec(&reply).map_err(|e| FuzzError::Worker(e.to_string()))?;
-        text.push(b'\n');
-        if out.write_all(&text).and_then(|_| out.flush()).is_err() {
+        if !reply(&mut out, &answer)? {
             break;
         }
     }
     Ok(())
+}
+
+/// Writes one reply line; `false` when the parent is gone.
+fn reply(out: &mut impl Write, r: &Reply) -> Result<bool, FuzzError> {
+    let mut text = serde_json::to_vec(r).map_err(|e| FuzzError::Worker(e.to_string()))?;
+    text.push(b'\n');
+    Ok(out.write_all(&text).and_then(|_| out.flush()).is_ok())
 }

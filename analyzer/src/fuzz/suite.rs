@@ -94,6 +94,33 @@ pub struct KernelReport {
     /// of branch sides they kept it from answering (`solve::unsupported_constructs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unsupported: Vec<String>,
+    /// The reduced executions' geometry (`fuzz::reduce`), when the campaign ran them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reduced: Option<String>,
+    /// Runs on the whole launch that confirmed cases kept by reduced executions (counted in
+    /// `executions`), and their time (ms, counted in `run_ms`).
+    #[serde(default)]
+    pub confirm_runs: u64,
+    /// See `confirm_runs`.
+    #[serde(default)]
+    pub confirm_ms: f64,
+    /// Confirmed cases that reached on the reduced launch a slot they do not reach on the
+    /// whole launch (`Campaign::subset_only`).
+    #[serde(default)]
+    pub subset_only: usize,
+}
+
+impl KernelReport {
+    /// Executions per second of the fuzzing loop (confirmation runs on the whole launch
+    /// left out).
+    pub fn fuzz_rate(&self) -> f64 {
+        let ms = self.run_ms - self.confirm_ms;
+        if ms > 0.0 {
+            self.executions.saturating_sub(self.confirm_runs) as f64 / (ms / 1e3)
+        } else {
+            0.0
+        }
+    }
 }
 
 /// A fuzzing finding and the line that overran (see [`crate::check::locate`]).

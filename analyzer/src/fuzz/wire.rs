@@ -1,7 +1,7 @@
 //! The worker protocol: one JSON request per line on the worker's stdin, one JSON reply per
 //! line on its stdout. Byte contents travel as hex (test cases are small).
 
-use crate::executor::{GuardBreach, InputArg, LaunchInput};
+use crate::executor::{GuardBreach, InputArg, LaunchInput, ResidentLayout, ResidentRun};
 use crate::values::{hex, unhex};
 use cltrap_capture::ImageRecord;
 use serde::{Deserialize, Serialize};
@@ -19,6 +19,14 @@ pub enum Request {
     },
     /// Run one case.
     Run(WireInput),
+    /// Run one case on the launch the worker keeps (made for `layout` at its first such
+    /// request): only versions, patches and values travel (see `executor::resident`).
+    Resident {
+        /// The memory objects.
+        layout: ResidentLayout,
+        /// The run.
+        run: ResidentRun,
+    },
 }
 
 /// The worker's answer.

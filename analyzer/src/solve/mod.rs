@@ -270,6 +270,7 @@ pub fn cli(args: &SolveArgs, out: &mut dyn Write) -> Result<u8, String> {
             executions: None,
             time: None,
             fruitless: Some(0),
+            exhaust: false,
         },
         seed: 1,
         solve: true,
@@ -282,6 +283,7 @@ pub fn cli(args: &SolveArgs, out: &mut dyn Write) -> Result<u8, String> {
         progress: false,
         device: device.clone(),
         limits: fuzz::limits(args.loop_bound, args.solver_time),
+        full_launches: true,
     };
     let session = Session::open(&device).map_err(|e| e.to_string())?;
     let mut all = suite::read_report(&args.suite);
