@@ -23,7 +23,7 @@ fn the_users_lines_keep_their_numbers_and_every_kernel_gets_the_extra_arguments(
             assert_eq!(mine, theirs);
         }
     }
-    assert_eq!(s.map.kernels.len(), 16);
+    assert_eq!(s.map.kernels.len(), 17);
     for k in &s.map.kernels {
         let want = if k.name == "local_arg_overrun" { 4 } else { 3 };
         assert_eq!(k.args, want, "{}", k.name);
@@ -33,7 +33,7 @@ fn the_users_lines_keep_their_numbers_and_every_kernel_gets_the_extra_arguments(
             k.name
         );
     }
-    assert_eq!(body.matches("__global uint* __cltrap_rep").count(), 16);
+    assert_eq!(body.matches("__global uint* __cltrap_rep").count(), 17);
     assert_eq!(EXTRA_ARGS, 4);
 }
 
