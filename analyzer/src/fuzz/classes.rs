@@ -9,15 +9,16 @@ use super::roles::Roles;
 use crate::executor::{InputArg, LaunchInput};
 use cltrap_kernel::interface::{KernelInterface, Scalar};
 
-/// One value in `scalar`'s encoding, little-endian, `scalar.size()` bytes.
-fn encode(scalar: Scalar, v: f64) -> Vec<u8> {
+/// One value in `scalar`'s encoding, little-endian, in the first `scalar.size()` bytes (an
+/// array, not a `Vec`: it runs once per lane, millions of times for a large buffer).
+fn encode(scalar: Scalar, v: f64) -> [u8; 8] {
     let bits: u64 = match scalar {
         Scalar::Int { .. } => v as i64 as u64,
         Scalar::Float { bits: 64 } => v.to_bits(),
         Scalar::Float { bits: 32 } => (v as f32).to_bits() as u64,
         Scalar::Float { .. } => f32_to_half(v as f32) as u64,
     };
-    bits.to_le_bytes()[..scalar.size()].to_vec()
+    bits.to_le_bytes()
 }
 
 /// `input` with every lane of every mutable argument set to `value(argument, lane type)`.
@@ -33,8 +34,9 @@ fn fill(
     };
     for (i, (shape, arg)) in shapes.iter().zip(out.args.iter_mut()).enumerate() {
         let mut lanes = |bytes: &mut [u8], scalar: Scalar| {
-            for lane in bytes.chunks_exact_mut(scalar.size()) {
-                lane.copy_from_slice(&encode(scalar, value(i, scalar)));
+            let size = scalar.size();
+            for lane in bytes.chunks_exact_mut(size) {
+                lane.copy_from_slice(&encode(scalar, value(i, scalar))[..size]);
             }
         };
         match (shape, arg) {
