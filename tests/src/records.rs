@@ -48,22 +48,11 @@ pub fn launches_of<'a>(cap: &'a Capture, kernel: &str) -> Vec<&'a LaunchRecord> 
     cap.launches.iter().filter(|l| l.kernel == kernel).collect()
 }
 
-/// Decodes a scalar argument's recorded bytes (hex) into bytes.
+/// Decodes a scalar argument's recorded bytes (hex, with or without the `0x` that suites
+/// write) into bytes, by the capture format's own rule.
 pub fn scalar_bytes(arg: &ArgRecord) -> Option<Vec<u8>> {
     match arg {
-        ArgRecord::Scalar { bytes, .. } => {
-            let b = bytes.as_bytes();
-            if b.len() % 2 != 0 {
-                return None;
-            }
-            b.chunks(2)
-                .map(|p| {
-                    std::str::from_utf8(p)
-                        .ok()
-                        .and_then(|s| u8::from_str_radix(s, 16).ok())
-                })
-                .collect()
-        }
+        ArgRecord::Scalar { bytes, .. } => cltrap_capture::hex::decode(bytes),
         _ => None,
     }
 }
