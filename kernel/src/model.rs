@@ -368,6 +368,26 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// `=` and the compound assignments (`+=`, `<<=`, ...): the operators that store into
+    /// their left operand (what the interface's roles and the native checks' writes look for).
+    pub fn is_assignment(self) -> bool {
+        use BinOp::*;
+        matches!(
+            self,
+            Assign
+                | MulAssign
+                | DivAssign
+                | RemAssign
+                | AddAssign
+                | SubAssign
+                | ShlAssign
+                | ShrAssign
+                | AndAssign
+                | XorAssign
+                | OrAssign
+        )
+    }
+
     /// Parses an operator token.
     pub fn from_token(t: &str) -> Option<BinOp> {
         use BinOp::*;

@@ -472,16 +472,7 @@ fn run_native(
             r,
         ),
         Some(r) => NativeOutcome::Fallback(first_line(&r.message)),
-        None => NativeOutcome::Fallback(format!(
-            "the worker ended without a result ({}){}",
-            done.exit.unwrap_or_else(|| "no status".into()),
-            done.stderr
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .map(|l| format!(": {}", l.trim()))
-                .unwrap_or_default()
-        )),
+        None => NativeOutcome::Fallback(done.no_result("the worker")),
     }
 }
 
@@ -499,6 +490,22 @@ struct ChildEnd {
     /// Killed on purpose after its first whole diagnostic of an access out of bounds.
     stopped: bool,
     millis: u64,
+}
+
+impl ChildEnd {
+    /// Why a child that printed no reply gave none: its exit status and last stderr line.
+    fn no_result(&self, who: &str) -> String {
+        format!(
+            "{who} ended without a result ({}){}",
+            self.exit.as_deref().unwrap_or("no status"),
+            self.stderr
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| format!(": {}", l.trim()))
+                .unwrap_or_default()
+        )
+    }
 }
 
 /// Runs `cmd` (stdin closed, both outputs read whole), killed at `deadline`, or as soon as
@@ -653,16 +660,7 @@ impl Child<'_> {
                 Some(r) if r.outcome == "skipped" => LaunchStatus::Skipped { reason: r.message },
                 Some(r) => LaunchStatus::Failed { reason: r.message },
                 None => LaunchStatus::Failed {
-                    reason: format!(
-                        "the Oclgrind child ended without a result ({}){}",
-                        done.exit.unwrap_or_else(|| "no status".into()),
-                        done.stderr
-                            .lines()
-                            .rev()
-                            .find(|l| !l.trim().is_empty())
-                            .map(|l| format!(": {}", l.trim()))
-                            .unwrap_or_default()
-                    ),
+                    reason: done.no_result("the Oclgrind child"),
                 },
             }
         };
@@ -679,7 +677,12 @@ pub fn worker_main(dir: &Path, id: u64, variant: Option<&Variant>) -> u8 {
         outcome: outcome.into(),
         message,
     });
-    match serde_json::to_string(&reply) {
+    print_reply(&reply)
+}
+
+/// A worker's last word: its reply as one JSON line on stdout. Exit status 0 when printed.
+fn print_reply(reply: &impl Serialize) -> u8 {
+    match serde_json::to_string(reply) {
         Ok(s) => {
             println!("{s}");
             0

@@ -99,13 +99,7 @@ pub fn cache_dir() -> PathBuf {
 pub fn worker_main(dir: &Path, id: u64, flags: u32, device: &DeviceSelector, baseline: bool) -> u8 {
     let reply =
         worker(dir, id, flags, device, baseline).unwrap_or_else(|(o, m)| NativeReply::failed(o, m));
-    match serde_json::to_string(&reply) {
-        Ok(s) => {
-            println!("{s}");
-            0
-        }
-        Err(_) => 2,
-    }
+    super::print_reply(&reply)
 }
 
 fn worker(

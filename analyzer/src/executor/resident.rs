@@ -327,16 +327,8 @@ impl Session {
                     addressing_mode,
                     filter_mode,
                 } => {
-                    #[allow(deprecated)]
-                    let s = Sampler(
-                        cl3::sampler::create_sampler(
-                            self.context.raw(),
-                            u32::from(*normalized_coords),
-                            *addressing_mode,
-                            *filter_mode,
-                        )
-                        .map_err(cl_err(format!("creating the sampler of argument {i}")))?,
-                    );
+                    let s =
+                        self.create_sampler(i, *normalized_coords, *addressing_mode, *filter_mode)?;
                     let raw = s.raw();
                     // SAFETY: the pointer is to a live cl_sampler value; OpenCL copies it.
                     unsafe {

@@ -351,6 +351,26 @@ impl Session {
         Ok(())
     }
 
+    /// A sampler in the session's context for argument `i` (a replayed or resident launch's
+    /// recorded sampler).
+    pub(super) fn create_sampler(
+        &self,
+        i: usize,
+        normalized_coords: bool,
+        addressing_mode: u32,
+        filter_mode: u32,
+    ) -> Result<Sampler, ExecError> {
+        #[allow(deprecated)]
+        let raw = cl3::sampler::create_sampler(
+            self.context.raw(),
+            u32::from(normalized_coords),
+            addressing_mode,
+            filter_mode,
+        )
+        .map_err(cl_err(format!("creating the sampler of argument {i}")))?;
+        Ok(Sampler(raw))
+    }
+
     /// Runs `input` once with `extras` appended after its arguments, and returns every memory
     /// argument's contents afterwards plus the kernel's device time. All OpenCL objects of
     /// the run are released before this returns.
@@ -631,16 +651,8 @@ impl Session {
                     addressing_mode,
                     filter_mode,
                 } => {
-                    #[allow(deprecated)]
-                    let s = Sampler(
-                        cl3::sampler::create_sampler(
-                            self.context.raw(),
-                            u32::from(*normalized_coords),
-                            *addressing_mode,
-                            *filter_mode,
-                        )
-                        .map_err(cl_err(format!("creating the sampler of argument {i}")))?,
-                    );
+                    let s =
+                        self.create_sampler(i, *normalized_coords, *addressing_mode, *filter_mode)?;
                     let raw = s.raw();
                     samplers.push(s);
                     unsafe {

@@ -229,7 +229,7 @@ fn param_role(program: &Program, f: &Function, name: &str, depth: u32) -> Role {
     visit_exprs(body, &mut |e| match &e.kind {
         ExprKind::Binary {
             op: Some(op), lhs, ..
-        } if is_assignment(*op) && writes_through(lhs) && ours(lhs) => {
+        } if op.is_assignment() && writes_through(lhs) && ours(lhs) => {
             written = true;
             // A compound assignment reads the element; so does a store to a part of one
             // (`in[i].w = 0`, `s[i].field = v`): the parts it leaves are the element's
@@ -288,24 +288,6 @@ fn writes_part(lhs: &Expr) -> bool {
     )
 }
 
-fn is_assignment(op: BinOp) -> bool {
-    use BinOp::*;
-    matches!(
-        op,
-        Assign
-            | MulAssign
-            | DivAssign
-            | RemAssign
-            | AddAssign
-            | SubAssign
-            | ShlAssign
-            | ShrAssign
-            | AndAssign
-            | XorAssign
-            | OrAssign
-    )
-}
-
 /// The element access an assignment target writes through (`a[i].x.y` → `a[i]`).
 fn accessed(e: &Expr) -> &Expr {
     match &e.peel().kind {
@@ -327,7 +309,7 @@ fn reads_besides_stores(body: &crate::model::Stmt, names: &[String]) -> bool {
             op: Some(op), lhs, ..
         } = &e.kind
         {
-            if is_assignment(*op) && ours(lhs) {
+            if op.is_assignment() && ours(lhs) {
                 if *op == BinOp::Assign {
                     let a = accessed(lhs);
                     store_targets.push((a.span.start, a.span.end));

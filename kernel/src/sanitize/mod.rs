@@ -440,7 +440,7 @@ impl Walker<'_> {
                 lhs,
                 rhs,
                 ..
-            } if is_assignment(*op) => {
+            } if op.is_assignment() => {
                 let l = if *op == BinOp::Assign {
                     Use::Write
                 } else {
@@ -636,24 +636,6 @@ impl OwnedTarget {
             object: self.object,
         }
     }
-}
-
-fn is_assignment(op: BinOp) -> bool {
-    use BinOp::*;
-    matches!(
-        op,
-        Assign
-            | MulAssign
-            | DivAssign
-            | RemAssign
-            | AddAssign
-            | SubAssign
-            | ShlAssign
-            | ShrAssign
-            | AndAssign
-            | XorAssign
-            | OrAssign
-    )
 }
 
 #[cfg(test)]
