@@ -34,6 +34,7 @@ use crate::model::{
 };
 use crate::rewrite::{
     add_call_arg, add_param, callers_closure, calls_to, refuse_header_functions, with_prelude,
+    PRELUDE_MACROS,
 };
 
 /// Name of the extra counter parameter and argument.
@@ -306,17 +307,7 @@ fn reachable(p: &Program, k: &Function) -> Vec<String> {
 
 fn prelude(barrier_base: u32) -> String {
     format!(
-        "\
-#if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 120
-#define __CLTRAP_FN static inline
-#else
-#define __CLTRAP_FN
-#endif
-#if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 200
-#define __CLTRAP_ELS(d) get_enqueued_local_size(d)
-#else
-#define __CLTRAP_ELS(d) get_local_size(d)
-#endif
+        "{PRELUDE_MACROS}\
 __CLTRAP_FN void __cltrap_header(__global uint* c) {{ if (get_group_id(0) == 0 && get_group_id(1) == 0 && get_group_id(2) == 0 && get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0) {{ c[2] = (uint)__CLTRAP_ELS(0); c[3] = (uint)__CLTRAP_ELS(1); c[4] = (uint)__CLTRAP_ELS(2); c[5] = (uint)get_num_groups(0); c[6] = (uint)get_num_groups(1); c[7] = (uint)get_num_groups(2); }} }}
 #define __CLTRAP_HIT(i) ((void)(__cltrap_cov[i] != 0u || (__cltrap_cov[i] = 1u)))
 __CLTRAP_FN void __cltrap_bar(__global uint* c, uint b) {{ size_t i = (size_t){barrier_base}u + (size_t)b * (get_num_groups(0) * get_num_groups(1) * get_num_groups(2)) + get_group_id(0) + get_num_groups(0) * (get_group_id(1) + get_num_groups(1) * get_group_id(2)); if (i < (size_t)c[0]) atomic_inc(&c[i]); else c[1] = 1u; }}

@@ -28,6 +28,7 @@ use crate::error::KernelError;
 use crate::model::Program;
 use crate::rewrite::{
     add_call_arg, add_param, callers_closure, calls_to, refuse_header_functions, with_prelude,
+    PRELUDE_MACROS,
 };
 
 /// Name of the extra parameter and argument.
@@ -38,16 +39,6 @@ pub const GROUP_DEPENDENT_BUILTINS: &[&str] =
     &["get_group_id", "get_global_id", "get_global_linear_id"];
 
 const PRELUDE: &str = "\
-#if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 120
-#define __CLTRAP_FN static inline
-#else
-#define __CLTRAP_FN
-#endif
-#if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 200
-#define __CLTRAP_ELS(d) get_enqueued_local_size(d)
-#else
-#define __CLTRAP_ELS(d) get_local_size(d)
-#endif
 __CLTRAP_FN size_t __cltrap_pgroup(__global const uint* p, uint d) { size_t n0 = get_num_groups(0), n1 = get_num_groups(1); size_t q = p[get_group_id(0) + n0 * (get_group_id(1) + n1 * get_group_id(2))]; return d == 0u ? q % n0 : d == 1u ? (q / n0) % n1 : d == 2u ? q / (n0 * n1) : (size_t)0; }
 __CLTRAP_FN size_t __cltrap_pglobal(__global const uint* p, uint d) { return d < 3u ? get_global_offset(d) + __cltrap_pgroup(p, d) * __CLTRAP_ELS(d) + get_local_id(d) : (size_t)0; }
 #if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 200
@@ -115,16 +106,6 @@ pub const SUBSET_HEADER: usize = 7;
 // 0, group `k` of which runs logical group `p[7 + k]` (linear over the real group counts
 // `p[1..4]`), and the NDRange's counts and sizes are the real ones (`p[1..4]`, `p[4..7]`).
 const SUBSET_PRELUDE: &str = "\
-#if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 120
-#define __CLTRAP_FN static inline
-#else
-#define __CLTRAP_FN
-#endif
-#if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 200
-#define __CLTRAP_ELS(d) get_enqueued_local_size(d)
-#else
-#define __CLTRAP_ELS(d) get_local_size(d)
-#endif
 __CLTRAP_FN size_t __cltrap_snum(__global const uint* p, uint d) { return p[0] == 0u ? get_num_groups(d) : d < 3u ? (size_t)p[1u + d] : (size_t)1; }
 __CLTRAP_FN size_t __cltrap_sgsize(__global const uint* p, uint d) { return p[0] == 0u ? get_global_size(d) : d < 3u ? (size_t)p[4u + d] : (size_t)1; }
 __CLTRAP_FN size_t __cltrap_sgroup(__global const uint* p, uint d) { if (p[0] == 0u) return get_group_id(d); size_t q = p[7u + get_group_id(0)], n0 = p[1], n1 = p[2]; return d == 0u ? q % n0 : d == 1u ? (q / n0) % n1 : d == 2u ? q / (n0 * n1) : (size_t)0; }
@@ -214,7 +195,7 @@ fn rewrite_group_queries(
     }
     let body = edits.apply(&p.source)?;
     Ok(Permuted {
-        source: with_prelude(prelude, &body),
+        source: with_prelude(&format!("{PRELUDE_MACROS}{prelude}"), &body),
         map,
     })
 }

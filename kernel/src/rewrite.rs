@@ -8,6 +8,23 @@ use crate::edits::Edits;
 use crate::error::KernelError;
 use crate::model::{visit_exprs, Expr, ExprKind, Function, Program};
 
+/// The macros every prelude's helpers are written with: `__CLTRAP_FN` (helpers are
+/// `static inline` where OpenCL C allows it, 1.2 and later) and `__CLTRAP_ELS(d)` (the
+/// enqueued local size, which is the local size before OpenCL C 2.0). Identical redefinitions
+/// are legal, so preludes that meet in one program do not clash.
+pub const PRELUDE_MACROS: &str = "\
+#if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 120
+#define __CLTRAP_FN static inline
+#else
+#define __CLTRAP_FN
+#endif
+#if defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 200
+#define __CLTRAP_ELS(d) get_enqueued_local_size(d)
+#else
+#define __CLTRAP_ELS(d) get_local_size(d)
+#endif
+";
+
 /// Text placed before the user's source: the pass's definitions, then `#line 1` so that clang's
 /// and the OpenCL compiler's diagnostics keep the user's line numbers.
 pub fn with_prelude(prelude: &str, instrumented: &str) -> String {
