@@ -168,7 +168,7 @@ pub fn parse_value_type(type_name: &str) -> Option<ValueType> {
         "unsigned long" => "ulong",
         "long long" => "long",
         "unsigned long long" => "ulong",
-        other => other,
+        other => fixed_width_alias(other).unwrap_or(other),
     };
     if name.contains(['*', '[', ' ']) {
         return None;
@@ -200,6 +200,36 @@ pub fn parse_value_type(type_name: &str) -> Option<ValueType> {
         _ => return None,
     };
     Some(ValueType { scalar, lanes })
+}
+
+/// The OpenCL C scalar behind a fixed-width integer typedef that real kernels declare and
+/// whose meaning is not in doubt (hashcat's `u32`/`u64`, C99's `uint32_t`, ...), or `None`.
+///
+/// Why: the driver reports an argument's type as written (`u64 gid_max`), and a binary
+/// program has no source to resolve the typedef; without this such scalars print as raw
+/// memory-order hex (`0x0200000000000000` for 2).
+fn fixed_width_alias(name: &str) -> Option<&'static str> {
+    let (signed, bits) = match name {
+        "u8" | "uint8_t" | "uint8" => (false, 8),
+        "u16" | "uint16_t" | "uint16" => (false, 16),
+        "u32" | "uint32_t" | "uint32" => (false, 32),
+        "u64" | "uint64_t" | "uint64" => (false, 64),
+        "s8" | "i8" | "int8_t" | "int8" => (true, 8),
+        "s16" | "i16" | "int16_t" | "int16" => (true, 16),
+        "s32" | "i32" | "int32_t" | "int32" => (true, 32),
+        "s64" | "i64" | "int64_t" | "int64" => (true, 64),
+        _ => return None,
+    };
+    Some(match (signed, bits) {
+        (false, 8) => "uchar",
+        (false, 16) => "ushort",
+        (false, 32) => "uint",
+        (false, _) => "ulong",
+        (true, 8) => "char",
+        (true, 16) => "short",
+        (true, 32) => "int",
+        (true, _) => "long",
+    })
 }
 
 /// The element type a pointer argument points to (`float4*` → float × 4), or `None` when
@@ -304,6 +334,27 @@ mod tests {
             format_value("float", &f32::NEG_INFINITY.to_le_bytes()),
             "-inf"
         );
+    }
+
+    #[test]
+    fn fixed_width_integer_typedefs_decode_as_their_integers() {
+        // hashcat's kernels take `u64 gid_max`; PoCL reports the type name as written.
+        assert_eq!(format_value("u64", &2u64.to_le_bytes()), "2");
+        assert_eq!(format_value("const u32", &7u32.to_le_bytes()), "7");
+        assert_eq!(format_value("int64_t", &(-3i64).to_le_bytes()), "-3");
+        assert_eq!(format_value("s8", &[0xff]), "-1");
+        assert_eq!(format_value("uint16_t", &513u16.to_le_bytes()), "513");
+        // A size that disagrees with the typedef's width stays hex.
+        assert_eq!(format_value("u64", &[1, 0, 0, 0]), "0x01000000");
+        // Pointers to them give typed elements.
+        assert_eq!(
+            pointee_type("u32*"),
+            Some(ValueType {
+                scalar: Scalar::U32,
+                lanes: 1
+            })
+        );
+        assert_eq!(parse_value_type("u32x"), None);
     }
 
     #[test]

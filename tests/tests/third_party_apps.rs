@@ -1,6 +1,6 @@
 //! Third-party OpenCL applications from Debian packages run under the shim with their own
 //! results unchanged, and every launch they make is captured and replays ok:
-//! clpeak (kernel-latency, all ~20,000 launches; integer compute, two launches per kernel), clFFT-client, and an ffmpeg OpenCL
+//! clpeak (kernel-latency, all ~20,000 launches; integer compute, two launches per kernel), clFFT-client, hashcat, and an ffmpeg OpenCL
 //! filter chain. Each test skips with a printed reason only when the program is not installed.
 
 use cltrap_capture::Capture;
@@ -169,5 +169,92 @@ fn ffmpeg_opencl_filter_output_is_bit_identical_and_its_launches_replay_ok() {
         kernel_counts(&cap)
     );
     assert_list_shows(&dir, &cap);
+    assert_replays_ok(&dir, cap.launches.len());
+}
+
+/// Runs hashcat (`-m 0`, a dictionary attack on one MD5) with its home, kernel cache and data
+/// in `home`, natively or under `cltrap run --out cap` (a fresh `home` per run, so both build
+/// hashcat's kernels from source, with its `-D` macros and `#include`d headers).
+fn hashcat_run(
+    hashcat: &PathBuf,
+    home: &std::path::Path,
+    cap: Option<&std::path::Path>,
+) -> Outcome {
+    std::fs::create_dir_all(home).expect("hashcat home");
+    let hash = home.join("hash.txt");
+    let words = home.join("words.txt");
+    // md5("hashcat")
+    std::fs::write(&hash, "8743b52063cd84097a65d1633f5c74f5\n").expect("hash file");
+    std::fs::write(&words, "foo\nbar\nhashcat\nbaz\n").expect("word list");
+    let hashcat_args: Vec<std::ffi::OsString> = [
+        "-m",
+        "0",
+        "-a",
+        "0",
+        "--force",
+        "-D",
+        "1",
+        "--potfile-disable",
+        "--quiet",
+    ]
+    .iter()
+    .map(|s| s.into())
+    .chain([hash.into_os_string(), words.into_os_string()])
+    .collect();
+    let t = tools();
+    let env: Vec<(&str, &OsStr)> = vec![
+        ("HOME", home.as_os_str()),
+        ("XDG_CACHE_HOME", home.as_os_str()),
+        ("XDG_DATA_HOME", home.as_os_str()),
+        ("XDG_CONFIG_HOME", home.as_os_str()),
+        ("CLTRAP_SHIM", t.shim.as_os_str()),
+    ];
+    match cap {
+        None => run_with_env(hashcat, &hashcat_args, &env, Some(home)),
+        Some(cap) => {
+            let mut all: Vec<std::ffi::OsString> =
+                vec!["run".into(), "--out".into(), cap.into(), "--".into()];
+            all.push(hashcat.into());
+            all.extend(hashcat_args);
+            run_with_env(&t.cltrap, &all, &env, Some(home))
+        }
+    }
+}
+
+/// hashcat (Debian's package; it `dlopen`s the OpenCL loader) cracks the same hash under the
+/// shim, its launches (its own `m00000_*` attack kernels among them, built from sources that
+/// include headers through macros and take `u64` typedef'd scalars) are captured, listed with
+/// their scalar values decoded, and every one replays bit for bit.
+#[test]
+fn hashcat_cracks_the_same_hash_and_its_launches_replay_ok() {
+    let Some(hashcat) = installed("hashcat", "hashcat") else {
+        return;
+    };
+    let base = fresh_dir("apps", "hashcat");
+    let native = hashcat_run(&hashcat, &base.join("native"), None).expect_success();
+    assert!(
+        native
+            .stdout_text()
+            .contains("8743b52063cd84097a65d1633f5c74f5:hashcat"),
+        "{}",
+        native.describe()
+    );
+    let dir = fresh_capture_dir("hashcat");
+    let captured = hashcat_run(&hashcat, &base.join("captured"), Some(&dir));
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    assert_quiet_capture(&native, &captured);
+    let cap = open_capture(&dir);
+    let kernels = kernel_counts(&cap);
+    assert!(
+        kernels.keys().any(|k| k.starts_with("m00000")),
+        "hashcat's MD5 kernels were not captured: {kernels:?}"
+    );
+    let list = assert_list_shows(&dir, &cap).stdout_text();
+    // `u64 gid_max` is a typedef'd scalar: shown as its integer value, not as raw bytes.
+    assert!(
+        list.contains("gid_max=") && !list.contains("gid_max=0x"),
+        "hashcat's u64 scalars are not decoded\n{list}"
+    );
     assert_replays_ok(&dir, cap.launches.len());
 }
