@@ -11,7 +11,8 @@
 //!   happens at all — not even in the directory cltrap runs in, which PoCL searches first;
 //! - the build options' `-I` directories and the build directory are rewritten to their
 //!   mirrors ([`Headers::options`]), for libclang (which parses the user's own text) and
-//!   for includes the capture could not resolve (`#include MACRO`).
+//!   for includes the capture could not resolve (an `#include MACRO` that did not expand to
+//!   a file name at capture).
 
 use cltrap_capture::includes::{directives, Found};
 use cltrap_capture::options::rewrite_include_dirs;
@@ -133,7 +134,10 @@ impl Headers {
                 let from = f.from.as_deref().unwrap_or("the program's source");
                 match f.form {
                     IncludeForm::Macro => {
-                        format!("{} (a macro include in {from}; not followed)", f.name)
+                        format!(
+                            "{} (a macro include in {from}; it did not expand to a file that exists)",
+                            f.name
+                        )
                     }
                     _ => format!("{} (included from {from})", f.name),
                 }

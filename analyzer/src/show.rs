@@ -405,7 +405,7 @@ fn describe_includes(o: &mut impl Write, includes: &cltrap_capture::Includes) {
             (Some(p), Some(h)) => format!("{p}, captured ({})", short(h)),
             (Some(p), None) => format!("{p}, as above"),
             (None, _) if f.form == cltrap_capture::IncludeForm::Macro => {
-                "a macro include, not followed at capture".into()
+                "a macro include that did not expand to an existing file at capture".into()
             }
             (None, _) => "NOT FOUND when the program was built".into(),
         };

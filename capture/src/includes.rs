@@ -7,8 +7,9 @@
 //! `#include` it sees, in every branch of every conditional, so it records a superset of
 //! what the driver read. A file it cannot find is recorded by name, without content: that
 //! is harmless when the directive sat in a branch the driver skipped, and named by
-//! `cltrap show` / `replay` otherwise. `#include MACRO` cannot be followed without
-//! expanding macros; it is recorded as such.
+//! `cltrap show` / `replay` otherwise. `#include MACRO(...)` is followed by expanding it
+//! with the macros of the build options and of the `#define`s met so far
+//! ([`crate::macros`]); one that does not expand to a file name is recorded as not followed.
 //!
 //! Search order, as PoCL (and clang with `-I.`) resolve: a `"quoted"` name first in the
 //! directory of the file that includes it (not for the program's own source, which the
@@ -16,6 +17,7 @@
 //! build time, then each `-I` directory in order; an `<angled>` name in the working
 //! directory, then each `-I` directory. An absolute name is taken as it is.
 
+use crate::macros::Macros;
 use crate::model::IncludeForm;
 use std::collections::{HashSet, VecDeque};
 use std::ops::Range;
@@ -35,6 +37,27 @@ pub struct Directive {
 /// Every `#include` directive of `text`, in order; directives inside comments and string
 /// literals are not directives.
 pub fn directives(text: &[u8]) -> Vec<Directive> {
+    preprocessing(text)
+        .into_iter()
+        .filter_map(|p| match p {
+            Pp::Include(d) => Some(d),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The directives the include scan acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Pp {
+    Include(Directive),
+    /// `#define` with the rest of its line.
+    Define(String),
+    /// `#undef` with the rest of its line.
+    Undef(String),
+}
+
+/// Every `#include`, `#define` and `#undef` of `text`, in order.
+fn preprocessing(text: &[u8]) -> Vec<Pp> {
     let mut out = Vec::new();
     let mut i = 0;
     let mut line_start = true;
@@ -118,11 +141,49 @@ fn identifier_end(text: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// The directive after a `#` at `i` (if it is an include) and where scanning goes on.
-fn directive_at(text: &[u8], i: usize) -> (Option<Directive>, usize) {
+/// Where the logical line that holds `i` ends (at its newline, line splices joined), and
+/// where its text ends before a trailing `//` comment and white space.
+fn line_end(text: &[u8], mut i: usize) -> (usize, usize) {
+    let start = i;
+    let mut text_end = None;
+    while i < text.len() && text[i] != b'\n' {
+        match text[i] {
+            b'\\' if text.get(i + 1) == Some(&b'\n') => i += 2,
+            b'/' if text.get(i + 1) == Some(&b'/') && text_end.is_none() => {
+                text_end = Some(i);
+                i += 2;
+            }
+            b'/' if text.get(i + 1) == Some(&b'*') && text_end.is_none() => {
+                i = block_comment_end(text, i + 2)
+            }
+            q @ (b'"' | b'\'') if text_end.is_none() => i = literal_end(text, i + 1, q),
+            _ => i += 1,
+        }
+    }
+    let i = i.min(text.len());
+    let mut end = text_end.unwrap_or(i);
+    while end > start && text[end - 1].is_ascii_whitespace() {
+        end -= 1;
+    }
+    (i, end)
+}
+
+/// The directive after a `#` at `i` (if the scan acts on it) and where scanning goes on.
+fn directive_at(text: &[u8], i: usize) -> (Option<Pp>, usize) {
     let i = skip_blank(text, i);
     let word_end = identifier_end(text, i);
-    if &text[i..word_end] != b"include" {
+    let word = &text[i..word_end];
+    if word == b"define" || word == b"undef" {
+        let (end, text_end) = line_end(text, word_end);
+        let rest = String::from_utf8_lossy(&text[word_end..text_end.max(word_end)]).into_owned();
+        let pp = if word == b"define" {
+            Pp::Define(rest)
+        } else {
+            Pp::Undef(rest)
+        };
+        return (Some(pp), end);
+    }
+    if word != b"include" {
         return (None, word_end.max(i));
     }
     let i = skip_blank(text, word_end);
@@ -130,14 +191,15 @@ fn directive_at(text: &[u8], i: usize) -> (Option<Directive>, usize) {
         Some(b'"') => (b'"', IncludeForm::Quoted),
         Some(b'<') => (b'>', IncludeForm::Angled),
         Some(c) if c.is_ascii_alphabetic() || *c == b'_' => {
-            let end = identifier_end(text, i);
-            let name = String::from_utf8_lossy(&text[i..end]).into_owned();
+            // `#include MACRO...`: the whole rest of the line, which the scan expands.
+            let (end, text_end) = line_end(text, i);
+            let name = String::from_utf8_lossy(&text[i..text_end]).into_owned();
             let d = Directive {
                 name,
                 form: IncludeForm::Macro,
-                range: i..end,
+                range: i..text_end,
             };
-            return (Some(d), end);
+            return (Some(Pp::Include(d)), end);
         }
         _ => return (None, i),
     };
@@ -150,11 +212,11 @@ fn directive_at(text: &[u8], i: usize) -> (Option<Directive>, usize) {
     }
     let name = String::from_utf8_lossy(&text[i + 1..j]).into_owned();
     (
-        Some(Directive {
+        Some(Pp::Include(Directive {
             name,
             form,
             range: i..j + 1,
-        }),
+        })),
         j + 1,
     )
 }
@@ -256,15 +318,32 @@ pub fn scan(
     let mut queue: VecDeque<(Option<PathBuf>, Vec<u8>)> =
         sources.iter().map(|s| (None, s.to_vec())).collect();
     let mut bytes_read = 0usize;
+    let mut macros = Macros::from_options(options);
     while let Some((from, text)) = queue.pop_front() {
-        for d in directives(&text) {
+        for pp in preprocessing(&text) {
+            let d = match pp {
+                Pp::Define(line) => {
+                    macros.define(&line);
+                    continue;
+                }
+                Pp::Undef(line) => {
+                    macros.undef(&line);
+                    continue;
+                }
+                Pp::Include(d) => d,
+            };
             if from.is_none() && embedded.contains(&d.name.as_str()) {
                 continue;
             }
             if !seen.insert((from.clone(), d.name.clone(), d.form)) {
                 continue;
             }
-            let path = resolve(&d.name, d.form, from.as_deref(), cwd, &dirs);
+            let path = match d.form {
+                IncludeForm::Macro => macros
+                    .include_target(&d.name)
+                    .and_then(|(name, form)| resolve(&name, form, from.as_deref(), cwd, &dirs)),
+                form => resolve(&d.name, form, from.as_deref(), cwd, &dirs),
+            };
             let mut bytes = None;
             if let Some(p) = &path {
                 if read.len() < limits.files && !read.contains(p) {
@@ -372,6 +451,58 @@ mod tests {
                 ),
             ]
         );
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn macro_includes_are_followed_with_the_options_and_the_files_defines() {
+        let root = std::env::temp_dir().join(format!("cltrap-macro-inc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let lib = root.join("share/OpenCL");
+        std::fs::create_dir_all(&lib).unwrap();
+        // hashcat's pattern: the path through -D macros, a header naming another through a
+        // macro defined in the including file.
+        std::fs::write(lib.join("inc_vendor.h"), "#define V 1\n").unwrap();
+        std::fs::write(
+            lib.join("inc_common.cl"),
+            "#define NEXT M2S(INCLUDE_PATH/inc_types.h)\n#include NEXT // trailing\n",
+        )
+        .unwrap();
+        std::fs::write(lib.join("inc_types.h"), "typedef ulong u64;\n").unwrap();
+        let src = b"#include M2S(INCLUDE_PATH/inc_vendor.h)\n#include M2S(INCLUDE_PATH/inc_common.cl)\n#include NOT_DEFINED\n";
+        let options = format!(
+            "-D INCLUDE_PATH={} -D XM2S(x)=#x -D M2S(x)=XM2S(x) -w",
+            lib.display()
+        );
+        let found = scan(&[src], &[], &options, &root, Limits::default());
+        let rows: Vec<(String, IncludeForm, Option<PathBuf>)> = found
+            .iter()
+            .map(|f| (f.name.clone(), f.form, f.path.clone()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (
+                    "M2S(INCLUDE_PATH/inc_vendor.h)".into(),
+                    IncludeForm::Macro,
+                    Some(lib.join("inc_vendor.h"))
+                ),
+                (
+                    "M2S(INCLUDE_PATH/inc_common.cl)".into(),
+                    IncludeForm::Macro,
+                    Some(lib.join("inc_common.cl"))
+                ),
+                ("NOT_DEFINED".into(), IncludeForm::Macro, None),
+                (
+                    "NEXT".into(),
+                    IncludeForm::Macro,
+                    Some(lib.join("inc_types.h"))
+                ),
+            ]
+        );
+        // The directive's range is the whole invocation, to point it at a copy.
+        let d = &directives(src)[0];
+        assert_eq!(&src[d.range.clone()], b"M2S(INCLUDE_PATH/inc_vendor.h)");
         let _ = std::fs::remove_dir_all(&root);
     }
 

@@ -27,6 +27,7 @@ pub mod delta;
 pub mod devdigest;
 pub mod hex;
 pub mod includes;
+pub mod macros;
 pub mod model;
 pub mod options;
 pub mod reader;

@@ -158,14 +158,15 @@ pub enum IncludeForm {
     Quoted,
     /// `#include <name>`.
     Angled,
-    /// `#include MACRO`: not followed (cltrap does not expand macros at capture).
+    /// `#include MACRO(...)`: followed when it expands to a file name with the build's
+    /// macros (`cltrap_capture::macros`); `name` is then the whole invocation as written.
     Macro,
 }
 
 /// One `#include` directive and the file it reached.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct IncludedFile {
-    /// The name as written (or the macro's name).
+    /// The name as written (for a macro include, the invocation: `M2S(INCLUDE_PATH/a.h)`).
     pub name: String,
     /// How it is written.
     pub form: IncludeForm,

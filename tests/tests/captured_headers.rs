@@ -19,7 +19,13 @@ fn write_headers(app: &Path) {
     )
     .unwrap();
     std::fs::write(app.join("inc/nested/offset.h"), "#define OFFSET 7\n").unwrap();
+    std::fs::create_dir_all(app.join("extra")).unwrap();
+    std::fs::write(app.join("extra/extra.h"), "#define EXTRA 0\n").unwrap();
 }
+
+/// The fixture's build options: an `-I` directory and the directory of the header the
+/// kernel names through macros (`#include M2S(EXTRA_DIR/extra.h)`).
+const OPTIONS: &str = "-I inc -D EXTRA_DIR=extra";
 
 /// A directory holding headers of the same names with other values: a build that searched
 /// where cltrap runs (PoCL looks in the working directory first) would change the results.
@@ -27,6 +33,8 @@ fn decoy_dir(label: &str) -> std::path::PathBuf {
     let d = fresh_dir("headers", label);
     std::fs::write(d.join("main.h"), "#define SCALE 5\n").unwrap();
     std::fs::write(d.join("defs.h"), "#define LIMIT 1000\n#define OFFSET 0\n").unwrap();
+    std::fs::create_dir_all(d.join("extra")).unwrap();
+    std::fs::write(d.join("extra/extra.h"), "#define EXTRA 1000\n").unwrap();
     d
 }
 
@@ -35,7 +43,7 @@ fn captured_headers_replace_the_applications_files_in_replay_cover_and_fuzz() {
     let exe = fixture("headers");
     let app = fresh_dir("headers", "app");
     write_headers(&app);
-    let native = run_with_env(&exe, &["-I inc"], &[], Some(&app)).expect_success();
+    let native = run_with_env(&exe, &[OPTIONS], &[], Some(&app)).expect_success();
     let dir = fresh_capture_dir("headers");
     let t = tools();
     let run_args: Vec<&OsStr> = vec![
@@ -44,7 +52,7 @@ fn captured_headers_replace_the_applications_files_in_replay_cover_and_fuzz() {
         dir.as_os_str(),
         OsStr::new("--"),
         exe.as_os_str(),
-        OsStr::new("-I inc"),
+        OsStr::new(OPTIONS),
     ];
     let captured = run_with_env(
         &t.cltrap,
@@ -88,6 +96,14 @@ fn captured_headers_replace_the_applications_files_in_replay_cover_and_fuzz() {
         Some(app.join("inc/defs.h").as_path())
     );
     assert!(nested.content.is_some(), "{nested:?}");
+    let extra = found("M2S(EXTRA_DIR/extra.h)");
+    assert_eq!(extra.form, IncludeForm::Macro);
+    assert_eq!(
+        extra.path.as_deref().map(Path::new),
+        Some(app.join("extra/extra.h").as_path()),
+        "the macro include was not followed: {extra:?}"
+    );
+    assert!(extra.content.is_some(), "{extra:?}");
     let absent = found("absent.h");
     assert!(
         absent.path.is_none() && absent.content.is_none(),
@@ -110,6 +126,7 @@ fn captured_headers_replace_the_applications_files_in_replay_cover_and_fuzz() {
         .unwrap_or_else(|| panic!("show does not name absent.h\n{text}"));
     assert!(absent_line.contains("NOT FOUND"), "{absent_line}");
     assert!(text.contains("inc/nested/offset.h, captured"), "{text}");
+    assert!(text.contains("extra/extra.h, captured"), "{text}");
 
     let replay = cltrap_in(&elsewhere, &[OsStr::new("replay"), dir.as_os_str()]);
     replay.assert_no_panic();

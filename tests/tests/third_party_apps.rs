@@ -256,5 +256,24 @@ fn hashcat_cracks_the_same_hash_and_its_launches_replay_ok() {
         list.contains("gid_max=") && !list.contains("gid_max=0x"),
         "hashcat's u64 scalars are not decoded\n{list}"
     );
+    // Its headers, named through macros (`#include M2S(INCLUDE_PATH/inc_vendor.h)`), travel
+    // with the capture.
+    let m0 = cap
+        .launches
+        .iter()
+        .find(|l| l.kernel.starts_with("m00000"))
+        .map(|l| l.id)
+        .unwrap_or_default();
+    let show = cltrap(&[
+        OsStr::new("show"),
+        dir.as_os_str(),
+        OsStr::new(&m0.to_string()),
+    ]);
+    assert!(show.success(), "{}", show.describe());
+    let text = show.stdout_text();
+    assert!(
+        text.contains("inc_vendor.h, captured") && text.contains("inc_common.cl"),
+        "hashcat's headers were not captured\n{text}"
+    );
     assert_replays_ok(&dir, cap.launches.len());
 }
