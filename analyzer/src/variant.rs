@@ -7,7 +7,7 @@
 
 use crate::executor::{BuildOptions, BuiltProgram, ExecError, InputArg, Session};
 use cltrap_capture::writer::digest;
-use cltrap_capture::{Capture, ProgramOrigin, ProgramRecord, ReadError};
+use cltrap_capture::{Capture, ProgramRecord, ReadError};
 use cltrap_kernel::KernelError;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 /// Why an instrumented variant of a program could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum VariantError {
-    /// Only programs created from source text can be rewritten.
-    #[error("the program was not created from source ({0}), so it cannot be instrumented")]
+    /// Only a program of one OpenCL C source unit can be rewritten (built from source, or
+    /// linked from one unit compiled from source).
+    #[error("the program is not one unit of OpenCL C source ({0}), so it cannot be instrumented")]
     NotSource(&'static str),
     /// The capture lacks the program or its source.
     #[error("{0}")]
@@ -66,21 +67,25 @@ impl VariantError {
     }
 }
 
-/// The user's own source text of a captured program (all source strings, concatenated as
-/// OpenCL does), which every pass rewrites.
+/// The user's own source text of a captured program (all source strings of its one
+/// translation unit, concatenated as OpenCL does), which every pass rewrites.
 pub fn program_source(capture: &Capture, record: &ProgramRecord) -> Result<String, VariantError> {
-    match &record.origin {
-        ProgramOrigin::Source { sources } => {
-            let texts = sources
-                .iter()
-                .map(|h| capture.source_text(h))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(texts.concat())
-        }
-        ProgramOrigin::Binary { .. } => Err(VariantError::NotSource("a binary")),
-        ProgramOrigin::Il { .. } => Err(VariantError::NotSource("SPIR-V")),
-        ProgramOrigin::BuiltIn { .. } => Err(VariantError::NotSource("built-in kernels")),
-        ProgramOrigin::Linked { .. } => Err(VariantError::NotSource("a linked program")),
+    let unit = record.source_unit().map_err(VariantError::NotSource)?;
+    let texts = unit
+        .sources
+        .iter()
+        .map(|h| capture.source_text(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(texts.concat())
+}
+
+/// The options a pass parses (and a worker builds) a captured program's rewritten source
+/// with: those that build its one translation unit (`clCompileProgram`'s and
+/// `clLinkProgram`'s for a linked program), pointed at the captured headers' copies.
+pub fn parse_options(headers: &crate::headers::Headers, record: &ProgramRecord) -> String {
+    match record.source_unit() {
+        Ok(unit) => headers.options(&unit.build_options()),
+        Err(_) => headers.options(&record.options),
     }
 }
 
@@ -268,9 +273,9 @@ fn make<T: Serialize + DeserializeOwned>(
     let original = program_source(capture, &record)?;
     // The pass parses against the captured headers' copies (their directory names the
     // headers' contents, so the disk cache key changes when they do).
-    let options = crate::headers::Headers::from_capture(capture, &record.includes)
-        .map_err(|e| ExecError::Headers(e.to_string()))?
-        .options(&record.options);
+    let headers = crate::headers::Headers::from_capture(capture, &record.includes)
+        .map_err(|e| ExecError::Headers(e.to_string()))?;
+    let options = parse_options(&headers, &record);
     let start = Instant::now();
     let (source, map) = match disk.and_then(|d| d.load(&original, &options)) {
         Some(hit) => hit,

@@ -124,6 +124,68 @@ pub struct ProgramRecord {
     pub includes: Includes,
 }
 
+/// A program's one OpenCL C translation unit: what every pass of the analyzer parses and
+/// rewrites, and the options it was compiled with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceUnit<'a> {
+    /// The source strings, concatenated as OpenCL does.
+    pub sources: &'a [Hash],
+    /// The options the unit was compiled with (`clBuildProgram`'s, or `clCompileProgram`'s
+    /// for a linked program).
+    pub compile_options: &'a str,
+    /// `clLinkProgram`'s options when the program was linked from this one unit, which a
+    /// rebuild of a rewritten unit adds to its compile options.
+    pub link_options: Option<&'a str>,
+}
+
+impl SourceUnit<'_> {
+    /// The options that build the unit with `clBuildProgram` as its compile (and link)
+    /// built it; what the analyzer parses it with too.
+    pub fn build_options(&self) -> String {
+        match self.link_options.map(str::trim).filter(|l| !l.is_empty()) {
+            Some(link) if !self.compile_options.trim().is_empty() => {
+                format!("{} {link}", self.compile_options.trim_end())
+            }
+            Some(link) => link.to_string(),
+            None => self.compile_options.to_string(),
+        }
+    }
+}
+
+impl ProgramRecord {
+    /// The program's one translation unit, or what it was made from instead (`a binary`,
+    /// ...). A program linked by `clLinkProgram` from one unit compiled from source
+    /// (hashcat builds every kernel so) is that unit: compile + link of one unit is a
+    /// build. Linked from several units, or compiled with headers passed in memory, it is
+    /// not one unit the passes can rewrite.
+    pub fn source_unit(&self) -> Result<SourceUnit<'_>, &'static str> {
+        match &self.origin {
+            ProgramOrigin::Source { sources } => Ok(SourceUnit {
+                sources,
+                compile_options: &self.options,
+                link_options: None,
+            }),
+            ProgramOrigin::Binary { .. } => Err("a binary"),
+            ProgramOrigin::Il { .. } => Err("SPIR-V"),
+            ProgramOrigin::BuiltIn { .. } => Err("built-in kernels"),
+            ProgramOrigin::Linked { inputs } => match inputs.as_slice() {
+                [one] if !one.headers.is_empty() => {
+                    Err("a linked program compiled with headers passed in memory")
+                }
+                [one] => match one.origin.as_ref() {
+                    ProgramOrigin::Source { sources } => Ok(SourceUnit {
+                        sources,
+                        compile_options: &one.compile_options,
+                        link_options: Some(&self.options),
+                    }),
+                    _ => Err("a program linked from a unit not compiled from source"),
+                },
+                _ => Err("a program linked from several units"),
+            },
+        }
+    }
+}
+
 /// A program's included files (see `crate::includes` for how they are found).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct Includes {

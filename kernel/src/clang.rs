@@ -33,6 +33,10 @@ pub struct RawNode {
     pub value: Option<String>,
     /// Where the node lies in the main file, after mapping macro expansions to the user's text.
     pub loc: Loc,
+    /// A function whose type has the OpenCL kernel calling convention: a kernel however its
+    /// `__kernel` is spelled (hashcat writes `KERNEL_FQ`, defined in a header it includes,
+    /// where no text of the user's file shows the keyword).
+    pub kernel_cc: bool,
     /// Child cursors in source order.
     pub children: Vec<RawNode>,
 }
@@ -327,6 +331,10 @@ impl Ctx {
             _ => None,
         };
         let loc = self.loc_of(c);
+        // libclang reports clang's `CC_OpenCLKernel` as `CXCallingConv_Unexposed`; plain
+        // OpenCL C functions have the C convention.
+        let kernel_cc = kind == CXCursor_FunctionDecl
+            && clang_getFunctionTypeCallingConv(cx_ty) == CXCallingConv_Unexposed;
         let mut kids: Vec<CXCursor> = Vec::new();
         visit_children(c, |k| kids.push(k));
         let children = kids.into_iter().map(|k| self.copy(k)).collect();
@@ -337,6 +345,7 @@ impl Ctx {
             written_ty,
             value,
             loc,
+            kernel_cc,
             children,
         }
     }

@@ -222,10 +222,10 @@ impl<'a> Builder<'a> {
     fn function(&self, d: &RawNode) -> Result<Function, KernelError> {
         let in_main = d.loc.start.is_some();
         let return_type = d.ty.split(" (").next().unwrap_or("").trim().to_string();
-        let is_kernel = d
-            .children
-            .iter()
-            .any(|c| c.kind == CXCursor_UnexposedAttr && self.is_kernel_attr(c));
+        let is_kernel = d.kernel_cc
+            || d.children
+                .iter()
+                .any(|c| c.kind == CXCursor_UnexposedAttr && self.is_kernel_attr(c));
         let mut params = Vec::new();
         for c in d.children.iter().filter(|c| c.kind == CXCursor_ParmDecl) {
             params.push(param(c, if in_main { self.span(c).ok() } else { None }));

@@ -321,3 +321,31 @@ fn the_solver_reasons_over_macro_literals_operators_typedefs_and_vectors() {
     assert!(n.wrapping_mul(2) > 16, "n = {n}");
     let _ = bytes_of;
 }
+
+/// hashcat spells `__kernel` as `KERNEL_FQ`, defined in a header it includes: no text of the
+/// kernel's own file shows the keyword, yet the function is a kernel (clang says so through
+/// its calling convention), and a helper beside it is not.
+#[test]
+fn a_kernel_whose_keyword_comes_from_a_header_macro_is_a_kernel() {
+    let dir = std::env::temp_dir().join(format!("cltrap-kfq-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("inc_vendor.h"),
+        "#if defined IS_CUDA\n#define KERNEL_FQ extern \"C\" __global__\n#else\n#define KERNEL_FQ __kernel\n#endif\n",
+    )
+    .unwrap();
+    let source = "#include \"inc_vendor.h\"\n\
+                  void helper(__global int *a) { a[0] = 1; }\n\
+                  KERNEL_FQ void m00000_sxx(__global int *a) { if (a[1] > 0) helper(a); }\n";
+    let p = parse_program(source, &format!("-I {}", dir.display())).expect("parses");
+    let kernels: Vec<(&str, bool)> = p
+        .functions
+        .iter()
+        .map(|f| (f.name.as_str(), f.is_kernel))
+        .collect();
+    assert_eq!(kernels, [("helper", false), ("m00000_sxx", true)]);
+    // Coverage instruments it (a kernel gets the counters argument).
+    let cov = instrument_coverage(&p, CoverageOptions::default()).expect("instruments");
+    assert_eq!(cov.map.kernels.len(), 1, "{:?}", cov.map.kernels);
+    let _ = std::fs::remove_dir_all(&dir);
+}

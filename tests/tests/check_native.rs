@@ -323,7 +323,7 @@ fn a_launch_the_native_engine_cannot_instrument_falls_back_to_oclgrind() {
         "{json:#}"
     );
     assert!(
-        stderr.contains("launch 3: native engine cannot: the program was not created from source (a linked program)"),
+        stderr.contains("launch 3: native engine cannot: the program is not one unit of OpenCL C source (a program linked from several units)"),
         "{stderr}"
     );
 }

@@ -224,7 +224,8 @@ fn hashcat_run(
 /// hashcat (Debian's package; it `dlopen`s the OpenCL loader) cracks the same hash under the
 /// shim, its launches (its own `m00000_*` attack kernels among them, built from sources that
 /// include headers through macros and take `u64` typedef'd scalars) are captured, listed with
-/// their scalar values decoded, and every one replays bit for bit.
+/// their scalar values decoded, every one replays bit for bit, and `cltrap cover` instruments
+/// its linked programs.
 #[test]
 fn hashcat_cracks_the_same_hash_and_its_launches_replay_ok() {
     let Some(hashcat) = installed("hashcat", "hashcat") else {
@@ -276,4 +277,23 @@ fn hashcat_cracks_the_same_hash_and_its_launches_replay_ok() {
         "hashcat's headers were not captured\n{text}"
     );
     assert_replays_ok(&dir, cap.launches.len());
+    // hashcat builds each kernel by clCompileProgram + clLinkProgram of one unit, and spells
+    // `__kernel` as KERNEL_FQ from a header: coverage instruments the unit and runs it.
+    let cover = cltrap(&[OsStr::new("cover"), dir.as_os_str()]);
+    cover.assert_no_panic();
+    assert!(cover.success(), "{}", cover.describe());
+    let text = cover.stdout_text();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("kernel m00000_sxx"))
+        .unwrap_or_else(|| panic!("hashcat's kernel was not covered\n{}", cover.describe()));
+    assert!(
+        line.contains("branches") && !line.contains("branches 0/0"),
+        "{line}"
+    );
+    assert!(
+        text.contains("(0 skipped, 0 failed)"),
+        "{}",
+        cover.describe()
+    );
 }

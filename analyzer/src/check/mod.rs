@@ -21,7 +21,7 @@ pub mod report;
 pub mod sarif;
 
 use crate::executor::{BuildOptions, DeviceSelector, InputArg, LaunchInput, Session};
-use cltrap_capture::{Capture, ProgramOrigin};
+use cltrap_capture::Capture;
 use finding::{Diagnostic, Family, Finding};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -214,16 +214,11 @@ struct WorkerReply {
     message: String,
 }
 
-/// The concatenated source of a program created from source (what Oclgrind's lines count).
+/// The source text of a program's one unit (what Oclgrind's and the native engine's lines
+/// count), or `None` for programs of other origins.
 fn program_source(capture: &Capture, hash: &str) -> Option<String> {
-    match capture.program(hash).ok()?.origin {
-        ProgramOrigin::Source { sources } => sources
-            .iter()
-            .map(|h| capture.source_text(h).ok())
-            .collect::<Option<Vec<_>>>()
-            .map(|v| v.concat()),
-        _ => None,
-    }
+    let record = capture.program(hash).ok()?;
+    crate::variant::program_source(capture, &record).ok()
 }
 
 /// Runs the check: one child per launch, `progress` told before each one. The one entry

@@ -139,13 +139,20 @@ impl Session {
         let options = join_options(&headers.options(&record.options), &opts.extra_options)?;
         let options_s = options.to_string_lossy().into_owned();
         if let Some(src) = &opts.source {
-            return match record.origin {
-                ProgramOrigin::Source { .. } => {
-                    self.build_from_sources(&[headers.source(src).as_str()], &options_s)
+            // The rewritten text of the program's one unit, built as its compile + link did.
+            return match record.source_unit() {
+                Ok(unit) if unit.link_options.is_some() => {
+                    let unit_options =
+                        join_options(&headers.options(&unit.build_options()), &opts.extra_options)?;
+                    self.build_from_sources(
+                        &[headers.source(src).as_str()],
+                        &unit_options.to_string_lossy(),
+                    )
                 }
-                _ => Err(ExecError::NotReplayable(
-                    "an overridden source needs a program created from source".into(),
-                )),
+                Ok(_) => self.build_from_sources(&[headers.source(src).as_str()], &options_s),
+                Err(what) => Err(ExecError::NotReplayable(format!(
+                    "an overridden source needs a program of one source unit, not {what}"
+                ))),
             };
         }
         match &record.origin {

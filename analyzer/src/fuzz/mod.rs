@@ -258,7 +258,9 @@ pub fn targets_from_capture(
             key,
             Target {
                 source,
-                options: record.options.clone(),
+                options: record
+                    .source_unit()
+                    .map_or_else(|_| record.options.clone(), |u| u.build_options()),
                 kernel: l.kernel.clone(),
                 seeds: vec![seed],
                 scalar_bounds: None,

@@ -359,7 +359,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
         };
         // Parsing, schemata and TCE all read the captured headers' copies.
         let options = match crate::headers::Headers::from_capture(capture, &record.includes) {
-            Ok(h) => h.options(&record.options),
+            Ok(h) => crate::variant::parse_options(&h, &record),
             Err(e) => {
                 report.notes.push(format!("program {}: {e}", short(hash)));
                 continue;
@@ -1112,7 +1112,7 @@ impl CoverageRun {
         let runner = crate::fuzz::runner::Worker::new(
             opts.worker_exe.clone(),
             &headers.source(&c.source),
-            &headers.options(&record.options),
+            &crate::variant::parse_options(&headers, record),
             &opts.device,
             ORIGINAL_WATCHDOG,
         )
