@@ -211,6 +211,11 @@ pub(super) fn engine_for(
     if let Some(e) = lock(&ENGINES).get(&key) {
         return e.clone();
     }
+    // No program is built inside an application's callback (undefined there), nor does such a
+    // launch wait for another thread's build: it reads back, a later launch builds.
+    if super::callback::inside() {
+        return None;
+    }
     // One build at a time: a second thread launching meanwhile waits for it and takes it, so
     // no engine is ever made twice and thrown away.
     static BUILDING: Mutex<()> = Mutex::new(());

@@ -10,6 +10,7 @@
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 mod args;
+mod callback;
 mod contents;
 mod context;
 mod device;
@@ -32,6 +33,7 @@ mod sync;
 mod track;
 mod writes;
 
+pub(crate) use callback::clSetEventCallback;
 pub(crate) use context::{
     clCreateCommandQueue, clCreateCommandQueueWithProperties, clCreateContext,
     clCreateContextFromType, clRetainCommandQueue,

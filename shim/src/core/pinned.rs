@@ -148,8 +148,9 @@ pub(super) fn pool_for(next: &Next, facts: QueueFacts) -> Option<Arc<Pool>> {
     if let Some(p) = lock(&POOLS).get(&context) {
         return p.clone();
     }
-    // Nothing of ours goes into a context the application is not seen to hold.
-    if !super::lifetime::context_held(context) {
+    // Nothing of ours goes into a context the application is not seen to hold, and no queue
+    // is made inside an application's callback (undefined there).
+    if !super::lifetime::context_held(context) || super::callback::inside() {
         return None;
     }
     if host_memory_device(next, device) {
@@ -214,6 +215,11 @@ impl Pool {
         let class = class_of(bytes)?;
         let mut st = lock(&self.state);
         if st.free[class].is_empty() {
+            // A new slab is mapped with a blocking call: never inside an application's
+            // callback (undefined there); that read lands in pageable memory.
+            if super::callback::inside() {
+                return None;
+            }
             drop(st);
             let base = self.new_slab()?;
             st = lock(&self.state);
