@@ -83,13 +83,6 @@ pub const CONTROLS: &[Control] = &[
         help: "Digest buffer contents on the device (a small kernel in the application's queue) and read back only the digest, plus contents not stored yet in `full` mode. `auto`: buffers of 64 KiB or more on non-CPU devices; `on`: every buffer on every device; `off`: always read contents back.",
     },
     Control {
-        env: "CLTRAP_TEST_DIGEST_BUILD",
-        flag: "test-digest-build",
-        value_name: "ok|fail",
-        default: "ok",
-        help: "Test only: `fail` adds an `#error` line to the device-digest program, so its build fails on the real driver and launches take the read path (the fallback the tests check).",
-    },
-    Control {
         env: "CLTRAP_MAX_MB",
         flag: "max-mb",
         value_name: "MB",
@@ -116,6 +109,13 @@ pub const CONTROLS: &[Control] = &[
         value_name: "SEED",
         default: "",
         help: "Run the application's kernels with work-group ids permuted (a schedule per launch, from SEED and the launch number; 0 = the identity, the baseline): results that change reveal inter-group races.",
+    },
+    Control {
+        env: "CLTRAP_TEST_DIGEST_BUILD",
+        flag: "test-digest-build",
+        value_name: "ok|fail",
+        default: "ok",
+        help: "Test only: `fail` adds an `#error` line to the device-digest program, so its build fails on the real driver and launches take the read path (the fallback the tests check).",
     },
 ];
 
