@@ -328,11 +328,7 @@ fn a_launch_from_an_event_callback_reads_back_and_the_engine_is_built_on_the_mai
     // building a program is undefined: that launch's buffer is read back (before the fix the
     // engine was built inside the callback and nothing was read back), and the launches that
     // follow on the main thread build the engine and digest on the device.
-    let (dir, cap, dev) = capture(
-        "callback_launch",
-        "dd-callback",
-        &["--device-digest", "on"],
-    );
+    let (dir, cap, dev) = capture("callback_launch", "dd-callback", &["--device-digest", "on"]);
     assert_eq!(cap.launches.len(), 4);
     assert_eq!(counter(&dev, "content_reads"), 2, "{dev}");
     assert_eq!(counter(&dev, "engines_built"), 1, "{dev}");
