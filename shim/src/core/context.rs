@@ -14,9 +14,16 @@ use crate::Next;
 use libc::c_void;
 use opencl_sys::*;
 
-/// The application's new context (null: the driver made none).
+/// The application's new context (null: the driver made none). A driver may reuse the handle
+/// of a destroyed context: whatever the shim still kept under it is stale and goes first.
 fn context_made(context: cl_context) -> cl_context {
-    quietly(|| born_as(context as usize, Kind::Context, None));
+    if !context.is_null() {
+        quietly(|| {
+            super::digest::retire(context as usize);
+            super::pinned::retire(context as usize);
+            born_as(context as usize, Kind::Context, None);
+        });
+    }
     context
 }
 
