@@ -110,6 +110,13 @@ pub const CONTROLS: &[Control] = &[
         default: "",
         help: "Run the application's kernels with work-group ids permuted (a schedule per launch, from SEED and the launch number; 0 = the identity, the baseline): results that change reveal inter-group races.",
     },
+    Control {
+        env: "CLTRAP_TEST_DIGEST_BUILD",
+        flag: "test-digest-build",
+        value_name: "ok|fail",
+        default: "ok",
+        help: "Test only: `fail` adds an `#error` line to the device-digest program, so its build fails on the real driver and launches take the read path (the fallback the tests check).",
+    },
 ];
 
 /// How much of each buffer the capture keeps.
@@ -157,6 +164,9 @@ pub struct Settings {
     pub max_bytes: u64,
     /// `CLTRAP_DEVICE_DIGEST`: digests computed on the device.
     pub device_digest: DeviceDigest,
+    /// `CLTRAP_TEST_DIGEST_BUILD=fail`: the device-digest program is made not to build, so
+    /// the tests can check the read-back fallback on a driver where it builds.
+    pub test_digest_build_fails: bool,
     /// `CLTRAP_STATS`: where the shim writes its counters at exit.
     pub stats: Option<PathBuf>,
     /// `CLTRAP_COVERAGE`: swap coverage-instrumented kernels into the application.
@@ -249,6 +259,11 @@ impl Settings {
             "off" | "0" | "false" => DeviceDigest::Off,
             v => return Err(bad("CLTRAP_DEVICE_DIGEST", v, "auto, on or off")),
         };
+        let test_digest_build_fails = match get("CLTRAP_TEST_DIGEST_BUILD").trim() {
+            "ok" | "" => false,
+            "fail" => true,
+            v => return Err(bad("CLTRAP_TEST_DIGEST_BUILD", v, "ok or fail")),
+        };
         let max_s = get("CLTRAP_MAX_MB");
         let max_mb: u64 = max_s
             .trim()
@@ -284,6 +299,7 @@ impl Settings {
             buffers,
             max_bytes: max_mb.saturating_mul(1 << 20),
             device_digest,
+            test_digest_build_fails,
             stats: Some(get("CLTRAP_STATS"))
                 .filter(|s| !s.trim().is_empty())
                 .map(PathBuf::from),

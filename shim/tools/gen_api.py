@@ -25,6 +25,8 @@ clEnqueueMapImage clEnqueueMigrateMemObjects clEnqueueNativeKernel clReleaseComm
 clEnqueueReadBuffer clEnqueueReadBufferRect clEnqueueReadImage clWaitForEvents
 clRetainProgram clReleaseProgram clRetainKernel clReleaseKernel clRetainMemObject
 clReleaseMemObject clGetExtensionFunctionAddress clGetExtensionFunctionAddressForPlatform
+clCreateContext clCreateContextFromType clRetainContext clReleaseContext
+clCreateCommandQueue clCreateCommandQueueWithProperties clRetainCommandQueue clSetEventCallback
 """.split())
 # Windows-only entries: the Linux loader (ocl-icd) does not export them, so neither do we
 # (exporting a symbol the real loader lacks would itself change what the app sees).

@@ -9,10 +9,18 @@
 //! Why an engine per (context, device): the program is built for the queue's device in the
 //! application's context (through the door's `next` table, never libOpenCL). Its objects —
 //! program, kernel, slot buffer, a private in-order queue (snapshot reads), pooled snapshot
-//! buffers — count in the context's reference count from the first launch digested on the
-//! device until the process ends; pooled snapshots not used for [`IDLE`] are released by the
-//! writer thread ([`trim`]). A device where the program does not build (or that is not little-endian) gets no engine:
-//! its launches are read back as before (said once on stderr when `CLTRAP_DEVICE_DIGEST=on`).
+//! buffers — count in the context's reference count, so they must not outlive the
+//! application's use of it. The table holds an engine while the application holds the
+//! context ([`super::lifetime`]: a reference of its own or a queue in it); when it no longer
+//! does, [`retire`] takes the engine out of the table, and each launch in flight that digests
+//! with it holds it (an `Arc` in its [`super::flight::DevItem`], its slots and snapshots) until
+//! the writer wrote it: the last one dropped releases the objects ([`Engine`]'s `Drop`), so
+//! the context is destroyed as without the shim. A context the shim does not see held gets no
+//! engine (its launches read back). Pooled snapshots not used for [`IDLE`] are released by
+//! the writer thread ([`trim`]). A device where the program does not build (or that is not
+//! little-endian) gets no engine: its launches are read back as before (said once on stderr
+//! when `CLTRAP_DEVICE_DIGEST=on`; `CLTRAP_TEST_DIGEST_BUILD=fail` makes the build fail on
+//! purpose, for the test of that path).
 
 use super::device::QueueFacts;
 use super::track::lock;
@@ -86,12 +94,16 @@ unsafe impl Sync for Engine {}
 pub(super) struct Slot {
     engine: Arc<Engine>,
     index: u32,
+    /// A command of ours may still write into it: never handed out again.
+    abandoned: bool,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut st = lock(&self.engine.state);
-        st.free_slots.push(self.index);
+        if !self.abandoned {
+            st.free_slots.push(self.index);
+        }
         st.in_use = st.in_use.saturating_sub(1);
         st.last_used = Some(Instant::now());
     }
@@ -102,6 +114,9 @@ pub(super) struct Snapshot {
     engine: Arc<Engine>,
     mem: usize,
     bytes: usize,
+    /// A command of ours may still use it: released (the driver keeps it for that command),
+    /// never pooled.
+    abandoned: bool,
 }
 
 impl Snapshot {
@@ -140,7 +155,7 @@ impl Drop for Snapshot {
         st.in_use = st.in_use.saturating_sub(1);
         st.last_used = Some(Instant::now());
         let pooled: usize = st.free_snapshots.iter().map(|(b, _)| *b).sum();
-        if !st.closed && pooled + self.bytes <= POOLED_SNAPSHOT_BYTES {
+        if !self.abandoned && !st.closed && pooled + self.bytes <= POOLED_SNAPSHOT_BYTES {
             st.free_snapshots.push((self.bytes, self.mem));
             return;
         }
@@ -164,6 +179,16 @@ impl Side {
     pub fn slot_groups(&self, bytes: usize) -> usize {
         self.slot.engine.groups(bytes)
     }
+
+    /// Lets go of a side whose commands failed to enqueue part way: commands already
+    /// enqueued may still use its slot and snapshot, so neither is reused, but its hold of
+    /// the engine goes (the driver's own retains keep what those commands use alive).
+    pub fn abandon(mut self) {
+        self.slot.abandoned = true;
+        if let Some(s) = &mut self.snapshot {
+            s.abandoned = true;
+        }
+    }
 }
 
 /// Per (context, device): its engine, or None where there is none (asked once).
@@ -186,6 +211,11 @@ pub(super) fn engine_for(
     if let Some(e) = lock(&ENGINES).get(&key) {
         return e.clone();
     }
+    // No program is built inside an application's callback (undefined there), nor does such a
+    // launch wait for another thread's build: it reads back, a later launch builds.
+    if super::callback::inside() {
+        return None;
+    }
     // One build at a time: a second thread launching meanwhile waits for it and takes it, so
     // no engine is ever made twice and thrown away.
     static BUILDING: Mutex<()> = Mutex::new(());
@@ -193,10 +223,15 @@ pub(super) fn engine_for(
     if let Some(e) = lock(&ENGINES).get(&key) {
         return e.clone();
     }
+    // Nothing of ours goes into a context the application is not seen to hold: nothing
+    // would ever give it back.
+    if !super::lifetime::context_held(facts.context) {
+        return None;
+    }
     let made = if settings.device_digest == DeviceDigest::Auto && cpu_device(next, facts.device) {
         None
     } else {
-        match Engine::build(next, facts) {
+        match Engine::build(next, facts, settings.test_digest_build_fails) {
             Ok(e) => Some(Arc::new(e)),
             Err(why) => {
                 if settings.device_digest == DeviceDigest::On
@@ -210,8 +245,31 @@ pub(super) fn engine_for(
             }
         }
     };
-    lock(&ENGINES).insert(key, made.clone());
+    let mut engines = lock(&ENGINES);
+    // Checked again under the table's lock, which [`retire`] takes after the count went to
+    // zero: a context released during the build gets no entry (this launch still uses the
+    // engine, which goes with it).
+    if super::lifetime::context_held(facts.context) {
+        engines.insert(key, made.clone());
+    }
     made
+}
+
+/// The application is done with `context` ([`super::lifetime`]): its engines leave the
+/// table, and each is released once the last launch in flight that uses it is written (at
+/// once when none is). Called with no lock of ours held: releasing the last engine may
+/// destroy the context, and the driver calls the application's destructor callback here.
+pub(super) fn retire(context: usize) {
+    let gone: Vec<Option<Arc<Engine>>> = {
+        let mut engines = lock(&ENGINES);
+        let keys: Vec<(usize, usize)> = engines
+            .keys()
+            .filter(|(c, _)| *c == context)
+            .copied()
+            .collect();
+        keys.iter().filter_map(|k| engines.remove(k)).collect()
+    };
+    drop(gone);
 }
 
 /// Whether a buffer of `bytes` is digested on the device under the settings.
@@ -235,8 +293,9 @@ fn cpu_device(next: &Next, device: usize) -> bool {
 }
 
 impl Engine {
-    /// Builds the digest program for the queue's device, its kernel, slots and own queue.
-    fn build(next: &Next, facts: QueueFacts) -> Result<Engine, String> {
+    /// Builds the digest program for the queue's device, its kernel, slots and own queue
+    /// (`break_build`: with a line that cannot compile, for the test of the fallback).
+    fn build(next: &Next, facts: QueueFacts, break_build: bool) -> Result<Engine, String> {
         let missing = || "an entry point is missing".to_string();
         let ctx = facts.context as cl_context;
         let dev = facts.device as cl_device_id;
@@ -282,8 +341,13 @@ impl Engine {
             enqueue: Mutex::new(()),
         };
         let mut err = CL_SUCCESS;
-        let src = KERNEL_SOURCE.as_ptr() as *const libc::c_char;
-        let len = KERNEL_SOURCE.len();
+        let source = if break_build {
+            format!("{KERNEL_SOURCE}\n#error CLTRAP_TEST_DIGEST_BUILD=fail\n")
+        } else {
+            KERNEL_SOURCE.to_string()
+        };
+        let src = source.as_ptr() as *const libc::c_char;
+        let len = source.len();
         // SAFETY: our own program from one source string of `len` bytes.
         let program = unsafe { create_program(ctx, 1, &src as *const _ as *mut _, &len, &mut err) };
         if program.is_null() {
@@ -293,14 +357,12 @@ impl Engine {
         // SAFETY: build for the one device, no options, synchronously.
         let r = unsafe { build(program, 1, &dev, c"".as_ptr(), None, std::ptr::null_mut()) };
         if r != CL_SUCCESS {
-            e.close();
             return Err(format!("its program did not build (OpenCL error {r})"));
         }
         let name = std::ffi::CString::new(KERNEL_NAME).map_err(|_| missing())?;
         // SAFETY: a kernel of our built program.
         let kernel = unsafe { create_kernel(program, name.as_ptr(), &mut err) };
         if kernel.is_null() {
-            e.close();
             return Err(format!("creating its kernel failed (OpenCL error {err})"));
         }
         e.kernel = kernel as usize;
@@ -329,14 +391,12 @@ impl Engine {
             )
         };
         if slots.is_null() {
-            e.close();
             return Err(format!("creating its buffer failed (OpenCL error {err})"));
         }
         e.slots = slots as usize;
         // SAFETY: a plain in-order queue of ours in the application's context.
         let q = unsafe { create_queue(ctx, dev, 0, &mut err) };
         if q.is_null() {
-            e.close();
             return Err(format!("creating its queue failed (OpenCL error {err})"));
         }
         e.queue = q as usize;
@@ -363,6 +423,7 @@ impl Engine {
         Some(Slot {
             engine: self.clone(),
             index,
+            abandoned: false,
         })
     }
 
@@ -409,6 +470,7 @@ impl Engine {
             engine: self.clone(),
             mem,
             bytes,
+            abandoned: false,
         })
     }
 
@@ -522,40 +584,60 @@ impl Engine {
         }
     }
 
-    /// Releases every object of the engine (nothing of it may be in use).
-    fn close(&self) {
+    /// Releases every object of the engine once (nothing of it may be in use: called when
+    /// the last holder let go).
+    fn close(&mut self) {
         let snapshots = {
             let mut st = lock(&self.state);
             st.closed = true;
             std::mem::take(&mut st.free_snapshots)
         };
         let c = self.calls;
+        let (queue, kernel, program, slots) = (
+            std::mem::take(&mut self.queue),
+            std::mem::take(&mut self.kernel),
+            std::mem::take(&mut self.program),
+            std::mem::take(&mut self.slots),
+        );
         // SAFETY: our own objects, no command of ours using them is pending (callers check).
         // The kernel (which names the slots buffer as an argument) goes before the buffers.
         unsafe {
-            if self.queue != 0 {
+            if queue != 0 {
                 if let Some(f) = c.finish {
-                    f(self.queue as cl_command_queue);
+                    f(queue as cl_command_queue);
                 }
             }
-            if let (Some(rel), true) = (c.release_kernel, self.kernel != 0) {
-                rel(self.kernel as cl_kernel);
+            if let (Some(rel), true) = (c.release_kernel, kernel != 0) {
+                rel(kernel as cl_kernel);
             }
-            if let (Some(rel), true) = (c.release_program, self.program != 0) {
-                rel(self.program as cl_program);
+            if let (Some(rel), true) = (c.release_program, program != 0) {
+                rel(program as cl_program);
             }
             if let Some(rel) = c.release_mem {
                 for (_, m) in snapshots {
                     rel(m as cl_mem);
                 }
-                if self.slots != 0 {
-                    rel(self.slots as cl_mem);
+                if slots != 0 {
+                    rel(slots as cl_mem);
                 }
             }
-            if let (Some(rel), true) = (c.release_queue, self.queue != 0) {
-                rel(self.queue as cl_command_queue);
+            if let (Some(rel), true) = (c.release_queue, queue != 0) {
+                rel(queue as cl_command_queue);
             }
         }
+        // The queue is made last: an engine with one was built (and counted so).
+        if queue != 0 {
+            super::stats::add(&super::stats::ENGINES_RELEASED, 1);
+        }
+    }
+}
+
+impl Drop for Engine {
+    /// The last holder let go (the table after [`retire`], or the last launch in flight that
+    /// used the engine, or a build that failed part way): its objects go, and with them the
+    /// engine's hold of the application's context.
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
@@ -575,10 +657,10 @@ pub(super) fn stored(dd: &str, hash: &str, size: u64) {
 }
 
 /// Releases the pooled snapshot buffers of engines not used for [`IDLE`] (called by the
-/// writer thread). The engines themselves stay for the life of the process: releasing one
-/// while the application keeps launching in its context is exactly the driver traffic that
-/// coincided with the one crash seen on NVIDIA while this was built (see ARCHITECTURE.md), and
-/// an engine costs its context only the slots buffer and a program.
+/// writer thread). The engines themselves stay while the application holds their context
+/// ([`retire`]): releasing one while the application keeps launching in its context is
+/// exactly the driver traffic that coincided with the one crash seen on NVIDIA while this was
+/// built, and an engine costs its context only the slots buffer and a program.
 pub(super) fn trim() {
     let engines: Vec<Arc<Engine>> = lock(&ENGINES).values().flatten().cloned().collect();
     for e in engines {

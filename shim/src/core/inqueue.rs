@@ -326,7 +326,7 @@ impl<'a> Around<'a> {
                     Err(e) => {
                         // Commands of ours may still use the slot and snapshot: never reuse them.
                         if let Some(s) = side.take() {
-                            std::mem::forget(s);
+                            s.abandon();
                         }
                         landing.err = Some(format!(
                             "digesting it on the device failed (OpenCL error {e})"

@@ -1,8 +1,20 @@
-//! Object lifetimes: the application's own reference counts of its programs, kernels and
-//! memory objects, so that the shim forgets an object (its sources, arguments, facts, what
-//! [`super::known`] remembers of it, its instrumented twin) once the application released it
-//! for good. A long-running application that creates and releases objects in a loop then
-//! keeps the shim's memory flat.
+//! Object lifetimes: the application's own reference counts of its contexts, command queues,
+//! programs, kernels and memory objects, so that the shim forgets an object (its sources,
+//! arguments, facts, what [`super::known`] remembers of it, its instrumented twin) once the
+//! application released it for good, and gives back its own OpenCL objects in a context the
+//! application is done with (the digest engines of [`super::digest`], the pinned pool of
+//! [`super::pinned`]): they hold the context, and a context the application released must be
+//! destroyed as without the shim. A long-running application that creates and releases objects
+//! (contexts included) in a loop then keeps the shim's memory, and the driver's, flat.
+//!
+//! When the application is done with a context: when it holds no reference of its own to it
+//! and no command queue in it. Without a queue it cannot launch there any more; its buffers,
+//! programs and events in that context still keep the driver's context alive, but need nothing
+//! of ours. So a queue holds its context like a kernel holds its program, and a context whose
+//! count reaches zero is *retired*: the shim drops its objects there, each released by the
+//! driver once the last launch in flight that uses it has been written (those launches hold
+//! them, see [`super::flight::DevItem`]). A context the shim does not count (never seen
+//! created, or already retired) gets no new objects of ours: launches there read back.
 //!
 //! Why our own count and not the driver's `CL_*_REFERENCE_COUNT`: drivers count their own
 //! references too (a kernel holds its program, a sub-buffer its parent, a command in flight
@@ -25,12 +37,25 @@ use opencl_sys::*;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+/// What a counted object is, for what forgetting it means.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Kind {
+    /// A context: forgetting it retires the shim's own objects in it.
+    Context,
+    /// A command queue (holds its context).
+    Queue,
+    /// A program, kernel or memory object.
+    Object,
+}
+
 /// A counted object.
 struct Entry {
     /// The application's references plus one per live holder.
     refs: u32,
-    /// The object this one holds (a kernel's program, a sub-buffer's parent).
+    /// The object this one holds (a kernel's program, a sub-buffer's parent, a queue's
+    /// context).
     holds: Option<usize>,
+    kind: Kind,
 }
 
 static COUNTS: once_cell::sync::Lazy<Mutex<HashMap<usize, Entry>>> =
@@ -39,34 +64,49 @@ static COUNTS: once_cell::sync::Lazy<Mutex<HashMap<usize, Entry>>> =
 /// A creation hook returned `handle` (with one reference); `holds`: the object it keeps
 /// alive. A handle the driver reuses after a release starts afresh.
 pub(super) fn born(handle: usize, holds: Option<usize>) {
+    born_as(handle, Kind::Object, holds);
+}
+
+/// [`born`] for an object of `kind`.
+pub(super) fn born_as(handle: usize, kind: Kind, holds: Option<usize>) {
     if handle == 0 {
         return;
     }
-    let mut counts = lock(&COUNTS);
-    let holds = holds.filter(|h| *h != 0 && *h != handle);
-    if let Some(h) = holds {
-        match counts.get_mut(&h) {
-            Some(e) => e.refs += 1,
-            // Not counted (never seen created): nothing to hold.
-            None => return insert(&mut counts, handle, None),
+    let mut gone = Vec::new();
+    {
+        let mut counts = lock(&COUNTS);
+        let holds = holds.filter(|h| *h != 0 && *h != handle);
+        // Not counted (never seen created): nothing to hold.
+        let holds = holds.filter(|h| match counts.get_mut(h) {
+            Some(e) => {
+                e.refs += 1;
+                true
+            }
+            None => false,
+        });
+        // A stale entry under a reused handle (its release was missed): drop its hold first.
+        let entry = Entry {
+            refs: 1,
+            holds,
+            kind,
+        };
+        if let Some(h) = counts.insert(handle, entry).and_then(|old| old.holds) {
+            drop_ref(&mut counts, h, &mut gone);
         }
     }
-    insert(&mut counts, handle, holds);
+    forget_all(&gone);
 }
 
-fn insert(counts: &mut HashMap<usize, Entry>, handle: usize, holds: Option<usize>) {
-    // A stale entry under a reused handle (its release was missed): drop its hold first.
-    if let Some(old) = counts.insert(handle, Entry { refs: 1, holds }) {
-        if let Some(h) = old.holds {
-            let mut gone = Vec::new();
-            drop_ref(counts, h, &mut gone);
-            forget_all(&gone);
-        }
-    }
+/// Whether the application still holds context `context` (a reference or a queue), as far
+/// as the shim saw: only then may the shim put objects of its own into it.
+pub(super) fn context_held(context: usize) -> bool {
+    lock(&COUNTS)
+        .get(&context)
+        .is_some_and(|e| e.kind == Kind::Context)
 }
 
 /// The application retained `handle` (the driver said yes).
-fn retained(handle: usize) {
+pub(super) fn retained(handle: usize) {
     if let Some(e) = lock(&COUNTS).get_mut(&handle) {
         e.refs = e.refs.saturating_add(1);
     }
@@ -74,14 +114,14 @@ fn retained(handle: usize) {
 
 /// The application released `handle` (the driver said yes): forgets it, and what only it
 /// held, when no reference is left.
-fn released(handle: usize) {
+pub(super) fn released(handle: usize) {
     let mut gone = Vec::new();
     drop_ref(&mut lock(&COUNTS), handle, &mut gone);
     forget_all(&gone);
 }
 
 /// Takes one reference off `handle`; collects in `gone` the objects left without any.
-fn drop_ref(counts: &mut HashMap<usize, Entry>, handle: usize, gone: &mut Vec<usize>) {
+fn drop_ref(counts: &mut HashMap<usize, Entry>, handle: usize, gone: &mut Vec<(usize, Kind)>) {
     let mut next = Some(handle);
     while let Some(h) = next.take() {
         let Some(e) = counts.get_mut(&h) else { return };
@@ -89,17 +129,29 @@ fn drop_ref(counts: &mut HashMap<usize, Entry>, handle: usize, gone: &mut Vec<us
         if e.refs > 0 {
             return;
         }
-        next = counts.remove(&h).and_then(|e| e.holds);
-        gone.push(h);
+        let Some(e) = counts.remove(&h) else { return };
+        next = e.holds;
+        gone.push((h, e.kind));
     }
 }
 
-/// Drops everything the shim keeps about these objects (no lock of ours held).
-fn forget_all(gone: &[usize]) {
-    for h in gone {
-        tables().forget(*h);
-        super::known::forget(*h);
-        crate::swap::forget(*h);
+/// Drops everything the shim keeps about these objects, and retires its own objects in the
+/// contexts among them (no lock of ours held: releasing our objects may destroy a context,
+/// and the driver then calls the application's destructor callback on this thread).
+fn forget_all(gone: &[(usize, Kind)]) {
+    for (h, kind) in gone {
+        match kind {
+            Kind::Object => {
+                tables().forget(*h);
+                super::known::forget(*h);
+                crate::swap::forget(*h);
+            }
+            Kind::Queue => {}
+            Kind::Context => {
+                super::digest::retire(*h);
+                super::pinned::retire(*h);
+            }
+        }
     }
 }
 
@@ -140,6 +192,7 @@ macro_rules! lifetime_hooks {
 }
 
 lifetime_hooks! {
+    clRetainContext clReleaseContext (context: cl_context);
     clRetainProgram clReleaseProgram (program: cl_program);
     clRetainKernel clReleaseKernel (kernel: cl_kernel);
     clRetainMemObject clReleaseMemObject (memobj: cl_mem);
@@ -181,6 +234,19 @@ mod tests {
         released(0x7200_0002);
         retained(0x7200_0003);
         assert_eq!(counted(), before);
+    }
+
+    #[test]
+    fn a_context_stays_held_while_the_application_holds_a_queue_in_it() {
+        let (ctx, q) = (0x7400_0001, 0x7400_0002);
+        born_as(ctx, Kind::Context, None);
+        born_as(q, Kind::Queue, Some(ctx));
+        assert!(context_held(ctx));
+        released(ctx);
+        assert!(context_held(ctx), "its queue still holds it");
+        released(q);
+        assert!(!context_held(ctx));
+        assert!(!context_held(q), "a queue is not a context");
     }
 
     #[test]

@@ -10,7 +10,9 @@
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 mod args;
+mod callback;
 mod contents;
+mod context;
 mod device;
 mod digest;
 mod extension;
@@ -31,6 +33,11 @@ mod sync;
 mod track;
 mod writes;
 
+pub(crate) use callback::clSetEventCallback;
+pub(crate) use context::{
+    clCreateCommandQueue, clCreateCommandQueueWithProperties, clCreateContext,
+    clCreateContextFromType, clRetainCommandQueue,
+};
 pub(crate) use device::clReleaseCommandQueue;
 // The swap asks the same questions about the application's queue as the launch hook: one cache.
 pub(crate) use device::queue_facts;
@@ -45,8 +52,8 @@ pub(crate) use kernel::{
 };
 pub(crate) use launch::{clEnqueueNDRangeKernel, clEnqueueTask};
 pub(crate) use lifetime::{
-    clReleaseKernel, clReleaseMemObject, clReleaseProgram, clRetainKernel, clRetainMemObject,
-    clRetainProgram,
+    clReleaseContext, clReleaseKernel, clReleaseMemObject, clReleaseProgram, clRetainContext,
+    clRetainKernel, clRetainMemObject, clRetainProgram,
 };
 pub(crate) use sync::{
     clEnqueueReadBuffer, clEnqueueReadBufferRect, clEnqueueReadImage, clFinish, clWaitForEvents,

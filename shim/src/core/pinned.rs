@@ -10,9 +10,14 @@
 //! Each context of a non-CPU device that recorded launches gets a pool: 1 MB slabs, each mapped once (blocking,
 //! on a private queue of ours, so the application's queue never waits), cut into chunks of
 //! one power-of-two size class. Reads larger than [`MAX_CHUNK`], a pool that cannot be made,
-//! and memory beyond [`MAX_PINNED`] in all fall back to pageable memory. A pool whose chunks
-//! are all free for [`IDLE`] is unmapped and released by the writer thread ([`trim`]), so the
-//! capture keeps no context of the application alive for long.
+//! and memory beyond [`MAX_PINNED`] in all fall back to pageable memory.
+//!
+//! The pool's queue and slabs hold the application's context, so the table keeps a pool only
+//! while the application holds that context ([`super::lifetime`]) and its chunks were used in
+//! the last [`IDLE`]: [`retire`] (the application is done with the context) and [`trim`] (the
+//! writer thread, for idle pools) take it out of the table, and every chunk in flight holds
+//! it (an `Arc`) until the writer read it: the last one dropped unmaps and releases the slabs
+//! and the queue ([`Pool`]'s `Drop`). A context the shim does not see held gets no pool.
 
 use super::device::QueueFacts;
 use super::track::lock;
@@ -57,7 +62,6 @@ struct PoolState {
     slabs: Vec<(usize, usize)>,
     in_use: usize,
     last_used: Option<Instant>,
-    closed: bool,
 }
 
 /// Pinned memory of one context.
@@ -144,10 +148,18 @@ pub(super) fn pool_for(next: &Next, facts: QueueFacts) -> Option<Arc<Pool>> {
     if let Some(p) = lock(&POOLS).get(&context) {
         return p.clone();
     }
+    // Nothing of ours goes into a context the application is not seen to hold, and no queue
+    // is made inside an application's callback (undefined there).
+    if !super::lifetime::context_held(context) || super::callback::inside() {
+        return None;
+    }
     if host_memory_device(next, device) {
         // Reads into pageable memory cost a CPU device nothing extra, and a pool would put a
         // queue and buffers of ours into the application's context for no gain.
-        lock(&POOLS).insert(context, None);
+        let mut pools = lock(&POOLS);
+        if super::lifetime::context_held(context) {
+            pools.insert(context, None);
+        }
         return None;
     }
     let create_queue = next.clCreateCommandQueue?;
@@ -176,14 +188,25 @@ pub(super) fn pool_for(next: &Next, facts: QueueFacts) -> Option<Arc<Pool>> {
     });
     let mut pools = lock(&POOLS);
     if let Some(Some(p)) = pools.get(&context) {
-        // Another thread made one meanwhile: ours goes.
+        // Another thread made one meanwhile: ours goes (dropped, after the lock).
         let p = p.clone();
         drop(pools);
-        pool.close();
         return Some(p);
     }
-    pools.insert(context, Some(pool.clone()));
+    // Checked again under the table's lock, which [`retire`] takes after the count went to
+    // zero: a pool made for a context released meanwhile serves this launch and goes with it.
+    if super::lifetime::context_held(context) {
+        pools.insert(context, Some(pool.clone()));
+    }
     Some(pool)
+}
+
+/// The application is done with `context` ([`super::lifetime`]): its pool leaves the table,
+/// and is released once the last chunk in flight is given back (at once when none is).
+/// Called with no lock of ours held (the release may destroy the context).
+pub(super) fn retire(context: usize) {
+    let gone = lock(&POOLS).remove(&context);
+    drop(gone);
 }
 
 impl Pool {
@@ -191,17 +214,15 @@ impl Pool {
     pub fn take(self: &Arc<Pool>, bytes: usize) -> Option<Chunk> {
         let class = class_of(bytes)?;
         let mut st = lock(&self.state);
-        if st.closed {
-            return None;
-        }
         if st.free[class].is_empty() {
+            // A new slab is mapped with a blocking call: never inside an application's
+            // callback (undefined there); that read lands in pageable memory.
+            if super::callback::inside() {
+                return None;
+            }
             drop(st);
             let base = self.new_slab()?;
             st = lock(&self.state);
-            if st.closed {
-                // Closed meanwhile: the slab was recorded and goes with the pool.
-                return None;
-            }
             let size = MIN_CHUNK << class;
             st.free[class].extend((0..SLAB / size).map(|i| base + i * size));
         }
@@ -276,15 +297,18 @@ impl Pool {
         Some((mem as usize, ptr as usize))
     }
 
-    /// Unmaps and releases every slab and the queue (no chunk may be in use).
-    fn close(&self) {
+    /// Unmaps and releases every slab and the queue, once (no chunk is in use: called when
+    /// the last holder let go).
+    fn close(&mut self) {
         let slabs = {
             let mut st = lock(&self.state);
-            st.closed = true;
             st.free.iter_mut().for_each(Vec::clear);
             std::mem::take(&mut st.slabs)
         };
-        let q = self.queue as cl_command_queue;
+        let q = std::mem::take(&mut self.queue) as cl_command_queue;
+        if q.is_null() {
+            return;
+        }
         // SAFETY: our own slabs and queue; no chunk of them is in use (callers check), so no
         // command of the application writes into them any more.
         unsafe {
@@ -316,8 +340,17 @@ impl Pool {
     }
 }
 
+impl Drop for Pool {
+    /// The last holder let go (the table after [`retire`] or [`trim`], or the last chunk in
+    /// flight): the slabs and the queue go, and with them the pool's hold of the context.
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
 /// Releases pools with nothing in use for [`IDLE`] (called by the writer thread; no lock of
-/// the caller held).
+/// the caller held): they leave the table, and a chunk taken just before keeps its pool
+/// until it is given back.
 pub(super) fn trim() {
     let idle: Vec<Arc<Pool>> = {
         let mut pools = lock(&POOLS);
@@ -334,22 +367,5 @@ pub(super) fn trim() {
             .filter_map(|c| pools.remove(c).flatten())
             .collect()
     };
-    for p in idle {
-        // Taken out of the table: no new chunk can come from it, but one taken just before
-        // may still be in use; such a pool goes back into the table for a later trim.
-        let busy = {
-            let mut st = lock(&p.state);
-            if st.in_use > 0 {
-                true
-            } else {
-                st.closed = true;
-                false
-            }
-        };
-        if busy {
-            lock(&POOLS).entry(p.context).or_insert(Some(p));
-        } else {
-            p.close();
-        }
-    }
+    drop(idle);
 }

@@ -17,8 +17,10 @@ pub(super) static SNAPSHOT_READS: AtomicU64 = AtomicU64::new(0);
 /// See [`SNAPSHOT_READS`].
 pub(super) static SNAPSHOT_READ_BYTES: AtomicU64 = AtomicU64::new(0);
 
-/// Digest engines built (one per context and device, kept until the process ends).
+/// Digest engines built (one per context and device while the application holds the context).
 pub(super) static ENGINES_BUILT: AtomicU64 = AtomicU64::new(0);
+/// Digest engines whose objects were released (their context retired, see `lifetime.rs`).
+pub(super) static ENGINES_RELEASED: AtomicU64 = AtomicU64::new(0);
 /// Pooled snapshot buffers released after their engine was idle.
 pub(super) static SNAPSHOTS_RELEASED: AtomicU64 = AtomicU64::new(0);
 
@@ -31,7 +33,7 @@ pub(super) fn add(counter: &AtomicU64, n: u64) {
 pub(super) fn write(path: &std::path::Path) {
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     let text = format!(
-        "{{\"content_reads\":{},\"content_read_bytes\":{},\"device_digests\":{},\"partial_bytes\":{},\"snapshot_reads\":{},\"snapshot_read_bytes\":{},\"engines_built\":{},\"snapshots_released\":{}}}\n",
+        "{{\"content_reads\":{},\"content_read_bytes\":{},\"device_digests\":{},\"partial_bytes\":{},\"snapshot_reads\":{},\"snapshot_read_bytes\":{},\"engines_built\":{},\"engines_released\":{},\"snapshots_released\":{}}}\n",
         get(&CONTENT_READS),
         get(&CONTENT_READ_BYTES),
         get(&DEVICE_DIGESTS),
@@ -39,6 +41,7 @@ pub(super) fn write(path: &std::path::Path) {
         get(&SNAPSHOT_READS),
         get(&SNAPSHOT_READ_BYTES),
         get(&ENGINES_BUILT),
+        get(&ENGINES_RELEASED),
         get(&SNAPSHOTS_RELEASED),
     );
     if let Err(e) = std::fs::write(path, text) {
