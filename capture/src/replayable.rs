@@ -70,7 +70,7 @@ impl LaunchRecord {
                 self.status
             ));
         }
-        for a in &self.args {
+        for (i, a) in self.args.iter().enumerate() {
             let (before, write_only) = match a {
                 ArgRecord::Buffer { flags, before, .. } => (before, flags & CL_MEM_WRITE_ONLY != 0),
                 ArgRecord::Image { before, .. } => (before, false),
@@ -79,7 +79,7 @@ impl LaunchRecord {
             if restorable(before) {
                 continue;
             }
-            if derive(a.info().index, before).is_some() || write_only {
+            if derive(i as u32, before).is_some() || write_only {
                 continue;
             }
             let info = a.info();
@@ -114,11 +114,11 @@ fn key(c: &Content) -> Option<Key> {
 /// a replay re-creates it by re-executing `producer` and taking its argument `producer_arg`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DerivedInput {
-    /// The argument of the launch whose contents before are derived.
+    /// The argument (position) of the launch whose contents before are derived.
     pub arg: u32,
     /// The launch (id) whose contents after are those contents.
     pub producer: u64,
-    /// The producer's argument that holds them.
+    /// The producer's argument (position) that holds them.
     pub producer_arg: u32,
 }
 
@@ -219,16 +219,16 @@ impl ReplayIndex {
                     Replayability::Derived { chain, .. } => *chain,
                     _ => 0,
                 };
-                for a in &l.args {
-                    let (ArgRecord::Buffer { after, info, .. }
-                    | ArgRecord::Image { after, info, .. }) = a
+                for (i, a) in l.args.iter().enumerate() {
+                    let (ArgRecord::Buffer { after, .. } | ArgRecord::Image { after, .. }) = a
                     else {
                         continue;
                     };
                     if let Some(k) = key(after) {
-                        let e = producers.entry(k).or_insert((pos, info.index, chain));
+                        let i = i as u32;
+                        let e = producers.entry(k).or_insert((pos, i, chain));
                         if chain <= e.2 {
-                            *e = (pos, info.index, chain);
+                            *e = (pos, i, chain);
                         }
                     }
                 }
