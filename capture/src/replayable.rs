@@ -248,3 +248,98 @@ impl ReplayIndex {
         self.status.iter().filter(|s| s.replayable()).count()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ArgInfo, DeviceRecord, LaunchApi};
+
+    fn digest(h: &str, algo: DigestKind) -> Content {
+        Content::Digest {
+            hash: h.into(),
+            size: 64,
+            algo,
+        }
+    }
+
+    /// A launch over one read-write buffer with these contents before and after.
+    fn launch(id: u64, before: Content, after: Content) -> LaunchRecord {
+        LaunchRecord {
+            id,
+            seq: id,
+            kernel: "k".into(),
+            program: "p".into(),
+            api: LaunchApi::NdRange,
+            work_dim: 1,
+            global_offset: None,
+            global_size: vec![16],
+            local_size: None,
+            args: vec![ArgRecord::Buffer {
+                info: ArgInfo {
+                    index: 0,
+                    name: "x".into(),
+                    ..Default::default()
+                },
+                mem: 0,
+                flags: 1,
+                size: 64,
+                sub_of: None,
+                before,
+                after,
+            }],
+            device: DeviceRecord::default(),
+            queue_properties: 0,
+            launch_site: None,
+            thread: 0,
+            status: 0,
+            not_replayable: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn digests_an_earlier_replayable_launch_left_are_derived_along_a_chain() {
+        let b3 = DigestKind::Blake3;
+        let launches = vec![
+            launch(0, Content::Blob { hash: "h0".into(), size: 64 }, digest("h1", b3)),
+            launch(1, digest("h1", b3), digest("h2", b3)),
+            launch(2, digest("h2", b3), digest("h3", b3)),
+            // Nobody left h9: blocked, and what it leaves derives nothing.
+            launch(3, digest("h9", b3), digest("h4", b3)),
+            launch(4, digest("h4", b3), digest("h5", b3)),
+            // The same digest by another function is another content.
+            launch(5, digest("h3", DigestKind::Dd128), digest("h6", b3)),
+            // Only earlier launches produce: h7 comes later.
+            launch(6, digest("h7", b3), digest("h8", b3)),
+            launch(7, digest("h3", b3), digest("h7", b3)),
+        ];
+        let index = ReplayIndex::of(&launches);
+        assert_eq!(index.get(0), Some(&Replayability::Stored));
+        let derived = |producer| DerivedInput {
+            arg: 0,
+            producer,
+            producer_arg: 0,
+        };
+        assert_eq!(
+            index.get(1),
+            Some(&Replayability::Derived {
+                inputs: vec![derived(0)],
+                chain: 1,
+                checkpoint: 0
+            })
+        );
+        assert_eq!(
+            index.get(2),
+            Some(&Replayability::Derived {
+                inputs: vec![derived(1)],
+                chain: 2,
+                checkpoint: 0
+            })
+        );
+        for id in [3, 4, 5, 6] {
+            assert!(!index.get(id).is_some_and(|s| s.replayable()), "launch {id}");
+        }
+        assert_eq!(index.get(7).and_then(|s| s.derived(0)), Some(&derived(2)));
+        assert_eq!(index.count_replayable(), 4);
+        assert!(index.get(99).is_none());
+    }
+}
