@@ -380,7 +380,8 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                 let replay = cltrap_capture::replayable::ReplayIndex::of(&capture.launches)
                     .get(id)
                     .cloned();
-                let value = serde_json::json!({ "launch": launch, "program": program, "replay": replay });
+                let value =
+                    serde_json::json!({ "launch": launch, "program": program, "replay": replay });
                 let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
                 let _ = writeln!(stdout, "{text}");
             } else {

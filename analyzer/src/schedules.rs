@@ -28,7 +28,8 @@
 
 use crate::compare::Difference;
 use crate::executor::{
-    check_outputs, Deriver, DeviceSelector, ExecError, Expected, LaunchInput, Mismatch, RunOutput, Session,
+    check_outputs, Deriver, DeviceSelector, ExecError, Expected, LaunchInput, Mismatch, RunOutput,
+    Session,
 };
 use crate::replay::select;
 use crate::variant::{word_buffer, DiskCache, Failure, VariantCache, VariantError};

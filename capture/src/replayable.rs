@@ -300,7 +300,14 @@ mod tests {
     fn digests_an_earlier_replayable_launch_left_are_derived_along_a_chain() {
         let b3 = DigestKind::Blake3;
         let launches = vec![
-            launch(0, Content::Blob { hash: "h0".into(), size: 64 }, digest("h1", b3)),
+            launch(
+                0,
+                Content::Blob {
+                    hash: "h0".into(),
+                    size: 64,
+                },
+                digest("h1", b3),
+            ),
             launch(1, digest("h1", b3), digest("h2", b3)),
             launch(2, digest("h2", b3), digest("h3", b3)),
             // Nobody left h9: blocked, and what it leaves derives nothing.
@@ -336,7 +343,10 @@ mod tests {
             })
         );
         for id in [3, 4, 5, 6] {
-            assert!(!index.get(id).is_some_and(|s| s.replayable()), "launch {id}");
+            assert!(
+                !index.get(id).is_some_and(|s| s.replayable()),
+                "launch {id}"
+            );
         }
         assert_eq!(index.get(7).and_then(|s| s.derived(0)), Some(&derived(2)));
         assert_eq!(index.count_replayable(), 4);

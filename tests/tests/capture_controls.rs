@@ -184,15 +184,21 @@ fn past_the_disk_budget_every_launch_stays_replayable_and_list_marks_derived_one
         assert!(!line.contains("(!)"), "{line}");
         assert_eq!(line.contains("(d)"), derived.contains(&l.id), "{line}");
     }
-    assert!(list.contains("26 of 26 launch(es) can be replayed"), "{list}");
+    assert!(
+        list.contains("26 of 26 launch(es) can be replayed"),
+        "{list}"
+    );
     let show = cltrap(&[
         std::ffi::OsStr::new("show"),
         dir.as_os_str(),
         std::ffi::OsStr::new(&derived[derived.len() - 1].to_string()),
     ]);
     assert!(
-        show.stdout_text().contains("replayable: yes, with derived inputs")
-            && show.stdout_text().contains("re-created by re-executing launch"),
+        show.stdout_text()
+            .contains("replayable: yes, with derived inputs")
+            && show
+                .stdout_text()
+                .contains("re-created by re-executing launch"),
         "{}",
         show.describe()
     );

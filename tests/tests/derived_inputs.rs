@@ -78,13 +78,19 @@ fn gaussian_elimination_under_a_tiny_budget_keeps_every_launch_replayable() {
 
     let list = assert_list_shows(&dir, &cap).stdout_text();
     assert!(
-        list.contains(&format!("{LAUNCHES} of {LAUNCHES} launch(es) can be replayed")),
+        list.contains(&format!(
+            "{LAUNCHES} of {LAUNCHES} launch(es) can be replayed"
+        )),
         "{list}"
     );
     assert!(list.contains("(d)") && !list.contains("(!)"), "{list}");
 
     let last = cap.launches.last().expect("launches").id;
-    let show = cltrap(&[OsStr::new("show"), dir.as_os_str(), OsStr::new(&last.to_string())]);
+    let show = cltrap(&[
+        OsStr::new("show"),
+        dir.as_os_str(),
+        OsStr::new(&last.to_string()),
+    ]);
     show.assert_no_panic();
     let text = show.stdout_text();
     assert!(
@@ -132,7 +138,9 @@ fn a_buffer_the_host_wrote_between_launches_is_stored_and_still_replayable() {
     assert!(status.replayable(), "{status:?}");
     assert!(status.derived(2).is_none(), "b is not derived: {status:?}");
     assert!(
-        cap.launches.iter().all(|l| index.get(l.id).is_some_and(|s| s.replayable())),
+        cap.launches
+            .iter()
+            .all(|l| index.get(l.id).is_some_and(|s| s.replayable())),
         "every launch stays replayable"
     );
     assert_replay_ids_ok(&dir, &[l.id, l.id + 1]);

@@ -118,11 +118,14 @@ impl<'c> Deriver<'c> {
         let Some(&pos) = self.pos.get(&l.id) else {
             return LaunchInput::from_record(self.capture, l);
         };
-        let got = self.obtain(session, Frame {
-            pos,
-            needs,
-            got: HashMap::new(),
-        })?;
+        let got = self.obtain(
+            session,
+            Frame {
+                pos,
+                needs,
+                got: HashMap::new(),
+            },
+        )?;
         LaunchInput::from_record_with(self.capture, l, &mut |arg, _| {
             got.get(&arg).map(|b| b.as_ref().clone())
         })

@@ -106,7 +106,9 @@ pub enum ExecError {
         /// The launch that needed them as input.
         launch: u64,
     },
-    #[error("launch {producer}, re-executed to derive the input of launch {launch}, failed: {why}")]
+    #[error(
+        "launch {producer}, re-executed to derive the input of launch {launch}, failed: {why}"
+    )]
     /// A producer of a derived input could not be re-executed.
     ProducerFailed {
         /// The launch re-executed.
