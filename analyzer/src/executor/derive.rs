@@ -179,9 +179,9 @@ impl<'c> Deriver<'c> {
                 return Ok(HashMap::new());
             };
             for (d, k) in &top.needs {
-                if !top.got.contains_key(&d.arg) {
+                if let std::collections::hash_map::Entry::Vacant(e) = top.got.entry(d.arg) {
                     if let Some(b) = self.cache.get(k) {
-                        top.got.insert(d.arg, b);
+                        e.insert(b);
                     }
                 }
             }
