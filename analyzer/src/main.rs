@@ -55,8 +55,9 @@ enum Cmd {
         /// Generalise over all launches of kernel NAME: constant / varying parameters, relations.
         #[arg(long, value_name = "NAME", conflicts_with = "id")]
         kernel: Option<String>,
-        /// Print JSON: the raw launch record and its program record (with --kernel: the
-        /// generalisation).
+        /// Print JSON: the raw launch record, its program record and how it replays
+        /// (`replay`: stored, derived with its inputs' producers, or blocked with why; with
+        /// --kernel: the generalisation).
         #[arg(long)]
         json: bool,
     },

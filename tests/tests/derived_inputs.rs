@@ -100,6 +100,19 @@ fn gaussian_elimination_under_a_tiny_budget_keeps_every_launch_replayable() {
         show.describe()
     );
 
+    let json = cltrap(&[
+        OsStr::new("show"),
+        dir.as_os_str(),
+        OsStr::new(&last.to_string()),
+        OsStr::new("--json"),
+    ]);
+    let value: serde_json::Value =
+        serde_json::from_slice(&json.stdout).unwrap_or_else(|e| panic!("{e}\n{}", json.describe()));
+    assert_eq!(value["replay"]["replayable"], "derived", "{value}");
+    assert!(value["replay"]["chain"]
+        .as_u64()
+        .is_some_and(|c| (1..=64).contains(&c)));
+
     // Every launch replays ok, in order; and the last one alone, its chain re-executed.
     assert_replays_ok(&dir, LAUNCHES);
     assert_replay_ids_ok(&dir, &[last]);
