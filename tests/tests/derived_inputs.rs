@@ -116,6 +116,26 @@ fn gaussian_elimination_under_a_tiny_budget_keeps_every_launch_replayable() {
     // Every launch replays ok, in order; and the last one alone, its chain re-executed.
     assert_replays_ok(&dir, LAUNCHES);
     assert_replay_ids_ok(&dir, &[last]);
+
+    // Coverage and the native check restore derived inputs the same way.
+    let id = last.to_string();
+    let cover = cltrap(&[OsStr::new("cover"), dir.as_os_str(), OsStr::new(&id)]);
+    cover.assert_no_panic();
+    assert!(
+        cover.success()
+            && cover
+                .stdout_text()
+                .contains("over 1 launch(es) (0 skipped, 0 failed)"),
+        "{}",
+        cover.describe()
+    );
+    let check = cltrap(&[OsStr::new("check"), dir.as_os_str(), OsStr::new(&id)]);
+    check.assert_no_panic();
+    assert!(
+        check.stdout_text().contains("checked 1 of 1 launch(es)"),
+        "{}",
+        check.describe()
+    );
 }
 
 #[test]
