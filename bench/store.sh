@@ -72,8 +72,9 @@ run_one() { # run_one BENCH MODE ROUND BINARY ARGS...
     rm -f "$tfile"
     if [ "$mode" != native ]; then
         stats="$(python3 bench/capstats.py "$cap")"
-        # Launches `cltrap list` does not mark (!) (this build's reader, also for base).
-        replayable="$("$CLTRAP" list "$cap" | awk 'NR > 1 && $1 ~ /^[0-9]+$/ && !/\(!\)/ { n++ } END { print n + 0 }')"
+        # Launches `cltrap list` does not mark (!) (this build's reader, also for base; not
+        # its closing "N of M launch(es) can be replayed" line).
+        replayable="$("$CLTRAP" list "$cap" | awk 'NR > 1 && $1 ~ /^[0-9]+$/ && $2 != "of" && !/\(!\)/ { n++ } END { print n + 0 }')"
     fi
     rm -rf "$cap"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$bench" "$mode" "$round" "$loop_s" "$wall_s" \

@@ -2,6 +2,7 @@
 
 use crate::site::Resolver;
 use crate::values::{format_value, unhex};
+use cltrap_capture::replayable::{ReplayIndex, Replayability};
 use cltrap_capture::{ArgRecord, Capture, LaunchRecord};
 
 /// Sizes as `1024`, `64x64` or `8x8x4`; `NULL` for an absent local size.
@@ -73,6 +74,8 @@ pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
     .map(String::from);
     let mut rows: Vec<[String; 7]> = vec![header];
     let mut blocked = 0usize;
+    let mut derived = 0usize;
+    let index = ReplayIndex::of(&capture.launches);
     for l in &capture.launches {
         let (g, lo, off) = format_geometry(l);
         let site = l
@@ -81,9 +84,16 @@ pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
             .map(|s| resolver.describe(s))
             .unwrap_or_else(|| "-".into());
         let mut kernel = l.kernel.clone();
-        if !l.replayable() {
-            kernel.push_str(" (!)");
-            blocked += 1;
+        match index.get(l.id) {
+            Some(Replayability::Blocked { .. }) | None => {
+                kernel.push_str(" (!)");
+                blocked += 1;
+            }
+            Some(Replayability::Derived { .. }) => {
+                kernel.push_str(" (d)");
+                derived += 1;
+            }
+            Some(Replayability::Stored) => {}
         }
         rows.push([
             l.id.to_string(),
@@ -121,12 +131,20 @@ pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
+    let total = capture.launches.len();
     if capture.launches.is_empty() {
         out.push_str("(no launches in this capture)\n");
-    } else if blocked > 0 {
-        let total = capture.launches.len();
+    } else if blocked > 0 || derived > 0 {
+        if derived > 0 {
+            out.push_str(&format!(
+                "(d) = replayable with derived inputs: contents before the launch re-created by re-executing earlier launches ({derived} launch(es); `cltrap show DIR ID` names them)\n"
+            ));
+        }
+        if blocked > 0 {
+            out.push_str("(!) = not replayable exactly; `cltrap show DIR ID` says why\n");
+        }
         out.push_str(&format!(
-            "(!) = not replayable exactly; `cltrap show DIR ID` says why ({} of {total} launch(es) can be replayed)\n",
+            "{} of {total} launch(es) can be replayed\n",
             total - blocked
         ));
     }

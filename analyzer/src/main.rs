@@ -55,8 +55,9 @@ enum Cmd {
         /// Generalise over all launches of kernel NAME: constant / varying parameters, relations.
         #[arg(long, value_name = "NAME", conflicts_with = "id")]
         kernel: Option<String>,
-        /// Print JSON: the raw launch record and its program record (with --kernel: the
-        /// generalisation).
+        /// Print JSON: the raw launch record, its program record and how it replays
+        /// (`replay`: stored, derived with its inputs' producers, or blocked with why; with
+        /// --kernel: the generalisation).
         #[arg(long)]
         json: bool,
     },
@@ -377,7 +378,11 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             let launch = capture.launch(id).map_err(|e| e.to_string())?;
             if json {
                 let program = capture.program(&launch.program).ok();
-                let value = serde_json::json!({ "launch": launch, "program": program });
+                let replay = cltrap_capture::replayable::ReplayIndex::of(&capture.launches)
+                    .get(id)
+                    .cloned();
+                let value =
+                    serde_json::json!({ "launch": launch, "program": program, "replay": replay });
                 let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
                 let _ = writeln!(stdout, "{text}");
             } else {

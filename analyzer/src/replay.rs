@@ -1,8 +1,8 @@
 //! `cltrap replay`: re-run captured launches and check each against what the application saw.
 
 use crate::executor::{
-    check_outputs, BuildOptions, BuiltProgram, DeviceSelector, ExecError, Expected, LaunchInput,
-    Mismatch, Session,
+    check_outputs, BuildOptions, BuiltProgram, Deriver, DeviceSelector, ExecError, Expected,
+    LaunchInput, Mismatch, Session,
 };
 use cltrap_capture::{Capture, LaunchRecord, ReadError};
 use std::collections::HashMap;
@@ -143,7 +143,8 @@ fn one_line(e: &ExecError) -> String {
 }
 
 /// Replays the selected launches on `session`, calling `report` after each one.
-/// Each distinct program is built once and reused for all its launches.
+/// Each distinct program is built once and reused for all its launches. Inputs the capture
+/// keeps only as digests are derived by re-executing their producers ([`Deriver`]).
 pub fn replay_on(
     session: &Session,
     capture: &Capture,
@@ -153,8 +154,17 @@ pub fn replay_on(
 ) -> Summary {
     let mut programs: HashMap<String, Result<BuiltProgram, (String, String)>> = HashMap::new();
     let mut summary = Summary::default();
+    let mut deriver = Deriver::new(capture);
     for l in launches {
-        let outcome = replay_one(session, capture, l, ulp, &mut programs, &mut summary);
+        let outcome = replay_one(
+            session,
+            capture,
+            l,
+            ulp,
+            &mut programs,
+            &mut summary,
+            &mut deriver,
+        );
         match &outcome {
             Outcome::Ok { .. } => summary.ok += 1,
             Outcome::Mismatch(_) => summary.mismatches += 1,
@@ -177,6 +187,7 @@ fn replay_one(
     ulp: u64,
     programs: &mut HashMap<String, Result<BuiltProgram, (String, String)>>,
     summary: &mut Summary,
+    deriver: &mut Deriver<'_>,
 ) -> Outcome {
     let error = |e: &ExecError| {
         if e.is_skip() {
@@ -194,7 +205,7 @@ fn replay_one(
             }
         }
     };
-    let input = match LaunchInput::from_record(capture, l) {
+    let input = match deriver.input(session, l) {
         Ok(i) => i,
         Err(e) => return error(&e),
     };
@@ -286,9 +297,12 @@ fn replay_one(
         .next()
     {
         Some(m) => Outcome::Mismatch(m),
-        None => Outcome::Ok {
-            kernel_ns: out.kernel_ns,
-        },
+        None => {
+            deriver.offer(l, &out);
+            Outcome::Ok {
+                kernel_ns: out.kernel_ns,
+            }
+        }
     }
 }
 

@@ -28,7 +28,8 @@
 
 use crate::compare::Difference;
 use crate::executor::{
-    check_outputs, DeviceSelector, ExecError, Expected, LaunchInput, Mismatch, RunOutput, Session,
+    check_outputs, Deriver, DeviceSelector, ExecError, Expected, LaunchInput, Mismatch, RunOutput,
+    Session,
 };
 use crate::replay::select;
 use crate::variant::{word_buffer, DiskCache, Failure, VariantCache, VariantError};
@@ -333,8 +334,9 @@ pub fn run_on(
             pass: "permute",
         }));
     let mut summary = ScheduleSummary::default();
+    let mut deriver = Deriver::new(capture);
     for l in launches {
-        let r = one_launch(session, capture, l, opts, &mut cache);
+        let r = one_launch(session, capture, l, opts, &mut cache, &mut deriver);
         match &r.verdict {
             Verdict::Deterministic => summary.deterministic += 1,
             Verdict::ScheduleDependent { .. } => summary.schedule_dependent += 1,
@@ -392,6 +394,7 @@ fn one_launch(
     l: &LaunchRecord,
     opts: &ScheduleOptions,
     cache: &mut VariantCache<PermuteMap>,
+    deriver: &mut Deriver<'_>,
 ) -> ScheduleResult {
     let mut r = ScheduleResult {
         id: l.id,
@@ -404,7 +407,7 @@ fn one_launch(
         identity_vs_recorded: None,
         timing: ScheduleTiming::default(),
     };
-    r.verdict = match classify(session, capture, l, opts, cache, &mut r) {
+    r.verdict = match classify(session, capture, l, opts, cache, &mut r, deriver) {
         Ok(v) => v,
         Err(f) => failed(f),
     };
@@ -418,8 +421,9 @@ fn classify(
     opts: &ScheduleOptions,
     cache: &mut VariantCache<PermuteMap>,
     r: &mut ScheduleResult,
+    deriver: &mut Deriver<'_>,
 ) -> Result<Verdict, Failure> {
-    let mut input = LaunchInput::from_record(capture, l).map_err(launch_failure)?;
+    let mut input = deriver.input(session, l).map_err(launch_failure)?;
     // Write-only buffers whose pre-launch contents were not recorded start as stand-ins in
     // every run alike: only the runs compare them, not the recording.
     let expected =

@@ -3,6 +3,7 @@
 use crate::list::{format_dims, format_offset, format_scalars};
 use crate::site::Resolver;
 use crate::values::{format_value, human_bytes, unhex};
+use cltrap_capture::replayable::Replayability;
 use cltrap_capture::{
     ArgRecord, Capture, CompiledInput, Content, DigestKind, LaunchRecord, ProgramOrigin,
 };
@@ -377,13 +378,44 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
         };
         let _ = writeln!(o, "{head}\n      {body}");
     }
-    let blockers = l.replay_blockers();
-    if blockers.is_empty() {
-        let _ = writeln!(o, "replayable: yes");
-    } else {
-        let _ = writeln!(o, "replayable: no");
-        for r in &blockers {
-            let _ = writeln!(o, "  - {r}");
+    let index = cltrap_capture::replayable::ReplayIndex::of(&capture.launches);
+    match index.get(l.id) {
+        Some(Replayability::Stored) => {
+            let _ = writeln!(o, "replayable: yes");
+        }
+        Some(Replayability::Derived {
+            inputs,
+            chain,
+            checkpoint,
+        }) => {
+            let _ = writeln!(
+                o,
+                "replayable: yes, with derived inputs (a replay re-executes a chain of {chain} launch(es) back to launch {checkpoint}, whose inputs are stored)"
+            );
+            for d in inputs {
+                let name = |args: &[ArgRecord], i: u32| {
+                    args.get(i as usize)
+                        .map(|a| a.info().name.clone())
+                        .filter(|n| !n.is_empty())
+                        .map_or(format!("argument {i}"), |n| format!("`{n}`"))
+                };
+                let _ = writeln!(
+                    o,
+                    "  - input {} re-created by re-executing launch {} (its argument {})",
+                    name(&l.args, d.arg),
+                    d.producer,
+                    d.producer_arg
+                );
+            }
+        }
+        Some(Replayability::Blocked { why }) => {
+            let _ = writeln!(o, "replayable: no");
+            for r in why {
+                let _ = writeln!(o, "  - {r}");
+            }
+        }
+        None => {
+            let _ = writeln!(o, "replayable: no (the launch is not in the capture's log)");
         }
     }
     o

@@ -87,7 +87,7 @@ pub const CONTROLS: &[Control] = &[
         flag: "max-mb",
         value_name: "MB",
         default: "4096",
-        help: "Disk budget for stored contents (compressed chunks); past half of it only the first launches of each kernel and a sample of the others keep their contents, the rest digests, so every kernel stays replayable (said once on stderr; `cltrap list` marks replayable launches).",
+        help: "Disk budget for stored contents (compressed chunks); past half of it a launch stores only the inputs that the previous launch did not leave (the others are re-created at replay by re-executing it, with a stored checkpoint every 64 launches) and digests of its outputs, so every launch stays replayable; past all of it, launches whose inputs all derive from earlier ones and one launch per kernel (said once on stderr; `cltrap list` marks derived `(d)` and blocked `(!)` launches).",
     },
     Control {
         env: "CLTRAP_STATS",

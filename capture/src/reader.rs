@@ -188,7 +188,7 @@ impl Capture {
             Content::Blob { hash, .. } => self.blob(hash),
             Content::Digest { .. } => Err(ReadError::NotRecorded {
                 what: what.to_string(),
-                why: "only its digest was captured (buffer mode `hash`, or past the disk budget)"
+                why: "only its digest was captured (buffer mode `hash`, or past the disk budget, where `cltrap replay` re-creates it by re-executing the launch that left it; this command does not)"
                     .into(),
             }),
             Content::Missing { note } => Err(ReadError::NotRecorded {

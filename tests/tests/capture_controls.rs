@@ -1,6 +1,7 @@
 //! The capture controls select exactly the launches and the buffer detail they promise, and
 //! identical contents are stored once.
 
+use cltrap_capture::replayable::{ReplayIndex, Replayability};
 use cltrap_capture::Content;
 use cltrap_e2e::*;
 
@@ -129,7 +130,7 @@ fn a_hundred_launches_on_one_megabyte_store_it_about_once() {
 }
 
 #[test]
-fn past_the_disk_budget_every_kernel_keeps_replayable_launches_and_list_marks_them() {
+fn past_the_disk_budget_every_launch_stays_replayable_and_list_marks_derived_ones() {
     let exe = fixture("budget");
     let native = run_native(&exe, &[] as &[&str]).expect_success();
     let dir = fresh_capture_dir("budget");
@@ -149,64 +150,58 @@ fn past_the_disk_budget_every_kernel_keeps_replayable_launches_and_list_marks_th
     );
     let cap = open_capture(&dir);
     assert_eq!(cap.launches.len(), 26);
-    let replayable = |k: &str| -> Vec<u64> {
-        launches_of(&cap, k)
-            .into_iter()
-            .filter(|l| l.replayable())
-            .map(|l| l.id)
-            .collect()
-    };
-    let (scramble, fold) = (replayable("scramble"), replayable("fold"));
-    assert!(
-        !scramble.is_empty() && scramble.len() < 24,
-        "scramble: replayable {scramble:?} of 24 (the budget must have cost some, not all)"
-    );
-    assert!(!fold.is_empty(), "fold has no replayable launch");
-    for l in cap.launches.iter().filter(|l| !l.replayable()) {
-        let why = l.replay_blockers().join("; ");
-        assert!(why.contains("only the digest"), "launch {}: {why}", l.id);
+    // Past half the budget each launch's input is what the launch before left: derived, not
+    // stored; every launch stays replayable, and most need their chain re-executed.
+    let index = ReplayIndex::of(&cap.launches);
+    let derived: Vec<u64> = cap
+        .launches
+        .iter()
+        .filter(|l| matches!(index.get(l.id), Some(Replayability::Derived { .. })))
+        .map(|l| l.id)
+        .collect();
+    for l in &cap.launches {
+        let s = index.get(l.id);
+        assert!(s.is_some_and(|s| s.replayable()), "launch {}: {s:?}", l.id);
     }
-    // The budget held, up to the one launch the second kernel needed past it.
+    assert!(
+        derived.len() >= 16,
+        "only {derived:?} have derived inputs: the budget did not bite"
+    );
+    // The budget held: the derived launches stored no contents of their own.
     let blobs = dir_size(&dir.join("blobs"));
     assert!(
         blobs <= 6 << 20,
         "{blobs} bytes of blobs under a 4 MB budget"
     );
 
-    // `list` marks exactly the launches that cannot be replayed, and counts the others.
+    // `list` marks the derived launches and none as blocked.
     let list = assert_list_shows(&dir, &cap).stdout_text();
-    let n_ok = scramble.len() + fold.len();
     for l in &cap.launches {
         let line = list
             .lines()
             .find(|line| line.split_whitespace().next() == Some(&l.id.to_string()))
             .unwrap_or_else(|| panic!("launch {} not listed\n{list}", l.id));
-        assert_eq!(line.contains("(!)"), !l.replayable(), "{line}");
+        assert!(!line.contains("(!)"), "{line}");
+        assert_eq!(line.contains("(d)"), derived.contains(&l.id), "{line}");
     }
     assert!(
-        list.contains(&format!("{n_ok} of 26 launch(es) can be replayed")),
+        list.contains("26 of 26 launch(es) can be replayed"),
         "{list}"
     );
-    let blocked = cap.launches.iter().find(|l| !l.replayable()).unwrap();
     let show = cltrap(&[
         std::ffi::OsStr::new("show"),
         dir.as_os_str(),
-        std::ffi::OsStr::new(&blocked.id.to_string()),
+        std::ffi::OsStr::new(&derived[derived.len() - 1].to_string()),
     ]);
     assert!(
-        show.stdout_text().contains("replayable: no")
-            && show.stdout_text().contains("only the digest"),
+        show.stdout_text()
+            .contains("replayable: yes, with derived inputs")
+            && show
+                .stdout_text()
+                .contains("re-created by re-executing launch"),
         "{}",
         show.describe()
     );
-    // Every launch marked replayable replays ok; the others are skipped, never mismatched.
-    let out = cltrap(&[std::ffi::OsStr::new("replay"), dir.as_os_str()]);
-    out.assert_no_panic();
-    assert_eq!(ok_lines(&out.stdout_text()), n_ok, "{}", out.describe());
-    let mismatched = out
-        .stdout_text()
-        .lines()
-        .filter(|l| l.starts_with("launch ") && !l.contains(": ok") && !l.contains(": skipped"))
-        .count();
-    assert_eq!(mismatched, 0, "{}", out.describe());
+    // Every launch replays ok.
+    assert_replays_ok(&dir, 26);
 }

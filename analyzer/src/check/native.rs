@@ -9,7 +9,7 @@
 //! the parent (`super::check`) runs [`worker_main`] in a child with a deadline.
 
 use super::finding::{Access, Diagnostic, Family, Kind, Target};
-use crate::executor::{DeviceSelector, InputArg, LaunchInput, Session};
+use crate::executor::{Deriver, DeviceSelector, InputArg, LaunchInput, Session};
 use crate::variant::{word_buffer, words, DiskCache, VariantCache};
 use cltrap_capture::Capture;
 use cltrap_kernel::sanitize::{
@@ -114,8 +114,11 @@ fn worker(
     };
     let capture = Capture::open(dir).map_err(|e| ("error", e.to_string()))?;
     let record = capture.launch(id).map_err(|e| ("error", e.to_string()))?;
-    let input = LaunchInput::from_record(&capture, record).map_err(fail)?;
     let session = Session::open(device).map_err(fail)?;
+    // Inputs kept only as digests past the disk budget are re-created on this device.
+    let input = Deriver::new(&capture)
+        .input(&session, record)
+        .map_err(fail)?;
     let baseline_kernel_ns = if baseline {
         let program = capture
             .program(&record.program)

@@ -21,8 +21,8 @@ pub mod report;
 pub mod worker;
 
 use crate::executor::{
-    check_outputs, BuildOptions, BuiltProgram, DeviceSelector, ExecError, LaunchInput, Mismatch,
-    Session,
+    check_outputs, BuildOptions, BuiltProgram, Deriver, DeviceSelector, ExecError, LaunchInput,
+    Mismatch, Session,
 };
 use crate::replay::select;
 use crate::variant::{word_buffer, words, DiskCache, Failure, VariantCache, VariantError};
@@ -240,6 +240,8 @@ struct Collector<'a> {
     index: HashMap<String, usize>,
     report: CoverageReport,
     timing: Option<Vec<CoverTiming>>,
+    /// Restores inputs the capture keeps only as digests (past its disk budget).
+    deriver: Deriver<'a>,
 }
 
 /// Replays the selected launches with coverage counters on an opened session and merges the
@@ -263,6 +265,7 @@ pub fn collect_on(
         index: HashMap::new(),
         report: CoverageReport::default(),
         timing: timing.then(Vec::new),
+        deriver: Deriver::new(capture),
     };
     for l in launches {
         worker::announce(l.id);
@@ -300,7 +303,7 @@ fn failure(e: impl Into<VariantError>) -> Failure {
 
 impl Collector<'_> {
     fn one(&mut self, l: &LaunchRecord) -> Result<(), Failure> {
-        let input = LaunchInput::from_record(self.capture, l).map_err(failure)?;
+        let input = self.deriver.input(self.session, l).map_err(failure)?;
         let (variant, fresh) =
             self.variants
                 .get(self.session, self.capture, &l.program, |src, options| {

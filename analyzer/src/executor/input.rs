@@ -97,8 +97,16 @@ pub enum Expected {
 }
 
 /// Bytes of a pre-launch content. A digest-only content can still be restored when it is
-/// the digest of all zeros (a freshly cleared output buffer, the common case).
-fn restore(capture: &Capture, c: &Content, size: u64, what: &str) -> Result<Vec<u8>, ExecError> {
+/// the digest of all zeros (a freshly cleared output buffer, the common case), or when
+/// `derive` re-creates it (argument `arg`: see [`super::derive`]).
+fn restore(
+    capture: &Capture,
+    c: &Content,
+    size: u64,
+    what: &str,
+    arg: u32,
+    derive: &mut dyn FnMut(u32, &Content) -> Option<Vec<u8>>,
+) -> Result<Vec<u8>, ExecError> {
     if let Content::Digest {
         hash,
         size: s,
@@ -108,6 +116,9 @@ fn restore(capture: &Capture, c: &Content, size: u64, what: &str) -> Result<Vec<
         let n = usize::try_from(*s).unwrap_or(usize::MAX);
         if *s == size && n <= 1 << 30 && algo.digest(&vec![0u8; n]) == *hash {
             return Ok(vec![0u8; n]);
+        }
+        if let Some(bytes) = derive(arg, c) {
+            return Ok(bytes);
         }
     }
     Ok(capture.content(c, what)?)
@@ -130,6 +141,17 @@ impl LaunchInput {
     /// pre-launch contents. Fails with a skip-kind error ([`ExecError::is_skip`]) when the
     /// launch is marked not replayable or its inputs were not recorded.
     pub fn from_record(capture: &Capture, l: &LaunchRecord) -> Result<LaunchInput, ExecError> {
+        Self::from_record_with(capture, l, &mut |_, _| None)
+    }
+
+    /// [`LaunchInput::from_record`] where `derive(argument index, content)` may supply the
+    /// bytes of a digest-only content before the launch (a derived input, re-created by
+    /// re-executing the launch that left it: [`super::Deriver`]).
+    pub fn from_record_with(
+        capture: &Capture,
+        l: &LaunchRecord,
+        derive: &mut dyn FnMut(u32, &Content) -> Option<Vec<u8>>,
+    ) -> Result<LaunchInput, ExecError> {
         if !l.not_replayable.is_empty() {
             return Err(ExecError::NotReplayable(l.not_replayable.join("; ")));
         }
@@ -187,7 +209,7 @@ impl LaunchInput {
                     ..
                 } => {
                     let what = format!("the pre-launch contents of {}", name(a));
-                    let bytes = match restore(capture, before, *size, &what) {
+                    let bytes = match restore(capture, before, *size, &what, i as u32, derive) {
                         Ok(b) => b,
                         Err(ExecError::Capture(ReadError::NotRecorded { .. }))
                             if flags & opencl_sys::CL_MEM_WRITE_ONLY != 0 =>
@@ -220,6 +242,8 @@ impl LaunchInput {
                             before,
                             size,
                             &format!("the pre-launch contents of {}", name(a)),
+                            i as u32,
+                            derive,
                         )?,
                     }
                 }

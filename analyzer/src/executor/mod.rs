@@ -19,6 +19,7 @@
 //! Architecture invariant: nothing here prints; errors are [`ExecError`] values.
 
 mod cl;
+mod derive;
 mod device;
 mod guard;
 mod input;
@@ -27,6 +28,7 @@ mod resident;
 mod run;
 
 pub use cl::error_name;
+pub use derive::{Deriver, CACHE_BYTES};
 pub use device::{list_devices, DeviceInfo, DeviceSelector, Session};
 pub use guard::GuardBreach;
 pub use input::{image_bytes, image_region, Expected, InputArg, LaunchInput};
@@ -93,6 +95,29 @@ pub enum ExecError {
     #[error("not replayable: {0}")]
     /// The launch cannot be replayed from this capture (the reason).
     NotReplayable(String),
+    #[error("launch {producer} re-executed on this device produced different contents than recorded (its argument {producer_arg}); cannot derive the input of launch {launch} (a nondeterministic kernel, or another device than the capture's?)")]
+    /// A derived input could not be re-created: its producer's output differs from the
+    /// recorded digest.
+    NotDerivable {
+        /// The launch re-executed.
+        producer: u64,
+        /// Its argument whose contents differ.
+        producer_arg: u32,
+        /// The launch that needed them as input.
+        launch: u64,
+    },
+    #[error(
+        "launch {producer}, re-executed to derive the input of launch {launch}, failed: {why}"
+    )]
+    /// A producer of a derived input could not be re-executed.
+    ProducerFailed {
+        /// The launch re-executed.
+        producer: u64,
+        /// The launch that needed its outputs.
+        launch: u64,
+        /// Why it failed (one sentence).
+        why: String,
+    },
     #[error("{0}")]
     /// The capture could not be read (or lacks the data).
     Capture(#[from] ReadError),

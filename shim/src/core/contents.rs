@@ -1,7 +1,7 @@
 //! Reading a buffer or image the way the kernel sees it, and turning the bytes into capture
 //! content (stored in compressed chunks, or only a digest), within the disk budget: as the
-//! budget nears, launches are sampled so that every kernel keeps replayable launches
-//! ([`plan`]), instead of every later launch losing its contents.
+//! budget nears, only contents that no earlier launch re-creates are stored ([`plan`]), so
+//! every launch stays replayable instead of every later launch losing its contents.
 
 use super::track::lock;
 use crate::Next;
@@ -176,39 +176,45 @@ pub fn enqueue_stage(
 pub enum Keep {
     /// Every content stored (buffer mode `full`, the disk budget not near).
     All,
-    /// Contents before the launch stored, contents after as digests: enough to replay it and
-    /// compare its outputs. A sampled launch once the disk budget nears.
+    /// Past half the disk budget: contents before the launch stored where they were read
+    /// (the host or an unrecorded command may have written them); contents the previous
+    /// recorded launch left there are not read and are recorded as that launch's contents
+    /// after, which a replay re-creates by re-executing it; contents after as digests.
+    Inputs,
+    /// Every content before the launch read and stored, contents after as digests: a
+    /// *checkpoint* that ends a chain of derived contents ([`CHECKPOINT_EVERY`]), or, past the
+    /// whole budget, the one replayable launch of a kernel that has none yet.
     Befores,
-    /// Digests only (buffer mode `hash`, or a launch not sampled past the budget's half).
+    /// Digests only (buffer mode `hash`, or past the whole budget).
     Digests,
     /// Nothing read (buffer mode `none`).
     Nothing,
 }
 
-/// Past this share of `CLTRAP_MAX_MB` (1/`SOFT_SHARE`), launches are sampled.
+/// Past this share of `CLTRAP_MAX_MB` (1/`SOFT_SHARE`), contents are derived where they can be.
 const SOFT_SHARE: u64 = 2;
-/// Once sampling, each kernel keeps full contents for this many launches at least...
-const FIRST_KEPT: u64 = 8;
-/// ... and for one launch in this many of the others, doubling as the budget fills up
-/// (× 2, 4, 8 at each further eighth of the budget).
-const SAMPLE_EVERY: u64 = 32;
 
-/// Per kernel: launches planned, and launches planned with contents to replay them.
+/// Longest chain of launches a replay re-executes to re-create one launch's inputs: a launch
+/// whose inputs would need a longer one reads and stores them instead (a checkpoint), while
+/// the budget lasts. 64 launches of a 4 MB Gaussian-elimination step replay in seconds on a
+/// CPU device, and a checkpoint every 64 launches costs a sixty-fourth of storing everything.
+pub const CHECKPOINT_EVERY: u32 = 64;
+
+/// Per kernel: launches planned with contents to replay them.
 #[derive(Default)]
 struct Counts {
-    launches: u64,
     kept: u64,
 }
 
 static COUNTS: once_cell::sync::Lazy<Mutex<HashMap<String, Counts>>> =
     once_cell::sync::Lazy::new(Default::default);
-static SAMPLING_SAID: AtomicBool = AtomicBool::new(false);
+static DERIVING_SAID: AtomicBool = AtomicBool::new(false);
 
 /// What a launch of `kernel` keeps, given the buffer mode and how much of the disk budget
-/// this process has used. Under half the budget: everything. Past it: the first
-/// [`FIRST_KEPT`] launches of each kernel and one in [`SAMPLE_EVERY`] (more rarely as the
-/// budget fills) keep their contents before the launch, the others digests. Past the whole
-/// budget: only a kernel without any replayable launch yet gets one. Said once on stderr.
+/// this process has used. Under half the budget: everything. Past it: [`Keep::Inputs`], so
+/// every launch stays replayable. Past the whole budget: only a kernel without any replayable
+/// launch yet gets one ([`Keep::Befores`]); the others keep digests (still replayable where
+/// all their inputs are derived). Said once on stderr.
 pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
     match settings.buffers {
         BufferMode::None => return Keep::Nothing,
@@ -223,17 +229,10 @@ pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
         Some(c) => c,
         None => counts.entry(kernel.to_string()).or_default(),
     };
-    let n = c.launches;
-    c.launches += 1;
     let keep = if used < soft {
         Keep::All
     } else if used < max {
-        let eighths = ((used - soft).saturating_mul(8) / (max - soft).max(1)).min(3);
-        if c.kept < FIRST_KEPT || n % (SAMPLE_EVERY << eighths) == 0 {
-            Keep::Befores
-        } else {
-            Keep::Digests
-        }
+        Keep::Inputs
     } else if c.kept == 0 {
         Keep::Befores
     } else {
@@ -243,9 +242,9 @@ pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
         c.kept += 1;
     }
     drop(counts);
-    if used >= soft && !SAMPLING_SAID.swap(true, Ordering::Relaxed) {
+    if used >= soft && !DERIVING_SAID.swap(true, Ordering::Relaxed) {
         crate::sink::say(&format!(
-            "the capture used {} MB of its CLTRAP_MAX_MB budget of {} MB; from now on it keeps the contents of the first launches of each kernel and of a sample of the others, digests for the rest, so every kernel stays replayable (`cltrap list` marks which launches are)",
+            "the capture used {} MB of its CLTRAP_MAX_MB budget of {} MB; from now on it stores only the contents before a launch that the previous launch did not leave there (the others are re-created at replay by re-executing that launch, with a stored checkpoint every {CHECKPOINT_EVERY} launches) and digests of the contents after, so every launch stays replayable; past the whole budget only contents that re-executing earlier launches re-creates stay replayable, plus one launch per kernel (`cltrap list` marks which launches are)",
             used >> 20,
             max >> 20
         ));
@@ -260,10 +259,11 @@ pub fn store(writer: &CaptureWriter, keep: Keep, after: bool, bytes: &[u8]) -> C
     let hash = digest(bytes);
     let full = match keep {
         Keep::All => true,
-        Keep::Befores => !after,
+        Keep::Inputs | Keep::Befores => !after,
         Keep::Digests | Keep::Nothing => false,
     };
-    if !full {
+    // Bytes this capture stored already cost nothing: the record names them.
+    if !full && !writer.blobs.is_known(&hash) {
         return Content::Digest {
             hash,
             size,

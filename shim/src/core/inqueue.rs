@@ -179,7 +179,10 @@ impl<'a> Around<'a> {
                 };
                 let pre = match re {
                     Some(_) => None,
-                    None => Some(side(matches!(keep, Keep::All | Keep::Befores))?),
+                    None => Some(side(matches!(
+                        keep,
+                        Keep::All | Keep::Inputs | Keep::Befores
+                    ))?),
                 };
                 let post = if *ro {
                     None

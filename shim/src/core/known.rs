@@ -41,6 +41,8 @@ struct Seen {
     generation: u64,
     epoch: u64,
     cell: Cell,
+    /// Launches a replay re-executes to re-create that content (0: it is stored).
+    depth: u32,
 }
 
 /// Per memory object: whether it can ever be known, and its root.
@@ -66,6 +68,9 @@ static KNOWN: once_cell::sync::Lazy<Mutex<Known>> = once_cell::sync::Lazy::new(D
 /// A decision to take an object's pre-launch contents from an earlier launch.
 pub(super) struct Reuse {
     pub cell: Cell,
+    /// Launches a replay re-executes to re-create the content (0: stored), so a launch can
+    /// tell when its chain of derived inputs grows too long and store a checkpoint.
+    pub depth: u32,
     generation: u64,
     epoch: u64,
 }
@@ -101,6 +106,7 @@ impl Known {
         let generation = self.generation(mem);
         (s.queue == queue && s.generation == generation && s.epoch == self.epoch).then(|| Reuse {
             cell: s.cell.clone(),
+            depth: s.depth,
             generation,
             epoch: self.epoch,
         })
@@ -184,12 +190,14 @@ pub(super) fn reuse(mems: impl Iterator<Item = usize>, queue: usize) -> Vec<Opti
 }
 
 /// After a recorded launch was enqueued: notes what it may have written and, when its reads
-/// are in an in-order `queue` (`remember`), what it will have read, for later launches.
+/// are in an in-order `queue` (`remember`), what it will have read, for later launches, with
+/// `depth`: the launches a replay re-executes to re-create its contents after (0: stored).
 /// Returns, per entry of `reused`, whether a write slipped in since the decision (that
 /// launch's pre-launch content is then unknown).
 pub(super) fn after_launch(
     queue: usize,
     remember: bool,
+    depth: u32,
     reads: &[Read<'_>],
     reused: &[(usize, &Reuse)],
 ) -> Vec<bool> {
@@ -208,6 +216,7 @@ pub(super) fn after_launch(
                 generation: k.generation(r.mem),
                 epoch: k.epoch,
                 cell: r.cell.clone(),
+                depth,
             };
             k.seen.insert(r.mem, seen);
         } else {

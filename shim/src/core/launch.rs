@@ -254,6 +254,8 @@ struct Plan {
     read_only: Vec<bool>,
     /// Host bytes reserved for the reads.
     reserved: usize,
+    /// Launches a replay re-executes to re-create this launch's contents after (0: stored).
+    depth: u32,
     /// Why contents are missing, when they are.
     missing: String,
 }
@@ -386,6 +388,7 @@ impl Plan {
             reads,
             read_only,
             reserved: 0,
+            depth: 0,
             missing: String::new(),
         })
     }
@@ -409,14 +412,27 @@ impl Plan {
             return None;
         }
         // Contents known from an earlier launch on this queue are not read again (except by a
-        // launch sampled to keep them: the earlier launch may have kept only digests).
-        let reuse: Vec<Option<known::Reuse>> = if self.out_of_order()
+        // launch that must store its inputs: the earlier launch may have kept only digests).
+        let none = || self.reads.iter().map(|_| None).collect();
+        let mut reuse: Vec<Option<known::Reuse>> = if self.out_of_order()
             || !app_wait.is_empty()
             || self.mode == contents::Keep::Befores
         {
-            self.reads.iter().map(|_| None).collect()
+            none()
         } else {
             known::reuse(self.reads.iter().map(|(mem, _)| *mem), queue as usize)
+        };
+        let chain = reuse.iter().flatten().map(|r| r.depth).max().unwrap_or(0);
+        if self.mode == contents::Keep::Inputs && chain >= contents::CHECKPOINT_EVERY {
+            // A checkpoint: this launch's inputs are read and stored, so no replay re-executes
+            // more than CHECKPOINT_EVERY launches to re-create an input.
+            self.mode = contents::Keep::Befores;
+            reuse = none();
+        }
+        // What a replay re-executes to re-create this launch's contents after.
+        self.depth = match self.mode {
+            contents::Keep::All => 0,
+            _ => 1 + reuse.iter().flatten().map(|r| r.depth).max().unwrap_or(0),
         };
         // An engine only for launches with a buffer to digest on the device: launches over
         // small buffers alone put nothing of ours into the application's context.
@@ -518,7 +534,7 @@ impl Plan {
             around.events.push(own_event);
         }
         let remember = in_order && succeeded && !final_event.is_null();
-        note_known(&mut around, queue, remember);
+        note_known(&mut around, queue, remember, self.depth);
         if final_event.is_null() {
             // Our reads can no longer be tracked: keep their memory alive for good (the driver
             // may still write into it) and record the contents as missing.
@@ -586,7 +602,7 @@ impl Plan {
 
 /// Tells [`known`] what this launch may write and (`remember`) which contents later launches
 /// on `queue` may take from it; marks reused contents that a concurrent write made unknown.
-fn note_known(around: &mut Around<'_>, queue: cl_command_queue, remember: bool) {
+fn note_known(around: &mut Around<'_>, queue: cl_command_queue, remember: bool, depth: u32) {
     let reads: Vec<known::Read<'_>> = around
         .items
         .iter()
@@ -601,7 +617,7 @@ fn note_known(around: &mut Around<'_>, queue: cl_command_queue, remember: bool) 
         .iter()
         .filter_map(|i| Some((i.mem, i.reuse.as_ref()?)))
         .collect();
-    let raced = known::after_launch(queue as usize, remember, &reads, &reused);
+    let raced = known::after_launch(queue as usize, remember, depth, &reads, &reused);
     let mut raced = raced.into_iter();
     for item in around.items.iter_mut().filter(|i| i.reuse.is_some()) {
         item.raced = raced.next().unwrap_or(true);

@@ -1,0 +1,291 @@
+//! Derived inputs: contents before a launch that the capture keeps only as a digest, re-created
+//! by re-executing the earlier launch that left them there.
+//!
+//! Why: past half its disk budget a capture stores only the inputs no earlier launch
+//! re-creates (the shim's `contents::plan`); [`cltrap_capture::replayable::ReplayIndex`] names,
+//! for every other input, the launch that produced it. [`Deriver`] restores a launch's inputs
+//! by running those producers on the session's device — their own derived inputs first, back
+//! to a launch whose inputs are stored — and checks every re-created content against its
+//! recorded digest, so a producer that does not reproduce (a nondeterministic kernel, another
+//! device's rounding) is a clear error, never silently wrong data.
+//!
+//! Cost: re-created contents are kept by digest in a bounded least-recently-used cache, and a
+//! replay offers every launch's checked outputs to it ([`Deriver::offer`]), so replaying a
+//! capture in order runs each launch about once. The walk back is an explicit stack, not
+//! recursion: a chain may be thousands of launches long past the budget.
+
+use super::{BuildOptions, BuiltProgram, ExecError, LaunchInput, RunOutput, Session};
+use cltrap_capture::replayable::{DerivedInput, ReplayIndex, Replayability};
+use cltrap_capture::{ArgRecord, Capture, Content, DigestKind, LaunchRecord};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// Bytes of re-created contents kept between launches of one command.
+pub const CACHE_BYTES: usize = 256 << 20;
+
+/// A content by its digest: function, digest, size.
+type Key = (DigestKind, String, u64);
+
+fn key(c: &Content) -> Option<Key> {
+    match c {
+        Content::Digest { hash, size, algo } => Some((*algo, hash.clone(), *size)),
+        _ => None,
+    }
+}
+
+/// Re-created contents by digest, least recently used evicted first past [`CACHE_BYTES`].
+#[derive(Default)]
+struct Cache {
+    entries: HashMap<Key, (Arc<Vec<u8>>, u64)>,
+    order: BTreeMap<u64, Key>,
+    tick: u64,
+    bytes: usize,
+}
+
+impl Cache {
+    fn get(&mut self, k: &Key) -> Option<Arc<Vec<u8>>> {
+        self.tick += 1;
+        let tick = self.tick;
+        let (bytes, used) = self.entries.get_mut(k)?;
+        self.order.remove(used);
+        *used = tick;
+        self.order.insert(tick, k.clone());
+        Some(bytes.clone())
+    }
+
+    fn put(&mut self, k: Key, bytes: Arc<Vec<u8>>) {
+        if self.entries.contains_key(&k) || bytes.len() > CACHE_BYTES {
+            return;
+        }
+        self.tick += 1;
+        self.bytes += bytes.len();
+        self.order.insert(self.tick, k.clone());
+        self.entries.insert(k, (bytes, self.tick));
+        while self.bytes > CACHE_BYTES {
+            let Some((_, old)) = self.order.pop_first() else {
+                break;
+            };
+            if let Some((b, _)) = self.entries.remove(&old) {
+                self.bytes -= b.len();
+            }
+        }
+    }
+}
+
+/// One launch on the walk back: the derived inputs it needs and those it has.
+struct Frame {
+    pos: usize,
+    needs: Vec<(DerivedInput, Key)>,
+    got: HashMap<u32, Arc<Vec<u8>>>,
+}
+
+/// Restores launches' inputs, stored or derived, for one command on one device.
+pub struct Deriver<'c> {
+    capture: &'c Capture,
+    index: ReplayIndex,
+    pos: HashMap<u64, usize>,
+    programs: HashMap<String, BuiltProgram>,
+    cache: Cache,
+    /// Producer launches re-executed so far (for reports and tests of the cost).
+    pub executed: u64,
+}
+
+impl<'c> Deriver<'c> {
+    /// A resolver over the whole of `capture` (one pass over its launches).
+    pub fn new(capture: &'c Capture) -> Deriver<'c> {
+        Deriver {
+            capture,
+            index: ReplayIndex::of(&capture.launches),
+            pos: capture
+                .launches
+                .iter()
+                .enumerate()
+                .map(|(p, l)| (l.id, p))
+                .collect(),
+            programs: HashMap::new(),
+            cache: Cache::default(),
+            executed: 0,
+        }
+    }
+
+    /// The launch `l` with every input restored: stored ones from the capture, derived ones
+    /// by re-executing their producers on `session` (checked against their digests).
+    pub fn input(&mut self, session: &Session, l: &LaunchRecord) -> Result<LaunchInput, ExecError> {
+        let needs = self.needs(l);
+        if needs.is_empty() {
+            return LaunchInput::from_record(self.capture, l);
+        }
+        let Some(&pos) = self.pos.get(&l.id) else {
+            return LaunchInput::from_record(self.capture, l);
+        };
+        let got = self.obtain(
+            session,
+            Frame {
+                pos,
+                needs,
+                got: HashMap::new(),
+            },
+        )?;
+        LaunchInput::from_record_with(self.capture, l, &mut |arg, _| {
+            got.get(&arg).map(|b| b.as_ref().clone())
+        })
+    }
+
+    /// A run of `l` whose outputs were checked: each output equal to its recorded digest is
+    /// kept for the launches after it, so an in-order replay derives nothing twice.
+    pub fn offer(&mut self, l: &LaunchRecord, out: &RunOutput) {
+        for (i, a) in l.args.iter().enumerate() {
+            let (ArgRecord::Buffer { after, .. } | ArgRecord::Image { after, .. }) = a else {
+                continue;
+            };
+            let (Some(k), Some(Some(bytes))) = (key(after), out.outputs.get(i)) else {
+                continue;
+            };
+            if self.cache.entries.contains_key(&k) || k.0.digest(bytes) != k.1 {
+                continue;
+            }
+            self.cache.put(k, Arc::new(bytes.clone()));
+        }
+    }
+
+    /// The derived inputs of `l`, with their digests.
+    fn needs(&self, l: &LaunchRecord) -> Vec<(DerivedInput, Key)> {
+        let Some(Replayability::Derived { inputs, .. }) = self.index.get(l.id) else {
+            return Vec::new();
+        };
+        inputs
+            .iter()
+            .filter_map(|d| {
+                let before = match l.args.get(d.arg as usize)? {
+                    ArgRecord::Buffer { before, .. } | ArgRecord::Image { before, .. } => before,
+                    _ => return None,
+                };
+                Some((d.clone(), key(before)?))
+            })
+            .collect()
+    }
+
+    /// Walks back from `root` until every derived input it needs is at hand: a producer whose
+    /// own inputs are at hand runs and hands its outputs to the launch that needed them.
+    fn obtain(
+        &mut self,
+        session: &Session,
+        root: Frame,
+    ) -> Result<HashMap<u32, Arc<Vec<u8>>>, ExecError> {
+        let root_id = self.capture.launches[root.pos].id;
+        let mut stack = vec![root];
+        loop {
+            let Some(top) = stack.last_mut() else {
+                return Ok(HashMap::new());
+            };
+            for (d, k) in &top.needs {
+                if let std::collections::hash_map::Entry::Vacant(e) = top.got.entry(d.arg) {
+                    if let Some(b) = self.cache.get(k) {
+                        e.insert(b);
+                    }
+                }
+            }
+            let missing = top
+                .needs
+                .iter()
+                .find(|(d, _)| !top.got.contains_key(&d.arg))
+                .map(|(d, _)| d.clone());
+            if let Some(d) = missing {
+                let pos = *self.pos.get(&d.producer).ok_or_else(|| {
+                    ExecError::NotReplayable(format!(
+                        "launch {} needed to derive an input of launch {root_id} is not in the capture",
+                        d.producer
+                    ))
+                })?;
+                let producer = &self.capture.launches[pos];
+                let needs = self.needs(producer);
+                stack.push(Frame {
+                    pos,
+                    needs,
+                    got: HashMap::new(),
+                });
+                continue;
+            }
+            if stack.len() == 1 {
+                return Ok(stack.pop().map(|f| f.got).unwrap_or_default());
+            }
+            let Some(frame) = stack.pop() else {
+                continue;
+            };
+            let consumer = stack
+                .last()
+                .map_or(root_id, |f| self.capture.launches[f.pos].id);
+            let made = self.execute(session, &frame, consumer)?;
+            if let Some(parent) = stack.last_mut() {
+                let id = self.capture.launches[frame.pos].id;
+                for (d, k) in &parent.needs {
+                    if d.producer != id || parent.got.contains_key(&d.arg) {
+                        continue;
+                    }
+                    match made.get(k) {
+                        Some(b) => {
+                            parent.got.insert(d.arg, b.clone());
+                        }
+                        None => {
+                            return Err(ExecError::NotDerivable {
+                                producer: id,
+                                producer_arg: d.producer_arg,
+                                launch: consumer,
+                            })
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Re-executes the producer of `frame` (its derived inputs at hand) and returns its
+    /// outputs that equal their recorded digests (all of them also go to the cache; the
+    /// caller reports a needed one that differs as [`ExecError::NotDerivable`]).
+    fn execute(
+        &mut self,
+        session: &Session,
+        frame: &Frame,
+        consumer: u64,
+    ) -> Result<HashMap<Key, Arc<Vec<u8>>>, ExecError> {
+        let capture = self.capture;
+        let l = &capture.launches[frame.pos];
+        let failed = |e: ExecError| ExecError::ProducerFailed {
+            producer: l.id,
+            launch: consumer,
+            why: e.to_string(),
+        };
+        let input = LaunchInput::from_record_with(capture, l, &mut |arg, _| {
+            frame.got.get(&arg).map(|b| b.as_ref().clone())
+        })
+        .map_err(failed)?;
+        if !self.programs.contains_key(&l.program) {
+            let record = capture.program(&l.program).map_err(|e| failed(e.into()))?;
+            let built = session
+                .build(capture, &record, &BuildOptions::default())
+                .map_err(failed)?;
+            self.programs.insert(l.program.clone(), built);
+        }
+        let Some(program) = self.programs.get(&l.program) else {
+            return Err(failed(ExecError::NotReplayable("program cache".into())));
+        };
+        let out = session.run(program, &input, &[]).map_err(failed)?;
+        self.executed += 1;
+        let mut made = HashMap::new();
+        for (i, a) in l.args.iter().enumerate() {
+            let (ArgRecord::Buffer { after, .. } | ArgRecord::Image { after, .. }) = a else {
+                continue;
+            };
+            let Some(k) = key(after) else { continue };
+            let Some(Some(bytes)) = out.outputs.get(i) else {
+                continue;
+            };
+            if k.0.digest(bytes) == k.1 {
+                let b = Arc::new(bytes.clone());
+                self.cache.put(k.clone(), b.clone());
+                made.insert(k, b);
+            }
+        }
+        Ok(made)
+    }
+}

@@ -1,0 +1,223 @@
+//! Past half its disk budget a capture stores only the inputs that no earlier launch
+//! re-creates; the others are *derived*: a replay re-executes the launch that left them
+//! (checked against the recorded digest). A Gaussian elimination like Rodinia's, whose every
+//! launch changes its matrix, must keep every launch replayable under a tiny budget.
+
+use cltrap_capture::replayable::{ReplayIndex, Replayability};
+use cltrap_capture::{ArgRecord, Capture, Content};
+use cltrap_e2e::*;
+use std::ffi::OsStr;
+
+/// Matrix order of the fixture: 2 * 95 = 190 launches over a 36 KiB matrix.
+const N: &str = "96";
+const LAUNCHES: usize = 190;
+
+/// Captures `gauss N [extra]` under a 1 MB budget (stored in full, it takes 4.7 MB).
+fn capture_gauss(label: &str, extra: &[&str]) -> (TestDir, Capture) {
+    let exe = fixture("gauss");
+    let args: Vec<&str> = std::iter::once(N).chain(extra.iter().copied()).collect();
+    let native = run_native(&exe, &args).expect_success();
+    let dir = fresh_capture_dir(label);
+    let captured = run_captured(&dir, &["--max-mb", "1"], &exe, &args);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    let said = cltrap_lines(&captured.stderr)
+        .into_iter()
+        .filter(|l| l.contains("CLTRAP_MAX_MB"))
+        .count();
+    assert_eq!(said, 1, "the budget is said once\n{}", captured.describe());
+    let cap = open_capture(&dir);
+    assert_eq!(cap.launches.len(), LAUNCHES);
+    (dir, cap)
+}
+
+fn before(arg: &ArgRecord) -> &Content {
+    contents(arg).expect("a buffer argument").0
+}
+
+fn after(arg: &ArgRecord) -> &Content {
+    contents(arg).expect("a buffer argument").1
+}
+
+#[test]
+fn gaussian_elimination_under_a_tiny_budget_keeps_every_launch_replayable() {
+    let (dir, cap) = capture_gauss("derived-gauss", &[]);
+    let index = ReplayIndex::of(&cap.launches);
+    let mut derived = 0;
+    let mut checkpoints = std::collections::BTreeSet::new();
+    for l in &cap.launches {
+        match index.get(l.id) {
+            Some(Replayability::Derived {
+                chain, checkpoint, ..
+            }) => {
+                derived += 1;
+                assert!(
+                    *chain <= 64,
+                    "launch {}: a chain of {chain} launches (checkpoints every 64)",
+                    l.id
+                );
+                checkpoints.insert(*checkpoint);
+            }
+            Some(Replayability::Stored) => {}
+            other => panic!("launch {} is not replayable: {other:?}", l.id),
+        }
+    }
+    assert!(
+        derived >= LAUNCHES / 2,
+        "only {derived} of {LAUNCHES} launches have derived inputs: the budget did not bite"
+    );
+    assert!(
+        checkpoints.len() >= 2,
+        "the chains start from one stored launch only ({checkpoints:?}): no checkpoint was stored"
+    );
+    let blobs = dir_size(&dir.join("blobs"));
+    assert!(
+        blobs <= 2 << 20,
+        "{blobs} bytes of blobs under a 1 MB budget (4.7 MB stored in full)"
+    );
+
+    let list = assert_list_shows(&dir, &cap).stdout_text();
+    assert!(
+        list.contains(&format!(
+            "{LAUNCHES} of {LAUNCHES} launch(es) can be replayed"
+        )),
+        "{list}"
+    );
+    assert!(list.contains("(d)") && !list.contains("(!)"), "{list}");
+
+    let last = cap.launches.last().expect("launches").id;
+    let show = cltrap(&[
+        OsStr::new("show"),
+        dir.as_os_str(),
+        OsStr::new(&last.to_string()),
+    ]);
+    show.assert_no_panic();
+    let text = show.stdout_text();
+    assert!(
+        text.contains("replayable: yes, with derived inputs")
+            && text.contains("input `a` re-created by re-executing launch"),
+        "{}",
+        show.describe()
+    );
+
+    let json = cltrap(&[
+        OsStr::new("show"),
+        dir.as_os_str(),
+        OsStr::new(&last.to_string()),
+        OsStr::new("--json"),
+    ]);
+    let value: serde_json::Value =
+        serde_json::from_slice(&json.stdout).unwrap_or_else(|e| panic!("{e}\n{}", json.describe()));
+    assert_eq!(value["replay"]["replayable"], "derived", "{value}");
+    assert!(value["replay"]["chain"]
+        .as_u64()
+        .is_some_and(|c| (1..=64).contains(&c)));
+
+    // Every launch replays ok, in order; and the last one alone, its chain re-executed.
+    assert_replays_ok(&dir, LAUNCHES);
+    assert_replay_ids_ok(&dir, &[last]);
+
+    // Coverage and the native check restore derived inputs the same way.
+    let id = last.to_string();
+    let cover = cltrap(&[OsStr::new("cover"), dir.as_os_str(), OsStr::new(&id)]);
+    cover.assert_no_panic();
+    assert!(
+        cover.success()
+            && cover
+                .stdout_text()
+                .contains("over 1 launch(es) (0 skipped, 0 failed)"),
+        "{}",
+        cover.describe()
+    );
+    let check = cltrap(&[OsStr::new("check"), dir.as_os_str(), OsStr::new(&id)]);
+    check.assert_no_panic();
+    assert!(
+        check.stdout_text().contains("checked 1 of 1 launch(es)"),
+        "{}",
+        check.describe()
+    );
+}
+
+#[test]
+fn a_buffer_the_host_wrote_between_launches_is_stored_and_still_replayable() {
+    let (dir, cap) = capture_gauss("derived-hostwrite", &["hostwrite"]);
+    // The host rewrote b right before the Fan1 launch of pivot N/2.
+    let pivot: u64 = N.parse::<u64>().expect("N") / 2;
+    let l = cap
+        .launches
+        .iter()
+        .find(|l| l.kernel == "Fan1" && l.args.get(4).and_then(scalar_i32) == Some(pivot as i32))
+        .expect("the Fan1 launch of pivot N/2");
+    let prev = cap
+        .launches
+        .iter()
+        .find(|p| p.id + 1 == l.id)
+        .expect("the launch before it");
+    assert!(
+        matches!(after(&prev.args[2]), Content::Digest { .. }),
+        "launch {}: b after should be a digest past the budget, is {:?}",
+        prev.id,
+        after(&prev.args[2])
+    );
+    assert!(
+        matches!(before(&l.args[2]), Content::Blob { .. }),
+        "launch {}: b was written by the host, so it must be stored, is {:?}",
+        l.id,
+        before(&l.args[2])
+    );
+    assert_ne!(before(&l.args[2]).hash(), after(&prev.args[2]).hash());
+    let index = ReplayIndex::of(&cap.launches);
+    let status = index.get(l.id).expect("indexed");
+    assert!(status.replayable(), "{status:?}");
+    assert!(status.derived(2).is_none(), "b is not derived: {status:?}");
+    assert!(
+        cap.launches
+            .iter()
+            .all(|l| index.get(l.id).is_some_and(|s| s.replayable())),
+        "every launch stays replayable"
+    );
+    assert_replay_ids_ok(&dir, &[l.id, l.id + 1]);
+}
+
+#[test]
+fn a_producer_that_does_not_reproduce_is_a_clear_error() {
+    let (dir, cap) = capture_gauss("derived-tampered", &[]);
+    let index = ReplayIndex::of(&cap.launches);
+    // A late launch whose matrix `a` is derived, and the launch that produced it.
+    let (consumer, producer) = cap
+        .launches
+        .iter()
+        .rev()
+        .find_map(|l| {
+            let d = index.get(l.id)?.derived(1)?;
+            Some((l.id, d.producer))
+        })
+        .expect("a launch with a derived input");
+    // The producer now runs with another pivot than it did: its output differs from the
+    // recorded digest, as a kernel whose output depends on something not captured would.
+    rewrite_launch(&dir, producer, |r| {
+        if let Some(ArgRecord::Scalar { bytes, .. }) = r.args.get_mut(4) {
+            *bytes = "00000000".into();
+        }
+    });
+    let out = cltrap(&[
+        OsStr::new("replay"),
+        dir.as_os_str(),
+        OsStr::new(&consumer.to_string()),
+    ]);
+    out.assert_no_panic();
+    assert_eq!(out.code, Some(2), "{}", out.describe());
+    let want = format!("launch {consumer} Fan");
+    let line = out
+        .stdout_text()
+        .lines()
+        .find(|l| l.starts_with(&want))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no line for launch {consumer}\n{}", out.describe()));
+    assert!(
+        line.contains(&format!(
+            "error: launch {producer} re-executed on this device produced different contents than recorded"
+        )) && line.contains("cannot derive the input of launch"),
+        "{line}"
+    );
+}
