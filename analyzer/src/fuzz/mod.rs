@@ -25,7 +25,7 @@ use crate::executor::{DeviceSelector, ExecError, LaunchInput, Session};
 use crate::headers::{HeaderError, Headers};
 use crate::variant::{program_source, VariantError};
 use campaign::{Budget, Campaign};
-use cltrap_capture::{Capture, ProgramOrigin, ReadError, WriteError};
+use cltrap_capture::{Capture, ReadError, WriteError};
 use cltrap_kernel::{interface, KernelError, Program};
 use runner::Runner;
 use std::io::Write;
@@ -241,7 +241,8 @@ pub fn targets_from_capture(
         let Ok(record) = capture.program(&l.program) else {
             continue;
         };
-        if !matches!(record.origin, ProgramOrigin::Source { .. }) {
+        // One source unit (built from source, or linked from one compiled unit).
+        if record.source_unit().is_err() {
             continue;
         }
         let Ok(seed) = LaunchInput::from_record(capture, l) else {
