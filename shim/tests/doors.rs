@@ -156,25 +156,39 @@ fn an_app_that_dlopens_the_loader_is_caught_through_the_layer() {
 }
 
 /// A scenario: its name, the program, and the variables that open the doors.
-type Case<'a> = (&'a str, &'a PathBuf, Vec<(&'a str, &'a Path)>);
+type Case<'a> = (String, &'a PathBuf, Vec<(&'a str, &'a Path)>);
+
+/// Every way of opening the doors for fixture `app` (`no_layer`: built with `-DNO_LAYER`);
+/// captures are named `prefix` + the door.
+fn door_cases<'a>(
+    prefix: &str,
+    app: &'a PathBuf,
+    no_layer: &'a PathBuf,
+    lib: &'a Path,
+) -> [Case<'a>; 4] {
+    [
+        (format!("{prefix}preload"), app, vec![("LD_PRELOAD", lib)]),
+        (format!("{prefix}layer"), app, vec![("OPENCL_LAYERS", lib)]),
+        (
+            format!("{prefix}both"),
+            app,
+            vec![("LD_PRELOAD", lib), ("OPENCL_LAYERS", lib)],
+        ),
+        (
+            format!("{prefix}exports-only"),
+            no_layer,
+            vec![("LD_PRELOAD", lib)],
+        ),
+    ]
+}
 
 #[test]
 fn every_door_combination_records_each_launch_exactly_once() {
     let app = build("vadd", &[]);
     let no_layer = build("vadd", &["-DNO_LAYER"]);
     let lib = shim();
-    let cases: [Case; 4] = [
-        ("preload", &app, vec![("LD_PRELOAD", &lib)]),
-        ("layer", &app, vec![("OPENCL_LAYERS", &lib)]),
-        (
-            "both",
-            &app,
-            vec![("LD_PRELOAD", &lib), ("OPENCL_LAYERS", &lib)],
-        ),
-        ("exports-only", &no_layer, vec![("LD_PRELOAD", &lib)]),
-    ];
-    for (name, bin, mut env) in cases {
-        let cap = tmp(name);
+    for (name, bin, mut env) in door_cases("", &app, &no_layer, &lib) {
+        let cap = tmp(&name);
         env.push(("CLTRAP_DIR", &cap));
         run(bin, &["3"], &env, &[]);
         let c = Capture::open(&cap).expect("capture reads back");
@@ -218,18 +232,8 @@ fn launch_sites_name_the_calling_line_for_one_kernel_launched_from_several_place
         .flat_map(|_| [line_of("SITE_A"), line_of("SITE_B"), line_of("SITE_T")])
         .collect();
     let lib = shim();
-    let cases: [Case; 4] = [
-        ("sites-preload", &app, vec![("LD_PRELOAD", &lib)]),
-        ("sites-layer", &app, vec![("OPENCL_LAYERS", &lib)]),
-        (
-            "sites-both",
-            &app,
-            vec![("LD_PRELOAD", &lib), ("OPENCL_LAYERS", &lib)],
-        ),
-        ("sites-exports-only", &no_layer, vec![("LD_PRELOAD", &lib)]),
-    ];
-    for (name, bin, mut env) in cases {
-        let cap = tmp(name);
+    for (name, bin, mut env) in door_cases("sites-", &app, &no_layer, &lib) {
+        let cap = tmp(&name);
         env.push(("CLTRAP_DIR", &cap));
         run(bin, &["3"], &env, &[]);
         let c = Capture::open(&cap).expect("capture reads back");
