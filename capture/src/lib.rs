@@ -29,6 +29,7 @@ pub mod hex;
 pub mod includes;
 pub mod model;
 pub mod options;
+pub mod parallel;
 pub mod reader;
 pub mod replayable;
 pub mod schedule;

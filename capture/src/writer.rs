@@ -27,9 +27,10 @@ pub enum WriteError {
     Encode(#[from] serde_json::Error),
 }
 
-/// The digest cltrap uses for every blob: blake3, lower-case hex.
+/// The digest cltrap uses for every blob: blake3, lower-case hex (of a large content, on
+/// several threads: [`crate::parallel::digest`]).
 pub fn digest(bytes: &[u8]) -> Hash {
-    blake3::hash(bytes).to_hex().to_string()
+    crate::parallel::digest(bytes)
 }
 
 /// Path of a blob inside a capture directory (`blobs/ab/abcdef...`).
@@ -115,41 +116,50 @@ impl BlobStore {
             self.remember(hash);
             return Ok(0);
         }
-        let mut written = 0;
-        let mut refs = Vec::new();
-        for (offset, len) in crate::chunks::cut(bytes) {
+        // New chunks are hashed, compressed and written by several threads for a large
+        // content (`crate::parallel`); the index lists them in order either way.
+        let cuts = crate::chunks::cut(bytes);
+        let parallel = bytes.len() >= crate::parallel::PARALLEL_MIN;
+        let done = crate::parallel::for_each(cuts.len(), parallel, |i| {
+            let (offset, len) = cuts[i];
             let chunk = &bytes[offset..offset + len];
-            let chunk_hash = digest(chunk);
-            let known = self
-                .known_chunks
-                .lock()
-                .map(|k| k.contains(&chunk_hash))
-                .unwrap_or(false);
-            if !known {
-                let path = chunk_path(&self.dir, &chunk_hash);
-                if !path.exists() {
-                    let file =
-                        crate::chunks::encode(chunk).map_err(|source| WriteError::Write {
-                            path: path.clone(),
-                            source,
-                        })?;
-                    self.write_new(&path, &file)?;
-                    written += file.len() as u64;
-                }
-                if let Ok(mut k) = self.known_chunks.lock() {
-                    k.insert(chunk_hash.clone());
-                }
-            }
-            refs.push(crate::chunks::ChunkRef {
-                hash: chunk_hash,
-                len,
-            });
-        }
+            let hash = digest(chunk);
+            let written = self.put_chunk(&hash, chunk)?;
+            Ok::<_, WriteError>((crate::chunks::ChunkRef { hash, len }, written))
+        })?;
+        let mut written: u64 = done.iter().map(|(_, w)| w).sum();
+        let refs: Vec<crate::chunks::ChunkRef> = done.into_iter().map(|(r, _)| r).collect();
         // The index last: a content whose index exists has every chunk.
         let text = crate::chunks::index_text(bytes.len() as u64, &refs);
         self.write_new(&index, text.as_bytes())?;
         written += text.len() as u64;
         self.remember(hash);
+        Ok(written)
+    }
+
+    /// Stores one chunk of a content unless it is stored already; returns the bytes written.
+    fn put_chunk(&self, chunk_hash: &str, chunk: &[u8]) -> Result<u64, WriteError> {
+        let known = self
+            .known_chunks
+            .lock()
+            .map(|k| k.contains(chunk_hash))
+            .unwrap_or(false);
+        if known {
+            return Ok(0);
+        }
+        let path = chunk_path(&self.dir, chunk_hash);
+        let mut written = 0;
+        if !path.exists() {
+            let file = crate::chunks::encode(chunk).map_err(|source| WriteError::Write {
+                path: path.clone(),
+                source,
+            })?;
+            self.write_new(&path, &file)?;
+            written = file.len() as u64;
+        }
+        if let Ok(mut k) = self.known_chunks.lock() {
+            k.insert(chunk_hash.to_string());
+        }
         Ok(written)
     }
 
