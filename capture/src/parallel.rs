@@ -13,6 +13,7 @@
 use crate::model::Hash;
 use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, merge_subtrees_root};
 use blake3::hazmat::{ChainingValue, HasherExt, Mode};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
@@ -136,6 +137,78 @@ where
     Ok(out)
 }
 
+/// One chunk of a content: where it lies and the digest of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut {
+    pub offset: usize,
+    pub len: usize,
+    pub hash: Hash,
+}
+
+/// Bytes past its own segment a cutting thread goes on cutting, so that the next segment's
+/// thread, which started at an arbitrary byte, has met the true cut points again.
+const CUT_MARGIN: usize = 16 * crate::chunks::CHUNK_AVG;
+
+/// The chunks of `bytes` ([`crate::chunks::cut`]) with their digests, exactly those of the
+/// serial cut. A large content is cut by several threads from evenly spaced starts: a chunk
+/// that starts at byte `p` depends only on the bytes from `p` on, so every chunk a thread
+/// found at a start that the true sequence reaches is the true chunk there; the sequence is
+/// followed from byte 0 through the threads' chunks (each hashed by the thread that found it,
+/// while in cache), and any start no thread reached is cut here.
+pub fn cut_and_hash(bytes: &[u8]) -> Vec<Cut> {
+    let one = |offset: usize, len: usize| Cut {
+        offset,
+        len,
+        hash: digest(&bytes[offset..offset + len]),
+    };
+    let parts = threads().min(bytes.len() / (4 * CUT_MARGIN));
+    if parts < 2 || bytes.len() < PARALLEL_MIN {
+        return crate::chunks::cut(bytes)
+            .into_iter()
+            .map(|(o, l)| one(o, l))
+            .collect();
+    }
+    let segment = bytes.len() / parts;
+    let found = for_each(parts, true, |j| {
+        let start = j * segment;
+        let stop = if j + 1 == parts {
+            bytes.len()
+        } else {
+            (start + segment + CUT_MARGIN).min(bytes.len())
+        };
+        let mut cuts = Vec::new();
+        for (o, l) in crate::chunks::cut_from(bytes, start) {
+            cuts.push(one(o, l));
+            if o + l >= stop {
+                break;
+            }
+        }
+        Ok::<_, std::convert::Infallible>(cuts)
+    });
+    let found: Vec<Cut> = match found {
+        Ok(lists) => lists.into_iter().flatten().collect(),
+        Err(never) => match never {},
+    };
+    let mut at: HashMap<usize, Cut> = HashMap::with_capacity(found.len());
+    for c in found {
+        at.entry(c.offset).or_insert(c);
+    }
+    let mut out = Vec::with_capacity(bytes.len() / crate::chunks::CHUNK_AVG + 1);
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let c = match at.remove(&pos) {
+            Some(c) => c,
+            None => match crate::chunks::cut_from(bytes, pos).next() {
+                Some((o, l)) => one(o, l),
+                None => break,
+            },
+        };
+        pos = c.offset + c.len;
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,6 +256,25 @@ mod tests {
                 Mode::Hash,
             );
             assert_eq!(root, blake3::hash(bytes), "{parts} parts");
+        }
+    }
+
+    #[test]
+    fn the_parallel_cut_is_the_serial_cut() {
+        let mut data = noise(11 << 20);
+        // Runs of zeros (FastCDC cuts them at the maximum length) between the noise.
+        data[3 << 20..(3 << 20) + 700_000].fill(0);
+        for len in [PARALLEL_MIN - 1, PARALLEL_MIN, 5 << 20, (11 << 20) - 3] {
+            let bytes = &data[..len];
+            let serial: Vec<Cut> = crate::chunks::cut(bytes)
+                .into_iter()
+                .map(|(offset, len)| Cut {
+                    offset,
+                    len,
+                    hash: blake3::hash(&bytes[offset..offset + len]).to_hex().to_string(),
+                })
+                .collect();
+            assert_eq!(cut_and_hash(bytes), serial, "{len}");
         }
     }
 

@@ -118,14 +118,18 @@ impl BlobStore {
         }
         // New chunks are hashed, compressed and written by several threads for a large
         // content (`crate::parallel`); the index lists them in order either way.
-        let cuts = crate::chunks::cut(bytes);
+        let cuts = crate::parallel::cut_and_hash(bytes);
         let parallel = bytes.len() >= crate::parallel::PARALLEL_MIN;
         let done = crate::parallel::for_each(cuts.len(), parallel, |i| {
-            let (offset, len) = cuts[i];
-            let chunk = &bytes[offset..offset + len];
-            let hash = digest(chunk);
-            let written = self.put_chunk(&hash, chunk)?;
-            Ok::<_, WriteError>((crate::chunks::ChunkRef { hash, len }, written))
+            let c = &cuts[i];
+            let written = self.put_chunk(&c.hash, &bytes[c.offset..c.offset + c.len])?;
+            Ok::<_, WriteError>((
+                crate::chunks::ChunkRef {
+                    hash: c.hash.clone(),
+                    len: c.len,
+                },
+                written,
+            ))
         })?;
         let mut written: u64 = done.iter().map(|(_, w)| w).sum();
         let refs: Vec<crate::chunks::ChunkRef> = done.into_iter().map(|(r, _)| r).collect();
