@@ -439,7 +439,10 @@ impl CaptureWriter {
     /// A launch of a kernel this writer appended before is written as the change from that
     /// launch (see [`crate::delta`]): its base is always a whole line earlier in the log, so
     /// every prefix of the log that ends in a whole line reads back.
-    pub fn append_numbered(&self, records: &[LaunchRecord]) -> Result<(), WriteError> {
+    ///
+    /// The records are taken by value: each becomes its kernel's base for the next one
+    /// without a copy.
+    pub fn append_numbered(&self, records: Vec<LaunchRecord>) -> Result<(), WriteError> {
         if records.is_empty() {
             return Ok(());
         }
@@ -453,7 +456,7 @@ impl CaptureWriter {
         for record in records {
             let patch = bases
                 .get(&record.kernel)
-                .and_then(|base| Some((base.id, crate::delta::record_patch(base, record).ok()?)));
+                .and_then(|base| Some((base.id, crate::delta::record_patch(base, &record).ok()?)));
             match patch {
                 Some((base, patch)) => {
                     write!(lines, "{{\"id\":{},\"base\":{base},\"patch\":", record.id).map_err(
@@ -465,13 +468,13 @@ impl CaptureWriter {
                     serde_json::to_writer(&mut lines, &patch)?;
                     lines.push(b'}');
                 }
-                None => serde_json::to_writer(&mut lines, record)?,
+                None => serde_json::to_writer(&mut lines, &record)?,
             }
             lines.push(b'\n');
             match bases.get_mut(&record.kernel) {
-                Some(b) => b.clone_from(record),
+                Some(b) => *b = record,
                 None => {
-                    bases.insert(record.kernel.clone(), record.clone());
+                    bases.insert(record.kernel.clone(), record);
                 }
             }
         }

@@ -682,7 +682,7 @@ fn write_batch(reg: &Registry, batch: Batch) {
     // One write for the whole batch.
     if let Some(w) = writer {
         if crate::sink::healthy() {
-            if let Err(e) = w.append_numbered(&records) {
+            if let Err(e) = w.append_numbered(records) {
                 crate::sink::fail(&e);
             }
         }
