@@ -903,11 +903,20 @@ fn writer_loop() {
                 if !std::mem::take(&mut st.poll_now) && !waited.timed_out() {
                     continue;
                 }
-                // Nothing reported: ask the driver (no lock held while asking).
+                // Nothing reported: ask the driver (no lock held while asking), holding the
+                // turn: an application thread's clFinish writes launches, and releases their
+                // events, only with the turn, so none of the events asked about is released
+                // meanwhile (that raced: PoCL aborted on a released event's lock).
+                if st.writing {
+                    continue;
+                }
                 let busy = st.waiters > 0;
                 let probes = probes(&st, busy, pacing.out_of_order_due(busy));
+                st.writing = true;
+                let turn = Turn(reg);
                 drop(st);
                 let finished = poll(&probes);
+                drop(turn);
                 st = lock(&reg.state);
                 let found = !finished.is_empty();
                 for (ticket, status, inferred) in finished {
