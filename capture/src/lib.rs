@@ -25,6 +25,7 @@ pub mod chunks;
 pub mod controls;
 pub mod delta;
 pub mod devdigest;
+pub mod fastpatch;
 pub mod hex;
 pub mod includes;
 pub mod model;

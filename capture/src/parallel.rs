@@ -271,7 +271,9 @@ mod tests {
                 .map(|(offset, len)| Cut {
                     offset,
                     len,
-                    hash: blake3::hash(&bytes[offset..offset + len]).to_hex().to_string(),
+                    hash: blake3::hash(&bytes[offset..offset + len])
+                        .to_hex()
+                        .to_string(),
                 })
                 .collect();
             assert_eq!(cut_and_hash(bytes), serial, "{len}");

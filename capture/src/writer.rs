@@ -454,6 +454,28 @@ impl CaptureWriter {
         });
         let mut lines = Vec::new();
         for record in records {
+            // A storm's change (seq, scalars, contents) is written directly; anything else
+            // as a JSON value (the same bytes: `crate::fastpatch`).
+            if let Some(base) = bases.get(&record.kernel) {
+                let start = lines.len();
+                write!(
+                    lines,
+                    "{{\"id\":{},\"base\":{},\"patch\":",
+                    record.id, base.id
+                )
+                .map_err(|source| WriteError::Write {
+                    path: path.clone(),
+                    source,
+                })?;
+                if crate::fastpatch::write_storm_patch(base, &record, &mut lines) {
+                    lines.extend_from_slice(b"}\n");
+                    if let Some(b) = bases.get_mut(&record.kernel) {
+                        *b = record;
+                    }
+                    continue;
+                }
+                lines.truncate(start);
+            }
             let patch = bases
                 .get(&record.kernel)
                 .and_then(|base| Some((base.id, crate::delta::record_patch(base, &record).ok()?)));
