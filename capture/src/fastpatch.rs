@@ -9,7 +9,6 @@
 //! other change, which then goes through the general code.
 
 use crate::model::{ArgRecord, Content, LaunchRecord};
-use std::io::Write as _;
 
 /// Appends the patch turning `base` into `new` to `out` when the change is only `seq`,
 /// scalar bytes and blake3 contents of otherwise unchanged arguments; false (nothing
@@ -51,40 +50,63 @@ pub fn write_storm_patch(base: &LaunchRecord, new: &LaunchRecord, out: &mut Vec<
     if !same {
         return false;
     }
-    // Changed arguments, keyed as the patch keys them (decimal index, sorted as text).
-    let mut changed: Vec<(String, Vec<u8>)> = Vec::new();
-    for (i, (old, new)) in base.args.iter().zip(args).enumerate() {
+    let start = out.len();
+    out.push(b'{');
+    // Changed arguments, keyed as the patch keys them: decimal indices, in text order
+    // (numeric order up to 10 arguments).
+    let mut order: Vec<usize> = (0..args.len()).collect();
+    if args.len() > 10 {
+        order.sort_by_key(|i| i.to_string());
+    }
+    let mut any = false;
+    for i in order {
+        let (old, new) = (&base.args[i], &args[i]);
         if old == new {
             continue;
         }
-        let mut text = Vec::new();
-        if !arg_patch(old, new, &mut text) {
+        out.extend_from_slice(if any { b",\"" } else { b"\"args\":{\"" });
+        any = true;
+        push_u64(out, i as u64);
+        out.extend_from_slice(b"\":");
+        if !arg_patch(old, new, out) {
+            out.truncate(start);
             return false;
         }
-        changed.push((i.to_string(), text));
     }
-    changed.sort_by(|a, b| a.0.cmp(&b.0));
-    let start = out.len();
-    out.push(b'{');
-    if base.args != *args {
-        out.extend_from_slice(b"\"args\":{");
-        for (n, (key, text)) in changed.iter().enumerate() {
-            if n > 0 {
-                out.push(b',');
-            }
-            let _ = write!(out, "\"{key}\":");
-            out.extend_from_slice(text);
-        }
+    if any {
         out.push(b'}');
     }
     if base.seq != *seq {
-        if out.len() > start + 1 {
+        if any {
             out.push(b',');
         }
-        let _ = write!(out, "\"seq\":{seq}");
+        out.extend_from_slice(b"\"seq\":");
+        push_u64(out, *seq);
     }
     out.push(b'}');
     true
+}
+
+/// `n` in decimal, as JSON writes it.
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// `s` as a JSON string (callers checked it needs no escapes: [`plain`]).
+fn push_str(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    out.extend_from_slice(s.as_bytes());
+    out.push(b'"');
 }
 
 /// The patch of one changed argument of a storm (see [`write_storm_patch`]).
@@ -92,7 +114,9 @@ fn arg_patch(old: &ArgRecord, new: &ArgRecord, out: &mut Vec<u8>) -> bool {
     use ArgRecord::{Buffer, Scalar};
     match (old, new) {
         (Scalar { info: i, bytes: _ }, Scalar { info: j, bytes }) if i == j && plain(bytes) => {
-            let _ = write!(out, "{{\"bytes\":\"{bytes}\"}}");
+            out.extend_from_slice(b"{\"bytes\":");
+            push_str(out, bytes);
+            out.push(b'}');
             true
         }
         (Buffer { .. }, Buffer { .. }) => {
@@ -109,7 +133,8 @@ fn arg_patch(old: &ArgRecord, new: &ArgRecord, out: &mut Vec<u8>) -> bool {
                     out.push(b',');
                 }
                 first = false;
-                let _ = write!(out, "\"{name}\":");
+                push_str(out, name);
+                out.push(b':');
                 if !content_patch(old, new, out) {
                     return false;
                 }
@@ -131,13 +156,15 @@ fn content_patch(old: &Content, new: &Content, out: &mut Vec<u8>) -> bool {
     }
     out.push(b'{');
     if h != hash {
-        let _ = write!(out, "\"hash\":\"{hash}\"");
+        out.extend_from_slice(b"\"hash\":");
+        push_str(out, hash);
     }
     if s != size {
         if h != hash {
             out.push(b',');
         }
-        let _ = write!(out, "\"size\":{size}");
+        out.extend_from_slice(b"\"size\":");
+        push_u64(out, size);
     }
     out.push(b'}');
     true
