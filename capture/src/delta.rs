@@ -187,12 +187,15 @@ pub(crate) fn buffer_contents<'a>(
     }
 }
 
+/// A content's digest and size.
+pub(crate) type Stored<'a> = (&'a str, u64);
+
 /// The `(digest, size)` of two contents of the same kind, both blobs or both blake3
 /// digests (a patch then says only what changed of the two); None otherwise.
 pub(crate) fn same_kind<'a>(
     old: &'a Content,
     new: &'a Content,
-) -> Option<((&'a str, u64), (&'a str, u64))> {
+) -> Option<(Stored<'a>, Stored<'a>)> {
     use crate::model::DigestKind;
     use Content::{Blob, Digest};
     match (old, new) {
