@@ -13,7 +13,7 @@
 # disk (contents, launch log, total), bytes the launches changed (partial-update), and how
 # many launches `cltrap list` marks replayable.
 #
-# Usage: BASE_CLTRAP=/path/to/old/cltrap bench/store.sh
+# Usage: BASE_CLTRAP=/path/to/old/cltrap bench/store.sh   (BENCH_NO_BUILD=1: use target/bench/* as they are)
 #        ROUNDS=3 STORM_N=100000 PARTIAL_N=100 GAUSS_N=1024 BENCHES="partial-update gauss" ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +31,7 @@ CLTRAP="$TARGET/release/cltrap"
 if [ ! -x "$CLTRAP" ] || [ ! -e "$TARGET/release/libcltrap.so" ]; then
     cargo build --release -p cltrap -p cltrap-shim
 fi
-scripts/build-c.sh bench
+[ -n "${BENCH_NO_BUILD:-}" ] || scripts/build-c.sh bench
 
 OUTDIR=target/bench
 RESULTS="$OUTDIR/store.tsv"

@@ -46,9 +46,16 @@ pub struct ChunkRef {
 
 /// The chunks of a content: `(offset, length)` pairs covering `bytes` in order.
 pub fn cut(bytes: &[u8]) -> Vec<(usize, usize)> {
-    fastcdc::v2020::FastCDC::new(bytes, CHUNK_MIN, CHUNK_AVG, CHUNK_MAX)
-        .map(|c| (c.offset, c.length))
-        .collect()
+    cut_from(bytes, 0).collect()
+}
+
+/// The chunks of `bytes[start..]` as if a chunk began at `start` (offsets in `bytes`): a
+/// chunk depends only on the bytes from its start on, which lets several threads cut one
+/// content (`crate::parallel::cut_and_hash`).
+pub fn cut_from(bytes: &[u8], start: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let rest = bytes.get(start..).unwrap_or_default();
+    fastcdc::v2020::FastCDC::new(rest, CHUNK_MIN, CHUNK_AVG, CHUNK_MAX)
+        .map(move |c| (start + c.offset, c.length))
 }
 
 /// The text of an index file for a content of `size` bytes made of `chunks`.

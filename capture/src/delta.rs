@@ -123,6 +123,44 @@ fn arg_patch(old: &ArgRecord, new: &ArgRecord) -> Result<Option<Value>, Unpatcha
             p.insert("bytes".into(), Value::String(bytes.clone()));
             Ok(Some(Value::Object(p)))
         }
+        (Buffer { .. }, Buffer { .. }) if buffer_contents(old, new).is_some() => {
+            let mut p = Map::new();
+            for (name, old, new) in buffer_contents(old, new).into_iter().flatten() {
+                if old != new {
+                    p.insert(name.into(), content_patch(old, new)?);
+                }
+            }
+            Ok(Some(Value::Object(p)))
+        }
+        _ => diff(&old.json()?, &new.json()?),
+    }
+}
+
+/// The patch of a changed content: its new digest (and size) when only those changed.
+fn content_patch(old: &Content, new: &Content) -> Result<Value, Unpatchable> {
+    match same_kind(old, new) {
+        Some(((h, s), (hash, size))) => {
+            let mut p = Map::new();
+            if h != hash {
+                p.insert("hash".into(), Value::String(hash.to_string()));
+            }
+            if s != size {
+                p.insert("size".into(), size.into());
+            }
+            Ok(Value::Object(p))
+        }
+        None => Ok(diff(&old.json()?, &new.json()?)?.unwrap_or_else(|| Value::Object(Map::new()))),
+    }
+}
+
+/// The `(name, old, new)` contents of two records of one buffer argument that differ in
+/// nothing else, in the order a patch writes them; None when anything else differs.
+pub(crate) fn buffer_contents<'a>(
+    old: &'a ArgRecord,
+    new: &'a ArgRecord,
+) -> Option<[(&'static str, &'a Content, &'a Content); 2]> {
+    use ArgRecord::Buffer;
+    match (old, new) {
         (
             Buffer {
                 info: i,
@@ -143,20 +181,21 @@ fn arg_patch(old: &ArgRecord, new: &ArgRecord) -> Result<Option<Value>, Unpatcha
                 after,
             },
         ) if (i, m, f, s, o) == (info, mem, flags, size, sub_of) => {
-            let mut p = Map::new();
-            for (name, old, new) in [("before", b, before), ("after", a, after)] {
-                if old != new {
-                    p.insert(name.into(), content_patch(old, new)?);
-                }
-            }
-            Ok(Some(Value::Object(p)))
+            Some([("after", a, after), ("before", b, before)])
         }
-        _ => diff(&old.json()?, &new.json()?),
+        _ => None,
     }
 }
 
-/// The patch of a changed content: its new digest (and size) when only those changed.
-fn content_patch(old: &Content, new: &Content) -> Result<Value, Unpatchable> {
+/// A content's digest and size.
+pub(crate) type Stored<'a> = (&'a str, u64);
+
+/// The `(digest, size)` of two contents of the same kind, both blobs or both blake3
+/// digests (a patch then says only what changed of the two); None otherwise.
+pub(crate) fn same_kind<'a>(
+    old: &'a Content,
+    new: &'a Content,
+) -> Option<(Stored<'a>, Stored<'a>)> {
     use crate::model::DigestKind;
     use Content::{Blob, Digest};
     match (old, new) {
@@ -172,17 +211,8 @@ fn content_patch(old: &Content, new: &Content) -> Result<Value, Unpatchable> {
                 size,
                 algo: DigestKind::Blake3,
             },
-        ) => {
-            let mut p = Map::new();
-            if h != hash {
-                p.insert("hash".into(), Value::String(hash.clone()));
-            }
-            if s != size {
-                p.insert("size".into(), (*size).into());
-            }
-            Ok(Value::Object(p))
-        }
-        _ => Ok(diff(&old.json()?, &new.json()?)?.unwrap_or_else(|| Value::Object(Map::new()))),
+        ) => Some(((h, *s), (hash, *size))),
+        _ => None,
     }
 }
 

@@ -25,11 +25,13 @@ pub mod chunks;
 pub mod controls;
 pub mod delta;
 pub mod devdigest;
+pub mod fastpatch;
 pub mod hex;
 pub mod includes;
 pub mod macros;
 pub mod model;
 pub mod options;
+pub mod parallel;
 pub mod reader;
 pub mod replayable;
 pub mod schedule;
@@ -160,7 +162,7 @@ mod tests {
         rec.id = a;
         let mut rec_c = rec.clone();
         rec_c.id = c;
-        w.append_numbered(&[rec, rec_c]).unwrap();
+        w.append_numbered(vec![rec, rec_c]).unwrap();
         drop(w);
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
         assert_eq!(w.take_id().unwrap(), c + 1);
@@ -189,7 +191,7 @@ mod tests {
         let log = dir.join(LAUNCHES_FILE);
         let mut rec = launch("p");
         rec.id = from_a[0];
-        a.append_numbered(&[rec]).unwrap();
+        a.append_numbered(vec![rec]).unwrap();
         let whole = std::fs::read(&log).unwrap();
         let mut partial = whole.clone();
         partial.extend_from_slice(b"{\"id\": 7, \"kern");
@@ -323,9 +325,9 @@ mod tests {
         let records: Vec<LaunchRecord> = (0..200).map(|i| storm_record(i, (i % 4) as u8)).collect();
         let mut other = launch("p");
         other.id = 200;
-        w.append_numbered(&records[..100]).unwrap();
-        w.append_numbered(&[other.clone()]).unwrap();
-        w.append_numbered(&records[100..]).unwrap();
+        w.append_numbered(records[..100].to_vec()).unwrap();
+        w.append_numbered(vec![other.clone()]).unwrap();
+        w.append_numbered(records[100..].to_vec()).unwrap();
         let log = std::fs::read(dir.join(LAUNCHES_FILE)).unwrap();
         let full = serde_json::to_vec(&records[0]).unwrap().len() + 1;
         assert!(
@@ -377,7 +379,7 @@ mod tests {
             std::fs::copy(fixture.join(entry), dir.join(entry)).unwrap();
         }
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
-        w.append_numbered(&[storm_record(w.take_id().unwrap(), 1)])
+        w.append_numbered(vec![storm_record(w.take_id().unwrap(), 1)])
             .unwrap();
         drop(w);
         let c = Capture::open(&dir).unwrap();

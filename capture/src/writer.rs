@@ -27,9 +27,10 @@ pub enum WriteError {
     Encode(#[from] serde_json::Error),
 }
 
-/// The digest cltrap uses for every blob: blake3, lower-case hex.
+/// The digest cltrap uses for every blob: blake3, lower-case hex (of a large content, on
+/// several threads: [`crate::parallel::digest`]).
 pub fn digest(bytes: &[u8]) -> Hash {
-    blake3::hash(bytes).to_hex().to_string()
+    crate::parallel::digest(bytes)
 }
 
 /// Path of a blob inside a capture directory (`blobs/ab/abcdef...`).
@@ -115,41 +116,54 @@ impl BlobStore {
             self.remember(hash);
             return Ok(0);
         }
-        let mut written = 0;
-        let mut refs = Vec::new();
-        for (offset, len) in crate::chunks::cut(bytes) {
-            let chunk = &bytes[offset..offset + len];
-            let chunk_hash = digest(chunk);
-            let known = self
-                .known_chunks
-                .lock()
-                .map(|k| k.contains(&chunk_hash))
-                .unwrap_or(false);
-            if !known {
-                let path = chunk_path(&self.dir, &chunk_hash);
-                if !path.exists() {
-                    let file =
-                        crate::chunks::encode(chunk).map_err(|source| WriteError::Write {
-                            path: path.clone(),
-                            source,
-                        })?;
-                    self.write_new(&path, &file)?;
-                    written += file.len() as u64;
-                }
-                if let Ok(mut k) = self.known_chunks.lock() {
-                    k.insert(chunk_hash.clone());
-                }
-            }
-            refs.push(crate::chunks::ChunkRef {
-                hash: chunk_hash,
-                len,
-            });
-        }
+        // New chunks are hashed, compressed and written by several threads for a large
+        // content (`crate::parallel`); the index lists them in order either way.
+        let cuts = crate::parallel::cut_and_hash(bytes);
+        let parallel = bytes.len() >= crate::parallel::PARALLEL_MIN;
+        let done = crate::parallel::for_each(cuts.len(), parallel, |i| {
+            let c = &cuts[i];
+            let written = self.put_chunk(&c.hash, &bytes[c.offset..c.offset + c.len])?;
+            Ok::<_, WriteError>((
+                crate::chunks::ChunkRef {
+                    hash: c.hash.clone(),
+                    len: c.len,
+                },
+                written,
+            ))
+        })?;
+        let mut written: u64 = done.iter().map(|(_, w)| w).sum();
+        let refs: Vec<crate::chunks::ChunkRef> = done.into_iter().map(|(r, _)| r).collect();
         // The index last: a content whose index exists has every chunk.
         let text = crate::chunks::index_text(bytes.len() as u64, &refs);
         self.write_new(&index, text.as_bytes())?;
         written += text.len() as u64;
         self.remember(hash);
+        Ok(written)
+    }
+
+    /// Stores one chunk of a content unless it is stored already; returns the bytes written.
+    fn put_chunk(&self, chunk_hash: &str, chunk: &[u8]) -> Result<u64, WriteError> {
+        let known = self
+            .known_chunks
+            .lock()
+            .map(|k| k.contains(chunk_hash))
+            .unwrap_or(false);
+        if known {
+            return Ok(0);
+        }
+        let path = chunk_path(&self.dir, chunk_hash);
+        let mut written = 0;
+        if !path.exists() {
+            let file = crate::chunks::encode(chunk).map_err(|source| WriteError::Write {
+                path: path.clone(),
+                source,
+            })?;
+            self.write_new(&path, &file)?;
+            written = file.len() as u64;
+        }
+        if let Ok(mut k) = self.known_chunks.lock() {
+            k.insert(chunk_hash.to_string());
+        }
         Ok(written)
     }
 
@@ -425,7 +439,10 @@ impl CaptureWriter {
     /// A launch of a kernel this writer appended before is written as the change from that
     /// launch (see [`crate::delta`]): its base is always a whole line earlier in the log, so
     /// every prefix of the log that ends in a whole line reads back.
-    pub fn append_numbered(&self, records: &[LaunchRecord]) -> Result<(), WriteError> {
+    ///
+    /// The records are taken by value: each becomes its kernel's base for the next one
+    /// without a copy.
+    pub fn append_numbered(&self, records: Vec<LaunchRecord>) -> Result<(), WriteError> {
         if records.is_empty() {
             return Ok(());
         }
@@ -437,9 +454,31 @@ impl CaptureWriter {
         });
         let mut lines = Vec::new();
         for record in records {
+            // A storm's change (seq, scalars, contents) is written directly; anything else
+            // as a JSON value (the same bytes: `crate::fastpatch`).
+            if let Some(base) = bases.get(&record.kernel) {
+                let start = lines.len();
+                write!(
+                    lines,
+                    "{{\"id\":{},\"base\":{},\"patch\":",
+                    record.id, base.id
+                )
+                .map_err(|source| WriteError::Write {
+                    path: path.clone(),
+                    source,
+                })?;
+                if crate::fastpatch::write_storm_patch(base, &record, &mut lines) {
+                    lines.extend_from_slice(b"}\n");
+                    if let Some(b) = bases.get_mut(&record.kernel) {
+                        *b = record;
+                    }
+                    continue;
+                }
+                lines.truncate(start);
+            }
             let patch = bases
                 .get(&record.kernel)
-                .and_then(|base| Some((base.id, crate::delta::record_patch(base, record).ok()?)));
+                .and_then(|base| Some((base.id, crate::delta::record_patch(base, &record).ok()?)));
             match patch {
                 Some((base, patch)) => {
                     write!(lines, "{{\"id\":{},\"base\":{base},\"patch\":", record.id).map_err(
@@ -451,13 +490,13 @@ impl CaptureWriter {
                     serde_json::to_writer(&mut lines, &patch)?;
                     lines.push(b'}');
                 }
-                None => serde_json::to_writer(&mut lines, record)?,
+                None => serde_json::to_writer(&mut lines, &record)?,
             }
             lines.push(b'\n');
             match bases.get_mut(&record.kernel) {
-                Some(b) => b.clone_from(record),
+                Some(b) => *b = record,
                 None => {
-                    bases.insert(record.kernel.clone(), record.clone());
+                    bases.insert(record.kernel.clone(), record);
                 }
             }
         }

@@ -46,24 +46,55 @@ macro_rules! body {
     };
 }
 
+/// The body of one export: forward, through the core when hooked.
+macro_rules! forward {
+    ($kind:ident $name:ident [$($err:ident)?] ($($p:ident),*) -> $r:ty) => {
+        match crate::preload::next().$name {
+            Some(f) => body!($kind $name, f, ($($p),*)),
+            None => {
+                $(
+                    if !$err.is_null() {
+                        // SAFETY: the caller passed a writable errcode pointer or NULL.
+                        unsafe { *$err = CL_INVALID_OPERATION };
+                    }
+                )?
+                <$r as Missing>::missing()
+            }
+        }
+    };
+}
+
+/// One export. The launch entry points are entered through [`crate::caller`]'s trampoline
+/// (the application's return address becomes the launch site without unwinding); their
+/// body lives in a module of the same name.
+macro_rules! export_fn {
+    (hook clEnqueueNDRangeKernel $($rest:tt)*) => { export_launch!(clEnqueueNDRangeKernel $($rest)*); };
+    (hook clEnqueueTask $($rest:tt)*) => { export_launch!(clEnqueueTask $($rest)*); };
+    ($kind:ident $name:ident [$($err:ident)?] ($($p:ident : $t:ty),*) -> $r:ty) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($p: $t),*) -> $r {
+            forward!($kind $name [$($err)?] ($($p),*) -> $r)
+        }
+    };
+}
+
+macro_rules! export_launch {
+    ($name:ident [$($err:ident)?] ($($p:ident : $t:ty),*) -> $r:ty) => {
+        mod $name {
+            use super::*;
+            pub(super) unsafe extern "C" fn body($($p: $t),*) -> $r {
+                let _caller = crate::caller::Scope::enter();
+                forward!(hook $name [$($err)?] ($($p),*) -> $r)
+            }
+        }
+        crate::caller::launch_entry!(#[no_mangle] pub $name => $name::body, ($($p: $t),*) -> $r);
+    };
+}
+
 macro_rules! exports {
     ($($kind:ident $name:ident = $ty:ident [$($err:ident)?] ($($p:ident : $t:ty),*) -> $r:ty;)*) => {
         $(
-            #[no_mangle]
-            pub unsafe extern "C" fn $name($($p: $t),*) -> $r {
-                match crate::preload::next().$name {
-                    Some(f) => body!($kind $name, f, ($($p),*)),
-                    None => {
-                        $(
-                            if !$err.is_null() {
-                                // SAFETY: the caller passed a writable errcode pointer or NULL.
-                                unsafe { *$err = CL_INVALID_OPERATION };
-                            }
-                        )?
-                        <$r as Missing>::missing()
-                    }
-                }
-            }
+            export_fn!($kind $name [$($err)?] ($($p: $t),*) -> $r);
             const _: $ty = Some($name);
         )*
     };

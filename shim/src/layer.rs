@@ -32,20 +32,44 @@ fn next() -> &'static Next {
         .unwrap_or_else(|| crate::preload::next())
 }
 
+/// The body of one hook: through the core, unless the export door records this call.
+macro_rules! layer_body {
+    ($name:ident, ($($p:ident),*) -> $r:ty) => {{
+        let next = next();
+        if crate::door::export_recording_here() {
+            match next.$name {
+                Some(f) => f($($p),*),
+                None => <$r as crate::exports::Missing>::missing(),
+            }
+        } else {
+            crate::core::$name(next, $($p),*)
+        }
+    }};
+}
+
+/// One hook. The launch entry points are entered through [`crate::caller`]'s trampoline, as
+/// in the export door (an outer export's caller stays current).
 macro_rules! layer_fns {
     (plain $name:ident, ($($p:ident : $t:ty),*) -> $r:ty) => {};
+    (hook clEnqueueNDRangeKernel, $($rest:tt)*) => { layer_launch!(clEnqueueNDRangeKernel, $($rest)*); };
+    (hook clEnqueueTask, $($rest:tt)*) => { layer_launch!(clEnqueueTask, $($rest)*); };
     (hook $name:ident, ($($p:ident : $t:ty),*) -> $r:ty) => {
         pub(crate) unsafe extern "C" fn $name($($p: $t),*) -> $r {
-            let next = next();
-            if crate::door::export_recording_here() {
-                match next.$name {
-                    Some(f) => f($($p),*),
-                    None => <$r as crate::exports::Missing>::missing(),
-                }
-            } else {
-                crate::core::$name(next, $($p),*)
+            layer_body!($name, ($($p),*) -> $r)
+        }
+    };
+}
+
+macro_rules! layer_launch {
+    ($name:ident, ($($p:ident : $t:ty),*) -> $r:ty) => {
+        mod $name {
+            use super::*;
+            pub(crate) unsafe extern "C" fn body($($p: $t),*) -> $r {
+                let _caller = crate::caller::Scope::enter();
+                layer_body!($name, ($($p),*) -> $r)
             }
         }
+        crate::caller::launch_entry!(pub(crate) $name => $name::body, ($($p: $t),*) -> $r);
     };
 }
 

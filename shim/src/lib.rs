@@ -107,10 +107,12 @@
 //! loading libclang (never inside the application).
 
 mod api;
+mod caller;
 mod core;
 mod door;
 mod exports;
 mod extension;
+mod handles;
 mod layer;
 mod preload;
 mod register;

@@ -1,15 +1,16 @@
 //! Where in the application a call came from: the first stack frame outside cltrap and the
 //! OpenCL loader, as module + offset + nearest symbol (KernelInterceptor's "Built at / Run at").
 //!
-//! Walks the stack with `_Unwind_Backtrace` and stops at the first application frame; each
-//! return address is classified with `dladdr` once and cached, since launches repeat from the
-//! same few places. No debug info is read in the application: the analyzer resolves
+//! Launches take the return address their entry point noted ([`crate::caller`]); otherwise
+//! (builds, calls through the loader) the stack is walked with `_Unwind_Backtrace` up to the
+//! first application frame. Each return address is classified with `dladdr` once and cached,
+//! since launches repeat from the same few places. No debug info is read in the application: the analyzer resolves
 //! `file:line` later from the module and offset.
 
+use crate::handles::HandleMap;
 use cltrap_capture::Site;
 use libc::{c_int, c_void, Dl_info};
 use once_cell::sync::Lazy;
-use std::collections::HashMap;
 use std::ffi::CStr;
 use std::sync::Mutex;
 
@@ -124,33 +125,45 @@ enum Frame {
     App(Site),
 }
 
-static FRAMES: Lazy<Mutex<HashMap<usize, Frame>>> = Lazy::new(|| Mutex::new(HashMap::new()));
+static FRAMES: Lazy<Mutex<HandleMap<usize, Frame>>> = Lazy::new(Default::default);
 
-/// The application's frame that made the current OpenCL call.
+/// The frame of return address `ip`, classified once (the cache is emptied if it ever grows
+/// past 65 536 addresses).
+fn frame(frames: &mut HandleMap<usize, Frame>, ip: usize) -> Frame {
+    if let Some(f) = frames.get(&ip) {
+        return f.clone();
+    }
+    let f = classify(ip);
+    if frames.len() > 65536 {
+        frames.clear();
+    }
+    frames.insert(ip, f.clone());
+    f
+}
+
+/// The application's frame that made the current OpenCL call: the return address the
+/// launch entry point noted ([`crate::caller`]) when that is an application frame (the
+/// frame an unwind would stop at), else the first application frame found by unwinding.
 pub fn capture() -> Option<Site> {
-    let mut site = None;
-    walk(&mut |ip| {
-        let cached = FRAMES.lock().ok().and_then(|m| m.get(&ip).cloned());
-        let frame = match cached {
-            Some(f) => f,
-            None => {
-                let f = classify(ip);
-                if let Ok(mut m) = FRAMES.lock() {
-                    if m.len() > 65536 {
-                        m.clear();
-                    }
-                    m.insert(ip, f.clone());
-                }
-                f
-            }
-        };
-        match frame {
-            Frame::App(s) => {
-                site = Some(s);
-                true
-            }
-            Frame::Skip => false,
+    if let Some(ip) = crate::caller::current() {
+        let mut frames = FRAMES.lock().ok()?;
+        if let Frame::App(s) = frame(&mut frames, ip) {
+            return Some(s);
         }
+    }
+    unwound()
+}
+
+/// The first application frame on the stack, by unwinding (one lock of the cache).
+fn unwound() -> Option<Site> {
+    let mut frames = FRAMES.lock().ok()?;
+    let mut site = None;
+    walk(&mut |ip| match frame(&mut frames, ip) {
+        Frame::App(s) => {
+            site = Some(s);
+            true
+        }
+        Frame::Skip => false,
     });
     site
 }

@@ -156,29 +156,93 @@ fn an_app_that_dlopens_the_loader_is_caught_through_the_layer() {
 }
 
 /// A scenario: its name, the program, and the variables that open the doors.
-type Case<'a> = (&'a str, &'a PathBuf, Vec<(&'a str, &'a Path)>);
+type Case<'a> = (String, &'a PathBuf, Vec<(&'a str, &'a Path)>);
+
+/// Every way of opening the doors for fixture `app` (`no_layer`: built with `-DNO_LAYER`);
+/// captures are named `prefix` + the door.
+fn door_cases<'a>(
+    prefix: &str,
+    app: &'a PathBuf,
+    no_layer: &'a PathBuf,
+    lib: &'a Path,
+) -> [Case<'a>; 4] {
+    [
+        (format!("{prefix}preload"), app, vec![("LD_PRELOAD", lib)]),
+        (format!("{prefix}layer"), app, vec![("OPENCL_LAYERS", lib)]),
+        (
+            format!("{prefix}both"),
+            app,
+            vec![("LD_PRELOAD", lib), ("OPENCL_LAYERS", lib)],
+        ),
+        (
+            format!("{prefix}exports-only"),
+            no_layer,
+            vec![("LD_PRELOAD", lib)],
+        ),
+    ]
+}
 
 #[test]
 fn every_door_combination_records_each_launch_exactly_once() {
     let app = build("vadd", &[]);
     let no_layer = build("vadd", &["-DNO_LAYER"]);
     let lib = shim();
-    let cases: [Case; 4] = [
-        ("preload", &app, vec![("LD_PRELOAD", &lib)]),
-        ("layer", &app, vec![("OPENCL_LAYERS", &lib)]),
-        (
-            "both",
-            &app,
-            vec![("LD_PRELOAD", &lib), ("OPENCL_LAYERS", &lib)],
-        ),
-        ("exports-only", &no_layer, vec![("LD_PRELOAD", &lib)]),
-    ];
-    for (name, bin, mut env) in cases {
-        let cap = tmp(name);
+    for (name, bin, mut env) in door_cases("", &app, &no_layer, &lib) {
+        let cap = tmp(&name);
         env.push(("CLTRAP_DIR", &cap));
         run(bin, &["3"], &env, &[]);
         let c = Capture::open(&cap).expect("capture reads back");
         assert_eq!(c.launches.len(), 6, "{name}: {:?}", kernels(&c));
+    }
+}
+
+/// The source line `addr2line` gives for a recorded launch site (the call before the return
+/// address).
+fn site_line(site: &cltrap_capture::Site) -> u32 {
+    let out = Command::new("addr2line")
+        .args(["-e", &site.module, &format!("{:#x}", site.offset - 1)])
+        .output()
+        .expect("addr2line runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.trim().rsplit(':').next().unwrap_or("");
+    let line = line.split_whitespace().next().unwrap_or("");
+    line.parse()
+        .unwrap_or_else(|_| panic!("no line for {site:?}: {text}"))
+}
+
+#[test]
+fn launch_sites_name_the_calling_line_for_one_kernel_launched_from_several_places() {
+    // The launch entry points note their caller's return address instead of unwinding
+    // (`caller.rs`): two call sites of one kernel and a task must still get their own lines,
+    // through every door.
+    let app = build("sites", &[]);
+    let no_layer = build("sites", &["-DNO_LAYER"]);
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sites.c"),
+    )
+    .expect("fixture source");
+    let line_of = |mark: &str| {
+        source
+            .lines()
+            .position(|l| l.contains(mark))
+            .map(|i| i as u32 + 1)
+            .expect("marked line")
+    };
+    let expected: Vec<u32> = (0..3)
+        .flat_map(|_| [line_of("SITE_A"), line_of("SITE_B"), line_of("SITE_T")])
+        .collect();
+    let lib = shim();
+    for (name, bin, mut env) in door_cases("sites-", &app, &no_layer, &lib) {
+        let cap = tmp(&name);
+        env.push(("CLTRAP_DIR", &cap));
+        run(bin, &["3"], &env, &[]);
+        let c = Capture::open(&cap).expect("capture reads back");
+        let lines: Vec<u32> = c
+            .launches
+            .iter()
+            .map(|l| site_line(l.launch_site.as_ref().expect("launch site")))
+            .collect();
+        assert_eq!(lines, expected, "{name}");
     }
 }
 

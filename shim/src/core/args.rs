@@ -129,7 +129,8 @@ pub(super) fn classify(
         }
         Some(0) if memory => return (ArgRecord::NullBuffer { info: ai }, None),
         Some(h) if memory => {
-            if let Some((rec, shape)) = mem_record(next, h, ai.clone(), notes) {
+            if let Some(facts) = mem_facts(next, h) {
+                let (rec, shape) = mem_record(h, facts, ai, notes);
                 return (rec, shape.map(|s| (h, s)));
             }
         }
@@ -221,13 +222,13 @@ fn mem_facts(next: &Next, h: usize) -> Option<MemFacts> {
     Some(facts)
 }
 
+/// The record of a memory argument whose facts are known (`info` moved in, not copied).
 fn mem_record(
-    next: &Next,
     h: usize,
+    f: MemFacts,
     info: ArgInfo,
     notes: &mut Vec<String>,
-) -> Option<(ArgRecord, Option<Shape>)> {
-    let f = mem_facts(next, h)?;
+) -> (ArgRecord, Option<Shape>) {
     let id = tables().mem_id(h);
     let (flags, size) = (f.flags, f.size as u64);
     match (f.kind, f.image) {
@@ -244,7 +245,7 @@ fn mem_record(
                 before: empty(),
                 after: empty(),
             };
-            Some((rec, Some(Shape::Buffer { size: f.size })))
+            (rec, Some(Shape::Buffer { size: f.size }))
         }
         (_, Some((image, region, bytes))) => {
             let rec = ArgRecord::Image {
@@ -255,7 +256,7 @@ fn mem_record(
                 before: empty(),
                 after: empty(),
             };
-            Some((rec, Some(Shape::Image { region, bytes })))
+            (rec, Some(Shape::Image { region, bytes }))
         }
         _ => {
             notes.push(format!("argument {} is a pipe", info.index));
@@ -271,7 +272,7 @@ fn mem_record(
                 before: note.clone(),
                 after: note,
             };
-            Some((rec, None))
+            (rec, None)
         }
     }
 }

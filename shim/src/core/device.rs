@@ -3,10 +3,10 @@
 
 use super::info;
 use super::track::{lock, tables};
+use crate::handles::HandleMap;
 use crate::Next;
 use cltrap_capture::DeviceRecord;
 use opencl_sys::*;
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// What never changes about a command queue: asked once, not at every launch (three driver
@@ -18,7 +18,7 @@ pub(crate) struct QueueFacts {
     pub properties: u64,
 }
 
-static QUEUES: once_cell::sync::Lazy<Mutex<HashMap<usize, QueueFacts>>> =
+static QUEUES: once_cell::sync::Lazy<Mutex<HandleMap<usize, QueueFacts>>> =
     once_cell::sync::Lazy::new(Default::default);
 
 /// The facts of `queue` (zeros for what the driver does not say).

@@ -48,12 +48,13 @@
 
 use super::contents;
 use super::track::{lock, tables};
+use crate::handles::HandleMap;
 use crate::Next;
 use cltrap_capture::{ArgRecord, CaptureWriter, Content, LaunchRecord};
 use libc::c_void;
 use opencl_sys::cl_function_types::*;
 use opencl_sys::*;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, Once};
 use std::time::{Duration, Instant};
@@ -269,9 +270,9 @@ struct Slot {
 
 #[derive(Default)]
 struct State {
-    slots: HashMap<u64, Slot>,
+    slots: HandleMap<u64, Slot>,
     /// Tickets per queue, in submission order, until written.
-    lanes: HashMap<usize, VecDeque<u64>>,
+    lanes: HandleMap<usize, VecDeque<u64>>,
     /// Completed tickets the writer has not looked at yet.
     ready: Vec<u64>,
     bytes: usize,
@@ -280,13 +281,13 @@ struct State {
     /// are any, the writer does not nap.
     waiters: usize,
     /// Per queue: launches with reads of ours enqueued since we last flushed it.
-    unflushed: HashMap<usize, usize>,
+    unflushed: HandleMap<usize, usize>,
     /// A wait in [`admit`] timed out and nothing was written since: later launches do not
     /// wait again (one stall must not cost every following launch the full wait).
     stalled: bool,
     /// Written launches found complete by [`poll`] whose callback has not come yet: ticket →
     /// (final event, its release), released once the callback came.
-    late: HashMap<u64, (usize, clReleaseEvent_t)>,
+    late: HandleMap<u64, (usize, clReleaseEvent_t)>,
     /// Final events whose late callback came: the writer releases them (outside the lock).
     to_release: Vec<(usize, clReleaseEvent_t)>,
     /// Someone (the writer thread, or an application thread right after its `clFinish`) is
@@ -681,7 +682,7 @@ fn write_batch(reg: &Registry, batch: Batch) {
     // One write for the whole batch.
     if let Some(w) = writer {
         if crate::sink::healthy() {
-            if let Err(e) = w.append_numbered(&records) {
+            if let Err(e) = w.append_numbered(records) {
                 crate::sink::fail(&e);
             }
         }
@@ -902,11 +903,20 @@ fn writer_loop() {
                 if !std::mem::take(&mut st.poll_now) && !waited.timed_out() {
                     continue;
                 }
-                // Nothing reported: ask the driver (no lock held while asking).
+                // Nothing reported: ask the driver (no lock held while asking), holding the
+                // turn: an application thread's clFinish writes launches, and releases their
+                // events, only with the turn, so none of the events asked about is released
+                // meanwhile (that raced: PoCL aborted on a released event's lock).
+                if st.writing {
+                    continue;
+                }
                 let busy = st.waiters > 0;
                 let probes = probes(&st, busy, pacing.out_of_order_due(busy));
+                st.writing = true;
+                let turn = Turn(reg);
                 drop(st);
                 let finished = poll(&probes);
+                drop(turn);
                 st = lock(&reg.state);
                 let found = !finished.is_empty();
                 for (ticket, status, inferred) in finished {
@@ -1167,8 +1177,8 @@ fn take_batch(st: &mut State) -> Batch {
 
 /// Moves a completed flight into the batch; false when it has not completed yet.
 fn take_one(
-    slots: &mut HashMap<u64, Slot>,
-    late: &mut HashMap<u64, (usize, clReleaseEvent_t)>,
+    slots: &mut HandleMap<u64, Slot>,
+    late: &mut HandleMap<u64, (usize, clReleaseEvent_t)>,
     t: u64,
     batch: &mut Batch,
 ) -> bool {
@@ -1314,8 +1324,8 @@ fn device_content(
 }
 
 fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
-    let mut before: HashMap<usize, Content> = HashMap::new();
-    let mut after: HashMap<usize, Content> = HashMap::new();
+    let mut before: HandleMap<usize, Content> = HandleMap::default();
+    let mut after: HandleMap<usize, Content> = HandleMap::default();
     let mut items = std::mem::take(&mut f.items);
     for item in items.iter_mut() {
         let bytes = item.shape.bytes();

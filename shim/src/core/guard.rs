@@ -10,14 +10,14 @@
 
 use super::track::lock;
 use crate::door::quietly;
+use crate::handles::HandleMap;
 use crate::Next;
 use opencl_sys::cl_function_types::clReleaseEvent_t;
 use opencl_sys::*;
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// queue → our retained barrier event.
-static GUARDS: once_cell::sync::Lazy<Mutex<HashMap<usize, usize>>> =
+static GUARDS: once_cell::sync::Lazy<Mutex<HandleMap<usize, usize>>> =
     once_cell::sync::Lazy::new(Default::default);
 
 /// Makes `event` (our barrier after a launch's post-reads) the guard of `queue`.

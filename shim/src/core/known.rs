@@ -27,8 +27,8 @@
 //! missing rather than guessed.
 
 use super::track::lock;
+use crate::handles::HandleMap;
 use cltrap_capture::Content;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// A launch's post-launch content of one object, filled in by the writer thread when the
@@ -54,13 +54,13 @@ struct Object {
 
 #[derive(Default)]
 struct Known {
-    objects: HashMap<usize, Object>,
+    objects: HandleMap<usize, Object>,
     /// Writes that may have happened, per root object.
-    generations: HashMap<usize, u64>,
+    generations: HandleMap<usize, u64>,
     /// Maps outstanding, per root object.
-    mapped: HashMap<usize, u32>,
+    mapped: HandleMap<usize, u32>,
     epoch: u64,
-    seen: HashMap<usize, Seen>,
+    seen: HandleMap<usize, Seen>,
 }
 
 static KNOWN: once_cell::sync::Lazy<Mutex<Known>> = once_cell::sync::Lazy::new(Default::default);

@@ -6,8 +6,9 @@
 //! ([`super::lifetime`]), and a handle reused by the driver is overwritten by the creation hook
 //! that returned it.
 
+use crate::handles::{HandleMap, HandleSet};
 use cltrap_capture::{Hash, Site};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -123,11 +124,11 @@ pub struct MemFacts {
 /// The shim's memory of the application's objects.
 #[derive(Default)]
 pub struct Tables {
-    pub programs: Mutex<HashMap<usize, Program>>,
-    pub kernels: Mutex<HashMap<usize, Kernel>>,
-    mems: Mutex<HashMap<usize, MemEntry>>,
-    user_events: Mutex<HashSet<usize>>,
-    pub devices: Mutex<HashMap<usize, cltrap_capture::DeviceRecord>>,
+    pub programs: Mutex<HandleMap<usize, Program>>,
+    pub kernels: Mutex<HandleMap<usize, Kernel>>,
+    mems: Mutex<HandleMap<usize, MemEntry>>,
+    user_events: Mutex<HandleSet<usize>>,
+    pub devices: Mutex<HandleMap<usize, cltrap_capture::DeviceRecord>>,
     pub per_kernel: Mutex<HashMap<String, u64>>,
     next_mem: AtomicU64,
 }

@@ -1,0 +1,293 @@
+//! The writer's use of several cores for large contents: the whole-content blake3 digest
+//! split into subtrees hashed on separate threads, and the new chunks of a content hashed,
+//! compressed and written by a few workers.
+//!
+//! Why: a content the capture has not stored yet costs a digest of all its bytes, a
+//! FastCDC pass and, per chunk, a digest and zstd; one writer thread did all of it serially,
+//! which bounded a buffer-heavy capture on a 16-core GPU machine to one core (issue 12,
+//! item 5). The results are those of the serial code: the same digest (blake3's tree, merged
+//! with its `hazmat` functions, checked against `blake3::hash` by the tests) and the same
+//! chunks in the same order; only who computes them changes. Contents below
+//! [`PARALLEL_MIN`] and machines with one core stay serial.
+
+use crate::model::Hash;
+use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, merge_subtrees_root};
+use blake3::hazmat::{ChainingValue, HasherExt, Mode};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// Contents at least this large are hashed and stored by several threads: below it,
+/// starting threads costs about what they save.
+pub const PARALLEL_MIN: usize = 1 << 20;
+/// Bytes one hashing thread takes at least (smaller subtrees are hashed where they are).
+const HASH_PART_MIN: usize = 256 << 10;
+/// The most threads one content uses (the writer must leave the application its cores).
+const MAX_THREADS: usize = 8;
+
+/// Threads a large content may use: the cores this process may run on, at most
+/// [`MAX_THREADS`] (asked once).
+pub fn threads() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, MAX_THREADS)
+    })
+}
+
+/// blake3 of `bytes`, on up to [`threads`] threads when the content is large.
+pub fn digest(bytes: &[u8]) -> Hash {
+    let parts = threads().min(bytes.len() / HASH_PART_MIN);
+    if parts < 2 || bytes.len() < PARALLEL_MIN {
+        return blake3::hash(bytes).to_hex().to_string();
+    }
+    let left = left_subtree_len(bytes.len() as u64) as usize;
+    let (a, b) = bytes.split_at(left);
+    let (ca, cb) = both(
+        || subtree(a, 0, parts / 2),
+        || subtree(b, left as u64, parts - parts / 2),
+    );
+    merge_subtrees_root(&ca, &cb, Mode::Hash)
+        .to_hex()
+        .to_string()
+}
+
+/// The chaining value of the subtree of the whole input that starts at `offset` and holds
+/// `input`, split over `parts` threads.
+fn subtree(input: &[u8], offset: u64, parts: usize) -> ChainingValue {
+    if parts < 2 || input.len() < 2 * HASH_PART_MIN {
+        return blake3::Hasher::new()
+            .set_input_offset(offset)
+            .update(input)
+            .finalize_non_root();
+    }
+    let left = left_subtree_len(input.len() as u64) as usize;
+    let (a, b) = input.split_at(left);
+    let (ca, cb) = both(
+        || subtree(a, offset, parts / 2),
+        || subtree(b, offset + left as u64, parts - parts / 2),
+    );
+    merge_subtrees_non_root(&ca, &cb, Mode::Hash)
+}
+
+/// Runs `a` on a new thread and `b` here; `a` runs here too when no thread can be started
+/// or it panicked.
+fn both<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: Fn() -> RA + Send + Sync,
+    B: FnOnce() -> RB,
+    RA: Send,
+{
+    std::thread::scope(|s| {
+        let handle = std::thread::Builder::new().spawn_scoped(s, &a).ok();
+        let rb = b();
+        let ra = handle.and_then(|h| h.join().ok()).unwrap_or_else(&a);
+        (ra, rb)
+    })
+}
+
+/// Runs `work(i)` for every `i` in `0..n` on up to [`threads`] threads (this one included),
+/// each taking the next index as it finishes one, and returns the results in index order, or
+/// the error of the lowest failed index. Serial when `parallel` is false.
+pub fn for_each<T, E, F>(n: usize, parallel: bool, work: F) -> Result<Vec<T>, E>
+where
+    T: Send,
+    E: Send,
+    F: Fn(usize) -> Result<T, E> + Sync,
+{
+    let workers = if parallel { threads().min(n) } else { 1 };
+    if workers < 2 {
+        return (0..n).map(&work).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let run = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= n {
+                return done;
+            }
+            done.push((i, work(i)));
+        }
+    };
+    let mut results: Vec<(usize, Result<T, E>)> = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..workers)
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, run).ok())
+            .collect();
+        let mut all = run();
+        for h in helpers {
+            // A helper that panicked loses its indices: they are redone below.
+            if let Ok(mut r) = h.join() {
+                all.append(&mut r);
+            }
+        }
+        all
+    });
+    results.sort_unstable_by_key(|(i, _)| *i);
+    let mut out = Vec::with_capacity(n);
+    let mut have = results.into_iter().peekable();
+    for i in 0..n {
+        match have.next_if(|(j, _)| *j == i) {
+            Some((_, r)) => out.push(r?),
+            None => out.push(work(i)?),
+        }
+    }
+    Ok(out)
+}
+
+/// One chunk of a content: where it lies and the digest of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut {
+    pub offset: usize,
+    pub len: usize,
+    pub hash: Hash,
+}
+
+/// Bytes past its own segment a cutting thread goes on cutting, so that the next segment's
+/// thread, which started at an arbitrary byte, has met the true cut points again.
+const CUT_MARGIN: usize = 16 * crate::chunks::CHUNK_AVG;
+
+/// The chunks of `bytes` ([`crate::chunks::cut`]) with their digests, exactly those of the
+/// serial cut. A large content is cut by several threads from evenly spaced starts: a chunk
+/// that starts at byte `p` depends only on the bytes from `p` on, so every chunk a thread
+/// found at a start that the true sequence reaches is the true chunk there; the sequence is
+/// followed from byte 0 through the threads' chunks (each hashed by the thread that found it,
+/// while in cache), and any start no thread reached is cut here.
+pub fn cut_and_hash(bytes: &[u8]) -> Vec<Cut> {
+    let one = |offset: usize, len: usize| Cut {
+        offset,
+        len,
+        hash: digest(&bytes[offset..offset + len]),
+    };
+    let parts = threads().min(bytes.len() / (4 * CUT_MARGIN));
+    if parts < 2 || bytes.len() < PARALLEL_MIN {
+        return crate::chunks::cut(bytes)
+            .into_iter()
+            .map(|(o, l)| one(o, l))
+            .collect();
+    }
+    let segment = bytes.len() / parts;
+    let found = for_each(parts, true, |j| {
+        let start = j * segment;
+        let stop = if j + 1 == parts {
+            bytes.len()
+        } else {
+            (start + segment + CUT_MARGIN).min(bytes.len())
+        };
+        let mut cuts = Vec::new();
+        for (o, l) in crate::chunks::cut_from(bytes, start) {
+            cuts.push(one(o, l));
+            if o + l >= stop {
+                break;
+            }
+        }
+        Ok::<_, std::convert::Infallible>(cuts)
+    });
+    let found: Vec<Cut> = match found {
+        Ok(lists) => lists.into_iter().flatten().collect(),
+        Err(never) => match never {},
+    };
+    let mut at: HashMap<usize, Cut> = HashMap::with_capacity(found.len());
+    for c in found {
+        at.entry(c.offset).or_insert(c);
+    }
+    let mut out = Vec::with_capacity(bytes.len() / crate::chunks::CHUNK_AVG + 1);
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let c = match at.remove(&pos) {
+            Some(c) => c,
+            None => match crate::chunks::cut_from(bytes, pos).next() {
+                Some((o, l)) => one(o, l),
+                None => break,
+            },
+        };
+        pos = c.offset + c.len;
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noise(n: usize) -> Vec<u8> {
+        let mut x = 0x9e37_79b9u32;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_split_digest_is_blake3_of_the_whole() {
+        let data = noise(9 << 20);
+        for len in [
+            0,
+            1,
+            1024,
+            PARALLEL_MIN - 1,
+            PARALLEL_MIN,
+            PARALLEL_MIN + 1,
+            3 << 20,
+            (4 << 20) + 1025,
+            9 << 20,
+        ] {
+            let bytes = &data[..len];
+            assert_eq!(
+                digest(bytes),
+                blake3::hash(bytes).to_hex().to_string(),
+                "{len}"
+            );
+        }
+        for parts in [2, 3, 5, 8] {
+            let bytes = &data[..(5 << 20) + 77];
+            let left = left_subtree_len(bytes.len() as u64) as usize;
+            let (a, b) = bytes.split_at(left);
+            let root = merge_subtrees_root(
+                &subtree(a, 0, parts / 2),
+                &subtree(b, left as u64, parts - parts / 2),
+                Mode::Hash,
+            );
+            assert_eq!(root, blake3::hash(bytes), "{parts} parts");
+        }
+    }
+
+    #[test]
+    fn the_parallel_cut_is_the_serial_cut() {
+        let mut data = noise(11 << 20);
+        // Runs of zeros (FastCDC cuts them at the maximum length) between the noise.
+        data[3 << 20..(3 << 20) + 700_000].fill(0);
+        for len in [PARALLEL_MIN - 1, PARALLEL_MIN, 5 << 20, (11 << 20) - 3] {
+            let bytes = &data[..len];
+            let serial: Vec<Cut> = crate::chunks::cut(bytes)
+                .into_iter()
+                .map(|(offset, len)| Cut {
+                    offset,
+                    len,
+                    hash: blake3::hash(&bytes[offset..offset + len])
+                        .to_hex()
+                        .to_string(),
+                })
+                .collect();
+            assert_eq!(cut_and_hash(bytes), serial, "{len}");
+        }
+    }
+
+    #[test]
+    fn work_items_come_back_in_order_with_the_first_error() {
+        let squares: Result<Vec<usize>, ()> = for_each(1000, true, |i| Ok(i * i));
+        assert_eq!(squares, Ok((0..1000).map(|i| i * i).collect()));
+        let failed: Result<Vec<usize>, usize> =
+            for_each(100, true, |i| if i % 30 == 29 { Err(i) } else { Ok(i) });
+        assert_eq!(failed, Err(29));
+        let serial: Result<Vec<usize>, ()> = for_each(3, false, Ok);
+        assert_eq!(serial, Ok(vec![0, 1, 2]));
+    }
+}
