@@ -234,6 +234,7 @@ pub fn targets_from_capture(
     only: Option<&str>,
 ) -> Result<Vec<Target>, FuzzError> {
     let mut out: Vec<(String, Target)> = Vec::new();
+    let mut unseeded = 0usize;
     for l in &capture.launches {
         if only.is_some_and(|k| k != l.kernel) {
             continue;
@@ -245,8 +246,20 @@ pub fn targets_from_capture(
         if record.source_unit().is_err() {
             continue;
         }
-        let Ok(seed) = LaunchInput::from_record(capture, l) else {
-            continue;
+        let seed = match LaunchInput::from_record(capture, l) {
+            Ok(seed) => seed,
+            Err(e) => {
+                // Said, not silently dropped: e.g. a launch whose inputs only a replay
+                // re-creates (derived inputs past the disk budget) seeds nothing here.
+                unseeded += 1;
+                if unseeded <= 3 {
+                    eprintln!(
+                        "cltrap: fuzz: launch {} of {} does not seed the campaign: {e}",
+                        l.id, l.kernel
+                    );
+                }
+                continue;
+            }
         };
         let key = format!("{}/{}", l.program, l.kernel);
         if let Some((_, t)) = out.iter_mut().find(|(k, _)| *k == key) {
@@ -268,6 +281,12 @@ pub fn targets_from_capture(
                 headers,
             },
         ));
+    }
+    if unseeded > 3 {
+        eprintln!(
+            "cltrap: fuzz: {} more launch(es) do not seed the campaign (the first 3 are named above)",
+            unseeded - 3
+        );
     }
     if out.is_empty() {
         return Err(FuzzError::Interface(match only {
