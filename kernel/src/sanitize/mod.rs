@@ -498,7 +498,9 @@ impl Walker<'_> {
                 && a.ty.contains('*')
                 && self.p.function(callee).is_none()
             {
-                self.not_checked(a, format!("a pointer handed to the built-in `{callee}`, whose accesses are not checked"));
+                // Not a function of the program's own text: an OpenCL built-in, or a helper
+                // defined in a header (hashcat's `apply_rules`), neither of which is rewritten.
+                self.not_checked(a, format!("a pointer handed to `{callee}` (a built-in or a function defined outside the program's own text), whose accesses are not checked"));
             }
             self.walk(a, Use::Read, d);
         }
