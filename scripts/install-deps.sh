@@ -15,7 +15,7 @@
 #   check         oclgrind (the engine of `cltrap check`: its ICD library is registered for a
 #                 child process only)
 #   tests         python3-venv python3-pip (pyopencl test), and the third-party apps the tests
-#                 run under the shim: clpeak, clfft-client, ffmpeg, hashcat
+#                 run under the shim: clpeak, clfft-client, ffmpeg, hashcat, clblast-utils
 #   Rust          via rustup, only when no `cargo` is found
 set -euo pipefail
 
@@ -24,7 +24,7 @@ PACKAGES=(
     pocl-opencl-icd ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers clinfo
     libclang-dev libz3-dev
     python3-venv python3-pip
-    clpeak clfft-client ffmpeg hashcat
+    clpeak clfft-client ffmpeg hashcat clblast-utils
     oclgrind
 )
 

@@ -1,6 +1,6 @@
 //! Third-party OpenCL applications from Debian packages run under the shim with their own
 //! results unchanged, and every launch they make is captured and replays ok:
-//! clpeak (kernel-latency, all ~20,000 launches; integer compute, two launches per kernel), clFFT-client, hashcat, and an ffmpeg OpenCL
+//! clpeak (kernel-latency, all ~20,000 launches; integer compute, two launches per kernel), clFFT-client, hashcat, CLBlast's tuner, and an ffmpeg OpenCL
 //! filter chain. Each test skips with a printed reason only when the program is not installed.
 
 use cltrap_capture::Capture;
@@ -293,6 +293,68 @@ fn hashcat_cracks_the_same_hash_and_its_launches_replay_ok() {
     );
     assert!(
         text.contains("(0 skipped, 0 failed)"),
+        "{}",
+        cover.describe()
+    );
+}
+
+/// CLBlast's tuner (Debian's clblast-utils) explores 96 configurations of its `Xaxpy`
+/// kernel, one program built per configuration with its own `-D` parameters, and checks
+/// every result against a reference: under the shim every configuration still matches, all
+/// its launches replay bit for bit (one rebuilt program per configuration), and coverage
+/// instruments CLBlast's macro-generated kernel text.
+#[test]
+fn clblast_tuner_results_match_and_its_launches_replay_ok() {
+    let Some(tuner) = installed("clblast_tuner_xaxpy", "clblast-utils") else {
+        return;
+    };
+    // Timings (and so the best parameters) differ run to run: compare what does not.
+    let verdicts = |o: &Outcome| {
+        let text = o.stdout_text();
+        (
+            text.matches("results match").count(),
+            text.contains("Completed tuning process"),
+        )
+    };
+    let args = ["-n", "262144", "-runs", "1", "-fraction", "0.05"];
+    let work = fresh_dir("apps", "clblast");
+    let t = tools();
+    let native = run_with_env(&tuner, &args, &[], Some(&work)).expect_success();
+    assert_eq!(verdicts(&native), (96, true), "{}", native.describe());
+    let dir = fresh_capture_dir("clblast");
+    let mut all: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        "--out".into(),
+        dir.as_os_str().into(),
+        "--".into(),
+    ];
+    all.push(tuner.clone().into());
+    all.extend(args.iter().map(|a| a.into()));
+    let captured = run_with_env(
+        &t.cltrap,
+        &all,
+        &[("CLTRAP_SHIM", t.shim.as_os_str())],
+        Some(&work),
+    );
+    captured.assert_no_panic();
+    assert_eq!(captured.code, Some(0), "{}", captured.describe());
+    assert_eq!(verdicts(&captured), (96, true), "{}", captured.describe());
+    let cap = open_capture(&dir);
+    let programs: std::collections::BTreeSet<&str> =
+        cap.launches.iter().map(|l| l.program.as_str()).collect();
+    assert!(
+        cap.launches.len() >= 96 && programs.len() >= 96,
+        "{} launches of {} programs",
+        cap.launches.len(),
+        programs.len()
+    );
+    assert_list_shows(&dir, &cap);
+    assert_replays_ok(&dir, cap.launches.len());
+    let cover = cltrap(&[OsStr::new("cover"), dir.as_os_str(), OsStr::new("0")]);
+    assert!(cover.success(), "{}", cover.describe());
+    assert!(
+        cover.stdout_text().contains("kernel XaxpyFastest")
+            || cover.stdout_text().contains("kernel Xaxpy"),
         "{}",
         cover.describe()
     );
