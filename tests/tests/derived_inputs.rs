@@ -318,4 +318,13 @@ fn fuzz_and_mutate_re_create_derived_inputs() {
         "a derived launch is not a test case\n{}",
         mutate.describe()
     );
+    // The workers ran them with the re-created inputs (a worker that cannot restore a test
+    // case reports the mutant RUNTIME-ERROR with why).
+    let state = std::fs::read_to_string(out.join("state.jsonl")).expect("mutate's state file");
+    assert!(
+        state.lines().count() >= 1
+            && !state.contains("not recorded")
+            && !state.contains("derived input"),
+        "{state}"
+    );
 }
