@@ -220,4 +220,111 @@ fn a_producer_that_does_not_reproduce_is_a_clear_error() {
         )) && line.contains("cannot derive the input of launch"),
         "{line}"
     );
+
+    // The fuzzer says so for the launches it could not seed from, and seeds from the others.
+    let fuzz = cltrap(&[
+        OsStr::new("fuzz"),
+        dir.as_os_str(),
+        OsStr::new("--kernel"),
+        OsStr::new("Fan2"),
+        OsStr::new("--budget"),
+        OsStr::new("50"),
+        OsStr::new("--in-process"),
+    ]);
+    fuzz.assert_no_panic();
+    assert!(fuzz.success(), "{}", fuzz.describe());
+    assert!(
+        fuzz.stderr.lines().any(|l| l.contains("does not seed the campaign")
+            && l.contains(&format!(
+                "launch {producer} re-executed on this device produced different contents than recorded"
+            ))),
+        "{}",
+        fuzz.describe()
+    );
+}
+
+#[test]
+fn fuzz_and_mutate_re_create_derived_inputs() {
+    let (dir, cap) = capture_gauss("derived-fuzz", &[]);
+    let index = ReplayIndex::of(&cap.launches);
+    let fan2: Vec<u64> = cap
+        .launches
+        .iter()
+        .filter(|l| l.kernel == "Fan2")
+        .map(|l| l.id)
+        .collect();
+    let derived = fan2
+        .iter()
+        .filter(|id| matches!(index.get(**id), Some(Replayability::Derived { .. })))
+        .count();
+    assert!(
+        derived >= fan2.len() / 2,
+        "{derived} of {} derived",
+        fan2.len()
+    );
+
+    // Every launch of the kernel seeds the campaign: none is named as not seeding it.
+    let suite = dir.join("fuzz-suite");
+    let fuzz = cltrap(&[
+        OsStr::new("fuzz"),
+        dir.as_os_str(),
+        OsStr::new("--kernel"),
+        OsStr::new("Fan2"),
+        OsStr::new("--budget"),
+        OsStr::new("200"),
+        OsStr::new("--no-locate"),
+        OsStr::new("--out"),
+        suite.as_os_str(),
+    ]);
+    fuzz.assert_no_panic();
+    assert!(fuzz.success(), "{}", fuzz.describe());
+    assert!(
+        !fuzz.stderr.contains("does not seed the campaign"),
+        "a derived launch did not seed the campaign\n{}",
+        fuzz.describe()
+    );
+
+    // The mutation campaign's suite check counts them as test cases (the last two derived
+    // launches of the kernel, one operator: the check is what is looked at).
+    let late: Vec<String> = fan2
+        .iter()
+        .rev()
+        .filter(|id| matches!(index.get(**id), Some(Replayability::Derived { .. })))
+        .take(2)
+        .map(u64::to_string)
+        .collect();
+    assert_eq!(late.len(), 2);
+    let out = dir.join("mutants");
+    let mutate = cltrap(&[
+        OsStr::new("mutate"),
+        dir.as_os_str(),
+        OsStr::new(&late[0]),
+        OsStr::new(&late[1]),
+        OsStr::new("--kernel"),
+        OsStr::new("Fan2"),
+        OsStr::new("--operators"),
+        OsStr::new("relational_boundary"),
+        OsStr::new("--jobs"),
+        OsStr::new("1"),
+        OsStr::new("--no-tce"),
+        OsStr::new("--no-locate"),
+        OsStr::new("--out"),
+        out.as_os_str(),
+    ]);
+    mutate.assert_no_panic();
+    let text = mutate.stdout_text() + &mutate.stderr;
+    assert!(
+        mutate.success() && !text.contains("not a test case") && !text.contains("no test case"),
+        "a derived launch is not a test case\n{}",
+        mutate.describe()
+    );
+    // The workers ran them with the re-created inputs (a worker that cannot restore a test
+    // case reports the mutant RUNTIME-ERROR with why).
+    let state = std::fs::read_to_string(out.join("state.jsonl")).expect("mutate's state file");
+    assert!(
+        state.lines().count() >= 1
+            && !state.contains("not recorded")
+            && !state.contains("derived input"),
+        "{state}"
+    );
 }

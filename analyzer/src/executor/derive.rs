@@ -111,24 +111,36 @@ impl<'c> Deriver<'c> {
     /// The launch `l` with every input restored: stored ones from the capture, derived ones
     /// by re-executing their producers on `session` (checked against their digests).
     pub fn input(&mut self, session: &Session, l: &LaunchRecord) -> Result<LaunchInput, ExecError> {
+        let got = self.derived(session, l)?;
+        LaunchInput::from_record_with(self.capture, l, &mut |arg, _| {
+            got.get(&arg).map(|b| b.as_ref().clone())
+        })
+    }
+
+    /// The contents of `l`'s derived inputs by argument index, re-created on `session` and
+    /// checked against their digests (empty when all its inputs are stored): for a process
+    /// that hands them to another one, which then restores the launch with
+    /// [`LaunchInput::from_record_with`].
+    pub fn derived(
+        &mut self,
+        session: &Session,
+        l: &LaunchRecord,
+    ) -> Result<HashMap<u32, Arc<Vec<u8>>>, ExecError> {
         let needs = self.needs(l);
-        if needs.is_empty() {
-            return LaunchInput::from_record(self.capture, l);
-        }
         let Some(&pos) = self.pos.get(&l.id) else {
-            return LaunchInput::from_record(self.capture, l);
+            return Ok(HashMap::new());
         };
-        let got = self.obtain(
+        if needs.is_empty() {
+            return Ok(HashMap::new());
+        }
+        self.obtain(
             session,
             Frame {
                 pos,
                 needs,
                 got: HashMap::new(),
             },
-        )?;
-        LaunchInput::from_record_with(self.capture, l, &mut |arg, _| {
-            got.get(&arg).map(|b| b.as_ref().clone())
-        })
+        )
     }
 
     /// A run of `l` whose outputs were checked: each output equal to its recorded digest is

@@ -21,7 +21,7 @@ pub mod spec;
 pub mod suite;
 pub mod wire;
 
-use crate::executor::{DeviceSelector, ExecError, LaunchInput, Session};
+use crate::executor::{Deriver, DeviceSelector, ExecError, LaunchInput, Session};
 use crate::headers::{HeaderError, Headers};
 use crate::variant::{program_source, VariantError};
 use campaign::{Budget, Campaign};
@@ -229,12 +229,20 @@ pub fn parse_budget(text: &str) -> Result<Budget, FuzzError> {
 }
 
 /// The targets of a capture directory: one per (program, kernel), seeded by its launches.
+///
+/// With `session`, a launch whose inputs the capture keeps only as digests (derived inputs
+/// past the disk budget) seeds too: its inputs are re-created by re-executing their producers
+/// on that device ([`Deriver`], whose cache of re-created contents is bounded), and checked
+/// against their digests. A launch that still cannot seed (no session, a producer that does
+/// not reproduce, ...) is named on stderr.
 pub fn targets_from_capture(
     capture: &Capture,
     only: Option<&str>,
+    session: Option<&Session>,
 ) -> Result<Vec<Target>, FuzzError> {
     let mut out: Vec<(String, Target)> = Vec::new();
     let mut unseeded = 0usize;
+    let mut deriver = session.map(|s| (s, Deriver::new(capture)));
     for l in &capture.launches {
         if only.is_some_and(|k| k != l.kernel) {
             continue;
@@ -246,11 +254,15 @@ pub fn targets_from_capture(
         if record.source_unit().is_err() {
             continue;
         }
-        let seed = match LaunchInput::from_record(capture, l) {
+        let seed = match &mut deriver {
+            Some((session, d)) => d.input(session, l),
+            None => LaunchInput::from_record(capture, l),
+        };
+        let seed = match seed {
             Ok(seed) => seed,
             Err(e) => {
-                // Said, not silently dropped: e.g. a launch whose inputs only a replay
-                // re-creates (derived inputs past the disk budget) seeds nothing here.
+                // Said, not silently dropped: e.g. a launch whose derived input's producer
+                // does not reproduce on this device seeds nothing.
                 unseeded += 1;
                 if unseeded <= 3 {
                     eprintln!(
@@ -631,10 +643,13 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
     let Some(input) = &args.input else {
         return Err("give a capture directory or a kernel file".into());
     };
+    // A capture's session re-creates its derived inputs first, then runs the campaigns.
+    let mut opened = None;
     let targets = if input.is_dir() {
         let capture = Capture::open(input).map_err(|e| e.to_string())?;
-        let mut targets =
-            targets_from_capture(&capture, args.kernel.as_deref()).map_err(|e| e.to_string())?;
+        let session = opened.insert(Session::open(&device).map_err(|e| e.to_string())?);
+        let mut targets = targets_from_capture(&capture, args.kernel.as_deref(), Some(session))
+            .map_err(|e| e.to_string())?;
         if args.captured_ranges {
             crate::generalise::bound_targets(&capture, &mut targets);
         }
@@ -725,7 +740,10 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
         limits: limits(args.loop_bound, args.solver_time),
         full_launches: args.full_launches,
     };
-    let session = Session::open(&device).map_err(|e| e.to_string())?;
+    let session = match opened {
+        Some(s) => s,
+        None => Session::open(&device).map_err(|e| e.to_string())?,
+    };
     let mut reports = Vec::new();
     let mut rows = Vec::new();
     let mut failed = false;

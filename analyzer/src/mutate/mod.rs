@@ -20,7 +20,7 @@ pub mod tce;
 pub mod worker;
 
 use crate::executor::{
-    check_outputs, BuildOptions, DeviceSelector, ExecError, InputArg, LaunchInput, Session,
+    check_outputs, BuildOptions, Deriver, DeviceSelector, ExecError, InputArg, LaunchInput, Session,
 };
 use crate::variant::{program_source, word_buffer, words};
 use cltrap_capture::{Capture, LaunchRecord};
@@ -574,6 +574,17 @@ impl Evaluation<'_> {
     }
 }
 
+/// Writes a derived input for the workers (whole, or not at all: a file of that name is
+/// complete).
+fn write_input(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let part = path.with_extension("part");
+    std::fs::write(&part, bytes)?;
+    std::fs::rename(&part, path)
+}
+
 /// Parent-side preparation of one program: renders and checks the schema, measures coverage,
 /// decides what can be decided without running, and returns the jobs for the rest.
 #[allow(clippy::too_many_arguments)]
@@ -782,10 +793,28 @@ fn prepare(
     let mut tests: BTreeMap<String, Vec<TestRef>> = BTreeMap::new();
     let mut inputs: Vec<(String, LaunchInput)> = Vec::new();
     let mut hit: Option<HashSet<BranchKey>> = cov.as_ref().map(|_| HashSet::new());
+    // Inputs the capture keeps only as digests (past its disk budget) are re-created here by
+    // re-executing their producers, checked against their digests, and reach the workers as
+    // files (they load the rest from the capture themselves).
+    let mut deriver = Deriver::new(capture);
     for (kernel, ids) in &plan.kernels {
         for &id in ids {
             let rec = capture.launch(id)?;
-            let (input, expected) = match LaunchInput::from_record(capture, rec)
+            let mut derived = BTreeMap::new();
+            let made = deriver.derived(session, rec).and_then(|got| {
+                let input = LaunchInput::from_record_with(capture, rec, &mut |arg, _| {
+                    got.get(&arg).map(|b| b.as_ref().clone())
+                })?;
+                for (arg, bytes) in &got {
+                    let path = opts.out_dir.join("inputs").join(format!("{id}-{arg}.bin"));
+                    write_input(&path, bytes).map_err(|e| {
+                        ExecError::NotReplayable(format!("cannot write {}: {e}", path.display()))
+                    })?;
+                    derived.insert(*arg, path);
+                }
+                Ok(input)
+            });
+            let (input, expected) = match made
                 .and_then(|i| LaunchInput::expected_outputs(capture, rec).map(|e| (i, e)))
             {
                 Ok(x) => x,
@@ -881,6 +910,7 @@ fn prepare(
                 launch: id,
                 seeds,
                 unguarded,
+                derived,
             });
             inputs.push((kernel.clone(), input));
         }

@@ -36,6 +36,10 @@ pub struct TestRef {
     /// the guard zones (see [`crate::executor::GuardBreach`]) say nothing about the mutant.
     #[serde(default)]
     pub unguarded: bool,
+    /// Files holding the launch's derived inputs by argument index (contents the capture
+    /// keeps only as digests, re-created by the parent: [`crate::executor::Deriver`]).
+    #[serde(default)]
+    pub derived: BTreeMap<u32, PathBuf>,
 }
 
 /// One mutant to evaluate against its tests.
@@ -246,7 +250,8 @@ impl WorkerState {
         Ok(())
     }
 
-    fn load(&mut self, job: &Job, id: u64) -> Result<(), JobResult> {
+    fn load(&mut self, job: &Job, test: &TestRef) -> Result<(), JobResult> {
+        let id = test.launch;
         let key = (job.capture.clone(), id);
         if self.launches.contains_key(&key) {
             return Ok(());
@@ -257,7 +262,17 @@ impl WorkerState {
             .get(&job.capture)
             .ok_or_else(|| fail("capture not open".into()))?;
         let rec = capture.launch(id).map_err(|e| fail(e.to_string()))?;
-        let input = LaunchInput::from_record(capture, rec).map_err(|e| fail(e.to_string()))?;
+        let mut unread = None;
+        let input = LaunchInput::from_record_with(capture, rec, &mut |arg, _| {
+            let path = test.derived.get(&arg)?;
+            std::fs::read(path)
+                .map_err(|e| unread = Some(format!("{}: {e}", path.display())))
+                .ok()
+        });
+        if let Some(e) = unread {
+            return Err(fail(format!("derived input of launch {id}: {e}")));
+        }
+        let input = input.map_err(|e| fail(e.to_string()))?;
         let expected =
             LaunchInput::expected_outputs(capture, rec).map_err(|e| fail(e.to_string()))?;
         let infos = rec.args.iter().map(|a| a.info().clone()).collect();
@@ -305,7 +320,7 @@ impl WorkerState {
             return r;
         }
         for t in &job.tests {
-            if let Err(r) = self.load(job, t.launch) {
+            if let Err(r) = self.load(job, t) {
                 return r;
             }
         }

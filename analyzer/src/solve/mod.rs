@@ -263,8 +263,9 @@ pub fn solve_campaign(
 pub fn cli(args: &SolveArgs, out: &mut dyn Write) -> Result<u8, String> {
     let device = args.device.clone();
     let capture = Capture::open(&args.suite).map_err(|e| e.to_string())?;
-    let targets =
-        fuzz::targets_from_capture(&capture, args.kernel.as_deref()).map_err(|e| e.to_string())?;
+    let session = Session::open(&device).map_err(|e| e.to_string())?;
+    let targets = fuzz::targets_from_capture(&capture, args.kernel.as_deref(), Some(&session))
+        .map_err(|e| e.to_string())?;
     let settings = Settings {
         budget: fuzz::campaign::Budget {
             executions: None,
@@ -285,7 +286,6 @@ pub fn cli(args: &SolveArgs, out: &mut dyn Write) -> Result<u8, String> {
         limits: fuzz::limits(args.loop_bound, args.solver_time),
         full_launches: true,
     };
-    let session = Session::open(&device).map_err(|e| e.to_string())?;
     let mut all = suite::read_report(&args.suite);
     let mut reports = Vec::new();
     let mut rows = Vec::new();
