@@ -187,9 +187,20 @@ impl Headers {
     /// `text` (the program's source when `from` is `None`, else the header captured at
     /// `from`) with each directive the capture resolved pointed at its copy.
     fn redirect(&self, root: &Path, from: Option<&str>, text: &[u8]) -> Vec<u8> {
+        self.redirect_where(root, from, text, |_| true)
+    }
+
+    /// [`Headers::redirect`] of the directives `wanted` picks.
+    fn redirect_where(
+        &self,
+        root: &Path,
+        from: Option<&str>,
+        text: &[u8],
+        wanted: impl Fn(&cltrap_capture::includes::Directive) -> bool,
+    ) -> Vec<u8> {
         let mut out = Vec::with_capacity(text.len());
         let mut at = 0;
-        for d in directives(text) {
+        for d in directives(text).into_iter().filter(|d| wanted(d)) {
             let target = self
                 .includes
                 .files
@@ -211,6 +222,23 @@ impl Headers {
         match &self.root {
             Some(root) => {
                 String::from_utf8_lossy(&self.redirect(root, None, text.as_bytes())).into_owned()
+            }
+            None => text.to_string(),
+        }
+    }
+
+    /// The program text a pass parses and rewrites: the user's own text, except directives
+    /// that [`Headers::options`]' mirrored directories cannot serve — `#include MACRO(...)`
+    /// and absolute names (hashcat's `-D INCLUDE_PATH=/usr/share/hashcat/OpenCL`) — pointed
+    /// at their copies, so a capture is analysed where the application's headers are gone.
+    /// Lines stay where they were; only those directives' lines change.
+    pub fn parse_source(&self, text: &str) -> String {
+        match &self.root {
+            Some(root) => {
+                String::from_utf8_lossy(&self.redirect_where(root, None, text.as_bytes(), |d| {
+                    d.form == IncludeForm::Macro || Path::new(&d.name).is_absolute()
+                }))
+                .into_owned()
             }
             None => text.to_string(),
         }

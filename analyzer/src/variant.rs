@@ -270,11 +270,12 @@ fn make<T: Serialize + DeserializeOwned>(
     pass: impl FnOnce(&str, &str) -> Result<(String, T), KernelError>,
 ) -> Result<Variant<T>, VariantError> {
     let record = capture.program(program)?;
-    let original = program_source(capture, &record)?;
     // The pass parses against the captured headers' copies (their directory names the
-    // headers' contents, so the disk cache key changes when they do).
+    // headers' contents, so the disk cache key changes when they do); includes no mirrored
+    // directory can serve (macro, absolute) point at their copies in the text itself.
     let headers = crate::headers::Headers::from_capture(capture, &record.includes)
         .map_err(|e| ExecError::Headers(e.to_string()))?;
+    let original = headers.parse_source(&program_source(capture, &record)?);
     let options = parse_options(&headers, &record);
     let start = Instant::now();
     let (source, map) = match disk.and_then(|d| d.load(&original, &options)) {

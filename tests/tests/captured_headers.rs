@@ -23,9 +23,13 @@ fn write_headers(app: &Path) {
     std::fs::write(app.join("extra/extra.h"), "#define EXTRA 0\n").unwrap();
 }
 
-/// The fixture's build options: an `-I` directory and the directory of the header the
-/// kernel names through macros (`#include M2S(EXTRA_DIR/extra.h)`).
-const OPTIONS: &str = "-I inc -D EXTRA_DIR=extra";
+/// The fixture's build options: an `-I` directory and the absolute directory of the header
+/// the kernel names through macros (`#include M2S(EXTRA_DIR/extra.h)`, as hashcat passes
+/// `-D INCLUDE_PATH=/usr/share/hashcat/OpenCL`): no `-I` mirror can stand in for it, only
+/// the captured copy the directive is pointed at.
+fn options(app: &Path) -> String {
+    format!("-I inc -D EXTRA_DIR={}", app.join("extra").display())
+}
 
 /// A directory holding headers of the same names with other values: a build that searched
 /// where cltrap runs (PoCL looks in the working directory first) would change the results.
@@ -43,7 +47,8 @@ fn captured_headers_replace_the_applications_files_in_replay_cover_and_fuzz() {
     let exe = fixture("headers");
     let app = fresh_dir("headers", "app");
     write_headers(&app);
-    let native = run_with_env(&exe, &[OPTIONS], &[], Some(&app)).expect_success();
+    let opts = options(&app);
+    let native = run_with_env(&exe, &[opts.as_str()], &[], Some(&app)).expect_success();
     let dir = fresh_capture_dir("headers");
     let t = tools();
     let run_args: Vec<&OsStr> = vec![
@@ -52,7 +57,7 @@ fn captured_headers_replace_the_applications_files_in_replay_cover_and_fuzz() {
         dir.as_os_str(),
         OsStr::new("--"),
         exe.as_os_str(),
-        OsStr::new(OPTIONS),
+        OsStr::new(&opts),
     ];
     let captured = run_with_env(
         &t.cltrap,

@@ -278,8 +278,9 @@ pub fn targets_from_capture(
             t.seeds.push(seed);
             continue;
         }
-        let source = program_source(capture, &record)?;
         let headers = std::sync::Arc::new(Headers::from_capture(capture, &record.includes)?);
+        // Macro and absolute includes point at their captured copies (`parse_source`).
+        let source = headers.parse_source(&program_source(capture, &record)?);
         out.push((
             key,
             Target {

@@ -358,13 +358,17 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
             }
         };
         // Parsing, schemata and TCE all read the captured headers' copies.
-        let options = match crate::headers::Headers::from_capture(capture, &record.includes) {
-            Ok(h) => crate::variant::parse_options(&h, &record),
-            Err(e) => {
-                report.notes.push(format!("program {}: {e}", short(hash)));
-                continue;
-            }
-        };
+        let (source, options) =
+            match crate::headers::Headers::from_capture(capture, &record.includes) {
+                Ok(h) => (
+                    h.parse_source(&source),
+                    crate::variant::parse_options(&h, &record),
+                ),
+                Err(e) => {
+                    report.notes.push(format!("program {}: {e}", short(hash)));
+                    continue;
+                }
+            };
         let parsed = match parse_program(&source, &options) {
             Ok(p) => p,
             Err(e) => {
