@@ -350,6 +350,15 @@ fn clblast_tuner_results_match_and_its_launches_replay_ok() {
     );
     assert_list_shows(&dir, &cap);
     assert_replays_ok(&dir, cap.launches.len());
+    // `real_arg arg_alpha` is a typedef of CLBlast's own: `show` asks clang what it is.
+    let show = cltrap(&[OsStr::new("show"), dir.as_os_str(), OsStr::new("0")]);
+    assert!(show.success(), "{}", show.describe());
+    assert!(
+        show.stdout_text()
+            .contains("value 2.0 (`real_arg` is `const float`"),
+        "{}",
+        show.describe()
+    );
     let cover = cltrap(&[OsStr::new("cover"), dir.as_os_str(), OsStr::new("0")]);
     assert!(cover.success(), "{}", cover.describe());
     assert!(
