@@ -173,10 +173,12 @@ fn unshuffle4(bytes: &[u8]) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn noise(n: usize, seed: u32) -> Vec<u8> {
+    /// Incompressible test bytes (xorshift), the same for the same seed: what the capture
+    /// crate's tests store, cut and hash.
+    pub(crate) fn noise(n: usize, seed: u32) -> Vec<u8> {
         let mut x = seed | 1;
         (0..n)
             .map(|_| {

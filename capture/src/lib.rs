@@ -205,17 +205,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    fn noise(n: usize, seed: u32) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                x as u8
-            })
-            .collect()
-    }
+    use crate::chunks::tests::noise;
 
     fn fresh(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("cltrap-{name}-{}", std::process::id()));

@@ -213,16 +213,9 @@ pub fn cut_and_hash(bytes: &[u8]) -> Vec<Cut> {
 mod tests {
     use super::*;
 
+    /// The capture crate's test bytes, with this module's seed.
     fn noise(n: usize) -> Vec<u8> {
-        let mut x = 0x9e37_79b9u32;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                x as u8
-            })
-            .collect()
+        crate::chunks::tests::noise(n, 0x9e37_79b9)
     }
 
     #[test]
