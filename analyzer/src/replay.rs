@@ -1,11 +1,12 @@
 //! `cltrap replay`: re-run captured launches and check each against what the application saw.
 
 use crate::executor::{
-    check_outputs, BuildOptions, BuiltProgram, Deriver, DeviceSelector, ExecError, Expected,
-    LaunchInput, Mismatch, Session,
+    check_outputs, BuiltProgram, Deriver, DeviceSelector, ExecError, Expected, LaunchInput,
+    Mismatch, Session,
 };
 use cltrap_capture::{Capture, LaunchRecord, ReadError};
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// What to replay and how to judge it.
 #[derive(Debug, Clone, Default)]
@@ -152,7 +153,7 @@ pub fn replay_on(
     ulp: u64,
     mut report: impl FnMut(&LaunchResult),
 ) -> Summary {
-    let mut programs: HashMap<String, Result<BuiltProgram, (String, String)>> = HashMap::new();
+    let mut programs: HashMap<String, Result<Rc<BuiltProgram>, (String, String)>> = HashMap::new();
     let mut summary = Summary::default();
     let mut deriver = Deriver::new(capture);
     for l in launches {
@@ -185,7 +186,7 @@ fn replay_one(
     capture: &Capture,
     l: &LaunchRecord,
     ulp: u64,
-    programs: &mut HashMap<String, Result<BuiltProgram, (String, String)>>,
+    programs: &mut HashMap<String, Result<Rc<BuiltProgram>, (String, String)>>,
     summary: &mut Summary,
     deriver: &mut Deriver<'_>,
 ) -> Outcome {
@@ -216,7 +217,7 @@ fn replay_one(
     if !programs.contains_key(&l.program) {
         let (built, missing) = match capture.program(&l.program) {
             Ok(record) => (
-                session.build(capture, &record, &BuildOptions::default()),
+                deriver.program(session, &l.program),
                 crate::headers::Headers::missing(&record.includes),
             ),
             Err(e) => (Err(ExecError::from(e)), Vec::new()),

@@ -18,6 +18,7 @@ use super::{BuildOptions, BuiltProgram, ExecError, LaunchInput, RunOutput, Sessi
 use cltrap_capture::replayable::{DerivedInput, ReplayIndex, Replayability};
 use cltrap_capture::{ArgRecord, Capture, Content, DigestKind, LaunchRecord};
 use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// Bytes of re-created contents kept between launches of one command.
@@ -84,13 +85,32 @@ pub struct Deriver<'c> {
     capture: &'c Capture,
     index: ReplayIndex,
     pos: HashMap<u64, usize>,
-    programs: HashMap<String, BuiltProgram>,
+    /// Programs built on the command's session, by record hash: shared with the command
+    /// itself ([`Deriver::program`]), so a program is built once whether a producer or the
+    /// launch being replayed needs it first.
+    programs: HashMap<String, Rc<BuiltProgram>>,
     cache: Cache,
     /// Producer launches re-executed so far (for reports and tests of the cost).
     pub executed: u64,
 }
 
 impl<'c> Deriver<'c> {
+    /// The captured program `hash` built on `session`, once per command (its launches and
+    /// the producers re-executed for them share it).
+    pub fn program(
+        &mut self,
+        session: &Session,
+        hash: &str,
+    ) -> Result<Rc<BuiltProgram>, ExecError> {
+        if let Some(p) = self.programs.get(hash) {
+            return Ok(p.clone());
+        }
+        let record = self.capture.program(hash)?;
+        let built = Rc::new(session.build(self.capture, &record, &BuildOptions::default())?);
+        self.programs.insert(hash.to_string(), built.clone());
+        Ok(built)
+    }
+
     /// A resolver over the whole of `capture` (one pass over its launches).
     pub fn new(capture: &'c Capture) -> Deriver<'c> {
         Deriver {
@@ -271,17 +291,8 @@ impl<'c> Deriver<'c> {
             frame.got.get(&arg).map(|b| b.as_ref().clone())
         })
         .map_err(failed)?;
-        if !self.programs.contains_key(&l.program) {
-            let record = capture.program(&l.program).map_err(|e| failed(e.into()))?;
-            let built = session
-                .build(capture, &record, &BuildOptions::default())
-                .map_err(failed)?;
-            self.programs.insert(l.program.clone(), built);
-        }
-        let Some(program) = self.programs.get(&l.program) else {
-            return Err(failed(ExecError::NotReplayable("program cache".into())));
-        };
-        let out = session.run(program, &input, &[]).map_err(failed)?;
+        let program = self.program(session, &l.program).map_err(failed)?;
+        let out = session.run(&program, &input, &[]).map_err(failed)?;
         self.executed += 1;
         let mut made = HashMap::new();
         for (i, a) in l.args.iter().enumerate() {
