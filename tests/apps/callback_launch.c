@@ -32,14 +32,11 @@ static void CL_CALLBACK after_write(cl_event ev, cl_int status, void *user) {
 }
 
 int main(void) {
-    cl_platform_id plat;
     cl_device_id dev;
-    pick_device(&plat, &dev);
+    cl_context ctx;
+    cl_command_queue q;
+    open_queue(&dev, &ctx, &q);
     cl_int err;
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    CHECK_ERR(err);
-    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
-    CHECK_ERR(err);
     cl_program p = clCreateProgramWithSource(ctx, 1, &SRC, NULL, &err);
     CHECK_ERR(err);
     CHECK(clBuildProgram(p, 1, &dev, "", NULL, NULL));

@@ -93,6 +93,17 @@ static void pick_device(cl_platform_id *platform, cl_device_id *device) {
     exit(2);
 }
 
+/* The first device with a context and an in-order queue on it: how most fixtures start. */
+static void open_queue(cl_device_id *dev, cl_context *ctx, cl_command_queue *q) {
+    cl_platform_id plat;
+    pick_device(&plat, dev);
+    cl_int err;
+    *ctx = clCreateContext(NULL, 1, dev, NULL, NULL, &err);
+    CHECK_ERR(err);
+    *q = clCreateCommandQueue(*ctx, *dev, 0, &err);
+    CHECK_ERR(err);
+}
+
 /* Builds a program from one kernel file, printing the build log on failure. */
 static cl_program build_program(cl_context ctx, cl_device_id dev, const char *file,
                                 const char *options) {

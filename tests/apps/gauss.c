@@ -30,14 +30,11 @@ int main(int argc, char **argv) {
         b[i] = 1.0f;
         for (int j = 0; j < n; j++) a[(size_t)i * n + j] = 10.0f / (1.0f + 0.01f * (float)abs(i - j));
     }
-    cl_platform_id plat;
     cl_device_id dev;
-    pick_device(&plat, &dev);
+    cl_context ctx;
+    cl_command_queue q;
+    open_queue(&dev, &ctx, &q);
     cl_int err;
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    CHECK_ERR(err);
-    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
-    CHECK_ERR(err);
     cl_program p = build_program(ctx, dev, "gauss.cl", "");
     cl_kernel fan1 = make_kernel(p, "Fan1"), fan2 = make_kernel(p, "Fan2");
     cl_mem dm = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, nn * sizeof(float), m, &err);
