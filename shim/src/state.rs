@@ -4,7 +4,12 @@ use cltrap_capture::Settings;
 use once_cell::sync::Lazy;
 
 static SETTINGS: Lazy<Option<Settings>> = Lazy::new(|| match Settings::from_env() {
-    Ok(s) if s.capture => Some(s),
+    Ok(s) if s.capture => {
+        if s.stats.is_some() {
+            crate::core::enable_timing();
+        }
+        Some(s)
+    }
     Ok(_) => None,
     Err(e) => {
         crate::sink::say(&format!("{e}; capture is off for this process"));

@@ -199,7 +199,8 @@ pub(super) struct Flight {
     /// Our events (released by the writer) and temporaries (staging buffers).
     pub events: Vec<cl_event>,
     pub temps: Vec<cl_mem>,
-    /// The application's queue, retained while our commands are in it (null: nothing enqueued).
+    /// The application's queue, held ([`super::queue_ref`]) while our commands are in it (null:
+    /// nothing enqueued, or no reference could be had).
     pub queue: cl_command_queue,
     pub writer: &'static CaptureWriter,
     pub mode: contents::Keep,
@@ -217,7 +218,6 @@ pub(super) struct Calls {
     wait: clWaitForEvents_t,
     release_event: clReleaseEvent_t,
     release_mem: clReleaseMemObject_t,
-    release_queue: clReleaseCommandQueue_t,
     event_info: clGetEventInfo_t,
 }
 
@@ -242,7 +242,6 @@ impl Calls {
             wait: next.clWaitForEvents,
             release_event: next.clReleaseEvent,
             release_mem: next.clReleaseMemObject,
-            release_queue: next.clReleaseCommandQueue,
             event_info: next.clGetEventInfo,
         }
     }
@@ -332,6 +331,7 @@ pub(super) enum Full {
 /// launches to be written. Err: the contents must not be read (over a cap, and waiting is
 /// impossible or did not help).
 pub(super) fn admit(bytes: usize) -> Result<(), Full> {
+    let _admit = super::stats::span(super::stats::Phase::Admit);
     let reg = &*REGISTRY;
     let deadline = Instant::now() + ADMIT_WAIT;
     let mut st = lock(&reg.state);
@@ -672,6 +672,7 @@ fn write_batch(reg: &Registry, batch: Batch) {
         let reserved = flight.reserved;
         writer = Some(flight.writer);
         let landed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _land = super::stats::span(super::stats::Phase::Land);
             land(flight, status, event as cl_event, inferred)
         }));
         if let Ok(Some(record)) = landed {
@@ -682,6 +683,7 @@ fn write_batch(reg: &Registry, batch: Batch) {
     // One write for the whole batch.
     if let Some(w) = writer {
         if crate::sink::healthy() {
+            let _append = super::stats::span(super::stats::Phase::Append);
             if let Err(e) = w.append_numbered(records) {
                 crate::sink::fail(&e);
             }
@@ -959,6 +961,8 @@ fn writer_loop() {
         if let Some((turn, mut st)) = Turn::take(reg, None) {
             let batch = take_batch(&mut st);
             drop(st);
+            let _batch = (!batch.is_empty())
+                .then(|| super::stats::span(super::stats::Phase::WriterBatch));
             write_batch(reg, batch);
             drop(turn);
         }
@@ -1215,6 +1219,7 @@ fn land(
 ) -> Option<LaunchRecord> {
     let calls = f.calls;
     let mut status = status;
+    let asking = super::stats::span(super::stats::Phase::LandStatus);
     if inferred {
         // Inferred from a later launch of its queue: its own status decides (a failed
         // command), and a driver that broke the queue's order is waited for.
@@ -1230,10 +1235,14 @@ fn land(
             -1
         };
     }
+    drop(asking);
+    let filling = super::stats::span(super::stats::Phase::LandFill);
     let record = f.record.take().map(|mut record| {
         fill(&mut record, &mut f, status);
         record
     });
+    drop(filling);
+    let _releasing = super::stats::span(super::stats::Phase::LandRelease);
     // SAFETY: our own events, temporaries and queue reference, each released once, after
     // every command using them completed.
     unsafe {
@@ -1249,9 +1258,7 @@ fn land(
         }
         if !f.queue.is_null() {
             super::guard::done(calls.release_event, f.queue, final_event);
-            if let Some(rel) = calls.release_queue {
-                rel(f.queue);
-            }
+            super::queue_ref::done(f.queue);
         }
     }
     record

@@ -23,6 +23,7 @@ use super::info;
 use super::inqueue::Around;
 use super::kernel::describe;
 use super::known;
+use super::stats::{self, Phase};
 use super::track::{lock, tables};
 use crate::door::quietly;
 use crate::Next;
@@ -73,6 +74,7 @@ pub unsafe fn clEnqueueNDRangeKernel(
         })
     })
     .flatten();
+    let _launch = stats::span(Phase::Launch);
     let plan = geo
         .as_ref()
         .and_then(|g| quietly(|| Plan::new(next, seq, command_queue, kernel, g)))
@@ -121,6 +123,7 @@ pub unsafe fn clEnqueueTask(
         global: vec![1],
         local: Some(vec![1]),
     };
+    let _launch = stats::span(Phase::Launch);
     let plan = quietly(|| Plan::new(next, seq, command_queue, kernel, &geo)).flatten();
     run(
         next,
@@ -190,7 +193,9 @@ fn run(
         // SAFETY: the application passes `num_events` events, as it does to the enqueue.
         unsafe { std::slice::from_raw_parts(events, num_events as usize) }
     };
+    let reads = stats::span(Phase::Reads);
     let mut around = quietly(|| plan.start_reads(next, queue, app_wait)).flatten();
+    drop(reads);
     let combined = around
         .as_ref()
         .and_then(|a| quietly(|| a.kernel_wait(app_wait)).flatten());
@@ -204,7 +209,10 @@ fn run(
     } else {
         app_event
     };
+    let enqueued = stats::span(Phase::Enqueue);
     let ret = forward(n, list, ev_ptr);
+    drop(enqueued);
+    let _hand_over = stats::span(Phase::HandOver);
     quietly(|| {
         let kernel_event = if ret == CL_SUCCESS && !ev_ptr.is_null() {
             // SAFETY: the enqueue succeeded, so it stored an event where we asked.
@@ -268,6 +276,7 @@ impl Plan {
         kernel: cl_kernel,
         geo: &Geometry,
     ) -> Option<Plan> {
+        let _plan = stats::span(Phase::Plan);
         let settings = crate::state::settings()?;
         if !crate::sink::healthy() || !flight::available() {
             return None;
@@ -525,11 +534,13 @@ impl Plan {
             }
             return;
         };
+        let post_reads = stats::span(Phase::PostReads);
         let final_event = if succeeded {
             around.after(kernel_event)
         } else {
             around.abandoned()
         };
+        drop(post_reads);
         if !own_event.is_null() {
             around.events.push(own_event);
         }
@@ -555,12 +566,11 @@ impl Plan {
             }
             return;
         }
-        // SAFETY: the application's queue, retained while our commands are in it.
-        if let Some(retain) = next.clRetainCommandQueue {
-            unsafe { retain(queue) };
-        }
         let mut f = self.into_flight(Some(around), next, succeeded);
-        f.queue = queue;
+        // The queue is held (see `queue_ref`) while our commands are in it.
+        if super::queue_ref::hold(next, queue) {
+            f.queue = queue;
+        }
         if !succeeded {
             f.record = None;
         }

@@ -105,6 +105,14 @@ pub(super) fn context_held(context: usize) -> bool {
         .is_some_and(|e| e.kind == Kind::Context)
 }
 
+/// Whether the application's references to queue `queue` are counted (it was created through
+/// a hooked entry point and not released for good): the shim then learns of its release.
+pub(super) fn counts_queue(queue: usize) -> bool {
+    lock(&COUNTS)
+        .get(&queue)
+        .is_some_and(|e| e.kind == Kind::Queue)
+}
+
 /// The application retained `handle` (the driver said yes).
 pub(super) fn retained(handle: usize) {
     if let Some(e) = lock(&COUNTS).get_mut(&handle) {
@@ -146,7 +154,7 @@ fn forget_all(gone: &[(usize, Kind)]) {
                 super::known::forget(*h);
                 crate::swap::forget(*h);
             }
-            Kind::Queue => {}
+            Kind::Queue => super::queue_ref::app_released(*h),
             Kind::Context => {
                 super::digest::retire(*h);
                 super::pinned::retire(*h);

@@ -27,6 +27,7 @@ mod lifetime;
 mod mem;
 mod pinned;
 mod program;
+mod queue_ref;
 mod record;
 mod stats;
 mod sync;
@@ -55,6 +56,7 @@ pub(crate) use lifetime::{
     clReleaseContext, clReleaseKernel, clReleaseMemObject, clReleaseProgram, clRetainContext,
     clRetainKernel, clRetainMemObject, clRetainProgram,
 };
+pub(crate) use stats::enable_timing;
 pub(crate) use sync::{
     clEnqueueReadBuffer, clEnqueueReadBufferRect, clEnqueueReadImage, clFinish, clWaitForEvents,
 };

@@ -1,8 +1,94 @@
 //! The capture's own counters — contents read back over the bus, device-side digests, their
 //! snapshots read back — written as JSON to `CLTRAP_STATS` when the application exits, so a
 //! test or a benchmark can see what crossed the bus without timing anything.
+//!
+//! With `CLTRAP_STATS` set, the same file also says where the capture's time went: the
+//! nanoseconds and calls of each [`Phase`] (on the application's threads and on the writer),
+//! so a slow capture on a machine without a profiler (the GPU machines) can be taken apart.
+//! Without it a span costs one relaxed load.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+/// The parts of the capture's work that [`span`] times.
+#[derive(Clone, Copy)]
+pub(super) enum Phase {
+    /// A recorded launch's whole hooked enqueue, on the application's thread.
+    Launch,
+    /// Planning its record (name, filters, arguments, program, device, launch site).
+    Plan,
+    /// Enqueueing the reads before the launch (and the known-contents check, reservation).
+    Reads,
+    /// The driver's own enqueue of the launch.
+    Enqueue,
+    /// Enqueueing the reads after the launch and handing the launch to the writer.
+    HandOver,
+    /// The driver's own `clFinish`.
+    Finish,
+    /// Writing the launches a `clFinish` finished, on the application's thread.
+    FinishWrite,
+    /// Turning one landed launch into its record (hashing, storing, releasing our events).
+    Land,
+    /// Appending a batch of records to the launch log.
+    Append,
+    /// A batch written by the writer thread.
+    WriterBatch,
+    /// Waiting for room among the launches in flight ([`super::flight::admit`]).
+    Admit,
+    /// Enqueueing the reads after the launch.
+    PostReads,
+    /// Asking the driver for the status of a launch found complete by inference.
+    LandStatus,
+    /// Hashing or storing a landed launch's contents into its record.
+    LandFill,
+    /// Releasing a landed launch's events, temporaries and queue reference.
+    LandRelease,
+}
+
+const PHASES: [&str; 15] = [
+    "launch",
+    "plan",
+    "reads",
+    "enqueue",
+    "hand_over",
+    "finish",
+    "finish_write",
+    "land",
+    "append",
+    "writer_batch",
+    "admit",
+    "post_reads",
+    "land_status",
+    "land_fill",
+    "land_release",
+];
+
+static TIMING: AtomicBool = AtomicBool::new(false);
+static NANOS: [AtomicU64; PHASES.len()] = [const { AtomicU64::new(0) }; PHASES.len()];
+static CALLS: [AtomicU64; PHASES.len()] = [const { AtomicU64::new(0) }; PHASES.len()];
+
+/// Turns the timing of phases on (the shim's settings have `CLTRAP_STATS`).
+pub(crate) fn enable_timing() {
+    TIMING.store(true, Ordering::Relaxed);
+}
+
+/// Times its phase until dropped (nothing when timing is off).
+pub(super) struct Span(Phase, Option<Instant>);
+
+/// Starts timing `phase`.
+pub(super) fn span(phase: Phase) -> Span {
+    Span(phase, TIMING.load(Ordering::Relaxed).then(Instant::now))
+}
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        if let Some(t0) = self.1 {
+            let i = self.0 as usize;
+            NANOS[i].fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            CALLS[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
 
 /// Reads of contents (before or after a launch) enqueued, and their bytes.
 pub(super) static CONTENT_READS: AtomicU64 = AtomicU64::new(0);
@@ -32,8 +118,19 @@ pub(super) fn add(counter: &AtomicU64, n: u64) {
 /// Writes the counters to `path` (failures are said once on stderr).
 pub(super) fn write(path: &std::path::Path) {
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    let phases: Vec<String> = PHASES
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            format!(
+                "\"{name}\":{{\"ns\":{},\"calls\":{}}}",
+                get(&NANOS[i]),
+                get(&CALLS[i])
+            )
+        })
+        .collect();
     let text = format!(
-        "{{\"content_reads\":{},\"content_read_bytes\":{},\"device_digests\":{},\"partial_bytes\":{},\"snapshot_reads\":{},\"snapshot_read_bytes\":{},\"engines_built\":{},\"engines_released\":{},\"snapshots_released\":{}}}\n",
+        "{{\"content_reads\":{},\"content_read_bytes\":{},\"device_digests\":{},\"partial_bytes\":{},\"snapshot_reads\":{},\"snapshot_read_bytes\":{},\"engines_built\":{},\"engines_released\":{},\"snapshots_released\":{},\"time\":{{{}}}}}\n",
         get(&CONTENT_READS),
         get(&CONTENT_READ_BYTES),
         get(&DEVICE_DIGESTS),
@@ -43,6 +140,7 @@ pub(super) fn write(path: &std::path::Path) {
         get(&ENGINES_BUILT),
         get(&ENGINES_RELEASED),
         get(&SNAPSHOTS_RELEASED),
+        phases.join(","),
     );
     if let Err(e) = std::fs::write(path, text) {
         crate::sink::report_once(&format!(

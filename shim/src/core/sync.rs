@@ -15,6 +15,7 @@
 //! Each hook forwards the application's call first, unchanged, and returns its result.
 
 use super::flight;
+use super::stats::{self, Phase};
 use crate::door::quietly;
 use crate::Next;
 use libc::{c_void, size_t};
@@ -26,8 +27,11 @@ pub unsafe fn clFinish(next: &Next, command_queue: cl_command_queue) -> cl_int {
         return CL_INVALID_OPERATION;
     };
     let upto = flight::current_ticket();
+    let finish = stats::span(Phase::Finish);
     let ret = f(command_queue);
+    drop(finish);
     if ret == CL_SUCCESS {
+        let _write = stats::span(Phase::FinishWrite);
         quietly(|| flight::finished_queue(command_queue, upto));
     }
     ret
