@@ -87,14 +87,21 @@ pub const CONTROLS: &[Control] = &[
         flag: "max-mb",
         value_name: "MB",
         default: "4096",
-        help: "Disk budget for stored contents (compressed chunks); past half of it a launch stores only the inputs that the previous launch did not leave (the others are re-created at replay by re-executing it, with a stored checkpoint every 64 launches) and digests of its outputs, so every launch stays replayable; past all of it, launches whose inputs all derive from earlier ones and one launch per kernel (said once on stderr; `cltrap list` marks derived `(d)` and blocked `(!)` launches).",
+        help: "Disk budget for stored contents (compressed chunks); past `--derive-after-mb` (at most half of it) a launch stores only the inputs that the previous launch did not leave (the others are re-created at replay by re-executing it, with a stored checkpoint every 64 launches) and digests of its outputs, so every launch stays replayable; past all of it, launches whose inputs all derive from earlier ones and one launch per kernel (said once on stderr; `cltrap list` marks derived `(d)` and blocked `(!)` launches).",
+    },
+    Control {
+        env: "CLTRAP_DERIVE_AFTER_MB",
+        flag: "derive-after-mb",
+        value_name: "MB",
+        default: "512",
+        help: "Stored contents up to which every content is stored; past it (or past half of `--max-mb`, whichever comes first) inputs that the previous launch left are derived, i.e. re-created at replay by re-executing that launch. Larger: faster replays of long chains, bigger captures.",
     },
     Control {
         env: "CLTRAP_STATS",
         flag: "stats",
         value_name: "FILE",
         default: "",
-        help: "When the application exits, write the capture's counters (contents read back over the bus, device-side digests, snapshots read back) to FILE as JSON.",
+        help: "When the application exits, write the capture's counters (contents read back over the bus, device-side digests, snapshots read back) and where its time went (nanoseconds and calls per phase: planning, enqueues, landing, appending) to FILE as JSON.",
     },
     Control {
         env: "CLTRAP_COVERAGE",
@@ -162,6 +169,9 @@ pub struct Settings {
     pub per_kernel: Option<u64>,
     pub buffers: BufferMode,
     pub max_bytes: u64,
+    /// `CLTRAP_DERIVE_AFTER_MB`: stored bytes past which inputs are derived where they can be
+    /// (or past half of [`Settings::max_bytes`], whichever is less).
+    pub derive_after_bytes: u64,
     /// `CLTRAP_DEVICE_DIGEST`: digests computed on the device.
     pub device_digest: DeviceDigest,
     /// `CLTRAP_TEST_DIGEST_BUILD=fail`: the device-digest program is made not to build, so
@@ -269,6 +279,11 @@ impl Settings {
             .trim()
             .parse()
             .map_err(|_| bad("CLTRAP_MAX_MB", &max_s, "a number of megabytes"))?;
+        let derive_s = get("CLTRAP_DERIVE_AFTER_MB");
+        let derive_mb: u64 = derive_s
+            .trim()
+            .parse()
+            .map_err(|_| bad("CLTRAP_DERIVE_AFTER_MB", &derive_s, "a number of megabytes"))?;
         let coverage = match get("CLTRAP_COVERAGE").trim() {
             "on" | "1" | "true" => true,
             "off" | "0" | "false" | "" => false,
@@ -298,6 +313,7 @@ impl Settings {
             per_kernel,
             buffers,
             max_bytes: max_mb.saturating_mul(1 << 20),
+            derive_after_bytes: derive_mb.saturating_mul(1 << 20),
             device_digest,
             test_digest_build_fails,
             stats: Some(get("CLTRAP_STATS"))

@@ -1,4 +1,4 @@
-//! Past half its disk budget a capture stores only the inputs that no earlier launch
+//! Past `--derive-after-mb` (or half its disk budget) a capture stores only the inputs that no earlier launch
 //! re-creates; the others are *derived*: a replay re-executes the launch that left them
 //! (checked against the recorded digest). A Gaussian elimination like Rodinia's, whose every
 //! launch changes its matrix, must keep every launch replayable under a tiny budget.
@@ -14,11 +14,17 @@ const LAUNCHES: usize = 190;
 
 /// Captures `gauss N [extra]` under a 1 MB budget (stored in full, it takes 4.7 MB).
 fn capture_gauss(label: &str, extra: &[&str]) -> (TestDir, Capture) {
+    capture_gauss_with(label, &["--max-mb", "1"], extra)
+}
+
+/// Captures `gauss N [extra]` with the capture flags `flags`; the shim says once that it
+/// derives from now on.
+fn capture_gauss_with(label: &str, flags: &[&str], extra: &[&str]) -> (TestDir, Capture) {
     let exe = fixture("gauss");
     let args: Vec<&str> = std::iter::once(N).chain(extra.iter().copied()).collect();
     let native = run_native(&exe, &args).expect_success();
     let dir = fresh_capture_dir(label);
-    let captured = run_captured(&dir, &["--max-mb", "1"], &exe, &args);
+    let captured = run_captured(&dir, flags, &exe, &args);
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
     let said = cltrap_lines(&captured.stderr)
@@ -135,6 +141,57 @@ fn gaussian_elimination_under_a_tiny_budget_keeps_every_launch_replayable() {
         check.stdout_text().contains("checked 1 of 1 launch(es)"),
         "{}",
         check.describe()
+    );
+}
+
+/// Under the default 4 GB budget, deriving starts past `--derive-after-mb` (default 512 MB:
+/// a Gaussian elimination over a 4 MB matrix keeps its 2 046 launches replayable in 0.7 GB
+/// instead of storing 2.2 GB). The fixture is small, so the threshold is set to 1 MB here;
+/// with the default threshold, it stores everything.
+#[test]
+fn deriving_starts_past_the_derive_threshold_under_the_default_budget() {
+    let (dir, cap) = capture_gauss_with("derived-threshold", &["--derive-after-mb", "1"], &[]);
+    let index = ReplayIndex::of(&cap.launches);
+    let derived = cap
+        .launches
+        .iter()
+        .filter(|l| matches!(index.get(l.id), Some(Replayability::Derived { .. })))
+        .count();
+    assert!(
+        derived >= LAUNCHES / 2,
+        "only {derived} of {LAUNCHES} launches have derived inputs past a 1 MB threshold"
+    );
+    let blobs = dir_size(&dir.join("blobs"));
+    assert!(
+        blobs <= 2 << 20,
+        "{blobs} bytes of blobs (4.7 MB stored in full)"
+    );
+    let list = assert_list_shows(&dir, &cap).stdout_text();
+    assert!(
+        list.contains(&format!(
+            "{LAUNCHES} of {LAUNCHES} launch(es) can be replayed"
+        )),
+        "{list}"
+    );
+    assert_replays_ok(&dir, LAUNCHES);
+
+    // The default threshold (512 MB) is far away: every content stored, nothing said.
+    let exe = fixture("gauss");
+    let plain = fresh_capture_dir("derived-threshold-default");
+    let captured = run_captured(&plain, &[] as &[&str], &exe, &[N]);
+    captured.assert_no_panic();
+    assert!(
+        !captured.stderr.contains("CLTRAP_MAX_MB"),
+        "{}",
+        captured.describe()
+    );
+    let cap = open_capture(&plain);
+    let index = ReplayIndex::of(&cap.launches);
+    assert!(
+        cap.launches
+            .iter()
+            .all(|l| matches!(index.get(l.id), Some(Replayability::Stored))),
+        "a capture under the default threshold derived inputs"
     );
 }
 

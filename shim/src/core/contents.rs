@@ -191,7 +191,11 @@ pub enum Keep {
     Nothing,
 }
 
-/// Past this share of `CLTRAP_MAX_MB` (1/`SOFT_SHARE`), contents are derived where they can be.
+/// Past this share of `CLTRAP_MAX_MB` (1/`SOFT_SHARE`), or past `CLTRAP_DERIVE_AFTER_MB` if
+/// that comes first, contents are derived where they can be. Why not only at half the budget:
+/// with the default 4 GB budget a capture would store up to 2 GB before deriving anything,
+/// while a Gaussian elimination over one 4 MB matrix keeps all of its 2 046 launches
+/// replayable in 0.7 GB when it derives past 512 MB.
 const SOFT_SHARE: u64 = 2;
 
 /// Longest chain of launches a replay re-executes to re-create one launch's inputs: a launch
@@ -211,7 +215,8 @@ static COUNTS: once_cell::sync::Lazy<Mutex<HashMap<String, Counts>>> =
 static DERIVING_SAID: AtomicBool = AtomicBool::new(false);
 
 /// What a launch of `kernel` keeps, given the buffer mode and how much of the disk budget
-/// this process has used. Under half the budget: everything. Past it: [`Keep::Inputs`], so
+/// this process has used. Under half the budget (and under `CLTRAP_DERIVE_AFTER_MB`):
+/// everything. Past it: [`Keep::Inputs`], so
 /// every launch stays replayable. Past the whole budget: only a kernel without any replayable
 /// launch yet gets one ([`Keep::Befores`]); the others keep digests (still replayable where
 /// all their inputs are derived). Said once on stderr.
@@ -223,7 +228,7 @@ pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
     }
     let max = settings.max_bytes;
     let used = writer.blobs.bytes_written();
-    let soft = max / SOFT_SHARE;
+    let soft = (max / SOFT_SHARE).min(settings.derive_after_bytes);
     let mut counts = lock(&COUNTS);
     let c = match counts.get_mut(kernel) {
         Some(c) => c,
@@ -244,8 +249,9 @@ pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
     drop(counts);
     if used >= soft && !DERIVING_SAID.swap(true, Ordering::Relaxed) {
         crate::sink::say(&format!(
-            "the capture used {} MB of its CLTRAP_MAX_MB budget of {} MB; from now on it stores only the contents before a launch that the previous launch did not leave there (the others are re-created at replay by re-executing that launch, with a stored checkpoint every {CHECKPOINT_EVERY} launches) and digests of the contents after, so every launch stays replayable; past the whole budget only contents that re-executing earlier launches re-creates stay replayable, plus one launch per kernel (`cltrap list` marks which launches are)",
+            "the capture stored {} MB (CLTRAP_DERIVE_AFTER_MB {} MB, CLTRAP_MAX_MB {} MB); from now on it stores only the contents before a launch that the previous launch did not leave there (the others are re-created at replay by re-executing that launch, with a stored checkpoint every {CHECKPOINT_EVERY} launches) and digests of the contents after, so every launch stays replayable; past the whole budget only contents that re-executing earlier launches re-creates stay replayable, plus one launch per kernel (`cltrap list` marks which launches are)",
             used >> 20,
+            settings.derive_after_bytes >> 20,
             max >> 20
         ));
     }

@@ -961,8 +961,8 @@ fn writer_loop() {
         if let Some((turn, mut st)) = Turn::take(reg, None) {
             let batch = take_batch(&mut st);
             drop(st);
-            let _batch = (!batch.is_empty())
-                .then(|| super::stats::span(super::stats::Phase::WriterBatch));
+            let _batch =
+                (!batch.is_empty()).then(|| super::stats::span(super::stats::Phase::WriterBatch));
             write_batch(reg, batch);
             drop(turn);
         }
