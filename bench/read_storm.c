@@ -10,6 +10,12 @@
  *   read+event       + the same read with an event (released once 1024 later launches were
  *                      enqueued, as the capture's writer does)
  *   pinned+event     + the read into pinned memory (a mapped CL_MEM_ALLOC_HOST_PTR buffer)
+ *   pinned           the same without events (a clFinish every 1024 launches bounds them)
+ *   pinned+event/32  an event on every 32nd read only (in an in-order queue its completion
+ *                      answers for the 31 reads before it)
+ *   pinned+event+thread  an event per read, asked about and released on a second thread as
+ *                      the capture's writer does (status polled, then released), to see what
+ *                      a second thread's driver calls cost the launching one
  *   staging-ring     + a device-side copy per launch (clEnqueueCopyBuffer of the 256 bytes into
  *                      slot j % 1024 of a device staging buffer) and one read of the whole
  *                      ring into pinned memory per 1024 launches: the "copy on the device,
@@ -18,7 +24,10 @@
  * Usage: read-storm [N]
  */
 #include "common.h"
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 static const char *SOURCE =
     "__kernel void tiny(__global const float *x, __global float *y, float a) {\n"
@@ -28,18 +37,67 @@ static const char *SOURCE =
 
 enum { SIZE = 64, INFLIGHT = 1024 };
 
+/* The second thread of pinned+event+thread: takes events in order from a ring, polls each
+ * until complete (sleeping 20 us between polls), releases it. */
+static cl_event ring_evs[INFLIGHT];
+static atomic_long ring_head, ring_tail; /* head: next to fill, tail: next to release */
+static atomic_int ring_stop;
+static void *releaser(void *arg) {
+    (void)arg;
+    for (;;) {
+        long t = atomic_load(&ring_tail);
+        if (t == atomic_load(&ring_head)) {
+            if (atomic_load(&ring_stop))
+                return NULL;
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        cl_event ev = ring_evs[t % INFLIGHT];
+        cl_int st = CL_QUEUED;
+        for (;;) {
+            CHECK(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
+            if (st <= CL_COMPLETE)
+                break;
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+        CHECK(clReleaseEvent(ev));
+        atomic_store(&ring_tail, t + 1);
+    }
+}
+
+/* event: 0 none, 1 every read, 32 every 32nd read, -1 every read released by a second thread */
 static double run(struct bench *b, cl_kernel k, cl_mem dy, long n, int read, int event,
                   float *land) {
     static cl_event evs[INFLIGHT];
     memset(evs, 0, sizeof evs);
+    pthread_t th;
+    if (event < 0) {
+        atomic_store(&ring_head, 0);
+        atomic_store(&ring_tail, 0);
+        atomic_store(&ring_stop, 0);
+        pthread_create(&th, NULL, releaser, NULL);
+    }
     size_t global = SIZE;
     double t0 = now_s();
     for (long j = 0; j < n; j++) {
         cl_float a = (cl_float)(j % 4);
         CHECK(clSetKernelArg(k, 2, sizeof a, &a));
         CHECK(clEnqueueNDRangeKernel(b->queue, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-        if (read) {
+        if (read && event < 0) {
+            while (j - atomic_load(&ring_tail) >= INFLIGHT)
+                ;
+            cl_event ev;
+            CHECK(clEnqueueReadBuffer(b->queue, dy, CL_FALSE, 0, SIZE * sizeof(float),
+                                      land + (size_t)(j % INFLIGHT) * SIZE, 0, NULL, &ev));
+            ring_evs[j % INFLIGHT] = ev;
+            atomic_store(&ring_head, j + 1);
+            if (j % 64 == 63)
+                CHECK(clFlush(b->queue));
+        } else if (read) {
             int slot = (int)(j % INFLIGHT);
+            int want = event == 1 || (event > 1 && j % event == event - 1);
             if (evs[slot]) {
                 CHECK(clWaitForEvents(1, &evs[slot]));
                 CHECK(clReleaseEvent(evs[slot]));
@@ -49,12 +107,16 @@ static double run(struct bench *b, cl_kernel k, cl_mem dy, long n, int read, int
             }
             CHECK(clEnqueueReadBuffer(b->queue, dy, CL_FALSE, 0, SIZE * sizeof(float),
                                       land + (size_t)slot * SIZE, 0, NULL,
-                                      event ? &evs[slot] : NULL));
+                                      want ? &evs[slot] : NULL));
             if (j % 64 == 63)
                 CHECK(clFlush(b->queue));
         }
     }
     CHECK(clFinish(b->queue));
+    if (event < 0) {
+        atomic_store(&ring_stop, 1);
+        pthread_join(th, NULL);
+    }
     double t1 = now_s();
     for (int s = 0; s < INFLIGHT; s++)
         if (evs[s])
@@ -126,6 +188,11 @@ int main(int argc, char **argv) {
                run(&b, k, dy, n, 1, 1, pageable));
         printf("read-storm pinned+event launches=%ld loop_s=%.6f\n", n,
                run(&b, k, dy, n, 1, 1, pinned));
+        printf("read-storm pinned launches=%ld loop_s=%.6f\n", n, run(&b, k, dy, n, 1, 0, pinned));
+        printf("read-storm pinned+event/32 launches=%ld loop_s=%.6f\n", n,
+               run(&b, k, dy, n, 1, 32, pinned));
+        printf("read-storm pinned+event+thread launches=%ld loop_s=%.6f\n", n,
+               run(&b, k, dy, n, 1, -1, pinned));
         printf("read-storm staging-ring launches=%ld loop_s=%.6f\n", n,
                run_ring(&b, k, dy, ring, n, pinned));
     }

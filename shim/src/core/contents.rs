@@ -90,6 +90,9 @@ pub(super) fn enqueued(
     let (n, list) = wait_list(wait);
     let r = enqueue(n, list, ev_ptr);
     if r == CL_SUCCESS {
+        if !ev.is_null() {
+            super::stats::add(&super::stats::EVENTS, 1);
+        }
         Ok(ev)
     } else {
         Err(r)

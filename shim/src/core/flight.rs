@@ -15,6 +15,15 @@
 //!   launches per second (our callback also takes this module's lock, so a busy lock stalled
 //!   the driver's event thread). A launch found complete only by inference has its own status
 //!   asked before it is written.
+//! * Riders ([`rides`]): on in-order queues most launches get no event at all; the last read
+//!   of every 32nd launch has one. A completed event answers for the riders of the same
+//!   application thread before it in the queue (only there is the order of the driver's
+//!   enqueues known); a `clFinish` or blocking read for every launch submitted before it; and
+//!   when riders wait with nothing after them (the application stopped launching without
+//!   waiting, or a thread waits for records), the writer enqueues a marker of its own in the
+//!   queue, whose completion answers for every launch there when it was enqueued. A rider's
+//!   status is that of what answered for it. Why: on NVIDIA each event the capture creates,
+//!   polls and releases on this thread cost the launching thread about 6 µs.
 //! * Out-of-order queues: a completion callback (a driver thread) marks the launch done and
 //!   wakes the writer; no OpenCL call and no heavy work ever runs in it. When no callback came
 //!   for [`POLL`] ([`POLL_BUSY`] while a thread waits for launches to be written), the writer
@@ -70,6 +79,9 @@ pub const MAX_INFLIGHT_LAUNCHES: usize = 1024;
 const RESUME_LAUNCHES: usize = MAX_INFLIGHT_LAUNCHES * 3 / 4;
 /// Launches of ours enqueued on one queue between our own `clFlush` calls on it.
 pub const FLUSH_EVERY: usize = 64;
+/// Rider launches (no event of their own, see [`rides`]) in a row on one in-order queue
+/// before a launch gets an event again.
+const RIDERS_PER_EVENT: u32 = 31;
 /// How long a launch over the memory cap waits for older launches before giving up on its
 /// contents.
 const ADMIT_WAIT: Duration = Duration::from_secs(30);
@@ -219,6 +231,7 @@ pub(super) struct Calls {
     release_event: clReleaseEvent_t,
     release_mem: clReleaseMemObject_t,
     event_info: clGetEventInfo_t,
+    marker: clEnqueueMarkerWithWaitList_t,
 }
 
 impl Calls {
@@ -243,6 +256,7 @@ impl Calls {
             release_event: next.clReleaseEvent,
             release_mem: next.clReleaseMemObject,
             event_info: next.clGetEventInfo,
+            marker: next.clEnqueueMarkerWithWaitList,
         }
     }
 }
@@ -265,6 +279,23 @@ struct Slot {
     /// Taken for complete because a later launch of its in-order queue completed: the writer
     /// asks for its own status before trusting it.
     inferred: bool,
+    /// A rider: no event of its own (in-order queues only); complete once a later event of
+    /// its queue that answers for it completed (see [`rides`]).
+    rider: bool,
+    /// The application thread that enqueued it (an event answers for the riders of its own
+    /// thread only: only there is the order of the driver's enqueues known).
+    thread: u64,
+}
+
+/// A marker the writer put into an in-order queue whose riders had nothing after them to
+/// answer for them: its completion means every launch in the lane when it was enqueued
+/// completed.
+struct Marker {
+    event: usize,
+    /// The tickets of the lane when the marker was enqueued.
+    covers: Vec<u64>,
+    info: clGetEventInfo_t,
+    release: clReleaseEvent_t,
 }
 
 #[derive(Default)]
@@ -296,6 +327,10 @@ struct State {
     writing: bool,
     /// The application waited for events: the writer polls at once (see [`nudge`]).
     poll_now: bool,
+    /// Per in-order queue: riders submitted since its last launch with an event.
+    riders: HandleMap<usize, u32>,
+    /// Per in-order queue: the writer's marker there, while it has not completed.
+    markers: HandleMap<usize, Marker>,
     /// The writer sleeps deeply: nothing was in flight for [`DEEP_SLEEP_AFTER`], so only a
     /// wake-up brings it back (see [`wake_idle_writer`]).
     writer_deep: bool,
@@ -393,14 +428,40 @@ pub(super) fn unreserve(bytes: usize) {
     st.bytes = st.bytes.saturating_sub(bytes);
 }
 
+/// Whether the next launch on in-order `queue` (of a device on `platform`) rides: enqueues
+/// its reads without any event. Why: on NVIDIA every event the capture creates, asks about
+/// and releases on the writer thread costs the launching thread about 6 µs (the driver's
+/// calls contend), as much as the launch itself (`bench/read_storm.c`); with an event on
+/// every [`RIDERS_PER_EVENT`] + 1-th launch only, one completed event answers for the
+/// riders of its thread before it, a `clFinish` or blocking read for every launch before
+/// it, and the writer puts a marker of its own after riders nothing else answers for.
+/// Never on platforms where the writer may not flush (the marker would not run).
+pub(super) fn rides(queue: cl_command_queue, platform: &str) -> bool {
+    if FLUSH_RUNS_ON_CALLER.contains(&platform) {
+        return false;
+    }
+    let mut st = lock(&REGISTRY.state);
+    let n = st.riders.entry(queue as usize).or_insert(0);
+    if *n >= RIDERS_PER_EVENT {
+        *n = 0;
+        return false;
+    }
+    *n += 1;
+    true
+}
+
 /// Hands a launch over. With `final_event`, it is written once that event completes (the
-/// event is one of the flight's own); without, at once (after earlier launches of its queue).
+/// event is one of the flight's own); a `rider` once a later event of its queue answers for
+/// it ([`rides`]); with neither, at once (after earlier launches of its queue). `thread`: the
+/// launching thread (an event answers for the riders of its own thread).
 pub(super) fn submit(
     next: &Next,
     flight: Flight,
     queue: cl_command_queue,
     in_order: bool,
     final_event: cl_event,
+    rider: bool,
+    thread: u64,
 ) {
     START.call_once(start);
     let ticket = TICKETS.fetch_add(1, Ordering::Relaxed);
@@ -413,24 +474,27 @@ pub(super) fn submit(
     let flush_now = {
         let mut st = lock(&reg.state);
         let was_idle = st.slots.is_empty();
+        let untracked = final_event.is_null() && !rider;
         st.slots.insert(
             ticket,
             Slot {
                 flight: Some(flight),
                 lane: queue as usize,
                 in_order,
-                done: final_event.is_null().then_some(CL_COMPLETE),
+                done: untracked.then_some(CL_COMPLETE),
                 final_event: final_event as usize,
                 polled: false,
                 callback: callback && !final_event.is_null(),
                 inferred: false,
+                rider,
+                thread,
             },
         );
         st.lanes
             .entry(queue as usize)
             .or_default()
             .push_back(ticket);
-        if final_event.is_null() {
+        if untracked {
             st.ready.push(ticket);
             wake_idle_writer(reg, &mut st);
             false
@@ -447,10 +511,10 @@ pub(super) fn submit(
             due
         }
     };
-    if final_event.is_null() {
+    if untracked_now(final_event, rider) {
         return;
     }
-    if callback {
+    if callback && !final_event.is_null() {
         register_callback(next, final_event, ticket);
     }
     if flush_now {
@@ -461,6 +525,11 @@ pub(super) fn submit(
             unsafe { f(queue) };
         }
     }
+}
+
+/// A launch with neither an event nor a rider's place: written at once.
+fn untracked_now(final_event: cl_event, rider: bool) -> bool {
+    final_event.is_null() && !rider
 }
 
 /// Asks for a completion callback on `final_event` (or, failing that, has the writer wait for
@@ -607,9 +676,9 @@ pub(super) fn completed_upto(queue: cl_command_queue, upto: u64) {
         if !s.in_order {
             return;
         }
-        if s.done.is_none() && s.final_event != 0 {
+        if s.done.is_none() && (s.final_event != 0 || s.rider) {
             s.done = Some(CL_COMPLETE);
-            s.inferred = true;
+            s.inferred = !s.rider;
             ready.push(*t);
             any = true;
         }
@@ -650,7 +719,8 @@ fn take_finished_lane(st: &mut State, lane: usize, upto: u64) -> Batch {
             s.done = Some(CL_COMPLETE);
             // Its callback (out-of-order queues) may still come: keep its final event.
             s.polled = s.callback;
-            s.inferred = true;
+            // A rider has no status of its own to ask.
+            s.inferred = !s.rider;
         }
         if !take_one(slots, late, t, &mut batch) {
             break;
@@ -691,6 +761,7 @@ fn write_batch(reg: &Registry, batch: Batch) {
     }
     let mut st = lock(&reg.state);
     st.stalled = false;
+    let mut spent = Vec::new();
     for (ticket, lane, reserved) in written {
         st.slots.remove(&ticket);
         st.bytes = st.bytes.saturating_sub(reserved);
@@ -703,10 +774,161 @@ fn write_batch(reg: &Registry, batch: Batch) {
             if l.is_empty() {
                 st.lanes.remove(&lane);
                 st.unflushed.remove(&lane);
+                st.riders.remove(&lane);
+                // Nothing left for the writer's marker to answer for.
+                spent.extend(st.markers.remove(&lane));
             }
         }
     }
     reg.progress.notify_all();
+    drop(st);
+    for m in spent {
+        m.give_back();
+    }
+}
+
+impl Marker {
+    /// Releases the marker's event (it may still be running: the driver keeps it until done).
+    fn give_back(self) {
+        if let Some(release) = self.release {
+            // SAFETY: our own marker event, released once.
+            unsafe { release(self.event as cl_event) };
+        }
+    }
+}
+
+/// After a poll: every rider of an in-order lane that a completed launch with an event of the
+/// same thread, later in the lane, answers for is complete (with that launch's status when it
+/// failed).
+fn prove_riders(st: &mut State, finished: &[(u64, cl_int, bool)]) {
+    let State {
+        slots,
+        lanes,
+        ready,
+        ..
+    } = st;
+    let mut touched: Vec<usize> = Vec::new();
+    for (t, _, _) in finished {
+        if let Some(s) = slots.get(t) {
+            if s.in_order && !touched.contains(&s.lane) {
+                touched.push(s.lane);
+            }
+        }
+    }
+    for lane in touched {
+        let Some(l) = lanes.get(&lane) else { continue };
+        // Walking from the newest: per thread, the status of its newest completed event.
+        let mut proven: Vec<(u64, cl_int)> = Vec::new();
+        for t in l.iter().rev() {
+            let Some(s) = slots.get_mut(t) else { continue };
+            if s.rider {
+                if s.done.is_none() {
+                    if let Some((_, status)) = proven.iter().find(|(th, _)| *th == s.thread) {
+                        s.done = Some((*status).min(CL_COMPLETE));
+                        ready.push(*t);
+                    }
+                }
+            } else if s.final_event != 0 {
+                if let Some(status) = s.done {
+                    if !proven.iter().any(|(th, _)| *th == s.thread) {
+                        proven.push((s.thread, status));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A marker's event completed with `status`: every launch in its lane when it was enqueued is
+/// complete (riders take the marker's status when it failed; launches with events of their
+/// own have it asked, as inferred ones).
+fn settle_marker(st: &mut State, marker: &Marker, status: cl_int) {
+    for t in &marker.covers {
+        if let Some(s) = st.slots.get_mut(t) {
+            if s.done.is_none() {
+                s.done = Some(if s.rider {
+                    status.min(CL_COMPLETE)
+                } else {
+                    CL_COMPLETE
+                });
+                s.inferred = !s.rider && s.final_event != 0;
+                st.ready.push(*t);
+            }
+        }
+    }
+}
+
+/// In-order lanes whose riders nothing answers for yet and whose newest launch is the same
+/// as at the previous poll (the application stopped launching there without waiting), or
+/// any such lane while a thread waits: (lane, entry points, the lane's tickets). `tails`:
+/// each lane's newest ticket at the previous poll.
+fn markers_wanted(
+    st: &State,
+    busy: bool,
+    tails: &mut HandleMap<usize, u64>,
+) -> Vec<(usize, Calls, Vec<u64>)> {
+    let mut want = Vec::new();
+    tails.retain(|lane, _| st.lanes.contains_key(lane));
+    for (lane, l) in st.lanes.iter() {
+        if st.markers.contains_key(lane) {
+            continue;
+        }
+        let waiting_rider = l
+            .iter()
+            .any(|t| st.slots.get(t).is_some_and(|s| s.rider && s.done.is_none()));
+        let Some(tail) = l.back().copied().filter(|_| waiting_rider) else {
+            tails.remove(lane);
+            continue;
+        };
+        let stale = tails.insert(*lane, tail) == Some(tail);
+        if !(busy || stale) {
+            continue;
+        }
+        // Any flight of the lane that holds the queue has the entry points.
+        let calls = l.iter().find_map(|t| {
+            let f = st.slots.get(t)?.flight.as_ref()?;
+            (!f.queue.is_null()).then_some(f.calls)
+        });
+        if let Some(calls) = calls {
+            want.push((*lane, calls, l.iter().copied().collect()));
+        }
+    }
+    want
+}
+
+/// Enqueues the writer's marker in each wanted lane (see [`markers_wanted`]) and flushes it.
+/// The caller holds the [`Turn`], so the flights holding these queues are not written (and
+/// the queues not released) meanwhile.
+fn place_markers(want: Vec<(usize, Calls, Vec<u64>)>) -> Vec<(usize, Marker)> {
+    let mut placed = Vec::new();
+    for (lane, calls, covers) in want {
+        let Some(enqueue) = calls.marker else {
+            continue;
+        };
+        let queue = lane as cl_command_queue;
+        let mut ev: cl_event = std::ptr::null_mut();
+        // SAFETY: the application's queue, held by the lane's flights; our own event.
+        let r = unsafe { enqueue(queue, 0, std::ptr::null(), &mut ev) };
+        if r != CL_SUCCESS || ev.is_null() {
+            continue;
+        }
+        super::stats::add(&super::stats::EVENTS, 1);
+        super::stats::add(&super::stats::MARKERS, 1);
+        if let Some(flush) = calls.flush {
+            // SAFETY: as above.
+            unsafe { flush(queue) };
+        }
+        placed.push((
+            lane,
+            Marker {
+                event: ev as usize,
+                covers,
+                info: calls.event_info,
+                release: calls.release_event,
+            },
+        ));
+    }
+    placed
 }
 
 /// The ticket the next launch will get (launches before it have smaller ones).
@@ -854,6 +1076,7 @@ fn drain() {
 fn writer_loop() {
     let reg = &*REGISTRY;
     let mut pacing = Pacing::new();
+    let mut tails: HandleMap<usize, u64> = HandleMap::default();
     let mut trimmed = Instant::now();
     let mut idle_since = Instant::now();
     loop {
@@ -914,22 +1137,57 @@ fn writer_loop() {
                 }
                 let busy = st.waiters > 0;
                 let probes = probes(&st, busy, pacing.out_of_order_due(busy));
+                let marks: Vec<(usize, usize, clGetEventInfo_t)> = st
+                    .markers
+                    .iter()
+                    .map(|(lane, m)| (*lane, m.event, m.info))
+                    .collect();
+                let want = markers_wanted(&st, busy, &mut tails);
                 st.writing = true;
                 let turn = Turn(reg);
                 drop(st);
+                let marked: Vec<(usize, cl_int)> = marks
+                    .iter()
+                    .filter_map(|(lane, ev, info)| Some((*lane, finished(*info, *ev)?)))
+                    .collect();
+                let placed = place_markers(want);
                 let finished = poll(&probes);
                 drop(turn);
                 st = lock(&reg.state);
-                let found = !finished.is_empty();
-                for (ticket, status, inferred) in finished {
-                    if let Some(slot) = st.slots.get_mut(&ticket) {
+                let found = !finished.is_empty() || !marked.is_empty();
+                for (ticket, status, inferred) in &finished {
+                    if let Some(slot) = st.slots.get_mut(ticket) {
                         if slot.done.is_none() {
-                            slot.done = Some(status);
+                            slot.done = Some(*status);
                             slot.polled = slot.callback;
-                            slot.inferred = inferred;
-                            st.ready.push(ticket);
+                            slot.inferred = *inferred;
+                            st.ready.push(*ticket);
                         }
                     }
+                }
+                prove_riders(&mut st, &finished);
+                let mut spent = Vec::new();
+                for (lane, status) in marked {
+                    if let Some(m) = st.markers.remove(&lane) {
+                        settle_marker(&mut st, &m, status);
+                        spent.push(m);
+                    }
+                }
+                for (lane, m) in placed {
+                    if st.lanes.contains_key(&lane) {
+                        if let Some(old) = st.markers.insert(lane, m) {
+                            spent.push(old);
+                        }
+                    } else {
+                        spent.push(m);
+                    }
+                }
+                if !spent.is_empty() {
+                    drop(st);
+                    for m in spent {
+                        m.give_back();
+                    }
+                    st = lock(&reg.state);
                 }
                 if pacing.polled(found) {
                     let queues = queues_of(&st);
@@ -1026,7 +1284,7 @@ fn lanes_to_poll(st: &State) -> bool {
     st.lanes.values().any(|l| {
         l.iter()
             .filter_map(|t| st.slots.get(t))
-            .any(|s| s.done.is_none() && !s.callback && s.final_event != 0)
+            .any(|s| s.done.is_none() && !s.callback && (s.final_event != 0 || s.rider))
     })
 }
 
@@ -1220,7 +1478,7 @@ fn land(
     let calls = f.calls;
     let mut status = status;
     let asking = super::stats::span(super::stats::Phase::LandStatus);
-    if inferred {
+    if inferred && !final_event.is_null() {
         // Inferred from a later launch of its queue: its own status decides (a failed
         // command), and a driver that broke the queue's order is waited for.
         status = finished(calls.event_info, final_event as usize).unwrap_or(WAIT_ON_WRITER);

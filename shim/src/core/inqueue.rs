@@ -4,7 +4,8 @@
 //!
 //! * In-order queue: the pre-reads (with the application's wait list) run before the kernel
 //!   and the post-reads after it by queue order; only the last post-read gets an event, whose
-//!   completion means every command of ours completed.
+//!   completion means every command of ours completed, and a *rider* launch gets none (a
+//!   later event of its queue answers for it, see [`super::flight`]).
 //! * Out-of-order queue: the kernel also waits for the pre-read events (appended to the
 //!   application's wait list; its own wait semantics are unchanged); the post-reads wait for
 //!   the kernel's event; a barrier on the post-read events keeps later commands of the
@@ -222,8 +223,10 @@ impl<'a> Around<'a> {
     }
 
     /// Enqueues the post-launch reads after the kernel (whose event is `kernel_event` on
-    /// out-of-order queues). Returns the final event (null: none could be had).
-    pub fn after(&mut self, kernel_event: cl_event) -> cl_event {
+    /// out-of-order queues). Returns the final event (null: none could be had, or `rider`).
+    /// `rider` (in-order queues only): no event at all, the launch's completion is learned
+    /// from a later event of its queue ([`super::flight`]'s riders).
+    pub fn after(&mut self, kernel_event: cl_event, rider: bool) -> cl_event {
         let wait: Vec<cl_event> = if self.out_of_order && !kernel_event.is_null() {
             vec![kernel_event]
         } else {
@@ -236,7 +239,7 @@ impl<'a> Around<'a> {
         let mut post_events = Vec::new();
         let mut last: cl_event = std::ptr::null_mut();
         for (n, &i) in to_read.iter().enumerate() {
-            let want = self.out_of_order || n + 1 == to_read.len();
+            let want = self.out_of_order || (!rider && n + 1 == to_read.len());
             if let Some(ev) = self.read(i, Phase::Post, &wait, want) {
                 post_events.push(ev);
                 last = ev;
@@ -253,7 +256,7 @@ impl<'a> Around<'a> {
             }
             return barrier;
         }
-        if !last.is_null() {
+        if rider || !last.is_null() {
             return last;
         }
         self.fence(&[], false)

@@ -530,13 +530,20 @@ impl Plan {
                     queue,
                     in_order,
                     std::ptr::null_mut(),
+                    false,
+                    0,
                 );
             }
             return;
         };
+        // The queue is held (see `queue_ref`) while our commands are in it; a rider (no event
+        // of its own, see `flight`) needs it held, so the writer can put a marker there.
+        let held = super::queue_ref::hold(next, queue);
+        let rider =
+            succeeded && in_order && held && flight::rides(queue, &self.record.device.platform);
         let post_reads = stats::span(Phase::PostReads);
         let final_event = if succeeded {
-            around.after(kernel_event)
+            around.after(kernel_event, rider)
         } else {
             around.abandoned()
         };
@@ -544,11 +551,15 @@ impl Plan {
         if !own_event.is_null() {
             around.events.push(own_event);
         }
-        let remember = in_order && succeeded && !final_event.is_null();
+        let tracked = rider || !final_event.is_null();
+        let remember = in_order && succeeded && tracked;
         note_known(&mut around, queue, remember, self.depth);
-        if final_event.is_null() {
+        if !tracked {
             // Our reads can no longer be tracked: keep their memory alive for good (the driver
             // may still write into it) and record the contents as missing.
+            if held {
+                super::queue_ref::done(queue);
+            }
             let reserved = self.reserved;
             std::mem::forget(around);
             flight::unreserve(reserved);
@@ -562,19 +573,21 @@ impl Plan {
                     queue,
                     in_order,
                     std::ptr::null_mut(),
+                    false,
+                    0,
                 );
             }
             return;
         }
+        let thread = self.record.thread;
         let mut f = self.into_flight(Some(around), next, succeeded);
-        // The queue is held (see `queue_ref`) while our commands are in it.
-        if super::queue_ref::hold(next, queue) {
+        if held {
             f.queue = queue;
         }
         if !succeeded {
             f.record = None;
         }
-        flight::submit(next, f, queue, in_order, final_event);
+        flight::submit(next, f, queue, in_order, final_event, rider, thread);
     }
 
     fn into_flight(mut self, around: Option<Around<'_>>, next: &Next, recorded: bool) -> Flight {

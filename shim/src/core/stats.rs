@@ -103,6 +103,12 @@ pub(super) static SNAPSHOT_READS: AtomicU64 = AtomicU64::new(0);
 /// See [`SNAPSHOT_READS`].
 pub(super) static SNAPSHOT_READ_BYTES: AtomicU64 = AtomicU64::new(0);
 
+/// Events the capture created for its own commands (reads, copies, digests, markers): on
+/// NVIDIA each costs the launching thread microseconds, so most launches have none (riders).
+pub(super) static EVENTS: AtomicU64 = AtomicU64::new(0);
+/// Markers the writer put into queues whose riders nothing else answered for.
+pub(super) static MARKERS: AtomicU64 = AtomicU64::new(0);
+
 /// Digest engines built (one per context and device while the application holds the context).
 pub(super) static ENGINES_BUILT: AtomicU64 = AtomicU64::new(0);
 /// Digest engines whose objects were released (their context retired, see `lifetime.rs`).
@@ -130,7 +136,7 @@ pub(super) fn write(path: &std::path::Path) {
         })
         .collect();
     let text = format!(
-        "{{\"content_reads\":{},\"content_read_bytes\":{},\"device_digests\":{},\"partial_bytes\":{},\"snapshot_reads\":{},\"snapshot_read_bytes\":{},\"engines_built\":{},\"engines_released\":{},\"snapshots_released\":{},\"time\":{{{}}}}}\n",
+        "{{\"content_reads\":{},\"content_read_bytes\":{},\"device_digests\":{},\"partial_bytes\":{},\"snapshot_reads\":{},\"snapshot_read_bytes\":{},\"engines_built\":{},\"engines_released\":{},\"snapshots_released\":{},\"events\":{},\"markers\":{},\"time\":{{{}}}}}\n",
         get(&CONTENT_READS),
         get(&CONTENT_READ_BYTES),
         get(&DEVICE_DIGESTS),
@@ -140,6 +146,8 @@ pub(super) fn write(path: &std::path::Path) {
         get(&ENGINES_BUILT),
         get(&ENGINES_RELEASED),
         get(&SNAPSHOTS_RELEASED),
+        get(&EVENTS),
+        get(&MARKERS),
         phases.join(","),
     );
     if let Err(e) = std::fs::write(path, text) {
