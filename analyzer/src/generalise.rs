@@ -224,7 +224,7 @@ pub fn arg_name(a: &ArgRecord) -> String {
     if info.name.is_empty() {
         format!("arg{}", info.index)
     } else {
-        info.name.clone()
+        info.name.to_string()
     }
 }
 
@@ -656,7 +656,7 @@ mod tests {
                         name: "a".into(),
                         type_name: "float*".into(),
                         address_space: "global".into(),
-                        qualifiers: String::new(),
+                        qualifiers: Default::default(),
                     },
                     mem: 1,
                     flags: 1,
@@ -675,7 +675,7 @@ mod tests {
                         name: "n".into(),
                         type_name: "uint".into(),
                         address_space: "private".into(),
-                        qualifiers: String::new(),
+                        qualifiers: Default::default(),
                     },
                     bytes: cltrap_capture::hex::encode(&n.to_le_bytes()),
                 },
@@ -685,7 +685,7 @@ mod tests {
                         name: "k".into(),
                         type_name: "float".into(),
                         address_space: "private".into(),
-                        qualifiers: String::new(),
+                        qualifiers: Default::default(),
                     },
                     bytes: cltrap_capture::hex::encode(&2.5f32.to_le_bytes()),
                 },

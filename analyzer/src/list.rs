@@ -29,7 +29,7 @@ pub fn format_scalars(launch: &LaunchRecord) -> String {
             let name = if info.name.is_empty() {
                 format!("arg{}", info.index)
             } else {
-                info.name.clone()
+                info.name.to_string()
             };
             let value = match unhex(bytes) {
                 Some(b) => format_value(&info.type_name, &b),

@@ -35,11 +35,13 @@ pub mod parallel;
 pub mod reader;
 pub mod replayable;
 pub mod schedule;
+pub mod text;
 pub mod writer;
 
 pub use controls::{BufferMode, Control, DeviceDigest, Settings, CONTROLS};
 pub use model::*;
 pub use reader::{Capture, ReadError};
+pub use text::Text;
 pub use writer::{BlobStore, CaptureWriter, WriteError};
 
 /// Name written into every manifest, so a reader can tell a cltrap capture from other JSON.
@@ -275,7 +277,7 @@ mod tests {
             name: name.into(),
             type_name: ty.into(),
             address_space: "global".into(),
-            qualifiers: String::new(),
+            qualifiers: Default::default(),
         };
         let blob = |s: &str| Content::Blob {
             hash: writer::digest(s.as_bytes()),

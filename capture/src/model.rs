@@ -1,6 +1,7 @@
 //! The records of a capture. Every field is plain data so captures can be read, diffed and
 //! generated (fuzz suites) without an OpenCL runtime.
 
+use crate::text::Text;
 use serde::{Deserialize, Serialize};
 
 /// A blake3 digest in lower-case hex: the name of a blob in `blobs/`.
@@ -276,11 +277,11 @@ pub struct CompiledInput {
 /// Platform and device facts at capture time, so a replay can say where the capture came from.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct DeviceRecord {
-    pub platform: String,
-    pub name: String,
-    pub vendor: String,
-    pub driver_version: String,
-    pub version: String,
+    pub platform: Text,
+    pub name: Text,
+    pub vendor: Text,
+    pub driver_version: Text,
+    pub version: Text,
 }
 
 /// A memory object's identity inside one capture: arguments that share an id alias the same
@@ -374,16 +375,16 @@ impl ArgRecord {
 pub struct ArgInfo {
     pub index: u32,
     #[serde(default)]
-    pub name: String,
+    pub name: Text,
     /// e.g. `float4*`, `uint`, `struct params`.
     #[serde(default)]
-    pub type_name: String,
+    pub type_name: Text,
     /// `global`, `constant`, `local` or `private`.
     #[serde(default)]
-    pub address_space: String,
+    pub address_space: Text,
     /// `const`, `restrict`, `volatile`, `read_only`, ... space-separated.
     #[serde(default)]
-    pub qualifiers: String,
+    pub qualifiers: Text,
 }
 
 /// Image description and format, enough to recreate the image anywhere.

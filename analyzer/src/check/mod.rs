@@ -730,7 +730,7 @@ fn worker(
             let name = record
                 .args
                 .get(i)
-                .map(|r| r.info().name.clone())
+                .map(|r| r.info().name.to_string())
                 .unwrap_or_default();
             Some((i, name, size as u64))
         })

@@ -136,8 +136,8 @@ pub fn check_outputs(
             };
             found.push(Mismatch {
                 arg_index: i,
-                arg_name: info.name,
-                type_name: info.type_name,
+                arg_name: info.name.to_string(),
+                type_name: info.type_name.to_string(),
                 location,
                 difference,
             });

@@ -155,7 +155,7 @@ fn arg_records(
         let ia = c.iface.args.get(i);
         let info = ArgInfo {
             index: i as u32,
-            name: ia.map(|a| a.name.clone()).unwrap_or_default(),
+            name: ia.map(|a| a.name.clone()).unwrap_or_default().into(),
             type_name: ia
                 .map(|a| {
                     cltrap_kernel::interface::strip_qualifiers(&a.ty)
@@ -163,11 +163,13 @@ fn arg_records(
                         .trim_end_matches(" restrict")
                         .to_string()
                 })
-                .unwrap_or_default(),
+                .unwrap_or_default()
+                .into(),
             address_space: ia
                 .map(|a| format!("{:?}", a.address_space).to_lowercase())
-                .unwrap_or_default(),
-            qualifiers: String::new(),
+                .unwrap_or_default()
+                .into(),
+            qualifiers: Default::default(),
         };
         let blob = |b: &[u8]| -> Result<Content, FuzzError> {
             Ok(Content::Blob {
@@ -344,11 +346,11 @@ fn write_launches(
             local_size: input.local_size.clone(),
             args,
             device: DeviceRecord {
-                platform: device.platform.clone(),
-                name: device.name.clone(),
-                vendor: String::new(),
-                driver_version: device.driver_version.clone(),
-                version: device.version.clone(),
+                platform: device.platform.clone().into(),
+                name: device.name.clone().into(),
+                vendor: Default::default(),
+                driver_version: device.driver_version.clone().into(),
+                version: device.version.clone().into(),
             },
             queue_properties: 0,
             launch_site: None,

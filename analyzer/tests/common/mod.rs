@@ -89,7 +89,7 @@ pub fn arg_info(index: u32, name: &str, ty: &str, space: &str) -> ArgInfo {
         name: name.into(),
         type_name: ty.into(),
         address_space: space.into(),
-        qualifiers: String::new(),
+        qualifiers: Default::default(),
     }
 }
 

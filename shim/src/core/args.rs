@@ -48,10 +48,10 @@ pub(super) fn arg_infos(next: &Next, kernel: cl_kernel) -> Option<Vec<ArgInfo>> 
             }
             Some(ArgInfo {
                 index: i,
-                name,
-                type_name,
+                name: name.into(),
+                type_name: type_name.into(),
                 address_space: address_space.into(),
-                qualifiers: quals.join(" "),
+                qualifiers: quals.join(" ").into(),
             })
         })
         .collect()

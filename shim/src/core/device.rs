@@ -71,16 +71,21 @@ pub(super) fn device_record(next: &Next, dev: usize) -> DeviceRecord {
     let mut rec = DeviceRecord::default();
     if let Some(f) = next.clGetDeviceInfo {
         let q = |param| move |s, p, r| unsafe { f(dev as cl_device_id, param, s, p, r) };
-        rec.name = info::string(q(CL_DEVICE_NAME)).unwrap_or_default();
-        rec.vendor = info::string(q(CL_DEVICE_VENDOR)).unwrap_or_default();
-        rec.driver_version = info::string(q(CL_DRIVER_VERSION)).unwrap_or_default();
-        rec.version = info::string(q(CL_DEVICE_VERSION)).unwrap_or_default();
+        rec.name = info::string(q(CL_DEVICE_NAME)).unwrap_or_default().into();
+        rec.vendor = info::string(q(CL_DEVICE_VENDOR)).unwrap_or_default().into();
+        rec.driver_version = info::string(q(CL_DRIVER_VERSION))
+            .unwrap_or_default()
+            .into();
+        rec.version = info::string(q(CL_DEVICE_VERSION))
+            .unwrap_or_default()
+            .into();
         let platform = info::value::<usize>(q(CL_DEVICE_PLATFORM)).unwrap_or(0);
         if let (Some(pf), true) = (next.clGetPlatformInfo, platform != 0) {
             rec.platform = info::string(|s, p, r| unsafe {
                 pf(platform as cl_platform_id, CL_PLATFORM_NAME, s, p, r)
             })
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into();
         }
     }
     lock(&tables().devices).insert(dev, rec.clone());

@@ -7,6 +7,7 @@ use crate::door::quietly;
 use crate::Next;
 use libc::{c_char, c_void, size_t};
 use opencl_sys::*;
+use std::sync::Arc;
 
 /// The name and program of a kernel, asked from the driver.
 pub(crate) fn describe(next: &Next, kernel: cl_kernel) -> Kernel {
@@ -14,7 +15,8 @@ pub(crate) fn describe(next: &Next, kernel: cl_kernel) -> Kernel {
     if let Some(f) = next.clGetKernelInfo {
         // SAFETY: standard info queries.
         k.name = info::string(|s, p, r| unsafe { f(kernel, CL_KERNEL_FUNCTION_NAME, s, p, r) })
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into();
         k.program =
             info::value::<usize>(|s, p, r| unsafe { f(kernel, CL_KERNEL_PROGRAM, s, p, r) })
                 .unwrap_or(0);
@@ -118,10 +120,11 @@ fn set_arg(next: &Next, kernel: cl_kernel, index: cl_uint, value: ArgValue) {
     }
     if let Some(k) = kernels.get_mut(&(kernel as usize)) {
         let i = index as usize;
-        if k.args.len() <= i {
-            k.args.resize(i + 1, None);
+        let args = Arc::make_mut(&mut k.args);
+        if args.len() <= i {
+            args.resize(i + 1, None);
         }
-        k.args[i] = Some(value);
+        args[i] = Some(value);
     }
 }
 

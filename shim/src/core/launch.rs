@@ -372,7 +372,7 @@ impl Plan {
         let record = LaunchRecord {
             id: 0,
             seq,
-            kernel: k.name.clone(),
+            kernel: k.name.to_string(),
             program,
             api: geo.api,
             work_dim: geo.work_dim,

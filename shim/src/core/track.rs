@@ -95,8 +95,11 @@ pub enum ArgValue {
 #[derive(Debug, Clone, Default)]
 pub struct Kernel {
     pub program: usize,
-    pub name: String,
-    pub args: Vec<Option<ArgValue>>,
+    /// Shared: every recorded launch takes the name (a reference count, not a copy).
+    pub name: cltrap_capture::Text,
+    /// Shared, copied on write by `clSetKernelArg` only while a launch being planned holds
+    /// them: a launch takes them without copying every value.
+    pub args: Arc<Vec<Option<ArgValue>>>,
     /// clGetKernelArgInfo results, queried at the first recorded launch (None inside: the
     /// driver has no argument info).
     pub info: Option<Option<Arc<Vec<cltrap_capture::ArgInfo>>>>,

@@ -631,7 +631,7 @@ pub fn kernel_for(next: &Next, kernel: cl_kernel) -> Option<Arc<Mutex<ShadowKern
 /// The kernel's program and name, from the shim's tables or the driver.
 fn program_and_name(next: &Next, kernel: cl_kernel) -> Option<(usize, String)> {
     let known = |k: &crate::core::Kernel| {
-        (k.program != 0 && !k.name.is_empty()).then(|| (k.program, k.name.clone()))
+        (k.program != 0 && !k.name.is_empty()).then(|| (k.program, k.name.to_string()))
     };
     if let Some(pn) = lock(&tables().kernels)
         .get(&(kernel as usize))
