@@ -130,6 +130,84 @@ pub(super) struct Landing {
     pub err: Option<String>,
 }
 
+impl Drop for Landing {
+    /// A large heap landing goes back to [`spare`] for the next launch's read.
+    fn drop(&mut self) {
+        if let Room::Heap(v) = &mut self.room {
+            spare::give(std::mem::take(v));
+        }
+    }
+}
+
+/// Large heap landings kept for reuse. Why: a read of a multi-megabyte buffer into fresh
+/// memory page-faults on every page as the driver writes it (the kernel zeroes each one
+/// first): a tenth of the capture's time for a 16 MB buffer read at every launch on a CPU
+/// device. Bounded ([`spare::MAX_BYTES`]) and given back when unused for [`TRIM_EVERY`].
+mod spare {
+    use super::super::track::lock;
+    use std::sync::Mutex;
+    use std::time::Instant;
+
+    /// Landings smaller than this are not kept (the allocator serves them well).
+    const MIN_BYTES: usize = 1 << 20;
+    /// Most bytes kept.
+    pub(super) const MAX_BYTES: usize = 256 << 20;
+
+    struct Spares {
+        vecs: Vec<Vec<u8>>,
+        bytes: usize,
+        used: Option<Instant>,
+    }
+
+    static SPARES: Mutex<Spares> = Mutex::new(Spares {
+        vecs: Vec::new(),
+        bytes: 0,
+        used: None,
+    });
+
+    /// An empty vector with room for `n` bytes (at most twice that), when one is kept.
+    pub(super) fn take(n: usize) -> Option<Vec<u8>> {
+        if n < MIN_BYTES {
+            return None;
+        }
+        let mut s = lock(&SPARES);
+        let i = (0..s.vecs.len())
+            .filter(|i| (n..=n.saturating_mul(2)).contains(&s.vecs[*i].capacity()))
+            .min_by_key(|i| s.vecs[*i].capacity())?;
+        let v = s.vecs.swap_remove(i);
+        s.bytes -= v.capacity();
+        s.used = Some(Instant::now());
+        Some(v)
+    }
+
+    /// Keeps `v` for a later landing when it is large and there is room.
+    pub(super) fn give(mut v: Vec<u8>) {
+        let cap = v.capacity();
+        if cap < MIN_BYTES {
+            return;
+        }
+        v.clear();
+        let mut s = lock(&SPARES);
+        if s.bytes + cap <= MAX_BYTES {
+            s.bytes += cap;
+            s.vecs.push(v);
+        }
+    }
+
+    /// Gives every kept landing back when none was taken for `idle`.
+    pub(super) fn trim(idle: std::time::Duration) {
+        let freed = {
+            let mut s = lock(&SPARES);
+            if s.used.is_some_and(|t| t.elapsed() < idle) {
+                return;
+            }
+            s.bytes = 0;
+            std::mem::take(&mut s.vecs)
+        };
+        drop(freed);
+    }
+}
+
 /// Pinned memory where the driver profits from it ([`super::pinned`]), else the heap.
 enum Room {
     /// Capacity = the object's size; the length is set once the read completed.
@@ -143,7 +221,7 @@ impl Landing {
     pub fn with_room(n: usize, pool: Option<&std::sync::Arc<super::pinned::Pool>>) -> Landing {
         let room = match pool.and_then(|p| p.take(n)) {
             Some(chunk) => Room::Pinned(chunk),
-            None => Room::Heap(Vec::with_capacity(n)),
+            None => Room::Heap(spare::take(n).unwrap_or_else(|| Vec::with_capacity(n))),
         };
         Landing { room, err: None }
     }
@@ -1084,6 +1162,7 @@ fn writer_loop() {
             // Pinned memory of contexts that no longer record goes back (no lock held).
             super::pinned::trim();
             super::digest::trim();
+            spare::trim(TRIM_EVERY);
             trimmed = Instant::now();
         }
         let late = {
@@ -1110,6 +1189,7 @@ fn writer_loop() {
                         drop(st);
                         super::pinned::trim();
                         super::digest::trim();
+                        spare::trim(TRIM_EVERY);
                         trimmed = Instant::now();
                         st = lock(&reg.state);
                     }
