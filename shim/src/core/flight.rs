@@ -409,9 +409,36 @@ struct State {
     riders: HandleMap<usize, u32>,
     /// Per in-order queue: the writer's marker there, while it has not completed.
     markers: HandleMap<usize, Marker>,
+    /// Threads in [`wait_progress`].
+    progress_waiters: usize,
     /// The writer sleeps deeply: nothing was in flight for [`DEEP_SLEEP_AFTER`], so only a
     /// wake-up brings it back (see [`wake_idle_writer`]).
     writer_deep: bool,
+}
+
+/// Waits on [`Registry::progress`] for at most `dur`, counted in
+/// [`State::progress_waiters`] so that writing a batch wakes nobody (a futex call per
+/// `clFinish`) when nobody waits.
+fn wait_progress(
+    reg: &'static Registry,
+    mut st: std::sync::MutexGuard<'static, State>,
+    dur: Duration,
+) -> std::sync::MutexGuard<'static, State> {
+    st.progress_waiters += 1;
+    let mut st = reg
+        .progress
+        .wait_timeout(st, dur)
+        .map(|(g, _)| g)
+        .unwrap_or_else(|p| p.into_inner().0);
+    st.progress_waiters -= 1;
+    st
+}
+
+/// Wakes the threads waiting for progress, if any (the caller holds the state lock).
+fn progress_made(reg: &Registry, st: &State) {
+    if st.progress_waiters > 0 {
+        reg.progress.notify_all();
+    }
 }
 
 struct Registry {
@@ -485,11 +512,7 @@ pub(super) fn admit(bytes: usize) -> Result<(), Full> {
         // No lock held while calling into the driver.
         flush(&queues);
         st = lock(&reg.state);
-        st = reg
-            .progress
-            .wait_timeout(st, Duration::from_millis(50))
-            .map(|(g, _)| g)
-            .unwrap_or_else(|p| p.into_inner().0);
+        st = wait_progress(reg, st, Duration::from_millis(50));
     };
     if waiting {
         st.waiters = st.waiters.saturating_sub(1);
@@ -712,11 +735,7 @@ impl Turn {
                 Some(d) => d.checked_duration_since(Instant::now())?,
                 None => POLL,
             };
-            st = reg
-                .progress
-                .wait_timeout(st, wait)
-                .map(|(g, _)| g)
-                .unwrap_or_else(|p| p.into_inner().0);
+            st = wait_progress(reg, st, wait);
         }
         st.writing = true;
         Some((Turn(reg), st))
@@ -725,8 +744,9 @@ impl Turn {
 
 impl Drop for Turn {
     fn drop(&mut self) {
-        lock(&self.0.state).writing = false;
-        self.0.progress.notify_all();
+        let mut st = lock(&self.0.state);
+        st.writing = false;
+        progress_made(self.0, &st);
     }
 }
 /// After a blocking command on `queue` returned: on an in-order queue every launch submitted
@@ -858,7 +878,7 @@ fn write_batch(reg: &Registry, batch: Batch) {
             }
         }
     }
-    reg.progress.notify_all();
+    progress_made(reg, &st);
     drop(st);
     for m in spent {
         m.give_back();
@@ -1143,11 +1163,7 @@ fn drain() {
             ));
             return;
         }
-        st = reg
-            .progress
-            .wait_timeout(st, EXIT_STALL - waited)
-            .map(|(g, _)| g)
-            .unwrap_or_else(|p| p.into_inner().0);
+        st = wait_progress(reg, st, EXIT_STALL - waited);
     }
 }
 
