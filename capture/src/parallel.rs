@@ -209,9 +209,134 @@ pub fn cut_and_hash(bytes: &[u8]) -> Vec<Cut> {
     out
 }
 
+/// The chunks of `bytes` with their digests, as [`cut_and_hash`] gives them, found from an
+/// earlier version of the same buffer (`old`, cut into `old_cuts`) where the two differ in
+/// one region: chunks that end before the first changed byte are the old ones; from the start
+/// of the first other old chunk the new bytes are cut until a chunk ends past the last
+/// changed byte exactly where an old chunk ended, after which the old chunks follow (a chunk
+/// depends only on the bytes from its start on, and the lengths are equal). Only the cut
+/// region is hashed again. None when it would not save work: different lengths, or changes
+/// spread over more than half of the content (the caller cuts the whole content).
+///
+/// Why: a solver that updates a slice of a large grid at every launch made the writer cut
+/// and hash the whole 16 MB again at each one, on cores a CPU device's kernels also use.
+pub fn cut_and_hash_like(bytes: &[u8], old: &[u8], old_cuts: &[Cut]) -> Option<Vec<Cut>> {
+    if bytes.len() != old.len() || old_cuts.is_empty() {
+        return None;
+    }
+    let covered = old_cuts
+        .iter()
+        .try_fold(0usize, |at, c| (c.offset == at).then_some(at + c.len));
+    if covered != Some(old.len()) {
+        return None;
+    }
+    let lo = first_difference(bytes, old)?;
+    let hi = bytes.len() - first_difference_from_end(bytes, old).unwrap_or(0);
+    // `hi`: one past the last changed byte.
+    if (hi - lo) * 2 > bytes.len() {
+        return None;
+    }
+    let one = |offset: usize, len: usize| Cut {
+        offset,
+        len,
+        hash: digest(&bytes[offset..offset + len]),
+    };
+    // Old chunks that end before the first changed byte stay.
+    let keep = old_cuts
+        .iter()
+        .take_while(|c| c.offset + c.len < lo)
+        .count();
+    let mut out: Vec<Cut> = old_cuts[..keep].to_vec();
+    let start = old_cuts.get(keep).map_or(bytes.len(), |c| c.offset);
+    let mut resume = None;
+    for (o, l) in crate::chunks::cut_from(bytes, start) {
+        out.push(one(o, l));
+        let end = o + l;
+        if end >= hi {
+            if let Ok(i) = old_cuts.binary_search_by_key(&end, |c| c.offset) {
+                resume = Some(i);
+                break;
+            }
+        }
+    }
+    if let Some(i) = resume {
+        out.extend_from_slice(&old_cuts[i..]);
+    }
+    Some(out)
+}
+
+/// Index of the first byte where `a` and `b` differ (None: equal).
+fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
+    const STEP: usize = 4096;
+    let mut at = 0;
+    while at < a.len() {
+        let end = (at + STEP).min(a.len());
+        if a[at..end] != b[at..end] {
+            return a[at..end]
+                .iter()
+                .zip(&b[at..end])
+                .position(|(x, y)| x != y)
+                .map(|i| at + i);
+        }
+        at = end;
+    }
+    None
+}
+
+/// How many bytes at the end of `a` and `b` are equal, when they differ somewhere.
+fn first_difference_from_end(a: &[u8], b: &[u8]) -> Option<usize> {
+    const STEP: usize = 4096;
+    let n = a.len();
+    let mut same = 0;
+    while same < n {
+        let len = STEP.min(n - same);
+        let (s, e) = (n - same - len, n - same);
+        if a[s..e] != b[s..e] {
+            let last = a[s..e].iter().zip(&b[s..e]).rposition(|(x, y)| x != y)?;
+            return Some(same + (len - 1 - last));
+        }
+        same += len;
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cutting_like_an_earlier_version_gives_the_full_cut() {
+        let old = noise(6 << 20);
+        let old_cuts = cut_and_hash(&old);
+        // A slice changed in the middle, at the start, at the end; one byte; a run of zeros.
+        let edits: [(usize, usize); 6] = [
+            (2 << 20, (2 << 20) + 600_000),
+            (0, 100_000),
+            ((6 << 20) - 50_000, 6 << 20),
+            (3_000_001, 3_000_002),
+            (1 << 20, (1 << 20) + 40_000),
+            (4 << 20, (4 << 20) + 1_500_000),
+        ];
+        for (k, (a, b)) in edits.into_iter().enumerate() {
+            let mut new = old.clone();
+            for (i, byte) in new[a..b].iter_mut().enumerate() {
+                *byte = if k == 4 {
+                    0
+                } else {
+                    byte.wrapping_mul(31).wrapping_add(i as u8 | 1)
+                };
+            }
+            let like = cut_and_hash_like(&new, &old, &old_cuts).expect("one changed region");
+            assert_eq!(like, cut_and_hash(&new), "edit {k}: {a}..{b}");
+        }
+        // Unchanged: the old chunks; spread changes, other lengths: not applicable.
+        assert_eq!(cut_and_hash_like(&old, &old, &old_cuts), None);
+        let mut spread = old.clone();
+        spread[10] ^= 1;
+        spread[(6 << 20) - 10] ^= 1;
+        assert_eq!(cut_and_hash_like(&spread, &old, &old_cuts), None);
+        assert_eq!(cut_and_hash_like(&old[..1 << 20], &old, &old_cuts), None);
+    }
 
     /// The capture crate's test bytes, with this module's seed.
     fn noise(n: usize) -> Vec<u8> {

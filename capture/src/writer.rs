@@ -103,22 +103,39 @@ impl BlobStore {
     /// few places costs only the chunks that changed. Small contents are stored whole.
     /// Returns the bytes this call wrote to disk (0 when the content was stored already).
     pub fn put_content(&self, hash: &str, bytes: &[u8]) -> Result<u64, WriteError> {
+        self.put_content_like(hash, bytes, None)
+            .map(|(written, _)| written)
+    }
+
+    /// [`BlobStore::put_content`], given an earlier version of the same buffer (`like`: its
+    /// bytes and chunks): where the two differ in one region, only that region is cut and
+    /// hashed again ([`crate::parallel::cut_and_hash_like`]); the chunks are the same as
+    /// without it. Returns the bytes written and the content's chunks when this call cut it
+    /// (None: stored whole, or stored already), for the next version.
+    pub fn put_content_like(
+        &self,
+        hash: &str,
+        bytes: &[u8],
+        like: Option<(&[u8], &[crate::parallel::Cut])>,
+    ) -> Result<(u64, Option<Vec<crate::parallel::Cut>>), WriteError> {
         if bytes.len() < crate::chunks::MIN_CHUNKED {
             let before = self.bytes_written();
             self.put_with_hash(hash, bytes)?;
-            return Ok(self.bytes_written() - before);
+            return Ok((self.bytes_written() - before, None));
         }
         if self.is_known(hash) {
-            return Ok(0);
+            return Ok((0, None));
         }
         let index = index_path(&self.dir, hash);
         if index.exists() || blob_path(&self.dir, hash).exists() {
             self.remember(hash);
-            return Ok(0);
+            return Ok((0, None));
         }
         // New chunks are hashed, compressed and written by several threads for a large
         // content (`crate::parallel`); the index lists them in order either way.
-        let cuts = crate::parallel::cut_and_hash(bytes);
+        let cuts = like
+            .and_then(|(old, old_cuts)| crate::parallel::cut_and_hash_like(bytes, old, old_cuts))
+            .unwrap_or_else(|| crate::parallel::cut_and_hash(bytes));
         let parallel = bytes.len() >= crate::parallel::PARALLEL_MIN;
         let done = crate::parallel::for_each(cuts.len(), parallel, |i| {
             let c = &cuts[i];
@@ -138,7 +155,7 @@ impl BlobStore {
         self.write_new(&index, text.as_bytes())?;
         written += text.len() as u64;
         self.remember(hash);
-        Ok(written)
+        Ok((written, Some(cuts)))
     }
 
     /// Stores one chunk of a content unless it is stored already; returns the bytes written.

@@ -264,31 +264,146 @@ pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
 /// Turns bytes into content: stored (deduplicated, chunked, compressed) when the launch keeps
 /// this side of its contents, else only its digest. `after`: the contents after the launch.
 pub fn store(writer: &CaptureWriter, keep: Keep, after: bool, bytes: &[u8]) -> Content {
-    let size = bytes.len() as u64;
-    let hash = digest(bytes);
-    let full = match keep {
+    store_like(writer, keep, after, bytes, None).0
+}
+
+/// Whether a launch that keeps `keep` stores this side of its contents.
+fn stores(keep: Keep, after: bool) -> bool {
+    match keep {
         Keep::All => true,
         Keep::Inputs | Keep::Befores => !after,
         Keep::Digests | Keep::Nothing => false,
-    };
+    }
+}
+
+/// [`store`] for the bytes read from memory object `mem`, taken by value: a large content
+/// that is stored is cut only where it differs from the last version of `mem` stored
+/// ([`versions`]), and is kept as that version. Returns the content and bytes the caller may
+/// reuse (these, or the version they replaced).
+pub fn store_version(
+    writer: &CaptureWriter,
+    keep: Keep,
+    after: bool,
+    bytes: Vec<u8>,
+    mem: usize,
+) -> (Content, Option<Vec<u8>>) {
+    if bytes.len() < versions::MIN_BYTES || !stores(keep, after) {
+        return (store(writer, keep, after, &bytes), Some(bytes));
+    }
+    let old = versions::take(mem);
+    let like = old.as_ref().map(|v| (&v.bytes[..], &v.cuts[..]));
+    let (content, cuts) = store_like(writer, keep, after, &bytes, like);
+    match cuts {
+        Some(cuts) => {
+            let displaced = versions::put(mem, versions::Version { bytes, cuts });
+            (content, old.map(|v| v.bytes).or(displaced))
+        }
+        None => {
+            // Stored already (or not chunked): the old version stays the reference.
+            if let Some(v) = old {
+                versions::put(mem, v);
+            }
+            (content, Some(bytes))
+        }
+    }
+}
+
+/// The last large content stored per memory object, with its chunks, so the next version of
+/// the same buffer is cut and hashed only where it changed (`BlobStore::put_content_like`).
+/// Why: a solver updating a slice of a 16 MB grid per launch had the writer cut and hash all
+/// 16 MB again at every launch. Bounded ([`versions::MAX_BYTES`], oldest dropped first);
+/// forgotten when the application releases the object.
+pub(super) mod versions {
+    use super::lock;
+    use cltrap_capture::parallel::Cut;
+    use std::sync::Mutex;
+
+    /// Contents smaller than this are cut whole (cheap enough).
+    pub const MIN_BYTES: usize = 1 << 20;
+    /// Most bytes of versions kept.
+    pub const MAX_BYTES: usize = 256 << 20;
+
+    /// One stored content of a memory object.
+    pub struct Version {
+        pub bytes: Vec<u8>,
+        pub cuts: Vec<Cut>,
+    }
+
+    struct Kept {
+        /// (memory object, its version), oldest first.
+        list: Vec<(usize, Version)>,
+        bytes: usize,
+    }
+
+    static KEPT: Mutex<Kept> = Mutex::new(Kept {
+        list: Vec::new(),
+        bytes: 0,
+    });
+
+    /// Takes the version of `mem` out (put it back, or a newer one, with [`put`]).
+    pub fn take(mem: usize) -> Option<Version> {
+        let mut k = lock(&KEPT);
+        let i = k.list.iter().position(|(m, _)| *m == mem)?;
+        let (_, v) = k.list.remove(i);
+        k.bytes -= v.bytes.len();
+        Some(v)
+    }
+
+    /// Keeps `v` as the version of `mem`; returns the bytes of a version dropped for room.
+    pub fn put(mem: usize, v: Version) -> Option<Vec<u8>> {
+        let mut k = lock(&KEPT);
+        let mut dropped = None;
+        while k.bytes + v.bytes.len() > MAX_BYTES && !k.list.is_empty() {
+            let (_, old) = k.list.remove(0);
+            k.bytes -= old.bytes.len();
+            dropped = Some(old.bytes);
+        }
+        if v.bytes.len() > MAX_BYTES {
+            return Some(v.bytes);
+        }
+        k.bytes += v.bytes.len();
+        k.list.push((mem, v));
+        dropped
+    }
+
+    /// The application released `mem`: its version goes.
+    pub fn forget(mem: usize) {
+        drop(take(mem));
+    }
+}
+
+/// [`store`], with an earlier version of the same buffer for a stored large content; also
+/// returns the content's chunks when this call cut it.
+fn store_like(
+    writer: &CaptureWriter,
+    keep: Keep,
+    after: bool,
+    bytes: &[u8],
+    like: Option<(&[u8], &[cltrap_capture::parallel::Cut])>,
+) -> (Content, Option<Vec<cltrap_capture::parallel::Cut>>) {
+    let size = bytes.len() as u64;
+    let hash = digest(bytes);
+    let full = stores(keep, after);
     // Bytes this capture stored already cost nothing: the record names them.
     if !full && !writer.blobs.is_known(&hash) {
-        return Content::Digest {
+        let digest = Content::Digest {
             hash,
             size,
             algo: Default::default(),
         };
+        return (digest, None);
     }
     if writer.blobs.is_known(&hash) {
-        return Content::Blob { hash, size };
+        return (Content::Blob { hash, size }, None);
     }
-    match writer.blobs.put_content(&hash, bytes) {
-        Ok(_) => Content::Blob { hash, size },
+    match writer.blobs.put_content_like(&hash, bytes, like) {
+        Ok((_, cuts)) => (Content::Blob { hash, size }, cuts),
         Err(e) => {
             crate::sink::fail(&e);
-            Content::Missing {
+            let missing = Content::Missing {
                 note: format!("not stored: {e}"),
-            }
+            };
+            (missing, None)
         }
     }
 }

@@ -234,6 +234,22 @@ impl Landing {
         }
     }
 
+    /// The heap memory holding the `n` bytes the read wrote, taken out (None: pinned memory,
+    /// which goes back to its pool).
+    ///
+    /// # Safety
+    /// A read of `n` bytes into this landing has completed.
+    unsafe fn take_filled(&mut self, n: usize) -> Option<Vec<u8>> {
+        match &mut self.room {
+            Room::Heap(v) => {
+                // SAFETY: the caller's read of `n` bytes (at most the capacity) completed.
+                unsafe { v.set_len(n) };
+                Some(std::mem::take(v))
+            }
+            Room::Pinned(_) => None,
+        }
+    }
+
     /// The `n` bytes the read wrote.
     ///
     /// # Safety
@@ -1620,6 +1636,7 @@ fn land(
 
 fn content(
     f: &Flight,
+    mem: usize,
     landing: &mut Landing,
     bytes: usize,
     status: cl_int,
@@ -1635,10 +1652,18 @@ fn content(
         };
     }
     if let Some(side) = dev.and_then(Option::take) {
-        return device_content(f, landing, bytes, after, side);
+        return device_content(f, mem, landing, bytes, after, side);
     }
     // SAFETY: the read of `bytes` bytes into this buffer completed (status CL_COMPLETE of
     // the event that follows every read of the launch).
+    if let Some(v) = unsafe { landing.take_filled(bytes) } {
+        let (content, spare) = contents::store_version(f.writer, f.mode, after, v, mem);
+        if let Some(v) = spare {
+            spare::give(v);
+        }
+        return content;
+    }
+    // SAFETY: as above.
     let bytes = unsafe { landing.filled(bytes) };
     contents::store(f.writer, f.mode, after, bytes)
 }
@@ -1648,6 +1673,7 @@ fn content(
 /// content with that digest was stored yet.
 fn device_content(
     f: &Flight,
+    mem: usize,
     landing: &mut Landing,
     bytes: usize,
     after: bool,
@@ -1672,7 +1698,7 @@ fn device_content(
     }
     match snapshot.read() {
         Ok(b) => {
-            let c = contents::store(f.writer, f.mode, after, &b);
+            let (c, _) = contents::store_version(f.writer, f.mode, after, b, mem);
             if let Content::Blob { hash, .. } = &c {
                 super::digest::stored(&dd, hash, size);
             }
@@ -1696,7 +1722,7 @@ fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
         };
         let pre = match &item.reuse {
             Some(_) if status != CL_COMPLETE => {
-                content(f, &mut item.pre, bytes, status, false, dev_pre)
+                content(f, item.mem, &mut item.pre, bytes, status, false, dev_pre)
             }
             Some(_) if item.raced => Content::Missing {
                 note: "not read: it was written while the launch was being enqueued".into(),
@@ -1705,12 +1731,12 @@ fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
                 note: "not recorded: the earlier launch whose contents it had was not recorded"
                     .into(),
             }),
-            None => content(f, &mut item.pre, bytes, status, false, dev_pre),
+            None => content(f, item.mem, &mut item.pre, bytes, status, false, dev_pre),
         };
         let post = if item.post_is_pre {
             pre.clone()
         } else {
-            content(f, &mut item.post, bytes, status, true, dev_post)
+            content(f, item.mem, &mut item.post, bytes, status, true, dev_post)
         };
         let _ = item.cell.set(post.clone());
         before.insert(item.mem, pre);

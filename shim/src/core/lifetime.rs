@@ -152,6 +152,7 @@ fn forget_all(gone: &[(usize, Kind)]) {
             Kind::Object => {
                 tables().forget(*h);
                 super::known::forget(*h);
+                super::contents::versions::forget(*h);
                 crate::swap::forget(*h);
             }
             Kind::Queue => super::queue_ref::app_released(*h),
