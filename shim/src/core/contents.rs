@@ -351,15 +351,15 @@ pub(super) mod versions {
 
     /// Keeps `v` as the version of `mem`; returns the bytes of a version dropped for room.
     pub fn put(mem: usize, v: Version) -> Option<Vec<u8>> {
+        if v.bytes.len() > MAX_BYTES {
+            return Some(v.bytes);
+        }
         let mut k = lock(&KEPT);
         let mut dropped = None;
         while k.bytes + v.bytes.len() > MAX_BYTES && !k.list.is_empty() {
             let (_, old) = k.list.remove(0);
             k.bytes -= old.bytes.len();
             dropped = Some(old.bytes);
-        }
-        if v.bytes.len() > MAX_BYTES {
-            return Some(v.bytes);
         }
         k.bytes += v.bytes.len();
         k.list.push((mem, v));

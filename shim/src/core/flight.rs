@@ -82,6 +82,9 @@ pub const FLUSH_EVERY: usize = 64;
 /// Rider launches (no event of their own, see [`rides`]) in a row on one in-order queue
 /// before a launch gets an event again.
 const RIDERS_PER_EVENT: u32 = 31;
+/// Launches after a waiting rider in its queue before the writer puts a marker there even
+/// though launches keep coming (see [`markers_wanted`]).
+const RIDERS_BEHIND: usize = 4 * (RIDERS_PER_EVENT as usize + 1);
 /// How long a launch over the memory cap waits for older launches before giving up on its
 /// contents.
 const ADMIT_WAIT: Duration = Duration::from_secs(30);
@@ -316,6 +319,16 @@ pub(super) struct Flight {
     pub calls: Calls,
 }
 
+impl Drop for Flight {
+    /// The flight no longer needs its queue (written, or dropped on any other path, a panic
+    /// while landing included): the shim's hold on it goes ([`super::queue_ref`]).
+    fn drop(&mut self) {
+        if !self.queue.is_null() {
+            super::queue_ref::done(self.queue);
+        }
+    }
+}
+
 /// The few driver entry points used after the launch call returned (function pointers, so
 /// they outlive whatever `next` table the launch came through).
 #[derive(Clone, Copy)]
@@ -421,8 +434,11 @@ struct State {
     writing: bool,
     /// The application waited for events: the writer polls at once (see [`nudge`]).
     poll_now: bool,
-    /// Per in-order queue: riders submitted since its last launch with an event.
-    riders: HandleMap<usize, u32>,
+    /// Per in-order queue and launching thread: riders submitted since that thread's last
+    /// launch with an event there.
+    riders: HandleMap<usize, Vec<(u64, u32)>>,
+    /// In-order queues where the writer's marker was refused: no more riders there.
+    no_markers: crate::handles::HandleSet<usize>,
     /// Per in-order queue: the writer's marker there, while it has not completed.
     markers: HandleMap<usize, Marker>,
     /// Threads in [`wait_progress`].
@@ -553,12 +569,26 @@ pub(super) fn unreserve(bytes: usize) {
 /// riders of its thread before it, a `clFinish` or blocking read for every launch before
 /// it, and the writer puts a marker of its own after riders nothing else answers for.
 /// Never on platforms where the writer may not flush (the marker would not run).
-pub(super) fn rides(queue: cl_command_queue, platform: &str) -> bool {
-    if FLUSH_RUNS_ON_CALLER.contains(&platform) {
+/// Counted per queue and launching thread (an event answers for the riders of its own thread
+/// only); never where the writer could not put a marker (no `clEnqueueMarkerWithWaitList`, or
+/// one was refused in that queue).
+pub(super) fn rides(next: &Next, queue: cl_command_queue, platform: &str, thread: u64) -> bool {
+    if FLUSH_RUNS_ON_CALLER.contains(&platform) || next.clEnqueueMarkerWithWaitList.is_none() {
         return false;
     }
     let mut st = lock(&REGISTRY.state);
-    let n = st.riders.entry(queue as usize).or_insert(0);
+    if st.no_markers.contains(&(queue as usize)) {
+        return false;
+    }
+    let counts = st.riders.entry(queue as usize).or_default();
+    let i = match counts.iter().position(|(t, _)| *t == thread) {
+        Some(i) => i,
+        None => {
+            counts.push((thread, 0));
+            counts.len() - 1
+        }
+    };
+    let n = &mut counts[i].1;
     if *n >= RIDERS_PER_EVENT {
         *n = 0;
         return false;
@@ -581,7 +611,9 @@ pub(super) fn submit(
     thread: u64,
 ) {
     START.call_once(start);
-    let ticket = TICKETS.fetch_add(1, Ordering::Relaxed);
+    // Release: a thread that sees this ticket taken (`current_ticket`) also sees the enqueues
+    // this launch made before it.
+    let ticket = TICKETS.fetch_add(1, Ordering::AcqRel);
     let reg = &*REGISTRY;
     // In-order queues: no callback. A driver may deliver callbacks late or one at a time
     // under a storm (NVIDIA: the capture crawled at a few hundred launches per second); the
@@ -705,8 +737,8 @@ fn wake_idle_writer(reg: &Registry, st: &mut State) {
 }
 
 /// After the application's `clFinish(queue)` returned: every command enqueued on `queue`
-/// before it has completed, our reads included, so the launches submitted on `queue` up to
-/// ticket `upto` are written right here, on the application's thread, instead of waiting for
+/// before it has completed, our reads included, so the launches submitted on `queue` before
+/// ticket `upto` ([`current_ticket`] when the call began) are written right here, on the application's thread, instead of waiting for
 /// the writer thread to notice them (its next poll could be up to [`LANE_POLL_MAX`] away, and
 /// every hand-over costs two thread wake-ups). When the writer is busy with earlier launches
 /// of the same queue, this waits for that batch only (it is being written, not polled).
@@ -721,7 +753,7 @@ pub(super) fn finished_queue(queue: cl_command_queue, upto: u64) {
     {
         let st = lock(&reg.state);
         let pending = st.lanes.get(&lane).and_then(|l| l.front());
-        if pending.is_none_or(|t| *t > upto) {
+        if pending.is_none_or(|t| *t >= upto) {
             return;
         }
     }
@@ -766,7 +798,7 @@ impl Drop for Turn {
     }
 }
 /// After a blocking command on `queue` returned: on an in-order queue every launch submitted
-/// on it up to ticket `upto` completed. They are handed to the writer as complete at once,
+/// on it before ticket `upto` ([`current_ticket`] when the call began) completed. They are handed to the writer as complete at once,
 /// without a driver question or a poll (their own status is still asked before they are
 /// written); the caller does not wait for them to be written.
 pub(super) fn completed_upto(queue: cl_command_queue, upto: u64) {
@@ -785,7 +817,7 @@ pub(super) fn completed_upto(queue: cl_command_queue, upto: u64) {
         return;
     };
     let mut any = false;
-    for t in lane.iter().take_while(|t| **t <= upto) {
+    for t in lane.iter().take_while(|t| **t < upto) {
         let Some(s) = slots.get_mut(t) else { continue };
         if !s.in_order {
             return;
@@ -817,12 +849,12 @@ pub(super) fn nudge() {
     wake_writer(reg, &mut st);
 }
 
-/// Takes the launches of `lane` up to ticket `upto`, oldest first, marking those nobody
+/// Takes the launches of `lane` before ticket `upto`, oldest first, marking those nobody
 /// reported yet as complete (the caller knows the queue is idle; [`land`] still asks each
 /// launch's own status, since a failed command also ends a `clFinish`).
 fn take_finished_lane(st: &mut State, lane: usize, upto: u64) -> Batch {
     let tickets: Vec<u64> = match st.lanes.get(&lane) {
-        Some(l) => l.iter().copied().take_while(|t| *t <= upto).collect(),
+        Some(l) => l.iter().copied().take_while(|t| *t < upto).collect(),
         None => return Batch::new(),
     };
     let State { slots, late, .. } = st;
@@ -942,7 +974,9 @@ fn prove_riders(st: &mut State, finished: &[(u64, cl_int, bool)]) {
                         ready.push(*t);
                     }
                 }
-            } else if s.final_event != 0 {
+            } else if s.final_event != 0 && !s.inferred {
+                // Seen complete by the driver itself, not inferred from the lane's order (which
+                // is the order threads submitted in, not the driver's).
                 if let Some(status) = s.done {
                     if !proven.iter().any(|(th, _)| *th == s.thread) {
                         proven.push((s.thread, status));
@@ -972,9 +1006,10 @@ fn settle_marker(st: &mut State, marker: &Marker, status: cl_int) {
     }
 }
 
-/// In-order lanes whose riders nothing answers for yet and whose newest launch is the same
-/// as at the previous poll (the application stopped launching there without waiting), or
-/// any such lane while a thread waits: (lane, entry points, the lane's tickets). `tails`:
+/// In-order lanes with riders that no later launch of their own thread with an event will
+/// answer for, whose newest launch is the same as at the previous poll (the application
+/// stopped launching there without waiting) or far after such a rider, or any such lane
+/// while a thread waits: (lane, entry points, the lane's tickets). `tails`:
 /// each lane's newest ticket at the previous poll.
 fn markers_wanted(
     st: &State,
@@ -987,15 +1022,29 @@ fn markers_wanted(
         if st.markers.contains_key(lane) {
             continue;
         }
-        let waiting_rider = l
-            .iter()
-            .any(|t| st.slots.get(t).is_some_and(|s| s.rider && s.done.is_none()));
-        let Some(tail) = l.back().copied().filter(|_| waiting_rider) else {
+        // The oldest *orphan*: a waiting rider with no launch of its own thread after it
+        // that has an event (that event, once complete, would answer for it).
+        let mut with_event: Vec<u64> = Vec::new();
+        let mut orphan = None;
+        for (i, t) in l.iter().enumerate().rev() {
+            let Some(s) = st.slots.get(t) else { continue };
+            if s.rider {
+                if s.done.is_none() && !with_event.contains(&s.thread) {
+                    orphan = Some(i);
+                }
+            } else if s.final_event != 0 && !with_event.contains(&s.thread) {
+                with_event.push(s.thread);
+            }
+        }
+        let Some((tail, oldest)) = l.back().copied().zip(orphan) else {
             tails.remove(lane);
             continue;
         };
         let stale = tails.insert(*lane, tail) == Some(tail);
-        if !(busy || stale) {
+        // An orphan far behind the newest launch: its thread stopped launching here while
+        // another one goes on.
+        let behind = l.len() - oldest > RIDERS_BEHIND;
+        if !(busy || stale || behind) {
             continue;
         }
         // Any flight of the lane that holds the queue has the entry points.
@@ -1013,10 +1062,12 @@ fn markers_wanted(
 /// Enqueues the writer's marker in each wanted lane (see [`markers_wanted`]) and flushes it.
 /// The caller holds the [`Turn`], so the flights holding these queues are not written (and
 /// the queues not released) meanwhile.
-fn place_markers(want: Vec<(usize, Calls, Vec<u64>)>) -> Vec<(usize, Marker)> {
+fn place_markers(want: Vec<(usize, Calls, Vec<u64>)>) -> (Vec<(usize, Marker)>, Vec<usize>) {
     let mut placed = Vec::new();
+    let mut refused = Vec::new();
     for (lane, calls, covers) in want {
         let Some(enqueue) = calls.marker else {
+            refused.push(lane);
             continue;
         };
         let queue = lane as cl_command_queue;
@@ -1024,6 +1075,7 @@ fn place_markers(want: Vec<(usize, Calls, Vec<u64>)>) -> Vec<(usize, Marker)> {
         // SAFETY: the application's queue, held by the lane's flights; our own event.
         let r = unsafe { enqueue(queue, 0, std::ptr::null(), &mut ev) };
         if r != CL_SUCCESS || ev.is_null() {
+            refused.push(lane);
             continue;
         }
         super::stats::add(&super::stats::EVENTS, 1);
@@ -1042,12 +1094,14 @@ fn place_markers(want: Vec<(usize, Calls, Vec<u64>)>) -> Vec<(usize, Marker)> {
             },
         ));
     }
-    placed
+    (placed, refused)
 }
 
-/// The ticket the next launch will get (launches before it have smaller ones).
+/// The ticket the next launch will get: every launch with a smaller one was submitted, so its
+/// commands were enqueued, before this call. A synchronisation point takes it *before* the
+/// driver's call and covers the launches with smaller tickets only.
 pub(super) fn current_ticket() -> u64 {
-    TICKETS.load(Ordering::Relaxed)
+    TICKETS.load(Ordering::Acquire)
 }
 
 /// Platforms whose `clFlush` runs the queued commands on the calling thread instead of
@@ -1262,7 +1316,7 @@ fn writer_loop() {
                     .iter()
                     .filter_map(|(lane, ev, info)| Some((*lane, finished(*info, *ev)?)))
                     .collect();
-                let placed = place_markers(want);
+                let (placed, refused) = place_markers(want);
                 let finished = poll(&probes);
                 drop(turn);
                 st = lock(&reg.state);
@@ -1278,6 +1332,9 @@ fn writer_loop() {
                     }
                 }
                 prove_riders(&mut st, &finished);
+                // Riders already there wait for their thread's next launch (which has an
+                // event from now on) or the application's next synchronisation.
+                st.no_markers.extend(refused);
                 let mut spent = Vec::new();
                 for (lane, status) in marked {
                     if let Some(m) = st.markers.remove(&lane) {
@@ -1628,7 +1685,6 @@ fn land(
         }
         if !f.queue.is_null() {
             super::guard::done(calls.release_event, f.queue, final_event);
-            super::queue_ref::done(f.queue);
         }
     }
     record

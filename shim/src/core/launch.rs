@@ -539,8 +539,15 @@ impl Plan {
         // The queue is held (see `queue_ref`) while our commands are in it; a rider (no event
         // of its own, see `flight`) needs it held, so the writer can put a marker there.
         let held = super::queue_ref::hold(next, queue);
-        let rider =
-            succeeded && in_order && held && flight::rides(queue, &self.record.device.platform);
+        let rider = succeeded
+            && in_order
+            && held
+            && flight::rides(
+                next,
+                queue,
+                &self.record.device.platform,
+                self.record.thread,
+            );
         let post_reads = stats::span(Phase::PostReads);
         let final_event = if succeeded {
             around.after(kernel_event, rider)
