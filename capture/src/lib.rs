@@ -28,6 +28,7 @@ pub mod devdigest;
 pub mod fastpatch;
 pub mod hex;
 pub mod includes;
+pub mod journal;
 pub mod macros;
 pub mod model;
 pub mod options;

@@ -83,6 +83,12 @@ impl Capture {
         })?;
 
         let log_path = dir.join(crate::LAUNCHES_FILE);
+        // Journals first, then the log: a live writer that moves its journal into the log in
+        // between leaves records in both (kept once), never in neither.
+        let pending: Vec<u8> = crate::journal::journals(dir)
+            .iter()
+            .flat_map(|j| crate::journal::committed_records(j))
+            .collect();
         let log = match fs::read(&log_path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -97,6 +103,7 @@ impl Capture {
         let mut lines: Vec<&[u8]> = log.split(|b| *b == b'\n').collect();
         // The piece after the last newline is empty, or a partial record of a writer that died.
         lines.pop();
+        lines.extend(pending.split(|b| *b == b'\n').filter(|l| !l.is_empty()));
         let launches = parse_log(&lines).map_err(|(n, message)| ReadError::Corrupt {
             path: log_path.clone(),
             message: format!("line {n}: {message}"),
@@ -262,6 +269,11 @@ fn parse_log(lines: &[&[u8]]) -> Result<Vec<LaunchRecord>, (usize, String)> {
                 record
             }
         };
+        // A record both in a journal and in the log (its writer died while moving one into
+        // the other): the first copy counts.
+        if position.contains_key(&record.id) {
+            continue;
+        }
         position.insert(record.id, launches.len());
         launches.push(record);
     }

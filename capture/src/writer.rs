@@ -244,6 +244,29 @@ pub const WRITERS_FILE: &str = ".writers.lock";
 /// another reserved ids after it.
 pub const ID_BLOCK: u64 = 1024;
 
+/// The launch log and, when enabled, its journal ([`crate::journal`]).
+struct Log {
+    file: File,
+    journal: Option<crate::journal::Journal>,
+}
+
+impl Log {
+    /// Writes `lines` (whole records) after everything written before: into the journal
+    /// when there is one with room (moving it into the log first when full), else to the log.
+    fn write(&mut self, lines: &[u8]) -> std::io::Result<()> {
+        if let Some(j) = self.journal.as_mut() {
+            if j.append(lines) {
+                return Ok(());
+            }
+            j.drain_into(&mut self.file)?;
+            if j.append(lines) {
+                return Ok(());
+            }
+        }
+        self.file.write_all(lines)
+    }
+}
+
 /// The ids this process may hand out: `next..end`.
 struct IdBlock {
     next: u64,
@@ -255,7 +278,7 @@ pub struct CaptureWriter {
     dir: PathBuf,
     /// Where sources, programs and buffer contents go.
     pub blobs: BlobStore,
-    log: Mutex<File>,
+    log: Mutex<Log>,
     ids: Mutex<IdBlock>,
     /// The [`IDS_FILE`], locked while a block is reserved.
     id_file: File,
@@ -325,6 +348,8 @@ impl CaptureWriter {
         // writer's and is cut off. Else it may be a line being written right now: left alone.
         if writers.try_lock().is_ok() {
             drop_partial_last_line(&log_path).map_err(io(&log_path))?;
+            // Journals of dead writers (every one, when this writer is alone) go into the log.
+            crate::journal::fold_dead(dir, &log_path).map_err(io(&log_path))?;
             writers.unlock().map_err(io(&writers_path))?;
         }
         writers.lock_shared().map_err(io(&writers_path))?;
@@ -338,7 +363,10 @@ impl CaptureWriter {
         Ok(CaptureWriter {
             dir: dir.to_path_buf(),
             blobs: BlobStore::new(dir),
-            log: Mutex::new(log),
+            log: Mutex::new(Log {
+                file: log,
+                journal: None,
+            }),
             ids: Mutex::new(IdBlock { next: 0, end: 0 }),
             id_file,
             _writers: writers,
@@ -437,9 +465,57 @@ impl CaptureWriter {
         record.id = id;
         let mut line = serde_json::to_vec(&record)?;
         line.push(b'\n');
-        log.write_all(&line)
+        log.write(&line)
             .map_err(|source| WriteError::Write { path, source })?;
         Ok(id)
+    }
+
+    /// From now on, appended records go into a journal mapped into memory
+    /// ([`crate::journal`]) and reach the log in batches ([`CaptureWriter::flush_journal`]):
+    /// appending costs no system call, and the records survive the process dying all the
+    /// same. Err: the journal could not be made (records keep going to the log).
+    pub fn enable_journal(&self) -> Result<(), WriteError> {
+        let journal =
+            crate::journal::Journal::create(&self.dir).map_err(|source| WriteError::Write {
+                path: self.dir.join(crate::journal::JOURNAL_PREFIX),
+                source,
+            })?;
+        let mut log = match self.log.lock() {
+            Ok(l) => l,
+            Err(p) => p.into_inner(),
+        };
+        if log.journal.is_none() {
+            log.journal = Some(journal);
+        }
+        Ok(())
+    }
+
+    /// Bytes in the journal that the log does not have yet (0 without a journal).
+    pub fn journal_pending(&self) -> usize {
+        match self.log.lock() {
+            Ok(l) => l.journal.as_ref().map_or(0, |j| j.committed()),
+            Err(p) => p.into_inner().journal.as_ref().map_or(0, |j| j.committed()),
+        }
+    }
+
+    /// Moves the journal's records into the log (one write). `close`: and deletes the
+    /// journal (at exit); later records go straight to the log.
+    pub fn flush_journal(&self, close: bool) -> Result<(), WriteError> {
+        let path = self.dir.join(crate::LAUNCHES_FILE);
+        let mut log = match self.log.lock() {
+            Ok(l) => l,
+            Err(p) => p.into_inner(),
+        };
+        let Log { file, journal } = &mut *log;
+        if let Some(j) = journal.as_mut() {
+            j.drain_into(file)
+                .map_err(|source| WriteError::Write { path, source })?;
+        }
+        if close {
+            // Dropped empty: deleted.
+            *journal = None;
+        }
+        Ok(())
     }
 
     /// Takes the next launch id without writing anything: for writers that number launches
@@ -521,7 +597,7 @@ impl CaptureWriter {
             Ok(l) => l,
             Err(p) => p.into_inner(),
         };
-        log.write_all(&lines)
+        log.write(&lines)
             .map_err(|source| WriteError::Write { path, source })?;
         drop(log);
         // Only launches that are in the log may be bases (after a failed write: none).
@@ -533,10 +609,11 @@ impl CaptureWriter {
 }
 
 impl Drop for CaptureWriter {
-    /// A writer that goes away gives back the ids it did not use (see
-    /// [`CaptureWriter::release_unused_ids`]); the shim's writer lives until exit and does it
-    /// in its exit handler.
+    /// A writer that goes away moves its journal into the log and gives back the ids it did
+    /// not use (see [`CaptureWriter::release_unused_ids`]); the shim's writer lives until exit
+    /// and does both in its exit handler.
     fn drop(&mut self) {
+        let _ = self.flush_journal(true);
         let _ = self.release_unused_ids();
     }
 }

@@ -48,7 +48,15 @@ pub fn writer() -> Option<&'static CaptureWriter> {
         .get_or_init(|| {
             let settings = crate::state::settings()?;
             match CaptureWriter::create(&settings.dir, &manifest(settings)) {
-                Ok(w) => Some(w),
+                Ok(w) => {
+                    // Records go through a journal mapped into memory: no `write` call at
+                    // each `clFinish` (the writer thread moves it into the log). Without
+                    // one, they are written to the log as before.
+                    if let Err(e) = w.enable_journal() {
+                        report_once(&format!("{e}; launches are written to the log directly"));
+                    }
+                    Some(w)
+                }
                 Err(e) => {
                     fail(&e);
                     None

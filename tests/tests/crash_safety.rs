@@ -53,3 +53,62 @@ fn a_log_cut_mid_record_is_read_up_to_the_last_whole_launch() {
     assert!(cut.truncated);
     assert_replays_ok(&dir, cap.launches.len() - 1);
 }
+
+/// A process killed outright (`SIGKILL`: no exit handler, no writer thread draining) right
+/// after its last `clFinish` still leaves every launch those `clFinish` calls finished: the
+/// records went into the capture's journal, a file mapped into memory, whose bytes survive
+/// the process. Readers see them at once; the next writer moves them into the log.
+#[test]
+fn a_process_killed_after_clfinish_leaves_every_finished_launch() {
+    use std::io::BufRead;
+    let exe = fixture("killed");
+    let dir = fresh_capture_dir("killed");
+    let mut child = std::process::Command::new(&exe)
+        .env("LD_PRELOAD", &tools().shim)
+        .env("CLTRAP_DIR", dir.as_os_str())
+        .env_remove("OPENCL_LAYERS")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the fixture starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("the fixture writes a line");
+    assert_eq!(line.trim(), "finished 20 launches");
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+
+    let cap = open_capture(&dir);
+    let values: Vec<i32> = cap
+        .launches
+        .iter()
+        .filter_map(|l| scalar_i32(&l.args[1]))
+        .collect();
+    assert_eq!(
+        values,
+        (0..20).collect::<Vec<_>>(),
+        "every finished launch, once"
+    );
+    assert_replays_ok(&dir, 20);
+
+    // The next process writing to the capture finds the dead journal and moves it into the
+    // log: the log alone then holds the 20 launches, and its own follow.
+    let again = run_preloaded(&dir, &[], &exe, &["exit"]);
+    again.assert_no_panic();
+    assert!(again.success(), "{}", again.describe());
+    let pending: Vec<_> = std::fs::read_dir(&*dir)
+        .expect("capture dir")
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("launches.pending.")
+        })
+        .collect();
+    assert!(pending.is_empty(), "journals left: {pending:?}");
+    let cap = open_capture(&dir);
+    assert_eq!(cap.launches.len(), 40);
+    assert_replays_ok(&dir, 40);
+}

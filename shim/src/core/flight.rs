@@ -120,6 +120,10 @@ const POLL_PER_LANE_BUSY: usize = MAX_INFLIGHT_LAUNCHES;
 const DEEP_SLEEP_AFTER: Duration = Duration::from_secs(1);
 /// How often the writer gives back pinned memory that is no longer used.
 const TRIM_EVERY: Duration = Duration::from_secs(1);
+/// How often the writer moves the capture's journal into the launch log (records appended
+/// at a `clFinish` go into the journal, a file mapped into memory: see
+/// `cltrap_capture::journal`).
+const JOURNAL_EVERY: Duration = Duration::from_millis(20);
 /// How long the writer lets completions gather before writing them.
 const NAP: Duration = Duration::from_millis(1);
 /// Status meaning "the completion callback could not be registered: the writer must wait for
@@ -1191,6 +1195,13 @@ fn start() {
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
         drain();
+        if let Some(w) = crate::sink::existing_writer() {
+            // The journal into the log, and deleted: a normally ending application leaves
+            // only the log.
+            if let Err(e) = w.flush_journal(true) {
+                crate::sink::fail(&e);
+            }
+        }
         if let Some(path) = crate::state::settings().and_then(|s| s.stats.as_ref()) {
             super::stats::write(path);
         }
@@ -1237,8 +1248,26 @@ fn drain() {
     }
 }
 
+/// Moves the capture's journal into the log when [`JOURNAL_EVERY`] passed since the last
+/// time (`now`: whatever is due).
+fn flush_journal(last: &mut Instant, now: bool) {
+    if !now && last.elapsed() < JOURNAL_EVERY {
+        return;
+    }
+    *last = Instant::now();
+    if let Some(w) = crate::sink::existing_writer() {
+        if w.journal_pending() > 0 {
+            if let Err(e) = w.flush_journal(false) {
+                crate::sink::fail(&e);
+            }
+        }
+    }
+}
+
 fn writer_loop() {
     let reg = &*REGISTRY;
+    let mut journaled = Instant::now();
+    let mut deep_flushed = false;
     let mut pacing = Pacing::new();
     let mut tails: HandleMap<usize, u64> = HandleMap::default();
     let mut trimmed = Instant::now();
@@ -1254,12 +1283,30 @@ fn writer_loop() {
         let late = {
             let mut st = lock(&reg.state);
             while st.ready.is_empty() {
+                if journaled.elapsed() >= JOURNAL_EVERY {
+                    drop(st);
+                    flush_journal(&mut journaled, false);
+                    st = lock(&reg.state);
+                    if !st.ready.is_empty() {
+                        break;
+                    }
+                }
                 st.writer_sleeping = true;
                 if st.slots.is_empty() {
                     // Lightly asleep for a while after the last launch in flight (a new
                     // launch is noticed within LANE_POLL_MAX without waking us), then deeply
                     // (a new launch wakes us).
-                    st.writer_deep = idle_since.elapsed() >= DEEP_SLEEP_AFTER;
+                    let deep_now = idle_since.elapsed() >= DEEP_SLEEP_AFTER;
+                    if deep_now && !deep_flushed {
+                        // Nothing in the journal may wait for the next launch: moved into the
+                        // log once before sleeping deeply (then everything is looked at again).
+                        drop(st);
+                        flush_journal(&mut journaled, true);
+                        deep_flushed = true;
+                        st = lock(&reg.state);
+                        continue;
+                    }
+                    st.writer_deep = deep_now;
                     let nap = if st.writer_deep {
                         TRIM_EVERY
                     } else {
@@ -1282,6 +1329,7 @@ fn writer_loop() {
                     continue;
                 }
                 idle_since = Instant::now();
+                deep_flushed = false;
                 let pause = pacing.pause(st.waiters > 0, lanes_to_poll(&st));
                 let (g, waited) = reg
                     .work
