@@ -651,6 +651,8 @@ fn failed_and_not_replayable_launches_are_skipped_with_their_reason() {
     let mut rec: LaunchRecord =
         serde_json::from_str(text.lines().nth(id as usize).unwrap()).unwrap();
     let mut failed = rec.clone();
+    // Its own id: a capture holds each id once (a second copy is dropped as a duplicate).
+    failed.id = rec.id + 1;
     failed.status = -54;
     rec.not_replayable = vec!["argument 2 is an SVM pointer".into()];
     let lines = [&rec, &failed]
