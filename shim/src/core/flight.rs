@@ -1195,22 +1195,21 @@ fn start() {
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
         drain();
+        if let Some(path) = crate::state::settings().and_then(|s| s.stats.as_ref()) {
+            super::stats::write(path);
+        }
+        // Not in a forked child: the journal it inherited (a shared mapping) and its block of
+        // ids are still its parent's, which may go on appending.
+        if !available() {
+            return;
+        }
         if let Some(w) = crate::sink::existing_writer() {
             // The journal into the log, and deleted: a normally ending application leaves
             // only the log.
             if let Err(e) = w.flush_journal(true) {
                 crate::sink::fail(&e);
             }
-        }
-        if let Some(path) = crate::state::settings().and_then(|s| s.stats.as_ref()) {
-            super::stats::write(path);
-        }
-        // The next process appending to this capture numbers on from this one's last id (not
-        // from a forked child: the block it inherited is still its parent's).
-        if !available() {
-            return;
-        }
-        if let Some(w) = crate::sink::existing_writer() {
+            // The next process appending to this capture numbers on from this one's last id.
             if let Err(e) = w.release_unused_ids() {
                 crate::sink::fail(&e);
             }
