@@ -119,6 +119,9 @@ impl Journal {
     }
 
     /// Moves the committed records into the log (one `write`), then empties the journal.
+    /// When the write fails part way (a full disk), the log is cut back to where it was, so
+    /// it never holds part of a record in the middle, and the records stay in the journal,
+    /// where readers find them.
     pub fn drain_into(&mut self, log: &mut File) -> std::io::Result<()> {
         let n = self.committed();
         if n == 0 {
@@ -126,7 +129,11 @@ impl Journal {
         }
         // SAFETY: the committed bytes, inside the mapping.
         let bytes = unsafe { std::slice::from_raw_parts(self.map.add(HEADER), n) };
-        log.write_all(bytes)?;
+        let before = log.metadata()?.len();
+        if let Err(e) = log.write_all(bytes) {
+            let _ = log.set_len(before);
+            return Err(e);
+        }
         self.length().store(0, Ordering::Release);
         Ok(())
     }
