@@ -115,8 +115,18 @@ struct DirState {
     blob_bytes: u64,
 }
 
+/// The launch log's lines, then those of its journals (records of a process that died before
+/// moving its journal into the log: see `cltrap_capture::journal`); None without a log.
+fn log_lines(dir: &Path) -> Option<Vec<u8>> {
+    let mut bytes = std::fs::read(dir.join(cltrap_capture::LAUNCHES_FILE)).ok()?;
+    for j in cltrap_capture::journal::journals(dir) {
+        bytes.extend(cltrap_capture::journal::committed_records(&j).unwrap_or_default());
+    }
+    Some(bytes)
+}
+
 fn dir_state(dir: &Path) -> DirState {
-    let launches = std::fs::read(dir.join(cltrap_capture::LAUNCHES_FILE))
+    let launches = log_lines(dir)
         .map(|b| b.iter().filter(|c| **c == b'\n').count() as u64)
         .unwrap_or(0);
     let mut blob_bytes = 0;
@@ -147,7 +157,7 @@ fn new_kernel_count(dir: &Path, skip: u64) -> Option<usize> {
         #[serde(borrow)]
         kernel: std::borrow::Cow<'a, str>,
     }
-    let log = std::fs::read(dir.join(cltrap_capture::LAUNCHES_FILE)).ok()?;
+    let log = log_lines(dir)?;
     let mut names = std::collections::HashSet::new();
     for line in log.split(|b| *b == b'\n').skip(skip as usize) {
         if line.iter().all(u8::is_ascii_whitespace) {

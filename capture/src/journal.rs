@@ -8,9 +8,11 @@
 //! at once: they survive the process dying in any way (`SIGKILL` included), as bytes written
 //! with `write` do, without a system call.
 //!
-//! Layout: [`MAGIC`], then the committed length (u64, little-endian), then the records as in
-//! the log (whole JSON lines). A record is copied first and committed after (a release store
-//! of the length), so a reader never sees part of one. The writer moves the journal into the
+//! Layout: [`MAGIC`], the committed length and the generation (u64s, little-endian), 8
+//! reserved bytes, then the records as in the log (whole JSON lines). A record is copied
+//! first and committed after (a release store of the length), so a reader never sees part of
+//! one; emptying the journal bumps the generation, and a reader that finds it changed while
+//! it copied the records drops them (they are in the log, which it reads after). The writer moves the journal into the
 //! log from time to time ([`Journal::drain_into`]) and at exit, then deletes it. A process
 //! that died leaves its journal: readers read every journal before the log (a record can then
 //! be in both, when the process died between moving the journal into the log and emptying
@@ -19,24 +21,35 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-/// Journal files are named `<this><pid>.<n>` in the capture directory.
+/// Journal files are named `<this><pid>.<n>.<nanoseconds>` in the capture directory.
 pub const JOURNAL_PREFIX: &str = "launches.pending.";
 /// The first bytes of a journal.
 const MAGIC: &[u8; 8] = b"cltrapj1";
-/// Magic and committed length.
-const HEADER: usize = 16;
+/// Magic, committed length, generation (bumped each time the journal is emptied), reserved.
+const HEADER: usize = 32;
+/// Offset of the committed length (u64, little-endian).
+const LENGTH_AT: usize = 8;
+/// Offset of the generation (u64, little-endian).
+const GENERATION_AT: usize = 16;
 /// Bytes of records one journal holds (a writer moves it into the log when it is full).
 pub const CAPACITY: usize = 4 << 20;
 
 /// A journal being written by this process (see the module documentation).
 pub struct Journal {
     path: PathBuf,
-    /// Keeps the mapping's file open.
-    _file: File,
     map: *mut u8,
+    /// Committed bytes: the truth is here; the mapping's copy is for readers (another
+    /// process could write the file, so this process never trusts it).
+    len: usize,
+    generation: u64,
+    /// Moving the records into the log failed once (a full disk): they stay here, where
+    /// readers find them, and no later move is tried (it could land after other writers'
+    /// lines and duplicate part of a batch).
+    failed: bool,
 }
 
 // SAFETY: the mapping is owned by the journal and only reached through `&mut self` (writes)
@@ -46,20 +59,48 @@ unsafe impl Send for Journal {}
 unsafe impl Sync for Journal {}
 
 impl Journal {
-    /// Creates this process's next journal in capture directory `dir`.
+    /// Creates a new journal in capture directory `dir`: a fresh file (never one that exists,
+    /// whatever process or container made it), its space allocated (a full disk fails here,
+    /// not as a fault when a page is first written).
     pub fn create(dir: &Path) -> std::io::Result<Journal> {
         static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let path = dir.join(format!("{JOURNAL_PREFIX}{}.{n}", std::process::id()));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)?;
-        file.set_len((HEADER + CAPACITY) as u64)?;
+        let (file, path) = loop {
+            let n = N.fetch_add(1, Ordering::Relaxed);
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let path = dir.join(format!(
+                "{JOURNAL_PREFIX}{}.{n}.{nanos}",
+                std::process::id()
+            ));
+            match OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(f) => break (f, path),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        let made = Self::map(&file, &path);
+        if made.is_err() {
+            let _ = fs::remove_file(&path);
+        }
+        made
+    }
+
+    fn map(file: &File, path: &Path) -> std::io::Result<Journal> {
         use std::os::unix::io::AsRawFd;
-        // SAFETY: a fresh shared mapping of the whole file, which stays open while mapped.
+        let total = (HEADER + CAPACITY) as libc::off_t;
+        // SAFETY: a plain call on our own open file.
+        let r = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, total) };
+        if r != 0 {
+            return Err(std::io::Error::from_raw_os_error(r));
+        }
+        // SAFETY: a fresh shared mapping of the whole (allocated) file; the mapping stays
+        // valid after the file is closed.
         let map = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -71,70 +112,80 @@ impl Journal {
             )
         };
         if map == libc::MAP_FAILED {
-            let e = std::io::Error::last_os_error();
-            let _ = fs::remove_file(&path);
-            return Err(e);
+            return Err(std::io::Error::last_os_error());
         }
         let map = map.cast::<u8>();
         // SAFETY: the mapping has HEADER + CAPACITY bytes.
         unsafe { std::ptr::copy_nonoverlapping(MAGIC.as_ptr(), map, MAGIC.len()) };
         let j = Journal {
-            path,
-            _file: file,
+            path: path.to_path_buf(),
             map,
+            len: 0,
+            generation: 0,
+            failed: false,
         };
-        j.length().store(0, Ordering::Release);
+        j.field(LENGTH_AT).store(0, Ordering::Release);
+        j.field(GENERATION_AT).store(0, Ordering::Release);
         Ok(j)
     }
 
-    /// The committed length, in the mapping.
-    fn length(&self) -> &AtomicU64 {
-        // SAFETY: offset 8 of a page-aligned mapping is aligned for a u64 and inside it; the
-        // mapping lives as long as `self`.
-        unsafe { &*self.map.add(MAGIC.len()).cast::<AtomicU64>() }
+    /// A u64 of the header, in the mapping.
+    fn field(&self, at: usize) -> &AtomicU64 {
+        // SAFETY: offsets 8 and 16 of a page-aligned mapping are aligned for a u64 and inside
+        // it; the mapping lives as long as `self`.
+        unsafe { &*self.map.add(at).cast::<AtomicU64>() }
     }
 
     /// Bytes committed and not yet moved into the log.
     pub fn committed(&self) -> usize {
-        self.length().load(Ordering::Acquire) as usize
+        self.len
     }
 
     /// Appends whole records; false (nothing appended) when they do not fit.
     pub fn append(&mut self, records: &[u8]) -> bool {
-        let at = self.committed();
-        if records.len() > CAPACITY - at {
+        if records.len() > CAPACITY - self.len {
             return false;
         }
-        // SAFETY: `HEADER + at + records.len() <= HEADER + CAPACITY`, inside the mapping.
+        // SAFETY: `HEADER + len + records.len() <= HEADER + CAPACITY`, inside the mapping.
         unsafe {
             std::ptr::copy_nonoverlapping(
                 records.as_ptr(),
-                self.map.add(HEADER + at),
+                self.map.add(HEADER + self.len),
                 records.len(),
             )
         };
-        self.length()
-            .store((at + records.len()) as u64, Ordering::Release);
+        self.len += records.len();
+        // Release: a reader that sees this length sees the bytes before it.
+        self.field(LENGTH_AT)
+            .store(self.len as u64, Ordering::Release);
         true
     }
 
-    /// Moves the committed records into the log (one `write`), then empties the journal.
-    /// When the write fails part way (a full disk), the log is cut back to where it was, so
-    /// it never holds part of a record in the middle, and the records stay in the journal,
-    /// where readers find them.
+    /// Moves the committed records into the log (one `write`), then empties the journal and
+    /// starts its next generation. When the write fails (a full disk), the records stay in
+    /// the journal and no later move is tried (Err from then on).
     pub fn drain_into(&mut self, log: &mut File) -> std::io::Result<()> {
-        let n = self.committed();
-        if n == 0 {
+        if self.failed {
+            return Err(std::io::Error::other(
+                "an earlier move of the journal into the launch log failed",
+            ));
+        }
+        if self.len == 0 {
             return Ok(());
         }
         // SAFETY: the committed bytes, inside the mapping.
-        let bytes = unsafe { std::slice::from_raw_parts(self.map.add(HEADER), n) };
-        let before = log.metadata()?.len();
+        let bytes = unsafe { std::slice::from_raw_parts(self.map.add(HEADER), self.len) };
         if let Err(e) = log.write_all(bytes) {
-            let _ = log.set_len(before);
+            self.failed = true;
             return Err(e);
         }
-        self.length().store(0, Ordering::Release);
+        self.len = 0;
+        self.field(LENGTH_AT).store(0, Ordering::Release);
+        // A reader that copied records of the old generation while they were being
+        // overwritten sees the generation change and drops them (they are in the log).
+        self.generation += 1;
+        self.field(GENERATION_AT)
+            .store(self.generation, Ordering::Release);
         Ok(())
     }
 }
@@ -142,16 +193,15 @@ impl Journal {
 impl Drop for Journal {
     /// Unmaps the journal; deletes it when it holds nothing the log lacks.
     fn drop(&mut self) {
-        let empty = self.committed() == 0;
         // SAFETY: the mapping made in `create`, unmapped once.
         unsafe { libc::munmap(self.map.cast(), HEADER + CAPACITY) };
-        if empty {
+        if self.len == 0 && !self.failed {
             let _ = fs::remove_file(&self.path);
         }
     }
 }
 
-/// The journals in capture directory `dir` (any process's), oldest name first.
+/// The journals in capture directory `dir` (any process's), by name.
 pub fn journals(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = fs::read_dir(dir)
         .into_iter()
@@ -164,35 +214,52 @@ pub fn journals(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// The committed records of the journal at `path` (empty when it is not one: a reader never
-/// fails on a journal, it only loses what a damaged one held).
-pub fn committed_records(path: &Path) -> Vec<u8> {
-    let Ok(bytes) = fs::read(path) else {
-        return Vec::new();
-    };
-    if bytes.len() < HEADER || &bytes[..MAGIC.len()] != MAGIC {
-        return Vec::new();
+/// The committed whole records of the journal at `path`. Empty for a file that is not a
+/// journal, and for a journal its writer emptied while this was reading it (its records are
+/// in the log by then); Err when the file cannot be read.
+pub fn committed_records(path: &Path) -> std::io::Result<Vec<u8>> {
+    let file = File::open(path)?;
+    let size = file.metadata()?.len() as usize;
+    if size < HEADER {
+        return Ok(Vec::new());
     }
-    let mut len = [0u8; 8];
-    len.copy_from_slice(&bytes[MAGIC.len()..HEADER]);
-    let n = (u64::from_le_bytes(len) as usize).min(bytes.len() - HEADER);
-    let mut records = bytes[HEADER..HEADER + n].to_vec();
-    // Only whole lines (the length is committed after whole records, but a file cut short
-    // by a full disk may end inside one).
+    let mut header = [0u8; HEADER];
+    file.read_exact_at(&mut header, 0)?;
+    if &header[..MAGIC.len()] != MAGIC {
+        return Ok(Vec::new());
+    }
+    let word = |h: &[u8; HEADER], at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&h[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let generation = word(&header, GENERATION_AT);
+    let n = (word(&header, LENGTH_AT) as usize)
+        .min(size - HEADER)
+        .min(CAPACITY);
+    let mut records = vec![0u8; n];
+    file.read_exact_at(&mut records, HEADER as u64)?;
+    file.read_exact_at(&mut header, 0)?;
+    if word(&header, GENERATION_AT) != generation {
+        return Ok(Vec::new());
+    }
+    // Only whole lines (the length covers whole records; a damaged file may not).
     let keep = records
         .iter()
         .rposition(|b| *b == b'\n')
         .map_or(0, |i| i + 1);
     records.truncate(keep);
-    records
+    Ok(records)
 }
 
-/// Moves every journal in `dir` into the log `log` and deletes it. Only for a writer alone on
-/// the capture (it holds the writers' lock exclusively): every journal is then a dead
-/// process's.
+/// Moves every journal in `dir` into the log `log` and deletes it (one that cannot be read
+/// stays). Only for a writer alone on the capture (it holds the writers' lock exclusively):
+/// every journal is then a dead process's.
 pub fn fold_dead(dir: &Path, log: &Path) -> std::io::Result<()> {
     for path in journals(dir) {
-        let records = committed_records(&path);
+        let Ok(records) = committed_records(&path) else {
+            continue;
+        };
         if !records.is_empty() {
             OpenOptions::new()
                 .create(true)
@@ -230,10 +297,13 @@ mod tests {
         assert!(j.append(b"{\"id\":1}\n"));
         let found = journals(&d);
         assert_eq!(found.len(), 1);
-        assert_eq!(committed_records(&found[0]), b"{\"id\":0}\n{\"id\":1}\n");
+        assert_eq!(
+            committed_records(&found[0]).unwrap(),
+            b"{\"id\":0}\n{\"id\":1}\n"
+        );
         j.drain_into(&mut log).unwrap();
         assert_eq!(j.committed(), 0);
-        assert_eq!(committed_records(&found[0]), b"");
+        assert_eq!(committed_records(&found[0]).unwrap(), b"");
         assert_eq!(fs::read(&log_path).unwrap(), b"{\"id\":0}\n{\"id\":1}\n");
         // Too big for what is left: refused, nothing appended.
         assert!(!j.append(&vec![b'x'; CAPACITY + 1]));
@@ -252,7 +322,7 @@ mod tests {
         drop(j);
         assert_eq!(journals(&d).len(), 1);
         // Garbage named like a journal is read as empty, and removed.
-        fs::write(d.join(format!("{JOURNAL_PREFIX}1.0")), b"not a journal").unwrap();
+        fs::write(d.join(format!("{JOURNAL_PREFIX}1.0.0")), b"not a journal").unwrap();
         fold_dead(&d, &log_path).unwrap();
         assert!(journals(&d).is_empty());
         assert_eq!(fs::read(&log_path).unwrap(), b"{\"id\":0}\n{\"id\":1}\n");

@@ -312,6 +312,56 @@ mod tests {
     }
 
     #[test]
+    fn journaled_launches_read_back_once_and_a_dead_journal_is_folded_into_the_log() {
+        let dir = fresh("journal");
+        let w = CaptureWriter::create(&dir, &manifest()).unwrap();
+        w.enable_journal().unwrap();
+        let records: Vec<LaunchRecord> = (0..50).map(|i| storm_record(i, (i % 4) as u8)).collect();
+        w.append_numbered(records[..20].to_vec()).unwrap();
+        w.flush_journal(false).unwrap();
+        w.append_numbered(records[20..].to_vec()).unwrap();
+        // 20 in the log, 30 in the journal: a reader sees all 50, in order.
+        assert_eq!(Capture::open(&dir).unwrap().launches, records);
+        // A writer that died between moving its journal into the log and emptying it leaves
+        // the same lines twice: read once.
+        let journal = journal::journals(&dir).pop().unwrap();
+        let pending = journal::committed_records(&journal).unwrap();
+        let mut log = std::fs::read(dir.join(LAUNCHES_FILE)).unwrap();
+        log.extend(&pending);
+        std::fs::write(dir.join(LAUNCHES_FILE), &log).unwrap();
+        assert_eq!(Capture::open(&dir).unwrap().launches, records);
+        // Two different records under one id are a broken capture, said clearly.
+        let mut other = launch("p");
+        other.id = 3;
+        let mut bad = log.clone();
+        bad.extend(serde_json::to_vec(&other).unwrap());
+        bad.push(b'\n');
+        std::fs::write(dir.join(LAUNCHES_FILE), &bad).unwrap();
+        let err = Capture::open(&dir).unwrap_err().to_string();
+        assert!(err.contains("launch id 3 is also on line 4"), "{err}");
+        std::fs::write(dir.join(LAUNCHES_FILE), &log[..log.len() - pending.len()]).unwrap();
+        // A writer that goes away moves its journal into the log and deletes it.
+        drop(w);
+        assert!(journal::journals(&dir).is_empty());
+        assert_eq!(Capture::open(&dir).unwrap().launches, records);
+        // A dead process's journal stays: readers see it; the next writer alone folds it in.
+        let mut late = storm_record(50, 1);
+        late.id = 50;
+        let mut line = serde_json::to_vec(&late).unwrap();
+        line.push(b'\n');
+        let mut dead = journal::Journal::create(&dir).unwrap();
+        assert!(dead.append(&line));
+        std::mem::forget(dead);
+        let mut all = records.clone();
+        all.push(late);
+        assert_eq!(Capture::open(&dir).unwrap().launches, all);
+        let again = CaptureWriter::create(&dir, &manifest()).unwrap();
+        assert!(journal::journals(&dir).is_empty());
+        assert_eq!(Capture::open(&dir).unwrap().launches, all);
+        drop(again);
+    }
+
+    #[test]
     fn launches_of_one_kernel_are_logged_as_changes_and_read_back_whole() {
         let dir = fresh("delta");
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();

@@ -85,10 +85,15 @@ impl Capture {
         let log_path = dir.join(crate::LAUNCHES_FILE);
         // Journals first, then the log: a live writer that moves its journal into the log in
         // between leaves records in both (kept once), never in neither.
-        let pending: Vec<u8> = crate::journal::journals(dir)
-            .iter()
-            .flat_map(|j| crate::journal::committed_records(j))
-            .collect();
+        let mut pending: Vec<u8> = Vec::new();
+        for j in crate::journal::journals(dir) {
+            let records =
+                crate::journal::committed_records(&j).map_err(|source| ReadError::Io {
+                    path: j.clone(),
+                    source,
+                })?;
+            pending.extend(records);
+        }
         let log = match fs::read(&log_path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -236,6 +241,8 @@ fn parse_log(lines: &[&[u8]]) -> Result<Vec<LaunchRecord>, (usize, String)> {
     }
     let mut launches: Vec<LaunchRecord> = Vec::with_capacity(lines.len());
     let mut position: HashMap<u64, usize> = HashMap::new();
+    // Per id, the line it was read from (a second, identical copy is dropped).
+    let mut line_of: HashMap<u64, usize> = HashMap::new();
     // Records made from deltas, as JSON, until a later delta uses them as its base (a
     // writer's chain of one kernel's launches: only the newest of each chain is kept).
     let mut resolved: HashMap<u64, serde_json::Value> = HashMap::new();
@@ -270,10 +277,22 @@ fn parse_log(lines: &[&[u8]]) -> Result<Vec<LaunchRecord>, (usize, String)> {
             }
         };
         // A record both in a journal and in the log (its writer died while moving one into
-        // the other): the first copy counts.
-        if position.contains_key(&record.id) {
-            continue;
+        // the other) is the same line twice: the first copy counts. Two different records
+        // with one id are a broken capture.
+        if let Some(&first) = line_of.get(&record.id) {
+            if lines[first] == *line {
+                continue;
+            }
+            return Err((
+                n + 1,
+                format!(
+                    "launch id {} is also on line {}, with a different record",
+                    record.id,
+                    first + 1
+                ),
+            ));
         }
+        line_of.insert(record.id, n);
         position.insert(record.id, launches.len());
         launches.push(record);
     }

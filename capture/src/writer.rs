@@ -618,16 +618,20 @@ impl Drop for CaptureWriter {
     }
 }
 
-/// The id after the largest one in the log. Ids are taken at enqueue time, so a log can have
-/// holes (launches still running when their process exited); counting lines would reuse ids.
+/// The id after the largest one in the log and its journals. Ids are taken at enqueue time,
+/// so a log can have holes (launches still running when their process exited); counting
+/// lines would reuse ids.
 fn next_free_id(path: &Path) -> u64 {
     #[derive(serde::Deserialize)]
     struct IdOnly {
         id: u64,
     }
-    let Ok(bytes) = fs::read(path) else {
-        return 0;
-    };
+    let mut bytes = fs::read(path).unwrap_or_default();
+    if let Some(dir) = path.parent() {
+        for j in crate::journal::journals(dir) {
+            bytes.extend(crate::journal::committed_records(&j).unwrap_or_default());
+        }
+    }
     bytes
         .split(|b| *b == b'\n')
         .filter_map(|line| serde_json::from_slice::<IdOnly>(line).ok())

@@ -47,6 +47,7 @@ pub fn writer() -> Option<&'static CaptureWriter> {
     WRITER
         .get_or_init(|| {
             let settings = crate::state::settings()?;
+            crate::core::watch_forks();
             match CaptureWriter::create(&settings.dir, &manifest(settings)) {
                 Ok(w) => {
                     // Records go through a journal mapped into memory: no `write` call at

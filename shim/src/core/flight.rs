@@ -1172,14 +1172,24 @@ extern "C" fn in_forked_child() {
     FORKED.store(true, Ordering::Relaxed);
 }
 
+/// Registers the handler that marks a forked child (once): at the first recorded launch, and
+/// as soon as the capture writer exists (its journal is a shared mapping that a child must
+/// never write or move).
+pub(crate) fn watch_forks() {
+    static WATCH: Once = Once::new();
+    WATCH.call_once(|| {
+        // SAFETY: registers a handler that only stores an atomic flag (async-signal-safe).
+        unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+    });
+}
+
 /// Whether launches can be recorded in this process (false in a forked child).
 pub(super) fn available() -> bool {
     !FORKED.load(Ordering::Relaxed)
 }
 
 fn start() {
-    // SAFETY: registers a handler that only stores an atomic flag (async-signal-safe).
-    unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+    watch_forks();
     let spawned = std::thread::Builder::new()
         .name("cltrap-writer".into())
         .spawn(writer_loop);
@@ -1254,6 +1264,9 @@ fn flush_journal(last: &mut Instant, now: bool) {
         return;
     }
     *last = Instant::now();
+    if !crate::sink::healthy() {
+        return;
+    }
     if let Some(w) = crate::sink::existing_writer() {
         if w.journal_pending() > 0 {
             if let Err(e) = w.flush_journal(false) {

@@ -45,6 +45,7 @@ pub(crate) use device::queue_facts;
 pub(crate) use extension::{
     clGetExtensionFunctionAddress, clGetExtensionFunctionAddressForPlatform,
 };
+pub(crate) use flight::watch_forks;
 pub(crate) use guard::clEnqueueBarrierWithWaitList;
 pub(crate) use kernel::describe as describe_kernel;
 pub(crate) use kernel::{
