@@ -119,9 +119,7 @@ struct DirState {
 /// moving its journal into the log: see `cltrap_capture::journal`); None without a log.
 fn log_lines(dir: &Path) -> Option<Vec<u8>> {
     let mut bytes = std::fs::read(dir.join(cltrap_capture::LAUNCHES_FILE)).ok()?;
-    for j in cltrap_capture::journal::journals(dir) {
-        bytes.extend(cltrap_capture::journal::committed_records(&j).unwrap_or_default());
-    }
+    bytes.extend(cltrap_capture::journal::pending_records(dir).unwrap_or_default());
     Some(bytes)
 }
 

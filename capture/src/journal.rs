@@ -252,6 +252,19 @@ pub fn committed_records(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(records)
 }
 
+/// The committed records of every journal in `dir`, one after another (Err: one could not be
+/// read, named in the error's path).
+pub fn pending_records(dir: &Path) -> Result<Vec<u8>, (PathBuf, std::io::Error)> {
+    let mut all = Vec::new();
+    for j in journals(dir) {
+        match committed_records(&j) {
+            Ok(records) => all.extend(records),
+            Err(e) => return Err((j, e)),
+        }
+    }
+    Ok(all)
+}
+
 /// Moves every journal in `dir` into the log `log` and deletes it (one that cannot be read
 /// stays). Only for a writer alone on the capture (it holds the writers' lock exclusively):
 /// every journal is then a dead process's.

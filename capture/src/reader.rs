@@ -85,15 +85,8 @@ impl Capture {
         let log_path = dir.join(crate::LAUNCHES_FILE);
         // Journals first, then the log: a live writer that moves its journal into the log in
         // between leaves records in both (kept once), never in neither.
-        let mut pending: Vec<u8> = Vec::new();
-        for j in crate::journal::journals(dir) {
-            let records =
-                crate::journal::committed_records(&j).map_err(|source| ReadError::Io {
-                    path: j.clone(),
-                    source,
-                })?;
-            pending.extend(records);
-        }
+        let pending = crate::journal::pending_records(dir)
+            .map_err(|(path, source)| ReadError::Io { path, source })?;
         let log = match fs::read(&log_path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),

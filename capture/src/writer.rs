@@ -628,9 +628,7 @@ fn next_free_id(path: &Path) -> u64 {
     }
     let mut bytes = fs::read(path).unwrap_or_default();
     if let Some(dir) = path.parent() {
-        for j in crate::journal::journals(dir) {
-            bytes.extend(crate::journal::committed_records(&j).unwrap_or_default());
-        }
+        bytes.extend(crate::journal::pending_records(dir).unwrap_or_default());
     }
     bytes
         .split(|b| *b == b'\n')
