@@ -37,11 +37,8 @@ int main(void) {
     cl_command_queue q;
     open_queue(&dev, &ctx, &q);
     cl_int err;
-    cl_program p = clCreateProgramWithSource(ctx, 1, &SRC, NULL, &err);
-    CHECK_ERR(err);
-    CHECK(clBuildProgram(p, 1, &dev, "", NULL, NULL));
-    cl_kernel k = clCreateKernel(p, "inc", &err);
-    CHECK_ERR(err);
+    cl_program p = build_source(ctx, dev, SRC, "", "callback_launch.c");
+    cl_kernel k = make_kernel(p, "inc");
     static int host[N];
     for (int i = 0; i < N; i++) host[i] = i;
     cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof host, NULL, &err);

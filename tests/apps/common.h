@@ -104,12 +104,12 @@ static void open_queue(cl_device_id *dev, cl_context *ctx, cl_command_queue *q) 
     CHECK_ERR(err);
 }
 
-/* Builds a program from one kernel file, printing the build log on failure. */
-static cl_program build_program(cl_context ctx, cl_device_id dev, const char *file,
-                                const char *options) {
-    char *src = read_kernel(file);
+/* Builds a program from source text (`what` names it in the message), printing the build log
+ * on failure. */
+static cl_program build_source(cl_context ctx, cl_device_id dev, const char *src,
+                               const char *options, const char *what) {
     cl_int err;
-    cl_program p = clCreateProgramWithSource(ctx, 1, (const char **)&src, NULL, &err);
+    cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
     CHECK_ERR(err);
     err = clBuildProgram(p, 1, &dev, options, NULL, NULL);
     if (err != CL_SUCCESS) {
@@ -117,9 +117,17 @@ static cl_program build_program(cl_context ctx, cl_device_id dev, const char *fi
         size_t n = 0;
         clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &n);
         log[n < sizeof log ? n : sizeof log - 1] = 0;
-        fprintf(stderr, "build of %s failed (%d):\n%s\n", file, (int)err, log);
+        fprintf(stderr, "build of %s failed (%d):\n%s\n", what, (int)err, log);
         exit(2);
     }
+    return p;
+}
+
+/* Builds a program from one kernel file, printing the build log on failure. */
+static cl_program build_program(cl_context ctx, cl_device_id dev, const char *file,
+                                const char *options) {
+    char *src = read_kernel(file);
+    cl_program p = build_source(ctx, dev, src, options, file);
     free(src);
     return p;
 }

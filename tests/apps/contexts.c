@@ -60,11 +60,8 @@ int main(int argc, char **argv) {
         CHECK(clSetContextDestructorCallback(ctx, on_destroyed, NULL));
         cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
         CHECK_ERR(err);
-        cl_program p = clCreateProgramWithSource(ctx, 1, &SRC, NULL, &err);
-        CHECK_ERR(err);
-        CHECK(clBuildProgram(p, 1, &dev, "", NULL, NULL));
-        cl_kernel k = clCreateKernel(p, "twice", &err);
-        CHECK_ERR(err);
+        cl_program p = build_source(ctx, dev, SRC, "", "contexts.c");
+        cl_kernel k = make_kernel(p, "twice");
         for (int i = 0; i < N; i++) host[i] = (float)(i % 97);
         cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof host,
                                   host, &err);

@@ -53,11 +53,8 @@ int main(void) {
     CHECK_ERR(err);
     cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
     CHECK_ERR(err);
-    cl_program p = clCreateProgramWithSource(ctx, 1, &SRC, NULL, &err);
-    CHECK_ERR(err);
-    CHECK(clBuildProgram(p, 1, &dev, "", NULL, NULL));
-    cl_kernel k = clCreateKernel(p, "bump", &err);
-    CHECK_ERR(err);
+    cl_program p = build_source(ctx, dev, SRC, "", "idle.c");
+    cl_kernel k = make_kernel(p, "bump");
     int *host = calloc(N, sizeof(int));
     cl_mem big = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(int) * N, host, &err);
     CHECK_ERR(err);

@@ -16,11 +16,8 @@ int main(int argc, char **argv) {
     cl_command_queue q;
     open_queue(&dev, &ctx, &q);
     cl_int err;
-    cl_program p = clCreateProgramWithSource(ctx, 1, &SRC, NULL, &err);
-    CHECK_ERR(err);
-    CHECK(clBuildProgram(p, 1, &dev, "", NULL, NULL));
-    cl_kernel k = clCreateKernel(p, "advance", &err);
-    CHECK_ERR(err);
+    cl_program p = build_source(ctx, dev, SRC, "", "killed.c");
+    cl_kernel k = make_kernel(p, "advance");
     int zero[N] = {0};
     cl_mem a = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, zero, &err);
     CHECK_ERR(err);

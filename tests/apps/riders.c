@@ -56,8 +56,7 @@ struct tagger {
 static void *tagging(void *arg) {
     struct tagger *w = arg;
     cl_int err;
-    cl_kernel k = clCreateKernel(g_prog, "tag", &err);
-    CHECK_ERR(err);
+    cl_kernel k = make_kernel(g_prog, "tag");
     cl_mem out = clCreateBuffer(g_ctx, CL_MEM_WRITE_ONLY, sizeof(int) * N, NULL, &err);
     CHECK_ERR(err);
     CHECK(clSetKernelArg(k, 0, sizeof out, &out));
@@ -79,11 +78,8 @@ int main(void) {
     cl_device_id dev;
     open_queue(&dev, &g_ctx, &g_q);
     cl_int err;
-    g_prog = clCreateProgramWithSource(g_ctx, 1, &SRC, NULL, &err);
-    CHECK_ERR(err);
-    CHECK(clBuildProgram(g_prog, 1, &dev, "", NULL, NULL));
-    cl_kernel bump = clCreateKernel(g_prog, "bump", &err);
-    CHECK_ERR(err);
+    g_prog = build_source(g_ctx, dev, SRC, "", "riders.c");
+    cl_kernel bump = make_kernel(g_prog, "bump");
     int zero[N] = {0};
     cl_mem acc = clCreateBuffer(g_ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, zero,
                                 &err);
