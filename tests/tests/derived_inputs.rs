@@ -37,6 +37,18 @@ fn capture_gauss_with(label: &str, flags: &[&str], extra: &[&str]) -> (TestDir, 
     (dir, cap)
 }
 
+/// `cltrap list` shows the capture and says all its launches can be replayed; its text.
+fn list_says_all_replayable(dir: &std::path::Path, cap: &Capture) -> String {
+    let list = assert_list_shows(dir, cap).stdout_text();
+    assert!(
+        list.contains(&format!(
+            "{LAUNCHES} of {LAUNCHES} launch(es) can be replayed"
+        )),
+        "{list}"
+    );
+    list
+}
+
 fn before(arg: &ArgRecord) -> &Content {
     contents(arg).expect("a buffer argument").0
 }
@@ -82,13 +94,7 @@ fn gaussian_elimination_under_a_tiny_budget_keeps_every_launch_replayable() {
         "{blobs} bytes of blobs under a 1 MB budget (4.7 MB stored in full)"
     );
 
-    let list = assert_list_shows(&dir, &cap).stdout_text();
-    assert!(
-        list.contains(&format!(
-            "{LAUNCHES} of {LAUNCHES} launch(es) can be replayed"
-        )),
-        "{list}"
-    );
+    let list = list_says_all_replayable(&dir, &cap);
     assert!(list.contains("(d)") && !list.contains("(!)"), "{list}");
 
     let last = cap.launches.last().expect("launches").id;
@@ -166,13 +172,7 @@ fn deriving_starts_past_the_derive_threshold_under_the_default_budget() {
         blobs <= 2 << 20,
         "{blobs} bytes of blobs (4.7 MB stored in full)"
     );
-    let list = assert_list_shows(&dir, &cap).stdout_text();
-    assert!(
-        list.contains(&format!(
-            "{LAUNCHES} of {LAUNCHES} launch(es) can be replayed"
-        )),
-        "{list}"
-    );
+    list_says_all_replayable(&dir, &cap);
     assert_replays_ok(&dir, LAUNCHES);
 
     // The default threshold (512 MB) is far away: every content stored, nothing said.
