@@ -226,6 +226,26 @@ pub fn run_captured<S: AsRef<OsStr>>(
     cltrap(&all)
 }
 
+/// [`run_captured`] with `--stats FILE` added: the outcome and the shim's counters (the JSON it
+/// writes at exit; Null when it wrote none, which the caller's assertions then show).
+pub fn run_captured_with_stats<S: AsRef<OsStr>>(
+    dir: &Path,
+    flags: &[&str],
+    program: impl AsRef<OsStr>,
+    args: &[S],
+) -> (Outcome, serde_json::Value) {
+    let stats = dir.with_extension("stats.json");
+    let stats_s = stats.to_string_lossy().into_owned();
+    let mut all: Vec<&str> = flags.to_vec();
+    all.extend(["--stats", &stats_s]);
+    let out = run_captured(dir, &all, program, args);
+    let counters = std::fs::read_to_string(&stats)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (out, counters)
+}
+
 /// Runs a program with the shim preloaded directly (`LD_PRELOAD=libcltrap.so`), without the
 /// `cltrap run` launcher: the first door into the application, tested on its own.
 pub fn run_preloaded<S: AsRef<OsStr>>(

@@ -14,19 +14,12 @@ fn capture(name: &str, label: &str, flags: &[&str]) -> (TestDir, Capture, serde_
     let exe = fixture(name);
     let native = run_native(&exe, &[] as &[&str]).expect_success();
     let dir = fresh_capture_dir(label);
-    let stats = dir.with_extension("stats.json");
-    let stats_s = stats.to_string_lossy().into_owned();
-    let mut all: Vec<&str> = flags.to_vec();
-    all.extend(["--stats", &stats_s]);
-    let captured = run_captured(&dir, &all, &exe, &[] as &[&str]);
+    let (captured, counters) = run_captured_with_stats(&dir, flags, &exe, &[] as &[&str]);
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
     assert_quiet_capture(&native, &captured);
     let mut cap = open_capture(&dir);
     cap.launches.sort_by_key(|l| l.seq);
-    let text = std::fs::read_to_string(&stats)
-        .unwrap_or_else(|e| panic!("no counters in {}: {e}", stats.display()));
-    let counters: serde_json::Value = serde_json::from_str(&text).expect("counters are JSON");
     (dir, cap, counters)
 }
 
@@ -199,22 +192,11 @@ fn contexts_the_application_releases_are_destroyed_under_the_capture() {
     );
     for mode in ["full", "hash"] {
         let dir = fresh_capture_dir(&format!("dd-contexts-{mode}"));
-        let stats = dir.with_extension("stats.json");
-        let stats_s = stats.to_string_lossy().into_owned();
-        let flags = [
-            "--buffers",
-            mode,
-            "--device-digest",
-            "on",
-            "--stats",
-            &stats_s,
-        ];
-        let captured = run_captured(&dir, &flags, &exe, &args);
+        let flags = ["--buffers", mode, "--device-digest", "on"];
+        let (captured, dev) = run_captured_with_stats(&dir, &flags, &exe, &args);
         captured.assert_no_panic();
         assert_same_behaviour(&native, &captured);
         assert_quiet_capture(&native, &captured);
-        let text = std::fs::read_to_string(&stats).expect("counters written");
-        let dev: serde_json::Value = serde_json::from_str(&text).expect("counters are JSON");
         assert_eq!(counter(&dev, "engines_built"), CONTEXT_CYCLES, "{dev}");
         assert_eq!(counter(&dev, "engines_released"), CONTEXT_CYCLES, "{dev}");
         assert_eq!(counter(&dev, "content_reads"), 0, "{dev}");
@@ -288,18 +270,9 @@ fn a_digest_program_that_does_not_build_leaves_launches_on_the_read_path() {
     let exe = fixture("sequence");
     let native = run_native(&exe, &[] as &[&str]).expect_success();
     let dir = fresh_capture_dir("dd-build-fails");
-    let stats = dir.with_extension("stats.json");
-    let stats_s = stats.to_string_lossy().into_owned();
-    let captured = run_captured(
+    let (captured, dev) = run_captured_with_stats(
         &dir,
-        &[
-            "--device-digest",
-            "on",
-            "--test-digest-build",
-            "fail",
-            "--stats",
-            &stats_s,
-        ],
+        &["--device-digest", "on", "--test-digest-build", "fail"],
         &exe,
         &[] as &[&str],
     );
@@ -311,8 +284,6 @@ fn a_digest_program_that_does_not_build_leaves_launches_on_the_read_path() {
         .collect();
     assert_eq!(said.len(), 1, "{}", captured.describe());
     assert!(said[0].contains("did not build"), "{}", said[0]);
-    let text = std::fs::read_to_string(&stats).expect("counters written");
-    let dev: serde_json::Value = serde_json::from_str(&text).expect("counters are JSON");
     assert_eq!(counter(&dev, "engines_built"), 0, "{dev}");
     assert_eq!(counter(&dev, "device_digests"), 0, "{dev}");
     assert!(counter(&dev, "content_reads") >= 12, "{dev}");

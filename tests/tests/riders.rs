@@ -18,9 +18,7 @@ fn riders_are_recorded_whatever_the_application_waits_for() {
     let exe = fixture("riders");
     let native = run_native(&exe, &[] as &[&str]).expect_success();
     let dir = fresh_capture_dir("riders");
-    let stats = dir.with_extension("stats.json");
-    let stats_s = stats.to_string_lossy().into_owned();
-    let captured = run_captured(&dir, &["--stats", &stats_s], &exe, &[] as &[&str]);
+    let (captured, counters) = run_captured_with_stats(&dir, &[], &exe, &[] as &[&str]);
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
 
@@ -64,9 +62,6 @@ fn riders_are_recorded_whatever_the_application_waits_for() {
     assert_eq!(tags, want, "each tagged launch recorded exactly once");
 
     // Most launches had no event of their own; the capture's markers answered for tails.
-    let text = std::fs::read_to_string(&stats)
-        .unwrap_or_else(|e| panic!("no counters in {}: {e}", stats.display()));
-    let counters: serde_json::Value = serde_json::from_str(&text).expect("counters are JSON");
     let events = counters["events"].as_u64().expect("events counter");
     let markers = counters["markers"].as_u64().expect("markers counter");
     assert!(
