@@ -1814,7 +1814,10 @@ fn device_content(
     }
     match snapshot.read() {
         Ok(b) => {
-            let (c, _) = contents::store_version(f.writer, f.mode, after, b, mem);
+            let (c, reusable) = contents::store_version(f.writer, f.mode, after, b, mem);
+            if let Some(v) = reusable {
+                spare::give(v);
+            }
             if let Content::Blob { hash, .. } = &c {
                 super::digest::stored(&dd, hash, size);
             }
