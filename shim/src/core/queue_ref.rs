@@ -23,9 +23,6 @@ use std::sync::Mutex;
 struct Held {
     /// Launches of ours in flight in it (each called [`hold`] and will call [`done`]).
     in_flight: usize,
-    /// The application still holds the queue (as far as [`super::lifetime`] counts it): the
-    /// reference is kept when no launch is in flight.
-    app_holds: bool,
     release: clReleaseCommandQueue_t,
 }
 
@@ -55,7 +52,6 @@ pub(super) fn hold(next: &Next, queue: cl_command_queue) -> bool {
         queue as usize,
         Held {
             in_flight: 1,
-            app_holds: super::lifetime::counts_queue(queue as usize),
             release: next.clReleaseCommandQueue,
         },
     );
@@ -69,7 +65,9 @@ pub(super) fn done(queue: cl_command_queue) {
         return;
     };
     h.in_flight = h.in_flight.saturating_sub(1);
-    if h.in_flight == 0 && !h.app_holds {
+    // Kept while the application holds the queue, as far as `lifetime` counts it (a queue
+    // never seen created, or released for good, is not counted).
+    if h.in_flight == 0 && !super::lifetime::counts_queue(queue as usize) {
         let release = held.remove(&(queue as usize)).and_then(|h| h.release);
         drop(held);
         give_back(release, queue);
@@ -80,10 +78,9 @@ pub(super) fn done(queue: cl_command_queue) {
 /// its last launch in flight there was written.
 pub(super) fn app_released(queue: usize) {
     let mut held = lock(&HELD);
-    let Some(h) = held.get_mut(&queue) else {
+    let Some(h) = held.get(&queue) else {
         return;
     };
-    h.app_holds = false;
     if h.in_flight == 0 {
         let release = held.remove(&queue).and_then(|h| h.release);
         drop(held);
