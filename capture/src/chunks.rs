@@ -1,23 +1,35 @@
-//! Buffer contents stored as content-defined chunks, each compressed with zstd.
+//! Buffer contents stored as content-defined chunks, each compressed with zstd, packed into
+//! few files.
 //!
 //! Why: an application that changes a tenth of a 16 MB buffer per launch produced a new
 //! 16 MB blob per launch, and a Gaussian elimination stored 4 GB for 2 046 launches over one
 //! 4 MB matrix. Cutting contents at boundaries chosen by their bytes (FastCDC) makes the
 //! chunks of the unchanged parts of two successive versions identical, so each version costs
-//! only its changed chunks plus a small index; zstd shrinks those chunks further.
+//! only its changed chunks plus a small index; zstd shrinks those chunks further. The new
+//! chunks of one content go into one *pack* file: a file per chunk (format version 2) made
+//! creating files the largest cost of such a capture (half of its CPU time on ext4).
 //!
-//! On disk (format version 2), for a content whose whole-content blake3 digest is `H`:
-//! * `blobs/H[..2]/H.chunks` — the index, text: the line `cltrap-chunks 1`, the line
-//!   `size N`, then one line `<chunk digest> <length>` per chunk, in order;
-//! * `blobs/C[..2]/C.chunk` — one chunk whose blake3 digest (of its *uncompressed* bytes)
-//!   is `C`: one encoding byte (`z`: zstd of the bytes; `s`: zstd of the bytes shuffled by
-//!   4-byte lanes — all first bytes of each 4-byte word, then all second bytes, ... which
-//!   groups the exponent bytes of float data and compresses it better; chosen per chunk on a
-//!   sample), then the zstd frame.
+//! On disk, for a content whose whole-content blake3 digest is `H`:
+//! * `blobs/H[..2]/H.chunks` — the index, text. Index version 2 (format version 4): the line
+//!   `cltrap-chunks 2`, the line `size N`, one line `pack <P>` per pack file it refers to
+//!   (numbered from 0 in order), then one line `<chunk digest> <length> <pack number>
+//!   <offset> <stored length>` per chunk, in order. Index version 1 (format versions 2 and
+//!   3): the line `cltrap-chunks 1`, the line `size N`, then one line `<chunk digest>
+//!   <length>` per chunk, each chunk in its own file.
+//! * `blobs/P[..2]/P.pack` — encoded chunks one after another, named by the blake3 digest
+//!   `P` of the whole file (so two writers that make the same pack write the same bytes);
+//!   an encoded chunk lies at `offset`, `stored length` bytes long.
+//! * `blobs/C[..2]/C.chunk` (index version 1) — one encoded chunk whose blake3 digest (of its
+//!   *uncompressed* bytes) is `C`.
+//! * An encoded chunk: one encoding byte (`z`: zstd of the bytes; `s`: zstd of the bytes
+//!   shuffled by 4-byte lanes — all first bytes of each 4-byte word, then all second bytes,
+//!   ... which groups the exponent bytes of float data and compresses it better; chosen per
+//!   chunk on a sample), then the zstd frame.
 //!
 //! A reader checks every chunk against its digest and the reassembled content against `H`.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 /// Contents smaller than this are stored whole, as a plain blob (one file, no index): the
 /// index and chunk files would cost more than they save.
@@ -34,14 +46,35 @@ pub const CHUNK_AVG: usize = 32 << 10;
 pub const CHUNK_MAX: usize = 128 << 10;
 /// zstd level: 1 is the fastest and, on buffer contents, within a few percent of level 3.
 const LEVEL: i32 = 1;
-/// First line of an index file.
-const INDEX_MAGIC: &str = "cltrap-chunks 1";
+/// First line of an index whose chunks are files of their own (format versions 2 and 3).
+const INDEX_MAGIC_FILES: &str = "cltrap-chunks 1";
+/// First line of an index whose chunks lie in pack files (format version 4).
+const INDEX_MAGIC: &str = "cltrap-chunks 2";
+/// Most bytes an encoded chunk can take: the encoding byte and zstd's bound for
+/// [`CHUNK_MAX`] bytes (a reader refuses a larger stored length before reading it).
+pub const STORED_MAX: usize = 1 + CHUNK_MAX + CHUNK_MAX / 128 + 1024;
+/// Most uncompressed bytes of new chunks that go into one pack: bounds the memory a writer
+/// holds for a pack before writing it.
+pub const PACK_RAW_MAX: usize = 64 << 20;
 
-/// One chunk of a content: its digest and where it lies.
+/// One chunk of a content: its digest, its length and, for index version 2, where its
+/// encoded bytes lie.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkRef {
     pub hash: String,
     pub len: usize,
+    /// None: the chunk is the file `C.chunk` (index version 1).
+    pub at: Option<PackSlot>,
+}
+
+/// Where an encoded chunk lies in a pack file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackSlot {
+    /// The pack's digest (its file is `blobs/P[..2]/P.pack`).
+    pub pack: Arc<str>,
+    pub offset: u64,
+    /// Bytes of the encoded chunk.
+    pub stored: usize,
 }
 
 /// The chunks of a content: `(offset, length)` pairs covering `bytes` in order.
@@ -58,45 +91,97 @@ pub fn cut_from(bytes: &[u8], start: usize) -> impl Iterator<Item = (usize, usiz
         .map(move |c| (start + c.offset, c.length))
 }
 
-/// The text of an index file for a content of `size` bytes made of `chunks`.
-pub fn index_text(size: u64, chunks: &[ChunkRef]) -> String {
-    let mut s = format!("{INDEX_MAGIC}\nsize {size}\n");
-    for c in chunks {
-        let _ = writeln!(s, "{} {}", c.hash, c.len);
+/// The text of an index (version 2) for a content of `size` bytes made of `chunks`, in
+/// order: each chunk's digest, length and place in a pack.
+pub fn index_text(size: u64, chunks: &[(&str, usize, &PackSlot)]) -> String {
+    let mut packs: Vec<&str> = Vec::new();
+    let mut number: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut lines = String::with_capacity(chunks.len() * 96);
+    for (hash, len, at) in chunks {
+        let n = *number.entry(&at.pack).or_insert_with(|| {
+            packs.push(&at.pack);
+            packs.len() - 1
+        });
+        let _ = writeln!(lines, "{hash} {len} {n} {} {}", at.offset, at.stored);
     }
+    let mut s = format!("{INDEX_MAGIC}\nsize {size}\n");
+    for p in packs {
+        let _ = writeln!(s, "pack {p}");
+    }
+    s.push_str(&lines);
     s
 }
 
-/// Parses an index file: the content's size and its chunks (Err: why it is malformed).
+/// Parses an index file of either version: the content's size and its chunks (Err: why it
+/// is malformed).
 pub fn parse_index(text: &str) -> Result<(u64, Vec<ChunkRef>), String> {
-    let mut lines = text.lines();
-    if lines.next() != Some(INDEX_MAGIC) {
-        return Err(format!("an index must start with `{INDEX_MAGIC}`"));
-    }
+    let mut lines = text.lines().peekable();
+    let packed = match lines.next() {
+        Some(INDEX_MAGIC) => true,
+        Some(INDEX_MAGIC_FILES) => false,
+        _ => {
+            return Err(format!(
+                "an index must start with `{INDEX_MAGIC}` or `{INDEX_MAGIC_FILES}`"
+            ))
+        }
+    };
     let size = lines
         .next()
         .and_then(|l| l.strip_prefix("size "))
         .and_then(|n| n.parse::<u64>().ok())
         .ok_or("the second line of an index must be `size N`")?;
+    let is_digest = |h: &str| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit());
+    let mut packs: Vec<Arc<str>> = Vec::new();
+    while let Some(p) = lines.peek().and_then(|l| l.strip_prefix("pack ")) {
+        if !packed || !is_digest(p) {
+            return Err(format!("bad pack line `pack {p}`"));
+        }
+        packs.push(p.into());
+        lines.next();
+    }
     let mut chunks = Vec::new();
     let mut total = 0u64;
     for line in lines {
-        let (hash, len) = line
-            .split_once(' ')
-            .ok_or_else(|| format!("bad chunk line {line:?}"))?;
-        let len: usize = len
-            .parse()
-            .map_err(|_| format!("bad chunk length in {line:?}"))?;
-        if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let mut fields = line.split(' ');
+        let bad = || format!("bad chunk line {line:?}");
+        let hash = fields.next().ok_or_else(bad)?;
+        let len: usize = fields.next().and_then(|n| n.parse().ok()).ok_or_else(bad)?;
+        if !is_digest(hash) {
             return Err(format!("bad chunk digest in {line:?}"));
         }
         if len == 0 || len > CHUNK_MAX {
             return Err(format!("chunk length {len} is out of range"));
         }
+        let at = if packed {
+            let mut number = || fields.next().and_then(|n| n.parse::<u64>().ok());
+            let (pack, offset, stored) = (number(), number(), number());
+            let (Some(pack), Some(offset), Some(stored)) = (pack, offset, stored) else {
+                return Err(bad());
+            };
+            let pack = usize::try_from(pack)
+                .ok()
+                .and_then(|p| packs.get(p))
+                .ok_or_else(|| format!("chunk line {line:?} names no pack of the index"))?;
+            let stored = usize::try_from(stored).unwrap_or(usize::MAX);
+            if !(2..=STORED_MAX).contains(&stored) {
+                return Err(format!("stored length {stored} is out of range"));
+            }
+            Some(PackSlot {
+                pack: Arc::clone(pack),
+                offset,
+                stored,
+            })
+        } else {
+            None
+        };
+        if fields.next().is_some() {
+            return Err(bad());
+        }
         total += len as u64;
         chunks.push(ChunkRef {
             hash: hash.to_string(),
             len,
+            at,
         });
     }
     if total != size {
@@ -111,16 +196,35 @@ pub fn parse_index(text: &str) -> Result<(u64, Vec<ChunkRef>), String> {
 pub fn encode(chunk: &[u8]) -> std::io::Result<Vec<u8>> {
     if chunk.len().is_multiple_of(4) && chunk.len() >= 2 * SAMPLE {
         let sample = &chunk[..SAMPLE];
-        let plain = zstd::bulk::compress(sample, LEVEL)?.len();
+        let plain = compress(sample)?.len();
         // Noise (nothing to gain) and data plain zstd shrinks well stay plain.
         if plain * 50 < SAMPLE * 49 && plain * 10 > SAMPLE * 3 {
-            let shuffled = zstd::bulk::compress(&shuffle4(sample), LEVEL)?.len();
+            let shuffled = compress(&shuffle4(sample))?.len();
             if shuffled * 20 < plain * 19 {
-                return Ok(tagged(b's', zstd::bulk::compress(&shuffle4(chunk), LEVEL)?));
+                return Ok(tagged(b's', compress(&shuffle4(chunk))?));
             }
         }
     }
-    Ok(tagged(b'z', zstd::bulk::compress(chunk, LEVEL)?))
+    Ok(tagged(b'z', compress(chunk)?))
+}
+
+/// zstd of `bytes` at [`LEVEL`], with this thread's compression context: creating one per
+/// chunk (`zstd::bulk::compress`) took a few percent of a buffer-heavy capture.
+fn compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    thread_local! {
+        static CONTEXT: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    CONTEXT.with(|c| {
+        let mut c = c.try_borrow_mut().map_err(std::io::Error::other)?;
+        if c.is_none() {
+            *c = Some(zstd::bulk::Compressor::new(LEVEL)?);
+        }
+        match c.as_mut() {
+            Some(z) => z.compress(bytes),
+            None => zstd::bulk::compress(bytes, LEVEL),
+        }
+    })
 }
 
 /// Bytes of a chunk [`encode`] tries both encodings on.
@@ -223,11 +327,28 @@ pub(crate) mod tests {
         let c = ChunkRef {
             hash: "a".repeat(64),
             len: 10,
+            at: Some(PackSlot {
+                pack: "b".repeat(64).into(),
+                offset: 7,
+                stored: 12,
+            }),
         };
-        let text = index_text(10, std::slice::from_ref(&c));
-        assert_eq!(parse_index(&text).unwrap(), (10, vec![c]));
+        let slot = c.at.clone().unwrap();
+        let text = index_text(10, &[(&c.hash, c.len, &slot)]);
+        assert_eq!(parse_index(&text).unwrap(), (10, vec![c.clone()]));
         assert!(parse_index(&text.replace("size 10", "size 11")).is_err());
+        assert!(
+            parse_index(&text.replace(" 0 7 12", " 1 7 12")).is_err(),
+            "no pack 1"
+        );
+        assert!(parse_index(&text.replace(" 7 12", " 7 99999999")).is_err());
+        assert!(parse_index(&text.replace(" 7 12", " 7")).is_err());
         assert!(parse_index("nonsense").is_err());
+        // Index version 1: chunks in files of their own.
+        let v1 = format!("cltrap-chunks 1\nsize 10\n{} 10\n", "a".repeat(64));
+        let (_, chunks) = parse_index(&v1).unwrap();
+        assert_eq!(chunks[0].at, None);
+        assert!(parse_index(&format!("{v1}pack {}\n", "b".repeat(64))).is_err());
         assert!(decode(b"q", 3).is_err());
         let file = encode(b"hello").unwrap();
         assert!(decode(&file, 4).is_err());

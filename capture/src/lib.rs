@@ -51,10 +51,12 @@ pub const FORMAT_NAME: &str = "cltrap-capture";
 /// Version 2 added chunked, compressed contents ([`chunks`]) and delta lines in the launch
 /// log ([`delta`]); everything version 1 holds is still valid version 2. Version 3 added the
 /// digest kind of a digest-only content (`algo`: blake3, or the device-computed `dd128` of
-/// [`devdigest`]); everything version 2 holds is still valid version 3.
-pub const FORMAT_VERSION: u32 = 3;
+/// [`devdigest`]); everything version 2 holds is still valid version 3. Version 4 stores the
+/// new chunks of a content in one pack file instead of a file per chunk (index version 2 of
+/// [`chunks`]); everything version 3 holds is still valid version 4.
+pub const FORMAT_VERSION: u32 = 4;
 /// The versions this crate reads: older captures read unchanged.
-pub const READABLE_VERSIONS: [u32; 3] = [1, 2, 3];
+pub const READABLE_VERSIONS: [u32; 4] = [1, 2, 3, 4];
 /// The append-only launch log inside a capture directory (one JSON record per line), named
 /// once because the writer, the reader and `cltrap run`'s summary all open it.
 pub const LAUNCHES_FILE: &str = "launches.jsonl";
@@ -245,20 +247,56 @@ mod tests {
         assert_eq!(c.blob(&h1).unwrap(), v1);
         assert_eq!(c.blob(&h2).unwrap(), v2);
         assert_eq!(c.blob(&hz).unwrap(), zeros);
-        // A damaged chunk is reported, never returned.
+        // The new chunks of a content share one pack file.
         let index = std::fs::read_to_string(writer::index_path(&dir, &h2)).unwrap();
         let (_, chunks) = chunks::parse_index(&index).unwrap();
-        let victim = writer::chunk_path(&dir, &chunks[1].hash);
+        let new_packs: std::collections::HashSet<_> = chunks
+            .iter()
+            .map(|c| c.at.as_ref().unwrap().pack.clone())
+            .collect();
+        assert_eq!(new_packs.len(), 2, "v1's pack and v2's");
+        // A damaged chunk is reported, never returned.
+        let at = chunks[1].at.clone().unwrap();
+        let victim = writer::pack_path(&dir, &at.pack);
         let good = std::fs::read(&victim).unwrap();
-        let other = std::fs::read(writer::chunk_path(&dir, &chunks[2].hash)).unwrap();
-        std::fs::write(&victim, &other).unwrap();
+        let mut bad = good.clone();
+        bad[at.offset as usize + at.stored / 2] ^= 0x40;
+        std::fs::write(&victim, &bad).unwrap();
         let e = c.blob(&h2).unwrap_err().to_string();
         assert!(e.contains("damaged"), "{e}");
+        std::fs::write(&victim, &good[..at.offset as usize + 1]).unwrap();
+        let e = c.blob(&h2).unwrap_err().to_string();
+        assert!(e.contains("damaged"), "a cut pack: {e}");
         std::fs::remove_file(&victim).unwrap();
         let e = c.blob(&h2).unwrap_err().to_string();
         assert!(e.contains("missing"), "{e}");
         std::fs::write(&victim, good).unwrap();
         assert_eq!(c.blob(&h2).unwrap(), v2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn contents_in_chunk_files_of_format_version_3_still_read() {
+        let dir = std::env::temp_dir().join(format!("cltrap-v3chunks-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let _w = CaptureWriter::create(&dir, &manifest()).unwrap();
+        let bytes = chunks::tests::noise(300_000, 5);
+        let hash = writer::digest(&bytes);
+        // What format 3 wrote: one file per chunk and an index of version 1.
+        let mut index = format!("cltrap-chunks 1\nsize {}\n", bytes.len());
+        for (o, l) in chunks::cut(&bytes) {
+            let chunk = &bytes[o..o + l];
+            let h = writer::digest(chunk);
+            let path = writer::chunk_path(&dir, &h);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, chunks::encode(chunk).unwrap()).unwrap();
+            index.push_str(&format!("{h} {l}\n"));
+        }
+        let path = writer::index_path(&dir, &hash);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, index).unwrap();
+        let c = Capture::open(&dir).unwrap();
+        assert_eq!(c.blob(&hash).unwrap(), bytes);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

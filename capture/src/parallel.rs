@@ -1,6 +1,7 @@
 //! The writer's use of several cores for large contents: the whole-content blake3 digest
-//! split into subtrees hashed on separate threads, and the new chunks of a content hashed,
-//! compressed and written by a few workers.
+//! merged from subtrees ("leaves") hashed on separate threads, and the new chunks of a
+//! content hashed and compressed by a few workers; and what lets the next version of a
+//! large buffer cost only its changed region (its leaves and chunks are reused).
 //!
 //! Why: a content the capture has not stored yet costs a digest of all its bytes, a
 //! FastCDC pass and, per chunk, a digest and zstd; one writer thread did all of it serially,
@@ -11,8 +12,9 @@
 //! [`PARALLEL_MIN`] and machines with one core stay serial.
 
 use crate::model::Hash;
+pub use blake3::hazmat::ChainingValue;
 use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, merge_subtrees_root};
-use blake3::hazmat::{ChainingValue, HasherExt, Mode};
+use blake3::hazmat::{HasherExt, Mode};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -37,55 +39,92 @@ pub fn threads() -> usize {
     })
 }
 
-/// blake3 of `bytes`, on up to [`threads`] threads when the content is large.
+/// blake3 of `bytes`, on up to [`threads`] threads when the content is large (merged from
+/// its [`leaves`]).
 pub fn digest(bytes: &[u8]) -> Hash {
-    let parts = threads().min(bytes.len() / HASH_PART_MIN);
-    if parts < 2 || bytes.len() < PARALLEL_MIN {
+    if bytes.len() < PARALLEL_MIN {
         return blake3::hash(bytes).to_hex().to_string();
     }
-    let left = left_subtree_len(bytes.len() as u64) as usize;
-    let (a, b) = bytes.split_at(left);
-    let (ca, cb) = both(
-        || subtree(a, 0, parts / 2),
-        || subtree(b, left as u64, parts - parts / 2),
-    );
-    merge_subtrees_root(&ca, &cb, Mode::Hash)
-        .to_hex()
-        .to_string()
+    root(&leaves(bytes), bytes.len())
 }
 
-/// The chaining value of the subtree of the whole input that starts at `offset` and holds
-/// `input`, split over `parts` threads.
-fn subtree(input: &[u8], offset: u64, parts: usize) -> ChainingValue {
-    if parts < 2 || input.len() < 2 * HASH_PART_MIN {
-        return blake3::Hasher::new()
-            .set_input_offset(offset)
-            .update(input)
-            .finalize_non_root();
+/// Bytes of a leaf: a large content's digest is merged from the chaining values of its
+/// `LEAF`-aligned pieces, the subtrees of blake3's tree below that size (a power of two
+/// number of blake3 chunks). Why keep them: the next version of a buffer that changed in
+/// one region needs only the leaves of that region hashed again ([`leaves_like`]).
+pub const LEAF: usize = 64 << 10;
+
+/// The chaining value of each [`LEAF`]-aligned piece of `bytes` (the last one may be
+/// shorter), on up to [`threads`] threads for a large content. `bytes` must be longer than
+/// one leaf for [`root`] to use them.
+pub fn leaves(bytes: &[u8]) -> Vec<ChainingValue> {
+    leaves_in(bytes, 0, bytes.len().div_ceil(LEAF))
+}
+
+/// [`leaves`] of `bytes`, from the leaves of an earlier version of the same length
+/// (`old`) that differs from `bytes` only in `region` ([`changed_region`]): only the
+/// leaves that overlap it are hashed again.
+pub fn leaves_like(
+    bytes: &[u8],
+    old: &[ChainingValue],
+    region: (usize, usize),
+) -> Vec<ChainingValue> {
+    let (lo, hi) = region;
+    if old.len() != bytes.len().div_ceil(LEAF) || lo >= hi || hi > bytes.len() {
+        return leaves(bytes);
     }
-    let left = left_subtree_len(input.len() as u64) as usize;
-    let (a, b) = input.split_at(left);
-    let (ca, cb) = both(
-        || subtree(a, offset, parts / 2),
-        || subtree(b, offset + left as u64, parts - parts / 2),
-    );
-    merge_subtrees_non_root(&ca, &cb, Mode::Hash)
+    let (first, end) = (lo / LEAF, hi.div_ceil(LEAF));
+    let mut out = old.to_vec();
+    out[first..end].copy_from_slice(&leaves_in(bytes, first, end));
+    out
 }
 
-/// Runs `a` on a new thread and `b` here; `a` runs here too when no thread can be started
-/// or it panicked.
-fn both<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-where
-    A: Fn() -> RA + Send + Sync,
-    B: FnOnce() -> RB,
-    RA: Send,
-{
-    std::thread::scope(|s| {
-        let handle = std::thread::Builder::new().spawn_scoped(s, &a).ok();
-        let rb = b();
-        let ra = handle.and_then(|h| h.join().ok()).unwrap_or_else(&a);
-        (ra, rb)
-    })
+/// Chaining values of leaves `first..end` of `bytes`, split over threads in runs of leaves.
+fn leaves_in(bytes: &[u8], first: usize, end: usize) -> Vec<ChainingValue> {
+    let one = |i: usize| {
+        let at = i * LEAF;
+        blake3::Hasher::new()
+            .set_input_offset(at as u64)
+            .update(&bytes[at..(at + LEAF).min(bytes.len())])
+            .finalize_non_root()
+    };
+    let n = end.saturating_sub(first);
+    let per_run = (HASH_PART_MIN / LEAF).max(1);
+    let runs = n.div_ceil(per_run);
+    let parallel = runs > 1 && n * LEAF >= PARALLEL_MIN;
+    let done = for_each(runs, parallel, |r| {
+        let a = first + r * per_run;
+        Ok::<_, std::convert::Infallible>((a..(a + per_run).min(end)).map(one).collect::<Vec<_>>())
+    });
+    match done {
+        Ok(runs) => runs.into_iter().flatten().collect(),
+        Err(never) => match never {},
+    }
+}
+
+/// blake3 of a content of `len` bytes (more than one [`LEAF`]) from its [`leaves`]: the
+/// subtrees merged in the shape of blake3's tree (every split of a subtree longer than a leaf
+/// falls on a multiple of `LEAF`, so each subtree of a leaf's size or less is one leaf).
+pub fn root(leaves: &[ChainingValue], len: usize) -> Hash {
+    fn node(leaves: &[ChainingValue], offset: usize, len: usize) -> ChainingValue {
+        if len <= LEAF {
+            return leaves[offset / LEAF];
+        }
+        let left = left_subtree_len(len as u64) as usize;
+        merge_subtrees_non_root(
+            &node(leaves, offset, left),
+            &node(leaves, offset + left, len - left),
+            Mode::Hash,
+        )
+    }
+    let left = left_subtree_len(len as u64) as usize;
+    merge_subtrees_root(
+        &node(leaves, 0, left),
+        &node(leaves, left, len - left),
+        Mode::Hash,
+    )
+    .to_hex()
+    .to_string()
 }
 
 /// Runs `work(i)` for every `i` in `0..n` on up to [`threads`] threads (this one included),
@@ -209,31 +248,45 @@ pub fn cut_and_hash(bytes: &[u8]) -> Vec<Cut> {
     out
 }
 
+/// The one region where `new` differs from `old` (same length): `(lo, hi)`, from the first
+/// changed byte to one past the last; None when they are equal or of different lengths.
+/// Two `memcmp` passes, cheaper than hashing: what a new version of a buffer costs
+/// ([`cut_and_hash_like`], [`leaves_like`]) depends on this region only.
+pub fn changed_region(new: &[u8], old: &[u8]) -> Option<(usize, usize)> {
+    if new.len() != old.len() {
+        return None;
+    }
+    let lo = first_difference(new, old)?;
+    let hi = new.len() - first_difference_from_end(new, old).unwrap_or(0);
+    Some((lo, hi))
+}
+
 /// The chunks of `bytes` with their digests, as [`cut_and_hash`] gives them, found from an
-/// earlier version of the same buffer (`old`, cut into `old_cuts`) where the two differ in
-/// one region: chunks that end before the first changed byte are the old ones; from the start
-/// of the first other old chunk the new bytes are cut until a chunk ends past the last
-/// changed byte exactly where an old chunk ended, after which the old chunks follow (a chunk
-/// depends only on the bytes from its start on, and the lengths are equal). Only the cut
-/// region is hashed again. None when it would not save work: different lengths, or changes
-/// spread over more than half of the content (the caller cuts the whole content).
+/// earlier version of the same buffer (cut into `old_cuts`) that differs from `bytes` only
+/// in `region` ([`changed_region`]): chunks that end before the first changed byte are the
+/// old ones; from the start of the first other old chunk the new bytes are cut until a chunk
+/// ends past the last changed byte exactly where an old chunk ended, after which the old
+/// chunks follow (a chunk depends only on the bytes from its start on, and the lengths are
+/// equal). Only the cut region is hashed again. None when it would not save work: different
+/// lengths, or changes spread over more than half of the content (the caller cuts the whole
+/// content).
 ///
 /// Why: a solver that updates a slice of a large grid at every launch made the writer cut
 /// and hash the whole 16 MB again at each one, on cores a CPU device's kernels also use.
-pub fn cut_and_hash_like(bytes: &[u8], old: &[u8], old_cuts: &[Cut]) -> Option<Vec<Cut>> {
-    if bytes.len() != old.len() || old_cuts.is_empty() {
-        return None;
-    }
+pub fn cut_and_hash_like(
+    bytes: &[u8],
+    old_cuts: &[Cut],
+    region: (usize, usize),
+) -> Option<Vec<Cut>> {
     let covered = old_cuts
         .iter()
         .try_fold(0usize, |at, c| (c.offset == at).then_some(at + c.len));
-    if covered != Some(old.len()) {
+    if old_cuts.is_empty() || covered != Some(bytes.len()) {
         return None;
     }
-    let lo = first_difference(bytes, old)?;
-    let hi = bytes.len() - first_difference_from_end(bytes, old).unwrap_or(0);
+    let (lo, hi) = region;
     // `hi`: one past the last changed byte.
-    if (hi - lo) * 2 > bytes.len() {
+    if lo >= hi || hi > bytes.len() || (hi - lo) * 2 > bytes.len() {
         return None;
     }
     let one = |offset: usize, len: usize| Cut {
@@ -308,6 +361,7 @@ mod tests {
     fn cutting_like_an_earlier_version_gives_the_full_cut() {
         let old = noise(6 << 20);
         let old_cuts = cut_and_hash(&old);
+        let old_leaves = leaves(&old);
         // A slice changed in the middle, at the start, at the end; one byte; a run of zeros.
         let edits: [(usize, usize); 6] = [
             (2 << 20, (2 << 20) + 600_000),
@@ -326,16 +380,23 @@ mod tests {
                     byte.wrapping_mul(31).wrapping_add(i as u8 | 1)
                 };
             }
-            let like = cut_and_hash_like(&new, &old, &old_cuts).expect("one changed region");
+            let region = changed_region(&new, &old).expect("a changed region");
+            let like = cut_and_hash_like(&new, &old_cuts, region).expect("one changed region");
             assert_eq!(like, cut_and_hash(&new), "edit {k}: {a}..{b}");
+            let leaves = leaves_like(&new, &old_leaves, region);
+            assert_eq!(root(&leaves, new.len()), digest(&new), "edit {k}");
+            assert_eq!(leaves, super::leaves(&new), "edit {k}");
         }
-        // Unchanged: the old chunks; spread changes, other lengths: not applicable.
-        assert_eq!(cut_and_hash_like(&old, &old, &old_cuts), None);
+        // Unchanged: no region; spread changes, other lengths: not applicable.
+        assert_eq!(changed_region(&old, &old), None);
+        assert_eq!(changed_region(&old[..1 << 20], &old), None);
         let mut spread = old.clone();
         spread[10] ^= 1;
         spread[(6 << 20) - 10] ^= 1;
-        assert_eq!(cut_and_hash_like(&spread, &old, &old_cuts), None);
-        assert_eq!(cut_and_hash_like(&old[..1 << 20], &old, &old_cuts), None);
+        let region = changed_region(&spread, &old).unwrap();
+        assert_eq!(region, (10, (6 << 20) - 9));
+        assert_eq!(cut_and_hash_like(&spread, &old_cuts, region), None);
+        assert_eq!(cut_and_hash_like(&old[..1 << 20], &old_cuts, (0, 1)), None);
     }
 
     /// The capture crate's test bytes, with this module's seed.
@@ -344,7 +405,7 @@ mod tests {
     }
 
     #[test]
-    fn the_split_digest_is_blake3_of_the_whole() {
+    fn the_digest_merged_from_leaves_is_blake3_of_the_whole() {
         let data = noise(9 << 20);
         for len in [
             0,
@@ -355,6 +416,7 @@ mod tests {
             PARALLEL_MIN + 1,
             3 << 20,
             (4 << 20) + 1025,
+            (5 << 20) + 77,
             9 << 20,
         ] {
             let bytes = &data[..len];
@@ -364,16 +426,20 @@ mod tests {
                 "{len}"
             );
         }
-        for parts in [2, 3, 5, 8] {
-            let bytes = &data[..(5 << 20) + 77];
-            let left = left_subtree_len(bytes.len() as u64) as usize;
-            let (a, b) = bytes.split_at(left);
-            let root = merge_subtrees_root(
-                &subtree(a, 0, parts / 2),
-                &subtree(b, left as u64, parts - parts / 2),
-                Mode::Hash,
+        // Merged from leaves, whatever the length past one leaf.
+        for len in [
+            LEAF + 1,
+            2 * LEAF,
+            3 * LEAF - 1,
+            3 * LEAF + 1024,
+            7 * LEAF + 5,
+        ] {
+            let bytes = &data[..len];
+            assert_eq!(
+                root(&leaves(bytes), len),
+                blake3::hash(bytes).to_hex().to_string(),
+                "{len}"
             );
-            assert_eq!(root, blake3::hash(bytes), "{parts} parts");
         }
     }
 

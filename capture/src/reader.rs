@@ -1,7 +1,7 @@
 //! Reading a capture back, with one clear error for each way it can be broken.
 
 use crate::model::{Content, LaunchRecord, Manifest, ProgramRecord};
-use crate::writer::{blob_path, chunk_path, digest, index_path};
+use crate::writer::{blob_path, chunk_path, digest, index_path, pack_path};
 use crate::{FORMAT_NAME, FORMAT_VERSION, READABLE_VERSIONS};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -168,15 +168,23 @@ impl Capture {
                 message,
             })?;
         let mut bytes = Vec::with_capacity(size as usize);
+        let mut packs: HashMap<&str, fs::File> = HashMap::new();
         for c in &chunks {
-            let path = chunk_path(&self.dir, &c.hash);
-            let file = match fs::read(&path) {
-                Ok(f) => f,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing(&c.hash)),
-                Err(source) => return Err(ReadError::Io { path, source }),
-            };
             let damaged = || ReadError::DamagedBlob {
                 hash: c.hash.clone(),
+            };
+            let file = match &c.at {
+                Some(at) => self.packed(&mut packs, at)?,
+                None => {
+                    let path = chunk_path(&self.dir, &c.hash);
+                    match fs::read(&path) {
+                        Ok(f) => f,
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                            return Err(missing(&c.hash))
+                        }
+                        Err(source) => return Err(ReadError::Io { path, source }),
+                    }
+                }
             };
             let chunk = crate::chunks::decode(&file, c.len).map_err(|_| damaged())?;
             if digest(&chunk) != c.hash {
@@ -185,6 +193,39 @@ impl Capture {
             bytes.extend_from_slice(&chunk);
         }
         Ok(bytes)
+    }
+
+    /// The encoded chunk at `at`, read from its pack (opened once per content: `packs`). A
+    /// pack shorter than the index says is damaged.
+    fn packed<'a>(
+        &self,
+        packs: &mut HashMap<&'a str, fs::File>,
+        at: &'a crate::chunks::PackSlot,
+    ) -> Result<Vec<u8>, ReadError> {
+        use std::os::unix::fs::FileExt;
+        let path = pack_path(&self.dir, &at.pack);
+        let file = match packs.entry(&at.pack) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => match fs::File::open(&path) {
+                Ok(f) => v.insert(f),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(ReadError::MissingBlob {
+                        hash: at.pack.to_string(),
+                    })
+                }
+                Err(source) => return Err(ReadError::Io { path, source }),
+            },
+        };
+        let mut encoded = vec![0u8; at.stored];
+        match file.read_exact_at(&mut encoded, at.offset) {
+            Ok(()) => Ok(encoded),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                Err(ReadError::DamagedBlob {
+                    hash: at.pack.to_string(),
+                })
+            }
+            Err(source) => Err(ReadError::Io { path, source }),
+        }
     }
 
     /// The bytes behind a [`Content`], or why they are not available.

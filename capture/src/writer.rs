@@ -44,10 +44,17 @@ pub fn index_path(dir: &Path, hash: &str) -> PathBuf {
     with_suffix(blob_path(dir, hash), ".chunks")
 }
 
-/// Path of one compressed chunk (`blobs/cd/cdef01....chunk`), named by the digest of its
-/// uncompressed bytes.
+/// Path of one compressed chunk in a file of its own (`blobs/cd/cdef01....chunk`, index
+/// version 1: what format versions 2 and 3 wrote), named by the digest of its uncompressed
+/// bytes.
 pub fn chunk_path(dir: &Path, chunk_hash: &str) -> PathBuf {
     with_suffix(blob_path(dir, chunk_hash), ".chunk")
+}
+
+/// Path of a pack of compressed chunks (`blobs/ef/ef0123....pack`), named by the digest of
+/// the whole file.
+pub fn pack_path(dir: &Path, pack_hash: &str) -> PathBuf {
+    with_suffix(blob_path(dir, pack_hash), ".pack")
 }
 
 fn with_suffix(path: PathBuf, suffix: &str) -> PathBuf {
@@ -60,8 +67,9 @@ fn with_suffix(path: PathBuf, suffix: &str) -> PathBuf {
 pub struct BlobStore {
     dir: PathBuf,
     known: Mutex<HashSet<Hash>>,
-    /// Chunks this process knows to be stored (see [`crate::chunks`]).
-    known_chunks: Mutex<HashSet<Hash>>,
+    /// Chunks this process stored, and where (see [`crate::chunks`]): a chunk of a later
+    /// content names the same place instead of being stored again.
+    known_chunks: Mutex<HashMap<Hash, crate::chunks::PackSlot>>,
     bytes_written: AtomicU64,
     tmp_counter: AtomicU64,
 }
@@ -72,7 +80,7 @@ impl BlobStore {
         BlobStore {
             dir: dir.to_path_buf(),
             known: Mutex::new(HashSet::new()),
-            known_chunks: Mutex::new(HashSet::new()),
+            known_chunks: Mutex::new(HashMap::new()),
             bytes_written: AtomicU64::new(0),
             tmp_counter: AtomicU64::new(0),
         }
@@ -108,15 +116,15 @@ impl BlobStore {
     }
 
     /// [`BlobStore::put_content`], given an earlier version of the same buffer (`like`: its
-    /// bytes and chunks): where the two differ in one region, only that region is cut and
-    /// hashed again ([`crate::parallel::cut_and_hash_like`]); the chunks are the same as
-    /// without it. Returns the bytes written and the content's chunks when this call cut it
-    /// (None: stored whole, or stored already), for the next version.
+    /// chunks and the one region where the two differ, [`crate::parallel::changed_region`]):
+    /// only that region is cut and hashed again ([`crate::parallel::cut_and_hash_like`]); the
+    /// chunks are the same as without it. Returns the bytes written and the content's chunks
+    /// when this call cut it (None: stored whole, or stored already), for the next version.
     pub fn put_content_like(
         &self,
         hash: &str,
         bytes: &[u8],
-        like: Option<(&[u8], &[crate::parallel::Cut])>,
+        like: Option<(&[crate::parallel::Cut], (usize, usize))>,
     ) -> Result<(u64, Option<Vec<crate::parallel::Cut>>), WriteError> {
         if bytes.len() < crate::chunks::MIN_CHUNKED {
             let before = self.bytes_written();
@@ -131,55 +139,96 @@ impl BlobStore {
             self.remember(hash);
             return Ok((0, None));
         }
-        // New chunks are hashed, compressed and written by several threads for a large
-        // content (`crate::parallel`); the index lists them in order either way.
         let cuts = like
-            .and_then(|(old, old_cuts)| crate::parallel::cut_and_hash_like(bytes, old, old_cuts))
+            .and_then(|(old_cuts, region)| {
+                crate::parallel::cut_and_hash_like(bytes, old_cuts, region)
+            })
             .unwrap_or_else(|| crate::parallel::cut_and_hash(bytes));
-        let parallel = bytes.len() >= crate::parallel::PARALLEL_MIN;
-        let done = crate::parallel::for_each(cuts.len(), parallel, |i| {
-            let c = &cuts[i];
-            let written = self.put_chunk(&c.hash, &bytes[c.offset..c.offset + c.len])?;
-            Ok::<_, WriteError>((
-                crate::chunks::ChunkRef {
-                    hash: c.hash.clone(),
-                    len: c.len,
-                },
-                written,
-            ))
+        let mut written = self.put_chunks(bytes, &cuts)?;
+        let slots = self.known_chunks.lock().map_err(|_| WriteError::Write {
+            path: index.clone(),
+            source: std::io::Error::other("the chunk table was poisoned"),
         })?;
-        let mut written: u64 = done.iter().map(|(_, w)| w).sum();
-        let refs: Vec<crate::chunks::ChunkRef> = done.into_iter().map(|(r, _)| r).collect();
+        let mut refs = Vec::with_capacity(cuts.len());
+        for c in &cuts {
+            let Some(at) = slots.get(&c.hash) else {
+                return Err(WriteError::Write {
+                    path: index,
+                    source: std::io::Error::other(format!("chunk {} was not stored", c.hash)),
+                });
+            };
+            refs.push((c.hash.as_str(), c.len, at));
+        }
         // The index last: a content whose index exists has every chunk.
         let text = crate::chunks::index_text(bytes.len() as u64, &refs);
+        drop(slots);
         self.write_new(&index, text.as_bytes())?;
         written += text.len() as u64;
         self.remember(hash);
         Ok((written, Some(cuts)))
     }
 
-    /// Stores one chunk of a content unless it is stored already; returns the bytes written.
-    fn put_chunk(&self, chunk_hash: &str, chunk: &[u8]) -> Result<u64, WriteError> {
-        let known = self
-            .known_chunks
-            .lock()
-            .map(|k| k.contains(chunk_hash))
-            .unwrap_or(false);
-        if known {
-            return Ok(0);
-        }
-        let path = chunk_path(&self.dir, chunk_hash);
+    /// Stores the chunks of `bytes` (cut into `cuts`) that this process has not stored yet,
+    /// each once, compressed by several threads for a large content and written into pack
+    /// files of at most [`crate::chunks::PACK_RAW_MAX`] uncompressed bytes each; returns the
+    /// bytes written. Afterwards every chunk of `cuts` has its place in `known_chunks`.
+    fn put_chunks(&self, bytes: &[u8], cuts: &[crate::parallel::Cut]) -> Result<u64, WriteError> {
+        let new: Vec<&crate::parallel::Cut> = {
+            let known = self.known_chunks.lock().map_err(|_| WriteError::Write {
+                path: self.dir.join("blobs"),
+                source: std::io::Error::other("the chunk table was poisoned"),
+            })?;
+            let mut seen = HashSet::new();
+            cuts.iter()
+                .filter(|c| !known.contains_key(&c.hash) && seen.insert(c.hash.as_str()))
+                .collect()
+        };
+        let parallel = bytes.len() >= crate::parallel::PARALLEL_MIN;
         let mut written = 0;
-        if !path.exists() {
-            let file = crate::chunks::encode(chunk).map_err(|source| WriteError::Write {
-                path: path.clone(),
+        let mut rest = &new[..];
+        while !rest.is_empty() {
+            let mut raw = 0;
+            let take = rest
+                .iter()
+                .take_while(|c| {
+                    raw += c.len;
+                    raw <= crate::chunks::PACK_RAW_MAX
+                })
+                .count()
+                .max(1);
+            let (group, after) = rest.split_at(take);
+            rest = after;
+            let encoded = crate::parallel::for_each(group.len(), parallel, |i| {
+                let c = group[i];
+                crate::chunks::encode(&bytes[c.offset..c.offset + c.len])
+            })
+            .map_err(|source| WriteError::Write {
+                path: self.dir.join("blobs"),
                 source,
             })?;
-            self.write_new(&path, &file)?;
-            written = file.len() as u64;
-        }
-        if let Ok(mut k) = self.known_chunks.lock() {
-            k.insert(chunk_hash.to_string());
+            let mut pack = Vec::with_capacity(encoded.iter().map(Vec::len).sum());
+            let mut places = Vec::with_capacity(encoded.len());
+            for e in &encoded {
+                places.push((pack.len() as u64, e.len()));
+                pack.extend_from_slice(e);
+            }
+            drop(encoded);
+            let name: std::sync::Arc<str> = digest(&pack).into();
+            let path = pack_path(&self.dir, &name);
+            if !path.exists() {
+                self.write_new(&path, &pack)?;
+                written += pack.len() as u64;
+            }
+            if let Ok(mut known) = self.known_chunks.lock() {
+                for (c, (offset, stored)) in group.iter().zip(places) {
+                    let at = crate::chunks::PackSlot {
+                        pack: std::sync::Arc::clone(&name),
+                        offset,
+                        stored,
+                    };
+                    known.insert(c.hash.clone(), at);
+                }
+            }
         }
         Ok(written)
     }

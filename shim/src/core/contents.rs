@@ -5,7 +5,7 @@
 
 use super::track::lock;
 use crate::Next;
-use cltrap_capture::{writer::digest, BufferMode, CaptureWriter, Content, Settings};
+use cltrap_capture::{parallel, writer::digest, BufferMode, CaptureWriter, Content, Settings};
 use libc::c_void;
 use opencl_sys::*;
 use std::collections::HashMap;
@@ -264,7 +264,7 @@ pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
 /// Turns bytes into content: stored (deduplicated, chunked, compressed) when the launch keeps
 /// this side of its contents, else only its digest. `after`: the contents after the launch.
 pub fn store(writer: &CaptureWriter, keep: Keep, after: bool, bytes: &[u8]) -> Content {
-    store_like(writer, keep, after, bytes, None).0
+    store_like(writer, keep, after, bytes)
 }
 
 /// Whether a launch that keeps `keep` stores this side of its contents.
@@ -277,9 +277,10 @@ fn stores(keep: Keep, after: bool) -> bool {
 }
 
 /// [`store`] for the bytes read from memory object `mem`, taken by value: a large content
-/// that is stored is cut only where it differs from the last version of `mem` stored
-/// ([`versions`]), and is kept as that version. Returns the content and bytes the caller may
-/// reuse (these, or the version they replaced).
+/// that is stored is compared with the last version of `mem` stored ([`versions`]) and,
+/// where the two differ in one region, hashed ([`parallel::leaves_like`]) and cut
+/// ([`parallel::cut_and_hash_like`]) only there; it is kept as that version. Returns the
+/// content and bytes the caller may reuse (these, or the version they replaced).
 pub fn store_version(
     writer: &CaptureWriter,
     keep: Keep,
@@ -290,16 +291,44 @@ pub fn store_version(
     if bytes.len() < versions::MIN_BYTES || !stores(keep, after) {
         return (store(writer, keep, after, &bytes), Some(bytes));
     }
+    let size = bytes.len() as u64;
     let old = versions::take(mem);
-    let like = old.as_ref().map(|v| (&v.bytes[..], &v.cuts[..]));
-    let (content, cuts) = store_like(writer, keep, after, &bytes, like);
+    let region = old
+        .as_ref()
+        .map(|v| (v, parallel::changed_region(&bytes, &v.bytes)));
+    let (hash, leaves, like) = match region {
+        // Unchanged since the version stored: the same content.
+        Some((v, None)) if v.bytes.len() == bytes.len() => {
+            let hash = v.hash.clone();
+            if let Some(v) = old {
+                versions::put(mem, v);
+            }
+            return (Content::Blob { hash, size }, Some(bytes));
+        }
+        Some((v, Some(region))) => {
+            let leaves = parallel::leaves_like(&bytes, &v.leaves, region);
+            let hash = parallel::root(&leaves, bytes.len());
+            (hash, leaves, Some((&v.cuts[..], region)))
+        }
+        _ => {
+            let leaves = parallel::leaves(&bytes);
+            (parallel::root(&leaves, bytes.len()), leaves, None)
+        }
+    };
+    let (content, cuts) = put(writer, hash.clone(), &bytes, like);
     match cuts {
         Some(cuts) => {
-            let displaced = versions::put(mem, versions::Version { bytes, cuts });
+            let new = versions::Version {
+                bytes,
+                hash,
+                cuts,
+                leaves,
+            };
+            let displaced = versions::put(mem, new);
             (content, old.map(|v| v.bytes).or(displaced))
         }
         None => {
-            // Stored already (or not chunked): the old version stays the reference.
+            // Stored already (or not stored): the old version stays the reference.
             if let Some(v) = old {
                 versions::put(mem, v);
             }
@@ -323,10 +352,13 @@ pub(super) mod versions {
     /// Most bytes of versions kept.
     pub const MAX_BYTES: usize = 256 << 20;
 
-    /// One stored content of a memory object.
+    /// One stored content of a memory object: its bytes, digest, chunks and the chaining
+    /// values of its blake3 leaves ([`cltrap_capture::parallel::leaves`]).
     pub struct Version {
         pub bytes: Vec<u8>,
+        pub hash: cltrap_capture::Hash,
         pub cuts: Vec<Cut>,
+        pub leaves: Vec<cltrap_capture::parallel::ChainingValue>,
     }
 
     struct Kept {
@@ -372,27 +404,32 @@ pub(super) mod versions {
     }
 }
 
-/// [`store`], with an earlier version of the same buffer for a stored large content; also
-/// returns the content's chunks when this call cut it.
-fn store_like(
-    writer: &CaptureWriter,
-    keep: Keep,
-    after: bool,
-    bytes: &[u8],
-    like: Option<(&[u8], &[cltrap_capture::parallel::Cut])>,
-) -> (Content, Option<Vec<cltrap_capture::parallel::Cut>>) {
-    let size = bytes.len() as u64;
+/// [`store`], for bytes whose digest is computed already.
+fn store_like(writer: &CaptureWriter, keep: Keep, after: bool, bytes: &[u8]) -> Content {
     let hash = digest(bytes);
-    let full = stores(keep, after);
+    let size = bytes.len() as u64;
     // Bytes this capture stored already cost nothing: the record names them.
-    if !full && !writer.blobs.is_known(&hash) {
-        let digest = Content::Digest {
+    if !stores(keep, after) && !writer.blobs.is_known(&hash) {
+        return Content::Digest {
             hash,
             size,
             algo: Default::default(),
         };
-        return (digest, None);
     }
+    put(writer, hash, bytes, None).0
+}
+
+/// Stores `bytes`, whose digest is `hash` (given an earlier version's chunks and the region
+/// where they differ, `like`); also returns the content's chunks when this call cut it.
+/// A failure to write is reported once ([`crate::sink::fail`]) and leaves the content
+/// `Missing`, with why.
+fn put(
+    writer: &CaptureWriter,
+    hash: cltrap_capture::Hash,
+    bytes: &[u8],
+    like: Option<(&[parallel::Cut], (usize, usize))>,
+) -> (Content, Option<Vec<parallel::Cut>>) {
+    let size = bytes.len() as u64;
     if writer.blobs.is_known(&hash) {
         return (Content::Blob { hash, size }, None);
     }
