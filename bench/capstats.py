@@ -6,7 +6,7 @@ Prints one JSON object:
   content_total   bytes of every recorded buffer/image content (before + after, duplicates counted)
   content_unique  bytes of the distinct contents among them (by digest)
   content_on_disk bytes of blob files that hold buffer/image contents (whole blobs, chunk
-                  indexes and compressed chunks of format 2)
+                  indexes, compressed chunks of format 2 and 3 and packs of format 4)
   other_on_disk   bytes of the other blobs (program sources, program records)
   log_bytes       size of launches.jsonl + manifest.json
   written         everything under the capture directory
@@ -68,7 +68,7 @@ def main(cap):
     for root, _dirs, files in os.walk(blobs):
         for name in files:
             size = os.path.getsize(os.path.join(root, name))
-            if name in hashes or name.endswith(".chunk") or name.endswith(".chunks"):
+            if name in hashes or name.endswith((".chunk", ".chunks", ".pack")):
                 on_disk += size
             else:
                 other += size

@@ -189,23 +189,23 @@ pub struct Cut {
 const CUT_MARGIN: usize = 16 * crate::chunks::CHUNK_AVG;
 
 /// The chunks of `bytes` ([`crate::chunks::cut`]) with their digests, exactly those of the
-/// serial cut. A large content is cut by several threads from evenly spaced starts: a chunk
-/// that starts at byte `p` depends only on the bytes from `p` on, so every chunk a thread
-/// found at a start that the true sequence reaches is the true chunk there; the sequence is
-/// followed from byte 0 through the threads' chunks (each hashed by the thread that found it,
-/// while in cache), and any start no thread reached is cut here.
+/// serial cut: cut ([`cut_parallel`]), then hashed by several threads ([`hash_cuts`]).
 pub fn cut_and_hash(bytes: &[u8]) -> Vec<Cut> {
-    let one = |offset: usize, len: usize| Cut {
-        offset,
-        len,
-        hash: digest(&bytes[offset..offset + len]),
-    };
+    hash_cuts(bytes, &cut_parallel(bytes))
+}
+
+/// The chunks of `bytes` as `(offset, length)`, exactly those of the serial cut. A large
+/// content is cut by several threads from evenly spaced starts: a chunk that starts at byte
+/// `p` depends only on the bytes from `p` on, so every chunk a thread found at a start that
+/// the true sequence reaches is the true chunk there; the sequence is followed from byte 0
+/// through the threads' chunks, and any start no thread reached is cut here. (On random
+/// bytes the threads meet the true sequence within a few chunks; on periodic data, where all
+/// cut points lie on one lattice, a thread's sequence may never meet it and this thread cuts
+/// that segment again: the digests, the larger cost, are computed apart for that reason.)
+fn cut_parallel(bytes: &[u8]) -> Vec<(usize, usize)> {
     let parts = threads().min(bytes.len() / (4 * CUT_MARGIN));
     if parts < 2 || bytes.len() < PARALLEL_MIN {
-        return crate::chunks::cut(bytes)
-            .into_iter()
-            .map(|(o, l)| one(o, l))
-            .collect();
+        return crate::chunks::cut(bytes);
     }
     let segment = bytes.len() / parts;
     let found = for_each(parts, true, |j| {
@@ -217,35 +217,59 @@ pub fn cut_and_hash(bytes: &[u8]) -> Vec<Cut> {
         };
         let mut cuts = Vec::new();
         for (o, l) in crate::chunks::cut_from(bytes, start) {
-            cuts.push(one(o, l));
+            cuts.push((o, l));
             if o + l >= stop {
                 break;
             }
         }
         Ok::<_, std::convert::Infallible>(cuts)
     });
-    let found: Vec<Cut> = match found {
+    let found: Vec<(usize, usize)> = match found {
         Ok(lists) => lists.into_iter().flatten().collect(),
         Err(never) => match never {},
     };
-    let mut at: HashMap<usize, Cut> = HashMap::with_capacity(found.len());
-    for c in found {
-        at.entry(c.offset).or_insert(c);
+    let mut at: HashMap<usize, usize> = HashMap::with_capacity(found.len());
+    for (o, l) in found {
+        at.entry(o).or_insert(l);
     }
     let mut out = Vec::with_capacity(bytes.len() / crate::chunks::CHUNK_AVG + 1);
     let mut pos = 0;
     while pos < bytes.len() {
-        let c = match at.remove(&pos) {
-            Some(c) => c,
+        let (o, l) = match at.remove(&pos) {
+            Some(l) => (pos, l),
             None => match crate::chunks::cut_from(bytes, pos).next() {
-                Some((o, l)) => one(o, l),
+                Some(c) => c,
                 None => break,
             },
         };
-        pos = c.offset + c.len;
-        out.push(c);
+        pos = o + l;
+        out.push((o, l));
     }
     out
+}
+
+/// The digests of chunks `cuts` of `bytes`, on up to [`threads`] threads when they cover at
+/// least [`PARALLEL_MIN`] bytes.
+fn hash_cuts(bytes: &[u8], cuts: &[(usize, usize)]) -> Vec<Cut> {
+    /// Chunks one work item hashes (about 512 KiB).
+    const PER_ITEM: usize = 16;
+    let covered: usize = cuts.iter().map(|(_, l)| l).sum();
+    let items = cuts.len().div_ceil(PER_ITEM);
+    let done = for_each(items, covered >= PARALLEL_MIN, |k| {
+        let mine = &cuts[k * PER_ITEM..((k + 1) * PER_ITEM).min(cuts.len())];
+        let hashed = mine.iter().map(|&(offset, len)| Cut {
+            offset,
+            len,
+            hash: blake3::hash(&bytes[offset..offset + len])
+                .to_hex()
+                .to_string(),
+        });
+        Ok::<_, std::convert::Infallible>(hashed.collect::<Vec<_>>())
+    });
+    match done {
+        Ok(items) => items.into_iter().flatten().collect(),
+        Err(never) => match never {},
+    }
 }
 
 /// The one region where `new` differs from `old` (same length): `(lo, hi)`, from the first
@@ -289,21 +313,16 @@ pub fn cut_and_hash_like(
     if lo >= hi || hi > bytes.len() || (hi - lo) * 2 > bytes.len() {
         return None;
     }
-    let one = |offset: usize, len: usize| Cut {
-        offset,
-        len,
-        hash: digest(&bytes[offset..offset + len]),
-    };
     // Old chunks that end before the first changed byte stay.
     let keep = old_cuts
         .iter()
         .take_while(|c| c.offset + c.len < lo)
         .count();
-    let mut out: Vec<Cut> = old_cuts[..keep].to_vec();
     let start = old_cuts.get(keep).map_or(bytes.len(), |c| c.offset);
+    let mut cut = Vec::new();
     let mut resume = None;
     for (o, l) in crate::chunks::cut_from(bytes, start) {
-        out.push(one(o, l));
+        cut.push((o, l));
         let end = o + l;
         if end >= hi {
             if let Ok(i) = old_cuts.binary_search_by_key(&end, |c| c.offset) {
@@ -312,6 +331,8 @@ pub fn cut_and_hash_like(
             }
         }
     }
+    let mut out: Vec<Cut> = old_cuts[..keep].to_vec();
+    out.extend(hash_cuts(bytes, &cut));
     if let Some(i) = resume {
         out.extend_from_slice(&old_cuts[i..]);
     }

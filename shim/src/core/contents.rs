@@ -291,6 +291,7 @@ pub fn store_version(
     if bytes.len() < versions::MIN_BYTES || !stores(keep, after) {
         return (store(writer, keep, after, &bytes), Some(bytes));
     }
+    let _store = super::stats::span(super::stats::Phase::Store);
     let size = bytes.len() as u64;
     let old = versions::take(mem);
     let region = old

@@ -120,11 +120,17 @@ pub(super) struct Snapshot {
 }
 
 impl Snapshot {
-    /// Reads the snapshot back (blocking, on the engine's own queue: never the application's).
-    pub fn read(&self) -> Result<Vec<u8>, cl_int> {
+    /// Reads the snapshot back (blocking, on the engine's own queue: never the application's),
+    /// into `into` when given (a landing kept for reuse: its pages are mapped already, where
+    /// fresh memory page-faults on every page while the driver writes it).
+    pub fn read(&self, into: Option<Vec<u8>>) -> Result<Vec<u8>, cl_int> {
         let read = self.engine.calls.read.ok_or(CL_INVALID_OPERATION)?;
-        let mut v = vec![0u8; self.bytes];
-        // SAFETY: our own buffer of `bytes` bytes, our own queue, into `v` of that size.
+        let _read = super::stats::span(super::stats::Phase::SnapshotRead);
+        let mut v = into.unwrap_or_default();
+        v.clear();
+        v.reserve_exact(self.bytes);
+        // SAFETY: our own buffer of `bytes` bytes, our own queue, into `v`'s room for that
+        // many; a blocking read that succeeded wrote all of them.
         let r = unsafe {
             read(
                 self.engine.queue as cl_command_queue,
@@ -139,6 +145,8 @@ impl Snapshot {
             )
         };
         if r == CL_SUCCESS {
+            // SAFETY: see above.
+            unsafe { v.set_len(self.bytes) };
             super::stats::add(&super::stats::SNAPSHOT_READS, 1);
             super::stats::add(&super::stats::SNAPSHOT_READ_BYTES, self.bytes as u64);
             Ok(v)

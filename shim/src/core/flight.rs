@@ -1812,7 +1812,7 @@ fn device_content(
             return Content::Blob { hash, size };
         }
     }
-    match snapshot.read() {
+    match snapshot.read(spare::take(bytes)) {
         Ok(b) => {
             let (c, reusable) = contents::store_version(f.writer, f.mode, after, b, mem);
             if let Some(v) = reusable {

@@ -43,9 +43,13 @@ pub(super) enum Phase {
     LandFill,
     /// Releasing a landed launch's events, temporaries and queue reference.
     LandRelease,
+    /// Reading a device-side snapshot back (a content the capture has not stored yet).
+    SnapshotRead,
+    /// Storing a large content read back (hashing, cutting, compressing, writing).
+    Store,
 }
 
-const PHASES: [&str; 15] = [
+const PHASES: [&str; 17] = [
     "launch",
     "plan",
     "reads",
@@ -61,6 +65,8 @@ const PHASES: [&str; 15] = [
     "land_status",
     "land_fill",
     "land_release",
+    "snapshot_read",
+    "store",
 ];
 
 static TIMING: AtomicBool = AtomicBool::new(false);
