@@ -274,14 +274,35 @@ fn hash_cuts(bytes: &[u8], cuts: &[(usize, usize)]) -> Vec<Cut> {
 
 /// The one region where `new` differs from `old` (same length): `(lo, hi)`, from the first
 /// changed byte to one past the last; None when they are equal or of different lengths.
-/// Two `memcmp` passes, cheaper than hashing: what a new version of a buffer costs
+/// `memcmp` passes, cheaper than hashing: what a new version of a buffer costs
 /// ([`cut_and_hash_like`], [`leaves_like`]) depends on this region only.
+/// A large content is compared by up to [`threads`] threads, a segment each: one thread
+/// reading two 16 MB versions is bound by its own memory bandwidth.
 pub fn changed_region(new: &[u8], old: &[u8]) -> Option<(usize, usize)> {
     if new.len() != old.len() {
         return None;
     }
-    let lo = first_difference(new, old)?;
-    let hi = new.len() - first_difference_from_end(new, old).unwrap_or(0);
+    let parts = threads().min(new.len() / HASH_PART_MIN).max(1);
+    if parts < 2 || new.len() < PARALLEL_MIN {
+        let lo = first_difference(new, old)?;
+        let hi = new.len() - first_difference_from_end(new, old).unwrap_or(0);
+        return Some((lo, hi));
+    }
+    let segment = new.len().div_ceil(parts);
+    let found = for_each(parts, true, |j| {
+        let (a, b) = (j * segment, ((j + 1) * segment).min(new.len()));
+        let region = first_difference(&new[a..b], &old[a..b]).map(|lo| {
+            let same_at_end = first_difference_from_end(&new[a..b], &old[a..b]).unwrap_or(0);
+            (a + lo, b - same_at_end)
+        });
+        Ok::<_, std::convert::Infallible>(region)
+    });
+    let found = match found {
+        Ok(f) => f,
+        Err(never) => match never {},
+    };
+    let lo = found.iter().flatten().map(|r| r.0).min()?;
+    let hi = found.iter().flatten().map(|r| r.1).max()?;
     Some((lo, hi))
 }
 
@@ -410,6 +431,17 @@ mod tests {
         }
         // Unchanged: no region; spread changes, other lengths: not applicable.
         assert_eq!(changed_region(&old, &old), None);
+        for (a, b) in [
+            (0, 1),
+            (5, 6 << 20),
+            (1_234_567, 4_567_890),
+            ((6 << 20) - 1, 6 << 20),
+        ] {
+            let mut new = old.clone();
+            new[a] ^= 0x10;
+            new[b - 1] ^= 0x01;
+            assert_eq!(changed_region(&new, &old), Some((a, b)), "{a}..{b}");
+        }
         assert_eq!(changed_region(&old[..1 << 20], &old), None);
         let mut spread = old.clone();
         spread[10] ^= 1;
