@@ -36,7 +36,7 @@ use std::sync::Arc;
 pub const MIN_CHUNKED: usize = 8 << 10;
 /// FastCDC bounds. The average decides how much of a small change spills into rewritten
 /// chunks (about one average chunk at each end of a changed run) and how big an index gets
-/// (one 70-byte line per chunk: 36 KB for a 16 MB buffer).
+/// (one line of about 90 bytes per chunk: 46 KB for a 16 MB buffer).
 /// FastCDC does not look at the first `CHUNK_MIN` bytes of a chunk, so a minimum of half the
 /// average halves the cost of cutting (the pass over every byte of every content).
 pub const CHUNK_MIN: usize = 16 << 10;
@@ -158,6 +158,10 @@ pub fn parse_index(text: &str) -> Result<(u64, Vec<ChunkRef>), String> {
             let (Some(pack), Some(offset), Some(stored)) = (pack, offset, stored) else {
                 return Err(bad());
             };
+            // Offsets a file can have (a reader adds the stored length to it).
+            if offset > i64::MAX as u64 / 2 {
+                return Err(format!("offset {offset} is out of range"));
+            }
             let pack = usize::try_from(pack)
                 .ok()
                 .and_then(|p| packs.get(p))
@@ -209,22 +213,25 @@ pub fn encode(chunk: &[u8]) -> std::io::Result<Vec<u8>> {
 }
 
 /// zstd of `bytes` at [`LEVEL`], with this thread's compression context: creating one per
-/// chunk (`zstd::bulk::compress`) took a few percent of a buffer-heavy capture.
+/// chunk (`zstd::bulk::compress`) took a few percent of a buffer-heavy capture. A thread
+/// whose thread-locals are being destroyed (the shim stores from an application's
+/// `clFinish`, which may run in a destructor at exit) compresses with a context of its own.
 fn compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     thread_local! {
         static CONTEXT: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
             const { std::cell::RefCell::new(None) };
     }
-    CONTEXT.with(|c| {
-        let mut c = c.try_borrow_mut().map_err(std::io::Error::other)?;
+    let reused = CONTEXT.try_with(|c| {
+        let mut c = c.try_borrow_mut().ok()?;
         if c.is_none() {
-            *c = Some(zstd::bulk::Compressor::new(LEVEL)?);
+            *c = zstd::bulk::Compressor::new(LEVEL).ok();
         }
-        match c.as_mut() {
-            Some(z) => z.compress(bytes),
-            None => zstd::bulk::compress(bytes, LEVEL),
-        }
-    })
+        c.as_mut().map(|z| z.compress(bytes))
+    });
+    match reused {
+        Ok(Some(done)) => done,
+        _ => zstd::bulk::compress(bytes, LEVEL),
+    }
 }
 
 /// Bytes of a chunk [`encode`] tries both encodings on.
@@ -322,6 +329,35 @@ pub(crate) mod tests {
         assert_eq!(unshuffle4(&shuffle4(&noise(64, 9))), noise(64, 9));
     }
 
+    /// A thread-local destructor that runs after the compressor's own was destroyed: what
+    /// an application's `clFinish` in a destructor at exit makes the shim do.
+    #[test]
+    fn chunks_are_encoded_while_thread_locals_are_destroyed() {
+        use std::sync::atomic::{AtomicU8, Ordering};
+        static RESULT: AtomicU8 = AtomicU8::new(0);
+        struct Late;
+        impl Drop for Late {
+            fn drop(&mut self) {
+                let data = noise(20_000, 4);
+                let ok = std::panic::catch_unwind(|| encode(&data).map(|f| decode(&f, 20_000)))
+                    .is_ok_and(|r| r.is_ok_and(|d| d == Ok(noise(20_000, 4))));
+                RESULT.store(if ok { 1 } else { 2 }, Ordering::SeqCst);
+            }
+        }
+        thread_local! { static LATE: Late = const { Late }; }
+        std::thread::spawn(|| {
+            LATE.with(|_| ()); // registered first, destroyed last
+            encode(&[0u8; 20_000]).unwrap(); // registers the compressor
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            RESULT.load(Ordering::SeqCst),
+            1,
+            "encode failed in teardown"
+        );
+    }
+
     #[test]
     fn malformed_indexes_and_chunks_are_refused() {
         let c = ChunkRef {
@@ -343,6 +379,7 @@ pub(crate) mod tests {
         );
         assert!(parse_index(&text.replace(" 7 12", " 7 99999999")).is_err());
         assert!(parse_index(&text.replace(" 7 12", " 7")).is_err());
+        assert!(parse_index(&text.replace(" 7 12", &format!(" {} 12", u64::MAX))).is_err());
         assert!(parse_index("nonsense").is_err());
         // Index version 1: chunks in files of their own.
         let v1 = format!("cltrap-chunks 1\nsize 10\n{} 10\n", "a".repeat(64));

@@ -300,6 +300,70 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    #[test]
+    fn malformed_pack_slots_are_errors_not_panics() {
+        let dir = fresh("bad-slots");
+        let w = CaptureWriter::create(&dir, &manifest()).unwrap();
+        let v = chunks::tests::noise(300_000, 11);
+        let h = writer::digest(&v);
+        w.blobs.put_content(&h, &v).unwrap();
+        let c = Capture::open(&dir).unwrap();
+        let ipath = writer::index_path(&dir, &h);
+        let good = std::fs::read_to_string(&ipath).unwrap();
+        let (_, chunks) = chunks::parse_index(&good).unwrap();
+        let at = chunks[0].at.clone().unwrap();
+        let orig = format!(" 0 {} {}\n", at.offset, at.stored);
+        for off in [u64::MAX, i64::MAX as u64, 1 << 40, 300_000] {
+            let bad = good.replacen(&orig, &format!(" 0 {off} {}\n", at.stored), 1);
+            std::fs::write(&ipath, bad).unwrap();
+            let read = std::panic::catch_unwind(|| c.blob(&h));
+            assert!(matches!(read, Ok(Err(_))), "offset {off}: {read:?}");
+        }
+        // A slot of another chunk: damaged, never returned.
+        let other = chunks[1].at.clone().unwrap();
+        let bad = good.replacen(&orig, &format!(" 0 {} {}\n", other.offset, other.stored), 1);
+        std::fs::write(&ipath, bad).unwrap();
+        assert!(c.blob(&h).unwrap_err().to_string().contains("damaged"));
+        std::fs::write(&ipath, good).unwrap();
+        assert_eq!(c.blob(&h).unwrap(), v);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn two_writers_and_threads_storing_shared_chunks_read_back() {
+        let dir = fresh("shared-chunks");
+        let a = CaptureWriter::create(&dir, &manifest()).unwrap();
+        let b = CaptureWriter::create(&dir, &manifest()).unwrap();
+        let base = chunks::tests::noise(3 << 20, 21);
+        let versions: Vec<Vec<u8>> = (0..16)
+            .map(|k| {
+                let mut v = base.clone();
+                let at = (k * 150_000) % (3 << 20);
+                for x in &mut v[at..at + 50_000] {
+                    *x ^= (k as u8) | 1;
+                }
+                v
+            })
+            .collect();
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let store = if t % 2 == 0 { &a.blobs } else { &b.blobs };
+                let versions = &versions;
+                s.spawn(move || {
+                    for k in 0..16 {
+                        let v = &versions[(k + t * 5) % 16];
+                        store.put_content(&writer::digest(v), v).unwrap();
+                    }
+                });
+            }
+        });
+        let c = Capture::open(&dir).unwrap();
+        for v in &versions {
+            assert_eq!(&c.blob(&writer::digest(v)).unwrap(), v);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     fn storm_record(id: u64, a: u8) -> LaunchRecord {
         let mut r = launch("0".repeat(64).as_str());
         r.id = id;

@@ -106,6 +106,7 @@ fn leaves_in(bytes: &[u8], first: usize, end: usize) -> Vec<ChainingValue> {
 /// subtrees merged in the shape of blake3's tree (every split of a subtree longer than a leaf
 /// falls on a multiple of `LEAF`, so each subtree of a leaf's size or less is one leaf).
 pub fn root(leaves: &[ChainingValue], len: usize) -> Hash {
+    debug_assert!(len > LEAF && leaves.len() == len.div_ceil(LEAF));
     fn node(leaves: &[ChainingValue], offset: usize, len: usize) -> ChainingValue {
         if len <= LEAF {
             return leaves[offset / LEAF];

@@ -167,7 +167,8 @@ impl Capture {
                 path: path.clone(),
                 message,
             })?;
-        let mut bytes = Vec::with_capacity(size as usize);
+        // Room for at most 64 MiB before any chunk is checked: the size is the index's word.
+        let mut bytes = Vec::with_capacity((size as usize).min(64 << 20));
         let mut packs: HashMap<&str, fs::File> = HashMap::new();
         for c in &chunks {
             let damaged = || ReadError::DamagedBlob {
@@ -177,6 +178,11 @@ impl Capture {
                 Some(at) => self.packed(&mut packs, at)?,
                 None => {
                     let path = chunk_path(&self.dir, &c.hash);
+                    let too_big = fs::metadata(&path)
+                        .is_ok_and(|m| m.len() > crate::chunks::STORED_MAX as u64);
+                    if too_big {
+                        return Err(damaged());
+                    }
                     match fs::read(&path) {
                         Ok(f) => f,
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -363,8 +363,9 @@ impl CaptureWriter {
             Ok(text) => {
                 // An older capture continued by this writer becomes the current version:
                 // everything version 1 holds is valid version 2 (which adds chunked contents
-                // and deltas), and everything version 2 holds is valid version 3 (which adds
-                // the digest kind of `Content::Digest`).
+                // and deltas), everything version 2 holds is valid version 3 (which adds the
+                // digest kind of `Content::Digest`), and everything version 3 holds is valid
+                // version 4 (which adds packs of chunks).
                 if let Ok(mut old) = serde_json::from_slice::<serde_json::Value>(&text) {
                     if old.get("format").and_then(|f| f.as_str()) == Some(crate::FORMAT_NAME)
                         && old

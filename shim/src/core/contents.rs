@@ -348,9 +348,12 @@ pub(super) mod versions {
     use cltrap_capture::parallel::Cut;
     use std::sync::Mutex;
 
-    /// Contents smaller than this are cut whole (cheap enough).
+    /// Contents smaller than this are cut whole (cheap enough). More than one blake3 leaf
+    /// (`parallel::root` merges at least two).
     pub const MIN_BYTES: usize = 1 << 20;
-    /// Most bytes of versions kept.
+    const _: () = assert!(MIN_BYTES > cltrap_capture::parallel::LEAF);
+    /// Most bytes of versions kept (their allocations: a landing may hold up to twice its
+    /// content).
     pub const MAX_BYTES: usize = 256 << 20;
 
     /// One stored content of a memory object: its bytes, digest, chunks and the chaining
@@ -378,23 +381,23 @@ pub(super) mod versions {
         let mut k = lock(&KEPT);
         let i = k.list.iter().position(|(m, _)| *m == mem)?;
         let (_, v) = k.list.remove(i);
-        k.bytes -= v.bytes.len();
+        k.bytes -= v.bytes.capacity();
         Some(v)
     }
 
     /// Keeps `v` as the version of `mem`; returns the bytes of a version dropped for room.
     pub fn put(mem: usize, v: Version) -> Option<Vec<u8>> {
-        if v.bytes.len() > MAX_BYTES {
+        if v.bytes.capacity() > MAX_BYTES {
             return Some(v.bytes);
         }
         let mut k = lock(&KEPT);
         let mut dropped = None;
-        while k.bytes + v.bytes.len() > MAX_BYTES && !k.list.is_empty() {
+        while k.bytes + v.bytes.capacity() > MAX_BYTES && !k.list.is_empty() {
             let (_, old) = k.list.remove(0);
-            k.bytes -= old.bytes.len();
+            k.bytes -= old.bytes.capacity();
             dropped = Some(old.bytes);
         }
-        k.bytes += v.bytes.len();
+        k.bytes += v.bytes.capacity();
         k.list.push((mem, v));
         dropped
     }
