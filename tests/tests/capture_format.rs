@@ -1,6 +1,7 @@
-//! The capture format on real captures: a version-1 capture made by an earlier cltrap still
-//! lists, shows and replays; large contents are stored in shared compressed chunks; the
-//! compact launch log reads back to the same records, also when cut mid-record.
+//! The capture format on real captures: a version-1 capture and a version-3 capture (chunks in
+//! files of their own) made by earlier cltraps still list, show and replay, and a writer
+//! continuing the latter upgrades it; large contents are stored in shared compressed chunks,
+//! packed; the compact launch log reads back to the same records, also when cut mid-record.
 
 use cltrap_e2e::*;
 use std::ffi::OsStr;
@@ -8,8 +9,15 @@ use std::ffi::OsStr;
 /// `tests/fixtures/capture-v1`: the bundled demo app captured by the build before format 2
 /// (whole blobs, one whole JSON record per line), copied so the test may write next to it.
 fn old_capture() -> TestDir {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/capture-v1");
-    let dir = fresh_capture_dir("v1");
+    bundled_capture("v1")
+}
+
+/// A capture of `tests/fixtures/capture-<version>`, copied so the test may write to it.
+fn bundled_capture(version: &str) -> TestDir {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(format!("capture-{version}"));
+    let dir = fresh_capture_dir(version);
     let copy = std::process::Command::new("cp")
         .arg("-r")
         .arg(&src)
@@ -40,18 +48,62 @@ fn a_version_1_capture_lists_shows_and_replays() {
     assert_replays_ok(&dir, 4);
 }
 
+/// Files under `dir/blobs` whose names end with `suffix`.
+fn blob_files(dir: &std::path::Path, suffix: &str) -> usize {
+    std::fs::read_dir(dir.join("blobs"))
+        .unwrap()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .filter(|f| f.file_name().to_string_lossy().ends_with(suffix))
+        .count()
+}
+
+/// `tests/fixtures/capture-v3`: the bundled demo app captured by the build before format 4
+/// (`e219c7b`: each compressed chunk a file of its own, indexes `cltrap-chunks 1`).
+#[test]
+fn a_version_3_capture_replays_and_a_writer_continuing_it_upgrades_it_to_packs() {
+    let dir = bundled_capture("v3");
+    let cap = open_capture(&dir);
+    assert_eq!(cap.manifest.version, 3);
+    assert_eq!(
+        kernel_sequence(&cap),
+        ["vec_add", "reduce_sum", "reduce_sum", "blur3x3"]
+    );
+    assert!(
+        blob_files(&dir, ".chunk") >= 5,
+        "the fixture stores chunk files"
+    );
+    assert_eq!(blob_files(&dir, ".pack"), 0);
+    assert_list_shows(&dir, &cap);
+    assert_replays_ok(&dir, 4);
+    // This build continues it: the manifest becomes version 4, the new contents go into
+    // packs, and the old and new launches all replay.
+    let exe = fixture("large");
+    let none: [&str; 0] = [];
+    let native = run_native(&exe, &none).expect_success();
+    let captured = run_captured(&dir, &none, &exe, &none);
+    assert_same_behaviour(&native, &captured);
+    let cap = open_capture(&dir);
+    assert_eq!(cap.manifest.version, cltrap_capture::FORMAT_VERSION);
+    assert!(cap.launches.len() > 4, "{} launches", cap.launches.len());
+    assert!(
+        blob_files(&dir, ".pack") >= 1,
+        "the new contents are packed"
+    );
+    assert_replays_ok(&dir, cap.launches.len());
+}
+
 #[test]
 fn contents_rewritten_at_every_launch_are_stored_in_chunks_and_replay() {
     // `budget` rewrites a whole 1 MiB buffer per launch with incompressible words: every
     // version is new, stored as chunks, and must read back verified for the replay.
     let (dir, cap) = round_trip("budget", &[], &[]);
-    let chunked = std::fs::read_dir(dir.join("blobs"))
-        .unwrap()
-        .flatten()
-        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
-        .filter(|f| f.file_name().to_string_lossy().ends_with(".chunks"))
-        .count();
+    let chunked = blob_files(&dir, ".chunks");
     assert!(chunked >= 24, "{chunked} chunked contents");
+    // Each new content's chunks in one pack, not a file per chunk.
+    let packs = blob_files(&dir, ".pack");
+    assert!((24..=26).contains(&packs), "{packs} packs");
+    assert_eq!(blob_files(&dir, ".chunk"), 0);
     assert_eq!(cap.launches.len(), 26);
 }
 
