@@ -190,28 +190,23 @@ pub(crate) fn buffer_contents<'a>(
 /// A content's digest and size.
 pub(crate) type Stored<'a> = (&'a str, u64);
 
-/// The `(digest, size)` of two contents of the same kind, both blobs or both blake3
-/// digests (a patch then says only what changed of the two); None otherwise.
+/// The `(digest, size)` of two contents of the same kind, both blobs or both digests by the
+/// same function (a patch then says only what changed of the two); None otherwise.
 pub(crate) fn same_kind<'a>(
     old: &'a Content,
     new: &'a Content,
 ) -> Option<(Stored<'a>, Stored<'a>)> {
-    use crate::model::DigestKind;
     use Content::{Blob, Digest};
     match (old, new) {
-        (Blob { hash: h, size: s }, Blob { hash, size })
-        | (
+        (Blob { hash: h, size: s }, Blob { hash, size }) => Some(((h, *s), (hash, *size))),
+        (
             Digest {
                 hash: h,
                 size: s,
-                algo: DigestKind::Blake3,
+                algo: a,
             },
-            Digest {
-                hash,
-                size,
-                algo: DigestKind::Blake3,
-            },
-        ) => Some(((h, *s), (hash, *size))),
+            Digest { hash, size, algo },
+        ) if a == algo => Some(((h, *s), (hash, *size))),
         _ => None,
     }
 }

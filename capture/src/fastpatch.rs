@@ -11,8 +11,8 @@
 use crate::model::{ArgRecord, Content, LaunchRecord};
 
 /// Appends the patch turning `base` into `new` to `out` when the change is only `seq`,
-/// scalar bytes and blake3 contents of otherwise unchanged arguments; false (nothing
-/// appended) otherwise.
+/// scalar bytes and contents (of the same kind: blobs, or digests by one function) of
+/// otherwise unchanged arguments; false (nothing appended) otherwise.
 pub fn write_storm_patch(base: &LaunchRecord, new: &LaunchRecord, out: &mut Vec<u8>) -> bool {
     // Destructured without `..`: a field added to LaunchRecord must be considered here.
     let LaunchRecord {
@@ -146,7 +146,8 @@ fn arg_patch(old: &ArgRecord, new: &ArgRecord, out: &mut Vec<u8>) -> bool {
     }
 }
 
-/// A changed content of the same kind, blob or blake3 digest: its new digest and size.
+/// A changed content of the same kind, blob or digest by one function: its new digest and
+/// size.
 fn content_patch(old: &Content, new: &Content, out: &mut Vec<u8>) -> bool {
     let Some(((h, s), (hash, size))) = crate::delta::same_kind(old, new) else {
         return false;
@@ -236,6 +237,34 @@ mod tests {
         let general =
             serde_json::to_vec(&crate::delta::record_patch(&base, &size_changed).unwrap()).unwrap();
         assert_eq!(fast, general);
+        // Device-side digests (a GPU's launch + clFinish loop): the same patch, and it
+        // applies back to the record with its digest kind kept.
+        let on_device = |r: &LaunchRecord| {
+            let mut r = r.clone();
+            for a in &mut r.args {
+                if let ArgRecord::Buffer { before, after, .. } = a {
+                    for c in [before, after] {
+                        if let Content::Digest { algo, .. } = c {
+                            *algo = DigestKind::Dd128;
+                        }
+                    }
+                }
+            }
+            r
+        };
+        let (dbase, dnew) = (on_device(&base), on_device(&cases[0]));
+        let mut fast = Vec::new();
+        assert!(write_storm_patch(&dbase, &dnew, &mut fast));
+        let general = crate::delta::record_patch(&dbase, &dnew).unwrap();
+        assert_eq!(fast, serde_json::to_vec(&general).unwrap());
+        let mut back = serde_json::to_value(&dbase).unwrap();
+        crate::delta::apply(&mut back, &general).unwrap();
+        let mut got = serde_json::from_value::<LaunchRecord>(back).unwrap();
+        got.id = dnew.id; // a delta line carries its own id
+        assert_eq!(got, dnew);
+        // A change of digest kind is not a storm patch.
+        let mut out = Vec::new();
+        assert!(!write_storm_patch(&base, &dnew, &mut out));
         // Anything else declines and writes nothing.
         let mut other = cases[0].clone();
         other.thread = 5;
