@@ -23,6 +23,7 @@
 
 pub mod chunks;
 pub mod controls;
+pub mod cutscan;
 pub mod delta;
 pub mod devdigest;
 pub mod fastpatch;

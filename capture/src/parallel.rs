@@ -1,7 +1,8 @@
 //! The writer's use of several cores for large contents: the whole-content blake3 digest
-//! merged from subtrees ("leaves") hashed on separate threads, and the new chunks of a
-//! content hashed and compressed by a few workers; and what lets the next version of a
-//! large buffer cost only its changed region (its leaves and chunks are reused).
+//! merged from subtrees ("leaves") hashed on separate threads, the FastCDC cut
+//! ([`crate::cutscan`]), and the new chunks of a content hashed and compressed by a few
+//! workers; and what lets the next version of a large buffer cost only its changed region
+//! (its leaves and chunks are reused).
 //!
 //! Why: a content the capture has not stored yet costs a digest of all its bytes, a
 //! FastCDC pass and, per chunk, a digest and zstd; one writer thread did all of it serially,
@@ -15,7 +16,6 @@ use crate::model::Hash;
 pub use blake3::hazmat::ChainingValue;
 use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, merge_subtrees_root};
 use blake3::hazmat::{HasherExt, Mode};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
@@ -185,68 +185,12 @@ pub struct Cut {
     pub hash: Hash,
 }
 
-/// Bytes past its own segment a cutting thread goes on cutting, so that the next segment's
-/// thread, which started at an arbitrary byte, has met the true cut points again.
-const CUT_MARGIN: usize = 16 * crate::chunks::CHUNK_AVG;
-
 /// The chunks of `bytes` ([`crate::chunks::cut`]) with their digests, exactly those of the
-/// serial cut: cut ([`cut_parallel`]), then hashed by several threads ([`hash_cuts`]).
+/// serial cut: cut (by several threads for a large content: [`crate::cutscan`]), then
+/// hashed by several threads ([`hash_cuts`]).
 pub fn cut_and_hash(bytes: &[u8]) -> Vec<Cut> {
-    hash_cuts(bytes, &cut_parallel(bytes))
-}
-
-/// The chunks of `bytes` as `(offset, length)`, exactly those of the serial cut. A large
-/// content is cut by several threads from evenly spaced starts: a chunk that starts at byte
-/// `p` depends only on the bytes from `p` on, so every chunk a thread found at a start that
-/// the true sequence reaches is the true chunk there; the sequence is followed from byte 0
-/// through the threads' chunks, and any start no thread reached is cut here. (On random
-/// bytes the threads meet the true sequence within a few chunks; on periodic data, where all
-/// cut points lie on one lattice, a thread's sequence may never meet it and this thread cuts
-/// that segment again: the digests, the larger cost, are computed apart for that reason.)
-fn cut_parallel(bytes: &[u8]) -> Vec<(usize, usize)> {
-    let parts = threads().min(bytes.len() / (4 * CUT_MARGIN));
-    if parts < 2 || bytes.len() < PARALLEL_MIN {
-        return crate::chunks::cut(bytes);
-    }
-    let segment = bytes.len() / parts;
-    let found = for_each(parts, true, |j| {
-        let start = j * segment;
-        let stop = if j + 1 == parts {
-            bytes.len()
-        } else {
-            (start + segment + CUT_MARGIN).min(bytes.len())
-        };
-        let mut cuts = Vec::new();
-        for (o, l) in crate::chunks::cut_from(bytes, start) {
-            cuts.push((o, l));
-            if o + l >= stop {
-                break;
-            }
-        }
-        Ok::<_, std::convert::Infallible>(cuts)
-    });
-    let found: Vec<(usize, usize)> = match found {
-        Ok(lists) => lists.into_iter().flatten().collect(),
-        Err(never) => match never {},
-    };
-    let mut at: HashMap<usize, usize> = HashMap::with_capacity(found.len());
-    for (o, l) in found {
-        at.entry(o).or_insert(l);
-    }
-    let mut out = Vec::with_capacity(bytes.len() / crate::chunks::CHUNK_AVG + 1);
-    let mut pos = 0;
-    while pos < bytes.len() {
-        let (o, l) = match at.remove(&pos) {
-            Some(l) => (pos, l),
-            None => match crate::chunks::cut_from(bytes, pos).next() {
-                Some(c) => c,
-                None => break,
-            },
-        };
-        pos = o + l;
-        out.push((o, l));
-    }
-    out
+    let cuts = crate::cutscan::cut(bytes).unwrap_or_else(|| crate::chunks::cut(bytes));
+    hash_cuts(bytes, &cuts)
 }
 
 /// The digests of chunks `cuts` of `bytes`, on up to [`threads`] threads when they cover at
