@@ -203,10 +203,7 @@ fn walk(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn noise(n: usize, seed: u32) -> Vec<u8> {
-        crate::chunks::tests::noise(n, seed)
-    }
+    use crate::chunks::tests::noise;
 
     /// The float pattern of `bench/buffer_heavy.c`: `base + i % 1021`, scaled.
     fn periodic(n: usize, f: f32) -> Vec<u8> {

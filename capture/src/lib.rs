@@ -281,7 +281,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("cltrap-v3chunks-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let _w = CaptureWriter::create(&dir, &manifest()).unwrap();
-        let bytes = chunks::tests::noise(300_000, 5);
+        let bytes = noise(300_000, 5);
         let hash = writer::digest(&bytes);
         // What format 3 wrote: one file per chunk and an index of version 1.
         let mut index = format!("cltrap-chunks 1\nsize {}\n", bytes.len());
@@ -305,7 +305,7 @@ mod tests {
     fn malformed_pack_slots_are_errors_not_panics() {
         let dir = fresh("bad-slots");
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
-        let v = chunks::tests::noise(300_000, 11);
+        let v = noise(300_000, 11);
         let h = writer::digest(&v);
         w.blobs.put_content(&h, &v).unwrap();
         let c = Capture::open(&dir).unwrap();
@@ -335,7 +335,7 @@ mod tests {
         let dir = fresh("shared-chunks");
         let a = CaptureWriter::create(&dir, &manifest()).unwrap();
         let b = CaptureWriter::create(&dir, &manifest()).unwrap();
-        let base = chunks::tests::noise(3 << 20, 21);
+        let base = noise(3 << 20, 21);
         let versions: Vec<Vec<u8>> = (0..16)
             .map(|k| {
                 let mut v = base.clone();

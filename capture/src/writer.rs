@@ -144,24 +144,14 @@ impl BlobStore {
                 crate::parallel::cut_and_hash_like(bytes, old_cuts, region)
             })
             .unwrap_or_else(|| crate::parallel::cut_and_hash(bytes));
-        let mut written = self.put_chunks(bytes, &cuts)?;
-        let slots = self.known_chunks.lock().map_err(|_| WriteError::Write {
-            path: index.clone(),
-            source: std::io::Error::other("the chunk table was poisoned"),
-        })?;
-        let mut refs = Vec::with_capacity(cuts.len());
-        for c in &cuts {
-            let Some(at) = slots.get(&c.hash) else {
-                return Err(WriteError::Write {
-                    path: index,
-                    source: std::io::Error::other(format!("chunk {} was not stored", c.hash)),
-                });
-            };
-            refs.push((c.hash.as_str(), c.len, at));
-        }
+        let (mut written, slots) = self.put_chunks(bytes, &cuts)?;
+        let refs: Vec<_> = cuts
+            .iter()
+            .zip(&slots)
+            .map(|(c, at)| (c.hash.as_str(), c.len, at))
+            .collect();
         // The index last: a content whose index exists has every chunk.
         let text = crate::chunks::index_text(bytes.len() as u64, &refs);
-        drop(slots);
         self.write_new(&index, text.as_bytes())?;
         written += text.len() as u64;
         self.remember(hash);
@@ -170,19 +160,25 @@ impl BlobStore {
 
     /// Stores the chunks of `bytes` (cut into `cuts`) that this process has not stored yet,
     /// each once, compressed by several threads for a large content and written into pack
-    /// files of at most [`crate::chunks::PACK_RAW_MAX`] uncompressed bytes each; returns the
-    /// bytes written. Afterwards every chunk of `cuts` has its place in `known_chunks`.
-    fn put_chunks(&self, bytes: &[u8], cuts: &[crate::parallel::Cut]) -> Result<u64, WriteError> {
-        let new: Vec<&crate::parallel::Cut> = {
-            let known = self.known_chunks.lock().map_err(|_| WriteError::Write {
-                path: self.dir.join("blobs"),
-                source: std::io::Error::other("the chunk table was poisoned"),
-            })?;
-            let mut seen = HashSet::new();
+    /// files of at most [`crate::chunks::PACK_RAW_MAX`] uncompressed bytes each. Returns the
+    /// bytes written and where each chunk of `cuts` lies (new places join `known_chunks`).
+    fn put_chunks(
+        &self,
+        bytes: &[u8],
+        cuts: &[crate::parallel::Cut],
+    ) -> Result<(u64, Vec<crate::chunks::PackSlot>), WriteError> {
+        let lock = || self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
+        let mut placed: HashMap<&str, crate::chunks::PackSlot> = {
+            let known = lock();
             cuts.iter()
-                .filter(|c| !known.contains_key(&c.hash) && seen.insert(c.hash.as_str()))
+                .filter_map(|c| Some((c.hash.as_str(), known.get(&c.hash)?.clone())))
                 .collect()
         };
+        let mut seen = HashSet::new();
+        let new: Vec<&crate::parallel::Cut> = cuts
+            .iter()
+            .filter(|c| !placed.contains_key(c.hash.as_str()) && seen.insert(c.hash.as_str()))
+            .collect();
         let parallel = bytes.len() >= crate::parallel::PARALLEL_MIN;
         let mut written = 0;
         let mut rest = &new[..];
@@ -219,18 +215,27 @@ impl BlobStore {
                 self.write_new(&path, &pack)?;
                 written += pack.len() as u64;
             }
-            if let Ok(mut known) = self.known_chunks.lock() {
-                for (c, (offset, stored)) in group.iter().zip(places) {
-                    let at = crate::chunks::PackSlot {
-                        pack: std::sync::Arc::clone(&name),
-                        offset,
-                        stored,
-                    };
-                    known.insert(c.hash.clone(), at);
-                }
+            let mut known = lock();
+            for (c, (offset, stored)) in group.iter().zip(places) {
+                let at = crate::chunks::PackSlot {
+                    pack: std::sync::Arc::clone(&name),
+                    offset,
+                    stored,
+                };
+                known.insert(c.hash.clone(), at.clone());
+                placed.insert(&c.hash, at);
             }
         }
-        Ok(written)
+        // Every chunk was known or placed above.
+        let slots = cuts
+            .iter()
+            .map(|c| placed.get(c.hash.as_str()).cloned())
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| WriteError::Write {
+                path: self.dir.join("blobs"),
+                source: std::io::Error::other("a chunk of the content has no place"),
+            })?;
+        Ok((written, slots))
     }
 
     /// Writes a file that does not exist yet under a temporary name and renames it into

@@ -264,7 +264,17 @@ pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
 /// Turns bytes into content: stored (deduplicated, chunked, compressed) when the launch keeps
 /// this side of its contents, else only its digest. `after`: the contents after the launch.
 pub fn store(writer: &CaptureWriter, keep: Keep, after: bool, bytes: &[u8]) -> Content {
-    store_like(writer, keep, after, bytes)
+    let hash = digest(bytes);
+    let size = bytes.len() as u64;
+    // Bytes this capture stored already cost nothing: the record names them.
+    if !stores(keep, after) && !writer.blobs.is_known(&hash) {
+        return Content::Digest {
+            hash,
+            size,
+            algo: Default::default(),
+        };
+    }
+    put(writer, hash, bytes, None).0
 }
 
 /// Whether a launch that keeps `keep` stores this side of its contents.
@@ -294,12 +304,15 @@ pub fn store_version(
     let _store = super::stats::span(super::stats::Phase::Store);
     let size = bytes.len() as u64;
     let old = versions::take(mem);
+    // A version of another length (the object was re-created at the same handle) is no
+    // reference: the content is hashed and cut whole.
     let region = old
         .as_ref()
+        .filter(|v| v.bytes.len() == bytes.len())
         .map(|v| (v, parallel::changed_region(&bytes, &v.bytes)));
     let (hash, leaves, like) = match region {
         // Unchanged since the version stored: the same content.
-        Some((v, None)) if v.bytes.len() == bytes.len() => {
+        Some((v, None)) => {
             let hash = v.hash.clone();
             if let Some(v) = old {
                 versions::put(mem, v);
@@ -311,7 +324,7 @@ pub fn store_version(
             let hash = parallel::root(&leaves, bytes.len());
             (hash, leaves, Some((&v.cuts[..], region)))
         }
-        _ => {
+        None => {
             let leaves = parallel::leaves(&bytes);
             (parallel::root(&leaves, bytes.len()), leaves, None)
         }
@@ -406,21 +419,6 @@ pub(super) mod versions {
     pub fn forget(mem: usize) {
         drop(take(mem));
     }
-}
-
-/// [`store`], for bytes whose digest is computed already.
-fn store_like(writer: &CaptureWriter, keep: Keep, after: bool, bytes: &[u8]) -> Content {
-    let hash = digest(bytes);
-    let size = bytes.len() as u64;
-    // Bytes this capture stored already cost nothing: the record names them.
-    if !stores(keep, after) && !writer.blobs.is_known(&hash) {
-        return Content::Digest {
-            hash,
-            size,
-            algo: Default::default(),
-        };
-    }
-    put(writer, hash, bytes, None).0
 }
 
 /// Stores `bytes`, whose digest is `hash` (given an earlier version's chunks and the region

@@ -121,16 +121,14 @@ pub(super) struct Snapshot {
 
 impl Snapshot {
     /// Reads the snapshot back (blocking, on the engine's own queue: never the application's),
-    /// into `into` when given (a landing kept for reuse: its pages are mapped already, where
-    /// fresh memory page-faults on every page while the driver writes it).
-    pub fn read(&self, into: Option<Vec<u8>>) -> Result<Vec<u8>, cl_int> {
+    /// into `into` (room for at least `bytes`, whose pages should be mapped already: see
+    /// `flight::spare::mapped`).
+    pub fn read(&self, into: Vec<u8>) -> Result<Vec<u8>, cl_int> {
         let read = self.engine.calls.read.ok_or(CL_INVALID_OPERATION)?;
         let _read = super::stats::span(super::stats::Phase::SnapshotRead);
-        let mut v = match into {
-            Some(v) if v.capacity() >= self.bytes => v,
-            _ => mapped_room(self.bytes),
-        };
+        let mut v = into;
         v.clear();
+        v.reserve_exact(self.bytes);
         // SAFETY: our own buffer of `bytes` bytes, our own queue, into `v`'s room for that
         // many; a blocking read that succeeded wrote all of them.
         let r = unsafe {
@@ -156,29 +154,6 @@ impl Snapshot {
             Err(r)
         }
     }
-}
-
-/// Room for `n` bytes whose pages are mapped already, touched by several threads. Why: the
-/// driver copies a read into pageable memory on one thread, and in fresh memory every page
-/// faults there first (on the H200 buffer-heavy's snapshots came back at about 2.6 GB/s,
-/// where a read into mapped memory runs at 10–12 GB/s).
-fn mapped_room(n: usize) -> Vec<u8> {
-    use cltrap_capture::parallel::{for_each, PARALLEL_MIN};
-    const PIECE: usize = 1 << 20;
-    let mut v: Vec<u8> = Vec::with_capacity(n);
-    let base = v.as_mut_ptr() as usize;
-    let touched = for_each(n.div_ceil(PIECE), n >= PARALLEL_MIN, |i| {
-        let at = i * PIECE;
-        // SAFETY: bytes `at..at + len` lie in `v`'s allocation of `n` bytes; each piece is
-        // written by one thread.
-        unsafe { std::ptr::write_bytes((base + at) as *mut u8, 0, PIECE.min(n - at)) };
-        Ok::<(), std::convert::Infallible>(())
-    });
-    if touched.is_ok() {
-        // SAFETY: all `n` bytes were written above.
-        unsafe { v.set_len(n) };
-    }
-    v
 }
 
 impl Drop for Snapshot {

@@ -10,64 +10,57 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-/// The parts of the capture's work that [`span`] times.
-#[derive(Clone, Copy)]
-pub(super) enum Phase {
-    /// A recorded launch's whole hooked enqueue, on the application's thread.
-    Launch,
-    /// Planning its record (name, filters, arguments, program, device, launch site).
-    Plan,
-    /// Enqueueing the reads before the launch (and the known-contents check, reservation).
-    Reads,
-    /// The driver's own enqueue of the launch.
-    Enqueue,
-    /// Enqueueing the reads after the launch and handing the launch to the writer.
-    HandOver,
-    /// The driver's own `clFinish`.
-    Finish,
-    /// Writing the launches a `clFinish` finished, on the application's thread.
-    FinishWrite,
-    /// Turning one landed launch into its record (hashing, storing, releasing our events).
-    Land,
-    /// Appending a batch of records to the launch log.
-    Append,
-    /// A batch written by the writer thread.
-    WriterBatch,
-    /// Waiting for room among the launches in flight ([`super::flight::admit`]).
-    Admit,
-    /// Enqueueing the reads after the launch.
-    PostReads,
-    /// Asking the driver for the status of a launch found complete by inference.
-    LandStatus,
-    /// Hashing or storing a landed launch's contents into its record.
-    LandFill,
-    /// Releasing a landed launch's events, temporaries and queue reference.
-    LandRelease,
-    /// Reading a device-side snapshot back (a content the capture has not stored yet).
-    SnapshotRead,
-    /// Storing a large content read back (hashing, cutting, compressing, writing).
-    Store,
+/// Declares [`Phase`] and the name each is written under in one list, so the two cannot
+/// drift apart.
+macro_rules! phases {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+        /// The parts of the capture's work that [`span`] times.
+        #[derive(Clone, Copy)]
+        pub(super) enum Phase {
+            $($(#[$doc])* $variant,)*
+        }
+
+        /// Each phase's name in the `CLTRAP_STATS` file, in the order of [`Phase`].
+        const PHASES: &[&str] = &[$($name,)*];
+    };
 }
 
-const PHASES: [&str; 17] = [
-    "launch",
-    "plan",
-    "reads",
-    "enqueue",
-    "hand_over",
-    "finish",
-    "finish_write",
-    "land",
-    "append",
-    "writer_batch",
-    "admit",
-    "post_reads",
-    "land_status",
-    "land_fill",
-    "land_release",
-    "snapshot_read",
-    "store",
-];
+phases! {
+    /// A recorded launch's whole hooked enqueue, on the application's thread.
+    Launch => "launch",
+    /// Planning its record (name, filters, arguments, program, device, launch site).
+    Plan => "plan",
+    /// Enqueueing the reads before the launch (and the known-contents check, reservation).
+    Reads => "reads",
+    /// The driver's own enqueue of the launch.
+    Enqueue => "enqueue",
+    /// Enqueueing the reads after the launch and handing the launch to the writer.
+    HandOver => "hand_over",
+    /// The driver's own `clFinish`.
+    Finish => "finish",
+    /// Writing the launches a `clFinish` finished, on the application's thread.
+    FinishWrite => "finish_write",
+    /// Turning one landed launch into its record (hashing, storing, releasing our events).
+    Land => "land",
+    /// Appending a batch of records to the launch log.
+    Append => "append",
+    /// A batch written by the writer thread.
+    WriterBatch => "writer_batch",
+    /// Waiting for room among the launches in flight ([`super::flight::admit`]).
+    Admit => "admit",
+    /// Enqueueing the reads after the launch.
+    PostReads => "post_reads",
+    /// Asking the driver for the status of a launch found complete by inference.
+    LandStatus => "land_status",
+    /// Hashing or storing a landed launch's contents into its record.
+    LandFill => "land_fill",
+    /// Releasing a landed launch's events, temporaries and queue reference.
+    LandRelease => "land_release",
+    /// Reading a device-side snapshot back (a content the capture has not stored yet).
+    SnapshotRead => "snapshot_read",
+    /// Storing a large content read back (hashing, cutting, compressing, writing).
+    Store => "store",
+}
 
 static TIMING: AtomicBool = AtomicBool::new(false);
 static NANOS: [AtomicU64; PHASES.len()] = [const { AtomicU64::new(0) }; PHASES.len()];
