@@ -99,6 +99,28 @@ fn abridge(text: &str) -> String {
     )
 }
 
+/// PoCL's kernel cache for the processes of the calling test: one per test (the harness
+/// names each test's thread after it). Why: PoCL's cache is not safe for processes that
+/// build the same kernel at the same moment (pocl/pocl#430, #1480), which parallel tests of
+/// one fixture do; a cold cache, as on a fresh CI machine, once killed a pyopencl
+/// reproducer with SIGBUS. A test's own processes run one after another and share it.
+fn pocl_cache_dir() -> std::path::PathBuf {
+    let thread = std::thread::current();
+    let name: String = thread
+        .name()
+        .unwrap_or("main")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    crate::paths::e2e_dir().join("pocl-cache").join(name)
+}
+
 /// Runs `program args` with `env` added (and LD_PRELOAD / OPENCL_LAYERS / CLTRAP_* removed
 /// unless given), captures its output, and kills it past [`COMMAND_TIMEOUT`].
 pub fn run_with_env<S: AsRef<OsStr>>(
@@ -117,6 +139,7 @@ pub fn run_with_env<S: AsRef<OsStr>>(
             }
         }
     }
+    cmd.env("POCL_CACHE_DIR", pocl_cache_dir());
     for (k, v) in env {
         cmd.env(k, v);
     }
