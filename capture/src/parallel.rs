@@ -16,7 +16,6 @@ use crate::model::Hash;
 pub use blake3::hazmat::ChainingValue;
 use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, merge_subtrees_root};
 use blake3::hazmat::{HasherExt, Mode};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// Contents at least this large are hashed and stored by several threads: below it,
@@ -128,53 +127,67 @@ pub fn root(leaves: &[ChainingValue], len: usize) -> Hash {
     .to_string()
 }
 
-/// Runs `work(i)` for every `i` in `0..n` on up to [`threads`] threads (this one included),
-/// each taking the next index as it finishes one, and returns the results in index order, or
-/// the error of the lowest failed index. Serial when `parallel` is false.
+/// Runs `work(i)` for every `i` in `0..n` on up to [`threads`] threads of the [`pool`], and
+/// returns the results in index order, or the error of the lowest failed index. Serial when
+/// `parallel` is false, and where there is no pool (one core; a forked child; a thread whose
+/// thread-locals are being destroyed). A `work(i)` that panics on a pool thread is done
+/// again on this one, so its panic reaches the caller as any panic of its own would.
 pub fn for_each<T, E, F>(n: usize, parallel: bool, work: F) -> Result<Vec<T>, E>
 where
     T: Send,
     E: Send,
     F: Fn(usize) -> Result<T, E> + Sync,
 {
-    let workers = if parallel { threads().min(n) } else { 1 };
-    if workers < 2 {
+    use rayon::prelude::*;
+    let pool = if parallel && n >= 2 { pool() } else { None };
+    let Some(pool) = pool else {
         return (0..n).map(&work).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let run = || {
-        let mut done = Vec::new();
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            if i >= n {
-                return done;
-            }
-            done.push((i, work(i)));
-        }
     };
-    let mut results: Vec<(usize, Result<T, E>)> = std::thread::scope(|s| {
-        let helpers: Vec<_> = (1..workers)
-            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, run).ok())
-            .collect();
-        let mut all = run();
-        for h in helpers {
-            // A helper that panicked loses its indices: they are redone below.
-            if let Ok(mut r) = h.join() {
-                all.append(&mut r);
-            }
-        }
-        all
+    let tried: Vec<Option<Result<T, E>>> = pool.install(|| {
+        (0..n)
+            .into_par_iter()
+            .with_max_len(1)
+            .map(|i| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(i))).ok())
+            .collect()
     });
-    results.sort_unstable_by_key(|(i, _)| *i);
-    let mut out = Vec::with_capacity(n);
-    let mut have = results.into_iter().peekable();
-    for i in 0..n {
-        match have.next_if(|(j, _)| *j == i) {
-            Some((_, r)) => out.push(r?),
-            None => out.push(work(i)?),
-        }
+    tried
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| r.unwrap_or_else(|| work(i)))
+        .collect()
+}
+
+/// The process's worker threads for large contents: [`threads`] of them, started at the first
+/// parallel [`for_each`] and kept. Why kept: starting and joining seven threads cost about
+/// 0.3 ms on the 16-core GPU machine, and a large content's store runs five parallel steps,
+/// so a buffer-heavy capture spent about half its store time starting threads.
+/// None in a child forked after the pool started (its threads are not there; the child
+/// works serially), on one core, and on a thread whose thread-locals are being destroyed
+/// (the shim may store from an application's `clFinish` run by a destructor at exit).
+fn pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<(u32, rayon::ThreadPool)>> = OnceLock::new();
+    thread_local! {
+        /// Readable while this thread's thread-locals live (see [`pool`]).
+        static ALIVE: Alive = const { Alive };
     }
-    Ok(out)
+    struct Alive;
+    impl Drop for Alive {
+        fn drop(&mut self) {}
+    }
+    if threads() < 2 || ALIVE.try_with(|_| ()).is_err() {
+        return None;
+    }
+    let (pid, pool) = POOL
+        .get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads())
+                .thread_name(|i| format!("cltrap-work-{i}"))
+                .build()
+                .ok()
+                .map(|p| (std::process::id(), p))
+        })
+        .as_ref()?;
+    (*pid == std::process::id()).then_some(pool)
 }
 
 /// One chunk of a content: where it lies and the digest of its bytes.
@@ -460,6 +473,70 @@ mod tests {
                 .collect();
             assert_eq!(cut_and_hash(bytes), serial, "{len}");
         }
+    }
+
+    #[test]
+    fn a_panic_on_a_pool_thread_is_redone_here_and_a_real_one_reaches_the_caller() {
+        // Panics only where it runs on a worker of the pool: every index still comes back.
+        let picky = for_each(64, true, |i| {
+            let name = std::thread::current().name().map(str::to_owned);
+            if name.is_some_and(|n| n.starts_with("cltrap-work")) && i % 7 == 3 {
+                panic!("a worker's panic, on purpose");
+            }
+            Ok::<_, ()>(i)
+        });
+        assert_eq!(picky, Ok((0..64).collect()));
+        let always = std::panic::catch_unwind(|| {
+            for_each(64, true, |i| {
+                assert!(i != 40, "index 40 fails everywhere");
+                Ok::<_, ()>(i)
+            })
+        });
+        assert!(always.is_err(), "the caller sees the panic");
+    }
+
+    #[test]
+    fn work_runs_while_this_threads_locals_are_destroyed() {
+        // An application's `clFinish` in a thread-local's destructor stores from there.
+        struct Late(std::sync::mpsc::Sender<Result<Vec<usize>, ()>>);
+        impl Drop for Late {
+            fn drop(&mut self) {
+                let _ = self.0.send(for_each(100, true, |i| Ok(i + 1)));
+            }
+        }
+        thread_local! { static LATE: std::cell::RefCell<Option<Late>> = const { std::cell::RefCell::new(None) }; }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // Started first, so it is destroyed after `LATE`'s value runs.
+            let _ = for_each(4, true, Ok::<_, ()>);
+            LATE.with(|l| *l.borrow_mut() = Some(Late(tx)));
+        })
+        .join()
+        .expect("thread ran");
+        assert_eq!(rx.recv().expect("sent"), Ok((1..=100).collect()));
+    }
+
+    #[test]
+    fn a_forked_child_works_without_the_parents_threads() {
+        assert_eq!(for_each(50, true, Ok::<_, ()>), Ok((0..50).collect()));
+        // SAFETY: the child only computes, checks and leaves with `_exit`.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            // SAFETY: in the child; a hang ends by SIGALRM, which the parent sees.
+            unsafe { libc::alarm(20) };
+            let ok = for_each(500, true, |i| Ok::<_, ()>(i * 2))
+                == Ok((0..500).map(|i| i * 2).collect());
+            // SAFETY: leaves the child at once, running nothing of the parent's.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child's for_each failed or hung (status {status:#x})"
+        );
     }
 
     #[test]

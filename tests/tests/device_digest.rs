@@ -119,6 +119,9 @@ fn full_mode_reads_back_only_contents_it_has_not_stored_and_replays_bit_for_bit(
     assert!(counter(&dev, "device_digests") >= 100, "{dev}");
     // The input once, the output once (and its zeros before the first launch, at most).
     assert!(counter(&dev, "snapshot_reads") <= 3, "{dev}");
+    // The first launch's new contents were read on a thread of their own while the writer
+    // stored the first of them (its input and its output before and after: one batch).
+    assert!(counter(&dev, "snapshots_read_ahead") >= 2, "{dev}");
     assert!(
         counter(&dev, "snapshot_read_bytes") < (1 << 20) + 4096,
         "{dev}"

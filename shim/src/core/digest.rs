@@ -120,6 +120,11 @@ pub(super) struct Snapshot {
 }
 
 impl Snapshot {
+    /// Bytes of the buffer it copies.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// Reads the snapshot back (blocking, on the engine's own queue: never the application's),
     /// into `into` (room for at least `bytes`, whose pages should be mapped already: see
     /// `flight::spare::mapped`).
@@ -180,6 +185,9 @@ impl Drop for Snapshot {
 pub(super) struct Side {
     pub slot: Slot,
     pub snapshot: Option<Snapshot>,
+    /// Its snapshot, moved into a read-ahead of the batch being written
+    /// ([`super::readahead`]): the contents come from there.
+    pub ahead: Option<super::readahead::Ahead>,
 }
 
 impl Side {

@@ -150,7 +150,7 @@ impl Drop for Landing {
 /// memory page-faults on every page as the driver writes it (the kernel zeroes each one
 /// first): a tenth of the capture's time for a 16 MB buffer read at every launch on a CPU
 /// device. Bounded ([`spare::MAX_BYTES`]) and given back when unused for [`TRIM_EVERY`].
-mod spare {
+pub(super) mod spare {
     use super::super::track::lock;
     use std::sync::Mutex;
     use std::time::Instant;
@@ -178,7 +178,7 @@ mod spare {
     /// buffer-heavy's snapshots came back at about 2.6 GB/s, where a read into mapped memory
     /// runs at 10–12 GB/s). For the writer thread only: the touching would cost an
     /// application's thread what it saves the driver.
-    pub(super) fn mapped(n: usize) -> Vec<u8> {
+    pub(in crate::core) fn mapped(n: usize) -> Vec<u8> {
         use cltrap_capture::parallel::{for_each, PARALLEL_MIN};
         const PIECE: usize = 1 << 20;
         if let Some(v) = take(n) {
@@ -213,7 +213,7 @@ mod spare {
     }
 
     /// Keeps `v` for a later landing when it is large and there is room.
-    pub(super) fn give(mut v: Vec<u8>) {
+    pub(in crate::core) fn give(mut v: Vec<u8>) {
         let cap = v.capacity();
         if cap < MIN_BYTES {
             return;
@@ -910,6 +910,8 @@ fn write_batch(reg: &Registry, batch: Batch) {
     if batch.is_empty() {
         return;
     }
+    let mut batch = batch;
+    let ahead = read_ahead(&mut batch);
     let mut written = Vec::with_capacity(batch.len());
     let mut records = Vec::with_capacity(batch.len());
     let mut writer = None;
@@ -924,6 +926,12 @@ fn write_batch(reg: &Registry, batch: Batch) {
             records.push(record);
         }
         written.push((ticket, lane, reserved));
+    }
+    if let Some((ra, reader)) = ahead {
+        ra.cancel_rest();
+        if let Some(r) = reader {
+            let _ = r.join();
+        }
     }
     // One write for the whole batch.
     if let Some(w) = writer {
@@ -960,6 +968,73 @@ fn write_batch(reg: &Registry, batch: Batch) {
     for m in spent {
         m.give_back();
     }
+}
+
+/// Starts reading the batch's device-side snapshots back on a thread of their own
+/// ([`super::readahead`]) when it has two or more contents to read that the capture has not
+/// stored (a single one gains nothing from another thread): those whose digests are neither
+/// stored nor an earlier side's of the batch, up to [`super::readahead::AHEAD_MAX`] bytes.
+/// Their sides then take the contents from the read-ahead. Returns it and its reader.
+fn read_ahead(
+    batch: &mut Batch,
+) -> Option<(
+    std::sync::Arc<super::readahead::ReadAhead>,
+    Option<std::thread::JoinHandle<()>>,
+)> {
+    use super::digest::Side;
+    let mut wanted: Vec<(&mut Side, usize)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut total = 0usize;
+    for (_, _, f, status, _, _) in batch.iter_mut() {
+        if *status != CL_COMPLETE || f.record.is_none() {
+            continue;
+        }
+        let known = |dd: &str, size: u64| {
+            super::digest::known_blob(dd)
+                .is_some_and(|(hash, s)| s == size && f.writer.blobs.is_known(&hash))
+        };
+        for item in f.items.iter_mut() {
+            let bytes = item.shape.bytes();
+            let Some(dev) = item.dev.as_mut() else {
+                continue;
+            };
+            let pre = (item.reuse.is_none(), &mut item.pre, dev.pre.as_mut());
+            let post = (!item.post_is_pre, &mut item.post, dev.post.as_mut());
+            for (read, landing, side) in [pre, post] {
+                let Some(side) = side.filter(|s| read && s.snapshot.is_some()) else {
+                    continue;
+                };
+                if landing.err.is_some() || total + bytes > super::readahead::AHEAD_MAX {
+                    continue;
+                }
+                // SAFETY: the launch completed, and with it the read of its partials.
+                let partials = unsafe { landing.filled(side.slot_groups(bytes) * 16) };
+                let dd = cltrap_capture::devdigest::dd128_from_partials(partials, bytes as u64);
+                if known(&dd, bytes as u64) || !seen.insert(dd) {
+                    continue;
+                }
+                total += bytes;
+                wanted.push((side, bytes));
+            }
+        }
+    }
+    if wanted.len() < 2 {
+        return None;
+    }
+    let mut snapshots = Vec::with_capacity(wanted.len());
+    for (side, _) in wanted.iter_mut() {
+        snapshots.extend(side.snapshot.take());
+    }
+    let (ra, places) = super::readahead::ReadAhead::new(snapshots);
+    for ((side, _), place) in wanted.into_iter().zip(places) {
+        side.ahead = Some(place);
+    }
+    let reading = ra.clone();
+    let reader = std::thread::Builder::new()
+        .name("cltrap-read".into())
+        .spawn(move || reading.read_all())
+        .ok();
+    Some((ra, reader))
 }
 
 impl Marker {
@@ -1818,26 +1893,31 @@ fn device_content(
     landing: &mut Landing,
     bytes: usize,
     after: bool,
-    side: super::digest::Side,
+    mut side: super::digest::Side,
 ) -> Content {
     let groups = side.slot_groups(bytes);
     // SAFETY: the read of the partials completed (the launch's final event follows it).
     let partials = unsafe { landing.filled(groups * 16) };
     let dd = cltrap_capture::devdigest::dd128_from_partials(partials, bytes as u64);
     let size = bytes as u64;
-    let Some(snapshot) = side.snapshot.as_ref() else {
+    if side.snapshot.is_none() && side.ahead.is_none() {
         return Content::Digest {
             hash: dd,
             size,
             algo: cltrap_capture::DigestKind::Dd128,
         };
-    };
+    }
     if let Some((hash, s)) = super::digest::known_blob(&dd) {
         if s == size && f.writer.blobs.is_known(&hash) {
             return Content::Blob { hash, size };
         }
     }
-    match snapshot.read(spare::mapped(bytes)) {
+    let read = match (side.ahead.take(), side.snapshot.as_ref()) {
+        (Some(ahead), _) => ahead.take(),
+        (None, Some(snapshot)) => snapshot.read(spare::mapped(bytes)),
+        (None, None) => Err(CL_INVALID_OPERATION),
+    };
+    match read {
         Ok(b) => {
             let (c, reusable) = contents::store_version(f.writer, f.mode, after, b, mem);
             if let Some(v) = reusable {

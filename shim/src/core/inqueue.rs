@@ -176,6 +176,7 @@ impl<'a> Around<'a> {
                         } else {
                             None
                         },
+                        ahead: None,
                     })
                 };
                 let pre = match re {

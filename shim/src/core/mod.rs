@@ -28,6 +28,7 @@ mod mem;
 mod pinned;
 mod program;
 mod queue_ref;
+mod readahead;
 mod record;
 mod stats;
 mod sync;

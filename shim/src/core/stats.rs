@@ -60,6 +60,8 @@ phases! {
     SnapshotRead => "snapshot_read",
     /// Storing a large content read back (hashing, cutting, compressing, writing).
     Store => "store",
+    /// Waiting for (or doing) a snapshot's read ahead ([`super::readahead`]).
+    SnapshotWait => "snapshot_wait",
 }
 
 static TIMING: AtomicBool = AtomicBool::new(false);
@@ -101,6 +103,8 @@ pub(super) static PARTIAL_BYTES: AtomicU64 = AtomicU64::new(0);
 pub(super) static SNAPSHOT_READS: AtomicU64 = AtomicU64::new(0);
 /// See [`SNAPSHOT_READS`].
 pub(super) static SNAPSHOT_READ_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Snapshots whose reads were started ahead, on a thread of their own ([`super::readahead`]).
+pub(super) static SNAPSHOTS_READ_AHEAD: AtomicU64 = AtomicU64::new(0);
 
 /// Events the capture created for its own commands (reads, copies, digests, markers): on
 /// NVIDIA each costs the launching thread microseconds, so most launches have none (riders).
@@ -135,13 +139,14 @@ pub(super) fn write(path: &std::path::Path) {
         })
         .collect();
     let text = format!(
-        "{{\"content_reads\":{},\"content_read_bytes\":{},\"device_digests\":{},\"partial_bytes\":{},\"snapshot_reads\":{},\"snapshot_read_bytes\":{},\"engines_built\":{},\"engines_released\":{},\"snapshots_released\":{},\"events\":{},\"markers\":{},\"time\":{{{}}}}}\n",
+        "{{\"content_reads\":{},\"content_read_bytes\":{},\"device_digests\":{},\"partial_bytes\":{},\"snapshot_reads\":{},\"snapshot_read_bytes\":{},\"snapshots_read_ahead\":{},\"engines_built\":{},\"engines_released\":{},\"snapshots_released\":{},\"events\":{},\"markers\":{},\"time\":{{{}}}}}\n",
         get(&CONTENT_READS),
         get(&CONTENT_READ_BYTES),
         get(&DEVICE_DIGESTS),
         get(&PARTIAL_BYTES),
         get(&SNAPSHOT_READS),
         get(&SNAPSHOT_READ_BYTES),
+        get(&SNAPSHOTS_READ_AHEAD),
         get(&ENGINES_BUILT),
         get(&ENGINES_RELEASED),
         get(&SNAPSHOTS_RELEASED),

@@ -1,0 +1,139 @@
+//! Reading a batch's device-side snapshots back on a thread of their own, in the order the
+//! writer will store them, while the writer stores the ones already read.
+//!
+//! Why: a `full` capture on a GPU reads each content it has not stored yet back from its
+//! device-side snapshot ([`super::digest::Snapshot`]), then stores it (hash, cut, compress,
+//! write). One after the other on the writer thread, the reads were a fifth of buffer-heavy's
+//! capture time on the H200 (about 130 µs per launch against 500 µs of stores); the bus and
+//! the cores can do both at once.
+//!
+//! Invariants:
+//! * A snapshot taken into a read-ahead is owned by it until the read-ahead is dropped, which
+//!   happens only after its reader thread ended: no snapshot goes back to its engine's pool
+//!   while a read of it may run.
+//! * Each read runs exactly once, by the reader or, when the reader has not claimed it yet
+//!   (or could not start), by the thread that needs it: a side never waits for a read that
+//!   nobody will do.
+//! * At most [`AHEAD_MAX`] bytes are read ahead per batch; later snapshots are read when
+//!   needed, as before.
+
+use super::digest::Snapshot;
+use super::flight::spare;
+use super::track::lock;
+use opencl_sys::cl_int;
+use std::sync::{Arc, Condvar, Mutex};
+
+/// The most bytes of snapshots one batch reads ahead (host memory they take at once).
+pub(super) const AHEAD_MAX: usize = 256 << 20;
+
+/// A batch's snapshots to read, in order, and what became of each read.
+pub(super) struct ReadAhead {
+    snapshots: Vec<Snapshot>,
+    states: Mutex<Vec<State>>,
+    changed: Condvar,
+}
+
+enum State {
+    Waiting,
+    Reading,
+    Done(Result<Vec<u8>, cl_int>),
+    Taken,
+}
+
+/// A side's place in a read-ahead: [`Ahead::take`] gives its contents.
+pub(super) struct Ahead {
+    of: Arc<ReadAhead>,
+    index: usize,
+}
+
+impl ReadAhead {
+    /// A read-ahead of `snapshots` (in the order they will be needed), and each one's place.
+    pub fn new(snapshots: Vec<Snapshot>) -> (Arc<ReadAhead>, Vec<Ahead>) {
+        let n = snapshots.len();
+        super::stats::add(&super::stats::SNAPSHOTS_READ_AHEAD, n as u64);
+        let of = Arc::new(ReadAhead {
+            snapshots,
+            states: Mutex::new((0..n).map(|_| State::Waiting).collect()),
+            changed: Condvar::new(),
+        });
+        let places = (0..n)
+            .map(|index| Ahead {
+                of: of.clone(),
+                index,
+            })
+            .collect();
+        (of, places)
+    }
+
+    /// The reader: reads every snapshot nobody claimed yet, in order. Run on a thread of its
+    /// own; returns when all are claimed.
+    pub fn read_all(&self) {
+        loop {
+            let next = {
+                let mut st = lock(&self.states);
+                let Some(i) = st.iter().position(|s| matches!(s, State::Waiting)) else {
+                    return;
+                };
+                st[i] = State::Reading;
+                i
+            };
+            self.read(next);
+        }
+    }
+
+    /// Claims every read not claimed yet (the batch has no more use for them): the reader
+    /// stops after the read it is doing.
+    pub fn cancel_rest(&self) {
+        for s in lock(&self.states).iter_mut() {
+            if matches!(s, State::Waiting) {
+                *s = State::Taken;
+            }
+        }
+    }
+
+    /// Reads snapshot `i` (claimed by this thread) and publishes the result.
+    fn read(&self, i: usize) {
+        let s = &self.snapshots[i];
+        let r = s.read(spare::mapped(s.bytes()));
+        lock(&self.states)[i] = State::Done(r);
+        self.changed.notify_all();
+    }
+}
+
+impl Ahead {
+    /// The snapshot's contents: read by the reader (waiting for it while it reads), or read
+    /// here when the reader has not come to it.
+    pub fn take(self) -> Result<Vec<u8>, cl_int> {
+        let _wait = super::stats::span(super::stats::Phase::SnapshotWait);
+        let ra = &self.of;
+        let mut st = lock(&ra.states);
+        loop {
+            match std::mem::replace(&mut st[self.index], State::Taken) {
+                State::Waiting => {
+                    st[self.index] = State::Reading;
+                    drop(st);
+                    ra.read(self.index);
+                    st = lock(&ra.states);
+                }
+                State::Reading => {
+                    st[self.index] = State::Reading;
+                    st = ra.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+                }
+                State::Done(r) => return r,
+                State::Taken => return Err(opencl_sys::CL_INVALID_OPERATION),
+            }
+        }
+    }
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        // Contents read and never taken (a side the record did not use) go back as spare room.
+        let states = self.states.get_mut().unwrap_or_else(|e| e.into_inner());
+        for s in states.drain(..) {
+            if let State::Done(Ok(v)) = s {
+                spare::give(v);
+            }
+        }
+    }
+}
