@@ -46,6 +46,8 @@ pub const CHUNK_AVG: usize = 32 << 10;
 pub const CHUNK_MAX: usize = 128 << 10;
 /// zstd level: 1 is the fastest and, on buffer contents, within a few percent of level 3.
 const LEVEL: i32 = 1;
+/// zstd level for chunks whose sample does not compress ([`encode`]).
+const NOISE_LEVEL: i32 = -7;
 /// First line of an index whose chunks are files of their own (format versions 2 and 3).
 const INDEX_MAGIC_FILES: &str = "cltrap-chunks 1";
 /// First line of an index whose chunks lie in pack files (format version 4).
@@ -198,39 +200,49 @@ pub fn parse_index(text: &str) -> Result<(u64, Vec<ChunkRef>), String> {
 /// (4-byte words) is compressed shuffled by 4-byte lanes when that shrinks a sample of it
 /// more than plain zstd does: the sample decides, so each chunk is compressed once.
 pub fn encode(chunk: &[u8]) -> std::io::Result<Vec<u8>> {
-    if chunk.len().is_multiple_of(4) && chunk.len() >= 2 * SAMPLE {
+    if chunk.len() >= 2 * SAMPLE {
         let sample = &chunk[..SAMPLE];
-        let plain = compress(sample)?.len();
-        // Noise (nothing to gain) and data plain zstd shrinks well stay plain.
-        if plain * 50 < SAMPLE * 49 && plain * 10 > SAMPLE * 3 {
-            let shuffled = compress(&shuffle4(sample))?.len();
+        let plain = compress(sample, LEVEL)?.len();
+        if plain * 50 >= SAMPLE * 49 {
+            // Noise: nothing to gain, so zstd's fastest setting, which stores it about three
+            // times faster (the same frame format: readers see no difference).
+            return Ok(tagged(b'z', compress(chunk, NOISE_LEVEL)?));
+        }
+        // Data plain zstd shrinks well stays plain.
+        if chunk.len().is_multiple_of(4) && plain * 10 > SAMPLE * 3 {
+            let shuffled = compress(&shuffle4(sample), LEVEL)?.len();
             if shuffled * 20 < plain * 19 {
-                return Ok(tagged(b's', compress(&shuffle4(chunk))?));
+                return Ok(tagged(b's', compress(&shuffle4(chunk), LEVEL)?));
             }
         }
     }
-    Ok(tagged(b'z', compress(chunk)?))
+    Ok(tagged(b'z', compress(chunk, LEVEL)?))
 }
 
-/// zstd of `bytes` at [`LEVEL`], with this thread's compression context: creating one per
-/// chunk (`zstd::bulk::compress`) took a few percent of a buffer-heavy capture. A thread
-/// whose thread-locals are being destroyed (the shim stores from an application's
-/// `clFinish`, which may run in a destructor at exit) compresses with a context of its own.
-fn compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+/// zstd of `bytes` at `level`, with this thread's compression context for that level:
+/// creating one per chunk (`zstd::bulk::compress`) took a few percent of a buffer-heavy
+/// capture. A thread whose thread-locals are being destroyed (the shim stores from an
+/// application's `clFinish`, which may run in a destructor at exit) compresses with a
+/// context of its own.
+fn compress(bytes: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
+    type Contexts = Vec<(i32, zstd::bulk::Compressor<'static>)>;
     thread_local! {
-        static CONTEXT: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
-            const { std::cell::RefCell::new(None) };
+        static CONTEXTS: std::cell::RefCell<Contexts> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    let reused = CONTEXT.try_with(|c| {
+    let reused = CONTEXTS.try_with(|c| {
         let mut c = c.try_borrow_mut().ok()?;
-        if c.is_none() {
-            *c = zstd::bulk::Compressor::new(LEVEL).ok();
-        }
-        c.as_mut().map(|z| z.compress(bytes))
+        let i = match c.iter().position(|(l, _)| *l == level) {
+            Some(i) => i,
+            None => {
+                c.push((level, zstd::bulk::Compressor::new(level).ok()?));
+                c.len() - 1
+            }
+        };
+        Some(c[i].1.compress(bytes))
     });
     match reused {
         Ok(Some(done)) => done,
-        _ => zstd::bulk::compress(bytes, LEVEL),
+        _ => zstd::bulk::compress(bytes, level),
     }
 }
 
@@ -327,6 +339,20 @@ pub(crate) mod tests {
             assert_eq!(decode(&file, data.len()).unwrap(), data);
         }
         assert_eq!(unshuffle4(&shuffle4(&noise(64, 9))), noise(64, 9));
+        // Noise (its sample does not compress) is stored at zstd's fastest setting: a plain
+        // frame of raw blocks, no larger than a few bytes over the chunk, read back the same.
+        let n = noise(100_000, 5);
+        let file = encode(&n).unwrap();
+        assert_eq!(file[0], b'z');
+        assert!(file.len() <= n.len() + 64, "{}", file.len());
+        assert_eq!(decode(&file, n.len()).unwrap(), n);
+        // A chunk of noise that ends in a compressible run is judged by its sample: the run
+        // still shrinks at the fast setting.
+        let mut mixed = noise(16_384, 6);
+        mixed.extend(std::iter::repeat_n(7u8, 65_536));
+        let file = encode(&mixed).unwrap();
+        assert!(file.len() < 20_000, "{}", file.len());
+        assert_eq!(decode(&file, mixed.len()).unwrap(), mixed);
     }
 
     /// A thread-local destructor that runs after the compressor's own was destroyed: what

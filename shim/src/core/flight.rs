@@ -925,7 +925,15 @@ fn write_batch(reg: &Registry, batch: Batch) {
         if let Ok(Some(record)) = landed {
             records.push(record);
         }
-        written.push((ticket, lane, reserved));
+        // Its reads' memory is free now: a launch waiting for room goes on while the rest
+        // of the batch is stored (given back at the batch's end, a CPU device sat idle
+        // while the writer stored a batch, and the writer while the device ran the next).
+        if reserved > 0 {
+            let mut st = lock(&reg.state);
+            st.bytes = st.bytes.saturating_sub(reserved);
+            progress_made(reg, &st);
+        }
+        written.push((ticket, lane));
     }
     if let Some((ra, reader)) = ahead {
         ra.cancel_rest();
@@ -945,9 +953,8 @@ fn write_batch(reg: &Registry, batch: Batch) {
     let mut st = lock(&reg.state);
     st.stalled = false;
     let mut spent = Vec::new();
-    for (ticket, lane, reserved) in written {
+    for (ticket, lane) in written {
         st.slots.remove(&ticket);
-        st.bytes = st.bytes.saturating_sub(reserved);
         if let Some(l) = st.lanes.get_mut(&lane) {
             if l.front() == Some(&ticket) {
                 l.pop_front();
