@@ -32,6 +32,7 @@ pub mod ids;
 pub mod launcher;
 pub mod list;
 pub mod mutate;
+pub mod param_types;
 pub mod replay;
 pub mod replay_worker;
 pub mod schedules;

@@ -1,7 +1,8 @@
 //! `cltrap list`: one aligned line per launch — the `gpuverify --show-intercepted` view.
 
+use crate::param_types::ParamTypes;
 use crate::site::Resolver;
-use crate::values::{format_value, unhex};
+use crate::values::unhex;
 use cltrap_capture::replayable::{ReplayIndex, Replayability};
 use cltrap_capture::{ArgRecord, Capture, LaunchRecord};
 
@@ -21,8 +22,9 @@ pub fn format_offset(o: &[u64]) -> String {
     )
 }
 
-/// `name=value` for every by-value argument (decoded by its type name when known).
-pub fn format_scalars(launch: &LaunchRecord) -> String {
+/// `name=value` for every by-value argument (decoded by its type name when known, else by
+/// the type clang gives the parameter: [`ParamTypes`]).
+pub fn format_scalars(capture: &Capture, launch: &LaunchRecord, types: &mut ParamTypes) -> String {
     let mut parts = Vec::new();
     for a in &launch.args {
         if let ArgRecord::Scalar { info, bytes } = a {
@@ -32,7 +34,11 @@ pub fn format_scalars(launch: &LaunchRecord) -> String {
                 info.name.to_string()
             };
             let value = match unhex(bytes) {
-                Some(b) => format_value(&info.type_name, &b),
+                Some(b) => {
+                    types
+                        .decode(capture, launch, info.index, &info.type_name, &b)
+                        .0
+                }
                 None => format!("<bad hex {bytes:?}>"),
             };
             parts.push(format!("{name}={value}"));
@@ -76,6 +82,7 @@ pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
     let mut blocked = 0usize;
     let mut derived = 0usize;
     let index = ReplayIndex::of(&capture.launches);
+    let mut types = ParamTypes::default();
     for l in &capture.launches {
         let (g, lo, off) = format_geometry(l);
         let site = l
@@ -101,7 +108,7 @@ pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
             g,
             lo,
             off,
-            format_scalars(l),
+            format_scalars(capture, l, &mut types),
             site,
         ]);
     }

@@ -2,7 +2,7 @@
 
 use crate::list::{format_dims, format_offset, format_scalars};
 use crate::site::Resolver;
-use crate::values::{format_value, human_bytes, unhex};
+use crate::values::{human_bytes, unhex};
 use cltrap_capture::replayable::Replayability;
 use cltrap_capture::{
     ArgRecord, Capture, CompiledInput, Content, DigestKind, LaunchRecord, ProgramOrigin,
@@ -249,7 +249,9 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
             .map(format_offset)
             .unwrap_or_else(|| "NULL".into())
     );
-    let scalars = format_scalars(l);
+    // Parsed at most once, and only for a scalar whose type name is not a known one.
+    let mut param_types = crate::param_types::ParamTypes::default();
+    let scalars = format_scalars(capture, l, &mut param_types);
     if !scalars.is_empty() {
         let _ = writeln!(o, "scalars: {scalars}");
     }
@@ -301,8 +303,6 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
         }
     }
     let _ = writeln!(o, "arguments:");
-    // Parsed at most once, and only for a scalar whose type name is not a known one.
-    let mut canonical: Option<Option<Vec<String>>> = None;
     for a in &l.args {
         let info = a.info();
         let mut head = format!(
@@ -336,21 +336,15 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
         let body = match a {
             ArgRecord::Scalar { bytes, .. } => match unhex(bytes) {
                 Some(b) => {
-                    let shown = format_value(&info.type_name, &b);
                     // A typedef the value decoding does not know (CLBlast's `real_arg`):
                     // the type clang gives the parameter, from the program's own text.
-                    let typed = (shown.starts_with("0x") && shown.len() == 2 + 2 * b.len())
-                        .then(|| canonical.get_or_insert_with(|| parameter_types(capture, l)))
-                        .and_then(|types| types.as_ref()?.get(info.index as usize).cloned())
-                        .map(|ty| (format_value(&ty, &b), ty))
-                        .filter(|(v, _)| !v.starts_with("0x"));
-                    match typed {
-                        Some((v, ty)) => format!(
+                    match param_types.decode(capture, l, info.index, &info.type_name, &b) {
+                        (v, Some(ty)) => format!(
                             "value {v} (`{}` is `{ty}`; {} bytes in memory order: {bytes})",
                             info.type_name,
                             b.len()
                         ),
-                        None => format!(
+                        (shown, None) => format!(
                             "value {shown} ({} bytes in memory order: {bytes})",
                             b.len()
                         ),
@@ -444,32 +438,6 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
 }
 
 /// The files the program included, as captured, and those that were not found.
-/// The kernel's parameter types as clang resolves them (typedefs and macros expanded, the
-/// address space dropped), parsing the program's one source unit against its captured
-/// headers; `None` when it has no such unit or does not parse here.
-fn parameter_types(capture: &Capture, l: &LaunchRecord) -> Option<Vec<String>> {
-    let record = capture.program(&l.program).ok()?;
-    let headers = crate::headers::Headers::from_capture(capture, &record.includes).ok()?;
-    let source = headers.parse_source(&crate::variant::program_source(capture, &record).ok()?);
-    let options = crate::variant::parse_options(&headers, &record);
-    let program = cltrap_kernel::parse_program(&source, &options).ok()?;
-    let kernel = program.function(&l.kernel)?;
-    Some(
-        kernel
-            .params
-            .iter()
-            .map(|p| {
-                // `__private float` → `float` (address spaces are `__`-words in clang's
-                // spelling).
-                p.ty.split_whitespace()
-                    .filter(|w| !w.starts_with("__"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .collect(),
-    )
-}
-
 fn describe_includes(o: &mut impl Write, includes: &cltrap_capture::Includes) {
     if includes.is_empty() {
         return;

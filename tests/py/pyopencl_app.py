@@ -9,7 +9,10 @@ import numpy as np
 import pyopencl as cl
 
 SRC = """
-__kernel void saxpy(__global const float *x, __global float *y, float a) {
+// The scalar's type as real kernels spell it: a typedef behind a macro.
+typedef float real;
+#define REAL real
+__kernel void saxpy(__global const float *x, __global float *y, const REAL a) {
     size_t g = get_global_id(0);
     y[g] = a * x[g] + y[g];
 }

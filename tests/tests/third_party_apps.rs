@@ -348,7 +348,12 @@ fn clblast_tuner_results_match_and_its_launches_replay_ok() {
         cap.launches.len(),
         programs.len()
     );
-    assert_list_shows(&dir, &cap);
+    let list = assert_list_shows(&dir, &cap);
+    assert!(
+        list.stdout_text().contains(" arg_alpha=2.0 "),
+        "{}",
+        list.describe()
+    );
     assert_replays_ok(&dir, cap.launches.len());
     // `real_arg arg_alpha` is a typedef of CLBlast's own: `show` asks clang what it is.
     let show = cltrap(&[OsStr::new("show"), dir.as_os_str(), OsStr::new("0")]);
