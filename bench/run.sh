@@ -17,6 +17,8 @@
 #        BASELINE_SHIM=/path/libcltrap.so MODES="native hash full base-hash base-full" bench/run.sh
 #                                       (base-*: the same capture with another build of the shim,
 #                                        e.g. the last commit's, alternating with this one's)
+#        MODES="native hash hash-hand full full-hand" bench/run.sh
+#                                       (*-hand: with --at-finish hand)
 #        BENCH_TIMEOUT=300 bench/run.sh (seconds per run; a run that hangs is killed, reported as
 #                                        a timeout in the summary, and the benchmark goes on)
 # Raw rows go to target/bench/results.tsv; captures are made in target/bench/cap-* and deleted.
@@ -59,6 +61,7 @@ run_one() { # run_one BENCH MODE ROUND BINARY ARGS...
     native) cmd=("$@") ;;
     off) cmd=("$CLTRAP" run --out "$cap" --capture off -- "$@") ;;
     hash | full) cmd=("$CLTRAP" run --out "$cap" --buffers "$mode" -- "$@") ;;
+    hash-hand | full-hand) cmd=("$CLTRAP" run --out "$cap" --buffers "${mode%-hand}" --at-finish hand -- "$@") ;;
     base-hash | base-full)
         [ -n "${BASELINE_SHIM:-}" ] || { echo "bench: $mode needs BASELINE_SHIM" >&2; exit 2; }
         cmd=(env CLTRAP_SHIM="$BASELINE_SHIM" "$CLTRAP" run --out "$cap" --buffers "${mode#base-}" -- "$@")

@@ -12,10 +12,11 @@ import json
 import statistics
 import sys
 
-MODES = ["native", "off", "hash", "full", "base-hash", "base-full"]
+MODES = ["native", "off", "hash", "hash-hand", "full", "full-hand", "base-hash", "base-full"]
 LABEL = {"native": "native", "off": "shim, capture off", "hash": "capture --buffers hash",
          "full": "capture --buffers full", "base-hash": "baseline shim, hash",
-         "base-full": "baseline shim, full"}
+         "base-full": "baseline shim, full",
+         "hash-hand": "hash, --at-finish hand", "full-hand": "full, --at-finish hand"}
 
 
 def mb(n):

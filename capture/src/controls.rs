@@ -83,6 +83,13 @@ pub const CONTROLS: &[Control] = &[
         help: "Digest buffer contents on the device (a small kernel in the application's queue) and read back only the digest, plus contents not stored yet in `full` mode. `auto`: buffers of 64 KiB or more on non-CPU devices; `on`: every buffer on every device; `off`: always read contents back.",
     },
     Control {
+        env: "CLTRAP_AT_FINISH",
+        flag: "at-finish",
+        value_name: "write|hand",
+        default: "write",
+        help: "What the application's `clFinish` does with the launches it finished. `write`: writes their records before returning, so a capture is complete up to the last `clFinish` even if the process is then killed. `hand`: hands them to the capture's writer thread, which writes them within about a millisecond; `clFinish` returns sooner, but a process killed right after a `clFinish` may lose that `clFinish`'s launches.",
+    },
+    Control {
         env: "CLTRAP_MAX_MB",
         flag: "max-mb",
         value_name: "MB",
@@ -159,6 +166,18 @@ pub enum DeviceDigest {
     Off,
 }
 
+/// What the application's `clFinish` does with the launches it finished
+/// (`CLTRAP_AT_FINISH`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtFinish {
+    /// Writes their records itself before returning: complete up to the last `clFinish`,
+    /// `SIGKILL` included.
+    Write,
+    /// Hands them to the writer thread as complete and returns: cheaper per `clFinish`, but
+    /// the launches of a `clFinish` right before the process is killed may be lost.
+    Hand,
+}
+
 /// The settings of one capture, parsed from the controls.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -174,6 +193,8 @@ pub struct Settings {
     pub derive_after_bytes: u64,
     /// `CLTRAP_DEVICE_DIGEST`: digests computed on the device.
     pub device_digest: DeviceDigest,
+    /// `CLTRAP_AT_FINISH`: who writes the launches an application's `clFinish` finished.
+    pub at_finish: AtFinish,
     /// `CLTRAP_TEST_DIGEST_BUILD=fail`: the device-digest program is made not to build, so
     /// the tests can check the read-back fallback on a driver where it builds.
     pub test_digest_build_fails: bool,
@@ -269,6 +290,11 @@ impl Settings {
             "off" | "0" | "false" => DeviceDigest::Off,
             v => return Err(bad("CLTRAP_DEVICE_DIGEST", v, "auto, on or off")),
         };
+        let at_finish = match get("CLTRAP_AT_FINISH").trim() {
+            "write" | "" => AtFinish::Write,
+            "hand" => AtFinish::Hand,
+            v => return Err(bad("CLTRAP_AT_FINISH", v, "write or hand")),
+        };
         let test_digest_build_fails = match get("CLTRAP_TEST_DIGEST_BUILD").trim() {
             "ok" | "" => false,
             "fail" => true,
@@ -315,6 +341,7 @@ impl Settings {
             max_bytes: max_mb.saturating_mul(1 << 20),
             derive_after_bytes: derive_mb.saturating_mul(1 << 20),
             device_digest,
+            at_finish,
             test_digest_build_fails,
             stats: Some(get("CLTRAP_STATS"))
                 .filter(|s| !s.trim().is_empty())
@@ -448,5 +475,21 @@ mod tests {
         v.insert("CLTRAP_BUFFERS", "most".to_string());
         let e = Settings::from_values(&v).unwrap_err();
         assert!(e.contains("CLTRAP_BUFFERS"), "{e}");
+        let mut v = HashMap::new();
+        v.insert("CLTRAP_AT_FINISH", "later".to_string());
+        let e = Settings::from_values(&v).unwrap_err();
+        assert!(
+            e.contains("CLTRAP_AT_FINISH") && e.contains("write or hand"),
+            "{e}"
+        );
+        v.insert("CLTRAP_AT_FINISH", "hand".to_string());
+        assert_eq!(
+            Settings::from_values(&v).map(|s| s.at_finish),
+            Ok(AtFinish::Hand)
+        );
+        assert_eq!(
+            Settings::from_values(&HashMap::new()).map(|s| s.at_finish),
+            Ok(AtFinish::Write)
+        );
     }
 }

@@ -40,7 +40,7 @@ pub mod schedule;
 pub mod text;
 pub mod writer;
 
-pub use controls::{BufferMode, Control, DeviceDigest, Settings, CONTROLS};
+pub use controls::{AtFinish, BufferMode, Control, DeviceDigest, Settings, CONTROLS};
 pub use model::*;
 pub use reader::{Capture, ReadError};
 pub use text::Text;

@@ -205,3 +205,39 @@ fn past_the_disk_budget_every_launch_stays_replayable_and_list_marks_derived_one
     // Every launch replays ok.
     assert_replays_ok(&dir, 26);
 }
+
+/// `--at-finish hand`: an application that calls `clFinish` after every launch (Gaussian
+/// elimination, 126 launches) behaves as natively; its `clFinish` calls write no launch
+/// themselves but hand them to the writer thread, which writes every one: all of them in the
+/// capture, all replayable and matched. By default the `clFinish` calls write them.
+#[test]
+fn launches_handed_over_at_clfinish_are_all_written_and_replay_ok() {
+    let counters = |label: &str, flags: &[&str]| {
+        let stats = fresh_dir("stats", label).join("stats.json");
+        let mut all = flags.to_vec();
+        let path = stats.to_string_lossy().into_owned();
+        all.extend(["--stats", path.as_str()]);
+        let (dir, cap) = round_trip("gauss", &[], &all);
+        let text = std::fs::read_to_string(&stats).expect("the shim wrote its counters");
+        let v: serde_json::Value = serde_json::from_str(&text).expect("counters are JSON");
+        let n = |k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {text}"));
+        (dir, cap, n("finish_written"), n("finish_handed"))
+    };
+    let (_dir, cap, written, handed) = counters("hand", &["--at-finish", "hand"]);
+    assert_eq!(cap.launches.len(), 126, "{:?}", kernel_sequence(&cap));
+    let seqs: Vec<u64> = cap.launches.iter().map(|l| l.seq).collect();
+    assert_eq!(seqs, (0..126).collect::<Vec<_>>(), "every launch, once");
+    assert_full_contents(&cap);
+    assert_eq!(
+        written, 0,
+        "a clFinish wrote launches under --at-finish hand"
+    );
+    assert!(handed > 0, "no launch was handed over at a clFinish");
+    let (_dir, cap, written, handed) = counters("write", &[]);
+    assert_eq!(cap.launches.len(), 126);
+    assert_eq!(handed, 0);
+    assert!(
+        written > 0,
+        "no launch was written at a clFinish by default"
+    );
+}

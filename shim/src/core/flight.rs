@@ -792,8 +792,35 @@ pub(super) fn finished_queue(queue: cl_command_queue, upto: u64) {
     };
     let batch = take_finished_lane(&mut st, lane, upto);
     drop(st);
+    super::stats::add(&super::stats::FINISH_WRITTEN, batch.len() as u64);
     write_batch(reg, batch);
     drop(turn);
+}
+
+/// [`finished_queue`] under `--at-finish hand`: the same launches are marked complete and
+/// handed to the writer, which writes them at its next turn (within [`NAP`] when it is
+/// awake); the application's thread does not write them. Why: on the H200 writing the
+/// record was a third of what the capture added to a launch followed by `clFinish`.
+pub(super) fn finished_queue_handed(queue: cl_command_queue, upto: u64) {
+    if !available() {
+        return;
+    }
+    let reg = &*REGISTRY;
+    let mut st = lock(&reg.state);
+    let tickets = lane_before(&st, queue as usize, upto);
+    let State { slots, ready, .. } = &mut *st;
+    let mut any = false;
+    for t in tickets {
+        let Some(s) = slots.get_mut(&t) else { continue };
+        if s.finished_by_idle_queue() {
+            ready.push(t);
+            super::stats::add(&super::stats::FINISH_HANDED, 1);
+            any = true;
+        }
+    }
+    if any {
+        wake_writer(reg, &mut st);
+    }
 }
 
 /// The right to write records (see [`State::writing`]), given back when dropped.
@@ -882,26 +909,41 @@ pub(super) fn nudge() {
 /// reported yet as complete (the caller knows the queue is idle; [`land`] still asks each
 /// launch's own status, since a failed command also ends a `clFinish`).
 fn take_finished_lane(st: &mut State, lane: usize, upto: u64) -> Batch {
-    let tickets: Vec<u64> = match st.lanes.get(&lane) {
-        Some(l) => l.iter().copied().take_while(|t| *t < upto).collect(),
-        None => return Batch::new(),
-    };
+    let tickets = lane_before(st, lane, upto);
     let State { slots, late, .. } = st;
     let mut batch = Batch::new();
     for t in tickets {
         let Some(s) = slots.get_mut(&t) else { break };
-        if s.done.is_none() {
-            s.done = Some(CL_COMPLETE);
-            // Its callback (out-of-order queues) may still come: keep its final event.
-            s.polled = s.callback;
-            // A rider has no status of its own to ask.
-            s.inferred = !s.rider;
-        }
+        s.finished_by_idle_queue();
         if !take_one(slots, late, t, &mut batch) {
             break;
         }
     }
     batch
+}
+
+/// The tickets of `lane`'s launches before `upto`, oldest first.
+fn lane_before(st: &State, lane: usize, upto: u64) -> Vec<u64> {
+    st.lanes.get(&lane).map_or_else(Vec::new, |l| {
+        l.iter().copied().take_while(|t| *t < upto).collect()
+    })
+}
+
+impl Slot {
+    /// Marks a launch of a queue the application found idle (`clFinish` returned) complete;
+    /// false when it was known complete already. Its own status is still asked when it is
+    /// landed: a failed command also ends a `clFinish`.
+    fn finished_by_idle_queue(&mut self) -> bool {
+        if self.done.is_some() {
+            return false;
+        }
+        self.done = Some(CL_COMPLETE);
+        // Its callback (out-of-order queues) may still come: keep its final event.
+        self.polled = self.callback;
+        // A rider has no status of its own to ask.
+        self.inferred = !self.rider;
+        true
+    }
 }
 
 /// Lands a batch of completed flights, appends their records in one write and forgets them.

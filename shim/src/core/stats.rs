@@ -103,6 +103,11 @@ pub(super) static PARTIAL_BYTES: AtomicU64 = AtomicU64::new(0);
 pub(super) static SNAPSHOT_READS: AtomicU64 = AtomicU64::new(0);
 /// See [`SNAPSHOT_READS`].
 pub(super) static SNAPSHOT_READ_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Launches an application's `clFinish` wrote itself (`--at-finish write`) or handed to the
+/// writer thread (`--at-finish hand`).
+pub(super) static FINISH_WRITTEN: AtomicU64 = AtomicU64::new(0);
+/// See [`FINISH_WRITTEN`].
+pub(super) static FINISH_HANDED: AtomicU64 = AtomicU64::new(0);
 /// Snapshots whose reads were started ahead, on a thread of their own ([`super::readahead`]).
 pub(super) static SNAPSHOTS_READ_AHEAD: AtomicU64 = AtomicU64::new(0);
 
@@ -139,7 +144,7 @@ pub(super) fn write(path: &std::path::Path) {
         })
         .collect();
     let text = format!(
-        "{{\"content_reads\":{},\"content_read_bytes\":{},\"device_digests\":{},\"partial_bytes\":{},\"snapshot_reads\":{},\"snapshot_read_bytes\":{},\"snapshots_read_ahead\":{},\"engines_built\":{},\"engines_released\":{},\"snapshots_released\":{},\"events\":{},\"markers\":{},\"time\":{{{}}}}}\n",
+        "{{\"content_reads\":{},\"content_read_bytes\":{},\"device_digests\":{},\"partial_bytes\":{},\"snapshot_reads\":{},\"snapshot_read_bytes\":{},\"snapshots_read_ahead\":{},\"finish_written\":{},\"finish_handed\":{},\"engines_built\":{},\"engines_released\":{},\"snapshots_released\":{},\"events\":{},\"markers\":{},\"time\":{{{}}}}}\n",
         get(&CONTENT_READS),
         get(&CONTENT_READ_BYTES),
         get(&DEVICE_DIGESTS),
@@ -147,6 +152,8 @@ pub(super) fn write(path: &std::path::Path) {
         get(&SNAPSHOT_READS),
         get(&SNAPSHOT_READ_BYTES),
         get(&SNAPSHOTS_READ_AHEAD),
+        get(&FINISH_WRITTEN),
+        get(&FINISH_HANDED),
         get(&ENGINES_BUILT),
         get(&ENGINES_RELEASED),
         get(&SNAPSHOTS_RELEASED),

@@ -6,7 +6,9 @@
 //! * `clFinish(queue)` returned: every launch of ours on `queue` completed; they are written
 //!   right there, on the application's thread ([`flight::finished_queue`]), so the capture is
 //!   complete up to the application's last `clFinish` (crash-safe) without a hand-over to the
-//!   writer thread, whose polls back off to tens of milliseconds.
+//!   writer thread, whose polls back off to tens of milliseconds. With `--at-finish hand`
+//!   they are handed to the writer as complete instead ([`flight::finished_queue_handed`]):
+//!   the application does not wait for their records.
 //! * A blocking read or map returned on an in-order queue: every launch enqueued on it before
 //!   completed; they are handed to the writer as complete without a single driver question
 //!   ([`flight::completed_upto`]). The application does not wait for them to be written.
@@ -18,6 +20,7 @@ use super::flight;
 use super::stats::{self, Phase};
 use crate::door::quietly;
 use crate::Next;
+use cltrap_capture::AtFinish;
 use libc::{c_void, size_t};
 use opencl_sys::*;
 
@@ -32,7 +35,12 @@ pub unsafe fn clFinish(next: &Next, command_queue: cl_command_queue) -> cl_int {
     drop(finish);
     if ret == CL_SUCCESS {
         let _write = stats::span(Phase::FinishWrite);
-        quietly(|| flight::finished_queue(command_queue, upto));
+        let hand = crate::state::settings().is_some_and(|s| s.at_finish == AtFinish::Hand);
+        if hand {
+            quietly(|| flight::finished_queue_handed(command_queue, upto));
+        } else {
+            quietly(|| flight::finished_queue(command_queue, upto));
+        }
     }
     ret
 }
