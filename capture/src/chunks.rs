@@ -200,23 +200,39 @@ pub fn parse_index(text: &str) -> Result<(u64, Vec<ChunkRef>), String> {
 /// (4-byte words) is compressed shuffled by 4-byte lanes when that shrinks a sample of it
 /// more than plain zstd does: the sample decides, so each chunk is compressed once.
 pub fn encode(chunk: &[u8]) -> std::io::Result<Vec<u8>> {
-    if chunk.len() >= 2 * SAMPLE {
-        let sample = &chunk[..SAMPLE];
-        let plain = compress(sample, LEVEL)?.len();
-        if plain * 50 >= SAMPLE * 49 {
-            // Noise: nothing to gain, so zstd's fastest setting, which stores it about three
-            // times faster (the same frame format: readers see no difference).
-            return Ok(tagged(b'z', compress(chunk, NOISE_LEVEL)?));
-        }
-        // Data plain zstd shrinks well stays plain.
-        if chunk.len().is_multiple_of(4) && plain * 10 > SAMPLE * 3 {
-            let shuffled = compress(&shuffle4(sample), LEVEL)?.len();
-            if shuffled * 20 < plain * 19 {
-                return Ok(tagged(b's', compress(&shuffle4(chunk), LEVEL)?));
-            }
+    let (tag, level) = encoding(chunk)?;
+    let frame = if tag == b's' {
+        compress(&shuffle4(chunk), level)?
+    } else {
+        compress(chunk, level)?
+    };
+    Ok(tagged(tag, frame))
+}
+
+/// How [`encode`] stores `chunk`: its encoding byte and zstd level, from its first
+/// [`SAMPLE`] bytes. Noise (a sample zstd cannot shrink) is stored plain at
+/// [`NOISE_LEVEL`], about three times faster than at [`LEVEL`] for the same bytes (the same
+/// frame format: readers see no difference); float-like data is shuffled when that shrinks
+/// the sample more; the rest is plain at [`LEVEL`].
+fn encoding(chunk: &[u8]) -> std::io::Result<(u8, i32)> {
+    if chunk.len() < 2 * SAMPLE {
+        return Ok((b'z', LEVEL));
+    }
+    let sample = &chunk[..SAMPLE];
+    let shufflable = chunk.len().is_multiple_of(4);
+    // Without the shuffle to weigh, telling noise apart needs only the fastest setting.
+    let plain = compress(sample, if shufflable { LEVEL } else { NOISE_LEVEL })?.len();
+    if plain * 50 >= SAMPLE * 49 {
+        return Ok((b'z', NOISE_LEVEL));
+    }
+    // Data plain zstd shrinks well stays plain.
+    if shufflable && plain * 10 > SAMPLE * 3 {
+        let shuffled = compress(&shuffle4(sample), LEVEL)?.len();
+        if shuffled * 20 < plain * 19 {
+            return Ok((b's', LEVEL));
         }
     }
-    Ok(tagged(b'z', compress(chunk, LEVEL)?))
+    Ok((b'z', LEVEL))
 }
 
 /// zstd of `bytes` at `level`, with this thread's compression context for that level:
@@ -342,6 +358,9 @@ pub(crate) mod tests {
         // Noise (its sample does not compress) is stored at zstd's fastest setting: a plain
         // frame of raw blocks, no larger than a few bytes over the chunk, read back the same.
         let n = noise(100_000, 5);
+        assert_eq!(encoding(&n).unwrap(), (b'z', NOISE_LEVEL));
+        assert_eq!(encoding(&n[..99_999]).unwrap(), (b'z', NOISE_LEVEL));
+        assert_eq!(encoding(&vec![7u8; 99_999]).unwrap(), (b'z', LEVEL));
         let file = encode(&n).unwrap();
         assert_eq!(file[0], b'z');
         assert!(file.len() <= n.len() + 64, "{}", file.len());

@@ -497,23 +497,41 @@ mod tests {
 
     #[test]
     fn work_runs_while_this_threads_locals_are_destroyed() {
-        // An application's `clFinish` in a thread-local's destructor stores from there.
-        struct Late(std::sync::mpsc::Sender<Result<Vec<usize>, ()>>);
+        // An application's `clFinish` in a thread-local's destructor stores from there. Each
+        // work item notes whether it ran on this thread.
+        type Sent = (Result<Vec<usize>, ()>, bool);
+        struct Late(std::sync::mpsc::Sender<Sent>);
         impl Drop for Late {
             fn drop(&mut self) {
-                let _ = self.0.send(for_each(100, true, |i| Ok(i + 1)));
+                let me = std::thread::current().id();
+                let here = std::sync::atomic::AtomicBool::new(true);
+                let r = for_each(100, true, |i| {
+                    if std::thread::current().id() != me {
+                        here.store(false, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Ok(i + 1)
+                });
+                let _ = self.0.send((r, here.into_inner()));
             }
         }
         thread_local! { static LATE: std::cell::RefCell<Option<Late>> = const { std::cell::RefCell::new(None) }; }
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            // Started first, so it is destroyed after `LATE`'s value runs.
-            let _ = for_each(4, true, Ok::<_, ()>);
+            // `LATE` first, then the pool's guard: thread-locals are destroyed in the reverse
+            // order, so the guard is gone when `LATE`'s value runs.
             LATE.with(|l| *l.borrow_mut() = Some(Late(tx)));
+            let _ = for_each(4, true, Ok::<_, ()>);
         })
         .join()
         .expect("thread ran");
-        assert_eq!(rx.recv().expect("sent"), Ok((1..=100).collect()));
+        let (result, here) = rx.recv().expect("sent");
+        assert_eq!(result, Ok((1..=100).collect()));
+        if threads() >= 2 {
+            assert!(
+                here,
+                "the work went to the pool from a thread being torn down"
+            );
+        }
     }
 
     #[test]

@@ -42,6 +42,20 @@ pub fn parse_program(source: &str, build_options: &str) -> Result<Program, Kerne
     )
 }
 
+/// Parses `source` as [`parse_program`] does but leaves what macro invocations hide in
+/// function bodies unknown: no second, preprocessed parse and no clang binary. For callers
+/// that need declarations only (a kernel's parameter types: `cltrap list`), at a fraction of
+/// the cost.
+pub fn parse_declarations(source: &str, build_options: &str) -> Result<Program, KernelError> {
+    parse_plain(
+        source,
+        &ParseOptions {
+            build_options: build_options.into(),
+            ..ParseOptions::default()
+        },
+    )
+}
+
 /// The clang command line used for `opts` (so callers can re-check rewritten sources the same way).
 pub fn clang_command_line(opts: &ParseOptions) -> Vec<String> {
     let mut args = vec!["-x".to_string(), "cl".to_string()];

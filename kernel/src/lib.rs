@@ -31,5 +31,5 @@ pub mod tce;
 
 pub use edits::Edits;
 pub use error::KernelError;
-pub use frontend::{parse_program, parse_with, ParseOptions};
+pub use frontend::{parse_declarations, parse_program, parse_with, ParseOptions};
 pub use model::Program;

@@ -176,8 +176,9 @@ pub(super) mod spare {
     /// several threads touched first. Why: a driver copies a read into pageable memory on
     /// one thread, and in fresh memory every page faults there first (on the H200,
     /// buffer-heavy's snapshots came back at about 2.6 GB/s, where a read into mapped memory
-    /// runs at 10–12 GB/s). For the writer thread only: the touching would cost an
-    /// application's thread what it saves the driver.
+    /// runs at 10–12 GB/s). For the threads that write the capture (the writer, a snapshot
+    /// reader, an application's thread inside its `clFinish`), never for a launching thread:
+    /// the touching would cost it what it saves the driver.
     pub(in crate::core) fn mapped(n: usize) -> Vec<u8> {
         use cltrap_capture::parallel::{for_each, PARALLEL_MIN};
         const PIECE: usize = 1 << 20;
@@ -977,11 +978,8 @@ fn write_batch(reg: &Registry, batch: Batch) {
         }
         written.push((ticket, lane));
     }
-    if let Some((ra, reader)) = ahead {
+    if let Some((ra, _)) = &ahead {
         ra.cancel_rest();
-        if let Some(r) = reader {
-            let _ = r.join();
-        }
     }
     // One write for the whole batch.
     if let Some(w) = writer {
@@ -991,6 +989,10 @@ fn write_batch(reg: &Registry, batch: Batch) {
                 crate::sink::fail(&e);
             }
         }
+    }
+    // The reader ends after the read it was doing (no longer needed by anyone).
+    if let Some((_, Some(reader))) = ahead {
+        let _ = reader.join();
     }
     let mut st = lock(&reg.state);
     st.stalled = false;
@@ -1034,8 +1036,15 @@ fn read_ahead(
     let mut wanted: Vec<(&mut Side, usize)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut total = 0usize;
-    for (_, _, f, status, _, _) in batch.iter_mut() {
+    for (_, _, f, status, event, inferred) in batch.iter_mut() {
         if *status != CL_COMPLETE || f.record.is_none() {
+            continue;
+        }
+        // A completion inferred from a later launch of the queue may be wrong (a driver that
+        // ran the queue's commands in another order than their tickets): `land` asks the
+        // launch's own event and waits for it before reading anything, so its contents are
+        // read ahead only once that event says it completed.
+        if *inferred && *event != 0 && finished(f.calls.event_info, *event) != Some(CL_COMPLETE) {
             continue;
         }
         let known = |dd: &str, size: u64| {

@@ -11,9 +11,12 @@
 //! * A snapshot taken into a read-ahead is owned by it until the read-ahead is dropped, which
 //!   happens only after its reader thread ended: no snapshot goes back to its engine's pool
 //!   while a read of it may run.
-//! * Each read runs exactly once, by the reader or, when the reader has not claimed it yet
-//!   (or could not start), by the thread that needs it: a side never waits for a read that
-//!   nobody will do.
+//! * Each read runs at most once (reads the batch no longer needs are cancelled), by the
+//!   reader or, when the reader has not claimed it yet (or could not start), by the thread
+//!   that needs it: a side never waits for a read that nobody will do, also when a read
+//!   panics (its result is then an error).
+//! * Only launches known complete are read ahead: a completion inferred from a later launch
+//!   of the queue is confirmed by the launch's own event first (`flight::read_ahead`).
 //! * At most [`AHEAD_MAX`] bytes are read ahead per batch; later snapshots are read when
 //!   needed, as before.
 
@@ -91,10 +94,14 @@ impl ReadAhead {
         }
     }
 
-    /// Reads snapshot `i` (claimed by this thread) and publishes the result.
+    /// Reads snapshot `i` (claimed by this thread) and publishes the result (an error when
+    /// the read panicked, so no side waits for it forever).
     fn read(&self, i: usize) {
         let s = &self.snapshots[i];
-        let r = s.read(spare::mapped(s.bytes()));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            s.read(spare::mapped(s.bytes()))
+        }))
+        .unwrap_or(Err(opencl_sys::CL_OUT_OF_HOST_MEMORY));
         lock(&self.states)[i] = State::Done(r);
         self.changed.notify_all();
     }
