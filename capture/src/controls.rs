@@ -87,7 +87,7 @@ pub const CONTROLS: &[Control] = &[
         flag: "at-finish",
         value_name: "write|hand",
         default: "write",
-        help: "What the application's `clFinish` does with the launches it finished. `write`: writes their records before returning, so a capture is complete up to the last `clFinish` even if the process is then killed. `hand`: hands them to the capture's writer thread, which writes them within about a millisecond; `clFinish` returns sooner, but a process that ends without exiting normally (killed, or `_exit`) right after a `clFinish` may lose that `clFinish`'s launches, and the disk budget sees launches only once written (see the README's capture format section).",
+        help: "What the application's `clFinish` does with the launches it finished. `write`: writes their records before returning, so a capture is complete up to the last `clFinish` even if the process is then killed. `hand`: hands them to the capture's writer thread, which writes them at its next turn (within about a millisecond while it keeps up with the application); `clFinish` returns sooner, but a process that ends without exiting normally (killed, or `_exit`) right after a `clFinish` may lose that `clFinish`'s launches, and the disk budget sees launches only once written (see the README's capture format section).",
     },
     Control {
         env: "CLTRAP_MAX_MB",

@@ -799,8 +799,8 @@ pub(super) fn finished_queue(queue: cl_command_queue, upto: u64) {
 }
 
 /// [`finished_queue`] under `--at-finish hand`: the same launches are marked complete and
-/// handed to the writer, which writes them at its next turn (within [`NAP`] when it is
-/// awake); the application's thread does not write them. Why: on the H200 writing the
+/// handed to the writer, which writes them at its next turn (within [`NAP`] while it keeps
+/// up with the application); the application's thread does not write them. Why: on the H200 writing the
 /// record was a third of what the capture added to a launch followed by `clFinish`.
 pub(super) fn finished_queue_handed(queue: cl_command_queue, upto: u64) {
     if !available() {
