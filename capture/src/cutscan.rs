@@ -43,21 +43,12 @@ pub fn cut(bytes: &[u8]) -> Option<Vec<(usize, usize)>> {
     if crate::parallel::threads() < 4 || bytes.len() < 2 * SEGMENT_MIN {
         return None;
     }
-    let (gear, gear_ls) = get_gear_with_seed(0);
-    let (mask_s, mask_l) = select_masks(CHUNK_AVG, Normalization::Level1);
-    let shaped = gear.len() == 256
-        && gear_ls.len() == 256
-        && gear.iter().zip(gear_ls.iter()).all(|(g, l)| *l == g << 1)
-        && (mask_s | mask_l) >> 63 == 0;
-    if !shaped {
-        return None;
-    }
-    let gear: &[u64] = &gear;
+    let t = tables()?;
     let segments = (crate::parallel::threads() * 4).min(bytes.len() / SEGMENT_MIN);
     let segment = bytes.len().div_ceil(segments);
     let found = crate::parallel::for_each(segments, true, |k| {
         let (a, b) = (k * segment, ((k + 1) * segment).min(bytes.len()));
-        scan(bytes, a, b, gear, mask_s, mask_l).ok_or(())
+        scan(bytes, a, b, t).ok_or(())
     })
     .ok()?;
     let (mut strict, mut loose) = (Vec::new(), Vec::new());
@@ -65,21 +56,48 @@ pub fn cut(bytes: &[u8]) -> Option<Vec<(usize, usize)>> {
         strict.extend(s);
         loose.extend(l);
     }
-    Some(walk(bytes, gear, (mask_s, mask_l), &strict, &loose))
+    Some(walk(bytes, t, &strict, &loose))
+}
+
+/// FastCDC's gear table and masks, as the `fastcdc` crate cuts with them.
+struct Tables {
+    gear: &'static [u64; 256],
+    mask_s: u64,
+    mask_l: u64,
+}
+
+/// The tables, taken and checked once: None when they do not have the shape this relies on
+/// (256 entries, the shifted table the crate tests even positions with equal to the table
+/// shifted, masks with bit 63 clear: see the module's doc).
+fn tables() -> Option<&'static Tables> {
+    static TABLES: std::sync::OnceLock<Option<Tables>> = std::sync::OnceLock::new();
+    TABLES
+        .get_or_init(|| {
+            let (gear, gear_ls) = get_gear_with_seed(0);
+            let (mask_s, mask_l) = select_masks(CHUNK_AVG, Normalization::Level1);
+            // Seed 0 borrows the crate's own static tables.
+            let std::borrow::Cow::Borrowed(gear) = gear else {
+                return None;
+            };
+            let gear: &'static [u64; 256] = gear.try_into().ok()?;
+            let shaped = gear_ls.len() == 256
+                && gear.iter().zip(gear_ls.iter()).all(|(g, l)| *l == g << 1)
+                && (mask_s | mask_l) >> 63 == 0;
+            shaped.then_some(Tables {
+                gear,
+                mask_s,
+                mask_l,
+            })
+        })
+        .as_ref()
 }
 
 /// The positions in `a..b` whose window hash meets `mask_s` and those that meet `mask_l`, in
 /// order; None when they are dense. The range is hashed as [`LANES`] interleaved chains, one
 /// per quarter: one chain's next hash waits for its last (shift, load, add), so a single
 /// chain leaves most of a core idle.
-fn scan(
-    bytes: &[u8],
-    a: usize,
-    b: usize,
-    gear: &[u64],
-    mask_s: u64,
-    mask_l: u64,
-) -> Option<(Vec<usize>, Vec<usize>)> {
+fn scan(bytes: &[u8], a: usize, b: usize, t: &Tables) -> Option<(Vec<usize>, Vec<usize>)> {
+    let (gear, mask_s, mask_l) = (t.gear, t.mask_s, t.mask_l);
     let cap = (b - a) / DENSE + 16;
     let lane = (b - a) / LANES;
     let starts: [usize; LANES] = std::array::from_fn(|k| a + k * lane);
@@ -109,7 +127,6 @@ fn scan(
     let meets = |h: u64| (h & mask_l == 0) | (h & mask_s == 0);
     // Both tests need the bits the masks share clear: one test per hash in the loop.
     let shared = mask_l & mask_s;
-    let gear: &[u64; 256] = gear.try_into().ok()?;
     let lanes: [&[u8]; LANES] = std::array::from_fn(|k| &bytes[starts[k]..starts[k] + lane]);
     let [mut h0, mut h1, mut h2, mut h3] = h;
     let quads = lanes[0]
@@ -149,13 +166,8 @@ fn scan(
 }
 
 /// The chunks, from byte 0: per chunk, the cut FastCDC makes (see the module's doc).
-fn walk(
-    bytes: &[u8],
-    gear: &[u64],
-    (mask_s, mask_l): (u64, u64),
-    strict: &[usize],
-    loose: &[usize],
-) -> Vec<(usize, usize)> {
+fn walk(bytes: &[u8], t: &Tables, strict: &[usize], loose: &[usize]) -> Vec<(usize, usize)> {
+    let (gear, mask_s, mask_l) = (t.gear, t.mask_s, t.mask_l);
     // The first position of `list` in `lo..hi`.
     let first_in = |list: &[usize], lo: usize, hi: usize| {
         let i = list.partition_point(|&x| x < lo);
@@ -222,10 +234,9 @@ mod tests {
 
     /// The walk over candidates found serially (any thread count): the crate's cut.
     fn walked(bytes: &[u8]) -> Vec<(usize, usize)> {
-        let (gear, _) = get_gear_with_seed(0);
-        let (mask_s, mask_l) = select_masks(CHUNK_AVG, Normalization::Level1);
-        let (s, l) = scan(bytes, 0, bytes.len(), &gear, mask_s, mask_l).expect("sparse");
-        walk(bytes, &gear, (mask_s, mask_l), &s, &l)
+        let t = tables().expect("the crate's tables have the expected shape");
+        let (s, l) = scan(bytes, 0, bytes.len(), t).expect("sparse");
+        walk(bytes, t, &s, &l)
     }
 
     #[test]
@@ -258,15 +269,14 @@ mod tests {
     #[test]
     fn segments_scanned_apart_find_what_one_scan_finds() {
         let bytes = periodic(6 << 20, 1.5);
-        let (gear, _) = get_gear_with_seed(0);
-        let (mask_s, mask_l) = select_masks(CHUNK_AVG, Normalization::Level1);
-        let whole = scan(&bytes, 0, bytes.len(), &gear, mask_s, mask_l).unwrap();
+        let t = tables().expect("the crate's tables have the expected shape");
+        let whole = scan(&bytes, 0, bytes.len(), t).unwrap();
         for parts in [2, 7, 13] {
             let seg = bytes.len().div_ceil(parts);
             let (mut s, mut l) = (Vec::new(), Vec::new());
             for k in 0..parts {
                 let (a, b) = (k * seg, ((k + 1) * seg).min(bytes.len()));
-                let (ps, pl) = scan(&bytes, a, b, &gear, mask_s, mask_l).unwrap();
+                let (ps, pl) = scan(&bytes, a, b, t).unwrap();
                 s.extend(ps);
                 l.extend(pl);
             }
@@ -282,11 +292,10 @@ mod tests {
             if let Some(c) = cut(&bytes) {
                 assert_eq!(c, crate::chunks::cut(&bytes), "byte {byte}");
             }
-            let (gear, _) = get_gear_with_seed(0);
-            let (mask_s, mask_l) = select_masks(CHUNK_AVG, Normalization::Level1);
-            if let Some((s, l)) = scan(&bytes, 0, bytes.len(), &gear, mask_s, mask_l) {
+            let t = tables().expect("the crate's tables have the expected shape");
+            if let Some((s, l)) = scan(&bytes, 0, bytes.len(), t) {
                 assert_eq!(
-                    walk(&bytes, &gear, (mask_s, mask_l), &s, &l),
+                    walk(&bytes, t, &s, &l),
                     crate::chunks::cut(&bytes),
                     "byte {byte}"
                 );

@@ -278,8 +278,7 @@ mod tests {
 
     #[test]
     fn contents_in_chunk_files_of_format_version_3_still_read() {
-        let dir = std::env::temp_dir().join(format!("cltrap-v3chunks-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = fresh("v3chunks");
         let _w = CaptureWriter::create(&dir, &manifest()).unwrap();
         let bytes = noise(300_000, 5);
         let hash = writer::digest(&bytes);

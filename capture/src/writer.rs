@@ -168,18 +168,13 @@ impl BlobStore {
         cuts: &[crate::parallel::Cut],
     ) -> Result<(u64, Vec<crate::chunks::PackSlot>), WriteError> {
         let lock = || self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
-        let mut placed: HashMap<&str, crate::chunks::PackSlot> = {
+        let new: Vec<&crate::parallel::Cut> = {
             let known = lock();
+            let mut seen = HashSet::new();
             cuts.iter()
-                .filter_map(|c| Some((c.hash.as_str(), known.get(&c.hash)?.clone())))
+                .filter(|c| !known.contains_key(&c.hash) && seen.insert(c.hash.as_str()))
                 .collect()
         };
-        let mut seen = HashSet::new();
-        let new: Vec<&crate::parallel::Cut> = cuts
-            .iter()
-            .filter(|c| !placed.contains_key(c.hash.as_str()) && seen.insert(c.hash.as_str()))
-            .collect();
-        let parallel = bytes.len() >= crate::parallel::PARALLEL_MIN;
         let mut written = 0;
         let mut rest = &new[..];
         while !rest.is_empty() {
@@ -194,6 +189,8 @@ impl BlobStore {
                 .max(1);
             let (group, after) = rest.split_at(take);
             rest = after;
+            let parallel =
+                group.iter().map(|c| c.len).sum::<usize>() >= crate::parallel::PARALLEL_MIN;
             let encoded = crate::parallel::for_each(group.len(), parallel, |i| {
                 let c = group[i];
                 crate::chunks::encode(&bytes[c.offset..c.offset + c.len])
@@ -222,14 +219,15 @@ impl BlobStore {
                     offset,
                     stored,
                 };
-                known.insert(c.hash.clone(), at.clone());
-                placed.insert(&c.hash, at);
+                known.insert(c.hash.clone(), at);
             }
         }
-        // Every chunk was known or placed above.
+        // Every chunk was known or placed above (a place joins the table only once its pack
+        // exists, and none leaves it; another thread's place for the same chunk is as good).
+        let known = lock();
         let slots = cuts
             .iter()
-            .map(|c| placed.get(c.hash.as_str()).cloned())
+            .map(|c| known.get(&c.hash).cloned())
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| WriteError::Write {
                 path: self.dir.join("blobs"),

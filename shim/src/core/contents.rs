@@ -432,9 +432,7 @@ fn put(
     like: Option<(&[parallel::Cut], (usize, usize))>,
 ) -> (Content, Option<Vec<parallel::Cut>>) {
     let size = bytes.len() as u64;
-    if writer.blobs.is_known(&hash) {
-        return (Content::Blob { hash, size }, None);
-    }
+    // A content stored already comes back as such, without being cut again.
     match writer.blobs.put_content_like(&hash, bytes, like) {
         Ok((_, cuts)) => (Content::Blob { hash, size }, cuts),
         Err(e) => {

@@ -120,18 +120,12 @@ pub(super) struct Snapshot {
 }
 
 impl Snapshot {
-    /// Bytes of the buffer it copies.
-    pub fn bytes(&self) -> usize {
-        self.bytes
-    }
-
     /// Reads the snapshot back (blocking, on the engine's own queue: never the application's),
-    /// into `into` (room for at least `bytes`, whose pages should be mapped already: see
-    /// `flight::spare::mapped`).
-    pub fn read(&self, into: Vec<u8>) -> Result<Vec<u8>, cl_int> {
+    /// into memory whose pages are mapped already (`flight::spare::mapped`).
+    pub fn read(&self) -> Result<Vec<u8>, cl_int> {
         let read = self.engine.calls.read.ok_or(CL_INVALID_OPERATION)?;
         let _read = super::stats::span(super::stats::Phase::SnapshotRead);
-        let mut v = into;
+        let mut v = super::flight::spare::mapped(self.bytes);
         v.clear();
         v.reserve_exact(self.bytes);
         // SAFETY: our own buffer of `bytes` bytes, our own queue, into `v`'s room for that
@@ -662,9 +656,11 @@ impl Drop for Engine {
 static STORED: once_cell::sync::Lazy<Mutex<HashMap<String, (Hash, u64)>>> =
     once_cell::sync::Lazy::new(Default::default);
 
-/// The stored blob with device digest `dd` (None: not stored yet).
-pub(super) fn known_blob(dd: &str) -> Option<(Hash, u64)> {
-    lock(&STORED).get(dd).cloned()
+/// The blob with device digest `dd` and `size` bytes that `blobs` holds (None: not stored
+/// yet by this writer).
+pub(super) fn stored_blob(dd: &str, size: u64, blobs: &cltrap_capture::BlobStore) -> Option<Hash> {
+    let (hash, s) = lock(&STORED).get(dd).cloned()?;
+    (s == size && blobs.is_known(&hash)).then_some(hash)
 }
 
 /// Notes that contents with device digest `dd` are stored as blob `hash`.

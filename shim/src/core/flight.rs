@@ -180,21 +180,19 @@ pub(super) mod spare {
     /// reader, an application's thread inside its `clFinish`), never for a launching thread:
     /// the touching would cost it what it saves the driver.
     pub(in crate::core) fn mapped(n: usize) -> Vec<u8> {
-        use cltrap_capture::parallel::{for_each, PARALLEL_MIN};
+        use cltrap_capture::parallel::{map_each, PARALLEL_MIN};
         const PIECE: usize = 1 << 20;
         if let Some(v) = take(n) {
             return v;
         }
         let mut v: Vec<u8> = Vec::with_capacity(n);
         let base = v.as_mut_ptr() as usize;
-        let touched = for_each(n.div_ceil(PIECE), n >= PARALLEL_MIN, |i| {
+        map_each(n.div_ceil(PIECE), n >= PARALLEL_MIN, |i| {
             let at = i * PIECE;
             // SAFETY: bytes `at..at + len` lie in `v`'s allocation of `n` bytes; each piece
             // is written by one thread.
             unsafe { std::ptr::write_bytes((base + at) as *mut u8, 0, PIECE.min(n - at)) };
-            Ok::<(), std::convert::Infallible>(())
         });
-        drop(touched);
         v
     }
 
@@ -800,22 +798,43 @@ pub(super) fn finished_queue(queue: cl_command_queue, upto: u64) {
 
 /// [`finished_queue`] under `--at-finish hand`: the same launches are marked complete and
 /// handed to the writer, which writes them at its next turn (within [`NAP`] while it keeps
-/// up with the application); the application's thread does not write them. Why: on the H200 writing the
-/// record was a third of what the capture added to a launch followed by `clFinish`.
+/// up with the application); the application's thread does not write them. Why: on the H200
+/// writing the record was a third of what the capture added to a launch followed by
+/// `clFinish`.
 pub(super) fn finished_queue_handed(queue: cl_command_queue, upto: u64) {
+    hand_to_writer(queue, upto, |s| {
+        let marked = s.finished_by_idle_queue();
+        if marked {
+            super::stats::add(&super::stats::FINISH_HANDED, 1);
+        }
+        Some(marked)
+    });
+}
+
+/// Hands the launches of `queue` before ticket `upto` that `mark` marked complete to the
+/// writer and wakes it. `mark` says whether it marked its launch, or None to stop there
+/// without waking the writer (a launch whose completion the caller cannot vouch for).
+fn hand_to_writer(queue: cl_command_queue, upto: u64, mark: impl Fn(&mut Slot) -> Option<bool>) {
     if !available() {
         return;
     }
     let reg = &*REGISTRY;
     let mut st = lock(&reg.state);
-    let tickets = lane_before(&st, queue as usize, upto);
-    let State { slots, ready, .. } = &mut *st;
+    let State {
+        slots,
+        lanes,
+        ready,
+        ..
+    } = &mut *st;
+    let Some(lane) = lanes.get(&(queue as usize)) else {
+        return;
+    };
     let mut any = false;
-    for t in tickets {
+    for &t in lane.iter().take_while(|t| **t < upto) {
         let Some(s) = slots.get_mut(&t) else { continue };
-        if s.finished_by_idle_queue() {
+        let Some(marked) = mark(s) else { return };
+        if marked {
             ready.push(t);
-            super::stats::add(&super::stats::FINISH_HANDED, 1);
             any = true;
         }
     }
@@ -859,36 +878,17 @@ impl Drop for Turn {
 /// without a driver question or a poll (their own status is still asked before they are
 /// written); the caller does not wait for them to be written.
 pub(super) fn completed_upto(queue: cl_command_queue, upto: u64) {
-    if !available() {
-        return;
-    }
-    let reg = &*REGISTRY;
-    let mut st = lock(&reg.state);
-    let State {
-        slots,
-        lanes,
-        ready,
-        ..
-    } = &mut *st;
-    let Some(lane) = lanes.get(&(queue as usize)) else {
-        return;
-    };
-    let mut any = false;
-    for t in lane.iter().take_while(|t| **t < upto) {
-        let Some(s) = slots.get_mut(t) else { continue };
+    hand_to_writer(queue, upto, |s| {
         if !s.in_order {
-            return;
+            return None;
         }
-        if s.done.is_none() && (s.final_event != 0 || s.rider) {
+        let marked = s.done.is_none() && (s.final_event != 0 || s.rider);
+        if marked {
             s.done = Some(CL_COMPLETE);
             s.inferred = !s.rider;
-            ready.push(*t);
-            any = true;
         }
-    }
-    if any {
-        wake_writer(reg, &mut st);
-    }
+        Some(marked)
+    });
 }
 
 /// After the application waited for events: some launches in flight may have completed, so
@@ -910,10 +910,14 @@ pub(super) fn nudge() {
 /// reported yet as complete (the caller knows the queue is idle; [`land`] still asks each
 /// launch's own status, since a failed command also ends a `clFinish`).
 fn take_finished_lane(st: &mut State, lane: usize, upto: u64) -> Batch {
-    let tickets = lane_before(st, lane, upto);
-    let State { slots, late, .. } = st;
+    let State {
+        slots, late, lanes, ..
+    } = st;
+    let Some(lane) = lanes.get(&lane) else {
+        return Batch::new();
+    };
     let mut batch = Batch::new();
-    for t in tickets {
+    for &t in lane.iter().take_while(|t| **t < upto) {
         let Some(s) = slots.get_mut(&t) else { break };
         s.finished_by_idle_queue();
         if !take_one(slots, late, t, &mut batch) {
@@ -921,13 +925,6 @@ fn take_finished_lane(st: &mut State, lane: usize, upto: u64) -> Batch {
         }
     }
     batch
-}
-
-/// The tickets of `lane`'s launches before `upto`, oldest first.
-fn lane_before(st: &State, lane: usize, upto: u64) -> Vec<u64> {
-    st.lanes.get(&lane).map_or_else(Vec::new, |l| {
-        l.iter().copied().take_while(|t| *t < upto).collect()
-    })
 }
 
 impl Slot {
@@ -1037,20 +1034,27 @@ fn read_ahead(
     let mut seen = std::collections::HashSet::new();
     let mut total = 0usize;
     for (_, _, f, status, event, inferred) in batch.iter_mut() {
-        if *status != CL_COMPLETE || f.record.is_none() {
+        let snapshots = f.items.iter().any(|i| {
+            i.dev.as_ref().is_some_and(|d| {
+                [&d.pre, &d.post]
+                    .into_iter()
+                    .any(|s| s.as_ref().is_some_and(|s| s.snapshot.is_some()))
+            })
+        });
+        if *status != CL_COMPLETE || f.record.is_none() || !snapshots {
             continue;
         }
         // A completion inferred from a later launch of the queue may be wrong (a driver that
         // ran the queue's commands in another order than their tickets): `land` asks the
         // launch's own event and waits for it before reading anything, so its contents are
-        // read ahead only once that event says it completed.
-        if *inferred && *event != 0 && finished(f.calls.event_info, *event) != Some(CL_COMPLETE) {
-            continue;
+        // read ahead only once that event says it completed (and `land` need not ask again).
+        if *inferred && *event != 0 {
+            if finished(f.calls.event_info, *event) != Some(CL_COMPLETE) {
+                continue;
+            }
+            *inferred = false;
         }
-        let known = |dd: &str, size: u64| {
-            super::digest::known_blob(dd)
-                .is_some_and(|(hash, s)| s == size && f.writer.blobs.is_known(&hash))
-        };
+        let blobs = &f.writer.blobs;
         for item in f.items.iter_mut() {
             let bytes = item.shape.bytes();
             let Some(dev) = item.dev.as_mut() else {
@@ -1068,7 +1072,9 @@ fn read_ahead(
                 // SAFETY: the launch completed, and with it the read of its partials.
                 let partials = unsafe { landing.filled(side.slot_groups(bytes) * 16) };
                 let dd = cltrap_capture::devdigest::dd128_from_partials(partials, bytes as u64);
-                if known(&dd, bytes as u64) || !seen.insert(dd) {
+                if super::digest::stored_blob(&dd, bytes as u64, blobs).is_some()
+                    || !seen.insert(dd)
+                {
                     continue;
                 }
                 total += bytes;
@@ -1965,14 +1971,13 @@ fn device_content(
             algo: cltrap_capture::DigestKind::Dd128,
         };
     }
-    if let Some((hash, s)) = super::digest::known_blob(&dd) {
-        if s == size && f.writer.blobs.is_known(&hash) {
-            return Content::Blob { hash, size };
-        }
+    if let Some(hash) = super::digest::stored_blob(&dd, size, &f.writer.blobs) {
+        return Content::Blob { hash, size };
     }
-    let read = match (side.ahead.take(), side.snapshot.as_ref()) {
+    let read = match (side.ahead.take(), &side.snapshot) {
         (Some(ahead), _) => ahead.take(),
-        (None, Some(snapshot)) => snapshot.read(spare::mapped(bytes)),
+        (None, Some(snapshot)) => snapshot.read(),
+        // Neither: returned above.
         (None, None) => Err(CL_INVALID_OPERATION),
     };
     match read {

@@ -98,10 +98,8 @@ impl ReadAhead {
     /// the read panicked, so no side waits for it forever).
     fn read(&self, i: usize) {
         let s = &self.snapshots[i];
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            s.read(spare::mapped(s.bytes()))
-        }))
-        .unwrap_or(Err(opencl_sys::CL_OUT_OF_HOST_MEMORY));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.read()))
+            .unwrap_or(Err(opencl_sys::CL_OUT_OF_HOST_MEMORY));
         lock(&self.states)[i] = State::Done(r);
         self.changed.notify_all();
     }

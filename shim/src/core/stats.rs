@@ -143,24 +143,29 @@ pub(super) fn write(path: &std::path::Path) {
             )
         })
         .collect();
-    let text = format!(
-        "{{\"content_reads\":{},\"content_read_bytes\":{},\"device_digests\":{},\"partial_bytes\":{},\"snapshot_reads\":{},\"snapshot_read_bytes\":{},\"snapshots_read_ahead\":{},\"finish_written\":{},\"finish_handed\":{},\"engines_built\":{},\"engines_released\":{},\"snapshots_released\":{},\"events\":{},\"markers\":{},\"time\":{{{}}}}}\n",
-        get(&CONTENT_READS),
-        get(&CONTENT_READ_BYTES),
-        get(&DEVICE_DIGESTS),
-        get(&PARTIAL_BYTES),
-        get(&SNAPSHOT_READS),
-        get(&SNAPSHOT_READ_BYTES),
-        get(&SNAPSHOTS_READ_AHEAD),
-        get(&FINISH_WRITTEN),
-        get(&FINISH_HANDED),
-        get(&ENGINES_BUILT),
-        get(&ENGINES_RELEASED),
-        get(&SNAPSHOTS_RELEASED),
-        get(&EVENTS),
-        get(&MARKERS),
-        phases.join(","),
-    );
+    // The counters, named as in the file, in its order (one list: names and values cannot
+    // drift apart).
+    let counters: [(&str, &AtomicU64); 14] = [
+        ("content_reads", &CONTENT_READS),
+        ("content_read_bytes", &CONTENT_READ_BYTES),
+        ("device_digests", &DEVICE_DIGESTS),
+        ("partial_bytes", &PARTIAL_BYTES),
+        ("snapshot_reads", &SNAPSHOT_READS),
+        ("snapshot_read_bytes", &SNAPSHOT_READ_BYTES),
+        ("snapshots_read_ahead", &SNAPSHOTS_READ_AHEAD),
+        ("finish_written", &FINISH_WRITTEN),
+        ("finish_handed", &FINISH_HANDED),
+        ("engines_built", &ENGINES_BUILT),
+        ("engines_released", &ENGINES_RELEASED),
+        ("snapshots_released", &SNAPSHOTS_RELEASED),
+        ("events", &EVENTS),
+        ("markers", &MARKERS),
+    ];
+    let counted: String = counters
+        .iter()
+        .map(|(name, c)| format!("\"{name}\":{},", get(c)))
+        .collect();
+    let text = format!("{{{counted}\"time\":{{{}}}}}\n", phases.join(","));
     if let Err(e) = std::fs::write(path, text) {
         crate::sink::report_once(&format!(
             "could not write the capture's counters to {}: {e}",
