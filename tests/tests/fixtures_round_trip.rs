@@ -3,6 +3,7 @@
 
 use cltrap_capture::{ArgRecord, LaunchApi, ProgramOrigin};
 use cltrap_e2e::*;
+use std::ffi::OsStr;
 
 #[test]
 fn scalar_vector_and_struct_arguments_are_captured_byte_exact_and_replay_ok() {
@@ -419,4 +420,32 @@ fn early_released_objects_and_launches_from_event_callbacks_are_captured_and_rep
     assert_eq!(kernel_sequence(&cap), ["add_arrays", "fill_seq", "negate"]);
     // (PoCL runs the callback on whichever application thread notices the completion, often
     // inside the shim's own call into the runtime: the launch is re-entrant.)
+}
+
+/// Programs made of several source strings (NUL-terminated, length-delimited) and a unit
+/// compiled with two headers replay in a worker and in-process, and `--schedules` and
+/// `cover` rebuild them too: the executor hands the driver one pointer per string (the
+/// `cl3` crate's slice casts had made the second string's address a length: SIGSEGV).
+#[test]
+fn programs_of_several_source_strings_and_headers_replay_ok() {
+    let (dir, cap) = round_trip("multistring", &[], &[]);
+    let seq = kernel_sequence(&cap);
+    assert_eq!(seq.len(), 3, "{seq:?}");
+    let sources = |i: usize| match &cap.program(&cap.launches[i].program).expect("program").origin {
+        ProgramOrigin::Source { sources } => sources.len(),
+        other => panic!("launch {i}: not a source program: {other:?}"),
+    };
+    assert_eq!((sources(0), sources(1)), (3, 2), "source strings recorded");
+    let inproc = cltrap(&[OsStr::new("replay"), dir.as_os_str(), OsStr::new("--in-process")]);
+    inproc.assert_no_panic();
+    assert!(inproc.success(), "in-process replay\n{}", inproc.describe());
+    assert_eq!(inproc.stdout_text().matches(": ok").count(), 3, "{}", inproc.describe());
+    let cover = cltrap(&[OsStr::new("cover"), dir.as_os_str()]);
+    cover.assert_no_panic();
+    assert!(cover.success(), "cover\n{}", cover.describe());
+    assert!(
+        cover.stdout_text().contains("kernel scale_twice") && cover.stdout_text().contains("kernel add_five"),
+        "cover instruments the multi-string programs\n{}",
+        cover.describe()
+    );
 }

@@ -18,6 +18,7 @@
 //!
 //! Architecture invariant: nothing here prints; errors are [`ExecError`] values.
 
+mod arrays;
 mod cl;
 mod derive;
 mod device;

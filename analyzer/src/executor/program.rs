@@ -111,7 +111,7 @@ impl Session {
         options: &str,
     ) -> Result<BuiltProgram, ExecError> {
         let program = Program(
-            cl3::program::create_program_with_source(self.context.raw(), sources)
+            super::arrays::create_program_with_source(self.context.raw(), sources)
                 .map_err(cl_err("clCreateProgramWithSource"))?,
         );
         let opts = join_options(options, "")?;
@@ -206,8 +206,7 @@ impl Session {
                     .get(pick)
                     .ok_or_else(|| ExecError::NotReplayable("the program has no binary".into()))?;
                 let bin = capture.blob(hash)?;
-                // SAFETY: the device is the one the context was created with.
-                let p = unsafe { cl3::program::create_program_with_binary(self.context.raw(), &[self.device], &[&bin]) }
+                let p = super::arrays::create_program_with_binary(self.context.raw(), &[self.device], &[&bin])
                     .map_err(|c| match c {
                         opencl_sys::CL_INVALID_BINARY => ExecError::Build {
                             device: self.info().name.clone(),
@@ -232,7 +231,7 @@ impl Session {
                     .collect::<Result<Vec<_>, _>>()?;
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                 Ok(Program(
-                    cl3::program::create_program_with_source(self.context.raw(), &refs)
+                    super::arrays::create_program_with_source(self.context.raw(), &refs)
                         .map_err(cl_err("clCreateProgramWithSource"))?,
                 ))
             }
@@ -267,7 +266,7 @@ impl Session {
                 for (name, hash) in &input.headers {
                     let text = files.source(&capture.source_text(hash)?);
                     headers.push(Program(
-                        cl3::program::create_program_with_source(
+                        super::arrays::create_program_with_source(
                             self.context.raw(),
                             &[text.as_str()],
                         )
@@ -278,14 +277,12 @@ impl Session {
                 let raw_headers: Vec<cl_program> = headers.iter().map(Program::raw).collect();
                 let name_refs: Vec<&CStr> = names.iter().map(CString::as_c_str).collect();
                 let copts = join_options(&files.options(&input.compile_options), "")?;
-                cl3::program::compile_program(
+                super::arrays::compile_program(
                     program.raw(),
                     &[self.device],
                     &copts,
                     &raw_headers,
                     &name_refs,
-                    None,
-                    std::ptr::null_mut(),
                 )
                 .map_err(|c| self.build_failure(program.raw(), c, "clCompileProgram"))?;
             }
