@@ -15,7 +15,8 @@
 #   check         oclgrind (the engine of `cltrap check`: its ICD library is registered for a
 #                 child process only)
 #   tests         python3-venv python3-pip (pyopencl test), and the third-party apps the tests
-#                 run under the shim: clpeak, clfft-client, ffmpeg, hashcat, clblast-utils
+#                 run under the shim: clpeak, clfft-client, ffmpeg, hashcat, clblast-utils; the
+#                 third-party matrix's libraries: python3-pyopencl, libclblast-dev, libviennacl-dev
 #   Rust          via rustup, only when no `cargo` is found
 set -euo pipefail
 
@@ -25,6 +26,7 @@ PACKAGES=(
     libclang-dev libz3-dev
     python3-venv python3-pip
     clpeak clfft-client ffmpeg hashcat clblast-utils
+    python3-pyopencl libclblast-dev libviennacl-dev
     oclgrind
 )
 

@@ -2,8 +2,11 @@
 # The one test command (what CI runs through .ci/run): make sure the system packages are there
 # (installs only what is missing), build everything in release mode, run every test (all test
 # binaries, so one failure does not hide the others), and check that the README's controls table
-# still matches the code.
+# still matches the code. `--matrix` also runs the slow rows of the third-party matrix
+# (tests/tests/third_party_matrix.rs: CLBlast, ViennaCL and pyopencl's library kernels through
+# every analysis, several minutes each on two cores); CI runs without it.
 set -euo pipefail
+if [ "${1:-}" = "--matrix" ]; then export CLTRAP_MATRIX=1; fi
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh

@@ -12,6 +12,7 @@
 
 pub mod checks;
 pub mod fixtures;
+pub mod matrix;
 pub mod paths;
 pub mod process;
 pub mod python;
