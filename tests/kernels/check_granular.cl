@@ -45,3 +45,15 @@ __kernel void bytes_pointer(__global uchar *out, __global const uchar *in, uint 
     __global uchar *p = out + get_global_id(0);
     *p = in[get_global_id(0)] ^ 0x5a;
 }
+
+// vloadN / vstoreN: each work-item its own 4 bytes of `uchar` buffers (clean), and a racy
+// twin where two work-items store the same 4 bytes.
+__kernel void vstores(__global uchar *out, __global const uchar *in, uint n) {
+    uint g = get_global_id(0);
+    vstore4(vload4(g, in) + (uchar4)(1), g, out);
+}
+
+__kernel void vstores_race(__global uchar *out, __global const uchar *in, uint n) {
+    uint g = get_global_id(0);
+    vstore4(vload4(g, in), g / 2, out);
+}

@@ -1,8 +1,8 @@
 //! `cltrap check`: findings a user can trust and silence that means "checked".
 //!
 //! - The native engine's shadows have the granularity of the accesses: neighbouring
-//!   work-items writing their own `char`, `short` or `uchar4` are not a race, two writing the
-//!   same element are (tests/kernels/check_granular.cl); a read-only table read by a group of
+//!   work-items writing their own `char`, `short`, `uchar4` or `vstore4` bytes are not a race,
+//!   two writing the same element are (tests/kernels/check_granular.cl); a read-only table read by a group of
 //!   4 096 work-items is clean. Both engines must agree on every kernel (kind and line pair),
 //!   except where `check_agreement_allow.txt` explains why not.
 //! - What the native engine could not check is counted in the summary, listed in the HTML
@@ -125,7 +125,7 @@ fn assert_engines_agree(file: &str, native: &BTreeSet<Key>, oclgrind: &BTreeSet<
     );
 }
 
-const GRANULAR: [&str; 8] = [
+const GRANULAR: [&str; 10] = [
     "chars",
     "chars_race",
     "shorts",
@@ -134,6 +134,8 @@ const GRANULAR: [&str; 8] = [
     "vectors",
     "vectors_race",
     "bytes_pointer",
+    "vstores",
+    "vstores_race",
 ];
 
 #[test]
@@ -145,17 +147,19 @@ fn neighbours_own_bytes_shorts_and_vectors_are_no_race_and_shared_ones_are() {
         s("chars_race", "data-race", 14, 14),
         s("shorts_race", "data-race", 24, 24),
         s("vectors_race", "data-race", 40, 40),
+        s("vstores_race", "data-race", 58, 58),
     ]
     .into_iter()
     .collect();
     assert_eq!(findings(&native), want, "{native:#}");
+    assert_eq!(native["engine"], "native", "no launch fell back: {stderr}");
     // Every race names both of its accesses, each with a work-item of the same group.
     for f in native["findings"].as_array().expect("findings") {
         let e = &f["example"];
         assert!(e["first"].is_object() && e["second"].is_object(), "{f:#}");
         assert_eq!(e["first"]["group"], e["second"]["group"], "{f:#}");
     }
-    // Every access of these kernels is checked: nothing was left out.
+    // Every access of these kernels is checked (vload4 / vstore4 too): nothing was left out.
     assert_eq!(native["not_checked"], serde_json::json!([]), "{native:#}");
     assert_eq!(native["accesses"]["not_checked"], 0, "{native:#}");
     if !Path::new(ICD).is_file() {

@@ -36,9 +36,19 @@ pub(crate) struct Target<'a> {
 
 /// The text placed around the address expression `ADDR` (an expression of pointer type
 /// `SPACE T*`) so it becomes the checked address: `(SPACE T*)__cltrap_x((SPACE char*)(ADDR), ...)`.
-/// `lo` and `len` (the part of it the shadow sees: here all of `T`) are arguments of their
-/// own for built-ins whose access is not one `T` (`vstoreN`).
 pub(crate) fn checked_address(t: &Target, pointee: &str, site: u32, mode: u32) -> (String, String) {
+    checked_range(t, pointee, &format!("(uint)sizeof({pointee})"), site, mode)
+}
+
+/// [`checked_address`] for an access of `size` bytes (an expression) from `ADDR`, such as the
+/// `N` elements a `vstoreN` writes: bounds and shadow cover all of them.
+pub(crate) fn checked_range(
+    t: &Target,
+    pointee: &str,
+    size: &str,
+    site: u32,
+    mode: u32,
+) -> (String, String) {
     let q = t.space.qualifier();
     let open = match t.space {
         Space::Global => "__cltrap_g",
@@ -47,11 +57,11 @@ pub(crate) fn checked_address(t: &Target, pointee: &str, site: u32, mode: u32) -
     };
     let open = format!("(({q} {pointee}*){open}(({q} char*)(");
     let common = format!(
-        "), {base}, (ulong)({ext}), (uint)sizeof({pointee})",
+        "), {base}, (ulong)({ext}), {size}",
         base = t.base,
         ext = t.extent,
     );
-    let part = format!("0u, (uint)sizeof({pointee})");
+    let part = format!("0u, {size}");
     let who = format!("{site}u, {obj}u", obj = t.object);
     let close = match t.space {
         Space::Global => format!(

@@ -395,6 +395,65 @@ fn note_helper(p: &Program, f: &Function, out: &mut Vec<Unchecked>) {
     });
 }
 
+/// `vloadN` (a read) and `vstoreN` (a write) of `N` elements, by name.
+fn vector_load_store(callee: &str) -> Option<(u32, Use)> {
+    let (rest, ctx) = if let Some(r) = callee.strip_prefix("vload") {
+        (r, Use::Read)
+    } else if let Some(r) = callee.strip_prefix("vstore") {
+        (r, Use::Write)
+    } else {
+        return None;
+    };
+    let n = match rest {
+        "2" => 2,
+        "3" => 3,
+        "4" => 4,
+        "8" => 8,
+        "16" => 16,
+        _ => return None,
+    };
+    Some((n, ctx))
+}
+
+/// Whether evaluating `e` twice is the same as once: no assignment, increment, call other
+/// than a work-item function, or memory access through a pointer.
+fn pure(e: &Expr) -> bool {
+    let ok = match &e.kind {
+        ExprKind::Binary { op: Some(op), .. } => !op.is_assignment(),
+        ExprKind::Binary { op: None, .. } => false,
+        ExprKind::Unary { op: Some(op), .. } => !matches!(
+            op,
+            UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec | UnOp::Deref
+        ),
+        ExprKind::Call { callee, .. } => matches!(
+            callee.as_str(),
+            "get_global_id"
+                | "get_local_id"
+                | "get_group_id"
+                | "get_global_size"
+                | "get_local_size"
+                | "get_num_groups"
+                | "get_global_offset"
+        ),
+        // A private array's element: not an access the pass instruments.
+        ExprKind::Index { base, .. } => {
+            Space::of_type(&base.ty).is_none() && Space::of_type(&base.peel().ty).is_none()
+        }
+        ExprKind::Member { arrow, .. } => !arrow,
+        ExprKind::DeclRef(_)
+        | ExprKind::IntLit(_)
+        | ExprKind::FloatLit(_)
+        | ExprKind::Paren(_)
+        | ExprKind::Implicit(_)
+        | ExprKind::Cast { .. }
+        | ExprKind::Conditional { .. }
+        | ExprKind::Swizzle { .. }
+        | ExprKind::SizeOf => true,
+        _ => false,
+    };
+    ok && e.children().into_iter().all(pure)
+}
+
 /// The pointer operand of a memory access (`P[i]`, `*P`, `P->f`), if `e` is one.
 fn access_pointer(e: &Expr) -> Option<&Expr> {
     match &e.kind {
@@ -512,6 +571,11 @@ impl Walker<'_> {
     }
 
     fn call(&mut self, e: &Expr, callee: &str, args: &[Expr], d: i64) {
+        if let Some((n, ctx)) = vector_load_store(callee) {
+            if self.p.function(callee).is_none() && self.vector_access(e, n, ctx, args, d) {
+                return;
+            }
+        }
         let atomic = callee.starts_with("atomic_") || callee.starts_with("atom_");
         for (i, a) in args.iter().enumerate() {
             if atomic && i == 0 {
@@ -541,6 +605,56 @@ impl Walker<'_> {
             self.walk(a, Use::Read, d);
         }
         let _ = e;
+    }
+
+    /// `vloadN(offset, P)` / `vstoreN(data, offset, P)`: the `N` elements at `P + offset * N`
+    /// checked as one access. `P` becomes `CHECKED(P + offset * N) - offset * N`, so the
+    /// offset's text is repeated: it must have no side effects and no access of its own.
+    /// Returns false (the caller names the pointer as not checked) when it cannot be done.
+    fn vector_access(&mut self, e: &Expr, n: u32, ctx: Use, args: &[Expr], d: i64) -> bool {
+        let (offset, ptr) = match (ctx, args) {
+            (Use::Read, [o, p]) | (Use::Write, [_, o, p]) => (o, p),
+            _ => return false,
+        };
+        let Some(k) = self.scope.derive(ptr) else {
+            return false;
+        };
+        let Some(pointee) = pointee_of(&ptr.ty) else {
+            return false;
+        };
+        let Some(scalar) = element_bytes(&pointee) else {
+            return false;
+        };
+        if !ptr.span.is_exact() || !offset.span.is_exact() || !e.span.is_exact() || !pure(offset)
+        {
+            return false;
+        }
+        let Some(off) = self
+            .p
+            .source
+            .get(offset.span.start as usize..offset.span.end as usize)
+        else {
+            return false;
+        };
+        let Some(t) = self.target(k) else {
+            return false;
+        };
+        let site = self.site(e, k, false);
+        self.note_size(k, Some(scalar as u32));
+        let size = format!("{}u", scalar * n as u64);
+        let (open, close) = bounds::checked_range(&t.as_target(), &pointee, &size, site, ctx.mode());
+        let step = format!("(size_t)({off}) * {n}u");
+        self.edits.wrap(
+            ptr.span.start,
+            ptr.span.end,
+            format!("({open}("),
+            format!(") + {step}{close} - {step})"),
+            d,
+        );
+        for a in args {
+            self.walk(a, Use::Read, d);
+        }
+        true
     }
 
     /// An atomic built-in's pointer operand `P` (not written `&E`): checked as a whole.
@@ -693,6 +807,14 @@ impl OwnedTarget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vector_loads_and_stores_are_known_by_name() {
+        assert_eq!(vector_load_store("vstore4"), Some((4, Use::Write)));
+        assert_eq!(vector_load_store("vload16"), Some((16, Use::Read)));
+        assert_eq!(vector_load_store("vload_half"), None);
+        assert_eq!(vector_load_store("vstore_half4"), None);
+    }
 
     #[test]
     fn types_are_spelled_without_address_spaces() {
