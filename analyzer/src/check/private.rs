@@ -64,6 +64,10 @@ pub fn native_cache_dir() -> Result<PathBuf, String> {
     let uid = euid();
     if let Some(dir) = std::env::var_os("CLTRAP_NATIVE_CACHE") {
         let dir = PathBuf::from(dir);
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
         private_folder(&dir, uid)?;
         return Ok(dir);
     }
