@@ -169,7 +169,9 @@ enum Cmd {
     /// captured launches, on the kernel's own lines. Engine `native` (default): the kernel
     /// instrumented and run on the device; `oclgrind` (Debian `oclgrind`): the simulator, also
     /// the fallback for what the native engine cannot do. One child process per launch.
-    /// Exit status: 1 when something is found, 0 when clean, 2 when a launch could not be checked.
+    /// Exit status: 1 when something is found, 0 when everything was checked and clean, 2 when a
+    /// launch could not be checked, 3 (incomplete) when nothing was found but some accesses,
+    /// checks or launches were not checked.
     Check {
         /// Capture directory.
         dir: PathBuf,

@@ -175,37 +175,83 @@ fn build_identity() -> &'static str {
     })
 }
 
+/// One cached variant on disk. Why the two digests: the file is found by the digest of its
+/// key (pass, build, original source, options), and a file under that name is used only when
+/// it says it is that key's and its contents still have the digest written when it was
+/// stored — a file renamed, truncated or edited since is ignored and made again.
 #[derive(Serialize, Deserialize)]
 struct CachedVariant<T> {
+    key: String,
+    content: String,
     source: String,
     map: T,
 }
 
+/// Largest cached variant read back (a bigger file is not one this cache wrote).
+const CACHED_LIMIT: u64 = 256 << 20;
+
 impl DiskCache {
-    fn path(&self, original: &str, options: &str) -> PathBuf {
+    fn key(&self, original: &str, options: &str) -> String {
         let key = format!("{}\0{}\0{original}\0{options}", self.pass, build_identity());
-        self.dir
-            .join(format!("{}-{}.json", self.pass, digest(key.as_bytes())))
+        digest(key.as_bytes())
+    }
+
+    fn path(&self, key: &str) -> PathBuf {
+        self.dir.join(format!("{}-{key}.json", self.pass))
+    }
+
+    /// The digest of what a cached file holds: its source, then its map as JSON.
+    fn content_digest(source: &str, map: &serde_json::Value) -> String {
+        let mut bytes = source.as_bytes().to_vec();
+        bytes.push(0);
+        bytes.extend(map.to_string().as_bytes());
+        digest(&bytes)
     }
 
     fn load<T: DeserializeOwned>(&self, original: &str, options: &str) -> Option<(String, T)> {
-        let text = std::fs::read(self.path(original, options)).ok()?;
-        let c: CachedVariant<T> = serde_json::from_slice(&text).ok()?;
-        Some((c.source, c.map))
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let key = self.key(original, options);
+        // Never through a link, never a FIFO or device: a regular file of bounded size.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(self.path(&key))
+            .ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() || meta.len() > CACHED_LIMIT {
+            return None;
+        }
+        let mut text = Vec::new();
+        file.take(CACHED_LIMIT).read_to_end(&mut text).ok()?;
+        let c: CachedVariant<serde_json::Value> = serde_json::from_slice(&text).ok()?;
+        if c.key != key || c.content != Self::content_digest(&c.source, &c.map) {
+            return None;
+        }
+        let map: T = serde_json::from_value(c.map).ok()?;
+        Some((c.source, map))
     }
 
-    /// Best effort: a cache that cannot be written only costs a parse next time.
+    /// Best effort: a cache that cannot be written only costs a parse next time. Written to
+    /// a fresh temporary file in the folder, then renamed over the name.
     fn store<T: Serialize>(&self, original: &str, options: &str, source: &str, map: &T) {
+        let Ok(value) = serde_json::to_value(map) else {
+            return;
+        };
+        let key = self.key(original, options);
         let c = CachedVariant {
+            content: Self::content_digest(source, &value),
+            key: key.clone(),
             source: source.to_string(),
-            map,
+            map: value,
         };
         if let Ok(text) = serde_json::to_vec(&c) {
             let _ = std::fs::create_dir_all(&self.dir);
-            let path = self.path(original, options);
-            let tmp = path.with_extension("tmp");
-            if std::fs::write(&tmp, text).is_ok() {
-                let _ = std::fs::rename(&tmp, &path);
+            let Ok(mut tmp) = tempfile::NamedTempFile::new_in(&self.dir) else {
+                return;
+            };
+            if std::io::Write::write_all(&mut tmp, &text).is_ok() {
+                let _ = tmp.persist(self.path(&key));
             }
         }
     }
@@ -345,6 +391,39 @@ mod tests {
         assert!(c.load::<Vec<u32>>("k", "-DY").is_none());
         assert!(c.load::<Vec<u32>>("k2", "-DX").is_none());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_cached_file_edited_or_planted_under_a_keys_name_is_not_trusted() {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let c = DiskCache {
+            dir: dir.path().to_path_buf(),
+            pass: "test",
+        };
+        c.store("k", "", "rewritten", &vec![1u32]);
+        let key = c.key("k", "");
+        let path = c.path(&key);
+        let text = std::fs::read_to_string(&path).expect("stored");
+        // Its source changed after it was stored: ignored.
+        std::fs::write(&path, text.replace("rewritten", "planted!!")).expect("edit");
+        assert!(c.load::<Vec<u32>>("k", "").is_none());
+        // Another key's valid file put under this key's name: ignored.
+        c.store("other", "", "other source", &vec![2u32]);
+        std::fs::copy(c.path(&c.key("other", "")), &path).expect("copy");
+        assert!(c.load::<Vec<u32>>("k", "").is_none());
+        // A link under the name, to a valid file: not followed.
+        std::fs::remove_file(&path).expect("remove");
+        c.store("k", "", "rewritten", &vec![1u32]);
+        let real = dir.path().join("real.json");
+        std::fs::rename(&path, &real).expect("move");
+        std::os::unix::fs::symlink(&real, &path).expect("link");
+        assert!(c.load::<Vec<u32>>("k", "").is_none());
+        // Stored again: a fresh file replaces the link, and is trusted.
+        c.store("k", "", "rewritten", &vec![1u32]);
+        assert_eq!(
+            c.load::<Vec<u32>>("k", ""),
+            Some(("rewritten".to_string(), vec![1]))
+        );
     }
 
     #[test]

@@ -91,9 +91,49 @@ pub fn keep_launch_errors(diags: &mut Vec<Diagnostic>, kernel: &str) {
     });
 }
 
+/// Takes out of `diags` Oclgrind's API errors that are limits of its own simulated device
+/// (`total work-group size (4096) exceeds device maximum of 1024`) and returns why the launch
+/// could not be checked there. Call it only for a launch the captured device ran: the
+/// application's device accepted the NDRange, so the limit is the engine's, not a misuse.
+pub fn take_engine_limits(diags: &mut Vec<Diagnostic>) -> Option<String> {
+    let is_limit = |d: &Diagnostic| {
+        d.kind == Kind::ApiMisuse
+            && d.by != CAPTURE
+            && std::iter::once(&d.message)
+                .chain(&d.detail)
+                .any(|t| t.contains("exceeds device maximum"))
+    };
+    let first = diags.iter().find(|d| is_limit(d))?.message.clone();
+    diags.retain(|d| !is_limit(d));
+    Some(format!(
+        "Oclgrind cannot run this launch, which the captured device ran: {first} (a limit of Oclgrind's simulated device, not of the application)"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn oclgrinds_device_limits_are_taken_out_as_the_engines_own() {
+        let d = |message: &str, by: &str| Diagnostic {
+            kind: Kind::ApiMisuse,
+            message: message.into(),
+            detail: vec![],
+            kernel: "k".into(),
+            first: None,
+            second: None,
+            target: None,
+            by: by.into(),
+        };
+        let limit = "clEnqueueNDRangeKernel: CL_INVALID_WORK_GROUP_SIZE: total work-group size (4096) exceeds device maximum of 1024";
+        let divide = "clEnqueueNDRangeKernel: CL_INVALID_WORK_GROUP_SIZE: local_work_size[0]=16 does not divide global_work_size[0]=60";
+        let mut diags = vec![d(limit, "oclgrind"), d(divide, "oclgrind")];
+        let why = take_engine_limits(&mut diags).expect("a limit");
+        assert!(why.contains("exceeds device maximum of 1024"), "{why}");
+        assert_eq!(diags, vec![d(divide, "oclgrind")]);
+        assert_eq!(take_engine_limits(&mut diags), None);
+    }
 
     #[test]
     fn only_programs_of_opencl_c_2_or_later_may_have_partial_groups() {

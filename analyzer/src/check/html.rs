@@ -212,6 +212,7 @@ fn launch_row(out: &mut String, l: &super::LaunchCheck) {
             format!("not finished within the {seconds} s deadline (findings before that are kept)"),
         ),
         LaunchStatus::Failed { reason } => ("bad", format!("not checked: {reason}")),
+        LaunchStatus::EngineLimit { reason } => ("note", format!("not checked: {reason}")),
     };
     let _ = writeln!(
         out,
@@ -242,6 +243,22 @@ pub fn render(report: &CheckReport) -> String {
         if report.findings.is_empty() { "ok" } else { "bad" },
         report.findings.len()
     );
+    if let Some(line) = super::report::access_summary(report) {
+        let _ = writeln!(
+            out,
+            "<p class=\"{}\" id=\"coverage\">{}{}</p>",
+            if report.accesses.not_checked > 0 { "note" } else { "ok" },
+            escape(&line),
+            if report.accesses.not_checked > 0 {
+                " (<a href=\"#not-checked\">listed below</a>)"
+            } else {
+                ""
+            }
+        );
+    }
+    if report.findings.is_empty() && report.exit_code() == super::EXIT_INCOMPLETE {
+        out.push_str("<p class=\"note\"><b>Incomplete</b>: no finding in what was checked, but not everything was checked.</p>\n");
+    }
     let mut by_kind: BTreeMap<&Kind, Vec<&Finding>> = BTreeMap::new();
     for f in &report.findings {
         by_kind.entry(&f.kind).or_default().push(f);
@@ -291,6 +308,26 @@ pub fn render(report: &CheckReport) -> String {
                 finding(&mut out, report, f);
             }
         }
+    }
+    if !report.not_checked.is_empty() {
+        let _ = writeln!(
+            out,
+            "<h2 id=\"not-checked\">Not checked ({})</h2>\n<table class=\"sum\"><tr><th>kernel</th><th>where</th><th>function</th><th>why</th></tr>",
+            report.not_checked.len()
+        );
+        for n in &report.not_checked {
+            let _ = writeln!(
+                out,
+                "<tr class=\"unchecked\"><td><code>{}</code></td><td>{}:{}:{}</td><td><code>{}</code></td><td>{}</td></tr>",
+                escape(&n.kernel),
+                escape(&super::report::source_name(&n.program)),
+                n.at.line,
+                n.at.column,
+                escape(&n.at.function),
+                escape(&n.at.why)
+            );
+        }
+        out.push_str("</table>\n");
     }
     out.push_str("<h2 id=\"launches\">Launches</h2>\n<table class=\"sum\"><tr><th>id</th><th>kernel</th><th>status</th><th>diagnostics</th></tr>\n");
     for l in &report.launches {

@@ -122,7 +122,9 @@ pub fn overruns(
             Some(o) => Located::At(o),
             None => match &l.status {
                 LaunchStatus::Checked { .. } => Located::NotFound,
-                LaunchStatus::Skipped { reason } | LaunchStatus::Failed { reason } => {
+                LaunchStatus::Skipped { reason }
+                | LaunchStatus::Failed { reason }
+                | LaunchStatus::EngineLimit { reason } => {
                     Located::NotChecked(reason.clone())
                 }
                 LaunchStatus::TimedOut { seconds } => {

@@ -17,6 +17,7 @@ pub mod html;
 pub mod locate;
 pub mod native;
 pub mod oclgrind;
+pub mod private;
 pub mod report;
 pub mod sarif;
 
@@ -139,6 +140,10 @@ pub enum LaunchStatus {
     TimedOut { seconds: u64 },
     /// The child failed (build error, crash): the reason.
     Failed { reason: String },
+    /// The engine cannot run this legal launch (a limit of Oclgrind's simulated device, such as
+    /// its 1 024 work-items per group, for a launch the captured device ran): not checked, and
+    /// not the application's fault.
+    EngineLimit { reason: String },
 }
 
 /// One launch's result.
@@ -167,7 +172,46 @@ pub struct LaunchCheck {
     /// in `not_checked`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checked_sites: Option<usize>,
+    /// Accesses of the kernel (and the helpers it calls) the native engine could not check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unchecked_sites: Option<usize>,
 }
+
+impl LaunchCheck {
+    /// Whether this launch ran to the end without being checked whole: an engine that could
+    /// not run it, accesses it could not check, or checks it switched off (its `notes`).
+    pub fn incomplete(&self) -> bool {
+        matches!(
+            self.status,
+            LaunchStatus::Skipped { .. } | LaunchStatus::EngineLimit { .. }
+        ) || self.unchecked_sites.unwrap_or(0) > 0
+            || !self.notes.is_empty()
+    }
+}
+
+/// One place the native engine could not check, with the kernel and program it is in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotChecked {
+    /// The program (its hash in the capture) whose source the line refers to.
+    pub program: String,
+    /// The kernel whose launch reached it.
+    pub kernel: String,
+    /// Where and why.
+    #[serde(flatten)]
+    pub at: cltrap_kernel::sanitize::Unchecked,
+}
+
+/// How many accesses the native engine checked, over the distinct kernels it ran.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct AccessCount {
+    /// Accesses instrumented (each kernel counted once, whatever its launches).
+    pub checked: usize,
+    /// Accesses that could not be (listed in `not_checked`).
+    pub not_checked: usize,
+}
+
+/// Exit status of `cltrap check` when nothing was found but not everything was checked.
+pub const EXIT_INCOMPLETE: u8 = 3;
 
 /// Everything `cltrap check` found.
 #[derive(Debug, Clone, Serialize)]
@@ -179,14 +223,18 @@ pub struct CheckReport {
     /// Deduplicated findings.
     pub findings: Vec<Finding>,
     /// What the native engine could not see in the kernels it checked (one per place).
-    pub not_checked: Vec<cltrap_kernel::sanitize::Unchecked>,
+    pub not_checked: Vec<NotChecked>,
+    /// Accesses checked and not checked by the native engine.
+    pub accesses: AccessCount,
     /// Program hash → its source text (the concatenation of its sources), for reports.
     #[serde(skip)]
     pub sources: BTreeMap<String, String>,
 }
 
 impl CheckReport {
-    /// 1 when something was found, 2 when a launch could not be checked, else 0.
+    /// 1 when something was found, 2 when a launch could not be checked (it failed or ran
+    /// out of time), [`EXIT_INCOMPLETE`] (3) when nothing was found but a launch was checked
+    /// only in part ([`LaunchCheck::incomplete`]), 0 when everything was checked and clean.
     pub fn exit_code(&self) -> u8 {
         if !self.findings.is_empty() {
             1
@@ -197,6 +245,8 @@ impl CheckReport {
             )
         }) {
             2
+        } else if self.launches.iter().any(LaunchCheck::incomplete) {
+            EXIT_INCOMPLETE
         } else {
             0
         }
@@ -232,15 +282,20 @@ pub fn check(
     let launches =
         crate::replay::select(capture, opts.ids.as_deref()).map_err(|e| e.to_string())?;
     // Oclgrind is needed up front for its engine, and only on a fallback for the native one.
+    // Its vendors folder is made on first use: fresh, private, removed when `vendors` drops.
     let mut oclgrind: Option<Result<PathBuf, String>> = None;
-    let vendors = std::env::temp_dir().join(format!("cltrap-check-{}", std::process::id()));
-    let icd_vendors = |oclgrind: &mut Option<Result<PathBuf, String>>| {
+    let mut vendors: Option<tempfile::TempDir> = None;
+    let mut icd_vendors = |oclgrind: &mut Option<Result<PathBuf, String>>| {
         oclgrind
             .get_or_insert_with(|| {
                 let icd = oclgrind::find_icd()?;
-                oclgrind::vendors_dir(&icd, &vendors)
-                    .map_err(|e| format!("cannot write {}: {e}", vendors.display()))?;
-                Ok(vendors.clone())
+                let dir = private::temp_dir("cltrap-check-")
+                    .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
+                oclgrind::vendors_dir(&icd, dir.path())
+                    .map_err(|e| format!("cannot write {}: {e}", dir.path().display()))?;
+                let path = dir.path().to_path_buf();
+                vendors = Some(dir);
+                Ok(path)
             })
             .clone()
     };
@@ -259,8 +314,11 @@ pub fn check(
         launches: Vec::new(),
         findings: Vec::new(),
         not_checked: Vec::new(),
+        accesses: AccessCount::default(),
         sources: BTreeMap::new(),
     };
+    // Kernels counted in `accesses` already, by program.
+    let mut counted: std::collections::BTreeSet<(String, String)> = Default::default();
     let mut all: Vec<(u64, String, Diagnostic)> = Vec::new();
     let started = Instant::now();
     for (n, l) in launches.iter().enumerate() {
@@ -281,6 +339,7 @@ pub fn check(
                 baseline_kernel_ns: None,
                 notes: vec![],
                 checked_sites: None,
+                unchecked_sites: None,
             });
             continue;
         }
@@ -322,14 +381,26 @@ pub fn check(
             }
         }
         let mut checked_sites = None;
+        let mut unchecked_sites = None;
         let mut baseline_kernel_ns = None;
         let (status, diags, kernel_ns, notes) = match outcome {
             Some((status, reply)) => {
+                let ran = matches!(status, LaunchStatus::Checked { .. });
+                if ran && counted.insert((l.program.clone(), l.kernel.clone())) {
+                    report.accesses.checked += reply.checked_sites;
+                    report.accesses.not_checked += reply.unchecked.len();
+                }
                 for u in &reply.unchecked {
-                    if !report.not_checked.contains(u) {
-                        report.not_checked.push(u.clone());
+                    let n = NotChecked {
+                        program: l.program.clone(),
+                        kernel: l.kernel.clone(),
+                        at: u.clone(),
+                    };
+                    if !report.not_checked.contains(&n) {
+                        report.not_checked.push(n);
                     }
                 }
+                unchecked_sites = Some(reply.unchecked.len());
                 if reply.dropped > 0 {
                     progress(&format!(
                         "  launch {}: {} more record(s) than the report buffer holds were counted, not kept",
@@ -397,6 +468,7 @@ pub fn check(
             baseline_kernel_ns,
             notes,
             checked_sites,
+            unchecked_sites,
         });
         if !report.sources.contains_key(&l.program) {
             if let Some(s) = program_source(capture, &l.program) {
@@ -405,7 +477,8 @@ pub fn check(
         }
         all.extend(diags.into_iter().map(|d| (l.id, l.program.clone(), d)));
     }
-    let _ = std::fs::remove_dir_all(&vendors);
+    // The vendors folder goes now (the children that used it have ended).
+    drop(vendors);
     report.findings = finding::deduplicate(all);
     Ok(report)
 }
@@ -638,7 +711,13 @@ impl Child<'_> {
         }
         let reply = replies.into_iter().rfind(|r| r.outcome != "running");
         api::keep_launch_errors(&mut diags, &launch.kernel);
-        let status = if done.stopped {
+        // A limit of Oclgrind's device on a launch the captured device ran is Oclgrind's.
+        let limit = (launch.status == 0)
+            .then(|| api::take_engine_limits(&mut diags))
+            .flatten();
+        let status = if let Some(reason) = limit {
+            LaunchStatus::EngineLimit { reason }
+        } else if done.stopped {
             // Stopped on purpose at its first access out of bounds (`first_overrun`).
             LaunchStatus::Checked {
                 millis: done.millis,

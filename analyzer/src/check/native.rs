@@ -13,13 +13,13 @@ use crate::executor::{Deriver, DeviceSelector, InputArg, LaunchInput, Session};
 use crate::variant::{word_buffer, words, DiskCache, VariantCache};
 use cltrap_capture::Capture;
 use cltrap_kernel::sanitize::{
-    races::{GLOBAL_SHADOW_WORDS, LOCAL_SHADOW_WORDS},
+    races::{GLOBAL_SHADOW_WORDS, LOCAL_SHADOW_WORDS, MAX_GROUP_ITEMS},
     SanitizeMap, SanitizedKernel, Unchecked, FLAG_BOUNDS, FLAG_GLOBAL_RACES, FLAG_LOCAL_RACES,
     FLAG_UNINIT, HEADER_WORDS, KIND_GLOBAL_RACE, KIND_GROUP_GLOBAL_RACE, KIND_LOCAL_RACE,
     KIND_READ_OOB, KIND_UNINIT, KIND_WRITE_OOB, RECORD_WORDS,
 };
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Records a launch can keep; more findings are counted, not kept.
 pub const CAPACITY: u32 = 4096;
@@ -86,14 +86,6 @@ impl NativeReply {
     }
 }
 
-/// Where instrumented sources are kept between runs (and carried to machines without
-/// libclang): `CLTRAP_NATIVE_CACHE`, else a folder under the temporary directory.
-pub fn cache_dir() -> PathBuf {
-    std::env::var_os("CLTRAP_NATIVE_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("cltrap-native-cache"))
-}
-
 /// `cltrap check-worker DIR ID --engine native`: one launch, instrumented, on `device`; with
 /// `baseline`, first once uninstrumented too (to measure what the instrumentation costs).
 pub fn worker_main(dir: &Path, id: u64, flags: u32, device: &DeviceSelector, baseline: bool) -> u8 {
@@ -137,10 +129,12 @@ fn worker(
     } else {
         None
     };
-    let mut cache: VariantCache<SanitizeMap> = VariantCache::with_disk(Some(DiskCache {
-        dir: cache_dir(),
-        pass: "sanitize",
-    }));
+    // Without a private cache folder (see `super::private`) the pass runs every time.
+    let mut cache: VariantCache<SanitizeMap> =
+        VariantCache::with_disk(super::private::native_cache_dir().ok().map(|dir| DiskCache {
+            dir,
+            pass: "sanitize",
+        }));
     let (variant, _) = cache
         .get(&session, &capture, &record.program, |src, options| {
             let model = cltrap_kernel::parse_program(src, options)?;
@@ -204,14 +198,27 @@ fn worker(
     let kept = written.min(CAPACITY);
     let source = &variant.original;
     let mut diagnostics = Vec::new();
+    let mut unnamed = 0usize;
     for i in 0..kept {
         let at = (HEADER_WORDS + i * RECORD_WORDS) as usize;
         let Some(r) = rep.get(at..at + RECORD_WORDS as usize) else {
             break;
         };
         if let Some(d) = diagnostic(r, map, kernel, &input, &layout, source) {
+            // A race is reported with both of its accesses or not at all: a record whose
+            // other access was not yet published in the shadow (two groups updating one
+            // entry at once) is counted, never shown as a race with one side.
+            if d.kind == Kind::DataRace && d.second.is_none() {
+                unnamed += 1;
+                continue;
+            }
             diagnostics.push(d);
         }
+    }
+    if unnamed > 0 {
+        notes.push(format!(
+            "{unnamed} race record(s) whose other access the shadow had not recorded were not reported"
+        ));
     }
     let unchecked = map
         .unchecked
@@ -270,7 +277,8 @@ impl Layout {
             };
             sizes.push(size);
             extents[2 * i] = size;
-            let words = size.div_ceil(4);
+            // One shadow entry per granule of the object (see `SanitizedKernel::granules`).
+            let words = size.div_ceil(kernel.granule_bytes(i));
             if is_local {
                 extents[2 * i + 1] = local;
                 local += words * LOCAL_SHADOW_WORDS;
@@ -284,7 +292,7 @@ impl Layout {
             if let Some(b) = bytes {
                 extents[2 * (n + j)] = *b;
                 extents[2 * (n + j) + 1] = local;
-                local += b.div_ceil(4) * LOCAL_SHADOW_WORDS;
+                local += b.div_ceil(kernel.granule_bytes(n + j)) * LOCAL_SHADOW_WORDS;
             }
         }
         extents[kernel.stride_index()] = local;
@@ -298,6 +306,14 @@ impl Layout {
                 .product(),
             None => input.global_size.iter().product(),
         };
+        // The interval state holds local ids of 13 bits: larger groups are not race-checked.
+        let group_items: u64 = input.local_size.iter().flatten().product();
+        if group_items > MAX_GROUP_ITEMS && *flags & (FLAG_LOCAL_RACES | FLAG_GLOBAL_RACES) != 0 {
+            notes.push(format!(
+                "races are not checked: work-groups of {group_items} work-items are more than the race shadow can tell apart ({MAX_GROUP_ITEMS})"
+            ));
+            *flags &= !(FLAG_LOCAL_RACES | FLAG_GLOBAL_RACES);
+        }
         let mut local_words = local.saturating_mul(groups);
         if local_words * 4 > SHADOW_LIMIT && *flags & (FLAG_LOCAL_RACES | FLAG_UNINIT) != 0 {
             notes.push(format!(

@@ -40,10 +40,16 @@ pub fn find_icd() -> Result<PathBuf, String> {
     }
 }
 
-/// Writes a private vendors folder naming only Oclgrind, for `OCL_ICD_VENDORS`.
+/// Writes the vendors file naming only Oclgrind into `dir`, a private folder that exists and
+/// is empty (see `super::private::temp_dir`), for `OCL_ICD_VENDORS`. The file is created
+/// exclusively: nothing already there is followed or overwritten.
 pub fn vendors_dir(icd: &Path, dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join("oclgrind.icd"), format!("{}\n", icd.display()))
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.join("oclgrind.icd"))?;
+    writeln!(f, "{}", icd.display())
 }
 
 /// The environment of a child that runs a launch on Oclgrind with `checks`.

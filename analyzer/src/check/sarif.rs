@@ -4,7 +4,7 @@
 
 use super::finding::{Access, Finding, Kind};
 use super::report::source_name;
-use super::CheckReport;
+use super::{CheckReport, LaunchStatus};
 use serde::Serialize;
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
@@ -20,7 +20,27 @@ struct Log {
 #[derive(Serialize)]
 struct Run {
     tool: Tool,
+    invocations: Vec<Invocation>,
     results: Vec<SarifResult>,
+}
+
+/// The run of the tool: whether it did all it was asked, and what it could not do — each
+/// access not checked and each launch not checked (whole or in part) is a notification, so a
+/// clean result that checked little does not read as clean.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Invocation {
+    execution_successful: bool,
+    tool_execution_notifications: Vec<Notification>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Notification {
+    level: &'static str,
+    message: Message,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    locations: Vec<Location>,
 }
 
 #[derive(Serialize)]
@@ -169,6 +189,63 @@ fn result(f: &Finding, sources_uri: &str) -> SarifResult {
     }
 }
 
+/// What the check could not do, as SARIF notifications.
+fn invocation(report: &CheckReport, sources_uri: &str) -> Invocation {
+    let mut notes = Vec::new();
+    if let Some(line) = super::report::access_summary(report) {
+        notes.push(Notification {
+            level: "note",
+            message: Message { text: line },
+            locations: vec![],
+        });
+    }
+    for n in &report.not_checked {
+        let uri = format!("{sources_uri}/{}", source_name(&n.program));
+        let at = Access {
+            line: n.at.line,
+            column: n.at.column,
+            code: String::new(),
+            global: None,
+            local: None,
+            group: None,
+        };
+        notes.push(Notification {
+            level: "warning",
+            message: Message {
+                text: format!(
+                    "not checked (kernel {}, in {}): {}",
+                    n.kernel, n.at.function, n.at.why
+                ),
+            },
+            locations: vec![location(&uri, &at, None, None)],
+        });
+    }
+    for l in &report.launches {
+        let why = match &l.status {
+            LaunchStatus::Checked { .. } => None,
+            LaunchStatus::Skipped { reason } => Some(format!("skipped: {reason}")),
+            LaunchStatus::TimedOut { seconds } => {
+                Some(format!("not finished within the {seconds} s deadline"))
+            }
+            LaunchStatus::Failed { reason } => Some(format!("not checked: {reason}")),
+            LaunchStatus::EngineLimit { reason } => Some(format!("not checked: {reason}")),
+        };
+        for text in why.into_iter().chain(l.notes.iter().cloned()) {
+            notes.push(Notification {
+                level: "warning",
+                message: Message {
+                    text: format!("launch {} ({}): {text}", l.id, l.kernel),
+                },
+                locations: vec![],
+            });
+        }
+    }
+    Invocation {
+        execution_successful: report.exit_code() != 2,
+        tool_execution_notifications: notes,
+    }
+}
+
 /// The SARIF 2.1.0 log as pretty JSON; artifact URIs are `sources_uri/program-<hash>.cl`
 /// (relative to the SARIF file, where [`super::sarif_sources_dir`] holds the sources).
 pub fn render(report: &CheckReport, sources_uri: &str) -> Result<String, serde_json::Error> {
@@ -189,6 +266,7 @@ pub fn render(report: &CheckReport, sources_uri: &str) -> Result<String, serde_j
                         .collect(),
                 },
             },
+            invocations: vec![invocation(report, sources_uri)],
             results: report
                 .findings
                 .iter()

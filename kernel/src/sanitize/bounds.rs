@@ -13,9 +13,9 @@ pub(crate) fn prelude() -> String {
     format!(
         "\
 __CLTRAP_SFN void __cltrap_oob(__global uint* r, uint site, uint obj, long off, uint size, uint mode) {{ if (mode & 1u) __cltrap_report(r, {KIND_READ_OOB}u, site, 0u, obj, off, 0u, size, 1u); if (mode & 2u) __cltrap_report(r, {KIND_WRITE_OOB}u, site, 0u, obj, off, 0u, size, 2u); }}
-__CLTRAP_SFN __global char* __cltrap_g(__global char* p, __global char* base, ulong ext, uint size, uint site, uint obj, uint mode, __global uint* r, __global uint* sh, uint ep) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ __cltrap_oob(r, site, obj, off, size, mode); return (__global char*)(r + {SCRATCH_WORD}u); }} if (sh && (r[2] & {FLAG_GLOBAL_RACES}u) && mode < 4u) __cltrap_global_shadow(sh, (ulong)off, size, site, obj, mode, ep, r); return p; }}
+__CLTRAP_SFN __global char* __cltrap_g(__global char* p, __global char* base, ulong ext, uint size, uint lo, uint len, uint gs, uint site, uint obj, uint mode, __global uint* r, __global uint* sh, uint ep) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ __cltrap_oob(r, site, obj, off, size, mode); return (__global char*)(r + {SCRATCH_WORD}u); }} if (sh && (r[2] & {FLAG_GLOBAL_RACES}u) && mode < 4u) __cltrap_global_shadow(sh, (ulong)off + lo, len, gs, site, obj, mode, ep, r); return p; }}
 __CLTRAP_SFN __constant char* __cltrap_c(__constant char* p, __constant char* base, ulong ext, uint size, uint site, uint obj, __global uint* r) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ __cltrap_oob(r, site, obj, off, size, 1u); return base; }} return p; }}
-__CLTRAP_SFN __local char* __cltrap_l(__local char* p, __local char* base, ulong ext, uint size, uint site, uint obj, uint mode, __global uint* r, __global uint* sh, uint ep, __local char* scratch) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ __cltrap_oob(r, site, obj, off, size, mode); return scratch; }} if (sh && (r[2] & {FLAG_LOCAL}u) && mode < 4u) __cltrap_local_shadow(sh, (ulong)off, size, site, obj, mode, ep, r); return p; }}
+__CLTRAP_SFN __local char* __cltrap_l(__local char* p, __local char* base, ulong ext, uint size, uint lo, uint len, uint gs, uint site, uint obj, uint mode, __global uint* r, __global uint* sh, uint ep, __local char* scratch) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ __cltrap_oob(r, site, obj, off, size, mode); return scratch; }} if (sh && (r[2] & {FLAG_LOCAL}u) && mode < 4u) __cltrap_local_shadow(sh, (ulong)off + lo, len, gs, site, obj, mode, ep, r); return p; }}
 "
     )
 }
@@ -29,12 +29,26 @@ pub(crate) struct Target<'a> {
     pub extent: &'a str,
     /// Its shadow (`__global uint*` expression, `0` for none).
     pub shadow: &'a str,
+    /// Its shadow granule, as a shift (an expression: bytes per shadow entry = 1 << it).
+    pub granule: &'a str,
     pub object: u32,
 }
 
 /// The text placed around the address expression `ADDR` (an expression of pointer type
 /// `SPACE T*`) so it becomes the checked address: `(SPACE T*)__cltrap_x((SPACE char*)(ADDR), ...)`.
 pub(crate) fn checked_address(t: &Target, pointee: &str, site: u32, mode: u32) -> (String, String) {
+    checked_range(t, pointee, &format!("(uint)sizeof({pointee})"), site, mode)
+}
+
+/// [`checked_address`] for an access of `size` bytes (an expression) from `ADDR`, such as the
+/// `N` elements a `vstoreN` writes: bounds and shadow cover all of them.
+pub(crate) fn checked_range(
+    t: &Target,
+    pointee: &str,
+    size: &str,
+    site: u32,
+    mode: u32,
+) -> (String, String) {
     let q = t.space.qualifier();
     let open = match t.space {
         Space::Global => "__cltrap_g",
@@ -43,19 +57,22 @@ pub(crate) fn checked_address(t: &Target, pointee: &str, site: u32, mode: u32) -
     };
     let open = format!("(({q} {pointee}*){open}(({q} char*)(");
     let common = format!(
-        "), {base}, (ulong)({ext}), (uint)sizeof({pointee}), {site}u, {obj}u",
+        "), {base}, (ulong)({ext}), {size}",
         base = t.base,
         ext = t.extent,
-        obj = t.object
     );
+    let part = format!("0u, {size}");
+    let who = format!("{site}u, {obj}u", obj = t.object);
     let close = match t.space {
         Space::Global => format!(
-            "{common}, {mode}u, __cltrap_rep, {sh}, __cltrap_ep))",
+            "{common}, {part}, {gs}, {who}, {mode}u, __cltrap_rep, {sh}, __cltrap_ep))",
+            gs = t.granule,
             sh = t.shadow
         ),
-        Space::Constant => format!("{common}, __cltrap_rep))"),
+        Space::Constant => format!("{common}, {who}, __cltrap_rep))"),
         Space::Local => format!(
-            "{common}, {mode}u, __cltrap_rep, {sh}, __cltrap_ep, (__local char*)__cltrap_ls))",
+            "{common}, {part}, {gs}, {who}, {mode}u, __cltrap_rep, {sh}, __cltrap_ep, (__local char*)__cltrap_ls))",
+            gs = t.granule,
             sh = t.shadow
         ),
     };

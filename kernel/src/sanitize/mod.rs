@@ -31,7 +31,7 @@ mod objects;
 pub mod races;
 mod uninit;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -39,7 +39,7 @@ use crate::edits::Edits;
 use crate::error::KernelError;
 use crate::model::{visit_exprs, BinOp, Expr, ExprKind, Function, Program, UnOp};
 use crate::rewrite::{add_param, callers_closure, with_prelude};
-use objects::{Origin, Scope, Space};
+use objects::{element_bytes, Origin, Scope, Space};
 
 /// Record kind: a read out of bounds.
 pub const KIND_READ_OOB: u32 = 1;
@@ -99,6 +99,12 @@ pub struct SanitizedKernel {
     pub no_local_shadow: Option<String>,
     /// The program's functions it calls, directly or not (their accesses are not checked).
     pub helpers: Vec<String>,
+    /// Per object (arguments, then statics): its shadow granule as a shift (bytes per shadow
+    /// entry = `1 << shift`): 0 for an object accessed by bytes (or by a type the pass cannot
+    /// size), 1 by `short`s, 2 otherwise. Why: neighbouring work-items that write separate
+    /// bytes of one word are not a race, so the shadow must not share an entry between them.
+    #[serde(default)]
+    pub granules: Vec<u8>,
 }
 
 impl SanitizedKernel {
@@ -110,6 +116,11 @@ impl SanitizedKernel {
     /// Index in the extents of the `__local` shadow words per work-group.
     pub fn stride_index(&self) -> usize {
         2 * (self.args as usize + self.statics.len())
+    }
+
+    /// Bytes per shadow entry of object `obj` (arguments, then statics).
+    pub fn granule_bytes(&self, obj: usize) -> u64 {
+        1 << self.granules.get(obj).copied().unwrap_or(2).min(2)
     }
 }
 
@@ -208,6 +219,7 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
     for b in races::BARRIERS {
         barrier_helpers.remove(*b);
     }
+    let mut granule_defines = String::new();
     let decl = "__global uint* __cltrap_rep, __global const ulong* __cltrap_ext, __global uint* __cltrap_gsh, __global uint* __cltrap_lsh";
     for f in &p.functions {
         let Some(body) = &f.body else {
@@ -243,6 +255,7 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
                 .collect(),
             no_local_shadow: None,
             helpers: reachable(p, f),
+            granules: Vec::new(),
         };
         if let Some(h) = f.calls.iter().find(|c| barrier_helpers.contains(*c)) {
             kernel.no_local_shadow = Some(format!(
@@ -284,13 +297,16 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
             }
         }
         edits.insert(body.span.start + 1, prologue, 0);
+        let index = map.kernels.len();
         let mut w = Walker {
             p,
             scope: &scope,
             kernel: &kernel,
+            index,
             edits: &mut edits,
             sites: &mut map.sites,
             unchecked: &mut map.unchecked,
+            smallest: BTreeMap::new(),
         };
         crate::model::visit_stmts(body, &mut |st| {
             use crate::model::StmtKind;
@@ -311,11 +327,24 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
                 _ => {}
             }
         });
+        // Each object's granule, from its smallest access (unknown size: bytes).
+        let smallest = std::mem::take(&mut w.smallest);
+        let objects = kernel.args as usize + kernel.statics.len();
+        kernel.granules = (0..objects as u32)
+            .map(|o| match smallest.get(&o) {
+                Some(Some(b)) => b.trailing_zeros().min(2) as u8,
+                Some(None) => 0,
+                None => 2,
+            })
+            .collect();
+        for (o, g) in kernel.granules.iter().enumerate() {
+            granule_defines.push_str(&format!("#define __CLTRAP_GS_{index}_{o} {g}u\n"));
+        }
         map.kernels.push(kernel);
     }
     let body = edits.apply(&p.source)?;
     let prelude = format!(
-        "{}{}{}{}",
+        "{}{}{}{}{granule_defines}",
         common_prelude(),
         uninit::prelude(),
         races::prelude(),
@@ -364,6 +393,65 @@ fn note_helper(p: &Program, f: &Function, out: &mut Vec<Unchecked>) {
             }
         }
     });
+}
+
+/// `vloadN` (a read) and `vstoreN` (a write) of `N` elements, by name.
+fn vector_load_store(callee: &str) -> Option<(u32, Use)> {
+    let (rest, ctx) = if let Some(r) = callee.strip_prefix("vload") {
+        (r, Use::Read)
+    } else if let Some(r) = callee.strip_prefix("vstore") {
+        (r, Use::Write)
+    } else {
+        return None;
+    };
+    let n = match rest {
+        "2" => 2,
+        "3" => 3,
+        "4" => 4,
+        "8" => 8,
+        "16" => 16,
+        _ => return None,
+    };
+    Some((n, ctx))
+}
+
+/// Whether evaluating `e` twice is the same as once: no assignment, increment, call other
+/// than a work-item function, or memory access through a pointer.
+fn pure(e: &Expr) -> bool {
+    let ok = match &e.kind {
+        ExprKind::Binary { op: Some(op), .. } => !op.is_assignment(),
+        ExprKind::Binary { op: None, .. } => false,
+        ExprKind::Unary { op: Some(op), .. } => !matches!(
+            op,
+            UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec | UnOp::Deref
+        ),
+        ExprKind::Call { callee, .. } => matches!(
+            callee.as_str(),
+            "get_global_id"
+                | "get_local_id"
+                | "get_group_id"
+                | "get_global_size"
+                | "get_local_size"
+                | "get_num_groups"
+                | "get_global_offset"
+        ),
+        // A private array's element: not an access the pass instruments.
+        ExprKind::Index { base, .. } => {
+            Space::of_type(&base.ty).is_none() && Space::of_type(&base.peel().ty).is_none()
+        }
+        ExprKind::Member { arrow, .. } => !arrow,
+        ExprKind::DeclRef(_)
+        | ExprKind::IntLit(_)
+        | ExprKind::FloatLit(_)
+        | ExprKind::Paren(_)
+        | ExprKind::Implicit(_)
+        | ExprKind::Cast { .. }
+        | ExprKind::Conditional { .. }
+        | ExprKind::Swizzle { .. }
+        | ExprKind::SizeOf => true,
+        _ => false,
+    };
+    ok && e.children().into_iter().all(pure)
 }
 
 /// The pointer operand of a memory access (`P[i]`, `*P`, `P->f`), if `e` is one.
@@ -416,9 +504,14 @@ struct Walker<'a> {
     p: &'a Program,
     scope: &'a Scope,
     kernel: &'a SanitizedKernel,
+    /// The kernel's index in the map (names its granule macros).
+    index: usize,
     edits: &'a mut Edits,
     sites: &'a mut Vec<Site>,
     unchecked: &'a mut Vec<Unchecked>,
+    /// Per object: the fewest bytes one checked access of it covers (`None`: a size the pass
+    /// cannot compute).
+    smallest: BTreeMap<u32, Option<u32>>,
 }
 
 impl Walker<'_> {
@@ -457,6 +550,8 @@ impl Walker<'_> {
                 op: Some(UnOp::AddrOf),
                 operand,
             } => self.walk(operand, Use::Address, d),
+            // A swizzle reads or writes its whole vector: the compiled code loads the element,
+            // and a store to some lanes stores all of them (Oclgrind sees the same accesses).
             ExprKind::Member {
                 base, arrow: false, ..
             }
@@ -476,6 +571,11 @@ impl Walker<'_> {
     }
 
     fn call(&mut self, e: &Expr, callee: &str, args: &[Expr], d: i64) {
+        if let Some((n, ctx)) = vector_load_store(callee) {
+            if self.p.function(callee).is_none() && self.vector_access(e, n, ctx, args, d) {
+                return;
+            }
+        }
         let atomic = callee.starts_with("atomic_") || callee.starts_with("atom_");
         for (i, a) in args.iter().enumerate() {
             if atomic && i == 0 {
@@ -507,6 +607,56 @@ impl Walker<'_> {
         let _ = e;
     }
 
+    /// `vloadN(offset, P)` / `vstoreN(data, offset, P)`: the `N` elements at `P + offset * N`
+    /// checked as one access. `P` becomes `CHECKED(P + offset * N) - offset * N`, so the
+    /// offset's text is repeated: it must have no side effects and no access of its own.
+    /// Returns false (the caller names the pointer as not checked) when it cannot be done.
+    fn vector_access(&mut self, e: &Expr, n: u32, ctx: Use, args: &[Expr], d: i64) -> bool {
+        let (offset, ptr) = match (ctx, args) {
+            (Use::Read, [o, p]) | (Use::Write, [_, o, p]) => (o, p),
+            _ => return false,
+        };
+        let Some(k) = self.scope.derive(ptr) else {
+            return false;
+        };
+        let Some(pointee) = pointee_of(&ptr.ty) else {
+            return false;
+        };
+        let Some(scalar) = element_bytes(&pointee) else {
+            return false;
+        };
+        if !ptr.span.is_exact() || !offset.span.is_exact() || !e.span.is_exact() || !pure(offset)
+        {
+            return false;
+        }
+        let Some(off) = self
+            .p
+            .source
+            .get(offset.span.start as usize..offset.span.end as usize)
+        else {
+            return false;
+        };
+        let Some(t) = self.target(k) else {
+            return false;
+        };
+        let site = self.site(e, k, false);
+        self.note_size(k, Some(scalar as u32));
+        let size = format!("{}u", scalar * n as u64);
+        let (open, close) = bounds::checked_range(&t.as_target(), &pointee, &size, site, ctx.mode());
+        let step = format!("(size_t)({off}) * {n}u");
+        self.edits.wrap(
+            ptr.span.start,
+            ptr.span.end,
+            format!("({open}("),
+            format!(") + {step}{close} - {step})"),
+            d,
+        );
+        for a in args {
+            self.walk(a, Use::Read, d);
+        }
+        true
+    }
+
     /// An atomic built-in's pointer operand `P` (not written `&E`): checked as a whole.
     fn pointer_operand(&mut self, a: &Expr, d: i64) -> bool {
         let Some(k) = self.scope.derive(a) else {
@@ -522,11 +672,21 @@ impl Walker<'_> {
             return false;
         };
         let site = self.site(a, k, true);
+        self.note_size(k, element_bytes(&pointee).map(|b| b as u32));
         let (open, close) =
             bounds::checked_address(&t.as_target(), &pointee, site, Use::Atomic.mode());
         self.edits.wrap(a.span.start, a.span.end, open, close, d);
         self.walk(a, Use::Read, d);
         true
+    }
+
+    /// Object `k` has an access of `bytes` (unknown: `None`).
+    fn note_size(&mut self, k: u32, bytes: Option<u32>) {
+        let slot = self.smallest.entry(k).or_insert(bytes);
+        *slot = match (*slot, bytes) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            _ => None,
+        };
     }
 
     fn access(&mut self, e: &Expr, ptr: &Expr, ctx: Use, d: i64) {
@@ -551,6 +711,7 @@ impl Walker<'_> {
         match checked {
             Ok((k, pointee, t)) => {
                 let site = self.site(e, k, ctx == Use::Atomic);
+                self.note_size(k, element_bytes(&pointee).map(|b| b as u32));
                 let (open, close) =
                     bounds::checked_address(&t.as_target(), &pointee, site, ctx.mode());
                 self.edits.wrap(
@@ -615,6 +776,7 @@ impl Walker<'_> {
             base,
             extent,
             shadow,
+            granule: format!("__CLTRAP_GS_{}_{k}", self.index),
             object: k,
         })
     }
@@ -625,6 +787,7 @@ struct OwnedTarget {
     base: String,
     extent: String,
     shadow: String,
+    granule: String,
     object: u32,
 }
 
@@ -635,6 +798,7 @@ impl OwnedTarget {
             base: &self.base,
             extent: &self.extent,
             shadow: &self.shadow,
+            granule: &self.granule,
             object: self.object,
         }
     }
@@ -643,6 +807,14 @@ impl OwnedTarget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vector_loads_and_stores_are_known_by_name() {
+        assert_eq!(vector_load_store("vstore4"), Some((4, Use::Write)));
+        assert_eq!(vector_load_store("vload16"), Some((16, Use::Read)));
+        assert_eq!(vector_load_store("vload_half"), None);
+        assert_eq!(vector_load_store("vstore_half4"), None);
+    }
 
     #[test]
     fn types_are_spelled_without_address_spaces() {
