@@ -388,8 +388,6 @@ impl CaptureWriter {
             path: dir.to_path_buf(),
             source,
         })?;
-        let blobs = BlobStore::with_access(dir, access);
-        blobs.ensure_dir(&dir.join("blobs"))?;
         let manifest_path = dir.join("manifest.json");
         let write_manifest = |text: Vec<u8>| {
             writer_fs::write_new(&manifest_path, &text, access).map_err(|source| {
@@ -426,6 +424,8 @@ impl CaptureWriter {
                 }
             }
         }
+        let blobs = BlobStore::with_access(dir, access);
+        blobs.ensure_dir(&dir.join("blobs"))?;
         let log_path = dir.join(crate::LAUNCHES_FILE);
         let io = |path: &Path| {
             let path = path.to_path_buf();
@@ -877,6 +877,7 @@ mod tests {
             assert!(e.to_string().contains("manifest.json"), "{e}");
             assert_eq!(fs::read_to_string(dir.join("manifest.json")).unwrap(), text);
             assert!(!dir.join(crate::LAUNCHES_FILE).exists());
+            assert!(!dir.join("blobs").exists());
         }
     }
 

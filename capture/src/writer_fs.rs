@@ -274,7 +274,9 @@ pub fn write_new(path: &Path, bytes: &[u8], access: Access) -> std::io::Result<(
     static N: AtomicU64 = AtomicU64::new(0);
     let parent = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let mut tries = 0;
     let tmp = loop {
+        tries += 1;
         let n = N.fetch_add(1, Ordering::Relaxed);
         let tmp = parent.join(format!(".tmp-{}-{}-{}", std::process::id(), n, name));
         match OpenOptions::new()
@@ -293,7 +295,8 @@ pub fn write_new(path: &Path, bytes: &[u8], access: Access) -> std::io::Result<(
                 }
                 break tmp;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            // Names taken by someone else: try the next, but not for ever.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 1000 => continue,
             Err(e) => return Err(e),
         }
     };

@@ -10,8 +10,9 @@
 //!    (ocl-icd ≥ 2.3, the Khronos loader). The loader hands us its next dispatch table and
 //!    calls our table instead. This is the only way to see applications that `dlopen` the
 //!    loader and look functions up by handle (hashcat, OpenCV, ...). When the library is
-//!    preloaded, its constructor (`register`) prepends its own path to `OPENCL_LAYERS`, so
-//!    such applications are caught without any setup.
+//!    preloaded, the loader's `getenv("OPENCL_LAYERS")` answers with its own path in front
+//!    (`register`; the environment itself is not changed), so such applications are caught
+//!    without any setup.
 //!
 //! Both doors call the same interception core (`core`), whose functions take the "next"
 //! dispatch table of the door they came through; no recording code exists twice.

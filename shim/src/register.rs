@@ -153,7 +153,9 @@ fn canonical(p: &Path) -> Option<PathBuf> {
 
 /// Whether the variable `var` lists (a path to) the file `me`.
 fn listed(me: &Path, var: &str, seps: &[char]) -> bool {
-    let Some(v) = env_value(var) else { return false };
+    let Some(v) = env_value(var) else {
+        return false;
+    };
     let v = String::from_utf8_lossy(&v).into_owned();
     v.split(|c| seps.contains(&c))
         .filter(|s| !s.is_empty())

@@ -353,7 +353,11 @@ fn a_fifo_in_a_capture_folder_does_not_hang_the_application() {
             .expect("mkfifo runs");
         assert!(status.success());
         let pre = run_on_prepared(&dir);
-        assert!(pre.stderr.contains("not a regular file"), "{}", pre.describe());
+        assert!(
+            pre.stderr.contains("not a regular file"),
+            "{}",
+            pre.describe()
+        );
     }
 }
 
@@ -373,6 +377,7 @@ fn a_capture_of_a_newer_format_is_refused_not_appended_to() {
         manifest
     );
     assert!(!dir.join("launches.jsonl").exists());
+    assert!(!dir.join("blobs").exists());
 }
 
 /// The origin of the program of the (one) launch of the `bincache` fixture in `cap`.
@@ -395,7 +400,11 @@ fn binary_programs_are_said_and_can_be_refused_so_apps_build_from_source() {
     let first = run_native(&exe, &cache_arg).expect_success();
     assert!(cache.is_file(), "the fixture wrote its cache");
     let native = run_native(&exe, &cache_arg).expect_success();
-    assert!(native.stderr.contains("kernels from the cache"), "{}", native.describe());
+    assert!(
+        native.stderr.contains("kernels from the cache"),
+        "{}",
+        native.describe()
+    );
     assert_eq!(first.stdout, native.stdout);
 
     let dir = base.join("cap-binary");
@@ -421,7 +430,9 @@ fn binary_programs_are_said_and_can_be_refused_so_apps_build_from_source() {
     assert!(refused.success(), "{}", refused.describe());
     assert_eq!(refused.stdout, native.stdout, "{}", refused.describe());
     assert!(
-        refused.stderr.contains("the cached binary was refused (-42, -42)"),
+        refused
+            .stderr
+            .contains("the cached binary was refused (-42, -42)"),
         "{}",
         refused.describe()
     );

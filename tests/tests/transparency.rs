@@ -330,12 +330,17 @@ fn children_of_a_preloaded_process_inherit_the_environment_unchanged() {
     assert!(native.success() && pre.success(), "{}", pre.describe());
     assert!(pre.stderr.is_empty(), "{}", pre.describe());
     assert_eq!(env(&native), env(&pre), "{}", pre.describe());
-    assert!(pre.stdout_text().contains("layers=[]"), "{}", pre.describe());
+    assert!(
+        pre.stdout_text().contains("layers=[]"),
+        "{}",
+        pre.describe()
+    );
     // A layer the user named stays exactly as named.
     let named = std::ffi::OsStr::new("/nonexistent/layer.so");
     let mine = run_preloaded(&dir, &[("OPENCL_LAYERS", named)], "sh", &["-c", script]);
     assert!(
-        mine.stdout_text().contains("layers=[/nonexistent/layer.so]"),
+        mine.stdout_text()
+            .contains("layers=[/nonexistent/layer.so]"),
         "{}",
         mine.describe()
     );

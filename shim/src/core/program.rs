@@ -179,7 +179,11 @@ pub unsafe fn clCreateProgramWithBinary(
 ///
 /// # Safety
 /// `binary_status` is null or holds `num_devices` values; `errcode_ret` is null or writable.
-unsafe fn refuse_binary(num_devices: cl_uint, binary_status: *mut cl_int, errcode_ret: *mut cl_int) {
+unsafe fn refuse_binary(
+    num_devices: cl_uint,
+    binary_status: *mut cl_int,
+    errcode_ret: *mut cl_int,
+) {
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if !binary_status.is_null() {
         for i in 0..num_devices as usize {

@@ -15,8 +15,8 @@
 use super::track::lock;
 use crate::handles::HandleMap;
 use crate::Next;
-use opencl_sys::cl_function_types::clReleaseCommandQueue_t;
 use libc::{c_void, size_t};
+use opencl_sys::cl_function_types::clReleaseCommandQueue_t;
 use opencl_sys::*;
 use std::sync::Mutex;
 
