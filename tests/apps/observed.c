@@ -55,6 +55,15 @@ int main(int argc, char **argv) {
         CHECK(clFinish(q));
         printf("queue references after launch %d and clFinish = %u\n", round, queue_refs(q));
     }
+    cl_uint refs = 0;
+    CHECK(clGetContextInfo(ctx, CL_CONTEXT_REFERENCE_COUNT, sizeof refs, &refs, NULL));
+    printf("context references = %u\n", refs);
+    CHECK(clGetProgramInfo(p, CL_PROGRAM_REFERENCE_COUNT, sizeof refs, &refs, NULL));
+    printf("program references = %u\n", refs);
+    CHECK(clGetKernelInfo(k, CL_KERNEL_REFERENCE_COUNT, sizeof refs, &refs, NULL));
+    printf("kernel references = %u\n", refs);
+    CHECK(clGetMemObjectInfo(buf, CL_MEM_REFERENCE_COUNT, sizeof refs, &refs, NULL));
+    printf("buffer references = %u\n", refs);
     CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof host, host, 0, NULL, NULL));
     EXPECT(host[5] == 40, "host[5] = %d", host[5]);
     char opts[256] = {0};

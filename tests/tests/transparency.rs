@@ -258,8 +258,8 @@ fn every_fixture_behaves_identically_under_the_pass_through_shim() {
 }
 
 /// What an application reads back about its own objects — the build options of a program
-/// whose build failed, a queue's reference count after launches and `clFinish` — is what it
-/// reads without the shim (the shim adds `-cl-kernel-arg-info` to builds and holds a
+/// whose build failed, the reference counts of its queue, context, program, kernel and buffer
+/// after launches and `clFinish` — is what it reads without the shim (the shim adds `-cl-kernel-arg-info` to builds and holds a
 /// reference to queues with launches of its own in flight).
 #[test]
 fn what_the_application_reads_of_its_own_objects_is_what_it_reads_natively() {
