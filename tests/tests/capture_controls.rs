@@ -447,3 +447,33 @@ fn binary_programs_are_said_and_can_be_refused_so_apps_build_from_source() {
         "{origin:?}"
     );
 }
+
+/// A capture folder that belongs to another user (a world-writable `cltrap-out/` someone
+/// prepared) is refused with one line, and the application runs on. Only a process running
+/// as root can give a folder away, so elsewhere this is left to the unit test of the rule
+/// (`cltrap_capture::writer_fs::judge_dir`).
+#[test]
+fn a_capture_folder_of_another_user_is_refused() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let base = fresh_dir("caps", "other-user");
+    let probe = base.join("probe");
+    std::fs::write(&probe, b"").expect("probe");
+    if std::fs::metadata(&probe).expect("probe").uid() != 0 {
+        skip(
+            "a_capture_folder_of_another_user_is_refused",
+            "only root can make a folder another user's",
+        );
+        return;
+    }
+    let dir = base.join("cap");
+    std::fs::create_dir(&dir).expect("dir");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).expect("chown");
+    let pre = run_on_prepared(&dir);
+    assert!(
+        pre.stderr.contains("belongs to user 65534"),
+        "{}",
+        pre.describe()
+    );
+    assert_eq!(std::fs::read_dir(&dir).expect("listed").count(), 0);
+}
