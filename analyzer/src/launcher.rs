@@ -322,7 +322,12 @@ mod tests {
 
     #[test]
     fn exit_codes_and_signals_are_forwarded() {
-        let dir = std::env::temp_dir().join(format!("cltrap-launch-{}", std::process::id()));
+        // A private, fresh folder (no predictable name in the shared temporary folder).
+        let tmp = tempfile::Builder::new()
+            .prefix("cltrap-launch-")
+            .tempdir()
+            .expect("temporary folder");
+        let dir = tmp.path().join("cap");
         assert_eq!(run_sh(&dir, "exit 7").exit_code, 7);
         assert_eq!(run_sh(&dir, "kill -TERM $$").exit_code, 128 + 15);
         let r = run_sh(&dir, "exit 0");
@@ -335,7 +340,11 @@ mod tests {
 
     #[test]
     fn controls_and_both_doors_reach_the_application() {
-        let dir = std::env::temp_dir().join(format!("cltrap-env-{}", std::process::id()));
+        let tmp = tempfile::Builder::new()
+            .prefix("cltrap-env-")
+            .tempdir()
+            .expect("temporary folder");
+        let dir = tmp.path().join("cap");
         let shim = stand_in_shim();
         let script = format!(
             "test \"$CLTRAP_DIR\" = '{}' || exit 3; test \"$CLTRAP_BUFFERS\" = hash || exit 4; \

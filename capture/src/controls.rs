@@ -125,6 +125,20 @@ pub const CONTROLS: &[Control] = &[
         help: "Run the application's kernels with work-group ids permuted (a schedule per launch, from SEED and the launch number; 0 = the identity, the baseline): results that change reveal inter-group races.",
     },
     Control {
+        env: "CLTRAP_SHARE",
+        flag: "share",
+        value_name: "",
+        default: "off",
+        help: "Make the capture's new files and folders readable by other users (`0644`/`0755`, less what the umask takes). Off: `0600`/`0700`, since a capture holds the application's data. Either way the shim refuses a capture folder that belongs to another user.",
+    },
+    Control {
+        env: "CLTRAP_REFUSE_BINARIES",
+        flag: "refuse-binaries",
+        value_name: "",
+        default: "off",
+        help: "Make every `clCreateProgramWithBinary` fail with `CL_INVALID_BINARY`, so an application that caches compiled kernels on disk builds them from source and the capture holds sources the analyses can read. Risk: an application with no fallback to source (or with binaries only) fails where it would have run.",
+    },
+    Control {
         env: "CLTRAP_TEST_DIGEST_BUILD",
         flag: "test-digest-build",
         value_name: "ok|fail",
@@ -204,6 +218,10 @@ pub struct Settings {
     pub coverage: bool,
     /// `CLTRAP_PERMUTE`: swap schedule-permuted kernels in, with this seed.
     pub permute: Option<u64>,
+    /// `CLTRAP_SHARE`: the capture's files readable by others (else only by this user).
+    pub share: bool,
+    /// `CLTRAP_REFUSE_BINARIES`: `clCreateProgramWithBinary` fails with `CL_INVALID_BINARY`.
+    pub refuse_binaries: bool,
 }
 
 impl Settings {
@@ -326,12 +344,23 @@ impl Settings {
                     .map_err(|_| bad("CLTRAP_PERMUTE", &permute_s, "a seed (a whole number)"))?,
             )
         };
+        let switch = |env: &str| -> Result<bool, String> {
+            match get(env).trim() {
+                "on" | "1" | "true" => Ok(true),
+                "off" | "0" | "false" | "" => Ok(false),
+                v => Err(bad(env, v, "on or off")),
+            }
+        };
+        let share = switch("CLTRAP_SHARE")?;
+        let refuse_binaries = switch("CLTRAP_REFUSE_BINARIES")?;
         if coverage && permute.is_some() {
             return Err("CLTRAP_COVERAGE and CLTRAP_PERMUTE cannot be combined: choose one".into());
         }
         Ok(Settings {
             coverage,
             permute,
+            share,
+            refuse_binaries,
             dir: PathBuf::from(get("CLTRAP_DIR")),
             capture,
             kernels,
@@ -454,6 +483,20 @@ mod tests {
             .expect("listed");
         assert!(switch.is_switch());
         assert!(markdown_table().contains("`--coverage`"));
+    }
+
+    #[test]
+    fn captures_are_private_and_binaries_accepted_unless_asked() {
+        let s = Settings::from_values(&HashMap::new()).expect("defaults parse");
+        assert!(!s.share && !s.refuse_binaries);
+        let mut v = HashMap::new();
+        v.insert("CLTRAP_SHARE", "on".to_string());
+        v.insert("CLTRAP_REFUSE_BINARIES", "1".to_string());
+        let s = Settings::from_values(&v).expect("parses");
+        assert!(s.share && s.refuse_binaries);
+        v.insert("CLTRAP_SHARE", "everyone".to_string());
+        let e = Settings::from_values(&v).unwrap_err();
+        assert!(e.contains("CLTRAP_SHARE") && e.contains("on or off"), "{e}");
     }
 
     #[test]

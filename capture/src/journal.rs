@@ -60,9 +60,11 @@ unsafe impl Sync for Journal {}
 
 impl Journal {
     /// Creates a new journal in capture directory `dir`: a fresh file (never one that exists,
-    /// whatever process or container made it), its space allocated (a full disk fails here,
-    /// not as a fault when a page is first written).
-    pub fn create(dir: &Path) -> std::io::Result<Journal> {
+    /// whatever process or container made it, and never through a link), with `access`'s
+    /// mode, its space allocated (a full disk fails here, not as a fault when a page is
+    /// first written).
+    pub fn create(dir: &Path, access: crate::writer_fs::Access) -> std::io::Result<Journal> {
+        use std::os::unix::fs::OpenOptionsExt;
         static N: AtomicUsize = AtomicUsize::new(0);
         let (file, path) = loop {
             let n = N.fetch_add(1, Ordering::Relaxed);
@@ -77,6 +79,8 @@ impl Journal {
                 .read(true)
                 .write(true)
                 .create_new(true)
+                .mode(access.file_mode())
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
                 .open(&path)
             {
                 Ok(f) => break (f, path),
@@ -216,9 +220,11 @@ pub fn journals(dir: &Path) -> Vec<PathBuf> {
 
 /// The committed whole records of the journal at `path`. Empty for a file that is not a
 /// journal, and for a journal its writer emptied while this was reading it (its records are
-/// in the log by then); Err when the file cannot be read.
+/// in the log by then); Err when the file cannot be read, or is a link, a FIFO or anything
+/// but a regular file (never followed, never waited on).
 pub fn committed_records(path: &Path) -> std::io::Result<Vec<u8>> {
-    let file = File::open(path)?;
+    use crate::writer_fs::{open_regular, Access, Open};
+    let file = open_regular(path, Open::Read, Access::PRIVATE)?;
     let size = file.metadata()?.len() as usize;
     if size < HEADER {
         return Ok(Vec::new());
@@ -274,11 +280,8 @@ pub fn fold_dead(dir: &Path, log: &Path) -> std::io::Result<()> {
             continue;
         };
         if !records.is_empty() {
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(log)?
-                .write_all(&records)?;
+            use crate::writer_fs::{open_regular, Access, Open};
+            open_regular(log, Open::Append, Access::PRIVATE)?.write_all(&records)?;
         }
         fs::remove_file(&path)?;
     }
@@ -289,23 +292,26 @@ pub fn fold_dead(dir: &Path, log: &Path) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    fn dir(label: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("cltrap-journal-{label}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d
+    /// A private temporary folder (removed when dropped) and its path.
+    fn dir(label: &str) -> (tempfile::TempDir, PathBuf) {
+        let t = tempfile::Builder::new()
+            .prefix(&format!("cltrap-journal-{label}-"))
+            .tempdir()
+            .unwrap();
+        let d = t.path().to_path_buf();
+        (t, d)
     }
 
     #[test]
     fn records_are_readable_at_once_and_move_into_the_log() {
-        let d = dir("move");
+        let (_t, d) = dir("move");
         let log_path = d.join("launches.jsonl");
         let mut log = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log_path)
             .unwrap();
-        let mut j = Journal::create(&d).unwrap();
+        let mut j = Journal::create(&d, Default::default()).unwrap();
         assert!(j.append(b"{\"id\":0}\n"));
         assert!(j.append(b"{\"id\":1}\n"));
         let found = journals(&d);
@@ -326,10 +332,10 @@ mod tests {
 
     #[test]
     fn a_dead_writers_journal_is_folded_into_the_log() {
-        let d = dir("fold");
+        let (_t, d) = dir("fold");
         let log_path = d.join("launches.jsonl");
         fs::write(&log_path, b"{\"id\":0}\n").unwrap();
-        let mut j = Journal::create(&d).unwrap();
+        let mut j = Journal::create(&d, Default::default()).unwrap();
         assert!(j.append(b"{\"id\":1}\n"));
         // The process "dies": its journal stays with a committed record.
         drop(j);

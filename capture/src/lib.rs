@@ -39,6 +39,7 @@ pub mod replayable;
 pub mod schedule;
 pub mod text;
 pub mod writer;
+pub mod writer_fs;
 
 pub use controls::{AtFinish, BufferMode, Control, DeviceDigest, Settings, CONTROLS};
 pub use model::*;
@@ -451,7 +452,7 @@ mod tests {
         late.id = 50;
         let mut line = serde_json::to_vec(&late).unwrap();
         line.push(b'\n');
-        let mut dead = journal::Journal::create(&dir).unwrap();
+        let mut dead = journal::Journal::create(&dir, Default::default()).unwrap();
         assert!(dead.append(&line));
         std::mem::forget(dead);
         let mut all = records.clone();

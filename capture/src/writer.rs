@@ -3,8 +3,9 @@
 //! Both types are `Sync`: the shim records launches from many application threads at once.
 
 use crate::model::{Hash, LaunchRecord, Manifest};
+use crate::writer_fs::{self, Access, Open};
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +26,10 @@ pub enum WriteError {
     },
     #[error("cannot encode record: {0}")]
     Encode(#[from] serde_json::Error),
+    /// The folder holds something this writer must not continue: a manifest of another
+    /// format or of a version it cannot write (its launches would be unreadable after ours).
+    #[error("{path} is not a capture this writer can continue ({why}); it is left as it is")]
+    Foreign { path: PathBuf, why: String },
 }
 
 /// The digest cltrap uses for every blob: blake3, lower-case hex (of a large content, on
@@ -71,18 +76,29 @@ pub struct BlobStore {
     /// content names the same place instead of being stored again.
     known_chunks: Mutex<HashMap<Hash, crate::chunks::PackSlot>>,
     bytes_written: AtomicU64,
-    tmp_counter: AtomicU64,
+    /// Who may read the files and folders this store makes.
+    access: Access,
+    /// Folders below the capture folder that this store made or checked (real folders of
+    /// this user, [`writer_fs::ensure_subdirs`]), so each is checked once.
+    checked_dirs: Mutex<HashSet<PathBuf>>,
 }
 
 impl BlobStore {
-    /// A store rooted at capture directory `dir` (blobs go to `dir/blobs`).
+    /// A store rooted at capture directory `dir` (blobs go to `dir/blobs`), whose files only
+    /// this user may read.
     pub fn new(dir: &Path) -> Self {
+        Self::with_access(dir, Access::PRIVATE)
+    }
+
+    /// [`BlobStore::new`], making files and folders as `access` says.
+    pub fn with_access(dir: &Path, access: Access) -> Self {
         BlobStore {
             dir: dir.to_path_buf(),
             known: Mutex::new(HashSet::new()),
             known_chunks: Mutex::new(HashMap::new()),
             bytes_written: AtomicU64::new(0),
-            tmp_counter: AtomicU64::new(0),
+            access,
+            checked_dirs: Mutex::new(HashSet::new()),
         }
     }
 
@@ -99,7 +115,7 @@ impl BlobStore {
             return Ok(());
         }
         let path = blob_path(&self.dir, hash);
-        if !path.exists() {
+        if !writer_fs::is_regular(&path) {
             self.write_new(&path, bytes)?;
         }
         self.remember(hash);
@@ -135,7 +151,7 @@ impl BlobStore {
             return Ok((0, None));
         }
         let index = index_path(&self.dir, hash);
-        if index.exists() || blob_path(&self.dir, hash).exists() {
+        if writer_fs::is_regular(&index) || writer_fs::is_regular(&blob_path(&self.dir, hash)) {
             self.remember(hash);
             return Ok((0, None));
         }
@@ -208,7 +224,7 @@ impl BlobStore {
             drop(encoded);
             let name: std::sync::Arc<str> = digest(&pack).into();
             let path = pack_path(&self.dir, &name);
-            if !path.exists() {
+            if !writer_fs::is_regular(&path) {
                 self.write_new(&path, &pack)?;
                 written += pack.len() as u64;
             }
@@ -237,30 +253,36 @@ impl BlobStore {
     }
 
     /// Writes a file that does not exist yet under a temporary name and renames it into
-    /// place, so a reader never sees half of it; counts its bytes.
+    /// place, so a reader never sees half of it; counts its bytes. Its folder inside the
+    /// capture is made (or checked, once) to be a real folder of this user, never a link.
     fn write_new(&self, path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         let parent = path.parent().unwrap_or(&self.dir).to_path_buf();
-        fs::create_dir_all(&parent).map_err(|source| WriteError::CreateDir {
-            path: parent.clone(),
+        self.ensure_dir(&parent)?;
+        writer_fs::write_new(path, bytes, self.access).map_err(|source| WriteError::Write {
+            path: path.to_path_buf(),
             source,
         })?;
-        let n = self.tmp_counter.fetch_add(1, Ordering::Relaxed);
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        let tmp = parent.join(format!(".tmp-{}-{}-{}", std::process::id(), n, name));
-        let write = || -> std::io::Result<()> {
-            let mut f = File::create(&tmp)?;
-            f.write_all(bytes)?;
-            fs::rename(&tmp, path)
-        };
-        if let Err(source) = write() {
-            let _ = fs::remove_file(&tmp);
-            return Err(WriteError::Write {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
         self.bytes_written
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Makes `dir`, a folder inside the capture, once per store (see
+    /// [`writer_fs::ensure_subdirs`]).
+    fn ensure_dir(&self, dir: &Path) -> Result<(), WriteError> {
+        let lock = || self.checked_dirs.lock().unwrap_or_else(|p| p.into_inner());
+        if lock().contains(dir) {
+            return Ok(());
+        }
+        let made = match dir.strip_prefix(&self.dir) {
+            Ok(rel) => writer_fs::ensure_subdirs(&self.dir, rel, self.access),
+            Err(_) => writer_fs::ensure_capture_dir(dir, self.access),
+        };
+        made.map_err(|source| WriteError::CreateDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        lock().insert(dir.to_path_buf());
         Ok(())
     }
 
@@ -342,59 +364,74 @@ pub struct CaptureWriter {
 }
 
 impl CaptureWriter {
-    /// Creates (or continues) a capture in `dir` and writes its manifest.
+    /// Creates (or continues) a capture in `dir` and writes its manifest; its files and
+    /// folders only this user may read ([`CaptureWriter::create_with`]).
     ///
     /// An existing capture of the same format is appended to, with ids continuing after its
     /// last launch, so several processes of one run (e.g. a shell script) share one capture.
     pub fn create(dir: &Path, manifest: &Manifest) -> Result<Self, WriteError> {
-        fs::create_dir_all(dir.join("blobs")).map_err(|source| WriteError::CreateDir {
+        Self::create_with(dir, manifest, Access::PRIVATE)
+    }
+
+    /// [`CaptureWriter::create`], making files and folders as `access` says.
+    ///
+    /// Refused (nothing written): a folder of another user or one this user cannot read
+    /// back ([`writer_fs::ensure_capture_dir`]), a manifest that is not this format at a
+    /// version this writer can write, and any file of the capture that is a link, a FIFO
+    /// or anything but a regular file.
+    pub fn create_with(
+        dir: &Path,
+        manifest: &Manifest,
+        access: Access,
+    ) -> Result<Self, WriteError> {
+        writer_fs::ensure_capture_dir(dir, access).map_err(|source| WriteError::CreateDir {
             path: dir.to_path_buf(),
             source,
         })?;
         let manifest_path = dir.join("manifest.json");
         let write_manifest = |text: Vec<u8>| {
-            let tmp = dir.join(format!(".manifest-{}.tmp", std::process::id()));
-            fs::write(&tmp, text)
-                .and_then(|_| fs::rename(&tmp, &manifest_path))
-                .map_err(|source| WriteError::Write {
+            writer_fs::write_new(&manifest_path, &text, access).map_err(|source| {
+                WriteError::Write {
                     path: manifest_path.clone(),
                     source,
-                })
+                }
+            })
         };
-        match fs::read(&manifest_path) {
-            Err(_) => write_manifest(serde_json::to_vec_pretty(manifest)?)?,
-            Ok(text) => {
-                // An older capture continued by this writer becomes the current version:
-                // everything version 1 holds is valid version 2 (which adds chunked contents
-                // and deltas), everything version 2 holds is valid version 3 (which adds the
-                // digest kind of `Content::Digest`), and everything version 3 holds is valid
-                // version 4 (which adds packs of chunks).
+        let present = fs::symlink_metadata(&manifest_path).is_ok();
+        if !present {
+            write_manifest(serde_json::to_vec_pretty(manifest)?)?;
+        } else {
+            let text = writer_fs::read_regular(&manifest_path, MANIFEST_MAX).map_err(|source| {
+                WriteError::Write {
+                    path: manifest_path.clone(),
+                    source,
+                }
+            })?;
+            // An older capture continued by this writer becomes the current version:
+            // everything version 1 holds is valid version 2 (which adds chunked contents
+            // and deltas), everything version 2 holds is valid version 3 (which adds the
+            // digest kind of `Content::Digest`), and everything version 3 holds is valid
+            // version 4 (which adds packs of chunks). A newer version, another format or
+            // damage is refused: appending would leave launches no reader can read.
+            let version = continuable_version(&text).map_err(|why| WriteError::Foreign {
+                path: manifest_path.clone(),
+                why,
+            })?;
+            if version < crate::FORMAT_VERSION {
                 if let Ok(mut old) = serde_json::from_slice::<serde_json::Value>(&text) {
-                    if old.get("format").and_then(|f| f.as_str()) == Some(crate::FORMAT_NAME)
-                        && old
-                            .get("version")
-                            .and_then(|v| v.as_u64())
-                            .is_some_and(|v| v < u64::from(crate::FORMAT_VERSION))
-                    {
-                        old["version"] = crate::FORMAT_VERSION.into();
-                        write_manifest(serde_json::to_vec_pretty(&old)?)?;
-                    }
+                    old["version"] = crate::FORMAT_VERSION.into();
+                    write_manifest(serde_json::to_vec_pretty(&old)?)?;
                 }
             }
         }
+        let blobs = BlobStore::with_access(dir, access);
+        blobs.ensure_dir(&dir.join("blobs"))?;
         let log_path = dir.join(crate::LAUNCHES_FILE);
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| WriteError::Write { path, source }
         };
-        let open_rw = |path: &Path| {
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(path)
-        };
+        let open_rw = |path: &Path| writer_fs::open_regular(path, Open::ReadWrite, access);
         let writers_path = dir.join(WRITERS_FILE);
         let writers = open_rw(&writers_path).map_err(io(&writers_path))?;
         // Alone (no live writer holds its shared lock): a partial last line is a dead
@@ -406,16 +443,13 @@ impl CaptureWriter {
             writers.unlock().map_err(io(&writers_path))?;
         }
         writers.lock_shared().map_err(io(&writers_path))?;
-        let log = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
-            .map_err(io(&log_path))?;
+        let log =
+            writer_fs::open_regular(&log_path, Open::Append, access).map_err(io(&log_path))?;
         let ids_path = dir.join(IDS_FILE);
         let id_file = open_rw(&ids_path).map_err(io(&ids_path))?;
         Ok(CaptureWriter {
             dir: dir.to_path_buf(),
-            blobs: BlobStore::new(dir),
+            blobs,
             log: Mutex::new(Log {
                 file: log,
                 journal: None,
@@ -529,9 +563,11 @@ impl CaptureWriter {
     /// same. Err: the journal could not be made (records keep going to the log).
     pub fn enable_journal(&self) -> Result<(), WriteError> {
         let journal =
-            crate::journal::Journal::create(&self.dir).map_err(|source| WriteError::Write {
-                path: self.dir.join(crate::journal::JOURNAL_PREFIX),
-                source,
+            crate::journal::Journal::create(&self.dir, self.blobs.access).map_err(|source| {
+                WriteError::Write {
+                    path: self.dir.join(crate::journal::JOURNAL_PREFIX),
+                    source,
+                }
             })?;
         let mut log = match self.log.lock() {
             Ok(l) => l,
@@ -671,6 +707,38 @@ impl Drop for CaptureWriter {
     }
 }
 
+/// The most bytes a manifest the writer continues may have (its own are a few hundred).
+const MANIFEST_MAX: u64 = 1 << 20;
+
+/// The format version of the manifest `text` when this writer may append to its capture
+/// (this format, a version it reads and writes or upgrades); else why not, in words.
+fn continuable_version(text: &[u8]) -> Result<u32, String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(text).map_err(|e| format!("the manifest does not parse: {e}"))?;
+    let format = v.get("format").and_then(|f| f.as_str());
+    if format != Some(crate::FORMAT_NAME) {
+        return Err(match format {
+            Some(f) => format!("format {f:?}, not {:?}", crate::FORMAT_NAME),
+            None => "the manifest names no format".into(),
+        });
+    }
+    let version = v
+        .get("version")
+        .and_then(|v| v.as_u64())
+        .ok_or("the manifest names no version")?;
+    match u32::try_from(version) {
+        Ok(n) if crate::READABLE_VERSIONS.contains(&n) && n <= crate::FORMAT_VERSION => Ok(n),
+        _ => Err(format!(
+            "format version {version}; this writer writes version {}",
+            crate::FORMAT_VERSION
+        )),
+    }
+}
+
+/// The most bytes of a launch log the writer reads to continue it (for the largest id and a
+/// partial last line); past it, numbering starts after the journals' ids and nothing is cut.
+const LOG_READ_MAX: u64 = 1 << 34;
+
 /// The id after the largest one in the log and its journals. Ids are taken at enqueue time,
 /// so a log can have holes (launches still running when their process exited); counting
 /// lines would reuse ids.
@@ -679,7 +747,7 @@ fn next_free_id(path: &Path) -> u64 {
     struct IdOnly {
         id: u64,
     }
-    let mut bytes = fs::read(path).unwrap_or_default();
+    let mut bytes = writer_fs::read_regular(path, LOG_READ_MAX).unwrap_or_default();
     if let Some(dir) = path.parent() {
         bytes.extend(crate::journal::pending_records(dir).unwrap_or_default());
     }
@@ -694,9 +762,10 @@ fn next_free_id(path: &Path) -> u64 {
 /// A writer killed mid-line leaves a partial last line; cut it off before appending so the
 /// log stays one complete record per line.
 fn drop_partial_last_line(path: &Path) -> std::io::Result<()> {
-    let bytes = match fs::read(path) {
+    let bytes = match writer_fs::read_regular(path, LOG_READ_MAX) {
         Ok(b) => b,
-        Err(_) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
     };
     if bytes.is_empty() || bytes.ends_with(b"\n") {
         return Ok(());
@@ -706,8 +775,158 @@ fn drop_partial_last_line(path: &Path) -> std::io::Result<()> {
         .rposition(|b| *b == b'\n')
         .map(|i| i + 1)
         .unwrap_or(0);
-    OpenOptions::new()
-        .write(true)
-        .open(path)?
-        .set_len(keep as u64)
+    writer_fs::open_regular(path, Open::ReadWrite, Access::PRIVATE)?.set_len(keep as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn manifest() -> Manifest {
+        Manifest {
+            format: crate::FORMAT_NAME.into(),
+            version: crate::FORMAT_VERSION,
+            writer: "test".into(),
+            pid: 1,
+            argv: vec![],
+            started_unix: 0,
+            buffer_mode: "full".into(),
+        }
+    }
+
+    fn launch(program: &str) -> LaunchRecord {
+        use crate::model::*;
+        LaunchRecord {
+            id: 0,
+            seq: 0,
+            kernel: "k".into(),
+            program: program.into(),
+            api: LaunchApi::NdRange,
+            work_dim: 1,
+            global_offset: None,
+            global_size: vec![4],
+            local_size: None,
+            args: vec![],
+            device: DeviceRecord::default(),
+            queue_properties: 0,
+            launch_site: None,
+            thread: 0,
+            status: 0,
+            not_replayable: vec![],
+        }
+    }
+
+    fn mode(p: &Path) -> u32 {
+        fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn a_capture_is_private_unless_shared() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("cap");
+        let w = CaptureWriter::create(&dir, &manifest()).unwrap();
+        w.enable_journal().unwrap();
+        let hash = w.blobs.put(b"the application's data").unwrap();
+        w.blobs
+            .put_content(&digest(&[7u8; 20000]), &[7u8; 20000])
+            .unwrap();
+        w.append(launch(&hash)).unwrap();
+        for d in [
+            dir.clone(),
+            dir.join("blobs"),
+            blob_path(&dir, &hash).parent().unwrap().to_path_buf(),
+        ] {
+            assert_eq!(mode(&d), 0o700, "{}", d.display());
+        }
+        let mut files = vec![
+            dir.join("manifest.json"),
+            dir.join(crate::LAUNCHES_FILE),
+            blob_path(&dir, &hash),
+        ];
+        files.extend(crate::journal::journals(&dir));
+        for f in &files {
+            assert_eq!(mode(f), 0o600, "{}", f.display());
+        }
+        drop(w);
+        let shared = t.path().join("shared");
+        // SAFETY: umask only changes this process's creation mask; 022 is the usual one.
+        let old = unsafe { libc::umask(0o022) };
+        let w = CaptureWriter::create_with(&shared, &manifest(), Access::SHARED).unwrap();
+        let hash = w.blobs.put(b"shared data").unwrap();
+        unsafe { libc::umask(old) };
+        assert_eq!(mode(&shared), 0o755);
+        assert_eq!(mode(&blob_path(&shared, &hash)), 0o644);
+    }
+
+    #[test]
+    fn a_newer_or_foreign_manifest_is_refused_and_left_alone() {
+        let t = tempfile::tempdir().unwrap();
+        for text in [
+            r#"{"format":"cltrap-capture","version":5,"writer":"x","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}"#,
+            r#"{"format":"something-else","version":1}"#,
+            "not json",
+        ] {
+            let dir = t.path().join(format!("cap{}", text.len()));
+            fs::create_dir(&dir).unwrap();
+            fs::write(dir.join("manifest.json"), text).unwrap();
+            let e = CaptureWriter::create(&dir, &manifest())
+                .err()
+                .expect("refused");
+            assert!(matches!(e, WriteError::Foreign { .. }), "{e}");
+            assert!(e.to_string().contains("manifest.json"), "{e}");
+            assert_eq!(fs::read_to_string(dir.join("manifest.json")).unwrap(), text);
+            assert!(!dir.join(crate::LAUNCHES_FILE).exists());
+            assert!(!dir.join("blobs").exists());
+        }
+    }
+
+    #[test]
+    fn links_and_fifos_in_the_capture_are_never_followed_or_waited_on() {
+        let t = tempfile::tempdir().unwrap();
+        let victim = t.path().join("victim");
+        fs::write(&victim, b"precious\n").unwrap();
+        for name in [
+            crate::LAUNCHES_FILE,
+            IDS_FILE,
+            WRITERS_FILE,
+            "manifest.json",
+        ] {
+            let dir = t.path().join(format!("link-{name}"));
+            fs::create_dir(&dir).unwrap();
+            std::os::unix::fs::symlink(&victim, dir.join(name)).unwrap();
+            let made = CaptureWriter::create(&dir, &manifest()).map(|w| {
+                let h = w.blobs.put(b"x").unwrap();
+                w.append(launch(&h)).map(|_| ())
+            });
+            // A manifest link is replaced by the writer's own manifest; other links refuse.
+            if name != "manifest.json" {
+                assert!(made.is_err(), "{name}: a link was accepted");
+            }
+            assert_eq!(fs::read(&victim).unwrap(), b"precious\n", "{name}");
+        }
+        // A FIFO as the log: refused at once (a blocking open would hang here for ever).
+        let dir = t.path().join("fifo");
+        fs::create_dir(&dir).unwrap();
+        let c = std::ffi::CString::new(
+            dir.join(crate::LAUNCHES_FILE)
+                .into_os_string()
+                .into_encoded_bytes(),
+        )
+        .unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = CaptureWriter::create(&dir, &manifest())
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        // The blobs folder a link elsewhere: nothing lands there.
+        let dir = t.path().join("blobs-link");
+        let elsewhere = t.path().join("elsewhere");
+        fs::create_dir_all(&dir).unwrap();
+        fs::create_dir_all(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.join("blobs")).unwrap();
+        assert!(CaptureWriter::create(&dir, &manifest()).is_err());
+        assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
+    }
 }

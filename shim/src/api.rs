@@ -22,7 +22,7 @@ macro_rules! cl_api {
             hook clCreateCommandQueue = clCreateCommandQueue_t [errcode_ret] (context: cl_context, device: cl_device_id, properties: cl_command_queue_properties, errcode_ret: *mut cl_int) -> cl_command_queue;
             hook clRetainCommandQueue = clRetainCommandQueue_t [] (command_queue: cl_command_queue) -> cl_int;
             hook clReleaseCommandQueue = clReleaseCommandQueue_t [] (command_queue: cl_command_queue) -> cl_int;
-            plain clGetCommandQueueInfo = clGetCommandQueueInfo_t [] (command_queue: cl_command_queue, param_name: cl_command_queue_info, param_value_size: size_t, param_value: *mut c_void, param_value_size_ret: *mut size_t) -> cl_int;
+            hook clGetCommandQueueInfo = clGetCommandQueueInfo_t [] (command_queue: cl_command_queue, param_name: cl_command_queue_info, param_value_size: size_t, param_value: *mut c_void, param_value_size_ret: *mut size_t) -> cl_int;
             plain clSetCommandQueueProperty = clSetCommandQueueProperty_t [] (command_queue: cl_command_queue, properties: cl_command_queue_properties, enable: cl_bool, old_properties: *mut cl_command_queue_properties) -> cl_int;
             hook clCreateBuffer = clCreateBuffer_t [errcode_ret] (context: cl_context, flags: cl_mem_flags, size: size_t, host_ptr: *mut c_void, errcode_ret: *mut cl_int) -> cl_mem;
             hook clCreateImage2D = clCreateImage2D_t [errcode_ret] (context: cl_context, flags: cl_mem_flags, image_format: *const cl_image_format, image_width: size_t, image_height: size_t, image_row_pitch: size_t, host_ptr: *mut c_void, errcode_ret: *mut cl_int) -> cl_mem;

@@ -10,8 +10,9 @@
 //!    (ocl-icd ≥ 2.3, the Khronos loader). The loader hands us its next dispatch table and
 //!    calls our table instead. This is the only way to see applications that `dlopen` the
 //!    loader and look functions up by handle (hashcat, OpenCV, ...). When the library is
-//!    preloaded, its constructor (`register`) prepends its own path to `OPENCL_LAYERS`, so
-//!    such applications are caught without any setup.
+//!    preloaded, the loader's `getenv("OPENCL_LAYERS")` answers with its own path in front
+//!    (`register`; the environment itself is not changed), so such applications are caught
+//!    without any setup.
 //!
 //! Both doors call the same interception core (`core`), whose functions take the "next"
 //! dispatch table of the door they came through; no recording code exists twice.
@@ -29,13 +30,16 @@
 //! The application's call is forwarded exactly once, with its own arguments (exceptions:
 //! ` -cl-kernel-arg-info` is appended to build options while capturing, retried without it if
 //! the driver refuses, and hidden again from the application's `clGetKernelArgInfo`, which
-//! then answers `CL_KERNEL_ARG_INFO_NOT_AVAILABLE` as the driver would; on out-of-order
+//! then answers `CL_KERNEL_ARG_INFO_NOT_AVAILABLE` as the driver would, and from
+//! `CL_PROGRAM_BUILD_OPTIONS`; `CL_QUEUE_REFERENCE_COUNT` leaves out the shim's own reference;
+//! with `CLTRAP_REFUSE_BINARIES`, `clCreateProgramWithBinary` answers `CL_INVALID_BINARY`; on out-of-order
 //! queues a recorded kernel also waits for the shim's own pre-reads), outside any panic guard; all recording work runs inside
 //! `catch_unwind` and never changes return codes, events or blocking behaviour. Capture I/O
 //! failures are reported once on stderr (`cltrap: ...`) and recording stops. With
 //! `CLTRAP_CAPTURE=off` the exports are a relaxed atomic load and an indirect call, and no
-//! layer is registered. In processes that never call OpenCL the library does nothing beyond
-//! setting `OPENCL_LAYERS` in its own environment.
+//! layer is registered. In processes that never call OpenCL the library does nothing: it
+//! answers the loader's `getenv("OPENCL_LAYERS")` with its own path in front (`register`),
+//! and the environment children inherit is left as it was.
 //!
 //! # Using it
 //!

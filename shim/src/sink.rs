@@ -48,7 +48,7 @@ pub fn writer() -> Option<&'static CaptureWriter> {
         .get_or_init(|| {
             let settings = crate::state::settings()?;
             crate::core::watch_forks();
-            match CaptureWriter::create(&settings.dir, &manifest(settings)) {
+            match CaptureWriter::create_with(&settings.dir, &manifest(settings), access(settings)) {
                 Ok(w) => {
                     // Records go through a journal mapped into memory: no `write` call at
                     // each `clFinish` (the writer thread moves it into the log). Without
@@ -65,6 +65,13 @@ pub fn writer() -> Option<&'static CaptureWriter> {
             }
         })
         .as_ref()
+}
+
+/// Who may read the capture's files (`CLTRAP_SHARE`; by default only this user).
+pub fn access(settings: &cltrap_capture::Settings) -> cltrap_capture::writer_fs::Access {
+    cltrap_capture::writer_fs::Access {
+        share: settings.share,
+    }
 }
 
 /// The capture writer if one was created; never creates one (for exit handlers).

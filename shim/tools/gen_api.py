@@ -13,7 +13,7 @@ src = sys.argv[1]
 HOOKS = set("""
 clCreateProgramWithSource clCreateProgramWithBinary clCreateProgramWithIL
 clCreateProgramWithBuiltInKernels clBuildProgram clCompileProgram clLinkProgram
-clGetProgramBuildInfo
+clGetProgramBuildInfo clGetCommandQueueInfo
 clCreateKernel clCreateKernelsInProgram clCloneKernel clSetKernelArg clSetKernelArgSVMPointer
 clCreateBuffer clCreateBufferWithProperties clCreateSubBuffer clCreateImage clCreateImage2D
 clCreateImage3D clCreateImageWithProperties clCreateUserEvent clSetUserEventStatus

@@ -241,3 +241,239 @@ fn launches_handed_over_at_clfinish_are_all_written_and_replay_ok() {
         "no launch was written at a clFinish by default"
     );
 }
+
+/// Permission bits of `path` (the link itself, never what it names).
+fn mode_of(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// Every file and folder below `dir` (not `dir` itself).
+fn entries(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut all = Vec::new();
+    for e in std::fs::read_dir(dir).expect("readable").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            all.extend(entries(&p));
+        }
+        all.push(p);
+    }
+    all
+}
+
+/// This process's umask (what `--share` leaves to decide), from `/proc/self/status`.
+fn umask() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        .expect("a Umask line")
+}
+
+/// A capture holds the application's data: only its user may read it (files 0600, folders
+/// 0700), whatever the umask, unless `--share` asks for the umask's usual modes.
+#[test]
+fn a_capture_is_readable_by_its_user_only_unless_shared() {
+    let (dir, cap) = capture_sequence("private", &[]);
+    assert!(!cap.launches.is_empty());
+    assert_eq!(mode_of(&dir), 0o700);
+    let all = entries(&dir);
+    assert!(all.len() > 5, "{all:?}");
+    for p in &all {
+        let want = if p.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(mode_of(p), want, "{}", p.display());
+    }
+    let (dir, _) = capture_sequence("shared", &["--share"]);
+    let mask = umask();
+    assert_eq!(mode_of(&dir), 0o755 & !mask);
+    for p in entries(&dir) {
+        let want = if p.is_dir() { 0o755 } else { 0o644 } & !mask;
+        assert_eq!(mode_of(&p), want, "{}", p.display());
+    }
+}
+
+/// Runs the `ndrange` fixture preloaded on a capture folder someone prepared, checks that
+/// the application behaves as natively and that the shim said exactly one line about it.
+fn run_on_prepared(dir: &std::path::Path) -> Outcome {
+    let exe = fixture("ndrange");
+    let native = run_native(&exe, &[] as &[&str]).expect_success();
+    let pre = run_preloaded(dir, &[], &exe, &[] as &[&str]);
+    pre.assert_no_panic();
+    assert_same_behaviour(&native, &pre);
+    assert_eq!(cltrap_lines(&pre.stderr).len(), 1, "{}", pre.describe());
+    pre
+}
+
+/// A capture folder prepared with links (`launches.jsonl`, `ids` to a file of the victim's,
+/// `blobs` to a folder elsewhere): the shim follows none, refuses the capture with one line,
+/// and the application runs on; nothing is written through the links.
+#[test]
+fn links_planted_in_a_capture_folder_are_never_followed() {
+    let base = fresh_dir("caps", "planted-links");
+    let victim = base.join("victim.txt");
+    std::fs::write(&victim, "precious\n").expect("victim");
+    for name in ["launches.jsonl", "ids", ".writers.lock"] {
+        let dir = base.join(format!("cap-{}", name.trim_start_matches('.')));
+        std::fs::create_dir(&dir).expect("dir");
+        std::os::unix::fs::symlink(&victim, dir.join(name)).expect("link");
+        let pre = run_on_prepared(&dir);
+        assert!(pre.stderr.contains("symbolic link"), "{}", pre.describe());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    }
+    let dir = base.join("cap-blobs");
+    let elsewhere = base.join("elsewhere");
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::create_dir_all(&elsewhere).expect("dir");
+    std::os::unix::fs::symlink(&elsewhere, dir.join("blobs")).expect("link");
+    run_on_prepared(&dir);
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "something was written through the blobs link"
+    );
+}
+
+/// A FIFO as the launch log hung the application under the shim (a blocking open): it is
+/// refused at once, and the application runs as natively.
+#[test]
+fn a_fifo_in_a_capture_folder_does_not_hang_the_application() {
+    let base = fresh_dir("caps", "fifo");
+    for name in ["launches.jsonl", "manifest.json"] {
+        let dir = base.join(format!("cap-{name}"));
+        std::fs::create_dir(&dir).expect("dir");
+        let path = dir.join(name);
+        let status = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .expect("mkfifo runs");
+        assert!(status.success());
+        let pre = run_on_prepared(&dir);
+        assert!(
+            pre.stderr.contains("not a regular file"),
+            "{}",
+            pre.describe()
+        );
+    }
+}
+
+/// A capture whose manifest says a format version this shim cannot write (5) is refused,
+/// not appended to (the launches would be unreadable), and its manifest is left as it was.
+#[test]
+fn a_capture_of_a_newer_format_is_refused_not_appended_to() {
+    let base = fresh_dir("caps", "newer-format");
+    let dir = base.join("cap");
+    std::fs::create_dir(&dir).expect("dir");
+    let manifest = r#"{"format":"cltrap-capture","version":5,"writer":"a later cltrap","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}"#;
+    std::fs::write(dir.join("manifest.json"), manifest).expect("manifest");
+    let pre = run_on_prepared(&dir);
+    assert!(pre.stderr.contains("version 5"), "{}", pre.describe());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("manifest.json")).unwrap(),
+        manifest
+    );
+    assert!(!dir.join("launches.jsonl").exists());
+    assert!(!dir.join("blobs").exists());
+}
+
+/// The origin of the program of the (one) launch of the `bincache` fixture in `cap`.
+fn program_origin(cap: &cltrap_capture::Capture) -> cltrap_capture::ProgramOrigin {
+    let launch = cap.launches.first().expect("one launch");
+    assert_eq!(launch.kernel, "cached_scale");
+    cap.program(&launch.program).expect("program record").origin
+}
+
+/// An application that loads its kernels from its own binary cache is captured with a
+/// warning naming the kernel (analyses cannot read a binary); with `--refuse-binaries`
+/// `clCreateProgramWithBinary` answers `CL_INVALID_BINARY`, the application falls back to
+/// source, and the capture holds the source.
+#[test]
+fn binary_programs_are_said_and_can_be_refused_so_apps_build_from_source() {
+    let exe = fixture("bincache");
+    let base = fresh_dir("caps", "bincache");
+    let cache = base.join("kernels.bin");
+    let cache_arg = [cache.as_os_str()];
+    let first = run_native(&exe, &cache_arg).expect_success();
+    assert!(cache.is_file(), "the fixture wrote its cache");
+    let native = run_native(&exe, &cache_arg).expect_success();
+    assert!(
+        native.stderr.contains("kernels from the cache"),
+        "{}",
+        native.describe()
+    );
+    assert_eq!(first.stdout, native.stdout);
+
+    let dir = base.join("cap-binary");
+    let pre = run_preloaded(&dir, &[], &exe, &cache_arg);
+    pre.assert_no_panic();
+    assert_same_behaviour(&native, &pre);
+    let said = cltrap_lines(&pre.stderr);
+    assert_eq!(said.len(), 1, "{}", pre.describe());
+    assert!(
+        said[0].contains("'cached_scale'") && said[0].contains("--refuse-binaries"),
+        "{}",
+        pre.describe()
+    );
+    let origin = program_origin(&open_capture(&dir));
+    assert!(
+        matches!(origin, cltrap_capture::ProgramOrigin::Binary { .. }),
+        "{origin:?}"
+    );
+
+    let dir = base.join("cap-refused");
+    let refused = run_captured(&dir, &["--refuse-binaries"], &exe, &cache_arg);
+    refused.assert_no_panic();
+    assert!(refused.success(), "{}", refused.describe());
+    assert_eq!(refused.stdout, native.stdout, "{}", refused.describe());
+    assert!(
+        refused
+            .stderr
+            .contains("the cached binary was refused (-42, -42)"),
+        "{}",
+        refused.describe()
+    );
+    assert!(
+        refused.stderr.contains("refused a program binary"),
+        "{}",
+        refused.describe()
+    );
+    let origin = program_origin(&open_capture(&dir));
+    assert!(
+        matches!(origin, cltrap_capture::ProgramOrigin::Source { .. }),
+        "{origin:?}"
+    );
+}
+
+/// A capture folder that belongs to another user (a world-writable `cltrap-out/` someone
+/// prepared) is refused with one line, and the application runs on. Only a process running
+/// as root can give a folder away, so elsewhere this is left to the unit test of the rule
+/// (`cltrap_capture::writer_fs::judge_dir`).
+#[test]
+fn a_capture_folder_of_another_user_is_refused() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let base = fresh_dir("caps", "other-user");
+    let probe = base.join("probe");
+    std::fs::write(&probe, b"").expect("probe");
+    if std::fs::metadata(&probe).expect("probe").uid() != 0 {
+        skip(
+            "a_capture_folder_of_another_user_is_refused",
+            "only root can make a folder another user's",
+        );
+        return;
+    }
+    let dir = base.join("cap");
+    std::fs::create_dir(&dir).expect("dir");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).expect("chown");
+    let pre = run_on_prepared(&dir);
+    assert!(
+        pre.stderr.contains("belongs to user 65534"),
+        "{}",
+        pre.describe()
+    );
+    assert_eq!(std::fs::read_dir(&dir).expect("listed").count(), 0);
+}

@@ -56,3 +56,18 @@ fn both_doors_at_once_see_each_launch_exactly_once() {
         "enqueue numbers 0..11 once each"
     );
 }
+
+/// Preloaded alone (no `OPENCL_LAYERS` given), the shim still reaches an application that
+/// `dlopen`s the loader: the loader's `getenv("OPENCL_LAYERS")` names the shim, though the
+/// environment itself (what children inherit) does not.
+#[test]
+fn preloaded_alone_the_shim_reaches_an_application_that_dlopens_the_loader() {
+    let exe = fixture("dlopen_app");
+    let native = run_native(&exe, &[] as &[&str]).expect_success();
+    let dir = fresh_capture_dir("preload-dlopen");
+    let pre = run_preloaded(&dir, &[], &exe, &[] as &[&str]);
+    pre.assert_no_panic();
+    assert_same_behaviour(&native, &pre);
+    let cap = open_capture(&dir);
+    assert_eq!(kernel_sequence(&cap), ["vadd", "vadd", "vadd"]);
+}

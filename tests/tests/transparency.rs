@@ -256,3 +256,92 @@ fn every_fixture_behaves_identically_under_the_pass_through_shim() {
         assert_quiet_capture(&native, &off);
     }
 }
+
+/// What an application reads back about its own objects — the build options of a program
+/// whose build failed, the reference counts of its queue, context, program, kernel and buffer
+/// after launches and `clFinish` — is what it reads without the shim (the shim adds `-cl-kernel-arg-info` to builds and holds a
+/// reference to queues with launches of its own in flight).
+#[test]
+fn what_the_application_reads_of_its_own_objects_is_what_it_reads_natively() {
+    let exe = fixture("observed");
+    let native = run_native(&exe, &[] as &[&str]).expect_success();
+    let text = native.stdout_text();
+    assert!(
+        text.contains("its build options = [-DAPP_OPTION=1]"),
+        "{text}"
+    );
+    let dir = fresh_capture_dir("observed");
+    let captured = run_captured(&dir, &[], &exe, &[] as &[&str]);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    let pre = run_preloaded(&dir, &[], &exe, &[] as &[&str]);
+    assert_same_behaviour(&native, &pre);
+    assert!(
+        !open_capture(&dir).launches.is_empty(),
+        "the launches were captured"
+    );
+}
+
+/// An enqueue whose buffer argument the application already released: the shim must not
+/// ask the driver about the released object (PoCL crashed inside `clGetMemObjectInfo`); the
+/// enqueue is forwarded and the run ends as it ends natively (on PoCL: the driver aborts).
+#[test]
+fn a_released_buffer_argument_meets_the_driver_not_a_crash_of_ours() {
+    let exe = fixture("observed");
+    let native = run_native(&exe, &["released"]);
+    let dir = fresh_capture_dir("released");
+    let pre = run_preloaded(&dir, &[], &exe, &["released"]);
+    pre.assert_no_panic();
+    assert_ne!(pre.signal, Some(11), "{}", pre.describe());
+    assert_eq!(
+        native.ending(),
+        pre.ending(),
+        "\n=== native ===\n{}\n=== preloaded ===\n{}",
+        native.describe(),
+        pre.describe()
+    );
+}
+
+/// A preloaded process that never calls OpenCL leaves its children the environment they
+/// would have without the shim: no `OPENCL_LAYERS` appears (the loader is told of the layer
+/// through `getenv`, never through the environment).
+#[test]
+fn children_of_a_preloaded_process_inherit_the_environment_unchanged() {
+    let dir = fresh_capture_dir("child-env");
+    let script = "env; echo \"layers=[$OPENCL_LAYERS]\"";
+    let env = |o: &Outcome| -> Vec<String> {
+        let mut lines: Vec<String> = o
+            .stdout_text()
+            .lines()
+            .filter(|l| !l.starts_with("LD_PRELOAD="))
+            .map(str::to_string)
+            .collect();
+        lines.sort();
+        lines
+    };
+    let native = run_with_env(
+        "sh",
+        &["-c", script],
+        &[("CLTRAP_DIR", dir.as_os_str())],
+        None,
+    );
+    let pre = run_preloaded(&dir, &[], "sh", &["-c", script]);
+    // (No panic check on stdout here: it lists RUST_BACKTRACE from the test's environment.)
+    assert!(native.success() && pre.success(), "{}", pre.describe());
+    assert!(pre.stderr.is_empty(), "{}", pre.describe());
+    assert_eq!(env(&native), env(&pre), "{}", pre.describe());
+    assert!(
+        pre.stdout_text().contains("layers=[]"),
+        "{}",
+        pre.describe()
+    );
+    // A layer the user named stays exactly as named.
+    let named = std::ffi::OsStr::new("/nonexistent/layer.so");
+    let mine = run_preloaded(&dir, &[("OPENCL_LAYERS", named)], "sh", &["-c", script]);
+    assert!(
+        mine.stdout_text()
+            .contains("layers=[/nonexistent/layer.so]"),
+        "{}",
+        mine.describe()
+    );
+}

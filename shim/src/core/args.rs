@@ -166,6 +166,11 @@ fn mem_facts(next: &Next, h: usize) -> Option<MemFacts> {
     if let Some(f) = tables().mem_facts(h) {
         return Some(f);
     }
+    // Released by the application: the handle may name freed memory. The enqueue is
+    // forwarded as it is and the driver answers it.
+    if tables().mem_released(h) {
+        return None;
+    }
     let f = next.clGetMemObjectInfo?;
     let mem = h as cl_mem;
     // SAFETY: standard info queries on a handle the application passed as a kernel argument.

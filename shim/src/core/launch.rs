@@ -357,7 +357,7 @@ impl Plan {
             args.push(rec);
         }
         unchanged_by_launch(&reads, &mut read_only);
-        let program = match super::record::program_hash(next, writer, k.program) {
+        let program = match super::record::program_hash(next, writer, k.program, &k.name) {
             Ok((hash, mut pnotes)) => {
                 notes.append(&mut pnotes);
                 hash

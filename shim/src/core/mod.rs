@@ -58,6 +58,7 @@ pub(crate) use lifetime::{
     clReleaseContext, clReleaseKernel, clReleaseMemObject, clReleaseProgram, clRetainContext,
     clRetainKernel, clRetainMemObject, clRetainProgram,
 };
+pub(crate) use queue_ref::clGetCommandQueueInfo;
 pub(crate) use stats::enable_timing;
 pub(crate) use sync::{
     clEnqueueReadBuffer, clEnqueueReadBufferRect, clEnqueueReadImage, clFinish, clWaitForEvents,

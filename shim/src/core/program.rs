@@ -139,6 +139,10 @@ pub unsafe fn clCreateProgramWithBinary(
     let Some(f) = next.clCreateProgramWithBinary else {
         return missing(errcode_ret);
     };
+    if crate::state::settings().is_some_and(|s| s.refuse_binaries) {
+        quietly(|| unsafe { refuse_binary(num_devices, binary_status, errcode_ret) });
+        return std::ptr::null_mut();
+    }
     let program = f(
         context,
         num_devices,
@@ -167,6 +171,32 @@ pub unsafe fn clCreateProgramWithBinary(
         });
     }
     program
+}
+
+/// `CLTRAP_REFUSE_BINARIES`: answers a program binary as the driver answers one it cannot
+/// load (`CL_INVALID_BINARY` for the call and for every device's status), so an application
+/// that caches its kernels on disk falls back to building them from source. Said once.
+///
+/// # Safety
+/// `binary_status` is null or holds `num_devices` values; `errcode_ret` is null or writable.
+unsafe fn refuse_binary(
+    num_devices: cl_uint,
+    binary_status: *mut cl_int,
+    errcode_ret: *mut cl_int,
+) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !binary_status.is_null() {
+        for i in 0..num_devices as usize {
+            // SAFETY: the application's array of `num_devices` statuses.
+            unsafe { *binary_status.add(i) = CL_INVALID_BINARY };
+        }
+    }
+    set_err(errcode_ret, CL_INVALID_BINARY);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        crate::sink::say(
+            "refused a program binary (clCreateProgramWithBinary answers CL_INVALID_BINARY, as --refuse-binaries asks) so that the application builds its kernels from source",
+        );
+    }
 }
 
 pub unsafe fn clCreateProgramWithIL(
@@ -263,6 +293,11 @@ pub unsafe fn clBuildProgram(
     let (ret, extended) = with_extended_options(options, CL_INVALID_BUILD_OPTIONS, |o| {
         f(program, num_devices, device_list, o, pfn_notify, user_data)
     });
+    if ret != CL_SUCCESS {
+        // The driver keeps the options of a failed build too: `CL_PROGRAM_BUILD_OPTIONS`
+        // must still answer the application's own.
+        quietly(|| failed_with(program, unsafe { text(options) }, extended, false));
+    }
     if ret == CL_SUCCESS {
         quietly(|| {
             let opts = unsafe { text(options) };
@@ -297,6 +332,22 @@ pub unsafe fn clBuildProgram(
     ret
 }
 
+/// A build (or `compile`) of `program` with `options` failed: notes the options the driver
+/// now holds, and whether ours were added, so `CL_PROGRAM_BUILD_OPTIONS` answers as without
+/// the shim. Programs the shim does not know are left alone.
+fn failed_with(program: cl_program, options: String, extended: bool, compile: bool) {
+    let mut programs = lock(&tables().programs);
+    if let Some(p) = programs.get_mut(&(program as usize)) {
+        if compile {
+            p.compile_options = options;
+        } else {
+            p.options = options;
+        }
+        p.options_extended = extended;
+        p.record = None;
+    }
+}
+
 pub unsafe fn clCompileProgram(
     next: &Next,
     program: cl_program,
@@ -325,6 +376,9 @@ pub unsafe fn clCompileProgram(
             user_data,
         )
     });
+    if ret != CL_SUCCESS {
+        quietly(|| failed_with(program, unsafe { text(options) }, extended, true));
+    }
     if ret == CL_SUCCESS {
         quietly(|| {
             let opts = unsafe { text(options) };

@@ -10,11 +10,13 @@ use cltrap_capture::{
 };
 use opencl_sys::*;
 
-/// The blob hash of `program`'s record, plus reasons it may not be replayable.
+/// The blob hash of `program`'s record, plus reasons it may not be replayable. `kernel`: the
+/// kernel whose launch asks (named when the program turns out to be a binary).
 pub fn program_hash(
     next: &Next,
     writer: &CaptureWriter,
     program: usize,
+    kernel: &str,
 ) -> Result<(Hash, Vec<String>), WriteError> {
     let mut notes = Vec::new();
     let known = {
@@ -40,6 +42,9 @@ pub fn program_hash(
     if matches!(&*p.origin, Origin::Source(s) if s.is_empty()) {
         notes.push("the program's source is unknown".into());
     }
+    if matches!(&*p.origin, Origin::Binary(_)) {
+        binary_said_once(kernel);
+    }
     let rec = ProgramRecord {
         origin: origin(writer, &p.origin)?,
         options: p.options.clone(),
@@ -52,6 +57,21 @@ pub fn program_hash(
         entry.record = Some(hash.clone());
     }
     Ok((hash, notes))
+}
+
+/// Says once per process that launches come from a program the application created from a
+/// binary (typically its own on-disk cache of compiled kernels): analyses need sources, and
+/// the capture would otherwise look complete while `cover`, `check` or `export` find nothing
+/// to read. Names the first such kernel and the control that makes the application build
+/// from source instead.
+fn binary_said_once(kernel: &str) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    crate::sink::say(&format!(
+        "kernel '{kernel}' comes from a program created from a binary (clCreateProgramWithBinary, often an application's own kernel cache): its launches are captured without source, so analyses cannot read its code; capture with --refuse-binaries (CLTRAP_REFUSE_BINARIES=on) to make the application build from source where it can"
+    ));
 }
 
 fn origin(writer: &CaptureWriter, o: &Origin) -> Result<ProgramOrigin, WriteError> {

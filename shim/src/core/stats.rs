@@ -166,7 +166,11 @@ pub(super) fn write(path: &std::path::Path) {
         .map(|(name, c)| format!("\"{name}\":{},", get(c)))
         .collect();
     let text = format!("{{{counted}\"time\":{{{}}}}}\n", phases.join(","));
-    if let Err(e) = std::fs::write(path, text) {
+    // A new file renamed over the path: a link there is replaced, never written through.
+    let access = crate::state::settings()
+        .map(crate::sink::access)
+        .unwrap_or_default();
+    if let Err(e) = cltrap_capture::writer_fs::write_new(path, text.as_bytes(), access) {
         crate::sink::report_once(&format!(
             "could not write the capture's counters to {}: {e}",
             path.display()

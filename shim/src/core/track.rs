@@ -130,6 +130,11 @@ pub struct Tables {
     pub programs: Mutex<HandleMap<usize, Program>>,
     pub kernels: Mutex<HandleMap<usize, Kernel>>,
     mems: Mutex<HandleMap<usize, MemEntry>>,
+    /// Memory objects the application created and then released for good, until the driver
+    /// hands the handle out again: the shim must never ask the driver about one (the handle
+    /// may point at freed memory; PoCL crashes on it), only forward the application's call,
+    /// whose answer (`CL_INVALID_MEM_OBJECT`) is the driver's.
+    released_mems: Mutex<HandleSet<usize>>,
     user_events: Mutex<HandleSet<usize>>,
     pub devices: Mutex<HandleMap<usize, cltrap_capture::DeviceRecord>>,
     pub per_kernel: Mutex<HashMap<String, u64>>,
@@ -141,6 +146,13 @@ impl Tables {
     pub fn mem_created(&self, mem: usize) {
         let id = self.next_mem.fetch_add(1, Ordering::Relaxed);
         lock(&self.mems).insert(mem, MemEntry { id, facts: None });
+        lock(&self.released_mems).remove(&mem);
+    }
+
+    /// Whether `mem` is a memory object the application released for good (see
+    /// `released_mems`): nothing of ours may touch it.
+    pub fn mem_released(&self, mem: usize) -> bool {
+        lock(&self.released_mems).contains(&mem)
     }
 
     /// The capture-wide id of a memory object (assigned now if it was never seen created).
@@ -181,7 +193,9 @@ impl Tables {
     pub fn forget(&self, handle: usize) {
         lock(&self.programs).remove(&handle);
         lock(&self.kernels).remove(&handle);
-        lock(&self.mems).remove(&handle);
+        if lock(&self.mems).remove(&handle).is_some() {
+            lock(&self.released_mems).insert(handle);
+        }
     }
 
     /// A user event was created: until it is set, the shim must not block on the queue.

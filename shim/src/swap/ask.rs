@@ -54,11 +54,12 @@ pub fn instrument(
 ) -> Result<Variant, String> {
     let key = key(pass, options, source);
     let path = cache_dir(capture_dir).join(format!("{key}.json"));
-    let answer = match std::fs::read(&path) {
+    // A regular file of the capture only (never a link or a FIFO), of a sane size.
+    let answer = match cltrap_capture::writer_fs::read_regular(&path, ANSWER_MAX) {
         Ok(bytes) => bytes,
         Err(_) => {
             let bytes = run_cltrap(pass, options, source)?;
-            store(&path, &bytes);
+            store(capture_dir, &path, &bytes);
             bytes
         }
     };
@@ -99,22 +100,30 @@ fn run_cltrap(pass: Pass, options: &str, source: &[u8]) -> Result<Vec<u8>, Strin
     Ok(out.stdout)
 }
 
-/// Writes the answer atomically (another process may be reading or writing the same key).
-fn store(path: &Path, bytes: &[u8]) {
-    let Some(dir) = path.parent() else { return };
-    if std::fs::create_dir_all(dir).is_err() {
+/// The most bytes of a cached answer read back (an instrumented program is far smaller).
+const ANSWER_MAX: u64 = 256 << 20;
+
+/// Who may read the instrument cache's files: as the capture's (`CLTRAP_SHARE`).
+pub fn access() -> cltrap_capture::writer_fs::Access {
+    crate::state::settings()
+        .map(crate::sink::access)
+        .unwrap_or_default()
+}
+
+/// Writes the answer atomically (another process may be reading or writing the same key),
+/// into folders of the capture that are this user's and no links.
+fn store(capture_dir: &Path, path: &Path, bytes: &[u8]) {
+    use cltrap_capture::writer_fs::{ensure_capture_dir, ensure_subdirs, write_new};
+    let Some(rel) = path.parent().and_then(|d| d.strip_prefix(capture_dir).ok()) else {
+        return;
+    };
+    let access = access();
+    if ensure_capture_dir(capture_dir, access).is_err()
+        || ensure_subdirs(capture_dir, rel, access).is_err()
+    {
         return;
     }
-    let tmp = dir.join(format!(
-        ".tmp-{}-{}",
-        std::process::id(),
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default()
-    ));
-    if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
+    let _ = write_new(path, bytes, access);
 }
 
 fn parse(key: &str, answer: &[u8]) -> Result<Variant, String> {

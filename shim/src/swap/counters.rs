@@ -217,19 +217,16 @@ fn finish(next: &Next, p: Pending) {
 fn write(p: &Pending) -> Result<(), String> {
     let mut out = lock(&OUT);
     if out.is_none() {
-        let dir = crate::state::settings()
-            .ok_or("capture settings are gone")?
-            .dir
-            .clone();
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        use cltrap_capture::writer_fs::{ensure_capture_dir, open_regular, Open};
+        let settings = crate::state::settings().ok_or("capture settings are gone")?;
+        let dir = settings.dir.clone();
+        let access = crate::sink::access(settings);
+        ensure_capture_dir(&dir, access).map_err(|e| format!("{}: {e}", dir.display()))?;
         let path = dir.join("coverage.jsonl");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
+        let file = open_regular(&path, Open::Append, access)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         *out = Some(Sink {
-            blobs: BlobStore::new(&dir),
+            blobs: BlobStore::with_access(&dir, access),
             file,
         });
     }

@@ -367,10 +367,13 @@ fn headers_dir(
             return Err(std::io::Error::other(format!("header name {name:?}")));
         }
         let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+        // Folders of our own inside the capture, never links; the file written anew.
+        let access = ask::access();
+        cltrap_capture::writer_fs::ensure_capture_dir(capture_dir, access)?;
+        if let Some(parent) = path.parent().and_then(|p| p.strip_prefix(capture_dir).ok()) {
+            cltrap_capture::writer_fs::ensure_subdirs(capture_dir, parent, access)?;
         }
-        std::fs::write(&path, text)?;
+        cltrap_capture::writer_fs::write_new(&path, text, access)?;
     }
     Ok(Some(dir))
 }
