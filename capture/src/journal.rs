@@ -218,7 +218,22 @@ pub fn journals(dir: &Path) -> Vec<PathBuf> {
 /// journal, and for a journal its writer emptied while this was reading it (its records are
 /// in the log by then); Err when the file cannot be read.
 pub fn committed_records(path: &Path) -> std::io::Result<Vec<u8>> {
-    let file = File::open(path)?;
+    // A journal is a regular file of the capture: never a link followed or a FIFO waited on.
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str()))
+    else {
+        return Ok(Vec::new());
+    };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let file = match crate::reader::open_inside(dir, &[name], u64::MAX) {
+        Ok(f) => f,
+        Err(crate::reader::OpenError::Io(e)) => return Err(e),
+        Err(crate::reader::OpenError::NotFound) => {
+            return Err(std::io::ErrorKind::NotFound.into())
+        }
+        Err(crate::reader::OpenError::Refused(why)) => {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, why))
+        }
+    };
     let size = file.metadata()?.len() as usize;
     if size < HEADER {
         return Ok(Vec::new());

@@ -334,20 +334,10 @@ impl LaunchInput {
 
 /// Size in bytes of an image's tightly packed contents.
 pub fn image_bytes(image: &ImageRecord) -> u64 {
-    let (w, h, d) = image_region(image);
-    w.saturating_mul(h)
-        .saturating_mul(d)
-        .saturating_mul(image.element_size)
+    image.packed_size()
 }
 
 /// The `region` of an image for read/write calls: (width, height or array size, depth or array size).
 pub fn image_region(image: &ImageRecord) -> (u64, u64, u64) {
-    let one = |v: u64| v.max(1);
-    match image.image_type {
-        0x10F5 => (one(image.width), one(image.array_size), 1),
-        0x10F3 => (one(image.width), one(image.height), one(image.array_size)),
-        0x10F2 => (one(image.width), one(image.height), one(image.depth)),
-        0x10F1 => (one(image.width), one(image.height), 1),
-        _ => (one(image.width), 1, 1),
-    }
+    image.region()
 }
