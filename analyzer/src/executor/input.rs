@@ -215,7 +215,7 @@ impl LaunchInput {
                             if flags & opencl_sys::CL_MEM_WRITE_ONLY != 0 =>
                         {
                             stand_ins.push(i);
-                            vec![0u8; usize::try_from(*size).unwrap_or(0)]
+                            zeroed(*size, &name(a))?
                         }
                         Err(e) => return Err(e),
                     };
@@ -330,6 +330,20 @@ impl LaunchInput {
             })
             .collect()
     }
+}
+
+/// `size` zero bytes for a stand-in, or an error when this machine cannot hold them (a
+/// capture's sizes are bounded, not by this machine's memory).
+fn zeroed(size: u64, what: &str) -> Result<Vec<u8>, ExecError> {
+    let n = usize::try_from(size).unwrap_or(usize::MAX);
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        ExecError::NotReplayable(format!(
+            "{what} is a buffer of {size} bytes, more than this machine can allocate"
+        ))
+    })?;
+    v.resize(n, 0);
+    Ok(v)
 }
 
 /// Size in bytes of an image's tightly packed contents.
