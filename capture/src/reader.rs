@@ -19,7 +19,7 @@ const MAX_LOG: u64 = 1 << 32;
 const MAX_INDEX: u64 = 1 << 26;
 /// Largest program record read.
 const MAX_PROGRAM: u64 = 1 << 26;
-/// Largest source or header read.
+/// Largest source, header, binary or other blob read without a size stated by a record.
 const MAX_SOURCE: u64 = 1 << 28;
 
 /// Why a capture could not be read; each variant renders as one sentence for the CLI.
@@ -137,7 +137,11 @@ pub fn open_inside(dir: &Path, parts: &[&str], max: u64) -> Result<fs::File, Ope
 /// The whole of a file [`open_inside`] opened, read no further than `max` bytes.
 pub fn read_inside(dir: &Path, parts: &[&str], max: u64) -> Result<Vec<u8>, OpenError> {
     let file = open_inside(dir, parts, max)?;
+    let len = file.metadata().map_err(OpenError::Io)?.len();
     let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(usize::try_from(len).unwrap_or(usize::MAX))
+        .map_err(|_| OpenError::Refused(format!("{len} bytes do not fit in memory")))?;
     file.take(max)
         .read_to_end(&mut bytes)
         .map_err(OpenError::Io)?;
@@ -262,9 +266,11 @@ impl Capture {
     }
 
     /// Reads a blob and checks it against its digest: a whole blob, or a content stored in
-    /// compressed chunks (each chunk checked too; see [`crate::chunks`]).
+    /// compressed chunks (each chunk checked too; see [`crate::chunks`]). For blobs whose size
+    /// no record states (sources, headers, binaries): at most 256 MiB; a buffer's contents
+    /// are read by [`Capture::content`], at the size their record states.
     pub fn blob(&self, hash: &str) -> Result<Vec<u8>, ReadError> {
-        self.read_blob(hash, None, MAX_OBJECT_BYTES)
+        self.read_blob(hash, None, MAX_SOURCE)
     }
 
     /// [`Capture::blob`] of a blob that must hold `size` bytes (checked before reading).
