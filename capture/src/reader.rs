@@ -112,7 +112,9 @@ pub fn open_inside(dir: &Path, parts: &[&str], max: u64) -> Result<fs::File, Ope
             return Err(match e.raw_os_error() {
                 Some(libc::ENOENT) => OpenError::NotFound,
                 Some(libc::ELOOP) => OpenError::Refused(format!("{part} is a symbolic link")),
-                Some(libc::ENOTDIR) => OpenError::Refused(format!("{part} is not a folder")),
+                Some(libc::ENOTDIR) => OpenError::Refused(format!(
+                    "{part} is not a folder (a symbolic link or a file)"
+                )),
                 Some(libc::ENXIO) => OpenError::Refused(format!("{part} is not a regular file")),
                 _ => OpenError::Io(e),
             });
