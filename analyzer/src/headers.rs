@@ -3,9 +3,13 @@
 //!
 //! A capture stores each included file by content (`ProgramRecord::includes`). Before a
 //! build or a parse, [`Headers::materialize`] writes them into a private directory named
-//! by their digest (shared by every process that needs the same set, written once,
-//! atomically), mirroring their absolute paths at capture time, so nested `"relative"`
-//! includes resolve between the copies exactly as they did between the originals. Then:
+//! by their digest (under the user's own cache folder, `$XDG_CACHE_HOME/cltrap/headers`,
+//! mode 0700 and owned by the user, checked before use; shared by every process of that
+//! user that needs the same set; each copy checked against what it must hold and rewritten
+//! atomically when it does not), mirroring their absolute paths at capture time, so nested
+//! `"relative"` includes resolve between the copies exactly as they did between the
+//! originals. A path that would leave the mirror (`..`, not absolute) is refused, never
+//! cleaned. Then:
 //! - every `#include` the capture resolved (in the program's text and in each copied
 //!   header) is pointed at its copy's absolute path ([`Headers::source`]), so no search
 //!   happens at all — not even in the directory cltrap runs in, which PoCL searches first;
@@ -19,7 +23,8 @@ use cltrap_capture::options::rewrite_include_dirs;
 use cltrap_capture::writer::digest;
 use cltrap_capture::{Capture, Hash, IncludeForm, IncludedFile, Includes, ReadError};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 /// Why captured headers could not be laid out.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +40,20 @@ pub enum HeaderError {
         /// The system's reason.
         source: std::io::Error,
     },
+    /// A recorded path would leave the header mirror.
+    #[error("the capture names the header path {path:?}, which is not an absolute path without `..`; it is refused")]
+    Escape {
+        /// The path as recorded.
+        path: String,
+    },
+    /// The header cache folder is not the user's own private folder.
+    #[error("{path} is refused as the header cache: {why}")]
+    Unsafe {
+        /// The folder.
+        path: PathBuf,
+        /// Why (owner, kind).
+        why: String,
+    },
 }
 
 /// A program's included files with their bytes, and (when there are any) their private
@@ -47,6 +66,9 @@ pub struct Headers {
     pub blobs: HashMap<Hash, Vec<u8>>,
     /// The private directory the copies live in (`None`: nothing to lay out).
     root: Option<PathBuf>,
+    /// The temporary folder `root` lies in when the user has no cache folder (removed with
+    /// the last clone).
+    scratch: Option<Arc<tempfile::TempDir>>,
 }
 
 impl Headers {
@@ -64,8 +86,9 @@ impl Headers {
             includes: includes.clone(),
             blobs,
             root: None,
+            scratch: None,
         }
-        .materialize()
+        .materialize(true)
     }
 
     /// The headers of an OpenCL C file on disk (`cltrap fuzz K.cl`): searched in `dir` (the
@@ -91,7 +114,7 @@ impl Headers {
             &dir,
             Default::default(),
         );
-        let headers = Headers::from_found(&dir, found).materialize()?;
+        let headers = Headers::from_found(&dir, found).materialize(false)?;
         Ok((headers, options))
     }
 
@@ -123,6 +146,7 @@ impl Headers {
             },
             blobs,
             root: None,
+            scratch: None,
         }
     }
 
@@ -145,22 +169,28 @@ impl Headers {
             .collect()
     }
 
-    /// Where the copy of a file captured at `path` lives.
-    fn mirror(root: &Path, path: &str) -> PathBuf {
-        root.join(path.trim_start_matches('/'))
+    /// Where the copy of a file captured at `path` lives: below `root`, or an error for a
+    /// path that is not absolute or has a `..` (refused, not cleaned: a capture naming one
+    /// is hostile or damaged).
+    fn mirror(root: &Path, path: &str) -> Result<PathBuf, HeaderError> {
+        if !cltrap_capture::validate::is_confined_absolute(path) {
+            return Err(HeaderError::Escape {
+                path: path.chars().take(200).collect(),
+            });
+        }
+        Ok(root.join(path.trim_start_matches('/')))
     }
 
-    /// Writes the copies (once per set of contents) and remembers where.
-    fn materialize(mut self) -> Result<Headers, HeaderError> {
-        if self.includes.is_empty() {
+    /// Writes the copies (once per set of contents) and remembers where. `always`: lay out a
+    /// (possibly empty) mirror even when nothing was included, so a capture's `-I`
+    /// directories are mirrored too and never reach the analyst's file system.
+    fn materialize(mut self, always: bool) -> Result<Headers, HeaderError> {
+        if self.includes.is_empty() && !always {
             return Ok(self);
         }
         let key = serde_json::to_vec(&self.includes).unwrap_or_default();
-        // SAFETY: getuid has no preconditions and cannot fail.
-        let uid = unsafe { libc::getuid() };
-        let root = std::env::temp_dir()
-            .join(format!("cltrap-headers-{uid}"))
-            .join(&digest(&key)[..24]);
+        let (base, scratch) = cache_folder()?;
+        let root = base.join(&digest(&key)[..24]);
         for f in &self.includes.files {
             let (Some(path), Some(hash)) = (&f.path, &f.content) else {
                 continue;
@@ -168,25 +198,35 @@ impl Headers {
             let Some(bytes) = self.blobs.get(hash) else {
                 continue;
             };
-            let dest = Self::mirror(&root, path);
-            if dest.is_file() {
+            let dest = Self::mirror(&root, path)?;
+            let text = self.redirect(&root, Some(path), bytes)?;
+            if holds(&dest, &text) {
                 continue;
             }
-            let text = self.redirect(&root, Some(path), bytes);
             write_atomically(&dest, &text)?;
         }
-        let build_dir = Self::mirror(&root, &self.includes.build_dir);
+        let build_dir = if self.includes.build_dir.is_empty() {
+            root.clone()
+        } else {
+            Self::mirror(&root, &self.includes.build_dir)?
+        };
         std::fs::create_dir_all(&build_dir).map_err(|source| HeaderError::Io {
             path: build_dir,
             source,
         })?;
         self.root = Some(root);
+        self.scratch = scratch;
         Ok(self)
     }
 
     /// `text` (the program's source when `from` is `None`, else the header captured at
     /// `from`) with each directive the capture resolved pointed at its copy.
-    fn redirect(&self, root: &Path, from: Option<&str>, text: &[u8]) -> Vec<u8> {
+    fn redirect(
+        &self,
+        root: &Path,
+        from: Option<&str>,
+        text: &[u8],
+    ) -> Result<Vec<u8>, HeaderError> {
         self.redirect_where(root, from, text, |_| true)
     }
 
@@ -197,7 +237,7 @@ impl Headers {
         from: Option<&str>,
         text: &[u8],
         wanted: impl Fn(&cltrap_capture::includes::Directive) -> bool,
-    ) -> Vec<u8> {
+    ) -> Result<Vec<u8>, HeaderError> {
         let mut out = Vec::with_capacity(text.len());
         let mut at = 0;
         for d in directives(text).into_iter().filter(|d| wanted(d)) {
@@ -210,19 +250,22 @@ impl Headers {
                 continue;
             };
             out.extend_from_slice(&text[at..d.range.start]);
-            out.extend_from_slice(format!("\"{}\"", Self::mirror(root, path).display()).as_bytes());
+            let copy = Self::mirror(root, path)?;
+            out.extend_from_slice(format!("\"{}\"", copy.display()).as_bytes());
             at = d.range.end;
         }
         out.extend_from_slice(&text[at..]);
-        out
+        Ok(out)
     }
 
-    /// The program text for the driver: includes pointed at the copies.
+    /// The program text for the driver: includes pointed at the copies. (Every recorded
+    /// path was checked when the copies were laid out, so none is refused here.)
     pub fn source(&self, text: &str) -> String {
         match &self.root {
-            Some(root) => {
-                String::from_utf8_lossy(&self.redirect(root, None, text.as_bytes())).into_owned()
-            }
+            Some(root) => match self.redirect(root, None, text.as_bytes()) {
+                Ok(t) => String::from_utf8_lossy(&t).into_owned(),
+                Err(_) => text.to_string(),
+            },
             None => text.to_string(),
         }
     }
@@ -234,12 +277,12 @@ impl Headers {
     /// Lines stay where they were; only those directives' lines change.
     pub fn parse_source(&self, text: &str) -> String {
         match &self.root {
-            Some(root) => {
-                String::from_utf8_lossy(&self.redirect_where(root, None, text.as_bytes(), |d| {
-                    d.form == IncludeForm::Macro || Path::new(&d.name).is_absolute()
-                }))
-                .into_owned()
-            }
+            Some(root) => match self.redirect_where(root, None, text.as_bytes(), |d| {
+                d.form == IncludeForm::Macro || Path::new(&d.name).is_absolute()
+            }) {
+                Ok(t) => String::from_utf8_lossy(&t).into_owned(),
+                Err(_) => text.to_string(),
+            },
             None => text.to_string(),
         }
     }
@@ -251,13 +294,15 @@ impl Headers {
             return options.to_string();
         };
         let build_dir = Path::new(&self.includes.build_dir);
-        let first = Self::mirror(root, &self.includes.build_dir);
+        let first = Self::mirror(root, &self.includes.build_dir).unwrap_or_else(|_| root.clone());
         rewrite_include_dirs(
             options,
             &["-I".into(), first.to_string_lossy().into_owned()],
             |d| {
-                let abs = cltrap_capture::includes::normalize(&build_dir.join(d));
-                let m = Self::mirror(root, &abs.to_string_lossy());
+                // `..` above the root stays at the root (`/..` is `/`), so no `-I` leaves
+                // the mirror.
+                let abs = confine(&Path::new("/").join(build_dir).join(d));
+                let m = root.join(abs.strip_prefix("/").unwrap_or(&abs));
                 // Missing directories are harmless to clang; create them for tidy logs.
                 let _ = std::fs::create_dir_all(&m);
                 m.to_string_lossy().into_owned()
@@ -266,17 +311,131 @@ impl Headers {
     }
 }
 
-fn write_atomically(dest: &Path, bytes: &[u8]) -> Result<(), HeaderError> {
+/// `path` made absolute without `.` or `..`: a `..` pops a name, and at the root stays there.
+fn confine(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(n) => out.push(n),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// The folder the mirrors live in: `$XDG_CACHE_HOME/cltrap/headers` (each level below the
+/// cache folder made 0700 and checked to be a folder, not a link, owned by the user), or a
+/// fresh private temporary folder when the user has no cache folder.
+fn cache_folder() -> Result<(PathBuf, Option<Arc<tempfile::TempDir>>), HeaderError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| HeaderError::Io { path, source }
     };
-    if let Some(parent) = dest.parent() {
-        std::fs::create_dir_all(parent).map_err(io(parent))?;
+    let Some(cache) = dirs::cache_dir() else {
+        let t = tempfile::Builder::new()
+            .prefix("cltrap-headers-")
+            .tempdir()
+            .map_err(io(&std::env::temp_dir()))?;
+        return Ok((t.path().to_path_buf(), Some(Arc::new(t))));
+    };
+    std::fs::create_dir_all(&cache).map_err(io(&cache))?;
+    let mut dir = cache;
+    for level in ["cltrap", "headers"] {
+        dir.push(level);
+        private_folder(&dir)?;
     }
-    let tmp = dest.with_extension(format!("cltrap-tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(io(&tmp))?;
-    std::fs::rename(&tmp, dest).map_err(io(dest))
+    Ok((dir, None))
+}
+
+/// Makes `dir` (mode 0700) unless it exists, then checks it is a folder (not a link) owned by
+/// this user and closes it to others if it was open.
+fn private_folder(dir: &Path) -> Result<(), HeaderError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let unsafe_dir = |why: String| HeaderError::Unsafe {
+        path: dir.to_path_buf(),
+        why,
+    };
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(source) => {
+            return Err(HeaderError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    }
+    let meta = std::fs::symlink_metadata(dir).map_err(|source| HeaderError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    if !meta.file_type().is_dir() {
+        return Err(unsafe_dir("it is not a folder (a link or a file)".into()));
+    }
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    if meta.uid() != uid {
+        return Err(unsafe_dir(format!(
+            "it belongs to user {}, not to this user ({uid})",
+            meta.uid()
+        )));
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(
+            |source| HeaderError::Io {
+                path: dir.to_path_buf(),
+                source,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// Whether `dest` is a regular file (not a link) holding exactly `bytes`: a copy laid out
+/// before, and not changed since.
+fn holds(dest: &Path, bytes: &[u8]) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(dest)
+    else {
+        return false;
+    };
+    if !file
+        .metadata()
+        .is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64)
+    {
+        return false;
+    }
+    let mut have = Vec::with_capacity(bytes.len());
+    file.take(bytes.len() as u64 + 1)
+        .read_to_end(&mut have)
+        .is_ok()
+        && have == bytes
+}
+
+/// Writes `dest` whole or not at all: a fresh temporary file next to it (created
+/// exclusively), renamed over it (over a link, never through it).
+fn write_atomically(dest: &Path, bytes: &[u8]) -> Result<(), HeaderError> {
+    use std::io::Write;
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| HeaderError::Io { path, source }
+    };
+    let parent = dest.parent().unwrap_or(Path::new("/"));
+    std::fs::create_dir_all(parent).map_err(io(parent))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(parent).map_err(io(parent))?;
+    tmp.write_all(bytes).map_err(io(tmp.path()))?;
+    tmp.persist(dest).map_err(|e| HeaderError::Io {
+        path: dest.to_path_buf(),
+        source: e.error,
+    })?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -299,13 +458,13 @@ mod tests {
             &app,
             Default::default(),
         );
-        let h = Headers::from_found(&app, found).materialize().unwrap();
+        let h = Headers::from_found(&app, found).materialize(false).unwrap();
         // The originals go away: only the copies remain.
         std::fs::remove_dir_all(&app).unwrap();
         let rewritten = h.source(src);
         assert_eq!(rewritten.lines().count(), src.lines().count());
         let root = h.root.clone().unwrap();
-        let defs = Headers::mirror(&root, &app.join("inc/defs.h").to_string_lossy());
+        let defs = Headers::mirror(&root, &app.join("inc/defs.h").to_string_lossy()).unwrap();
         assert!(
             rewritten.contains(&format!("\"{}\"", defs.display())),
             "{rewritten}"
@@ -314,7 +473,9 @@ mod tests {
         assert!(
             copy.contains(&format!(
                 "\"{}\"",
-                Headers::mirror(&root, &app.join("main.h").to_string_lossy()).display()
+                Headers::mirror(&root, &app.join("main.h").to_string_lossy())
+                    .unwrap()
+                    .display()
             )),
             "{copy}"
         );
@@ -328,5 +489,98 @@ mod tests {
             "{opts}"
         );
         let _ = std::fs::remove_dir_all(&base);
+    }
+
+    /// Headers as a capture records them: one file at `path`, included from the source.
+    fn recorded(build_dir: &str, path: &str, bytes: &[u8]) -> Headers {
+        let h = digest(bytes);
+        Headers {
+            includes: Includes {
+                build_dir: build_dir.into(),
+                files: vec![IncludedFile {
+                    name: "x.h".into(),
+                    form: IncludeForm::Quoted,
+                    from: None,
+                    path: Some(path.into()),
+                    content: Some(h.clone()),
+                }],
+            },
+            blobs: [(h, bytes.to_vec())].into(),
+            root: None,
+            scratch: None,
+        }
+    }
+
+    #[test]
+    fn paths_that_would_leave_the_mirror_are_refused_and_nothing_is_written() {
+        let tag = format!("cltrap-escape-{}", std::process::id());
+        for (build_dir, path) in [
+            ("/app", format!("/../../../../../../tmp/{tag}-a")),
+            ("/app", format!("/app/../../../../../../../tmp/{tag}-b")),
+            ("/app", format!("tmp/{tag}-c")),
+            ("/../../../../../tmp", format!("/app/{tag}-d")),
+            ("/app/../../../../../../tmp", format!("/app/{tag}-e")),
+        ] {
+            let e = recorded(build_dir, &path, b"#define X 1\n")
+                .materialize(true)
+                .unwrap_err();
+            assert!(matches!(e, HeaderError::Escape { .. }), "{path}: {e}");
+        }
+        let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&tag))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn include_dirs_above_the_root_stay_inside_the_mirror() {
+        let h = recorded("/app/build", "/app/inc/x.h", b"#define X 1\n")
+            .materialize(true)
+            .unwrap();
+        let root = h.root.clone().unwrap();
+        let opts = h.options("-I ../../../../.. -I/../../etc -I ../inc");
+        let words = cltrap_capture::options::split_options(&opts);
+        for w in words.iter().filter(|w| *w != "-I") {
+            let p = Path::new(w);
+            assert!(
+                p.starts_with(&root) && !p.components().any(|c| c == Component::ParentDir),
+                "{w} leaves {}",
+                root.display()
+            );
+        }
+        assert_eq!(words[7], root.join("app/inc").to_string_lossy());
+    }
+
+    #[test]
+    fn a_changed_copy_is_laid_out_again_from_the_capture() {
+        let bytes = format!("#define PLANTED_TEST {}\n", std::process::id());
+        let h = recorded("/app", "/app/planted.h", bytes.as_bytes())
+            .materialize(true)
+            .unwrap();
+        let copy = Headers::mirror(h.root.as_ref().unwrap(), "/app/planted.h").unwrap();
+        assert_eq!(std::fs::read_to_string(&copy).unwrap(), bytes);
+        // Another process of the user, or anything else, changed it: replaced, not trusted.
+        std::fs::write(&copy, "#define PLANTED_TEST 100\n").unwrap();
+        let again = recorded("/app", "/app/planted.h", bytes.as_bytes())
+            .materialize(true)
+            .unwrap();
+        assert_eq!(again.root, h.root);
+        assert_eq!(std::fs::read_to_string(&copy).unwrap(), bytes);
+        // A link in its place is replaced, its target left alone.
+        let target = tempfile::NamedTempFile::new().unwrap();
+        std::fs::remove_file(&copy).unwrap();
+        std::os::unix::fs::symlink(target.path(), &copy).unwrap();
+        recorded("/app", "/app/planted.h", bytes.as_bytes())
+            .materialize(true)
+            .unwrap();
+        assert!(!std::fs::symlink_metadata(&copy).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(target.path()).unwrap(), b"");
+        // The cache folder is the user's alone.
+        use std::os::unix::fs::PermissionsExt;
+        let base = h.root.as_ref().unwrap().parent().unwrap();
+        let mode = std::fs::metadata(base).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{mode:o}");
     }
 }

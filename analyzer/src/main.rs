@@ -413,6 +413,13 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             after,
         } => {
             let capture = open(&dir)?;
+            if capture.launches.is_empty() {
+                return Err(format!(
+                    "{} holds no launches ({} is empty): nothing to replay",
+                    dir.display(),
+                    cltrap_capture::LAUNCHES_FILE
+                ));
+            }
             let words = ids;
             let ids = parse_selection(&words)?;
             if schedules.is_none() && !in_process {

@@ -229,7 +229,8 @@ pub fn normalize(path: &Path) -> PathBuf {
         match c {
             Component::CurDir => {}
             Component::ParentDir => {
-                if !out.pop() {
+                // `/..` is `/`; a relative path keeps its leading `..`.
+                if !out.pop() && !out.has_root() {
                     out.push("..");
                 }
             }

@@ -38,6 +38,7 @@ pub mod reader;
 pub mod replayable;
 pub mod schedule;
 pub mod text;
+pub mod validate;
 pub mod writer;
 pub mod writer_fs;
 
@@ -84,7 +85,12 @@ mod tests {
             id: 99,
             seq: 0,
             kernel: "k".into(),
-            program: program.into(),
+            // Records name their program by digest; a test's short name stands for one.
+            program: if validate::is_digest(program) {
+                program.into()
+            } else {
+                writer::digest(program.as_bytes())
+            },
             api: LaunchApi::NdRange,
             work_dim: 1,
             global_offset: None,
@@ -501,6 +507,75 @@ mod tests {
         let e = Capture::open(&dir).unwrap_err().to_string();
         assert!(e.contains("change of launch 2"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn links_fifos_non_digests_and_unknown_fields_are_refused_not_followed() {
+        let dir = fresh("hostile");
+        let w = CaptureWriter::create(&dir, &manifest()).unwrap();
+        let h = w.blobs.put(b"kernel void k() {}").unwrap();
+        w.append(launch(&h)).unwrap();
+        drop(w);
+        let outside = fresh("hostile-outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        let secret = outside.join("secret");
+        std::fs::write(&secret, b"secret").unwrap();
+        let c = Capture::open(&dir).unwrap();
+        // Names that are not digests never become paths.
+        for bad in ["/etc/passwd", "/dev/zero", "../../../../etc/passwd", &h.to_uppercase()] {
+            let e = c.blob(bad).unwrap_err();
+            assert!(matches!(e, ReadError::NotADigest { .. }), "{bad}: {e}");
+        }
+        // A blob that is a link (to a file outside, or to /dev/zero) is not followed.
+        let blob = writer::blob_path(&dir, &h);
+        let good = std::fs::read(&blob).unwrap();
+        for target in [secret.as_path(), std::path::Path::new("/dev/zero")] {
+            std::fs::remove_file(&blob).unwrap();
+            std::os::unix::fs::symlink(target, &blob).unwrap();
+            let e = c.blob(&h).unwrap_err().to_string();
+            assert!(e.contains("symbolic link"), "{e}");
+        }
+        std::fs::remove_file(&blob).unwrap();
+        std::fs::write(&blob, &good).unwrap();
+        // A FIFO log or manifest is refused at once, never waited on.
+        let mkfifo = |p: &std::path::Path| {
+            let c = std::ffi::CString::new(p.to_string_lossy().as_bytes()).unwrap();
+            // SAFETY: a NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        };
+        for name in [LAUNCHES_FILE, "manifest.json"] {
+            let p = dir.join(name);
+            let keep = std::fs::read(&p).unwrap();
+            std::fs::remove_file(&p).unwrap();
+            mkfifo(&p);
+            let e = Capture::open(&dir).unwrap_err().to_string();
+            assert!(e.contains("not a regular file"), "{name}: {e}");
+            std::fs::remove_file(&p).unwrap();
+            std::fs::write(&p, keep).unwrap();
+        }
+        // A blob folder that is a link is not followed either.
+        let folder = blob.parent().unwrap().to_path_buf();
+        let moved = outside.join("moved");
+        std::fs::rename(&folder, &moved).unwrap();
+        std::os::unix::fs::symlink(&moved, &folder).unwrap();
+        assert!(c.blob(&h).unwrap_err().to_string().contains("symbolic link"));
+        std::fs::remove_file(&folder).unwrap();
+        std::fs::rename(&moved, &folder).unwrap();
+        assert_eq!(c.blob(&h).unwrap(), b"kernel void k() {}");
+        // A field renamed by a bit flip is an error naming the file and the launch, not a
+        // default.
+        let log = dir.join(LAUNCHES_FILE);
+        let text = std::fs::read_to_string(&log).unwrap();
+        let flipped = text.replacen("\"global_size\"", "\"local_size\":[1],\"global_sizd\"", 1);
+        std::fs::write(&log, flipped).unwrap();
+        let e = Capture::open(&dir).unwrap_err().to_string();
+        assert!(e.contains("launches.jsonl") && e.contains("(launch 0)") && e.contains("global_sizd"), "{e}");
+        // So is a missing log.
+        std::fs::remove_file(&log).unwrap();
+        let e = Capture::open(&dir).unwrap_err().to_string();
+        assert!(e.contains("launches.jsonl") && e.contains("missing"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&outside);
     }
 
     #[test]

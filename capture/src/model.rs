@@ -9,6 +9,7 @@ pub type Hash = String;
 
 /// The manifest at the root of a capture: identifies the format and the process that wrote it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// Always [`crate::FORMAT_NAME`].
     pub format: String,
@@ -32,7 +33,7 @@ pub struct Manifest {
 
 /// Reference to a run of bytes: stored in full, known only by digest, or not recorded.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Content {
     /// Bytes are in `blobs/` under `hash`.
     Blob { hash: Hash, size: u64 },
@@ -91,6 +92,7 @@ impl Content {
 
 /// One frame of the application's stack: where a program was built or a kernel launched.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
 pub struct Site {
     /// Path of the executable or library containing the caller.
     pub module: String,
@@ -107,6 +109,7 @@ pub struct Site {
 /// How a program object came to be; stored as a content-addressed JSON blob so that
 /// thousands of launches of one program share one record.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct ProgramRecord {
     pub origin: ProgramOrigin,
     /// Options the application passed to `clBuildProgram` (or `clLinkProgram` for linked
@@ -189,6 +192,7 @@ impl ProgramRecord {
 
 /// A program's included files (see `crate::includes` for how they are found).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
 pub struct Includes {
     /// The application's working directory when it built the program (absolute): where
     /// the driver looked first, and what relative `-I` directories were relative to.
@@ -228,6 +232,7 @@ pub enum IncludeForm {
 
 /// One `#include` directive and the file it reached.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct IncludedFile {
     /// The name as written (for a macro include, the invocation: `M2S(INCLUDE_PATH/a.h)`).
     pub name: String,
@@ -246,7 +251,7 @@ pub struct IncludedFile {
 
 /// The ways OpenCL can create a program.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ProgramOrigin {
     /// `clCreateProgramWithSource`: the source strings, one blob each, in order.
     Source { sources: Vec<Hash> },
@@ -264,6 +269,7 @@ pub enum ProgramOrigin {
 /// One input of `clLinkProgram`: a program compiled separately with its own options and
 /// embedded headers.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct CompiledInput {
     pub origin: Box<ProgramOrigin>,
     /// Options passed to `clCompileProgram`.
@@ -276,6 +282,7 @@ pub struct CompiledInput {
 
 /// Platform and device facts at capture time, so a replay can say where the capture came from.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
 pub struct DeviceRecord {
     pub platform: Text,
     pub name: Text,
@@ -290,7 +297,7 @@ pub type MemId = u64;
 
 /// One kernel argument as it was when the launch was enqueued.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", try_from = "RawArg")]
 pub enum ArgRecord {
     /// A by-value argument: its raw bytes in hex, as passed to `clSetKernelArg`.
     Scalar {
@@ -370,6 +377,137 @@ impl ArgRecord {
     }
 }
 
+/// The kinds of [`ArgRecord`], as the `kind` field spells them.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum ArgKind {
+    Scalar,
+    Local,
+    NullBuffer,
+    Buffer,
+    Image,
+    Sampler,
+    Svm,
+    Unset,
+}
+
+/// An argument as read, every field of every kind optional: what lets a reader refuse an
+/// unknown field (serde cannot deny unknown fields of a tagged enum with flattened parts)
+/// and a field of another kind, and say which field a kind misses.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawArg {
+    kind: ArgKind,
+    index: u32,
+    #[serde(default)]
+    name: Text,
+    #[serde(default)]
+    type_name: Text,
+    #[serde(default)]
+    address_space: Text,
+    #[serde(default)]
+    qualifiers: Text,
+    bytes: Option<String>,
+    size: Option<u64>,
+    mem: Option<MemId>,
+    flags: Option<u64>,
+    sub_of: Option<(MemId, u64)>,
+    before: Option<Content>,
+    after: Option<Content>,
+    image: Option<ImageRecord>,
+    normalized_coords: Option<bool>,
+    addressing_mode: Option<u32>,
+    filter_mode: Option<u32>,
+    pointer: Option<u64>,
+}
+
+impl TryFrom<RawArg> for ArgRecord {
+    type Error = String;
+
+    fn try_from(r: RawArg) -> Result<ArgRecord, String> {
+        let kind = r.kind;
+        // Fields present, by name, so the ones a kind does not have can be named.
+        let present: [(&str, bool); 12] = [
+            ("bytes", r.bytes.is_some()),
+            ("size", r.size.is_some()),
+            ("mem", r.mem.is_some()),
+            ("flags", r.flags.is_some()),
+            ("sub_of", r.sub_of.is_some()),
+            ("before", r.before.is_some()),
+            ("after", r.after.is_some()),
+            ("image", r.image.is_some()),
+            ("normalized_coords", r.normalized_coords.is_some()),
+            ("addressing_mode", r.addressing_mode.is_some()),
+            ("filter_mode", r.filter_mode.is_some()),
+            ("pointer", r.pointer.is_some()),
+        ];
+        let allowed: &[&str] = match kind {
+            ArgKind::Scalar => &["bytes"],
+            ArgKind::Local => &["size"],
+            ArgKind::NullBuffer | ArgKind::Unset => &[],
+            ArgKind::Buffer => &["mem", "flags", "size", "sub_of", "before", "after"],
+            ArgKind::Image => &["mem", "flags", "image", "before", "after"],
+            ArgKind::Sampler => &["normalized_coords", "addressing_mode", "filter_mode"],
+            ArgKind::Svm => &["pointer"],
+        };
+        if let Some((field, _)) = present
+            .iter()
+            .find(|(f, here)| *here && !allowed.contains(f))
+        {
+            return Err(format!("unknown field `{field}` for an argument of kind {kind:?}"));
+        }
+        fn need<T>(v: Option<T>, field: &str) -> Result<T, String> {
+            v.ok_or_else(|| format!("missing field `{field}`"))
+        }
+        let info = ArgInfo {
+            index: r.index,
+            name: r.name,
+            type_name: r.type_name,
+            address_space: r.address_space,
+            qualifiers: r.qualifiers,
+        };
+        Ok(match kind {
+            ArgKind::Scalar => ArgRecord::Scalar {
+                info,
+                bytes: need(r.bytes, "bytes")?,
+            },
+            ArgKind::Local => ArgRecord::Local {
+                info,
+                size: need(r.size, "size")?,
+            },
+            ArgKind::NullBuffer => ArgRecord::NullBuffer { info },
+            ArgKind::Buffer => ArgRecord::Buffer {
+                info,
+                mem: need(r.mem, "mem")?,
+                flags: need(r.flags, "flags")?,
+                size: need(r.size, "size")?,
+                sub_of: r.sub_of,
+                before: need(r.before, "before")?,
+                after: need(r.after, "after")?,
+            },
+            ArgKind::Image => ArgRecord::Image {
+                info,
+                mem: need(r.mem, "mem")?,
+                flags: need(r.flags, "flags")?,
+                image: need(r.image, "image")?,
+                before: need(r.before, "before")?,
+                after: need(r.after, "after")?,
+            },
+            ArgKind::Sampler => ArgRecord::Sampler {
+                info,
+                normalized_coords: need(r.normalized_coords, "normalized_coords")?,
+                addressing_mode: need(r.addressing_mode, "addressing_mode")?,
+                filter_mode: need(r.filter_mode, "filter_mode")?,
+            },
+            ArgKind::Svm => ArgRecord::Svm {
+                info,
+                pointer: need(r.pointer, "pointer")?,
+            },
+            ArgKind::Unset => ArgRecord::Unset { info },
+        })
+    }
+}
+
 /// What `clGetKernelArgInfo` said about an argument (empty strings where the driver would not say).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct ArgInfo {
@@ -389,6 +527,7 @@ pub struct ArgInfo {
 
 /// Image description and format, enough to recreate the image anywhere.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
 pub struct ImageRecord {
     /// `cl_mem_object_type` (e.g. `CL_MEM_OBJECT_IMAGE2D`).
     pub image_type: u32,
@@ -402,6 +541,30 @@ pub struct ImageRecord {
     pub element_size: u64,
 }
 
+impl ImageRecord {
+    /// The `region` of the whole image for read/write calls: (width, height or array size,
+    /// depth or array size), each at least 1.
+    pub fn region(&self) -> (u64, u64, u64) {
+        let one = |v: u64| v.max(1);
+        match self.image_type {
+            0x10F5 => (one(self.width), one(self.array_size), 1),
+            0x10F3 => (one(self.width), one(self.height), one(self.array_size)),
+            0x10F2 => (one(self.width), one(self.height), one(self.depth)),
+            0x10F1 => (one(self.width), one(self.height), 1),
+            _ => (one(self.width), 1, 1),
+        }
+    }
+
+    /// Size in bytes of the image's tightly packed contents (saturating: a record's
+    /// dimensions are checked against this by [`crate::validate`]).
+    pub fn packed_size(&self) -> u64 {
+        let (w, h, d) = self.region();
+        w.saturating_mul(h)
+            .saturating_mul(d)
+            .saturating_mul(self.element_size)
+    }
+}
+
 /// Which API call launched the kernel.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -412,6 +575,7 @@ pub enum LaunchApi {
 
 /// One kernel launch: everything needed to re-run it and check the result.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct LaunchRecord {
     /// Sequential id in the capture (0-based, in order of completion of the record).
     pub id: u64,

@@ -70,6 +70,60 @@ pub fn include_dirs(options: &str, cwd: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Checks a build options string from a capture against the allow-list of OpenCL build
+/// options before any compiler sees it (the driver, PoCL's clang, Oclgrind, libclang):
+/// `-D`/`-U` macros, `-I` directories (which every consumer mirrors into its private header
+/// folder), `-cl-*` (the OpenCL compiler and math options, `-cl-std=`, `-cl-kernel-arg-info`),
+/// `-w`, `-W<name>` (warnings; never `-Wl,`/`-Wp,`/`-Wa,`, which hand words to other tools),
+/// `-g`, `-O0` to `-O3`, `-x cl`/`-x clc`, and `clLinkProgram`'s `-create-library` and
+/// `-enable-link-options`. Why: a capture is untrusted, and `-include /etc/shadow`,
+/// `-Xclang -load -Xclang x.so`, `-fplugin=` or a bare file name make a compiler read or load
+/// what the capture names. Err: the refused word, named, in one sentence part.
+pub fn check_build_options(options: &str) -> Result<(), String> {
+    const MAX: usize = crate::validate::MAX_OPTIONS;
+    if options.len() > MAX {
+        return Err(format!("the build options are {} bytes long (at most {MAX})", options.len()));
+    }
+    if options.contains('\0') {
+        return Err("the build options hold a NUL byte".into());
+    }
+    let words = split_options(options);
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i].as_str();
+        let start = i;
+        let ok = match w {
+            // An option whose value is the next word.
+            "-D" | "-U" | "-I" | "-x" => {
+                let Some(value) = words.get(i + 1) else {
+                    return Err(format!("build option `{w}` has no value"));
+                };
+                i += 1;
+                w != "-x" || matches!(value.as_str(), "cl" | "clc")
+            }
+            "-w" | "-g" | "-create-library" | "-enable-link-options" => true,
+            _ if w.starts_with("-cl-") => true,
+            _ if w.starts_with("-D") || w.starts_with("-U") || w.starts_with("-I") => true,
+            _ if w.starts_with("-O") => matches!(&w[2..], "" | "0" | "1" | "2" | "3"),
+            _ if w.starts_with("-W") => {
+                w.len() > 2
+                    && w[2..]
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'=' || b == b'_')
+            }
+            _ => false,
+        };
+        if !ok {
+            return Err(format!(
+                "build option `{}` is not one cltrap passes on from a capture (allowed: -D, -U, -I, -cl-*, -w, -W<warning>, -g, -O0..-O3, -x cl)",
+                words[start..=i].join(" ").chars().take(80).collect::<String>()
+            ));
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
 /// `options` with every `-I DIR` replaced by `-I NEW` (`map(DIR)`), other words kept as they
 /// were, and `prefix` words put first; words are quoted again where needed, so the result
 /// splits back into the same words.
@@ -146,6 +200,32 @@ mod tests {
                 "/app/foo".into()
             ]
         );
+    }
+
+    #[test]
+    fn build_options_outside_the_allow_list_are_refused_and_named() {
+        for good in [
+            "",
+            "-D A=1 -DB=\"x y\" -U C -I inc -I/abs -I ../../.. -cl-std=CL2.0 -cl-fast-relaxed-math",
+            "-w -Werror -Wall -g -O2 -cl-kernel-arg-info -x cl -create-library",
+        ] {
+            assert_eq!(check_build_options(good), Ok(()), "{good}");
+        }
+        for (bad, named) in [
+            ("-include /etc/shadow", "-include"),
+            ("-DA -Xclang -load -Xclang x.so", "-Xclang"),
+            ("-fplugin=/tmp/x.so", "-fplugin"),
+            ("-Wl,-rpath,/tmp", "-Wl,"),
+            ("-Wp,-include,/etc/shadow", "-Wp,"),
+            ("/etc/shadow", "/etc/shadow"),
+            ("-x c++", "-x"),
+            ("-o /tmp/out", "-o"),
+            ("-D", "-D"),
+            ("-Ofast", "-Ofast"),
+        ] {
+            let e = check_build_options(bad).unwrap_err();
+            assert!(e.contains(&format!("`{named}")), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -1,12 +1,26 @@
 //! Reading a capture back, with one clear error for each way it can be broken.
 
 use crate::model::{Content, LaunchRecord, Manifest, ProgramRecord};
-use crate::writer::{blob_path, chunk_path, digest, index_path, pack_path};
+use crate::validate::{is_digest, MAX_OBJECT_BYTES};
+use crate::writer::{blob_path, digest};
 use crate::{FORMAT_NAME, FORMAT_VERSION, READABLE_VERSIONS};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::fs;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+
+/// Largest `manifest.json` read.
+const MAX_MANIFEST: u64 = 1 << 20;
+/// Largest `launches.jsonl` read.
+const MAX_LOG: u64 = 1 << 32;
+/// Largest chunk index read.
+const MAX_INDEX: u64 = 1 << 26;
+/// Largest program record read.
+const MAX_PROGRAM: u64 = 1 << 26;
+/// Largest source, header, binary or other blob read without a size stated by a record.
+const MAX_SOURCE: u64 = 1 << 28;
 
 /// Why a capture could not be read; each variant renders as one sentence for the CLI.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +48,129 @@ pub enum ReadError {
     DamagedBlob { hash: String },
     #[error("{what} was not recorded ({why})")]
     NotRecorded { what: String, why: String },
+    #[error("{path} is refused: {why}")]
+    Refused { path: PathBuf, why: String },
+    #[error("{hash:?} is not a blob digest (64 lower-case hex digits)")]
+    NotADigest { hash: String },
+}
+
+/// Why a file of a capture could not be opened by [`open_inside`].
+#[derive(Debug)]
+pub enum OpenError {
+    /// It does not exist.
+    NotFound,
+    /// It exists but is not a file a reader may open (one sentence part: why).
+    Refused(String),
+    /// The system refused otherwise.
+    Io(std::io::Error),
+}
+
+impl OpenError {
+    /// As a [`ReadError`] about `path`; `missing` is what a file that is not there means.
+    fn at(self, path: PathBuf, missing: impl FnOnce(PathBuf) -> ReadError) -> ReadError {
+        match self {
+            OpenError::NotFound => missing(path),
+            OpenError::Refused(why) => ReadError::Refused { path, why },
+            OpenError::Io(source) => ReadError::Io { path, source },
+        }
+    }
+}
+
+/// Opens the regular file `dir/parts[0]/parts[1]/…` for reading, where `dir` is the capture
+/// folder the user named and each part one plain name: no part may be a symbolic link (each
+/// is opened with `O_NOFOLLOW` relative to the one before, so nothing outside `dir` is
+/// reached), the last must be a regular file (a FIFO or a device is refused without
+/// blocking: it is opened with `O_NONBLOCK`) of at most `max` bytes. Why: a capture is
+/// untrusted, and a `launches.jsonl` that is a FIFO or a blob that is a link to `/dev/zero`
+/// must not hang or exhaust a reader.
+pub fn open_inside(dir: &Path, parts: &[&str], max: u64) -> Result<fs::File, OpenError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let root = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => OpenError::NotFound,
+            _ => OpenError::Io(e),
+        })?;
+    let mut fd = OwnedFd::from(root);
+    for (k, part) in parts.iter().enumerate() {
+        let last = k + 1 == parts.len();
+        if part.is_empty() || *part == "." || *part == ".." || part.contains('/') {
+            return Err(OpenError::Refused(format!("{part:?} is not a plain name")));
+        }
+        let name = std::ffi::CString::new(*part)
+            .map_err(|_| OpenError::Refused("its name holds a NUL byte".into()))?;
+        let flags = libc::O_RDONLY
+            | libc::O_CLOEXEC
+            | libc::O_NOFOLLOW
+            | if last { libc::O_NONBLOCK } else { libc::O_DIRECTORY };
+        // SAFETY: `fd` is an open directory and `name` a NUL-terminated string.
+        let raw = unsafe { libc::openat(fd.as_raw_fd(), name.as_ptr(), flags) };
+        if raw < 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(match e.raw_os_error() {
+                Some(libc::ENOENT) => OpenError::NotFound,
+                Some(libc::ELOOP) => OpenError::Refused(format!("{part} is a symbolic link")),
+                Some(libc::ENOTDIR) => OpenError::Refused(format!(
+                    "{part} is not a folder (a symbolic link or a file)"
+                )),
+                Some(libc::ENXIO) => OpenError::Refused(format!("{part} is not a regular file")),
+                _ => OpenError::Io(e),
+            });
+        }
+        // SAFETY: `raw` is a descriptor just opened and owned by nothing else.
+        fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    }
+    let file = fs::File::from(fd);
+    let meta = file.metadata().map_err(OpenError::Io)?;
+    if !meta.file_type().is_file() {
+        return Err(OpenError::Refused("it is not a regular file".into()));
+    }
+    if meta.len() > max {
+        return Err(OpenError::Refused(format!(
+            "it is {} bytes, more than the {max} a reader takes",
+            meta.len()
+        )));
+    }
+    Ok(file)
+}
+
+/// The whole of a file [`open_inside`] opened, read no further than `max` bytes.
+pub fn read_inside(dir: &Path, parts: &[&str], max: u64) -> Result<Vec<u8>, OpenError> {
+    let file = open_inside(dir, parts, max)?;
+    let len = file.metadata().map_err(OpenError::Io)?.len();
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(usize::try_from(len).unwrap_or(usize::MAX))
+        .map_err(|_| OpenError::Refused(format!("{len} bytes do not fit in memory")))?;
+    file.take(max)
+        .read_to_end(&mut bytes)
+        .map_err(OpenError::Io)?;
+    Ok(bytes)
+}
+
+/// The path parts of the file of blob `name` (`blobs/ab/NAME`) plus `suffix`.
+fn blob_parts(name: &str, suffix: &str) -> [String; 3] {
+    [
+        "blobs".into(),
+        name.get(..2).unwrap_or("xx").into(),
+        format!("{name}{suffix}"),
+    ]
+}
+
+/// [`read_inside`] of a blob file (`suffix`: "" for a whole blob, `.chunks`, `.chunk`).
+fn read_blob_file(dir: &Path, name: &str, suffix: &str, max: u64) -> Result<Vec<u8>, OpenError> {
+    let parts = blob_parts(name, suffix);
+    let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+    read_inside(dir, &refs, max)
+}
+
+/// The path of a blob file, for messages.
+fn blob_file_path(dir: &Path, name: &str, suffix: &str) -> PathBuf {
+    let mut p = blob_path(dir, name).into_os_string();
+    p.push(suffix);
+    PathBuf::from(p)
 }
 
 /// A capture opened for reading: manifest and all complete launch records.
@@ -50,14 +187,10 @@ impl Capture {
     /// Opens the capture in `dir`, checking the format version and every launch line.
     pub fn open(dir: &Path) -> Result<Capture, ReadError> {
         let manifest_path = dir.join("manifest.json");
-        if !manifest_path.exists() {
-            return Err(ReadError::NoManifest {
+        let text = read_inside(dir, &["manifest.json"], MAX_MANIFEST).map_err(|e| {
+            e.at(manifest_path.clone(), |_| ReadError::NoManifest {
                 path: dir.to_path_buf(),
-            });
-        }
-        let text = fs::read(&manifest_path).map_err(|source| ReadError::Io {
-            path: manifest_path.clone(),
-            source,
+            })
         })?;
         let value: serde_json::Value =
             serde_json::from_slice(&text).map_err(|e| ReadError::Corrupt {
@@ -77,26 +210,26 @@ impl Capture {
                 version,
             });
         }
-        let manifest: Manifest = serde_json::from_value(value).map_err(|e| ReadError::Corrupt {
-            path: manifest_path.clone(),
-            message: e.to_string(),
-        })?;
+        let manifest: Manifest = serde_json::from_value(value)
+            .map_err(|e| e.to_string())
+            .and_then(|m: Manifest| m.validate().map(|()| m))
+            .map_err(|message| ReadError::Corrupt {
+                path: manifest_path.clone(),
+                message,
+            })?;
 
         let log_path = dir.join(crate::LAUNCHES_FILE);
         // Journals first, then the log: a live writer that moves its journal into the log in
         // between leaves records in both (kept once), never in neither.
         let pending = crate::journal::pending_records(dir)
             .map_err(|(path, source)| ReadError::Io { path, source })?;
-        let log = match fs::read(&log_path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(source) => {
-                return Err(ReadError::Io {
-                    path: log_path,
-                    source,
-                })
-            }
-        };
+        // Every writer creates the log with the manifest: a capture without one lost it.
+        let log = read_inside(dir, &[crate::LAUNCHES_FILE], MAX_LOG).map_err(|e| {
+            e.at(log_path.clone(), |path| ReadError::Corrupt {
+                path,
+                message: "the file is missing (every capture has one, empty when nothing was launched)".into(),
+            })
+        })?;
         let truncated = !log.is_empty() && !log.ends_with(b"\n");
         let mut lines: Vec<&[u8]> = log.split(|b| *b == b'\n').collect();
         // The piece after the last newline is empty, or a partial record of a writer that died.
@@ -104,7 +237,7 @@ impl Capture {
         lines.extend(pending.split(|b| *b == b'\n').filter(|l| !l.is_empty()));
         let launches = parse_log(&lines).map_err(|(n, message)| ReadError::Corrupt {
             path: log_path.clone(),
-            message: format!("line {n}: {message}"),
+            message: format!("line {n}{message}"),
         })?;
         let mut launches = launches;
         // Writers that record launches as they complete write them out of id order; ids are
@@ -135,15 +268,31 @@ impl Capture {
     }
 
     /// Reads a blob and checks it against its digest: a whole blob, or a content stored in
-    /// compressed chunks (each chunk checked too; see [`crate::chunks`]).
+    /// compressed chunks (each chunk checked too; see [`crate::chunks`]). For blobs whose size
+    /// no record states (sources, headers, binaries): at most 256 MiB; a buffer's contents
+    /// are read by [`Capture::content`], at the size their record states.
     pub fn blob(&self, hash: &str) -> Result<Vec<u8>, ReadError> {
-        let path = blob_path(&self.dir, hash);
-        let bytes = match fs::read(&path) {
+        self.read_blob(hash, None, MAX_SOURCE)
+    }
+
+    /// [`Capture::blob`] of a blob that must hold `size` bytes (checked before reading).
+    pub fn blob_of_size(&self, hash: &str, size: u64) -> Result<Vec<u8>, ReadError> {
+        self.read_blob(hash, Some(size), MAX_OBJECT_BYTES)
+    }
+
+    /// A blob of `size` bytes when given, else of at most `max`; checked against its digest.
+    fn read_blob(&self, hash: &str, size: Option<u64>, max: u64) -> Result<Vec<u8>, ReadError> {
+        if !is_digest(hash) {
+            return Err(ReadError::NotADigest {
+                hash: hash.chars().take(80).collect(),
+            });
+        }
+        let bytes = match read_blob_file(&self.dir, hash, "", size.unwrap_or(max)) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.chunked(hash)?,
-            Err(source) => return Err(ReadError::Io { path, source }),
+            Err(OpenError::NotFound) => self.chunked(hash, size, max)?,
+            Err(e) => return Err(e.at(blob_path(&self.dir, hash), |_| unreachable_missing())),
         };
-        if digest(&bytes) != hash {
+        if size.is_some_and(|s| s != bytes.len() as u64) || digest(&bytes) != hash {
             return Err(ReadError::DamagedBlob {
                 hash: hash.to_string(),
             });
@@ -152,21 +301,29 @@ impl Capture {
     }
 
     /// A content stored in chunks, reassembled (not yet checked as a whole).
-    fn chunked(&self, hash: &str) -> Result<Vec<u8>, ReadError> {
+    fn chunked(&self, hash: &str, want: Option<u64>, max: u64) -> Result<Vec<u8>, ReadError> {
         let missing = |hash: &str| ReadError::MissingBlob {
             hash: hash.to_string(),
         };
-        let path = index_path(&self.dir, hash);
-        let text = match fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing(hash)),
-            Err(source) => return Err(ReadError::Io { path, source }),
+        let path = blob_file_path(&self.dir, hash, ".chunks");
+        let text = match read_blob_file(&self.dir, hash, ".chunks", MAX_INDEX) {
+            Ok(t) => String::from_utf8(t).map_err(|_| ReadError::Corrupt {
+                path: path.clone(),
+                message: "it is not text".into(),
+            })?,
+            Err(OpenError::NotFound) => return Err(missing(hash)),
+            Err(e) => return Err(e.at(path, |_| unreachable_missing())),
         };
         let (size, chunks) =
             crate::chunks::parse_index(&text).map_err(|message| ReadError::Corrupt {
                 path: path.clone(),
                 message,
             })?;
+        if want.is_some_and(|w| w != size) || size > want.unwrap_or(max) {
+            return Err(ReadError::DamagedBlob {
+                hash: hash.to_string(),
+            });
+        }
         // Room for at most 64 MiB before any chunk is checked: the size is the index's word.
         let mut bytes = Vec::with_capacity((size as usize).min(64 << 20));
         let mut packs: HashMap<&str, fs::File> = HashMap::new();
@@ -177,18 +334,17 @@ impl Capture {
             let file = match &c.at {
                 Some(at) => self.packed(&mut packs, at)?,
                 None => {
-                    let path = chunk_path(&self.dir, &c.hash);
-                    let too_big = fs::metadata(&path)
-                        .is_ok_and(|m| m.len() > crate::chunks::STORED_MAX as u64);
-                    if too_big {
-                        return Err(damaged());
-                    }
-                    match fs::read(&path) {
+                    let stored = crate::chunks::STORED_MAX as u64;
+                    match read_blob_file(&self.dir, &c.hash, ".chunk", stored) {
                         Ok(f) => f,
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                            return Err(missing(&c.hash))
+                        Err(OpenError::NotFound) => return Err(missing(&c.hash)),
+                        Err(OpenError::Refused(_)) => return Err(damaged()),
+                        Err(OpenError::Io(source)) => {
+                            return Err(ReadError::Io {
+                                path: blob_file_path(&self.dir, &c.hash, ".chunk"),
+                                source,
+                            })
                         }
-                        Err(source) => return Err(ReadError::Io { path, source }),
                     }
                 }
             };
@@ -209,27 +365,40 @@ impl Capture {
         at: &'a crate::chunks::PackSlot,
     ) -> Result<Vec<u8>, ReadError> {
         use std::os::unix::fs::FileExt;
-        let path = pack_path(&self.dir, &at.pack);
+        let path = blob_file_path(&self.dir, &at.pack, ".pack");
+        let damaged = || ReadError::DamagedBlob {
+            hash: at.pack.to_string(),
+        };
         let file = match packs.entry(&at.pack) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::hash_map::Entry::Vacant(v) => match fs::File::open(&path) {
-                Ok(f) => v.insert(f),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(ReadError::MissingBlob {
-                        hash: at.pack.to_string(),
-                    })
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let parts = blob_parts(&at.pack, ".pack");
+                let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+                match open_inside(&self.dir, &refs, u64::MAX) {
+                    Ok(f) => v.insert(f),
+                    Err(OpenError::NotFound) => {
+                        return Err(ReadError::MissingBlob {
+                            hash: at.pack.to_string(),
+                        })
+                    }
+                    Err(e) => return Err(e.at(path, |_| unreachable_missing())),
                 }
-                Err(source) => return Err(ReadError::Io { path, source }),
-            },
+            }
         };
+        let len = file
+            .metadata()
+            .map_err(|source| ReadError::Io {
+                path: path.clone(),
+                source,
+            })?
+            .len();
+        if at.offset.saturating_add(at.stored as u64) > len {
+            return Err(damaged());
+        }
         let mut encoded = vec![0u8; at.stored];
         match file.read_exact_at(&mut encoded, at.offset) {
             Ok(()) => Ok(encoded),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                Err(ReadError::DamagedBlob {
-                    hash: at.pack.to_string(),
-                })
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(damaged()),
             Err(source) => Err(ReadError::Io { path, source }),
         }
     }
@@ -237,7 +406,7 @@ impl Capture {
     /// The bytes behind a [`Content`], or why they are not available.
     pub fn content(&self, content: &Content, what: &str) -> Result<Vec<u8>, ReadError> {
         match content {
-            Content::Blob { hash, .. } => self.blob(hash),
+            Content::Blob { hash, size } => self.blob_of_size(hash, *size),
             Content::Digest { .. } => Err(ReadError::NotRecorded {
                 what: what.to_string(),
                 why: "only its digest was captured (buffer mode `hash`, or past the disk budget, where `cltrap replay` re-creates it by re-executing the launch that left it; this command does not)"
@@ -255,25 +424,32 @@ impl Capture {
     }
 
     /// The program record a launch refers to.
+    /// Checked as every record is ([`ProgramRecord::validate`]): its blobs are digests, its
+    /// build options pass the allow-list, its include paths stay inside any mirror.
     pub fn program(&self, hash: &str) -> Result<ProgramRecord, ReadError> {
-        let bytes = self.blob(hash)?;
-        serde_json::from_slice(&bytes).map_err(|e| ReadError::Corrupt {
-            path: blob_path(&self.dir, hash),
-            message: e.to_string(),
-        })
+        let bytes = self.read_blob(hash, None, MAX_PROGRAM)?;
+        serde_json::from_slice::<ProgramRecord>(&bytes)
+            .map_err(|e| e.to_string())
+            .and_then(|p| p.validate().map(|()| p))
+            .map_err(|message| ReadError::Corrupt {
+                path: blob_path(&self.dir, hash),
+                message: format!("this program record is damaged or hostile: {message}"),
+            })
     }
 
     /// A source blob as text (OpenCL C sources are bytes; invalid UTF-8 is replaced).
     pub fn source_text(&self, hash: &str) -> Result<String, ReadError> {
-        Ok(String::from_utf8_lossy(&self.blob(hash)?).into_owned())
+        Ok(String::from_utf8_lossy(&self.read_blob(hash, None, MAX_SOURCE)?).into_owned())
     }
 }
 
 /// The launch records of a log's whole lines, in file order: whole records as they are, delta
 /// lines (`{"id", "base", "patch"}`, see [`crate::delta`]) applied to their base, which must
-/// be an earlier line. Err: (1-based line number, what is wrong).
+/// be an earlier line; every record checked ([`LaunchRecord::validate`]). Err: (1-based line
+/// number, ` (launch ID)` when known and what is wrong).
 fn parse_log(lines: &[&[u8]]) -> Result<Vec<LaunchRecord>, (usize, String)> {
     #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
     struct Delta {
         id: u64,
         base: u64,
@@ -290,28 +466,41 @@ fn parse_log(lines: &[&[u8]]) -> Result<Vec<LaunchRecord>, (usize, String)> {
         if line.is_empty() {
             continue;
         }
+        // The launch a damaged line was, when its id can still be read.
+        let which = || {
+            serde_json::from_slice::<serde_json::Value>(line)
+                .ok()
+                .and_then(|v| v.get("id")?.as_u64())
+                .map_or(String::new(), |id| format!(" (launch {id})"))
+        };
         let record = match serde_json::from_slice::<LaunchRecord>(line) {
             Ok(r) => r,
             Err(whole) => {
-                let Ok(d) = serde_json::from_slice::<Delta>(line) else {
-                    return Err((n + 1, whole.to_string()));
+                let d = match serde_json::from_slice::<Delta>(line) {
+                    Ok(d) => d,
+                    // A line with a patch is a delta line: its own error says what is wrong.
+                    Err(e) if line.windows(9).any(|w| w == b"\"patch\":") => {
+                        return Err((n + 1, format!("{}: {e}", which())))
+                    }
+                    Err(_) => return Err((n + 1, format!("{}: {whole}", which()))),
                 };
                 let mut value = match resolved.remove(&d.base) {
                     Some(v) => v,
                     None => {
                         let Some(i) = position.get(&d.base) else {
                             return Err((n + 1, format!(
-                                "launch {} is recorded as a change of launch {}, which is not on an earlier line",
+                                ": launch {} is recorded as a change of launch {}, which is not on an earlier line",
                                 d.id, d.base
                             )));
                         };
-                        serde_json::to_value(&launches[*i]).map_err(|e| (n + 1, e.to_string()))?
+                        serde_json::to_value(&launches[*i]).map_err(|e| (n + 1, format!(": {e}")))?
                     }
                 };
-                crate::delta::apply(&mut value, &d.patch).map_err(|e| (n + 1, e))?;
+                crate::delta::apply(&mut value, &d.patch)
+                    .map_err(|e| (n + 1, format!(" (launch {}): {e}", d.id)))?;
                 value["id"] = d.id.into();
-                let record =
-                    LaunchRecord::deserialize(&value).map_err(|e| (n + 1, e.to_string()))?;
+                let record = LaunchRecord::deserialize(&value)
+                    .map_err(|e| (n + 1, format!(" (launch {}): {e}", d.id)))?;
                 resolved.insert(d.id, value);
                 record
             }
@@ -326,15 +515,26 @@ fn parse_log(lines: &[&[u8]]) -> Result<Vec<LaunchRecord>, (usize, String)> {
             return Err((
                 n + 1,
                 format!(
-                    "launch id {} is also on line {}, with a different record",
+                    ": launch id {} is also on line {}, with a different record",
                     record.id,
                     first + 1
                 ),
             ));
         }
+        record
+            .validate()
+            .map_err(|e| (n + 1, format!(" (launch {}): {e}", record.id)))?;
         line_of.insert(record.id, n);
         position.insert(record.id, launches.len());
         launches.push(record);
     }
     Ok(launches)
+}
+
+/// The error of a file [`open_inside`] found missing where the caller already handled that.
+fn unreachable_missing() -> ReadError {
+    ReadError::NotRecorded {
+        what: "a blob".into(),
+        why: "it is missing".into(),
+    }
 }

@@ -215,7 +215,7 @@ impl LaunchInput {
                             if flags & opencl_sys::CL_MEM_WRITE_ONLY != 0 =>
                         {
                             stand_ins.push(i);
-                            vec![0u8; usize::try_from(*size).unwrap_or(0)]
+                            zeroed(*size, &name(a))?
                         }
                         Err(e) => return Err(e),
                     };
@@ -332,22 +332,26 @@ impl LaunchInput {
     }
 }
 
+/// `size` zero bytes for a stand-in, or an error when this machine cannot hold them (a
+/// capture's sizes are bounded, not by this machine's memory).
+fn zeroed(size: u64, what: &str) -> Result<Vec<u8>, ExecError> {
+    let n = usize::try_from(size).unwrap_or(usize::MAX);
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        ExecError::NotReplayable(format!(
+            "{what} is a buffer of {size} bytes, more than this machine can allocate"
+        ))
+    })?;
+    v.resize(n, 0);
+    Ok(v)
+}
+
 /// Size in bytes of an image's tightly packed contents.
 pub fn image_bytes(image: &ImageRecord) -> u64 {
-    let (w, h, d) = image_region(image);
-    w.saturating_mul(h)
-        .saturating_mul(d)
-        .saturating_mul(image.element_size)
+    image.packed_size()
 }
 
 /// The `region` of an image for read/write calls: (width, height or array size, depth or array size).
 pub fn image_region(image: &ImageRecord) -> (u64, u64, u64) {
-    let one = |v: u64| v.max(1);
-    match image.image_type {
-        0x10F5 => (one(image.width), one(image.array_size), 1),
-        0x10F3 => (one(image.width), one(image.height), one(image.array_size)),
-        0x10F2 => (one(image.width), one(image.height), one(image.depth)),
-        0x10F1 => (one(image.width), one(image.height), 1),
-        _ => (one(image.width), 1, 1),
-    }
+    image.region()
 }

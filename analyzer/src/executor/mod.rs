@@ -131,6 +131,10 @@ pub enum ExecError {
     #[error("{0}")]
     /// The program's captured headers could not be laid out for the build.
     Headers(String),
+    #[error("the NDRange is refused: {0}")]
+    /// An NDRange `clEnqueueNDRangeKernel` must not be handed (no dimensions, a size of 0,
+    /// more work-items than any replay can run).
+    Geometry(String),
 }
 
 impl ExecError {

@@ -411,6 +411,10 @@ impl Session {
         let global = to_sizes(global_size);
         let offset = global_offset.map(to_sizes);
         let local = local_size.map(to_sizes);
+        // Every NDRange a driver is handed keeps clEnqueueNDRangeKernel's rules, whoever
+        // made it (a capture's records are checked when read; fuzzers make their own).
+        cltrap_capture::validate::check_geometry(work_dim, global_offset, global_size, local_size)
+            .map_err(|why| ExecError::Geometry(format!("kernel {name}: {why}")))?;
         if global.len() < dim
             || offset.as_ref().is_some_and(|o| o.len() < dim)
             || local.as_ref().is_some_and(|l| l.len() < dim)
