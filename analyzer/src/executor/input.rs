@@ -161,6 +161,13 @@ impl LaunchInput {
                 super::cl::error_name(l.status)
             )));
         }
+        super::check_ndrange(
+            l.work_dim,
+            &l.global_size,
+            l.local_size.as_deref(),
+            l.global_offset.as_deref(),
+        )
+        .map_err(ExecError::Shape)?;
         let mut args = Vec::with_capacity(l.args.len());
         let mut stand_ins = Vec::new();
         for (i, a) in l.args.iter().enumerate() {

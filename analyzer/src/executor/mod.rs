@@ -26,6 +26,7 @@ mod input;
 mod program;
 mod resident;
 mod run;
+pub mod shape;
 
 pub use cl::error_name;
 pub use derive::{Deriver, CACHE_BYTES};
@@ -33,6 +34,7 @@ pub use device::{list_devices, DeviceInfo, DeviceSelector, Session};
 pub use guard::GuardBreach;
 pub use input::{image_bytes, image_region, Expected, InputArg, LaunchInput};
 pub use program::{BuildOptions, BuiltProgram};
+pub use shape::{check_ndrange, MAX_WORK_ITEMS};
 pub use resident::{
     Content, Define, ImageUse, MemState, Patch, Resident, ResidentLayout, ResidentRun, SlotLayout,
     ValueArg, RESIDENT_PAD,
@@ -130,6 +132,9 @@ pub enum ExecError {
     #[error("{0}")]
     /// The program's captured headers could not be laid out for the build.
     Headers(String),
+    #[error("the launch's NDRange is refused: {0}")]
+    /// The NDRange is malformed or too large to run ([`check_ndrange`]'s sentence).
+    Shape(String),
 }
 
 impl ExecError {
