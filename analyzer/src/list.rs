@@ -63,7 +63,10 @@ pub fn format_geometry(l: &LaunchRecord) -> (String, String, String) {
 /// The widest a cell of each column may be, in characters (id, kernel, global, local,
 /// offset, scalars, launched at): a capture's strings are the application's (or a damaged
 /// file's) and may be megabytes long; the full values are in `cltrap show`.
-const MAX_WIDTHS: [usize; 7] = [20, 48, 32, 32, 32, 96, 80];
+const MAX_WIDTHS: [usize; 7] = [20, 64, 32, 32, 32, 96, 160];
+
+/// The launch-site column keeps its end when cut: `file:line (function)` is what matters.
+const SITE: usize = 6;
 
 /// `s` with control characters escaped as Rust writes them (`\n`, `\u{1b}`): a capture's
 /// string printed for a person cannot break a line or drive the terminal.
@@ -102,6 +105,19 @@ pub fn clip(s: &str, max: usize) -> String {
         out.push_str(&piece);
         n += len;
     }
+    out
+}
+
+/// [`clip`] that keeps the end of `s`: `…` then its last characters.
+pub fn clip_front(s: &str, max: usize) -> String {
+    let escaped = escape_controls(s);
+    let n = escaped.chars().count();
+    if n <= max {
+        return escaped;
+    }
+    let keep = max.saturating_sub(1);
+    let mut out = String::from("…");
+    out.extend(escaped.chars().skip(n - keep));
     out
 }
 
@@ -159,7 +175,11 @@ pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
         ];
         let mut clipped: [String; 7] = Default::default();
         for (i, cell) in row.iter().enumerate() {
-            clipped[i] = clip(cell, MAX_WIDTHS[i]);
+            clipped[i] = if i == SITE {
+                clip_front(cell, MAX_WIDTHS[i])
+            } else {
+                clip(cell, MAX_WIDTHS[i])
+            };
         }
         rows.push(clipped);
     }
@@ -230,5 +250,7 @@ mod tests {
         assert_eq!(clip("abcdefghi", 8), "abcdefg…");
         assert_eq!(clip("a\nb", 8), "a\\nb");
         assert_eq!(clip(&"x".repeat(1 << 20), 48).chars().count(), 48);
+        assert_eq!(clip_front("/a/long/path/k.c:7 (main)", 12), "….c:7 (main)");
+        assert_eq!(clip_front("k.c:7", 12), "k.c:7");
     }
 }
