@@ -60,6 +60,67 @@ pub fn format_geometry(l: &LaunchRecord) -> (String, String, String) {
     )
 }
 
+/// The widest a cell of each column may be, in characters (id, kernel, global, local,
+/// offset, scalars, launched at): a capture's strings are the application's (or a damaged
+/// file's) and may be megabytes long; the full values are in `cltrap show`.
+const MAX_WIDTHS: [usize; 7] = [20, 64, 32, 32, 32, 96, 160];
+
+/// The launch-site column keeps its end when cut: `file:line (function)` is what matters.
+const SITE: usize = 6;
+
+/// `s` with control characters escaped as Rust writes them (`\n`, `\u{1b}`): a capture's
+/// string printed for a person cannot break a line or drive the terminal.
+pub fn escape_controls(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `s` fit for one cell of at most `max` characters: control characters escaped
+/// ([`escape_controls`]), then cut with an ellipsis when too long.
+pub fn clip(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut n = 0;
+    for c in s.chars() {
+        let piece: String = if c.is_control() {
+            c.escape_default().collect()
+        } else {
+            c.to_string()
+        };
+        let len = piece.chars().count();
+        if n + len > max {
+            // Room for the ellipsis: drop characters until it fits.
+            while n + 1 > max && out.pop().is_some() {
+                n -= 1;
+            }
+            out.push('…');
+            return out;
+        }
+        out.push_str(&piece);
+        n += len;
+    }
+    out
+}
+
+/// [`clip`] that keeps the end of `s`: `…` then its last characters.
+pub fn clip_front(s: &str, max: usize) -> String {
+    let escaped = escape_controls(s);
+    let n = escaped.chars().count();
+    if n <= max {
+        return escaped;
+    }
+    let keep = max.saturating_sub(1);
+    let mut out = String::from("…");
+    out.extend(escaped.chars().skip(n - keep));
+    out
+}
+
 /// Renders the whole list (header included) for `capture`.
 pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
     resolver.prefetch(
@@ -90,7 +151,8 @@ pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
             .as_ref()
             .map(|s| resolver.describe(s))
             .unwrap_or_else(|| "-".into());
-        let mut kernel = l.kernel.clone();
+        // Clipped before the marker, so a long name keeps it.
+        let mut kernel = clip(&l.kernel, MAX_WIDTHS[1] - 4);
         match index.get(l.id) {
             Some(Replayability::Blocked { .. }) | None => {
                 kernel.push_str(" (!)");
@@ -102,7 +164,7 @@ pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
             }
             Some(Replayability::Stored) => {}
         }
-        rows.push([
+        let row = [
             l.id.to_string(),
             kernel,
             g,
@@ -110,7 +172,16 @@ pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
             off,
             format_scalars(capture, l, &mut types),
             site,
-        ]);
+        ];
+        let mut clipped: [String; 7] = Default::default();
+        for (i, cell) in row.iter().enumerate() {
+            clipped[i] = if i == SITE {
+                clip_front(cell, MAX_WIDTHS[i])
+            } else {
+                clip(cell, MAX_WIDTHS[i])
+            };
+        }
+        rows.push(clipped);
     }
     let show_offset = rows.iter().skip(1).any(|r| !r[4].is_empty());
     let mut widths = [0usize; 7];
@@ -170,5 +241,16 @@ mod tests {
         assert_eq!(format_dims(Some(&[1024])), "1024");
         assert_eq!(format_dims(Some(&[8, 8, 4])), "8x8x4");
         assert_eq!(format_dims(None), "NULL");
+    }
+
+    #[test]
+    fn cells_are_clipped_with_an_ellipsis_and_control_characters_escaped() {
+        assert_eq!(clip("vadd", 8), "vadd");
+        assert_eq!(clip("abcdefgh", 8), "abcdefgh");
+        assert_eq!(clip("abcdefghi", 8), "abcdefg…");
+        assert_eq!(clip("a\nb", 8), "a\\nb");
+        assert_eq!(clip(&"x".repeat(1 << 20), 48).chars().count(), 48);
+        assert_eq!(clip_front("/a/long/path/k.c:7 (main)", 12), "….c:7 (main)");
+        assert_eq!(clip_front("k.c:7", 12), "k.c:7");
     }
 }

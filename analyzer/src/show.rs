@@ -11,7 +11,11 @@ use std::fmt::Write;
 
 /// Where `kernel` is defined in `source`: 1-based line of the `NAME(` that follows a
 /// `kernel`/`__kernel` qualifier (comments are not parsed; the first definition wins).
+/// `None` for an empty name (a damaged capture's): it names no definition.
 pub fn kernel_definition_line(source: &str, kernel: &str) -> Option<usize> {
+    if kernel.is_empty() {
+        return None;
+    }
     let bytes = source.as_bytes();
     let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let mut from = 0;
@@ -476,6 +480,7 @@ mod tests {
         assert_eq!(kernel_definition_line(src, "vadd2"), Some(8));
         assert_eq!(kernel_definition_line(src, "helper"), None);
         assert_eq!(kernel_definition_line(src, "missing"), None);
+        assert_eq!(kernel_definition_line(src, ""), None);
     }
 
     #[test]

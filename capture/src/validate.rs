@@ -20,8 +20,10 @@ pub const MAX_KERNEL_NAME: usize = 1024;
 pub const MAX_TEXT: usize = 4096;
 /// Most arguments of one kernel.
 pub const MAX_ARGS: usize = 4096;
-/// Most work-items of one launch (the product of the global sizes).
-pub const MAX_WORK_ITEMS: u64 = 1 << 32;
+/// Most work-items of one launch (the product of the global sizes): 2^31. Far above what
+/// the captured applications launch (a 4096x4096 image is 2^24), far below what only a
+/// damaged record asks for; a device runs a launch this large for minutes.
+pub const MAX_WORK_ITEMS: u64 = 1 << 31;
 /// Most work-items of one work-group (the product of the local sizes).
 pub const MAX_GROUP_ITEMS: u64 = 1 << 20;
 /// Largest buffer or image, in bytes.

@@ -148,3 +148,233 @@ fn a_damaged_blob_is_reported_not_replayed() {
     assert!(!out.success() && out.code.is_some(), "{}", out.describe());
     assert_eq!(ok_lines(&out.stdout_text()), 0, "{}", out.describe());
 }
+
+/// A copy of the capture in `dir`, to damage one way without touching the original.
+fn copy_capture(dir: &std::path::Path, label: &str) -> TestDir {
+    let copy = fresh_capture_dir(label);
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(dir)
+        .arg(&*copy)
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "cp -a {} failed", dir.display());
+    copy
+}
+
+/// A command on a damaged capture ended by itself with a result or with one sentence (exit
+/// 2), never a panic, a signal or the harness's timeout.
+fn assert_ends_clearly(out: &Outcome) {
+    out.assert_no_panic();
+    assert!(out.signal.is_none(), "killed by a signal\n{}", out.describe());
+    if !out.success() {
+        assert_eq!(out.code, Some(2), "{}", out.describe());
+        assert_eq!(
+            meaningful_stderr_lines(&out.stderr).len(),
+            1,
+            "one sentence on stderr\n{}",
+            out.describe()
+        );
+    }
+}
+
+#[test]
+fn show_ends_on_a_launch_whose_kernel_name_is_empty() {
+    let dir = small_capture("empty-name");
+    rewrite_launch(&dir, 0, |l| l.kernel.clear());
+    let out = cmd(&[OsStr::new("show"), dir.as_os_str(), OsStr::new("0")]);
+    assert_ends_clearly(&out);
+    if out.success() {
+        assert!(
+            out.stdout_text().contains("launch 0 "),
+            "{}",
+            out.describe()
+        );
+    }
+}
+
+/// `list` keeps every line to a readable width whatever the capture's strings: a 1 MB
+/// scalar, 100 000 arguments and a 50 MB kernel name are cut with an ellipsis.
+#[test]
+fn list_clips_huge_scalars_argument_lists_and_kernel_names() {
+    let base = small_capture("huge");
+    type Edit = Box<dyn Fn(&mut cltrap_capture::LaunchRecord)>;
+    let edits: Vec<(&str, Edit)> = vec![
+        (
+            "scalar",
+            Box::new(|l| {
+                for a in &mut l.args {
+                    if let cltrap_capture::ArgRecord::Scalar { bytes, .. } = a {
+                        *bytes = "ab".repeat(1 << 20);
+                    }
+                }
+            }),
+        ),
+        (
+            "args",
+            Box::new(|l| {
+                let scalar = l
+                    .args
+                    .iter()
+                    .find(|a| matches!(a, cltrap_capture::ArgRecord::Scalar { .. }))
+                    .cloned()
+                    .expect("fill takes a scalar");
+                l.args = (0..100_000).map(|_| scalar.clone()).collect();
+            }),
+        ),
+        ("name", Box::new(|l| l.kernel = "k".repeat(50 << 20))),
+    ];
+    for (label, edit) in edits {
+        let dir = copy_capture(&base, label);
+        rewrite_launch(&dir, 0, |l| edit(l));
+        let out = cmd(&[OsStr::new("list"), dir.as_os_str()]);
+        assert_ends_clearly(&out);
+        if out.success() {
+            let text = out.stdout_text();
+            let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+            assert!(
+                widest < 500,
+                "{label}: a line of {widest} characters\n{}",
+                out.describe()
+            );
+            assert!(text.contains('…'), "{label}: no ellipsis\n{}", out.describe());
+            assert_eq!(text.lines().filter(|l| l.trim_start().starts_with('0')).count(), 1);
+        }
+    }
+}
+
+/// NDRanges no driver should be handed: a zero local size (PoCL crashed inside the call),
+/// 2^32 work-items (ran until the watchdog), a work_dim of 4, sizes of another length. Each
+/// is one launch's error, said in a sentence, and the capture's other launches still replay.
+#[test]
+fn malformed_or_huge_ndranges_are_refused_per_launch() {
+    let base = small_capture("ndrange");
+    type Edit = Box<dyn Fn(&mut cltrap_capture::LaunchRecord)>;
+    let cases: Vec<(&str, &str, Edit)> = vec![
+        ("local0", "local size is 0", Box::new(|l| l.local_size = Some(vec![0]))),
+        (
+            "huge",
+            "4294967296 work-items",
+            Box::new(|l| l.global_size = vec![1 << 32]),
+        ),
+        ("dim4", "work_dim is 4", Box::new(|l| l.work_dim = 4)),
+        (
+            "lengths",
+            "local size has 2 dimension(s)",
+            Box::new(|l| l.local_size = Some(vec![1, 1])),
+        ),
+    ];
+    for (label, why, edit) in cases {
+        let dir = copy_capture(&base, label);
+        rewrite_launch(&dir, 0, |l| edit(l));
+        for sub in ["replay", "cover", "check"] {
+            let mut args = vec![OsStr::new(sub), dir.as_os_str()];
+            if sub == "check" {
+                args.push(OsStr::new("0"));
+            }
+            let out = cmd(&args);
+            out.assert_no_panic();
+            assert!(out.signal.is_none(), "{}", out.describe());
+            let all = format!("{}{}", out.stdout_text(), out.stderr);
+            assert!(
+                all.contains(why) && all.contains("NDRange"),
+                "{sub} {label}: the refusal should say `{why}`\n{}",
+                out.describe()
+            );
+            assert!(!out.success(), "{sub} {label}\n{}", out.describe());
+            if sub == "replay" {
+                assert_eq!(ok_lines(&out.stdout_text()), 2, "{label}\n{}", out.describe());
+            }
+        }
+    }
+}
+
+/// A kernel file and interface file for `cltrap fuzz`, in a private temporary folder.
+fn fuzz_files(source: &[u8], interface: &serde_json::Value) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("temporary folder");
+    std::fs::write(tmp.path().join("k.cl"), source).expect("write kernel");
+    std::fs::write(tmp.path().join("k.json"), interface.to_string()).expect("write interface");
+    tmp
+}
+
+const FUZZ_KERNEL: &str = "kernel void k(global int *a, int n) {\n  int i = get_global_id(0);\n  if (i < n) a[i] = a[i] * 2 + n;\n}\n";
+
+fn interface(kernel: &str, elements: u64) -> serde_json::Value {
+    serde_json::json!({
+        "kernel": kernel,
+        "global_size": [16],
+        "local_size": [4],
+        "args": [
+            {"name": "a", "type": "int*", "size": elements, "fill": "random", "output": true},
+            {"name": "n", "type": "int", "fill": {"fixed": 8}}
+        ]
+    })
+}
+
+fn fuzz(tmp: &tempfile::TempDir) -> Outcome {
+    let k = tmp.path().join("k.cl");
+    let i = tmp.path().join("k.json");
+    cmd(&[
+        OsStr::new("fuzz"),
+        k.as_os_str(),
+        OsStr::new("--interface"),
+        i.as_os_str(),
+        OsStr::new("--budget"),
+        OsStr::new("20"),
+    ])
+}
+
+/// Buffer sizes of 2^40 and 2^62 elements in an interface file: one sentence naming the
+/// argument and the bound, not an aborted allocation or a hang.
+#[test]
+fn fuzz_refuses_interface_buffers_beyond_the_bound() {
+    for elements in [1u64 << 40, 1 << 62, u64::MAX] {
+        let tmp = fuzz_files(FUZZ_KERNEL.as_bytes(), &interface("k", elements));
+        let out = fuzz(&tmp);
+        assert_one_clear_line(&out, "argument 0 (a)");
+        assert!(out.stderr.contains("bytes"), "{}", out.describe());
+    }
+}
+
+/// A kernel name the file does not define: one sentence naming it, on stderr.
+#[test]
+fn fuzz_names_a_kernel_the_file_does_not_define() {
+    let tmp = fuzz_files(FUZZ_KERNEL.as_bytes(), &interface("no_such_kernel", 16));
+    let out = fuzz(&tmp);
+    assert_one_clear_line(&out, "no_such_kernel");
+    let k = tmp.path().join("k.cl");
+    let out = cmd(&[
+        OsStr::new("fuzz"),
+        k.as_os_str(),
+        OsStr::new("--kernel"),
+        OsStr::new("other_missing"),
+        OsStr::new("--budget"),
+        OsStr::new("20"),
+    ]);
+    assert_one_clear_line(&out, "other_missing");
+    // An interface file for another kernel than --kernel names: said, not a worker's failure.
+    let i = tmp.path().join("k.json");
+    let out = cmd(&[
+        OsStr::new("fuzz"),
+        k.as_os_str(),
+        OsStr::new("--kernel"),
+        OsStr::new("k"),
+        OsStr::new("--interface"),
+        i.as_os_str(),
+        OsStr::new("--budget"),
+        OsStr::new("20"),
+    ]);
+    assert_one_clear_line(&out, "no_such_kernel");
+}
+
+/// A comment in Latin-1 (not UTF-8), which the driver accepts: fuzzing works on the file.
+#[test]
+fn fuzz_accepts_a_kernel_file_with_a_latin1_comment() {
+    let mut source = b"/* Gr\xfc\xdfe, \xe9t\xe9 */\n".to_vec();
+    source.extend_from_slice(FUZZ_KERNEL.as_bytes());
+    assert!(std::str::from_utf8(&source).is_err());
+    let tmp = fuzz_files(&source, &interface("k", 16));
+    let out = fuzz(&tmp);
+    out.assert_no_panic();
+    assert!(out.success(), "{}", out.describe());
+}

@@ -713,3 +713,175 @@ fn a_linked_program_with_a_captured_header_exports_and_reproduces() {
         refused.describe()
     );
 }
+
+/// Strings of a capture are data, never code: a device name with `*/`, quotes and a newline,
+/// and argument names that try to close a C string and call `system()`, land escaped in the
+/// C and Python reproducers, which still compile (no warning), run and match; a kernel name
+/// that is not an OpenCL C identifier is refused by `--c` and `--python` in one sentence and
+/// left out of the GPUVerify export with the reason.
+#[test]
+fn capture_strings_are_escaped_in_exports_and_bad_kernel_names_refused() {
+    let (dir, _cap) = round_trip("sequence", &[], &[]);
+    let trap = tempfile::tempdir().expect("temporary folder");
+    let pwned = trap.path().join("PWNED");
+    let inject = format!(
+        "x\"); system(\"touch {}\"); printf(\"(",
+        pwned.display()
+    );
+    rewrite_launch(&dir, 0, |l| {
+        l.device.name = format!("evil */ int broken; /*\n{inject} \"\"\" \\ ??/").into();
+        l.device.platform = "*/ #error out\n\"\"\"".into();
+        for a in &mut l.args {
+            let info = match a {
+                cltrap_capture::ArgRecord::Buffer { info, .. }
+                | cltrap_capture::ArgRecord::Scalar { info, .. } => info,
+                _ => continue,
+            };
+            info.name = format!("{inject}\n\"\"\"{}", info.index).into();
+        }
+    });
+    let run = c_reproducer(&dir, 0, "escaped");
+    assert!(run.success(), "{}", run.describe());
+    assert!(
+        run.stdout_text()
+            .contains("ok: every output matches the recording"),
+        "{}",
+        run.describe()
+    );
+    let script = py_reproducer(&dir, 0, "escaped");
+    if let Ok(python) = venv_python() {
+        let run = run_native(&python, &[script.as_os_str()]);
+        assert!(run.success(), "{}", run.describe());
+    }
+    assert!(!pwned.exists(), "a capture string ran as code");
+
+    let evil_kernel = format!("fill\") ; system(\"touch {}\"); printf(\"(", pwned.display());
+    rewrite_launch(&dir, 1, |l| l.kernel = evil_kernel.clone());
+    for flag in ["--c", "--python"] {
+        let out_dir = tempfile::tempdir().expect("temporary folder");
+        let out = cltrap(&[
+            OsStr::new("export"),
+            dir.as_os_str(),
+            OsStr::new("1"),
+            OsStr::new(flag),
+            out_dir.path().as_os_str(),
+        ]);
+        out.assert_no_panic();
+        assert_eq!(out.code, Some(2), "{}", out.describe());
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.describe());
+        assert!(
+            out.stderr.contains("is not an OpenCL C identifier"),
+            "{}",
+            out.describe()
+        );
+    }
+    let (gv, out) = export_to(&dir, None, "--gpuverify", "escaped");
+    assert!(
+        out.stdout_text()
+            .contains("launch 1 not exported: its kernel name"),
+        "{}",
+        out.describe()
+    );
+    let script = std::fs::read_to_string(gv.join("run_gpuverify.sh")).expect("script");
+    assert!(!script.contains("system"), "{script}");
+    assert!(!pwned.exists(), "a capture string ran as code");
+}
+
+/// A program that `#include`s headers (one relative to the working directory, one through
+/// `-I` with a nested include, one named through macros): with the application's headers
+/// gone, the C reproducer builds and runs from the captured copies inlined into
+/// `program.cl`, and the GPUVerify kernel file has no `#include` left but the one in a
+/// branch the build skipped (its header was never found), so clang compiles it alone.
+#[test]
+fn exports_carry_the_captured_headers_inlined() {
+    let exe = fixture("headers");
+    let app = tempfile::tempdir().expect("temporary folder");
+    let a = app.path();
+    std::fs::create_dir_all(a.join("inc/nested")).expect("mkdir");
+    std::fs::write(a.join("main.h"), "#pragma once\n#define SCALE 3\n").expect("write");
+    std::fs::write(
+        a.join("inc/defs.h"),
+        "#include \"nested/offset.h\"\n#define LIMIT 100\n",
+    )
+    .expect("write");
+    std::fs::write(a.join("inc/nested/offset.h"), "#define OFFSET 7\n").expect("write");
+    std::fs::create_dir_all(a.join("extra")).expect("mkdir");
+    std::fs::write(a.join("extra/extra.h"), "#define EXTRA 0\n").expect("write");
+    let opts = format!("-I inc -D EXTRA_DIR={}", a.join("extra").display());
+    let dir = fresh_capture_dir("export-headers");
+    let t = tools();
+    let captured = run_with_env(
+        &t.cltrap,
+        &[
+            OsStr::new("run"),
+            OsStr::new("--out"),
+            dir.as_os_str(),
+            OsStr::new("--"),
+            exe.as_os_str(),
+            OsStr::new(&opts),
+        ],
+        &[("CLTRAP_SHIM", t.shim.as_os_str())],
+        Some(a),
+    );
+    assert!(captured.success(), "{}", captured.describe());
+    drop(app); // the application's headers are gone
+
+    let run = c_reproducer(&dir, 0, "headers");
+    assert!(run.success(), "{}", run.describe());
+    assert!(
+        run.stdout_text()
+            .contains("ok: every output matches the recording"),
+        "{}",
+        run.describe()
+    );
+
+    let (gv, _) = export_to(&dir, None, "--gpuverify", "headers");
+    let text = std::fs::read_to_string(gv.join("scaled.0.cl")).expect("kernel file");
+    let includes: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("#include"))
+        .collect();
+    assert_eq!(includes, ["#include \"absent.h\""], "{text}");
+    assert!(text.contains("#define OFFSET 7"), "{text}");
+    if let Some(clang) = installed("clang-15", "clang-15") {
+        let empty = tempfile::tempdir().expect("temporary folder");
+        let file = gv.join("scaled.0.cl");
+        let out = run_with_env(
+            &clang,
+            &[
+                OsStr::new("-x"),
+                OsStr::new("cl"),
+                OsStr::new("-cl-std=CL1.2"),
+                OsStr::new("-fsyntax-only"),
+                OsStr::new("-DEXTRA_DIR=/nonexistent"),
+                file.as_os_str(),
+            ],
+            &[],
+            Some(empty.path()),
+        );
+        assert!(out.success(), "{}", out.describe());
+    }
+}
+
+/// The Python reproducer without pyopencl says so and exits 2 ("could not run"), not 1
+/// (the mismatch status).
+#[test]
+fn python_reproducer_without_pyopencl_exits_2() {
+    let (dir, _cap) = round_trip("sequence", &[], &[]);
+    let script = py_reproducer(&dir, 0, "no-pyopencl");
+    let fake = tempfile::tempdir().expect("temporary folder");
+    std::fs::write(
+        fake.path().join("pyopencl.py"),
+        "raise ImportError(\"No module named 'pyopencl'\")\n",
+    )
+    .expect("write");
+    let python = venv_python().unwrap_or_else(|_| PathBuf::from("python3"));
+    let run = run_with_env(
+        &python,
+        &[script.as_os_str()],
+        &[("PYTHONPATH", fake.path().as_os_str())],
+        None,
+    );
+    assert_eq!(run.code, Some(2), "{}", run.describe());
+    assert!(run.stderr.contains("repro: cannot run without"), "{}", run.describe());
+}

@@ -161,6 +161,14 @@ impl LaunchInput {
                 super::cl::error_name(l.status)
             )));
         }
+        // A zero local size crashes PoCL inside the call; a huge range runs for hours.
+        cltrap_capture::validate::check_geometry(
+            l.work_dim,
+            l.global_offset.as_deref(),
+            &l.global_size,
+            l.local_size.as_deref(),
+        )
+        .map_err(ExecError::Geometry)?;
         let mut args = Vec::with_capacity(l.args.len());
         let mut stand_ins = Vec::new();
         for (i, a) in l.args.iter().enumerate() {

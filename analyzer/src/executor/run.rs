@@ -407,7 +407,6 @@ impl Session {
         global_size: &[u64],
         local_size: Option<&[u64]>,
     ) -> Result<Event, ExecError> {
-        let dim = work_dim as usize;
         let global = to_sizes(global_size);
         let offset = global_offset.map(to_sizes);
         let local = local_size.map(to_sizes);
@@ -415,15 +414,7 @@ impl Session {
         // made it (a capture's records are checked when read; fuzzers make their own).
         cltrap_capture::validate::check_geometry(work_dim, global_offset, global_size, local_size)
             .map_err(|why| ExecError::Geometry(format!("kernel {name}: {why}")))?;
-        if global.len() < dim
-            || offset.as_ref().is_some_and(|o| o.len() < dim)
-            || local.as_ref().is_some_and(|l| l.len() < dim)
-        {
-            return Err(ExecError::NotReplayable(format!(
-                "the recorded sizes have fewer than work_dim = {dim} dimensions"
-            )));
-        }
-        // SAFETY: the size arrays have at least work_dim entries and outlive the call.
+        // SAFETY: the size arrays have exactly work_dim entries (checked) and outlive the call.
         Ok(Event(
             unsafe {
                 cl3::command_queue::enqueue_nd_range_kernel(

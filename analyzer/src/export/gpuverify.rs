@@ -16,6 +16,7 @@
 use super::{program_text, safe_name, write_file, ExportError};
 use crate::generalise::{arg_name, generalise, Param, Value};
 use crate::ids::format_ids;
+use crate::list::escape_controls;
 use crate::site::Resolver;
 use crate::values::{hex_le, parse_value_type, unhex};
 use cltrap_capture::{ArgRecord, Capture, Content, Hash, LaunchRecord, Site};
@@ -288,6 +289,11 @@ pub fn records(capture: &Capture, resolver: &mut Resolver) -> Result<Export, Exp
             skipped.push((l.id, format!("the enqueue failed ({})", l.status)));
             continue;
         }
+        // The name goes into file names, a shell script and GPUVerify's arguments.
+        if let Some(why) = super::kernel_name_problem(&l.kernel) {
+            skipped.push((l.id, why));
+            continue;
+        }
         if !texts.contains_key(&l.program) {
             let program = capture.program(&l.program)?;
             let text = program_text(capture, &program, "program.cl")?;
@@ -441,17 +447,32 @@ pub fn listing(export: &Export) -> String {
             r.launches.len(),
             format_ids(&r.launches)
         );
-        let _ = writeln!(o, "    gpuverify {}", r.invocation.join(" "));
+        let _ = writeln!(
+            o,
+            "    gpuverify {}",
+            escape_controls(&r.invocation.join(" "))
+        );
         if !r.dropped_options.is_empty() {
             let _ = writeln!(
                 o,
                 "    build options GPUVerify does not take: {}",
-                r.dropped_options.join(" ")
+                escape_controls(&r.dropped_options.join(" "))
             );
         }
     }
     for (id, why) in &export.skipped {
         let _ = writeln!(o, "launch {id} not exported: {why}");
+    }
+    o
+}
+
+/// `s` safe as the text of a `//` comment: control characters escaped (a newline would end
+/// the comment), and a trailing backslash (which would continue it onto the next line) kept
+/// from ending the line.
+fn line_comment(s: &str) -> String {
+    let mut o = crate::list::escape_controls(s);
+    if o.ends_with('\\') {
+        o.push_str(" //");
     }
     o
 }
@@ -481,7 +502,7 @@ pub fn export(capture: &Capture, dir: &Path) -> Result<Export, ExportError> {
             .and_then(|p| program_text(capture, &p, &r.kernel_file))?;
         let Ok(text) = text else { continue };
         let args = &r.invocation[..r.invocation.len() - 1];
-        let file = format!("//{}\n#line 1\n{text}", args.join(" "));
+        let file = format!("//{}\n#line 1\n{text}", line_comment(&args.join(" ")));
         write_file(dir, &r.kernel_file, file.as_bytes())?;
         for (name, hash) in &r.data_files {
             write_file(dir, name, &capture.blob(hash)?)?;
@@ -551,6 +572,13 @@ mod tests {
             None
         );
         assert_eq!(scalar_hex("struct p", "00"), None);
+    }
+
+    #[test]
+    fn comment_lines_stay_one_line() {
+        assert_eq!(line_comment("-DX=1"), "-DX=1");
+        assert_eq!(line_comment("-DX=a\nkernel"), "-DX=a\\nkernel");
+        assert_eq!(line_comment("-DX=\\"), "-DX=\\ //");
     }
 
     #[test]

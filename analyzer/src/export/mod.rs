@@ -15,7 +15,9 @@ pub mod plan;
 pub mod reproducer_c;
 pub mod reproducer_py;
 
-use cltrap_capture::{Capture, Hash, ProgramOrigin, ProgramRecord, ReadError};
+use cltrap_capture::includes::directives;
+use cltrap_capture::{Capture, Hash, Includes, ProgramOrigin, ProgramRecord, ReadError};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// Why an export could not be written. `Display` is one sentence for the CLI.
@@ -184,9 +186,10 @@ fn included_name(line: &str) -> Option<String> {
     Some(inner[..inner.find(close)?].to_string())
 }
 
-/// A program's OpenCL C text, headers inlined: the sources in order (for a linked program,
-/// each input's sources after its own headers are inlined). `None` with the reason when
-/// the program was not made from source.
+/// A program's OpenCL C text, headers inlined: the sources in order, every `#include` the
+/// capture resolved replaced by the captured file's text ([`inline_captured`]); for a linked
+/// program, each input's sources after its own headers are inlined. `None` with the reason
+/// when the program was not made from source, or its headers cannot be inlined.
 pub fn program_text(
     capture: &Capture,
     record: &ProgramRecord,
@@ -234,7 +237,193 @@ pub fn program_text(
         ProgramOrigin::Linked { .. } => Vec::new(), // each input inlines its own
         o => program_headers(o),
     };
-    origin_text(capture, &record.origin, &headers, main_name)
+    let text = match origin_text(capture, &record.origin, &headers, main_name)? {
+        Ok(t) => t,
+        Err(why) => return Ok(Err(why)),
+    };
+    match &record.origin {
+        ProgramOrigin::Source { .. } => inline_captured(capture, &record.includes, &text, main_name),
+        _ => Ok(Ok(text)),
+    }
+}
+
+/// The most text [`inline_captured`] makes (a header included from many places is copied
+/// each time; a hostile capture could make that exponential).
+const MAX_INLINED_BYTES: usize = 64 << 20;
+
+/// The deepest nesting of includes [`inline_captured`] follows (GCC's own limit).
+const MAX_INCLUDE_DEPTH: usize = 200;
+
+/// `text` (a source program's text) with every `#include` whose file the capture recorded
+/// replaced by that file's text, recursively, between `#line` directives that keep the
+/// compiler's and verifier's messages pointing at the original files and lines. What the
+/// capture did not resolve (a header in a branch the build skipped) stays as written. A
+/// header already being inlined (a cycle) and a `#pragma once` header already inlined give
+/// an empty line; `#pragma once` itself is dropped (in one file it would only warn).
+/// `Err` with the reason when the result would exceed 64 MiB or 200 nested includes.
+pub fn inline_captured(
+    capture: &Capture,
+    includes: &Includes,
+    text: &str,
+    main_name: &str,
+) -> Result<Result<String, String>, ReadError> {
+    struct Inliner<'a> {
+        capture: &'a Capture,
+        includes: &'a Includes,
+        /// Blob of each captured path (the first entry that reached it holds it).
+        content: HashMap<&'a str, &'a Hash>,
+        texts: HashMap<String, String>,
+        stack: Vec<String>,
+        once: HashSet<String>,
+        out: String,
+    }
+    impl Inliner<'_> {
+        fn text_of(&mut self, path: &str) -> Result<Option<String>, ReadError> {
+            if let Some(t) = self.texts.get(path) {
+                return Ok(Some(t.clone()));
+            }
+            let Some(h) = self.content.get(path) else {
+                return Ok(None);
+            };
+            let t = self.capture.source_text(h)?;
+            self.texts.insert(path.to_string(), t.clone());
+            Ok(Some(t))
+        }
+
+        fn go(
+            &mut self,
+            text: &str,
+            from: Option<&str>,
+            file: &str,
+        ) -> Result<Result<(), String>, ReadError> {
+            if self.stack.len() > MAX_INCLUDE_DEPTH {
+                return Ok(Err(format!(
+                    "its includes nest deeper than {MAX_INCLUDE_DEPTH} files"
+                )));
+            }
+            let mut at = 0;
+            for d in directives(text.as_bytes()) {
+                let path = self
+                    .includes
+                    .files
+                    .iter()
+                    .find(|f| f.from.as_deref() == from && f.name == d.name && f.form == d.form)
+                    .and_then(|f| f.path.clone());
+                let Some(path) = path else { continue };
+                let Some(body) = self.text_of(&path)? else {
+                    continue;
+                };
+                let start = text[..d.range.start].rfind('\n').map_or(0, |p| p + 1);
+                let end = text[d.range.end..]
+                    .find('\n')
+                    .map_or(text.len(), |p| d.range.end + p + 1);
+                if start < at {
+                    continue;
+                }
+                self.out.push_str(&text[at..start]);
+                let next_line = text[..end].matches('\n').count() + 1;
+                let pragma_once = body.lines().any(|l| is_pragma_once(l));
+                if self.stack.contains(&path) || (pragma_once && self.once.contains(&path)) {
+                    self.out.push('\n');
+                } else {
+                    self.once.insert(path.clone());
+                    self.out
+                        .push_str(&format!("#line 1 {}\n", reproducer_c::c_string(&path)));
+                    self.stack.push(path.clone());
+                    let kept: String = body
+                        .split_inclusive('\n')
+                        .map(|l| if is_pragma_once(l) { "\n" } else { l })
+                        .collect();
+                    if let Err(why) = self.go(&kept, Some(&path), &path)? {
+                        return Ok(Err(why));
+                    }
+                    self.stack.pop();
+                    if !self.out.ends_with('\n') {
+                        self.out.push('\n');
+                    }
+                    self.out.push_str(&format!(
+                        "#line {next_line} {}\n",
+                        reproducer_c::c_string(file)
+                    ));
+                }
+                at = end;
+                if self.out.len() > MAX_INLINED_BYTES {
+                    return Ok(Err(format!(
+                        "its text with the included headers inlined exceeds {} MiB",
+                        MAX_INLINED_BYTES >> 20
+                    )));
+                }
+            }
+            self.out.push_str(&text[at..]);
+            Ok(Ok(()))
+        }
+    }
+    fn is_pragma_once(line: &str) -> bool {
+        let words: Vec<&str> = line
+            .trim()
+            .trim_start_matches('#')
+            .split_whitespace()
+            .collect();
+        line.trim_start().starts_with('#') && words == ["pragma", "once"]
+    }
+    if includes.is_empty() {
+        return Ok(Ok(text.to_string()));
+    }
+    let mut content = HashMap::new();
+    for f in &includes.files {
+        if let (Some(p), Some(h)) = (&f.path, &f.content) {
+            content.entry(p.as_str()).or_insert(h);
+        }
+    }
+    let mut inliner = Inliner {
+        capture,
+        includes,
+        content,
+        texts: HashMap::new(),
+        stack: Vec::new(),
+        once: HashSet::new(),
+        out: String::new(),
+    };
+    Ok(inliner.go(text, None, main_name)?.map(|()| inliner.out))
+}
+
+/// True when `name` is an OpenCL C identifier (letters, digits, `_`, not starting with a
+/// digit): the only kernel names an export writes into generated code and file names.
+pub fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Why kernel `name` cannot be exported, or `None`: it must be an identifier of at most
+/// 1024 characters (a damaged or hostile capture may name anything).
+pub fn kernel_name_problem(name: &str) -> Option<String> {
+    if !is_identifier(name) {
+        Some(format!(
+            "its kernel name {} is not an OpenCL C identifier",
+            crate::list::clip(&format!("{name:?}"), 64)
+        ))
+    } else if name.len() > 1024 {
+        Some(format!(
+            "its kernel name is {} characters long (at most 1024 are exported)",
+            name.len()
+        ))
+    } else {
+        None
+    }
+}
+
+/// `s` safe inside a C block comment (`/* ... */`): `*/` cannot end the comment early (nor
+/// `/*` draw a warning), `??`
+/// cannot start a trigraph (`-std=c99`), control characters are escaped (a string of the
+/// capture written for people to read).
+pub fn c_comment(s: &str) -> String {
+    crate::list::escape_controls(s)
+        .replace("*/", "* /")
+        .replace("/*", "/ *")
+        .replace("??", "? ?")
 }
 
 /// A file name made of `kernel` (letters, digits, `_`; anything else becomes `_`).
@@ -283,6 +472,14 @@ mod tests {
         let out = inline_headers("#include \"a.h\"\n", &headers, "m.cl");
         assert_eq!(out.matches("#line 1 \"a.h\"").count(), 1);
         assert!(out.contains("#include \"a.h\"\nx\n"));
+    }
+
+    #[test]
+    fn comments_cannot_be_closed_from_inside() {
+        assert_eq!(c_comment("a */ b\nc ??/ /*"), "a * / b\\nc ? ?/ / *");
+        assert!(is_identifier("_k9") && !is_identifier("9k") && !is_identifier(""));
+        assert!(kernel_name_problem("k\") ; system(\"x\")").is_some());
+        assert!(kernel_name_problem(&"k".repeat(2000)).is_some());
     }
 
     #[test]

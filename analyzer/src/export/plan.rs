@@ -194,7 +194,8 @@ pub struct Plan {
 fn unsupported(l: &LaunchRecord, why: impl Into<String>) -> ExportError {
     ExportError::Unsupported {
         id: l.id,
-        kernel: l.kernel.clone(),
+        // The name as a person can read it in one line (it may be anything in a capture).
+        kernel: crate::list::clip(&l.kernel, 64),
         why: why.into(),
     }
 }
@@ -231,6 +232,10 @@ fn image_element(image: &ImageRecord) -> (usize, ElementKind) {
 /// (programs not built from source, SVM pointers, unset arguments, unrecorded inputs).
 pub fn plan(capture: &Capture, id: u64) -> Result<Plan, ExportError> {
     let l = capture.launch(id)?;
+    // The name is written into C and Python code: only an identifier is.
+    if let Some(why) = super::kernel_name_problem(&l.kernel) {
+        return Err(unsupported(l, why));
+    }
     let program = capture.program(&l.program)?;
     if !matches!(
         program.origin,

@@ -13,18 +13,21 @@
 //! ([`super::reproducer_py`]) so both restore exactly the same objects.
 
 use super::plan::{plan, write_data, MemObject, Plan, PlanArg};
-use super::{write_file, ExportError};
+use super::{c_comment, write_file, ExportError};
 use cltrap_capture::{Capture, ImageRecord};
 use std::fmt::Write;
 use std::path::Path;
 
-/// A Rust string as a C string literal.
+/// A Rust string as a C string literal: quotes, backslashes and `?` (trigraphs, under
+/// `-std=c99`) escaped, bytes outside printable ASCII as octal escapes. Every string of a
+/// capture reaches generated C code only through this.
 pub(crate) fn c_string(s: &str) -> String {
     let mut o = String::from("\"");
     for b in s.bytes() {
         match b {
             b'"' => o.push_str("\\\""),
             b'\\' => o.push_str("\\\\"),
+            b'?' => o.push_str("\\?"),
             b'\n' => o.push_str("\\n"),
             0x20..=0x7e => o.push(b as char),
             _ => o.push_str(&format!("\\{b:03o}")),
@@ -238,7 +241,9 @@ pub fn main_c(plan: &Plan) -> String {
     let _ = writeln!(
         o,
         "/* Standalone reproducer of launch {} (kernel {}) captured by cltrap on {}.\n *\n *   cc main.c -o repro -lOpenCL && ./repro [PLATFORM [DEVICE]]\n *\n * PLATFORM and DEVICE (or $REPRO_PLATFORM, $REPRO_DEVICE) are an index or part of a name;\n * the data files are read from the executable's directory, or $REPRO_DATA.\n * Exit status: 0 every output matches the recording, 1 a mismatch, 2 could not run.\n */",
-        plan.id, plan.kernel, plan.captured_on
+        plan.id,
+        c_comment(&plan.kernel),
+        c_comment(&plan.captured_on)
     );
     o.push_str(PRELUDE);
     o.push_str(BUILD_FAILED);
@@ -271,8 +276,8 @@ pub fn main_c(plan: &Plan) -> String {
     );
     let _ = writeln!(
         o,
-        "    printf(\"launch {} ({}) on %s (%s)\\n\", dnames[di], pnames[pi]);",
-        plan.id, plan.kernel
+        "    printf(\"%s on %s (%s)\\n\", {}, dnames[di], pnames[pi]);",
+        c_string(&format!("launch {} ({})", plan.id, plan.kernel))
     );
     for n in &plan.notes {
         let _ = writeln!(
@@ -450,5 +455,6 @@ mod tests {
     fn c_strings_escape_quotes_newlines_and_bytes() {
         assert_eq!(c_string("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
         assert_eq!(c_string("é"), "\"\\303\\251\"");
+        assert_eq!(c_string("??/"), "\"\\?\\?/\"");
     }
 }

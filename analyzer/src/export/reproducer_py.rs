@@ -10,9 +10,25 @@ use cltrap_capture::Capture;
 use std::fmt::Write;
 use std::path::Path;
 
-/// A Rust string as a Python string literal (JSON's escapes are valid Python).
+/// A Rust string as a Python string literal (JSON's escapes are valid Python). Every
+/// string of a capture reaches generated Python code only through this or [`py_doc`].
 fn py_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// `s` safe inside a `"""` docstring: backslashes and quotes escaped, control characters
+/// (a newline too) written as escapes.
+fn py_doc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => o.push_str("\\\\"),
+            '"' => o.push_str("\\\""),
+            c if c.is_control() => o.push_str(&format!("\\x{:02x}", c as u32 & 0xff)),
+            c => o.push(c),
+        }
+    }
+    o
 }
 
 fn py_tuple(v: &[u64]) -> String {
@@ -29,8 +45,12 @@ import struct
 import sys
 import warnings
 
-import numpy as np
-import pyopencl as cl
+try:
+    import numpy as np
+    import pyopencl as cl
+except ImportError as e:
+    print("repro: cannot run without numpy and pyopencl (pip install pyopencl): %s" % e, file=sys.stderr)
+    sys.exit(2)
 
 # pyopencl >= 2024 names the image constructor create_image; older releases only have Image.
 make_image = getattr(cl, "create_image", cl.Image)
@@ -43,7 +63,8 @@ def load(name, size=None):
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
-        sys.exit("repro: cannot open %s: %s" % (path, e))
+        print("repro: cannot open %s: %s" % (path, e), file=sys.stderr)
+        sys.exit(2)
     if size is not None and len(data) != size:
         print("repro: %s holds %d bytes, expected %d" % (path, len(data), size), file=sys.stderr)
         sys.exit(2)
@@ -51,8 +72,7 @@ def load(name, size=None):
 
 
 def text(name):
-    with open(os.path.join(HERE, name), "rb") as f:
-        return f.read().decode("utf-8", "replace")
+    return bytes(load(name)).decode("utf-8", "replace")
 
 
 def choose(items, want, name_of):
@@ -104,8 +124,8 @@ pub fn repro_py(plan: &Plan) -> String {
         o,
         "#!/usr/bin/env python3\n\"\"\"Standalone reproducer of launch {} (kernel {}) captured by cltrap on {}.\n\n    python3 repro.py [PLATFORM [DEVICE]]\n\nPLATFORM and DEVICE (or $REPRO_PLATFORM, $REPRO_DEVICE) are an index or part of a name.\nExit status: 0 every output matches the recording, 1 a mismatch, 2 could not run.\n\"\"\"",
         plan.id,
-        plan.kernel.replace('"', "'"),
-        plan.captured_on.replace('"', "'")
+        py_doc(&plan.kernel),
+        py_doc(&plan.captured_on)
     );
     o.push_str(PRELUDE);
     o.push_str(
@@ -124,9 +144,8 @@ def main():
     );
     let _ = writeln!(
         o,
-        "    print(\"launch {} ({}) on %s (%s)\" % (device.name, platform.name))",
-        plan.id,
-        plan.kernel.replace('"', "'")
+        "    print({} + \" on %s (%s)\" % (device.name, platform.name))",
+        py_string(&format!("launch {} ({})", plan.id, plan.kernel))
     );
     for n in &plan.notes {
         let _ = writeln!(o, "    print({})", py_string(&format!("note: {n}")));
@@ -299,7 +318,12 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        status = main()
+    except Exception as e:  # anything unforeseen: could not run, not a mismatch
+        print("repro: could not run: %s: %s" % (type(e).__name__, e), file=sys.stderr)
+        status = 2
+    sys.exit(status)
 "#,
     );
     o
@@ -322,5 +346,6 @@ mod tests {
         assert_eq!(py_tuple(&[4]), "(4,)");
         assert_eq!(py_tuple(&[4, 2]), "(4, 2)");
         assert_eq!(py_string("a\"b\n"), "\"a\\\"b\\n\"");
+        assert_eq!(py_doc("a\"\"\"b\\\n"), "a\\\"\\\"\\\"b\\\\\\x0a");
     }
 }

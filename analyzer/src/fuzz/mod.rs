@@ -325,6 +325,12 @@ pub fn targets_from_source(
     let headers = std::sync::Arc::new(headers);
     let program = cltrap_kernel::parse_program(source, &headers.options(options))?;
     let names: Vec<String> = match (kernel, interface) {
+        (Some(k), Some((spec, _))) if spec.kernel != k => {
+            return Err(FuzzError::Interface(format!(
+                "the interface file describes kernel `{}`, not `{k}` (given with --kernel)",
+                spec.kernel
+            )))
+        }
         (Some(k), _) => vec![k.to_string()],
         (None, Some((spec, _))) => vec![spec.kernel.clone()],
         (None, None) => program.kernels().map(|k| k.name.clone()).collect(),
@@ -656,7 +662,9 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
         }
         targets
     } else {
-        let source = std::fs::read_to_string(input)
+        // Not UTF-8 (a Latin-1 comment, which drivers accept): the odd bytes become U+FFFD.
+        let source = std::fs::read(input)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
             .map_err(|e| format!("cannot read {}: {e}", input.display()))?;
         let folder = input.parent().unwrap_or(Path::new("."));
         if args.init {

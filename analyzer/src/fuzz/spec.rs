@@ -107,6 +107,24 @@ pub fn initial(iface: &KernelInterface, build_options: &str) -> InterfaceFile {
     }
 }
 
+/// The most bytes one argument of an interface file may ask for (1 GiB): the file is
+/// written by a person, and a mistyped size (2^40 elements) must be a sentence, not an
+/// allocation that aborts the process or a loop that never ends.
+pub const MAX_ARG_BYTES: u64 = 1 << 30;
+
+/// `elements` x `width` bytes when within [`MAX_ARG_BYTES`], else the error naming `what`.
+fn bounded_bytes(elements: u64, width: u64, what: &str) -> Result<usize, FuzzError> {
+    elements
+        .checked_mul(width)
+        .filter(|n| *n <= MAX_ARG_BYTES)
+        .map(|n| n as usize)
+        .ok_or_else(|| {
+            FuzzError::Interface(format!(
+                "{what}: {elements} element(s) of {width} bytes is more than the {MAX_ARG_BYTES} bytes an argument may have"
+            ))
+        })
+}
+
 fn fixed_bytes(v: &serde_json::Value, ty: ValueType, what: &str) -> Result<Vec<u8>, FuzzError> {
     let lanes: Vec<&serde_json::Value> = match v {
         serde_json::Value::Array(a) => a.iter().collect(),
@@ -206,13 +224,14 @@ pub fn to_input(
                             a.ty
                         ))
                     })?;
-                let mut bytes = Vec::with_capacity((n * width) as usize);
+                let total = bounded_bytes(n, width, &what)?;
+                let mut bytes = Vec::with_capacity(total);
                 match (&s.fill, elem) {
                     (Fill::File(p), _) => {
                         bytes = read_file(p)?;
-                        bytes.resize((n * width) as usize, 0);
+                        bytes.resize(total, 0);
                     }
-                    (Fill::Zero, _) => bytes.resize((n * width) as usize, 0),
+                    (Fill::Zero, _) => bytes.resize(total, 0),
                     (Fill::Fixed(serde_json::Value::Array(items)), Some(t))
                         if items.len() as u64 == n * t.lanes as u64 && n > 1 =>
                     {
@@ -260,7 +279,7 @@ pub fn to_input(
             ArgKind::Local { elem } => {
                 let n = s.size.unwrap_or(1);
                 let width = elem.map(|t| t.size() as u64).or(s.elem_bytes).unwrap_or(4);
-                InputArg::Local(n * width)
+                InputArg::Local(bounded_bytes(n, width, &what)? as u64)
             }
             ArgKind::Image | ArgKind::Sampler => {
                 return Err(FuzzError::Interface(format!(
@@ -279,6 +298,7 @@ pub fn to_input(
                             a.ty
                         ))
                     })?;
+                let n = bounded_bytes(n, 1, &what)? as u64;
                 InputArg::Scalar(match (&s.fill, layout) {
                     (Fill::File(p), _) => {
                         let mut b = read_file(p)?;
