@@ -106,7 +106,9 @@ fn mutate(seed: &[u8], rng: &mut Rng) -> Vec<u8> {
 
 /// The committed seeds of `target`, in name order.
 fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(target);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("the seed corpus {} cannot be read: {e}", dir.display()))
         .map(|e| e.expect("a corpus entry").path())
@@ -174,8 +176,8 @@ fn macro_expander_survives_seeds_and_mutations() {
 #[test]
 fn interface_sizes_past_the_bound_are_refused_before_allocating() {
     use cltrap_analyzer::fuzz::spec::{self, ArgSpec, Fill, InterfaceFile};
-    use cltrap_kernel::interface::{ArgInterface, ArgKind, KernelInterface, Role, ValueType};
     use cltrap_kernel::interface::Scalar;
+    use cltrap_kernel::interface::{ArgInterface, ArgKind, KernelInterface, Role, ValueType};
     use cltrap_kernel::model::AddressSpace;
     let float = ValueType {
         scalar: Scalar::Float { bits: 32 },

@@ -407,7 +407,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let src = b"#define Q \"\n#include Q\n#define R \"a.h\n#include R\n";
         let found = scan(&[src], &[], "", dir.path(), Limits::default());
-        let names: Vec<_> = found.iter().map(|f| (f.name.as_str(), f.path.is_none())).collect();
+        let names: Vec<_> = found
+            .iter()
+            .map(|f| (f.name.as_str(), f.path.is_none()))
+            .collect();
         assert_eq!(names, [("Q", true), ("R", true)]);
     }
 

@@ -67,9 +67,12 @@ pub fn capture(data: &[u8]) {
                 let _ = a.info();
             }
             let text = serde_json::to_vec(l).expect("a launch record read back serialises");
-            let again: LaunchRecord = serde_json::from_slice(&text)
-                .expect("a serialised launch record reads back");
-            assert_eq!(&again, l, "a launch record changes when written and read back");
+            let again: LaunchRecord =
+                serde_json::from_slice(&text).expect("a serialised launch record reads back");
+            assert_eq!(
+                &again, l,
+                "a launch record changes when written and read back"
+            );
         }
         let _ = c.launch(0);
     }
@@ -87,7 +90,11 @@ pub fn capture(data: &[u8]) {
             assert_eq!(total, size, "an accepted index's chunks add up to its size");
             if let (Some(file), Some(first)) = (p.get(4), chunks.first()) {
                 if let Ok(bytes) = cltrap_capture::chunks::decode(file, first.len) {
-                    assert_eq!(bytes.len(), first.len, "a decoded chunk has its index length");
+                    assert_eq!(
+                        bytes.len(),
+                        first.len,
+                        "a decoded chunk has its index length"
+                    );
                 }
             }
         }
@@ -236,9 +243,22 @@ pub fn includes(data: &[u8]) {
         files: 16,
         bytes: 1 << 20,
     };
-    let found = scan(&[source], &[], options.as_deref().unwrap_or(""), &cwd, limits);
-    let read: usize = found.iter().filter_map(|f| f.bytes.as_ref()).map(Vec::len).sum();
-    assert!(read <= limits.bytes, "the scan read {read} bytes past its limit");
+    let found = scan(
+        &[source],
+        &[],
+        options.as_deref().unwrap_or(""),
+        &cwd,
+        limits,
+    );
+    let read: usize = found
+        .iter()
+        .filter_map(|f| f.bytes.as_ref())
+        .map(Vec::len)
+        .sum();
+    assert!(
+        read <= limits.bytes,
+        "the scan read {read} bytes past its limit"
+    );
 }
 
 /// The macro expander behind `#include MACRO(...)`. Lines: the first is a build's options
