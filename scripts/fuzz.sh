@@ -41,12 +41,13 @@ esac
 export AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_SKIP_CPUFREQ=1 AFL_NO_AFFINITY=1
 export AFL_NO_UI=1
 for t in "${run[@]}"; do
-    mkdir -p "fuzz/out/$t"
+    # The target's scratch folder (a process killed at the end of a run leaves it behind).
+    mkdir -p "fuzz/out/$t/tmp"
     input="fuzz/corpus/$t"
     # Resume from the queue of an earlier run when there is one.
     [ -d "fuzz/out/$t/default/queue" ] && input=-
     echo "fuzz.sh: $t for ${seconds}s (output in fuzz/out/$t)"
-    (cd fuzz && cargo afl fuzz -V "$seconds" -i "${input/#fuzz\//}" -o "out/$t" \
+    (cd fuzz && TMPDIR="$PWD/out/$t/tmp" cargo afl fuzz -V "$seconds" -i "${input/#fuzz\//}" -o "out/$t" \
         -t 2000 -m none "target/release/$t") >"fuzz/out/$t.log" 2>&1 || {
         tail -20 "fuzz/out/$t.log" >&2
         exit 1
