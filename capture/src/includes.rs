@@ -404,6 +404,18 @@ mod tests {
     }
 
     #[test]
+    fn a_macro_include_expanding_to_an_unterminated_literal_is_recorded_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = b"#define Q \"\n#include Q\n#define R \"a.h\n#include R\n";
+        let found = scan(&[src], &[], "", dir.path(), Limits::default());
+        let names: Vec<_> = found
+            .iter()
+            .map(|f| (f.name.as_str(), f.path.is_none()))
+            .collect();
+        assert_eq!(names, [("Q", true), ("R", true)]);
+    }
+
+    #[test]
     fn a_scan_follows_nested_includes_in_the_drivers_order_and_names_what_it_cannot_find() {
         let root = std::env::temp_dir().join(format!("cltrap-includes-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);

@@ -228,7 +228,11 @@ impl Macros {
         let toks = self.expand(lex(text))?;
         let first = toks.first()?;
         if first.kind == Kind::Literal && first.text.starts_with('"') && toks.len() == 1 {
-            let inner = &first.text[1..first.text.len().checked_sub(1)?];
+            // An unterminated literal (`"` alone, `"a.h`) names no file.
+            let inner = first
+                .text
+                .strip_prefix('"')
+                .and_then(|t| t.strip_suffix('"'))?;
             return (!inner.is_empty()).then(|| (inner.to_string(), IncludeForm::Quoted));
         }
         if first.is("<") && toks.last()?.is(">") && toks.len() > 2 {
@@ -521,6 +525,9 @@ mod tests {
         assert_eq!(target("", &["F(x) #x"], "F"), None);
         assert_eq!(target("", &["F(x) #x"], "F(a, b)"), None);
         assert_eq!(target("", &["F(x) #x"], "F(a"), None);
+        // An unterminated string literal, alone or with a name, is no file name.
+        assert_eq!(target("", &["Q \""], "Q"), None);
+        assert_eq!(target("", &["Q \"a.h"], "Q"), None);
         // Exponential growth is cut off, not followed forever.
         let defs = [
             "A0 x",

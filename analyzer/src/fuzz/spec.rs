@@ -107,24 +107,6 @@ pub fn initial(iface: &KernelInterface, build_options: &str) -> InterfaceFile {
     }
 }
 
-/// The most bytes one argument of an interface file may ask for (1 GiB): the file is
-/// written by a person, and a mistyped size (2^40 elements) must be a sentence, not an
-/// allocation that aborts the process or a loop that never ends.
-pub const MAX_ARG_BYTES: u64 = 1 << 30;
-
-/// `elements` x `width` bytes when within [`MAX_ARG_BYTES`], else the error naming `what`.
-fn bounded_bytes(elements: u64, width: u64, what: &str) -> Result<usize, FuzzError> {
-    elements
-        .checked_mul(width)
-        .filter(|n| *n <= MAX_ARG_BYTES)
-        .map(|n| n as usize)
-        .ok_or_else(|| {
-            FuzzError::Interface(format!(
-                "{what}: {elements} element(s) of {width} bytes is more than the {MAX_ARG_BYTES} bytes an argument may have"
-            ))
-        })
-}
-
 fn fixed_bytes(v: &serde_json::Value, ty: ValueType, what: &str) -> Result<Vec<u8>, FuzzError> {
     let lanes: Vec<&serde_json::Value> = match v {
         serde_json::Value::Array(a) => a.iter().collect(),
@@ -155,12 +137,40 @@ fn fixed_bytes(v: &serde_json::Value, ty: ValueType, what: &str) -> Result<Vec<u
     Ok(out)
 }
 
+/// The most bytes one argument of an interface file may ask for (1 GiB): past it, a size is
+/// a typo (or hostile), and filling it would exhaust the host's memory before the device's.
+pub const MAX_ARG_BYTES: u64 = 1 << 30;
+
 /// The first test case from an interface file (`base`: its directory, for `file` fills).
 pub fn to_input(
     spec: &InterfaceFile,
     iface: &KernelInterface,
     base: &Path,
     seed: u64,
+) -> Result<LaunchInput, FuzzError> {
+    to_input_within(spec, iface, base, seed, MAX_ARG_BYTES)
+}
+
+/// `size` elements of `width` bytes, refused past `max` bytes (overflow included).
+fn arg_bytes(size: u64, width: u64, max: u64, what: &str) -> Result<usize, FuzzError> {
+    size.checked_mul(width)
+        .filter(|b| *b <= max)
+        .and_then(|b| usize::try_from(b).ok())
+        .ok_or_else(|| {
+            FuzzError::Interface(format!(
+                "{what}: {size} elements of {width} bytes are more than the {max} bytes an argument may take"
+            ))
+        })
+}
+
+/// [`to_input`] with at most `max_arg_bytes` per argument (the fuzz targets use a smaller
+/// bound than the command, to stay fast).
+pub fn to_input_within(
+    spec: &InterfaceFile,
+    iface: &KernelInterface,
+    base: &Path,
+    seed: u64,
+    max_arg_bytes: u64,
 ) -> Result<LaunchInput, FuzzError> {
     if spec.args.len() != iface.args.len() {
         return Err(FuzzError::Interface(format!(
@@ -186,7 +196,11 @@ pub fn to_input(
         stand_ins: Vec::new(),
     };
     let dict = Dictionary::new(iface, &input);
-    let global = spec.global_size.iter().product::<u64>().max(1);
+    let global = spec
+        .global_size
+        .iter()
+        .fold(1u64, |a, b| a.saturating_mul(*b))
+        .max(1);
     for (a, s) in iface.args.iter().zip(&spec.args) {
         let what = format!("argument {} ({})", a.index, a.name);
         let read_file = |p: &PathBuf| -> Result<Vec<u8>, FuzzError> {
@@ -224,7 +238,7 @@ pub fn to_input(
                             a.ty
                         ))
                     })?;
-                let total = bounded_bytes(n, width, &what)?;
+                let total = arg_bytes(n, width, max_arg_bytes, &what)?;
                 let mut bytes = Vec::with_capacity(total);
                 match (&s.fill, elem) {
                     (Fill::File(p), _) => {
@@ -260,7 +274,7 @@ pub fn to_input(
                         }
                     }
                     (_, None) => {
-                        for _ in 0..n * width {
+                        for _ in 0..total {
                             bytes.push(rng.next_u64() as u8);
                         }
                     }
@@ -279,7 +293,7 @@ pub fn to_input(
             ArgKind::Local { elem } => {
                 let n = s.size.unwrap_or(1);
                 let width = elem.map(|t| t.size() as u64).or(s.elem_bytes).unwrap_or(4);
-                InputArg::Local(bounded_bytes(n, width, &what)? as u64)
+                InputArg::Local(arg_bytes(n, width, max_arg_bytes, &what)? as u64)
             }
             ArgKind::Image | ArgKind::Sampler => {
                 return Err(FuzzError::Interface(format!(
@@ -298,15 +312,15 @@ pub fn to_input(
                             a.ty
                         ))
                     })?;
-                let n = bounded_bytes(n, 1, &what)? as u64;
+                let n = arg_bytes(n, 1, max_arg_bytes, &what)?;
                 InputArg::Scalar(match (&s.fill, layout) {
                     (Fill::File(p), _) => {
                         let mut b = read_file(p)?;
-                        b.resize(n as usize, 0);
+                        b.resize(n, 0);
                         b
                     }
                     (Fill::Random, Some(l)) => random_struct(l, &dict, global, &mut rng),
-                    _ => vec![0; n as usize],
+                    _ => vec![0; n],
                 })
             }
         };

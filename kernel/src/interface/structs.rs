@@ -37,6 +37,10 @@ impl StructLayout {
     }
 }
 
+/// A struct with more fields than this (array elements counted) gets no layout: its bytes
+/// are carried over, and a hostile `float v[4000000000]` costs nothing.
+const MAX_FIELDS: usize = 4096;
+
 fn align_of(t: ValueType) -> usize {
     t.size()
 }
@@ -63,6 +67,9 @@ fn layout(name: &str, body: &str, packed: bool) -> Option<StructLayout> {
                 None => (d, 1),
             };
             if fname.is_empty() || !fname.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                return None;
+            }
+            if count > MAX_FIELDS - fields.len() {
                 return None;
             }
             let align = if packed { 1 } else { align_of(ty) };
@@ -216,5 +223,16 @@ mod tests {
         let p = layout_of(&s, "struct P").unwrap();
         assert_eq!((p.size, p.fields[1].offset), (3, 1));
         assert!(layout_of(&s, "N").is_none());
+    }
+
+    #[test]
+    fn structs_past_the_field_bound_get_no_layout() {
+        let s = parse_structs("typedef struct { int a[4000]; char b[96]; } Max;");
+        assert_eq!(layout_of(&s, "Max").map(|l| l.fields.len()), Some(4096));
+        let s = parse_structs("typedef struct { int a[4000]; char b[97]; } Over;");
+        assert!(layout_of(&s, "Over").is_none());
+        // Not laid out element by element (which would exhaust memory).
+        let s = parse_structs("typedef struct { float v[4000000000]; } Huge;");
+        assert!(layout_of(&s, "Huge").is_none());
     }
 }
