@@ -256,6 +256,20 @@ pub fn after_run(report: &RunReport) {
         eprintln!("cltrap: {d}");
     }
     eprint!("{}", cover::report::summary(&live));
+    // The report lies inside the capture and shows its kernels: its folder takes the
+    // capture's folder mode (0700 unless shared), so what is written inside stays as private
+    // as the rest of the capture.
+    let access = if report.share {
+        cltrap_capture::writer_fs::Access::SHARED
+    } else {
+        cltrap_capture::writer_fs::Access::PRIVATE
+    };
+    if let Err(e) =
+        cltrap_capture::writer_fs::ensure_subdirs(&report.dir, Path::new("coverage"), access)
+    {
+        eprintln!("cltrap: no coverage report: {e}");
+        return;
+    }
     match cover::report::write(&live, &report_paths(&report.dir)) {
         Ok(written) => {
             for p in written {

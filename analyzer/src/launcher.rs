@@ -98,6 +98,9 @@ pub struct RunReport {
     /// Length of `DIR/coverage.jsonl` before the run: live coverage counters (`--coverage`)
     /// of this run start there.
     pub coverage_from: u64,
+    /// Whether the capture is shared (`--share` / `CLTRAP_SHARE`): what `cltrap` itself adds
+    /// to the capture (the live coverage report) follows the shim's rule for its files.
+    pub share: bool,
 }
 
 /// `value` prepended to a `:`-separated list variable.
@@ -180,6 +183,13 @@ pub fn run(req: &RunRequest) -> Result<RunReport, LaunchError> {
         .map(|(c, v)| (c.env, v.clone()))
         .collect();
     cltrap_capture::Settings::from_values(&values).map_err(LaunchError::BadControl)?;
+    // What the shim will see: the environment's controls, overridden by the command line's.
+    let mut seen: std::collections::HashMap<&str, String> = cltrap_capture::CONTROLS
+        .iter()
+        .filter_map(|c| std::env::var(c.env).ok().map(|v| (c.env, v)))
+        .collect();
+    seen.extend(values);
+    let share = cltrap_capture::Settings::from_values(&seen).is_ok_and(|s| s.share);
     let cwd = std::env::current_dir().map_err(LaunchError::Cwd)?;
     let dir_value = req
         .controls
@@ -276,6 +286,7 @@ pub fn run(req: &RunRequest) -> Result<RunReport, LaunchError> {
         dir,
         summary,
         coverage_from,
+        share,
     })
 }
 

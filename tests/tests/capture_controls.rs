@@ -297,6 +297,20 @@ fn a_capture_is_readable_by_its_user_only_unless_shared() {
     }
 }
 
+/// `cltrap run --coverage` writes its report into the capture's `coverage/` folder, which
+/// follows the capture's rule: only its user may enter it (0700) unless `--share`.
+#[test]
+fn the_live_coverage_report_is_as_private_as_its_capture() {
+    let (dir, _) = capture_sequence("live-coverage-private", &["--coverage"]);
+    let report = dir.join("coverage");
+    assert!(report.join("coverage.json").is_file(), "{}", report.display());
+    assert_eq!(mode_of(&report), 0o700);
+    let (dir, _) = capture_sequence("live-coverage-shared", &["--coverage", "--share"]);
+    let report = dir.join("coverage");
+    assert!(report.join("coverage.json").is_file(), "{}", report.display());
+    assert_eq!(mode_of(&report), 0o755 & !umask());
+}
+
 /// Runs the `ndrange` fixture preloaded on a capture folder someone prepared, checks that
 /// the application behaves as natively and that the shim said exactly one line about it.
 fn run_on_prepared(dir: &std::path::Path) -> Outcome {

@@ -172,13 +172,46 @@ fn ffmpeg_opencl_filter_output_is_bit_identical_and_its_launches_replay_ok() {
     assert_replays_ok(&dir, cap.launches.len());
 }
 
+/// `cltrap run --out cap FLAGS -- program ARGS` with `env` added to the environment (and the
+/// shim the tests use), in `cwd`.
+fn run_captured_in<S: AsRef<OsStr>>(
+    cap: &std::path::Path,
+    flags: &[&str],
+    program: &std::path::Path,
+    args: &[S],
+    env: &[(&str, &OsStr)],
+    cwd: Option<&std::path::Path>,
+) -> Outcome {
+    let t = tools();
+    let mut all: Vec<std::ffi::OsString> = vec!["run".into(), "--out".into(), cap.into()];
+    all.extend(flags.iter().map(|f| f.into()));
+    all.push("--".into());
+    all.push(program.into());
+    all.extend(args.iter().map(|a| a.as_ref().to_os_string()));
+    let mut env = env.to_vec();
+    env.push(("CLTRAP_SHIM", t.shim.as_os_str()));
+    run_with_env(&t.cltrap, &all, &env, cwd)
+}
+
+/// The origins of the programs of every launch in `cap`.
+fn launch_origins(cap: &Capture) -> Vec<(String, cltrap_capture::ProgramOrigin)> {
+    cap.launches
+        .iter()
+        .map(|l| {
+            let p = cap.program(&l.program).expect("program record");
+            (l.kernel.clone(), p.origin)
+        })
+        .collect()
+}
+
 /// Runs hashcat (`-m 0`, a dictionary attack on one MD5) with its home, kernel cache and data
-/// in `home`, natively or under `cltrap run --out cap` (a fresh `home` per run, so both build
-/// hashcat's kernels from source, with its `-D` macros and `#include`d headers).
+/// in `home`, natively or under `cltrap run --out cap FLAGS` (a fresh `home` builds hashcat's
+/// kernels from source, with its `-D` macros and `#include`d headers, and leaves them in its
+/// kernel cache there; a later run in the same `home` loads them as binaries).
 fn hashcat_run(
     hashcat: &PathBuf,
     home: &std::path::Path,
-    cap: Option<&std::path::Path>,
+    cap: Option<(&std::path::Path, &[&str])>,
 ) -> Outcome {
     std::fs::create_dir_all(home).expect("hashcat home");
     let hash = home.join("hash.txt");
@@ -201,23 +234,15 @@ fn hashcat_run(
     .map(|s| s.into())
     .chain([hash.into_os_string(), words.into_os_string()])
     .collect();
-    let t = tools();
     let env: Vec<(&str, &OsStr)> = vec![
         ("HOME", home.as_os_str()),
         ("XDG_CACHE_HOME", home.as_os_str()),
         ("XDG_DATA_HOME", home.as_os_str()),
         ("XDG_CONFIG_HOME", home.as_os_str()),
-        ("CLTRAP_SHIM", t.shim.as_os_str()),
     ];
     match cap {
         None => run_with_env(hashcat, &hashcat_args, &env, Some(home)),
-        Some(cap) => {
-            let mut all: Vec<std::ffi::OsString> =
-                vec!["run".into(), "--out".into(), cap.into(), "--".into()];
-            all.push(hashcat.into());
-            all.extend(hashcat_args);
-            run_with_env(&t.cltrap, &all, &env, Some(home))
-        }
+        Some((cap, flags)) => run_captured_in(cap, flags, hashcat, &hashcat_args, &env, Some(home)),
     }
 }
 
@@ -225,7 +250,8 @@ fn hashcat_run(
 /// shim, its launches (its own `m00000_*` attack kernels among them, built from sources that
 /// include headers through macros and take `u64` typedef'd scalars) are captured, listed with
 /// their scalar values decoded, every one replays bit for bit, and `cltrap cover` instruments
-/// its linked programs.
+/// its linked programs. Run again in the same home, hashcat loads its kernels from its own
+/// cache: see [`hashcat_with_a_warm_kernel_cache`].
 #[test]
 fn hashcat_cracks_the_same_hash_and_its_launches_replay_ok() {
     let Some(hashcat) = installed("hashcat", "hashcat") else {
@@ -241,7 +267,7 @@ fn hashcat_cracks_the_same_hash_and_its_launches_replay_ok() {
         native.describe()
     );
     let dir = fresh_capture_dir("hashcat");
-    let captured = hashcat_run(&hashcat, &base.join("captured"), Some(&dir));
+    let captured = hashcat_run(&hashcat, &base.join("captured"), Some((&dir, &[])));
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
     assert_quiet_capture(&native, &captured);
@@ -295,6 +321,72 @@ fn hashcat_cracks_the_same_hash_and_its_launches_replay_ok() {
         text.contains("(0 skipped, 0 failed)"),
         "{}",
         cover.describe()
+    );
+    hashcat_with_a_warm_kernel_cache(&hashcat, &base.join("captured"), &native);
+}
+
+/// hashcat run again in `home`, whose kernel cache the first run filled: it loads every
+/// kernel with `clCreateProgramWithBinary`, so the capture holds binaries and the shim says
+/// so once, naming a kernel and `--refuse-binaries`. hashcat has no fallback: with
+/// `--refuse-binaries` it reports `CL_INVALID_BINARY`, says the kernel build failed and exits
+/// 255 without launching anything (emptying its kernel cache, as the first run had it, is
+/// what makes it build from source).
+fn hashcat_with_a_warm_kernel_cache(hashcat: &PathBuf, home: &std::path::Path, native: &Outcome) {
+    let base = fresh_dir("apps", "hashcat-warm");
+    let dir = base.join("cap-binary");
+    let warm = hashcat_run(hashcat, home, Some((&dir, &[])));
+    warm.assert_no_panic();
+    assert_same_behaviour(native, &warm);
+    let said = shim_lines_of_launcher_run(&warm.stderr);
+    assert_eq!(said.len(), 1, "{}", warm.describe());
+    assert!(
+        said[0].contains("comes from a program created from a binary")
+            && said[0].contains("--refuse-binaries"),
+        "{}",
+        warm.describe()
+    );
+    let cap = open_capture(&dir);
+    let origins = launch_origins(&cap);
+    assert!(
+        origins.iter().any(|(k, _)| k.starts_with("m00000")),
+        "{origins:?}"
+    );
+    assert!(
+        origins
+            .iter()
+            .all(|(_, o)| matches!(o, cltrap_capture::ProgramOrigin::Binary { .. })),
+        "{origins:?}"
+    );
+    assert!(
+        origins
+            .iter()
+            .any(|(k, _)| said[0].contains(&format!("kernel '{k}'"))),
+        "the warning names a kernel of the binary programs\n{}",
+        warm.describe()
+    );
+
+    let dir = base.join("cap-refused");
+    let refused = hashcat_run(hashcat, home, Some((&dir, &["--refuse-binaries"])));
+    refused.assert_no_panic();
+    assert_eq!(refused.code, Some(255), "{}", refused.describe());
+    assert!(
+        refused.stderr.contains("refused a program binary")
+            && refused
+                .stderr
+                .contains("clCreateProgramWithBinary(): CL_INVALID_BINARY")
+            && refused.stderr.contains("build failed"),
+        "{}",
+        refused.describe()
+    );
+    assert!(
+        !refused.stdout_text().contains(":hashcat"),
+        "{}",
+        refused.describe()
+    );
+    assert!(
+        refused.stderr.contains("no OpenCL launches were captured"),
+        "{}",
+        refused.describe()
     );
 }
 
@@ -372,4 +464,114 @@ fn clblast_tuner_results_match_and_its_launches_replay_ok() {
         "{}",
         cover.describe()
     );
+}
+
+/// pyopencl (Debian's python3-pyopencl) keeps the binaries of the programs it builds in its
+/// cache (`$XDG_CACHE_HOME/pyopencl`) and, once that is warm, creates them with
+/// `clCreateProgramWithBinary`: the capture then holds binaries only, and the shim says so
+/// once, naming a kernel and `--refuse-binaries`. With `--refuse-binaries` pyopencl catches
+/// the `CL_INVALID_BINARY`, warns "PyOpenCL compiler caching failed" and builds from source:
+/// the script's result is unchanged, every captured program is source and `cltrap cover`
+/// instruments them.
+#[test]
+fn pyopencl_with_a_warm_binary_cache_is_said_and_refusing_binaries_captures_sources() {
+    if !cltrap_e2e::matrix::debian_pyopencl() {
+        return skip(
+            "pyopencl_with_a_warm_binary_cache",
+            "Debian's python3-pyopencl is not installed",
+        );
+    }
+    let python = std::path::Path::new("/usr/bin/python3");
+    let script = fixture_source_dir("thirdparty").join("pyopencl_library.py");
+    let args = [script.as_os_str()];
+    let base = fresh_dir("apps", "pyopencl-cache");
+    let cache = base.join("cache");
+    let env: Vec<(&str, &OsStr)> = vec![("XDG_CACHE_HOME", cache.as_os_str())];
+    let first = run_with_env(python, &args, &env, None).expect_success();
+    let ok = "pyopencl library kernels: ok";
+    assert!(first.stdout_text().contains(ok), "{}", first.describe());
+    assert!(cache.join("pyopencl").is_dir(), "pyopencl wrote no cache");
+    let native = run_with_env(python, &args, &env, None).expect_success();
+
+    let dir = base.join("cap-binary");
+    let warm = run_captured_in(&dir, &[], python, &args, &env, None);
+    warm.assert_no_panic();
+    assert_same_behaviour(&native, &warm);
+    assert_quiet_capture(&native, &{
+        // The one line said about binaries is expected; nothing else may be added.
+        let mut quiet = warm.clone();
+        quiet.stderr = warm
+            .stderr
+            .lines()
+            .filter(|l| !l.contains("comes from a program created from a binary"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        quiet
+    });
+    let said = shim_lines_of_launcher_run(&warm.stderr);
+    assert_eq!(said.len(), 1, "{}", warm.describe());
+    let cap = open_capture(&dir);
+    let origins = launch_origins(&cap);
+    assert!(origins.len() >= 5, "{origins:?}");
+    assert!(
+        origins
+            .iter()
+            .all(|(_, o)| matches!(o, cltrap_capture::ProgramOrigin::Binary { .. })),
+        "{origins:?}"
+    );
+    assert!(
+        said[0].contains("comes from a program created from a binary")
+            && said[0].contains("--refuse-binaries")
+            && origins
+                .iter()
+                .any(|(k, _)| said[0].contains(&format!("kernel '{k}'"))),
+        "{}",
+        warm.describe()
+    );
+    let cover = cltrap(&[OsStr::new("cover"), dir.as_os_str()]);
+    cover.assert_no_panic();
+    assert!(
+        cover
+            .stdout_text()
+            .contains(&format!("({} skipped, 0 failed)", origins.len())),
+        "{}",
+        cover.describe()
+    );
+
+    let dir = base.join("cap-refused");
+    let refused = run_captured_in(&dir, &["--refuse-binaries"], python, &args, &env, None);
+    refused.assert_no_panic();
+    assert!(refused.success(), "{}", refused.describe());
+    assert_eq!(refused.stdout, native.stdout, "{}", refused.describe());
+    assert!(
+        refused.stderr.contains("refused a program binary")
+            && refused
+                .stderr
+                .contains("PyOpenCL compiler caching failed with an exception")
+            && refused.stderr.contains("INVALID_BINARY"),
+        "{}",
+        refused.describe()
+    );
+    let cap = open_capture(&dir);
+    let origins = launch_origins(&cap);
+    assert!(origins.len() >= 5, "{origins:?}");
+    assert!(
+        origins
+            .iter()
+            .all(|(_, o)| matches!(o, cltrap_capture::ProgramOrigin::Source { .. })),
+        "{origins:?}"
+    );
+    // Every program is one unit of source now: none is skipped, and pyopencl's own kernels
+    // (the elementwise `lin`, the reduction, the scan) are instrumented and run.
+    let cover = cltrap(&[OsStr::new("cover"), dir.as_os_str()]);
+    cover.assert_no_panic();
+    let text = cover.stdout_text();
+    assert!(text.contains("(0 skipped,"), "{}", cover.describe());
+    for kernel in ["lin", "reduce_kernel_stage1", "scan_lev1"] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("kernel {kernel} ")))
+            .unwrap_or_else(|| panic!("{kernel} was not covered\n{}", cover.describe()));
+        assert!(line.contains("branches") && !line.contains("branches 0/0"), "{line}");
+    }
 }
