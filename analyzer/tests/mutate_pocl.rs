@@ -670,3 +670,88 @@ fn survivors_with_the_originals_optimised_code_are_equivalent_and_tce_can_be_tur
         assert_eq!(status(&without, key), "SURVIVED", "{key}\n{out_off}");
     }
 }
+
+/// Inputs on which `a*b + c` fused (one rounding) and unfused (two) differ: the product
+/// `1 + 2^-11 + 2^-24` rounds to `1 + 2^-11`, so unfused the sum is 0 and fused `2^-24`.
+fn contract_suite(name: &str) -> Fixture {
+    let mut f = fixture(name);
+    let x = 1.0f32 + f32::powi(2.0, -12);
+    let a = vec![x, x, 2.0, 3.0];
+    let b = vec![x, x, 0.5, 1.5];
+    let c = vec![-(1.0 + f32::powi(2.0, -11)), -(1.0 + f32::powi(2.0, -11)), 1.0, -4.5];
+    f.launch(
+        "../mutate/contract.cl",
+        "contract",
+        &[4],
+        None,
+        None,
+        vec![
+            A::Buf("a", "float*", f32s(&a)),
+            A::Buf("b", "float*", f32s(&b)),
+            A::Buf("c", "float*", f32s(&c)),
+            A::Buf("out", "float*", f32s(&[0.0; 4])),
+            int("n", 4),
+        ],
+    );
+    f
+}
+
+#[test]
+fn a_launch_whose_result_depends_on_contraction_stays_a_test_case() {
+    // In the schema, the unmutated path must contract `a*b + c` as the original build does:
+    // else every mutant run through it differs from the recording, and `i <= n` (which
+    // changes nothing for i < 4 = n) would be "killed".
+    let f = contract_suite("contract");
+    for mode in [&[][..], &["--per-mutant-compile"][..]] {
+        let mut args = vec!["--operators", "arithmetic,relational_boundary"];
+        args.extend_from_slice(mode);
+        let (out, m) = mutate(&f, &args);
+        println!("{out}");
+        assert!(!out.contains("not a test case"), "{out}");
+        assert_eq!(status(&m, "relational_boundary:7:11 <="), "SURVIVED", "{out}");
+        assert_eq!(status(&m, "arithmetic:7:30 /"), "KILLED", "{out}");
+        assert_eq!(status(&m, "arithmetic:7:37 -"), "KILLED", "{out}");
+    }
+}
+
+#[test]
+fn a_campaign_without_test_cases_is_an_error_and_shows_no_score() {
+    // The recording says 7 where the kernel writes 1: the original does not reproduce it.
+    let dir = temp_dir("no-test-case");
+    let writer = cltrap_capture::CaptureWriter::create(&dir, &test_manifest("mutate test"))
+        .expect("capture dir");
+    let source = "__kernel void one(__global int* out) { out[get_global_id(0)] = 1; }\n";
+    let program = put_source_program(&writer.blobs, source, "");
+    let before = i32s(&[0; 4]);
+    let after = i32s(&[7; 4]);
+    writer
+        .append(ndrange_record(
+            "one",
+            program,
+            vec![4],
+            None,
+            None,
+            vec![cltrap_capture::ArgRecord::Buffer {
+                info: arg_info(0, "out", "int*", "global"),
+                mem: 2,
+                flags: 1,
+                size: 16,
+                sub_of: None,
+                before: put_blob(&writer.blobs, &before),
+                after: put_blob(&writer.blobs, &after),
+            }],
+        ))
+        .expect("append");
+    drop(writer);
+    let (code, out, err) = cltrap(
+        &["mutate", dir.to_str().unwrap(), "--fresh", "--operators", "arithmetic,id_offset"],
+        ENV,
+    );
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(!out.contains("score"), "{out}");
+    assert!(err.contains("no test case"), "{err}");
+    assert!(
+        err.contains("the original does not reproduce the recording"),
+        "{err}"
+    );
+}

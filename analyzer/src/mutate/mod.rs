@@ -150,6 +150,10 @@ pub struct MutantResult {
     /// For a RUNTIME-ERROR mutant that overran: where, as the bounds check found it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overran: Option<crate::check::locate::Overrun>,
+    /// No test case launches a kernel that runs its code: its verdict says nothing about
+    /// the suite's strength, so it counts in no score.
+    #[serde(skip)]
+    pub untested: bool,
 }
 
 /// One program's campaign.
@@ -189,6 +193,10 @@ pub struct CampaignReport {
     pub deadline: Duration,
     /// Where the wall time before and around the evaluation went (`--timing`).
     pub phases: Phases,
+    /// Launches kept as test cases (the original reproduced their recording).
+    pub test_cases: u32,
+    /// Launches asked for that are not test cases (the notes say why, one each).
+    pub dropped: u32,
 }
 
 /// Wall time per phase of a campaign, so `--timing` shows which fixed cost dominates a
@@ -298,6 +306,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
                 "launch {} ({}) is not replayable; not a test case",
                 l.id, l.kernel
             ));
+            report.dropped += 1;
             continue;
         }
         if !by_program.contains_key(&l.program) {
@@ -413,6 +422,22 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
         }
     }
 
+    // A campaign without a test case has no score to give: every mutant would be
+    // NO-COVERAGE and "0%" would read as a weak suite rather than as no suite.
+    if report.test_cases == 0 {
+        let why = report
+            .notes
+            .iter()
+            .find(|n| n.contains("not a test case"))
+            .or_else(|| report.notes.first())
+            .cloned()
+            .unwrap_or_else(|| "no program could be prepared".into());
+        return Err(MutateError::Nothing(format!(
+            "no test case: none of the {} launch(es) asked for could be used as one, so no mutant was run and there is no score (first reason: {why})",
+            report.dropped.max(1)
+        )));
+    }
+
     // 2. Evaluate in workers.
     let total = jobs.len() as u64;
     report.evaluated = total as u32;
@@ -471,6 +496,8 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
         ));
         let mut fallback = opts.clone();
         fallback.per_mutant_compile = true;
+        // The suite is checked again; it is counted once.
+        let counted = (report.test_cases, report.dropped);
         let (again, result) = prepare(
             capture,
             &session,
@@ -480,6 +507,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
             &previous,
             &mut report,
         )?;
+        (report.test_cases, report.dropped) = counted;
         report.programs[pi] = result;
         report.evaluated += again.len() as u32;
         report.compiles += again.iter().filter(|(_, j)| !j.cache).count() as u32;
@@ -614,6 +642,7 @@ fn prepare(
             own_program: opts.per_mutant_compile || !m.in_schema,
             resumed: false,
             overran: None,
+            untested: false,
         })
         .collect();
     let fail_all = |results: &mut Vec<MutantResult>, why: String| {
@@ -826,6 +855,7 @@ fn prepare(
                     report
                         .notes
                         .push(format!("launch {id} ({kernel}): not a test case: {e}"));
+                    report.dropped += 1;
                     continue;
                 }
             };
@@ -858,6 +888,7 @@ fn prepare(
                         report.notes.push(format!(
                             "launch {id} ({kernel}): the original does not reproduce the recording ({m}); not a test case"
                         ));
+                        report.dropped += 1;
                         continue;
                     }
                     if let Some(b) = breaches.first() {
@@ -886,6 +917,7 @@ fn prepare(
                     report
                         .notes
                         .push(format!("launch {id} ({kernel}): not a test case: {e}"));
+                    report.dropped += 1;
                     continue;
                 }
             }
@@ -910,6 +942,7 @@ fn prepare(
                     }
                 }
             }
+            report.test_cases += 1;
             tests.entry(kernel.clone()).or_default().push(TestRef {
                 launch: id,
                 seeds,
@@ -956,6 +989,7 @@ fn prepare(
             .flat_map(|k| tests.get(*k).cloned().unwrap_or_default())
             .collect();
         if test_refs.is_empty() {
+            r.untested = true;
             r.status = Status::NoCoverage;
             r.detail = "no test case launches a kernel that runs this code".into();
             continue;
