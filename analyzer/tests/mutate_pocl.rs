@@ -755,3 +755,44 @@ fn a_campaign_without_test_cases_is_an_error_and_shows_no_score() {
         "{err}"
     );
 }
+
+#[test]
+fn a_write_before_the_sixth_argument_is_located_in_that_argument_at_a_negative_offset() {
+    if !std::path::Path::new(cltrap_analyzer::check::oclgrind::ICD_LIBRARY).is_file() {
+        eprintln!("skipped: Oclgrind is not installed");
+        return;
+    }
+    let mut f = fixture("rows");
+    f.launch(
+        "../mutate/rows.cl",
+        "rows",
+        &[4],
+        None,
+        None,
+        vec![
+            A::Buf("src", "int*", i32s(&[1, 2, 3, 4])),
+            int("src_step", 0),
+            int("src_offset", 0),
+            A::Buf("add", "int*", i32s(&[10, 20, 30, 40])),
+            int("rows", 0),
+            A::Buf("dst", "int*", i32s(&[0; 4])),
+            int("dst_step", 0),
+        ],
+    );
+    let (out, m) = mutate(&f, &["--operators", "id_offset"]);
+    println!("{out}");
+    let minus = m
+        .iter()
+        .find(|(k, _)| k.starts_with("id_offset:7:13") && k.ends_with("-1)"))
+        .map(|(_, v)| v["statusReason"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no `- 1` mutant: {out}"));
+    assert!(minus.starts_with("RUNTIME-ERROR"), "{minus}");
+    assert!(
+        minus.contains("wrote out of bounds of argument 5 (dst"),
+        "{minus}"
+    );
+    assert!(
+        minus.contains(": write out of bounds, argument 5 (dst), byte offset -4 of a 16-byte buffer"),
+        "{minus}"
+    );
+}
