@@ -796,3 +796,38 @@ fn a_write_before_the_sixth_argument_is_located_in_that_argument_at_a_negative_o
         "{minus}"
     );
 }
+
+#[test]
+fn a_mutant_of_a_conditional_ending_in_a_vector_literal_lives_in_the_schema_quietly() {
+    let mut f = fixture("threshold-vec");
+    f.options = "-D T=uchar4".into();
+    let src: Vec<u8> = (0..16u8).map(|x| x * 16).collect();
+    f.launch(
+        "../mutate/threshold_vec.cl",
+        "threshold_vec",
+        &[4],
+        None,
+        None,
+        vec![
+            A::Buf("src", "uchar4*", src),
+            A::Buf("dst", "uchar4*", vec![0; 16]),
+            A::Val("thresh", "uchar4", vec![100; 4]),
+            A::Val("max_val", "uchar4", vec![255; 4]),
+        ],
+    );
+    let dir = f.dir.to_str().unwrap();
+    let (code, out, err) = cltrap(
+        &["mutate", dir, "--fresh", "--operators", "unary_minus,relational_boundary"],
+        ENV,
+    );
+    assert!(code <= 1, "{out}\n{err}");
+    assert!(!out.contains("does not compile"), "{out}");
+    assert!(!err.contains("generated"), "the driver's diagnostics reached the terminal: {err}");
+    // The whole conditional negated, its `)` included, decided in the schema.
+    let (out, m) = mutate(&f, &["--operators", "unary_minus"]);
+    assert_eq!(
+        status(&m, "unary_minus:7:14 -(sdata > (thresh) ? (T)(max_val) : (T)(0))"),
+        "KILLED",
+        "{out}"
+    );
+}

@@ -14,6 +14,7 @@
 
 pub mod cli;
 mod overrun;
+mod quiet;
 pub mod report;
 pub mod state;
 pub mod tce;
@@ -279,6 +280,19 @@ pub(crate) fn selector_extras(n: u32, barrier_budget: u32) -> Vec<InputArg> {
 /// The first line of a build error's text that names an error (build logs are long), trimmed.
 fn error_line(text: &str) -> Option<&str> {
     text.lines().find(|l| l.contains("error")).map(str::trim)
+}
+
+/// `line` with the paths of the driver's temporary copies of a source (`/root/.cache/pocl/
+/// kcache/tempfile_wLnfFK.cl:7:134`) named `name` instead: the user knows the rendered
+/// file in the output directory, not the driver's cache.
+fn name_driver_file(line: &str, name: &str) -> String {
+    line.split(' ')
+        .map(|w| match w.find(".cl:") {
+            Some(at) if w[..at].contains('/') => format!("{name}{}", &w[at + 3..]),
+            _ => w.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn short(hash: &str) -> String {
@@ -706,16 +720,20 @@ fn prepare(
     };
     let base_path = write(&base_name, &base.source)?;
     let compile_time = std::cell::Cell::new(Duration::ZERO);
+    // What the driver's compiler prints goes to a log, not the terminal (see `quiet`).
+    let build_log = opts.out_dir.join("build.log");
     let build = |src: &str| {
         timed(&compile_time, || {
-            session.build(
-                capture,
-                &record,
-                &BuildOptions {
-                    source: Some(src.to_string()),
-                    extra_options: budget.to_string(),
-                },
-            )
+            quiet::stderr_to(&build_log, || {
+                session.build(
+                    capture,
+                    &record,
+                    &BuildOptions {
+                        source: Some(src.to_string()),
+                        extra_options: budget.to_string(),
+                    },
+                )
+            })
         })
     };
     // The suite is checked with the coverage build of the original when it works: one run
@@ -764,9 +782,17 @@ fn prepare(
         match schema_built {
             Ok(b) => b,
             Err(e) if !opts.per_mutant_compile => {
+                let text = e.to_string();
+                let log = opts.out_dir.join("src").join(format!("{tag}-schema.log"));
+                let kept = std::fs::write(&log, &text).is_ok();
                 report.notes.push(format!(
-                    "{file}: the mutant schema does not compile ({}); falling back to one compile per mutant",
-                    error_line(&e.to_string()).unwrap_or("")
+                    "{file}: the mutant schema does not compile ({}); falling back to one compile per mutant{}",
+                    name_driver_file(error_line(&text).unwrap_or(""), &base_name),
+                    if kept {
+                        format!(" (build log: {})", log.display())
+                    } else {
+                        String::new()
+                    }
                 ));
                 let mut fallback = opts.clone();
                 fallback.per_mutant_compile = true;
@@ -1248,5 +1274,19 @@ impl CoverageRun {
             .filter_map(|s| self.c.map.slots.iter().find(|x| x.index == s.index))
             .filter_map(|slot| branch_outcome(slot.outcome).map(|b| (slot.start, slot.end, b)))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn driver_paths_in_an_error_line_name_the_rendered_file() {
+        assert_eq!(
+            super::name_driver_file(
+                "error: /root/.cache/pocl/kcache/tempfile_wLnfFK.cl:7:134: expected ')'",
+                "ab12-schema.cl"
+            ),
+            "error: ab12-schema.cl:7:134: expected ')'"
+        );
     }
 }
