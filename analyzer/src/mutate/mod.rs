@@ -369,7 +369,15 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
     let mut jobs: Vec<(usize, Job)> = Vec::new();
     let mut slots: Vec<(usize, usize)> = Vec::new();
     let mut plans: Vec<Plan> = Vec::new();
-    for hash in &order {
+    // The phases before and after the evaluation take minutes on large programs: a spinner
+    // says which one runs (on standard error, drawn only on a terminal).
+    let phase = phase_spinner(opts.progress);
+    let programs = order.len();
+    for (n, hash) in order.iter().enumerate() {
+        phase.set_message(format!(
+            "program {}/{programs}: rendering, compiling the schema, checking the suite",
+            n + 1
+        ));
         let rendering = Instant::now();
         let record = capture.program(hash)?;
         let kernels = by_program.remove(hash).unwrap_or_default();
@@ -465,6 +473,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
         } else {
             0
         };
+    phase.finish_and_clear();
     let bar = if opts.progress {
         indicatif::ProgressBar::new(total)
     } else {
@@ -546,11 +555,14 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
     report.phases.worker_start = slowest_start;
     bar.finish_and_clear();
     report.eval_time = start.elapsed();
+    let phase = phase_spinner(opts.progress);
     if opts.locate_overruns {
+        phase.set_message("locating the overruns of RUNTIME-ERROR mutants (Oclgrind)");
         overrun::locate(capture, &plans, &mut report, opts);
     }
     // 3. Equivalent and duplicate mutants among those the suite did not detect.
     if opts.compare_optimised {
+        phase.set_message("comparing the undetected mutants' optimised code (TCE)");
         let started = Instant::now();
         for (plan, prog) in plans.iter().zip(report.programs.iter_mut()) {
             let kernels: Vec<String> = plan.kernels.keys().cloned().collect();
@@ -565,7 +577,24 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
         }
         report.phases.tce = started.elapsed();
     }
+    phase.finish_and_clear();
     Ok(report)
+}
+
+/// A spinner naming the phase that runs (hidden when `show` is false or standard error is
+/// not a terminal).
+fn phase_spinner(show: bool) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar =
+        indicatif::ProgressBar::new_spinner().with_finish(indicatif::ProgressFinish::AndClear);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} mutate: {msg} {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
 }
 
 /// Where the workers' results go: the report, the state file, the progress bar.
