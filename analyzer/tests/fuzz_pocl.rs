@@ -672,3 +672,16 @@ fn mutate_survives_a_case_that_writes_gigabytes_out_of_bounds() {
         "{out}{err}"
     );
 }
+
+#[test]
+fn the_budget_is_the_whole_campaigns_and_the_summary_names_the_kernels_it_left_out() {
+    // One execution for the whole file: the first kernel spends it, the others are not
+    // fuzzed and the summary says so (a budget per kernel would fuzz all thirteen).
+    let k = fixture("hard.cl");
+    let (ok, text) = cltrap(&["fuzz", k.to_str().unwrap(), "--budget", "1", "--in-process"]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("not fuzzed: 12 of 13 kernel(s) (id_equal, bound_check, nested, floats, switcher, trip, element, dead, overrun, structs, local_eq, element_inverse): the campaign's --budget ran out before them"),
+        "{text}"
+    );
+}

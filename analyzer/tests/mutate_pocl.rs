@@ -670,3 +670,164 @@ fn survivors_with_the_originals_optimised_code_are_equivalent_and_tce_can_be_tur
         assert_eq!(status(&without, key), "SURVIVED", "{key}\n{out_off}");
     }
 }
+
+/// Inputs on which `a*b + c` fused (one rounding) and unfused (two) differ: the product
+/// `1 + 2^-11 + 2^-24` rounds to `1 + 2^-11`, so unfused the sum is 0 and fused `2^-24`.
+fn contract_suite(name: &str) -> Fixture {
+    let mut f = fixture(name);
+    let x = 1.0f32 + f32::powi(2.0, -12);
+    let a = vec![x, x, 2.0, 3.0];
+    let b = vec![x, x, 0.5, 1.5];
+    let c = vec![-(1.0 + f32::powi(2.0, -11)), -(1.0 + f32::powi(2.0, -11)), 1.0, -4.5];
+    f.launch(
+        "../mutate/contract.cl",
+        "contract",
+        &[4],
+        None,
+        None,
+        vec![
+            A::Buf("a", "float*", f32s(&a)),
+            A::Buf("b", "float*", f32s(&b)),
+            A::Buf("c", "float*", f32s(&c)),
+            A::Buf("out", "float*", f32s(&[0.0; 4])),
+            int("n", 4),
+        ],
+    );
+    f
+}
+
+#[test]
+fn a_launch_whose_result_depends_on_contraction_stays_a_test_case() {
+    // In the schema, the unmutated path must contract `a*b + c` as the original build does:
+    // else every mutant run through it differs from the recording, and `i <= n` (which
+    // changes nothing for i < 4 = n) would be "killed".
+    let f = contract_suite("contract");
+    for mode in [&[][..], &["--per-mutant-compile"][..]] {
+        let mut args = vec!["--operators", "arithmetic,relational_boundary"];
+        args.extend_from_slice(mode);
+        let (out, m) = mutate(&f, &args);
+        println!("{out}");
+        assert!(!out.contains("not a test case"), "{out}");
+        assert_eq!(status(&m, "relational_boundary:7:11 <="), "SURVIVED", "{out}");
+        assert_eq!(status(&m, "arithmetic:7:30 /"), "KILLED", "{out}");
+        assert_eq!(status(&m, "arithmetic:7:37 -"), "KILLED", "{out}");
+    }
+}
+
+#[test]
+fn a_campaign_without_test_cases_is_an_error_and_shows_no_score() {
+    // The recording says 7 where the kernel writes 1: the original does not reproduce it.
+    let dir = temp_dir("no-test-case");
+    let writer = cltrap_capture::CaptureWriter::create(&dir, &test_manifest("mutate test"))
+        .expect("capture dir");
+    let source = "__kernel void one(__global int* out) { out[get_global_id(0)] = 1; }\n";
+    let program = put_source_program(&writer.blobs, source, "");
+    let before = i32s(&[0; 4]);
+    let after = i32s(&[7; 4]);
+    writer
+        .append(ndrange_record(
+            "one",
+            program,
+            vec![4],
+            None,
+            None,
+            vec![cltrap_capture::ArgRecord::Buffer {
+                info: arg_info(0, "out", "int*", "global"),
+                mem: 2,
+                flags: 1,
+                size: 16,
+                sub_of: None,
+                before: put_blob(&writer.blobs, &before),
+                after: put_blob(&writer.blobs, &after),
+            }],
+        ))
+        .expect("append");
+    drop(writer);
+    let (code, out, err) = cltrap(
+        &["mutate", dir.to_str().unwrap(), "--fresh", "--operators", "arithmetic,id_offset"],
+        ENV,
+    );
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(!out.contains("score"), "{out}");
+    assert!(err.contains("no test case"), "{err}");
+    assert!(
+        err.contains("the original does not reproduce the recording"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_write_before_the_sixth_argument_is_located_in_that_argument_at_a_negative_offset() {
+    if !std::path::Path::new(cltrap_analyzer::check::oclgrind::ICD_LIBRARY).is_file() {
+        eprintln!("skipped: Oclgrind is not installed");
+        return;
+    }
+    let mut f = fixture("rows");
+    f.launch(
+        "../mutate/rows.cl",
+        "rows",
+        &[4],
+        None,
+        None,
+        vec![
+            A::Buf("src", "int*", i32s(&[1, 2, 3, 4])),
+            int("src_step", 0),
+            int("src_offset", 0),
+            A::Buf("add", "int*", i32s(&[10, 20, 30, 40])),
+            int("rows", 0),
+            A::Buf("dst", "int*", i32s(&[0; 4])),
+            int("dst_step", 0),
+        ],
+    );
+    let (out, m) = mutate(&f, &["--operators", "id_offset"]);
+    println!("{out}");
+    let minus = m
+        .iter()
+        .find(|(k, _)| k.starts_with("id_offset:7:13") && k.ends_with("-1)"))
+        .map(|(_, v)| v["statusReason"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no `- 1` mutant: {out}"));
+    assert!(minus.starts_with("RUNTIME-ERROR"), "{minus}");
+    assert!(
+        minus.contains("wrote out of bounds of argument 5 (dst"),
+        "{minus}"
+    );
+    assert!(
+        minus.contains(": write out of bounds, argument 5 (dst), byte offset -4 of a 16-byte buffer"),
+        "{minus}"
+    );
+}
+
+#[test]
+fn a_mutant_of_a_conditional_ending_in_a_vector_literal_lives_in_the_schema_quietly() {
+    let mut f = fixture("threshold-vec");
+    f.options = "-D T=uchar4".into();
+    let src: Vec<u8> = (0..16u8).map(|x| x * 16).collect();
+    f.launch(
+        "../mutate/threshold_vec.cl",
+        "threshold_vec",
+        &[4],
+        None,
+        None,
+        vec![
+            A::Buf("src", "uchar4*", src),
+            A::Buf("dst", "uchar4*", vec![0; 16]),
+            A::Val("thresh", "uchar4", vec![100; 4]),
+            A::Val("max_val", "uchar4", vec![255; 4]),
+        ],
+    );
+    let dir = f.dir.to_str().unwrap();
+    let (code, out, err) = cltrap(
+        &["mutate", dir, "--fresh", "--operators", "unary_minus,relational_boundary"],
+        ENV,
+    );
+    assert!(code <= 1, "{out}\n{err}");
+    assert!(!out.contains("does not compile"), "{out}");
+    assert!(!err.contains("generated"), "the driver's diagnostics reached the terminal: {err}");
+    // The whole conditional negated, its `)` included, decided in the schema.
+    let (out, m) = mutate(&f, &["--operators", "unary_minus"]);
+    assert_eq!(
+        status(&m, "unary_minus:7:14 -(sdata > (thresh) ? (T)(max_val) : (T)(0))"),
+        "KILLED",
+        "{out}"
+    );
+}

@@ -556,7 +556,9 @@ impl<'a> Builder<'a> {
 
     fn expr(&self, n: &RawNode) -> Result<Expr, KernelError> {
         let mut span = self.span(n)?;
-        if n.kind == CXCursor_CStyleCastExpr && span.is_exact() {
+        if matches!(n.kind, CXCursor_CStyleCastExpr | CXCursor_CompoundLiteralExpr)
+            && span.is_exact()
+        {
             span.end = self.balanced_end(span);
         }
         let kids: Vec<&RawNode> = n.children.iter().filter(|c| !is_ref(c.kind)).collect();
@@ -715,11 +717,22 @@ impl<'a> Builder<'a> {
                         .collect::<Result<_, _>>()?,
                 },
             };
-        Ok(Expr {
+        // A node that ends with such a literal (`c ? x : (float4)(0.0f)`) gets libclang's short
+        // end too: it ends no earlier than its last operand.
+        let mut e = Expr {
             kind,
             ty: n.ty.clone(),
             span,
-        })
+        };
+        if e.span.is_exact() {
+            e.span.end = e
+                .children()
+                .iter()
+                .filter(|c| c.span.is_exact())
+                .map(|c| c.span.end)
+                .fold(e.span.end, u32::max);
+        }
+        Ok(e)
     }
 
     /// An argument whose tree lies in a header: clang puts a `constant sampler_t`'s

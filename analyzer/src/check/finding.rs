@@ -117,20 +117,27 @@ pub struct Target {
     pub arg_index: Option<usize>,
     /// That argument's name.
     pub arg_name: Option<String>,
-    /// Byte offset into the buffer.
+    /// Byte offset into the buffer, in two's complement: an access before the buffer's start
+    /// has a negative offset ([`Target::signed_offset`]).
     pub offset: u64,
     /// The buffer's size in bytes, when mapped.
     pub arg_size: Option<u64>,
 }
 
 impl Target {
+    /// [`Target::offset`] as the signed distance from the buffer's start (-4: the four bytes
+    /// just before it).
+    pub fn signed_offset(&self) -> i64 {
+        self.offset as i64
+    }
+
     /// `argument 0 (out), byte offset 256 of 256` or the raw address.
     pub fn describe(&self) -> String {
         match (&self.arg_index, &self.arg_name, self.arg_size) {
             (Some(i), Some(n), Some(s)) => {
                 format!(
                     "argument {i} ({n}), byte offset {} of a {s}-byte buffer",
-                    self.offset
+                    self.signed_offset()
                 )
             }
             _ => format!("{} memory address {:#x}", self.space, self.address),

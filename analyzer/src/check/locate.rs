@@ -6,7 +6,7 @@
 //! the offset — at the simulator's speed, which is why only findings are checked, each
 //! distinct one once, in child processes with a deadline and a total budget.
 
-use super::finding::{Family, Finding, Kind};
+use super::finding::{Family, Finding, Kind, Target};
 use super::report::source_name;
 use super::{check, CheckOptions, LaunchStatus, Variant};
 use cltrap_capture::Capture;
@@ -37,8 +37,9 @@ pub struct Overrun {
     pub arg_index: Option<usize>,
     /// Its name.
     pub arg_name: Option<String>,
-    /// Byte offset of the access into that buffer (its size or more: past the end).
-    pub offset: u64,
+    /// Byte offset of the access into that buffer (its size or more: past the end; negative:
+    /// before its start).
+    pub offset: i64,
     /// The buffer's size in bytes.
     pub arg_size: Option<u64>,
     /// The work-item, as Oclgrind names it (`work-item (63,0,0) of group (3,0,0)`).
@@ -78,7 +79,7 @@ fn overrun(f: &Finding) -> Option<Overrun> {
         code: a.code.clone(),
         arg_index: t.and_then(|t| t.arg_index),
         arg_name: t.and_then(|t| t.arg_name.clone()),
-        offset: t.map_or(0, |t| t.offset),
+        offset: t.map_or(0, Target::signed_offset),
         arg_size: t.and_then(|t| t.arg_size),
         by: a.who(),
     })

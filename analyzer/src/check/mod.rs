@@ -796,16 +796,23 @@ fn worker(
         }
     }
     let built = session.build(&capture, &program, &options).map_err(fail)?;
-    // The executor creates one memory object per buffer or image argument, in order.
+    // The executor creates one memory object per buffer or image argument, in order, except
+    // for arguments that share one (the same memory object passed twice: the first names it).
+    let mut seen = std::collections::HashSet::new();
     let buffers = input
         .args
         .iter()
         .enumerate()
         .filter_map(|(i, a)| {
-            let size = match a {
-                InputArg::Buffer { bytes, .. } | InputArg::Image { bytes, .. } => bytes.len(),
+            let (size, mem) = match a {
+                InputArg::Buffer { bytes, mem, .. } | InputArg::Image { bytes, mem, .. } => {
+                    (bytes.len(), *mem)
+                }
                 _ => return None,
             };
+            if mem.is_some_and(|m| !seen.insert(m)) {
+                return None;
+            }
             let name = record
                 .args
                 .get(i)

@@ -241,11 +241,21 @@ pub fn api_function(d: &Diagnostic) -> Option<&str> {
 /// Maps a global-memory target to the launch's arguments: Oclgrind numbers buffers from 1 in
 /// the order they are created, and the child process creates nothing but the launch's memory
 /// objects, in `buffers` order (argument index, name, size).
+///
+/// An address is the buffer's number above [`OFFSET_BITS`] plus the offset, so an access a
+/// few bytes *before* buffer `n` reads as buffer `n - 1` at an offset near 2^48: offsets in
+/// the upper half of the range are such accesses, mapped to the next buffer with a negative
+/// offset (no buffer is 2^47 bytes large).
 pub fn map_target(target: &mut Target, buffers: &[(usize, String, u64)]) {
     if target.space != "global" && target.space != "constant" {
         return;
     }
-    let number = (target.address >> OFFSET_BITS) as usize;
+    let mut number = (target.address >> OFFSET_BITS) as usize;
+    let low = target.address & ((1u64 << OFFSET_BITS) - 1);
+    if low >= 1u64 << (OFFSET_BITS - 1) {
+        number += 1;
+        target.offset = (low as i64 - (1i64 << OFFSET_BITS)) as u64;
+    }
     if let Some((index, name, size)) = number.checked_sub(1).and_then(|n| buffers.get(n)) {
         target.arg_index = Some(*index);
         target.arg_name = Some(name.clone());
@@ -276,6 +286,22 @@ mod tests {
         );
         map_target(&mut t, &[(1, "in".into(), 256), (0, "out".into(), 256)]);
         assert_eq!((t.arg_index, t.arg_name.as_deref()), (Some(0), Some("out")));
+        // Four bytes before the second buffer: Oclgrind's address is the first buffer's
+        // number with an offset of 2^48 - 4.
+        let mut before = Target {
+            address: (2u64 << OFFSET_BITS) - 4,
+            offset: (1u64 << OFFSET_BITS) - 4,
+            ..t.clone()
+        };
+        map_target(&mut before, &[(0, "src".into(), 64), (5, "dst".into(), 64)]);
+        assert_eq!(
+            (before.arg_index, before.arg_name.as_deref(), before.signed_offset()),
+            (Some(5), Some("dst"), -4)
+        );
+        assert_eq!(
+            before.describe(),
+            "argument 5 (dst), byte offset -4 of a 64-byte buffer"
+        );
         assert_eq!(d[2].kind, Kind::BarrierDivergence);
         assert_eq!(d[2].kernel, "divergent_barrier");
         let w = d[2].first.clone().unwrap();

@@ -80,7 +80,8 @@ pub struct FuzzArgs {
     /// With KERNEL.cl: build options.
     #[arg(long, default_value = "", value_name = "OPTIONS")]
     pub build_options: String,
-    /// Stop after a time (`30s`, `2m`) or a number of executions (`5000`) per kernel.
+    /// Stop after a time (`30s`, `2m`) or a number of executions (`5000`) for the whole
+    /// campaign: kernels fuzzed one after the other share it.
     #[arg(long)]
     pub budget: Option<String>,
     /// Stop after this many mutations without new coverage (default: 50 per mutable argument).
@@ -163,7 +164,8 @@ impl Target {
 /// Campaign settings shared by all kernels.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Budget per kernel.
+    /// Budget of one kernel's campaign (the command gives each kernel what the ones before
+    /// it left of `--budget`).
     pub budget: Budget,
     /// Random seed.
     pub seed: u64,
@@ -756,10 +758,31 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
     let mut reports = Vec::new();
     let mut rows = Vec::new();
     let mut failed = false;
+    // `--budget` is the whole campaign's: each kernel gets what the ones before it left.
+    let started = Instant::now();
+    let mut executed = 0u64;
+    let mut unfuzzed: Vec<String> = Vec::new();
+    let kernels = targets.len();
     for t in targets {
         let name = t.kernel.clone();
-        match run_target(&session, t, &settings) {
+        let mut per = settings.clone();
+        let left_time = settings
+            .budget
+            .time
+            .map(|limit| limit.saturating_sub(started.elapsed()));
+        let left_runs = settings
+            .budget
+            .executions
+            .map(|n| n.saturating_sub(executed));
+        if left_time.is_some_and(|t| t.is_zero()) || left_runs == Some(0) {
+            unfuzzed.push(name);
+            continue;
+        }
+        per.budget.time = left_time;
+        per.budget.executions = left_runs;
+        match run_target(&session, t, &per) {
             Ok(o) => {
+                executed += o.campaign.executions;
                 if let Some(note) = &o.campaign.reduced_note {
                     let _ = writeln!(out, "kernel {name}: {note}");
                 }
@@ -859,6 +882,14 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
                 let _ = writeln!(out, "kernel {name}: {e}");
             }
         }
+    }
+    if !unfuzzed.is_empty() {
+        let _ = writeln!(
+            out,
+            "not fuzzed: {} of {kernels} kernel(s) ({}): the campaign's --budget ran out before them",
+            unfuzzed.len(),
+            unfuzzed.join(", ")
+        );
     }
     print_slots(out, &reports);
     let table: Vec<(&KernelReport, usize, Duration)> = reports

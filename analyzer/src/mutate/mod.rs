@@ -14,6 +14,7 @@
 
 pub mod cli;
 mod overrun;
+mod quiet;
 pub mod report;
 pub mod state;
 pub mod tce;
@@ -150,6 +151,10 @@ pub struct MutantResult {
     /// For a RUNTIME-ERROR mutant that overran: where, as the bounds check found it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overran: Option<crate::check::locate::Overrun>,
+    /// No test case launches a kernel that runs its code: its verdict says nothing about
+    /// the suite's strength, so it counts in no score.
+    #[serde(skip)]
+    pub untested: bool,
 }
 
 /// One program's campaign.
@@ -189,6 +194,10 @@ pub struct CampaignReport {
     pub deadline: Duration,
     /// Where the wall time before and around the evaluation went (`--timing`).
     pub phases: Phases,
+    /// Launches kept as test cases (the original reproduced their recording).
+    pub test_cases: u32,
+    /// Launches asked for that are not test cases (the notes say why, one each).
+    pub dropped: u32,
 }
 
 /// Wall time per phase of a campaign, so `--timing` shows which fixed cost dominates a
@@ -273,6 +282,19 @@ fn error_line(text: &str) -> Option<&str> {
     text.lines().find(|l| l.contains("error")).map(str::trim)
 }
 
+/// `line` with the paths of the driver's temporary copies of a source (`/root/.cache/pocl/
+/// kcache/tempfile_wLnfFK.cl:7:134`) named `name` instead: the user knows the rendered
+/// file in the output directory, not the driver's cache.
+fn name_driver_file(line: &str, name: &str) -> String {
+    line.split(' ')
+        .map(|w| match w.find(".cl:") {
+            Some(at) if w[..at].contains('/') => format!("{name}{}", &w[at + 3..]),
+            _ => w.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn short(hash: &str) -> String {
     hash.chars()
         .filter(char::is_ascii_alphanumeric)
@@ -298,6 +320,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
                 "launch {} ({}) is not replayable; not a test case",
                 l.id, l.kernel
             ));
+            report.dropped += 1;
             continue;
         }
         if !by_program.contains_key(&l.program) {
@@ -346,7 +369,15 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
     let mut jobs: Vec<(usize, Job)> = Vec::new();
     let mut slots: Vec<(usize, usize)> = Vec::new();
     let mut plans: Vec<Plan> = Vec::new();
-    for hash in &order {
+    // The phases before and after the evaluation take minutes on large programs: a spinner
+    // says which one runs (on standard error, drawn only on a terminal).
+    let phase = phase_spinner(opts.progress);
+    let programs = order.len();
+    for (n, hash) in order.iter().enumerate() {
+        phase.set_message(format!(
+            "program {}/{programs}: rendering, compiling the schema, checking the suite",
+            n + 1
+        ));
         let rendering = Instant::now();
         let record = capture.program(hash)?;
         let kernels = by_program.remove(hash).unwrap_or_default();
@@ -413,6 +444,22 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
         }
     }
 
+    // A campaign without a test case has no score to give: every mutant would be
+    // NO-COVERAGE and "0%" would read as a weak suite rather than as no suite.
+    if report.test_cases == 0 {
+        let why = report
+            .notes
+            .iter()
+            .find(|n| n.contains("not a test case"))
+            .or_else(|| report.notes.first())
+            .cloned()
+            .unwrap_or_else(|| "no program could be prepared".into());
+        return Err(MutateError::Nothing(format!(
+            "no test case: none of the {} launch(es) asked for could be used as one, so no mutant was run and there is no score (first reason: {why})",
+            report.dropped.max(1)
+        )));
+    }
+
     // 2. Evaluate in workers.
     let total = jobs.len() as u64;
     report.evaluated = total as u32;
@@ -426,6 +473,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
         } else {
             0
         };
+    phase.finish_and_clear();
     let bar = if opts.progress {
         indicatif::ProgressBar::new(total)
     } else {
@@ -471,6 +519,8 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
         ));
         let mut fallback = opts.clone();
         fallback.per_mutant_compile = true;
+        // The suite is checked again; it is counted once.
+        let counted = (report.test_cases, report.dropped);
         let (again, result) = prepare(
             capture,
             &session,
@@ -480,6 +530,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
             &previous,
             &mut report,
         )?;
+        (report.test_cases, report.dropped) = counted;
         report.programs[pi] = result;
         report.evaluated += again.len() as u32;
         report.compiles += again.iter().filter(|(_, j)| !j.cache).count() as u32;
@@ -504,11 +555,14 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
     report.phases.worker_start = slowest_start;
     bar.finish_and_clear();
     report.eval_time = start.elapsed();
+    let phase = phase_spinner(opts.progress);
     if opts.locate_overruns {
+        phase.set_message("locating the overruns of RUNTIME-ERROR mutants (Oclgrind)");
         overrun::locate(capture, &plans, &mut report, opts);
     }
     // 3. Equivalent and duplicate mutants among those the suite did not detect.
     if opts.compare_optimised {
+        phase.set_message("comparing the undetected mutants' optimised code (TCE)");
         let started = Instant::now();
         for (plan, prog) in plans.iter().zip(report.programs.iter_mut()) {
             let kernels: Vec<String> = plan.kernels.keys().cloned().collect();
@@ -523,7 +577,24 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
         }
         report.phases.tce = started.elapsed();
     }
+    phase.finish_and_clear();
     Ok(report)
+}
+
+/// A spinner naming the phase that runs (hidden when `show` is false or standard error is
+/// not a terminal).
+fn phase_spinner(show: bool) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar =
+        indicatif::ProgressBar::new_spinner().with_finish(indicatif::ProgressFinish::AndClear);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} mutate: {msg} {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
 }
 
 /// Where the workers' results go: the report, the state file, the progress bar.
@@ -614,6 +685,7 @@ fn prepare(
             own_program: opts.per_mutant_compile || !m.in_schema,
             resumed: false,
             overran: None,
+            untested: false,
         })
         .collect();
     let fail_all = |results: &mut Vec<MutantResult>, why: String| {
@@ -677,16 +749,20 @@ fn prepare(
     };
     let base_path = write(&base_name, &base.source)?;
     let compile_time = std::cell::Cell::new(Duration::ZERO);
+    // What the driver's compiler prints goes to a log, not the terminal (see `quiet`).
+    let build_log = opts.out_dir.join("build.log");
     let build = |src: &str| {
         timed(&compile_time, || {
-            session.build(
-                capture,
-                &record,
-                &BuildOptions {
-                    source: Some(src.to_string()),
-                    extra_options: budget.to_string(),
-                },
-            )
+            quiet::stderr_to(&build_log, || {
+                session.build(
+                    capture,
+                    &record,
+                    &BuildOptions {
+                        source: Some(src.to_string()),
+                        extra_options: budget.to_string(),
+                    },
+                )
+            })
         })
     };
     // The suite is checked with the coverage build of the original when it works: one run
@@ -735,9 +811,17 @@ fn prepare(
         match schema_built {
             Ok(b) => b,
             Err(e) if !opts.per_mutant_compile => {
+                let text = e.to_string();
+                let log = opts.out_dir.join("src").join(format!("{tag}-schema.log"));
+                let kept = std::fs::write(&log, &text).is_ok();
                 report.notes.push(format!(
-                    "{file}: the mutant schema does not compile ({}); falling back to one compile per mutant",
-                    error_line(&e.to_string()).unwrap_or("")
+                    "{file}: the mutant schema does not compile ({}); falling back to one compile per mutant{}",
+                    name_driver_file(error_line(&text).unwrap_or(""), &base_name),
+                    if kept {
+                        format!(" (build log: {})", log.display())
+                    } else {
+                        String::new()
+                    }
                 ));
                 let mut fallback = opts.clone();
                 fallback.per_mutant_compile = true;
@@ -826,6 +910,7 @@ fn prepare(
                     report
                         .notes
                         .push(format!("launch {id} ({kernel}): not a test case: {e}"));
+                    report.dropped += 1;
                     continue;
                 }
             };
@@ -858,6 +943,7 @@ fn prepare(
                         report.notes.push(format!(
                             "launch {id} ({kernel}): the original does not reproduce the recording ({m}); not a test case"
                         ));
+                        report.dropped += 1;
                         continue;
                     }
                     if let Some(b) = breaches.first() {
@@ -886,6 +972,7 @@ fn prepare(
                     report
                         .notes
                         .push(format!("launch {id} ({kernel}): not a test case: {e}"));
+                    report.dropped += 1;
                     continue;
                 }
             }
@@ -910,6 +997,7 @@ fn prepare(
                     }
                 }
             }
+            report.test_cases += 1;
             tests.entry(kernel.clone()).or_default().push(TestRef {
                 launch: id,
                 seeds,
@@ -956,6 +1044,7 @@ fn prepare(
             .flat_map(|k| tests.get(*k).cloned().unwrap_or_default())
             .collect();
         if test_refs.is_empty() {
+            r.untested = true;
             r.status = Status::NoCoverage;
             r.detail = "no test case launches a kernel that runs this code".into();
             continue;
@@ -1214,5 +1303,19 @@ impl CoverageRun {
             .filter_map(|s| self.c.map.slots.iter().find(|x| x.index == s.index))
             .filter_map(|slot| branch_outcome(slot.outcome).map(|b| (slot.start, slot.end, b)))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn driver_paths_in_an_error_line_name_the_rendered_file() {
+        assert_eq!(
+            super::name_driver_file(
+                "error: /root/.cache/pocl/kcache/tempfile_wLnfFK.cl:7:134: expected ')'",
+                "ab12-schema.cl"
+            ),
+            "error: ab12-schema.cl:7:134: expected ')'"
+        );
     }
 }

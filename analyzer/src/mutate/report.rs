@@ -16,12 +16,15 @@ pub struct Counts {
     pub all: u32,
     /// Per status.
     pub by_status: BTreeMap<Status, u32>,
+    /// Mutants whose code some test case's kernel runs (see `MutantResult::untested`).
+    pub tested: u32,
 }
 
 impl Counts {
-    fn add(&mut self, s: Status) {
+    fn add(&mut self, m: &MutantResult) {
         self.all += 1;
-        *self.by_status.entry(s).or_default() += 1;
+        *self.by_status.entry(m.status).or_default() += 1;
+        self.tested += u32::from(!m.untested);
     }
 
     /// Mutants of one status.
@@ -49,10 +52,11 @@ impl Counts {
                 .sum::<u32>()
     }
 
-    /// Mutation score in percent, `None` when nothing counts.
+    /// Mutation score in percent, `None` when nothing counts or no test case runs any of
+    /// the row's code (a score of a suite that does not exist would read as a weak one).
     pub fn score(&self) -> Option<f64> {
         let v = self.valid();
-        (v > 0).then(|| 100.0 * f64::from(self.detected()) / f64::from(v))
+        (v > 0 && self.tested > 0).then(|| 100.0 * f64::from(self.detected()) / f64::from(v))
     }
 }
 
@@ -65,11 +69,11 @@ pub fn tables(r: &CampaignReport) -> (BTreeMap<String, Counts>, BTreeMap<String,
             by_kernel
                 .entry(m.mutant.function.clone())
                 .or_default()
-                .add(m.status);
+                .add(m);
             by_op
                 .entry(m.mutant.operator.name().to_string())
                 .or_default()
-                .add(m.status);
+                .add(m);
         }
     }
     (by_kernel, by_op)
@@ -103,6 +107,7 @@ fn table(out: &mut String, title: &str, rows: &BTreeMap<String, Counts>) {
     for (name, c) in rows {
         row(out, name, c, w);
         total.all += c.all;
+        total.tested += c.tested;
         for (s, n) in &c.by_status {
             *total.by_status.entry(*s).or_default() += n;
         }
@@ -204,6 +209,7 @@ pub fn terminal(r: &CampaignReport) -> String {
         out,
         "\nscore = (KILLED + TIMEOUT + RUNTIME-ERROR) / (mutants - EQUIVALENT - COMPILE-ERROR - IGNORED)"
     );
+    let _ = writeln!(out, "{}", not_covered(r));
     let survivors: Vec<(&ProgramResult, &MutantResult)> = r
         .programs
         .iter()
@@ -252,6 +258,22 @@ pub fn terminal(r: &CampaignReport) -> String {
         }
     }
     out
+}
+
+/// One line on what the campaign did not look at: launches that are not test cases, mutants
+/// never run (NO-COVERAGE) and those no test case reaches at all, mutants that could not be
+/// judged (compile errors). A score says nothing about these.
+pub fn not_covered(r: &CampaignReport) -> String {
+    let all: Vec<&MutantResult> = r.programs.iter().flat_map(|p| &p.mutants).collect();
+    let count = |s: Status| all.iter().filter(|m| m.status == s).count();
+    let untested = all.iter().filter(|m| m.untested).count();
+    format!(
+        "not covered: {} launch(es) not used as test cases (notes say why), {} mutant(s) never reached by a test case and not run (NO-COVERAGE; {untested} in code no test case's kernel runs), {} mutant(s) that do not compile; {} test case(s) used",
+        r.dropped,
+        count(Status::NoCoverage),
+        count(Status::CompileError),
+        r.test_cases
+    )
 }
 
 fn stryker_status(s: Status) -> &'static str {

@@ -132,6 +132,7 @@ mod tests {
             own_program: false,
             resumed: false,
             overran: None,
+            untested: false,
         }
     }
 

@@ -19,6 +19,7 @@
 //! What it is not for: running mutants (the analyzer's `mutate` module does that). Pure: the
 //! [`Program`] in, source text and [`Mutant`] descriptions out.
 
+mod contract;
 mod equivalence;
 mod operators;
 mod render;

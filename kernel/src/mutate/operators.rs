@@ -775,6 +775,7 @@ pub fn find_mutants(p: &Program, opts: &MutateOptions) -> Vec<Mutant> {
         }
     }
     out.extend(finder.out);
+    super::contract::keep_contraction(p, &mut out);
     for (i, m) in out.iter_mut().enumerate() {
         m.number = i as u32 + 1;
     }
