@@ -441,6 +441,18 @@ fn a_stencil_loop_with_barriers_and_a_break_is_covered_without_changing_the_kern
             (72, report::BarrierStatus::Covered)
         ]
     );
+    // LCOV: the launched kernel ran, and so did the lines of its barriers.
+    let info = report::lcov(&r, &[std::path::PathBuf::from("hotspot.cl")]);
+    for record in [
+        "FN:9,hotspot",
+        "FNDA:1,hotspot",
+        "FNH:1",
+        "DA:9,1",
+        "DA:41,1",
+        "DA:72,1",
+    ] {
+        assert!(info.contains(&format!("\n{record}\n")), "{record}: {info}");
+    }
     // One launch iterates once, the other twice; every launch leaves the loop by its `break`,
     // so its condition is never false and it never runs 0 times.
     assert_eq!(
