@@ -147,9 +147,10 @@ enum Cmd {
         /// (internal) Announce each launch in FILE before running it (a cover worker).
         #[arg(long, hide = true, value_name = "FILE")]
         progress: Option<PathBuf>,
-        /// (internal) Leave these launch ids out (they crashed an earlier worker).
-        #[arg(long, hide = true, value_name = "IDS")]
-        leave_out: Option<String>,
+        /// (internal) Leave launch ID out, counted as failed with WHY (it crashed or hung an
+        /// earlier worker); repeated.
+        #[arg(long, hide = true, value_name = "ID:WHY")]
+        left_out: Vec<String>,
     },
     /// The capture controls (env variables and `cltrap run` flags).
     Controls {
@@ -493,7 +494,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             in_process,
             watchdog,
             progress,
-            leave_out,
+            left_out,
         } => {
             let capture = open(&dir)?;
             let mut selection = parse_selection(&ids)?;
@@ -528,13 +529,20 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             if let Some(p) = progress {
                 cover::worker::announce_to(p);
             }
-            if let Some(skip) = leave_out {
-                let skip = ids::parse_ids(&skip).map_err(|e| e.to_string())?;
+            let mut failed = Vec::new();
+            for w in &left_out {
+                let (id, why) = w
+                    .split_once(':')
+                    .and_then(|(id, why)| Some((id.parse::<u64>().ok()?, why.to_string())))
+                    .ok_or_else(|| format!("--left-out wants ID:WHY, not `{w}`"))?;
+                failed.push((id, why));
+            }
+            if !failed.is_empty() {
                 let kept = replay::select(&capture, selection.as_deref())
                     .map_err(|e| e.to_string())?
                     .iter()
                     .map(|l| l.id)
-                    .filter(|i| !skip.contains(i))
+                    .filter(|i| !failed.iter().any(|(f, _)| f == i))
                     .collect();
                 selection = Some(kept);
             }
@@ -542,6 +550,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                 ids: selection,
                 device,
                 instrument_cache,
+                failed_elsewhere: failed,
             };
             let outputs = ReportPaths { lcov, html, json };
             cover::cli(&capture, &opts, &outputs, timing, &mut stdout).map(|c| c as u8)

@@ -409,3 +409,122 @@ fn short_circuit_operands_are_branch_outcomes_in_every_report() {
         "{page}"
     );
 }
+
+/// A hotspot-style stencil (a loop with barriers and a conditional `break` between them, as in
+/// Rodinia's hotspot): the instrumented kernel must run exactly as the original does on PoCL,
+/// whose work-group loops are built around the barriers, and every launch is counted.
+#[test]
+fn a_stencil_loop_with_barriers_and_a_break_is_covered_without_changing_the_kernel() {
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut f = Fixture::new("hotspot");
+    f.launch_hotspot(32, 2);
+    f.launch_hotspot(32, 1);
+    let (code, out, err) = cltrap(&["cover", f.dir.to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("over 2 launch(es) (0 skipped, 0 failed)"),
+        "{out}\n{err}"
+    );
+    assert!(!err.contains("differ"), "{out}\n{err}");
+    let r = measure(&f.dir, None);
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    let p = &r.programs[0];
+    let sites = report::barrier_sites(p, &p.kernels[0]);
+    assert_eq!(sites.len(), 3, "{out}");
+    let status: Vec<(u32, report::BarrierStatus)> =
+        sites.iter().map(|s| (s.line, s.status)).collect();
+    assert_eq!(
+        status,
+        [
+            (41, report::BarrierStatus::Covered),
+            (67, report::BarrierStatus::Covered),
+            (72, report::BarrierStatus::Covered)
+        ]
+    );
+    // LCOV: the launched kernel ran, and so did the lines of its barriers.
+    let info = report::lcov(&r, &[std::path::PathBuf::from("hotspot.cl")]);
+    for record in [
+        "FN:9,hotspot",
+        "FNDA:1,hotspot",
+        "FNH:1",
+        "DA:9,1",
+        "DA:41,1",
+        "DA:72,1",
+    ] {
+        assert!(info.contains(&format!("\n{record}\n")), "{record}: {info}");
+    }
+    // One launch iterates once, the other twice; every launch leaves the loop by its `break`,
+    // so its condition is never false and it never runs 0 times.
+    assert_eq!(
+        uncovered(&r),
+        [
+            "55:3 for (i < iteration) ran 0 times",
+            "55:19 for (i < iteration) false"
+        ]
+    );
+}
+
+/// A launch that crashes the cover worker is left out, named, and counted as failed in the
+/// summary, the JSON report and the exit status; the other launches are still measured.
+#[test]
+fn a_launch_that_crashes_the_worker_is_counted_as_failed() {
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut f = Fixture::new("wild");
+    let long = |v: i64| A::Val("at", "long", v.to_le_bytes().to_vec());
+    f.launch(
+        "wild.cl",
+        "wild",
+        &[4],
+        None,
+        None,
+        vec![A::Buf("out", "int*", i32s(&[0; 4])), long(2)],
+    );
+    f.unrun = true;
+    for _ in 0..2 {
+        f.launch(
+            "wild.cl",
+            "wild",
+            &[4],
+            None,
+            None,
+            vec![A::Buf("out", "int*", i32s(&[0; 4])), long(1 << 44)],
+        );
+    }
+    let json = temp_dir("wild-reports").join("cov.json");
+    let (code, out, err) = cltrap(
+        &[
+            "cover",
+            f.dir.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 2, "{out}\n{err}");
+    for id in [1, 2] {
+        assert!(
+            out.contains(&format!(
+                "launch {id} wild: error: the kernel crashed the cover worker"
+            )),
+            "{out}"
+        );
+    }
+    assert!(
+        out.contains("over 1 launch(es) (0 skipped, 2 failed)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("not measured: 2 launch(es) (0 skipped, 2 failed, listed above)"),
+        "{out}"
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let failed: Vec<u64> = j["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "error")
+        .map(|p| p["launch"].as_u64().unwrap())
+        .collect();
+    assert_eq!(failed, [1, 2], "{j}");
+}

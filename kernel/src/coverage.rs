@@ -11,11 +11,20 @@
 //!
 //! Counters live in one extra `__global uint*` argument appended after the kernel's own; every
 //! helper defined in the program receives it too. Every counter is written straight to global
-//! memory at the moment it is reached (flags set to 1 when still 0, barrier arrivals by
-//! `atomic_inc`), so nothing depends on a flush at the end of the kernel: work-items and whole
-//! groups that `return` early are counted exactly, for any number of groups. Loops count their
-//! iterations in a private variable and record the boundary class when they exit, including
-//! through a `return` inside them.
+//! memory at the moment it is reached (flags stored as 1, barrier arrivals by `atomic_inc`), so
+//! nothing depends on a flush at the end of the kernel: work-items and whole groups that
+//! `return` early are counted exactly, for any number of groups. Loops count their iterations
+//! in a private variable and record the boundary class when they exit, including through a
+//! `return` inside them.
+//!
+//! The instrumentation never changes the kernel's control flow: no counter adds a branch (a
+//! condition's outcome picks its slot by index arithmetic, a flag is stored without first
+//! testing it, a loop's class is `min(iterations, 2)`), nothing is moved across a barrier and
+//! no barrier is added. Compilers that build work-group loops around barriers (PoCL) are
+//! sensitive to extra branches in loops that hold barriers: a flag set only "when still 0"
+//! made a hotspot-style stencil (barriers and a conditional `break` in one loop) crash there.
+//! Storing flags unconditionally costs some memory traffic on hot branches; it is the price of
+//! running the kernel's own control flow.
 //!
 //! Buffer layout (u32 slots): [`HEADER_SLOTS`] header slots (0: capacity, written by the host;
 //! 1: overflow flag; 2..5: enqueued local size; 5..8: number of groups, written by the first
@@ -33,8 +42,8 @@ use crate::model::{
     visit_stmts, BinOp, Expr, ExprKind, Function, Program, Span, Stmt, StmtKind, VarDecl,
 };
 use crate::rewrite::{
-    add_call_arg, add_param, callers_closure, calls_to, refuse_header_functions, with_prelude,
-    PRELUDE_MACROS,
+    add_call_arg, add_param, callers_closure, calls_to, drop_unused_header_functions,
+    refuse_header_functions, with_prelude, PRELUDE_MACROS,
 };
 
 /// Name of the extra counter parameter and argument.
@@ -215,7 +224,9 @@ pub fn instrument_coverage(
         .filter(|f| f.span.is_some() && f.body.is_some())
         .map(|f| f.name.clone())
         .collect();
-    let needing = callers_closure(p, &main_fns);
+    let mut needing = callers_closure(p, &main_fns);
+    // A header function no kernel reaches is left as written (it never runs).
+    drop_unused_header_functions(p, &mut needing);
     refuse_header_functions(p, &needing, "coverage instrumentation")?;
     let mut ins = Ins {
         p,
@@ -308,9 +319,11 @@ fn reachable(p: &Program, k: &Function) -> Vec<String> {
 fn prelude(barrier_base: u32) -> String {
     format!(
         "{PRELUDE_MACROS}\
-__CLTRAP_FN void __cltrap_header(__global uint* c) {{ if (get_group_id(0) == 0 && get_group_id(1) == 0 && get_group_id(2) == 0 && get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0) {{ c[2] = (uint)__CLTRAP_ELS(0); c[3] = (uint)__CLTRAP_ELS(1); c[4] = (uint)__CLTRAP_ELS(2); c[5] = (uint)get_num_groups(0); c[6] = (uint)get_num_groups(1); c[7] = (uint)get_num_groups(2); }} }}
-#define __CLTRAP_HIT(i) ((void)(__cltrap_cov[i] != 0u || (__cltrap_cov[i] = 1u)))
-__CLTRAP_FN void __cltrap_bar(__global uint* c, uint b) {{ size_t i = (size_t){barrier_base}u + (size_t)b * (get_num_groups(0) * get_num_groups(1) * get_num_groups(2)) + get_group_id(0) + get_num_groups(0) * (get_group_id(1) + get_num_groups(1) * get_group_id(2)); if (i < (size_t)c[0]) atomic_inc(&c[i]); else c[1] = 1u; }}
+__CLTRAP_FN void __cltrap_header(__global uint* c) {{ if ((get_group_id(0) == 0) & (get_group_id(1) == 0) & (get_group_id(2) == 0) & (get_local_id(0) == 0) & (get_local_id(1) == 0) & (get_local_id(2) == 0)) {{ c[2] = (uint)__CLTRAP_ELS(0); c[3] = (uint)__CLTRAP_ELS(1); c[4] = (uint)__CLTRAP_ELS(2); c[5] = (uint)get_num_groups(0); c[6] = (uint)get_num_groups(1); c[7] = (uint)get_num_groups(2); }} }}
+#define __CLTRAP_HIT(i) ((void)(__cltrap_cov[i] = 1u))
+__CLTRAP_FN int __cltrap_br(__global uint* c, uint t, int v) {{ c[t + 1u - (uint)v] = 1u; return v; }}
+__CLTRAP_FN uint __cltrap_cls(uint v) {{ return min(v, 2u); }}
+__CLTRAP_FN void __cltrap_bar(__global uint* c, uint b) {{ size_t i = (size_t){barrier_base}u + (size_t)b * (get_num_groups(0) * get_num_groups(1) * get_num_groups(2)) + get_group_id(0) + get_num_groups(0) * (get_group_id(1) + get_num_groups(1) * get_group_id(2)); size_t ok = (size_t)(i < (size_t)c[0]); atomic_inc(&c[ok * i + ((size_t)1 - ok)]); }}
 "
     )
 }
@@ -510,19 +523,21 @@ impl Ins<'_> {
             cond.span,
             format!("{what} ({label}) false"),
         );
-        // OpenCL C rejects a floating-point first operand of `?:` ("used type 'float' where
-        // floating point type is not allowed"), which `if (x)` and `x && y` accept: such a
-        // condition is compared with 0 (the same truth value, NaN included).
-        let (open, test) = if is_float_type(&cond.ty) {
-            ("(((", ") != 0)")
+        // The helper takes the condition's truth value as an `int` 0 or 1 (`!!` for integers
+        // and pointers; a floating-point condition, on which OpenCL C restricts `!` and `?:`,
+        // is compared with 0: the same truth value, NaN included) and stores to the true or
+        // the false slot by index arithmetic, without a branch.
+        debug_assert_eq!(f, t + 1);
+        let (open, close) = if is_float_type(&cond.ty) {
+            ("((", ") != 0))")
         } else {
-            ("((", ")")
+            ("!!(", "))")
         };
         self.edits.wrap(
             cond.span.start,
             cond.span.end,
-            open,
-            format!("{test} ? (__CLTRAP_HIT({t}), 1) : (__CLTRAP_HIT({f}), 0))"),
+            format!("__cltrap_br({COV_PARAM}, {t}u, {open}"),
+            close,
             depth,
         );
     }
@@ -557,13 +572,13 @@ impl Ins<'_> {
     fn loop_record(&self, l: &LoopCtx) -> String {
         if l.has_zero {
             format!(
-                "__CLTRAP_HIT({}u + ({v} == 0u ? 0u : {v} == 1u ? 1u : 2u));",
+                "__CLTRAP_HIT({}u + __cltrap_cls({v}));",
                 l.first_slot,
                 v = l.var
             )
         } else {
             format!(
-                "__CLTRAP_HIT({}u + ({v} <= 1u ? 0u : 1u));",
+                "__CLTRAP_HIT({}u + __cltrap_cls({v}) - 1u);",
                 l.first_slot,
                 v = l.var
             )

@@ -27,8 +27,8 @@ use crate::edits::Edits;
 use crate::error::KernelError;
 use crate::model::Program;
 use crate::rewrite::{
-    add_call_arg, add_param, callers_closure, calls_to, refuse_header_functions, with_prelude,
-    PRELUDE_MACROS,
+    add_call_arg, add_param, around_includes, callers_closure, calls_to,
+    drop_unused_header_functions, refuse_header_functions, with_prelude, PRELUDE_MACROS,
 };
 
 /// Name of the extra parameter and argument.
@@ -169,6 +169,8 @@ fn rewrite_group_queries(
     for b in builtins {
         needing.remove(*b);
     }
+    // A header function no kernel reaches is left as written (it never runs).
+    drop_unused_header_functions(p, &mut needing);
     refuse_header_functions(p, &needing, pass)?;
     let mut edits = Edits::new();
     let mut map = PermuteMap {
@@ -193,6 +195,15 @@ fn rewrite_group_queries(
             add_call_arg(&mut edits, p, call, PERM_PARAM)?;
         }
     }
+    // Included headers see the real built-ins: their functions that no kernel reaches are not
+    // rewritten (those a kernel reaches were refused above).
+    let undefs: String = builtins.iter().map(|b| format!("#undef {b}\n")).collect();
+    let defines: String = prelude
+        .lines()
+        .filter(|l| l.starts_with("#if") || l.starts_with("#endif") || l.starts_with("#define"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    around_includes(&mut edits, &p.source, &undefs, &defines);
     let body = edits.apply(&p.source)?;
     Ok(Permuted {
         source: with_prelude(&format!("{PRELUDE_MACROS}{prelude}"), &body),

@@ -136,8 +136,71 @@ pub fn callers_closure(p: &Program, seeds: &BTreeSet<String>) -> BTreeSet<String
     }
 }
 
+/// Functions (by name) a kernel of `p` can reach through calls, kernels included: only these
+/// can run, so only these need a pass's extra parameter. An unused helper (in the main file or
+/// in an included header) is left as it is, even one a pass could not rewrite.
+pub fn reachable_from_kernels(p: &Program) -> BTreeSet<String> {
+    let mut set: BTreeSet<String> = p
+        .functions
+        .iter()
+        .filter(|f| f.is_kernel)
+        .map(|f| f.name.clone())
+        .collect();
+    let mut todo: Vec<String> = set.iter().cloned().collect();
+    while let Some(n) = todo.pop() {
+        for f in p.functions.iter().filter(|f| f.name == n) {
+            for c in &f.calls {
+                // Header functions have no body in the model but are functions all the same.
+                if p.functions.iter().any(|g| &g.name == c) && set.insert(c.clone()) {
+                    todo.push(c.clone());
+                }
+            }
+        }
+    }
+    set
+}
+
+/// Removes from `needing` the functions defined only in included headers that no kernel
+/// reaches: they never run, so they need no extra parameter (main-file functions stay, since
+/// they can be edited and a caller may need their new parameter).
+pub fn drop_unused_header_functions(p: &Program, needing: &mut BTreeSet<String>) {
+    let reachable = reachable_from_kernels(p);
+    needing.retain(|n| {
+        reachable.contains(n) || p.functions.iter().any(|f| &f.name == n && f.span.is_some())
+    });
+}
+
+/// Puts `before` above every `#include` line of the main text and `after` below it, keeping
+/// the user's line numbers with `#line`: a pass that redefines built-ins as macros undefines
+/// them around included headers, so header functions no kernel reaches (which the pass does
+/// not rewrite) still compile with the real built-ins.
+pub fn around_includes(edits: &mut Edits, source: &str, before: &str, after: &str) {
+    let mut offset = 0usize;
+    for (i, line) in source.split_inclusive('\n').enumerate() {
+        let t = line.trim_start();
+        let directive = t
+            .strip_prefix('#')
+            .map(|r| r.trim_start().starts_with("include"))
+            .unwrap_or(false);
+        if directive && line.ends_with('\n') && !line.trim_end().ends_with('\\') {
+            let n = i as u32 + 1;
+            // Each directive is followed by `#line`, so every inserted line is numbered as
+            // the user's line it stands before.
+            let numbered = |text: &str, n: u32| -> String {
+                text.lines().map(|l| format!("{l}\n#line {n}\n")).collect()
+            };
+            edits.insert(offset as u32, numbered(before, n), 0);
+            edits.insert((offset + line.len()) as u32, numbered(after, n + 1), 0);
+        }
+        offset += line.len();
+    }
+}
+
 /// Refuses functions defined in headers that would need the pass's extra parameter: their text
 /// is not the user's main file, so they cannot be edited, and skipping them would be wrong.
+/// The error points at the first call in the main file that leads to the function (directly
+/// or through other header functions), because a header's own lines are not in the program
+/// text; without such a call it points at the start of the file and says so.
 pub fn refuse_header_functions(
     p: &Program,
     needing: &BTreeSet<String>,
@@ -145,10 +208,21 @@ pub fn refuse_header_functions(
 ) -> Result<(), KernelError> {
     for f in p.functions.iter().filter(|f| f.span.is_none()) {
         if needing.contains(&f.name) || f.calls.iter().any(|c| needing.contains(c)) {
+            let (line, col, how) = match call_leading_to(p, &f.name) {
+                Some((caller, line, col)) => (
+                    line,
+                    col,
+                    format!("reached from `{caller}` through this call"),
+                ),
+                None => (1, 1, "no call to it in the main file was found".to_string()),
+            };
             return Err(KernelError::Unsupported {
-                construct: format!("function `{}` defined in an included header", f.name),
-                line: 0,
-                col: 0,
+                construct: format!(
+                    "function `{}` defined in an included header ({how})",
+                    f.name
+                ),
+                line,
+                col,
                 why: format!(
                     "{pass} needs to rewrite it, and only the main program text can be rewritten"
                 ),
@@ -156,4 +230,28 @@ pub fn refuse_header_functions(
         }
     }
     Ok(())
+}
+
+/// The first call written in a main-file function to `target` or to a header function that
+/// calls it (transitively): the caller's name and the call's line and column.
+fn call_leading_to(p: &Program, target: &str) -> Option<(String, u32, u32)> {
+    // Header functions that lead to `target`.
+    let mut leads = BTreeSet::from([target.to_string()]);
+    loop {
+        let before = leads.len();
+        for f in p.functions.iter().filter(|f| f.span.is_none()) {
+            if f.calls.iter().any(|c| leads.contains(c)) {
+                leads.insert(f.name.clone());
+            }
+        }
+        if leads.len() == before {
+            break;
+        }
+    }
+    for f in p.functions.iter().filter(|f| f.span.is_some()) {
+        if let Some(call) = calls_to(f, &leads).into_iter().next() {
+            return Some((f.name.clone(), call.span.line.max(1), call.span.col.max(1)));
+        }
+    }
+    None
 }

@@ -164,6 +164,7 @@ fn coverage_is_exact_when_work_items_return_early_and_from_inside_loops() {
             "BRDA:9,3,1,1",
             "BRF:9",
             "BRH:7",
+            "DA:4,1",
             "DA:6,1",
             "DA:8,1",
             "DA:9,1",

@@ -339,3 +339,50 @@ fn a_linked_program_calling_across_its_sources_runs_unchanged_with_one_note() {
     assert_eq!(notes.len(), 1, "{err}");
     assert!(notes[0].contains("twice"), "{err}");
 }
+
+/// A hotspot-style stencil (Rodinia hotspot's host loop and kernel shape: barriers and a
+/// conditional `break` in one loop) under `--coverage`: the instrumented kernel runs as the
+/// original does (same checksum, no crash), every launch is measured and every barrier is
+/// reached by whole groups.
+#[test]
+fn a_stencil_with_barriers_and_a_break_in_a_loop_runs_unchanged_under_coverage() {
+    let kernel = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../analyzer/tests/kernels/hotspot.cl");
+    let define = format!("-DKERNEL_FILE=\"{}\"", kernel.display());
+    let app = build("swap_hotspot", &[&define]);
+    let native = native(&app, &[], &[]);
+    assert_ok(&native, "native run");
+    assert!(
+        stdout(&native).starts_with("launches 3 "),
+        "{}",
+        stdout(&native)
+    );
+    let dir = tmp("cov-hotspot");
+    let live = under_cltrap(&dir, &["--coverage"], &app, &[], &[]);
+    assert_ok(&live, "cltrap run --coverage");
+    assert_eq!(stdout(&live), stdout(&native), "{}", stderr(&live));
+    let r = report(&dir);
+    let k = &r["programs"][0]["kernels"][0];
+    assert_eq!(k["kernel"], "hotspot", "{r}");
+    assert_eq!(k["unnumbered_launches"], 3, "{r}");
+    let status: Vec<(u64, String)> = k["barrier_sites"]
+        .as_array()
+        .expect("barrier sites")
+        .iter()
+        .map(|b| {
+            (
+                b["line"].as_u64().expect("line"),
+                b["status"].as_str().expect("status").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        status,
+        [
+            (41, "covered".to_string()),
+            (67, "covered".to_string()),
+            (72, "covered".to_string())
+        ],
+        "{r}"
+    );
+}

@@ -47,6 +47,9 @@ pub struct CoverOptions {
     pub device: DeviceSelector,
     /// Keep instrumented sources in this directory and reuse them (no libclang needed on a hit).
     pub instrument_cache: Option<PathBuf>,
+    /// Launches already tried elsewhere that failed (id, why in words: a launch that crashed
+    /// or hung an earlier cover worker): not run again, counted as failed in the report.
+    pub failed_elsewhere: Vec<(u64, String)>,
 }
 
 /// A work-group that reached a barrier with only some of its work-items (undefined behaviour).
@@ -293,7 +296,21 @@ pub fn collect(
 ) -> Result<(Session, CoverageReport, Vec<CoverTiming>), ExecError> {
     let launches = select(capture, opts.ids.as_deref())?;
     let session = Session::open(&opts.device)?;
-    let (report, times) = collect_on(&session, capture, &launches, opts, timing);
+    let (mut report, times) = collect_on(&session, capture, &launches, opts, timing);
+    for (id, why) in &opts.failed_elsewhere {
+        let kernel = capture
+            .launches
+            .iter()
+            .find(|l| l.id == *id)
+            .map_or_else(|| "?".to_string(), |l| l.kernel.clone());
+        report.problems.push(Problem {
+            launch: *id,
+            kernel,
+            kind: "error".into(),
+            message: format!("the kernel {why}; left out of the coverage"),
+        });
+    }
+    report.problems.sort_by_key(|p| p.launch);
     Ok((session, report, times))
 }
 

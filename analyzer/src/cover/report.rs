@@ -470,6 +470,14 @@ pub fn summary(report: &CoverageReport) -> String {
         barrier_total.never_reached,
         barrier_total.total
     );
+    let (skipped, failed) = (count("skipped"), count("error"));
+    if skipped + failed > 0 {
+        let _ = writeln!(
+            s,
+            "not measured: {} launch(es) ({skipped} skipped, {failed} failed, listed above); the numbers above leave them out",
+            skipped + failed
+        );
+    }
     s
 }
 

@@ -5,8 +5,9 @@
 //! The worker is `cltrap cover --in-process` over the same selection, writing the id of the
 //! launch it is about to run into a progress file ([`announce`]). When it dies of a signal, or
 //! stays on one launch past the watchdog, that launch is left out and a fresh worker covers
-//! the selection without it (coverage merges over launches, so the report of the last worker
-//! is the whole report). Crashing launches are rare — fuzzing keeps them out of suites — so
+//! the selection without it, told which launches were left out and why so that it counts them
+//! as failed (coverage merges over launches, so the report of the last worker is the whole
+//! report). Crashing launches are rare — fuzzing keeps them out of suites — so
 //! covering again is cheaper than shipping partial results between processes.
 
 use std::ffi::OsString;
@@ -36,7 +37,7 @@ pub struct WorkerCover {
     /// The `cltrap` executable.
     pub exe: PathBuf,
     /// `cover` arguments for the worker (capture, selection, device, report paths), without
-    /// `--in-process`, `--progress` and `--leave-out`.
+    /// `--in-process`, `--progress` and `--left-out`.
     pub args: Vec<OsString>,
     /// Launch id → kernel name, for the lines naming launches left out.
     pub kernels: Vec<(u64, String)>,
@@ -45,8 +46,9 @@ pub struct WorkerCover {
 }
 
 impl WorkerCover {
-    /// Runs the coverage; the worker's report goes to `out`, preceded by one line per
-    /// launch left out. Returns the exit code (2 when a launch was left out).
+    /// Runs the coverage; the worker's report goes to `out`. Launches left out are handed to
+    /// the last worker (`--left-out ID:WHY`), which counts them as failed in its summary and
+    /// reports. Returns the exit code (2 when a launch was left out).
     pub fn run(&self, out: &mut dyn Write) -> Result<u8, String> {
         let progress =
             std::env::temp_dir().join(format!("cltrap-cover-progress-{}", std::process::id()));
@@ -59,9 +61,8 @@ impl WorkerCover {
                 .arg("--in-process")
                 .arg("--progress")
                 .arg(&progress);
-            if !left_out.is_empty() {
-                let ids: Vec<String> = left_out.iter().map(|(i, _)| i.to_string()).collect();
-                cmd.args(["--leave-out", &ids.join(",")]);
+            for (id, why) in &left_out {
+                cmd.arg("--left-out").arg(format!("{id}:{why}"));
             }
             let child = cmd
                 .stdin(Stdio::null())
@@ -82,17 +83,6 @@ impl WorkerCover {
             }
         };
         let _ = std::fs::remove_file(&progress);
-        for (id, why) in &left_out {
-            let kernel = self
-                .kernels
-                .iter()
-                .find(|(i, _)| i == id)
-                .map_or("?", |(_, k)| k.as_str());
-            let _ = writeln!(
-                out,
-                "launch {id} {kernel}: error: the kernel {why}; left out of the coverage"
-            );
-        }
         let _ = out.write_all(&result.1);
         Ok(if left_out.is_empty() { result.0 } else { 2 })
     }

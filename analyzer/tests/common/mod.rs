@@ -151,6 +151,8 @@ pub struct Fixture {
     pub dir: PathBuf,
     /// Build options recorded for the programs of the next launches.
     pub options: String,
+    /// Record the next launches without running them (their buffers recorded unchanged).
+    pub unrun: bool,
     writer: CaptureWriter,
     session: Session,
     next_mem: u64,
@@ -162,6 +164,7 @@ impl Fixture {
         let manifest = test_manifest("analyzer analysis test");
         Fixture {
             options: String::new(),
+            unrun: false,
             writer: CaptureWriter::create(&dir, &manifest).expect("capture dir"),
             dir,
             session: Session::open(&DeviceSelector::default())
@@ -205,14 +208,29 @@ impl Fixture {
             args: input_args,
             stand_ins: vec![],
         };
-        let built = self
-            .session
-            .build_source(&source, &self.options)
-            .unwrap_or_else(|e| panic!("{file}: {e}"));
-        let out = self
-            .session
-            .run(&built, &input, &[])
-            .unwrap_or_else(|e| panic!("{kernel}: {e}"));
+        let out = if self.unrun {
+            // Recorded as not changing its buffers, without running it (a launch that
+            // crashes the device).
+            cltrap_analyzer::executor::RunOutput {
+                outputs: input
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        InputArg::Buffer { bytes, .. } => Some(bytes.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+                kernel_ns: None,
+            }
+        } else {
+            let built = self
+                .session
+                .build_source(&source, &self.options)
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            self.session
+                .run(&built, &input, &[])
+                .unwrap_or_else(|e| panic!("{kernel}: {e}"))
+        };
         let mut records = Vec::new();
         for (i, a) in args.iter().enumerate() {
             let info = |name: &str, ty: &str, space: &str| arg_info(i as u32, name, ty, space);
@@ -363,6 +381,39 @@ impl Fixture {
             Some(&[4]),
             None,
             vec![A::Buf("out", "uint*", u32s(&[0; 8])), uint("k", k)],
+        );
+    }
+
+    /// Captures `hotspot` (hotspot.cl) as Rodinia's hotspot launches it: a `grid`×`grid`
+    /// temperature grid in 16×16 tiles, `iteration` steps per launch (the pyramid height).
+    pub fn launch_hotspot(&mut self, grid: i32, iteration: i32) {
+        let small = 16 - 2 * iteration;
+        let blocks = ((grid + small - 1) / small) as u64;
+        let n = (grid * grid) as usize;
+        let temp: Vec<f32> = (0..n).map(|i| 320.0 + (i % 17) as f32).collect();
+        let power: Vec<f32> = (0..n).map(|i| 0.5 + (i % 5) as f32 * 0.1).collect();
+        let float = |name: &'static str, v: f32| A::Val(name, "float", v.to_le_bytes().to_vec());
+        self.launch(
+            "hotspot.cl",
+            "hotspot",
+            &[blocks * 16, blocks * 16],
+            Some(&[16, 16]),
+            None,
+            vec![
+                int("iteration", iteration),
+                A::Buf("power", "float*", f32s(&power)),
+                A::Buf("temp_src", "float*", f32s(&temp)),
+                A::Buf("temp_dst", "float*", f32s(&temp)),
+                int("grid_cols", grid),
+                int("grid_rows", grid),
+                int("border_cols", iteration),
+                int("border_rows", iteration),
+                float("Cap", 0.5),
+                float("Rx", 1.5),
+                float("Ry", 1.5),
+                float("Rz", 40.0),
+                float("step", 0.001),
+            ],
         );
     }
 
