@@ -105,6 +105,23 @@ pub struct SanitizedKernel {
     /// bytes of one word are not a race, so the shadow must not share an entry between them.
     #[serde(default)]
     pub granules: Vec<u8>,
+    /// `__local` objects with a write the pass does not instrument (written inside a macro,
+    /// through a pointer it cannot attribute, handed to a helper or a built-in): their shadow
+    /// never learns of that write, so uninitialised reads of them are not reported (the
+    /// engine says so) rather than reported falsely.
+    #[serde(default)]
+    pub unseen_writes: Vec<UnseenWrite>,
+}
+
+/// A `__local` object's first write that the pass does not instrument.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnseenWrite {
+    /// The object (arguments, then statics).
+    pub object: u32,
+    /// Its name.
+    pub name: String,
+    /// 1-based line of the write.
+    pub line: u32,
 }
 
 impl SanitizedKernel {
@@ -256,6 +273,7 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
             no_local_shadow: None,
             helpers: reachable(p, f),
             granules: Vec::new(),
+            unseen_writes: Vec::new(),
         };
         if let Some(h) = f.calls.iter().find(|c| barrier_helpers.contains(*c)) {
             kernel.no_local_shadow = Some(format!(
@@ -307,6 +325,7 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
             sites: &mut map.sites,
             unchecked: &mut map.unchecked,
             smallest: BTreeMap::new(),
+            unseen: BTreeMap::new(),
         };
         crate::model::visit_stmts(body, &mut |st| {
             use crate::model::StmtKind;
@@ -327,8 +346,18 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
                 _ => {}
             }
         });
+        // `__local` objects with writes the shadow does not see: no uninitialised reads.
+        let unseen = std::mem::take(&mut w.unseen);
         // Each object's granule, from its smallest access (unknown size: bytes).
         let smallest = std::mem::take(&mut w.smallest);
+        kernel.unseen_writes = unseen
+            .iter()
+            .map(|(&object, &(line, _))| UnseenWrite {
+                object,
+                name: scope.object(object).map(|o| o.name.clone()).unwrap_or_default(),
+                line,
+            })
+            .collect();
         let objects = kernel.args as usize + kernel.statics.len();
         kernel.granules = (0..objects as u32)
             .map(|o| match smallest.get(&o) {
@@ -512,6 +541,8 @@ struct Walker<'a> {
     /// Per object: the fewest bytes one checked access of it covers (`None`: a size the pass
     /// cannot compute).
     smallest: BTreeMap<u32, Option<u32>>,
+    /// `__local` objects with a write the pass does not instrument: where the first one is.
+    unseen: BTreeMap<u32, (u32, u32)>,
 }
 
 impl Walker<'_> {
@@ -523,6 +554,34 @@ impl Walker<'_> {
             column,
             why: why.into(),
         });
+    }
+
+    /// `e` may write `__local` memory through `ptr` without the shadow seeing it: the object
+    /// it points into, or every `__local` object when the pass cannot tell which.
+    fn unseen_write(&mut self, e: &Expr, ptr: &Expr) {
+        let local = |ty: &str| Space::of_type(ty) == Some(Space::Local);
+        if !local(&ptr.ty) && !local(&ptr.peel().ty) {
+            return;
+        }
+        // Nothing is written through a pointer to `const` (`async_work_group_copy`'s source).
+        let to_const = |ty: &str| pointee_of(ty).is_some_and(|t| t.split_whitespace().any(|w| w == "const"));
+        if to_const(&ptr.ty) {
+            return;
+        }
+        let at = self.p.line_col(e.span.start);
+        let objects: Vec<u32> = match self.scope.derive(ptr) {
+            Some(k) => vec![k],
+            None => self
+                .scope
+                .objects
+                .iter()
+                .filter(|o| o.space == Space::Local)
+                .map(|o| o.id)
+                .collect(),
+        };
+        for k in objects {
+            self.unseen.entry(k).or_insert(at);
+        }
     }
 
     fn walk(&mut self, e: &Expr, ctx: Use, depth: i64) {
@@ -593,6 +652,7 @@ impl Walker<'_> {
                 if self.pointer_operand(a, d) {
                     continue;
                 }
+                self.unseen_write(a, a);
             } else if !atomic
                 && Space::of_type(&a.ty).is_some()
                 && a.ty.contains('*')
@@ -601,6 +661,10 @@ impl Walker<'_> {
                 // Not a function of the program's own text: an OpenCL built-in, or a helper
                 // defined in a header (hashcat's `apply_rules`), neither of which is rewritten.
                 self.not_checked(a, format!("a pointer handed to `{callee}` (a built-in or a function defined outside the program's own text), whose accesses are not checked"));
+            }
+            if !atomic && a.ty.contains('*') {
+                // A helper or built-in may write through it (`async_work_group_copy`).
+                self.unseen_write(a, a);
             }
             self.walk(a, Use::Read, d);
         }
@@ -722,7 +786,12 @@ impl Walker<'_> {
                     d,
                 );
             }
-            Err(why) => self.not_checked(e, why),
+            Err(why) => {
+                self.not_checked(e, why);
+                if ctx != Use::Read {
+                    self.unseen_write(e, ptr);
+                }
+            }
         }
         for c in e.children() {
             self.walk(c, Use::Read, d);
