@@ -584,6 +584,27 @@ impl Walker<'_> {
         }
     }
 
+    /// `e` may be assigned by an operator the model does not know (see `walk`).
+    fn maybe_written(&mut self, e: &Expr) {
+        let mut x = e.peel();
+        while let ExprKind::Member { base, arrow: false, .. } | ExprKind::Swizzle { base, .. } =
+            &x.kind
+        {
+            x = base.peel();
+        }
+        match &x.kind {
+            // `*p` with the `*` inside the macro.
+            ExprKind::Unary { op: None, operand } if operand.ty.contains('*') => {
+                self.unseen_write(x, operand)
+            }
+            _ => {
+                if let Some(ptr) = access_pointer(x) {
+                    self.unseen_write(x, ptr);
+                }
+            }
+        }
+    }
+
     fn walk(&mut self, e: &Expr, ctx: Use, depth: i64) {
         let d = depth + 1;
         match &e.kind {
@@ -600,6 +621,18 @@ impl Walker<'_> {
                 };
                 self.walk(lhs, l, d);
                 self.walk(rhs, Use::Read, d);
+            }
+            // An operator written inside a macro whose expansion was not recovered (`Add(c,a,b)`
+            // expanding to `c = a + b`): its left side (or operand) may be written. It is walked
+            // as a read, and a `__local` object there is one with a write the shadow misses.
+            ExprKind::Binary { op: None, lhs, rhs, .. } => {
+                self.maybe_written(lhs);
+                self.walk(lhs, Use::Read, d);
+                self.walk(rhs, Use::Read, d);
+            }
+            ExprKind::Unary { op: None, operand } => {
+                self.maybe_written(operand);
+                self.walk(operand, Use::Read, d);
             }
             ExprKind::Unary {
                 op: Some(UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec),
@@ -883,6 +916,25 @@ mod tests {
         assert_eq!(vector_load_store("vload16"), Some((16, Use::Read)));
         assert_eq!(vector_load_store("vload_half"), None);
         assert_eq!(vector_load_store("vstore_half4"), None);
+    }
+
+    #[test]
+    fn a_local_array_written_inside_a_macro_is_one_with_an_unseen_write() {
+        // CLBlast's `Add(c,a,b)`; the second `__local` array is written where the pass sees it.
+        let src = "#define Add(c,a,b) c = a + b\n__kernel void k(__global float* out, __global const float* in) {\n  __local float lm[16];\n  __local float seen[16];\n  int l = get_local_id(0);\n  Add(lm[l], in[l], in[l + 16]);\n  seen[l] = in[l];\n  barrier(CLK_LOCAL_MEM_FENCE);\n  out[l] = lm[0] + seen[0];\n}\n";
+        let want = vec![UnseenWrite {
+            object: 2,
+            name: "lm".into(),
+            line: 6,
+        }];
+        // With the macro's operator recovered from the expansion (an assignment whose left
+        // side is inside the macro), and without it (an operator the model does not know).
+        let recovered = crate::parse_program(src, "").expect("parses");
+        let holes = crate::frontend::parse_declarations(src, "").expect("parses");
+        for p in [recovered, holes] {
+            let s = sanitize(&p).expect("sanitizes");
+            assert_eq!(s.map.kernels[0].unseen_writes, want);
+        }
     }
 
     #[test]
