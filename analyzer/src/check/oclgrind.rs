@@ -129,10 +129,16 @@ impl EngineFailure {
 /// are taken out of [`parse`]'s diagnostics: the launch was not checked whole by Oclgrind.
 pub fn engine_failures(stderr: &str) -> Vec<EngineFailure> {
     let mut out: Vec<EngineFailure> = Vec::new();
-    let mut lines = stderr.lines().filter(|l| !l.starts_with('\t') && !l.starts_with(' '));
+    let mut lines = stderr
+        .lines()
+        .filter(|l| !l.starts_with('\t') && !l.starts_with(' '));
     while let Some(line) = lines.next() {
         if let Some(rest) = line.trim().strip_prefix(FATAL) {
-            let origin = rest.trim().trim_start_matches('(').trim_end_matches(')').to_string();
+            let origin = rest
+                .trim()
+                .trim_start_matches('(')
+                .trim_end_matches(')')
+                .to_string();
             let message = lines.next().unwrap_or("").trim().to_string();
             out.push(EngineFailure { message, origin });
         } else if !line.trim().is_empty() && is_engine_failure(line) {
@@ -336,7 +342,11 @@ mod tests {
         let f = engine_failures(FREEZE);
         assert_eq!(
             f.iter().map(|f| f.message.as_str()).collect::<Vec<_>>(),
-            vec!["Unsupported instruction: freeze", "Something else went wrong", "Unhandled operand type: 7"]
+            vec![
+                "Unsupported instruction: freeze",
+                "Something else went wrong",
+                "Unhandled operand type: 7"
+            ]
         );
         assert_eq!(f[0].origin, "./src/plugins/Uninitialized.cpp:1805");
         assert!(f[0].in_uninitialized_plugin() && !f[1].in_uninitialized_plugin());

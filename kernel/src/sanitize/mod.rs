@@ -354,7 +354,10 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
             .iter()
             .map(|(&object, &(line, _))| UnseenWrite {
                 object,
-                name: scope.object(object).map(|o| o.name.clone()).unwrap_or_default(),
+                name: scope
+                    .object(object)
+                    .map(|o| o.name.clone())
+                    .unwrap_or_default(),
                 line,
             })
             .collect();
@@ -564,7 +567,8 @@ impl Walker<'_> {
             return;
         }
         // Nothing is written through a pointer to `const` (`async_work_group_copy`'s source).
-        let to_const = |ty: &str| pointee_of(ty).is_some_and(|t| t.split_whitespace().any(|w| w == "const"));
+        let to_const =
+            |ty: &str| pointee_of(ty).is_some_and(|t| t.split_whitespace().any(|w| w == "const"));
         if to_const(&ptr.ty) {
             return;
         }
@@ -587,8 +591,10 @@ impl Walker<'_> {
     /// `e` may be assigned by an operator the model does not know (see `walk`).
     fn maybe_written(&mut self, e: &Expr) {
         let mut x = e.peel();
-        while let ExprKind::Member { base, arrow: false, .. } | ExprKind::Swizzle { base, .. } =
-            &x.kind
+        while let ExprKind::Member {
+            base, arrow: false, ..
+        }
+        | ExprKind::Swizzle { base, .. } = &x.kind
         {
             x = base.peel();
         }
@@ -625,7 +631,9 @@ impl Walker<'_> {
             // An operator written inside a macro whose expansion was not recovered (`Add(c,a,b)`
             // expanding to `c = a + b`): its left side (or operand) may be written. It is walked
             // as a read, and a `__local` object there is one with a write the shadow misses.
-            ExprKind::Binary { op: None, lhs, rhs, .. } => {
+            ExprKind::Binary {
+                op: None, lhs, rhs, ..
+            } => {
                 self.maybe_written(lhs);
                 self.walk(lhs, Use::Read, d);
                 self.walk(rhs, Use::Read, d);
@@ -722,8 +730,7 @@ impl Walker<'_> {
         let Some(scalar) = element_bytes(&pointee) else {
             return false;
         };
-        if !ptr.span.is_exact() || !offset.span.is_exact() || !e.span.is_exact() || !pure(offset)
-        {
+        if !ptr.span.is_exact() || !offset.span.is_exact() || !e.span.is_exact() || !pure(offset) {
             return false;
         }
         let Some(off) = self
@@ -739,7 +746,8 @@ impl Walker<'_> {
         let site = self.site(e, k, false);
         self.note_size(k, Some(scalar as u32));
         let size = format!("{}u", scalar * n as u64);
-        let (open, close) = bounds::checked_range(&t.as_target(), &pointee, &size, site, ctx.mode());
+        let (open, close) =
+            bounds::checked_range(&t.as_target(), &pointee, &size, site, ctx.mode());
         let step = format!("(size_t)({off}) * {n}u");
         self.edits.wrap(
             ptr.span.start,
