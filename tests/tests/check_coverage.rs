@@ -9,6 +9,11 @@
 //!   and in SARIF, and makes the exit status 3 (incomplete) instead of 0.
 //! - A limit of Oclgrind's simulated device (1 024 work-items per group) on a launch the
 //!   captured device ran is the engine's limitation, never an `api-misuse` finding.
+//! - What Oclgrind cannot simulate (`Unsupported instruction: freeze` in its uninitialised-value
+//!   plugin) is its limitation, never a finding: the launch runs again without that plugin and
+//!   is reported as checked in part (tests/kernels/check_constructs.cl).
+//! - A `__local` array written inside a macro (not instrumented) gets no uninitialised-read
+//!   finding, and the launch says so; other arrays of the kernel still do.
 //! - The Oclgrind vendors folder and the native engine's cache cannot be prepared by another
 //!   user: a folder or link at the old predictable paths is not used, and a cached file
 //!   changed after it was stored is not trusted.
@@ -263,6 +268,86 @@ fn unchecked_accesses_are_counted_listed_in_html_and_sarif_and_exit_3() {
     assert_eq!(code, 3);
     assert_eq!(json["accesses"], serde_json::json!({"checked": 1, "not_checked": 1}));
     assert_eq!(json["launches"][0]["unchecked_sites"], 1);
+}
+
+#[test]
+fn a_local_array_written_inside_a_macro_has_no_uninitialised_read_and_says_so() {
+    // CLBlast's `#define Add(c,a,b) c = a + b` ... `Add(lm[lid], ...)`: the write is not
+    // instrumented, so `lm`'s reads cannot be judged uninitialised; `never`'s still are.
+    let dir = capture(
+        "check-macro-write",
+        "check_constructs.cl",
+        &["macro_write", "macro_write_and_uninit"],
+    );
+    let (code, native, stderr) = check_json(&dir, &[]);
+    let want: BTreeSet<Key> = [s("macro_write_and_uninit", "uninitialized", 25, 0)]
+        .into_iter()
+        .collect();
+    assert_eq!(findings(&native), want, "{native:#}\n{stderr}");
+    assert_eq!(code, 1, "{native:#}");
+    // The write inside the macro is listed as not checked, and each launch says that
+    // uninitialised reads of `lm` are not checked.
+    let not_checked = native["not_checked"].as_array().expect("not_checked");
+    for (kernel, line) in [("macro_write", 13), ("macro_write_and_uninit", 23)] {
+        assert!(
+            not_checked
+                .iter()
+                .any(|n| n["kernel"] == kernel && n["line"] == line),
+            "{native:#}"
+        );
+    }
+    for l in native["launches"].as_array().expect("launches") {
+        let notes = l["notes"].to_string();
+        assert!(
+            notes.contains("uninitialised reads of `lm` are not checked"),
+            "{l:#}"
+        );
+        assert!(!notes.contains("`never`"), "{l:#}");
+    }
+    if !Path::new(ICD).is_file() {
+        skip("check_coverage", "Oclgrind is not installed: no cross-validation");
+        return;
+    }
+    // Oclgrind: nothing in `macro_write` either.
+    let (_, reference, _) = check_json(&dir, &["--engine", "oclgrind"]);
+    assert!(
+        findings(&reference).iter().all(|f| f.0 != "macro_write"),
+        "{reference:#}"
+    );
+}
+
+#[test]
+fn an_instruction_oclgrind_cannot_simulate_is_its_limit_and_its_other_checks_still_run() {
+    if !Path::new(ICD).is_file() {
+        skip("check_coverage", "Oclgrind is not installed");
+        return;
+    }
+    // A `/` and `%` pair: clang freezes their operands, and Oclgrind's uninitialised-value
+    // plugin stops at `freeze`. That is never a finding; the launch is run again without that
+    // plugin, its race still found, and the launch is said to be checked in part.
+    let dir = capture("check-freeze", "check_constructs.cl", &["div_rem", "div_rem_race"]);
+    let (code, reference, stderr) = check_json(&dir, &["--engine", "oclgrind"]);
+    let want: BTreeSet<Key> = [s("div_rem_race", "data-race", 41, 41)]
+        .into_iter()
+        .collect();
+    assert_eq!(findings(&reference), want, "{reference:#}\n{stderr}");
+    assert_eq!(code, 1, "{reference:#}");
+    for l in reference["launches"].as_array().expect("launches") {
+        assert_eq!(l["status"]["status"], "checked", "{l:#}");
+        let notes = l["notes"].to_string();
+        assert!(
+            notes.contains("uninitialised values not checked") && notes.contains("freeze"),
+            "{l:#}"
+        );
+    }
+    // The clean kernel alone: nothing found, not everything checked (exit status 3).
+    let dir = capture("check-freeze-clean", "check_constructs.cl", &["div_rem"]);
+    let (code, reference, stderr) = check_json(&dir, &["--engine", "oclgrind"]);
+    assert_eq!(reference["findings"], serde_json::json!([]), "{reference:#}\n{stderr}");
+    assert_eq!(code, 3, "{reference:#}");
+    // Without the uninitialised-value check Oclgrind runs it whole.
+    let (code, reference, _) = check_json(&dir, &["--engine", "oclgrind", "--races", "--bounds"]);
+    assert_eq!(code, 0, "{reference:#}");
 }
 
 /// Runs `cltrap ARGS` from a shell that first runs `prepare` with its own pid as `$$` (the

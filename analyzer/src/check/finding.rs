@@ -25,7 +25,8 @@ pub enum Kind {
     /// launch is replayed there (`CL_INVALID_WORK_GROUP_SIZE`, ...), or what the capture shows
     /// without running anything (a local size that does not divide the global size).
     ApiMisuse,
-    /// Any other diagnostic Oclgrind prints (API misuse, unsupported features): kept, not lost.
+    /// Any other diagnostic Oclgrind prints: kept, not lost. (What Oclgrind cannot simulate
+    /// is not one: see `oclgrind::engine_failures`.)
     Other,
 }
 

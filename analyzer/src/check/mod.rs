@@ -23,7 +23,7 @@ pub mod sarif;
 
 use crate::executor::{BuildOptions, DeviceSelector, InputArg, LaunchInput, Session};
 use cltrap_capture::Capture;
-use finding::{Diagnostic, Family, Finding};
+use finding::{Diagnostic, Family, Finding, Kind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -141,8 +141,8 @@ pub enum LaunchStatus {
     /// The child failed (build error, crash): the reason.
     Failed { reason: String },
     /// The engine cannot run this legal launch (a limit of Oclgrind's simulated device, such as
-    /// its 1 024 work-items per group, for a launch the captured device ran): not checked, and
-    /// not the application's fault.
+    /// its 1 024 work-items per group, for a launch the captured device ran, or an
+    /// instruction Oclgrind cannot simulate): not checked, and not the application's fault.
     EngineLimit { reason: String },
 }
 
@@ -165,7 +165,7 @@ pub struct LaunchCheck {
     /// Device time of the same launch uninstrumented (native engine, `--baseline`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline_kernel_ns: Option<u64>,
-    /// Checks switched off for this launch, and why (native engine).
+    /// Checks switched off for this launch, and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     /// Access sites of the kernel the native engine checks (not counting what it names
@@ -431,8 +431,8 @@ pub fn check(
                             variant: opts.variant.as_ref(),
                             first_overrun: opts.first_overrun,
                         };
-                        let (s, d) = child.run(l);
-                        (s, d, None, vec![])
+                        let (s, d, notes) = child.run(l);
+                        (s, d, None, notes)
                     }
                     Err(e) => (LaunchStatus::Failed { reason: e }, vec![], None, vec![]),
                 }
@@ -674,8 +674,48 @@ struct Child<'a> {
 }
 
 impl Child<'_> {
-    /// Runs `launch` in a child on Oclgrind, killed at the deadline.
-    fn run(&self, launch: &cltrap_capture::LaunchRecord) -> (LaunchStatus, Vec<Diagnostic>) {
+    /// Runs `launch` on Oclgrind; when only Oclgrind's uninitialised-value plugin cannot
+    /// simulate it (it stops at `freeze`, which clang puts on the operands of a `/` and `%`
+    /// pair), runs it again without that plugin, so that races and bounds are still checked,
+    /// and says so in the notes (the launch is then incomplete, exit status 3).
+    fn run(
+        &self,
+        launch: &cltrap_capture::LaunchRecord,
+    ) -> (LaunchStatus, Vec<Diagnostic>, Vec<String>) {
+        let (status, diags, failures) = self.run_once(launch, self.checks);
+        let Some(first) = failures.first() else {
+            return (status, diags, vec![]);
+        };
+        if self.checks.uninit && failures.iter().all(|f| f.in_uninitialized_plugin()) {
+            let checks = oclgrind::Checks {
+                uninit: false,
+                ..self.checks
+            };
+            let (status, mut again, failures) = self.run_once(launch, checks);
+            if failures.is_empty() {
+                // What the plugin found before it stopped stands.
+                again.extend(diags.into_iter().filter(|d| d.kind == Kind::Uninitialized));
+                let note = format!(
+                    "uninitialised values not checked: Oclgrind's uninitialised-value plugin cannot simulate this kernel ({})",
+                    first.message
+                );
+                return (status, again, vec![note]);
+            }
+        }
+        let reason = format!(
+            "Oclgrind cannot simulate this kernel: {} (a limit of Oclgrind, not a defect of the application)",
+            first.message
+        );
+        (LaunchStatus::EngineLimit { reason }, diags, vec![])
+    }
+
+    /// Runs `launch` in a child on Oclgrind with `checks`, killed at the deadline: how it
+    /// ended, its diagnostics, and what Oclgrind said it cannot simulate.
+    fn run_once(
+        &self,
+        launch: &cltrap_capture::LaunchRecord,
+        checks: oclgrind::Checks,
+    ) -> (LaunchStatus, Vec<Diagnostic>, Vec<oclgrind::EngineFailure>) {
         let mut cmd = Command::new(self.exe);
         cmd.arg("check-worker")
             .arg(self.dir)
@@ -687,7 +727,7 @@ impl Child<'_> {
                 cmd.arg("--mutant-args");
             }
         }
-        for (k, v) in oclgrind::environment(self.vendors, self.checks) {
+        for (k, v) in oclgrind::environment(self.vendors, checks) {
             cmd.env(k, v);
         }
         // OCL_ICD_FILENAMES would add other platforms next to the private vendors folder.
@@ -702,6 +742,7 @@ impl Child<'_> {
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect();
         let mut diags = oclgrind::parse(&done.stderr);
+        let failures = oclgrind::engine_failures(&done.stderr);
         if let Some(r) = replies.first() {
             for d in &mut diags {
                 if let Some(t) = &mut d.target {
@@ -738,7 +779,7 @@ impl Child<'_> {
                 },
             }
         };
-        (status, diags)
+        (status, diags, failures)
     }
 }
 

@@ -165,6 +165,14 @@ fn worker(
         }
         flags &= !(FLAG_LOCAL_RACES | FLAG_UNINIT);
     }
+    if flags & FLAG_UNINIT != 0 {
+        for w in &kernel.unseen_writes {
+            notes.push(format!(
+                "uninitialised reads of `{}` are not checked: its write at line {} is not instrumented",
+                w.name, w.line
+            ));
+        }
+    }
     let layout = Layout::of(kernel, &input, &mut flags, &mut notes);
     let mut rep = vec![0u32; (HEADER_WORDS + CAPACITY * RECORD_WORDS) as usize];
     rep[1] = CAPACITY;
@@ -489,6 +497,10 @@ fn diagnostic(
                 ),
                 second,
             )
+        }
+        // A write the pass did not instrument may have stored what this read reads.
+        KIND_UNINIT if kernel.unseen_writes.iter().any(|w| w.object as usize == obj) => {
+            return None
         }
         KIND_UNINIT => (
             Kind::Uninitialized,

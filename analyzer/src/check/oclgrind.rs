@@ -70,17 +70,84 @@ pub fn environment(vendors: &Path, checks: Checks) -> Vec<(&'static str, String)
 pub fn parse(stderr: &str) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut block: Vec<&str> = Vec::new();
+    // The message after a fatal error's headline is Oclgrind's, whatever it says.
+    let mut fatal_message = false;
     for line in stderr.lines() {
         if line.is_empty() {
             flush(&mut block, &mut out);
         } else if !line.starts_with('\t') && !line.starts_with(' ') {
             flush(&mut block, &mut out);
+            if fatal_message {
+                block.push(FATAL);
+            }
+            fatal_message = line.starts_with(FATAL);
             block.push(line);
         } else if !block.is_empty() {
             block.push(line);
         }
     }
     flush(&mut block, &mut out);
+    out
+}
+
+/// The headline Oclgrind prints before the message of an error it cannot go on from
+/// (`OCLGRIND FATAL ERROR (./src/plugins/Uninitialized.cpp:1805)`).
+const FATAL: &str = "OCLGRIND FATAL ERROR";
+
+/// Whether a headline says Oclgrind itself cannot simulate something (`Unsupported
+/// instruction: freeze`, `Unhandled operand type`, `Unsupported intrinsic ...`, a feature
+/// not implemented): a limit of the engine, never a defect of the kernel.
+fn is_engine_failure(headline: &str) -> bool {
+    let h = headline.trim();
+    h.starts_with(FATAL)
+        || h.starts_with("Unsupported ")
+        || h.starts_with("Unhandled ")
+        || h.contains("not implemented")
+        || h.contains("not supported")
+}
+
+/// One thing Oclgrind could not simulate, with where in Oclgrind it stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineFailure {
+    /// Oclgrind's message (`Unsupported instruction: freeze`).
+    pub message: String,
+    /// Oclgrind's source file and line of a fatal error (`./src/plugins/Uninitialized.cpp:1805`),
+    /// empty when it printed none.
+    pub origin: String,
+}
+
+impl EngineFailure {
+    /// Whether it is the uninitialised-value plugin that stopped (so a run without that
+    /// plugin can still check the rest).
+    pub fn in_uninitialized_plugin(&self) -> bool {
+        self.origin.contains("Uninitialized.cpp")
+    }
+}
+
+/// What Oclgrind said it cannot simulate, in the order printed: the message after each
+/// `OCLGRIND FATAL ERROR (file:line)` headline, and any other headline of that class. These
+/// are taken out of [`parse`]'s diagnostics: the launch was not checked whole by Oclgrind.
+pub fn engine_failures(stderr: &str) -> Vec<EngineFailure> {
+    let mut out: Vec<EngineFailure> = Vec::new();
+    let mut lines = stderr
+        .lines()
+        .filter(|l| !l.starts_with('\t') && !l.starts_with(' '));
+    while let Some(line) = lines.next() {
+        if let Some(rest) = line.trim().strip_prefix(FATAL) {
+            let origin = rest
+                .trim()
+                .trim_start_matches('(')
+                .trim_end_matches(')')
+                .to_string();
+            let message = lines.next().unwrap_or("").trim().to_string();
+            out.push(EngineFailure { message, origin });
+        } else if !line.trim().is_empty() && is_engine_failure(line) {
+            out.push(EngineFailure {
+                message: line.trim().to_string(),
+                origin: String::new(),
+            });
+        }
+    }
     out
 }
 
@@ -143,6 +210,10 @@ fn memory(headline: &str) -> Option<(String, u64, Option<u32>)> {
 /// One block → one diagnostic; `None` for blocks that are not Oclgrind diagnostics.
 fn diagnostic(block: &[&str]) -> Option<Diagnostic> {
     let (headline, body) = block.split_first()?;
+    if is_engine_failure(headline) {
+        // Oclgrind's own limit (see `engine_failures`), not a finding.
+        return None;
+    }
     let kernel = body
         .iter()
         .find_map(|l| l.trim().strip_prefix("Kernel:"))
@@ -268,6 +339,29 @@ mod tests {
     use super::*;
 
     const RACE: &str = "\nRead-write data race at global memory address 0x2000000000040\n\tKernel: global_race\n\t\n\tFirst entity:  Global(16,0,0) Local(0,0,0) Group(1,0,0)\n\t  store i32 %0, i32 addrspace(1)* %arrayidx2, align 4\n\tAt line 25 (column 12) of input.cl:\n\t  out[g] = in[g];\n\t\n\tSecond entity: Global(15,0,0) Local(15,0,0) Group(0,0,0)\n\t  %1 = load i32\n\tAt line 28 (column 19) of input.cl:\n\t  out[g] += out[g + 1];\n\t\n\nInvalid write of size 4 at global memory address 0x2000000000100\n\tKernel: off_by_one\n\tEntity: Global(63,0,0) Local(15,0,0) Group(3,0,0)\n\t  store i32 %0\n\tAt line 40 (column 16) of input.cl:\n\t  out[g + 1] = in[g + 1];\n\t\ncheck: all results correct\n\nWork-group divergence detected (barrier)\n\tKernel:     divergent_barrier\n\tWork-group: (1,0,0)\n\tOnly 8 out of 16 work-items executed barrier\n\t  tail call spir_func void @_Z7barrierj(i32 noundef 1)\n\tAt line 71 (column 9) of input.cl:\n\t  barrier(CLK_LOCAL_MEM_FENCE);\n\t\n";
+
+    /// Oclgrind 21.10's words on `freeze` (clang freezes the operands of a `/` and `%` pair),
+    /// after a race it found before it stopped.
+    const FREEZE: &str = "\nRead-write data race at global memory address 0x2000000000040\n\tKernel: f\n\t\n\tFirst entity:  Global(16,0,0) Local(0,0,0) Group(1,0,0)\n\t  store i32 %0\n\tAt line 5 (column 12) of input.cl:\n\t  out[g] = 1;\n\t\n\tSecond entity: Global(15,0,0) Local(15,0,0) Group(0,0,0)\n\t  %1 = load i32\n\tAt line 6 (column 19) of input.cl:\n\t  x = out[g];\n\t\n\nOCLGRIND FATAL ERROR (./src/plugins/Uninitialized.cpp:1805)\nUnsupported instruction: freeze\n\tKernel: f\n\tEntity: Global(0,0,0) Local(0,0,0) Group(0,0,0)\n\t  %conv.frozen = freeze i32 %conv\n\tDebugging information not available.\n\t\n\t\n\nOCLGRIND FATAL ERROR (./src/core/WorkItem.cpp:10)\nSomething else went wrong\n\tKernel: f\n\nUnhandled operand type: 7\n\tKernel: f\n";
+
+    #[test]
+    fn what_oclgrind_cannot_simulate_is_its_failure_not_a_finding() {
+        let d = parse(FREEZE);
+        assert_eq!(d.len(), 1, "only the race is a finding: {d:#?}");
+        assert_eq!(d[0].kind, Kind::DataRace);
+        let f = engine_failures(FREEZE);
+        assert_eq!(
+            f.iter().map(|f| f.message.as_str()).collect::<Vec<_>>(),
+            vec![
+                "Unsupported instruction: freeze",
+                "Something else went wrong",
+                "Unhandled operand type: 7"
+            ]
+        );
+        assert_eq!(f[0].origin, "./src/plugins/Uninitialized.cpp:1805");
+        assert!(f[0].in_uninitialized_plugin() && !f[1].in_uninitialized_plugin());
+        assert_eq!(engine_failures(RACE), vec![]);
+    }
 
     #[test]
     fn oclgrind_text_becomes_typed_diagnostics() {

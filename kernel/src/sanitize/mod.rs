@@ -105,6 +105,23 @@ pub struct SanitizedKernel {
     /// bytes of one word are not a race, so the shadow must not share an entry between them.
     #[serde(default)]
     pub granules: Vec<u8>,
+    /// `__local` objects with a write the pass does not instrument (written inside a macro,
+    /// through a pointer it cannot attribute, handed to a helper or a built-in): their shadow
+    /// never learns of that write, so uninitialised reads of them are not reported (the
+    /// engine says so) rather than reported falsely.
+    #[serde(default)]
+    pub unseen_writes: Vec<UnseenWrite>,
+}
+
+/// A `__local` object's first write that the pass does not instrument.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnseenWrite {
+    /// The object (arguments, then statics).
+    pub object: u32,
+    /// Its name.
+    pub name: String,
+    /// 1-based line of the write.
+    pub line: u32,
 }
 
 impl SanitizedKernel {
@@ -256,6 +273,7 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
             no_local_shadow: None,
             helpers: reachable(p, f),
             granules: Vec::new(),
+            unseen_writes: Vec::new(),
         };
         if let Some(h) = f.calls.iter().find(|c| barrier_helpers.contains(*c)) {
             kernel.no_local_shadow = Some(format!(
@@ -307,6 +325,7 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
             sites: &mut map.sites,
             unchecked: &mut map.unchecked,
             smallest: BTreeMap::new(),
+            unseen: BTreeMap::new(),
         };
         crate::model::visit_stmts(body, &mut |st| {
             use crate::model::StmtKind;
@@ -327,8 +346,21 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
                 _ => {}
             }
         });
+        // `__local` objects with writes the shadow does not see: no uninitialised reads.
+        let unseen = std::mem::take(&mut w.unseen);
         // Each object's granule, from its smallest access (unknown size: bytes).
         let smallest = std::mem::take(&mut w.smallest);
+        kernel.unseen_writes = unseen
+            .iter()
+            .map(|(&object, &(line, _))| UnseenWrite {
+                object,
+                name: scope
+                    .object(object)
+                    .map(|o| o.name.clone())
+                    .unwrap_or_default(),
+                line,
+            })
+            .collect();
         let objects = kernel.args as usize + kernel.statics.len();
         kernel.granules = (0..objects as u32)
             .map(|o| match smallest.get(&o) {
@@ -512,6 +544,8 @@ struct Walker<'a> {
     /// Per object: the fewest bytes one checked access of it covers (`None`: a size the pass
     /// cannot compute).
     smallest: BTreeMap<u32, Option<u32>>,
+    /// `__local` objects with a write the pass does not instrument: where the first one is.
+    unseen: BTreeMap<u32, (u32, u32)>,
 }
 
 impl Walker<'_> {
@@ -523,6 +557,58 @@ impl Walker<'_> {
             column,
             why: why.into(),
         });
+    }
+
+    /// `e` may write `__local` memory through `ptr` without the shadow seeing it: the object
+    /// it points into, or every `__local` object when the pass cannot tell which.
+    fn unseen_write(&mut self, e: &Expr, ptr: &Expr) {
+        let local = |ty: &str| Space::of_type(ty) == Some(Space::Local);
+        if !local(&ptr.ty) && !local(&ptr.peel().ty) {
+            return;
+        }
+        // Nothing is written through a pointer to `const` (`async_work_group_copy`'s source).
+        let to_const =
+            |ty: &str| pointee_of(ty).is_some_and(|t| t.split_whitespace().any(|w| w == "const"));
+        if to_const(&ptr.ty) {
+            return;
+        }
+        let at = self.p.line_col(e.span.start);
+        let objects: Vec<u32> = match self.scope.derive(ptr) {
+            Some(k) => vec![k],
+            None => self
+                .scope
+                .objects
+                .iter()
+                .filter(|o| o.space == Space::Local)
+                .map(|o| o.id)
+                .collect(),
+        };
+        for k in objects {
+            self.unseen.entry(k).or_insert(at);
+        }
+    }
+
+    /// `e` may be assigned by an operator the model does not know (see `walk`).
+    fn maybe_written(&mut self, e: &Expr) {
+        let mut x = e.peel();
+        while let ExprKind::Member {
+            base, arrow: false, ..
+        }
+        | ExprKind::Swizzle { base, .. } = &x.kind
+        {
+            x = base.peel();
+        }
+        match &x.kind {
+            // `*p` with the `*` inside the macro.
+            ExprKind::Unary { op: None, operand } if operand.ty.contains('*') => {
+                self.unseen_write(x, operand)
+            }
+            _ => {
+                if let Some(ptr) = access_pointer(x) {
+                    self.unseen_write(x, ptr);
+                }
+            }
+        }
     }
 
     fn walk(&mut self, e: &Expr, ctx: Use, depth: i64) {
@@ -541,6 +627,20 @@ impl Walker<'_> {
                 };
                 self.walk(lhs, l, d);
                 self.walk(rhs, Use::Read, d);
+            }
+            // An operator written inside a macro whose expansion was not recovered (`Add(c,a,b)`
+            // expanding to `c = a + b`): its left side (or operand) may be written. It is walked
+            // as a read, and a `__local` object there is one with a write the shadow misses.
+            ExprKind::Binary {
+                op: None, lhs, rhs, ..
+            } => {
+                self.maybe_written(lhs);
+                self.walk(lhs, Use::Read, d);
+                self.walk(rhs, Use::Read, d);
+            }
+            ExprKind::Unary { op: None, operand } => {
+                self.maybe_written(operand);
+                self.walk(operand, Use::Read, d);
             }
             ExprKind::Unary {
                 op: Some(UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec),
@@ -593,6 +693,7 @@ impl Walker<'_> {
                 if self.pointer_operand(a, d) {
                     continue;
                 }
+                self.unseen_write(a, a);
             } else if !atomic
                 && Space::of_type(&a.ty).is_some()
                 && a.ty.contains('*')
@@ -601,6 +702,10 @@ impl Walker<'_> {
                 // Not a function of the program's own text: an OpenCL built-in, or a helper
                 // defined in a header (hashcat's `apply_rules`), neither of which is rewritten.
                 self.not_checked(a, format!("a pointer handed to `{callee}` (a built-in or a function defined outside the program's own text), whose accesses are not checked"));
+            }
+            if !atomic && a.ty.contains('*') {
+                // A helper or built-in may write through it (`async_work_group_copy`).
+                self.unseen_write(a, a);
             }
             self.walk(a, Use::Read, d);
         }
@@ -625,8 +730,7 @@ impl Walker<'_> {
         let Some(scalar) = element_bytes(&pointee) else {
             return false;
         };
-        if !ptr.span.is_exact() || !offset.span.is_exact() || !e.span.is_exact() || !pure(offset)
-        {
+        if !ptr.span.is_exact() || !offset.span.is_exact() || !e.span.is_exact() || !pure(offset) {
             return false;
         }
         let Some(off) = self
@@ -642,7 +746,8 @@ impl Walker<'_> {
         let site = self.site(e, k, false);
         self.note_size(k, Some(scalar as u32));
         let size = format!("{}u", scalar * n as u64);
-        let (open, close) = bounds::checked_range(&t.as_target(), &pointee, &size, site, ctx.mode());
+        let (open, close) =
+            bounds::checked_range(&t.as_target(), &pointee, &size, site, ctx.mode());
         let step = format!("(size_t)({off}) * {n}u");
         self.edits.wrap(
             ptr.span.start,
@@ -722,7 +827,12 @@ impl Walker<'_> {
                     d,
                 );
             }
-            Err(why) => self.not_checked(e, why),
+            Err(why) => {
+                self.not_checked(e, why);
+                if ctx != Use::Read {
+                    self.unseen_write(e, ptr);
+                }
+            }
         }
         for c in e.children() {
             self.walk(c, Use::Read, d);
@@ -814,6 +924,25 @@ mod tests {
         assert_eq!(vector_load_store("vload16"), Some((16, Use::Read)));
         assert_eq!(vector_load_store("vload_half"), None);
         assert_eq!(vector_load_store("vstore_half4"), None);
+    }
+
+    #[test]
+    fn a_local_array_written_inside_a_macro_is_one_with_an_unseen_write() {
+        // CLBlast's `Add(c,a,b)`; the second `__local` array is written where the pass sees it.
+        let src = "#define Add(c,a,b) c = a + b\n__kernel void k(__global float* out, __global const float* in) {\n  __local float lm[16];\n  __local float seen[16];\n  int l = get_local_id(0);\n  Add(lm[l], in[l], in[l + 16]);\n  seen[l] = in[l];\n  barrier(CLK_LOCAL_MEM_FENCE);\n  out[l] = lm[0] + seen[0];\n}\n";
+        let want = vec![UnseenWrite {
+            object: 2,
+            name: "lm".into(),
+            line: 6,
+        }];
+        // With the macro's operator recovered from the expansion (an assignment whose left
+        // side is inside the macro), and without it (an operator the model does not know).
+        let recovered = crate::parse_program(src, "").expect("parses");
+        let holes = crate::frontend::parse_declarations(src, "").expect("parses");
+        for p in [recovered, holes] {
+            let s = sanitize(&p).expect("sanitizes");
+            assert_eq!(s.map.kernels[0].unseen_writes, want);
+        }
     }
 
     #[test]
