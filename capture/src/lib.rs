@@ -35,6 +35,7 @@ pub mod model;
 pub mod options;
 pub mod parallel;
 pub mod reader;
+pub mod safe_open;
 pub mod replayable;
 pub mod schedule;
 pub mod text;

@@ -7,8 +7,6 @@ use crate::{FORMAT_NAME, FORMAT_VERSION, READABLE_VERSIONS};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::fs;
-use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 /// Largest `manifest.json` read.
@@ -54,16 +52,7 @@ pub enum ReadError {
     NotADigest { hash: String },
 }
 
-/// Why a file of a capture could not be opened by [`open_inside`].
-#[derive(Debug)]
-pub enum OpenError {
-    /// It does not exist.
-    NotFound,
-    /// It exists but is not a file a reader may open (one sentence part: why).
-    Refused(String),
-    /// The system refused otherwise.
-    Io(std::io::Error),
-}
+pub use crate::safe_open::{open_inside, read_inside, OpenError};
 
 impl OpenError {
     /// As a [`ReadError`] about `path`; `missing` is what a file that is not there means.
@@ -74,80 +63,6 @@ impl OpenError {
             OpenError::Io(source) => ReadError::Io { path, source },
         }
     }
-}
-
-/// Opens the regular file `dir/parts[0]/parts[1]/…` for reading, where `dir` is the capture
-/// folder the user named and each part one plain name: no part may be a symbolic link (each
-/// is opened with `O_NOFOLLOW` relative to the one before, so nothing outside `dir` is
-/// reached), the last must be a regular file (a FIFO or a device is refused without
-/// blocking: it is opened with `O_NONBLOCK`) of at most `max` bytes. Why: a capture is
-/// untrusted, and a `launches.jsonl` that is a FIFO or a blob that is a link to `/dev/zero`
-/// must not hang or exhaust a reader.
-pub fn open_inside(dir: &Path, parts: &[&str], max: u64) -> Result<fs::File, OpenError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let root = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
-        .open(dir)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => OpenError::NotFound,
-            _ => OpenError::Io(e),
-        })?;
-    let mut fd = OwnedFd::from(root);
-    for (k, part) in parts.iter().enumerate() {
-        let last = k + 1 == parts.len();
-        if part.is_empty() || *part == "." || *part == ".." || part.contains('/') {
-            return Err(OpenError::Refused(format!("{part:?} is not a plain name")));
-        }
-        let name = std::ffi::CString::new(*part)
-            .map_err(|_| OpenError::Refused("its name holds a NUL byte".into()))?;
-        let flags = libc::O_RDONLY
-            | libc::O_CLOEXEC
-            | libc::O_NOFOLLOW
-            | if last { libc::O_NONBLOCK } else { libc::O_DIRECTORY };
-        // SAFETY: `fd` is an open directory and `name` a NUL-terminated string.
-        let raw = unsafe { libc::openat(fd.as_raw_fd(), name.as_ptr(), flags) };
-        if raw < 0 {
-            let e = std::io::Error::last_os_error();
-            return Err(match e.raw_os_error() {
-                Some(libc::ENOENT) => OpenError::NotFound,
-                Some(libc::ELOOP) => OpenError::Refused(format!("{part} is a symbolic link")),
-                Some(libc::ENOTDIR) => OpenError::Refused(format!(
-                    "{part} is not a folder (a symbolic link or a file)"
-                )),
-                Some(libc::ENXIO) => OpenError::Refused(format!("{part} is not a regular file")),
-                _ => OpenError::Io(e),
-            });
-        }
-        // SAFETY: `raw` is a descriptor just opened and owned by nothing else.
-        fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    }
-    let file = fs::File::from(fd);
-    let meta = file.metadata().map_err(OpenError::Io)?;
-    if !meta.file_type().is_file() {
-        return Err(OpenError::Refused("it is not a regular file".into()));
-    }
-    if meta.len() > max {
-        return Err(OpenError::Refused(format!(
-            "it is {} bytes, more than the {max} a reader takes",
-            meta.len()
-        )));
-    }
-    Ok(file)
-}
-
-/// The whole of a file [`open_inside`] opened, read no further than `max` bytes.
-pub fn read_inside(dir: &Path, parts: &[&str], max: u64) -> Result<Vec<u8>, OpenError> {
-    let file = open_inside(dir, parts, max)?;
-    let len = file.metadata().map_err(OpenError::Io)?.len();
-    let mut bytes = Vec::new();
-    bytes
-        .try_reserve_exact(usize::try_from(len).unwrap_or(usize::MAX))
-        .map_err(|_| OpenError::Refused(format!("{len} bytes do not fit in memory")))?;
-    file.take(max)
-        .read_to_end(&mut bytes)
-        .map_err(OpenError::Io)?;
-    Ok(bytes)
 }
 
 /// The path parts of the file of blob `name` (`blobs/ab/NAME`) plus `suffix`.
