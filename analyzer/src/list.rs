@@ -226,6 +226,15 @@ pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
             total - blocked
         ));
     }
+    for d in &capture.damaged {
+        out.push_str(&format!("damaged: {d}\n"));
+    }
+    if !capture.damaged.is_empty() {
+        out.push_str(&format!(
+            "note: {} damaged launch line(s) are left out above; the other launches are listed\n",
+            capture.damaged.len()
+        ));
+    }
     if capture.truncated {
         out.push_str("note: the launch log ends in a cut-off record (the application died mid-write); it was ignored\n");
     }

@@ -319,6 +319,17 @@ fn open(dir: &Path) -> Result<Capture, String> {
     Capture::open(dir).map_err(|e| e.to_string())
 }
 
+/// [`open`] for commands that report damaged launch lines and work on the other launches.
+fn open_keeping_damaged(dir: &Path) -> Result<Capture, String> {
+    Capture::open_keeping_damaged(dir).map_err(|e| e.to_string())
+}
+
+/// The replay line of a damaged launch record: not `launch ID KERNEL: …` (its kernel is not
+/// known), so a worker's parent passes it on without counting it as a replayed launch.
+fn damaged_line(d: &cltrap_capture::DamagedLaunch) -> String {
+    format!("damaged launch record: error: {d}")
+}
+
 fn main() -> ExitCode {
     if let Some(code) = instrument_cmd::intercept() {
         return code;
@@ -361,7 +372,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             Ok(u8::try_from(report.exit_code & 0xff).unwrap_or(1))
         }
         Cmd::List { dir } => {
-            let capture = open(&dir)?;
+            let capture = open_keeping_damaged(&dir)?;
             let _ = write!(stdout, "{}", list::render(&capture, &mut Resolver::new()));
             Ok(0)
         }
@@ -376,8 +387,11 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
         }
         Cmd::Export(args) => cltrap_analyzer::export::cli(&args, &mut stdout),
         Cmd::Show { dir, id, json, .. } => {
-            let capture = open(&dir)?;
+            let capture = open_keeping_damaged(&dir)?;
             let id = id.ok_or("give a launch id or --kernel NAME")?;
+            if let Some(d) = capture.damaged.iter().find(|d| d.id == Some(id)) {
+                return Err(format!("launch {id} cannot be shown: {d}"));
+            }
             let launch = capture.launch(id).map_err(|e| e.to_string())?;
             if json {
                 let program = capture.program(&launch.program).ok();
@@ -413,7 +427,22 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             watchdog,
             after,
         } => {
-            let capture = open(&dir)?;
+            let capture = open_keeping_damaged(&dir)?;
+            // Damaged launch lines are error lines of the replay (once, not again in a
+            // worker that continues after a crash), and make it exit 2.
+            let damaged = capture.damaged.len();
+            if after.is_none() && (schedules.is_some() || in_process || capture.launches.is_empty()) {
+                for d in &capture.damaged {
+                    let _ = writeln!(stdout, "{}", damaged_line(d));
+                    eprintln!("cltrap: {d}");
+                }
+            }
+            if capture.launches.is_empty() && damaged > 0 {
+                return Err(format!(
+                    "{} holds no launch that is not damaged ({damaged} damaged line(s)): nothing to replay",
+                    dir.display()
+                ));
+            }
             if capture.launches.is_empty() {
                 return Err(format!(
                     "{} holds no launches ({} is empty): nothing to replay",
@@ -438,6 +467,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                     args,
                     order,
                     watchdog: std::time::Duration::from_secs_f64(watchdog.max(0.1)),
+                    damaged,
                 };
                 return worker.run(&mut stdout);
             }
@@ -454,7 +484,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                         .then(|| std::time::Duration::from_secs(race_deadline.max(1))),
                 };
                 return schedules::cli(&capture, &opts, timing, &mut stdout)
-                    .map(|c| c as u8)
+                    .map(|c| if damaged > 0 { 2 } else { c as u8 })
                     .map_err(|e| e.to_string());
             }
             let opts = ReplayOptions {
@@ -474,6 +504,10 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                 }
             })
             .map_err(|e| e.to_string())?;
+            let mut summary = summary;
+            if after.is_none() {
+                summary.errors += damaged;
+            }
             let info = session.info();
             let _ = writeln!(
                 stdout,

@@ -28,6 +28,9 @@ pub struct WorkerReplay {
     pub order: Vec<(u64, String)>,
     /// Longest silence of a worker (compile time of a program included).
     pub watchdog: Duration,
+    /// Damaged launch lines of the capture: the first worker prints them, and each counts
+    /// as a failed launch (exit 2).
+    pub damaged: usize,
 }
 
 /// Counts one per-launch line into `summary`; returns its launch id.
@@ -65,7 +68,10 @@ impl WorkerReplay {
     /// Runs the replay, writing per-launch lines and the summary to `out`; returns the exit
     /// code (as an in-process replay would give it).
     pub fn run(&self, out: &mut dyn Write) -> Result<u8, String> {
-        let mut summary = Summary::default();
+        let mut summary = Summary {
+            errors: self.damaged,
+            ..Summary::default()
+        };
         let mut device: Option<String> = None;
         let mut after: Option<u64> = None;
         loop {

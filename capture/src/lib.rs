@@ -35,6 +35,7 @@ pub mod model;
 pub mod options;
 pub mod parallel;
 pub mod reader;
+pub mod safe_open;
 pub mod replayable;
 pub mod schedule;
 pub mod text;
@@ -44,7 +45,7 @@ pub mod writer_fs;
 
 pub use controls::{AtFinish, BufferMode, Control, DeviceDigest, Settings, CONTROLS};
 pub use model::*;
-pub use reader::{Capture, ReadError};
+pub use reader::{Capture, DamagedLaunch, ReadError};
 pub use text::Text;
 pub use writer::{BlobStore, CaptureWriter, WriteError};
 
@@ -506,6 +507,41 @@ mod tests {
         .unwrap();
         let e = Capture::open(&dir).unwrap_err().to_string();
         assert!(e.contains("change of launch 2"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_damaged_launch_line_is_kept_apart_with_the_deltas_that_depend_on_it() {
+        let dir = fresh("damaged-line");
+        let w = CaptureWriter::create(&dir, &manifest()).unwrap();
+        let records: Vec<LaunchRecord> = (0..40).map(|i| storm_record(i, (i % 4) as u8)).collect();
+        w.append_numbered(records.clone()).unwrap();
+        drop(w);
+        let log = std::fs::read_to_string(dir.join(LAUNCHES_FILE)).unwrap();
+        let mut lines: Vec<String> = log.lines().map(str::to_string).collect();
+        assert_eq!(lines.len(), 40);
+        // Launch 10 keeps its id but loses its record.
+        lines[10] = "{\"id\":10,\"bogus\":1}".into();
+        std::fs::write(dir.join(LAUNCHES_FILE), lines.join("\n") + "\n").unwrap();
+        // The strict reader refuses the capture, naming the line.
+        let e = Capture::open(&dir).unwrap_err().to_string();
+        assert!(e.contains("line 11 (launch 10)"), "{e}");
+        let c = Capture::open_keeping_damaged(&dir).unwrap();
+        assert_eq!(c.damaged[0].line, 11);
+        assert_eq!(c.damaged[0].id, Some(10));
+        // Every later launch of that kernel written as a change of it is damaged too, named.
+        let damaged: Vec<u64> = c.damaged.iter().filter_map(|d| d.id).collect();
+        for d in &c.damaged[1..] {
+            let id = d.id.unwrap();
+            assert!(id > 10 && d.why.contains("whose record (line"), "{d}");
+        }
+        assert!(damaged.contains(&11), "{damaged:?}");
+        assert!(!damaged.contains(&9), "{damaged:?}");
+        // The other launches read back whole.
+        let want: Vec<LaunchRecord> =
+            records.iter().filter(|r| !damaged.contains(&r.id)).cloned().collect();
+        assert_eq!(c.launches, want);
+        assert_eq!(c.launches.len() + c.damaged.len(), 40);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -7,8 +7,6 @@ use crate::{FORMAT_NAME, FORMAT_VERSION, READABLE_VERSIONS};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::fs;
-use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 /// Largest `manifest.json` read.
@@ -54,16 +52,7 @@ pub enum ReadError {
     NotADigest { hash: String },
 }
 
-/// Why a file of a capture could not be opened by [`open_inside`].
-#[derive(Debug)]
-pub enum OpenError {
-    /// It does not exist.
-    NotFound,
-    /// It exists but is not a file a reader may open (one sentence part: why).
-    Refused(String),
-    /// The system refused otherwise.
-    Io(std::io::Error),
-}
+pub use crate::safe_open::{open_inside, read_inside, OpenError};
 
 impl OpenError {
     /// As a [`ReadError`] about `path`; `missing` is what a file that is not there means.
@@ -74,80 +63,6 @@ impl OpenError {
             OpenError::Io(source) => ReadError::Io { path, source },
         }
     }
-}
-
-/// Opens the regular file `dir/parts[0]/parts[1]/…` for reading, where `dir` is the capture
-/// folder the user named and each part one plain name: no part may be a symbolic link (each
-/// is opened with `O_NOFOLLOW` relative to the one before, so nothing outside `dir` is
-/// reached), the last must be a regular file (a FIFO or a device is refused without
-/// blocking: it is opened with `O_NONBLOCK`) of at most `max` bytes. Why: a capture is
-/// untrusted, and a `launches.jsonl` that is a FIFO or a blob that is a link to `/dev/zero`
-/// must not hang or exhaust a reader.
-pub fn open_inside(dir: &Path, parts: &[&str], max: u64) -> Result<fs::File, OpenError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let root = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
-        .open(dir)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => OpenError::NotFound,
-            _ => OpenError::Io(e),
-        })?;
-    let mut fd = OwnedFd::from(root);
-    for (k, part) in parts.iter().enumerate() {
-        let last = k + 1 == parts.len();
-        if part.is_empty() || *part == "." || *part == ".." || part.contains('/') {
-            return Err(OpenError::Refused(format!("{part:?} is not a plain name")));
-        }
-        let name = std::ffi::CString::new(*part)
-            .map_err(|_| OpenError::Refused("its name holds a NUL byte".into()))?;
-        let flags = libc::O_RDONLY
-            | libc::O_CLOEXEC
-            | libc::O_NOFOLLOW
-            | if last { libc::O_NONBLOCK } else { libc::O_DIRECTORY };
-        // SAFETY: `fd` is an open directory and `name` a NUL-terminated string.
-        let raw = unsafe { libc::openat(fd.as_raw_fd(), name.as_ptr(), flags) };
-        if raw < 0 {
-            let e = std::io::Error::last_os_error();
-            return Err(match e.raw_os_error() {
-                Some(libc::ENOENT) => OpenError::NotFound,
-                Some(libc::ELOOP) => OpenError::Refused(format!("{part} is a symbolic link")),
-                Some(libc::ENOTDIR) => OpenError::Refused(format!(
-                    "{part} is not a folder (a symbolic link or a file)"
-                )),
-                Some(libc::ENXIO) => OpenError::Refused(format!("{part} is not a regular file")),
-                _ => OpenError::Io(e),
-            });
-        }
-        // SAFETY: `raw` is a descriptor just opened and owned by nothing else.
-        fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    }
-    let file = fs::File::from(fd);
-    let meta = file.metadata().map_err(OpenError::Io)?;
-    if !meta.file_type().is_file() {
-        return Err(OpenError::Refused("it is not a regular file".into()));
-    }
-    if meta.len() > max {
-        return Err(OpenError::Refused(format!(
-            "it is {} bytes, more than the {max} a reader takes",
-            meta.len()
-        )));
-    }
-    Ok(file)
-}
-
-/// The whole of a file [`open_inside`] opened, read no further than `max` bytes.
-pub fn read_inside(dir: &Path, parts: &[&str], max: u64) -> Result<Vec<u8>, OpenError> {
-    let file = open_inside(dir, parts, max)?;
-    let len = file.metadata().map_err(OpenError::Io)?.len();
-    let mut bytes = Vec::new();
-    bytes
-        .try_reserve_exact(usize::try_from(len).unwrap_or(usize::MAX))
-        .map_err(|_| OpenError::Refused(format!("{len} bytes do not fit in memory")))?;
-    file.take(max)
-        .read_to_end(&mut bytes)
-        .map_err(OpenError::Io)?;
-    Ok(bytes)
 }
 
 /// The path parts of the file of blob `name` (`blobs/ab/NAME`) plus `suffix`.
@@ -173,19 +88,67 @@ fn blob_file_path(dir: &Path, name: &str, suffix: &str) -> PathBuf {
     PathBuf::from(p)
 }
 
+/// A line of the launch log that could not be taken as a launch: it does not parse, breaks a
+/// limit, or is a change of a launch whose record is itself damaged. Why kept: one damaged
+/// line must not hide the other launches of a capture; commands that read launches report
+/// each of these and still work on the rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DamagedLaunch {
+    /// 1-based line number in the log (journal lines follow the log's last line).
+    pub line: usize,
+    /// The launch id the line names, when it can still be read.
+    pub id: Option<u64>,
+    /// What is wrong, as one sentence part (no line number, no id).
+    pub why: String,
+}
+
+impl std::fmt::Display for DamagedLaunch {
+    /// `line N of launches.jsonl (launch ID) is damaged: WHY`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {} of {}", self.line, crate::LAUNCHES_FILE)?;
+        if let Some(id) = self.id {
+            write!(f, " (launch {id})")?;
+        }
+        write!(f, " is damaged: {}", self.why)
+    }
+}
+
 /// A capture opened for reading: manifest and all complete launch records.
 #[derive(Debug)]
 pub struct Capture {
     dir: PathBuf,
     pub manifest: Manifest,
     pub launches: Vec<LaunchRecord>,
+    /// Lines of the log that are not usable launches, in line order (see [`DamagedLaunch`]);
+    /// empty unless opened with [`Capture::open_keeping_damaged`].
+    pub damaged: Vec<DamagedLaunch>,
     /// True when the last line of the log was cut off (the application died mid-write).
     pub truncated: bool,
 }
 
 impl Capture {
-    /// Opens the capture in `dir`, checking the format version and every launch line.
+    /// Opens the capture in `dir`, checking the format version and every launch line; a
+    /// damaged launch line refuses the whole capture (for commands whose result would be
+    /// wrong without every launch).
     pub fn open(dir: &Path) -> Result<Capture, ReadError> {
+        let capture = Self::open_keeping_damaged(dir)?;
+        if let Some(d) = capture.damaged.first() {
+            return Err(ReadError::Corrupt {
+                path: dir.join(crate::LAUNCHES_FILE),
+                message: match d.id {
+                    Some(id) => format!("line {} (launch {id}): {}", d.line, d.why),
+                    None => format!("line {}: {}", d.line, d.why),
+                },
+            });
+        }
+        Ok(capture)
+    }
+
+    /// [`Capture::open`], but a launch line that is damaged is kept aside in
+    /// [`Capture::damaged`] and the other launches are read: for commands (list, show,
+    /// replay) that report the damage and still work on the rest. A broken manifest or a
+    /// log that cannot be read still refuses the capture.
+    pub fn open_keeping_damaged(dir: &Path) -> Result<Capture, ReadError> {
         let manifest_path = dir.join("manifest.json");
         let text = read_inside(dir, &["manifest.json"], MAX_MANIFEST).map_err(|e| {
             e.at(manifest_path.clone(), |_| ReadError::NoManifest {
@@ -235,11 +198,7 @@ impl Capture {
         // The piece after the last newline is empty, or a partial record of a writer that died.
         lines.pop();
         lines.extend(pending.split(|b| *b == b'\n').filter(|l| !l.is_empty()));
-        let launches = parse_log(&lines).map_err(|(n, message)| ReadError::Corrupt {
-            path: log_path.clone(),
-            message: format!("line {n}{message}"),
-        })?;
-        let mut launches = launches;
+        let (mut launches, damaged) = parse_log(&lines);
         // Writers that record launches as they complete write them out of id order; ids are
         // the order the application enqueued them.
         launches.sort_by_key(|l| l.id);
@@ -247,6 +206,7 @@ impl Capture {
             dir: dir.to_path_buf(),
             manifest,
             launches,
+            damaged,
             truncated,
         })
     }
@@ -445,33 +405,61 @@ impl Capture {
 
 /// The launch records of a log's whole lines, in file order: whole records as they are, delta
 /// lines (`{"id", "base", "patch"}`, see [`crate::delta`]) applied to their base, which must
-/// be an earlier line; every record checked ([`LaunchRecord::validate`]). Err: (1-based line
-/// number, ` (launch ID)` when known and what is wrong).
-fn parse_log(lines: &[&[u8]]) -> Result<Vec<LaunchRecord>, (usize, String)> {
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Delta {
-        id: u64,
-        base: u64,
-        patch: serde_json::Value,
-    }
-    let mut launches: Vec<LaunchRecord> = Vec::with_capacity(lines.len());
-    let mut position: HashMap<u64, usize> = HashMap::new();
-    // Per id, the line it was read from (a second, identical copy is dropped).
-    let mut line_of: HashMap<u64, usize> = HashMap::new();
-    // Records made from deltas, as JSON, until a later delta uses them as its base (a
-    // writer's chain of one kernel's launches: only the newest of each chain is kept).
-    let mut resolved: HashMap<u64, serde_json::Value> = HashMap::new();
+/// be an earlier line; every record checked ([`LaunchRecord::validate`]). Lines that are not
+/// usable launches come back apart, with why: a delta whose base is damaged is damaged too.
+fn parse_log(lines: &[&[u8]]) -> (Vec<LaunchRecord>, Vec<DamagedLaunch>) {
+    let mut log = Log::default();
+    let mut damaged = Vec::new();
     for (n, line) in lines.iter().enumerate() {
         if line.is_empty() {
             continue;
         }
+        if let Err((id, why)) = log.take(lines, n) {
+            // Deltas naming this id as their base are damaged with it.
+            if let Some(id) = id {
+                log.damaged_ids.entry(id).or_insert(n + 1);
+            }
+            damaged.push(DamagedLaunch {
+                line: n + 1,
+                id,
+                why,
+            });
+        }
+    }
+    (log.launches, damaged)
+}
+
+/// The state of [`parse_log`] between lines.
+#[derive(Default)]
+struct Log {
+    launches: Vec<LaunchRecord>,
+    position: HashMap<u64, usize>,
+    /// Per id, the line it was read from (a second, identical copy is dropped).
+    line_of: HashMap<u64, usize>,
+    /// Records made from deltas, as JSON, until a later delta uses them as its base (a
+    /// writer's chain of one kernel's launches: only the newest of each chain is kept).
+    resolved: HashMap<u64, serde_json::Value>,
+    /// Ids of damaged lines, with the (1-based) line of the first.
+    damaged_ids: HashMap<u64, usize>,
+}
+
+impl Log {
+    /// Takes line `n` of `lines` into the log. Err: the launch id when readable, and why the
+    /// line is damaged.
+    fn take(&mut self, lines: &[&[u8]], n: usize) -> Result<(), (Option<u64>, String)> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Delta {
+            id: u64,
+            base: u64,
+            patch: serde_json::Value,
+        }
+        let line = lines[n];
         // The launch a damaged line was, when its id can still be read.
         let which = || {
             serde_json::from_slice::<serde_json::Value>(line)
                 .ok()
                 .and_then(|v| v.get("id")?.as_u64())
-                .map_or(String::new(), |id| format!(" (launch {id})"))
         };
         let record = match serde_json::from_slice::<LaunchRecord>(line) {
             Ok(r) => r,
@@ -480,55 +468,69 @@ fn parse_log(lines: &[&[u8]]) -> Result<Vec<LaunchRecord>, (usize, String)> {
                     Ok(d) => d,
                     // A line with a patch is a delta line: its own error says what is wrong.
                     Err(e) if line.windows(9).any(|w| w == b"\"patch\":") => {
-                        return Err((n + 1, format!("{}: {e}", which())))
+                        return Err((which(), e.to_string()))
                     }
-                    Err(_) => return Err((n + 1, format!("{}: {whole}", which()))),
+                    Err(_) => return Err((which(), whole.to_string())),
                 };
-                let mut value = match resolved.remove(&d.base) {
+                let id = Some(d.id);
+                if let Some(at) = self.damaged_ids.get(&d.base) {
+                    return Err((
+                        id,
+                        format!(
+                            "it is recorded as a change of launch {}, whose record (line {at}) is damaged",
+                            d.base
+                        ),
+                    ));
+                }
+                let mut value = match self.resolved.remove(&d.base) {
                     Some(v) => v,
                     None => {
-                        let Some(i) = position.get(&d.base) else {
-                            return Err((n + 1, format!(
-                                ": launch {} is recorded as a change of launch {}, which is not on an earlier line",
-                                d.id, d.base
+                        let Some(i) = self.position.get(&d.base) else {
+                            return Err((id, format!(
+                                "it is recorded as a change of launch {}, which is not on an earlier line",
+                                d.base
                             )));
                         };
-                        serde_json::to_value(&launches[*i]).map_err(|e| (n + 1, format!(": {e}")))?
+                        serde_json::to_value(&self.launches[*i]).map_err(|e| (id, e.to_string()))?
                     }
                 };
-                crate::delta::apply(&mut value, &d.patch)
-                    .map_err(|e| (n + 1, format!(" (launch {}): {e}", d.id)))?;
+                crate::delta::apply(&mut value, &d.patch).map_err(|e| (id, e.to_string()))?;
                 value["id"] = d.id.into();
-                let record = LaunchRecord::deserialize(&value)
-                    .map_err(|e| (n + 1, format!(" (launch {}): {e}", d.id)))?;
-                resolved.insert(d.id, value);
+                let record = LaunchRecord::deserialize(&value).map_err(|e| (id, e.to_string()))?;
+                self.resolved.insert(d.id, value);
                 record
             }
         };
         // A record both in a journal and in the log (its writer died while moving one into
         // the other) is the same line twice: the first copy counts. Two different records
         // with one id are a broken capture.
-        if let Some(&first) = line_of.get(&record.id) {
-            if lines[first] == *line {
-                continue;
+        if let Some(&first) = self.line_of.get(&record.id) {
+            if lines[first] == line {
+                return Ok(());
             }
             return Err((
-                n + 1,
+                Some(record.id),
                 format!(
-                    ": launch id {} is also on line {}, with a different record",
+                    "launch id {} is also on line {}, with a different record",
                     record.id,
                     first + 1
                 ),
             ));
         }
+        if let Some(&at) = self.damaged_ids.get(&record.id) {
+            return Err((
+                Some(record.id),
+                format!("launch id {} is also on line {at}, which is damaged", record.id),
+            ));
+        }
         record
             .validate()
-            .map_err(|e| (n + 1, format!(" (launch {}): {e}", record.id)))?;
-        line_of.insert(record.id, n);
-        position.insert(record.id, launches.len());
-        launches.push(record);
+            .map_err(|e| (Some(record.id), e.to_string()))?;
+        self.line_of.insert(record.id, n);
+        self.position.insert(record.id, self.launches.len());
+        self.launches.push(record);
+        Ok(())
     }
-    Ok(launches)
 }
 
 /// The error of a file [`open_inside`] found missing where the caller already handled that.

@@ -14,8 +14,8 @@
 //!   ([`write_new`]), under a temporary name, and renamed into place;
 //! * files are made `0600` and folders `0700` unless the capture is shared ([`Access`]).
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::fs::OpenOptions;
+use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -184,82 +184,7 @@ pub fn ensure_subdirs(root: &Path, rel: &Path, access: Access) -> std::io::Resul
     Ok(())
 }
 
-/// How [`open_regular`] opens a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Open {
-    /// Read only; the file must exist.
-    Read,
-    /// Read and write, created (with `access`'s mode) when missing, never truncated.
-    ReadWrite,
-    /// Appending, created when missing.
-    Append,
-}
-
-/// Opens `path` without following a symbolic link in its last component and without
-/// blocking (a FIFO opens at once), then checks with `fstat` that it is a regular file:
-/// anything else is an error naming the path. The descriptor is made blocking again for use.
-pub fn open_regular(path: &Path, how: Open, access: Access) -> std::io::Result<File> {
-    let mut o = OpenOptions::new();
-    match how {
-        Open::Read => o.read(true),
-        Open::ReadWrite => o.read(true).write(true).create(true).truncate(false),
-        Open::Append => o.append(true).create(true),
-    };
-    o.mode(access.file_mode())
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
-    let file = o.open(path).map_err(|e| {
-        if e.raw_os_error() == Some(libc::ELOOP) {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("{} is a symbolic link", path.display()),
-            )
-        } else {
-            e
-        }
-    })?;
-    let meta = file.metadata()?;
-    if !meta.file_type().is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("{} is not a regular file", path.display()),
-        ));
-    }
-    use std::os::unix::io::AsRawFd;
-    let fd = file.as_raw_fd();
-    // SAFETY: plain fcntl calls on a descriptor we own.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        }
-    }
-    Ok(file)
-}
-
-/// The bytes of the regular file `path` ([`open_regular`]), refused when longer than `max`
-/// (a file the writer reads back is small; a huge one is not what it wrote).
-pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let file = open_regular(path, Open::Read, Access::PRIVATE)?;
-    let len = file.metadata()?.len();
-    if len > max {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!(
-                "{} has {len} bytes, more than the {max} expected",
-                path.display()
-            ),
-        ));
-    }
-    let mut bytes = Vec::with_capacity(len as usize);
-    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("{} grew past {max} bytes while read", path.display()),
-        ));
-    }
-    Ok(bytes)
-}
+pub use crate::safe_open::{open_regular, read_regular, Open};
 
 /// Whether `path` is a regular file (a link, even to one, is not: it is replaced, not
 /// trusted, when the writer stores the file).

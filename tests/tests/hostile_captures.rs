@@ -791,3 +791,57 @@ fn hundreds_of_damaged_captures_end_in_a_clear_error_or_a_correct_result() {
         problems.join("\n\n")
     );
 }
+
+/// One damaged launch line in the middle of a capture's log: `list` lists the other launches
+/// and names the line, `show` of the damaged launch refuses it in one sentence, and `replay`
+/// (in one process and through workers) replays every other launch that does not depend on
+/// it, reports the damaged line as an error and exits 2.
+#[test]
+fn one_damaged_line_in_the_middle_leaves_the_other_launches_readable_and_replayable() {
+    let sb = Sandbox::new();
+    let demo = capture_demo(&sb);
+    let dir = sb.variants.join("demo-damaged-middle");
+    copy_tree(&demo, &dir);
+    let mut lines = log_lines(&dir);
+    assert!(lines.len() >= 3, "{} lines", lines.len());
+    let mid = lines.len() / 2;
+    let id = serde_json::from_str::<Value>(&lines[mid]).unwrap()["id"]
+        .as_u64()
+        .unwrap();
+    // The record keeps its id, loses the rest.
+    lines[mid] = json!({ "id": id, "grid": "damaged" }).to_string();
+    write_log(&dir, &lines);
+    let named = format!("line {} of launches.jsonl (launch {id}) is damaged", mid + 1);
+    let d = dir.as_os_str();
+
+    let list = sb.cltrap(&[OsStr::new("list"), d]);
+    assert!(list.success(), "{}", list.describe());
+    assert!(list.stdout_text().contains(&named), "{}", list.describe());
+
+    let id_arg = id.to_string();
+    let show = sb.cltrap(&[OsStr::new("show"), d, OsStr::new(&id_arg)]);
+    assert_eq!(show.code, Some(2), "{}", show.describe());
+    assert!(show.stderr.contains(&named), "{}", show.describe());
+
+    for mode in [&["--in-process"][..], &[][..]] {
+        let mut args = vec![OsStr::new("replay"), d];
+        args.extend(mode.iter().map(OsStr::new));
+        let replay = sb.cltrap(&args);
+        let out = replay.stdout_text();
+        assert_eq!(replay.code, Some(2), "{mode:?}: {}", replay.describe());
+        assert!(out.contains(&named), "{mode:?}: {}", replay.describe());
+        assert!(replay.stderr.contains(&named), "{mode:?}: {}", replay.describe());
+        let damaged = out.lines().filter(|l| l.starts_with("damaged launch record: error: ")).count();
+        let launches: Vec<&str> = out.lines().filter(|l| l.starts_with("launch ")).collect();
+        // Every other launch replays: the damaged one and those written as its changes are
+        // the only ones left out, each named.
+        assert!(!launches.is_empty(), "{mode:?}: {}", replay.describe());
+        assert!(launches.iter().all(|l| l.ends_with(": ok")), "{mode:?}: {}", replay.describe());
+        assert_eq!(launches.len() + damaged, lines.len(), "{mode:?}: {}", replay.describe());
+        assert!(
+            out.contains(&format!("{damaged} failed")),
+            "{mode:?}: {}",
+            replay.describe()
+        );
+    }
+}
