@@ -24,6 +24,22 @@ fn a_suite_of_a_kernel_with_aliased_buffer_arguments_replays_as_recorded() {
     ]);
     fuzz.assert_no_panic();
     assert_eq!(fuzz.code, Some(0), "{}", fuzz.describe());
+    // add_into(dst, src) ran with one buffer as both: the suite says so.
+    let launches =
+        std::fs::read_to_string(suite.join("launches.jsonl")).expect("the suite's launches");
+    for line in launches.lines() {
+        let l: serde_json::Value = serde_json::from_str(line).expect("a launch record");
+        let mems: Vec<&serde_json::Value> = l["args"]
+            .as_array()
+            .expect("args")
+            .iter()
+            .map(|a| &a["mem"])
+            .collect();
+        assert!(
+            mems.len() == 2 && mems[0] == mems[1] && !mems[0].is_null(),
+            "aliased arguments are one memory object in the suite: {line}"
+        );
+    }
     let replay = cltrap(&["replay".to_string(), suite.display().to_string()]);
     replay.assert_no_panic();
     let text = replay.stdout_text();
