@@ -9,12 +9,12 @@ use std::ffi::OsStr;
 #[test]
 fn image_kernel_mutants_are_killed_not_timed_out() {
     let exe = fixture("images");
-    let native = run_native(&exe, &[]).expect_success();
+    let native = run_native(&exe, &[] as &[&str]).expect_success();
     if native.stdout_text().contains("not supported") {
         return;
     }
     let dir = fresh_capture_dir("mutate-images");
-    let captured = run_captured(&dir, &[], &exe, &[]);
+    let captured = run_captured(&dir, &[], &exe, &[] as &[&str]);
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
     let out = dir.join("mutants");
