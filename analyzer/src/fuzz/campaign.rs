@@ -425,6 +425,60 @@ impl Campaign {
         )))
     }
 
+    /// Runs every kept case again, independently, through `original` (the user's program,
+    /// not instrumented, on the executor replay, cover and mutate use): a case is kept only
+    /// when that run gives the outputs it records. One that crashes, hangs, writes out of
+    /// bounds or gives other outputs (its kernel reads memory it never set, or the suite
+    /// could not express how it ran) becomes a finding; a suite must replay as recorded.
+    /// `covered` is recomputed from the cases kept. Returns the cases dropped.
+    pub fn verify(&mut self, original: &mut dyn Runner) -> Result<usize, FuzzError> {
+        let cases = std::mem::take(&mut self.cases);
+        let mut kept = Vec::with_capacity(cases.len());
+        let mut dropped = 0;
+        for case in cases {
+            let ran = original.run(&case.input, &[])?;
+            let why = match ran {
+                Ran::Done(mut outputs, breaches) => {
+                    outputs.truncate(case.input.args.len());
+                    if let Some(b) = breaches.first() {
+                        let name = self
+                            .iface
+                            .args
+                            .get(b.arg_index)
+                            .map_or("", |a| a.name.as_str());
+                        Some(b.summary(name))
+                    } else {
+                        outputs
+                            .iter()
+                            .zip(&case.outputs)
+                            .position(|(a, b)| a != b)
+                            .map(|i| {
+                                let name = self.iface.args.get(i).map_or("", |a| a.name.as_str());
+                                format!(
+                                    "not reproducible: an independent run of the original gave other contents of argument {i} {name}"
+                                )
+                            })
+                    }
+                }
+                Ran::Crashed(why) => Some(format!("crash: {why}")),
+                Ran::Hung => Some("hang: the watchdog stopped the kernel".into()),
+            };
+            match why {
+                None => kept.push(case),
+                Some(what) => {
+                    dropped += 1;
+                    self.findings.push(Finding {
+                        what,
+                        input: case.input,
+                    });
+                }
+            }
+        }
+        self.covered = kept.iter().flat_map(|k| k.covers.iter().copied()).collect();
+        self.cases = kept;
+        Ok(dropped)
+    }
+
     /// Runs every case kept by a reduced execution on the whole launch: its coverage and
     /// outputs there become the case's; a case that crashes, hangs or writes out of bounds
     /// there is a finding and leaves the suite, and one that reaches nothing the cases before

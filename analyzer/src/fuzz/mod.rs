@@ -475,6 +475,20 @@ pub fn run_target(
             }
         }
     }
+    // Every kept case once more, through the user's program in a runner of its own: only
+    // cases that reproduce their outputs there go to the suite.
+    let original_source = target.headers.source(&target.source);
+    let mut original = make_runner(session, &original_source, &options, settings)?;
+    campaign.verify(original.as_mut())?;
+    for s in statuses.iter_mut() {
+        if !campaign.covered.contains(&s.0) {
+            if matches!(s.1, SlotStatus::SolvedAndConfirmed) {
+                s.1 = SlotStatus::NotConfirmed;
+            } else if matches!(s.1, SlotStatus::CoveredByFuzzing) {
+                s.1 = SlotStatus::Uncovered;
+            }
+        }
+    }
     let mut report = kernel_report(&campaign, &statuses, solve_time);
     report.compiles = runner.compiles();
     Ok(Outcome {

@@ -10,7 +10,7 @@ use crate::executor::{DeviceInfo, InputArg, LaunchInput};
 use crate::values::hex;
 use cltrap_capture::{
     ArgInfo, ArgRecord, CaptureWriter, Content, DeviceRecord, LaunchApi, LaunchRecord, Manifest,
-    ProgramOrigin, ProgramRecord,
+    MemId, ProgramOrigin, ProgramRecord,
 };
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -151,8 +151,20 @@ fn arg_records(
     outputs: &[Option<Vec<u8>>],
 ) -> Result<Vec<ArgRecord>, FuzzError> {
     let mut out = Vec::new();
+    let aliases = alias_slots(input);
     for (i, a) in input.args.iter().enumerate() {
         let ia = c.iface.args.get(i);
+        // Arguments that name one memory object in the run are one object in the suite too
+        // (same `mem`, the first argument's contents), or a replay would run them apart.
+        let (first, mem) = aliases[i];
+        let bytes_of = |b: &'_ [u8]| -> Vec<u8> {
+            match input.args.get(first) {
+                Some(InputArg::Buffer { bytes, .. } | InputArg::Image { bytes, .. }) => {
+                    bytes.clone()
+                }
+                _ => b.to_vec(),
+            }
+        };
         let info = ArgInfo {
             index: i as u32,
             name: ia.map(|a| a.name.clone()).unwrap_or_default().into(),
@@ -191,13 +203,14 @@ fn arg_records(
                         note: "not read back".into(),
                     },
                 };
+                let before = bytes_of(bytes);
                 ArgRecord::Buffer {
                     info,
-                    mem: i as u64 + 1,
+                    mem,
                     flags: *flags,
-                    size: bytes.len() as u64,
+                    size: before.len() as u64,
                     sub_of: None,
-                    before: blob(bytes)?,
+                    before: blob(&before)?,
                     after,
                 }
             }
@@ -215,10 +228,10 @@ fn arg_records(
                 };
                 ArgRecord::Image {
                     info,
-                    mem: i as u64 + 1,
+                    mem,
                     flags: *flags,
                     image: image.clone(),
-                    before: blob(bytes)?,
+                    before: blob(&bytes_of(bytes))?,
                     after,
                 }
             }
@@ -240,6 +253,26 @@ fn arg_records(
         });
     }
     Ok(out)
+}
+
+/// Per argument of `input`: the first argument that names the same memory object (itself
+/// when it has none or is the first) and the suite's memory id for it (one id per object),
+/// the way the executor creates one object per distinct memory id.
+fn alias_slots(input: &LaunchInput) -> Vec<(usize, u64)> {
+    let mut firsts: std::collections::HashMap<MemId, usize> = std::collections::HashMap::new();
+    input
+        .args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let id = match a {
+                InputArg::Buffer { mem, .. } | InputArg::Image { mem, .. } => *mem,
+                _ => None,
+            };
+            let first = id.map_or(i, |m| *firsts.entry(m).or_insert(i));
+            (first, first as u64 + 1)
+        })
+        .collect()
 }
 
 /// A kernel's program for the suite: its source, options and included files.

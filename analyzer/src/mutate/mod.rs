@@ -577,6 +577,8 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
         }
         report.phases.tce = started.elapsed();
     }
+    let suspicious = report::all_timeout_notes(&report, report.deadline);
+    report.notes.extend(suspicious);
     phase.finish_and_clear();
     Ok(report)
 }

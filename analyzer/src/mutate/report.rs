@@ -79,6 +79,25 @@ pub fn tables(r: &CampaignReport) -> (BTreeMap<String, Counts>, BTreeMap<String,
     (by_kernel, by_op)
 }
 
+/// Notes on kernels whose every counted mutant (two or more) is TIMEOUT: a suite does not
+/// detect every change to a kernel by making it slow, so such a row more likely says the
+/// deadline was too short for the driver (a long lazy compile, a loaded machine) than that
+/// the suite is strong; its 100% score is not to be trusted.
+pub fn all_timeout_notes(r: &CampaignReport, deadline: std::time::Duration) -> Vec<String> {
+    let (by_kernel, _) = tables(r);
+    by_kernel
+        .iter()
+        .filter(|(_, c)| c.valid() >= 2 && c.get(Status::Timeout) == c.valid())
+        .map(|(k, c)| {
+            format!(
+                "suspicious: every one of the {} mutants of kernel {k} is TIMEOUT (deadline {} ms per run); its score says nothing about the suite. Run again with a longer --timeout-ms",
+                c.valid(),
+                deadline.as_millis()
+            )
+        })
+        .collect()
+}
+
 const COLUMNS: [Status; 9] = [
     Status::Killed,
     Status::Survived,

@@ -665,6 +665,24 @@ fn describe_exit(child: &mut Child) -> String {
     }
 }
 
+/// Deadline of a program build in a worker.
+fn compile_deadline(opts: &PoolOptions) -> Duration {
+    opts.run_timeout * 20 + Duration::from_secs(30)
+}
+
+/// Deadline of one kernel run. A cold run (the first of a program with a kernel and sizes
+/// in this worker) includes the driver's lazy compile for those sizes (PoCL compiles the
+/// work-group function then), which for a schema of many mutants (an image kernel with
+/// hundreds of inlined `read_image` calls) takes seconds however fast the kernel itself
+/// runs: it gets the compile deadline, so that compile is never judged a mutant's TIMEOUT.
+fn run_deadline(opts: &PoolOptions, warm: bool) -> Duration {
+    if warm {
+        opts.run_timeout
+    } else {
+        opts.cold_timeout.max(compile_deadline(opts))
+    }
+}
+
 /// Runs one job on `w`, enforcing the deadlines: the result, whether the worker may be kept,
 /// and (through `built_at`) when its first program was ready (the `built` event, for the
 /// start-up time).
@@ -685,9 +703,7 @@ fn run_on(
         let why = describe_exit(&mut w.child);
         return (result(Status::RuntimeError, why, 0), false);
     }
-    let compile = opts.run_timeout * 20 + Duration::from_secs(30);
-    // The first run of a program with new sizes includes the driver's lazy compile.
-    let cold = opts.cold_timeout;
+    let compile = compile_deadline(opts);
     let mut deadline = compile;
     let mut runs = 0u32;
     let mut in_original = false;
@@ -700,7 +716,7 @@ fn run_on(
             Ok(Some(Event::Run { warm, original })) => {
                 runs += 1;
                 in_original = original;
-                deadline = if warm { opts.run_timeout } else { cold };
+                deadline = run_deadline(opts, warm);
             }
             Ok(Some(Event::Done { result })) => {
                 let keep = !result.retire;
@@ -729,6 +745,8 @@ fn run_on(
                 let _ = w.child.wait();
                 let what = if runs == 0 {
                     "compiling"
+                } else if deadline > opts.run_timeout {
+                    "a first run (with the driver's compile for its sizes)"
                 } else {
                     "a kernel run"
                 };
@@ -883,5 +901,30 @@ pub fn run_jobs(
     match first_error {
         Some(e) => Err(e),
         None => Ok(stats),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(run_ms: u64) -> PoolOptions {
+        PoolOptions {
+            exe: PathBuf::from("cltrap"),
+            workers: 1,
+            run_timeout: Duration::from_millis(run_ms),
+            cold_timeout: Duration::from_millis(run_ms) + Duration::from_secs(2),
+            log_dir: PathBuf::from("."),
+        }
+    }
+
+    /// The first run of a program with new sizes includes the driver's compile for them: it
+    /// gets the compile deadline, never the shorter run deadline.
+    #[test]
+    fn a_cold_run_gets_the_compile_deadline() {
+        let o = opts(2000);
+        assert_eq!(run_deadline(&o, true), Duration::from_millis(2000));
+        assert!(run_deadline(&o, false) >= compile_deadline(&o));
+        assert!(compile_deadline(&o) >= Duration::from_secs(30));
     }
 }
