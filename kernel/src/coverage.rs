@@ -772,6 +772,14 @@ impl Ins<'_> {
     /// block opens at the start of the line, followed by a newline and `#line` to keep the
     /// user's numbering.
     fn open_counter_block(&mut self, at: &Stmt, var: &str, d: i64) {
+        self.insert_before_stmt(at, &format!("{{ uint {var} = 0u;"), d);
+    }
+
+    /// Inserts `text` before the statement `at`. When `at` starts with a `#pragma` (a loop
+    /// under `#pragma unroll`, also as the unbraced body of another loop), the text goes at
+    /// the start of the pragma's line, followed by a newline and `#line`, so the pragma stays
+    /// directly in front of its loop and the user's numbering is kept.
+    fn insert_before_stmt(&mut self, at: &Stmt, text: &str, d: i64) {
         let src = self.p.source.as_bytes();
         if src.get(at.span.start as usize) == Some(&b'#') {
             let line_start = src[..at.span.start as usize]
@@ -780,12 +788,11 @@ impl Ins<'_> {
                 .map_or(0, |i| i + 1);
             self.edits.insert(
                 line_start as u32,
-                format!("{{ uint {var} = 0u;\n#line {}\n", at.span.line),
+                format!("{text}\n#line {}\n", at.span.line),
                 d,
             );
         } else {
-            self.edits
-                .insert(at.span.start, format!("{{ uint {var} = 0u; "), d);
+            self.edits.insert(at.span.start, format!("{text} "), d);
         }
     }
 
@@ -880,8 +887,7 @@ impl Ins<'_> {
             self.expr(e, d + 1)?;
         }
         let body_end = self.full_end(body)?;
-        self.edits
-            .insert(body.span.start, format!("{{ {var}++; "), d + 1);
+        self.insert_before_stmt(body, &format!("{{ {var}++;"), d + 1);
         self.edits.insert(body_end, " }", -(d + 1));
         let mut inner = loops.to_vec();
         inner.push(ctx);
