@@ -43,7 +43,7 @@ use crate::model::{
 };
 use crate::rewrite::{
     add_call_arg, add_param, callers_closure, calls_to, drop_unused_header_functions,
-    refuse_header_functions, with_prelude, PRELUDE_MACROS,
+    helpers_called_in_macros, refuse_header_functions, with_prelude, PRELUDE_MACROS,
 };
 
 /// Name of the extra counter parameter and argument.
@@ -227,6 +227,12 @@ pub fn instrument_coverage(
     let mut needing = callers_closure(p, &main_fns);
     // A header function no kernel reaches is left as written (it never runs).
     drop_unused_header_functions(p, &mut needing);
+    // A helper called from inside a macro cannot be given the counter argument there: it is
+    // left uninstrumented (listed as skipped) and the rest of the program is counted.
+    let in_macros = helpers_called_in_macros(p, &needing);
+    for (n, _) in &in_macros {
+        needing.remove(n);
+    }
     refuse_header_functions(p, &needing, "coverage instrumentation")?;
     let mut ins = Ins {
         p,
@@ -240,6 +246,23 @@ pub fn instrument_coverage(
         labels: Vec::new(),
         loop_spans: Vec::new(),
     };
+    for (n, line) in &in_macros {
+        let (fline, col) = p
+            .function(n)
+            .and_then(|f| f.span)
+            .map_or((0, 0), |s| (s.line, s.col));
+        let why = if *line > 0 {
+            format!("a call to it (line {line}) is written inside a macro, so the counter argument cannot be passed there; its branches and loops are not counted")
+        } else {
+            "it is called only from a helper left uninstrumented; its branches and loops are not counted".to_string()
+        };
+        ins.skipped.push(Skipped {
+            construct: format!("function `{n}`"),
+            line: fline,
+            col,
+            why,
+        });
+    }
     let decl = format!("__global uint* {COV_PARAM}");
     let mut kernels = Vec::new();
     for f in p

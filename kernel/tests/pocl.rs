@@ -544,3 +544,27 @@ fn pragma_between_a_loop_header_and_its_unbraced_body_loop_stays_on_its_loop() {
         assert!(hit.iter().any(|h| h == want), "{want} not in {hit:?}");
     }
 }
+
+#[test]
+fn a_helper_called_inside_a_macro_is_skipped_and_the_rest_is_counted() {
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let s = session();
+    let input = launch(
+        "macro_caller",
+        &[1],
+        Some(&[1]),
+        None,
+        vec![
+            buffer(vec![0; 4]),
+            InputArg::Scalar(5i32.to_le_bytes().to_vec()),
+        ],
+    );
+    let (map, res) = cover(&s, "macro_call.cl", "", &input);
+    let hit = hit_labels(&map, &res);
+    assert!(hit.iter().any(|h| h == "if (n > 1) true"), "{hit:?}");
+    assert!(hit.iter().any(|h| h == "if (x < 0) false"), "{hit:?}");
+    assert!(!hit.iter().any(|h| h.contains("x > 3")), "{hit:?}");
+    let skipped: Vec<&str> = map.skipped.iter().map(|s| s.construct.as_str()).collect();
+    assert_eq!(skipped, ["function `gen_bits`"]);
+    assert!(map.skipped[0].why.contains("macro"), "{:?}", map.skipped);
+}
