@@ -43,7 +43,7 @@ use crate::model::{
 };
 use crate::rewrite::{
     add_call_arg, add_param, callers_closure, calls_to, drop_unused_header_functions,
-    refuse_header_functions, with_prelude, PRELUDE_MACROS,
+    helpers_called_in_macros, refuse_header_functions, with_prelude, PRELUDE_MACROS,
 };
 
 /// Name of the extra counter parameter and argument.
@@ -227,6 +227,12 @@ pub fn instrument_coverage(
     let mut needing = callers_closure(p, &main_fns);
     // A header function no kernel reaches is left as written (it never runs).
     drop_unused_header_functions(p, &mut needing);
+    // A helper called from inside a macro cannot be given the counter argument there: it is
+    // left uninstrumented (listed as skipped) and the rest of the program is counted.
+    let in_macros = helpers_called_in_macros(p, &needing);
+    for (n, _) in &in_macros {
+        needing.remove(n);
+    }
     refuse_header_functions(p, &needing, "coverage instrumentation")?;
     let mut ins = Ins {
         p,
@@ -240,6 +246,23 @@ pub fn instrument_coverage(
         labels: Vec::new(),
         loop_spans: Vec::new(),
     };
+    for (n, line) in &in_macros {
+        let (fline, col) = p
+            .function(n)
+            .and_then(|f| f.span)
+            .map_or((0, 0), |s| (s.line, s.col));
+        let why = if *line > 0 {
+            format!("a call to it (line {line}) is written inside a macro, so the counter argument cannot be passed there; its branches and loops are not counted")
+        } else {
+            "it is called only from a helper left uninstrumented; its branches and loops are not counted".to_string()
+        };
+        ins.skipped.push(Skipped {
+            construct: format!("function `{n}`"),
+            line: fline,
+            col,
+            why,
+        });
+    }
     let decl = format!("__global uint* {COV_PARAM}");
     let mut kernels = Vec::new();
     for f in p
@@ -772,6 +795,14 @@ impl Ins<'_> {
     /// block opens at the start of the line, followed by a newline and `#line` to keep the
     /// user's numbering.
     fn open_counter_block(&mut self, at: &Stmt, var: &str, d: i64) {
+        self.insert_before_stmt(at, &format!("{{ uint {var} = 0u;"), d);
+    }
+
+    /// Inserts `text` before the statement `at`. When `at` starts with a `#pragma` (a loop
+    /// under `#pragma unroll`, also as the unbraced body of another loop), the text goes at
+    /// the start of the pragma's line, followed by a newline and `#line`, so the pragma stays
+    /// directly in front of its loop and the user's numbering is kept.
+    fn insert_before_stmt(&mut self, at: &Stmt, text: &str, d: i64) {
         let src = self.p.source.as_bytes();
         if src.get(at.span.start as usize) == Some(&b'#') {
             let line_start = src[..at.span.start as usize]
@@ -780,12 +811,11 @@ impl Ins<'_> {
                 .map_or(0, |i| i + 1);
             self.edits.insert(
                 line_start as u32,
-                format!("{{ uint {var} = 0u;\n#line {}\n", at.span.line),
+                format!("{text}\n#line {}\n", at.span.line),
                 d,
             );
         } else {
-            self.edits
-                .insert(at.span.start, format!("{{ uint {var} = 0u; "), d);
+            self.edits.insert(at.span.start, format!("{text} "), d);
         }
     }
 
@@ -880,8 +910,7 @@ impl Ins<'_> {
             self.expr(e, d + 1)?;
         }
         let body_end = self.full_end(body)?;
-        self.edits
-            .insert(body.span.start, format!("{{ {var}++; "), d + 1);
+        self.insert_before_stmt(body, &format!("{{ {var}++;"), d + 1);
         self.edits.insert(body_end, " }", -(d + 1));
         let mut inner = loops.to_vec();
         inner.push(ctx);

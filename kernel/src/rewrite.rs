@@ -89,11 +89,7 @@ pub fn add_call_arg(
         col: call.span.col,
         why: why.into(),
     };
-    if call.span.macro_end
-        || !callee_span.is_exact()
-        || end == 0
-        || p.source.as_bytes()[end - 1] != b')'
-    {
+    if !call_text_editable(p, call) {
         return Err(refuse("the call is written inside a macro, so the extra argument cannot be added in the program text"));
     }
     if args.is_empty() {
@@ -102,6 +98,55 @@ pub fn add_call_arg(
         edits.insert(call.span.end - 1, format!(", {arg}"), 0);
     }
     Ok(())
+}
+
+/// Whether an argument can be appended to `call` in the program text: false when the call
+/// (or its closing parenthesis) is written inside a macro. Passes use it to leave a helper
+/// with such a call site uninstrumented instead of refusing the whole program.
+pub fn call_text_editable(p: &Program, call: &Expr) -> bool {
+    let ExprKind::Call { callee_span, .. } = &call.kind else {
+        return true;
+    };
+    let end = call.span.end as usize;
+    !(call.span.macro_end
+        || !callee_span.is_exact()
+        || end == 0
+        || p.source.as_bytes().get(end - 1) != Some(&b')'))
+}
+
+/// Helpers (not kernels) of `needing` that cannot take an extra parameter because a call to
+/// them, from a function of `needing`, is written inside a macro; plus, transitively, the
+/// helpers such a helper calls (it has no parameter to pass on). Each comes with the line of
+/// the offending call (0 for those excluded only through their caller).
+pub fn helpers_called_in_macros(p: &Program, needing: &BTreeSet<String>) -> Vec<(String, u32)> {
+    let mut out: Vec<(String, u32)> = Vec::new();
+    for f in p.functions.iter().filter(|f| needing.contains(&f.name)) {
+        for call in calls_to(f, needing) {
+            if let ExprKind::Call { callee, .. } = &call.kind {
+                let helper = p.function(callee).is_some_and(|g| !g.is_kernel);
+                if helper && !call_text_editable(p, call) && !out.iter().any(|(n, _)| n == callee) {
+                    out.push((callee.clone(), call.span.line));
+                }
+            }
+        }
+    }
+    loop {
+        let before = out.len();
+        let names: Vec<String> = out.iter().map(|(n, _)| n.clone()).collect();
+        for n in names {
+            if let Some(f) = p.function(&n) {
+                for c in &f.calls {
+                    let helper = p.function(c).is_some_and(|g| !g.is_kernel);
+                    if helper && needing.contains(c) && !out.iter().any(|(x, _)| x == c) {
+                        out.push((c.clone(), 0));
+                    }
+                }
+            }
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
 }
 
 /// The calls (anywhere in `f`'s body) to functions named in `names`.

@@ -519,3 +519,52 @@ fn a_subset_of_groups_computes_exactly_what_those_groups_compute_in_the_whole_la
     }
     assert_eq!(written, 3 * 4);
 }
+
+#[test]
+fn pragma_between_a_loop_header_and_its_unbraced_body_loop_stays_on_its_loop() {
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let s = session();
+    let input = launch(
+        "unrolled_nest",
+        &[4],
+        Some(&[2]),
+        None,
+        vec![
+            buffer(vec![0; 4]),
+            InputArg::Scalar(8i32.to_le_bytes().to_vec()),
+        ],
+    );
+    let (map, res) = cover(&s, "unroll_nested.cl", "", &input);
+    let hit = hit_labels(&map, &res);
+    for want in [
+        "for (k < n) ran more than once",
+        "for (kk < 4) ran more than once",
+        "for (mm < 4) ran more than once",
+    ] {
+        assert!(hit.iter().any(|h| h == want), "{want} not in {hit:?}");
+    }
+}
+
+#[test]
+fn a_helper_called_inside_a_macro_is_skipped_and_the_rest_is_counted() {
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let s = session();
+    let input = launch(
+        "macro_caller",
+        &[1],
+        Some(&[1]),
+        None,
+        vec![
+            buffer(vec![0; 4]),
+            InputArg::Scalar(5i32.to_le_bytes().to_vec()),
+        ],
+    );
+    let (map, res) = cover(&s, "macro_call.cl", "", &input);
+    let hit = hit_labels(&map, &res);
+    assert!(hit.iter().any(|h| h == "if (n > 1) true"), "{hit:?}");
+    assert!(hit.iter().any(|h| h == "if (x < 0) false"), "{hit:?}");
+    assert!(!hit.iter().any(|h| h.contains("x > 3")), "{hit:?}");
+    let skipped: Vec<&str> = map.skipped.iter().map(|s| s.construct.as_str()).collect();
+    assert_eq!(skipped, ["function `gen_bits`"]);
+    assert!(map.skipped[0].why.contains("macro"), "{:?}", map.skipped);
+}
