@@ -74,15 +74,9 @@ pub fn add_call_arg(
     call: &Expr,
     arg: &str,
 ) -> Result<(), KernelError> {
-    let ExprKind::Call {
-        callee,
-        callee_span,
-        args,
-    } = &call.kind
-    else {
+    let ExprKind::Call { callee, args, .. } = &call.kind else {
         return Ok(());
     };
-    let end = call.span.end as usize;
     let refuse = |why: &str| KernelError::Unsupported {
         construct: format!("call to `{callee}`"),
         line: call.span.line,
