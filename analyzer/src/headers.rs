@@ -247,6 +247,15 @@ impl Headers {
                 .iter()
                 .find(|f| f.from.as_deref() == from && f.name == d.name && f.form == d.form);
             let Some(path) = target.and_then(|f| f.path.as_deref()) else {
+                if escapes(&d.name) {
+                    // The capture recorded no file for it: the analyst's own file of that
+                    // name must never be read in its place (`#include "/etc/shadow"` would
+                    // print its first line in the compiler's error), so the directive names
+                    // a file of the mirror that does not exist, and the build fails there.
+                    out.extend_from_slice(&text[at..d.range.start]);
+                    out.extend_from_slice(format!("\"{UNRECORDED}\"").as_bytes());
+                    at = d.range.end;
+                }
                 continue;
             };
             out.extend_from_slice(&text[at..d.range.start]);
@@ -264,9 +273,9 @@ impl Headers {
         match &self.root {
             Some(root) => match self.redirect(root, None, text.as_bytes()) {
                 Ok(t) => String::from_utf8_lossy(&t).into_owned(),
-                Err(_) => text.to_string(),
+                Err(_) => without_escaping_includes(text),
             },
-            None => text.to_string(),
+            None => without_escaping_includes(text),
         }
     }
 
@@ -278,12 +287,12 @@ impl Headers {
     pub fn parse_source(&self, text: &str) -> String {
         match &self.root {
             Some(root) => match self.redirect_where(root, None, text.as_bytes(), |d| {
-                d.form == IncludeForm::Macro || Path::new(&d.name).is_absolute()
+                d.form == IncludeForm::Macro || Path::new(&d.name).is_absolute() || escapes(&d.name)
             }) {
                 Ok(t) => String::from_utf8_lossy(&t).into_owned(),
-                Err(_) => text.to_string(),
+                Err(_) => without_escaping_includes(text),
             },
-            None => text.to_string(),
+            None => without_escaping_includes(text),
         }
     }
 
@@ -438,9 +447,55 @@ fn write_atomically(dest: &Path, bytes: &[u8]) -> Result<(), HeaderError> {
     Ok(())
 }
 
+/// The file an `#include` that escapes (absolute, or with a `..` component) and that the
+/// capture resolved to no file is pointed at: below `/dev/null`, so it can never exist.
+const UNRECORDED: &str = "/dev/null/cltrap-unrecorded-include.h";
+
+/// `text` with every escaping `#include` pointed at [`UNRECORDED`] (a program whose capture
+/// recorded no headers at all).
+fn without_escaping_includes(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    for d in directives(bytes).into_iter().filter(|d| escapes(&d.name)) {
+        out.extend_from_slice(&bytes[at..d.range.start]);
+        out.extend_from_slice(format!("\"{UNRECORDED}\"").as_bytes());
+        at = d.range.end;
+    }
+    out.extend_from_slice(&bytes[at..]);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether an include name could reach a file outside the mirror's search path on the
+/// analyst's machine: absolute, or climbing with `..`.
+fn escapes(name: &str) -> bool {
+    let path = Path::new(name);
+    path.is_absolute()
+        || path
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An `#include` of a file outside the capture that the capture never recorded is not
+    /// handed to the compiler: it would read the analyst's own file (a hostile capture's
+    /// `#include "/etc/shadow"` printed its first line in the build error).
+    #[test]
+    fn unrecorded_includes_that_escape_never_reach_the_analysts_files() {
+        let app = tempfile::tempdir().unwrap();
+        let src = "#include \"/etc/passwd\"\n#include \"../../../../etc/hostname\"\n#include \"local.h\"\nkernel void k() {}\n";
+        let h = Headers::from_found(app.path(), Vec::new()).materialize(false).unwrap();
+        for text in [h.source(src), h.parse_source(src)] {
+            assert!(!text.contains("/etc/"), "{text}");
+            assert!(!Path::new(UNRECORDED).exists());
+            assert!(text.contains(UNRECORDED), "{text}");
+            assert!(text.contains("#include \"local.h\""), "a plain name stays: {text}");
+            assert_eq!(text.lines().count(), src.lines().count());
+        }
+    }
 
     #[test]
     fn copies_resolve_between_themselves_and_the_source_points_at_them() {

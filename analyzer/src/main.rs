@@ -374,7 +374,19 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
         Cmd::List { dir } => {
             let capture = open_keeping_damaged(&dir)?;
             let _ = write!(stdout, "{}", list::render(&capture, &mut Resolver::new()));
-            Ok(0)
+            // The other launches are listed, but a damaged capture still ends with exit 2
+            // and one sentence naming the file and the first damaged line.
+            match capture.damaged.first() {
+                Some(first) => {
+                    eprintln!(
+                        "cltrap: {} is corrupt: {first} ({} damaged line(s), listed above)",
+                        dir.join(cltrap_capture::LAUNCHES_FILE).display(),
+                        capture.damaged.len()
+                    );
+                    Ok(2)
+                }
+                None => Ok(0),
+            }
         }
         Cmd::Show {
             dir,

@@ -237,8 +237,17 @@ fn list_clips_huge_scalars_argument_lists_and_kernel_names() {
                 "{label}: a line of {widest} characters\n{}",
                 out.describe()
             );
-            assert!(text.contains('…'), "{label}: no ellipsis\n{}", out.describe());
-            assert_eq!(text.lines().filter(|l| l.trim_start().starts_with('0')).count(), 1);
+            // Either the launch is listed with its cells clipped, or the reader's limits
+            // (`cltrap_capture::validate`) refused its record and list names it as damaged.
+            let listed = text.lines().filter(|l| l.trim_start().starts_with('0')).count();
+            let damaged = text
+                .lines()
+                .any(|l| l.starts_with("damaged:") && l.contains("(launch 0)"));
+            assert!(
+                (listed == 1 && text.contains('…')) || (listed == 0 && damaged),
+                "{label}: launch 0 neither listed clipped nor named damaged\n{}",
+                out.describe()
+            );
         }
     }
 }

@@ -815,8 +815,10 @@ fn one_damaged_line_in_the_middle_leaves_the_other_launches_readable_and_replaya
     let d = dir.as_os_str();
 
     let list = sb.cltrap(&[OsStr::new("list"), d]);
-    assert!(list.success(), "{}", list.describe());
+    // The other launches are listed and the damaged line named; the exit says damaged.
+    assert_eq!(list.code, Some(2), "{}", list.describe());
     assert!(list.stdout_text().contains(&named), "{}", list.describe());
+    assert_eq!(meaningful_stderr_lines(&list.stderr).len(), 1, "{}", list.describe());
 
     let id_arg = id.to_string();
     let show = sb.cltrap(&[OsStr::new("show"), d, OsStr::new(&id_arg)]);
