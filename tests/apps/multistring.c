@@ -41,16 +41,6 @@ static cl_program compile(cl_context ctx, cl_device_id dev, const char *src, cl_
     return p;
 }
 
-static const char *linked_name(cl_program p, const char *name) {
-    static char names[1024];
-    CHECK(clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, sizeof names, names, NULL));
-    for (char *tok = strtok(names, ";"); tok; tok = strtok(NULL, ";")) {
-        size_t n = strlen(tok), m = strlen(name);
-        if (n >= m && strcmp(tok + n - m, name) == 0) return tok;
-    }
-    return name;
-}
-
 int main(void) {
     cl_platform_id plat;
     cl_device_id dev;
@@ -105,7 +95,7 @@ int main(void) {
                            compile(ctx, dev, C_LIB, 0, NULL, NULL)};
     cl_program pc = clLinkProgram(ctx, 1, &dev, "", 2, units, NULL, NULL, &err);
     CHECK_ERR(err);
-    cl_kernel kc = clCreateKernel(pc, linked_name(pc, "combine"), &err);
+    cl_kernel kc = clCreateKernel(pc, linked_kernel_name(pc, "combine"), &err);
     CHECK_ERR(err);
     CHECK(clSetKernelArg(kc, 0, sizeof z, &z));
     CHECK(clEnqueueNDRangeKernel(q, kc, 1, NULL, &g, NULL, 0, NULL, NULL));

@@ -27,18 +27,6 @@ static cl_program compile_unit(cl_context ctx, cl_device_id dev, const char *fil
     return p;
 }
 
-/* PoCL 3.1 names kernels of linked programs `_cl_<name>`; take whichever spelling the
- * program reports, so the fixture runs on every implementation. */
-static const char *linked_kernel_name(cl_program p, const char *name) {
-    static char names[1024];
-    CHECK(clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, sizeof names, names, NULL));
-    for (char *tok = strtok(names, ";"); tok; tok = strtok(NULL, ";")) {
-        size_t n = strlen(tok), m = strlen(name);
-        if (n >= m && strcmp(tok + n - m, name) == 0) return tok;
-    }
-    return name;
-}
-
 int main(void) {
     cl_platform_id plat;
     cl_device_id dev;
