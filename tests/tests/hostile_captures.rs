@@ -362,7 +362,6 @@ impl Maker<'_> {
         set("", &["work_dim"], json!(0));
         set("", &["work_dim"], json!(4));
         set("", &["work_dim"], json!(u32::MAX));
-        set("", &["global_size"], json!([0]));
         set("", &["global_size"], json!([1u64 << 32, 2]));
         set("", &["global_size"], json!([u64::MAX]));
         set("", &["global_size"], json!([]));
