@@ -2,6 +2,7 @@
 
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use cltrap_analyzer::check::{self, finding::Family, CheckOptions};
+use cltrap_analyzer::compare::Closeness;
 use cltrap_analyzer::cover::{self, CoverOptions, ReportPaths};
 use cltrap_analyzer::executor::{list_devices, DeviceSelector};
 use cltrap_analyzer::launcher::{self, RunRequest};
@@ -73,6 +74,13 @@ enum Cmd {
         /// Allow floating-point outputs to differ by up to N ulp.
         #[arg(long, default_value_t = 0, value_name = "N")]
         ulp: u64,
+        /// Relative tolerance, as NumPy's allclose: |got − expected| ≤ atol + rtol·|expected|
+        /// (floating-point outputs and normalized image channels; NaN equals NaN).
+        #[arg(long, default_value_t = 0.0, value_name = "R")]
+        rtol: f64,
+        /// Absolute tolerance, as NumPy's allclose (see --rtol).
+        #[arg(long, default_value_t = 0.0, value_name = "A")]
+        atol: f64,
         /// Run each launch under N random work-group schedules and classify it:
         /// deterministic, schedule-dependent (inter-group race) or nondeterministic.
         #[arg(long, value_name = "N")]
@@ -428,6 +436,8 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             ids,
             device,
             ulp,
+            rtol,
+            atol,
             schedules,
             repeats,
             seed,
@@ -439,6 +449,13 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             watchdog,
             after,
         } => {
+            let closeness = Closeness::new(ulp, rtol, atol)?;
+            if schedules.is_some() && closeness.has_bounds() {
+                return Err(
+                    "--rtol/--atol apply to replay's comparison with the capture; --schedules compares runs with --ulp only"
+                        .into(),
+                );
+            }
             let capture = open_keeping_damaged(&dir)?;
             // Damaged launch lines are error lines of the replay (once, not again in a
             // worker that continues after a crash), and make it exit 2.
@@ -474,6 +491,8 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                 args.extend(words.iter().map(Into::into));
                 args.extend(device_args(&device));
                 args.extend(["--ulp".into(), ulp.to_string().into()]);
+                args.extend(["--rtol".into(), rtol.to_string().into()]);
+                args.extend(["--atol".into(), atol.to_string().into()]);
                 let worker = cltrap_analyzer::replay_worker::WorkerReplay {
                     exe: std::env::current_exe().map_err(|e| e.to_string())?,
                     args,
@@ -502,7 +521,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             let opts = ReplayOptions {
                 ids,
                 device,
-                ulp,
+                closeness,
                 after,
             };
             let mut told = HashSet::new();

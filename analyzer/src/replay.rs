@@ -1,5 +1,6 @@
 //! `cltrap replay`: re-run captured launches and check each against what the application saw.
 
+use crate::compare::Closeness;
 use crate::executor::{
     check_outputs, BuiltProgram, Deriver, DeviceSelector, ExecError, Expected, LaunchInput,
     Mismatch, Session,
@@ -15,8 +16,8 @@ pub struct ReplayOptions {
     pub ids: Option<Vec<u64>>,
     /// Where to replay.
     pub device: DeviceSelector,
-    /// Allowed ulp distance for floating-point outputs (0 = bit-exact).
-    pub ulp: u64,
+    /// How close floating-point outputs must be (default: bit-exact).
+    pub closeness: Closeness,
     /// Start after this launch of the selection (a replay worker restarted after a crash).
     pub after: Option<u64>,
 }
@@ -43,6 +44,8 @@ pub struct LaunchResult {
     pub kernel: String,
     /// The verdict.
     pub outcome: Outcome,
+    /// With a mismatch: the other arguments that differ too, in argument order.
+    pub other_mismatches: Vec<Mismatch>,
 }
 
 impl std::fmt::Display for LaunchResult {
@@ -51,7 +54,13 @@ impl std::fmt::Display for LaunchResult {
         write!(f, "launch {} {}: ", self.id, self.kernel)?;
         match &self.outcome {
             Outcome::Ok { .. } => write!(f, "ok"),
-            Outcome::Mismatch(m) => write!(f, "MISMATCH {m}"),
+            Outcome::Mismatch(m) => {
+                write!(f, "MISMATCH {m}")?;
+                for other in &self.other_mismatches {
+                    write!(f, "; also {other}")?;
+                }
+                Ok(())
+            }
             Outcome::Skipped(r) => write!(f, "skipped: {r}"),
             Outcome::Error { line, .. } => write!(f, "error: {line}"),
         }
@@ -150,18 +159,21 @@ pub fn replay_on(
     session: &Session,
     capture: &Capture,
     launches: &[&LaunchRecord],
-    ulp: u64,
+    closeness: impl Into<Closeness>,
     mut report: impl FnMut(&LaunchResult),
 ) -> Summary {
+    let closeness = closeness.into();
     let mut programs: HashMap<String, Result<Rc<BuiltProgram>, (String, String)>> = HashMap::new();
     let mut summary = Summary::default();
     let mut deriver = Deriver::new(capture);
     for l in launches {
+        let mut other_mismatches = Vec::new();
         let outcome = replay_one(
             session,
             capture,
             l,
-            ulp,
+            closeness,
+            &mut other_mismatches,
             &mut programs,
             &mut summary,
             &mut deriver,
@@ -176,6 +188,7 @@ pub fn replay_on(
             id: l.id,
             kernel: l.kernel.clone(),
             outcome,
+            other_mismatches,
         });
     }
     summary
@@ -185,7 +198,8 @@ fn replay_one(
     session: &Session,
     capture: &Capture,
     l: &LaunchRecord,
-    ulp: u64,
+    closeness: Closeness,
+    other_mismatches: &mut Vec<Mismatch>,
     programs: &mut HashMap<String, Result<Rc<BuiltProgram>, (String, String)>>,
     summary: &mut Summary,
     deriver: &mut Deriver<'_>,
@@ -293,11 +307,12 @@ fn replay_one(
         }
     }
     let infos: Vec<_> = l.args.iter().map(|a| a.info().clone()).collect();
-    match check_outputs(&input, &infos, &expected, &out, ulp)
-        .into_iter()
-        .next()
-    {
-        Some(m) => Outcome::Mismatch(m),
+    let mut mismatches = check_outputs(&input, &infos, &expected, &out, closeness).into_iter();
+    match mismatches.next() {
+        Some(m) => {
+            other_mismatches.extend(mismatches);
+            Outcome::Mismatch(m)
+        }
         None => {
             deriver.offer(l, &out);
             Outcome::Ok {
@@ -322,6 +337,6 @@ pub fn replay(
         launches.drain(..done);
     }
     let session = Session::open(&opts.device)?;
-    let summary = replay_on(&session, capture, &launches, opts.ulp, report);
+    let summary = replay_on(&session, capture, &launches, opts.closeness, report);
     Ok((session, summary))
 }

@@ -7,6 +7,7 @@ use common::{
     arg_info, f32s, i32s, ndrange_record, put_blob, put_source_program, temp_dir, test_manifest,
 };
 
+use cltrap_analyzer::compare::Closeness;
 use cltrap_analyzer::executor::{DeviceSelector, ExecError, InputArg, LaunchInput, Session};
 use cltrap_analyzer::replay::{replay_on, select, LaunchResult, Outcome};
 use cltrap_capture::writer::digest;
@@ -110,7 +111,7 @@ mod hex {
     }
 }
 
-fn replay_all(dir: &Path, ulp: u64) -> Vec<LaunchResult> {
+fn replay_all(dir: &Path, ulp: impl Into<Closeness>) -> Vec<LaunchResult> {
     let capture = Capture::open(dir).unwrap();
     let session =
         Session::open(&DeviceSelector::default()).expect("an OpenCL device (PoCL) is installed");
@@ -191,6 +192,52 @@ fn one_ulp_off_needs_ulp_tolerance() {
         "{}",
         tolerant[0]
     );
+}
+
+#[test]
+fn allclose_bounds_judge_outputs_and_mismatches_carry_error_statistics() {
+    let dir = temp_dir("allclose");
+    let b = Builder::new(&dir);
+    let p = b.program(VADD, "");
+    // Element 7 is exactly 3.625 on the device; the recording says 3.625·(1 + 1e-6).
+    let exact = 7.0f32 * 0.5 + 1.0 / 8.0;
+    let off = exact * (1.0 + 1e-6);
+    assert_ne!(off, exact);
+    b.launch(
+        "vadd",
+        &p,
+        vec![1024],
+        Some(vec![64]),
+        vadd_args(&b, 1024, Some((7, off))),
+    );
+    let strict = replay_all(&dir, 0);
+    let text = strict[0].to_string();
+    assert!(matches!(strict[0].outcome, Outcome::Mismatch(_)), "{text}");
+    assert!(
+        text.contains("1 of 1024 elements differ")
+            && text.contains("max abs error 3.")
+            && text.contains("max rel error 9.")
+            && text.contains("at element 7"),
+        "{text}"
+    );
+    let close = |rtol: f64, atol: f64| Closeness::new(0, rtol, atol).unwrap();
+    for (rtol, atol, ok) in [
+        (1e-5, 0.0, true),
+        (1e-7, 0.0, false),
+        (0.0, 1e-5, true),
+        (0.0, 1e-7, false),
+        (1e-7, 1e-5, true),
+    ] {
+        let r = replay_all(&dir, close(rtol, atol));
+        assert_eq!(
+            matches!(r[0].outcome, Outcome::Ok { .. }),
+            ok,
+            "rtol {rtol} atol {atol}: {}",
+            r[0]
+        );
+    }
+    assert!(Closeness::new(0, -1.0, 0.0).is_err());
+    assert!(Closeness::new(0, 0.0, f64::NAN).is_err());
 }
 
 #[test]

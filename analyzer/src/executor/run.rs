@@ -4,7 +4,7 @@ use super::cl::{Event, Kernel, Mem, Sampler};
 use super::guard::{sub_buffer, GuardBreach, Zone};
 use super::input::{image_region, Expected, InputArg};
 use super::{cl_err, BuiltProgram, ExecError, LaunchInput, Session};
-use crate::compare::{compare, Difference, Tolerance};
+use crate::compare::{compare, Closeness, Difference, Tolerance};
 use crate::values::{image_channel_type, pointee_type, ValueType};
 use cltrap_capture::{ArgInfo, ImageRecord, MemId};
 use opencl_sys::{
@@ -26,7 +26,7 @@ pub struct RunOutput {
 }
 
 /// The first difference found in one argument.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Mismatch {
     /// Index of the differing argument.
     pub arg_index: usize,
@@ -76,16 +76,18 @@ fn pixel_of(image: &ImageRecord, offset: u64, channel_size: u64) -> String {
 }
 
 /// Compares outputs with what was expected; one [`Mismatch`] per differing argument, in
-/// argument order. `ulp` applies to buffers whose type name says their elements are floating
-/// and to images with floating or normalized channels. `input` is the launch that ran
-/// (it says which arguments are images, and their formats).
+/// argument order. `closeness` (a ulp budget, or [`Closeness`] with `allclose` bounds) applies
+/// to buffers whose type name says their elements are floating and to images with floating
+/// or normalized channels. `input` is the launch that ran (it says which arguments are
+/// images, and their formats).
 pub fn check_outputs(
     input: &LaunchInput,
     infos: &[ArgInfo],
     expected: &[Option<Expected>],
     out: &RunOutput,
-    ulp: u64,
+    closeness: impl Into<Closeness>,
 ) -> Vec<Mismatch> {
+    let closeness = closeness.into();
     let mut found = Vec::new();
     for (i, exp) in expected.iter().enumerate() {
         let (Some(exp), Some(Some(got))) = (exp, out.outputs.get(i)) else {
@@ -99,17 +101,13 @@ pub fn check_outputs(
         let tolerance = match image {
             Some(img) => {
                 let channel = image_channel_type(img.channel_data_type);
-                Tolerance {
-                    element: channel.map(|(scalar, _)| ValueType { scalar, lanes: 1 }),
-                    ulp,
-                    normalized: channel.is_some_and(|(_, n)| n),
-                }
+                Tolerance::of(
+                    channel.map(|(scalar, _)| ValueType { scalar, lanes: 1 }),
+                    channel.is_some_and(|(_, n)| n),
+                    closeness,
+                )
             }
-            None => Tolerance {
-                element: pointee_type(&info.type_name),
-                ulp,
-                normalized: false,
-            },
+            None => Tolerance::of(pointee_type(&info.type_name), false, closeness),
         };
         let difference = match exp {
             Expected::Bytes(e) => compare(e, got, tolerance),
