@@ -387,26 +387,10 @@ pub fn compare(expected: &[u8], got: &[u8], tol: Tolerance) -> Option<Difference
         }
         offset = end;
     }
-    match first {
-        Some(Difference::Value {
-            byte_offset,
-            element_index,
-            scalar,
-            expected,
-            got,
-            ulp,
-            ..
-        }) => Some(Difference::Value {
-            byte_offset,
-            element_index,
-            scalar,
-            expected,
-            got,
-            ulp,
-            stats,
-        }),
-        other => other,
+    if let Some(Difference::Value { stats: s, .. }) = first.as_mut() {
+        *s = stats;
     }
+    first
 }
 
 #[cfg(test)]
