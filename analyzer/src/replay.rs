@@ -31,6 +31,10 @@ pub enum Outcome {
     Mismatch(Mismatch),
     /// Not replayable from this capture (reason).
     Skipped(String),
+    /// Not replayable on this device: an input is kept only as a digest, and the launch that
+    /// produced it computes other bits here than on the capture's device (the reason names
+    /// it). Not a failure of the replay: the capture does not hold what this device needs.
+    NotHere(String),
     /// Replay failed (build error, refused argument, ...): one line, and the full message.
     Error { line: String, full: String },
 }
@@ -49,7 +53,8 @@ pub struct LaunchResult {
 }
 
 impl std::fmt::Display for LaunchResult {
-    /// The stable line other tools parse: `launch <id> <kernel>: ok|MISMATCH …|skipped: …|error: …`.
+    /// The stable line other tools parse: `launch <id> <kernel>: ok|MISMATCH …|skipped: …|not
+    /// replayable on this device: …|error: …`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "launch {} {}: ", self.id, self.kernel)?;
         match &self.outcome {
@@ -62,10 +67,14 @@ impl std::fmt::Display for LaunchResult {
                 Ok(())
             }
             Outcome::Skipped(r) => write!(f, "skipped: {r}"),
+            Outcome::NotHere(r) => write!(f, "{NOT_HERE}: {r}"),
             Outcome::Error { line, .. } => write!(f, "error: {line}"),
         }
     }
 }
+
+/// The verdict word of [`Outcome::NotHere`] in per-launch and summary lines.
+pub const NOT_HERE: &str = "not replayable on this device";
 
 /// Counts of a whole replay.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -78,13 +87,16 @@ pub struct Summary {
     pub skipped: usize,
     /// Launches whose replay failed.
     pub errors: usize,
+    /// Launches whose derived inputs this device cannot re-create ([`Outcome::NotHere`]).
+    pub not_here: usize,
     /// Distinct programs built.
     pub programs_built: usize,
 }
 
 impl Summary {
     /// Process exit status: 2 if any launch could not be replayed for an error, 1 on any
-    /// mismatch, else 0 (skipped launches do not fail a replay; the summary names them).
+    /// mismatch, else 0 (skipped launches and launches not replayable on this device do not
+    /// fail a replay; the summary names them).
     pub fn exit_code(&self) -> i32 {
         if self.errors > 0 {
             2
@@ -101,14 +113,17 @@ impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "replayed {} launch(es): {} matched, {} mismatched, {} skipped, {} failed; {} program(s) built",
-            self.ok + self.mismatches + self.skipped + self.errors,
+            "replayed {} launch(es): {} matched, {} mismatched, {} skipped, {} failed",
+            self.ok + self.mismatches + self.skipped + self.errors + self.not_here,
             self.ok,
             self.mismatches,
             self.skipped,
             self.errors,
-            self.programs_built
-        )
+        )?;
+        if self.not_here > 0 {
+            write!(f, ", {} {NOT_HERE}", self.not_here)?;
+        }
+        write!(f, "; {} program(s) built", self.programs_built)
     }
 }
 
@@ -182,6 +197,7 @@ pub fn replay_on(
             Outcome::Ok { .. } => summary.ok += 1,
             Outcome::Mismatch(_) => summary.mismatches += 1,
             Outcome::Skipped(_) => summary.skipped += 1,
+            Outcome::NotHere(_) => summary.not_here += 1,
             Outcome::Error { .. } => summary.errors += 1,
         }
         report(&LaunchResult {
@@ -205,6 +221,16 @@ fn replay_one(
     deriver: &mut Deriver<'_>,
 ) -> Outcome {
     let error = |e: &ExecError| {
+        if let ExecError::NotDerivable {
+            producer,
+            producer_arg,
+            ..
+        } = e
+        {
+            return Outcome::NotHere(format!(
+                "its input derives from launch {producer} (argument {producer_arg}), which computes other bits here than on the capture's device (or is nondeterministic); capture with a larger budget (--derive-after-mb) or replay on the capture device"
+            ));
+        }
         if e.is_skip() {
             Outcome::Skipped(match e {
                 ExecError::NotReplayable(r) => r.clone(),

@@ -45,6 +45,8 @@ fn count(line: &str, summary: &mut Summary) -> Option<u64> {
         summary.mismatches += 1;
     } else if verdict.starts_with("skipped") {
         summary.skipped += 1;
+    } else if verdict.starts_with(crate::replay::NOT_HERE) {
+        summary.not_here += 1;
     } else if verdict.starts_with("error") {
         summary.errors += 1;
     } else {
@@ -181,8 +183,18 @@ mod tests {
             count("launch 6 k: error: the program does not build", &mut s),
             Some(6)
         );
+        assert_eq!(
+            count(
+                "launch 7 k: not replayable on this device: its input derives from launch 6",
+                &mut s
+            ),
+            Some(7)
+        );
         assert_eq!(count("something else", &mut s), None);
-        assert_eq!((s.ok, s.mismatches, s.skipped, s.errors), (1, 1, 1, 1));
+        assert_eq!(
+            (s.ok, s.mismatches, s.skipped, s.errors, s.not_here),
+            (1, 1, 1, 1, 1)
+        );
         let fin = "replayed 2 launch(es): 2 matched, 0 mismatched, 0 skipped, 0 failed; 1 program(s) built; device pthread (PoCL)";
         assert_eq!(parse_final(fin), Some((1, "pthread (PoCL)".into())));
     }
