@@ -91,6 +91,9 @@ pub struct Summary {
     pub not_here: usize,
     /// Distinct programs built.
     pub programs_built: usize,
+    /// Earlier launches re-executed to re-create derived inputs (the cost of deriving: about
+    /// 0 for a replay of a whole capture in order, the chain's length for one late launch).
+    pub rederived: u64,
 }
 
 impl Summary {
@@ -123,7 +126,15 @@ impl std::fmt::Display for Summary {
         if self.not_here > 0 {
             write!(f, ", {} {NOT_HERE}", self.not_here)?;
         }
-        write!(f, "; {} program(s) built", self.programs_built)
+        write!(f, "; {} program(s) built", self.programs_built)?;
+        if self.rederived > 0 {
+            write!(
+                f,
+                "; {} earlier launch(es) re-executed to derive inputs",
+                self.rederived
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -207,6 +218,7 @@ pub fn replay_on(
             other_mismatches,
         });
     }
+    summary.rederived = deriver.executed;
     summary
 }
 
@@ -333,6 +345,7 @@ fn replay_one(
         }
     }
     let infos: Vec<_> = l.args.iter().map(|a| a.info().clone()).collect();
+    deriver.offer(l, &out);
     let mut mismatches = check_outputs(&input, &infos, &expected, &out, closeness).into_iter();
     match mismatches.next() {
         Some(m) => {
@@ -340,7 +353,6 @@ fn replay_one(
             Outcome::Mismatch(m)
         }
         None => {
-            deriver.offer(l, &out);
             Outcome::Ok {
                 kernel_ns: out.kernel_ns,
             }

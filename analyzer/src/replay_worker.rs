@@ -55,15 +55,19 @@ fn count(line: &str, summary: &mut Summary) -> Option<u64> {
     Some(id)
 }
 
-/// What a worker's final summary line adds: programs built and the device.
-fn parse_final(line: &str) -> Option<(usize, String)> {
+/// What a worker's final summary line adds: programs built, launches re-executed to derive
+/// inputs, and the device.
+fn parse_final(line: &str) -> Option<(usize, u64, String)> {
+    fn number<T: std::str::FromStr>(head: &str, marker: &str) -> Option<T> {
+        head.rsplit_once(marker)
+            .and_then(|(h, _)| h.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+    }
     let rest = line.strip_prefix("replayed ")?;
     let (head, device) = rest.split_once("; device ")?;
-    let built = head
-        .rsplit_once(" program(s) built")
-        .and_then(|(h, _)| h.rsplit(' ').next())
-        .and_then(|n| n.parse().ok())?;
-    Some((built, device.to_string()))
+    let built = number(head, " program(s) built")?;
+    let rederived = number(head, " earlier launch(es) re-executed").unwrap_or(0);
+    Some((built, rederived, device.to_string()))
 }
 
 impl WorkerReplay {
@@ -106,8 +110,9 @@ impl WorkerReplay {
             loop {
                 match rx.recv_timeout(self.watchdog) {
                     Ok(line) => {
-                        if let Some((built, dev)) = parse_final(&line) {
+                        if let Some((built, rederived, dev)) = parse_final(&line) {
                             summary.programs_built += built;
+                            summary.rederived += rederived;
                             device = Some(dev);
                             finished = true;
                         } else {
@@ -196,6 +201,8 @@ mod tests {
             (1, 1, 1, 1, 1)
         );
         let fin = "replayed 2 launch(es): 2 matched, 0 mismatched, 0 skipped, 0 failed; 1 program(s) built; device pthread (PoCL)";
-        assert_eq!(parse_final(fin), Some((1, "pthread (PoCL)".into())));
+        assert_eq!(parse_final(fin), Some((1, 0, "pthread (PoCL)".into())));
+        let fin = "replayed 2 launch(es): 2 matched, 0 mismatched, 0 skipped, 0 failed; 1 program(s) built; 7 earlier launch(es) re-executed to derive inputs; device pthread (PoCL)";
+        assert_eq!(parse_final(fin), Some((1, 7, "pthread (PoCL)".into())));
     }
 }

@@ -240,11 +240,10 @@ fn a_buffer_the_host_wrote_between_launches_is_stored_and_still_replayable() {
 fn a_launch_whose_producer_computes_other_bits_is_not_replayable_here_not_failed() {
     let (dir, cap) = capture_gauss("derived-tampered", &[]);
     let index = ReplayIndex::of(&cap.launches);
-    // A late launch whose matrix `a` is derived, and the launch that produced it.
+    // The first launch whose matrix `a` is derived, and the launch that produced it.
     let (consumer, producer) = cap
         .launches
         .iter()
-        .rev()
         .find_map(|l| {
             let d = index.get(l.id)?.derived(1)?;
             Some((l.id, d.producer))
@@ -301,6 +300,35 @@ fn a_launch_whose_producer_computes_other_bits_is_not_replayable_here_not_failed
             && both.stdout_text().contains("1 not replayable on this device"),
         "{}",
         both.describe()
+    );
+
+    // Replaying from the producer to the end costs about one execution per launch: the
+    // launches after it that derive from it are refused at once, not each after walking
+    // their whole chain back again (quadratic on a long capture replayed on another device).
+    let last = cap.launches.last().map(|l| l.id).unwrap_or(0);
+    let rest = cltrap(&[
+        OsStr::new("replay"),
+        dir.as_os_str(),
+        OsStr::new(&format!("{producer}-{last}")),
+    ]);
+    rest.assert_no_panic();
+    let text = rest.stdout_text();
+    let not_here = text
+        .lines()
+        .filter(|l| l.contains(": not replayable on this device: its input derives from launch"))
+        .count();
+    assert!(not_here > 10, "{}", rest.describe());
+    let rederived: u64 = text
+        .split("; ")
+        .find_map(|p| p.strip_suffix(" earlier launch(es) re-executed to derive inputs"))
+        .map_or(Some(0), |n| n.parse().ok())
+        .unwrap_or(u64::MAX);
+    // Only the producer's own chain (here 1 launch) is re-executed; refusing a launch costs
+    // nothing (without the memory of what does not reproduce: one re-execution each, 62).
+    assert!(
+        rederived <= 8,
+        "{rederived} launches re-executed for {not_here} that cannot be derived\n{}",
+        rest.describe()
     );
 
     // The fuzzer says so for the launches it could not seed from, and seeds from the others.

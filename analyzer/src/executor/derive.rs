@@ -17,7 +17,7 @@
 use super::{BuildOptions, BuiltProgram, ExecError, LaunchInput, RunOutput, Session};
 use cltrap_capture::replayable::{DerivedInput, ReplayIndex, Replayability};
 use cltrap_capture::{ArgRecord, Capture, Content, DigestKind, LaunchRecord};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -90,6 +90,11 @@ pub struct Deriver<'c> {
     /// launch being replayed needs it first.
     programs: HashMap<String, Rc<BuiltProgram>>,
     cache: Cache,
+    /// Outputs (launch id, argument) seen to differ from their recorded digests on this
+    /// session's device: a consumer of one is refused at once instead of re-executing the
+    /// chain behind it again (on another device, every later launch of a long capture
+    /// would otherwise walk the whole chain back: quadratic).
+    unreproducible: HashSet<(u64, u32)>,
     /// Producer launches re-executed so far (for reports and tests of the cost).
     pub executed: u64,
 }
@@ -124,6 +129,7 @@ impl<'c> Deriver<'c> {
                 .collect(),
             programs: HashMap::new(),
             cache: Cache::default(),
+            unreproducible: HashSet::new(),
             executed: 0,
         }
     }
@@ -163,8 +169,9 @@ impl<'c> Deriver<'c> {
         )
     }
 
-    /// A run of `l` whose outputs were checked: each output equal to its recorded digest is
-    /// kept for the launches after it, so an in-order replay derives nothing twice.
+    /// A run of `l` (matched or not): each output equal to its recorded digest is kept for
+    /// the launches after it, so an in-order replay derives nothing twice; one that differs
+    /// is remembered as not reproducible on this device.
     pub fn offer(&mut self, l: &LaunchRecord, out: &RunOutput) {
         for (i, a) in l.args.iter().enumerate() {
             let (ArgRecord::Buffer { after, .. } | ArgRecord::Image { after, .. }) = a else {
@@ -173,7 +180,11 @@ impl<'c> Deriver<'c> {
             let (Some(k), Some(Some(bytes))) = (key(after), out.outputs.get(i)) else {
                 continue;
             };
-            if self.cache.entries.contains_key(&k) || k.0.digest(bytes) != k.1 {
+            if self.cache.entries.contains_key(&k) {
+                continue;
+            }
+            if k.0.digest(bytes) != k.1 {
+                self.unreproducible.insert((l.id, i as u32));
                 continue;
             }
             self.cache.put(k, Arc::new(bytes.clone()));
@@ -223,6 +234,15 @@ impl<'c> Deriver<'c> {
                 .find(|(d, _)| !top.got.contains_key(&d.arg))
                 .map(|(d, _)| d.clone());
             if let Some(d) = missing {
+                if self.unreproducible.contains(&(d.producer, d.producer_arg)) {
+                    let launch = self.capture.launches[top.pos].id;
+                    self.poison(&stack);
+                    return Err(ExecError::NotDerivable {
+                        producer: d.producer,
+                        producer_arg: d.producer_arg,
+                        launch,
+                    });
+                }
                 let pos = *self.pos.get(&d.producer).ok_or_else(|| {
                     ExecError::NotReplayable(format!(
                         "launch {} needed to derive an input of launch {root_id} is not in the capture",
@@ -248,8 +268,9 @@ impl<'c> Deriver<'c> {
                 .last()
                 .map_or(root_id, |f| self.capture.launches[f.pos].id);
             let made = self.execute(session, &frame, consumer)?;
+            let id = self.capture.launches[frame.pos].id;
+            let mut refused = None;
             if let Some(parent) = stack.last_mut() {
-                let id = self.capture.launches[frame.pos].id;
                 for (d, k) in &parent.needs {
                     if d.producer != id || parent.got.contains_key(&d.arg) {
                         continue;
@@ -259,13 +280,32 @@ impl<'c> Deriver<'c> {
                             parent.got.insert(d.arg, b.clone());
                         }
                         None => {
-                            return Err(ExecError::NotDerivable {
-                                producer: id,
-                                producer_arg: d.producer_arg,
-                                launch: consumer,
-                            })
+                            refused = Some(d.producer_arg);
+                            break;
                         }
                     }
+                }
+            }
+            if let Some(producer_arg) = refused {
+                self.poison(&stack);
+                return Err(ExecError::NotDerivable {
+                    producer: id,
+                    producer_arg,
+                    launch: consumer,
+                });
+            }
+        }
+    }
+
+    /// Marks the outputs the walk `stack` was after as not reproducible: each frame needed
+    /// them from the frame above it, whose chain just turned out not to reproduce here. A
+    /// later consumer then stops at the first of them instead of walking the chain again.
+    fn poison(&mut self, stack: &[Frame]) {
+        for pair in stack.windows(2) {
+            let child = self.capture.launches[pair[1].pos].id;
+            for (d, _) in &pair[0].needs {
+                if d.producer == child && !pair[0].got.contains_key(&d.arg) {
+                    self.unreproducible.insert((d.producer, d.producer_arg));
                 }
             }
         }
@@ -307,6 +347,8 @@ impl<'c> Deriver<'c> {
                 let b = Arc::new(bytes.clone());
                 self.cache.put(k.clone(), b.clone());
                 made.insert(k, b);
+            } else {
+                self.unreproducible.insert((l.id, i as u32));
             }
         }
         Ok(made)
