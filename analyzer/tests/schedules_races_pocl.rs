@@ -91,6 +91,7 @@ fn a_reduction_reading_other_groups_partial_results_is_schedule_dependent() {
         ulp: 0,
         instrument_cache: None,
         race_check: None,
+        ..ScheduleOptions::default()
     };
     let mut seen = None;
     let (_, summary) = schedules::run(&capture, &opts, |r| seen = Some(r.clone())).unwrap();
