@@ -34,8 +34,8 @@
 mod per_kernel;
 mod races;
 
-use crate::compare::Difference;
 use crate::check::Engine;
+use crate::compare::Difference;
 use crate::executor::{
     check_outputs, Deriver, DeviceSelector, ExecError, Expected, LaunchInput, Mismatch, RunOutput,
     Session,
@@ -733,7 +733,12 @@ pub fn cli(
             }
             bar.suspend(|| {
                 let _ = writeln!(out, "{r}");
-                if timing && !matches!(r.verdict, Verdict::SameAs { .. } | Verdict::OverLimit { .. }) {
+                if timing
+                    && !matches!(
+                        r.verdict,
+                        Verdict::SameAs { .. } | Verdict::OverLimit { .. }
+                    )
+                {
                     let _ = writeln!(out, "{}", timing_line(r));
                 }
                 let _ = out.flush();

@@ -44,7 +44,14 @@ fn per_kernel_classifies_each_distinct_input_once_and_counts_the_others() {
         "repeats",
         &["schedules.cl", "scale", "aabaBbB"],
     );
-    let out = cltrap(&["replay", path(&dir), "--schedules", "3", "--per-kernel", "1"]);
+    let out = cltrap(&[
+        "replay",
+        path(&dir),
+        "--schedules",
+        "3",
+        "--per-kernel",
+        "1",
+    ]);
     out.assert_no_panic();
     let text = out.stdout_text();
     assert_eq!(out.code, Some(0), "{}", out.describe());
@@ -75,12 +82,22 @@ fn per_kernel_classifies_each_distinct_input_once_and_counts_the_others() {
     );
 
     // Two inputs per kernel and sizes: b is classified too, and its repeat refers to it.
-    let out = cltrap(&["replay", path(&dir), "--schedules", "3", "--per-kernel", "2"]);
+    let out = cltrap(&[
+        "replay",
+        path(&dir),
+        "--schedules",
+        "3",
+        "--per-kernel",
+        "2",
+    ]);
     let text = out.stdout_text();
     assert_eq!(out.code, Some(0), "{}", out.describe());
     let lines = launch_lines(&text);
     assert_eq!(lines.len(), 7, "{text}");
-    assert_eq!(lines[2], "launch 2 scale: deterministic (3 schedules, 3 repeats)");
+    assert_eq!(
+        lines[2],
+        "launch 2 scale: deterministic (3 schedules, 3 repeats)"
+    );
     assert_eq!(lines[5], same(5, 2));
     assert!(
         text.contains("3 deterministic, 0 schedule-dependent, 0 nondeterministic, 0 skipped, 0 failed; --per-kernel 2: 4 not classified again (same kernel, sizes and inputs as a classified launch), 0 skipped at the per-kernel limit;"),
@@ -98,7 +115,14 @@ fn per_kernel_classifies_each_distinct_input_once_and_counts_the_others() {
     assert!(!text.contains("not classified"), "{text}");
 
     // A limit of 0 classifies nothing: refused in one sentence.
-    let out = cltrap(&["replay", path(&dir), "--schedules", "3", "--per-kernel", "0"]);
+    let out = cltrap(&[
+        "replay",
+        path(&dir),
+        "--schedules",
+        "3",
+        "--per-kernel",
+        "0",
+    ]);
     out.assert_no_panic();
     assert_eq!(out.code, Some(2), "{}", out.describe());
     assert!(out.stderr.contains("--per-kernel"), "{}", out.describe());
@@ -113,7 +137,14 @@ fn the_native_race_check_names_both_accesses_and_repeats_are_not_checked_again()
         "check",
         &["global_race", "global_race_fixed", "global_race"],
     );
-    let out = cltrap(&["replay", path(&dir), "--schedules", "6", "--per-kernel", "1"]);
+    let out = cltrap(&[
+        "replay",
+        path(&dir),
+        "--schedules",
+        "6",
+        "--per-kernel",
+        "1",
+    ]);
     out.assert_no_panic();
     let text = out.stdout_text();
     assert_eq!(out.code, Some(1), "{}", out.describe());
@@ -136,7 +167,10 @@ fn the_native_race_check_names_both_accesses_and_repeats_are_not_checked_again()
         .map(|x| x.1)
         .unwrap_or_else(|| panic!("no native race check of launch 0 alone: {text}"));
     // Both accesses, each on its line with a caret, whichever the engine saw first.
-    for (line, code) in [(25, "    out[g] = in[g];"), (28, "        out[g] += out[g + 1];")] {
+    for (line, code) in [
+        (25, "    out[g] = in[g];"),
+        (28, "        out[g] += out[g + 1];"),
+    ] {
         assert!(section.contains(&format!("{line} | {code}\n")), "{text}");
     }
     assert!(section.contains("^ first access, by "), "{text}");
@@ -173,7 +207,10 @@ fn a_launch_with_accesses_the_native_engine_did_not_check_is_not_called_race_fre
     let out = run_with_env(
         &tools().cltrap,
         &["replay", path(&dir), "--schedules", "6"],
-        &[("CLTRAP_OCLGRIND_ICD", OsStr::new("/nonexistent/oclgrind.so"))],
+        &[(
+            "CLTRAP_OCLGRIND_ICD",
+            OsStr::new("/nonexistent/oclgrind.so"),
+        )],
         None,
     );
     out.assert_no_panic();
@@ -211,7 +248,9 @@ fn a_launch_with_accesses_the_native_engine_did_not_check_is_not_called_race_fre
     let text = out.stdout_text();
     assert_eq!(out.code, Some(1), "{}", out.describe());
     let again = text
-        .split_once("the native engine did not check 1 launch(es) whole: checking it again on Oclgrind")
+        .split_once(
+            "the native engine did not check 1 launch(es) whole: checking it again on Oclgrind",
+        )
         .map(|x| x.1)
         .unwrap_or_else(|| panic!("no Oclgrind check of launch 0: {text}"));
     assert!(again.contains("18 |     p[g] = in[g];\n"), "{text}");

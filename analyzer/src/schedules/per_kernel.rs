@@ -46,19 +46,17 @@ impl Class {
         Class {
             program: l.program.clone(),
             kernel: l.kernel.clone(),
-            offset: l.global_offset.clone().filter(|o| o.iter().any(|v| *v != 0)),
+            offset: l
+                .global_offset
+                .clone()
+                .filter(|o| o.iter().any(|v| *v != 0)),
             global: l.global_size.clone(),
             local: l.local_size.clone(),
         }
     }
 
     fn describe(&self) -> String {
-        let dims = |v: &[u64]| {
-            v.iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join("x")
-        };
+        let dims = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join("x");
         let mut s = format!("{} with global {}", self.kernel, dims(&self.global));
         match &self.local {
             Some(l) => s.push_str(&format!(", local {}", dims(l))),

@@ -65,6 +65,11 @@ fn unfinished(status: &LaunchStatus) -> Option<String> {
     }
 }
 
+/// `check`'s report, less its exit status: the replay's own is the one that counts here.
+fn render(report: &CheckReport) -> String {
+    check::report::render(report).replace(" (see above; exit status 3)", " (see above)")
+}
+
 /// `N race(s) (engine)`.
 fn found(n: usize, engine: &str) -> String {
     format!("{n} race(s) found ({engine})")
@@ -84,7 +89,10 @@ pub fn race_check(
     let started = Instant::now();
     let n = ids.len();
     let (name, other) = match engine {
-        Engine::Native => ("native engine: the instrumented kernel on the device", "oclgrind"),
+        Engine::Native => (
+            "native engine: the instrumented kernel on the device",
+            "oclgrind",
+        ),
         Engine::Oclgrind => ("Oclgrind", "native"),
     };
     let _ = writeln!(
@@ -100,7 +108,7 @@ pub fn race_check(
             return;
         }
     };
-    let _ = write!(out, "{}", check::report::render(&report));
+    let _ = write!(out, "{}", render(&report));
     let races = races_by_launch(&report);
     // Launches the native engine ran to the end, found no race in and did not check whole.
     let partial: Vec<(u64, String)> = report
@@ -129,7 +137,7 @@ pub fn race_check(
         };
         match &r {
             Ok(r) => {
-                let _ = write!(out, "{}", check::report::render(r));
+                let _ = write!(out, "{}", render(r));
             }
             Err(why) => {
                 let _ = writeln!(out, "not checked on Oclgrind: {why}");
@@ -191,5 +199,55 @@ fn verdict(
         Some(Ok(text)) => format!("{native}; {text}"),
         Some(Err(why)) => format!("incomplete: {native}; {why}"),
         None => format!("incomplete: {native}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(id: u64, engine: &'static str, unchecked: usize) -> LaunchCheck {
+        LaunchCheck {
+            id,
+            kernel: "k".into(),
+            status: LaunchStatus::Checked { millis: 1 },
+            diagnostics: 0,
+            engine,
+            kernel_ns: None,
+            baseline_kernel_ns: None,
+            notes: vec![],
+            checked_sites: Some(4 - unchecked),
+            unchecked_sites: Some(unchecked),
+        }
+    }
+
+    #[test]
+    fn a_launch_not_checked_whole_is_never_said_to_be_free_of_races() {
+        let none = BTreeMap::new();
+        let whole = launch(0, "native", 0);
+        assert_eq!(
+            verdict(&whole, &none, &[], None),
+            "no race found (native, every access checked)"
+        );
+        let part = launch(1, "native", 3);
+        let why = left_out(&part).expect("something was left out");
+        assert_eq!(why, "3 of 4 access(es) not checked");
+        let partial = [(1, why)];
+        for again in [None, Some(Err("no Oclgrind".to_string()))] {
+            let v = verdict(&part, &none, &partial, again.as_ref());
+            assert!(v.starts_with("incomplete: "), "{v}");
+            assert!(v.contains("3 of 4 access(es) not checked"), "{v}");
+        }
+        // A race found is a race, whatever else was left out.
+        let races = BTreeMap::from([(1, 2)]);
+        assert_eq!(
+            verdict(&part, &races, &partial, None),
+            "2 race(s) found (native)"
+        );
+        // A check switched off is left out too.
+        let mut off = launch(2, "native", 0);
+        off.notes
+            .push("__local races and uninitialised reads are not checked: x".into());
+        assert!(left_out(&off).is_some());
     }
 }
