@@ -91,10 +91,32 @@ enum Cmd {
         /// With --schedules: seed of the first schedule (schedule k uses SEED+k).
         #[arg(long, default_value_t = 1, value_name = "SEED", requires = "schedules")]
         seed: u64,
-        /// With --schedules: do not run the race check (Oclgrind) on the launches whose
-        /// results depend on the schedule.
+        /// With --schedules: do not run the race check on the launches whose results depend
+        /// on the schedule.
         #[arg(long, requires = "schedules")]
         no_race_check: bool,
+        /// With --schedules: the race check's engine: native (the instrumented kernel on the
+        /// device; a launch it could not check whole is checked again on Oclgrind) or
+        /// oclgrind (the simulator, much slower on large launches).
+        #[arg(
+            long,
+            value_enum,
+            default_value_t = check::Engine::Native,
+            value_name = "ENGINE",
+            requires = "schedules"
+        )]
+        race_engine: check::Engine,
+        /// With --schedules: classify launches of one kernel with the same global and local
+        /// sizes once per distinct input (the contents of their arguments before the launch),
+        /// at most N inputs per kernel and sizes; the other launches are listed as not
+        /// classified again or skipped at the limit, and counted in the summary.
+        #[arg(
+            long,
+            value_name = "N",
+            value_parser = clap::value_parser!(u32).range(1..),
+            requires = "schedules"
+        )]
+        per_kernel: Option<u32>,
         /// With --schedules: wall-clock limit of the race check, all launches together; what
         /// it could not finish is reported as skipped and the replay's verdicts stand.
         #[arg(
@@ -442,6 +464,8 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             repeats,
             seed,
             no_race_check,
+            race_engine,
+            per_kernel,
             race_deadline,
             timing,
             instrument_cache,
@@ -513,6 +537,9 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                     instrument_cache,
                     race_check: (!no_race_check)
                         .then(|| std::time::Duration::from_secs(race_deadline.max(1))),
+                    race_engine,
+                    per_kernel,
+                    progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
                 };
                 return schedules::cli(&capture, &opts, timing, &mut stdout)
                     .map(|c| if damaged > 0 { 2 } else { c as u8 })

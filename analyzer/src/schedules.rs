@@ -25,7 +25,16 @@
 //! (vector add, tiled matrix multiply, barrier-synchronised reduction) stayed `deterministic`.
 //! When the application passed a NULL local size, cltrap chooses one (up to 64 work-items
 //! dividing the global size) so the table has groups to permute, and says so.
+//!
+//! Long captures: with `--per-kernel N` ([`per_kernel`]) launches of one kernel and NDRange
+//! are classified once per distinct input, at most N inputs each; every other launch gets a
+//! line saying which classified launch it repeats, or that the limit was reached. The race
+//! check of the launches flagged runs on the native engine by default ([`races`]).
 
+mod per_kernel;
+mod races;
+
+use crate::check::Engine;
 use crate::compare::Difference;
 use crate::executor::{
     check_outputs, Deriver, DeviceSelector, ExecError, Expected, LaunchInput, Mismatch, RunOutput,
@@ -37,6 +46,8 @@ use cltrap_capture::{ArgInfo, Capture, LaunchRecord};
 use cltrap_kernel::permute::{
     group_counts, identity_permutation, permute_schedule, random_permutation, PermuteMap,
 };
+use per_kernel::{Decision, Limiter};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -57,9 +68,16 @@ pub struct ScheduleOptions {
     pub ulp: u64,
     /// Keep permuted sources in this directory and reuse them (no libclang needed on a hit).
     pub instrument_cache: Option<PathBuf>,
-    /// Run the race check ([`crate::check`], Oclgrind) on every schedule-dependent or
+    /// Run the race check ([`crate::check`]) on every schedule-dependent or
     /// nondeterministic launch, within this much wall time in all; `None` = do not.
     pub race_check: Option<Duration>,
+    /// The engine of the race check (native by default; Oclgrind on request).
+    pub race_engine: Engine,
+    /// Classify launches of one kernel and NDRange once per distinct input, at most this many
+    /// inputs per kernel and NDRange (see [`per_kernel`]); `None` = every launch.
+    pub per_kernel: Option<u32>,
+    /// Show a progress bar on stderr (when it is a terminal).
+    pub progress: bool,
 }
 
 impl Default for ScheduleOptions {
@@ -73,6 +91,9 @@ impl Default for ScheduleOptions {
             ulp: 0,
             instrument_cache: None,
             race_check: Some(Duration::from_secs(120)),
+            race_engine: Engine::Native,
+            per_kernel: None,
+            progress: false,
         }
     }
 }
@@ -98,6 +119,24 @@ pub enum Verdict {
     },
     /// Not runnable from this capture (reason).
     Skipped(String),
+    /// Not classified again (`--per-kernel`): the same kernel, NDRange and inputs as an
+    /// earlier launch that was.
+    SameAs {
+        /// The classified launch.
+        launch: u64,
+        /// Its verdict in one word (`deterministic`, `schedule-dependent`, ...).
+        verdict: &'static str,
+    },
+    /// Not classified (`--per-kernel N`): its kernel and NDRange already had N classified
+    /// inputs, none of them this launch's.
+    OverLimit {
+        /// N.
+        limit: u32,
+        /// The kernel and NDRange in words.
+        class: String,
+        /// The launches classified for it.
+        classified: Vec<u64>,
+    },
     /// Instrumenting, building or running failed: one line, and the full message.
     Error {
         /// One line for the report.
@@ -224,6 +263,22 @@ impl std::fmt::Display for ScheduleResult {
             }
             Verdict::Skipped(r) => write!(f, "skipped: {r}")?,
             Verdict::Error { line, .. } => write!(f, "error: {line}")?,
+            Verdict::SameAs { launch, verdict } => write!(
+                f,
+                "same kernel, sizes and inputs as launch #{launch}: not classified again (launch #{launch}: {verdict})"
+            )?,
+            Verdict::OverLimit {
+                limit,
+                class,
+                classified,
+            } => {
+                let ids: Vec<String> = classified.iter().map(|i| format!("#{i}")).collect();
+                write!(
+                    f,
+                    "skipped: per-kernel limit {limit} reached ({class}: inputs of launch(es) {} classified, this launch's differ)",
+                    ids.join(", ")
+                )?
+            }
         }
         if let Some(l) = &self.chosen_local {
             let l: Vec<String> = l.iter().map(u64::to_string).collect();
@@ -256,6 +311,12 @@ pub struct ScheduleSummary {
     pub skipped: usize,
     /// Launches that failed.
     pub errors: usize,
+    /// Launches not classified again: the inputs of a classified launch (`--per-kernel`).
+    pub same_inputs: usize,
+    /// Launches not classified: past the per-kernel limit (`--per-kernel`).
+    pub over_limit: usize,
+    /// N of `--per-kernel N`, when given.
+    pub per_kernel: Option<u32>,
     /// Launches whose identity schedule differs from the recorded output.
     pub identity_mismatches: usize,
     /// Distinct permuted programs built.
@@ -277,22 +338,36 @@ impl ScheduleSummary {
 }
 
 impl std::fmt::Display for ScheduleSummary {
+    /// `schedules: T launch(es): ...`; with `--per-kernel N` the launches not classified are
+    /// counted after the verdicts, and included in T.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "schedules: {} launch(es): {} deterministic, {} schedule-dependent, {} nondeterministic, {} skipped, {} failed; {} identity run(s) differ from the recording; {} program(s) built",
+            "schedules: {} launch(es): {} deterministic, {} schedule-dependent, {} nondeterministic, {} skipped, {} failed",
             self.deterministic
                 + self.schedule_dependent
                 + self.nondeterministic
                 + self.skipped
-                + self.errors,
+                + self.errors
+                + self.same_inputs
+                + self.over_limit,
             self.deterministic,
             self.schedule_dependent,
             self.nondeterministic,
             self.skipped,
             self.errors,
-            self.identity_mismatches,
-            self.programs_built
+        )?;
+        if let Some(n) = self.per_kernel {
+            write!(
+                f,
+                "; --per-kernel {n}: {} not classified again (same kernel, sizes and inputs as a classified launch), {} skipped at the per-kernel limit",
+                self.same_inputs, self.over_limit
+            )?;
+        }
+        write!(
+            f,
+            "; {} identity run(s) differ from the recording; {} program(s) built",
+            self.identity_mismatches, self.programs_built
         )
     }
 }
@@ -326,6 +401,30 @@ pub fn run_on(
     capture: &Capture,
     launches: &[&LaunchRecord],
     opts: &ScheduleOptions,
+    report: impl FnMut(&ScheduleResult),
+) -> ScheduleSummary {
+    run_with(session, capture, launches, opts, |_| {}, report)
+}
+
+/// The verdict in one word, as a launch with the same inputs quotes it.
+fn verdict_word(v: &Verdict) -> &'static str {
+    match v {
+        Verdict::Deterministic => "deterministic",
+        Verdict::ScheduleDependent { .. } => "schedule-dependent",
+        Verdict::Nondeterministic { .. } => "nondeterministic",
+        Verdict::Skipped(_) | Verdict::OverLimit { .. } => "skipped",
+        Verdict::Error { .. } => "failed",
+        Verdict::SameAs { verdict, .. } => verdict,
+    }
+}
+
+/// [`run_on`], calling `starting` before each launch (a progress bar names it).
+fn run_with(
+    session: &Session,
+    capture: &Capture,
+    launches: &[&LaunchRecord],
+    opts: &ScheduleOptions,
+    mut starting: impl FnMut(&LaunchRecord),
     mut report: impl FnMut(&ScheduleResult),
 ) -> ScheduleSummary {
     let mut cache: VariantCache<PermuteMap> =
@@ -333,22 +432,71 @@ pub fn run_on(
             dir,
             pass: "permute",
         }));
-    let mut summary = ScheduleSummary::default();
+    let mut summary = ScheduleSummary {
+        per_kernel: opts.per_kernel,
+        ..ScheduleSummary::default()
+    };
     let mut deriver = Deriver::new(capture);
+    let mut limiter = opts.per_kernel.map(Limiter::new);
+    // The verdicts of classified launches, for the launches that repeat their inputs.
+    let mut words: HashMap<u64, &'static str> = HashMap::new();
     for l in launches {
-        let r = one_launch(session, capture, l, opts, &mut cache, &mut deriver);
+        starting(l);
+        let decision = limiter
+            .as_mut()
+            .map_or(Decision::Classify, |lim| lim.decide(l));
+        let r = match decision {
+            Decision::Classify => one_launch(session, capture, l, opts, &mut cache, &mut deriver),
+            Decision::SameAs(first) => not_classified(
+                l,
+                Verdict::SameAs {
+                    launch: first,
+                    verdict: words.get(&first).copied().unwrap_or("skipped"),
+                },
+            ),
+            Decision::OverLimit {
+                limit,
+                class,
+                classified,
+            } => not_classified(
+                l,
+                Verdict::OverLimit {
+                    limit,
+                    class,
+                    classified,
+                },
+            ),
+        };
         match &r.verdict {
             Verdict::Deterministic => summary.deterministic += 1,
             Verdict::ScheduleDependent { .. } => summary.schedule_dependent += 1,
             Verdict::Nondeterministic { .. } => summary.nondeterministic += 1,
             Verdict::Skipped(_) => summary.skipped += 1,
             Verdict::Error { .. } => summary.errors += 1,
+            Verdict::SameAs { .. } => summary.same_inputs += 1,
+            Verdict::OverLimit { .. } => summary.over_limit += 1,
         }
+        words.insert(r.id, verdict_word(&r.verdict));
         summary.identity_mismatches += r.identity_vs_recorded.is_some() as usize;
         report(&r);
     }
     summary.programs_built = cache.built();
     summary
+}
+
+/// The result of a launch `--per-kernel` does not classify.
+fn not_classified(l: &LaunchRecord, verdict: Verdict) -> ScheduleResult {
+    ScheduleResult {
+        id: l.id,
+        kernel: l.kernel.clone(),
+        schedules: 0,
+        repeats: 0,
+        groups: 0,
+        chosen_local: None,
+        verdict,
+        identity_vs_recorded: None,
+        timing: ScheduleTiming::default(),
+    }
 }
 
 /// Opens the selected device and runs; the `Session` error (no device) is returned as is.
@@ -538,6 +686,23 @@ pub fn timing_line(r: &ScheduleResult) -> String {
     )
 }
 
+/// A progress bar over `n` launches on stderr, hidden unless `show` (and drawn only on a
+/// terminal): a long classification is not silent.
+fn progress_bar(show: bool, n: usize) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(n as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} schedules {pos}/{len} [{bar:30}] {elapsed} {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar
+}
+
 /// `cltrap replay --schedules`: prints one line per launch (and `--timing` lines), the full
 /// message of each distinct error on stderr, and the summary; returns the exit status.
 pub fn cli(
@@ -549,28 +714,49 @@ pub fn cli(
     let mut told = std::collections::HashSet::new();
     let mut total = ScheduleTiming::default();
     let mut racy = Vec::new();
-    let (session, summary) = run(capture, opts, |r| {
-        if matches!(
-            r.verdict,
-            Verdict::ScheduleDependent { .. } | Verdict::Nondeterministic { .. }
-        ) {
-            racy.push(r.id);
-        }
-        let _ = writeln!(out, "{r}");
-        if timing {
-            let _ = writeln!(out, "{}", timing_line(r));
-            total.instrument += r.timing.instrument;
-            total.compile += r.timing.compile;
-            total.runs.extend(r.timing.runs.iter().copied());
-            total.kernel_ns.extend(r.timing.kernel_ns.iter().copied());
-        }
-        let _ = out.flush();
-        if let Verdict::Error { full, .. } = &r.verdict {
-            if told.insert(full.clone()) {
-                eprintln!("cltrap: launch {} ({}): {full}", r.id, r.kernel);
+    let launches = select(capture, opts.ids.as_deref())?;
+    let session = Session::open(&opts.device)?;
+    let bar = progress_bar(opts.progress, launches.len());
+    let summary = run_with(
+        &session,
+        capture,
+        &launches,
+        opts,
+        |l| bar.set_message(format!("launch {} {}", l.id, l.kernel)),
+        |r| {
+            bar.inc(1);
+            if matches!(
+                r.verdict,
+                Verdict::ScheduleDependent { .. } | Verdict::Nondeterministic { .. }
+            ) {
+                racy.push(r.id);
             }
-        }
-    })?;
+            bar.suspend(|| {
+                let _ = writeln!(out, "{r}");
+                if timing
+                    && !matches!(
+                        r.verdict,
+                        Verdict::SameAs { .. } | Verdict::OverLimit { .. }
+                    )
+                {
+                    let _ = writeln!(out, "{}", timing_line(r));
+                }
+                let _ = out.flush();
+                if let Verdict::Error { full, .. } = &r.verdict {
+                    if told.insert(full.clone()) {
+                        eprintln!("cltrap: launch {} ({}): {full}", r.id, r.kernel);
+                    }
+                }
+            });
+            if timing {
+                total.instrument += r.timing.instrument;
+                total.compile += r.timing.compile;
+                total.runs.extend(r.timing.runs.iter().copied());
+                total.kernel_ns.extend(r.timing.kernel_ns.iter().copied());
+            }
+        },
+    );
+    bar.finish_and_clear();
     if timing {
         let wall: Duration = total.runs.iter().sum();
         let _ = writeln!(
@@ -588,35 +774,9 @@ pub fn cli(
     let info = session.info();
     let _ = writeln!(out, "{summary}; device {} ({})", info.name, info.platform);
     if let (Some(budget), false) = (opts.race_check, racy.is_empty()) {
-        race_check(capture, racy, budget, out);
+        races::race_check(capture, racy, budget, opts.race_engine, out);
     }
     Ok(summary.exit_code())
-}
-
-/// The racing lines of the launches whose results depend on the schedule: `cltrap check
-/// --races` on them (Oclgrind, each in a child process), printed as `check` prints them.
-/// Never fails the replay: when Oclgrind is missing or the budget runs out, it says so.
-fn race_check(capture: &Capture, ids: Vec<u64>, budget: Duration, out: &mut impl std::io::Write) {
-    let n = ids.len();
-    let _ = writeln!(
-        out,
-        "\nrace check of the {n} launch(es) whose results differ (Oclgrind, at most {} s in all; --no-race-check skips it):",
-        budget.as_secs()
-    );
-    let _ = out.flush();
-    let mut opts =
-        crate::check::CheckOptions::of(ids, vec![crate::check::finding::Family::Races], budget);
-    opts.budget = Some(budget);
-    match crate::check::check(capture.dir(), capture, &opts, |line| {
-        eprintln!("cltrap: race check: {line}")
-    }) {
-        Ok(report) => {
-            let _ = write!(out, "{}", crate::check::report::render(&report));
-        }
-        Err(why) => {
-            let _ = writeln!(out, "race check skipped: {why}");
-        }
-    }
 }
 
 #[cfg(test)]

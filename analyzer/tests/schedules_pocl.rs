@@ -22,6 +22,7 @@ fn opts(schedules: u32, repeats: u32) -> ScheduleOptions {
         ulp: 0,
         instrument_cache: None,
         race_check: None,
+        ..ScheduleOptions::default()
     }
 }
 

@@ -134,7 +134,15 @@ fn replay_schedules_prints_the_racing_lines_and_nothing_for_the_correct_twin() {
         return;
     }
     let dir = capture("check-schedules", &["global_race", "global_race_fixed"]);
-    let out = cltrap(&["replay", path(&dir), "--schedules", "6"]);
+    // The native engine is the default (tests/tests/schedules_per_kernel.rs); Oclgrind here.
+    let out = cltrap(&[
+        "replay",
+        path(&dir),
+        "--schedules",
+        "6",
+        "--race-engine",
+        "oclgrind",
+    ]);
     let text = out.stdout_text();
     assert_eq!(out.code, Some(1), "{}", out.describe());
     assert!(
@@ -161,6 +169,10 @@ fn replay_schedules_prints_the_racing_lines_and_nothing_for_the_correct_twin() {
     assert!(!section.contains("global_race_fixed"), "{text}");
     assert!(
         section.contains("checked 1 of 1 launch(es) on oclgrind: 1 finding(s)"),
+        "{text}"
+    );
+    assert!(
+        section.contains("race check: launch 0 global_race: 1 race(s) found (oclgrind)"),
         "{text}"
     );
     // The correct twin alone: deterministic, no race check at all.
