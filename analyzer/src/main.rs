@@ -474,12 +474,6 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             after,
         } => {
             let closeness = Closeness::new(ulp, rtol, atol)?;
-            if schedules.is_some() && closeness.has_bounds() {
-                return Err(
-                    "--rtol/--atol apply to replay's comparison with the capture; --schedules compares runs with --ulp only"
-                        .into(),
-                );
-            }
             let capture = open_keeping_damaged(&dir)?;
             // Damaged launch lines are error lines of the replay (once, not again in a
             // worker that continues after a crash), and make it exit 2.
@@ -533,7 +527,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                     schedules: n,
                     repeats,
                     seed,
-                    ulp,
+                    closeness,
                     instrument_cache,
                     race_check: (!no_race_check)
                         .then(|| std::time::Duration::from_secs(race_deadline.max(1))),

@@ -64,8 +64,8 @@ pub struct ScheduleOptions {
     pub repeats: u32,
     /// Seed of the first schedule; schedule `k` uses `seed + k`.
     pub seed: u64,
-    /// Allowed ulp distance for floating-point outputs (0 = bit-exact).
-    pub ulp: u64,
+    /// How close floating-point outputs of two runs must be (default: bit-exact).
+    pub closeness: crate::compare::Closeness,
     /// Keep permuted sources in this directory and reuse them (no libclang needed on a hit).
     pub instrument_cache: Option<PathBuf>,
     /// Run the race check ([`crate::check`]) on every schedule-dependent or
@@ -88,7 +88,7 @@ impl Default for ScheduleOptions {
             schedules: 10,
             repeats: 3,
             seed: 1,
-            ulp: 0,
+            closeness: crate::compare::Closeness::EXACT,
             instrument_cache: None,
             race_check: Some(Duration::from_secs(120)),
             race_engine: Engine::Native,
@@ -609,8 +609,8 @@ fn classify(
         timing.kernel_ns.extend(out.kernel_ns);
         Ok(out)
     };
-    let diff = |a: &RunOutput, b: &RunOutput, ulp: u64| {
-        check_outputs(&input, &infos, &as_expected(a, args), b, ulp)
+    let diff = |a: &RunOutput, b: &RunOutput, closeness: crate::compare::Closeness| {
+        check_outputs(&input, &infos, &as_expected(a, args), b, closeness)
             .into_iter()
             .next()
     };
@@ -624,7 +624,7 @@ fn classify(
     }
     for _ in 1..r.repeats {
         let again = run(&identity, &mut r.timing)?;
-        if let Some(d) = diff(&reference, &again, opts.ulp) {
+        if let Some(d) = diff(&reference, &again, opts.closeness) {
             return Ok(Verdict::Nondeterministic {
                 seed: None,
                 diff: d,
@@ -635,11 +635,11 @@ fn classify(
         let seed = opts.seed.wrapping_add(u64::from(k));
         let table = random_permutation(&input.global_size, &local, seed);
         let out = run(&table, &mut r.timing)?;
-        if let Some(d) = diff(&reference, &out, opts.ulp) {
+        if let Some(d) = diff(&reference, &out, opts.closeness) {
             // Confirm: the same schedule again must give the same outputs, or the difference
             // is not the schedule's doing.
             let again = run(&table, &mut r.timing)?;
-            if let Some(d2) = diff(&out, &again, opts.ulp) {
+            if let Some(d2) = diff(&out, &again, opts.closeness) {
                 return Ok(Verdict::Nondeterministic {
                     seed: Some(seed),
                     diff: d2,

@@ -19,7 +19,7 @@ fn opts(schedules: u32, repeats: u32) -> ScheduleOptions {
         schedules,
         repeats,
         seed: 1,
-        ulp: 0,
+        closeness: cltrap_analyzer::compare::Closeness::EXACT,
         instrument_cache: None,
         race_check: None,
         ..ScheduleOptions::default()

@@ -91,7 +91,7 @@ fn a_reduction_reading_other_groups_partial_results_is_schedule_dependent() {
         schedules: 6,
         repeats: 3,
         seed: 1,
-        ulp: 0,
+        closeness: cltrap_analyzer::compare::Closeness::EXACT,
         instrument_cache: None,
         race_check: None,
         ..ScheduleOptions::default()
