@@ -906,6 +906,54 @@ pub(super) fn nudge() {
     wake_writer(reg, &mut st);
 }
 
+/// Before the application reads a reference count: waits for a batch the writer is writing,
+/// then asks the driver which launches in flight completed and writes them on the caller's
+/// thread, so the shim no longer holds their events or anything else of theirs (drivers
+/// count an event in its queue's references). Launches whose commands have not completed
+/// keep theirs. Waits for the turn at most [`FINISH_WAIT`], as `clFinish` does.
+pub(super) fn settle() {
+    if !available() {
+        return;
+    }
+    let reg = &*REGISTRY;
+    {
+        let st = lock(&reg.state);
+        if st.slots.is_empty() && !st.writing && st.to_release.is_empty() {
+            return;
+        }
+    }
+    let deadline = Instant::now() + FINISH_WAIT;
+    let Some((turn, st)) = Turn::take(reg, Some(deadline)) else {
+        return;
+    };
+    let probes = probes(&st, true, true);
+    drop(st);
+    let finished = poll(&probes);
+    let mut st = lock(&reg.state);
+    for (ticket, status, inferred) in &finished {
+        if let Some(slot) = st.slots.get_mut(ticket) {
+            if slot.done.is_none() {
+                slot.done = Some(*status);
+                slot.polled = slot.callback;
+                slot.inferred = *inferred;
+                st.ready.push(*ticket);
+            }
+        }
+    }
+    prove_riders(&mut st, &finished);
+    let batch = take_batch(&mut st);
+    let late = std::mem::take(&mut st.to_release);
+    drop(st);
+    write_batch(reg, batch);
+    for (ev, release) in late {
+        if let Some(rel) = release {
+            // SAFETY: our own final event, kept until its late callback came.
+            unsafe { rel(ev as cl_event) };
+        }
+    }
+    drop(turn);
+}
+
 /// Takes the launches of `lane` before ticket `upto`, oldest first, marking those nobody
 /// reported yet as complete (the caller knows the queue is idle; [`land`] still asks each
 /// launch's own status, since a failed command also ends a `clFinish`).
