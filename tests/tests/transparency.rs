@@ -272,8 +272,8 @@ fn every_fixture_behaves_identically_under_the_pass_through_shim() {
 /// event holds its queue; after the shim read a buffer back (or digested it on the device),
 /// that buffer's last command is the shim's, so a kernel with two buffers leaves two live
 /// events in the queue instead of one. With digests off this shows only after the two-buffer
-/// kernel (`add ...: queue references`); with digests on the shim's own buffers keep theirs
-/// too, so no queue line is compared there.
+/// kernel (`add ...: queue references`); with digests on the shim's own buffers (the digest
+/// slots, the snapshots) keep theirs too, so no queue line is compared there.
 #[test]
 fn what_the_application_reads_of_its_own_objects_is_what_it_reads_natively() {
     let exe = fixture("observed");
@@ -331,8 +331,8 @@ fn what_the_application_reads_of_its_own_objects_is_what_it_reads_natively() {
         }
         assert_eq!(
             open_capture(&dir).launches.len(),
-            18,
-            "three runs of six launches were captured"
+            27,
+            "three runs of nine launches were captured"
         );
     }
 }
