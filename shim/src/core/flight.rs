@@ -846,6 +846,12 @@ fn hand_to_writer(queue: cl_command_queue, upto: u64, mark: impl Fn(&mut Slot) -
 /// The right to write records (see [`State::writing`]), given back when dropped.
 struct Turn(&'static Registry);
 
+thread_local! {
+    /// This thread holds the [`Turn`] (an application callback the driver runs on it while it
+    /// releases our objects must not wait for the turn: [`settle`] skips).
+    static HOLDS_TURN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 impl Turn {
     /// Waits for the turn (until `deadline`, when given: None then) and returns it with the
     /// state still locked.
@@ -862,12 +868,14 @@ impl Turn {
             st = wait_progress(reg, st, wait);
         }
         st.writing = true;
+        HOLDS_TURN.with(|h| h.set(true));
         Some((Turn(reg), st))
     }
 }
 
 impl Drop for Turn {
     fn drop(&mut self) {
+        HOLDS_TURN.with(|h| h.set(false));
         let mut st = lock(&self.0.state);
         st.writing = false;
         progress_made(self.0, &st);
@@ -912,7 +920,7 @@ pub(super) fn nudge() {
 /// count an event in its queue's references). Launches whose commands have not completed
 /// keep theirs. Waits for the turn at most [`FINISH_WAIT`], as `clFinish` does.
 pub(super) fn settle() {
-    if !available() {
+    if !available() || HOLDS_TURN.with(|h| h.get()) {
         return;
     }
     let reg = &*REGISTRY;
@@ -1582,6 +1590,7 @@ fn writer_loop() {
                     .collect();
                 let want = markers_wanted(&st, busy, &mut tails);
                 st.writing = true;
+                HOLDS_TURN.with(|h| h.set(true));
                 let turn = Turn(reg);
                 drop(st);
                 let marked: Vec<(usize, cl_int)> = marks

@@ -69,6 +69,12 @@ static HELD: once_cell::sync::Lazy<Mutex<HandleMap<usize, Entry>>> =
 static FACTORS: once_cell::sync::Lazy<Mutex<HandleMap<usize, [u32; 3]>>> =
     once_cell::sync::Lazy::new(Default::default);
 
+thread_local! {
+    /// Changes this thread has under way: an application callback the driver runs inside one
+    /// (a release that destroyed an object) does not wait for the others to end.
+    static CHANGING_HERE: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
 /// How long an answer waits for a change of its object to end (a release that destroys the
 /// object may run callbacks of the application's; past this the driver's count is answered
 /// minus the holds known at that moment).
@@ -118,7 +124,9 @@ fn change<T>(object: usize, hold: Hold, up: bool, f: impl FnOnce() -> (T, bool))
     lock(&HELD).entry(object).or_default().changing += 1;
     // The driver call runs without our lock: a release may destroy the object and call back
     // into the application.
+    CHANGING_HERE.with(|c| c.set(c.get() + 1));
     let (r, done) = f();
+    CHANGING_HERE.with(|c| c.set(c.get().saturating_sub(1)));
     let mut held = lock(&HELD);
     if let Some(e) = held.get_mut(&object) {
         e.changing = e.changing.saturating_sub(1);
@@ -161,7 +169,8 @@ pub(super) unsafe fn answer(
     let deadline = Instant::now() + CHANGE_WAIT;
     loop {
         let held = lock(&HELD);
-        let changing = held.get(&object).is_some_and(|e| e.changing > 0);
+        let changing = held.get(&object).is_some_and(|e| e.changing > 0)
+            && CHANGING_HERE.with(|c| c.get()) == 0;
         if changing && Instant::now() < deadline {
             drop(held);
             std::thread::sleep(Duration::from_micros(50));
