@@ -201,9 +201,11 @@ pub(super) unsafe fn answer(
     }
 }
 
-/// The context references the driver counts for objects of ours on `device`, asked once.
+/// The context references the driver counts for objects of ours on `device`, asked once
+/// (not from inside an application's event callback, where making a context is undefined:
+/// then nothing is subtracted for them this time).
 fn factors(next: &Next, device: usize) {
-    if lock(&FACTORS).contains_key(&device) {
+    if lock(&FACTORS).contains_key(&device) || super::callback::inside() {
         return;
     }
     let found = probe(next, device as cl_device_id).unwrap_or([0; 3]);
