@@ -519,5 +519,10 @@ fn a_capture_folder_of_another_user_is_refused() {
         "{}",
         pre.describe()
     );
-    assert_eq!(present(), before, "the shim wrote into {}", shared.display());
+    assert_eq!(
+        present(),
+        before,
+        "the shim wrote into {}",
+        shared.display()
+    );
 }

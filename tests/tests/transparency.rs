@@ -317,7 +317,11 @@ fn what_the_application_reads_of_its_own_objects_is_what_it_reads_natively() {
             ],
             None,
         );
-        for (door, out) in [("launcher", &captured), ("preload", &pre), ("layer", &layer)] {
+        for (door, out) in [
+            ("launcher", &captured),
+            ("preload", &pre),
+            ("layer", &layer),
+        ] {
             out.assert_no_panic();
             assert_eq!(native.ending(), out.ending(), "{door}\n{}", out.describe());
             assert_eq!(

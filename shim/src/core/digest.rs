@@ -419,7 +419,9 @@ impl Engine {
         e.slots = slots as usize;
         // SAFETY: a plain in-order queue of ours in the application's context.
         let q = e
-            .made(Child::Queue, || unsafe { create_queue(ctx, dev, 0, &mut err) })
+            .made(Child::Queue, || unsafe {
+                create_queue(ctx, dev, 0, &mut err)
+            })
             .unwrap_or(std::ptr::null_mut());
         if q.is_null() {
             return Err(format!("creating its queue failed (OpenCL error {err})"));

@@ -185,9 +185,7 @@ pub(super) unsafe fn answer(
             e.retains
                 + e.children
                     .iter()
-                    .map(|((d, kind), n)| {
-                        factors.get(d).map_or(0, |f| f[*kind as usize]) * n
-                    })
+                    .map(|((d, kind), n)| factors.get(d).map_or(0, |f| f[*kind as usize]) * n)
                     .sum::<u32>()
         });
         if ours > 0 {
@@ -221,7 +219,16 @@ fn probe(next: &Next, device: cl_device_id) -> Option<[u32; 3]> {
     let release_ctx = next.clReleaseContext?;
     let mut err = CL_SUCCESS;
     // SAFETY: a context of ours for one device the application uses.
-    let ctx = unsafe { create(std::ptr::null(), 1, &device, None, std::ptr::null_mut(), &mut err) };
+    let ctx = unsafe {
+        create(
+            std::ptr::null(),
+            1,
+            &device,
+            None,
+            std::ptr::null_mut(),
+            &mut err,
+        )
+    };
     if ctx.is_null() {
         return None;
     }
@@ -247,7 +254,13 @@ fn probe(next: &Next, device: cl_device_id) -> Option<[u32; 3]> {
         let src = source.as_ptr();
         // SAFETY: a program of ours from one NUL-terminated string.
         let p = unsafe {
-            (next.clCreateProgramWithSource?)(ctx, 1, &src as *const _ as *mut _, std::ptr::null(), &mut err)
+            (next.clCreateProgramWithSource?)(
+                ctx,
+                1,
+                &src as *const _ as *mut _,
+                std::ptr::null(),
+                &mut err,
+            )
         };
         let c3 = if p.is_null() { None } else { count() };
         // SAFETY: our own objects, released once each.
@@ -269,7 +282,11 @@ fn probe(next: &Next, device: cl_device_id) -> Option<[u32; 3]> {
             }
         }
         let (c1, c2, c3) = (c1?, c2?, c3?);
-        out = [c1.saturating_sub(c0), c2.saturating_sub(c1), c3.saturating_sub(c2)];
+        out = [
+            c1.saturating_sub(c0),
+            c2.saturating_sub(c1),
+            c3.saturating_sub(c2),
+        ];
         Some(())
     })();
     // SAFETY: our context, released once.
