@@ -31,7 +31,7 @@
 //! ` -cl-kernel-arg-info` is appended to build options while capturing, retried without it if
 //! the driver refuses, and hidden again from the application's `clGetKernelArgInfo`, which
 //! then answers `CL_KERNEL_ARG_INFO_NOT_AVAILABLE` as the driver would, and from
-//! `CL_PROGRAM_BUILD_OPTIONS`; `CL_QUEUE_REFERENCE_COUNT` leaves out the shim's own reference;
+//! `CL_PROGRAM_BUILD_OPTIONS`; `CL_*_REFERENCE_COUNT` leaves out the references the shim holds;
 //! with `CLTRAP_REFUSE_BINARIES`, `clCreateProgramWithBinary` answers `CL_INVALID_BINARY`; on out-of-order
 //! queues a recorded kernel also waits for the shim's own pre-reads), outside any panic guard; all recording work runs inside
 //! `catch_unwind` and never changes return codes, events or blocking behaviour. Capture I/O

@@ -463,31 +463,66 @@ fn binary_programs_are_said_and_can_be_refused_so_apps_build_from_source() {
 }
 
 /// A capture folder that belongs to another user (a world-writable `cltrap-out/` someone
-/// prepared) is refused with one line, and the application runs on. Only a process running
-/// as root can give a folder away, so elsewhere this is left to the unit test of the rule
-/// (`cltrap_capture::writer_fs::judge_dir`).
+/// prepared) is refused with one line, and the application runs on uncaptured with its own
+/// results. Run as root, a folder made here is given to `nobody`; run as anyone else, the
+/// folder is one that already exists, that everyone may write to and that belongs to root
+/// (`/dev/shm`, `/tmp` or `/var/tmp`, sticky and world-writable), so the rule is checked
+/// whoever runs the tests.
 #[test]
 fn a_capture_folder_of_another_user_is_refused() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let base = fresh_dir("caps", "other-user");
     let probe = base.join("probe");
     std::fs::write(&probe, b"").expect("probe");
-    if std::fs::metadata(&probe).expect("probe").uid() != 0 {
-        skip(
-            "a_capture_folder_of_another_user_is_refused",
-            "only root can make a folder another user's",
+    let me = std::fs::metadata(&probe).expect("probe").uid();
+    if me == 0 {
+        let dir = base.join("cap");
+        std::fs::create_dir(&dir).expect("dir");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).expect("chown");
+        let pre = run_on_prepared(&dir);
+        assert!(
+            pre.stderr.contains("belongs to user 65534"),
+            "{}",
+            pre.describe()
         );
+        assert_eq!(std::fs::read_dir(&dir).expect("listed").count(), 0);
         return;
     }
-    let dir = base.join("cap");
-    std::fs::create_dir(&dir).expect("dir");
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
-    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).expect("chown");
-    let pre = run_on_prepared(&dir);
+    let shared = ["/dev/shm", "/tmp", "/var/tmp"]
+        .iter()
+        .map(std::path::Path::new)
+        .find(|p| {
+            std::fs::symlink_metadata(p)
+                .is_ok_and(|m| m.is_dir() && m.uid() != me && m.mode() & 0o002 != 0)
+        });
+    let Some(shared) = shared else {
+        skip(
+            "a_capture_folder_of_another_user_is_refused",
+            "no world-writable folder of another user (/dev/shm, /tmp, /var/tmp) to point at",
+        );
+        return;
+    };
+    let owner = std::fs::metadata(shared).expect("shared folder").uid();
+    let capture_files = ["manifest.json", "launches.jsonl", "ids", "blobs"];
+    let present = || -> Vec<&str> {
+        capture_files
+            .iter()
+            .filter(|f| shared.join(f).symlink_metadata().is_ok())
+            .copied()
+            .collect()
+    };
+    let before = present();
+    let pre = run_on_prepared(shared);
     assert!(
-        pre.stderr.contains("belongs to user 65534"),
+        pre.stderr.contains(&format!("belongs to user {owner}")),
         "{}",
         pre.describe()
     );
-    assert_eq!(std::fs::read_dir(&dir).expect("listed").count(), 0);
+    assert_eq!(
+        present(),
+        before,
+        "the shim wrote into {}",
+        shared.display()
+    );
 }

@@ -23,6 +23,7 @@
 //! purpose, for the test of that path).
 
 use super::device::QueueFacts;
+use super::held::{Child, Hold};
 use super::track::lock;
 use crate::Next;
 use cltrap_capture::devdigest::{self, GROUP_SIZE, KERNEL_NAME, KERNEL_SOURCE, SLOT_BYTES};
@@ -73,6 +74,9 @@ struct EngineState {
 /// The digest kernel of one (context, device), with its slots.
 pub(super) struct Engine {
     context: usize,
+    /// The device it digests on (its objects' holds of the context are registered in
+    /// [`super::held`] under it).
+    device: usize,
     queue: usize,
     program: usize,
     kernel: usize,
@@ -169,7 +173,9 @@ impl Drop for Snapshot {
         drop(st);
         if let Some(rel) = e.calls.release_mem {
             // SAFETY: our own buffer; the commands using it completed (see `Digest`).
-            unsafe { rel(self.mem as cl_mem) };
+            e.gone(Child::Buffer, || unsafe {
+                rel(self.mem as cl_mem);
+            });
         }
     }
 }
@@ -337,6 +343,7 @@ impl Engine {
         let create_buffer = calls.create_buffer.ok_or_else(missing)?;
         let mut e = Engine {
             context: facts.context,
+            device: facts.device,
             queue: 0,
             program: 0,
             kernel: 0,
@@ -359,7 +366,11 @@ impl Engine {
         let src = source.as_ptr() as *const libc::c_char;
         let len = source.len();
         // SAFETY: our own program from one source string of `len` bytes.
-        let program = unsafe { create_program(ctx, 1, &src as *const _ as *mut _, &len, &mut err) };
+        let program = e
+            .made(Child::Program, || unsafe {
+                create_program(ctx, 1, &src as *const _ as *mut _, &len, &mut err)
+            })
+            .unwrap_or(std::ptr::null_mut());
         if program.is_null() {
             return Err(format!("creating its program failed (OpenCL error {err})"));
         }
@@ -391,21 +402,27 @@ impl Engine {
         }
         e.group = group.max(1);
         // SAFETY: a buffer of ours in the application's live context.
-        let slots = unsafe {
-            create_buffer(
-                ctx,
-                CL_MEM_READ_WRITE,
-                SLOTS * SLOT_BYTES,
-                std::ptr::null_mut(),
-                &mut err,
-            )
-        };
+        let slots = e
+            .made(Child::Buffer, || unsafe {
+                create_buffer(
+                    ctx,
+                    CL_MEM_READ_WRITE,
+                    SLOTS * SLOT_BYTES,
+                    std::ptr::null_mut(),
+                    &mut err,
+                )
+            })
+            .unwrap_or(std::ptr::null_mut());
         if slots.is_null() {
             return Err(format!("creating its buffer failed (OpenCL error {err})"));
         }
         e.slots = slots as usize;
         // SAFETY: a plain in-order queue of ours in the application's context.
-        let q = unsafe { create_queue(ctx, dev, 0, &mut err) };
+        let q = e
+            .made(Child::Queue, || unsafe {
+                create_queue(ctx, dev, 0, &mut err)
+            })
+            .unwrap_or(std::ptr::null_mut());
         if q.is_null() {
             return Err(format!("creating its queue failed (OpenCL error {err})"));
         }
@@ -414,6 +431,20 @@ impl Engine {
         lock(&e.state).last_used = Some(Instant::now());
         super::stats::add(&super::stats::ENGINES_BUILT, 1);
         Ok(e)
+    }
+
+    /// Creates an object of ours in the application's context with `f` (None: not made),
+    /// registering its hold of the context ([`super::held`]).
+    fn made<T>(&self, kind: Child, f: impl FnOnce() -> *mut T) -> Option<*mut T> {
+        super::held::take(self.context, Hold::Child(kind, self.device), || {
+            let o = f();
+            (!o.is_null()).then_some(o)
+        })
+    }
+
+    /// Releases an object of ours in the application's context with `f`, forgetting its hold.
+    fn gone(&self, kind: Child, f: impl FnOnce()) {
+        super::held::give(self.context, Hold::Child(kind, self.device), f);
     }
 
     /// Groups the kernel runs for `bytes` (each writes one 16-byte partial).
@@ -454,9 +485,9 @@ impl Engine {
             Some(m) => m,
             None => {
                 let mut err = CL_SUCCESS;
-                let made = self.calls.create_buffer.map(|f| {
+                let made = self.calls.create_buffer.and_then(|f| {
                     // SAFETY: a buffer of ours in the application's live context.
-                    unsafe {
+                    self.made(Child::Buffer, || unsafe {
                         f(
                             self.context as cl_context,
                             CL_MEM_READ_WRITE,
@@ -464,7 +495,7 @@ impl Engine {
                             std::ptr::null_mut(),
                             &mut err,
                         )
-                    }
+                    })
                 });
                 match made {
                     Some(m) if !m.is_null() => m as usize,
@@ -621,18 +652,26 @@ impl Engine {
                 rel(kernel as cl_kernel);
             }
             if let (Some(rel), true) = (c.release_program, program != 0) {
-                rel(program as cl_program);
+                self.gone(Child::Program, || {
+                    rel(program as cl_program);
+                });
             }
             if let Some(rel) = c.release_mem {
                 for (_, m) in snapshots {
-                    rel(m as cl_mem);
+                    self.gone(Child::Buffer, || {
+                        rel(m as cl_mem);
+                    });
                 }
                 if slots != 0 {
-                    rel(slots as cl_mem);
+                    self.gone(Child::Buffer, || {
+                        rel(slots as cl_mem);
+                    });
                 }
             }
             if let (Some(rel), true) = (c.release_queue, queue != 0) {
-                rel(queue as cl_command_queue);
+                self.gone(Child::Queue, || {
+                    rel(queue as cl_command_queue);
+                });
             }
         }
         // The queue is made last: an engine with one was built (and counted so).
@@ -687,7 +726,9 @@ pub(super) fn trim() {
         if let Some(rel) = e.calls.release_mem {
             for (_, m) in &freed {
                 // SAFETY: our own pooled buffers, not in use (taken out of the pool).
-                unsafe { rel(*m as cl_mem) };
+                e.gone(Child::Buffer, || unsafe {
+                    rel(*m as cl_mem);
+                });
             }
         }
         super::stats::add(&super::stats::SNAPSHOTS_RELEASED, freed.len() as u64);

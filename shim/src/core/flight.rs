@@ -846,6 +846,12 @@ fn hand_to_writer(queue: cl_command_queue, upto: u64, mark: impl Fn(&mut Slot) -
 /// The right to write records (see [`State::writing`]), given back when dropped.
 struct Turn(&'static Registry);
 
+thread_local! {
+    /// This thread holds the [`Turn`] (an application callback the driver runs on it while it
+    /// releases our objects must not wait for the turn: [`settle`] skips).
+    static HOLDS_TURN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 impl Turn {
     /// Waits for the turn (until `deadline`, when given: None then) and returns it with the
     /// state still locked.
@@ -862,12 +868,14 @@ impl Turn {
             st = wait_progress(reg, st, wait);
         }
         st.writing = true;
+        HOLDS_TURN.with(|h| h.set(true));
         Some((Turn(reg), st))
     }
 }
 
 impl Drop for Turn {
     fn drop(&mut self) {
+        HOLDS_TURN.with(|h| h.set(false));
         let mut st = lock(&self.0.state);
         st.writing = false;
         progress_made(self.0, &st);
@@ -904,6 +912,54 @@ pub(super) fn nudge() {
     }
     st.poll_now = true;
     wake_writer(reg, &mut st);
+}
+
+/// Before the application reads a reference count: waits for a batch the writer is writing,
+/// then asks the driver which launches in flight completed and writes them on the caller's
+/// thread, so the shim no longer holds their events or anything else of theirs (drivers
+/// count an event in its queue's references). Launches whose commands have not completed
+/// keep theirs. Waits for the turn at most [`FINISH_WAIT`], as `clFinish` does.
+pub(super) fn settle() {
+    if !available() || HOLDS_TURN.with(|h| h.get()) {
+        return;
+    }
+    let reg = &*REGISTRY;
+    {
+        let st = lock(&reg.state);
+        if st.slots.is_empty() && !st.writing && st.to_release.is_empty() {
+            return;
+        }
+    }
+    let deadline = Instant::now() + FINISH_WAIT;
+    let Some((turn, st)) = Turn::take(reg, Some(deadline)) else {
+        return;
+    };
+    let probes = probes(&st, true, true);
+    drop(st);
+    let finished = poll(&probes);
+    let mut st = lock(&reg.state);
+    for (ticket, status, inferred) in &finished {
+        if let Some(slot) = st.slots.get_mut(ticket) {
+            if slot.done.is_none() {
+                slot.done = Some(*status);
+                slot.polled = slot.callback;
+                slot.inferred = *inferred;
+                st.ready.push(*ticket);
+            }
+        }
+    }
+    prove_riders(&mut st, &finished);
+    let batch = take_batch(&mut st);
+    let late = std::mem::take(&mut st.to_release);
+    drop(st);
+    write_batch(reg, batch);
+    for (ev, release) in late {
+        if let Some(rel) = release {
+            // SAFETY: our own final event, kept until its late callback came.
+            unsafe { rel(ev as cl_event) };
+        }
+    }
+    drop(turn);
 }
 
 /// Takes the launches of `lane` before ticket `upto`, oldest first, marking those nobody
@@ -1534,6 +1590,7 @@ fn writer_loop() {
                     .collect();
                 let want = markers_wanted(&st, busy, &mut tails);
                 st.writing = true;
+                HOLDS_TURN.with(|h| h.set(true));
                 let turn = Turn(reg);
                 drop(st);
                 let marked: Vec<(usize, cl_int)> = marks

@@ -13,11 +13,13 @@ mod args;
 mod callback;
 mod contents;
 mod context;
+mod counts;
 mod device;
 mod digest;
 mod extension;
 mod flight;
 mod guard;
+mod held;
 mod info;
 mod inqueue;
 mod kernel;
@@ -58,7 +60,6 @@ pub(crate) use lifetime::{
     clReleaseContext, clReleaseKernel, clReleaseMemObject, clReleaseProgram, clRetainContext,
     clRetainKernel, clRetainMemObject, clRetainProgram,
 };
-pub(crate) use queue_ref::clGetCommandQueueInfo;
 pub(crate) use stats::enable_timing;
 pub(crate) use sync::{
     clEnqueueReadBuffer, clEnqueueReadBufferRect, clEnqueueReadImage, clFinish, clWaitForEvents,
@@ -80,4 +81,10 @@ pub(crate) use writes::{
     clEnqueueCopyImageToBuffer, clEnqueueFillBuffer, clEnqueueFillImage, clEnqueueMapBuffer,
     clEnqueueMapImage, clEnqueueMigrateMemObjects, clEnqueueNativeKernel, clEnqueueUnmapMemObject,
     clEnqueueWriteBuffer, clEnqueueWriteBufferRect, clEnqueueWriteImage,
+};
+
+// The info hooks that leave the shim's own references out of the counts.
+pub(crate) use counts::{
+    clGetCommandQueueInfo, clGetContextInfo, clGetEventInfo, clGetKernelInfo, clGetMemObjectInfo,
+    clGetProgramInfo, clGetSamplerInfo,
 };

@@ -20,6 +20,7 @@
 //! and the queue ([`Pool`]'s `Drop`). A context the shim does not see held gets no pool.
 
 use super::device::QueueFacts;
+use super::held::{Child, Hold};
 use super::track::lock;
 use crate::Next;
 use opencl_sys::cl_function_types::*;
@@ -67,6 +68,9 @@ struct PoolState {
 /// Pinned memory of one context.
 pub(super) struct Pool {
     context: usize,
+    /// The device of its queue (its objects' holds of the context are registered in
+    /// [`super::held`] under it).
+    device: usize,
     queue: usize,
     calls: Calls,
     state: Mutex<PoolState>,
@@ -165,12 +169,22 @@ pub(super) fn pool_for(next: &Next, facts: QueueFacts) -> Option<Arc<Pool>> {
     let create_queue = next.clCreateCommandQueue?;
     let mut err = CL_SUCCESS;
     // SAFETY: the application's live context and device; a plain in-order queue of our own.
-    let own = unsafe { create_queue(context as cl_context, device as cl_device_id, 0, &mut err) };
-    if own.is_null() || err != CL_SUCCESS {
+    let own = super::held::take(context, Hold::Child(Child::Queue, device), || {
+        let q = unsafe { create_queue(context as cl_context, device as cl_device_id, 0, &mut err) };
+        (!q.is_null()).then_some(q)
+    })?;
+    if err != CL_SUCCESS {
+        super::held::give(context, Hold::Child(Child::Queue, device), || {
+            if let Some(rel) = next.clReleaseCommandQueue {
+                // SAFETY: our own queue, never used.
+                unsafe { rel(own) };
+            }
+        });
         return None;
     }
     let pool = Arc::new(Pool {
         context,
+        device,
         queue: own as usize,
         calls: Calls {
             create_buffer: next.clCreateBuffer,
@@ -260,16 +274,26 @@ impl Pool {
         let mut err = CL_SUCCESS;
         // SAFETY: a buffer of our own in the application's live context (the pool's queue
         // keeps it alive).
-        let mem = unsafe {
-            create(
-                self.context as cl_context,
-                CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE,
-                SLAB,
-                std::ptr::null_mut(),
-                &mut err,
-            )
-        };
-        if mem.is_null() || err != CL_SUCCESS {
+        let buffer = Hold::Child(Child::Buffer, self.device);
+        let mem = super::held::take(self.context, buffer, || {
+            let m = unsafe {
+                create(
+                    self.context as cl_context,
+                    CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE,
+                    SLAB,
+                    std::ptr::null_mut(),
+                    &mut err,
+                )
+            };
+            (!m.is_null()).then_some(m)
+        })?;
+        if err != CL_SUCCESS {
+            super::held::give(self.context, buffer, || {
+                if let Some(rel) = self.calls.release_mem {
+                    // SAFETY: our own buffer, never used.
+                    unsafe { rel(mem) };
+                }
+            });
             return None;
         }
         // SAFETY: blocking map of our own buffer on our own queue (nothing else in it).
@@ -288,10 +312,12 @@ impl Pool {
             )
         };
         if ptr.is_null() || err != CL_SUCCESS {
-            if let Some(rel) = self.calls.release_mem {
-                // SAFETY: our own buffer, never used.
-                unsafe { rel(mem) };
-            }
+            super::held::give(self.context, buffer, || {
+                if let Some(rel) = self.calls.release_mem {
+                    // SAFETY: our own buffer, never used.
+                    unsafe { rel(mem) };
+                }
+            });
             return None;
         }
         Some((mem as usize, ptr as usize))
@@ -329,11 +355,17 @@ impl Pool {
             }
             for (mem, _) in &slabs {
                 if let Some(rel) = self.calls.release_mem {
-                    rel(*mem as cl_mem);
+                    let buffer = Hold::Child(Child::Buffer, self.device);
+                    super::held::give(self.context, buffer, || {
+                        rel(*mem as cl_mem);
+                    });
                 }
             }
             if let Some(rel) = self.calls.release_queue {
-                rel(q);
+                let queue = Hold::Child(Child::Queue, self.device);
+                super::held::give(self.context, queue, || {
+                    rel(q);
+                });
             }
         }
         PINNED.fetch_sub(SLAB * slabs.len(), Ordering::Relaxed);

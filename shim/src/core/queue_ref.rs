@@ -12,10 +12,10 @@
 //! reference per launch. A queue the shim never saw created (its release would never be
 //! seen) keeps the reference only while launches of ours are in flight in it.
 
+use super::held::Hold;
 use super::track::lock;
 use crate::handles::HandleMap;
 use crate::Next;
-use libc::{c_void, size_t};
 use opencl_sys::cl_function_types::clReleaseCommandQueue_t;
 use opencl_sys::*;
 use std::sync::Mutex;
@@ -45,8 +45,12 @@ pub(super) fn hold(next: &Next, queue: cl_command_queue) -> bool {
     let Some(retain) = next.clRetainCommandQueue else {
         return false;
     };
-    // SAFETY: the application's live queue (it just enqueued in it).
-    if unsafe { retain(queue) } != CL_SUCCESS {
+    // SAFETY: the application's live queue (it just enqueued in it). Registered as the
+    // shim's, so the count the application reads leaves it out.
+    let taken = super::held::take(queue as usize, Hold::Retain, || {
+        (unsafe { retain(queue) } == CL_SUCCESS).then_some(())
+    });
+    if taken.is_none() {
         return false;
     }
     held.insert(
@@ -94,50 +98,8 @@ pub(super) fn app_released(queue: usize) {
 fn give_back(release: clReleaseCommandQueue_t, queue: cl_command_queue) {
     if let Some(release) = release {
         // SAFETY: the reference `hold` took, released once.
-        unsafe { release(queue) };
-    }
-}
-
-/// Whether the shim holds a reference of its own to `queue`.
-fn holds(queue: cl_command_queue) -> bool {
-    lock(&HELD).contains_key(&(queue as usize))
-}
-
-/// `clGetCommandQueueInfo`, answering `CL_QUEUE_REFERENCE_COUNT` without the shim's own
-/// reference (see the module documentation), so the application reads the count it would
-/// read without the shim; every other query, and every error, is the driver's.
-pub unsafe fn clGetCommandQueueInfo(
-    next: &Next,
-    command_queue: cl_command_queue,
-    param_name: cl_command_queue_info,
-    param_value_size: size_t,
-    param_value: *mut c_void,
-    param_value_size_ret: *mut size_t,
-) -> cl_int {
-    let Some(f) = next.clGetCommandQueueInfo else {
-        return CL_INVALID_OPERATION;
-    };
-    let ret = f(
-        command_queue,
-        param_name,
-        param_value_size,
-        param_value,
-        param_value_size_ret,
-    );
-    if ret == CL_SUCCESS
-        && param_name == CL_QUEUE_REFERENCE_COUNT
-        && !param_value.is_null()
-        && param_value_size >= std::mem::size_of::<cl_uint>()
-    {
-        crate::door::quietly(|| {
-            if holds(command_queue) {
-                // SAFETY: the driver just wrote a cl_uint there (the size was checked).
-                unsafe {
-                    let count = param_value.cast::<cl_uint>();
-                    count.write_unaligned(count.read_unaligned().saturating_sub(1).max(1));
-                }
-            }
+        super::held::give(queue as usize, Hold::Retain, || unsafe {
+            release(queue);
         });
     }
-    ret
 }
