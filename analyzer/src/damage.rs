@@ -62,13 +62,22 @@ pub fn line_of(capture: &Capture, id: u64) -> Option<&DamagedLaunch> {
 
 /// `ids` without the launches whose lines are damaged (already reported by [`report`]);
 /// `None` (every launch) stays `None`. An id that is neither a launch nor a damaged line is
-/// kept, so the selection's own error names it.
-pub fn drop_damaged(capture: &Capture, ids: Option<Vec<u64>>) -> Option<Vec<u64>> {
-    ids.map(|ids| {
-        ids.into_iter()
-            .filter(|id| line_of(capture, *id).is_none() || capture.launch(*id).is_ok())
-            .collect()
-    })
+/// kept, so the selection's own error names it. `Err` (one sentence) when every id selected
+/// was a damaged line: nothing is left to work on.
+pub fn drop_damaged(capture: &Capture, ids: Option<Vec<u64>>) -> Result<Option<Vec<u64>>, String> {
+    let Some(ids) = ids else { return Ok(None) };
+    let asked = ids.len();
+    let kept: Vec<u64> = ids
+        .into_iter()
+        .filter(|id| line_of(capture, *id).is_none() || capture.launch(*id).is_ok())
+        .collect();
+    if kept.is_empty() && asked > 0 {
+        return Err(format!(
+            "every launch selected is a damaged line of {} (named above): nothing to analyse",
+            capture.dir().join(cltrap_capture::LAUNCHES_FILE).display()
+        ));
+    }
+    Ok(Some(kept))
 }
 
 /// An error sentence when nothing is left to work on: every line was damaged (`None` when

@@ -563,7 +563,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             if let Some(why) = damage::nothing_left(&capture) {
                 return Err(why);
             }
-            let mut selection = damage::drop_damaged(&capture, parse_selection(&ids)?);
+            let mut selection = damage::drop_damaged(&capture, parse_selection(&ids)?)?;
             let ids: Vec<String> = match (&selection, damaged) {
                 (Some(s), 1..) => vec![s.iter().map(u64::to_string).collect::<Vec<_>>().join(",")],
                 _ => ids,
@@ -689,7 +689,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             .filter_map(|(on, f)| on.then_some(f))
             .collect();
             let opts = CheckOptions {
-                ids: damage::drop_damaged(&capture, parse_selection(&ids)?),
+                ids: damage::drop_damaged(&capture, parse_selection(&ids)?)?,
                 families,
                 quick,
                 deadline: std::time::Duration::from_secs(deadline.max(1)),

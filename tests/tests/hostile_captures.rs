@@ -906,6 +906,10 @@ fn one_damaged_line_leaves_cover_check_and_export_working_on_the_other_launches(
         "check: {}",
         check.describe()
     );
+    // A selection of the damaged launch alone leaves nothing to check, and says so.
+    let only = sb.cltrap(&[OsStr::new("check"), d, OsStr::new(&id_arg)]);
+    said_once(&only, "check of the damaged launch");
+    assert!(only.stderr.contains("nothing to analyse"), "{}", only.describe());
     let json = sb.cltrap(&[OsStr::new("check"), d, OsStr::new(&first), OsStr::new("--json")]);
     said_once(&json, "check --json");
     let report: Value = serde_json::from_str(&json.stdout_text()).unwrap_or_else(|e| {

@@ -88,7 +88,7 @@ pub fn main(args: MutateArgs, stdout: &mut dyn Write) -> Result<u8, String> {
     } else {
         Some(crate::ids::parse_ids(&args.ids.join(",")).map_err(|e| e.to_string())?)
     };
-    let ids = crate::damage::drop_damaged(&capture, ids);
+    let ids = crate::damage::drop_damaged(&capture, ids)?;
     let exe =
         std::env::current_exe().map_err(|e| format!("cannot find the cltrap executable: {e}"))?;
     let jobs = args.jobs.unwrap_or_else(|| {
