@@ -1,5 +1,5 @@
 //! Damaged launch lines for the commands that analyse a capture (`cover`, `check`,
-//! `export`, `fuzz`, `mutate`): one damaged line of `launches.jsonl` must not hide the other
+//! `export`, `show --kernel`, `fuzz`, `mutate`): one damaged line of `launches.jsonl` must not hide the other
 //! launches, so these commands open a capture keeping the damaged lines aside
 //! ([`Capture::open_keeping_damaged`]), say each one once, work on every intact launch, and
 //! end with exit 2 — as `list` and `replay` do.

@@ -315,11 +315,8 @@ fn device_args(device: &DeviceSelector) -> Vec<OsString> {
     args
 }
 
-fn open(dir: &Path) -> Result<Capture, String> {
-    Capture::open(dir).map_err(|e| e.to_string())
-}
-
-/// [`open`] for commands that report damaged launch lines and work on the other launches.
+/// Opens a capture for a command: damaged launch lines are kept aside for the command to
+/// report (`damage.rs`); it works on the other launches.
 fn open_keeping_damaged(dir: &Path) -> Result<Capture, String> {
     Capture::open_keeping_damaged(dir).map_err(|e| e.to_string())
 }
@@ -405,8 +402,14 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             json,
             ..
         } => {
-            let capture = open(&dir)?;
+            // Damaged launch lines: named once, left out, and exit 2.
+            let capture = open_keeping_damaged(&dir)?;
+            let damaged = damage::report(&capture, "generalisation");
+            if let Some(why) = damage::nothing_left(&capture) {
+                return Err(why);
+            }
             cltrap_analyzer::generalise::cli(&capture, &kernel, json, &mut stdout)
+                .map(|c| damage::exit_code(c, damaged))
         }
         Cmd::Export(args) => cltrap_analyzer::export::cli(&args, &mut stdout),
         Cmd::Show { dir, id, json, .. } => {

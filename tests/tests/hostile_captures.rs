@@ -848,9 +848,10 @@ fn one_damaged_line_in_the_middle_leaves_the_other_launches_readable_and_replaya
 }
 
 /// The same damage (one launch line in the middle of the demo's log) in the analyses:
-/// `cover` (through workers and in one process), `check` and `export` (`--c` and
-/// `--gpuverify`) each name the damaged line once, give their results for the intact launches
-/// and end with exit 2; a selection or an export of the damaged launch itself is told so.
+/// `cover` (through workers and in one process), `check`, `show --kernel` and `export`
+/// (`--c` and `--gpuverify`) each name the damaged line once, give their results for the
+/// intact launches and end with exit 2; a selection or an export of the damaged launch
+/// itself is told so.
 #[test]
 fn one_damaged_line_leaves_cover_check_and_export_working_on_the_other_launches() {
     let sb = Sandbox::new();
@@ -919,6 +920,18 @@ fn one_damaged_line_leaves_cover_check_and_export_working_on_the_other_launches(
     assert_eq!(checked.len(), 1, "{}", json.describe());
     assert_eq!(checked[0]["id"].as_u64(), Some(intact[0]), "{}", json.describe());
     assert_eq!(checked[0]["status"]["status"], "checked", "{}", json.describe());
+
+    // `show --kernel` generalises over the intact launches of a kernel.
+    let kernel = list
+        .stdout_text()
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap()
+        .to_string();
+    let show = sb.cltrap(&[OsStr::new("show"), d, OsStr::new("--kernel"), OsStr::new(&kernel)]);
+    said_once(&show, "show --kernel");
+    assert!(show.stdout_text().contains(&kernel), "{}", show.describe());
 
     let c = sb.out.join("repro-intact");
     let export = sb.cltrap(&[OsStr::new("export"), d, OsStr::new(&first), OsStr::new("--c"), c.as_os_str()]);
