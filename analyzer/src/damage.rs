@@ -21,7 +21,11 @@ pub fn sentence(capture: &Capture, d: &DamagedLaunch, what: &str) -> String {
     format!(
         "{}; it is left out of the {what}, the other launches are {}",
         describe(capture, d),
-        if what == "export" { "exported" } else { "analysed" }
+        if what == "export" {
+            "exported"
+        } else {
+            "analysed"
+        }
     )
 }
 

@@ -233,7 +233,9 @@ fn strip_comments(text: &str) -> String {
             (_, Some(b)) => {
                 out.push_str(&rest[..b]);
                 out.push(' ');
-                rest = rest[b + 2..].find("*/").map_or("", |e| &rest[b + 2 + e + 2..]);
+                rest = rest[b + 2..]
+                    .find("*/")
+                    .map_or("", |e| &rest[b + 2 + e + 2..]);
             }
             _ => {
                 out.push_str(rest);
@@ -290,10 +292,19 @@ mod tests {
         assert_eq!(t.resolve("not_this"), None);
         assert_eq!(t.resolve("pair"), None);
         assert_eq!(t.resolve("F"), None);
-        assert_eq!(format_value(&t.resolve("index_type").unwrap(), &[0, 0x10, 0, 0]), "4096");
-        assert_eq!(format_value(&t.resolve("SCALE_T").unwrap(), &[0, 0, 0x80, 0x3f]), "1.0");
+        assert_eq!(
+            format_value(&t.resolve("index_type").unwrap(), &[0, 0x10, 0, 0]),
+            "4096"
+        );
+        assert_eq!(
+            format_value(&t.resolve("SCALE_T").unwrap(), &[0, 0, 0x80, 0x3f]),
+            "1.0"
+        );
         // Defined two ways under conditionals: not guessed.
-        let t = TextTypes::scan(&["#ifdef D\ntypedef double real;\n#else\ntypedef float real;\n#endif\n"], "");
+        let t = TextTypes::scan(
+            &["#ifdef D\ntypedef double real;\n#else\ntypedef float real;\n#endif\n"],
+            "",
+        );
         assert_eq!(t.resolve("real"), None);
         // A cycle ends.
         let t = TextTypes::scan(&["#define A B\n#define B A\n"], "");

@@ -83,7 +83,16 @@ fn preprocess(clang: &std::path::Path, text: &str, options: &[String]) -> Option
         .tempdir()
         .ok()?;
     let mut child = Command::new(clang)
-        .args(["-E", "-P", "-w", "-nostdlibinc", "-x", "cl", "-o", "/dev/null"])
+        .args([
+            "-E",
+            "-P",
+            "-w",
+            "-nostdlibinc",
+            "-x",
+            "cl",
+            "-o",
+            "/dev/null",
+        ])
         .args(options)
         .arg("-")
         .current_dir(folder.path())
@@ -134,7 +143,10 @@ mod tests {
             return;
         }
         let text = "#ifdef NEVER\n#include \"skipped.h\"\n#endif\n#include \"reached.h\"\nkernel void k() {}\n";
-        assert_eq!(first_reached(text, "").map(|r| r.0), Some("reached.h".into()));
+        assert_eq!(
+            first_reached(text, "").map(|r| r.0),
+            Some("reached.h".into())
+        );
         let text = "#ifdef USE_IT\n#include \"/etc/passwd\"\n#endif\nkernel void k() {}\n";
         assert_eq!(first_reached(text, ""), None);
         assert_eq!(

@@ -934,7 +934,8 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
         suite::write_report(dir, &all).map_err(|e| e.to_string())?;
         let _ = writeln!(out, "suite written to {}", dir.display());
     }
-    Ok(crate::damage::exit_code(if failed { 1 } else { 0 }, damaged))
+    let code = if failed { 1 } else { 0 };
+    Ok(crate::damage::exit_code(code, damaged))
 }
 
 /// Names the line that overran for each distinct crash or write out of bounds of a campaign
