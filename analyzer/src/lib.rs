@@ -22,6 +22,7 @@
 pub mod check;
 pub mod compare;
 pub mod cover;
+pub mod damage;
 pub mod executor;
 pub mod export;
 pub mod fuzz;

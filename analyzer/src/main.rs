@@ -9,7 +9,7 @@ use cltrap_analyzer::launcher::{self, RunRequest};
 use cltrap_analyzer::replay::{self, Outcome, ReplayOptions};
 use cltrap_analyzer::schedules::{self, ScheduleOptions};
 use cltrap_analyzer::site::Resolver;
-use cltrap_analyzer::{ids, list, show};
+use cltrap_analyzer::{damage, ids, list, show};
 use cltrap_capture::{Capture, CONTROLS};
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -345,11 +345,8 @@ fn device_args(device: &DeviceSelector) -> Vec<OsString> {
     args
 }
 
-fn open(dir: &Path) -> Result<Capture, String> {
-    Capture::open(dir).map_err(|e| e.to_string())
-}
-
-/// [`open`] for commands that report damaged launch lines and work on the other launches.
+/// Opens a capture for a command: damaged launch lines are kept aside for the command to
+/// report (`damage.rs`); it works on the other launches.
 fn open_keeping_damaged(dir: &Path) -> Result<Capture, String> {
     Capture::open_keeping_damaged(dir).map_err(|e| e.to_string())
 }
@@ -358,6 +355,17 @@ fn open_keeping_damaged(dir: &Path) -> Result<Capture, String> {
 /// known), so a worker's parent passes it on without counting it as a replayed launch.
 fn damaged_line(d: &cltrap_capture::DamagedLaunch) -> String {
     format!("damaged launch record: error: {d}")
+}
+
+/// The stdout line of an analysis that left damaged launch lines out (each named on stderr).
+fn damaged_note(out: &mut impl Write, damaged: usize, done: &str) {
+    if damaged > 0 {
+        let _ = writeln!(
+            out,
+            "not {done}: {damaged} damaged line(s) of {} (named above on stderr); the results above are of the other launches",
+            cltrap_capture::LAUNCHES_FILE
+        );
+    }
 }
 
 fn main() -> ExitCode {
@@ -424,8 +432,14 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             json,
             ..
         } => {
-            let capture = open(&dir)?;
+            // Damaged launch lines: named once, left out, and exit 2.
+            let capture = open_keeping_damaged(&dir)?;
+            let damaged = damage::report(&capture, "generalisation");
+            if let Some(why) = damage::nothing_left(&capture) {
+                return Err(why);
+            }
             cltrap_analyzer::generalise::cli(&capture, &kernel, json, &mut stdout)
+                .map(|c| damage::exit_code(c, damaged))
         }
         Cmd::Export(args) => cltrap_analyzer::export::cli(&args, &mut stdout),
         Cmd::Show { dir, id, json, .. } => {
@@ -582,8 +596,21 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             progress,
             left_out,
         } => {
-            let capture = open(&dir)?;
-            let mut selection = parse_selection(&ids)?;
+            let capture = open_keeping_damaged(&dir)?;
+            // Damaged launch lines: named once (by the parent, not again by its workers),
+            // left out of the coverage, and the command ends with exit 2.
+            let damaged = capture.damaged.len();
+            if progress.is_none() {
+                damage::report(&capture, "coverage");
+            }
+            if let Some(why) = damage::nothing_left(&capture) {
+                return Err(why);
+            }
+            let mut selection = damage::drop_damaged(&capture, parse_selection(&ids)?)?;
+            let ids: Vec<String> = match (&selection, damaged) {
+                (Some(s), 1..) => vec![s.iter().map(u64::to_string).collect::<Vec<_>>().join(",")],
+                _ => ids,
+            };
             if !in_process {
                 let kernels = replay::select(&capture, selection.as_deref())
                     .map_err(|e| e.to_string())?
@@ -610,8 +637,11 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                     kernels,
                     watchdog: std::time::Duration::from_secs_f64(watchdog.max(0.1)),
                 };
-                return worker.run(&mut stdout);
+                let code = worker.run(&mut stdout)?;
+                damaged_note(&mut stdout, damaged, "measured");
+                return Ok(damage::exit_code(code, damaged));
             }
+            let worker = progress.is_some();
             if let Some(p) = progress {
                 cover::worker::announce_to(p);
             }
@@ -639,7 +669,11 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                 failed_elsewhere: failed,
             };
             let outputs = ReportPaths { lcov, html, json };
-            cover::cli(&capture, &opts, &outputs, timing, &mut stdout).map(|c| c as u8)
+            let code = cover::cli(&capture, &opts, &outputs, timing, &mut stdout)?;
+            if !worker {
+                damaged_note(&mut stdout, damaged, "measured");
+            }
+            Ok(damage::exit_code(code as u8, damaged))
         }
         Cmd::Controls { markdown } => {
             if markdown {
@@ -683,7 +717,12 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             device,
             baseline,
         } => {
-            let capture = open(&dir)?;
+            let capture = open_keeping_damaged(&dir)?;
+            // Damaged launch lines: named once, left out of the check, and exit 2.
+            let damaged = damage::report(&capture, "check");
+            if let Some(why) = damage::nothing_left(&capture) {
+                return Err(why);
+            }
             let families = [
                 (races, Family::Races),
                 (bounds, Family::Bounds),
@@ -693,7 +732,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             .filter_map(|(on, f)| on.then_some(f))
             .collect();
             let opts = CheckOptions {
-                ids: parse_selection(&ids)?,
+                ids: damage::drop_damaged(&capture, parse_selection(&ids)?)?,
                 families,
                 quick,
                 deadline: std::time::Duration::from_secs(deadline.max(1)),
@@ -717,8 +756,9 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                 let _ = writeln!(stdout, "{text}");
             } else {
                 let _ = write!(stdout, "{}", check::report::render(&report));
+                damaged_note(&mut stdout, damaged, "checked");
             }
-            Ok(report.exit_code())
+            Ok(damage::exit_code(report.exit_code(), damaged))
         }
         Cmd::CheckWorker {
             dir,

@@ -255,8 +255,8 @@ fn list_clips_huge_scalars_argument_lists_and_kernel_names() {
 /// NDRanges no driver should be handed: a zero local size (PoCL crashed inside the call),
 /// 2^32 work-items (ran until the watchdog), a work_dim of 4, sizes of another length. Each
 /// is refused in a sentence when the capture is read (`cltrap_capture::validate`): replay
-/// reports that launch's record as damaged and still replays the others; cover and check,
-/// which read a capture strictly, refuse it naming the line.
+/// reports that launch's record as damaged and still replays the others, and so does cover;
+/// check of that launch alone names the line and has nothing left to check (all exit 2).
 #[test]
 fn malformed_or_huge_ndranges_are_refused_per_launch() {
     let base = small_capture("ndrange");
@@ -295,6 +295,13 @@ fn malformed_or_huge_ndranges_are_refused_per_launch() {
             assert!(!out.success(), "{sub} {label}\n{}", out.describe());
             if sub == "replay" {
                 assert_eq!(ok_lines(&out.stdout_text()), 2, "{label}\n{}", out.describe());
+            }
+            if sub == "cover" {
+                assert!(
+                    out.stdout_text().contains("over 2 launch(es) (0 skipped, 0 failed)"),
+                    "{label}\n{}",
+                    out.describe()
+                );
             }
         }
     }

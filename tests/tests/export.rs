@@ -757,6 +757,8 @@ fn capture_strings_are_escaped_in_exports_and_bad_kernel_names_refused() {
 
     let evil_kernel = format!("fill\") ; system(\"touch {}\"); printf(\"(", pwned.display());
     rewrite_launch(&dir, 1, |l| l.kernel = evil_kernel.clone());
+    // The capture reader refuses the record itself (`cltrap_capture::validate`): exporting
+    // that launch is refused in one sentence naming it.
     for flag in ["--c", "--python"] {
         let out_dir = tempfile::tempdir().expect("temporary folder");
         let out = cltrap(&[
@@ -775,8 +777,8 @@ fn capture_strings_are_escaped_in_exports_and_bad_kernel_names_refused() {
             out.describe()
         );
     }
-    // The capture reader refuses the record itself (`cltrap_capture::validate`), so a
-    // GPUVerify export of the whole capture ends with one sentence naming the launch.
+    // A GPUVerify export of the whole capture names the damaged launch once, exports the
+    // others, and ends with exit 2.
     let gv = tempfile::tempdir().expect("temporary folder");
     let out = cltrap(&[
         OsStr::new("export"),
@@ -791,20 +793,16 @@ fn capture_strings_are_escaped_in_exports_and_bad_kernel_names_refused() {
         "{}",
         out.describe()
     );
-    assert!(
-        !gv.path().join("run_gpuverify.sh").exists(),
-        "nothing is exported from a capture the reader refuses"
-    );
+    assert_eq!(out.stderr.matches("(launch 1)").count(), 1, "{}", out.describe());
+    let sh = std::fs::read_to_string(gv.path().join("run_gpuverify.sh")).expect("script");
+    assert!(!sh.contains("system("), "{sh}");
+    assert!(!out.stdout_text().contains("system("), "{}", out.describe());
     assert!(!pwned.exists(), "a capture string ran as code");
 }
 
-/// A program that `#include`s headers (one relative to the working directory, one through
-/// `-I` with a nested include, one named through macros): with the application's headers
-/// gone, the C reproducer builds and runs from the captured copies inlined into
-/// `program.cl`, and the GPUVerify kernel file has no `#include` left but the one in a
-/// branch the build skipped (its header was never found), so clang compiles it alone.
-#[test]
-fn exports_carry_the_captured_headers_inlined() {
+/// Captures the `headers` fixture (see [`exports_carry_the_captured_headers_inlined`]) with
+/// the application's headers removed afterwards: only the capture holds them.
+fn capture_headers_fixture(label: &str) -> TestDir {
     let exe = fixture("headers");
     let app = tempfile::tempdir().expect("temporary folder");
     let a = app.path();
@@ -819,7 +817,7 @@ fn exports_carry_the_captured_headers_inlined() {
     std::fs::create_dir_all(a.join("extra")).expect("mkdir");
     std::fs::write(a.join("extra/extra.h"), "#define EXTRA 0\n").expect("write");
     let opts = format!("-I inc -D EXTRA_DIR={}", a.join("extra").display());
-    let dir = fresh_capture_dir("export-headers");
+    let dir = fresh_capture_dir(label);
     let t = tools();
     let captured = run_with_env(
         &t.cltrap,
@@ -836,6 +834,17 @@ fn exports_carry_the_captured_headers_inlined() {
     );
     assert!(captured.success(), "{}", captured.describe());
     drop(app); // the application's headers are gone
+    dir
+}
+
+/// A program that `#include`s headers (one relative to the working directory, one through
+/// `-I` with a nested include, one named through macros): with the application's headers
+/// gone, the C reproducer builds and runs from the captured copies inlined into
+/// `program.cl`, and the GPUVerify kernel file has no `#include` left but the one in a
+/// branch the build skipped (its header was never found), so clang compiles it alone.
+#[test]
+fn exports_carry_the_captured_headers_inlined() {
+    let dir = capture_headers_fixture("export-headers");
 
     let run = c_reproducer(&dir, 0, "headers");
     assert!(run.success(), "{}", run.describe());
@@ -895,4 +904,87 @@ fn python_reproducer_without_pyopencl_exits_2() {
     );
     assert_eq!(run.code, Some(2), "{}", run.describe());
     assert!(run.stderr.contains("repro: cannot run without"), "{}", run.describe());
+}
+
+/// A program whose source includes a header the capture did not record (here `./main.h`, taken
+/// out of a captured program's record as an older or partial capture leaves it): the C,
+/// Python and GPUVerify exports refuse that program in one sentence naming the header and
+/// the kernel (exit 2) instead of writing files that cannot compile, and still export the
+/// launches of a complete program of the same capture. The program's other unrecorded
+/// include (`absent.h`, in a branch the build skips) refuses nothing.
+#[test]
+fn exports_refuse_programs_that_include_a_header_the_capture_did_not_record() {
+    let dir = capture_headers_fixture("export-unrecorded");
+    let log = dir.join("launches.jsonl");
+    let first: Value =
+        serde_json::from_str(std::fs::read_to_string(&log).unwrap().lines().next().unwrap())
+            .unwrap();
+    let program = first["program"].as_str().unwrap().to_string();
+    let blob = |h: &str| dir.join("blobs").join(&h[..2]).join(h);
+    let mut record: Value = serde_json::from_slice(&std::fs::read(blob(&program)).unwrap()).unwrap();
+    let mut dropped = 0;
+    for f in record["includes"]["files"].as_array_mut().unwrap() {
+        if f["name"] == "./main.h" {
+            f["path"] = Value::Null;
+            f["content"] = Value::Null;
+            dropped += 1;
+        }
+    }
+    assert_eq!(dropped, 1, "{record}");
+    // The same launch again, as launch 100, of the program without `main.h`.
+    let bytes = serde_json::to_vec(&record).unwrap();
+    let partial = cltrap_capture::writer::digest(&bytes);
+    std::fs::create_dir_all(blob(&partial).parent().unwrap()).unwrap();
+    std::fs::write(blob(&partial), &bytes).unwrap();
+    let mut second = first.clone();
+    second["id"] = json!(100);
+    second["program"] = json!(partial);
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str(&format!("{second}\n"));
+    std::fs::write(&log, text).unwrap();
+    let kernel = first["kernel"].as_str().unwrap();
+    let refused = |o: &Outcome, what: &str| {
+        o.assert_no_panic();
+        assert_eq!(o.code, Some(2), "{what}: {}", o.describe());
+        let said = meaningful_stderr_lines(&o.stderr);
+        assert_eq!(said.len(), 1, "{what}: {}", o.describe());
+        assert!(
+            said[0].contains("\"./main.h\"")
+                && said[0].contains(kernel)
+                && said[0].contains("did not record"),
+            "{what}: {}",
+            o.describe()
+        );
+    };
+    for flag in ["--c", "--python"] {
+        let out_dir = fresh_dir(flag.trim_start_matches('-'), "unrecorded");
+        let _ = std::fs::remove_dir_all(&out_dir);
+        let o = cltrap(&[
+            OsStr::new("export"),
+            dir.as_os_str(),
+            OsStr::new("100"),
+            OsStr::new(flag),
+            out_dir.as_os_str(),
+        ]);
+        refused(&o, flag);
+        assert!(!out_dir.exists(), "{flag}: nothing written");
+    }
+    // The complete program's launch still exports and reproduces.
+    let run = c_reproducer(&dir, 0, "unrecorded-complete");
+    assert!(run.success(), "{}", run.describe());
+    let gv = fresh_dir("gpuverify", "unrecorded");
+    let o = cltrap(&[
+        OsStr::new("export"),
+        dir.as_os_str(),
+        OsStr::new("--gpuverify"),
+        gv.as_os_str(),
+    ]);
+    refused(&o, "--gpuverify");
+    let listing = o.stdout_text();
+    assert!(listing.contains("launch 100 not exported: "), "{}", o.describe());
+    let log_json: Value =
+        serde_json::from_str(&std::fs::read_to_string(gv.join("log.json")).unwrap()).unwrap();
+    assert_eq!(log_json.as_array().map(Vec::len), Some(1), "{log_json}");
+    let text = std::fs::read_to_string(gv.join("scaled.0.cl")).expect("kernel file");
+    assert!(text.contains("#define SCALE 3"), "{text}");
 }

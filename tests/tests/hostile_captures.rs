@@ -846,3 +846,113 @@ fn one_damaged_line_in_the_middle_leaves_the_other_launches_readable_and_replaya
         );
     }
 }
+
+/// The same damage (one launch line in the middle of the demo's log) in the analyses:
+/// `cover` (through workers and in one process), `check`, `show --kernel` and `export`
+/// (`--c` and `--gpuverify`) each name the damaged line once, give their results for the
+/// intact launches and end with exit 2; a selection or an export of the damaged launch
+/// itself is told so.
+#[test]
+fn one_damaged_line_leaves_cover_check_and_export_working_on_the_other_launches() {
+    let sb = Sandbox::new();
+    let demo = capture_demo(&sb);
+    let dir = sb.variants.join("demo-damaged-analyses");
+    copy_tree(&demo, &dir);
+    let mut lines = log_lines(&dir);
+    let mid = lines.len() / 2;
+    let id = serde_json::from_str::<Value>(&lines[mid]).unwrap()["id"]
+        .as_u64()
+        .unwrap();
+    lines[mid] = json!({ "id": id, "grid": "damaged" }).to_string();
+    write_log(&dir, &lines);
+    let log = dir.join("launches.jsonl");
+    let named = format!("line {} of {} (launch {id}) is damaged", mid + 1, log.display());
+    let d = dir.as_os_str();
+    // The intact launches, as `list` reads them.
+    let list = sb.cltrap(&[OsStr::new("list"), d]);
+    let intact: Vec<u64> = list
+        .stdout_text()
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert!(!intact.is_empty() && !intact.contains(&id), "{}", list.describe());
+    let said_once = |o: &Outcome, what: &str| {
+        assert_eq!(o.code, Some(2), "{what}: {}", o.describe());
+        assert_eq!(o.stderr.matches(&named).count(), 1, "{what}: {}", o.describe());
+        assert!(!o.stderr.contains("panicked"), "{what}: {}", o.describe());
+    };
+
+    for mode in [&["--in-process"][..], &[][..]] {
+        let mut args = vec![OsStr::new("cover"), d];
+        args.extend(mode.iter().map(OsStr::new));
+        let cover = sb.cltrap(&args);
+        said_once(&cover, &format!("cover {mode:?}"));
+        let out = cover.stdout_text();
+        // Every intact launch is measured, none failed; the summary says what was left out.
+        assert!(
+            out.contains(&format!("over {} launch(es) (0 skipped, 0 failed)", intact.len())),
+            "cover {mode:?}: {}",
+            cover.describe()
+        );
+        assert!(out.contains("not measured: "), "cover {mode:?}: {}", cover.describe());
+    }
+
+    // A selection naming an intact launch and the damaged one checks the intact one.
+    let (first, id_arg) = (intact[0].to_string(), id.to_string());
+    let check = sb.cltrap(&[OsStr::new("check"), d, OsStr::new(&first), OsStr::new(&id_arg)]);
+    said_once(&check, "check");
+    assert!(
+        check.stdout_text().contains("not checked: "),
+        "check: {}",
+        check.describe()
+    );
+    // A selection of the damaged launch alone leaves nothing to check, and says so.
+    let only = sb.cltrap(&[OsStr::new("check"), d, OsStr::new(&id_arg)]);
+    said_once(&only, "check of the damaged launch");
+    assert!(only.stderr.contains("nothing to analyse"), "{}", only.describe());
+    let json = sb.cltrap(&[OsStr::new("check"), d, OsStr::new(&first), OsStr::new("--json")]);
+    said_once(&json, "check --json");
+    let report: Value = serde_json::from_str(&json.stdout_text()).unwrap_or_else(|e| {
+        panic!("check --json: {e}: {}", json.describe())
+    });
+    let checked = report["launches"].as_array().unwrap();
+    assert_eq!(checked.len(), 1, "{}", json.describe());
+    assert_eq!(checked[0]["id"].as_u64(), Some(intact[0]), "{}", json.describe());
+    assert_eq!(checked[0]["status"]["status"], "checked", "{}", json.describe());
+
+    // `show --kernel` generalises over the intact launches of a kernel.
+    let kernel = list
+        .stdout_text()
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap()
+        .to_string();
+    let show = sb.cltrap(&[OsStr::new("show"), d, OsStr::new("--kernel"), OsStr::new(&kernel)]);
+    said_once(&show, "show --kernel");
+    assert!(show.stdout_text().contains(&kernel), "{}", show.describe());
+
+    let c = sb.out.join("repro-intact");
+    let export = sb.cltrap(&[OsStr::new("export"), d, OsStr::new(&first), OsStr::new("--c"), c.as_os_str()]);
+    said_once(&export, "export --c");
+    assert!(c.join("main.c").is_file(), "{}", export.describe());
+    let gv = sb.out.join("gpuverify");
+    let export = sb.cltrap(&[OsStr::new("export"), d, OsStr::new("--gpuverify"), gv.as_os_str()]);
+    said_once(&export, "export --gpuverify");
+    let log_json: Value =
+        serde_json::from_str(&std::fs::read_to_string(gv.join("log.json")).unwrap()).unwrap();
+    assert!(
+        log_json.as_array().is_some_and(|a| !a.is_empty()),
+        "{}",
+        export.describe()
+    );
+    // The damaged launch itself cannot be exported: one sentence saying why.
+    let bad = sb.out.join("repro-damaged");
+    let export = sb.cltrap(&[OsStr::new("export"), d, OsStr::new(&id_arg), OsStr::new("--c"), bad.as_os_str()]);
+    assert_eq!(export.code, Some(2), "{}", export.describe());
+    let said = meaningful_stderr_lines(&export.stderr);
+    assert_eq!(said.len(), 1, "{}", export.describe());
+    assert!(said[0].contains("cannot be exported") && said[0].contains(&named), "{}", export.describe());
+    assert!(!bad.exists());
+}

@@ -50,3 +50,38 @@ fn a_pyopencl_script_runs_unchanged_and_its_launches_replay_ok() {
     );
     assert_replays_ok(&dir, 2);
 }
+
+/// Scalars whose type is a macro or a typedef (pyopencl's `index_type`, a `scale_t` behind a
+/// macro) in a program cltrap's libclang model refuses (a GNU case range the driver builds):
+/// `list` resolves the type through the program's own macros and typedefs and shows numbers,
+/// not the bytes in memory order (`scale=0x00002040` for 2.5).
+#[test]
+fn list_shows_scalars_of_macro_and_typedef_types_by_value_when_clang_cannot_tell() {
+    let python = match venv_python() {
+        Ok(p) => p,
+        Err(why) => {
+            skip(
+                "list_shows_scalars_of_macro_and_typedef_types_by_value_when_clang_cannot_tell",
+                &why,
+            );
+            return;
+        }
+    };
+    let script = fixture_source_dir("py").join("macro_types.py");
+    let args = [script.as_os_str()];
+    let dir = fresh_capture_dir("pyopencl-macro-types");
+    let captured = run_captured(&dir, &[], &python, &args);
+    captured.assert_no_panic();
+    assert!(
+        captured.stdout_text().contains("scale: ok"),
+        "{}",
+        captured.describe()
+    );
+    let cap = open_capture(&dir);
+    let list = assert_list_shows(&dir, &cap);
+    assert!(
+        list.stdout_text().contains(" N=4096 scale=2.5 "),
+        "{}",
+        list.describe()
+    );
+}

@@ -814,7 +814,8 @@ fn worker(
     let fail = |e: crate::executor::ExecError| {
         (if e.is_skip() { "skipped" } else { "error" }, e.to_string())
     };
-    let capture = Capture::open(dir).map_err(|e| ("error", e.to_string()))?;
+    // The parent named the capture's damaged launch lines; this child checks one intact one.
+    let capture = Capture::open_keeping_damaged(dir).map_err(|e| ("error", e.to_string()))?;
     let record = capture.launch(id).map_err(|e| ("error", e.to_string()))?;
     let input = LaunchInput::from_record(&capture, record).map_err(fail)?;
     let session = Session::open(&DeviceSelector {

@@ -104,7 +104,7 @@ fn worker(
     let fail = |e: crate::executor::ExecError| {
         (if e.is_skip() { "skipped" } else { "error" }, e.to_string())
     };
-    let capture = Capture::open(dir).map_err(|e| ("error", e.to_string()))?;
+    let capture = Capture::open_keeping_damaged(dir).map_err(|e| ("error", e.to_string()))?;
     let record = capture.launch(id).map_err(|e| ("error", e.to_string()))?;
     let session = Session::open(device).map_err(fail)?;
     // Inputs kept only as digests past the disk budget are re-created on this device.

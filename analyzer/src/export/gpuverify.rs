@@ -64,6 +64,10 @@ pub struct Export {
     pub records: Vec<Record>,
     /// Launches left out and why (binary programs, failed enqueues).
     pub skipped: Vec<(u64, String)>,
+    /// Kernels left out because their program includes a header the capture did not record
+    /// (a kernel file would not compile): one sentence per program and kernel, for stderr;
+    /// the export then ends with exit 2.
+    pub incomplete: Vec<String>,
 }
 
 /// Sizes as GPUVerify's documentation writes them: `64` for one dimension, `[16,16]` else.
@@ -283,7 +287,8 @@ pub fn records(capture: &Capture, resolver: &mut Resolver) -> Result<Export, Exp
     let mut groups: Vec<(Key, Vec<&LaunchRecord>)> = Vec::new();
     let mut index: BTreeMap<Key, usize> = BTreeMap::new();
     let mut skipped = Vec::new();
-    let mut texts: BTreeMap<Hash, Result<(String, String), String>> = BTreeMap::new();
+    let mut texts: BTreeMap<Hash, Result<(String, String), super::NoText>> = BTreeMap::new();
+    let mut incomplete: Vec<String> = Vec::new();
     for l in &capture.launches {
         if l.status != 0 {
             skipped.push((l.id, format!("the enqueue failed ({})", l.status)));
@@ -300,7 +305,16 @@ pub fn records(capture: &Capture, resolver: &mut Resolver) -> Result<Export, Exp
             texts.insert(l.program.clone(), text.map(|t| (t, program.options)));
         }
         if let Some(Err(why)) = texts.get(&l.program) {
-            skipped.push((l.id, why.clone()));
+            skipped.push((l.id, why.to_string()));
+            if matches!(why, super::NoText::Unrecorded { .. }) {
+                let sentence = format!(
+                    "kernel {} is not exported: {why}",
+                    crate::list::clip(&l.kernel, 64)
+                );
+                if !incomplete.contains(&sentence) {
+                    incomplete.push(sentence);
+                }
+            }
             continue;
         }
         let offset = l
@@ -378,7 +392,11 @@ pub fn records(capture: &Capture, resolver: &mut Resolver) -> Result<Export, Exp
             dropped_options,
         });
     }
-    Ok(Export { records, skipped })
+    Ok(Export {
+        records,
+        skipped,
+        incomplete,
+    })
 }
 
 /// GVKI's `log.json`: an array of kernel instantiations in the JSON format GPUVerify reads.
@@ -494,7 +512,10 @@ fn shell_word(w: &str) -> String {
 pub fn export(capture: &Capture, dir: &Path) -> Result<Export, ExportError> {
     let ex = records(capture, &mut Resolver::new())?;
     if ex.records.is_empty() {
-        return Err(ExportError::Nothing);
+        return Err(match ex.incomplete.first() {
+            Some(why) => ExportError::Incomplete(why.clone()),
+            None => ExportError::Nothing,
+        });
     }
     for r in &ex.records {
         let text = capture

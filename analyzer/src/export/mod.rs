@@ -14,6 +14,7 @@ pub mod gpuverify;
 pub mod plan;
 pub mod reproducer_c;
 pub mod reproducer_py;
+pub mod unrecorded;
 
 use cltrap_capture::includes::directives;
 use cltrap_capture::{Capture, Hash, Includes, ProgramOrigin, ProgramRecord, ReadError};
@@ -47,6 +48,44 @@ pub enum ExportError {
     /// The capture holds no launch to export.
     #[error("the capture holds no launch of a kernel built from OpenCL C source to export")]
     Nothing,
+    /// Every kernel to export includes a header the capture did not record (the first).
+    #[error("{0}")]
+    Incomplete(String),
+}
+
+/// Why a program has no OpenCL C text a standalone export can use. `Display` is a sentence
+/// part (`launch 3 (k) cannot be exported: <this>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoText {
+    /// Not made from source, or its headers cannot be inlined: the reason.
+    Other(String),
+    /// Its text includes a header the capture did not record and the build reaches it
+    /// ([`unrecorded`]): the export would not compile.
+    Unrecorded {
+        /// The header as the `#include` names it.
+        header: String,
+        /// Why it counts as reached without being checked, when it was not checked.
+        unchecked: Option<&'static str>,
+    },
+}
+
+impl std::fmt::Display for NoText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoText::Other(why) => write!(f, "{why}"),
+            NoText::Unrecorded { header, unchecked } => {
+                write!(
+                    f,
+                    "its source includes {}, which the capture did not record, so an exported program would not compile",
+                    crate::list::clip(&format!("{header:?}"), 200)
+                )?;
+                if let Some(why) = unchecked {
+                    write!(f, " ({why})")?;
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 /// Arguments of `cltrap export`.
@@ -67,8 +106,10 @@ pub struct ExportArgs {
     pub python: Option<PathBuf>,
 }
 
-/// `cltrap export`: runs the exports asked for, prints what was written. Exit status 0, or
-/// an error sentence (status 2).
+/// `cltrap export`: runs the exports asked for, prints what was written. Exit status 0; 2
+/// with an error sentence when the launch asked for cannot be exported, and 2 after the
+/// others are written when the capture has damaged launch lines or a kernel's program
+/// includes a header the capture did not record (each named once on stderr).
 pub fn cli(args: &ExportArgs, out: &mut impl std::io::Write) -> Result<u8, String> {
     if args.gpuverify.is_none() && args.c.is_none() && args.python.is_none() {
         return Err(
@@ -76,9 +117,28 @@ pub fn cli(args: &ExportArgs, out: &mut impl std::io::Write) -> Result<u8, Strin
                 .into(),
         );
     }
-    let capture = Capture::open(&args.dir).map_err(|e| e.to_string())?;
+    let capture = Capture::open_keeping_damaged(&args.dir).map_err(|e| e.to_string())?;
+    // A damaged launch line: the launch asked for cannot be exported (one sentence); any
+    // other is named once and left out, and the export ends with exit 2.
+    if let Some(d) = args.id.and_then(|id| crate::damage::line_of(&capture, id)) {
+        return Err(format!(
+            "launch {} cannot be exported: {}",
+            args.id.unwrap_or_default(),
+            crate::damage::describe(&capture, d)
+        ));
+    }
+    let damaged = crate::damage::report(&capture, "export");
+    if let Some(why) = crate::damage::nothing_left(&capture) {
+        return Err(why);
+    }
+    // 2 when something asked for was left out (a kernel whose program is incomplete).
+    let mut status = 0;
     if let Some(dir) = &args.gpuverify {
         let ex = gpuverify::export(&capture, dir).map_err(|e| e.to_string())?;
+        for why in &ex.incomplete {
+            eprintln!("cltrap: {why}");
+            status = 2;
+        }
         let covered: usize = ex.records.iter().map(|r| r.launches.len()).sum();
         let _ = write!(out, "{}", gpuverify::listing(&ex));
         let _ = writeln!(
@@ -112,7 +172,7 @@ pub fn cli(args: &ExportArgs, out: &mut impl std::io::Write) -> Result<u8, Strin
             dir.display()
         );
     }
-    Ok(0)
+    Ok(crate::damage::exit_code(status, damaged))
 }
 
 /// Writes `bytes` to `dir/name`, creating `dir`.
@@ -188,13 +248,14 @@ fn included_name(line: &str) -> Option<String> {
 
 /// A program's OpenCL C text, headers inlined: the sources in order, every `#include` the
 /// capture resolved replaced by the captured file's text ([`inline_captured`]); for a linked
-/// program, each input's sources after its own headers are inlined. `None` with the reason
-/// when the program was not made from source, or its headers cannot be inlined.
+/// program, each input's sources after its own headers are inlined. `Err` with the reason
+/// when the program was not made from source, its headers cannot be inlined, or it still
+/// includes a header the capture did not record and the build reaches ([`unrecorded`]).
 pub fn program_text(
     capture: &Capture,
     record: &ProgramRecord,
     main_name: &str,
-) -> Result<Result<String, String>, ReadError> {
+) -> Result<Result<String, NoText>, ReadError> {
     fn origin_text(
         capture: &Capture,
         origin: &ProgramOrigin,
@@ -239,12 +300,22 @@ pub fn program_text(
     };
     let text = match origin_text(capture, &record.origin, &headers, main_name)? {
         Ok(t) => t,
-        Err(why) => return Ok(Err(why)),
+        Err(why) => return Ok(Err(NoText::Other(why))),
     };
-    match &record.origin {
-        ProgramOrigin::Source { .. } => inline_captured(capture, &record.includes, &text, main_name),
-        _ => Ok(Ok(text)),
-    }
+    let text = match &record.origin {
+        ProgramOrigin::Source { .. } => {
+            match inline_captured(capture, &record.includes, &text, main_name)? {
+                Ok(t) => t,
+                Err(why) => return Ok(Err(NoText::Other(why))),
+            }
+        }
+        _ => text,
+    };
+    // An include left in the text names a file the export does not have.
+    Ok(match unrecorded::first_reached(&text, &record.options) {
+        Some((header, unchecked)) => Err(NoText::Unrecorded { header, unchecked }),
+        None => Ok(text),
+    })
 }
 
 /// The most text [`inline_captured`] makes (a header included from many places is copied

@@ -247,8 +247,8 @@ pub fn plan(capture: &Capture, id: u64) -> Result<Plan, ExportError> {
         ));
     }
     let units = units(capture, &program.origin)?.map_err(|why| unsupported(l, why))?;
-    let source =
-        program_text(capture, &program, "program.cl")?.map_err(|why| unsupported(l, why))?;
+    let source = program_text(capture, &program, "program.cl")?
+        .map_err(|why| unsupported(l, why.to_string()))?;
     let input = LaunchInput::from_record(capture, l).map_err(|e| unsupported(l, e.to_string()))?;
     let expected =
         LaunchInput::expected_outputs(capture, l).map_err(|e| unsupported(l, e.to_string()))?;

@@ -668,8 +668,14 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
     };
     // A capture's session re-creates its derived inputs first, then runs the campaigns.
     let mut opened = None;
+    // Damaged launch lines are named once and left out; the run then ends with exit 2.
+    let mut damaged = 0;
     let targets = if input.is_dir() {
-        let capture = Capture::open(input).map_err(|e| e.to_string())?;
+        let capture = Capture::open_keeping_damaged(input).map_err(|e| e.to_string())?;
+        damaged = crate::damage::report(&capture, "fuzzing");
+        if let Some(why) = crate::damage::nothing_left(&capture) {
+            return Err(why);
+        }
         let session = opened.insert(Session::open(&device).map_err(|e| e.to_string())?);
         let mut targets = targets_from_capture(&capture, args.kernel.as_deref(), Some(session))
             .map_err(|e| e.to_string())?;
@@ -928,7 +934,8 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
         suite::write_report(dir, &all).map_err(|e| e.to_string())?;
         let _ = writeln!(out, "suite written to {}", dir.display());
     }
-    Ok(if failed { 1 } else { 0 })
+    let code = if failed { 1 } else { 0 };
+    Ok(crate::damage::exit_code(code, damaged))
 }
 
 /// Names the line that overran for each distinct crash or write out of bounds of a campaign

@@ -76,13 +76,19 @@ pub struct MutateArgs {
 
 /// Runs `cltrap mutate`; the error is one sentence for the user.
 pub fn main(args: MutateArgs, stdout: &mut dyn Write) -> Result<u8, String> {
-    let capture = Capture::open(&args.dir).map_err(|e| e.to_string())?;
+    // Damaged launch lines are named once and left out; the run then ends with exit 2.
+    let capture = Capture::open_keeping_damaged(&args.dir).map_err(|e| e.to_string())?;
+    let damaged = crate::damage::report(&capture, "mutation analysis");
+    if let Some(why) = crate::damage::nothing_left(&capture) {
+        return Err(why);
+    }
     let operators = Operator::parse_list(&args.operators).map_err(|e| e.to_string())?;
     let ids = if args.ids.is_empty() {
         None
     } else {
         Some(crate::ids::parse_ids(&args.ids.join(",")).map_err(|e| e.to_string())?)
     };
+    let ids = crate::damage::drop_damaged(&capture, ids)?;
     let exe =
         std::env::current_exe().map_err(|e| format!("cannot find the cltrap executable: {e}"))?;
     let jobs = args.jobs.unwrap_or_else(|| {
@@ -149,5 +155,5 @@ pub fn main(args: MutateArgs, stdout: &mut dyn Write) -> Result<u8, String> {
             f64::from(r.evaluated) / r.eval_time.as_secs_f64().max(1e-9)
         );
     }
-    Ok(0)
+    Ok(crate::damage::exit_code(0, damaged))
 }

@@ -300,7 +300,8 @@ impl WorkerState {
             }
         }
         if !self.captures.contains_key(&job.capture) {
-            match Capture::open(&job.capture) {
+            // The parent named the damaged launch lines; a job is one intact launch.
+            match Capture::open_keeping_damaged(&job.capture) {
                 Ok(c) => {
                     self.captures.insert(job.capture.clone(), c);
                 }
