@@ -423,6 +423,7 @@ pub fn run_target(
     let mut campaign = Campaign::new(&target.kernel, iface, inst.map);
     campaign.scalar_bounds = target.scalar_bounds.clone();
     campaign.roles = roles::derive(&program, &target.kernel);
+    let cover_source = target.headers.source(&inst.source);
     let mut instrumented = inst.source;
     campaign.reduced_note = match reduction {
         Some(Ok((residency, source))) => {
@@ -480,6 +481,12 @@ pub fn run_target(
     let original_source = target.headers.source(&target.source);
     let mut original = make_runner(session, &original_source, &options, settings)?;
     campaign.verify(original.as_mut())?;
+    drop(original);
+    // And once more as `cltrap cover` runs a suite's launch (no guard zones): only cases
+    // that reach the same branches and leave the same outputs there are kept.
+    let mut cover = make_runner(session, &cover_source, &options, settings)?;
+    campaign.reproduce(cover.as_mut())?;
+    drop(cover);
     for s in statuses.iter_mut() {
         if !campaign.covered.contains(&s.0) {
             if matches!(s.1, SlotStatus::SolvedAndConfirmed) {
