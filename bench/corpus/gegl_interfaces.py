@@ -48,8 +48,13 @@ KERNELS = {
     ("calc_block_color", "kernel_pixelize"): (
         D2, {"in": 16, "out": 256},
         {"xsize": 4, "ysize": 4, "roi_x": 0, "roi_y": 0, "norm": 0, "block_count_x": 4}),
+    # GEGL's defaults (circle, radius 1.5, softness 0.8, gamma 2, no rotation, black) on a
+    # 16x16 region: length is half its diagonal, radius0 = radius * (1 - softness).
     ("vignette_cl", "vignette_cl"): (
-        D2, {"in": 256, "out": 256}, {"roi_x": 0, "roi_y": 0, "midx": 8, "midy": 8, "o_shape": 0}),
+        D2, {"in": 256, "out": 256},
+        {"roi_x": 0, "roi_y": 0, "midx": 8, "midy": 8, "o_shape": 0, "scale": 1.0, "cost": 1.0,
+         "sint": 0.0, "gamma": 2.0, "length": 11.3, "radius0": 0.3, "rdiff": 1.2,
+         "color": [0.0, 0.0, 0.0, 1.0]}),
     # 16x16 output, input padded by one pixel on each side.
     ("noise_reduction_cl", "noise_reduction_cl"): (
         D2, {"src_buf": 324, "dst_buf": 256}, {"src_stride": 18, "dst_stride": 16}),
