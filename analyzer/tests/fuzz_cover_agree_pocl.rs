@@ -134,3 +134,34 @@ fn a_case_that_reads_out_of_bounds_is_not_kept_and_the_suite_replays_under_cover
     assert!(problems.is_empty(), "cover replays every case: {problems:?}\n{text}");
     assert_eq!(claimed, hit, "{text}");
 }
+
+#[test]
+fn a_case_that_writes_out_of_bounds_unseen_by_the_guard_zones_is_a_finding() {
+    // A write past a `__local` array: no guard zone sees it and the outputs do not show it,
+    // but where the suite is used it overwrites whatever lies there. The bounds check on the
+    // kept cases (Oclgrind) makes the input that writes it a finding.
+    let src = "__kernel void k(__global int *out, int off)\n\
+               {\n\
+               \x20 __local int tmp[16];\n\
+               \x20 int l = get_local_id(0);\n\
+               \x20 tmp[l] = out[get_global_id(0)];\n\
+               \x20 if (off > 0 && l == 0) tmp[16 + off % 8] = 0;\n\
+               \x20 barrier(CLK_LOCAL_MEM_FENCE);\n\
+               \x20 out[get_global_id(0)] = tmp[l] + 1;\n\
+               }\n";
+    let args = serde_json::json!([
+        arg("out", Some(64), serde_json::json!("random"), true),
+        arg("off", None, serde_json::json!({"fixed": 3}), false),
+    ]);
+    let dir = common::temp_dir("fuzz-cover-local-oob-write");
+    let (suite, text) = fuzz(&dir, "k", src, args, &["--seed", "3", "--budget", "200"]);
+    let fj: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(suite.join("fuzz.json")).unwrap()).unwrap();
+    let said = fj["kernels"][0]["findings"].to_string();
+    assert!(said.contains("the bounds check on the case"), "{said}\n{text}");
+    let (claimed, hit, problems) = fuzz_and_cover(&suite);
+    assert!(problems.is_empty(), "{problems:?}\n{text}");
+    assert_eq!(claimed, hit, "{text}");
+    // No case reaches the write: the side that makes it is not claimed.
+    assert!(!claimed.iter().any(|(_, l)| l.starts_with("if (off > 0 && l == 0) true")), "{claimed:?}\n{text}");
+}

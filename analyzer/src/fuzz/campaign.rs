@@ -479,6 +479,25 @@ impl Campaign {
         Ok(dropped)
     }
 
+    /// Moves the cases named in `why` (case index → what is wrong) to the findings and
+    /// recounts the covered slots from the cases left.
+    pub fn drop_cases(&mut self, why: &std::collections::BTreeMap<usize, String>) {
+        if why.is_empty() {
+            return;
+        }
+        let cases = std::mem::take(&mut self.cases);
+        for (k, case) in cases.into_iter().enumerate() {
+            match why.get(&k) {
+                Some(what) => self.findings.push(Finding {
+                    what: what.clone(),
+                    input: case.input,
+                }),
+                None => self.cases.push(case),
+            }
+        }
+        self.covered = self.cases.iter().flat_map(|k| k.covers.iter().copied()).collect();
+    }
+
     /// Runs every kept case once more the way `cltrap cover` runs a suite's launch: the
     /// coverage-instrumented program `cover` (built as `cover` builds it, without the subset
     /// table), without guard zones, in a runner of its own. A case stays only when that run
