@@ -23,7 +23,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 TARGET="${CARGO_TARGET_DIR:-target}"
-CLTRAP="$PWD/$TARGET/release/cltrap"
+case "$TARGET" in /*) ;; *) TARGET="$PWD/$TARGET" ;; esac
+CLTRAP="$TARGET/release/cltrap"
 BUDGET="${BUDGET:-10s}"
 SOLVER_TIME="${SOLVER_TIME:-10}"
 HANG="${HANG:-180}"
@@ -33,7 +34,7 @@ MUTATE_EVERY="${MUTATE_EVERY:-4}"
 ONLY="${ONLY:-.}"
 [ -x "$CLTRAP" ] || cargo build --release -p cltrap
 CACHE="$(bench/corpus/fetch.sh)"
-OUT="$PWD/$TARGET/bench/corpus"
+OUT="$TARGET/bench/corpus"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
