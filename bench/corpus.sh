@@ -2,33 +2,39 @@
 # The real-kernel corpus benchmark (issue 10 item 5): `cltrap fuzz --solve` on every kernel of
 # bench/corpus/<project>/ (one interface file per kernel: <file>.<kernel>.json, the kernel
 # file <file>.cl next to it or under the folder its project's SOURCES file names inside the
-# fetch cache), then `cltrap mutate` on a sample of the generated suites. Prints per kernel
-# and in total: built / ran / cases kept / if-?:-switch sides covered, proven dead,
-# unsupported / findings / time, and the mutation scores; the same as JSON in
-# $OUT/summary.json (totals computed by bench/corpus/summary.py, never typed).
+# fetch cache), `cltrap cover` on every generated suite (what fuzz reports covered must be what
+# cover measures when it replays the suite), then `cltrap mutate` on a sample of the suites.
+# Prints per kernel and in total: built / ran / cases kept / if-?:-switch sides covered, proven
+# dead, unsupported / findings / time, whether fuzz's coverage equals cover's, and the mutation
+# scores; the same as JSON in $OUT/summary.json (totals computed by bench/corpus/summary.py,
+# never typed), ending with the line "fuzz == cover on K of N suites; mean mutation score X%
+# over M suites".
 #
 # Usage: bench/corpus.sh
 #   BUDGET=10s        fuzzing budget per kernel (cltrap fuzz --budget)
 #   SOLVER_TIME=10    symbolic execution seconds per kernel (--solver-time)
 #   HANG=180          seconds after which one kernel's whole `cltrap fuzz` counts as a hang
+#   COVER_LIMIT=120   seconds one suite's `cltrap cover` may take
 #   MUTATE_LIMIT=300  seconds one suite's `cltrap mutate` may take (past it: over the limit, unscored)
 #   MUTATE_EVERY=4    mutate every Nth suite (1 = all; 0 = none); the sample is reported
 #   ONLY=REGEX        only interface files whose path matches
-# Work files: target/bench/corpus/. Needs network once (bench/corpus/fetch.sh: darktable).
+# Work files: target/bench/corpus/. Needs network once (bench/corpus/fetch.sh: darktable, GEGL).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 TARGET="${CARGO_TARGET_DIR:-target}"
-CLTRAP="$PWD/$TARGET/release/cltrap"
+case "$TARGET" in /*) ;; *) TARGET="$PWD/$TARGET" ;; esac
+CLTRAP="$TARGET/release/cltrap"
 BUDGET="${BUDGET:-10s}"
 SOLVER_TIME="${SOLVER_TIME:-10}"
 HANG="${HANG:-180}"
+COVER_LIMIT="${COVER_LIMIT:-120}"
 MUTATE_LIMIT="${MUTATE_LIMIT:-300}"
 MUTATE_EVERY="${MUTATE_EVERY:-4}"
 ONLY="${ONLY:-.}"
 [ -x "$CLTRAP" ] || cargo build --release -p cltrap
 CACHE="$(bench/corpus/fetch.sh)"
-OUT="$PWD/$TARGET/bench/corpus"
+OUT="$TARGET/bench/corpus"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
@@ -48,6 +54,11 @@ for iface in $(find bench/corpus -mindepth 2 -name '*.json' | sort | grep -E "$O
     echo $? >"$work/rc"
     end=$(date +%s.%N)
     awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f\n", b - a }' >"$work/wall"
+    if [ -f "$work/suite/fuzz.json" ]; then
+        timeout -k 5 "$COVER_LIMIT" "$CLTRAP" cover "$work/suite" --json "$work/cover.json" \
+            >"$work/cover.txt" 2>&1
+        echo $? >"$work/cover.rc"
+    fi
     if [ "$MUTATE_EVERY" -gt 0 ] && [ $((i % MUTATE_EVERY)) -eq 0 ] && [ -f "$work/suite/fuzz.json" ]; then
         timeout -k 5 "$MUTATE_LIMIT" "$CLTRAP" mutate "$work/suite" --jobs 2 --json "$work/mutate.json" \
             --out "$work/mutate" >"$work/mutate.txt" 2>&1

@@ -33,6 +33,7 @@ fn settings(solve: bool) -> Settings {
         device: DeviceSelector::default(),
         limits: Default::default(),
         full_launches: false,
+        check_cases: false,
     }
 }
 

@@ -27,6 +27,7 @@ fn settings() -> Settings {
         device: DeviceSelector::default(),
         limits: Default::default(),
         full_launches: false,
+        check_cases: false,
     }
 }
 

@@ -2,8 +2,10 @@
 """Per-kernel rows and computed totals of a bench/corpus.sh run (its work folder).
 
 A kernel's row comes from what the run left: `rc` and `fuzz.err` of `cltrap fuzz`, the suite's
-`fuzz.json` (slot statuses, cases, findings), `wall`, and `mutate.txt` when the kernel was in
-the mutation sample. The sides counted against the targets are those of if / ?: / switch
+`fuzz.json` (slot statuses, cases, findings), `wall`, `cover.json` of `cltrap cover` replaying
+the suite, and `mutate.txt` when the kernel was in the mutation sample. A suite with cases
+*agrees* when the slots fuzz reports covered (every slot: sides, loop and &&/|| slots) are
+exactly the items cover's replay of the suite hits, among fuzz's slots. The sides counted against the targets are those of if / ?: / switch
 (labels `if (...)`, `?: (...)`, `case ...`, `default`, `switch (...) no case matched`); loop
 and &&/|| slots are counted apart. `--row P/N` prints one row; without it, the table of every
 kernel, the per-project and total lines, the targets, and `summary.json`.
@@ -20,6 +22,53 @@ COVERED = ("covered_by_fuzzing", "solved_and_confirmed")
 
 def status_of(s):
     return s["status"]
+
+
+def _key(x):
+    return (x["line"], x["col"], x["label"])
+
+
+def agreement(d, fj):
+    """Whether what `cltrap fuzz` reports covered equals what `cltrap cover` measures on the
+    suite: {"cover_checked": bool, "cover_agrees": bool, "cover_diff": [str]}; checked only for
+    a suite with cases."""
+    out = {"cover_checked": False, "cover_agrees": False, "cover_diff": [],
+           "fuzz_slots_covered": 0, "cover_slots_hit": 0}
+    if not os.path.exists(fj):
+        return out
+    k = json.load(open(fj))["kernels"][0]
+    if not k.get("cases"):
+        return out
+    out["cover_checked"] = True
+    claimed = {_key(s) for s in k["slots"] if s["status"] in COVERED}
+    slots = {_key(s) for s in k["slots"]}
+    out["fuzz_slots_covered"] = len(claimed)
+    cj = os.path.join(d, "cover.json")
+    rc_file = os.path.join(d, "cover.rc")
+    rc = int(open(rc_file).read().strip() or 0) if os.path.exists(rc_file) else None
+    if not os.path.exists(cj):
+        out["cover_diff"] = [f"cltrap cover wrote no report (exit {rc})"]
+        return out
+    c = json.load(open(cj))
+    hit = set()
+    mapped = set()
+    failed = [p for p in c.get("problems", [])]
+    for p in c["programs"]:
+        for ck in p["kernels"]:
+            if ck["kernel"] != k["kernel"]:
+                continue
+            for it in ck["items"]:
+                mapped.add(_key(it))
+                if it.get("hit"):
+                    hit.add(_key(it))
+    hit &= slots
+    out["cover_slots_hit"] = len(hit)
+    diff = [f"fuzz covered, cover not: {l}:{c_} {lab}" for (l, c_, lab) in sorted(claimed - hit)]
+    diff += [f"cover hit, fuzz not: {l}:{c_} {lab}" for (l, c_, lab) in sorted(hit - claimed)]
+    diff += [f"cover problem: {str(p)[:120]}" for p in failed]
+    out["cover_diff"] = diff
+    out["cover_agrees"] = not diff
+    return out
 
 
 def row(work, project, name):
@@ -64,6 +113,7 @@ def row(work, project, name):
             else:
                 r["other_slots"] += 1
                 r["other_covered"] += st in COVERED
+    r.update(agreement(d, fj))
     feasible = r["sides"] - r["dead"]
     r["coverage"] = 1.0 if feasible == 0 else r["covered"] / feasible
     # `cltrap fuzz` names a kernel it could not fuzz on stdout (`kernel K: ...`), other
@@ -94,12 +144,16 @@ def fmt(r):
     cov = f"{100 * r['coverage']:5.1f}%" if r["ran"] else "   -  "
     ms = "" if r["mutation_score"] is None else f" mut {100 * r['mutation_score']:.1f}%"
     flags = "".join(f" {f.upper()}" for f in ("panic", "hang", "crash", "mutate_crash", "mutate_over_limit") if r[f])
+    if r["cover_checked"]:
+        flags += " fuzz==cover" if r["cover_agrees"] else " FUZZ!=COVER"
     state = "ran" if r["ran"] else ("built" if r["built"] else "NOT BUILT")
     line = (f"{r['project'] + '/' + r['kernel']:<70} {state:<9} cases {r['cases']:>3} "
             f"sides {r['covered']:>3}/{r['sides']:<3} dead {r['dead']:>2} unsup {r['unsupported']:>2} "
             f"{cov} findings {r['findings']:>2} {r['wall_s']:6.1f}s{ms}{flags}")
     if r["error"]:
         line += f"\n    {r['error']}"
+    for d in r["cover_diff"][:5]:
+        line += f"\n    {d}"
     return line
 
 
@@ -137,6 +191,8 @@ def totals(rows, label):
         "total_wall_s": sum(walls),
         "crashes_panics_hangs": sum(r["panic"] or r["hang"] or r["crash"] or r["mutate_crash"] for r in rows),
         "mutate_over_limit": sum(r["mutate_over_limit"] for r in rows),
+        "cover_checked": sum(r["cover_checked"] for r in rows),
+        "cover_agrees": sum(r["cover_checked"] and r["cover_agrees"] for r in rows),
         "mutated": len(muts),
         "mean_mutation_score": (sum(muts) / len(muts)) if muts else None,
     }
@@ -151,7 +207,7 @@ def fmt_total(t):
             f"(of the {t['with_sides']} with sides: full {100 * t['with_sides_full_share']:.1f}% "
             f"mean {100 * t['with_sides_mean_coverage']:.1f}%) | "
             f"findings {t['findings']} | median {t['median_wall_s']:.1f}s total {t['total_wall_s']:.0f}s | "
-            f"crash/panic/hang {t['crashes_panics_hangs']} | mutation {mut}"
+            f"crash/panic/hang {t['crashes_panics_hangs']} | fuzz==cover {t['cover_agrees']}/{t['cover_checked']} | mutation {mut}"
             + (f" ({t['mutate_over_limit']} over the limit)" if t["mutate_over_limit"] else ""))
 
 
@@ -184,6 +240,8 @@ def main():
         ("unsupported sides <= 2%", t["unsupported_share"] <= 0.02, f"{100 * t['unsupported_share']:.1f}%"),
         ("median time per kernel <= 2 s", t["median_wall_s"] <= 2, f"{t['median_wall_s']:.1f} s"),
         ("zero analyzer crashes, panics, hangs", t["crashes_panics_hangs"] == 0, str(t["crashes_panics_hangs"])),
+        ("every suite's fuzz coverage equals cover's replay of it", t["cover_agrees"] == t["cover_checked"],
+         f"{t['cover_agrees']} of {t['cover_checked']} suites"),
         ("mean mutation score >= 75%", mut is not None and mut >= 0.75,
          "-" if mut is None else f"{100 * mut:.1f}% ({t['mutated']} suites)"),
     ]
@@ -210,6 +268,8 @@ def main():
         print("\nlosses (kernels not run, unsupported sides), by cause:")
         for k, n in sorted(reasons.items(), key=lambda x: -x[1]):
             print(f"  {n:>4}  {k}")
+    print(f"\nfuzz == cover on {t['cover_agrees']} of {t['cover_checked']} suites; mean mutation score "
+          + ("-" if mut is None else f"{100 * mut:.1f}%") + f" over {t['mutated']} suites")
     with open(os.path.join(work, "summary.json"), "w") as fh:
         json.dump({"kernels": rows, "projects": per, "total": total,
                    "targets": [{"target": w, "met": ok, "value": v} for w, ok, v in targets]},

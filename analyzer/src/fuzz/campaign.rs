@@ -479,6 +479,97 @@ impl Campaign {
         Ok(dropped)
     }
 
+    /// Moves the cases named in `why` (case index → what is wrong) to the findings and
+    /// recounts the covered slots from the cases left.
+    pub fn drop_cases(&mut self, why: &std::collections::BTreeMap<usize, String>) {
+        if why.is_empty() {
+            return;
+        }
+        let cases = std::mem::take(&mut self.cases);
+        for (k, case) in cases.into_iter().enumerate() {
+            match why.get(&k) {
+                Some(what) => self.findings.push(Finding {
+                    what: what.clone(),
+                    input: case.input,
+                }),
+                None => self.cases.push(case),
+            }
+        }
+        self.covered = self.cases.iter().flat_map(|k| k.covers.iter().copied()).collect();
+    }
+
+    /// Runs every kept case once more the way `cltrap cover` runs a suite's launch: the
+    /// coverage-instrumented program `cover` (built as `cover` builds it, without the subset
+    /// table), without guard zones, in a runner of its own. A case stays only when that run
+    /// finishes, reaches exactly the slots the case claims and leaves exactly the case's
+    /// outputs; any other case (undefined behaviour such as a division by zero or a read out of
+    /// bounds gives another result there) becomes a finding saying why, so that what `fuzz`
+    /// reports covered is what `cover` measures on the suite and every case is a test case
+    /// for `mutate`. Covered slots are recounted from the cases left. Returns how many left.
+    pub fn reproduce(&mut self, cover: &mut dyn Runner) -> Result<usize, FuzzError> {
+        let cases = std::mem::take(&mut self.cases);
+        let mut kept = Vec::with_capacity(cases.len());
+        let mut dropped = 0;
+        for case in cases {
+            let input = &case.input;
+            let init = self
+                .map
+                .initial_buffer(&input.global_size, input.local_size.as_deref());
+            let ran = cover.run_plain(input, &[word_buffer(&init)])?;
+            self.executions += 1;
+            let why = match ran {
+                Ran::Done(mut outputs, _) => {
+                    let counters = outputs
+                        .get_mut(input.args.len())
+                        .and_then(Option::take)
+                        .unwrap_or_default();
+                    outputs.truncate(input.args.len());
+                    let hits: BTreeSet<u32> = self
+                        .map
+                        .evaluate(&self.kernel, &words(&counters), &input.global_size)?
+                        .slots
+                        .iter()
+                        .filter(|s| s.hit)
+                        .map(|s| s.index)
+                        .collect();
+                    if let Some(i) = outputs.iter().zip(&case.outputs).position(|(a, b)| a != b) {
+                        let name = self.iface.args.get(i).map_or("", |a| a.name.as_str());
+                        Some(format!(
+                            "not reproducible where the suite is used: a run as `cltrap cover` runs it gave other contents of argument {i} {name}"
+                        ))
+                    } else if hits != case.covers {
+                        Some(
+                            "not reproducible where the suite is used: a run as `cltrap cover` runs it reached other branches"
+                                .to_string(),
+                        )
+                    } else {
+                        None
+                    }
+                }
+                Ran::Crashed(why) => Some(format!(
+                    "crash where the suite is used (a run as `cltrap cover` runs it): {why}"
+                )),
+                Ran::Hung => Some(
+                    "hang where the suite is used: the watchdog stopped a run as `cltrap cover` runs it"
+                        .into(),
+                ),
+            };
+            match why {
+                None => kept.push(case),
+                Some(what) => {
+                    dropped += 1;
+                    self.findings.push(Finding {
+                        what,
+                        input: case.input,
+                    });
+                }
+            }
+        }
+        self.covered = kept.iter().flat_map(|k| k.covers.iter().copied()).collect();
+        self.cases = kept;
+        Ok(dropped)
+    }
+
     /// Runs every case kept by a reduced execution on the whole launch: its coverage and
     /// outputs there become the case's; a case that crashes, hangs or writes out of bounds
     /// there is a finding and leaves the suite, and one that reaches nothing the cases before

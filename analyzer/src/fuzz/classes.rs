@@ -1,6 +1,7 @@
 //! The input classes a campaign runs besides its seeds, so that a kernel whose first random
-//! (or captured) input crashes still gets test cases: the all-zero input, small values, and
-//! role-aware values — scalars that bound a loop or index a buffer, and buffers whose
+//! (or captured) input crashes still gets test cases: the all-zero input, small values, the
+//! all-one input (every divisor, stride and size 1: no division by zero, every index of a
+//! work-item near its id), and role-aware values — scalars that bound a loop or index a buffer, and buffers whose
 //! elements are indices ([`super::roles`]), kept inside the buffers' extents. Every class
 //! has the seed's geometry and buffer sizes; only values change.
 
@@ -113,6 +114,10 @@ pub fn inputs(
         (
             "small values".to_string(),
             fill(template, shapes, |_, s| small(s, rng)),
+        ),
+        (
+            "all-one input".to_string(),
+            fill(template, shapes, |_, _| 1.0),
         ),
     ];
     let named = |i: usize| iface.args.get(i).map_or("", |a| a.name.as_str());

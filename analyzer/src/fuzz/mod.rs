@@ -124,8 +124,9 @@ pub struct FuzzArgs {
     /// With --solve: seconds of symbolic execution per kernel.
     #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
     pub solver_time: f64,
-    /// Do not run the bounds check (Oclgrind) on the saved inputs of crashes and writes out
-    /// of bounds to name the line that overran (it runs only with --out, 120 s at most).
+    /// Do not run the bounds check (Oclgrind) on the kept cases (a case that reads or writes
+    /// out of a buffer is a finding) nor on the saved inputs of crashes and writes out of
+    /// bounds to name the line that overran (there it runs only with --out; 120 s at most).
     #[arg(long)]
     pub no_locate: bool,
     /// Run every execution on the whole launch. By default a launch of 65,536 work-items
@@ -183,6 +184,11 @@ pub struct Settings {
     pub limits: cltrap_kernel::symbolic::Limits,
     /// Never reduce executions (`--full-launches`).
     pub full_launches: bool,
+    /// Run the bounds check (Oclgrind) on every kept case of a launch small enough to be
+    /// run whole: a case that reads or writes out of a buffer is a finding, not a case (a
+    /// write past the guard zones corrupts another process's memory where the suite is
+    /// used). Off with `--no-locate`.
+    pub check_cases: bool,
 }
 
 /// Everything one kernel's campaign produced.
@@ -423,6 +429,7 @@ pub fn run_target(
     let mut campaign = Campaign::new(&target.kernel, iface, inst.map);
     campaign.scalar_bounds = target.scalar_bounds.clone();
     campaign.roles = roles::derive(&program, &target.kernel);
+    let cover_source = target.headers.source(&inst.source);
     let mut instrumented = inst.source;
     campaign.reduced_note = match reduction {
         Some(Ok((residency, source))) => {
@@ -480,6 +487,15 @@ pub fn run_target(
     let original_source = target.headers.source(&target.source);
     let mut original = make_runner(session, &original_source, &options, settings)?;
     campaign.verify(original.as_mut())?;
+    drop(original);
+    // And once more as `cltrap cover` runs a suite's launch (no guard zones): only cases
+    // that reach the same branches and leave the same outputs there are kept.
+    let mut cover = make_runner(session, &cover_source, &options, settings)?;
+    campaign.reproduce(cover.as_mut())?;
+    drop(cover);
+    if settings.check_cases {
+        bounds_check_cases(session, &target, &mut campaign);
+    }
     for s in statuses.iter_mut() {
         if !campaign.covered.contains(&s.0) {
             if matches!(s.1, SlotStatus::SolvedAndConfirmed) {
@@ -497,6 +513,55 @@ pub fn run_target(
         target,
         total: start.elapsed(),
     })
+}
+
+/// Runs the bounds check (Oclgrind) on every kept case whose launch is run whole (below
+/// [`reduce::MIN_WORK_ITEMS`] work-items: a larger one would take the check's whole budget)
+/// and turns each case that reads or writes out of a buffer into a finding: a write past the
+/// guard zones does not crash the fuzzing worker but may corrupt the memory of `cltrap cover`
+/// or `mutate` when they run the suite. When the check cannot run (no Oclgrind), the cases
+/// stay as they are.
+fn bounds_check_cases(session: &Session, target: &Target, campaign: &mut Campaign) {
+    use crate::check::locate::{overruns, Located, DEFAULT_BUDGET};
+    let small = |c: &campaign::KeptCase| {
+        c.input.global_size.iter().product::<u64>() < reduce::MIN_WORK_ITEMS
+    };
+    if !campaign.cases.iter().any(small) {
+        return;
+    }
+    let Ok(tmp) = tempfile::tempdir() else {
+        return;
+    };
+    let program = SuiteProgram {
+        source: &target.source,
+        options: &target.options,
+        headers: &target.headers,
+    };
+    let Ok(ids) = suite::write_cases(tmp.path(), &program, campaign, 0, session.info()) else {
+        return;
+    };
+    let Ok(capture) = Capture::open(tmp.path()) else {
+        return;
+    };
+    let checked: Vec<u64> = ids
+        .iter()
+        .filter(|(_, k)| campaign.cases.get(*k).is_some_and(small))
+        .map(|(id, _)| *id)
+        .collect();
+    let Ok(found) = overruns(tmp.path(), &capture, checked, None, DEFAULT_BUDGET) else {
+        return;
+    };
+    let why: std::collections::BTreeMap<usize, String> = ids
+        .iter()
+        .filter_map(|(id, k)| match found.get(id) {
+            Some(Located::At(at)) => Some((
+                *k,
+                format!("out of bounds (the bounds check on the case): overran at {at}"),
+            )),
+            _ => None,
+        })
+        .collect();
+    campaign.drop_cases(&why);
 }
 
 /// The report of one campaign (case ids are indices until the suite is written).
@@ -770,6 +835,7 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
         device: device.clone(),
         limits: limits(args.loop_bound, args.solver_time),
         full_launches: args.full_launches,
+        check_cases: !args.no_locate,
     };
     let session = match opened {
         Some(s) => s,

@@ -31,6 +31,10 @@ pub enum Ran {
 pub trait Runner {
     /// Runs `input` with the extra `extras` arguments (the coverage counters).
     fn run(&mut self, input: &LaunchInput, extras: &[InputArg]) -> Result<Ran, FuzzError>;
+    /// Runs `input` as `run` does, but without guard zones around its buffers: the way
+    /// `cltrap cover` and `cltrap replay` run a suite's launches (a read out of bounds reads
+    /// whatever lies there, not a zone's fill). Its breach list is always empty.
+    fn run_plain(&mut self, input: &LaunchInput, extras: &[InputArg]) -> Result<Ran, FuzzError>;
     /// Times the program was compiled (1 unless workers were restarted).
     fn compiles(&self) -> usize;
     /// Runs `run` on the launch kept between runs (made for `layout`): `Ran::Done` holds the
@@ -70,6 +74,13 @@ impl Runner for InProcess<'_> {
     fn run(&mut self, input: &LaunchInput, extras: &[InputArg]) -> Result<Ran, FuzzError> {
         match self.session.run_guarded(&self.built, input, extras) {
             Ok((out, breaches)) => Ok(Ran::Done(out.outputs, breaches)),
+            Err(ExecError::Execution { code }) => Ok(Ran::Crashed(code)),
+            Err(e) => Err(e.into()),
+        }
+    }
+    fn run_plain(&mut self, input: &LaunchInput, extras: &[InputArg]) -> Result<Ran, FuzzError> {
+        match self.session.run(&self.built, input, extras) {
+            Ok(out) => Ok(Ran::Done(out.outputs, Vec::new())),
             Err(ExecError::Execution { code }) => Ok(Ran::Crashed(code)),
             Err(e) => Err(e.into()),
         }
@@ -145,6 +156,13 @@ impl Worker {
     fn start(&mut self) -> Result<(), FuzzError> {
         let mut cmd = Command::new(&self.exe);
         cmd.args(["fuzz", "--worker"]);
+        // PoCL steps over an integer division by zero (its SIGFPE handler skips the
+        // instruction, the result is whatever the register held), but only in a process where
+        // no other handler was installed after it: in `cltrap cover` and `cltrap mutate`,
+        // which parse with libclang (whose crash recovery takes SIGFPE over), the same launch
+        // kills the process. A case is only a case if it runs there too, so the worker runs
+        // without PoCL's handler: a division by zero is a crash, hence a finding.
+        cmd.env("POCL_SIGFPE_HANDLER", "0");
         if let Some(p) = &self.device.platform {
             cmd.args(["--platform", p]);
         }
@@ -241,6 +259,13 @@ impl Runner for Worker {
         let req = Request::Run(WireInput::from_input(input, extras));
         self.exchange(&req)
     }
+    fn run_plain(&mut self, input: &LaunchInput, extras: &[InputArg]) -> Result<Ran, FuzzError> {
+        if self.live.is_none() {
+            self.start()?;
+        }
+        let req = Request::RunPlain(WireInput::from_input(input, extras));
+        self.exchange(&req)
+    }
     fn compiles(&self) -> usize {
         self.compiles
     }
@@ -323,6 +348,15 @@ pub fn serve(session: &Session) -> Result<(), FuzzError> {
                     Ok((o, breaches)) => {
                         Reply::Ran(super::wire::encode_outputs(&o.outputs), breaches)
                     }
+                    Err(ExecError::Execution { code }) => Reply::Failed(code),
+                    Err(e) => Reply::Error(e.to_string()),
+                },
+                (None, _) => Reply::Error("run before build".into()),
+                (_, Err(e)) => Reply::Error(e),
+            },
+            Ok(Request::RunPlain(w)) => match (&built, w.to_input()) {
+                (Some(b), Ok((input, extras))) => match session.run(b, &input, &extras) {
+                    Ok(o) => Reply::Ran(super::wire::encode_outputs(&o.outputs), Vec::new()),
                     Err(ExecError::Execution { code }) => Reply::Failed(code),
                     Err(e) => Reply::Error(e.to_string()),
                 },

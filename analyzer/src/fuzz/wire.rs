@@ -19,6 +19,9 @@ pub enum Request {
     },
     /// Run one case.
     Run(WireInput),
+    /// Run one case without guard zones, the way `cltrap cover` and `cltrap replay` run a
+    /// launch: the check that a kept case reproduces where its suite is used.
+    RunPlain(WireInput),
     /// Run one case on the launch the worker keeps (made for `layout` at its first such
     /// request): only versions, patches and values travel (see `executor::resident`).
     Resident {

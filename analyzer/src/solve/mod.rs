@@ -285,6 +285,7 @@ pub fn cli(args: &SolveArgs, out: &mut dyn Write) -> Result<u8, String> {
         device: device.clone(),
         limits: fuzz::limits(args.loop_bound, args.solver_time),
         full_launches: true,
+        check_cases: false,
     };
     let mut all = suite::read_report(&args.suite);
     let mut reports = Vec::new();
