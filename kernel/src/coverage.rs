@@ -4,6 +4,11 @@
 //! more times) and barrier coverage (per work-group: reached by all work-items or by none;
 //! anything else is barrier divergence).
 //!
+//! Only boundary classes some input can reach are items: a do-while has no "ran 0 times", and
+//! a `for` loop with constant bounds ([`crate::trip_count`]) has only the class its trip count
+//! gives (or, when its body can leave it early, the classes from "ran 1 time" up to it), so
+//! percentages never count what no input can cover.
+//!
 //! Short-circuit operands are counted as gcov counts conditions, with slots on exactly the
 //! operand's range; a left operand is counted even when it is itself `&&`/`||`, because its
 //! outcome is what decides whether the right operand runs (mutation's NO-COVERAGE guards are
@@ -45,6 +50,7 @@ use crate::rewrite::{
     add_call_arg, add_param, callers_closure, calls_to, drop_unused_header_functions,
     helpers_called_in_macros, refuse_header_functions, with_prelude, PRELUDE_MACROS,
 };
+use crate::trip_count::constant_trip_count;
 
 /// Name of the extra counter parameter and argument.
 pub const COV_PARAM: &str = "__cltrap_cov";
@@ -369,11 +375,13 @@ struct Ins<'a> {
 #[derive(Clone)]
 struct LoopCtx {
     var: String,
-    /// The loop's first boundary slot: "ran 0 times", or for a do-while (whose body always
-    /// runs, so that class can never be covered) "ran 1 time".
+    /// The loop's first boundary slot, the one of class `classes.0`.
     first_slot: u32,
-    /// Whether the loop has a "ran 0 times" slot (not a do-while).
-    has_zero: bool,
+    /// The boundary classes (0: ran 0 times, 1: once, 2: more) the loop has slots for, lowest
+    /// and highest: all three for most loops, 1..=2 for a do-while (its body always runs) and
+    /// for a loop with constant bounds that may `break` early, the one class it always ends in
+    /// for a loop with constant bounds that always runs them out.
+    classes: (u32, u32),
     span: Span,
 }
 
@@ -592,19 +600,21 @@ impl Ins<'_> {
         Ok(())
     }
 
+    /// The statement that records the class a loop ends in. A loop with a single class stores
+    /// its one flag without reading the counter (its class is known).
     fn loop_record(&self, l: &LoopCtx) -> String {
-        if l.has_zero {
-            format!(
+        match l.classes {
+            (lo, hi) if lo == hi => format!("__CLTRAP_HIT({}u);", l.first_slot),
+            (0, _) => format!(
                 "__CLTRAP_HIT({}u + __cltrap_cls({v}));",
                 l.first_slot,
                 v = l.var
-            )
-        } else {
-            format!(
-                "__CLTRAP_HIT({}u + __cltrap_cls({v}) - 1u);",
+            ),
+            (lo, _) => format!(
+                "__CLTRAP_HIT({}u + __cltrap_cls({v}) - {lo}u);",
                 l.first_slot,
                 v = l.var
-            )
+            ),
         }
     }
 
@@ -855,35 +865,43 @@ impl Ins<'_> {
         self.next_loop += 1;
         let var = format!("__cltrap_it{id}");
         let head = cond.map(|c| short(self.text(c.span))).unwrap_or_default();
-        // A do-while's body always runs: it has no "ran 0 times" class.
-        let has_zero = construct != Construct::Do;
-        let zero_slot = has_zero.then(|| {
-            self.add_slot(
+        // Only the classes some input can reach get a slot: a do-while's body always runs (no
+        // "ran 0 times"); a loop with constant bounds runs them out, or stops earlier only by
+        // leaving its body, so it has only the class of its trip count, or from 1 up to it.
+        let classes = match construct {
+            Construct::Do => (1, 2),
+            _ => match constant_trip_count(s) {
+                Some(t) => {
+                    let c = t.count.min(2) as u32;
+                    if t.early_exit && c > 0 {
+                        (1, c)
+                    } else {
+                        (c, c)
+                    }
+                }
+                None => (0, 2),
+            },
+        };
+        let mut first_slot = None;
+        for class in classes.0..=classes.1 {
+            let (outcome, what) = match class {
+                0 => (Outcome::Zero, "ran 0 times"),
+                1 => (Outcome::Once, "ran 1 time"),
+                _ => (Outcome::Many, "ran more than once"),
+            };
+            let slot = self.add_slot(
                 SlotKind::LoopBoundary,
                 construct,
-                Outcome::Zero,
+                outcome,
                 s.span,
-                format!("{word} ({head}) ran 0 times"),
-            )
-        });
-        let once_slot = self.add_slot(
-            SlotKind::LoopBoundary,
-            construct,
-            Outcome::Once,
-            s.span,
-            format!("{word} ({head}) ran 1 time"),
-        );
-        self.add_slot(
-            SlotKind::LoopBoundary,
-            construct,
-            Outcome::Many,
-            s.span,
-            format!("{word} ({head}) ran more than once"),
-        );
+                format!("{word} ({head}) {what}"),
+            );
+            first_slot.get_or_insert(slot);
+        }
         let ctx = LoopCtx {
             var: var.clone(),
-            first_slot: zero_slot.unwrap_or(once_slot),
-            has_zero,
+            first_slot: first_slot.unwrap_or_default(),
+            classes,
             span: s.span,
         };
         let whole = outer.unwrap_or(s);

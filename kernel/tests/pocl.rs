@@ -226,6 +226,46 @@ fn pragma_unrolled_loops_keep_their_results_and_are_counted() {
 }
 
 #[test]
+fn loops_with_constant_bounds_have_only_the_boundary_classes_an_input_can_reach() {
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let s = session();
+    let input = launch(
+        "fixed",
+        &[2],
+        Some(&[2]),
+        None,
+        vec![
+            buffer(vec![0; 8]),
+            InputArg::Scalar(5i32.to_le_bytes().to_vec()),
+        ],
+    );
+    let (map, res) = cover(&s, "constant_loops.cl", "", &input);
+    let boundaries: Vec<(String, bool)> = res
+        .slots
+        .iter()
+        .filter(|h| h.kind == cltrap_kernel::coverage::SlotKind::LoopBoundary)
+        .map(|h| {
+            let label = map.slots[(h.index - map.header_slots) as usize].label.clone();
+            (label, h.hit)
+        })
+        .collect();
+    let want = [
+        ("for (k < 16) ran more than once", true),
+        ("for (k < N) ran more than once", true),
+        ("for (k < 4) ran more than once", true),
+        ("for (k < 1) ran 1 time", true),
+        ("for (k < 8) ran 1 time", false),
+        ("for (k < 8) ran more than once", true),
+        ("for (k < n) ran 0 times", false),
+        ("for (k < n) ran 1 time", false),
+        ("for (k < n) ran more than once", true),
+    ];
+    let want: Vec<(String, bool)> = want.iter().map(|(l, h)| (l.to_string(), *h)).collect();
+    assert_eq!(boundaries, want);
+    assert_eq!(res.loop_boundaries, (6, 9));
+}
+
+#[test]
 fn coverage_is_exact_when_every_group_returns_at_once() {
     let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
     let s = session();
