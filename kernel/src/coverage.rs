@@ -4,6 +4,11 @@
 //! more times) and barrier coverage (per work-group: reached by all work-items or by none;
 //! anything else is barrier divergence).
 //!
+//! Only boundary classes some input can reach are items: a do-while has no "ran 0 times", and
+//! a `for` loop with constant bounds ([`crate::trip_count`]) has only the class its trip count
+//! gives (or, when its body can leave it early, the classes from "ran 1 time" up to it), so
+//! percentages never count what no input can cover.
+//!
 //! Short-circuit operands are counted as gcov counts conditions, with slots on exactly the
 //! operand's range; a left operand is counted even when it is itself `&&`/`||`, because its
 //! outcome is what decides whether the right operand runs (mutation's NO-COVERAGE guards are
@@ -45,6 +50,7 @@ use crate::rewrite::{
     add_call_arg, add_param, callers_closure, calls_to, drop_unused_header_functions,
     helpers_called_in_macros, refuse_header_functions, with_prelude, PRELUDE_MACROS,
 };
+use crate::trip_count::constant_trip_count;
 
 /// Name of the extra counter parameter and argument.
 pub const COV_PARAM: &str = "__cltrap_cov";
@@ -195,6 +201,29 @@ pub struct CoverageMap {
     /// reports (LCOV `FN:` records).
     #[serde(default)]
     pub functions: Vec<(String, u32)>,
+    /// Every statement of an instrumented function, by line, with the slots whose hit shows
+    /// that it ran: what reports (LCOV `DA:` records) need to say which lines ran.
+    #[serde(default)]
+    pub lines: Vec<LineRecord>,
+}
+
+/// One statement of an instrumented function: its line, the evidence that it ran and the
+/// functions it calls. There is no counter per statement: a statement ran when the block that
+/// holds it was entered, which the branch or case slot that opens the block records (the then
+/// side of an `if` is entered when its condition was true). A statement after an early
+/// `return` or `break` in the same block is counted with its block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineRecord {
+    /// 1-based line the statement starts on.
+    pub line: u32,
+    /// Function holding it.
+    pub function: String,
+    /// Slots any of which, hit, shows the statement ran; empty when it runs whenever its
+    /// function does (the function's top-level block).
+    pub guard: Vec<u32>,
+    /// Functions of the program called by the statement's own expressions, so a helper's
+    /// run can be told from its callers' lines.
+    pub calls: Vec<String>,
 }
 
 /// How strict the pass is about constructs it cannot edit.
@@ -245,6 +274,8 @@ pub fn instrument_coverage(
         next_loop: 0,
         labels: Vec::new(),
         loop_spans: Vec::new(),
+        guard: Vec::new(),
+        lines: Vec::new(),
     };
     for (n, line) in &in_macros {
         let (fline, col) = p
@@ -299,6 +330,7 @@ pub fn instrument_coverage(
                 functions: reachable(p, f),
             });
         }
+        ins.guard.clear();
         ins.stmt(body, &[], 0)?;
     }
     let body = ins.edits.apply(&p.source)?;
@@ -311,6 +343,7 @@ pub fn instrument_coverage(
         barriers: ins.barriers,
         kernels,
         skipped: ins.skipped,
+        lines: ins.lines,
         functions: p
             .functions
             .iter()
@@ -364,16 +397,23 @@ struct Ins<'a> {
     labels: Vec<(String, u32)>,
     /// Every instrumented loop of the current function.
     loop_spans: Vec<Span>,
+    /// Slots any of which shows the block being visited was entered (empty: the function's
+    /// top-level block).
+    guard: Vec<u32>,
+    /// Statements visited so far, with their guards.
+    lines: Vec<LineRecord>,
 }
 
 #[derive(Clone)]
 struct LoopCtx {
     var: String,
-    /// The loop's first boundary slot: "ran 0 times", or for a do-while (whose body always
-    /// runs, so that class can never be covered) "ran 1 time".
+    /// The loop's first boundary slot, the one of class `classes.0`.
     first_slot: u32,
-    /// Whether the loop has a "ran 0 times" slot (not a do-while).
-    has_zero: bool,
+    /// The boundary classes (0: ran 0 times, 1: once, 2: more) the loop has slots for, lowest
+    /// and highest: all three for most loops, 1..=2 for a do-while (its body always runs) and
+    /// for a loop with constant bounds that may `break` early, the one class it always ends in
+    /// for a loop with constant bounds that always runs them out.
+    classes: (u32, u32),
     span: Span,
 }
 
@@ -530,7 +570,7 @@ impl Ins<'_> {
     }
 
     /// Wraps a condition so it records its true and false outcomes.
-    fn branch(&mut self, cond: &Expr, construct: Construct, what: &str, depth: i64) {
+    fn branch(&mut self, cond: &Expr, construct: Construct, what: &str, depth: i64) -> u32 {
         let label = short(self.text(cond.span));
         let t = self.add_slot(
             SlotKind::Branch,
@@ -563,6 +603,7 @@ impl Ins<'_> {
             close,
             depth,
         );
+        t
     }
 
     /// Records the boundary class of `loops` just before `s` (a `return` or `goto`) leaves them.
@@ -592,24 +633,98 @@ impl Ins<'_> {
         Ok(())
     }
 
+    /// The statement that records the class a loop ends in. A loop with a single class stores
+    /// its one flag without reading the counter (its class is known).
     fn loop_record(&self, l: &LoopCtx) -> String {
-        if l.has_zero {
-            format!(
+        match l.classes {
+            (lo, hi) if lo == hi => format!("__CLTRAP_HIT({}u);", l.first_slot),
+            (0, _) => format!(
                 "__CLTRAP_HIT({}u + __cltrap_cls({v}));",
                 l.first_slot,
                 v = l.var
-            )
-        } else {
-            format!(
-                "__CLTRAP_HIT({}u + __cltrap_cls({v}) - 1u);",
+            ),
+            (lo, _) => format!(
+                "__CLTRAP_HIT({}u + __cltrap_cls({v}) - {lo}u);",
                 l.first_slot,
                 v = l.var
-            )
+            ),
         }
+    }
+
+    /// Records `s` as a line that runs when the current block is entered, when it is a
+    /// statement that does something (not a block, label, `;` or a declaration without a
+    /// run-time initializer).
+    fn record_line(&mut self, s: &Stmt) {
+        let exprs: Vec<&Expr> = match &s.kind {
+            StmtKind::Decl(vars) => vars
+                .iter()
+                .filter(|v| !self.constant_init(v))
+                .filter_map(|v| v.init.as_ref())
+                .collect(),
+            StmtKind::Expr(e) | StmtKind::Return(Some(e)) => vec![e],
+            StmtKind::If { cond, .. }
+            | StmtKind::While { cond, .. }
+            | StmtKind::Do { cond, .. }
+            | StmtKind::Switch { cond, .. } => vec![cond],
+            StmtKind::For { cond, inc, .. } => cond.iter().chain(inc.iter()).collect(),
+            StmtKind::Return(None)
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Goto(_)
+            | StmtKind::Other(_) => vec![],
+            StmtKind::Compound(_)
+            | StmtKind::Null
+            | StmtKind::Label { .. }
+            | StmtKind::Case { .. }
+            | StmtKind::Default { .. }
+            | StmtKind::Attributed { .. } => return,
+        };
+        if matches!(s.kind, StmtKind::Decl(_)) && exprs.is_empty() {
+            return;
+        }
+        let mut calls = BTreeSet::new();
+        fn walk(e: &Expr, p: &Program, calls: &mut BTreeSet<String>) {
+            if let ExprKind::Call { callee, .. } = &e.kind {
+                if p.function(callee).is_some_and(|f| f.body.is_some()) {
+                    calls.insert(callee.clone());
+                }
+            }
+            for c in e.children() {
+                walk(c, p, calls);
+            }
+        }
+        for e in exprs {
+            walk(e, self.p, &mut calls);
+        }
+        self.lines.push(LineRecord {
+            line: s.span.line,
+            function: self.func.clone(),
+            guard: self.guard.clone(),
+            calls: calls.into_iter().collect(),
+        });
+    }
+
+    /// Visits `s` as a block entered when one of `guard` is hit (the current guard when
+    /// `guard` is `None`), then restores the current guard.
+    fn guarded(
+        &mut self,
+        s: &Stmt,
+        guard: Option<u32>,
+        loops: &[LoopCtx],
+        depth: i64,
+    ) -> Result<(), KernelError> {
+        let outer = match guard {
+            Some(g) => std::mem::replace(&mut self.guard, vec![g]),
+            None => self.guard.clone(),
+        };
+        let r = self.stmt(s, loops, depth);
+        self.guard = outer;
+        r
     }
 
     fn stmt(&mut self, s: &Stmt, loops: &[LoopCtx], depth: i64) -> Result<(), KernelError> {
         let d = depth + 1;
+        self.record_line(s);
         match &s.kind {
             StmtKind::Compound(v) => {
                 for c in v {
@@ -634,19 +749,20 @@ impl Ins<'_> {
                 self.expr(e, d)?;
             }
             StmtKind::If { cond, then, els } => {
-                if s.span.macro_start || !Self::usable(cond.span, s.span) {
+                let t = if s.span.macro_start || !Self::usable(cond.span, s.span) {
                     self.skip(
                         "if statement",
                         s.span,
                         "it is written inside a macro expansion",
                     )?;
+                    None
                 } else {
-                    self.branch(cond, Construct::If, "if", d);
-                }
+                    Some(self.branch(cond, Construct::If, "if", d))
+                };
                 self.expr(cond, d + 1)?;
-                self.stmt(then, loops, d)?;
+                self.guarded(then, t, loops, d)?;
                 if let Some(e) = els {
-                    self.stmt(e, loops, d)?;
+                    self.guarded(e, t.map(|t| t + 1), loops, d)?;
                 }
             }
             StmtKind::For { body, .. }
@@ -667,6 +783,7 @@ impl Ins<'_> {
                 | StmtKind::Do { body: b, .. }
                     if !body.span.macro_start && Self::usable(b.span, body.span) =>
                 {
+                    self.record_line(body);
                     self.loop_stmt(body, Some(s), loops, d)?
                 }
                 _ => self.stmt(body, loops, d)?,
@@ -699,7 +816,8 @@ impl Ins<'_> {
                         )?,
                     }
                 }
-                self.stmt(body, loops, d)?;
+                // Each case label opens the block of the statements after it (see below).
+                self.guarded(body, None, loops, d)?;
             }
             StmtKind::Case { value, body, colon } => {
                 match colon {
@@ -714,6 +832,8 @@ impl Ins<'_> {
                         );
                         self.edits
                             .insert(*colon, format!(" __CLTRAP_HIT({slot});"), d);
+                        // The statements from here to the next label run when it is reached.
+                        self.guard = vec![slot];
                     }
                     None => self.skip(
                         "case label",
@@ -735,6 +855,7 @@ impl Ins<'_> {
                         );
                         self.edits
                             .insert(*colon, format!(" __CLTRAP_HIT({slot});"), d);
+                        self.guard = vec![slot];
                     }
                     None => self.skip(
                         "default label",
@@ -855,35 +976,43 @@ impl Ins<'_> {
         self.next_loop += 1;
         let var = format!("__cltrap_it{id}");
         let head = cond.map(|c| short(self.text(c.span))).unwrap_or_default();
-        // A do-while's body always runs: it has no "ran 0 times" class.
-        let has_zero = construct != Construct::Do;
-        let zero_slot = has_zero.then(|| {
-            self.add_slot(
+        // Only the classes some input can reach get a slot: a do-while's body always runs (no
+        // "ran 0 times"); a loop with constant bounds runs them out, or stops earlier only by
+        // leaving its body, so it has only the class of its trip count, or from 1 up to it.
+        let classes = match construct {
+            Construct::Do => (1, 2),
+            _ => match constant_trip_count(s) {
+                Some(t) => {
+                    let c = t.count.min(2) as u32;
+                    if t.early_exit && c > 0 {
+                        (1, c)
+                    } else {
+                        (c, c)
+                    }
+                }
+                None => (0, 2),
+            },
+        };
+        let mut first_slot = None;
+        for class in classes.0..=classes.1 {
+            let (outcome, what) = match class {
+                0 => (Outcome::Zero, "ran 0 times"),
+                1 => (Outcome::Once, "ran 1 time"),
+                _ => (Outcome::Many, "ran more than once"),
+            };
+            let slot = self.add_slot(
                 SlotKind::LoopBoundary,
                 construct,
-                Outcome::Zero,
+                outcome,
                 s.span,
-                format!("{word} ({head}) ran 0 times"),
-            )
-        });
-        let once_slot = self.add_slot(
-            SlotKind::LoopBoundary,
-            construct,
-            Outcome::Once,
-            s.span,
-            format!("{word} ({head}) ran 1 time"),
-        );
-        self.add_slot(
-            SlotKind::LoopBoundary,
-            construct,
-            Outcome::Many,
-            s.span,
-            format!("{word} ({head}) ran more than once"),
-        );
+                format!("{word} ({head}) {what}"),
+            );
+            first_slot.get_or_insert(slot);
+        }
         let ctx = LoopCtx {
             var: var.clone(),
-            first_slot: zero_slot.unwrap_or(once_slot),
-            has_zero,
+            first_slot: first_slot.unwrap_or_default(),
+            classes,
             span: s.span,
         };
         let whole = outer.unwrap_or(s);
@@ -894,9 +1023,12 @@ impl Ins<'_> {
         if let StmtKind::For { init: Some(i), .. } = &s.kind {
             self.stmt(i, loops, d + 1)?;
         }
+        // The body is entered when the condition was true (a do-while's always is).
+        let mut body_guard = None;
         if let Some(c) = cond {
             if Self::usable(c.span, s.span) {
-                self.branch(c, construct, word, d + 1);
+                let t = self.branch(c, construct, word, d + 1);
+                body_guard = (construct != Construct::Do).then_some(t);
             } else {
                 self.skip(
                     "loop condition",
@@ -914,7 +1046,7 @@ impl Ins<'_> {
         self.edits.insert(body_end, " }", -(d + 1));
         let mut inner = loops.to_vec();
         inner.push(ctx);
-        self.stmt(body, &inner, d + 2)
+        self.guarded(body, body_guard, &inner, d + 2)
     }
 
     fn barrier(&mut self, call: &Expr, whole_statement: bool, d: i64) -> Result<(), KernelError> {

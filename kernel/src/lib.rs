@@ -28,6 +28,7 @@ pub mod rewrite;
 pub mod sanitize;
 pub mod symbolic;
 pub mod tce;
+pub mod trip_count;
 
 pub use edits::Edits;
 pub use error::KernelError;

@@ -165,15 +165,63 @@ fn coverage_is_exact_when_work_items_return_early_and_from_inside_loops() {
             "BRF:9",
             "BRH:7",
             "DA:4,1",
+            "DA:5,1",
             "DA:6,1",
+            "DA:7,1",
             "DA:8,1",
             "DA:9,1",
+            "DA:10,1",
+            "DA:12,1",
         ]
     );
     assert!(
         lcov.starts_with("TN:early_n_4\nSF:kernels/early_return.cl\n")
             && lcov.ends_with("end_of_record\n")
     );
+}
+
+#[test]
+fn lcov_has_a_line_record_for_every_statement_counted_by_its_block() {
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let s = session();
+    let input = launch(
+        "lines",
+        &[2],
+        Some(&[2]),
+        None,
+        vec![
+            buffer(vec![0; 8]),
+            InputArg::Scalar(2i32.to_le_bytes().to_vec()),
+        ],
+    );
+    let (map, res) = cover(&s, "lcov_lines.cl", "", &input);
+    let lcov = to_lcov(&map, &[res], "lines", "kernels/lcov_lines.cl");
+    let field = |prefix: &str| -> Vec<String> {
+        lcov.lines()
+            .filter_map(|l| l.strip_prefix(prefix))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(
+        field("FNDA:"),
+        ["1,twice", "0,never", "1,lines"],
+        "{lcov}"
+    );
+    let da: Vec<(u32, u32)> = field("DA:")
+        .iter()
+        .map(|d| {
+            let (line, count) = d.split_once(',').unwrap();
+            (line.parse().unwrap(), count.parse().unwrap())
+        })
+        .collect();
+    let ran: Vec<u32> = da.iter().filter(|(_, c)| *c > 0).map(|(l, _)| *l).collect();
+    let not: Vec<u32> = da.iter().filter(|(_, c)| *c == 0).map(|(l, _)| *l).collect();
+    // Lines of statements, case labels and function names only: no braces or blank lines.
+    assert_eq!(ran, [3, 4, 5, 10, 11, 12, 13, 17, 19, 22, 23, 24, 29, 30, 31], "{lcov}");
+    assert_eq!(not, [7, 8, 14, 15, 20, 21, 25, 26, 27], "{lcov}");
+    // The summary counts are those of the DA records, as genhtml reads them.
+    assert_eq!(field("LF:"), [da.len().to_string()]);
+    assert_eq!(field("LH:"), [ran.len().to_string()]);
 }
 
 #[test]
@@ -223,6 +271,46 @@ fn pragma_unrolled_loops_keep_their_results_and_are_counted() {
             "if (j > 2) false",
         ]
     );
+}
+
+#[test]
+fn loops_with_constant_bounds_have_only_the_boundary_classes_an_input_can_reach() {
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let s = session();
+    let input = launch(
+        "fixed",
+        &[2],
+        Some(&[2]),
+        None,
+        vec![
+            buffer(vec![0; 8]),
+            InputArg::Scalar(5i32.to_le_bytes().to_vec()),
+        ],
+    );
+    let (map, res) = cover(&s, "constant_loops.cl", "", &input);
+    let boundaries: Vec<(String, bool)> = res
+        .slots
+        .iter()
+        .filter(|h| h.kind == cltrap_kernel::coverage::SlotKind::LoopBoundary)
+        .map(|h| {
+            let label = map.slots[(h.index - map.header_slots) as usize].label.clone();
+            (label, h.hit)
+        })
+        .collect();
+    let want = [
+        ("for (k < 16) ran more than once", true),
+        ("for (k < N) ran more than once", true),
+        ("for (k < 4) ran more than once", true),
+        ("for (k < 1) ran 1 time", true),
+        ("for (k < 8) ran 1 time", false),
+        ("for (k < 8) ran more than once", true),
+        ("for (k < n) ran 0 times", false),
+        ("for (k < n) ran 1 time", false),
+        ("for (k < n) ran more than once", true),
+    ];
+    let want: Vec<(String, bool)> = want.iter().map(|(l, h)| (l.to_string(), *h)).collect();
+    assert_eq!(boundaries, want);
+    assert_eq!(res.loop_boundaries, (6, 9));
 }
 
 #[test]

@@ -62,6 +62,9 @@ pub struct Finding {
 pub struct Campaign {
     /// Kernel name.
     pub kernel: String,
+    /// What the progress bar calls it (the kernel name, with its program when the capture
+    /// has kernels of that name in several programs).
+    pub row_name: String,
     /// The interface derived from the model.
     pub iface: KernelInterface,
     /// The coverage map of the instrumented program.
@@ -129,6 +132,7 @@ impl Campaign {
             .collect();
         Campaign {
             kernel: kernel.into(),
+            row_name: kernel.into(),
             iface,
             map,
             slots,
@@ -699,11 +703,11 @@ impl Campaign {
             b.set_prefix(match &self.reduced {
                 Some(r) => format!(
                     "{} (on {} of {} work-groups)",
-                    self.kernel,
+                    self.row_name,
                     r.reduction.groups.len(),
                     r.reduction.real_groups.iter().product::<u64>()
                 ),
-                None => self.kernel.clone(),
+                None => self.row_name.clone(),
             });
             b
         } else {

@@ -146,6 +146,11 @@ pub struct Target {
     pub options: String,
     /// Kernel name.
     pub kernel: String,
+    /// The capture's program key (absent for a kernel file).
+    pub program: Option<String>,
+    /// What rows and progress lines call it: the kernel name, with its program when the
+    /// capture has kernels of that name in several programs ([`suite::row_names`]).
+    pub row_name: String,
     /// Seeds (captured launches, or one from the interface file); empty = make one up.
     pub seeds: Vec<LaunchInput>,
     /// With `--captured-ranges`: every generated case is narrowed to these bounds.
@@ -297,6 +302,8 @@ pub fn targets_from_capture(
                     .source_unit()
                     .map_or_else(|_| record.options.clone(), |u| u.build_options()),
                 kernel: l.kernel.clone(),
+                program: Some(l.program.clone()),
+                row_name: l.kernel.clone(),
                 seeds: vec![seed],
                 scalar_bounds: None,
                 headers,
@@ -317,7 +324,16 @@ pub fn targets_from_capture(
             None => "the capture has no replayable launch of a kernel built from source".into(),
         }));
     }
-    Ok(out.into_iter().map(|(_, t)| t).collect())
+    let mut targets: Vec<Target> = out.into_iter().map(|(_, t)| t).collect();
+    let ids: Vec<(&str, Option<&str>)> = targets
+        .iter()
+        .map(|t| (t.kernel.as_str(), t.program.as_deref()))
+        .collect();
+    let names = suite::row_names(&ids);
+    for (t, name) in targets.iter_mut().zip(names) {
+        t.row_name = name;
+    }
+    Ok(targets)
 }
 
 /// The targets of an OpenCL C file: `kernel` (or every kernel), seeded from `interface`;
@@ -358,6 +374,8 @@ pub fn targets_from_source(
         out.push(Target {
             source: source.to_string(),
             options: options.to_string(),
+            program: None,
+            row_name: name.clone(),
             kernel: name,
             seeds,
             scalar_bounds: None,
@@ -427,6 +445,7 @@ pub fn run_target(
         false => plan_reduction(&target, &iface, &inst.source, &options, settings.seed),
     };
     let mut campaign = Campaign::new(&target.kernel, iface, inst.map);
+    campaign.row_name = target.row_name.clone();
     campaign.scalar_bounds = target.scalar_bounds.clone();
     campaign.roles = roles::derive(&program, &target.kernel);
     let cover_source = target.headers.source(&inst.source);
@@ -507,6 +526,7 @@ pub fn run_target(
     }
     let mut report = kernel_report(&campaign, &statuses, solve_time);
     report.compiles = runner.compiles();
+    report.program = target.program.clone();
     Ok(Outcome {
         campaign,
         report,
@@ -573,6 +593,7 @@ pub fn kernel_report(
     KernelReport {
         unsupported: crate::solve::unsupported_constructs(statuses),
         kernel: c.kernel.clone(),
+        program: None,
         slots: c
             .slots
             .iter()
@@ -658,9 +679,13 @@ impl KernelReport {
 
 /// Writes the final table.
 pub fn print_table(out: &mut dyn Write, outcomes: &[(&KernelReport, usize, Duration)]) {
+    let ids: Vec<(&str, Option<&str>)> = outcomes.iter().map(|o| o.0.id()).collect();
+    let names = suite::row_names(&ids);
+    // The first column fits the longest row name (a kernel with its program is longer).
+    let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max(24);
     let _ = writeln!(
         out,
-        "{:<24} {:>6} {:>7} {:>7} {:>5} {:>11} {:>5} {:>6} {:>9} {:>8}",
+        "{:<w$} {:>6} {:>7} {:>7} {:>5} {:>11} {:>5} {:>6} {:>9} {:>8}",
         "kernel",
         "slots",
         "fuzzed",
@@ -672,13 +697,13 @@ pub fn print_table(out: &mut dyn Write, outcomes: &[(&KernelReport, usize, Durat
         "time",
         "exec/s"
     );
-    for (r, tests, total) in outcomes {
+    for ((r, tests, total), name) in outcomes.iter().zip(names) {
         let t = r.tally();
         let eps = r.fuzz_rate();
         let _ = writeln!(
             out,
-            "{:<24} {:>6} {:>7} {:>7} {:>5} {:>11} {:>5} {:>6} {:>8.2}s {:>8.0}",
-            r.kernel,
+            "{:<w$} {:>6} {:>7} {:>7} {:>5} {:>11} {:>5} {:>6} {:>8.2}s {:>8.0}",
+            name,
             t.total,
             t.fuzzed,
             t.solved,
@@ -850,7 +875,7 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
     let mut unfuzzed: Vec<String> = Vec::new();
     let kernels = targets.len();
     for t in targets {
-        let name = t.kernel.clone();
+        let name = t.row_name.clone();
         let mut per = settings.clone();
         let left_time = settings
             .budget
@@ -912,7 +937,7 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
                 let report = match &args.out {
                     Some(dir) => {
                         if !o.campaign.findings.is_empty() {
-                            let fdir = dir.join("findings").join(&name);
+                            let fdir = dir.join("findings").join(suite::findings_dir_name(&name));
                             let n = suite::write_findings(
                                 &fdir,
                                 &SuiteProgram {
@@ -931,7 +956,7 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
                                 fdir.display()
                             );
                             if !args.no_locate {
-                                located = locate_findings(&fdir, &o.campaign, &n, out);
+                                located = locate_findings(&fdir, &name, &o.campaign, &n, out);
                             }
                         }
                         let mut r =
@@ -995,7 +1020,7 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
     } else if let Some(dir) = &args.out {
         let mut all = suite::read_report(dir);
         all.kernels
-            .retain(|k| !reports.iter().any(|r| r.kernel == k.kernel));
+            .retain(|k| !reports.iter().any(|r| r.id() == k.id()));
         all.kernels.extend(reports.iter().cloned());
         suite::write_report(dir, &all).map_err(|e| e.to_string())?;
         let _ = writeln!(out, "suite written to {}", dir.display());
@@ -1009,6 +1034,7 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
 /// launch id there, finding index); prints one line each.
 fn locate_findings(
     fdir: &Path,
+    name: &str,
     c: &Campaign,
     written: &[(u64, usize)],
     out: &mut dyn Write,
@@ -1063,8 +1089,7 @@ fn locate_findings(
         };
         let _ = writeln!(
             out,
-            "finding in {}: {what}: {line} (its input: launch {id} of {})",
-            c.kernel,
+            "finding in {name}: {what}: {line} (its input: launch {id} of {})",
             fdir.display()
         );
     }
@@ -1073,7 +1098,8 @@ fn locate_findings(
 
 /// Lists every slot not covered by fuzzing, with its status.
 pub fn print_slots(out: &mut dyn Write, reports: &[KernelReport]) {
-    for r in reports {
+    let ids: Vec<(&str, Option<&str>)> = reports.iter().map(KernelReport::id).collect();
+    for (r, name) in reports.iter().zip(suite::row_names(&ids)) {
         for s in &r.slots {
             let what = match &s.status {
                 SlotStatus::CoveredByFuzzing => continue,
@@ -1091,7 +1117,7 @@ pub fn print_slots(out: &mut dyn Write, reports: &[KernelReport]) {
             let _ = writeln!(
                 out,
                 "{}:{}:{}: {}: {what}{ms}",
-                r.kernel, s.line, s.col, s.label
+                name, s.line, s.col, s.label
             );
         }
     }

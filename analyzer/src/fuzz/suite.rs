@@ -65,6 +65,10 @@ pub struct SlotReport {
 pub struct KernelReport {
     /// Kernel name.
     pub kernel: String,
+    /// The capture's program the kernel is of (absent for a kernel file): one capture can
+    /// hold kernels of one name in several programs, and this tells them apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
     /// Every slot.
     pub slots: Vec<SlotReport>,
     /// Launch ids in the suite, with the slots each covers and how it was made.
@@ -110,7 +114,45 @@ pub struct KernelReport {
     pub subset_only: usize,
 }
 
+/// The names rows and progress lines give kernels identified by (name, program): the name, or
+/// `name (program-<first 12 hex digits>)` (as `cover` names programs) when kernels of that
+/// name come from several programs, so two kernels never share a row name.
+pub fn row_names(ids: &[(&str, Option<&str>)]) -> Vec<String> {
+    ids.iter()
+        .map(|(name, program)| {
+            let shared = ids
+                .iter()
+                .any(|(other, p)| other == name && p != program);
+            match program {
+                Some(p) if shared => {
+                    let key: String = p
+                        .chars()
+                        .filter(|c| c.is_ascii_alphanumeric())
+                        .take(12)
+                        .collect();
+                    format!("{name} (program-{key})")
+                }
+                _ => name.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// The folder name under `findings/` for a kernel of row name `row` (its words joined by
+/// `-`, without parentheses): `scale`, or `scale-program-3ab1c2d4e5f6`.
+pub fn findings_dir_name(row: &str) -> String {
+    row.replace(['(', ')'], "")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
 impl KernelReport {
+    /// Which kernel this is: its name and program (see [`row_names`]).
+    pub fn id(&self) -> (&str, Option<&str>) {
+        (&self.kernel, self.program.as_deref())
+    }
+
     /// Executions per second of the fuzzing loop (confirmation runs on the whole launch
     /// left out).
     pub fn fuzz_rate(&self) -> f64 {
