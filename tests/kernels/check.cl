@@ -144,5 +144,6 @@ __kernel void guarded_overrun(__global uint *out, __global const uint *in, uint 
 static void put_hidden(__global uint *p, uint i, uint v) { p[i] = v; }
 #define PUT_HIDDEN(o, i, v) put_hidden(o, i, v)
 __kernel void macro_helper_store(__global uint *out, __global const uint *in, uint n) {
-    PUT_HIDDEN(out, get_global_id(0), in[get_global_id(0)]);
+    uint v = in[get_global_id(0)];
+    PUT_HIDDEN(out, get_global_id(0), v);
 }

@@ -28,6 +28,7 @@
 
 mod bounds;
 mod helpers;
+mod macros;
 mod objects;
 pub mod races;
 mod uninit;
@@ -671,9 +672,9 @@ struct Walker<'a> {
     infos: &'a BTreeMap<String, HelperInfo>,
     /// The `__local` scratch area, as an expression.
     ls: &'static str,
-    /// Per pointer text (byte range) of an access written in a macro body: how many such
-    /// accesses of the function expand it (one may be checked through it; more may not).
-    macro_bases: BTreeMap<(u32, u32), usize>,
+    /// Per macro use (its start): how many index accesses of the function its expansion
+    /// holds (one may be checked at the use; see `macros`).
+    macro_bases: BTreeMap<u32, usize>,
 }
 
 impl Walker<'_> {
@@ -728,14 +729,8 @@ impl Walker<'_> {
     /// Walks every expression of a function body.
     fn walk_body(&mut self, body: &crate::model::Stmt) {
         visit_exprs(body, &mut |e| {
-            if let ExprKind::Index { base, .. } = &e.kind {
-                let base = base.peel();
-                if !e.span.is_exact() && base.span.is_exact() {
-                    *self
-                        .macro_bases
-                        .entry((base.span.start, base.span.end))
-                        .or_default() += 1;
-                }
+            if matches!(e.kind, ExprKind::Index { .. }) && !e.span.is_exact() {
+                *self.macro_bases.entry(e.span.start).or_default() += 1;
             }
         });
         crate::model::visit_stmts(body, &mut |st| {
@@ -1130,15 +1125,17 @@ impl Walker<'_> {
             let k = self.scope.derive(ptr).ok_or(
                 "the pointer is not known to point into a kernel argument or a `__local` array",
             )?;
-            if !e.span.is_exact() {
-                self.macro_index(e, ptr)?;
-            }
+            let ranges = if e.span.is_exact() {
+                None
+            } else {
+                Some(self.macro_index(e, ptr)?)
+            };
             let pointee = spelled(&e.ty).ok_or("the accessed type cannot be spelled in a cast")?;
             let t = self.target(k).ok_or("the object is not addressable")?;
-            Ok((k, pointee, t))
+            Ok((k, pointee, t, ranges))
         })();
         match checked {
-            Ok((k, pointee, t)) if !e.span.is_exact() => {
+            Ok((k, pointee, t, Some((pr, ir)))) => {
                 // `P[I]` in a macro body, `P` and `I` the macro's arguments: the argument `P`
                 // becomes `CHECKED(P + I) - I`, checked at the macro's use.
                 let site = self.site(e, k, ctx == Use::Atomic);
@@ -1148,27 +1145,19 @@ impl Walker<'_> {
                     }
                 }
                 self.note_size(k, element_bytes(&pointee).map(|b| b as u32));
-                let idx = match &e.kind {
-                    ExprKind::Index { index, .. } => self
-                        .p
-                        .source
-                        .get(index.peel().span.start as usize..index.peel().span.end as usize)
-                        .unwrap_or("0"),
-                    _ => "0",
-                };
+                let idx = self.p.source.get(ir.0 as usize..ir.1 as usize).unwrap_or("0");
                 let step = format!("(long)({idx})");
                 let (open, close) =
                     bounds::checked_address(&t.as_target(), &pointee, site, ctx.mode());
-                let base = ptr.peel();
                 self.edits.wrap(
-                    base.span.start,
-                    base.span.end,
+                    pr.0,
+                    pr.1,
                     format!("({open}("),
                     format!(") + {step}{close} - {step})"),
                     d,
                 );
             }
-            Ok((k, pointee, t)) => {
+            Ok((k, pointee, t, None)) => {
                 let site = self.site(e, k, ctx == Use::Atomic);
                 self.note_size(k, element_bytes(&pointee).map(|b| b as u32));
                 let (open, close) =
@@ -1193,38 +1182,30 @@ impl Walker<'_> {
         }
     }
 
-    /// Whether an access `e` through `ptr` written in a macro body can be checked at the
-    /// macro's use: an index `P[I]` whose pointer `P` and index `I` are both written out at the
-    /// use (macro arguments), `I` without side effects (it is repeated), and `P` expanded by
-    /// no other access (its text becomes this access's checked address).
-    fn macro_index(&self, e: &Expr, ptr: &Expr) -> Result<(), &'static str> {
+    /// The byte ranges, at the macro's use, of the pointer and index arguments of an access
+    /// `e` through `ptr` written in a macro body, when it can be checked there (`macros`): its
+    /// index must also have no side effects (its text is repeated).
+    fn macro_index(&self, e: &Expr, ptr: &Expr) -> Result<((u32, u32), (u32, u32)), &'static str> {
         let ExprKind::Index { base, index } = &e.kind else {
             return Err("the access is written inside a macro");
         };
-        let (base, index) = (base.peel(), index.peel());
-        if !std::ptr::eq(base, ptr.peel()) || !base.span.is_exact() {
-            return Err("the access is written inside a macro body that names its pointer itself (not a macro argument)");
+        if !std::ptr::eq(base.peel(), ptr.peel()) {
+            return Err("the access is written inside a macro");
         }
-        if !index.span.is_exact() {
-            return Err("the access is written inside a macro body that computes its index (not a macro argument)");
+        let u = self
+            .p
+            .macro_uses
+            .iter()
+            .find(|u| u.start == e.span.start)
+            .ok_or("the access is written inside a macro")?;
+        let ranges = macros::index_arguments(self.p, u)?;
+        if self.macro_bases.get(&e.span.start).copied().unwrap_or(0) != 1 {
+            return Err("the access is written inside a macro whose expansion holds several accesses");
         }
         if !pure(index) {
             return Err("the access is written inside a macro whose index argument has side effects");
         }
-        if self
-            .macro_bases
-            .get(&(base.span.start, base.span.end))
-            .copied()
-            .unwrap_or(0)
-            != 1
-        {
-            return Err("the access is written inside a macro that uses its pointer argument in several accesses");
-        }
-        let end = |x: &Expr| x.span.end;
-        if end(base) > index.span.start && base.span.start < end(index) {
-            return Err("the access is written inside a macro");
-        }
-        Ok(())
+        Ok(ranges)
     }
 
     /// `written in the body of macro `M` (line L)` for an access expanded from macro `M`.
