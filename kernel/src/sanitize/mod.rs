@@ -22,9 +22,14 @@
 //! `__local` races, group linear id + 1 for `__global` ones, 0 = several/unknown), access
 //! size, mode (bits 0-1 this access read/write; bit 4 the other access read, bit 5 written).
 //!
-//! What is not checked is said in [`SanitizeMap::unchecked`]: accesses in helper functions,
-//! through pointers the pass cannot attribute, written inside macros, or of types it cannot
-//! spell; pointers handed to built-ins (`vload4`, `async_work_group_copy`).
+//! Helper functions are rewritten too ([`helpers`]): they take the checker's state and one
+//! object descriptor per pointer parameter as extra trailing parameters. An access `p[i]`
+//! written in a macro body whose `p` and `i` are the macro's arguments is checked at the use
+//! ([`macros`]); `async_work_group_copy` has both of its ranges bounds-checked.
+//!
+//! What is not checked is said in [`SanitizeMap::unchecked`]: accesses in helpers the pass
+//! cannot pass its state to, through pointers it cannot attribute, in other macro bodies, or of
+//! types it cannot spell; pointers handed to other built-ins.
 
 mod bounds;
 mod helpers;
@@ -99,7 +104,8 @@ pub struct SanitizedKernel {
     pub statics: Vec<(String, Option<u64>)>,
     /// Why `__local` races and uninitialised reads are not checked in this kernel, if not.
     pub no_local_shadow: Option<String>,
-    /// The program's functions it calls, directly or not (their accesses are not checked).
+    /// The program's functions it calls, directly or not (their sites and not-checked accesses
+    /// count as the kernel's).
     pub helpers: Vec<String>,
     /// Per object (arguments, then statics): its shadow granule as a shift (bytes per shadow
     /// entry = `1 << shift`): 0 for an object accessed by bytes (or by a type the pass cannot
