@@ -242,7 +242,12 @@ fn worker(
         notes,
         dropped: (written - kept) as u64,
         kernel_ns: out.kernel_ns,
-        checked_sites: map.sites.iter().filter(|s| s.kernel == kernel.name).count(),
+        // Its own sites and those of the instrumented helpers it reaches.
+        checked_sites: map
+            .sites
+            .iter()
+            .filter(|s| s.kernel == kernel.name || kernel.helpers.contains(&s.kernel))
+            .count(),
         baseline_kernel_ns,
     })
 }
@@ -404,7 +409,13 @@ fn diagnostic(
     };
     let other_site = r[2].checked_sub(1).and_then(|s| map.sites.get(s as usize));
     let object = if obj < kernel.args as usize {
-        site.object.clone()
+        // A site in a helper names the helper's parameter; the object is the kernel's argument.
+        kernel
+            .arg_names
+            .get(obj)
+            .filter(|n| !n.is_empty())
+            .cloned()
+            .unwrap_or_else(|| site.object.clone())
     } else {
         kernel
             .statics
@@ -509,10 +520,15 @@ fn diagnostic(
         ),
         _ => return None,
     };
+    // An access written in a macro body is reported at the macro's use, naming the macro.
+    let message = match &site.note {
+        Some(note) => format!("{message}; {note}"),
+        None => message,
+    };
     Some(Diagnostic {
         kind,
         message,
-        detail: vec![],
+        detail: site.note.iter().cloned().collect(),
         kernel: kernel.name.clone(),
         first: Some(first),
         second,

@@ -14,10 +14,30 @@ pub(crate) fn prelude() -> String {
         "\
 __CLTRAP_SFN void __cltrap_oob(__global uint* r, uint site, uint obj, long off, uint size, uint mode) {{ if (mode & 1u) __cltrap_report(r, {KIND_READ_OOB}u, site, 0u, obj, off, 0u, size, 1u); if (mode & 2u) __cltrap_report(r, {KIND_WRITE_OOB}u, site, 0u, obj, off, 0u, size, 2u); }}
 __CLTRAP_SFN __global char* __cltrap_g(__global char* p, __global char* base, ulong ext, uint size, uint lo, uint len, uint gs, uint site, uint obj, uint mode, __global uint* r, __global uint* sh, uint ep) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ __cltrap_oob(r, site, obj, off, size, mode); return (__global char*)(r + {SCRATCH_WORD}u); }} if (sh && (r[2] & {FLAG_GLOBAL_RACES}u) && mode < 4u) __cltrap_global_shadow(sh, (ulong)off + lo, len, gs, site, obj, mode, ep, r); return p; }}
+__CLTRAP_SFN uint __cltrap_span_g(__global char* p, __global char* base, ulong ext, ulong size, uint site, uint obj, uint mode, __global uint* r) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ if (__cltrap_local_linear() == 0u) __cltrap_oob(r, site, obj, off, (uint)size, mode); return 0u; }} return 1u; }}
+__CLTRAP_SFN uint __cltrap_span_l(__local char* p, __local char* base, ulong ext, ulong size, uint site, uint obj, uint mode, __global uint* r) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ if (__cltrap_local_linear() == 0u) __cltrap_oob(r, site, obj, off, (uint)size, mode); return 0u; }} return 1u; }}
 __CLTRAP_SFN __constant char* __cltrap_c(__constant char* p, __constant char* base, ulong ext, uint size, uint site, uint obj, __global uint* r) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ __cltrap_oob(r, site, obj, off, size, 1u); return base; }} return p; }}
 __CLTRAP_SFN __local char* __cltrap_l(__local char* p, __local char* base, ulong ext, uint size, uint lo, uint len, uint gs, uint site, uint obj, uint mode, __global uint* r, __global uint* sh, uint ep, __local char* scratch) {{ long off = (long)(p - base); if (off < 0 || (ulong)off + size > ext) {{ __cltrap_oob(r, site, obj, off, size, mode); return scratch; }} if (sh && (r[2] & {FLAG_LOCAL}u) && mode < 4u) __cltrap_local_shadow(sh, (ulong)off + lo, len, gs, site, obj, mode, ep, r); return p; }}
 "
     )
+}
+
+/// The test of a range of `size` bytes (an expression) from `ADDR` that a work-group copy
+/// (`async_work_group_copy`) reads or writes: an expression that is 1 when the range is in
+/// bounds, and 0 after reporting it (once per work-group: the copy is the group's) when not.
+/// `None` for a `__constant` object, which no copy writes or reads.
+pub(crate) fn range_in_bounds(t: &Target, addr: &str, size: &str, site: u32, mode: u32) -> Option<String> {
+    let (q, f) = match t.space {
+        Space::Global => ("__global", "__cltrap_span_g"),
+        Space::Local => ("__local", "__cltrap_span_l"),
+        Space::Constant => return None,
+    };
+    Some(format!(
+        "{f}(({q} char*)({addr}), {base}, (ulong)({ext}), (ulong)({size}), {site}u, {obj}, {mode}u, __cltrap_rep)",
+        base = t.base,
+        ext = t.extent,
+        obj = t.object
+    ))
 }
 
 /// How one access reaches its object, for the checked-address call.
@@ -31,7 +51,10 @@ pub(crate) struct Target<'a> {
     pub shadow: &'a str,
     /// Its shadow granule, as a shift (an expression: bytes per shadow entry = 1 << it).
     pub granule: &'a str,
-    pub object: u32,
+    /// Its object id (an expression: a constant in a kernel, a parameter in a helper).
+    pub object: &'a str,
+    /// The barrier interval counter (an expression).
+    pub epoch: &'a str,
 }
 
 /// The text placed around the address expression `ADDR` (an expression of pointer type
@@ -62,18 +85,20 @@ pub(crate) fn checked_range(
         ext = t.extent,
     );
     let part = format!("0u, {size}");
-    let who = format!("{site}u, {obj}u", obj = t.object);
+    let who = format!("{site}u, {obj}", obj = t.object);
     let close = match t.space {
         Space::Global => format!(
-            "{common}, {part}, {gs}, {who}, {mode}u, __cltrap_rep, {sh}, __cltrap_ep))",
+            "{common}, {part}, {gs}, {who}, {mode}u, __cltrap_rep, {sh}, {ep}))",
             gs = t.granule,
-            sh = t.shadow
+            sh = t.shadow,
+            ep = t.epoch
         ),
         Space::Constant => format!("{common}, {who}, __cltrap_rep))"),
         Space::Local => format!(
-            "{common}, {part}, {gs}, {who}, {mode}u, __cltrap_rep, {sh}, __cltrap_ep, (__local char*)__cltrap_ls))",
+            "{common}, {part}, {gs}, {who}, {mode}u, __cltrap_rep, {sh}, {ep}, (__local char*)__cltrap_ls))",
             gs = t.granule,
-            sh = t.shadow
+            sh = t.shadow,
+            ep = t.epoch
         ),
     };
     (open, close)

@@ -22,11 +22,18 @@
 //! `__local` races, group linear id + 1 for `__global` ones, 0 = several/unknown), access
 //! size, mode (bits 0-1 this access read/write; bit 4 the other access read, bit 5 written).
 //!
-//! What is not checked is said in [`SanitizeMap::unchecked`]: accesses in helper functions,
-//! through pointers the pass cannot attribute, written inside macros, or of types it cannot
-//! spell; pointers handed to built-ins (`vload4`, `async_work_group_copy`).
+//! Helper functions are rewritten too ([`helpers`]): they take the checker's state and one
+//! object descriptor per pointer parameter as extra trailing parameters. An access `p[i]`
+//! written in a macro body whose `p` and `i` are the macro's arguments is checked at the use
+//! ([`macros`]); `async_work_group_copy` has both of its ranges bounds-checked.
+//!
+//! What is not checked is said in [`SanitizeMap::unchecked`]: accesses in helpers the pass
+//! cannot pass its state to, through pointers it cannot attribute, in other macro bodies, or of
+//! types it cannot spell; pointers handed to other built-ins.
 
 mod bounds;
+mod helpers;
+mod macros;
 mod objects;
 pub mod races;
 mod uninit;
@@ -97,7 +104,8 @@ pub struct SanitizedKernel {
     pub statics: Vec<(String, Option<u64>)>,
     /// Why `__local` races and uninitialised reads are not checked in this kernel, if not.
     pub no_local_shadow: Option<String>,
-    /// The program's functions it calls, directly or not (their accesses are not checked).
+    /// The program's functions it calls, directly or not (their sites and not-checked accesses
+    /// count as the kernel's).
     pub helpers: Vec<String>,
     /// Per object (arguments, then statics): its shadow granule as a shift (bytes per shadow
     /// entry = `1 << shift`): 0 for an object accessed by bytes (or by a type the pass cannot
@@ -111,6 +119,10 @@ pub struct SanitizedKernel {
     /// engine says so) rather than reported falsely.
     #[serde(default)]
     pub unseen_writes: Vec<UnseenWrite>,
+    /// Its arguments' names, by index: an access in a helper is written with the helper's
+    /// parameter name, but its finding names the kernel argument the object is.
+    #[serde(default)]
+    pub arg_names: Vec<String>,
 }
 
 /// A `__local` object's first write that the pass does not instrument.
@@ -156,6 +168,10 @@ pub struct Site {
     pub space: String,
     /// An atomic access (exempt from race checks).
     pub atomic: bool,
+    /// Where the access is written when that is not its line: an access written in a macro
+    /// body is checked (and reported) at the macro's use, and this names the macro's line.
+    #[serde(default)]
+    pub note: Option<String>,
 }
 
 /// Something the checks cannot see.
@@ -236,17 +252,33 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
     for b in races::BARRIERS {
         barrier_helpers.remove(*b);
     }
+    let plan = helpers::plan(p);
+    // Helpers first, callees before callers: a caller's checks need what its callees do with
+    // the pointers it hands them.
+    let mut infos: BTreeMap<String, HelperInfo> = BTreeMap::new();
+    for name in &plan.order {
+        let Some(f) = p.function(name) else { continue };
+        let info = instrument_helper(p, f, &infos, &barrier_names, &mut edits, &mut map)?;
+        infos.insert(name.clone(), info);
+    }
     let mut granule_defines = String::new();
     let decl = "__global uint* __cltrap_rep, __global const ulong* __cltrap_ext, __global uint* __cltrap_gsh, __global uint* __cltrap_lsh";
     for f in &p.functions {
         let Some(body) = &f.body else {
             if f.is_kernel && f.span.is_some() {
                 add_param(&mut edits, p, f, decl)?;
+            } else if !f.is_kernel && infos.contains_key(&f.name) {
+                // A declaration of an instrumented helper takes the same extra parameters.
+                if let Some(def) = p.function(&f.name) {
+                    add_param(&mut edits, p, f, &helpers::extra_params(&def.params))?;
+                }
             }
             continue;
         };
         if !f.is_kernel {
-            note_helper(p, f, &mut map.unchecked);
+            if let Some(why) = plan.excluded.get(&f.name) {
+                note_helper(p, f, why, &mut map.unchecked);
+            }
             continue;
         }
         if f.span.is_none() {
@@ -274,34 +306,36 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
             helpers: reachable(p, f),
             granules: Vec::new(),
             unseen_writes: Vec::new(),
+            arg_names: f.params.iter().map(|a| a.name.clone()).collect(),
         };
-        if let Some(h) = f.calls.iter().find(|c| barrier_helpers.contains(*c)) {
+        // A helper that waits at a barrier counts it in the caller's interval counter when it
+        // is instrumented; one that is not leaves the intervals unknown.
+        if let Some(h) = kernel
+            .helpers
+            .iter()
+            .find(|c| barrier_helpers.contains(*c) && !infos.contains_key(*c))
+        {
             kernel.no_local_shadow = Some(format!(
                 "it calls `{h}`, which waits at a barrier the pass does not count"
             ));
         }
-        // Barrier intervals.
-        visit_exprs(body, &mut |e| {
-            if let ExprKind::Call { callee, .. } = &e.kind {
-                if !barrier_names.contains(callee) {
-                    return;
-                }
-                if e.span.is_exact() || p.macro_is_single_call(e.span.start, callee) {
-                    edits.wrap(e.span.start, e.span.end, "(__cltrap_ep++, ", ")", -1000);
-                } else if kernel.no_local_shadow.is_none() {
-                    kernel.no_local_shadow = Some(format!(
-                        "a `{callee}` at line {} is written inside a macro with other code",
-                        e.span.line
-                    ));
-                }
-            }
-        });
+        if let Some(why) = kernel
+            .helpers
+            .iter()
+            .find_map(|c| infos.get(c).and_then(|i| i.barrier_problem.clone()))
+        {
+            kernel.no_local_shadow.get_or_insert(why);
+        }
+        if let Some(why) = count_barriers(p, body, &barrier_names, "__cltrap_ep", &mut edits) {
+            kernel.no_local_shadow.get_or_insert(why);
+        }
         // The kernel's prologue, on the line of its opening brace.
         let mut prologue = format!(
             " uint __cltrap_ep = 0u; ulong __cltrap_lbase = (ulong)__cltrap_group_linear() * __cltrap_ext[{}];",
             kernel.stride_index()
         );
-        if scope.objects.iter().any(|o| o.space == Space::Local) {
+        let has_local = scope.objects.iter().any(|o| o.space == Space::Local);
+        if has_local {
             prologue.push_str(" __local ulong __cltrap_ls[16];");
         }
         for o in &scope.objects {
@@ -326,26 +360,17 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
             unchecked: &mut map.unchecked,
             smallest: BTreeMap::new(),
             unseen: BTreeMap::new(),
+            unseen_any: None,
+            macro_bases: BTreeMap::new(),
+            helper: false,
+            infos: &infos,
+            ls: if has_local {
+                "__cltrap_ls"
+            } else {
+                "(__local ulong*)0"
+            },
         };
-        crate::model::visit_stmts(body, &mut |st| {
-            use crate::model::StmtKind;
-            match &st.kind {
-                StmtKind::Decl(vars) => vars
-                    .iter()
-                    .filter_map(|v| v.init.as_ref())
-                    .for_each(|e| w.walk(e, Use::Read, 1)),
-                StmtKind::Expr(e) | StmtKind::Return(Some(e)) => w.walk(e, Use::Read, 1),
-                StmtKind::If { cond, .. }
-                | StmtKind::While { cond, .. }
-                | StmtKind::Do { cond, .. }
-                | StmtKind::Switch { cond, .. } => w.walk(cond, Use::Read, 1),
-                StmtKind::For { cond, inc, .. } => cond
-                    .iter()
-                    .chain(inc.iter())
-                    .for_each(|e| w.walk(e, Use::Read, 1)),
-                _ => {}
-            }
-        });
+        w.walk_body(body);
         // `__local` objects with writes the shadow does not see: no uninitialised reads.
         let unseen = std::mem::take(&mut w.unseen);
         // Each object's granule, from its smallest access (unknown size: bytes).
@@ -388,6 +413,107 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
     })
 }
 
+/// What an instrumented helper does with the pointers it is handed, for its callers.
+#[derive(Debug, Default)]
+struct HelperInfo {
+    /// Per parameter: the space of its descriptor (`None`: no descriptor).
+    spaces: Vec<Option<Space>>,
+    /// Per parameter with a descriptor: the fewest bytes one checked access through it covers
+    /// (absent: no checked access through it).
+    smallest: BTreeMap<u32, Option<u32>>,
+    /// Per `__local` parameter: the first write through it that is not instrumented.
+    unseen: BTreeMap<u32, (u32, u32)>,
+    /// A write to `__local` memory through a pointer the pass cannot attribute.
+    unseen_any: Option<(u32, u32)>,
+    /// Why barrier intervals cannot be counted in it (or the helpers it calls).
+    barrier_problem: Option<String>,
+}
+
+/// Rewrites helper `f` like a kernel body, its objects being its pointer parameters' run-time
+/// descriptors (see `helpers`).
+fn instrument_helper(
+    p: &Program,
+    f: &Function,
+    infos: &BTreeMap<String, HelperInfo>,
+    barrier_names: &BTreeSet<String>,
+    edits: &mut Edits,
+    map: &mut SanitizeMap,
+) -> Result<HelperInfo, KernelError> {
+    let Some(body) = &f.body else {
+        return Ok(HelperInfo::default());
+    };
+    add_param(edits, p, f, &helpers::extra_params(&f.params))?;
+    let scope = Scope::of_kernel(f);
+    let mut barrier_problem = count_barriers(p, body, barrier_names, "(*__cltrap_epp)", edits);
+    for c in &f.calls {
+        if barrier_problem.is_none() {
+            barrier_problem = infos.get(c).and_then(|i| i.barrier_problem.clone());
+        }
+    }
+    let frame = SanitizedKernel {
+        name: f.name.clone(),
+        args: f.params.len() as u32,
+        statics: Vec::new(),
+        no_local_shadow: None,
+        helpers: Vec::new(),
+        granules: Vec::new(),
+        unseen_writes: Vec::new(),
+        arg_names: Vec::new(),
+    };
+    let mut w = Walker {
+        p,
+        scope: &scope,
+        kernel: &frame,
+        index: 0,
+        edits,
+        sites: &mut map.sites,
+        unchecked: &mut map.unchecked,
+        smallest: BTreeMap::new(),
+        unseen: BTreeMap::new(),
+        unseen_any: None,
+        macro_bases: BTreeMap::new(),
+        helper: true,
+        infos,
+        ls: "__cltrap_ls",
+    };
+    w.walk_body(body);
+    Ok(HelperInfo {
+        spaces: f.params.iter().map(helpers::descriptor_space).collect(),
+        smallest: std::mem::take(&mut w.smallest),
+        unseen: std::mem::take(&mut w.unseen),
+        unseen_any: w.unseen_any,
+        barrier_problem,
+    })
+}
+
+/// Makes every barrier of `body` count the interval it ends (`counter` is the private
+/// counter's lvalue); returns why the intervals cannot be counted, if they cannot.
+fn count_barriers(
+    p: &Program,
+    body: &crate::model::Stmt,
+    barrier_names: &BTreeSet<String>,
+    counter: &str,
+    edits: &mut Edits,
+) -> Option<String> {
+    let mut problem = None;
+    visit_exprs(body, &mut |e| {
+        if let ExprKind::Call { callee, .. } = &e.kind {
+            if !barrier_names.contains(callee) {
+                return;
+            }
+            if e.span.is_exact() || p.macro_is_single_call(e.span.start, callee) {
+                edits.wrap(e.span.start, e.span.end, format!("({counter}++, "), ")", -1000);
+            } else if problem.is_none() {
+                problem = Some(format!(
+                    "a `{callee}` at line {} is written inside a macro with other code",
+                    e.span.line
+                ));
+            }
+        }
+    });
+    problem
+}
+
 /// The functions of `p` that `f` calls, directly or through others.
 fn reachable(p: &Program, f: &Function) -> Vec<String> {
     let mut seen: BTreeSet<String> = BTreeSet::new();
@@ -402,9 +528,9 @@ fn reachable(p: &Program, f: &Function) -> Vec<String> {
     seen.into_iter().collect()
 }
 
-/// Accesses in helper functions are not instrumented (they would need the extra arguments
-/// and the objects' identities passed in): each one is named.
-fn note_helper(p: &Program, f: &Function, out: &mut Vec<Unchecked>) {
+/// A helper that is not instrumented (see `helpers::plan`): each of its accesses is named,
+/// with why.
+fn note_helper(p: &Program, f: &Function, why: &str, out: &mut Vec<Unchecked>) {
     let Some(body) = &f.body else { return };
     if f.span.is_none() {
         return;
@@ -417,10 +543,7 @@ fn note_helper(p: &Program, f: &Function, out: &mut Vec<Unchecked>) {
                     function: f.name.clone(),
                     line,
                     column,
-                    why: format!(
-                        "in helper function `{}`: only kernel bodies are instrumented",
-                        f.name
-                    ),
+                    why: format!("in helper function `{}`, which is not instrumented: {why}", f.name),
                 });
             }
         }
@@ -546,6 +669,18 @@ struct Walker<'a> {
     smallest: BTreeMap<u32, Option<u32>>,
     /// `__local` objects with a write the pass does not instrument: where the first one is.
     unseen: BTreeMap<u32, (u32, u32)>,
+    /// In a helper: a `__local` write through a pointer it cannot attribute (its callers then
+    /// treat every `__local` object they hand over as written unseen).
+    unseen_any: Option<(u32, u32)>,
+    /// Whether the function is a helper (its objects are its parameters' descriptors).
+    helper: bool,
+    /// The instrumented helpers done so far.
+    infos: &'a BTreeMap<String, HelperInfo>,
+    /// The `__local` scratch area, as an expression.
+    ls: &'static str,
+    /// Per macro use (its start): how many index accesses of the function its expansion
+    /// holds (one may be checked at the use; see `macros`).
+    macro_bases: BTreeMap<u32, usize>,
 }
 
 impl Walker<'_> {
@@ -573,18 +708,117 @@ impl Walker<'_> {
             return;
         }
         let at = self.p.line_col(e.span.start);
-        let objects: Vec<u32> = match self.scope.derive(ptr) {
+        self.mark_unseen(self.scope.derive(ptr), at);
+    }
+
+    /// Object `k` (`None`: any `__local` object) has a write the shadow does not see, at `at`.
+    fn mark_unseen(&mut self, k: Option<u32>, at: (u32, u32)) {
+        let objects: Vec<u32> = match k {
             Some(k) => vec![k],
-            None => self
-                .scope
-                .objects
-                .iter()
-                .filter(|o| o.space == Space::Local)
-                .map(|o| o.id)
-                .collect(),
+            None => {
+                if self.helper {
+                    self.unseen_any.get_or_insert(at);
+                }
+                self.scope
+                    .objects
+                    .iter()
+                    .filter(|o| o.space == Space::Local)
+                    .map(|o| o.id)
+                    .collect()
+            }
         };
         for k in objects {
             self.unseen.entry(k).or_insert(at);
+        }
+    }
+
+    /// Walks every expression of a function body.
+    fn walk_body(&mut self, body: &crate::model::Stmt) {
+        visit_exprs(body, &mut |e| {
+            if matches!(e.kind, ExprKind::Index { .. }) && !e.span.is_exact() {
+                *self.macro_bases.entry(e.span.start).or_default() += 1;
+            }
+        });
+        crate::model::visit_stmts(body, &mut |st| {
+            use crate::model::StmtKind;
+            match &st.kind {
+                StmtKind::Decl(vars) => vars
+                    .iter()
+                    .filter_map(|v| v.init.as_ref())
+                    .for_each(|e| self.walk(e, Use::Read, 1)),
+                StmtKind::Expr(e) | StmtKind::Return(Some(e)) => self.walk(e, Use::Read, 1),
+                StmtKind::If { cond, .. }
+                | StmtKind::While { cond, .. }
+                | StmtKind::Do { cond, .. }
+                | StmtKind::Switch { cond, .. } => self.walk(cond, Use::Read, 1),
+                StmtKind::For { cond, inc, .. } => cond
+                    .iter()
+                    .chain(inc.iter())
+                    .for_each(|e| self.walk(e, Use::Read, 1)),
+                _ => {}
+            }
+        });
+    }
+
+    /// A call to an instrumented helper: the checker's state and, per pointer parameter, the
+    /// descriptor of the object the argument points into go in as extra arguments.
+    fn helper_call(&mut self, e: &Expr, callee: &str, args: &[Expr], d: i64) {
+        let Some(info) = self.infos.get(callee) else {
+            return;
+        };
+        let epoch = if self.helper {
+            "__cltrap_epp"
+        } else {
+            "&__cltrap_ep"
+        };
+        let mut extra = format!("__cltrap_rep, {epoch}, {}", self.ls);
+        for (i, a) in args.iter().enumerate() {
+            let Some(Some(space)) = info.spaces.get(i) else {
+                continue;
+            };
+            let i = i as u32;
+            let k = self.scope.derive(a);
+            let t = k.and_then(|k| self.target(k).map(|t| (k, t)));
+            match t {
+                Some((k, t)) if t.space == *space => {
+                    extra.push_str(&format!(
+                        ", {}, (ulong)({}), {}, {}, {}",
+                        t.base, t.extent, t.shadow, t.object, t.granule
+                    ));
+                    if let Some(bytes) = info.smallest.get(&i) {
+                        self.note_size(k, *bytes);
+                    }
+                    if let Some(w) = info.unseen.get(&i) {
+                        self.mark_unseen(Some(k), *w);
+                    }
+                }
+                _ => {
+                    // No object: the descriptor lets every access through it pass unchecked.
+                    extra.push_str(&format!(
+                        ", ({} char*)0, 0xFFFFFFFFFFFFFFFFul, (__global uint*)0, 0xFFFFFFFFu, 2u",
+                        space.qualifier()
+                    ));
+                    if info.smallest.contains_key(&i) {
+                        self.not_checked(a, format!("the pointer handed to helper `{callee}` is not known to point into one object: `{callee}`'s accesses through it are not checked from this call"));
+                    }
+                    if let Some(w) = info.unseen.get(&i) {
+                        self.mark_unseen(None, *w);
+                    }
+                }
+            }
+        }
+        if let Some(w) = info.unseen_any {
+            self.mark_unseen(None, w);
+        }
+        let text = if args.is_empty() {
+            extra
+        } else {
+            format!(", {extra}")
+        };
+        // After the arguments' own wrappers, which end at the same offset.
+        self.edits.insert(e.span.end - 1, text, i64::MAX / 2);
+        for a in args {
+            self.walk(a, Use::Read, d);
         }
     }
 
@@ -671,6 +905,17 @@ impl Walker<'_> {
     }
 
     fn call(&mut self, e: &Expr, callee: &str, args: &[Expr], d: i64) {
+        if self.infos.contains_key(callee) {
+            return self.helper_call(e, callee, args, d);
+        }
+        if matches!(
+            callee,
+            "async_work_group_copy" | "async_work_group_strided_copy"
+        ) && self.p.function(callee).is_none()
+            && self.async_copy(callee, args, d)
+        {
+            return;
+        }
         if let Some((n, ctx)) = vector_load_store(callee) {
             if self.p.function(callee).is_none() && self.vector_access(e, n, ctx, args, d) {
                 return;
@@ -762,6 +1007,86 @@ impl Walker<'_> {
         true
     }
 
+    /// `async_work_group_copy(dst, src, num, event)` (and the strided copy, whose `__global`
+    /// side spans `(num - 1) * stride + 1` elements): both ranges are checked against their
+    /// objects before the copy, and a copy with a range out of bounds copies nothing (its
+    /// `num` becomes 0) after the overrun is reported once per work-group. The copy is the
+    /// group's, done between the call and `wait_group_events`: it does not enter the race
+    /// shadows, and a `__local` destination counts as written where the shadow does not see it
+    /// (no uninitialised read of it is reported). The pointer and count texts are repeated, so
+    /// they must have no side effects; returns false (named not checked) otherwise.
+    fn async_copy(&mut self, callee: &str, args: &[Expr], d: i64) -> bool {
+        let (dst, src, num, stride) = match (callee == "async_work_group_strided_copy", args) {
+            (false, [dst, src, num, _]) => (dst, src, num, None),
+            (true, [dst, src, num, stride, _]) => (dst, src, num, Some(stride)),
+            _ => return false,
+        };
+        let text = |x: &Expr| -> Option<String> {
+            if !x.span.is_exact() || !pure(x) {
+                return None;
+            }
+            self.p
+                .source
+                .get(x.span.start as usize..x.span.end as usize)
+                .map(str::to_string)
+        };
+        let (Some(dt), Some(st), Some(nt)) = (text(dst), text(src), text(num)) else {
+            return false;
+        };
+        let stride = match stride.map(text) {
+            Some(None) => return false,
+            Some(Some(t)) => Some(t),
+            None => None,
+        };
+        let Some(pointee) = pointee_of(&dst.ty) else {
+            return false;
+        };
+        let (Some(kd), Some(ks)) = (self.scope.derive(dst), self.scope.derive(src)) else {
+            return false;
+        };
+        let (Some(td), Some(ts)) = (self.target(kd), self.target(ks)) else {
+            return false;
+        };
+        if td.space == Space::Constant || ts.space == Space::Constant || !num.span.is_exact() {
+            return false;
+        }
+        let elems = format!("(ulong)({nt})");
+        let global_elems = match &stride {
+            Some(s) => format!(
+                "((ulong)({nt}) == 0ul ? 0ul : ((ulong)({nt}) - 1ul) * (ulong)({s}) + 1ul)"
+            ),
+            None => elems.clone(),
+        };
+        let bytes = |space: Space| {
+            let n = if space == Space::Global {
+                &global_elems
+            } else {
+                &elems
+            };
+            format!("{n} * sizeof({pointee})")
+        };
+        let sd = self.site(dst, kd, false);
+        let ss = self.site(src, ks, false);
+        let (Some(cd), Some(cs)) = (
+            bounds::range_in_bounds(&td.as_target(), &dt, &bytes(td.space), sd, 2),
+            bounds::range_in_bounds(&ts.as_target(), &st, &bytes(ts.space), ss, 1),
+        ) else {
+            return false;
+        };
+        self.edits.wrap(
+            num.span.start,
+            num.span.end,
+            format!("(({cd} & {cs}) ? ("),
+            ") : 0)",
+            d,
+        );
+        self.unseen_write(dst, dst);
+        for a in args {
+            self.walk(a, Use::Read, d);
+        }
+        true
+    }
+
     /// An atomic built-in's pointer operand `P` (not written `&E`): checked as a whole.
     fn pointer_operand(&mut self, a: &Expr, d: i64) -> bool {
         let Some(k) = self.scope.derive(a) else {
@@ -802,19 +1127,43 @@ impl Walker<'_> {
             }
             return;
         }
-        let checked = (|| {
+        let checked: Result<_, &str> = (|| {
             let k = self.scope.derive(ptr).ok_or(
                 "the pointer is not known to point into a kernel argument or a `__local` array",
             )?;
-            if !e.span.is_exact() {
-                return Err("the access is written inside a macro");
-            }
+            let ranges = if e.span.is_exact() {
+                None
+            } else {
+                Some(self.macro_index(e, ptr)?)
+            };
             let pointee = spelled(&e.ty).ok_or("the accessed type cannot be spelled in a cast")?;
             let t = self.target(k).ok_or("the object is not addressable")?;
-            Ok((k, pointee, t))
+            Ok((k, pointee, t, ranges))
         })();
         match checked {
-            Ok((k, pointee, t)) => {
+            Ok((k, pointee, t, Some((pr, ir)))) => {
+                // `P[I]` in a macro body, `P` and `I` the macro's arguments: the argument `P`
+                // becomes `CHECKED(P + I) - I`, checked at the macro's use.
+                let site = self.site(e, k, ctx == Use::Atomic);
+                if let Some(note) = self.macro_note(e) {
+                    if let Some(s) = self.sites.get_mut(site as usize) {
+                        s.note = Some(note);
+                    }
+                }
+                self.note_size(k, element_bytes(&pointee).map(|b| b as u32));
+                let idx = self.p.source.get(ir.0 as usize..ir.1 as usize).unwrap_or("0");
+                let step = format!("(long)({idx})");
+                let (open, close) =
+                    bounds::checked_address(&t.as_target(), &pointee, site, ctx.mode());
+                self.edits.wrap(
+                    pr.0,
+                    pr.1,
+                    format!("({open}("),
+                    format!(") + {step}{close} - {step})"),
+                    d,
+                );
+            }
+            Ok((k, pointee, t, None)) => {
                 let site = self.site(e, k, ctx == Use::Atomic);
                 self.note_size(k, element_bytes(&pointee).map(|b| b as u32));
                 let (open, close) =
@@ -839,6 +1188,56 @@ impl Walker<'_> {
         }
     }
 
+    /// The byte ranges, at the macro's use, of the pointer and index arguments of an access
+    /// `e` through `ptr` written in a macro body, when it can be checked there (`macros`): its
+    /// index must also have no side effects (its text is repeated).
+    fn macro_index(&self, e: &Expr, ptr: &Expr) -> Result<((u32, u32), (u32, u32)), &'static str> {
+        let ExprKind::Index { base, index } = &e.kind else {
+            return Err("the access is written inside a macro");
+        };
+        if !std::ptr::eq(base.peel(), ptr.peel()) {
+            return Err("the access is written inside a macro");
+        }
+        let u = self
+            .p
+            .macro_uses
+            .iter()
+            .find(|u| u.start == e.span.start)
+            .ok_or("the access is written inside a macro")?;
+        let ranges = macros::index_arguments(self.p, u)?;
+        if self.macro_bases.get(&e.span.start).copied().unwrap_or(0) != 1 {
+            return Err("the access is written inside a macro whose expansion holds several accesses");
+        }
+        if !pure(index) {
+            return Err("the access is written inside a macro whose index argument has side effects");
+        }
+        Ok(ranges)
+    }
+
+    /// `written in the body of macro `M` (line L)` for an access expanded from macro `M`.
+    fn macro_note(&self, e: &Expr) -> Option<String> {
+        let u = self
+            .p
+            .macro_uses
+            .iter()
+            .filter(|u| u.start <= e.span.start && e.span.start < u.end)
+            .min_by_key(|u| u.end - u.start)?;
+        let line = self.p.source.lines().position(|l| {
+            let t = l.trim_start();
+            t.strip_prefix('#').is_some_and(|t| {
+                t.trim_start().strip_prefix("define").is_some_and(|t| {
+                    t.trim_start().strip_prefix(u.name.as_str()).is_some_and(|r| {
+                        r.starts_with(|c: char| c == '(' || c.is_whitespace()) || r.is_empty()
+                    })
+                })
+            })
+        });
+        Some(match line {
+            Some(l) => format!("written in the body of macro `{}` (line {})", u.name, l + 1),
+            None => format!("written in the body of macro `{}`", u.name),
+        })
+    }
+
     fn site(&mut self, e: &Expr, k: u32, atomic: bool) -> u32 {
         let (line, column) = self.p.line_col(e.span.start);
         let o = self.scope.object(k);
@@ -851,6 +1250,7 @@ impl Walker<'_> {
                 .map(|o| o.space.qualifier().trim_start_matches('_').to_string())
                 .unwrap_or_default(),
             atomic,
+            note: None,
         });
         (self.sites.len() - 1) as u32
     }
@@ -858,6 +1258,21 @@ impl Walker<'_> {
     fn target(&self, k: u32) -> Option<OwnedTarget> {
         let o = self.scope.object(k)?;
         let q = o.space.qualifier();
+        if self.helper {
+            // A parameter: its descriptor, from the caller.
+            let Origin::Arg { index: i, .. } = o.origin else {
+                return None;
+            };
+            return Some(OwnedTarget {
+                space: o.space,
+                base: format!("__cltrap_pb{i}"),
+                extent: format!("__cltrap_px{i}"),
+                shadow: format!("__cltrap_ps{i}"),
+                granule: format!("__cltrap_pg{i}"),
+                object: format!("__cltrap_po{i}"),
+                epoch: "(*__cltrap_epp)",
+            });
+        }
         let (base, extent, slot) = match o.origin {
             Origin::Arg { index, assigned } => (
                 if assigned {
@@ -887,7 +1302,8 @@ impl Walker<'_> {
             extent,
             shadow,
             granule: format!("__CLTRAP_GS_{}_{k}", self.index),
-            object: k,
+            object: format!("{k}u"),
+            epoch: "__cltrap_ep",
         })
     }
 }
@@ -898,7 +1314,8 @@ struct OwnedTarget {
     extent: String,
     shadow: String,
     granule: String,
-    object: u32,
+    object: String,
+    epoch: &'static str,
 }
 
 impl OwnedTarget {
@@ -909,7 +1326,8 @@ impl OwnedTarget {
             extent: &self.extent,
             shadow: &self.shadow,
             granule: &self.granule,
-            object: self.object,
+            object: &self.object,
+            epoch: self.epoch,
         }
     }
 }
