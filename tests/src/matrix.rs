@@ -16,6 +16,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 /// One application of the matrix and the kernels its analyses single out.
+#[derive(Default)]
 pub struct App {
     /// Short name (capture folder, messages, allow-list key).
     pub name: &'static str,
@@ -24,6 +25,17 @@ pub struct App {
     pub args: Vec<OsString>,
     /// Variables the application needs (e.g. a library's cache switch).
     pub env: Vec<(&'static str, OsString)>,
+    /// Variables set to a new empty folder for each run of the application (native, then
+    /// captured), so a binary cache the native run fills cannot hand the captured run
+    /// binaries the analyses cannot read (e.g. hashcat's kernel cache, which has no fallback
+    /// to source when a cached binary is refused).
+    pub private_dirs: Vec<&'static str>,
+    /// `cltrap run` flags before `--` (e.g. `--per-kernel 3` for a benchmark that repeats one
+    /// launch thousands of times, `--refuse-binaries` for a library that falls back to source).
+    pub capture_flags: Vec<OsString>,
+    /// Whether the application's stdout is the same on every run; a benchmark printing its
+    /// timings is not, and only `expect_stdout` is required of its captured run.
+    pub timed_stdout: bool,
     /// What the application's stdout must contain when its own results are right.
     pub expect_stdout: &'static str,
     /// The kernel `fuzz` runs on (by name; its first launch seeds the campaign).
@@ -68,11 +80,16 @@ fn env_refs<'a>(env: &'a [(&'static str, OsString)]) -> Vec<(&'static str, &'a O
 
 /// `cltrap ARGS` with the application's variables set (a library's switches matter to
 /// `run`; to the analyses they are harmless).
-fn cltrap_env<S: AsRef<OsStr>>(app: &App, args: &[S]) -> Outcome {
-    if app.env.is_empty() {
+fn cltrap_env<S: AsRef<OsStr>>(
+    app: &App,
+    extra: &[(&'static str, OsString)],
+    args: &[S],
+) -> Outcome {
+    if app.env.is_empty() && extra.is_empty() {
         return cltrap(args);
     }
     let mut env = env_refs(&app.env);
+    env.extend(env_refs(extra));
     env.push(("CLTRAP_SHIM", crate::paths::tools().shim.as_os_str()));
     run_with_env(&crate::paths::tools().cltrap, args, &env, None)
 }
@@ -155,7 +172,13 @@ fn allowed(app: &str, key: &FindingKey) -> bool {
 /// [`Verdicts::assert_none`]) and keeps the capture folder alive while they are read.
 pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
     let mut v = Verdicts::default();
-    let env = env_refs(&app.env);
+    let mut env = env_refs(&app.env);
+    let private_native: Vec<(&'static str, OsString)> = app
+        .private_dirs
+        .iter()
+        .map(|k| (*k, fresh_dir("matrix-private", app.name).into_os_string()))
+        .collect();
+    env.extend(env_refs(&private_native));
     let native = run_with_env(&app.program, &app.args, &env, None);
     assert!(
         native.success() && native.stdout_text().contains(app.expect_stdout),
@@ -166,12 +189,24 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
 
     // Capture: the application behaves as without the shim.
     let dir = fresh_capture_dir(app.name);
-    let mut run_args = os(&[&"run", &"--out", &dir.as_os_str(), &"--"]);
+    let mut run_args = os(&[&"run", &"--out", &dir.as_os_str()]);
+    run_args.extend(app.capture_flags.iter().cloned());
+    run_args.push("--".into());
     run_args.push(app.program.clone().into_os_string());
     run_args.extend(app.args.iter().cloned());
-    let captured = cltrap_env(app, &run_args);
+    let private_captured: Vec<(&'static str, OsString)> = app
+        .private_dirs
+        .iter()
+        .map(|k| (*k, fresh_dir("matrix-private", app.name).into_os_string()))
+        .collect();
+    let captured = cltrap_env(app, &private_captured, &run_args);
     captured.assert_no_panic();
-    v.check("capture", captured.success() && captured.stdout == native.stdout, || {
+    let same = if app.timed_stdout {
+        captured.stdout_text().contains(app.expect_stdout)
+    } else {
+        captured.stdout == native.stdout
+    };
+    v.check("capture", captured.success() && same, || {
         format!("the captured run differs from the native one\n{}", captured.describe())
     });
     let list = cltrap(&[OsStr::new("list"), dir.as_os_str()]);
