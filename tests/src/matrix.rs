@@ -94,6 +94,28 @@ fn cltrap_env<S: AsRef<OsStr>>(
     run_with_env(&crate::paths::tools().cltrap, args, &env, None)
 }
 
+/// `cltrap ARGS`, with a command that outlives the harness's limit turned into a failed
+/// outcome (no exit code, the limit's message on stderr) instead of a panic, so the steps after
+/// it still run and the row reports every step that failed.
+fn guarded<S: AsRef<OsStr>>(args: &[S]) -> Outcome {
+    let started = std::time::Instant::now();
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cltrap(args))).unwrap_or_else(|p| {
+        let why = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "the command panicked".to_string());
+        Outcome {
+            command: args.iter().map(|a| a.as_ref().to_string_lossy()).collect::<Vec<_>>().join(" "),
+            code: None,
+            signal: None,
+            stdout: Vec::new(),
+            stderr: why,
+            elapsed: started.elapsed(),
+        }
+    })
+}
+
 fn os(args: &[&dyn AsRef<OsStr>]) -> Vec<OsString> {
     args.iter().map(|a| a.as_ref().to_os_string()).collect()
 }
@@ -209,14 +231,14 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
     v.check("capture", captured.success() && same, || {
         format!("the captured run differs from the native one\n{}", captured.describe())
     });
-    let list = cltrap(&[OsStr::new("list"), dir.as_os_str()]);
+    let list = guarded(&[OsStr::new("list"), dir.as_os_str()]);
     v.check("list", list.success(), || list.describe());
     let list_text = list.stdout_text();
     let launches = list_text.lines().skip(1).filter(|l| !l.trim().is_empty()).count();
     assert!(launches > 0, "{}: nothing captured\n{}", app.name, captured.describe());
 
     // Replay: every launch bit for bit.
-    let replay = cltrap(&[OsStr::new("replay"), dir.as_os_str()]);
+    let replay = guarded(&[OsStr::new("replay"), dir.as_os_str()]);
     replay.assert_no_panic();
     v.check(
         "replay",
@@ -225,7 +247,7 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
     );
 
     // Schedules: correct code is deterministic under permuted work-group orders.
-    let sched = cltrap(&[
+    let sched = guarded(&[
         OsStr::new("replay"),
         dir.as_os_str(),
         OsStr::new("--schedules"),
@@ -242,7 +264,7 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
     );
 
     // Coverage: every launch instrumented and run.
-    let cover = cltrap(&[OsStr::new("cover"), dir.as_os_str()]);
+    let cover = guarded(&[OsStr::new("cover"), dir.as_os_str()]);
     cover.assert_no_panic();
     v.check(
         "cover",
@@ -252,7 +274,7 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
 
     // Check: the native engine's findings are Oclgrind's, where Oclgrind finished.
     let check_json = |engine: &str| {
-        let out = cltrap(&[
+        let out = guarded(&[
             OsStr::new("check"),
             dir.as_os_str(),
             OsStr::new("--json"),
@@ -290,7 +312,7 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
 
     // Fuzz one kernel: every case kept replays as recorded, and cover runs the suite.
     let suite = fresh_dir("matrix-suite", app.name);
-    let fuzz = cltrap(&os(&[
+    let fuzz = guarded(&os(&[
         &"fuzz",
         &dir.as_os_str(),
         &"--kernel",
@@ -303,12 +325,12 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
     fuzz.assert_no_panic();
     v.check("fuzz", matches!(fuzz.code, Some(0) | Some(1)), || fuzz.describe());
     if suite.join("launches.jsonl").exists() {
-        let again = cltrap(&[OsStr::new("replay"), suite.as_os_str()]);
+        let again = guarded(&[OsStr::new("replay"), suite.as_os_str()]);
         again.assert_no_panic();
         v.check("fuzz", again.success(), || {
             format!("a kept case does not replay as recorded\n{}", again.describe())
         });
-        let cov = cltrap(&[OsStr::new("cover"), suite.as_os_str()]);
+        let cov = guarded(&[OsStr::new("cover"), suite.as_os_str()]);
         cov.assert_no_panic();
         v.check("fuzz", cov.success() && cov.stdout_text().contains(" 0 failed)"), || {
             format!("cover cannot run the suite\n{}", cov.describe())
@@ -319,7 +341,7 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
 
     // Mutate one kernel: the captured launches are test cases, and a score is given.
     let report = suite.with_extension("mutants.json");
-    let mutate = cltrap(&os(&[
+    let mutate = guarded(&os(&[
         &"mutate",
         &dir.as_os_str(),
         &"--kernel",
@@ -360,7 +382,7 @@ fn export_and_run(app: &App, dir: &Path, id: u64, v: &mut Verdicts) {
     let out = fresh_dir("matrix-export", app.name);
     let id = id.to_string();
     let c_dir = out.join("c");
-    let e = cltrap(&os(&[&"export", &dir.as_os_str(), &id, &"--c", &c_dir.as_os_str()]));
+    let e = guarded(&os(&[&"export", &dir.as_os_str(), &id, &"--c", &c_dir.as_os_str()]));
     e.assert_no_panic();
     if !e.success() {
         return v.fail("export", e.describe());
@@ -377,7 +399,7 @@ fn export_and_run(app: &App, dir: &Path, id: u64, v: &mut Verdicts) {
         v.check("export", run.success(), || format!("the C reproducer fails\n{}", run.describe()));
     }
     let py_dir = out.join("py");
-    let e = cltrap(&os(&[&"export", &dir.as_os_str(), &id, &"--python", &py_dir.as_os_str()]));
+    let e = guarded(&os(&[&"export", &dir.as_os_str(), &id, &"--python", &py_dir.as_os_str()]));
     e.assert_no_panic();
     v.check("export", e.success(), || e.describe());
     let script = std::fs::read_dir(&py_dir)
@@ -392,7 +414,7 @@ fn export_and_run(app: &App, dir: &Path, id: u64, v: &mut Verdicts) {
         (Some(_), false) => {}
     }
     let gv = out.join("gpuverify");
-    let e = cltrap(&os(&[&"export", &dir.as_os_str(), &"--gpuverify", &gv.as_os_str()]));
+    let e = guarded(&os(&[&"export", &dir.as_os_str(), &"--gpuverify", &gv.as_os_str()]));
     e.assert_no_panic();
     v.check("export", e.success(), || e.describe());
 }
