@@ -42,6 +42,10 @@ pub struct App {
     pub fuzz_kernel: &'static str,
     /// The kernel `mutate` runs on.
     pub mutate_kernel: &'static str,
+    /// `mutate --operators` for a kernel whose full set of mutants does not fit the harness's
+    /// limit (e.g. `gpu` for a generated FFT kernel with hundreds of arithmetic sites); None:
+    /// every operator.
+    pub mutate_operators: Option<&'static str>,
     /// The kernel whose first launch is exported as C and Python reproducers.
     pub export_kernel: &'static str,
 }
@@ -348,7 +352,10 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
         &app.mutate_kernel,
         &"--json",
         &report.as_os_str(),
-    ]));
+    ])
+    .into_iter()
+    .chain(app.mutate_operators.iter().flat_map(|o| ["--operators".into(), OsString::from(o)]))
+    .collect::<Vec<_>>());
     mutate.assert_no_panic();
     let mutants: Value = std::fs::read(&report)
         .ok()

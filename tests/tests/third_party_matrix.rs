@@ -255,6 +255,9 @@ fn gpyfft_clfft_plans_through_every_analysis() {
         expect_stdout: "gpyfft clFFT c2c forward, inverse, batched r2c: ok",
         fuzz_kernel: "fft_fwd",
         mutate_kernel: "fft_back",
+        // clFFT's generated FFT kernels have hundreds of arithmetic sites; the GPU operators
+        // (barriers, fences, work-item ids) keep the campaign within the harness's limit.
+        mutate_operators: Some("gpu"),
         export_kernel: "fft_fwd",
         ..App::default()
     };
@@ -277,6 +280,7 @@ fn clfft_client_2d_transform_through_every_analysis() {
         expect_stdout: "Internal Client Test *****PASS*****",
         fuzz_kernel: "transpose_gcn",
         mutate_kernel: "fft_fwd",
+        mutate_operators: Some("gpu"),
         export_kernel: "transpose_gcn",
         ..App::default()
     };
