@@ -1,7 +1,8 @@
 //! The third-party matrix (see `cltrap_e2e::matrix`): real OpenCL code from Debian packages —
-//! ffmpeg's OpenCL filters, CLBlast and ViennaCL driven by small hosts, pyopencl's library
-//! kernels — through capture, replay, `--schedules`, cover, check against Oclgrind, fuzz,
-//! mutate and export. The ffmpeg row runs by default; the others take minutes each on two
+//! ffmpeg's OpenCL filters, CLBlast, ViennaCL and Boost.Compute driven by small hosts,
+//! pyopencl's library, array and algorithm kernels, OpenCV's UMat kernels (a binary cache),
+//! clFFT through gpyfft and its own client, clpeak and hashcat (kernels in headers) — through
+//! capture, replay, `--schedules`, cover, check against Oclgrind, fuzz, mutate and export. The ffmpeg row runs by default; the others take minutes each on two
 //! cores and run with `CLTRAP_MATRIX=1` (`scripts/test.sh --matrix`). A row skips, saying
 //! why, only when its package is not installed.
 
@@ -342,7 +343,7 @@ fn hashcat_mask_attack_through_every_analysis() {
         private_dirs: vec!["HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME"],
         expect_stdout: "18997733ec258a9fcaf239cc55d53363:427",
         fuzz_kernel: "l_markov",
-        mutate_kernel: "gpu_memset",
+        mutate_kernel: "gpu_atinit",
         export_kernel: "m00000_sxx",
         ..App::default()
     };
