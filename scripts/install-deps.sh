@@ -16,7 +16,8 @@
 #                 child process only)
 #   tests         python3-venv python3-pip (pyopencl test), and the third-party apps the tests
 #                 run under the shim: clpeak, clfft-client, ffmpeg, hashcat, clblast-utils; the
-#                 third-party matrix's libraries: python3-pyopencl, libclblast-dev, libviennacl-dev
+#                 third-party matrix's libraries: python3-pyopencl, libclblast-dev, libviennacl-dev,
+#                 libboost-dev (Boost.Compute), python3-opencv, python3-gpyfft (clFFT from Python)
 #   Rust          via rustup, only when no `cargo` is found
 set -euo pipefail
 
@@ -27,6 +28,7 @@ PACKAGES=(
     python3-venv python3-pip
     clpeak clfft-client ffmpeg hashcat clblast-utils
     python3-pyopencl libclblast-dev libviennacl-dev
+    libboost-dev python3-opencv python3-gpyfft
     oclgrind
 )
 

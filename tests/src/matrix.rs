@@ -16,6 +16,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 /// One application of the matrix and the kernels its analyses single out.
+#[derive(Default)]
 pub struct App {
     /// Short name (capture folder, messages, allow-list key).
     pub name: &'static str,
@@ -24,12 +25,27 @@ pub struct App {
     pub args: Vec<OsString>,
     /// Variables the application needs (e.g. a library's cache switch).
     pub env: Vec<(&'static str, OsString)>,
+    /// Variables set to a new empty folder for each run of the application (native, then
+    /// captured), so a binary cache the native run fills cannot hand the captured run
+    /// binaries the analyses cannot read (e.g. hashcat's kernel cache, which has no fallback
+    /// to source when a cached binary is refused).
+    pub private_dirs: Vec<&'static str>,
+    /// `cltrap run` flags before `--` (e.g. `--per-kernel 3` for a benchmark that repeats one
+    /// launch thousands of times, `--refuse-binaries` for a library that falls back to source).
+    pub capture_flags: Vec<OsString>,
+    /// Whether the application's stdout is the same on every run; a benchmark printing its
+    /// timings is not, and only `expect_stdout` is required of its captured run.
+    pub timed_stdout: bool,
     /// What the application's stdout must contain when its own results are right.
     pub expect_stdout: &'static str,
     /// The kernel `fuzz` runs on (by name; its first launch seeds the campaign).
     pub fuzz_kernel: &'static str,
     /// The kernel `mutate` runs on.
     pub mutate_kernel: &'static str,
+    /// `mutate --operators` for a kernel whose full set of mutants does not fit the harness's
+    /// limit (e.g. `gpu` for a generated FFT kernel with hundreds of arithmetic sites); None:
+    /// every operator.
+    pub mutate_operators: Option<&'static str>,
     /// The kernel whose first launch is exported as C and Python reproducers.
     pub export_kernel: &'static str,
 }
@@ -68,13 +84,40 @@ fn env_refs<'a>(env: &'a [(&'static str, OsString)]) -> Vec<(&'static str, &'a O
 
 /// `cltrap ARGS` with the application's variables set (a library's switches matter to
 /// `run`; to the analyses they are harmless).
-fn cltrap_env<S: AsRef<OsStr>>(app: &App, args: &[S]) -> Outcome {
-    if app.env.is_empty() {
+fn cltrap_env<S: AsRef<OsStr>>(
+    app: &App,
+    extra: &[(&'static str, OsString)],
+    args: &[S],
+) -> Outcome {
+    if app.env.is_empty() && extra.is_empty() {
         return cltrap(args);
     }
     let mut env = env_refs(&app.env);
+    env.extend(env_refs(extra));
     env.push(("CLTRAP_SHIM", crate::paths::tools().shim.as_os_str()));
     run_with_env(&crate::paths::tools().cltrap, args, &env, None)
+}
+
+/// `cltrap ARGS`, with a command that outlives the harness's limit turned into a failed
+/// outcome (no exit code, the limit's message on stderr) instead of a panic, so the steps after
+/// it still run and the row reports every step that failed.
+fn guarded<S: AsRef<OsStr>>(args: &[S]) -> Outcome {
+    let started = std::time::Instant::now();
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cltrap(args))).unwrap_or_else(|p| {
+        let why = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "the command panicked".to_string());
+        Outcome {
+            command: args.iter().map(|a| a.as_ref().to_string_lossy()).collect::<Vec<_>>().join(" "),
+            code: None,
+            signal: None,
+            stdout: Vec::new(),
+            stderr: why,
+            elapsed: started.elapsed(),
+        }
+    })
 }
 
 fn os(args: &[&dyn AsRef<OsStr>]) -> Vec<OsString> {
@@ -155,7 +198,13 @@ fn allowed(app: &str, key: &FindingKey) -> bool {
 /// [`Verdicts::assert_none`]) and keeps the capture folder alive while they are read.
 pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
     let mut v = Verdicts::default();
-    let env = env_refs(&app.env);
+    let mut env = env_refs(&app.env);
+    let private_native: Vec<(&'static str, OsString)> = app
+        .private_dirs
+        .iter()
+        .map(|k| (*k, fresh_dir("matrix-private", app.name).into_os_string()))
+        .collect();
+    env.extend(env_refs(&private_native));
     let native = run_with_env(&app.program, &app.args, &env, None);
     assert!(
         native.success() && native.stdout_text().contains(app.expect_stdout),
@@ -166,22 +215,34 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
 
     // Capture: the application behaves as without the shim.
     let dir = fresh_capture_dir(app.name);
-    let mut run_args = os(&[&"run", &"--out", &dir.as_os_str(), &"--"]);
+    let mut run_args = os(&[&"run", &"--out", &dir.as_os_str()]);
+    run_args.extend(app.capture_flags.iter().cloned());
+    run_args.push("--".into());
     run_args.push(app.program.clone().into_os_string());
     run_args.extend(app.args.iter().cloned());
-    let captured = cltrap_env(app, &run_args);
+    let private_captured: Vec<(&'static str, OsString)> = app
+        .private_dirs
+        .iter()
+        .map(|k| (*k, fresh_dir("matrix-private", app.name).into_os_string()))
+        .collect();
+    let captured = cltrap_env(app, &private_captured, &run_args);
     captured.assert_no_panic();
-    v.check("capture", captured.success() && captured.stdout == native.stdout, || {
+    let same = if app.timed_stdout {
+        captured.stdout_text().contains(app.expect_stdout)
+    } else {
+        captured.stdout == native.stdout
+    };
+    v.check("capture", captured.success() && same, || {
         format!("the captured run differs from the native one\n{}", captured.describe())
     });
-    let list = cltrap(&[OsStr::new("list"), dir.as_os_str()]);
+    let list = guarded(&[OsStr::new("list"), dir.as_os_str()]);
     v.check("list", list.success(), || list.describe());
     let list_text = list.stdout_text();
     let launches = list_text.lines().skip(1).filter(|l| !l.trim().is_empty()).count();
     assert!(launches > 0, "{}: nothing captured\n{}", app.name, captured.describe());
 
     // Replay: every launch bit for bit.
-    let replay = cltrap(&[OsStr::new("replay"), dir.as_os_str()]);
+    let replay = guarded(&[OsStr::new("replay"), dir.as_os_str()]);
     replay.assert_no_panic();
     v.check(
         "replay",
@@ -190,7 +251,7 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
     );
 
     // Schedules: correct code is deterministic under permuted work-group orders.
-    let sched = cltrap(&[
+    let sched = guarded(&[
         OsStr::new("replay"),
         dir.as_os_str(),
         OsStr::new("--schedules"),
@@ -207,7 +268,7 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
     );
 
     // Coverage: every launch instrumented and run.
-    let cover = cltrap(&[OsStr::new("cover"), dir.as_os_str()]);
+    let cover = guarded(&[OsStr::new("cover"), dir.as_os_str()]);
     cover.assert_no_panic();
     v.check(
         "cover",
@@ -217,7 +278,7 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
 
     // Check: the native engine's findings are Oclgrind's, where Oclgrind finished.
     let check_json = |engine: &str| {
-        let out = cltrap(&[
+        let out = guarded(&[
             OsStr::new("check"),
             dir.as_os_str(),
             OsStr::new("--json"),
@@ -255,7 +316,7 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
 
     // Fuzz one kernel: every case kept replays as recorded, and cover runs the suite.
     let suite = fresh_dir("matrix-suite", app.name);
-    let fuzz = cltrap(&os(&[
+    let fuzz = guarded(&os(&[
         &"fuzz",
         &dir.as_os_str(),
         &"--kernel",
@@ -268,12 +329,12 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
     fuzz.assert_no_panic();
     v.check("fuzz", matches!(fuzz.code, Some(0) | Some(1)), || fuzz.describe());
     if suite.join("launches.jsonl").exists() {
-        let again = cltrap(&[OsStr::new("replay"), suite.as_os_str()]);
+        let again = guarded(&[OsStr::new("replay"), suite.as_os_str()]);
         again.assert_no_panic();
         v.check("fuzz", again.success(), || {
             format!("a kept case does not replay as recorded\n{}", again.describe())
         });
-        let cov = cltrap(&[OsStr::new("cover"), suite.as_os_str()]);
+        let cov = guarded(&[OsStr::new("cover"), suite.as_os_str()]);
         cov.assert_no_panic();
         v.check("fuzz", cov.success() && cov.stdout_text().contains(" 0 failed)"), || {
             format!("cover cannot run the suite\n{}", cov.describe())
@@ -284,14 +345,17 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
 
     // Mutate one kernel: the captured launches are test cases, and a score is given.
     let report = suite.with_extension("mutants.json");
-    let mutate = cltrap(&os(&[
+    let mutate = guarded(&os(&[
         &"mutate",
         &dir.as_os_str(),
         &"--kernel",
         &app.mutate_kernel,
         &"--json",
         &report.as_os_str(),
-    ]));
+    ])
+    .into_iter()
+    .chain(app.mutate_operators.iter().flat_map(|o| ["--operators".into(), OsString::from(o)]))
+    .collect::<Vec<_>>());
     mutate.assert_no_panic();
     let mutants: Value = std::fs::read(&report)
         .ok()
@@ -325,7 +389,7 @@ fn export_and_run(app: &App, dir: &Path, id: u64, v: &mut Verdicts) {
     let out = fresh_dir("matrix-export", app.name);
     let id = id.to_string();
     let c_dir = out.join("c");
-    let e = cltrap(&os(&[&"export", &dir.as_os_str(), &id, &"--c", &c_dir.as_os_str()]));
+    let e = guarded(&os(&[&"export", &dir.as_os_str(), &id, &"--c", &c_dir.as_os_str()]));
     e.assert_no_panic();
     if !e.success() {
         return v.fail("export", e.describe());
@@ -342,7 +406,7 @@ fn export_and_run(app: &App, dir: &Path, id: u64, v: &mut Verdicts) {
         v.check("export", run.success(), || format!("the C reproducer fails\n{}", run.describe()));
     }
     let py_dir = out.join("py");
-    let e = cltrap(&os(&[&"export", &dir.as_os_str(), &id, &"--python", &py_dir.as_os_str()]));
+    let e = guarded(&os(&[&"export", &dir.as_os_str(), &id, &"--python", &py_dir.as_os_str()]));
     e.assert_no_panic();
     v.check("export", e.success(), || e.describe());
     let script = std::fs::read_dir(&py_dir)
@@ -357,7 +421,7 @@ fn export_and_run(app: &App, dir: &Path, id: u64, v: &mut Verdicts) {
         (Some(_), false) => {}
     }
     let gv = out.join("gpuverify");
-    let e = cltrap(&os(&[&"export", &dir.as_os_str(), &"--gpuverify", &gv.as_os_str()]));
+    let e = guarded(&os(&[&"export", &dir.as_os_str(), &"--gpuverify", &gv.as_os_str()]));
     e.assert_no_panic();
     v.check("export", e.success(), || e.describe());
 }
