@@ -17,7 +17,8 @@
 #   tests         python3-venv python3-pip (pyopencl test), and the third-party apps the tests
 #                 run under the shim: clpeak, clfft-client, ffmpeg, hashcat, clblast-utils; the
 #                 third-party matrix's libraries: python3-pyopencl, libclblast-dev, libviennacl-dev,
-#                 libboost-dev (Boost.Compute), python3-opencv, python3-gpyfft (clFFT from Python)
+#                 and with CLTRAP_MATRIX=1 the slow rows' libboost-dev (Boost.Compute),
+#                 python3-opencv, python3-gpyfft (clFFT from Python)
 #   Rust          via rustup, only when no `cargo` is found
 set -euo pipefail
 
@@ -28,9 +29,13 @@ PACKAGES=(
     python3-venv python3-pip
     clpeak clfft-client ffmpeg hashcat clblast-utils
     python3-pyopencl libclblast-dev libviennacl-dev
-    libboost-dev python3-opencv python3-gpyfft
     oclgrind
 )
+# The slow matrix rows' own libraries: only with CLTRAP_MATRIX=1 (scripts/test.sh --matrix),
+# so the default test run does not pay for them.
+if [ -n "${CLTRAP_MATRIX:-}" ]; then
+    PACKAGES+=(libboost-dev python3-opencv python3-gpyfft)
+fi
 
 say() { printf '==> %s\n' "$*"; }
 die() { printf 'cltrap install: %s\n' "$*" >&2; exit 1; }
