@@ -514,7 +514,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
             continue;
         };
         report.notes.push(format!(
-            "{}: the driver crashes running the original through the mutant schema; its mutants are evaluated again with one compile per mutant",
+            "{}: the driver cannot run the original through the mutant schema (it crashed, or its compile did not finish in time); its mutants are evaluated again with one compile per mutant",
             prog.file
         ));
         let mut fallback = opts.clone();

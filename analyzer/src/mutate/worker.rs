@@ -102,6 +102,12 @@ pub struct JobResult {
     /// exits after this result and the pool starts a fresh one for the next job.
     #[serde(default)]
     pub retire: bool,
+    /// The deadline was missed while the driver compiled (the program's build, or the
+    /// warm-up run of the original that carries the lazy compile for its sizes), not while
+    /// the mutant ran: the pool tries again with longer deadlines instead of calling the
+    /// mutant a TIMEOUT.
+    #[serde(default)]
+    pub slow_compile: bool,
 }
 
 /// A line from a worker.
@@ -120,6 +126,10 @@ pub enum Event {
         /// the driver cannot run the program at all, whatever the mutant.
         #[serde(default)]
         original: bool,
+        /// The warm-up run of the original through the schema, which carries the driver's
+        /// lazy compile for these sizes: missing its deadline says nothing of the mutant.
+        #[serde(default)]
+        warmup: bool,
     },
     /// The job is finished.
     Done {
@@ -200,6 +210,7 @@ fn result(status: Status, detail: impl Into<String>, runs: u32) -> JobResult {
         runs,
         unrunnable: false,
         retire: false,
+        slow_compile: false,
     }
 }
 
@@ -424,6 +435,7 @@ impl WorkerState {
                         emit(&Event::Run {
                             warm: self.warm.contains(&warm),
                             original: true,
+                            warmup: false,
                         });
                         let mut extras = selector_extras(0, u32::MAX);
                         extras.extend(seed.map(|s| perm(original, s)));
@@ -465,6 +477,7 @@ impl WorkerState {
                     emit(&Event::Run {
                         warm: false,
                         original: job.source == job.reference,
+                        warmup: true,
                     });
                     let mut warm_extras = selector_extras(0, budget);
                     warm_extras.extend(extras.iter().skip(2).cloned());
@@ -475,6 +488,7 @@ impl WorkerState {
                     emit(&Event::Run {
                         warm: !cold_copy,
                         original: false,
+                        warmup: false,
                     });
                     cold_copy = false;
                     runs += 1;
@@ -676,13 +690,17 @@ fn compile_deadline(opts: &PoolOptions) -> Duration {
 /// work-group function then), which for a schema of many mutants (an image kernel with
 /// hundreds of inlined `read_image` calls) takes seconds however fast the kernel itself
 /// runs: it gets the compile deadline, so that compile is never judged a mutant's TIMEOUT.
-fn run_deadline(opts: &PoolOptions, warm: bool) -> Duration {
+fn run_deadline(opts: &PoolOptions, warm: bool, stretch: u32) -> Duration {
     if warm {
         opts.run_timeout
     } else {
-        opts.cold_timeout.max(compile_deadline(opts))
+        opts.cold_timeout.max(compile_deadline(opts)) * stretch
     }
 }
+
+/// Tries of a job whose deadline ran out while the driver compiled: the deadlines of
+/// compiles double from one try to the next (a large schema on a loaded machine).
+const COMPILE_TRIES: u32 = 3;
 
 /// Runs one job on `w`, enforcing the deadlines: the result, whether the worker may be kept,
 /// and (through `built_at`) when its first program was ready (the `built` event, for the
@@ -692,6 +710,7 @@ fn run_on(
     job: &Job,
     opts: &PoolOptions,
     built_at: &mut Option<Instant>,
+    stretch: u32,
 ) -> (JobResult, bool) {
     let line = match serde_json::to_string(job) {
         Ok(l) => l,
@@ -704,20 +723,26 @@ fn run_on(
         let why = describe_exit(&mut w.child);
         return (result(Status::RuntimeError, why, 0), false);
     }
-    let compile = compile_deadline(opts);
+    let compile = compile_deadline(opts) * stretch;
     let mut deadline = compile;
     let mut runs = 0u32;
     let mut in_original = false;
+    let mut in_warmup = false;
     loop {
         match w.events.recv_timeout(deadline) {
             Ok(Some(Event::Built)) => {
                 built_at.get_or_insert_with(Instant::now);
                 deadline = opts.run_timeout;
             }
-            Ok(Some(Event::Run { warm, original })) => {
+            Ok(Some(Event::Run {
+                warm,
+                original,
+                warmup,
+            })) => {
                 runs += 1;
                 in_original = original;
-                deadline = run_deadline(opts, warm);
+                in_warmup = warmup;
+                deadline = run_deadline(opts, warm, stretch);
             }
             Ok(Some(Event::Done { result })) => {
                 let keep = !result.retire;
@@ -746,22 +771,23 @@ fn run_on(
                 let _ = w.child.wait();
                 let what = if runs == 0 {
                     "compiling"
+                } else if in_warmup {
+                    "the warm-up run of the original (with the driver's compile for its sizes)"
                 } else if deadline > opts.run_timeout {
                     "a first run (with the driver's compile for its sizes)"
                 } else {
                     "a kernel run"
                 };
-                return (
-                    result(
-                        Status::Timeout,
-                        format!(
-                            "{what} missed its deadline of {} ms; the worker was killed",
-                            deadline.as_millis()
-                        ),
-                        runs,
+                let mut r = result(
+                    Status::Timeout,
+                    format!(
+                        "{what} missed its deadline of {} ms; the worker was killed",
+                        deadline.as_millis()
                     ),
-                    false,
+                    runs,
                 );
+                r.slow_compile = runs == 0 || in_warmup;
+                return (r, false);
             }
         }
     }
@@ -833,7 +859,8 @@ pub fn run_jobs(
                 // original crashes in a worker that ran nothing before: such a job runs once
                 // more, in a fresh worker.
                 let mut second_chance = false;
-                let (r, keep) = loop {
+                let mut tries = 0u32;
+                let (mut r, keep) = loop {
                     if worker.is_none() {
                         match spawn(&opts, n) {
                             Ok(w) => {
@@ -849,7 +876,8 @@ pub fn run_jobs(
                     }
                     let Some(w) = worker.as_mut() else { return };
                     let mut built_at = None;
-                    let (r, keep) = run_on(w, &job, &opts, &mut built_at);
+                    tries += 1;
+                    let (r, keep) = run_on(w, &job, &opts, &mut built_at, 1 << (tries - 1));
                     done_by_worker += 1;
                     if let (Some(s), Some(b)) = (spawned_at, built_at) {
                         let _ = tx.send(Ok(Msg::Started(b.duration_since(s))));
@@ -860,8 +888,22 @@ pub fn run_jobs(
                         worker = None;
                         continue;
                     }
+                    if r.slow_compile && tries < COMPILE_TRIES {
+                        worker = None;
+                        continue;
+                    }
                     break (r, keep);
                 };
+                if r.slow_compile {
+                    // The driver could not compile the program in time, however long it was
+                    // given: the verdict says nothing of the mutant. A schema's mutants are
+                    // evaluated again with one (much smaller) program each.
+                    r.unrunnable = true;
+                    r.detail = format!(
+                        "not judged: {} ({COMPILE_TRIES} tries, the compile deadlines doubled each time)",
+                        r.detail
+                    );
+                }
                 if r.unrunnable {
                     unrunnable
                         .lock()
