@@ -161,6 +161,55 @@ fn the_schema_and_every_one_mutant_program_parse() {
     }
 }
 
+/// A helper called inside a macro cannot get the selector: the rest of the program is still
+/// a schema, and the helper's mutants are compiled on their own, with the reason.
+#[test]
+fn a_helper_called_inside_a_macro_leaves_the_rest_of_the_program_in_the_schema() {
+    let src = "static uint twice(uint v) { return v + v; }\n\
+               static void put(__global uint *p, uint i, uint v) { p[i] = twice(v) + 1u; }\n\
+               #define PUT(o, i, v) put(o, i, v)\n\
+               uint add(uint a, uint b) { return a + b; }\n\
+               __kernel void k(__global uint *out, uint n) {\n\
+                   uint g = get_global_id(0);\n\
+                   if (g < n) out[g] = add(g, 3u);\n\
+                   PUT(out, 0, n);\n\
+               }\n";
+    let p = parse_program(src, "").expect("parses");
+    let ms = mutate::find_mutants(&p, &MutateOptions::default());
+    let schema = mutate::schema(&p, &ms).expect("a schema despite the macro call");
+    parse_program(&schema.source, "").expect("the schema is valid OpenCL C");
+    let in_helpers: Vec<u32> = ms
+        .iter()
+        .filter(|m| m.launch.is_none() && (m.function == "put" || m.function == "twice"))
+        .map(|m| m.number)
+        .collect();
+    assert!(!in_helpers.is_empty());
+    for n in &in_helpers {
+        let why = schema
+            .excluded
+            .iter()
+            .find(|(m, _)| m == n)
+            .map(|(_, w)| w.as_str())
+            .unwrap_or_else(|| panic!("mutant {n} in the schema\n{}", schema.source));
+        assert!(why.contains("is called inside a macro"), "{why}");
+    }
+    assert!(
+        ms.iter()
+            .any(|m| m.function == "k" && schema.mutants.contains(&m.number)),
+        "the kernel's own mutants stay in the schema"
+    );
+    assert!(
+        ms.iter()
+            .any(|m| m.function == "add" && schema.mutants.contains(&m.number)),
+        "a helper called normally stays in the schema"
+    );
+    for m in ms.iter().filter(|m| m.launch.is_none()) {
+        let one = mutate::single(&p, m).expect("one mutant");
+        parse_program(&one.source, "")
+            .unwrap_or_else(|e| panic!("mutant {} {}: {e}\n{}", m.number, m.operator, one.source));
+    }
+}
+
 /// A watchdog buffer: flag, barrier-loop budget, the original's barrier-loop need.
 fn watchdog(barrier_budget: u32) -> Vec<u8> {
     words(&[0, barrier_budget, 0])

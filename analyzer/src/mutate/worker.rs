@@ -966,8 +966,11 @@ mod tests {
     #[test]
     fn a_cold_run_gets_the_compile_deadline() {
         let o = opts(2000);
-        assert_eq!(run_deadline(&o, true), Duration::from_millis(2000));
-        assert!(run_deadline(&o, false) >= compile_deadline(&o));
+        assert_eq!(run_deadline(&o, true, 1), Duration::from_millis(2000));
+        assert!(run_deadline(&o, false, 1) >= compile_deadline(&o));
         assert!(compile_deadline(&o) >= Duration::from_secs(30));
+        // A try after a compile that missed its deadline doubles the cold deadline only.
+        assert_eq!(run_deadline(&o, true, 2), Duration::from_millis(2000));
+        assert_eq!(run_deadline(&o, false, 2), run_deadline(&o, false, 1) * 2);
     }
 }

@@ -286,20 +286,76 @@ fn full_end(src: &str, s: &Stmt) -> Option<u32> {
 
 /// The edits every rendering shares: extra parameters, extra call arguments, watchdog.
 /// The shared edits, and each kernel with the index of its selector argument.
-type Common = (Vec<Edit>, Vec<(String, u32)>);
+type Common = (Vec<Edit>, Vec<(String, u32)>, BTreeSet<String>);
+
+/// Helpers the selector cannot reach: those called inside a macro (the extra arguments
+/// cannot be added to a call written in a macro body), and everything they call. They keep
+/// their text; their mutants are compiled one program each, outside the schema.
+fn unreachable_helpers(p: &Program, names: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut calls: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    let mut skipped = BTreeSet::new();
+    for f in p.functions.iter().filter(|f| f.span.is_some()) {
+        let Some(body) = &f.body else { continue };
+        visit_exprs(body, &mut |e| {
+            if let ExprKind::Call {
+                callee,
+                callee_span,
+                ..
+            } = &e.kind
+            {
+                if !names.contains(callee) {
+                    return;
+                }
+                calls.entry(f.name.as_str()).or_default().insert(callee.clone());
+                if e.span.macro_end || !callee_span.is_exact() {
+                    skipped.insert(callee.clone());
+                }
+            }
+        });
+    }
+    let mut todo: Vec<String> = skipped.iter().cloned().collect();
+    while let Some(f) = todo.pop() {
+        for c in calls.get(f.as_str()).into_iter().flatten() {
+            if skipped.insert(c.clone()) {
+                todo.push(c.clone());
+            }
+        }
+    }
+    skipped
+}
 
 fn common_edits(p: &Program) -> Result<Common, KernelError> {
-    let names: BTreeSet<String> = p
+    let all: BTreeSet<String> = p
         .functions
         .iter()
         .filter(|f| f.span.is_some())
         .map(|f| f.name.clone())
         .collect();
-    refuse_header_functions(p, &names, "mutation testing")?;
+    refuse_header_functions(p, &all, "mutation testing")?;
+    let skipped = unreachable_helpers(p, &all);
+    if let Some(k) = p
+        .functions
+        .iter()
+        .find(|f| f.is_kernel && skipped.contains(&f.name))
+    {
+        let (line, col) = k.span.map_or((1, 1), |s| (s.line, s.col));
+        return Err(KernelError::Unsupported {
+            construct: format!("call to `{}`", k.name),
+            line,
+            col,
+            why: "a kernel called inside a macro, so the mutant selector cannot be passed on"
+                .into(),
+        });
+    }
+    let names: BTreeSet<String> = all.difference(&skipped).cloned().collect();
     let mut edits = Vec::new();
     let mut kernels = Vec::new();
     let decl = format!("uint {MUTANT_PARAM}_in, __global uint* {WATCHDOG_PARAM}");
-    for f in p.functions.iter().filter(|f| f.span.is_some()) {
+    for f in p
+        .functions
+        .iter()
+        .filter(|f| f.span.is_some() && (f.is_kernel || !skipped.contains(&f.name)))
+    {
         let (Some(open), Some(close)) = (f.params_open, f.params_close) else {
             let s = f.span.unwrap_or(crate::model::Span {
                 start: 0,
@@ -444,7 +500,7 @@ fn common_edits(p: &Program) -> Result<Common, KernelError> {
             }
         }
     }
-    Ok((edits, kernels))
+    Ok((edits, kernels, skipped))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -600,7 +656,7 @@ fn kernel_copies(p: &Program, edits: &[Edit], m: &Mutant) -> Result<Copies, Stri
 /// The original program with the extra parameters and the watchdog (selector ignored): the
 /// reference that mutants compiled on their own are compared with.
 pub fn original(p: &Program) -> Result<Rendered, KernelError> {
-    let (edits, kernels) = common_edits(p)?;
+    let (edits, kernels, _) = common_edits(p)?;
     Ok(finish(
         p,
         edits,
@@ -616,7 +672,7 @@ pub fn original(p: &Program) -> Result<Rendered, KernelError> {
 
 /// One mutant compiled on its own (its code unconditional; the selector is ignored).
 pub fn single(p: &Program, m: &Mutant) -> Result<Rendered, KernelError> {
-    let (edits, kernels) = common_edits(p)?;
+    let (edits, kernels, _) = common_edits(p)?;
     let atomics = m.operator == super::Operator::AtomicPlain;
     Ok(finish(
         p,
@@ -636,13 +692,23 @@ pub fn single(p: &Program, m: &Mutant) -> Result<Rendered, KernelError> {
 /// nesting (macro-mapped ranges) are listed in `excluded` with the reason; launch mutants
 /// need no code and are neither.
 pub fn schema(p: &Program, mutants: &[Mutant]) -> Result<Rendered, KernelError> {
-    let (edits, kernels) = common_edits(p)?;
+    let (edits, kernels, skipped) = common_edits(p)?;
     let mut sites: BTreeMap<Site, Vec<(u32, Vec<Patch>)>> = BTreeMap::new();
     let mut excluded = Vec::new();
     let mut included = Vec::new();
     let mut atomics = false;
     let mut copied = Vec::new();
     for m in mutants.iter().filter(|m| m.launch.is_none()) {
+        if skipped.contains(&m.function) {
+            excluded.push((
+                m.number,
+                format!(
+                    "its function `{}` is called inside a macro, so the mutant selector cannot reach it",
+                    m.function
+                ),
+            ));
+            continue;
+        }
         match m.site {
             Some(_) if m.in_schema && needs_kernel_copy(m) => match kernel_copies(p, &edits, m) {
                 Ok(c) => {
