@@ -110,3 +110,22 @@ fn a_pointer_the_pass_cannot_attribute_is_not_checked_and_a_barrier_counts_inter
         .source
         .contains("(__cltrap_ep++, barrier(CLK_GLOBAL_MEM_FENCE))"));
 }
+
+/// Image reads and writes have no pointer the rewrite could shadow: each is counted as not
+/// checked (with the engine that does check them), so an image kernel is never reported clean.
+#[test]
+fn image_accesses_are_counted_as_not_checked() {
+    let src = "__kernel void k(__read_only image2d_t src, __write_only image2d_t dst, sampler_t s) {\n\
+               int2 p = (int2)(get_global_id(0), get_global_id(1));\n\
+               float4 v = read_imagef(src, s, p);\n\
+               write_imagef(dst, p, v * 2.0f);\n\
+               }\n";
+    let s = sanitize(&parse_program(src, "").expect("parses")).expect("sanitizes");
+    let lines: Vec<u32> = s.map.unchecked.iter().map(|u| u.line).collect();
+    assert_eq!(lines, vec![3, 4], "{:?}", s.map.unchecked);
+    assert!(s
+        .map
+        .unchecked
+        .iter()
+        .all(|u| u.why.contains("image access") && u.why.contains("--engine oclgrind")));
+}

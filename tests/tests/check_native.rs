@@ -497,3 +497,28 @@ fn a_launch_the_native_engine_cannot_instrument_falls_back_to_oclgrind() {
         "{stderr}"
     );
 }
+
+/// A kernel that only reads and writes images is not "clean": each image access is counted
+/// as not checked, with the engine that does check them, and the exit status says incomplete.
+#[test]
+fn image_accesses_are_counted_as_not_checked_and_the_check_is_incomplete() {
+    let exe = fixture("images");
+    let dir = fresh_capture_dir("check-native-images");
+    let out = run_captured(&dir, &[], &exe, &[] as &[&str]);
+    out.assert_no_panic();
+    assert!(out.success(), "{}", out.describe());
+    let (code, json, stderr) = check_json(&dir, &[]);
+    assert_eq!(code, 3, "{json:#}\n{stderr}");
+    assert_eq!(json["findings"], serde_json::json!([]), "{json:#}");
+    let not_checked = json["not_checked"].as_array().cloned().unwrap_or_default();
+    assert!(!not_checked.is_empty(), "{json:#}");
+    assert!(
+        not_checked.iter().all(|n| n.to_string().contains("image access")),
+        "{json:#}"
+    );
+    let text = cltrap(&["check", dir.to_str().unwrap_or_default()]).stdout_text();
+    assert!(
+        text.contains("not checked: 3 image reads and writes (checked by --engine oclgrind)"),
+        "{text}"
+    );
+}

@@ -173,6 +173,8 @@ pub fn render(report: &CheckReport) -> String {
 pub fn reason_class(why: &str) -> &'static str {
     if why.starts_with("in helper function") {
         "in helper functions"
+    } else if why.starts_with("an image access") {
+        "image reads and writes (checked by --engine oclgrind)"
     } else if why.contains("macro") {
         "written inside macros"
     } else if why.starts_with("a pointer handed to") {

@@ -916,6 +916,16 @@ impl Walker<'_> {
         {
             return;
         }
+        if (callee.starts_with("read_image") || callee.starts_with("write_image"))
+            && self.p.function(callee).is_none()
+        {
+            // Images are opaque to the rewrite (no pointer to shadow): the access is counted
+            // as not checked, so a kernel that only reads and writes images is never "clean".
+            self.not_checked(
+                e,
+                format!("an image access (`{callee}`): images are checked by --engine oclgrind only"),
+            );
+        }
         if let Some((n, ctx)) = vector_load_store(callee) {
             if self.p.function(callee).is_none() && self.vector_access(e, n, ctx, args, d) {
                 return;
