@@ -429,45 +429,18 @@ impl Campaign {
         )))
     }
 
-    /// Runs every kept case again, independently, through `original` (the user's program,
-    /// not instrumented, on the executor replay, cover and mutate use): a case is kept only
-    /// when that run gives the outputs it records. One that crashes, hangs, writes out of
-    /// bounds or gives other outputs (its kernel reads memory it never set, or the suite
-    /// could not express how it ran) becomes a finding; a suite must replay as recorded.
-    /// `covered` is recomputed from the cases kept. Returns the cases dropped.
-    pub fn verify(&mut self, original: &mut dyn Runner) -> Result<usize, FuzzError> {
+    /// Keeps the cases `judge` finds nothing wrong with; each other one leaves the suite as a
+    /// finding with the judge's reason. Covered slots are recounted from the cases kept.
+    /// Returns how many left.
+    fn keep_judged(
+        &mut self,
+        mut judge: impl FnMut(&mut Self, &KeptCase) -> Result<Option<String>, FuzzError>,
+    ) -> Result<usize, FuzzError> {
         let cases = std::mem::take(&mut self.cases);
         let mut kept = Vec::with_capacity(cases.len());
         let mut dropped = 0;
         for case in cases {
-            let ran = original.run(&case.input, &[])?;
-            let why = match ran {
-                Ran::Done(mut outputs, breaches) => {
-                    outputs.truncate(case.input.args.len());
-                    if let Some(b) = breaches.first() {
-                        let name = self
-                            .iface
-                            .args
-                            .get(b.arg_index)
-                            .map_or("", |a| a.name.as_str());
-                        Some(b.summary(name))
-                    } else {
-                        outputs
-                            .iter()
-                            .zip(&case.outputs)
-                            .position(|(a, b)| a != b)
-                            .map(|i| {
-                                let name = self.iface.args.get(i).map_or("", |a| a.name.as_str());
-                                format!(
-                                    "not reproducible: an independent run of the original gave other contents of argument {i} {name}"
-                                )
-                            })
-                    }
-                }
-                Ran::Crashed(why) => Some(format!("crash: {why}")),
-                Ran::Hung => Some("hang: the watchdog stopped the kernel".into()),
-            };
-            match why {
+            match judge(self, &case)? {
                 None => kept.push(case),
                 Some(what) => {
                     dropped += 1;
@@ -481,6 +454,44 @@ impl Campaign {
         self.covered = kept.iter().flat_map(|k| k.covers.iter().copied()).collect();
         self.cases = kept;
         Ok(dropped)
+    }
+
+    /// Runs every kept case again, independently, through `original` (the user's program,
+    /// not instrumented, on the executor replay, cover and mutate use): a case is kept only
+    /// when that run gives the outputs it records. One that crashes, hangs, writes out of
+    /// bounds or gives other outputs (its kernel reads memory it never set, or the suite
+    /// could not express how it ran) becomes a finding; a suite must replay as recorded.
+    /// `covered` is recomputed from the cases kept. Returns the cases dropped.
+    pub fn verify(&mut self, original: &mut dyn Runner) -> Result<usize, FuzzError> {
+        self.keep_judged(|this, case| {
+            let ran = original.run(&case.input, &[])?;
+            Ok(match ran {
+                Ran::Done(mut outputs, breaches) => {
+                    outputs.truncate(case.input.args.len());
+                    if let Some(b) = breaches.first() {
+                        let name = this
+                            .iface
+                            .args
+                            .get(b.arg_index)
+                            .map_or("", |a| a.name.as_str());
+                        Some(b.summary(name))
+                    } else {
+                        outputs
+                            .iter()
+                            .zip(&case.outputs)
+                            .position(|(a, b)| a != b)
+                            .map(|i| {
+                                let name = this.iface.args.get(i).map_or("", |a| a.name.as_str());
+                                format!(
+                                    "not reproducible: an independent run of the original gave other contents of argument {i} {name}"
+                                )
+                            })
+                    }
+                }
+                Ran::Crashed(why) => Some(format!("crash: {why}")),
+                Ran::Hung => Some("hang: the watchdog stopped the kernel".into()),
+            })
+        })
     }
 
     /// Moves the cases named in `why` (case index → what is wrong) to the findings and
@@ -511,33 +522,30 @@ impl Campaign {
     /// reports covered is what `cover` measures on the suite and every case is a test case
     /// for `mutate`. Covered slots are recounted from the cases left. Returns how many left.
     pub fn reproduce(&mut self, cover: &mut dyn Runner) -> Result<usize, FuzzError> {
-        let cases = std::mem::take(&mut self.cases);
-        let mut kept = Vec::with_capacity(cases.len());
-        let mut dropped = 0;
-        for case in cases {
+        self.keep_judged(|this, case| {
             let input = &case.input;
-            let init = self
+            let init = this
                 .map
                 .initial_buffer(&input.global_size, input.local_size.as_deref());
             let ran = cover.run_plain(input, &[word_buffer(&init)])?;
-            self.executions += 1;
-            let why = match ran {
+            this.executions += 1;
+            Ok(match ran {
                 Ran::Done(mut outputs, _) => {
                     let counters = outputs
                         .get_mut(input.args.len())
                         .and_then(Option::take)
                         .unwrap_or_default();
                     outputs.truncate(input.args.len());
-                    let hits: BTreeSet<u32> = self
+                    let hits: BTreeSet<u32> = this
                         .map
-                        .evaluate(&self.kernel, &words(&counters), &input.global_size)?
+                        .evaluate(&this.kernel, &words(&counters), &input.global_size)?
                         .slots
                         .iter()
                         .filter(|s| s.hit)
                         .map(|s| s.index)
                         .collect();
                     if let Some(i) = outputs.iter().zip(&case.outputs).position(|(a, b)| a != b) {
-                        let name = self.iface.args.get(i).map_or("", |a| a.name.as_str());
+                        let name = this.iface.args.get(i).map_or("", |a| a.name.as_str());
                         Some(format!(
                             "not reproducible where the suite is used: a run as `cltrap cover` runs it gave other contents of argument {i} {name}"
                         ))
@@ -557,21 +565,8 @@ impl Campaign {
                     "hang where the suite is used: the watchdog stopped a run as `cltrap cover` runs it"
                         .into(),
                 ),
-            };
-            match why {
-                None => kept.push(case),
-                Some(what) => {
-                    dropped += 1;
-                    self.findings.push(Finding {
-                        what,
-                        input: case.input,
-                    });
-                }
-            }
-        }
-        self.covered = kept.iter().flat_map(|k| k.covers.iter().copied()).collect();
-        self.cases = kept;
-        Ok(dropped)
+            })
+        })
     }
 
     /// Runs every case kept by a reduced execution on the whole launch: its coverage and
