@@ -178,6 +178,30 @@ fn kind_of(rel: &Path) -> &'static str {
     }
 }
 
+/// The chunk indexes and packs that hold some launch's pre-launch contents in `dir`.
+fn input_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for line in log_lines(dir) {
+        let Ok(l) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        for a in l["args"].as_array().into_iter().flatten() {
+            let Some(hash) = a["before"]["hash"].as_str() else {
+                continue;
+            };
+            let index = PathBuf::from(format!("{}.chunks", blob_rel(hash).display()));
+            let Ok(text) = std::fs::read_to_string(dir.join(&index)) else {
+                continue;
+            };
+            for pack in text.lines().filter_map(|t| t.strip_prefix("pack ")) {
+                out.push(PathBuf::from(format!("{}.pack", blob_rel(pack.trim()).display())));
+            }
+            out.push(index);
+        }
+    }
+    out
+}
+
 fn blob_rel(hash: &str) -> PathBuf {
     PathBuf::from(format!("blobs/{}/{hash}", &hash[..2]))
 }
@@ -555,9 +579,14 @@ impl Maker<'_> {
     /// (and of the blob folders).
     fn file_types(&mut self) {
         let files = files_of(&self.base);
+        let inputs = input_files(&self.base);
         let mut targets: Vec<PathBuf> = Vec::new();
         for kind in ["manifest", "log", "blob", "index", "pack", "chunk"] {
-            if let Some(f) = files.iter().find(|f| kind_of(f) == kind) {
+            // A file every replay must read: one holding a launch's pre-launch contents (an
+            // output found equal to its recorded digest is never read back from the capture).
+            let of_kind = |f: &&PathBuf| kind_of(f) == kind;
+            let needed = files.iter().filter(of_kind).find(|f| inputs.contains(*f));
+            if let Some(f) = needed.or_else(|| files.iter().find(of_kind)) {
                 targets.push(f.clone());
             }
         }

@@ -13,6 +13,12 @@
 //! replay offers every launch's checked outputs to it ([`Deriver::offer`]), so replaying a
 //! capture in order runs each launch about once. The walk back is an explicit stack, not
 //! recursion: a chain may be thousands of launches long past the budget.
+//!
+//! The same cache serves stored contents: an output found equal to its recorded content
+//! ([`Deriver::verify`]: one digest, or a byte comparison with the input when the record says
+//! the launch left the buffer as it was) is kept under that content's digest, so the next
+//! launch that reads it takes it from memory instead of decompressing and re-hashing it from
+//! the capture (an in-order replay of a long capture reads each content about once).
 
 use super::{BuildOptions, BuiltProgram, ExecError, LaunchInput, RunOutput, Session};
 use cltrap_capture::replayable::{DerivedInput, ReplayIndex, Replayability};
@@ -34,6 +40,15 @@ fn key(c: &Content) -> Option<Key> {
     }
 }
 
+/// The key of a content whose bytes or digest were recorded: a stored blob is named by its
+/// blake3 digest, so a verified output can stand in for it.
+fn content_key(c: &Content) -> Option<Key> {
+    match c {
+        Content::Blob { hash, size } => Some((DigestKind::Blake3, hash.clone(), *size)),
+        other => key(other),
+    }
+}
+
 /// Re-created contents by digest, least recently used evicted first past [`CACHE_BYTES`].
 #[derive(Default)]
 struct Cache {
@@ -52,6 +67,15 @@ impl Cache {
         *used = tick;
         self.order.insert(tick, k.clone());
         Some(bytes.clone())
+    }
+
+    /// Removes and returns an entry: a content handed over as a launch's input is moved, not
+    /// copied (the launch's verified output goes back in through [`Deriver::offer`]).
+    fn take(&mut self, k: &Key) -> Option<Arc<Vec<u8>>> {
+        let (bytes, used) = self.entries.remove(k)?;
+        self.order.remove(&used);
+        self.bytes -= bytes.len();
+        Some(bytes)
     }
 
     fn put(&mut self, k: Key, bytes: Arc<Vec<u8>>) {
@@ -136,10 +160,30 @@ impl<'c> Deriver<'c> {
 
     /// The launch `l` with every input restored: stored ones from the capture, derived ones
     /// by re-executing their producers on `session` (checked against their digests).
+    /// Stored inputs that an earlier run of this command already produced and verified come
+    /// from the cache rather than from the capture.
     pub fn input(&mut self, session: &Session, l: &LaunchRecord) -> Result<LaunchInput, ExecError> {
-        let got = self.derived(session, l)?;
+        let mut got = self.derived(session, l)?;
+        // The launch's derived inputs move out of the cache too, so they reach it uncopied.
+        for (_, k) in self.needs(l) {
+            self.cache.take(&k);
+        }
+        for (i, a) in l.args.iter().enumerate() {
+            let (ArgRecord::Buffer { before, .. } | ArgRecord::Image { before, .. }) = a else {
+                continue;
+            };
+            if let (Content::Blob { .. }, Some(k)) = (before, content_key(before)) {
+                if got.contains_key(&(i as u32)) {
+                    continue;
+                }
+                if let Some(b) = self.cache.take(&k) {
+                    got.insert(i as u32, b);
+                }
+            }
+        }
         LaunchInput::from_record_with(self.capture, l, &mut |arg, _| {
-            got.get(&arg).map(|b| b.as_ref().clone())
+            got.remove(&arg)
+                .map(|b| Arc::try_unwrap(b).unwrap_or_else(|shared| shared.as_ref().clone()))
         })
     }
 
@@ -169,25 +213,64 @@ impl<'c> Deriver<'c> {
         )
     }
 
-    /// A run of `l` (matched or not): each output equal to its recorded digest is kept for
-    /// the launches after it, so an in-order replay derives nothing twice; one that differs
-    /// is remembered as not reproducible on this device.
-    pub fn offer(&mut self, l: &LaunchRecord, out: &RunOutput) {
+    /// Which outputs of a run of `l` equal their recorded contents, by argument index: an
+    /// argument the record says the launch left unchanged is compared with the bytes it ran
+    /// with (`input`); any other output is digested once, with the recorded digest's function.
+    /// An output that is not `true` here may still match within a tolerance.
+    pub fn verify(l: &LaunchRecord, input: &LaunchInput, out: &RunOutput) -> Vec<bool> {
+        l.args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let (ArgRecord::Buffer { before, after, .. }
+                | ArgRecord::Image { before, after, .. }) = a
+                else {
+                    return false;
+                };
+                let (Some(k), Some(Some(bytes))) = (content_key(after), out.outputs.get(i)) else {
+                    return false;
+                };
+                if bytes.len() as u64 != k.2 {
+                    return false;
+                }
+                let ran_with = match input.args.get(i) {
+                    Some(super::InputArg::Buffer { bytes, .. })
+                    | Some(super::InputArg::Image { bytes, .. }) => Some(bytes),
+                    _ => None,
+                };
+                if content_key(before).as_ref() == Some(&k) && ran_with == Some(bytes) {
+                    return true;
+                }
+                k.0.digest(bytes) == k.1
+            })
+            .collect()
+    }
+
+    /// A run of `l` (matched or not) with [`Deriver::verify`]'s verdicts: each output equal to
+    /// its recorded content is kept for the launches after it, so an in-order replay derives
+    /// nothing twice and reads each stored content about once; one that differs from a
+    /// recorded digest is remembered as not reproducible on this device.
+    ///
+    /// The verified outputs move out of `out` into the cache (nothing is left to compare in
+    /// them); the others stay for the comparison with a tolerance.
+    pub fn offer(&mut self, l: &LaunchRecord, out: &mut RunOutput, verified: &[bool]) {
         for (i, a) in l.args.iter().enumerate() {
             let (ArgRecord::Buffer { after, .. } | ArgRecord::Image { after, .. }) = a else {
                 continue;
             };
-            let (Some(k), Some(Some(bytes))) = (key(after), out.outputs.get(i)) else {
+            let Some(k) = content_key(after) else {
                 continue;
             };
-            if self.cache.entries.contains_key(&k) {
+            if !verified.get(i).copied().unwrap_or(false) {
+                if matches!(after, Content::Digest { .. }) {
+                    self.unreproducible.insert((l.id, i as u32));
+                }
                 continue;
             }
-            if k.0.digest(bytes) != k.1 {
-                self.unreproducible.insert((l.id, i as u32));
+            let Some(bytes) = out.outputs.get_mut(i).and_then(Option::take) else {
                 continue;
-            }
-            self.cache.put(k, Arc::new(bytes.clone()));
+            };
+            self.cache.put(k, Arc::new(bytes));
         }
     }
 

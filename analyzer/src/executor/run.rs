@@ -212,17 +212,16 @@ impl Session {
         let what = format!("creating the memory object of argument {index}");
         match arg {
             InputArg::Buffer { flags, bytes, .. } => {
-                let mut host = bytes.clone();
-                if host.is_empty() {
-                    host.push(0);
-                }
-                // SAFETY: `host` outlives the call; COPY_HOST_PTR only reads it.
+                let one = [0u8; 1];
+                let host: &[u8] = if bytes.is_empty() { &one } else { bytes };
+                // SAFETY: `host` outlives the call; COPY_HOST_PTR only reads it (the pointer
+                // is `*mut` in the C signature only), so no copy of the contents is made here.
                 let m = unsafe {
                     cl3::memory::create_buffer(
                         self.context.raw(),
                         access_flags(*flags) | CL_MEM_COPY_HOST_PTR,
                         host.len(),
-                        host.as_mut_ptr().cast::<c_void>(),
+                        host.as_ptr().cast_mut().cast::<c_void>(),
                     )
                 }
                 .map_err(cl_err(what))?;
@@ -258,16 +257,15 @@ impl Session {
                 desc.image_height = image.height as usize;
                 desc.image_depth = image.depth as usize;
                 desc.image_array_size = image.array_size as usize;
-                let mut host = bytes.clone();
-                // SAFETY: format/desc/host outlive the call; COPY_HOST_PTR reads `host`,
-                // which is exactly the tightly packed size checked above.
+                // SAFETY: format/desc/bytes outlive the call; COPY_HOST_PTR only reads
+                // `bytes`, which is exactly the tightly packed size checked above.
                 let m = unsafe {
                     cl3::memory::create_image(
                         self.context.raw(),
                         access_flags(*flags) | CL_MEM_COPY_HOST_PTR,
                         &format,
                         &desc,
-                        host.as_mut_ptr().cast::<c_void>(),
+                        bytes.as_ptr().cast_mut().cast::<c_void>(),
                     )
                 }
                 .map_err(cl_err(what))?;
@@ -686,17 +684,24 @@ impl Session {
         };
 
         let mut read: HashMap<usize, Vec<u8>> = HashMap::new();
-        let mut outputs = Vec::with_capacity(all.len());
         for (i, a) in all.iter().enumerate() {
-            match mem_of[i] {
-                Some(slot) => {
-                    if let std::collections::hash_map::Entry::Vacant(e) = read.entry(slot) {
-                        e.insert(self.read_back(a, &mems[slot], i)?);
-                    }
-                    outputs.push(read.get(&slot).cloned());
+            if let Some(slot) = mem_of[i] {
+                if let std::collections::hash_map::Entry::Vacant(e) = read.entry(slot) {
+                    e.insert(self.read_back(a, &mems[slot], i)?);
                 }
-                None => outputs.push(None),
             }
+        }
+        // Each object's contents go to the arguments that share it: copies for all but the
+        // last, which takes them.
+        let mut outputs = Vec::with_capacity(all.len());
+        for i in 0..all.len() {
+            outputs.push(mem_of[i].and_then(|slot| {
+                if mem_of[i + 1..].contains(&Some(slot)) {
+                    read.get(&slot).cloned()
+                } else {
+                    read.remove(&slot)
+                }
+            }));
         }
         let breaches = self.breaches(&zones)?;
         Ok((RunOutput { outputs, kernel_ns }, breaches))
