@@ -13,15 +13,16 @@ One file per benchmark and machine, `bench/results/<benchmark>-<machine>.json`:
      "rows": [{"benchmark": "launch-storm", "mode": "hash", "ratio": 2.85, ...}, ...]}
 
 A row may carry its own "date", "commit" and "command" when it was measured in another run
-than the file's (the file's are those of its newest row). `put` merges: a new row replaces the
-row with the same `key` fields, other rows stay; when a replaced row fed a headline figure
+than the file's (the file's are those of its newest run). `put` replaces the file's rows, or
+with `--merge` only the rows with the same `key` fields (a run of a subset of the benchmark:
+the others stay, with their own date and commit); when a replaced row fed a headline figure
 (`HEADLINES`), that figure moves to `bench/results/history.json`, which BENCHMARKS.md shows as
 the history of each benchmark.
 
 Usage:
     results.py machine [PLATFORM]        the machine name for this host and OpenCL platform
                                           (index or part of its name; BENCH_MACHINE overrides)
-    results.py put BENCHMARK --key F1,F2 [--platform P] [--command CMD] [--note TEXT] < ROWS
+    results.py put BENCHMARK --key F1,F2 [--merge] [--platform P] [--command CMD] [--note TEXT] < ROWS
                                           ROWS: one JSON object per line; writes the results
                                           file (BENCH_RESULTS_DIR: another folder than
                                           bench/results, e.g. for a trial run)
@@ -191,8 +192,11 @@ def dump(path, doc):
     os.replace(tmp, path)
 
 
-def put(benchmark, key, rows, platform=None, command=None, note=None):
-    """Merges `rows` into the benchmark's results file for this machine; returns its path."""
+def put(benchmark, key, rows, platform=None, command=None, note=None, merge=False):
+    """Writes `rows` as the benchmark's results for this machine; returns the file's path.
+
+    With `merge`, rows of earlier runs whose key the new rows do not have stay (a run of a
+    subset of the benchmark); otherwise the new rows replace the file's."""
     name, desc = machine(platform)
     folder = results_dir()
     os.makedirs(folder, exist_ok=True)
@@ -207,7 +211,7 @@ def put(benchmark, key, rows, platform=None, command=None, note=None):
         stamped.append(r)
     keyof = lambda r: tuple(r.get(k) for k in key)
     new_keys = {keyof(r) for r in stamped}
-    kept = [r for r in old.get("rows", []) if keyof(r) not in new_keys]
+    kept = [r for r in old.get("rows", []) if merge and keyof(r) not in new_keys]
     # Rows kept from an earlier run keep that run's date, commit and command.
     for r in kept:
         for field in ("date", "commit", "command"):
@@ -241,6 +245,8 @@ def main():
     p.add_argument("--platform")
     p.add_argument("--command")
     p.add_argument("--note")
+    p.add_argument("--merge", action="store_true",
+                   help="keep the rows of earlier runs that this run did not measure")
     a = ap.parse_args()
     if a.cmd == "machine":
         name, desc = machine(a.platform)
@@ -248,9 +254,11 @@ def main():
         return
     rows = [json.loads(line) for line in sys.stdin if line.strip()]
     if not rows:
-        sys.exit("results.py: no rows on stdin; nothing written")
-    path = put(a.benchmark, a.key.split(","), rows, a.platform, a.command, a.note)
-    print(f"results: {os.path.relpath(path, ROOT)} ({len(rows)} rows); bench/report.py renders BENCHMARKS.md")
+        print(f"results: no rows for {a.benchmark}; results file left as it was", file=sys.stderr)
+        return
+    path = put(a.benchmark, a.key.split(","), rows, a.platform, a.command, a.note, a.merge)
+    shown = os.path.relpath(path, ROOT) if path.startswith(ROOT + os.sep) else path
+    print(f"results: {shown} ({len(rows)} rows); bench/report.py renders BENCHMARKS.md")
 
 
 if __name__ == "__main__":
