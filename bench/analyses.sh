@@ -33,11 +33,11 @@ echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo
 echo "== 1. schedule amplification: $SCHEDULES schedules + $REPEATS repeats per launch =="
 "$CLTRAP" replay "$OUT/cap" --schedules "$SCHEDULES" --repeats "$REPEATS" --timing |
-    grep -E '^timing total|^schedules:'
+    grep -E '^timing total|^schedules:' | tee "$OUT/schedules.txt"
 
 echo
 echo "== 2. coverage instrumentation: instrumented vs plain kernel time =="
-"$CLTRAP" cover "$OUT/cap" --timing | grep -E '^timing total'
+"$CLTRAP" cover "$OUT/cap" --timing | grep -E '^timing total' | tee "$OUT/cover.txt"
 
 echo
 echo "== 3. whole app: native vs plain capture vs live --coverage ($ROUNDS alternating rounds) =="
@@ -63,3 +63,29 @@ printf '  %-34s %8.3f s  %6.2fx native\n' "native" "$n" 1
 printf '  %-34s %8.3f s  %6.2fx native\n' "cltrap run (capture)" "$c" "$(echo "$c / $n" | bc -l)"
 printf '  %-34s %8.3f s  %6.2fx native  %5.2fx capture\n' "cltrap run --coverage (fresh dir)" "$v" \
     "$(echo "$v / $n" | bc -l)" "$(echo "$v / $c" | bc -l)"
+
+# Results for BENCHMARKS.md (bench/results/analyses-<machine>.json).
+python3 - "$OUT" "$SCHEDULES" "$REPEATS" "$n" "$c" "$v" <<'PY' |
+import json, re, sys
+out, schedules, repeats = sys.argv[1], sys.argv[2], sys.argv[3]
+n, c, v = map(float, sys.argv[4:7])
+def grab(path, pattern):
+    m = re.search(pattern, open(path).read())
+    return m.groups() if m else None
+rows = []
+g = grab(f"{out}/schedules.txt", r"instrument ([\d.]+) ms, compile ([\d.]+) ms.*?(\d+) runs .*?\(([\d.]+) ms each\)")
+if g:
+    rows.append((f"replay --schedules {schedules} --repeats {repeats}: rewrite + compile, once per program",
+                 f"{g[0]} ms + {g[1]} ms"))
+    rows.append((f"replay --schedules {schedules} --repeats {repeats}: each of the {g[2]} runs", f"{g[3]} ms"))
+g = grab(f"{out}/cover.txt", r"instrumented kernels [\d.]+ ms \(([\d.]+)x\)")
+if g:
+    rows.append(("cover: instrumented / plain kernel time", f"{g[0]}x"))
+rows.append(("cltrap run (capture) / native, whole app", f"{c / n:.2f}x"))
+rows.append(("cltrap run --coverage / native, whole app", f"{v / n:.2f}x"))
+rows.append(("cltrap run --coverage / plain capture", f"{v / c:.2f}x"))
+for measure, value in rows:
+    print(json.dumps({"measure": measure, "value": value}))
+PY
+    python3 bench/results.py put analyses --key measure \
+        --command "SCHEDULES=$SCHEDULES REPEATS=$REPEATS ROUNDS=$ROUNDS bench/analyses.sh"

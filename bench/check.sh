@@ -15,7 +15,7 @@
 #        ENGINES=native bench/check.sh      (no Oclgrind: machines without it, e.g. the GPU box)
 #        BENCH_PLATFORM=nvidia bench/check.sh   (platform of the app and the native engine)
 #        BENCH_NO_BUILD=1 bench/check.sh    (use target/ as it is: machines without cargo or cc)
-# Raw JSON goes to target/bench/check/; the table to stdout.
+# Raw JSON goes to target/bench/check/; the table to stdout and to bench/results/check-<machine>.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -118,4 +118,23 @@ for i in range(n):
 width = [max(len(r[c]) for r in rows + [hdr]) for c in range(len(hdr))]
 for r in [hdr] + rows:
     print("  ".join(v.rjust(width[c]) for c, v in enumerate(r)))
+# The same rows for bench/results.py (numbers as numbers; "-" left out).
+fields = ("kernel", "items", "plain_ms", "instr_ms", "instr_ratio", "replay_s", "native_s",
+          "oclgrind_s", "ocl_ratio", "native_finds", "ocl_finds", "agree")
+with open(os.path.join(out, "rows.jsonl"), "w") as f:
+    for r in rows:
+        row = {}
+        for k, v in zip(fields, r):
+            if v in ("-", ""):
+                continue
+            t = v.rstrip("x")
+            try:
+                row[k] = int(t) if t.isdigit() else float(t)
+            except ValueError:
+                row[k] = v
+        f.write(json.dumps(row) + "\n")
 PY
+
+# Results for BENCHMARKS.md (bench/results/check-<machine>.json).
+python3 bench/results.py put check --key kernel,items --platform "${BENCH_PLATFORM:-0}" \
+    --command "ENGINES=\"${ENGINES[*]}\"${BENCH_PLATFORM:+ BENCH_PLATFORM=$BENCH_PLATFORM} bench/check.sh" <"$OUT/rows.jsonl"

@@ -19,6 +19,7 @@
 #   MUTATE_EVERY=4    mutate every Nth suite (1 = all; 0 = none); the sample is reported
 #   ONLY=REGEX        only interface files whose path matches
 # Work files: target/bench/corpus/. Needs network once (bench/corpus/fetch.sh: darktable, GEGL).
+# The per-project lines also go to bench/results/corpus-<machine>.json (bench/report.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,3 +70,28 @@ for iface in $(find bench/corpus -mindepth 2 -name '*.json' | sort | grep -E "$O
 done
 echo "device: $("$CLTRAP" devices 2>/dev/null | sed -n 2p | sed 's/^ *//'), budget $BUDGET, solver $SOLVER_TIME s, hang $HANG s, mutate every $MUTATE_EVERY"
 python3 bench/corpus/summary.py "$OUT"
+
+# Results for BENCHMARKS.md (bench/results/corpus-<machine>.json): the per-project and total
+# lines of summary.json; a run of part of the corpus (ONLY) keeps the other rows.
+MERGE=()
+[ "$ONLY" = . ] || MERGE=(--merge)
+python3 - "$OUT/summary.json" "$ONLY" <<'PY' |
+import json, sys
+s = json.load(open(sys.argv[1]))
+label = "" if sys.argv[2] == "." else f"{sys.argv[2]}: "
+pct = lambda x: f"{100 * x:.1f}%"
+for t in s["projects"] + [s["total"]]:
+    mut = t["mean_mutation_score"]
+    print(json.dumps({
+        "project": label + t["label"], "kernels": t["kernels"], "built": t["built"], "ran": t["ran"],
+        "cases": t["cases"], "sides": f"{t['covered']}/{t['sides']}", "dead": t["dead"],
+        "unsupported": f"{t['unsupported']} ({pct(t['unsupported_share'])})", "open": t["open"],
+        "full_mean": f"{pct(t['full_coverage_share'])} / {pct(t['mean_coverage'])}",
+        "with_sides": f"{t['with_sides']}: {pct(t['with_sides_full_share'])} / {pct(t['with_sides_mean_coverage'])}",
+        "findings": t["findings"], "median_total_s": f"{t['median_wall_s']:.1f} / {t['total_wall_s']:.0f}",
+        "crash_panic_hang": t["crashes_panics_hangs"],
+        "fuzz_eq_cover": f"{t['cover_agrees']}/{t['cover_checked']}",
+        "mutation": "-" if mut is None else f"{pct(mut)} ({t['mutated']})"}))
+PY
+    python3 bench/results.py put corpus --key project "${MERGE[@]}" \
+        --command "BUDGET=$BUDGET SOLVER_TIME=$SOLVER_TIME MUTATE_EVERY=$MUTATE_EVERY${ONLY:+ ONLY='$ONLY'} bench/corpus.sh"

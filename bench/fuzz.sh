@@ -25,6 +25,7 @@
 #     mutation makes the kernel read gigabytes away and crash its worker);
 #   - ffmpeg's avgblur_opencl on one 1920x1080 frame (when ffmpeg is installed).
 # Work files: target/bench/fuzz/. Needs cc for the demo capture (skipped without it).
+# Both tables also go to bench/results/{fuzz,fuzz-reduced}-<machine>.json (bench/report.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -133,7 +134,17 @@ if rows:
     if solve:
         print(f"solving, kernels that needed it: {min(solve):.0f}-{max(solve):.0f} ms per kernel; "
               f"CLFuzz: 200 ms - 60 s")
+keys = ("kernel", "compile_ms", "sat_excl_ms", "sat_incl_ms", "execs", "exec_per_s", "solve_ms",
+        "solved", "ms_per_branch_max", "ms_per_branch_mean", "findings")
+with open(os.path.join(out, "rows.jsonl"), "w") as f:
+    for r in rows:
+        v = (r[0] + "/" + r[1], round(r[2]), round(r[3]), round(r[4]), r[5], round(r[6]),
+             round(r[7]), r[8], round(r[9], 1), round(r[10], 1), r[11])
+        f.write(json.dumps(dict(zip(keys, v))) + "\n")
 EOF
+if [ -s "$OUT/rows.jsonl" ]; then
+    python3 bench/results.py put fuzz --key kernel --command "MODE=$MODE SEED=$SEED bench/fuzz.sh" <"$OUT/rows.jsonl"
+fi
 
 python3 - "$OUT/reduced" "$REDUCED_BUDGET" <<'EOF'
 import json, sys, os
@@ -169,4 +180,15 @@ for n in names:
           f"{covered(r):>4}/{covered(f):<5}")
     if r.get("reduced"):
         print(f"{'':<16} {r['reduced'].split(';')[0]}")
+    with open(os.path.join(out, "rows.jsonl"), "a") as fh:
+        fh.write(json.dumps({
+            "campaign": n, "reduced_eps": round(rate(r)), "full_eps": round(rate(f), 1),
+            "ratio": round(ratio) if ratio != float("inf") else None, "execs_r": r["executions"], "execs_f": f["executions"],
+            "confirm_runs": r.get("confirm_runs", 0), "confirm_s": round(r.get("confirm_ms", 0) / 1e3, 1),
+            "builds_r": r["compiles"], "builds_f": f["compiles"], "findings_r": len(r["findings"]),
+            "findings_f": len(f["findings"]), "slots_r": covered(r), "slots_f": covered(f)}) + "\n")
 EOF
+if [ -s "$OUT/reduced/rows.jsonl" ]; then
+    python3 bench/results.py put fuzz-reduced --key campaign \
+        --command "REDUCED_BUDGET=$REDUCED_BUDGET SEED=$SEED bench/fuzz.sh" <"$OUT/reduced/rows.jsonl"
+fi

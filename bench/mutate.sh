@@ -11,7 +11,8 @@
 # Per kernel and mode it prints cltrap's `timing:` and `phases:` lines, then one summary
 # line: the end-to-end rate (every mutant over the whole command's wall time, fixed costs
 # included) and the evaluation-phase rate (mutants run in workers over the worker phase's
-# wall time), per mode, and both ratios. Work files: target/bench/mutate/.
+# wall time), per mode, and both ratios. Work files: target/bench/mutate/; the summary rows go
+# to bench/results/mutate-<machine>.json (bench/report.py renders BENCHMARKS.md from them).
 # `histogram` (also in tiles.c) is not in the default list: PoCL 3.1 aborts loading its schema
 # (undefined symbol `_num_groups_y` in the work-group function), so cltrap falls back to one
 # compile per mutant for it and both modes measure the same thing.
@@ -64,4 +65,17 @@ for KERNEL in "${KERNELS[@]}"; do
         -v es="${EVAL[schema]}" -v ep="${EVAL[per-mutant]}" 'BEGIN {
         printf "kernel %s: end-to-end schema %.2f vs per-mutant %.2f mutants/s (%.1fx); eval phase schema %.2f vs per-mutant %.2f mutants/s (%.1fx)\n",
             k, ts, tp, ts / tp, es, ep, es / ep }'
+    mutants=$(sed -nE 's/^timing: mutants ([0-9]+).*/\1/p' <<<"$lines" | head -n1)
+    python3 -c "
+import json, sys
+k, m, ts, tp, es, ep = sys.argv[1], int(sys.argv[2] or 0), *map(float, sys.argv[3:])
+print(json.dumps({'kernel': k, 'mutants': m, 'schema_eval_rate': es, 'per_mutant_eval_rate': ep,
+                  'eval_ratio': round(es / ep, 1) if ep else None, 'schema_rate': ts,
+                  'per_mutant_rate': tp, 'end_to_end_ratio': round(ts / tp, 1) if tp else None}))" \
+        "$KERNEL" "$mutants" "${TOTAL[schema]:-0}" "${TOTAL[per-mutant]:-0}" "${EVAL[schema]:-0}" \
+        "${EVAL[per-mutant]:-0}" >>"$OUT/rows.jsonl"
 done
+
+# Results for BENCHMARKS.md (bench/results/mutate-<machine>.json).
+python3 bench/results.py put mutate --key kernel \
+    --command "KERNELS=\"${KERNELS[*]}\" OPERATORS=$OPERATORS${JOBS:+ JOBS=$JOBS} bench/mutate.sh" <"$OUT/rows.jsonl"

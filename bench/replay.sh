@@ -72,10 +72,22 @@ n, c, p, l = $n, $c, $p, $launches
 print(f'| $GAUSS_N | {l} | {n:.2f} | {c:.2f} | $stored | {p:.2f} | {l / p:.0f} | {p / n:.1f}x |')"
 echo
 echo "replay: $(tail -1 "$OUT/replay.txt")"
+note="replay: $(tail -1 "$OUT/replay.txt")"
 
 if [ -n "${CROSS_ENV:-}" ]; then
     # shellcheck disable=SC2086 # CROSS_ENV is a list of assignments
     x=$(wall "$OUT/cross.txt" env $CROSS_ENV "$CLTRAP" replay "$OUT/cap")
     echo "cross-device replay ($CROSS_ENV): ${x} s, exit $(cat "$OUT/status")"
     echo "  $(tail -1 "$OUT/cross.txt")"
+    note="$note; on another platform ($CROSS_ENV, 1 round): ${x} s, $(tail -1 "$OUT/cross.txt")"
 fi
+
+# Results for BENCHMARKS.md (bench/results/replay-<machine>.json).
+python3 -c "
+import json
+n, c, p, l = $n, $c, $p, $launches
+print(json.dumps({'gauss_n': $GAUSS_N, 'launches': l, 'native_s': n, 'capture_s': c,
+                  'stored_mb': $stored, 'replay_s': p, 'launches_per_s': round(l / p) if p else None,
+                  'ratio': round(p / n, 1) if n else None}))" |
+    python3 bench/results.py put replay --key gauss_n --merge --note "$note" \
+        --command "GAUSS_N=$GAUSS_N DERIVE_MB=$DERIVE_MB ROUNDS=$ROUNDS bench/replay.sh"

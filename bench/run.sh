@@ -22,6 +22,8 @@
 #        BENCH_TIMEOUT=300 bench/run.sh (seconds per run; a run that hangs is killed, reported as
 #                                        a timeout in the summary, and the benchmark goes on)
 # Raw rows go to target/bench/results.tsv; captures are made in target/bench/cap-* and deleted.
+# The medians go to bench/results/capture-<machine>.json (bench/results.py; BENCH_RESULTS_DIR
+# for elsewhere), from which bench/report.py regenerates BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -120,3 +122,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 python3 bench/summary.py "$RESULTS"
+
+# Results for BENCHMARKS.md (bench/results/capture-<machine>.json; bench/report.py renders
+# them): merged, so a run of some benchmarks or modes keeps the other rows of earlier runs.
+python3 bench/summary.py --rows "$RESULTS" launch-storm="$STORM_N" buffer-heavy="$HEAVY_N" \
+    finish-small="$FINISH_N" finish-large="$FINISH_LARGE_N" |
+    python3 bench/results.py put capture --key benchmark,mode --merge --platform "${BENCH_PLATFORM:-0}" \
+        --command "BENCH_PLATFORM=${BENCH_PLATFORM:-0} ROUNDS=$ROUNDS STORM_N=$STORM_N FINISH_LARGE_N=$FINISH_LARGE_N BENCHES=\"${BENCHES[*]}\" MODES=\"${MODES[*]}\" bench/run.sh"

@@ -130,3 +130,41 @@ for bench, modes in rows.items():
                 line += f"; log {s['log_bytes'] / s['launches']:.0f} B/launch"
         print(line)
 PY
+
+# Results for BENCHMARKS.md (bench/results/store-<machine>.json), merged with earlier runs'
+# rows of the other benchmarks.
+python3 - "$RESULTS" "${BASE_CLTRAP:-}" <<'PY' |
+import json, os, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    bench, mode, rnd, loop, wall, changed, replayable, stats, rss = line.rstrip("\n").split("\t")
+    rows.setdefault(bench, {}).setdefault(mode, []).append(
+        (float(loop), int(changed), int(replayable), json.loads(stats)))
+def size(n):
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
+base_name = os.path.basename(os.path.dirname(os.path.abspath(sys.argv[2]))) if sys.argv[2] else None
+for bench, modes in rows.items():
+    if "full" not in modes:
+        continue
+    nl = statistics.median(r[0] for r in modes["native"])
+    fl = statistics.median(r[0] for r in modes["full"])
+    _, changed, replayable, s = modes["full"][-1]
+    row = {"benchmark": bench, "native_s": round(nl, 3), "full_s": round(fl, 3),
+           "on_disk": size(s["content_on_disk"] + s["log_bytes"]),
+           "replayable": f"{replayable} of {s['launches']}"}
+    if changed:
+        row["disk_vs_changed"] = round(s["content_on_disk"] / changed, 2)
+    if s["launches"]:
+        row["log_b_per_launch"] = round(s["log_bytes"] / s["launches"])
+    if "base" in modes:
+        bl = statistics.median(r[0] for r in modes["base"])
+        b = modes["base"][-1][3]
+        row.update(base=base_name, base_s=round(bl, 3), vs_base=round(fl / bl, 2) if bl else None,
+                   base_on_disk=size(b["content_on_disk"] + b["log_bytes"]))
+    print(json.dumps(row))
+PY
+    python3 bench/results.py put store --key benchmark --merge --command \
+        "${BASE_CLTRAP:+BASE_CLTRAP=<base>/cltrap }ROUNDS=$ROUNDS BENCHES=\"${BENCHES[*]}\" bench/store.sh"

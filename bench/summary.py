@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Medians and ratios of bench/run.sh's raw results (a TSV, one row per run).
+"""Medians and ratios of bench/run.sh's raw results (a TSV, one row per run); with --rows,
+the same as results rows for bench/results.py (one JSON object per line).
 
 Columns: bench mode round loop_s wall_s maxrss_kb stats_json
 Prints, per benchmark, one row per mode: median loop time (first enqueue to clFinish, measured
@@ -89,7 +90,48 @@ def main(path):
                       f"{mb(s['written']) / wall:.0f} MB/s written (per wall second)")
 
 
+def rows(path, sizes):
+    """The results rows (bench/results.py) of a run: per benchmark and mode measured against
+    native in the same rounds, the ratio of medians and the range of per-round ratios.
+    `sizes`: benchmark -> its number of launches. Baseline-shim modes are left out (they
+    compare two builds, not the capture with native)."""
+    runs = {}
+    with open(path) as f:
+        for line in f:
+            bench, mode, rnd, loop_s, wall_s, rss, _ = line.rstrip("\n").split("\t")
+            if loop_s != "timeout":
+                runs.setdefault(bench, {}).setdefault(mode, []).append(
+                    (float(loop_s), float(wall_s), int(rss), int(rnd)))
+    for bench, modes in runs.items():
+        base = modes.get("native")
+        if not base:
+            continue
+        native = statistics.median(r[0] for r in base)
+        native_wall = statistics.median(r[1] for r in base)
+        by_round = {r[3]: r[0] for r in base}
+        for mode in MODES:
+            if mode == "native" or mode.startswith("base-") or not modes.get(mode):
+                continue
+            rs = modes[mode]
+            loop = statistics.median(r[0] for r in rs)
+            paired = [r[0] / by_round[r[3]] for r in rs if by_round.get(r[3])]
+            row = {"benchmark": bench, "n": sizes.get(bench), "mode": mode,
+                   "native_s": round(native, 3), "loop_s": round(loop, 3),
+                   "ratio": round(loop / native, 2) if native else None,
+                   "wall_ratio": round(statistics.median(r[1] for r in rs) / native_wall, 2)
+                   if native_wall else None,
+                   "rss_mb": round(statistics.median(r[2] for r in rs) / 1024, 1),
+                   "rounds": len(rs)}
+            if paired:
+                row["round_min"] = round(min(paired), 2)
+                row["round_max"] = round(max(paired), 2)
+            print(json.dumps(row))
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: summary.py RESULTS.tsv")
-    main(sys.argv[1])
+    if len(sys.argv) >= 3 and sys.argv[1] == "--rows":
+        rows(sys.argv[2], {k: int(v) for k, v in (a.split("=", 1) for a in sys.argv[3:])})
+    elif len(sys.argv) == 2:
+        main(sys.argv[1])
+    else:
+        sys.exit("usage: summary.py RESULTS.tsv | summary.py --rows RESULTS.tsv [BENCH=LAUNCHES...]")

@@ -7,6 +7,8 @@
 //! work-group size never changes. `cltrap show CAP --kernel NAME` prints it, the GPUVerify
 //! export passes the constant scalars as kernel-argument values, and `cltrap fuzz` keeps
 //! generated scalars inside the observed ranges.
+//! [`ScalarBounds`] is the one hook into fuzzing: `fuzz --captured-ranges` sets it on a
+//! target, and the campaign narrows every input to it before running.
 //!
 //! Pure data over [`LaunchRecord`]s: no OpenCL, no files.
 

@@ -9,7 +9,8 @@
 //!   launches, and the reports (terminal, JSON, LCOV, HTML) the live-app path writes too;
 //! - [`variant`] builds instrumented variants of captured programs, once per program;
 //! - [`check`] is `cltrap check`: races, out-of-bounds and uninitialised accesses and
-//!   divergent barriers on the kernel's own lines, with Oclgrind as the engine;
+//!   divergent barriers on the kernel's own lines: the instrumented kernel on the real device
+//!   (`kernel::sanitize`), with Oclgrind for what it cannot check;
 //! - [`launcher`] is `cltrap run`: starts an application with the capture shim loaded;
 //! - [`generalise`] says how a kernel's launches vary; [`export`] hands launches to GPUVerify
 //!   and writes standalone reproducers;

@@ -8,7 +8,12 @@
 //!   bug report a driver vendor can run without cltrap.
 //!
 //! This module holds what they share: the program's text with its headers inlined, and the
-//! one error type. Nothing here talks to OpenCL; exports are files.
+//! one error type. Nothing here talks to OpenCL; exports are files. `program_headers` is the
+//! one place that knows where a capture keeps headers; `inline_headers` adds `#line`
+//! directives so messages keep the user's files and lines; [`unrecorded`] refuses a program
+//! whose text still includes, on a line the build reaches, a header the capture lacks. Both
+//! reproducers render the same [`plan::Plan`], built from `executor::LaunchInput::from_record`,
+//! so they restore exactly what `replay` restores.
 
 pub mod gpuverify;
 pub mod plan;

@@ -18,6 +18,11 @@
 //! launch, so what it covers the whole launch covers too; every case kept this way is then
 //! run on the whole launch before it is written ([`super::campaign::Campaign::confirm`]),
 //! and that run's coverage and outputs are what the suite records.
+//!
+//! One build serves both: `permute::full_table` makes the same program run the whole launch.
+//! The campaign mutates a kept case in place and undoes it (`mutate::mutate_tracked`), so a
+//! reduced execution copies no buffer; a buffer the kernel reads and writes is copied back
+//! from its pristine version on the device before every run.
 
 use super::mutate::Rng;
 use crate::executor::{

@@ -11,6 +11,13 @@
 //! Decided mutants are appended to `state.jsonl` in the output directory, so an interrupted
 //! campaign resumes where it stopped. [`report`] writes the terminal summary, the
 //! mutation-testing-report-schema JSON and the HTML report.
+//!
+//! The parent checks the suite with the coverage build of the original, run in a fuzzing
+//! worker process (a case that writes past the guard zones or crashes is "not a test case",
+//! never a dead parent); it never runs the schema itself. Mutants that write into a guard zone
+//! are RUNTIME-ERROR without losing the worker ([`overrun`] then names the line), and only
+//! *undetected* mutants go through TCE ([`tce`]): a detected mutant cannot be equivalent. A
+//! campaign with no test case is an error (exit 2), never a score.
 
 pub mod cli;
 mod overrun;
