@@ -173,7 +173,11 @@ fn prepare(scratch: &Path, with_capture: bool) {
 
 /// Runs one step in `scratch`; returns its exit status and merged output.
 fn run_step(scratch: &Path, step: &Step) -> (i32, String) {
-    let release = tools().cltrap.parent().expect("release folder").to_path_buf();
+    let release = tools()
+        .cltrap
+        .parent()
+        .expect("release folder")
+        .to_path_buf();
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut paths = vec![release];
     paths.extend(std::env::split_paths(&path));
@@ -207,7 +211,12 @@ fn check_page(rel: &str, with_capture: bool) {
         let step_started = std::time::Instant::now();
         let (status, output) = run_step(&scratch, step);
         if std::env::var_os("CLTRAP_GUIDE_TIMES").is_some() {
-            eprintln!("{rel}:{} {:.1} s `{}`", step.line, step_started.elapsed().as_secs_f64(), step.command);
+            eprintln!(
+                "{rel}:{} {:.1} s `{}`",
+                step.line,
+                step_started.elapsed().as_secs_f64(),
+                step.command
+            );
         }
         let trimmed = format!("{}\n", output.trim_end());
         let expected = format!("{}\n", step.expected.trim_end());
@@ -264,8 +273,43 @@ fn every_page_of_the_summary_is_tested_and_exists() {
         "docs/src/SUMMARY.md and the PAGES list of tests/tests/guide.rs must name the same pages"
     );
     for page in &listed {
-        assert!(workspace_root().join("docs/src").join(page).is_file(), "{page} is missing");
+        assert!(
+            workspace_root().join("docs/src").join(page).is_file(),
+            "{page} is missing"
+        );
     }
+}
+
+/// The blocks the guide shows but the test cannot run, per page: a new `console,ignore` block
+/// must be added here, so examples do not silently stop being tested.
+const NOT_RUN: &[(&str, usize)] = &[("export.md", 2)];
+
+#[test]
+fn blocks_marked_not_to_run_are_the_known_ones() {
+    let mut found = Vec::new();
+    for page in summary_pages() {
+        let path = workspace_root().join("docs/src").join(&page);
+        let text = std::fs::read_to_string(&path).expect("guide page");
+        let ignored = parse_page(&text).ignored_blocks;
+        if ignored > 0 {
+            found.push((page, ignored));
+        }
+    }
+    let readme = std::fs::read_to_string(workspace_root().join("README.md")).expect("README.md");
+    assert_eq!(
+        parse_page(&readme).ignored_blocks,
+        0,
+        "README.md's tour must run whole"
+    );
+    let expected: Vec<(String, usize)> = NOT_RUN.iter().map(|(p, n)| (p.to_string(), *n)).collect();
+    assert_eq!(
+        found, expected,
+        "console,ignore blocks per page (update NOT_RUN in tests/tests/guide.rs)"
+    );
+    eprintln!(
+        "guide: {} block(s) marked console,ignore, not run: {found:?}",
+        found.iter().map(|(_, n)| n).sum::<usize>()
+    );
 }
 
 #[test]
