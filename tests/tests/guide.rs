@@ -17,6 +17,9 @@
 //! captured once for all pages (README.md's tour makes its own capture, so its folder has
 //! none). Each page has its own cache folder (`XDG_CACHE_HOME`), so pages never share state.
 //!
+//! Each command may run 300 s (`timeout`; exit status 124 when it did not finish).
+//! `CLTRAP_GUIDE_TIMES=1` prints every command's time (with `--nocapture`).
+//!
 //! trycmd itself is not used: it runs each page in a sandbox copied from a folder that must
 //! exist in the source tree, while these pages need a capture made by the binaries under
 //! test, and it runs only registered binaries (pages also show `cc` building a reproducer).
