@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The one test command (what CI runs through .ci/run): make sure the system packages are there
 # (installs only what is missing), build everything in release mode, run every test (all test
-# binaries, so one failure does not hide the others), and check that the README's controls table
-# still matches the code. `--matrix` also runs the slow rows of the third-party matrix
+# binaries, so one failure does not hide the others), and check that the user guide's controls table
+# (docs/src/controls.md) still matches the code. `--matrix` also runs the slow rows of the third-party matrix
 # (tests/tests/third_party_matrix.rs: CLBlast, ViennaCL and pyopencl's library kernels through
 # every analysis, several minutes each on two cores); CI runs without it.
 set -euo pipefail
@@ -14,4 +14,4 @@ if ! command -v cargo >/dev/null 2>&1 && [ -f "$HOME/.cargo/env" ]; then . "$HOM
 
 cargo build --release --workspace
 cargo test --release --workspace --no-fail-fast
-scripts/update-readme.sh --check
+scripts/update-controls.sh --check
