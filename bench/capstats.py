@@ -18,7 +18,7 @@ import sys
 
 
 def patch(target, p):
-    """Applies a launch-log merge patch (docs/capture-format.md, "Delta lines")."""
+    """Applies a launch-log merge patch (docs/src/capture-format.md, "Delta lines")."""
     if not isinstance(p, dict):
         return p
     if isinstance(target, list):

@@ -184,7 +184,7 @@ enum Cmd {
     },
     /// The capture controls (env variables and `cltrap run` flags).
     Controls {
-        /// As the README's markdown table.
+        /// As the guide's markdown table (docs/src/controls.md).
         #[arg(long)]
         markdown: bool,
     },

@@ -2,7 +2,7 @@
 //!
 //! [`CONTROLS`] is the single table. The shim reads the `CLTRAP_*` environment variables
 //! from it, `cltrap run` derives its flags from it (and turns them into those variables for
-//! the application), and `cltrap controls --markdown` prints the README table from it.
+//! the application), and `cltrap controls --markdown` prints the controls table of the guide (docs/src/controls.md) from it.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -31,7 +31,7 @@ impl Control {
     }
 }
 
-/// Every capture control. Order is the order of `cltrap run --help` and the README table.
+/// Every capture control. Order is the order of `cltrap run --help` and the guide's controls table.
 pub const CONTROLS: &[Control] = &[
     Control {
         env: "CLTRAP_DIR",
@@ -87,7 +87,7 @@ pub const CONTROLS: &[Control] = &[
         flag: "at-finish",
         value_name: "write|hand",
         default: "write",
-        help: "What the application's `clFinish` does with the launches it finished. `write`: writes their records before returning, so a capture is complete up to the last `clFinish` even if the process is then killed. `hand`: hands them to the capture's writer thread, which writes them at its next turn (within about a millisecond while it keeps up with the application); `clFinish` returns sooner, but a process that ends without exiting normally (killed, or `_exit`) right after a `clFinish` may lose that `clFinish`'s launches, and the disk budget sees launches only once written (see the README's capture format section).",
+        help: "What the application's `clFinish` does with the launches it finished. `write`: writes their records before returning, so a capture is complete up to the last `clFinish` even if the process is then killed. `hand`: hands them to the capture's writer thread, which writes them at its next turn (within about a millisecond while it keeps up with the application); `clFinish` returns sooner, but a process that ends without exiting normally (killed, or `_exit`) right after a `clFinish` may lose that `clFinish`'s launches, and the disk budget sees launches only once written (see the guide's capture format page, docs/src/capture-format.md).",
     },
     Control {
         env: "CLTRAP_MAX_MB",
@@ -401,7 +401,7 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
     go(pattern.as_bytes(), name.as_bytes())
 }
 
-/// The README table of controls, generated so docs and code cannot disagree.
+/// The guide's table of controls (docs/src/controls.md), generated so docs and code cannot disagree.
 pub fn markdown_table() -> String {
     let mut s = String::from(
         "| env variable | `cltrap run` flag | default | meaning |\n|---|---|---|---|\n",

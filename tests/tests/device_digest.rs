@@ -230,7 +230,7 @@ fn contexts_the_application_releases_are_destroyed_under_the_capture() {
 /// Context cycles of the memory test, and what its resident memory may grow by between
 /// cycle 20 and the end. Before the fix each cycle's context stayed alive with the digest
 /// engine's objects (about 1.1 MB of resident memory per cycle on PoCL); now the growth is
-/// what a native run shows (a few hundred kB, see BENCHMARKS.md).
+/// what a native run shows (a few hundred kB: BENCHMARKS.md, "Memory of long-running applications").
 const MEMORY_CYCLES: u64 = 200;
 const MAX_GROWTH_KB: i64 = 6 << 10;
 
