@@ -4,6 +4,7 @@
 use cltrap_capture::replayable::{ReplayIndex, Replayability};
 use cltrap_capture::Content;
 use cltrap_e2e::*;
+use std::ffi::OsStr;
 
 /// The `sequence` fixture enqueues fill, accumulate, scale four times: enqueues 0..11.
 fn capture_sequence(label: &str, flags: &[&str]) -> (TestDir, cltrap_capture::Capture) {
@@ -90,6 +91,26 @@ fn hash_mode_records_digests_only_and_replay_compares_them() {
     // from its digest, and its output is checked against the recorded after-digest.
     let fills: Vec<u64> = launches_of(&cap, "fill").iter().map(|l| l.id).collect();
     assert_replay_ids_ok(&dir, &fills);
+}
+
+#[test]
+fn a_hash_mode_input_no_launch_leaves_is_skipped_saying_it_cannot_be_re_created() {
+    // `dedup` uploads its buffer from the host: in hash mode only its digest is recorded,
+    // and no launch before the first one leaves it.
+    let exe = fixture("dedup");
+    let dir = fresh_capture_dir("hash-host-input");
+    run_captured(&dir, &["--buffers", "hash"], &exe, &[] as &[&str]).expect_success();
+    let out = cltrap(&[OsStr::new("replay"), dir.as_os_str(), OsStr::new("0")]);
+    let text = out.stdout_text();
+    assert!(
+        text.contains("launch 0 ")
+            && text.contains("skipped:")
+            && text.contains("only their digest was captured")
+            && text.contains("no launch before this one in the capture leaves them")
+            && !text.contains("this command does not"),
+        "{}",
+        out.describe()
+    );
 }
 
 #[test]

@@ -107,6 +107,7 @@ fn restore(
     what: &str,
     arg: u32,
     derive: &mut dyn FnMut(u32, &Content) -> Option<Vec<u8>>,
+    deriving: bool,
 ) -> Result<Vec<u8>, ExecError> {
     if let Content::Blob { size: s, .. } = c {
         if let Some(bytes) = derive(arg, c).filter(|b| b.len() as u64 == *s) {
@@ -125,6 +126,14 @@ fn restore(
         let n = usize::try_from(*s).unwrap_or(usize::MAX);
         if *s == size && n <= 1 << 30 && zeros_digest(*algo, n) == *hash {
             return Ok(vec![0u8; n]);
+        }
+        if deriving {
+            // The caller re-creates derived inputs, and no launch before this one leaves
+            // these bytes (the reader's own message is for commands that do not derive).
+            return Err(ExecError::Capture(ReadError::NotRecorded {
+                what: what.to_string(),
+                why: "only their digest was captured (buffer mode `hash`, or past the disk budget), and no launch before this one in the capture leaves them, so they cannot be re-created".into(),
+            }));
         }
     }
     Ok(capture.content(c, what)?)
@@ -163,7 +172,7 @@ impl LaunchInput {
     /// pre-launch contents. Fails with a skip-kind error ([`ExecError::is_skip`]) when the
     /// launch is marked not replayable or its inputs were not recorded.
     pub fn from_record(capture: &Capture, l: &LaunchRecord) -> Result<LaunchInput, ExecError> {
-        Self::from_record_with(capture, l, &mut |_, _| None)
+        Self::restored(capture, l, &mut |_, _| None, false)
     }
 
     /// [`LaunchInput::from_record`] where `derive(argument index, content)` may supply the
@@ -173,6 +182,16 @@ impl LaunchInput {
         capture: &Capture,
         l: &LaunchRecord,
         derive: &mut dyn FnMut(u32, &Content) -> Option<Vec<u8>>,
+    ) -> Result<LaunchInput, ExecError> {
+        Self::restored(capture, l, derive, true)
+    }
+
+    /// The launch restored; `deriving`: the caller re-creates derived inputs through `derive`.
+    fn restored(
+        capture: &Capture,
+        l: &LaunchRecord,
+        derive: &mut dyn FnMut(u32, &Content) -> Option<Vec<u8>>,
+        deriving: bool,
     ) -> Result<LaunchInput, ExecError> {
         if !l.not_replayable.is_empty() {
             return Err(ExecError::NotReplayable(l.not_replayable.join("; ")));
@@ -239,7 +258,7 @@ impl LaunchInput {
                     ..
                 } => {
                     let what = format!("the pre-launch contents of {}", name(a));
-                    let bytes = match restore(capture, before, *size, &what, i as u32, derive) {
+                    let bytes = match restore(capture, before, *size, &what, i as u32, derive, deriving) {
                         Ok(b) => b,
                         Err(ExecError::Capture(ReadError::NotRecorded { .. }))
                             if flags & opencl_sys::CL_MEM_WRITE_ONLY != 0 =>
@@ -274,6 +293,7 @@ impl LaunchInput {
                             &format!("the pre-launch contents of {}", name(a)),
                             i as u32,
                             derive,
+                            deriving,
                         )?,
                     }
                 }
