@@ -28,6 +28,7 @@ mod launch;
 mod lifetime;
 mod mem;
 mod pinned;
+mod plan;
 mod program;
 mod queue_ref;
 mod readahead;

@@ -1,8 +1,9 @@
 //! The capture path, from a recorded launch to its record in the capture, as stages whose
 //! imports point one way (each stage uses only those after it):
 //!
-//! 1. *plan* (`core::launch`, on the application's thread: what to read) and *in-queue reads /
-//!    device digests* (`core::inqueue`, `core::digest`) build a [`Flight`] ([`handoff`]);
+//! 1. *plan* ([`crate::core::plan`], on the application's thread: what to read) and *in-queue
+//!    reads / device digests* ([`crate::core::inqueue`], [`crate::core::digest`]) build a
+//!    [`Flight`] ([`handoff`]);
 //! 2. *completion tracking*: [`admission`] hands it over on the application's thread,
 //!    [`registry`] holds it, [`poll`] and [`riders`] find out when its commands completed,
 //!    [`sync_points`] learns it from the application's own waits, and the [`writer`] thread
