@@ -1,14 +1,15 @@
 //! The application's contexts and command queues: their creation hooks and the queue's
-//! retain, which feed [`super::lifetime`]'s counts (`clRetainContext` / `clReleaseContext`
-//! are its hooks too, `clReleaseCommandQueue` is [`super::device`]'s).
+//! retain and release, which feed [`super::lifetime`]'s counts (`clRetainContext` /
+//! `clReleaseContext` are its hooks too).
 //!
 //! Why the shim counts them: its own objects (digest engines, the pinned pool) live in the
 //! application's context and would keep it alive; once the application holds neither the
 //! context nor a queue in it, they are given back, so the context is destroyed as without the
 //! shim (see [`super::lifetime`]).
 
-use super::lifetime::{born_as, Kind};
+use super::lifetime::born_as;
 use super::program::missing;
+use super::refcount::Kind;
 use crate::door::quietly;
 use crate::Next;
 use libc::c_void;
@@ -120,7 +121,23 @@ pub unsafe fn clRetainCommandQueue(next: &Next, command_queue: cl_command_queue)
     };
     let ret = f(command_queue);
     if ret == CL_SUCCESS {
-        quietly(|| super::lifetime::retained(command_queue as usize));
+        quietly(|| super::refcount::retained(command_queue as usize));
+    }
+    ret
+}
+
+/// `clReleaseCommandQueue`: the handle may name another queue once this one is gone, so its
+/// facts are forgotten ([`super::device::forget_queue`]: asked again if it is still alive and
+/// used); the application's count of it ([`super::lifetime`]) goes down, and its context's
+/// with its last reference.
+pub unsafe fn clReleaseCommandQueue(next: &Next, command_queue: cl_command_queue) -> cl_int {
+    let Some(f) = next.clReleaseCommandQueue else {
+        return CL_INVALID_OPERATION;
+    };
+    quietly(|| super::device::forget_queue(command_queue as usize));
+    let ret = f(command_queue);
+    if ret == CL_SUCCESS {
+        quietly(|| super::lifetime::released(command_queue as usize));
     }
     ret
 }

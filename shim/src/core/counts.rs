@@ -31,6 +31,9 @@ macro_rules! count_hooks {
                 if param_name != $count {
                     return query();
                 }
+                // Launches of ours that completed are written first: the writer holds their
+                // events (and drivers count events in their queue's references) until then.
+                crate::door::quietly(super::flight::settle);
                 // SAFETY: the application's output buffer, as it passed it.
                 unsafe {
                     held::answer(next, $object as usize, param_value, param_value_size, query)

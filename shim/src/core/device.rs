@@ -45,19 +45,10 @@ pub(crate) fn queue_facts(next: &Next, queue: cl_command_queue) -> QueueFacts {
     facts
 }
 
-/// `clReleaseCommandQueue`: the handle may name another queue once this one is gone, so its
-/// facts are forgotten (asked again if it is still alive and used); the application's count
-/// of it ([`super::lifetime`]) goes down, and its context's with its last reference.
-pub unsafe fn clReleaseCommandQueue(next: &Next, command_queue: cl_command_queue) -> cl_int {
-    let Some(f) = next.clReleaseCommandQueue else {
-        return CL_INVALID_OPERATION;
-    };
-    crate::door::quietly(|| lock(&QUEUES).remove(&(command_queue as usize)));
-    let ret = f(command_queue);
-    if ret == CL_SUCCESS {
-        crate::door::quietly(|| super::lifetime::released(command_queue as usize));
-    }
-    ret
+/// Forgets the facts of `queue` (its release hook is about to forward the release): the handle
+/// may name another queue once this one is gone.
+pub(super) fn forget_queue(queue: usize) {
+    lock(&QUEUES).remove(&queue);
 }
 
 /// Platform and device names and versions of `dev` (a queue's [`QueueFacts::device`]).

@@ -24,6 +24,7 @@
 
 use super::device::QueueFacts;
 use super::held::{Child, Hold};
+use super::readahead::{Ahead, ReadBack};
 use super::track::lock;
 use crate::Next;
 use cltrap_capture::devdigest::{self, GROUP_SIZE, KERNEL_NAME, KERNEL_SOURCE, SLOT_BYTES};
@@ -125,11 +126,11 @@ pub(super) struct Snapshot {
 
 impl Snapshot {
     /// Reads the snapshot back (blocking, on the engine's own queue: never the application's),
-    /// into memory whose pages are mapped already (`flight::spare::mapped`).
+    /// into memory whose pages are mapped already ([`super::room::spare::mapped`]).
     pub fn read(&self) -> Result<Vec<u8>, cl_int> {
         let read = self.engine.calls.read.ok_or(CL_INVALID_OPERATION)?;
         let _read = super::stats::span(super::stats::Phase::SnapshotRead);
-        let mut v = super::flight::spare::mapped(self.bytes);
+        let mut v = super::room::spare::mapped(self.bytes);
         v.clear();
         v.reserve_exact(self.bytes);
         // SAFETY: our own buffer of `bytes` bytes, our own queue, into `v`'s room for that
@@ -156,6 +157,12 @@ impl Snapshot {
         } else {
             Err(r)
         }
+    }
+}
+
+impl ReadBack for Snapshot {
+    fn read(&self) -> Result<Vec<u8>, cl_int> {
+        Snapshot::read(self)
     }
 }
 
@@ -187,7 +194,7 @@ pub(super) struct Side {
     pub snapshot: Option<Snapshot>,
     /// Its snapshot, moved into a read-ahead of the batch being written
     /// ([`super::readahead`]): the contents come from there.
-    pub ahead: Option<super::readahead::Ahead>,
+    pub ahead: Option<Ahead<Snapshot>>,
 }
 
 impl Side {
@@ -241,7 +248,7 @@ pub(super) fn engine_for(
     }
     // Nothing of ours goes into a context the application is not seen to hold: nothing
     // would ever give it back.
-    if !super::lifetime::context_held(facts.context) {
+    if !super::refcount::context_held(facts.context) {
         return None;
     }
     let made = if settings.device_digest == DeviceDigest::Auto && cpu_device(next, facts.device) {
@@ -265,7 +272,7 @@ pub(super) fn engine_for(
     // Checked again under the table's lock, which [`retire`] takes after the count went to
     // zero: a context released during the build gets no entry (this launch still uses the
     // engine, which goes with it).
-    if super::lifetime::context_held(facts.context) {
+    if super::refcount::context_held(facts.context) {
         engines.insert(key, made.clone());
     }
     made

@@ -153,9 +153,6 @@ pub(super) unsafe fn answer(
     size: usize,
     query: impl Fn() -> cl_int,
 ) -> cl_int {
-    // Launches of ours that completed are written first: the writer holds their events (and
-    // drivers count events in their queue's references) until then.
-    crate::door::quietly(super::flight::settle);
     let devices: Vec<usize> = crate::door::quietly(|| {
         lock(&HELD)
             .get(&object)

@@ -24,8 +24,9 @@
 use super::contents::{self, Keep, Shape};
 use super::device::QueueFacts;
 use super::digest::{self, Engine, Side};
-use super::flight::{DevItem, Item, Landing};
+use super::flight::{DevItem, Item};
 use super::known::Reuse;
+use super::room::Landing;
 use crate::Next;
 use cltrap_capture::Settings;
 use opencl_sys::*;

@@ -28,10 +28,13 @@ mod launch;
 mod lifetime;
 mod mem;
 mod pinned;
+mod plan;
 mod program;
 mod queue_ref;
 mod readahead;
 mod record;
+mod refcount;
+mod room;
 mod stats;
 mod sync;
 mod track;
@@ -40,9 +43,8 @@ mod writes;
 pub(crate) use callback::clSetEventCallback;
 pub(crate) use context::{
     clCreateCommandQueue, clCreateCommandQueueWithProperties, clCreateContext,
-    clCreateContextFromType, clRetainCommandQueue,
+    clCreateContextFromType, clReleaseCommandQueue, clRetainCommandQueue,
 };
-pub(crate) use device::clReleaseCommandQueue;
 // The swap asks the same questions about the application's queue as the launch hook: one cache.
 pub(crate) use device::queue_facts;
 pub(crate) use extension::{

@@ -154,14 +154,14 @@ pub(super) fn pool_for(next: &Next, facts: QueueFacts) -> Option<Arc<Pool>> {
     }
     // Nothing of ours goes into a context the application is not seen to hold, and no queue
     // is made inside an application's callback (undefined there).
-    if !super::lifetime::context_held(context) || super::callback::inside() {
+    if !super::refcount::context_held(context) || super::callback::inside() {
         return None;
     }
     if host_memory_device(next, device) {
         // Reads into pageable memory cost a CPU device nothing extra, and a pool would put a
         // queue and buffers of ours into the application's context for no gain.
         let mut pools = lock(&POOLS);
-        if super::lifetime::context_held(context) {
+        if super::refcount::context_held(context) {
             pools.insert(context, None);
         }
         return None;
@@ -209,7 +209,7 @@ pub(super) fn pool_for(next: &Next, facts: QueueFacts) -> Option<Arc<Pool>> {
     }
     // Checked again under the table's lock, which [`retire`] takes after the count went to
     // zero: a pool made for a context released meanwhile serves this launch and goes with it.
-    if super::lifetime::context_held(context) {
+    if super::refcount::context_held(context) {
         pools.insert(context, Some(pool.clone()));
     }
     Some(pool)

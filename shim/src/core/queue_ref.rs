@@ -72,7 +72,7 @@ pub(super) fn done(queue: cl_command_queue) {
     h.in_flight = h.in_flight.saturating_sub(1);
     // Kept while the application holds the queue, as far as `lifetime` counts it (a queue
     // never seen created, or released for good, is not counted).
-    if h.in_flight == 0 && !super::lifetime::counts_queue(queue as usize) {
+    if h.in_flight == 0 && !super::refcount::counts_queue(queue as usize) {
         let release = held.remove(&(queue as usize)).and_then(|h| h.release);
         drop(held);
         give_back(release, queue);

@@ -2,7 +2,8 @@
 //! writer will store them, while the writer stores the ones already read.
 //!
 //! Why: a `full` capture on a GPU reads each content it has not stored yet back from its
-//! device-side snapshot ([`super::digest::Snapshot`]), then stores it (hash, cut, compress,
+//! device-side snapshot (a `Snapshot` of [`super::digest`], read through [`ReadBack`]), then
+//! stores it (hash, cut, compress,
 //! write). One after the other on the writer thread, the reads were a fifth of buffer-heavy's
 //! capture time on the H200 (about 130 µs per launch against 500 µs of stores); the bus and
 //! the cores can do both at once.
@@ -16,12 +17,14 @@
 //!   that needs it: a side never waits for a read that nobody will do, also when a read
 //!   panics (its result is then an error).
 //! * Only launches known complete are read ahead: a completion inferred from a later launch
-//!   of the queue is confirmed by the launch's own event first (`flight::read_ahead`).
+//!   of the queue is confirmed by the launch's own event first (the landing stage's
+//!   `read_ahead`).
+//! * It knows nothing of digests or launches: what it reads is anything that can be read
+//!   back ([`ReadBack`]), so the device-digest module uses it and not the other way round.
 //! * At most [`AHEAD_MAX`] bytes are read ahead per batch; later snapshots are read when
 //!   needed, as before.
 
-use super::digest::Snapshot;
-use super::flight::spare;
+use super::room::spare;
 use super::track::lock;
 use opencl_sys::cl_int;
 use std::sync::{Arc, Condvar, Mutex};
@@ -29,9 +32,15 @@ use std::sync::{Arc, Condvar, Mutex};
 /// The most bytes of snapshots one batch reads ahead (host memory they take at once).
 pub(super) const AHEAD_MAX: usize = 256 << 20;
 
+/// Something a read-ahead can read back: a device-side snapshot of the capture's own.
+pub(super) trait ReadBack {
+    /// Reads the whole contents back (blocking), or says which OpenCL error stopped it.
+    fn read(&self) -> Result<Vec<u8>, cl_int>;
+}
+
 /// A batch's snapshots to read, in order, and what became of each read.
-pub(super) struct ReadAhead {
-    snapshots: Vec<Snapshot>,
+pub(super) struct ReadAhead<S: ReadBack> {
+    snapshots: Vec<S>,
     states: Mutex<Vec<State>>,
     changed: Condvar,
 }
@@ -44,14 +53,14 @@ enum State {
 }
 
 /// A side's place in a read-ahead: [`Ahead::take`] gives its contents.
-pub(super) struct Ahead {
-    of: Arc<ReadAhead>,
+pub(super) struct Ahead<S: ReadBack> {
+    of: Arc<ReadAhead<S>>,
     index: usize,
 }
 
-impl ReadAhead {
+impl<S: ReadBack> ReadAhead<S> {
     /// A read-ahead of `snapshots` (in the order they will be needed), and each one's place.
-    pub fn new(snapshots: Vec<Snapshot>) -> (Arc<ReadAhead>, Vec<Ahead>) {
+    pub fn new(snapshots: Vec<S>) -> (Arc<ReadAhead<S>>, Vec<Ahead<S>>) {
         let n = snapshots.len();
         super::stats::add(&super::stats::SNAPSHOTS_READ_AHEAD, n as u64);
         let of = Arc::new(ReadAhead {
@@ -105,7 +114,7 @@ impl ReadAhead {
     }
 }
 
-impl Ahead {
+impl<S: ReadBack> Ahead<S> {
     /// The snapshot's contents: read by the reader (waiting for it while it reads), or read
     /// here when the reader has not come to it.
     pub fn take(self) -> Result<Vec<u8>, cl_int> {
@@ -131,7 +140,7 @@ impl Ahead {
     }
 }
 
-impl Drop for ReadAhead {
+impl<S: ReadBack> Drop for ReadAhead<S> {
     fn drop(&mut self) {
         // Contents read and never taken (a side the record did not use) go back as spare room.
         let states = self.states.get_mut().unwrap_or_else(|e| e.into_inner());
