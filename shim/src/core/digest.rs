@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Buffers smaller than this are read back under `auto`: a read of a few kilobytes costs a
-/// driver about what the digest kernel's enqueue does (see BENCHMARKS.md, issue 12 item 5).
+/// driver about what the digest kernel's enqueue does (BENCHMARKS.md, "Driver costs behind the design").
 pub const AUTO_MIN_BYTES: usize = 64 << 10;
 /// Digests in flight per engine (each holds one slot of [`SLOT_BYTES`] on the device).
 const SLOTS: usize = 2048;
