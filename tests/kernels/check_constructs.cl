@@ -102,3 +102,33 @@ __kernel void macro_reduce(__global uint *out, __global const uint *in, uint n) 
     if (l == 0)
         out[get_group_id(0)] = lm[0];
 }
+
+// Rodinia's particle filter (`normalize_weights_kernel`, the CDF in a helper): work-item 0
+// reads every weight other groups write (a race between groups in the helper's loop), writes
+// `u[0]` that the first work-item of every group then reads, and every work-item writes its
+// own `u[i]` (work-item 0 its `u[0]` again).
+void cdf_calc(__global float *cdf, __global float *weights, uint count) {
+    cdf[0] = weights[0];
+    for (uint x = 1; x < count; x++)
+        cdf[x] = weights[x] + cdf[x - 1];
+}
+
+__kernel void normalize_weights(__global float *out, __global const float *in, uint n) {
+    __global float *weights = out, *cdf = out + n, *u = out + 2 * n;
+    uint i = get_global_id(0), l = get_local_id(0);
+    __local float u1, sum_weights;
+    if (l == 0)
+        sum_weights = in[0] + 1.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    weights[i] = weights[i] / sum_weights;
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (i == 0) {
+        cdf_calc(cdf, weights, n);
+        u[0] = 1.0f / n;
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (l == 0)
+        u1 = u[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    u[i] = u1 + i / (float)n;
+}
