@@ -177,7 +177,8 @@ fn checked_launches(json: &Value) -> BTreeSet<u64> {
 }
 
 /// The explained disagreements between the native engine and Oclgrind
-/// (`tests/thirdparty/agreement-allow.txt`: `app kind kernel line[-line] reason...`).
+/// (`tests/thirdparty/agreement-allow.txt`: `app kind kernel line[-line][,line...] reason...`;
+/// one reason may cover several lines of one kernel, comma-separated).
 fn allowed(app: &str, key: &FindingKey) -> bool {
     let path = crate::paths::fixture_source_dir("thirdparty").join("agreement-allow.txt");
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -190,7 +191,11 @@ fn allowed(app: &str, key: &FindingKey) -> bool {
         .filter(|l| !l.trim_start().starts_with('#'))
         .any(|l| {
             let w: Vec<&str> = l.split_whitespace().collect();
-            w.len() >= 5 && w[0] == app && w[1] == key.0 && w[2] == key.1 && w[3] == lines
+            w.len() >= 5
+                && w[0] == app
+                && w[1] == key.0
+                && w[2] == key.1
+                && w[3].split(',').any(|l| l == lines)
         })
 }
 
