@@ -262,11 +262,6 @@ mod tests {
         );
         assert_eq!(first_argument("barrier()"), None);
     }
-}
-
-#[cfg(test)]
-mod define_tests {
-    use super::*;
 
     #[test]
     fn barrier_calls_in_define_bodies_are_found() {
