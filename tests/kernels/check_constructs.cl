@@ -132,3 +132,16 @@ __kernel void normalize_weights(__global float *out, __global const float *in, u
     barrier(CLK_LOCAL_MEM_FENCE);
     u[i] = u1 + i / (float)n;
 }
+
+// The first work-item of the last group writes `out[0]` twice (two lines) while the first
+// work-item of every other group reads it: one race between groups, named on the first
+// write's line as Oclgrind names it, whichever order the device runs the groups in.
+__kernel void last_group_writes_twice(__global uint *out, __global const uint *in, uint n) {
+    uint g = get_global_id(0), l = get_local_id(0);
+    if (l == 0 && get_group_id(0) + 1 == get_num_groups(0)) {
+        out[0] = in[0];
+        out[0] += in[1];
+    }
+    if (l == 0 && get_group_id(0) + 1 < get_num_groups(0))
+        out[n + g] = out[0];
+}
