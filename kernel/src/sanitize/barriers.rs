@@ -96,7 +96,8 @@ pub(crate) fn macro_barriers(p: &Program) -> MacroBarriers {
                 let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
                 if !ident(prev) && after.starts_with('(') {
                     let s = (line_start + name_start) as u32;
-                    out.calls.push((s, (line_start + at + "barrier".len()) as u32, wg));
+                    out.calls
+                        .push((s, (line_start + at + "barrier".len()) as u32, wg));
                     out.names.insert(name.to_string());
                 }
             }
@@ -138,7 +139,11 @@ fn reaches(p: &Program, name: &str, names: &BTreeSet<String>) -> bool {
             continue;
         }
         if let Some(body) = p.macro_defs.get(&n) {
-            todo.extend(body.iter().filter(|t| p.macro_defs.contains_key(*t)).cloned());
+            todo.extend(
+                body.iter()
+                    .filter(|t| p.macro_defs.contains_key(*t))
+                    .cloned(),
+            );
         }
     }
     false
@@ -204,7 +209,13 @@ pub(crate) fn count_barriers(
                 Some(text) => format!("{FENCE_MACRO}({text})"),
                 None => BOTH.to_string(),
             };
-            edits.wrap(e.span.start, e.span.end, format!("({counter} += {inc}, "), ")", -1000);
+            edits.wrap(
+                e.span.start,
+                e.span.end,
+                format!("({counter} += {inc}, "),
+                ")",
+                -1000,
+            );
             return;
         }
         let from_rewritten = rewritten.is_some_and(|m| {
@@ -217,7 +228,13 @@ pub(crate) fn count_barriers(
             return;
         }
         if p.macro_is_single_call(e.span.start, callee) {
-            edits.wrap(e.span.start, e.span.end, format!("({counter} += {BOTH}, "), ")", -1000);
+            edits.wrap(
+                e.span.start,
+                e.span.end,
+                format!("({counter} += {BOTH}, "),
+                ")",
+                -1000,
+            );
         } else if problem.is_none() {
             problem = Some(format!(
                 "a `{callee}` at line {} is written inside a macro with other code",
