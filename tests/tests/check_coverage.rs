@@ -14,6 +14,10 @@
 //!   is reported as checked in part (tests/kernels/check_constructs.cl).
 //! - A `__local` array written inside a macro (not instrumented) gets no uninitialised-read
 //!   finding, and the launch says so; other arrays of the kernel still do.
+//! - Barrier intervals are those Oclgrind counts: a barrier fencing `__local` memory only does
+//!   not order `__global` accesses; barriers written in macro bodies end their intervals; the
+//!   accesses of one macro use that are not checked are each counted, per reason too; a race
+//!   between groups is named on the lines Oclgrind names (each group's first access).
 //! - The Oclgrind vendors folder and the native engine's cache cannot be prepared by another
 //!   user: a folder or link at the old predictable paths is not used, and a cached file
 //!   changed after it was stored is not trusted.
@@ -458,4 +462,69 @@ fn the_native_cache_is_private_under_the_users_cache_and_a_tampered_file_is_not_
     assert_eq!(findings(&second), findings(&first));
     let again = std::fs::read_to_string(&files[0]).expect("made again");
     assert!(!again.contains("#error planted"), "the cache entry was made again");
+}
+
+#[test]
+fn fences_macro_barriers_and_races_between_groups_are_found_on_oclgrinds_lines() {
+    // A barrier fencing `__local` memory only leaves a `__global` write and a neighbour's read
+    // in one interval (a race, as Oclgrind says); fencing `__global` memory orders them.
+    // Barriers written in macro bodies (`local_barrier()` with its `;`, a macro with a fence
+    // before its barrier) end their intervals; without them both races are found.
+    let kernels = [
+        "local_fence_global",
+        "global_fence_global",
+        "macro_barriers",
+        "macro_barriers_race",
+        "macro_reduce",
+        "normalize_weights",
+        "last_group_writes_twice",
+    ];
+    let dir = capture("check-fences", "check_constructs.cl", &kernels);
+    let (code, native, stderr) = check_json(&dir, &[]);
+    let want: BTreeSet<Key> = [
+        s("local_fence_global", "data-race", 49, 51),
+        s("macro_barriers_race", "data-race", 84, 85),
+        s("macro_barriers_race", "uninitialized", 85, 0),
+        s("macro_barriers_race", "data-race", 86, 87),
+        // A particle filter's two races between groups: the CDF helper's read of weights
+        // other groups write, and `u[0]` read by every group's first work-item.
+        s("normalize_weights", "data-race", 113, 123),
+        s("normalize_weights", "data-race", 127, 131),
+        // A group's second write of a word it wrote first is not compared again (Oclgrind
+        // keeps each group's first store): one pair, whichever group runs first.
+        s("last_group_writes_twice", "data-race", 142, 146),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(findings(&native), want, "{native:#}\n{stderr}");
+    assert_eq!(code, 1, "{native:#}");
+    assert_eq!(native["engine"], "native", "no launch fell back: {stderr}");
+    // Every launch had its `__local` checks (no barrier left uncounted).
+    for l in native["launches"].as_array().expect("launches") {
+        assert!(!l["notes"].to_string().contains("not counted"), "{l:#}");
+        assert!(!l["notes"].to_string().contains("with other code"), "{l:#}");
+    }
+    // The three accesses of `Add(lm[l], lm[l], lm[l + s])` share one place: each is counted,
+    // in the total and in its reason's count.
+    let macro_reduce: Vec<&Value> = native["not_checked"]
+        .as_array()
+        .expect("not_checked")
+        .iter()
+        .filter(|n| n["kernel"] == "macro_reduce")
+        .collect();
+    assert_eq!(macro_reduce.len(), 1, "{native:#}");
+    assert_eq!(macro_reduce[0]["accesses"], 3, "{native:#}");
+    let out = cltrap(&["check", dir.to_str().expect("utf-8 path")]);
+    let summary = format!("{}{}", String::from_utf8_lossy(&out.stdout), out.stderr);
+    let total = native["accesses"]["not_checked"].as_u64().expect("count");
+    assert!(
+        summary.contains(&format!("{total} not checked: {total} written inside macros")),
+        "{summary}"
+    );
+    if !Path::new(ICD).is_file() {
+        skip("check_coverage", "Oclgrind is not installed: no cross-validation");
+        return;
+    }
+    let (_, reference, _) = check_json(&dir, &["--engine", "oclgrind"]);
+    assert_engines_agree("check_constructs.cl", &findings(&native), &findings(&reference));
 }

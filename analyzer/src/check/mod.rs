@@ -199,6 +199,9 @@ pub struct NotChecked {
     /// Where and why.
     #[serde(flatten)]
     pub at: cltrap_kernel::sanitize::Unchecked,
+    /// How many accesses of the kernel it stands for: several written in one macro use share
+    /// its place and reason, and the per-reason counts of the summary count each of them.
+    pub accesses: usize,
 }
 
 /// How many accesses the native engine checked, over the distinct kernels it ran.
@@ -390,13 +393,26 @@ pub fn check(
                     report.accesses.checked += reply.checked_sites;
                     report.accesses.not_checked += reply.unchecked.len();
                 }
+                // One entry per place and reason, counting the accesses there, for each
+                // kernel once (its later launches have the same ones).
+                let mut places: Vec<NotChecked> = Vec::new();
                 for u in &reply.unchecked {
-                    let n = NotChecked {
-                        program: l.program.clone(),
-                        kernel: l.kernel.clone(),
-                        at: u.clone(),
-                    };
-                    if !report.not_checked.contains(&n) {
+                    match places.iter_mut().find(|n| n.at == *u) {
+                        Some(n) => n.accesses += 1,
+                        None => places.push(NotChecked {
+                            program: l.program.clone(),
+                            kernel: l.kernel.clone(),
+                            at: u.clone(),
+                            accesses: 1,
+                        }),
+                    }
+                }
+                for n in places {
+                    if !report
+                        .not_checked
+                        .iter()
+                        .any(|o| o.program == n.program && o.kernel == n.kernel && o.at == n.at)
+                    {
                         report.not_checked.push(n);
                     }
                 }

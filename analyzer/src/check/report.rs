@@ -201,7 +201,7 @@ pub fn access_summary(report: &CheckReport) -> Option<String> {
     if a.not_checked > 0 {
         let mut by: std::collections::BTreeMap<&str, usize> = Default::default();
         for n in &report.not_checked {
-            *by.entry(reason_class(&n.at.why)).or_default() += 1;
+            *by.entry(reason_class(&n.at.why)).or_default() += n.accesses;
         }
         let parts: Vec<String> = by.iter().map(|(k, n)| format!("{n} {k}")).collect();
         line.push_str(&format!(
@@ -218,9 +218,14 @@ pub fn access_summary(report: &CheckReport) -> Option<String> {
 fn native_notes(out: &mut String, report: &CheckReport) {
     for n in &report.not_checked {
         let u = &n.at;
+        let many = if n.accesses > 1 {
+            format!(" ({} accesses)", n.accesses)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "not checked: line {}:{} in {}: {}",
+            "not checked: line {}:{} in {}: {}{many}",
             u.line, u.column, u.function, u.why
         );
     }

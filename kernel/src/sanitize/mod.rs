@@ -8,6 +8,9 @@
 //! - [`bounds`]: out-of-bounds reads and writes (the access is redirected, never performed);
 //! - [`races`]: `__local` races per barrier interval, `__global` races between work-groups
 //!   and within a group per barrier interval;
+//! - [`barriers`]: the barrier intervals, per fenced address space (a barrier fencing only
+//!   `__local` memory does not end a `__global` interval, as in Oclgrind), barriers written
+//!   in macro bodies included;
 //! - [`uninit`]: reads of `__local` memory never written in the launch.
 //!
 //! **Extra arguments** (appended to every kernel, in this order): `__global uint* report`
@@ -31,6 +34,7 @@
 //! cannot pass its state to, through pointers it cannot attribute, in other macro bodies, or of
 //! types it cannot spell; pointers handed to other built-ins.
 
+mod barriers;
 mod bounds;
 mod helpers;
 mod macros;
@@ -253,12 +257,32 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
         barrier_helpers.remove(*b);
     }
     let plan = helpers::plan(p);
+    // Barriers written in macro bodies count themselves when every function expanding them
+    // is instrumented (see `barriers`).
+    let macro_barriers = barriers::macro_barriers(p);
+    let rewrite_macros = !macro_barriers.calls.is_empty()
+        && p.functions.iter().all(|f| {
+            let Some(body) = &f.body else { return true };
+            let instrumented = if f.is_kernel {
+                f.span.is_some()
+            } else {
+                plan.order.contains(&f.name)
+            };
+            instrumented || !barriers::uses_macro_barriers(p, body, &barrier_names, &macro_barriers)
+        });
+    let rewritten = if rewrite_macros {
+        barriers::rewrite_macros(&macro_barriers, &mut edits);
+        Some(&macro_barriers)
+    } else {
+        None
+    };
     // Helpers first, callees before callers: a caller's checks need what its callees do with
     // the pointers it hands them.
     let mut infos: BTreeMap<String, HelperInfo> = BTreeMap::new();
     for name in &plan.order {
         let Some(f) = p.function(name) else { continue };
-        let info = instrument_helper(p, f, &infos, &barrier_names, &mut edits, &mut map)?;
+        let info =
+            instrument_helper(p, f, &infos, &barrier_names, rewritten, &mut edits, &mut map)?;
         infos.insert(name.clone(), info);
     }
     let mut granule_defines = String::new();
@@ -326,7 +350,14 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
         {
             kernel.no_local_shadow.get_or_insert(why);
         }
-        if let Some(why) = count_barriers(p, body, &barrier_names, "__cltrap_ep", &mut edits) {
+        if let Some(why) = barriers::count_barriers(
+            p,
+            body,
+            &barrier_names,
+            "__cltrap_ep",
+            rewritten,
+            &mut edits,
+        ) {
             kernel.no_local_shadow.get_or_insert(why);
         }
         // The kernel's prologue, on the line of its opening brace.
@@ -334,6 +365,10 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
             " uint __cltrap_ep = 0u; ulong __cltrap_lbase = (ulong)__cltrap_group_linear() * __cltrap_ext[{}];",
             kernel.stride_index()
         );
+        if rewritten.is_some() {
+            // The barrier macros count through it (see `barriers`).
+            prologue.push_str(" uint* __cltrap_epp = &__cltrap_ep;");
+        }
         let has_local = scope.objects.iter().any(|o| o.space == Space::Local);
         if has_local {
             prologue.push_str(" __local ulong __cltrap_ls[16];");
@@ -401,8 +436,9 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
     }
     let body = edits.apply(&p.source)?;
     let prelude = format!(
-        "{}{}{}{}{granule_defines}",
+        "{}{}{}{}{}{granule_defines}",
         common_prelude(),
+        barriers::prelude(),
         uninit::prelude(),
         races::prelude(),
         bounds::prelude()
@@ -436,6 +472,7 @@ fn instrument_helper(
     f: &Function,
     infos: &BTreeMap<String, HelperInfo>,
     barrier_names: &BTreeSet<String>,
+    rewritten: Option<&barriers::MacroBarriers>,
     edits: &mut Edits,
     map: &mut SanitizeMap,
 ) -> Result<HelperInfo, KernelError> {
@@ -444,7 +481,8 @@ fn instrument_helper(
     };
     add_param(edits, p, f, &helpers::extra_params(&f.params))?;
     let scope = Scope::of_kernel(f);
-    let mut barrier_problem = count_barriers(p, body, barrier_names, "(*__cltrap_epp)", edits);
+    let mut barrier_problem =
+        barriers::count_barriers(p, body, barrier_names, "(*__cltrap_epp)", rewritten, edits);
     for c in &f.calls {
         if barrier_problem.is_none() {
             barrier_problem = infos.get(c).and_then(|i| i.barrier_problem.clone());
@@ -484,34 +522,6 @@ fn instrument_helper(
         unseen_any: w.unseen_any,
         barrier_problem,
     })
-}
-
-/// Makes every barrier of `body` count the interval it ends (`counter` is the private
-/// counter's lvalue); returns why the intervals cannot be counted, if they cannot.
-fn count_barriers(
-    p: &Program,
-    body: &crate::model::Stmt,
-    barrier_names: &BTreeSet<String>,
-    counter: &str,
-    edits: &mut Edits,
-) -> Option<String> {
-    let mut problem = None;
-    visit_exprs(body, &mut |e| {
-        if let ExprKind::Call { callee, .. } = &e.kind {
-            if !barrier_names.contains(callee) {
-                return;
-            }
-            if e.span.is_exact() || p.macro_is_single_call(e.span.start, callee) {
-                edits.wrap(e.span.start, e.span.end, format!("({counter}++, "), ")", -1000);
-            } else if problem.is_none() {
-                problem = Some(format!(
-                    "a `{callee}` at line {} is written inside a macro with other code",
-                    e.span.line
-                ));
-            }
-        }
-    });
-    problem
 }
 
 /// The functions of `p` that `f` calls, directly or through others.
