@@ -101,7 +101,7 @@ pub const CONTROLS: &[Control] = &[
         flag: "derive-after-mb",
         value_name: "MB|auto",
         default: "auto",
-        help: "Stored contents (spooled bytes and compressed chunks) up to which every content is stored; past it (or past half of `--max-mb`, whichever comes first) inputs that the previous launch left are derived, i.e. re-created at replay by re-executing that launch. Larger: faster replays of long chains, bigger captures. `auto`: a quarter of `--max-mb` (512 when the free space is not known).",
+        help: "Stored contents (spooled bytes and compressed chunks) up to which every content is stored; past it (or past half of `--max-mb`, whichever comes first) inputs that the previous launch left are derived, i.e. re-created at replay by re-executing that launch. Larger: faster replays of long chains, bigger captures. `auto`: a sixty-fourth of the free space of the capture's filesystem, between 512 MB and 8 GB (512 when the free space is not known).",
     },
     Control {
         env: "CLTRAP_SPOOL_MAX_MB",
@@ -355,10 +355,7 @@ impl Settings {
         };
         let budget = auto_budget(free_bytes);
         let max_bytes = max_mb.map_or(budget.0, |m| m.saturating_mul(1 << 20));
-        let derive_after_bytes = derive_mb.map_or(
-            if free_bytes.is_some() { max_bytes / 4 } else { budget.1 },
-            |m| m.saturating_mul(1 << 20),
-        );
+        let derive_after_bytes = derive_mb.map_or(budget.1, |m| m.saturating_mul(1 << 20));
         let spool_max_bytes = spool_mb.map_or(budget.2, |m| m.saturating_mul(1 << 20));
         let coverage = match get("CLTRAP_COVERAGE").trim() {
             "on" | "1" | "true" => true,
@@ -441,8 +438,9 @@ impl Settings {
 }
 
 /// The `auto` budget (max, derive-after, spool bound; bytes) for a filesystem with `free`
-/// bytes free: a quarter of it at most (between 256 MB and 64 GB), derive after a quarter of
-/// that, a spool of an eighth of it (between 64 MB and 8 GB). Why from the free space: the
+/// bytes free: a quarter of it at most (between 256 MB and 64 GB), derive after a
+/// sixty-fourth of it (between 512 MB and 8 GB: long chains of launches replay faster the
+/// more is stored, but every spooled byte is compacted again), a spool of an eighth of it (between 64 MB and 8 GB). Why from the free space: the
 /// fixed 4 GB / 512 MB were too little on a large disk (long chains of derived contents,
 /// slow replays) and too much on a small one. Unknown free space: the former fixed values.
 pub fn auto_budget(free: Option<u64>) -> (u64, u64, u64) {
@@ -450,7 +448,7 @@ pub fn auto_budget(free: Option<u64>) -> (u64, u64, u64) {
     match free {
         Some(free) => {
             let max = (free / 4).clamp(256 * MB, 64 << 30);
-            (max, max / 4, (free / 8).clamp(64 * MB, 8 << 30))
+            (max, (free / 64).clamp(512 * MB, 8 << 30), (free / 8).clamp(64 * MB, 8 << 30))
         }
         None => (4096 * MB, 512 * MB, 1024 * MB),
     }

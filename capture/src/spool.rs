@@ -351,6 +351,10 @@ impl SpoolWriter {
         }
         if current.is_none() {
             *current = Some(self.new_segment()?);
+            // What the spool holds now (a compactor may have taken some): the estimate and
+            // the peak stay close to the truth.
+            let mut est = self.estimate.lock().unwrap_or_else(|p| p.into_inner());
+            *est = live_bytes(&self.dir);
         }
         let Some(seg) = current.as_mut() else {
             return Err(std::io::Error::other("no spool segment"));
