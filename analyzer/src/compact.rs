@@ -17,7 +17,8 @@
 //! index exists and drops the segment, so compacting again is idempotent. Half-written
 //! packs (temporary names) of a killed compactor are left behind, unnamed by any index.
 //! A content whose bytes do not match its digest (damage, or a forged spool) is not stored
-//! and its segment is kept; the compaction says which.
+//! and its segment is kept; a record cut off at a segment's end (its writer died while
+//! writing it: no launch names it) is dropped with its segment; the compaction says which.
 
 use cltrap_capture::spool::{self, SPOOL_DIR};
 use cltrap_capture::writer::{self, BlobStore};
@@ -190,13 +191,23 @@ impl Compactor {
         };
         let scan = spool::scan(file).map_err(io)?;
         let mut whole = true;
-        if let spool::Tail::Bad { .. } = scan.tail {
-            report.problems.push(format!(
-                "{}: {}; the segment is kept",
+        match scan.tail {
+            spool::Tail::Clean => {}
+            spool::Tail::Bad { .. } => {
+                report.problems.push(format!(
+                    "{}: {}; the segment is kept",
+                    path.display(),
+                    scan.tail.problem().unwrap_or_default()
+                ));
+                whole = false;
+            }
+            // Its writer died while writing it (or the file was damaged): the bytes are not
+            // there to store. Said, and dropped with the segment.
+            spool::Tail::Cut { .. } => report.problems.push(format!(
+                "{}: {}; the cut record is dropped with the segment",
                 path.display(),
                 scan.tail.problem().unwrap_or_default()
-            ));
-            whole = false;
+            )),
         }
         let mut bytes = Vec::new();
         for r in &scan.records {
@@ -286,7 +297,12 @@ pub fn implicit(dir: &Path) {
         return;
     };
     match Compactor::new(dir).pass() {
-        Ok(r) if r.contents > 0 || r.segments > 0 => eprintln!("cltrap: {}", r.line(dir)),
+        Ok(r) if r.contents > 0 || r.segments > 0 || !r.problems.is_empty() => {
+            eprintln!("cltrap: {}", r.line(dir));
+            for p in &r.problems {
+                eprintln!("cltrap: {p}");
+            }
+        }
         Ok(_) => {}
         Err(e) => eprintln!("cltrap: {e}; its contents are read from the spool"),
     }

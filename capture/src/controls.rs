@@ -580,6 +580,37 @@ mod tests {
     }
 
     #[test]
+    fn the_budget_defaults_come_from_the_free_space_and_numbers_override_them() {
+        const MB: u64 = 1 << 20;
+        // 100 GB free: 25 GB of contents, derive past 1.6 GB, a spool of 8 GB (its cap).
+        let free = 100 << 30;
+        assert_eq!(auto_budget(Some(free)), (free / 4, free / 64, 8 << 30));
+        // 40 GB free: a spool of an eighth of it.
+        assert_eq!(auto_budget(Some(40 << 30)).2, 5 << 30);
+        // A small disk: the floors; an unknown one: the former fixed values.
+        assert_eq!(auto_budget(Some(100 * MB)), (256 * MB, 512 * MB, 64 * MB));
+        assert_eq!(auto_budget(None), (4096 * MB, 512 * MB, 1024 * MB));
+        let s = Settings::from_values(&HashMap::new()).expect("defaults parse");
+        assert!(s.max_bytes >= 256 * MB && s.spool_max_bytes >= 64 * MB);
+        assert!(s.budget_line().contains("capture budget:"));
+        let set: HashMap<&str, String> = [
+            ("CLTRAP_MAX_MB", "8".to_string()),
+            ("CLTRAP_DERIVE_AFTER_MB", "2".to_string()),
+            ("CLTRAP_SPOOL_MAX_MB", "0".to_string()),
+        ]
+        .into_iter()
+        .collect();
+        let s = Settings::from_values(&set).expect("numbers parse");
+        assert_eq!((s.max_bytes, s.derive_after_bytes, s.spool_max_bytes), (8 * MB, 2 * MB, 0));
+        assert_eq!(s.free_bytes, None, "no default was taken from the free space");
+        let bad: HashMap<&str, String> = [("CLTRAP_SPOOL_MAX_MB", "lots".to_string())]
+            .into_iter()
+            .collect();
+        let e = Settings::from_values(&bad).unwrap_err();
+        assert!(e.contains("CLTRAP_SPOOL_MAX_MB") && e.contains("auto"), "{e}");
+    }
+
+    #[test]
     fn bad_values_name_the_variable() {
         let mut v = HashMap::new();
         v.insert("CLTRAP_BUFFERS", "most".to_string());
