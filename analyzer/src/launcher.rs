@@ -239,6 +239,18 @@ pub fn run(req: &RunRequest) -> Result<RunReport, LaunchError> {
             });
         }
     }
+    // `full`: the application spools its contents raw; this process compacts them on its
+    // own threads while it runs, and says at the start what disk budget it has.
+    seen.insert("CLTRAP_DIR", dir.to_string_lossy().into_owned());
+    let settings = cltrap_capture::Settings::from_values(&seen).ok();
+    let compactor = settings.as_ref().and_then(|s| {
+        (s.capture && s.buffers == cltrap_capture::BufferMode::Full).then(|| {
+            if s.stats.is_none() {
+                eprintln!("cltrap: {}", s.budget_line());
+            }
+            crate::compact::Background::start(&dir)
+        })
+    });
     let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
         program: program.clone(),
         source,
@@ -255,6 +267,18 @@ pub fn run(req: &RunRequest) -> Result<RunReport, LaunchError> {
     unsafe {
         libc::signal(libc::SIGINT, old.0);
         libc::signal(libc::SIGQUIT, old.1);
+    }
+    if let Some(c) = compactor {
+        match c.finish() {
+            Ok(r) if r.contents > 0 || r.segments > 0 || !r.problems.is_empty() => {
+                eprintln!("cltrap: {}", r.line(&dir));
+                for p in &r.problems {
+                    eprintln!("cltrap: {p}");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("cltrap: {e}; the contents stay in the spool (`cltrap compact` retries)"),
+        }
     }
     let status = status.map_err(|source| LaunchError::Spawn { program, source })?;
     let exit_code = match status.code() {

@@ -21,6 +21,7 @@
 //! Architecture invariant: only [`executor`] calls OpenCL.
 
 pub mod check;
+pub mod compact;
 pub mod compare;
 pub mod cover;
 pub mod damage;

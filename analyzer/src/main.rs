@@ -43,6 +43,13 @@ enum Cmd {
         )]
         command: Vec<OsString>,
     },
+    /// Compact a capture's spool (contents the application stored raw) into compressed,
+    /// deduplicated chunks; other commands do it once on their own, `cltrap run` while the
+    /// application runs.
+    Compact {
+        /// Capture directory.
+        dir: PathBuf,
+    },
     /// One line per captured launch: kernel, sizes, scalar arguments, launch site.
     List {
         /// Capture directory.
@@ -388,7 +395,30 @@ fn main() -> ExitCode {
 
 fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
     let mut stdout = std::io::stdout().lock();
+    // The first command that opens a capture with a spool compacts it (once: then it has none).
+    match &cli.command {
+        Cmd::List { dir }
+        | Cmd::Show { dir, .. }
+        | Cmd::Replay { dir, .. }
+        | Cmd::Cover { dir, .. }
+        | Cmd::Check { dir, .. } => cltrap_analyzer::compact::implicit(dir),
+        _ => {}
+    }
     match cli.command {
+        Cmd::Compact { dir } => {
+            if !dir.join("manifest.json").exists() {
+                return Err(format!(
+                    "{} is not a cltrap capture: it has no manifest.json",
+                    dir.display()
+                ));
+            }
+            let r = cltrap_analyzer::compact::compact(&dir).map_err(|e| e.to_string())?;
+            eprintln!("cltrap: {}", r.line(&dir));
+            for p in &r.problems {
+                eprintln!("cltrap: {p}");
+            }
+            Ok(if r.problems.is_empty() { 0 } else { 2 })
+        }
         Cmd::Run { shim, command } => {
             let sub = matches.subcommand_matches("run");
             let controls = CONTROLS

@@ -92,16 +92,23 @@ pub const CONTROLS: &[Control] = &[
     Control {
         env: "CLTRAP_MAX_MB",
         flag: "max-mb",
-        value_name: "MB",
-        default: "4096",
-        help: "Disk budget for stored contents (compressed chunks); past `--derive-after-mb` (at most half of it) a launch stores only the inputs that the previous launch did not leave (the others are re-created at replay by re-executing it, with a stored checkpoint every 64 launches) and digests of its outputs, so every launch stays replayable; past all of it, launches whose inputs all derive from earlier ones and one launch per kernel (said once on stderr; `cltrap list` marks derived `(d)` and blocked `(!)` launches).",
+        value_name: "MB|auto",
+        default: "auto",
+        help: "Disk budget for stored contents (spooled bytes and compressed chunks); past `--derive-after-mb` (at most half of it) a launch stores only the inputs that the previous launch did not leave (the others are re-created at replay by re-executing it, with a stored checkpoint every 64 launches) and digests of its outputs, so every launch stays replayable; past all of it, launches whose inputs all derive from earlier ones and one launch per kernel (said once on stderr; `cltrap list` marks derived `(d)` and blocked `(!)` launches). `auto`: a quarter of the free space of the capture's filesystem, between 256 MB and 64 GB (4096 when the free space is not known).",
     },
     Control {
         env: "CLTRAP_DERIVE_AFTER_MB",
         flag: "derive-after-mb",
-        value_name: "MB",
-        default: "512",
-        help: "Stored contents up to which every content is stored; past it (or past half of `--max-mb`, whichever comes first) inputs that the previous launch left are derived, i.e. re-created at replay by re-executing that launch. Larger: faster replays of long chains, bigger captures.",
+        value_name: "MB|auto",
+        default: "auto",
+        help: "Stored contents (spooled bytes and compressed chunks) up to which every content is stored; past it (or past half of `--max-mb`, whichever comes first) inputs that the previous launch left are derived, i.e. re-created at replay by re-executing that launch. Larger: faster replays of long chains, bigger captures. `auto`: a sixty-fourth of the free space of the capture's filesystem, between 512 MB and 8 GB (512 when the free space is not known).",
+    },
+    Control {
+        env: "CLTRAP_SPOOL_MAX_MB",
+        flag: "spool-max-mb",
+        value_name: "MB|auto",
+        default: "auto",
+        help: "In buffer mode `full` the application appends new contents raw to the capture's spool and a `cltrap` process compacts them (chunks, compression); while one does (`cltrap run`), an application whose spool holds more than this waits for compaction (`CLTRAP_STATS` says how long: `spool.wait_ns`). `auto`: an eighth of the free space of the capture's filesystem, between 64 MB and 8 GB (1024 when the free space is not known). 0: no bound.",
     },
     Control {
         env: "CLTRAP_STATS",
@@ -202,6 +209,12 @@ pub struct Settings {
     pub per_kernel: Option<u64>,
     pub buffers: BufferMode,
     pub max_bytes: u64,
+    /// `CLTRAP_SPOOL_MAX_MB`: bytes the spool may hold before the application waits for a
+    /// running compactor (0: no bound).
+    pub spool_max_bytes: u64,
+    /// Free bytes of the capture's filesystem, when a budget control was `auto` and they
+    /// were known (what [`Settings::budget_line`] says the defaults came from).
+    pub free_bytes: Option<u64>,
     /// `CLTRAP_DERIVE_AFTER_MB`: stored bytes past which inputs are derived where they can be
     /// (or past half of [`Settings::max_bytes`], whichever is less).
     pub derive_after_bytes: u64,
@@ -318,16 +331,32 @@ impl Settings {
             "fail" => true,
             v => return Err(bad("CLTRAP_TEST_DIGEST_BUILD", v, "ok or fail")),
         };
-        let max_s = get("CLTRAP_MAX_MB");
-        let max_mb: u64 = max_s
-            .trim()
-            .parse()
-            .map_err(|_| bad("CLTRAP_MAX_MB", &max_s, "a number of megabytes"))?;
-        let derive_s = get("CLTRAP_DERIVE_AFTER_MB");
-        let derive_mb: u64 = derive_s
-            .trim()
-            .parse()
-            .map_err(|_| bad("CLTRAP_DERIVE_AFTER_MB", &derive_s, "a number of megabytes"))?;
+        let dir = PathBuf::from(get("CLTRAP_DIR"));
+        let auto = |v: &str| matches!(v.trim(), "" | "auto");
+        let mb = |env: &str| -> Result<Option<u64>, String> {
+            let v = get(env);
+            if auto(&v) {
+                return Ok(None);
+            }
+            v.trim()
+                .parse()
+                .map(Some)
+                .map_err(|_| bad(env, &v, "a number of megabytes or auto"))
+        };
+        let (max_mb, derive_mb, spool_mb) = (
+            mb("CLTRAP_MAX_MB")?,
+            mb("CLTRAP_DERIVE_AFTER_MB")?,
+            mb("CLTRAP_SPOOL_MAX_MB")?,
+        );
+        let free_bytes = if max_mb.is_none() || derive_mb.is_none() || spool_mb.is_none() {
+            crate::spool::free_bytes(&dir)
+        } else {
+            None
+        };
+        let budget = auto_budget(free_bytes);
+        let max_bytes = max_mb.map_or(budget.0, |m| m.saturating_mul(1 << 20));
+        let derive_after_bytes = derive_mb.map_or(budget.1, |m| m.saturating_mul(1 << 20));
+        let spool_max_bytes = spool_mb.map_or(budget.2, |m| m.saturating_mul(1 << 20));
         let coverage = match get("CLTRAP_COVERAGE").trim() {
             "on" | "1" | "true" => true,
             "off" | "0" | "false" | "" => false,
@@ -361,14 +390,16 @@ impl Settings {
             permute,
             share,
             refuse_binaries,
-            dir: PathBuf::from(get("CLTRAP_DIR")),
+            dir,
             capture,
             kernels,
             launches,
             per_kernel,
             buffers,
-            max_bytes: max_mb.saturating_mul(1 << 20),
-            derive_after_bytes: derive_mb.saturating_mul(1 << 20),
+            max_bytes,
+            derive_after_bytes,
+            spool_max_bytes,
+            free_bytes,
             device_digest,
             at_finish,
             test_digest_build_fails,
@@ -378,12 +409,48 @@ impl Settings {
         })
     }
 
+    /// One line saying the disk budget and spool bound this capture uses, and where their
+    /// defaults came from: what `cltrap run` (and the shim, with `CLTRAP_STATS`) says at the
+    /// start of a capture.
+    pub fn budget_line(&self) -> String {
+        let from = match self.free_bytes {
+            Some(free) => format!(
+                " (defaults from the {} MB free on the capture's filesystem)",
+                free >> 20
+            ),
+            None => String::new(),
+        };
+        format!(
+            "capture budget: every content stored up to {} MB, contents at most {} MB, spool at most {} MB{from}",
+            self.derive_after_bytes.min(self.max_bytes / 2) >> 20,
+            self.max_bytes >> 20,
+            self.spool_max_bytes >> 20,
+        )
+    }
+
     /// Whether launch number `seq` of kernel `name` is inside the window and name filter.
     /// (The per-kernel count is the caller's, which knows how many it kept.)
     pub fn wants(&self, seq: u64, name: &str) -> bool {
         seq >= self.launches.0
             && seq < self.launches.1
             && (self.kernels.is_empty() || self.kernels.iter().any(|g| glob_match(g, name)))
+    }
+}
+
+/// The `auto` budget (max, derive-after, spool bound; bytes) for a filesystem with `free`
+/// bytes free: a quarter of it at most (between 256 MB and 64 GB), derive after a
+/// sixty-fourth of it (between 512 MB and 8 GB: long chains of launches replay faster the
+/// more is stored, but every spooled byte is compacted again), a spool of an eighth of it (between 64 MB and 8 GB). Why from the free space: the
+/// fixed 4 GB / 512 MB were too little on a large disk (long chains of derived contents,
+/// slow replays) and too much on a small one. Unknown free space: the former fixed values.
+pub fn auto_budget(free: Option<u64>) -> (u64, u64, u64) {
+    const MB: u64 = 1 << 20;
+    match free {
+        Some(free) => {
+            let max = (free / 4).clamp(256 * MB, 64 << 30);
+            (max, (free / 64).clamp(512 * MB, 8 << 30), (free / 8).clamp(64 * MB, 8 << 30))
+        }
+        None => (4096 * MB, 512 * MB, 1024 * MB),
     }
 }
 
@@ -510,6 +577,37 @@ mod tests {
             table.contains("\\|"),
             "some control lists alternatives with `|`"
         );
+    }
+
+    #[test]
+    fn the_budget_defaults_come_from_the_free_space_and_numbers_override_them() {
+        const MB: u64 = 1 << 20;
+        // 100 GB free: 25 GB of contents, derive past 1.6 GB, a spool of 8 GB (its cap).
+        let free = 100 << 30;
+        assert_eq!(auto_budget(Some(free)), (free / 4, free / 64, 8 << 30));
+        // 40 GB free: a spool of an eighth of it.
+        assert_eq!(auto_budget(Some(40 << 30)).2, 5 << 30);
+        // A small disk: the floors; an unknown one: the former fixed values.
+        assert_eq!(auto_budget(Some(100 * MB)), (256 * MB, 512 * MB, 64 * MB));
+        assert_eq!(auto_budget(None), (4096 * MB, 512 * MB, 1024 * MB));
+        let s = Settings::from_values(&HashMap::new()).expect("defaults parse");
+        assert!(s.max_bytes >= 256 * MB && s.spool_max_bytes >= 64 * MB);
+        assert!(s.budget_line().contains("capture budget:"));
+        let set: HashMap<&str, String> = [
+            ("CLTRAP_MAX_MB", "8".to_string()),
+            ("CLTRAP_DERIVE_AFTER_MB", "2".to_string()),
+            ("CLTRAP_SPOOL_MAX_MB", "0".to_string()),
+        ]
+        .into_iter()
+        .collect();
+        let s = Settings::from_values(&set).expect("numbers parse");
+        assert_eq!((s.max_bytes, s.derive_after_bytes, s.spool_max_bytes), (8 * MB, 2 * MB, 0));
+        assert_eq!(s.free_bytes, None, "no default was taken from the free space");
+        let bad: HashMap<&str, String> = [("CLTRAP_SPOOL_MAX_MB", "lots".to_string())]
+            .into_iter()
+            .collect();
+        let e = Settings::from_values(&bad).unwrap_err();
+        assert!(e.contains("CLTRAP_SPOOL_MAX_MB") && e.contains("auto"), "{e}");
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //!   launches.jsonl       one `LaunchRecord` per line, appended as each launch completes
 //!   blobs/ab/abcdef...   content-addressed bytes (sources, included headers, buffer contents,
 //!                        program records)
+//!   spool/*.spool        large contents appended raw by the application's process, until
+//!                        a `cltrap` process compacts them into blobs/ ([`spool`])
 //! ```
 //!
 //! Identical sources and buffer contents are stored once (blake3 content addressing); large
@@ -36,6 +38,7 @@ pub mod options;
 pub mod parallel;
 pub mod reader;
 pub mod safe_open;
+pub mod spool;
 pub mod replayable;
 pub mod schedule;
 pub mod text;

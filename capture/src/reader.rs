@@ -124,6 +124,20 @@ pub struct Capture {
     pub damaged: Vec<DamagedLaunch>,
     /// True when the last line of the log was cut off (the application died mid-write).
     pub truncated: bool,
+    /// Where spooled contents lie ([`crate::spool`]): scanned at the first content not
+    /// found in the store, again when one is not found in it (a writer may have appended).
+    spool: std::sync::Mutex<Option<SpoolIndex>>,
+}
+
+/// The records of a capture's spool segments, by content digest.
+#[derive(Debug, Default)]
+struct SpoolIndex {
+    /// Digest → (segment name, offset of the bytes, length).
+    places: HashMap<String, (String, u64, u64)>,
+    /// Digest → what is wrong with the record that claims it (a cut-off record).
+    cut: HashMap<String, (String, String)>,
+    /// Segments whose records end in something that is not a record: (segment, why).
+    bad: Vec<(String, String)>,
 }
 
 impl Capture {
@@ -208,6 +222,7 @@ impl Capture {
             launches,
             damaged,
             truncated,
+            spool: std::sync::Mutex::new(None),
         })
     }
 
@@ -271,7 +286,21 @@ impl Capture {
                 path: path.clone(),
                 message: "it is not text".into(),
             })?,
-            Err(OpenError::NotFound) => return Err(missing(hash)),
+            Err(OpenError::NotFound) => {
+                // Not compacted yet: in the spool. Not there either: compacted meanwhile
+                // (a compactor writes the index before it drops the segment), or missing.
+                if let Some(bytes) = self.spooled(hash, want, max)? {
+                    return Ok(bytes);
+                }
+                match read_blob_file(&self.dir, hash, ".chunks", MAX_INDEX) {
+                    Ok(t) => String::from_utf8(t).map_err(|_| ReadError::Corrupt {
+                        path: path.clone(),
+                        message: "it is not text".into(),
+                    })?,
+                    Err(OpenError::NotFound) => return Err(self.not_spooled(hash)),
+                    Err(e) => return Err(e.at(path, |_| unreachable_missing())),
+                }
+            }
             Err(e) => return Err(e.at(path, |_| unreachable_missing())),
         };
         let (size, chunks) =
@@ -315,6 +344,112 @@ impl Capture {
             bytes.extend_from_slice(&chunk);
         }
         Ok(bytes)
+    }
+
+    /// Scans the spool's segments ([`crate::spool::scan`]) into an index.
+    fn scan_spool(&self) -> Result<SpoolIndex, ReadError> {
+        let spool_path = self.dir.join(crate::spool::SPOOL_DIR);
+        let names = crate::spool::segments(&self.dir).map_err(|e| ReadError::Refused {
+            path: spool_path.clone(),
+            why: e.to_string(),
+        })?;
+        let mut index = SpoolIndex::default();
+        for name in names {
+            let path = spool_path.join(&name);
+            let file = match open_inside(&self.dir, &[crate::spool::SPOOL_DIR, &name], u64::MAX) {
+                Ok(f) => f,
+                // Compacted and dropped since it was listed.
+                Err(OpenError::NotFound) => continue,
+                Err(e) => return Err(e.at(path, |_| unreachable_missing())),
+            };
+            let scan = crate::spool::scan(&file).map_err(|source| ReadError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            for r in scan.records {
+                index.places.entry(r.hash).or_insert((name.clone(), r.offset, r.len));
+            }
+            match &scan.tail {
+                crate::spool::Tail::Clean => {}
+                crate::spool::Tail::Cut { hash, .. } => {
+                    let why = scan.tail.problem().unwrap_or_default();
+                    index.cut.insert(hash.clone(), (name.clone(), why));
+                }
+                crate::spool::Tail::Bad { .. } => {
+                    index.bad.push((name.clone(), scan.tail.problem().unwrap_or_default()));
+                }
+            }
+        }
+        Ok(index)
+    }
+
+    /// A content from the spool (not yet checked against its digest), None when no whole
+    /// record holds it (the spool is scanned again once, for records appended since). A
+    /// record longer than the content's stated size or than `max` is refused unread.
+    fn spooled(&self, hash: &str, want: Option<u64>, max: u64) -> Result<Option<Vec<u8>>, ReadError> {
+        use std::os::unix::fs::FileExt;
+        let mut guard = self.spool.lock().unwrap_or_else(|p| p.into_inner());
+        let mut place = guard.as_ref().and_then(|i| i.places.get(hash).cloned());
+        if place.is_none() {
+            *guard = Some(self.scan_spool()?);
+            place = guard.as_ref().and_then(|i| i.places.get(hash).cloned());
+        }
+        drop(guard);
+        let Some((name, offset, len)) = place else {
+            return Ok(None);
+        };
+        let path = self.dir.join(crate::spool::SPOOL_DIR).join(&name);
+        if want.is_some_and(|w| w != len) || len > want.unwrap_or(max) {
+            return Err(ReadError::DamagedBlob {
+                hash: hash.to_string(),
+            });
+        }
+        let file = match open_inside(&self.dir, &[crate::spool::SPOOL_DIR, &name], u64::MAX) {
+            Ok(f) => f,
+            Err(OpenError::NotFound) => return Ok(None),
+            Err(e) => return Err(e.at(path, |_| unreachable_missing())),
+        };
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(len as usize)
+            .map_err(|_| ReadError::Corrupt {
+                path: path.clone(),
+                message: format!("its record of content {hash} claims {len} bytes, more than fit in memory"),
+            })?;
+        bytes.resize(len as usize, 0);
+        match file.read_exact_at(&mut bytes, offset) {
+            Ok(()) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(ReadError::Corrupt {
+                path,
+                message: format!("its record of content {hash} is cut off"),
+            }),
+            Err(source) => Err(ReadError::Io { path, source }),
+        }
+    }
+
+    /// Why content `hash` is found neither in the store nor whole in the spool: a spool record
+    /// that claims it is cut off, a segment that holds something else than records, or it is
+    /// missing.
+    fn not_spooled(&self, hash: &str) -> ReadError {
+        let guard = self.spool.lock().unwrap_or_else(|p| p.into_inner());
+        let spool = self.dir.join(crate::spool::SPOOL_DIR);
+        if let Some(index) = guard.as_ref() {
+            if let Some((name, why)) = index.cut.get(hash) {
+                return ReadError::Corrupt {
+                    path: spool.join(name),
+                    message: why.clone(),
+                };
+            }
+            if let Some((name, why)) = index.bad.first() {
+                return ReadError::Corrupt {
+                    path: spool.join(name),
+                    message: format!("{why}, so content {hash} may be lost there"),
+                };
+            }
+        }
+        ReadError::MissingBlob {
+            hash: hash.to_string(),
+        }
     }
 
     /// The encoded chunk at `at`, read from its pack (opened once per content: `packs`). A

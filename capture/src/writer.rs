@@ -81,6 +81,9 @@ pub struct BlobStore {
     /// Folders below the capture folder that this store made or checked (real folders of
     /// this user, [`writer_fs::ensure_subdirs`]), so each is checked once.
     checked_dirs: Mutex<HashSet<PathBuf>>,
+    /// Where large contents go raw when the spool is on ([`BlobStore::enable_spool`]),
+    /// instead of being cut and compressed here.
+    spool: std::sync::OnceLock<crate::spool::SpoolWriter>,
 }
 
 impl BlobStore {
@@ -99,6 +102,71 @@ impl BlobStore {
             bytes_written: AtomicU64::new(0),
             access,
             checked_dirs: Mutex::new(HashSet::new()),
+            spool: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// From now on, large contents ([`BlobStore::put_content`]) are appended raw to the
+    /// capture's spool ([`crate::spool`]) instead of being cut into chunks and compressed in
+    /// this process; a `cltrap` process compacts them later. `bound`: bytes the spool may hold
+    /// while a compactor runs before a store waits for it (0: no bound).
+    pub fn enable_spool(&self, bound: u64) -> Result<(), WriteError> {
+        if self.spool.get().is_some() {
+            return Ok(());
+        }
+        let spool =
+            crate::spool::SpoolWriter::new(&self.dir, self.access, bound).map_err(|source| {
+                WriteError::Write {
+                    path: self.dir.join(crate::spool::SPOOL_DIR),
+                    source,
+                }
+            })?;
+        let _ = self.spool.set(spool);
+        Ok(())
+    }
+
+    /// What the spool cost so far (None: the spool is off).
+    pub fn spool_stats(&self) -> Option<crate::spool::SpoolStats> {
+        self.spool.get().map(|s| s.stats())
+    }
+
+    /// Learns where the chunks of the contents already stored in packs lie (their indexes),
+    /// so that storing a content reuses them instead of writing them again: what a compactor
+    /// does before compacting into a capture that holds packs already. Unreadable indexes
+    /// are skipped (their chunks are only stored again).
+    pub fn learn_stored_chunks(&self) {
+        let Ok(prefixes) = fs::read_dir(self.dir.join("blobs")) else {
+            return;
+        };
+        let mut known = self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
+        for prefix in prefixes.filter_map(|e| e.ok()) {
+            if !prefix.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let Ok(files) = fs::read_dir(prefix.path()) else {
+                continue;
+            };
+            for f in files.filter_map(|e| e.ok()) {
+                let name = f.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if !name.ends_with(".chunks") || name.starts_with('.') {
+                    continue;
+                }
+                let Ok(text) = writer_fs::read_regular(&f.path(), 1 << 26) else {
+                    continue;
+                };
+                let Ok(text) = String::from_utf8(text) else {
+                    continue;
+                };
+                let Ok((_, chunks)) = crate::chunks::parse_index(&text) else {
+                    continue;
+                };
+                for c in chunks {
+                    if let Some(at) = c.at {
+                        known.entry(c.hash).or_insert(at);
+                    }
+                }
+            }
         }
     }
 
@@ -154,6 +222,17 @@ impl BlobStore {
         if writer_fs::is_regular(&index) || writer_fs::is_regular(&blob_path(&self.dir, hash)) {
             self.remember(hash);
             return Ok((0, None));
+        }
+        if let Some(spool) = self.spool.get() {
+            let written = spool.put(hash, bytes).map_err(|source| WriteError::Write {
+                path: self.dir.join(crate::spool::SPOOL_DIR),
+                source,
+            })?;
+            self.bytes_written.fetch_add(written, Ordering::Relaxed);
+            self.remember(hash);
+            // No chunks (compaction cuts it): an empty list keeps the caller's version of
+            // the buffer, so its next version is hashed only where it changed.
+            return Ok((written, Some(Vec::new())));
         }
         let cuts = like
             .and_then(|(old_cuts, region)| {

@@ -56,6 +56,16 @@ pub fn writer() -> Option<&'static CaptureWriter> {
                     if let Err(e) = w.enable_journal() {
                         report_once(&format!("{e}; launches are written to the log directly"));
                     }
+                    // `full`: large contents go raw to the spool, for a `cltrap` process to
+                    // compact (cutting and compressing them here made the application wait).
+                    if settings.buffers == cltrap_capture::BufferMode::Full {
+                        if let Err(e) = w.blobs.enable_spool(settings.spool_max_bytes) {
+                            report_once(&format!("{e}; contents are compressed in the application's process"));
+                        }
+                    }
+                    if settings.stats.is_some() {
+                        say(&settings.budget_line());
+                    }
                     Some(w)
                 }
                 Err(e) => {

@@ -120,7 +120,7 @@ pub fn assert_list_shows(dir: &Path, capture: &Capture) -> Outcome {
 pub fn assert_quiet_capture(native: &Outcome, captured: &Outcome) {
     let mut extra: Vec<&str> = meaningful_stderr_lines(&captured.stderr)
         .into_iter()
-        .filter(|l| !is_binary_program_notice(l))
+        .filter(|l| !is_binary_program_notice(l) && !is_launcher_line(l))
         .collect();
     let summary = extra.pop();
     assert!(
@@ -134,6 +134,13 @@ pub fn assert_quiet_capture(native: &Outcome, captured: &Outcome) {
         "the capture wrote to the application's stderr\n{}",
         captured.describe()
     );
+}
+
+/// Lines `cltrap run` itself says besides its summary: the disk budget at the start of a
+/// `full` capture, and the compaction of its spool after the application exited.
+pub fn is_launcher_line(line: &str) -> bool {
+    let l = line.trim_start();
+    l.starts_with("cltrap: capture budget:") || l.starts_with("cltrap: compacted the spool")
 }
 
 /// The shim's one documented notice for launches of programs created from binaries (said
@@ -207,6 +214,7 @@ pub fn cltrap_lines(text: &str) -> Vec<&str> {
 /// launcher's own summary, which `cltrap run` prints as its last line after the app exits.
 pub fn shim_lines_of_launcher_run(stderr: &str) -> Vec<&str> {
     let mut lines = cltrap_lines(stderr);
+    lines.retain(|l| !is_launcher_line(l));
     let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
     if last.is_some() && lines.last().copied() == last {
         lines.pop();

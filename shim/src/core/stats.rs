@@ -165,7 +165,17 @@ pub(super) fn write(path: &std::path::Path) {
         .iter()
         .map(|(name, c)| format!("\"{name}\":{},", get(c)))
         .collect();
-    let text = format!("{{{counted}\"time\":{{{}}}}}\n", phases.join(","));
+    // The spool's cost to the application (the time it waited for compaction).
+    let spool = crate::sink::existing_writer()
+        .and_then(|w| w.blobs.spool_stats())
+        .map(|s| {
+            format!(
+                "\"spool\":{{\"records\":{},\"bytes\":{},\"waits\":{},\"wait_ns\":{},\"peak_bytes\":{},\"bound\":{}}},",
+                s.records, s.bytes, s.waits, s.wait_ns, s.peak_bytes, s.bound
+            )
+        })
+        .unwrap_or_default();
+    let text = format!("{{{counted}{spool}\"time\":{{{}}}}}\n", phases.join(","));
     // A new file renamed over the path: a link there is replaced, never written through.
     let access = crate::state::settings()
         .map(crate::sink::access)

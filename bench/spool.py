@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Real-application patterns under every capture mode, side by side in one run.
+
+Runs each application natively, under `cltrap run --capture off`, `--buffers hash` and
+`--buffers full` (the modes alternate within each round, the order rotating, so machine drift
+hits every mode alike), and prints per application the median whole-process wall time of each
+mode as a ratio to native, plus, for `full`: the application's `admit` wait as a share of its
+run, the time it waited for compaction (`spool.wait_ns`, back-pressure), the compaction's
+throughput and the spool's peak size (from `cltrap run`'s compaction line), and the bytes
+stored after compaction.
+
+Usage: bench/spool.py                       (ROUNDS=3; binaries in target/bench, cltrap and
+                                             libcltrap.so in target/release or $BENCH_BIN)
+       APPS="stencil1d wavefront" bench/spool.py
+       BENCH_PLATFORM=1 bench/spool.py      (OpenCL platform index or part of its name)
+       BASELINE_SHIM=old/libcltrap.so MODES="native hash full base-full" bench/spool.py
+                                            (base-full: `full` with another build of the shim,
+                                             e.g. one that compresses in the application)
+       BENCH_SIZE=gpu bench/spool.py        (the issue's sizes: 20 000-step stencil over 4 MB,
+                                             16 MB wavefront, 4 MB Gaussian elimination, FDTD
+                                             over 3 x 4 MB; default `light`, for a shared CPU)
+Build the C programs first (cc -O2 bench/X.c -lOpenCL -lm -o target/bench/X, or
+scripts/build-c.sh bench for gauss and buffer-heavy).
+"""
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.environ.get("BENCH_BIN", os.path.join(ROOT, "target", "release"))
+APPS_DIR = os.environ.get("BENCH_APPS", os.path.join(ROOT, "target", "bench"))
+CLTRAP = os.path.join(BIN, "cltrap")
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+MODES = os.environ.get("MODES", "native off hash full").split()
+
+SIZES = {
+    # Application -> arguments. `light`: seconds on a shared CPU with PoCL.
+    "light": {
+        "stencil1d": ["1000", "262144"],
+        "wavefront": ["1023"],
+        "gauss": ["512"],
+        "fdtd": ["200", "256", "256"],
+        "buffer-heavy": ["50"],
+    },
+    # The issue's sizes.
+    "gpu": {
+        "stencil1d": ["20000", "1048576"],
+        "wavefront": ["2047"],
+        "gauss": ["1024"],
+        "fdtd": ["500", "1024", "1024"],
+        "buffer-heavy": ["200"],
+    },
+}
+
+
+# The host references of the new patterns take longer than the device's run: skipped unless
+# BENCH_CHECK=1 (gauss and buffer-heavy always check).
+os.environ.setdefault("BENCH_CHECK", "0")
+
+
+def run(app, args, mode, cap, stats):
+    exe = os.path.join(APPS_DIR, app)
+    if mode == "native":
+        cmd = [exe] + args
+    elif mode == "off":
+        cmd = [CLTRAP, "run", "--out", cap, "--capture", "off", "--", exe] + args
+    elif mode == "base-full":
+        cmd = [CLTRAP, "run", "--shim", os.environ["BASELINE_SHIM"], "--out", cap, "--buffers", "full", "--", exe] + args
+    else:
+        cmd = [CLTRAP, "run", "--out", cap, "--buffers", mode, "--stats", stats, "--", exe] + args
+    start = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - start
+    if p.returncode != 0 or not ("check=ok" in p.stdout or "check=skipped" in p.stdout):
+        sys.exit(f"bench: {' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return wall, p.stderr
+
+
+def du(path):
+    total = 0
+    for d, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(d, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def main():
+    sizes = SIZES[os.environ.get("BENCH_SIZE", "light")]
+    apps = os.environ.get("APPS", " ".join(sizes)).split()
+    work = tempfile.mkdtemp(prefix="cltrap-spool-bench-", dir=os.environ.get("BENCH_TMP"))
+    walls = {(a, m): [] for a in apps for m in MODES}
+    extra = {a: [] for a in apps}
+    try:
+        for r in range(ROUNDS):
+            for i in range(len(MODES)):
+                mode = MODES[(i + r) % len(MODES)]
+                for app in apps:
+                    cap = os.path.join(work, f"cap-{app}-{mode}")
+                    stats = cap + ".stats.json"
+                    shutil.rmtree(cap, ignore_errors=True)
+                    wall, err = run(app, sizes[app], mode, cap, stats)
+                    walls[(app, mode)].append(wall)
+                    print(f"  round {r + 1} {app:13} {mode:6} {wall:8.3f} s", file=sys.stderr)
+                    if mode == "full":
+                        s = json.load(open(stats))
+                        m = re.search(
+                            r"compacted the spool of .*?: (\d+) content\(s\), ([\d.]+) MB spooled into ([\d.]+) MB stored, ([\d.]+) s \((\d+) MB/s\), spool peak ([\d.]+) MB",
+                            err,
+                        )
+                        extra[app].append(
+                            {
+                                "wall": wall,
+                                "admit_s": s["time"]["admit"]["ns"] / 1e9,
+                                "store_s": s["time"]["store"]["ns"] / 1e9,
+                                "wait_s": s.get("spool", {}).get("wait_ns", 0) / 1e9,
+                                "spooled_mb": float(m.group(2)) if m else 0.0,
+                                "mb_s": float(m.group(5)) if m else 0.0,
+                                "compact_s": float(m.group(4)) if m else 0.0,
+                                "peak_mb": max(
+                                    float(m.group(6)) if m else 0.0,
+                                    s.get("spool", {}).get("peak_bytes", 0) / 2**20,
+                                ),
+                                "stored_mb": du(os.path.join(cap, "blobs")) / 2**20,
+                            }
+                        )
+                    shutil.rmtree(cap, ignore_errors=True)
+                    if os.path.exists(stats):
+                        os.remove(stats)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    med = {k: statistics.median(v) for k, v in walls.items() if v}
+    head = f"{'application':13} {'native s':>9}" + "".join(f" {m:>6}" for m in MODES if m != "native")
+    head += f" {'admit%':>7} {'spoolwait s':>11} {'store s':>8} {'spooled MB':>10} {'compact MB/s':>12} {'peak MB':>8} {'stored MB':>9}"
+    print(head)
+    for app in apps:
+        nat = med.get((app, "native"))
+        line = f"{app:13} {nat:9.3f}" if nat else f"{app:13} {'-':>9}"
+        for m in MODES:
+            if m == "native":
+                continue
+            v = med.get((app, m))
+            line += f" {v / nat:5.2f}x" if v and nat else f" {'-':>6}"
+        if extra[app]:
+            e = min(extra[app], key=lambda x: abs(x["wall"] - med[(app, "full")]))
+            line += f" {100 * e['admit_s'] / e['wall']:6.1f}% {e['wait_s']:11.3f} {e['store_s']:8.3f} {e['spooled_mb']:10.1f} {e['mb_s']:12.0f} {e['peak_mb']:8.1f} {e['stored_mb']:9.1f}"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
