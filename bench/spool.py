@@ -154,6 +154,42 @@ def main():
             e = min(extra[app], key=lambda x: abs(x["wall"] - med[(app, "full")]))
             line += f" {100 * e['admit_s'] / e['wall']:6.1f}% {e['wait_s']:11.3f} {e['store_s']:8.3f} {e['spooled_mb']:10.1f} {e['mb_s']:12.0f} {e['peak_mb']:8.1f} {e['stored_mb']:9.1f}"
         print(line)
+    write_results(apps, med, extra)
+
+
+def write_results(apps, med, extra):
+    """Hands the table to bench/results.py (bench/results/spool-<machine>.json), from which
+    bench/report.py renders BENCHMARKS.md."""
+    rows = []
+    for app in apps:
+        nat = med.get((app, "native"))
+        if not nat:
+            continue
+        row = {"app": app, "native_s": round(nat, 3)}
+        for m in MODES:
+            if m != "native" and med.get((app, m)):
+                row[m.replace("-", "_")] = round(med[(app, m)] / nat, 2)
+        if extra[app]:
+            e = min(extra[app], key=lambda x: abs(x["wall"] - med[(app, "full")]))
+            row.update(
+                admit_pct=round(100 * e["admit_s"] / e["wall"], 1),
+                spooled_mb=round(e["spooled_mb"]),
+                compact_mb_s=round(e["mb_s"]),
+                spool_peak_mb=round(e["peak_mb"]),
+                stored_mb=round(e["stored_mb"], 1),
+            )
+        rows.append(json.dumps(row))
+    here = os.path.dirname(os.path.abspath(__file__))
+    size = os.environ.get("BENCH_SIZE", "light")
+    cmd = f"BENCH_SIZE={size} ROUNDS={ROUNDS} bench/spool.py"
+    platform = ["--platform", os.environ["BENCH_PLATFORM"]] if os.environ.get("BENCH_PLATFORM") else []
+    subprocess.run(
+        [sys.executable, os.path.join(here, "results.py"), "put", "spool", "--key", "app",
+         "--command", cmd, *platform],
+        input="\n".join(rows) + "\n",
+        text=True,
+        check=False,
+    )
 
 
 if __name__ == "__main__":
