@@ -501,19 +501,50 @@ pub fn run_target(
             }
         }
     }
-    // Every kept case once more, through the user's program in a runner of its own: only
-    // cases that reproduce their outputs there go to the suite.
     let original_source = target.headers.source(&target.source);
-    let mut original = make_runner(session, &original_source, &options, settings)?;
-    campaign.verify(original.as_mut())?;
-    drop(original);
-    // And once more as `cltrap cover` runs a suite's launch (no guard zones): only cases
-    // that reach the same branches and leave the same outputs there are kept.
-    let mut cover = make_runner(session, &cover_source, &options, settings)?;
-    campaign.reproduce(cover.as_mut())?;
-    drop(cover);
-    if settings.check_cases {
-        bounds_check_cases(session, &target, &mut campaign);
+    for round in 0..CHECK_ROUNDS {
+        if round > 0 {
+            // The checks took out cases that alone reached some slots: fuzz again for what
+            // is left of the budget, and check the new cases.
+            let lost = statuses.iter().any(|s| {
+                matches!(s.1, SlotStatus::CoveredByFuzzing | SlotStatus::SolvedAndConfirmed)
+                    && !campaign.covered.contains(&s.0)
+            });
+            let mut left = settings.budget.clone();
+            left.time = match left.time {
+                Some(t) if t <= start.elapsed() => break,
+                Some(t) => Some(t - start.elapsed()),
+                None => None,
+            };
+            if !lost || left.executions.is_some_and(|n| campaign.executions >= n) {
+                break;
+            }
+            campaign.resume(
+                runner.as_mut(),
+                &left,
+                settings.seed.wrapping_add(round as u64),
+                settings.progress,
+            )?;
+            for s in statuses.iter_mut() {
+                if campaign.covered.contains(&s.0) && !matches!(s.1, SlotStatus::SolvedAndConfirmed) {
+                    s.1 = SlotStatus::CoveredByFuzzing;
+                }
+            }
+        }
+        // Every kept case once more, through the user's program in a runner of its own:
+        // only cases that reproduce their outputs there go to the suite.
+        let mut original = make_runner(session, &original_source, &options, settings)?;
+        campaign.verify(original.as_mut())?;
+        drop(original);
+        // And once more as `cltrap cover` runs a suite's launch (no guard zones): only cases
+        // that reach the same branches and leave the same outputs there are kept.
+        let mut cover = make_runner(session, &cover_source, &options, settings)?;
+        campaign.reproduce(cover.as_mut())?;
+        drop(cover);
+        if settings.check_cases {
+            bounds_check_cases(session, &target, &mut campaign);
+        }
+        campaign.settled = campaign.cases.len();
     }
     for s in statuses.iter_mut() {
         if !campaign.covered.contains(&s.0) {
@@ -535,6 +566,10 @@ pub fn run_target(
     })
 }
 
+/// How many times a campaign checks its kept cases (and, after the first, fuzzes again from
+/// the cases left when the checks took out the only case of some slot).
+pub const CHECK_ROUNDS: usize = 3;
+
 /// Runs the bounds check (Oclgrind) on every kept case whose launch is run whole (below
 /// [`reduce::MIN_WORK_ITEMS`] work-items: a larger one would take the check's whole budget)
 /// and turns each case that reads or writes out of a buffer into a finding: a write past the
@@ -546,7 +581,9 @@ fn bounds_check_cases(session: &Session, target: &Target, campaign: &mut Campaig
     let small = |c: &campaign::KeptCase| {
         c.input.global_size.iter().product::<u64>() < reduce::MIN_WORK_ITEMS
     };
-    if !campaign.cases.iter().any(small) {
+    // Cases settled by an earlier round were checked then.
+    let settled = campaign.settled;
+    if !campaign.cases.iter().skip(settled).any(small) {
         return;
     }
     let Ok(tmp) = tempfile::tempdir() else {
@@ -565,7 +602,7 @@ fn bounds_check_cases(session: &Session, target: &Target, campaign: &mut Campaig
     };
     let checked: Vec<u64> = ids
         .iter()
-        .filter(|(_, k)| campaign.cases.get(*k).is_some_and(small))
+        .filter(|(_, k)| *k >= settled && campaign.cases.get(*k).is_some_and(small))
         .map(|(id, _)| *id)
         .collect();
     let Ok(found) = overruns(tmp.path(), &capture, checked, None, DEFAULT_BUDGET) else {
