@@ -652,7 +652,15 @@ impl Campaign {
         let start = Instant::now();
         let template = seeds.first().cloned();
         let n_seeds = seeds.len();
+        let spent = |c: &Campaign| {
+            budget.executions.is_some_and(|n| c.executions >= n)
+                || budget.time.is_some_and(|t| start.elapsed() >= t)
+        };
         for (i, s) in seeds.into_iter().enumerate() {
+            // Past the budget, only until some seed gave a case.
+            if !self.cases.is_empty() && spent(self) {
+                break;
+            }
             let force = self.cases.is_empty();
             if self.offer(runner, s, format!("seed {i}"), force)? {
                 self.saturation_time = start.elapsed();
@@ -666,7 +674,7 @@ impl Campaign {
                 super::classes::inputs(&self.iface, &self.roles, template, &shapes, &mut rng);
             let names: Vec<String> = classes.iter().map(|c| c.0.clone()).collect();
             for (name, input) in classes {
-                if self.complete() {
+                if self.complete() || (!self.cases.is_empty() && spent(self)) {
                     break;
                 }
                 let force = self.cases.is_empty();
@@ -693,7 +701,7 @@ impl Campaign {
         let k = budget.fruitless.unwrap_or(50 * mutable.max(1));
         let mut rng = Rng::new(seed);
         // One random seed shaped like the first one (captured values are often too tame).
-        if mutable > 0 && k > 0 && !self.complete() {
+        if mutable > 0 && k > 0 && !self.complete() && !spent(self) {
             let random = super::mutate::randomize(&first.input, &shapes, &dict, &mut rng);
             if self.offer(runner, random, "random seed".into(), false)? {
                 self.saturation_time = start.elapsed();
