@@ -1,6 +1,11 @@
 //! One fuzzing campaign for one kernel: run the seeds, then mutate one argument (or buffer
 //! element) of a kept case at a time and keep the result only when it reaches a branch side or
-//! loop-boundary class no earlier case reached; stop at saturation or the budget.
+//! loop-boundary class no earlier case reached; stop at saturation or the budget. Then up to
+//! [`OUTPUT_CASES`] more cases are kept for their outputs alone ([`Campaign::diversify`]:
+//! boundary values, the input classes, random values), because a suite of one case per branch
+//! side lets most value-changing mutants survive. When the checks of kept cases (verify,
+//! reproduce, the bounds check) take out the only case of a slot, [`Campaign::resume`]
+//! fuzzes again from the cases left.
 //!
 //! The coverage-instrumented program is compiled once (by the [`Runner`]) and every execution
 //! reuses it; the counter buffer is the only extra argument.

@@ -3,7 +3,9 @@
 //! all-one input (every divisor, stride and size 1: no division by zero, every index of a
 //! work-item near its id), and role-aware values — scalars that bound a loop or index a buffer, and buffers whose
 //! elements are indices ([`super::roles`]), kept inside the buffers' extents. Every class
-//! has the seed's geometry and buffer sizes; only values change.
+//! has the seed's geometry and buffer sizes; only values change. [`boundary`] makes inputs
+//! with buffer lanes equal to the values the kernel may compare them with (for the cases a
+//! campaign keeps for their outputs).
 
 use super::mutate::{f32_to_half, Rng, Shape};
 use super::roles::Roles;
