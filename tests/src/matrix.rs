@@ -337,7 +337,10 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
         }
     }
 
-    // Fuzz one kernel: every case kept replays as recorded, and cover runs the suite.
+    // Fuzz one kernel: every case kept replays as recorded, and cover runs the suite. The
+    // budget is wall time (an execution of a large kernel such as hashcat's `l_markov` takes
+    // seconds, and each crash rebuilds the worker's program): the campaign, its checks of the
+    // kept cases included, stays well inside the command's time limit.
     let suite = fresh_dir("matrix-suite", app.name);
     let fuzz = guarded(&os(&[
         &"fuzz",
@@ -345,7 +348,7 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
         &"--kernel",
         &app.fuzz_kernel,
         &"--budget",
-        &"300",
+        &"60s",
         &"--out",
         &suite.as_os_str(),
     ]));

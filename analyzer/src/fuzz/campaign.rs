@@ -1,6 +1,11 @@
 //! One fuzzing campaign for one kernel: run the seeds, then mutate one argument (or buffer
 //! element) of a kept case at a time and keep the result only when it reaches a branch side or
-//! loop-boundary class no earlier case reached; stop at saturation or the budget.
+//! loop-boundary class no earlier case reached; stop at saturation or the budget. Then up to
+//! [`OUTPUT_CASES`] more cases are kept for their outputs alone ([`Campaign::diversify`]:
+//! boundary values, the input classes, random values), because a suite of one case per branch
+//! side lets most value-changing mutants survive. When the checks of kept cases (verify,
+//! reproduce, the bounds check) take out the only case of a slot, [`Campaign::resume`]
+//! fuzzes again from the cases left.
 //!
 //! The coverage-instrumented program is compiled once (by the [`Runner`]) and every execution
 //! reuses it; the counter buffer is the only extra argument.
@@ -113,6 +118,10 @@ pub struct Campaign {
     pub subset_only: usize,
     /// Runs and time of [`Campaign::confirm`] (included in `executions` and `run_time`).
     pub confirm_cost: (u64, Duration),
+    /// How many cases, at the start of `cases`, passed the checks of kept cases already
+    /// ([`Campaign::verify`], [`Campaign::reproduce`], the bounds check): a later round of
+    /// checks ([`Campaign::resume`]) judges only the cases after them.
+    pub settled: usize,
 }
 
 impl Campaign {
@@ -153,6 +162,7 @@ impl Campaign {
             confirm_cost: (0, Duration::ZERO),
             reduced_note: None,
             subset_only: 0,
+            settled: 0,
         }
     }
 
@@ -429,8 +439,9 @@ impl Campaign {
         )))
     }
 
-    /// Keeps the cases `judge` finds nothing wrong with; each other one leaves the suite as a
-    /// finding with the judge's reason. Covered slots are recounted from the cases kept.
+    /// Keeps the cases `judge` finds nothing wrong with (cases already [`Campaign::settled`]
+    /// are not judged again); each other one leaves the suite as a finding with the judge's
+    /// reason. Covered slots are recounted from the cases kept.
     /// Returns how many left.
     fn keep_judged(
         &mut self,
@@ -439,7 +450,11 @@ impl Campaign {
         let cases = std::mem::take(&mut self.cases);
         let mut kept = Vec::with_capacity(cases.len());
         let mut dropped = 0;
-        for case in cases {
+        for (k, case) in cases.into_iter().enumerate() {
+            if k < self.settled {
+                kept.push(case);
+                continue;
+            }
             match judge(self, &case)? {
                 None => kept.push(case),
                 Some(what) => {
@@ -642,7 +657,15 @@ impl Campaign {
         let start = Instant::now();
         let template = seeds.first().cloned();
         let n_seeds = seeds.len();
+        let spent = |c: &Campaign| {
+            budget.executions.is_some_and(|n| c.executions >= n)
+                || budget.time.is_some_and(|t| start.elapsed() >= t)
+        };
         for (i, s) in seeds.into_iter().enumerate() {
+            // Past the budget, only until some seed gave a case.
+            if !self.cases.is_empty() && spent(self) {
+                break;
+            }
             let force = self.cases.is_empty();
             if self.offer(runner, s, format!("seed {i}"), force)? {
                 self.saturation_time = start.elapsed();
@@ -656,7 +679,7 @@ impl Campaign {
                 super::classes::inputs(&self.iface, &self.roles, template, &shapes, &mut rng);
             let names: Vec<String> = classes.iter().map(|c| c.0.clone()).collect();
             for (name, input) in classes {
-                if self.complete() {
+                if self.complete() || (!self.cases.is_empty() && spent(self)) {
                     break;
                 }
                 let force = self.cases.is_empty();
@@ -683,12 +706,56 @@ impl Campaign {
         let k = budget.fruitless.unwrap_or(50 * mutable.max(1));
         let mut rng = Rng::new(seed);
         // One random seed shaped like the first one (captured values are often too tame).
-        if mutable > 0 && k > 0 && !self.complete() {
+        if mutable > 0 && k > 0 && !self.complete() && !spent(self) {
             let random = super::mutate::randomize(&first.input, &shapes, &dict, &mut rng);
             if self.offer(runner, random, "random seed".into(), false)? {
                 self.saturation_time = start.elapsed();
             }
         }
+        self.mutation_loop(runner, &shapes, &dict, &mut rng, budget, start, Some(start), progress)?;
+        let mut candidates = Vec::new();
+        for k in [0, self.cases.len().saturating_sub(1), 0] {
+            if let Some(b) = self
+                .cases
+                .get(k)
+                .and_then(|c| super::classes::boundary(&self.iface, &c.input, &shapes, &mut rng))
+            {
+                candidates.push((format!("boundary values of case {k}"), b));
+            }
+        }
+        if let Some(template) = &template {
+            let mut crng = Rng::new(seed ^ 0xB0DA_12E5_B0DA_12E5);
+            let mut classes =
+                super::classes::inputs(&self.iface, &self.roles, template, &shapes, &mut crng);
+            // The all-zero input last: its outputs are the least telling.
+            classes.rotate_left(1);
+            candidates.extend(classes);
+            if mutable > 0 {
+                candidates.push((
+                    "random values".into(),
+                    super::mutate::randomize(template, &shapes, &dict, &mut crng),
+                ));
+            }
+        }
+        self.diversify(runner, candidates, budget, start)?;
+        self.confirm(runner)
+    }
+
+    /// Mutates kept cases one argument or element at a time, keeping each result that
+    /// reaches something new, until `budget` (counted from `start`) runs out, every slot is
+    /// covered, or saturation; `saturation_from`: the time new coverage is measured from.
+    #[allow(clippy::too_many_arguments)]
+    fn mutation_loop(
+        &mut self,
+        runner: &mut dyn Runner,
+        shapes: &[Shape],
+        dict: &Dictionary,
+        rng: &mut Rng,
+        budget: &Budget,
+        start: Instant,
+        saturation_from: Option<Instant>,
+        progress: bool,
+    ) -> Result<(), FuzzError> {
         let bar = if progress {
             let b = ProgressBar::new(self.slots.len() as u64);
             b.set_style(
@@ -709,15 +776,22 @@ impl Campaign {
             ProgressBar::hidden()
         };
         let mut fruitless = 0u64;
-        while mutable > 0 && (budget.exhaust || (fruitless < k && !self.complete())) {
-            if budget.executions.is_some_and(|n| self.executions >= n)
+        let mutable = shapes
+            .iter()
+            .filter(|s| !matches!(s, super::mutate::Shape::Fixed))
+            .count() as u64;
+        let k = budget.fruitless.unwrap_or(50 * mutable.max(1));
+        let out_of_budget = |c: &Campaign| {
+            budget.executions.is_some_and(|n| c.executions >= n)
                 || budget.time.is_some_and(|t| start.elapsed() >= t)
-            {
+        };
+        while mutable > 0 && (budget.exhaust || (fruitless < k && !self.complete())) {
+            if out_of_budget(self) {
                 break;
             }
             let parent = rng.below(self.cases.len() as u64) as usize;
             let reduced = if matches!(self.lineages.get(parent), Some(Some(_))) {
-                self.offer_mutation_reduced(runner, parent, &shapes, &dict, &mut rng)?
+                self.offer_mutation_reduced(runner, parent, shapes, dict, rng)?
             } else {
                 None
             };
@@ -725,7 +799,7 @@ impl Campaign {
                 Some(new) => new,
                 None => {
                     let mut input = self.cases[parent].input.clone();
-                    let Some(how) = mutate(&mut input, &shapes, &dict, &mut rng) else {
+                    let Some(how) = mutate(&mut input, shapes, dict, rng) else {
                         break;
                     };
                     self.offer(
@@ -738,7 +812,9 @@ impl Campaign {
             };
             if new {
                 fruitless = 0;
-                self.saturation_time = start.elapsed();
+                if let Some(t) = saturation_from {
+                    self.saturation_time = t.elapsed();
+                }
             } else {
                 fruitless += 1;
             }
@@ -751,8 +827,98 @@ impl Campaign {
             ));
         }
         bar.finish_and_clear();
+        Ok(())
+    }
+
+    /// Fuzzes again from the cases left, for at most `budget`: after the checks of the kept
+    /// cases (verify, reproduce, the bounds check) took cases out of the suite, the slots only
+    /// they reached are open again and the campaign looks for cases that reach them and pass.
+    pub fn resume(
+        &mut self,
+        runner: &mut dyn Runner,
+        budget: &Budget,
+        seed: u64,
+        progress: bool,
+    ) -> Result<(), FuzzError> {
+        let Some(first) = self.cases.first() else {
+            return Ok(());
+        };
+        if self.complete() {
+            return Ok(());
+        }
+        let shapes = shapes(&self.iface, &first.input);
+        let dict = Dictionary::new(&self.iface, &first.input);
+        let mut rng = Rng::new(seed);
+        self.mutation_loop(runner, &shapes, &dict, &mut rng, budget, Instant::now(), None, progress)?;
         self.confirm(runner)
     }
+
+    /// Keeps up to [`OUTPUT_CASES`] of `candidates` (in order) that reach no new slot but
+    /// leave outputs no kept case leaves: coverage alone keeps one case per branch side, and
+    /// a mutant that changes a value without changing a branch (`<` for `<=` on a boundary
+    /// value, `-` for `+` under a clamp) is only seen by a case whose values expose it. A
+    /// candidate that crashes is a finding like any other input. Only for campaigns run on
+    /// whole launches (a reduced run leaves no outputs to compare).
+    fn diversify(
+        &mut self,
+        runner: &mut dyn Runner,
+        candidates: Vec<(String, LaunchInput)>,
+        budget: &Budget,
+        start: Instant,
+    ) -> Result<(), FuzzError> {
+        if self.reduced.is_some() || self.cases.is_empty() {
+            return Ok(());
+        }
+        let mut seen: Vec<Vec<Option<Vec<u8>>>> = self
+            .cases
+            .iter()
+            .map(|c| written(&c.input, &c.outputs))
+            .collect();
+        let mut added = 0;
+        for (name, input) in candidates {
+            if added >= OUTPUT_CASES
+                || budget.executions.is_some_and(|n| self.executions >= n)
+                || budget.time.is_some_and(|t| start.elapsed() >= t)
+            {
+                break;
+            }
+            let input = match &self.scalar_bounds {
+                Some(b) => b.narrowed(input),
+                None => input,
+            };
+            if self.cases.iter().any(|c| c.input == input) {
+                continue;
+            }
+            let Some((hits, outputs)) = self.execute(runner, &input)? else {
+                continue;
+            };
+            let w = written(&input, &outputs);
+            if w.iter().all(Option::is_none) || seen.contains(&w) {
+                continue;
+            }
+            seen.push(w);
+            self.keep(input, outputs, hits, format!("{name} (other outputs)"), true, None);
+            added += 1;
+        }
+        Ok(())
+    }
+}
+
+/// At most this many cases a campaign keeps for their outputs alone
+/// ([`Campaign::diversify`]): each one costs every surviving mutant a run in `cltrap mutate`.
+pub const OUTPUT_CASES: usize = 4;
+
+/// Per argument, its contents after a run where the kernel changed them (`None` where the
+/// contents are the input's): what a mutant can change.
+fn written(input: &LaunchInput, outputs: &[Option<Vec<u8>>]) -> Vec<Option<Vec<u8>>> {
+    outputs
+        .iter()
+        .enumerate()
+        .map(|(i, out)| match (input.args.get(i), out) {
+            (Some(InputArg::Buffer { bytes, .. }), Some(o)) if bytes == o => None,
+            (_, o) => o.clone(),
+        })
+        .collect()
 }
 
 fn empty_input() -> LaunchInput {

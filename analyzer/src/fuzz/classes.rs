@@ -3,7 +3,9 @@
 //! all-one input (every divisor, stride and size 1: no division by zero, every index of a
 //! work-item near its id), and role-aware values — scalars that bound a loop or index a buffer, and buffers whose
 //! elements are indices ([`super::roles`]), kept inside the buffers' extents. Every class
-//! has the seed's geometry and buffer sizes; only values change.
+//! has the seed's geometry and buffer sizes; only values change. [`boundary`] makes inputs
+//! with buffer lanes equal to the values the kernel may compare them with (for the cases a
+//! campaign keeps for their outputs).
 
 use super::mutate::{f32_to_half, Rng, Shape};
 use super::roles::Roles;
@@ -143,4 +145,101 @@ pub fn inputs(
         out.push(("role-aware values".to_string(), input));
     }
     out
+}
+
+/// The values a relational operator of the kernel may compare a buffer lane with: every lane
+/// of the case's by-value arguments of `scalar`'s kind (with the lane it sits in, `None` for
+/// a one-lane argument) and the kernel's own constants.
+fn comparands(
+    iface: &KernelInterface,
+    input: &LaunchInput,
+    shapes: &[Shape],
+    scalar: Scalar,
+) -> Vec<(Option<usize>, [u8; 8])> {
+    let size = scalar.size();
+    let same_kind = |s: Scalar| {
+        matches!(
+            (s, scalar),
+            (Scalar::Int { .. }, Scalar::Int { .. }) | (Scalar::Float { .. }, Scalar::Float { .. })
+        ) && s.size() == size
+    };
+    let mut out = Vec::new();
+    for (shape, arg) in shapes.iter().zip(&input.args) {
+        let (Shape::Value(t), InputArg::Scalar(b)) = (shape, arg) else {
+            continue;
+        };
+        if !same_kind(t.scalar) {
+            continue;
+        }
+        for (lane, bytes) in b.chunks_exact(size).take(t.lanes as usize).enumerate() {
+            let mut v = [0u8; 8];
+            v[..size].copy_from_slice(bytes);
+            out.push(((t.lanes > 1).then_some(lane), v));
+        }
+    }
+    match scalar {
+        Scalar::Int { .. } => {
+            for c in &iface.int_constants {
+                out.push((None, encode(scalar, *c as f64)));
+            }
+        }
+        Scalar::Float { .. } => {
+            for c in &iface.float_constants {
+                out.push((None, encode(scalar, *c)));
+            }
+        }
+    }
+    out
+}
+
+/// `input` with one lane of some elements of its buffers of numbers set *equal* to a value the kernel may
+/// compare them with ([`comparands`]: a by-value argument's lane of the same position, or a
+/// constant of the kernel), the other lanes as they were. A case that is exactly on a
+/// comparison's boundary tells `a < b` from `a <= b` (a relational-boundary mutant) where
+/// random values almost never do. `None` when the input has no such lane.
+pub fn boundary(
+    iface: &KernelInterface,
+    input: &LaunchInput,
+    shapes: &[Shape],
+    rng: &mut Rng,
+) -> Option<LaunchInput> {
+    let mut out = input.clone();
+    let mut changed = false;
+    for (i, shape) in shapes.iter().enumerate() {
+        let Shape::Buffer(Some(t)) = shape else {
+            continue;
+        };
+        let values = comparands(iface, input, shapes, t.scalar);
+        if values.is_empty() {
+            continue;
+        }
+        let Some(InputArg::Buffer { bytes, .. }) = out.args.get_mut(i) else {
+            continue;
+        };
+        let size = t.scalar.size();
+        for el in bytes.chunks_exact_mut(t.size().max(1)) {
+            if rng.below(2) == 0 {
+                continue;
+            }
+            // One lane of the element: the others keep the values that put it where it
+            // was (inside a range test on every lane, say), so only this comparison moves.
+            {
+                let lane = rng.below(t.lanes.max(1) as u64) as usize;
+                let fits: Vec<&[u8; 8]> = values
+                    .iter()
+                    .filter(|(at, _)| at.is_none() || *at == Some(lane))
+                    .map(|(_, v)| v)
+                    .collect();
+                if fits.is_empty() {
+                    continue;
+                }
+                let v = fits[rng.below(fits.len() as u64) as usize];
+                if let Some(dst) = el.get_mut(lane * size..(lane + 1) * size) {
+                    dst.copy_from_slice(&v[..size]);
+                    changed = true;
+                }
+            }
+        }
+    }
+    changed.then_some(out)
 }

@@ -465,10 +465,16 @@ pub fn run_target(
     let built_source = target.headers.source(&instrumented);
     let mut runner = make_runner(session, &built_source, &options, settings)?;
     campaign.compile_time = t0.elapsed();
+    // A time budget is wall time from the start of this kernel: parsing and the compile
+    // above count, and fuzzing gets what they left.
+    let deadline = settings.budget.time.map(|t| start + t);
+    let left = || deadline.map(|d| d.saturating_duration_since(Instant::now()));
+    let mut fuzz_budget = settings.budget.clone();
+    fuzz_budget.time = left();
     campaign.fuzz(
         runner.as_mut(),
         target.seeds.clone(),
-        &settings.budget,
+        &fuzz_budget,
         settings.seed,
         settings.progress,
     )?;
@@ -485,13 +491,22 @@ pub fn run_target(
         })
         .collect();
     let mut solve_time = Duration::ZERO;
-    if settings.solve {
+    // The solver's time limit is cut to what the budget left; with nothing left it does not
+    // run (the slots stay uncovered, and the summary says the budget ran out).
+    let solve_limits = {
+        let mut l = settings.limits.clone();
+        if let Some(t) = left() {
+            l.time = l.time.min(t);
+        }
+        l
+    };
+    if settings.solve && !solve_limits.time.is_zero() {
         let t = Instant::now();
         let solved = crate::solve::solve_campaign(
             &mut campaign,
             &program,
             runner.as_mut(),
-            &settings.limits,
+            &solve_limits,
         )?;
         solve_time = t.elapsed();
         for (index, status, took) in solved {
@@ -501,19 +516,55 @@ pub fn run_target(
             }
         }
     }
-    // Every kept case once more, through the user's program in a runner of its own: only
-    // cases that reproduce their outputs there go to the suite.
     let original_source = target.headers.source(&target.source);
-    let mut original = make_runner(session, &original_source, &options, settings)?;
-    campaign.verify(original.as_mut())?;
-    drop(original);
-    // And once more as `cltrap cover` runs a suite's launch (no guard zones): only cases
-    // that reach the same branches and leave the same outputs there are kept.
-    let mut cover = make_runner(session, &cover_source, &options, settings)?;
-    campaign.reproduce(cover.as_mut())?;
-    drop(cover);
-    if settings.check_cases {
-        bounds_check_cases(session, &target, &mut campaign);
+    for round in 0..CHECK_ROUNDS {
+        if round > 0 {
+            // The checks took out cases that alone reached some slots: fuzz again for what
+            // is left of the budget, and check the new cases.
+            let lost = statuses.iter().any(|s| {
+                matches!(s.1, SlotStatus::CoveredByFuzzing | SlotStatus::SolvedAndConfirmed)
+                    && !campaign.covered.contains(&s.0)
+            });
+            let mut again = settings.budget.clone();
+            again.time = left();
+            if !lost
+                || again.time.is_some_and(|t| t.is_zero())
+                || again.executions.is_some_and(|n| campaign.executions >= n)
+            {
+                break;
+            }
+            campaign.resume(
+                runner.as_mut(),
+                &again,
+                settings.seed.wrapping_add(round as u64),
+                settings.progress,
+            )?;
+            for s in statuses.iter_mut() {
+                if campaign.covered.contains(&s.0) && !matches!(s.1, SlotStatus::SolvedAndConfirmed) {
+                    s.1 = SlotStatus::CoveredByFuzzing;
+                }
+            }
+        }
+        // Every kept case once more, through the user's program in a runner of its own:
+        // only cases that reproduce their outputs there go to the suite.
+        let mut original = make_runner(session, &original_source, &options, settings)?;
+        campaign.verify(original.as_mut())?;
+        drop(original);
+        // And once more as `cltrap cover` runs a suite's launch (no guard zones): only cases
+        // that reach the same branches and leave the same outputs there are kept.
+        let mut cover = make_runner(session, &cover_source, &options, settings)?;
+        campaign.reproduce(cover.as_mut())?;
+        drop(cover);
+        if settings.check_cases {
+            // Oclgrind gets what the budget left, but never less than
+            // `MIN_CHECK_TIME`: a case the check did not finish on stays (as without
+            // Oclgrind), so a spent budget must not skip the check altogether.
+            let time = left().map_or(DEFAULT_CHECK_TIME, |t| {
+                t.clamp(MIN_CHECK_TIME, DEFAULT_CHECK_TIME)
+            });
+            bounds_check_cases(session, &target, &mut campaign, time);
+        }
+        campaign.settled = campaign.cases.len();
     }
     for s in statuses.iter_mut() {
         if !campaign.covered.contains(&s.0) {
@@ -535,18 +586,32 @@ pub fn run_target(
     })
 }
 
+/// The bounds check's time on the kept cases of one kernel when the budget leaves more (or
+/// has no time limit): [`crate::check::locate::DEFAULT_BUDGET`].
+const DEFAULT_CHECK_TIME: Duration = crate::check::locate::DEFAULT_BUDGET;
+
+/// The bounds check's time on the kept cases of one kernel when the budget is spent: enough
+/// for Oclgrind on a small launch, so no case skips the check for lack of budget.
+const MIN_CHECK_TIME: Duration = Duration::from_secs(20);
+
+/// How many times a campaign checks its kept cases (and, after the first, fuzzes again from
+/// the cases left when the checks took out the only case of some slot).
+pub const CHECK_ROUNDS: usize = 3;
+
 /// Runs the bounds check (Oclgrind) on every kept case whose launch is run whole (below
 /// [`reduce::MIN_WORK_ITEMS`] work-items: a larger one would take the check's whole budget)
 /// and turns each case that reads or writes out of a buffer into a finding: a write past the
 /// guard zones does not crash the fuzzing worker but may corrupt the memory of `cltrap cover`
 /// or `mutate` when they run the suite. When the check cannot run (no Oclgrind), the cases
 /// stay as they are.
-fn bounds_check_cases(session: &Session, target: &Target, campaign: &mut Campaign) {
-    use crate::check::locate::{overruns, Located, DEFAULT_BUDGET};
+fn bounds_check_cases(session: &Session, target: &Target, campaign: &mut Campaign, time: Duration) {
+    use crate::check::locate::{overruns, Located};
     let small = |c: &campaign::KeptCase| {
         c.input.global_size.iter().product::<u64>() < reduce::MIN_WORK_ITEMS
     };
-    if !campaign.cases.iter().any(small) {
+    // Cases settled by an earlier round were checked then.
+    let settled = campaign.settled;
+    if !campaign.cases.iter().skip(settled).any(small) {
         return;
     }
     let Ok(tmp) = tempfile::tempdir() else {
@@ -565,10 +630,10 @@ fn bounds_check_cases(session: &Session, target: &Target, campaign: &mut Campaig
     };
     let checked: Vec<u64> = ids
         .iter()
-        .filter(|(_, k)| campaign.cases.get(*k).is_some_and(small))
+        .filter(|(_, k)| *k >= settled && campaign.cases.get(*k).is_some_and(small))
         .map(|(id, _)| *id)
         .collect();
-    let Ok(found) = overruns(tmp.path(), &capture, checked, None, DEFAULT_BUDGET) else {
+    let Ok(found) = overruns(tmp.path(), &capture, checked, None, time) else {
         return;
     };
     let why: std::collections::BTreeMap<usize, String> = ids
@@ -955,7 +1020,21 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
                                 n.len(),
                                 fdir.display()
                             );
-                            if !args.no_locate {
+                            // Locating runs Oclgrind on every kind of finding: not past
+                            // the campaign's time budget.
+                            let spent = settings
+                                .budget
+                                .time
+                                .is_some_and(|limit| started.elapsed() >= limit);
+                            if !args.no_locate && spent {
+                                let _ = writeln!(
+                                    out,
+                                    "note: the overrunning lines of {name}'s findings were not \
+                                     looked for: the campaign's --budget ran out (`cltrap check \
+                                     {}` locates them)",
+                                    fdir.display()
+                                );
+                            } else if !args.no_locate {
                                 located = locate_findings(&fdir, &name, &o.campaign, &n, out);
                             }
                         }

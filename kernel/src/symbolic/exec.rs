@@ -473,6 +473,35 @@ impl<'a> Exec<'a> {
                     let mut next = Vec::new();
                     for st in live {
                         let dims = array_dims(&v.ty);
+                        if !dims.is_empty() && v.init.is_none() {
+                            // An array of structs (`__local S tmp[16]`): a region whose
+                            // elements have the struct's layout, as a buffer of structs.
+                            let name = strip_qualifiers(array_elem(&v.ty));
+                            let name = name.trim_start_matches("struct ").trim();
+                            if parse_value_type(array_elem(&v.ty)).is_none() {
+                                if let Some(l) = layout_of(&self.structs, name).cloned() {
+                                    let mut st = st;
+                                    let arr = Array::fresh_const(
+                                        &v.name,
+                                        &Sort::bitvector(64),
+                                        &Sort::bitvector(l.size as u32 * 8),
+                                    );
+                                    let p = st.add_region(
+                                        Region {
+                                            layout: Some(l),
+                                            elem: u8_type(),
+                                            array: arr,
+                                            arg: None,
+                                            len: Some(dims.iter().product()),
+                                        },
+                                        &dims,
+                                    );
+                                    st.vars.push((v.name.clone(), p));
+                                    next.push(st);
+                                    continue;
+                                }
+                            }
+                        }
                         if !dims.is_empty() {
                             let Some(elem) = parse_value_type(array_elem(&v.ty)) else {
                                 self.unsupported(
