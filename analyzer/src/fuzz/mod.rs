@@ -1166,9 +1166,15 @@ fn locate_findings(
             Some(Located::NotChecked(why)) => format!("not located: {why}"),
             None => continue,
         };
+        // A finding the bounds check on kept cases already located says where it overran.
+        let shown = if what.contains("overran at ") {
+            what.to_string()
+        } else {
+            format!("{what}: {line}")
+        };
         let _ = writeln!(
             out,
-            "finding in {name}: {what}: {line} (its input: launch {id} of {})",
+            "finding in {name}: {shown} (its input: launch {id} of {})",
             fdir.display()
         );
     }
