@@ -399,7 +399,10 @@ impl SpoolWriter {
         }
     }
 
-    /// A new segment of this process, locked.
+    /// A new segment of this process, locked before it is visible: it is made under a name
+    /// that is not a segment's (a leading dot), locked, then renamed. (Created under its own
+    /// name, a compactor could find it unlocked, take it for sealed and empty, and delete it
+    /// before this process locked it and appended contents that would then be lost.)
     fn new_segment(&self) -> std::io::Result<Segment> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -407,14 +410,19 @@ impl SpoolWriter {
             .unwrap_or(0);
         let n = self.made.fetch_add(1, Ordering::Relaxed);
         let name = format!("{}-{nanos}-{n}{SEGMENT_SUFFIX}", std::process::id());
-        let path = self.dir.join(SPOOL_DIR).join(name);
+        let path = self.dir.join(SPOOL_DIR).join(&name);
+        let hidden = self.dir.join(SPOOL_DIR).join(format!(".{name}"));
         let file = OpenOptions::new()
             .append(true)
             .create_new(true)
             .mode(self.access.file_mode())
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)?;
-        file.lock()?;
+            .open(&hidden)?;
+        let visible = file.lock().and_then(|()| std::fs::rename(&hidden, &path));
+        if let Err(e) = visible {
+            let _ = std::fs::remove_file(&hidden);
+            return Err(e);
+        }
         Ok(Segment { file, len: 0 })
     }
 
@@ -458,6 +466,26 @@ mod tests {
         assert_eq!(s.records.len(), 1);
         assert!(matches!(s.tail, Tail::Cut { claimed: 5000, have: 10, .. }), "{:?}", s.tail);
         assert!(s.tail.problem().unwrap().contains(&b));
+    }
+
+    #[test]
+    fn a_segment_is_locked_before_it_appears_under_a_segment_name() {
+        let t = tempfile::tempdir().unwrap();
+        let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+        let a = crate::writer::digest(b"first");
+        w.put(&a, b"first").unwrap();
+        // Every file of the spool folder is the segment, under its final name, and a
+        // compactor cannot take its lock while the writer holds it.
+        let names: Vec<String> = std::fs::read_dir(t.path().join(SPOOL_DIR))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != COMPACTOR_LOCK)
+            .collect();
+        assert_eq!(names, segments(t.path()).unwrap(), "a hidden file was left behind");
+        let seg = File::open(t.path().join(SPOOL_DIR).join(&names[0])).unwrap();
+        assert!(seg.try_lock().is_err(), "the writer's segment is not locked");
+        drop(w);
+        assert!(seg.try_lock().is_ok(), "a segment its writer let go stays locked");
     }
 
     #[test]
