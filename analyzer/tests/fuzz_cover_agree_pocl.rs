@@ -5,44 +5,12 @@
 //! OpenCL runtime (PoCL).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 mod common;
 
-/// Writes `source` and an interface file (global size 64 in groups of 16, `args`) into `dir`,
-/// runs `cltrap fuzz --out dir/suite` with `extra`, and returns the suite folder and its text.
-fn fuzz(dir: &Path, kernel: &str, source: &str, args: serde_json::Value, extra: &[&str]) -> (PathBuf, String) {
-    std::fs::create_dir_all(dir).unwrap();
-    let k = dir.join("k.cl");
-    std::fs::write(&k, source).unwrap();
-    let iface = dir.join("k.json");
-    let spec = serde_json::json!({
-        "kernel": kernel, "global_size": [64], "local_size": [16], "args": args,
-    });
-    std::fs::write(&iface, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
-    let suite = dir.join("suite");
-    let mut all = vec![
-        "fuzz",
-        k.to_str().unwrap(),
-        "--interface",
-        iface.to_str().unwrap(),
-        "--out",
-        suite.to_str().unwrap(),
-    ];
-    all.extend(extra);
-    let (code, out, err) = common::cltrap(&all, &[]);
-    let text = out + &err;
-    assert_eq!(code, 0, "{text}");
-    (suite, text)
-}
-
-fn arg(name: &str, size: Option<u64>, fill: serde_json::Value, output: bool) -> serde_json::Value {
-    let mut a = serde_json::json!({"name": name, "type": "", "fill": fill, "output": output});
-    if let Some(n) = size {
-        a["size"] = n.into();
-    }
-    a
-}
+use common::fuzz_interface as fuzz;
+use common::iface_arg as arg;
 
 /// (line, label) of the slots fuzz reports covered, and of the items `cltrap cover` hit on
 /// the suite, among fuzz's slots; plus cover's problems (failed launches, output mismatches).

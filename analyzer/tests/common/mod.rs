@@ -453,3 +453,52 @@ pub fn cltrap(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// `cltrap fuzz` on `source` (written to `dir/k.cl`) with an interface file for `kernel` (64
+/// work-items in groups of 16, `args` as the interface's arguments) into `dir/suite`; exits 0.
+/// Returns the suite and everything the command printed.
+pub fn fuzz_interface(
+    dir: &Path,
+    kernel: &str,
+    source: &str,
+    args: serde_json::Value,
+    extra: &[&str],
+) -> (PathBuf, String) {
+    std::fs::create_dir_all(dir).unwrap();
+    let k = dir.join("k.cl");
+    std::fs::write(&k, source).unwrap();
+    let iface = dir.join("k.json");
+    let spec = serde_json::json!({
+        "kernel": kernel, "global_size": [64], "local_size": [16], "args": args,
+    });
+    std::fs::write(&iface, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
+    let suite = dir.join("suite");
+    let mut all = vec![
+        "fuzz",
+        k.to_str().unwrap(),
+        "--interface",
+        iface.to_str().unwrap(),
+        "--out",
+        suite.to_str().unwrap(),
+    ];
+    all.extend(extra);
+    let (code, out, err) = cltrap(&all, &[]);
+    let text = out + &err;
+    assert_eq!(code, 0, "{text}");
+    (suite, text)
+}
+
+/// One argument of an interface file: its name, buffer size (None for a scalar), fill, and
+/// whether it is an output.
+pub fn iface_arg(
+    name: &str,
+    size: Option<u64>,
+    fill: serde_json::Value,
+    output: bool,
+) -> serde_json::Value {
+    let mut a = serde_json::json!({"name": name, "type": "", "fill": fill, "output": output});
+    if let Some(n) = size {
+        a["size"] = n.into();
+    }
+    a
+}
