@@ -20,6 +20,7 @@
 //! thing shared with it is the capture format of `cltrap-capture`.
 //! Architecture invariant: only [`executor`] calls OpenCL.
 
+pub mod campaign;
 pub mod check;
 pub mod compact;
 pub mod compare;

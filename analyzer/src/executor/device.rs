@@ -10,7 +10,7 @@ use opencl_sys::{
 /// Which platform and device to use: each by index (`0`) or case-insensitive name substring
 /// (`pocl`, `nvidia`). `None` = the first platform that has a device, its first device.
 /// Also the `--platform`/`--device` options of every command that opens a device.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
 pub struct DeviceSelector {
     /// Platform index or name substring; `None` = any platform with a device.
     #[arg(long, help = "Platform by index or case-insensitive name substring")]

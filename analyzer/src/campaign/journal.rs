@@ -1,0 +1,217 @@
+//! The campaign's journal, `units.jsonl` in the campaign folder: a header line saying which
+//! command (and shard) it belongs to, then one [`Finished`] line per unit as it finishes.
+//!
+//! Append-only, one `write` per line: a campaign killed at any moment leaves whole lines and
+//! at most a torn last line, which reading ignores. `--resume` reads it back and skips the
+//! units it holds; `cltrap merge` reads the shards' journals. A journal is input from disk:
+//! a line that does not parse is skipped, and lines are bounded in size.
+
+use super::{Finished, Shard};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The journal's file name inside a campaign folder.
+pub const FILE: &str = "units.jsonl";
+/// Longest line read back (a unit's result is a report fragment, not bulk data).
+const MAX_LINE: u64 = 64 << 20;
+
+/// What the journal belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Format version of the journal.
+    pub cltrap_campaign: u32,
+    /// The command line after `cltrap`, without the campaign flags.
+    pub args: Vec<String>,
+    /// The folder relative paths in `args` are relative to.
+    pub cwd: PathBuf,
+    /// [`super::args::fingerprint`] of `args`.
+    pub fingerprint: String,
+    /// The shard this journal holds, if the run was one.
+    pub shard: Option<Shard>,
+    /// How many units the whole campaign has.
+    pub units: usize,
+}
+
+/// A journal read back.
+#[derive(Debug)]
+pub struct Journal {
+    /// Its header.
+    pub header: Header,
+    /// Finished units by id (the last line wins when a unit was written twice).
+    pub finished: BTreeMap<String, Finished>,
+}
+
+/// Errors of reading a journal, as one sentence each.
+#[derive(Debug)]
+pub enum JournalError {
+    /// The folder has no journal.
+    Missing(PathBuf),
+    /// The file cannot be read or its header is not one.
+    Unreadable(PathBuf, String),
+}
+
+impl std::fmt::Display for JournalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JournalError::Missing(p) => write!(f, "{} has no campaign journal", p.display()),
+            JournalError::Unreadable(p, why) => {
+                write!(f, "cannot read the campaign journal {}: {why}", p.display())
+            }
+        }
+    }
+}
+
+/// Reads the journal in `dir`.
+pub fn read(dir: &Path) -> Result<Journal, JournalError> {
+    let path = dir.join(FILE);
+    let file = File::open(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => JournalError::Missing(dir.to_path_buf()),
+        _ => JournalError::Unreadable(path.clone(), e.to_string()),
+    })?;
+    let mut lines = BufReader::new(file);
+    let mut first = String::new();
+    (&mut lines)
+        .take(MAX_LINE)
+        .read_line(&mut first)
+        .map_err(|e| JournalError::Unreadable(path.clone(), e.to_string()))?;
+    let header: Header = serde_json::from_str(first.trim_end()).map_err(|e| {
+        JournalError::Unreadable(path.clone(), format!("its first line is not a header ({e})"))
+    })?;
+    if header.cltrap_campaign != 1 {
+        return Err(JournalError::Unreadable(
+            path,
+            format!("format version {} is not 1", header.cltrap_campaign),
+        ));
+    }
+    let mut finished = BTreeMap::new();
+    loop {
+        let mut line = String::new();
+        let n = (&mut lines)
+            .take(MAX_LINE)
+            .read_line(&mut line)
+            .map_err(|e| JournalError::Unreadable(path.clone(), e.to_string()))?;
+        if n == 0 {
+            break;
+        }
+        // A torn last line (killed mid-write) has no newline; it is not a finished unit.
+        if !line.ends_with('\n') {
+            break;
+        }
+        if let Ok(f) = serde_json::from_str::<Finished>(line.trim_end()) {
+            finished.insert(f.unit.clone(), f);
+        }
+    }
+    Ok(Journal { header, finished })
+}
+
+/// A journal being written.
+pub struct Writer {
+    file: File,
+    path: PathBuf,
+}
+
+impl Writer {
+    /// Starts a journal in `dir` (made if missing): a fresh one with `header`, or, when
+    /// `resume` and a journal is there, that one appended to.
+    pub fn open(dir: &Path, header: &Header, resume: bool) -> std::io::Result<Writer> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(FILE);
+        if resume && path.exists() {
+            let file = OpenOptions::new().append(true).open(&path)?;
+            // A torn last line would glue onto the next one: end it first.
+            let len = file.metadata()?.len();
+            let mut w = Writer { file, path };
+            if len > 0 {
+                let mut last = [0u8; 1];
+                let mut f = File::open(&w.path)?;
+                std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(len - 1))?;
+                f.read_exact(&mut last)?;
+                if last[0] != b'\n' {
+                    w.file.write_all(b"\n")?;
+                }
+            }
+            return Ok(w);
+        }
+        // A fresh journal replaces an older one whole: written aside, then renamed.
+        let tmp = dir.join(format!(".{FILE}.{}", std::process::id()));
+        let mut file = File::create(&tmp)?;
+        let mut line = serde_json::to_string(header).map_err(std::io::Error::other)?;
+        line.push('\n');
+        file.write_all(line.as_bytes())?;
+        std::fs::rename(&tmp, &path)?;
+        let file = OpenOptions::new().append(true).open(&path)?;
+        Ok(Writer { file, path })
+    }
+
+    /// Appends one finished unit (one `write` of a whole line).
+    pub fn append(&mut self, f: &Finished) -> std::io::Result<()> {
+        let mut line = serde_json::to_string(f).map_err(std::io::Error::other)?;
+        line.push('\n');
+        self.file.write_all(line.as_bytes())
+    }
+
+    /// The journal's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> Header {
+        Header {
+            cltrap_campaign: 1,
+            args: vec!["check".into(), "cap".into()],
+            cwd: "/".into(),
+            fingerprint: "f".into(),
+            shard: None,
+            units: 2,
+        }
+    }
+
+    fn fin(id: &str) -> Finished {
+        Finished {
+            unit: id.into(),
+            device: "d".into(),
+            millis: 1,
+            result: serde_json::json!({"id": id}),
+        }
+    }
+
+    #[test]
+    fn torn_lines_are_ignored_and_resume_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = Writer::open(dir.path(), &header(), false).unwrap();
+        w.append(&fin("a")).unwrap();
+        drop(w);
+        // Killed mid-write: half a line.
+        let p = dir.path().join(FILE);
+        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(b"{\"unit\":\"b\",\"res").unwrap();
+        let j = read(dir.path()).unwrap();
+        assert_eq!(j.header, header());
+        assert_eq!(j.finished.keys().collect::<Vec<_>>(), vec!["a"]);
+        let mut w = Writer::open(dir.path(), &header(), true).unwrap();
+        w.append(&fin("b")).unwrap();
+        let j = read(dir.path()).unwrap();
+        assert_eq!(j.finished.keys().collect::<Vec<_>>(), vec!["a", "b"]);
+        // Not resuming starts over.
+        Writer::open(dir.path(), &header(), false).unwrap();
+        assert!(read(dir.path()).unwrap().finished.is_empty());
+    }
+
+    #[test]
+    fn a_folder_without_a_journal_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = read(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("has no campaign journal"), "{e}");
+        std::fs::write(dir.path().join(FILE), "not json\n").unwrap();
+        let e = read(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("not a header"), "{e}");
+    }
+}

@@ -1,0 +1,116 @@
+//! Campaigns: every analysis that runs many independent pieces of work (a launch to check,
+//! cover or replay, a mutant batch, a kernel to fuzz) describes them as **units** and hands
+//! them to one runner.
+//!
+//! The runner ([`runner`]) executes units in worker processes (isolation, a deadline per unit,
+//! restart, progress, Ctrl-C), on one or more devices ([`devices`]), writes each finished unit
+//! to an append-only journal ([`journal`]) so that `--resume` skips it, and can run one shard
+//! of the units (`--shard I/N`, [`args::Shard`]); `cltrap merge` ([`merge`]) combines shard
+//! folders. The analysis only says what its units are, how one runs, what a lost one (crashed,
+//! hung) counts as, and how results become its report: [`Campaign`].
+//!
+//! A worker is the same `cltrap` command with the hidden `--unit-worker` flag: it builds the
+//! same [`Campaign`] from the same arguments and serves units from its stdin ([`protocol`]).
+
+pub mod args;
+pub mod devices;
+pub mod journal;
+pub mod merge;
+pub mod protocol;
+pub mod runner;
+
+pub use args::{CampaignArgs, Shard};
+
+use crate::executor::DeviceSelector;
+use serde_json::Value;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One independent piece of work. `id` is unique within the campaign and the same in every
+/// run over the same arguments (it keys the journal, shards and merges); `payload` is what the
+/// worker needs beyond the command's own arguments (often nothing).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Unit {
+    /// Stable id, e.g. `launch-12` or `mutant-3-batch-0`.
+    pub id: String,
+    /// What the worker needs to run it (`null` when the id says all).
+    #[serde(default)]
+    pub payload: Value,
+}
+
+/// Why a unit has no result from its worker.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lost {
+    /// The worker died (a signal, an exit) while running it: the reason.
+    Crashed(String),
+    /// The worker stayed silent past the unit's deadline and was killed.
+    TimedOut(Duration),
+}
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Lost::Crashed(why) => write!(f, "the worker crashed: {why}"),
+            Lost::TimedOut(d) => write!(f, "timed out after {} s", d.as_secs()),
+        }
+    }
+}
+
+/// What a worker knows while it runs a unit.
+pub struct UnitContext<'a> {
+    /// The device this worker is pinned to.
+    pub device: &'a DeviceSelector,
+    /// Restarts the unit's deadline (long units call it at each step they finish).
+    pub alive: &'a dyn Fn(),
+}
+
+/// A unit's result as the journal keeps it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Finished {
+    /// The unit.
+    pub unit: String,
+    /// The device it ran on (platform and device name), or empty for a lost unit.
+    #[serde(default)]
+    pub device: String,
+    /// Wall time of the unit, in milliseconds (a timing: not part of reports' identity).
+    #[serde(default)]
+    pub millis: u64,
+    /// The analysis's result for it ([`Campaign::run_unit`] or [`Campaign::lost`]).
+    pub result: Value,
+}
+
+/// An analysis that runs as units. The same value is built from the same arguments in the
+/// parent, in every worker and in `cltrap merge`, so everything here must follow from the
+/// command's arguments and the inputs they name.
+pub trait Campaign {
+    /// The subcommand, as typed (`check`).
+    fn command(&self) -> &'static str;
+    /// Every unit of the campaign, in their deterministic order (the report's order).
+    fn units(&mut self) -> Result<Vec<Unit>, String>;
+    /// The longest silence of a worker on one unit.
+    fn deadline(&self) -> Duration;
+    /// Runs one unit in this process (a worker). `Err` is a failure of the unit that the
+    /// analysis could not express in its result; it is recorded like [`Lost::Crashed`].
+    fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String>;
+    /// The result of a unit whose worker died or hung.
+    fn lost(&self, unit: &Unit, why: &Lost) -> Value;
+    /// Writes the report over `results` (in unit order; all units when `complete`, else
+    /// those that finished before a Ctrl-C) to `out` and to the report files the arguments
+    /// name; returns the exit status.
+    fn report(
+        &mut self,
+        results: &[(Unit, Finished)],
+        complete: bool,
+        out: &mut dyn Write,
+    ) -> Result<u8, String>;
+    /// A line for the terminal when a unit finishes (printed above the progress bar).
+    fn progress_line(&self, _unit: &Unit, _done: &Finished) -> Option<String> {
+        None
+    }
+    /// The report files the arguments name, for `cltrap merge` to write them into its folder.
+    fn report_files(&mut self) -> Vec<&mut PathBuf>;
+    /// Where the campaign's journal goes when `--campaign-dir` is not given (a folder of its
+    /// own inside the capture, or the output folder).
+    fn home(&self) -> PathBuf;
+}

@@ -1,0 +1,518 @@
+//! The runner: a campaign's units in worker processes, on every pinned device, with a
+//! deadline per unit, a fresh worker after a crash or a hang, one progress bar, Ctrl-C that
+//! keeps what finished, and the journal written as units finish.
+//!
+//! Units are handed out from one shared queue (a worker that finishes early takes the next
+//! one, wherever it is), so devices of different speeds stay busy. Each worker slot is a
+//! thread that owns at most one live worker process at a time; the main thread owns the
+//! [`Campaign`], the journal and the bar.
+
+use super::devices::{self, Pinned};
+use super::journal::{self, Header, Writer};
+use super::protocol::{Event, FromWorker, ToWorker};
+use super::{args, Campaign, CampaignArgs, Finished, Lost, Unit, UnitContext};
+use crate::executor::DeviceSelector;
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Exit status of a campaign stopped by Ctrl-C (as a shell reports SIGINT).
+pub const INTERRUPTED: u8 = 130;
+
+/// Runs `c` as the campaign flags say: as a worker (`--unit-worker`), or as the parent of its
+/// workers. `device` is the command's own `--platform`/`--device` selection.
+pub fn drive(
+    c: &mut dyn Campaign,
+    flags: &CampaignArgs,
+    device: &DeviceSelector,
+    out: &mut dyn Write,
+) -> Result<u8, String> {
+    if flags.unit_worker {
+        return serve(c, device);
+    }
+    if flags.workers_per_device == 0 {
+        return Err("--workers-per-device must be at least 1".into());
+    }
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let stripped = args::strip(&argv);
+    let fingerprint = args::fingerprint(&stripped);
+    let units = c.units()?;
+    let cwd = std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
+    let header = Header {
+        cltrap_campaign: 1,
+        args: stripped.clone(),
+        cwd,
+        fingerprint: fingerprint.clone(),
+        shard: flags.shard,
+        units: units.len(),
+    };
+    let dir = flags.campaign_dir.clone().unwrap_or_else(|| {
+        let d = c.home().join(format!("{}-{fingerprint}", c.command()));
+        match flags.shard {
+            Some(s) => d.join(format!("shard-{}-of-{}", s.index, s.count)),
+            None => d,
+        }
+    });
+    let mut done: BTreeMap<String, Finished> = BTreeMap::new();
+    if flags.resume {
+        match journal::read(&dir) {
+            Ok(j) => {
+                if j.header.fingerprint != fingerprint || j.header.shard != flags.shard {
+                    return Err(format!(
+                        "--resume: the campaign in {} was run as `cltrap {}`{}, not as this command",
+                        dir.display(),
+                        j.header.args.join(" "),
+                        j.header.shard.map(|s| format!(" --shard {s}")).unwrap_or_default()
+                    ));
+                }
+                done = j.finished;
+            }
+            Err(journal::JournalError::Missing(_)) => {
+                eprintln!("cltrap: --resume: {} has no journal yet; running every unit", dir.display())
+            }
+            Err(e) => return Err(format!("--resume: {e}")),
+        }
+    }
+    // Units of this run, in order; those finished before are kept as they were.
+    let mine: Vec<(usize, Unit)> = units
+        .iter()
+        .cloned()
+        .enumerate()
+        .filter(|(p, _)| flags.shard.is_none_or(|s| s.owns(*p)))
+        .collect();
+    done.retain(|id, _| mine.iter().any(|(_, u)| &u.id == id));
+    let todo: VecDeque<(usize, Unit)> = mine
+        .iter()
+        .filter(|(_, u)| !done.contains_key(&u.id))
+        .cloned()
+        .collect();
+    let mut writer = match Writer::open(&dir, &header, flags.resume) {
+        Ok(w) => Some(w),
+        Err(e) if flags.resume || flags.shard.is_some() || flags.campaign_dir.is_some() => {
+            return Err(format!("cannot write the campaign journal in {}: {e}", dir.display()))
+        }
+        Err(e) => {
+            eprintln!(
+                "cltrap: cannot keep a campaign journal in {} ({e}); --resume will not be possible",
+                dir.display()
+            );
+            None
+        }
+    };
+    if flags.resume && !done.is_empty() {
+        eprintln!(
+            "cltrap: --resume: {} of {} unit(s) finished before; running the other {}",
+            done.len(),
+            mine.len(),
+            todo.len()
+        );
+    }
+    let pins: Vec<Option<Pinned>> = match devices::resolve(flags.devices.as_deref(), device) {
+        Ok(p) => p.into_iter().map(Some).collect(),
+        // Without --devices, a device that cannot be listed here is the workers' to report.
+        Err(_) if flags.devices.is_none() => vec![None],
+        Err(e) => return Err(e),
+    };
+    if flags.devices.is_some() {
+        let names: Vec<&str> = pins.iter().flatten().map(|p| p.name.as_str()).collect();
+        eprintln!(
+            "cltrap: {} worker(s) on {} device(s): {}",
+            pins.len() * flags.workers_per_device,
+            pins.len(),
+            names.join(", ")
+        );
+    }
+    let run = Run {
+        exe: std::env::current_exe().map_err(|e| format!("cannot find cltrap itself: {e}"))?,
+        args: stripped,
+        deadline: c.deadline(),
+    };
+    let interrupted = run_units(c, &run, todo, &pins, flags.workers_per_device, &mut done, &mut writer)?;
+    let results: Vec<(Unit, Finished)> = mine
+        .into_iter()
+        .filter_map(|(_, u)| done.remove(&u.id).map(|f| (u, f)))
+        .collect();
+    if let Some(s) = flags.shard {
+        let kept = writer.as_ref().map(|w| w.path().to_path_buf()).unwrap_or(dir);
+        eprintln!(
+            "cltrap: shard {s}: {} unit(s) of {} finished into {}; `cltrap merge OUT SHARD_DIRS...` writes the report",
+            results.len(),
+            units.len(),
+            kept.display()
+        );
+        return Ok(if interrupted { INTERRUPTED } else { 0 });
+    }
+    let code = c.report(&results, !interrupted, out)?;
+    if interrupted {
+        eprintln!(
+            "cltrap: interrupted: {} of {} unit(s) finished (the report above covers them); the same command with --resume runs the rest",
+            results.len(),
+            units.len()
+        );
+        return Ok(INTERRUPTED);
+    }
+    Ok(code)
+}
+
+/// How workers are started.
+struct Run {
+    exe: PathBuf,
+    args: Vec<String>,
+    deadline: Duration,
+}
+
+/// What a worker slot sends the main thread.
+enum Outcome {
+    /// A unit's result.
+    Done(Unit, Finished),
+    /// A unit lost with its worker.
+    Lost(Unit, Lost, String, u64),
+}
+
+static INTERRUPT: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPT.store(true, Ordering::SeqCst);
+}
+
+/// SIGINT sets [`INTERRUPT`] while the campaign runs; the old disposition comes back on drop.
+struct CtrlC(libc::sigaction);
+
+impl CtrlC {
+    fn install() -> CtrlC {
+        INTERRUPT.store(false, Ordering::SeqCst);
+        // SAFETY: a handler that only stores to an atomic is async-signal-safe; `old` is
+        // filled by sigaction before it is read.
+        unsafe {
+            let mut new: libc::sigaction = std::mem::zeroed();
+            new.sa_sigaction = on_sigint as *const () as libc::sighandler_t;
+            libc::sigemptyset(&mut new.sa_mask);
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(libc::SIGINT, &new, &mut old);
+            CtrlC(old)
+        }
+    }
+}
+
+impl Drop for CtrlC {
+    fn drop(&mut self) {
+        // SAFETY: restores the disposition saved by `install`.
+        unsafe {
+            libc::sigaction(libc::SIGINT, &self.0, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Runs `todo` over the worker slots; records each result in `done` and the journal. Returns
+/// whether Ctrl-C stopped it.
+fn run_units(
+    c: &mut dyn Campaign,
+    run: &Run,
+    todo: VecDeque<(usize, Unit)>,
+    pins: &[Option<Pinned>],
+    per_device: usize,
+    done: &mut BTreeMap<String, Finished>,
+    writer: &mut Option<Writer>,
+) -> Result<bool, String> {
+    if todo.is_empty() {
+        return Ok(false);
+    }
+    let total = todo.len();
+    let slots = (pins.len() * per_device).min(total).max(1);
+    let queue = Arc::new(Mutex::new(todo));
+    let (tx, rx) = channel::<Outcome>();
+    let stop = Arc::new(AtomicBool::new(false));
+    let _ctrl_c = CtrlC::install();
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(total as u64),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {pos}/{len} units  {per_sec}  ETA {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.set_prefix(c.command());
+    let mut handles = Vec::new();
+    for slot in 0..slots {
+        let pin = pins[slot % pins.len()].clone();
+        let queue = queue.clone();
+        let tx = tx.clone();
+        let stop = stop.clone();
+        let run = Run {
+            exe: run.exe.clone(),
+            args: run.args.clone(),
+            deadline: run.deadline,
+        };
+        handles.push(std::thread::spawn(move || slot_loop(&run, pin, &queue, &tx, &stop)));
+    }
+    drop(tx);
+    let mut finished = 0;
+    let mut failure: Option<String> = None;
+    while finished < total {
+        if INTERRUPT.load(Ordering::SeqCst) {
+            stop.store(true, Ordering::SeqCst);
+        }
+        let outcome = match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(o) => o,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        let (unit, f) = match outcome {
+            Outcome::Done(unit, f) => (unit, f),
+            Outcome::Lost(unit, why, device, millis) => {
+                let result = c.lost(&unit, &why);
+                let f = Finished {
+                    unit: unit.id.clone(),
+                    device,
+                    millis,
+                    result,
+                };
+                (unit, f)
+            }
+        };
+        if let Some(line) = c.progress_line(&unit, &f) {
+            bar.println(line);
+        }
+        if let Some(w) = writer.as_mut() {
+            if let Err(e) = w.append(&f) {
+                failure.get_or_insert(format!(
+                    "cannot append to the campaign journal {}: {e}",
+                    w.path().display()
+                ));
+                stop.store(true, Ordering::SeqCst);
+            }
+        }
+        done.insert(unit.id.clone(), f);
+        finished += 1;
+        bar.inc(1);
+    }
+    stop.store(true, Ordering::SeqCst);
+    for h in handles {
+        let _ = h.join();
+    }
+    bar.finish_and_clear();
+    if let Some(f) = failure {
+        return Err(f);
+    }
+    Ok(INTERRUPT.load(Ordering::SeqCst))
+}
+
+/// A live worker process.
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    events: Receiver<Option<FromWorker>>,
+}
+
+impl Worker {
+    fn start(run: &Run, pin: &Option<Pinned>) -> Result<Worker, String> {
+        let mut cmd = Command::new(&run.exe);
+        cmd.args(&run.args)
+            .arg("--unit-worker")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            // Its own process group: a hung worker is killed with the children it started,
+            // and Ctrl-C reaches the runner, which stops the workers itself.
+            .process_group(0);
+        if let Some(p) = pin {
+            cmd.env(devices::ENV, p.env());
+            cmd.env(devices::NAME_ENV, &p.name);
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start a worker ({}): {e}", run.exe.display()))?;
+        let stdin = child.stdin.take().ok_or("the worker has no stdin")?;
+        let stdout = child.stdout.take().ok_or("the worker has no stdout")?;
+        let (tx, events) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                match FromWorker::parse(&line) {
+                    Some(m) => {
+                        if tx.send(Some(m)).is_err() {
+                            break;
+                        }
+                    }
+                    None => eprintln!("{line}"),
+                }
+            }
+            let _ = tx.send(None);
+        });
+        Ok(Worker {
+            child,
+            stdin,
+            events,
+        })
+    }
+
+    /// Kills the worker and the processes of its group.
+    fn kill(mut self) -> String {
+        // SAFETY: signals the worker's own process group (it was started as its leader).
+        unsafe {
+            libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL);
+        }
+        let _ = self.child.kill();
+        match self.child.wait() {
+            Ok(s) => describe(s),
+            Err(e) => e.to_string(),
+        }
+    }
+}
+
+fn describe(s: std::process::ExitStatus) -> String {
+    match (s.code(), s.signal()) {
+        (_, Some(sig)) => format!("killed by signal {sig}"),
+        (Some(c), _) => format!("exited with status {c}"),
+        _ => "ended".into(),
+    }
+}
+
+/// One worker slot: takes units from the queue until it is empty or the campaign stops.
+fn slot_loop(
+    run: &Run,
+    pin: Option<Pinned>,
+    queue: &Mutex<VecDeque<(usize, Unit)>>,
+    tx: &Sender<Outcome>,
+    stop: &AtomicBool,
+) {
+    let device = pin.as_ref().map(|p| p.name.clone()).unwrap_or_default();
+    let mut worker: Option<Worker> = None;
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let next = queue.lock().ok().and_then(|mut q| q.pop_front());
+        let Some((_, unit)) = next else { break };
+        let started = Instant::now();
+        let lost = |why: Lost| Outcome::Lost(unit.clone(), why, device.clone(), started.elapsed().as_millis() as u64);
+        if worker.is_none() {
+            match Worker::start(run, &pin) {
+                Ok(w) => worker = Some(w),
+                Err(e) => {
+                    let _ = tx.send(lost(Lost::Crashed(e)));
+                    continue;
+                }
+            }
+        }
+        let Some(w) = worker.as_mut() else { continue };
+        let mut line = serde_json::to_string(&ToWorker { run: unit.clone() }).unwrap_or_default();
+        line.push('\n');
+        if w.stdin.write_all(line.as_bytes()).and_then(|_| w.stdin.flush()).is_err() {
+            let why = worker.take().map(Worker::kill).unwrap_or_default();
+            let _ = tx.send(lost(Lost::Crashed(why)));
+            continue;
+        }
+        let mut last = Instant::now();
+        let outcome = loop {
+            if stop.load(Ordering::SeqCst) {
+                break None;
+            }
+            let left = run.deadline.saturating_sub(last.elapsed());
+            if left.is_zero() {
+                let _ = worker.take().map(Worker::kill);
+                break Some(lost(Lost::TimedOut(run.deadline)));
+            }
+            let w = match worker.as_mut() {
+                Some(w) => w,
+                None => break None,
+            };
+            match w.events.recv_timeout(left.min(Duration::from_millis(200))) {
+                Ok(Some(m)) if m.id == unit.id => match m.event {
+                    Event::Alive => last = Instant::now(),
+                    Event::Done { result, device } => {
+                        break Some(Outcome::Done(
+                            unit.clone(),
+                            Finished {
+                                unit: unit.id.clone(),
+                                device,
+                                millis: started.elapsed().as_millis() as u64,
+                                result,
+                            },
+                        ))
+                    }
+                    Event::Failed { reason } => break Some(lost(Lost::Crashed(reason))),
+                },
+                Ok(Some(_)) => {}
+                Err(RecvTimeoutError::Timeout) => {}
+                Ok(None) | Err(RecvTimeoutError::Disconnected) => {
+                    let why = worker.take().map(Worker::kill).unwrap_or_default();
+                    break Some(lost(Lost::Crashed(why)));
+                }
+            }
+        };
+        match outcome {
+            Some(o) => {
+                if tx.send(o).is_err() {
+                    break;
+                }
+            }
+            None => break,
+        }
+    }
+    if let Some(w) = worker {
+        // Closing stdin ends a worker between units; one still running is stopped.
+        let Worker { mut child, stdin, .. } = w;
+        drop(stdin);
+        if stop.load(Ordering::SeqCst) {
+            // SAFETY: as in `Worker::kill`.
+            unsafe {
+                libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+            }
+        }
+        let _ = child.wait();
+    }
+}
+
+/// A worker: serves units from stdin until it closes. The worker's stdout carries only the
+/// protocol: whatever else this process writes to fd 1 (a kernel's `printf`) goes to stderr.
+fn serve(c: &mut dyn Campaign, base: &DeviceSelector) -> Result<u8, String> {
+    // SAFETY: dup/dup2 on the process's own standard descriptors.
+    let proto_fd = unsafe {
+        let fd = libc::dup(1);
+        if fd < 0 || libc::dup2(2, 1) < 0 {
+            return Err("the worker cannot set up its output".into());
+        }
+        fd
+    };
+    // SAFETY: `proto_fd` is a fresh descriptor owned by this File from here on.
+    let proto = Mutex::new(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(proto_fd) });
+    let say = |line: String| {
+        if let Ok(mut f) = proto.lock() {
+            let _ = f.write_all(line.as_bytes());
+        }
+    };
+    let device = devices::pinned_here().unwrap_or_else(|| base.clone());
+    let name = std::env::var(devices::NAME_ENV).unwrap_or_default();
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<ToWorker>(&line) else {
+            continue;
+        };
+        let id = msg.run.id.clone();
+        let alive = || say(FromWorker::line(&id, Event::Alive));
+        let cx = UnitContext {
+            device: &device,
+            alive: &alive,
+        };
+        let event = match c.run_unit(&msg.run, &cx) {
+            Ok(result) => Event::Done {
+                result,
+                device: name.clone(),
+            },
+            Err(reason) => Event::Failed { reason },
+        };
+        say(FromWorker::line(&id, event));
+    }
+    Ok(0)
+}
