@@ -7,7 +7,8 @@
 # were idle (the runner's stats.json). Every run's report must equal the one-worker run's
 # (timings aside): a row says so in `same`.
 #
-# Usage: bench/campaign.sh                    (GAUSS_N=160: 318 launches; MUTATE=1 adds mutate)
+# Usage: bench/campaign.sh                    (GAUSS_N=160: 318 launches; MUTATE=1 adds mutate;
+#                                              COMMANDS="mutate": only those, rows merged)
 #        BENCH_PLATFORM=nvidia bench/campaign.sh      (the platform of the app and the campaign)
 #        BENCH_NO_BUILD=1 bench/campaign.sh   (use target/ as it is: machines without cargo or cc)
 # Raw output goes to target/bench/campaign/; the table to stdout and to
@@ -86,8 +87,7 @@ except Exception as e:
 PY
 }
 
-COMMANDS=("check")
-if [ -n "${MUTATE:-}" ]; then COMMANDS+=("mutate"); fi
+read -r -a COMMANDS <<<"${COMMANDS:-check${MUTATE:+ mutate}}"
 rows="$OUT/rows.jsonl"
 : >"$rows"
 printf '%-8s %8s %8s %9s %8s %8s %6s\n' command devices workers wall_s speedup idle same
@@ -106,6 +106,6 @@ for cmd in "${COMMANDS[@]}"; do
             "$cmd" "$launches" "$devs" "$workers" "$wall" "$sp" "$idle" "$eq" >>"$rows"
     done
 done
-python3 bench/results.py put campaign --key command,devices,workers \
+python3 bench/results.py put campaign --key command,devices,workers --merge \
     ${BENCH_PLATFORM:+--platform "$BENCH_PLATFORM"} \
     --command "${MUTATE:+MUTATE=1 }GAUSS_N=$GAUSS_N bench/campaign.sh" <"$rows"
