@@ -162,3 +162,15 @@ fn two_devices_share_the_launches() {
     assert_eq!(bad.code, Some(2));
     assert!(bad.stderr.contains("--devices: no device `nosuchdevice`"), "{}", bad.stderr);
 }
+
+#[test]
+fn a_campaigns_link_in_a_capture_is_not_followed() {
+    let dir = capture("campaign-check-link");
+    let victim = dir.join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("campaigns")).unwrap();
+    let out = cltrap(&["check", s(&dir), "--json"]);
+    assert_eq!(out.code, Some(2), "{}", out.describe());
+    assert!(out.stderr.contains("is a symbolic link"), "{}", out.stderr);
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0, "nothing written through the link");
+}

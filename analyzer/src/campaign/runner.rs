@@ -15,12 +15,33 @@ use crate::executor::DeviceSelector;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// Fails when `dir`, or a folder between `home`'s parent and it, or its journal or stats
+/// file, is a symbolic link.
+fn refuse_links(home: &Path, dir: &Path) -> Result<(), String> {
+    let mut paths: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|p| Some(*p) != home.parent())
+        .map(Path::to_path_buf)
+        .collect();
+    paths.push(dir.join(journal::FILE));
+    paths.push(dir.join(STATS_FILE));
+    for p in paths {
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(format!(
+                "{} is a symbolic link: a capture's campaign folder must be its own (or give --campaign-dir)",
+                p.display()
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// How long a worker may take to end after its last unit.
 const EXIT_GRACE: Duration = Duration::from_secs(30);
@@ -62,6 +83,11 @@ pub fn drive(
             None => d,
         }
     });
+    // The default folder is inside the capture, which is untrusted: no link on the way may
+    // lead the journal out of it.
+    if flags.campaign_dir.is_none() {
+        refuse_links(&c.home(), &dir)?;
+    }
     let mut done: BTreeMap<String, Finished> = BTreeMap::new();
     if flags.resume {
         match journal::read(&dir) {
