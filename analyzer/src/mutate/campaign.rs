@@ -158,6 +158,27 @@ impl Watchdog {
     }
 }
 
+/// A crashed worker's end, as the verdict's detail names it (`SIGSEGV`: a wild access).
+fn died(why: &str) -> String {
+    let signal = why
+        .strip_prefix("killed by signal ")
+        .and_then(|n| n.trim().parse::<i32>().ok());
+    match signal {
+        Some(sig) => {
+            let name = match sig {
+                libc::SIGSEGV => "SIGSEGV",
+                libc::SIGBUS => "SIGBUS",
+                libc::SIGFPE => "SIGFPE",
+                libc::SIGABRT => "SIGABRT",
+                libc::SIGILL => "SIGILL",
+                _ => "a signal",
+            };
+            format!("the worker process died of {name} ({sig})")
+        }
+        None => format!("the worker process ended without a verdict ({why})"),
+    }
+}
+
 impl Campaign for MutateCampaign {
     fn command(&self) -> &'static str {
         "mutate"
@@ -229,7 +250,7 @@ impl Campaign for MutateCampaign {
             }
             Lost::Crashed(w) => JobResult {
                 status: Status::RuntimeError,
-                detail: format!("the worker process died ({w})"),
+                detail: died(w),
                 runs: 0,
             },
             Lost::TimedOut(d) => JobResult {

@@ -130,7 +130,6 @@ pub fn campaign(
         loop_budget: args.loop_budget.max(1),
         worker_exe: exe,
         progress: true,
-        fresh: args.fresh,
         compare_optimised: !args.no_tce,
         locate_overruns: !args.no_locate,
     };

@@ -25,7 +25,6 @@ pub mod cli;
 mod overrun;
 mod quiet;
 pub mod report;
-pub mod state;
 pub mod tce;
 pub mod worker;
 
@@ -126,7 +125,7 @@ pub struct MutateOptions {
     pub per_mutant_compile: bool,
     /// Where to run.
     pub device: DeviceSelector,
-    /// Output directory (state file, rendered sources, worker logs).
+    /// Output directory (rendered sources, derived inputs, build logs).
     pub out_dir: PathBuf,
     /// Loop-iteration budget per work-item and function call before the watchdog fires.
     pub loop_budget: u32,
@@ -134,8 +133,6 @@ pub struct MutateOptions {
     pub worker_exe: PathBuf,
     /// Show a progress bar (on a terminal).
     pub progress: bool,
-    /// Do not reuse decisions from an earlier run's state file.
-    pub fresh: bool,
     /// Compare the undetected mutants' optimised code with the original's ([`tce`]) to find
     /// EQUIVALENT and duplicate mutants.
     pub compare_optimised: bool,
@@ -155,8 +152,6 @@ pub struct MutantResult {
     pub detail: String,
     /// Compiled on its own rather than selected in the schema.
     pub own_program: bool,
-    /// Taken from the state file of an earlier run.
-    pub resumed: bool,
     /// For a RUNTIME-ERROR mutant that overran: where, as the bounds check found it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overran: Option<crate::check::locate::Overrun>,
@@ -192,8 +187,7 @@ pub struct CampaignReport {
     pub compiles: u32,
     /// Wall time of the evaluation phase (workers).
     pub eval_time: Duration,
-    /// Mutants evaluated by running them in this campaign (not resumed, not decided
-    /// statically).
+    /// Mutants evaluated by running them (not decided statically).
     pub evaluated: u32,
     /// The slowest run of the original over the suite (wall time, in this process).
     pub slowest_original: Duration,
@@ -370,8 +364,6 @@ pub fn prepare_campaign(
     let opened = Instant::now();
     let session = Session::open(&opts.device)?;
     report.phases.open = opened.elapsed();
-    // Earlier runs are resumed through the campaign's journal (`--resume`), not here.
-    let previous = state::Previous::new();
     let budget = format!("-D__CLTRAP_BUDGET={}u", opts.loop_budget);
 
     let mut jobs: Vec<(usize, Job)> = Vec::new();
@@ -441,7 +433,6 @@ pub fn prepare_campaign(
             &mut plan,
             opts,
             &budget,
-            &previous,
             &mut report,
         )?;
         report.programs.push(result);
@@ -587,7 +578,6 @@ fn prepare(
     plan: &mut Plan,
     opts: &MutateOptions,
     budget: &str,
-    previous: &state::Previous,
     report: &mut CampaignReport,
 ) -> Result<(Vec<(usize, Job)>, ProgramResult), MutateError> {
     let tag = short(&plan.hash);
@@ -601,7 +591,6 @@ fn prepare(
             status: Status::Survived,
             detail: String::new(),
             own_program: opts.per_mutant_compile || !m.in_schema,
-            resumed: false,
             overran: None,
             untested: false,
         })
@@ -744,7 +733,7 @@ fn prepare(
                 let mut fallback = opts.clone();
                 fallback.per_mutant_compile = true;
                 report.phases.compile += compile_time.get();
-                return prepare(capture, session, plan, &fallback, budget, previous, report);
+                return prepare(capture, session, plan, &fallback, budget, report);
             }
             Err(e) => {
                 report.notes.push(format!(
@@ -938,12 +927,6 @@ fn prepare(
     let mut jobs = Vec::new();
     for (mi, r) in results.iter_mut().enumerate() {
         let m = &r.mutant;
-        if let Some((status, detail)) = previous.get(&(plan.hash.clone(), m.id.clone())) {
-            r.status = *status;
-            r.detail = detail.clone();
-            r.resumed = true;
-            continue;
-        }
         if let Some(why) = &m.equivalent {
             r.status = Status::Equivalent;
             r.detail = format!("trivially equivalent: {why}");
