@@ -76,7 +76,12 @@ impl std::fmt::Display for Shard {
 }
 
 /// Flags of [`CampaignArgs`] that take a value.
-const VALUED: [&str; 4] = ["--devices", "--workers-per-device", "--shard", "--campaign-dir"];
+const VALUED: [&str; 4] = [
+    "--devices",
+    "--workers-per-device",
+    "--shard",
+    "--campaign-dir",
+];
 /// Flags of [`CampaignArgs`] that take none.
 const BARE: [&str; 2] = ["--resume", "--unit-worker"];
 
@@ -141,11 +146,23 @@ mod tests {
     #[test]
     fn strip_removes_campaign_flags_only() {
         let argv = s(&[
-            "check", "cap", "--devices", "all", "--shard=0/2", "--resume", "--json",
-            "--campaign-dir", "d", "--unit-worker", "3",
+            "check",
+            "cap",
+            "--devices",
+            "all",
+            "--shard=0/2",
+            "--resume",
+            "--json",
+            "--campaign-dir",
+            "d",
+            "--unit-worker",
+            "3",
         ]);
         assert_eq!(strip(&argv), s(&["check", "cap", "--json", "3"]));
-        assert_eq!(fingerprint(&strip(&argv)), fingerprint(&s(&["check", "cap", "--json", "3"])));
+        assert_eq!(
+            fingerprint(&strip(&argv)),
+            fingerprint(&s(&["check", "cap", "--json", "3"]))
+        );
         assert_ne!(fingerprint(&s(&["a", "bc"])), fingerprint(&s(&["ab", "c"])));
     }
 }

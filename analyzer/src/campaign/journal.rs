@@ -78,7 +78,10 @@ pub fn read(dir: &Path) -> Result<Journal, JournalError> {
         .read_line(&mut first)
         .map_err(|e| JournalError::Unreadable(path.clone(), e.to_string()))?;
     let header: Header = serde_json::from_str(first.trim_end()).map_err(|e| {
-        JournalError::Unreadable(path.clone(), format!("its first line is not a header ({e})"))
+        JournalError::Unreadable(
+            path.clone(),
+            format!("its first line is not a header ({e})"),
+        )
     })?;
     if header.cltrap_campaign != 1 {
         return Err(JournalError::Unreadable(

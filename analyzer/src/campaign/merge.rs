@@ -118,11 +118,19 @@ pub fn merge(
         shard: None,
         ..header
     };
-    let mut w = Writer::open(&out_dir, &whole, false)
-        .map_err(|e| format!("cannot write the merged journal in {}: {e}", out_dir.display()))?;
+    let mut w = Writer::open(&out_dir, &whole, false).map_err(|e| {
+        format!(
+            "cannot write the merged journal in {}: {e}",
+            out_dir.display()
+        )
+    })?;
     for (_, f) in &merged {
-        w.append(f)
-            .map_err(|e| format!("cannot write the merged journal in {}: {e}", out_dir.display()))?;
+        w.append(f).map_err(|e| {
+            format!(
+                "cannot write the merged journal in {}: {e}",
+                out_dir.display()
+            )
+        })?;
     }
     c.report(&merged, true, out)
 }

@@ -93,6 +93,12 @@ pub trait Campaign {
     /// Runs one unit in this process (a worker). `Err` is a failure of the unit that the
     /// analysis could not express in its result; it is recorded like [`Lost::Crashed`].
     fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String>;
+    /// A second try for a unit whose worker died or hung (the same id, another payload: say,
+    /// another engine), run in a fresh worker; `None` (the default) records it as lost. A unit
+    /// is tried again at most once.
+    fn retry(&self, _unit: &Unit, _why: &Lost) -> Option<Unit> {
+        None
+    }
     /// The result of a unit whose worker died or hung.
     fn lost(&self, unit: &Unit, why: &Lost) -> Value;
     /// Writes the report over `results` (in unit order; all units when `complete`, else

@@ -12,12 +12,12 @@ use super::journal::{self, Header, Writer};
 use super::protocol::{Event, FromWorker, ToWorker};
 use super::{args, Campaign, CampaignArgs, Finished, Lost, Unit, UnitContext};
 use crate::executor::DeviceSelector;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -67,7 +67,8 @@ pub fn drive(
     let stripped = args::strip(&argv);
     let fingerprint = args::fingerprint(&stripped);
     let units = c.units()?;
-    let cwd = std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
     let header = Header {
         cltrap_campaign: 1,
         args: stripped.clone(),
@@ -103,7 +104,10 @@ pub fn drive(
                 done = j.finished;
             }
             Err(journal::JournalError::Missing(_)) => {
-                eprintln!("cltrap: --resume: {} has no journal yet; running every unit", dir.display())
+                eprintln!(
+                    "cltrap: --resume: {} has no journal yet; running every unit",
+                    dir.display()
+                )
             }
             Err(e) => return Err(format!("--resume: {e}")),
         }
@@ -124,7 +128,10 @@ pub fn drive(
     let mut writer = match Writer::open(&dir, &header, flags.resume) {
         Ok(w) => Some(w),
         Err(e) if flags.resume || flags.shard.is_some() || flags.campaign_dir.is_some() => {
-            return Err(format!("cannot write the campaign journal in {}: {e}", dir.display()))
+            return Err(format!(
+                "cannot write the campaign journal in {}: {e}",
+                dir.display()
+            ))
         }
         Err(e) => {
             eprintln!(
@@ -162,8 +169,15 @@ pub fn drive(
         args: stripped,
         deadline: c.deadline(),
     };
-    let (interrupted, stats) =
-        run_units(c, &run, todo, &pins, flags.workers_per_device, &mut done, &mut writer)?;
+    let (interrupted, stats) = run_units(
+        c,
+        &run,
+        todo,
+        &pins,
+        flags.workers_per_device,
+        &mut done,
+        &mut writer,
+    )?;
     if stats.units > 0 {
         if let Some(w) = &writer {
             if let Some(d) = w.path().parent() {
@@ -182,7 +196,10 @@ pub fn drive(
         .filter_map(|(_, u)| done.remove(&u.id).map(|f| (u, f)))
         .collect();
     if let Some(s) = flags.shard {
-        let kept = writer.as_ref().map(|w| w.path().to_path_buf()).unwrap_or(dir);
+        let kept = writer
+            .as_ref()
+            .map(|w| w.path().to_path_buf())
+            .unwrap_or(dir);
         eprintln!(
             "cltrap: shard {s}: {} unit(s) of {} finished into {}; `cltrap merge OUT SHARD_DIRS...` writes the report",
             results.len(),
@@ -313,6 +330,9 @@ fn run_units(
     let queue = Arc::new(Mutex::new(todo));
     let (tx, rx) = channel::<Outcome>();
     let stop = Arc::new(AtomicBool::new(false));
+    // Units without a final result: slots wait for a retried unit while it is not zero.
+    let pending = Arc::new(AtomicUsize::new(total));
+    let mut retried: HashSet<String> = HashSet::new();
     let _ctrl_c = CtrlC::install();
     let bar = indicatif::ProgressBar::with_draw_target(
         Some(total as u64),
@@ -332,12 +352,15 @@ fn run_units(
         let queue = queue.clone();
         let tx = tx.clone();
         let stop = stop.clone();
+        let pending = pending.clone();
         let run = Run {
             exe: run.exe.clone(),
             args: run.args.clone(),
             deadline: run.deadline,
         };
-        handles.push(std::thread::spawn(move || slot_loop(&run, pin, &queue, &tx, &stop)));
+        handles.push(std::thread::spawn(move || {
+            slot_loop(&run, pin, &queue, &tx, &stop, &pending)
+        }));
     }
     drop(tx);
     let mut finished = 0;
@@ -354,6 +377,15 @@ fn run_units(
         let (unit, f) = match outcome {
             Outcome::Done(unit, f) => (unit, f),
             Outcome::Lost(unit, why, device, millis) => {
+                if !retried.contains(&unit.id) {
+                    if let Some(again) = c.retry(&unit, &why) {
+                        retried.insert(unit.id.clone());
+                        if let Ok(mut q) = queue.lock() {
+                            q.push_front((0, again));
+                        }
+                        continue;
+                    }
+                }
                 let result = c.lost(&unit, &why);
                 let f = Finished {
                     unit: unit.id.clone(),
@@ -376,6 +408,7 @@ fn run_units(
                 stop.store(true, Ordering::SeqCst);
             }
         }
+        pending.fetch_sub(1, Ordering::SeqCst);
         stats.units += 1;
         stats.busy_s += f.millis as f64 / 1000.0;
         *stats.per_device.entry(f.device.clone()).or_default() += 1;
@@ -482,6 +515,7 @@ fn slot_loop(
     queue: &Mutex<VecDeque<(usize, Unit)>>,
     tx: &Sender<Outcome>,
     stop: &AtomicBool,
+    pending: &AtomicUsize,
 ) {
     let device = pin.as_ref().map(|p| p.name.clone()).unwrap_or_default();
     let mut worker: Option<Worker> = None;
@@ -490,9 +524,23 @@ fn slot_loop(
             break;
         }
         let next = queue.lock().ok().and_then(|mut q| q.pop_front());
-        let Some((_, unit)) = next else { break };
+        let Some((_, unit)) = next else {
+            // Another slot's unit may still come back to be tried again.
+            if pending.load(Ordering::SeqCst) == 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        };
         let started = Instant::now();
-        let lost = |why: Lost| Outcome::Lost(unit.clone(), why, device.clone(), started.elapsed().as_millis() as u64);
+        let lost = |why: Lost| {
+            Outcome::Lost(
+                unit.clone(),
+                why,
+                device.clone(),
+                started.elapsed().as_millis() as u64,
+            )
+        };
         if worker.is_none() {
             match Worker::start(run, &pin) {
                 Ok(w) => worker = Some(w),
@@ -505,7 +553,11 @@ fn slot_loop(
         let Some(w) = worker.as_mut() else { continue };
         let mut line = serde_json::to_string(&ToWorker { run: unit.clone() }).unwrap_or_default();
         line.push('\n');
-        if w.stdin.write_all(line.as_bytes()).and_then(|_| w.stdin.flush()).is_err() {
+        if w.stdin
+            .write_all(line.as_bytes())
+            .and_then(|_| w.stdin.flush())
+            .is_err()
+        {
             let why = worker.take().map(Worker::kill).unwrap_or_default();
             let _ = tx.send(lost(Lost::Crashed(why)));
             continue;
@@ -560,7 +612,9 @@ fn slot_loop(
     if let Some(w) = worker {
         // Closing stdin ends a worker between units (it cleans up: temporary folders, the
         // device); one still running a unit after Ctrl-C, or slow to end, is stopped.
-        let Worker { mut child, stdin, .. } = w;
+        let Worker {
+            mut child, stdin, ..
+        } = w;
         drop(stdin);
         let ending = Instant::now();
         loop {
@@ -592,7 +646,8 @@ fn serve(c: &mut dyn Campaign, base: &DeviceSelector) -> Result<u8, String> {
         fd
     };
     // SAFETY: `proto_fd` is a fresh descriptor owned by this File from here on.
-    let proto = Mutex::new(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(proto_fd) });
+    let proto =
+        Mutex::new(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(proto_fd) });
     let say = |line: String| {
         if let Ok(mut f) = proto.lock() {
             let _ = f.write_all(line.as_bytes());

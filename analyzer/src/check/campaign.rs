@@ -113,18 +113,34 @@ impl Campaign for CheckCampaign {
         );
         let deadline = self.opts.deadline;
         let checker = self.checker.as_mut().ok_or("no checker")?;
-        checker.set_device(cx.device);
+        // This worker is isolated: the native engine runs here, kept between launches.
+        checker.in_worker(cx.device);
+        let fallback = unit.payload["fallback"].as_str();
         // Whole lines in one write: workers on other devices write to the same stderr.
-        let o = checker.launch(&self.capture, &l, nth, deadline, &mut |line| {
+        let o = checker.launch(&self.capture, &l, nth, deadline, fallback, &mut |line| {
             let _ = std::io::stderr().write_all(format!("cltrap: {line}\n").as_bytes());
         });
         serde_json::to_value(o).map_err(|e| e.to_string())
     }
 
+    fn retry(&self, unit: &Unit, why: &Lost) -> Option<Unit> {
+        // A launch whose instrumented run crashed its worker goes to Oclgrind, once.
+        let Lost::Crashed(reason) = why else {
+            return None;
+        };
+        if unit.payload.get("fallback").is_some() || self.opts.engine != super::Engine::Native {
+            return None;
+        }
+        let mut again = unit.clone();
+        again.payload["fallback"] =
+            Value::from(format!("the worker ended without a result ({reason})"));
+        Some(again)
+    }
+
     fn lost(&self, unit: &Unit, why: &Lost) -> Value {
         let status = match why {
-            Lost::TimedOut(d) => LaunchStatus::TimedOut {
-                seconds: d.as_secs(),
+            Lost::TimedOut(_) => LaunchStatus::TimedOut {
+                seconds: self.opts.deadline.as_secs(),
             },
             Lost::Crashed(w) => LaunchStatus::Failed {
                 reason: format!("the check's worker ended without a result: {w}"),
@@ -150,7 +166,10 @@ impl Campaign for CheckCampaign {
         let mut outcomes = Vec::with_capacity(results.len());
         for (u, f) in results {
             let o: LaunchOutcome = serde_json::from_value(f.result.clone()).map_err(|e| {
-                format!("the campaign's result for {} is not a launch's check: {e}", u.id)
+                format!(
+                    "the campaign's result for {} is not a launch's check: {e}",
+                    u.id
+                )
             })?;
             outcomes.push(o);
         }

@@ -6,17 +6,17 @@
 //! devices, in shards) and still write the report one in-order run writes: everything the
 //! report counts once per kernel, or keeps per place, is decided in `assemble`, in launch order.
 
-use super::{
-    api, native, oclgrind, private, program_source, run_native, AccessCount, CheckOptions,
-    CheckReport, Child, Engine, LaunchCheck, LaunchStatus, NativeOutcome, NotChecked,
-};
 use super::finding::{self, Diagnostic, Family};
+use super::{
+    api, native, native_outcome, oclgrind, private, program_source, run_native, AccessCount,
+    CheckOptions, CheckReport, Child, Engine, LaunchCheck, LaunchStatus, NativeOutcome, NotChecked,
+};
 use cltrap_capture::{Capture, LaunchRecord};
 use cltrap_kernel::sanitize::Unchecked;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What checking one launch gave.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -108,6 +108,10 @@ pub struct Checker {
     opts: CheckOptions,
     oclgrind: Option<Result<PathBuf, String>>,
     vendors: Option<tempfile::TempDir>,
+    /// The native engine in this process (a campaign worker, itself isolated), kept between
+    /// launches; `None` until first used. Without it, each launch's native check runs in a
+    /// `check-worker` child.
+    in_process: Option<Option<Result<native::NativeEngine, String>>>,
 }
 
 impl Checker {
@@ -120,6 +124,7 @@ impl Checker {
             opts: opts.clone(),
             oclgrind: None,
             vendors: None,
+            in_process: None,
         };
         if opts.engine == Engine::Oclgrind {
             c.icd_vendors()?;
@@ -127,9 +132,32 @@ impl Checker {
         Ok(c)
     }
 
-    /// Points the native engine at `device` (a campaign worker's pinned device).
-    pub fn set_device(&mut self, device: &crate::executor::DeviceSelector) {
-        self.opts.device = device.clone();
+    /// Points the native engine at `device` (a campaign worker's pinned device) and runs it
+    /// in this process from now on: the caller is a worker process of its own.
+    pub fn in_worker(&mut self, device: &crate::executor::DeviceSelector) {
+        if self.opts.device != *device || self.in_process.is_none() {
+            self.opts.device = device.clone();
+            self.in_process = Some(None);
+        }
+    }
+
+    /// The native engine's outcome for `l`, in this process or in a child.
+    fn native(&mut self, capture: &Capture, l: &LaunchRecord, deadline: Duration) -> NativeOutcome {
+        let flags = native::flags(&self.opts.families);
+        let Some(slot) = self.in_process.as_mut() else {
+            return run_native(&self.exe, &self.dir, l.id, &flags, &self.opts, deadline);
+        };
+        let started = Instant::now();
+        let engine = slot.get_or_insert_with(|| {
+            native::NativeEngine::open(&self.opts.device).map_err(|(_, m)| m)
+        });
+        let reply = match engine {
+            Ok(e) => e
+                .check(capture, l.id, flags, self.opts.baseline)
+                .unwrap_or_else(|(o, m)| native::NativeReply::failed(o, m)),
+            Err(m) => native::NativeReply::failed("error", m.clone()),
+        };
+        native_outcome(reply, started.elapsed().as_millis() as u64)
     }
 
     /// The private vendors folder naming Oclgrind as the only platform.
@@ -147,17 +175,21 @@ impl Checker {
             })();
             self.oclgrind = Some(made);
         }
-        self.oclgrind.clone().unwrap_or_else(|| Err("no Oclgrind".into()))
+        self.oclgrind
+            .clone()
+            .unwrap_or_else(|| Err("no Oclgrind".into()))
     }
 
     /// Checks launch `l` (number `nth.0` of `nth.1` in the selection) with `deadline`,
-    /// telling `progress` what it does.
+    /// telling `progress` what it does. With `fallback` (why the native engine could not:
+    /// it crashed the worker that ran it in-process), the launch goes to Oclgrind.
     pub fn launch(
         &mut self,
         capture: &Capture,
         l: &LaunchRecord,
         nth: (usize, usize),
         deadline: Duration,
+        fallback: Option<&str>,
         progress: &mut dyn FnMut(&str),
     ) -> LaunchOutcome {
         let opts = self.opts.clone();
@@ -179,17 +211,17 @@ impl Checker {
             opts.engine
         };
         let mut outcome = None;
+        if let (Engine::Native, Some(why)) = (engine, fallback) {
+            progress(&format!("{head} on the device, instrumented"));
+            progress(&format!(
+                "  launch {}: native engine cannot: {why}; falling back to Oclgrind",
+                l.id
+            ));
+            engine = Engine::Oclgrind;
+        }
         if engine == Engine::Native {
             progress(&format!("{head} on the device, instrumented"));
-            let r = run_native(
-                &self.exe,
-                &self.dir,
-                l.id,
-                &native::flags(&opts.families),
-                &opts,
-                deadline,
-            );
-            match r {
+            match self.native(capture, l, deadline) {
                 NativeOutcome::Done(status, reply) => outcome = Some((status, reply)),
                 NativeOutcome::Fallback(why) => {
                     progress(&format!(
@@ -200,7 +232,13 @@ impl Checker {
                 }
             }
         }
-        let mut out = LaunchOutcome::ended(l, &opts, LaunchStatus::Failed { reason: String::new() });
+        let mut out = LaunchOutcome::ended(
+            l,
+            &opts,
+            LaunchStatus::Failed {
+                reason: String::new(),
+            },
+        );
         out.engine = engine.into();
         let diags = match outcome {
             Some((status, reply)) => {
@@ -333,7 +371,10 @@ pub fn assemble(outcomes: &[LaunchOutcome], opts: &CheckOptions) -> CheckReport 
             unchecked_sites: o.unchecked.as_ref().map(Vec::len),
         });
         if let Some(s) = &o.source {
-            report.sources.entry(o.program.clone()).or_insert_with(|| s.clone());
+            report
+                .sources
+                .entry(o.program.clone())
+                .or_insert_with(|| s.clone());
         }
         all.extend(
             o.diagnostics

@@ -304,7 +304,14 @@ pub fn check(
             continue;
         }
         let deadline = left.map_or(opts.deadline, |t| t.min(opts.deadline));
-        outcomes.push(checker.launch(capture, l, (n + 1, launches.len()), deadline, &mut progress));
+        outcomes.push(checker.launch(
+            capture,
+            l,
+            (n + 1, launches.len()),
+            deadline,
+            None,
+            &mut progress,
+        ));
     }
     Ok(launch::assemble(&outcomes, opts))
 }
@@ -365,7 +372,6 @@ fn run_native(
         .stdout
         .lines()
         .find_map(|l| serde_json::from_str(l).ok());
-    let elapsed = done.millis;
     match reply {
         _ if done.timed_out => NativeOutcome::Done(
             LaunchStatus::TimedOut {
@@ -373,17 +379,22 @@ fn run_native(
             },
             native::NativeReply::empty(),
         ),
-        Some(r) if r.outcome == "ok" => {
-            NativeOutcome::Done(LaunchStatus::Checked { millis: elapsed }, r)
-        }
-        Some(r) if r.outcome == "skipped" => NativeOutcome::Done(
+        Some(r) => native_outcome(r, done.millis),
+        None => NativeOutcome::Fallback(done.no_result("the worker")),
+    }
+}
+
+/// What the native engine's reply to a launch checked in `millis` means for the check.
+fn native_outcome(r: native::NativeReply, millis: u64) -> NativeOutcome {
+    match r.outcome.as_str() {
+        "ok" => NativeOutcome::Done(LaunchStatus::Checked { millis }, r),
+        "skipped" => NativeOutcome::Done(
             LaunchStatus::Skipped {
                 reason: r.message.clone(),
             },
             r,
         ),
-        Some(r) => NativeOutcome::Fallback(first_line(&r.message)),
-        None => NativeOutcome::Fallback(done.no_result("the worker")),
+        _ => NativeOutcome::Fallback(first_line(&r.message)),
     }
 }
 

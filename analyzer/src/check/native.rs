@@ -71,7 +71,7 @@ impl NativeReply {
         NativeReply::failed("error", String::new())
     }
 
-    fn failed(outcome: &str, message: String) -> NativeReply {
+    pub fn failed(outcome: &str, message: String) -> NativeReply {
         NativeReply {
             outcome: outcome.into(),
             message,
@@ -97,159 +97,194 @@ pub fn worker_main(dir: &Path, id: u64, flags: u32, device: &DeviceSelector, bas
 fn worker(
     dir: &Path,
     id: u64,
-    mut flags: u32,
+    flags: u32,
     device: &DeviceSelector,
     baseline: bool,
 ) -> Result<NativeReply, (&'static str, String)> {
-    let fail = |e: crate::executor::ExecError| {
-        (if e.is_skip() { "skipped" } else { "error" }, e.to_string())
-    };
     let capture = Capture::open_keeping_damaged(dir).map_err(|e| ("error", e.to_string()))?;
-    let record = capture.launch(id).map_err(|e| ("error", e.to_string()))?;
-    let session = Session::open(device).map_err(fail)?;
-    // Inputs kept only as digests past the disk budget are re-created on this device.
-    let input = Deriver::new(&capture)
-        .input(&session, record)
-        .map_err(fail)?;
-    let baseline_kernel_ns = if baseline {
-        let program = capture
-            .program(&record.program)
-            .map_err(|e| ("error", e.to_string()))?;
-        let built = session
-            .build(
-                &capture,
-                &program,
-                &crate::executor::BuildOptions::default(),
-            )
-            .map_err(fail)?;
-        // The second run's time: a device that compiles a kernel at its first enqueue
-        // (PoCL) counts that compile in the first one.
-        session.run(&built, &input, &[]).map_err(fail)?;
-        session.run(&built, &input, &[]).map_err(fail)?.kernel_ns
-    } else {
-        None
-    };
-    // Without a private cache folder (see `super::private`) the pass runs every time.
-    let mut cache: VariantCache<SanitizeMap> =
-        VariantCache::with_disk(super::private::native_cache_dir().ok().map(|dir| DiskCache {
-            dir,
-            pass: "sanitize",
-        }));
-    let (variant, _) = cache
-        .get(&session, &capture, &record.program, |src, options| {
-            let model = cltrap_kernel::parse_program(src, options)?;
-            let s = cltrap_kernel::sanitize::sanitize(&model)?;
-            Ok((s.source, s.map))
-        })
-        // The launch itself is replayable (its input was restored above): whatever stops the
-        // instrumented variant (not a source program, the pass, the device's compiler) is
-        // something Oclgrind may still do.
-        .map_err(|f| ("unsupported", f.full.clone()))?;
-    let map = &variant.pass;
-    let kernel = map
-        .kernels
-        .iter()
-        .find(|k| k.name == input.kernel)
-        .ok_or_else(|| {
-            (
-                "unsupported",
-                format!("kernel {} is not in the instrumented program", input.kernel),
-            )
-        })?;
-    let mut notes = Vec::new();
-    if let Some(why) = &kernel.no_local_shadow {
-        if flags & (FLAG_LOCAL_RACES | FLAG_UNINIT) != 0 {
-            notes.push(format!(
-                "__local races and uninitialised reads are not checked: {why}"
-            ));
-        }
-        flags &= !(FLAG_LOCAL_RACES | FLAG_UNINIT);
+    // The launch first: a capture without it is that error, whatever the device.
+    capture.launch(id).map_err(|e| ("error", e.to_string()))?;
+    NativeEngine::open(device)?.check(&capture, id, flags, baseline)
+}
+
+/// Why the native engine did not check a launch: `skipped`, `unsupported` or `error`, and
+/// the message (what `NativeReply::failed` turns into a reply).
+pub type EngineFailure = (&'static str, String);
+
+fn fail(e: crate::executor::ExecError) -> EngineFailure {
+    (if e.is_skip() { "skipped" } else { "error" }, e.to_string())
+}
+
+/// The native engine kept between launches: the device's session and each program's
+/// instrumented build. A `check-worker` child makes one for its one launch; a campaign
+/// worker of `cltrap check` keeps one for all the launches it is handed, so the driver is
+/// initialised and each program built once per worker, not once per launch.
+pub struct NativeEngine {
+    session: Session,
+    cache: VariantCache<SanitizeMap>,
+}
+
+impl NativeEngine {
+    /// Opens `device`.
+    pub fn open(device: &DeviceSelector) -> Result<NativeEngine, EngineFailure> {
+        let session = Session::open(device).map_err(fail)?;
+        // Without a private cache folder (see `super::private`) the pass runs every time.
+        let cache =
+            VariantCache::with_disk(
+                super::private::native_cache_dir()
+                    .ok()
+                    .map(|dir| DiskCache {
+                        dir,
+                        pass: "sanitize",
+                    }),
+            );
+        Ok(NativeEngine { session, cache })
     }
-    if flags & FLAG_UNINIT != 0 {
-        for w in &kernel.unseen_writes {
-            notes.push(format!(
+
+    /// Checks launch `id` of `capture` with the checks `flags` asks for (and, with
+    /// `baseline`, times it uninstrumented too).
+    pub fn check(
+        &mut self,
+        capture: &Capture,
+        id: u64,
+        mut flags: u32,
+        baseline: bool,
+    ) -> Result<NativeReply, EngineFailure> {
+        let record = capture.launch(id).map_err(|e| ("error", e.to_string()))?;
+        let session = &self.session;
+        // Inputs kept only as digests past the disk budget are re-created on this device.
+        let input = Deriver::new(capture).input(session, record).map_err(fail)?;
+        let baseline_kernel_ns = if baseline {
+            let program = capture
+                .program(&record.program)
+                .map_err(|e| ("error", e.to_string()))?;
+            let built = session
+                .build(capture, &program, &crate::executor::BuildOptions::default())
+                .map_err(fail)?;
+            // The second run's time: a device that compiles a kernel at its first enqueue
+            // (PoCL) counts that compile in the first one.
+            session.run(&built, &input, &[]).map_err(fail)?;
+            session.run(&built, &input, &[]).map_err(fail)?.kernel_ns
+        } else {
+            None
+        };
+        let (variant, _) = self
+            .cache
+            .get(session, capture, &record.program, |src, options| {
+                let model = cltrap_kernel::parse_program(src, options)?;
+                let s = cltrap_kernel::sanitize::sanitize(&model)?;
+                Ok((s.source, s.map))
+            })
+            // The launch itself is replayable (its input was restored above): whatever stops the
+            // instrumented variant (not a source program, the pass, the device's compiler) is
+            // something Oclgrind may still do.
+            .map_err(|f| ("unsupported", f.full.clone()))?;
+        let map = &variant.pass;
+        let kernel = map
+            .kernels
+            .iter()
+            .find(|k| k.name == input.kernel)
+            .ok_or_else(|| {
+                (
+                    "unsupported",
+                    format!("kernel {} is not in the instrumented program", input.kernel),
+                )
+            })?;
+        let mut notes = Vec::new();
+        if let Some(why) = &kernel.no_local_shadow {
+            if flags & (FLAG_LOCAL_RACES | FLAG_UNINIT) != 0 {
+                notes.push(format!(
+                    "__local races and uninitialised reads are not checked: {why}"
+                ));
+            }
+            flags &= !(FLAG_LOCAL_RACES | FLAG_UNINIT);
+        }
+        if flags & FLAG_UNINIT != 0 {
+            for w in &kernel.unseen_writes {
+                notes.push(format!(
                 "uninitialised reads of `{}` are not checked: its write at line {} is not instrumented",
                 w.name, w.line
             ));
-        }
-    }
-    let layout = Layout::of(kernel, &input, &mut flags, &mut notes);
-    let mut rep = vec![0u32; (HEADER_WORDS + CAPACITY * RECORD_WORDS) as usize];
-    rep[1] = CAPACITY;
-    rep[2] = flags;
-    let extras = vec![
-        word_buffer(&rep),
-        InputArg::Buffer {
-            mem: None,
-            flags: opencl_sys::CL_MEM_READ_ONLY,
-            bytes: layout
-                .extents
-                .iter()
-                .flat_map(|w| w.to_le_bytes())
-                .collect(),
-        },
-        zeros(layout.global_words),
-        zeros(layout.local_words),
-    ];
-    if baseline {
-        // Timed like the baseline: the second run (each starts from the same zeroed shadows).
-        session.run(&variant.built, &input, &extras).map_err(fail)?;
-    }
-    let out = session.run(&variant.built, &input, &extras).map_err(fail)?;
-    let rep = out
-        .outputs
-        .get(input.args.len())
-        .and_then(|o| o.as_deref())
-        .map(words)
-        .ok_or(("error", "the report buffer did not come back".to_string()))?;
-    let written = rep.first().copied().unwrap_or(0);
-    let kept = written.min(CAPACITY);
-    let source = &variant.original;
-    let mut diagnostics = Vec::new();
-    let mut unnamed = 0usize;
-    for i in 0..kept {
-        let at = (HEADER_WORDS + i * RECORD_WORDS) as usize;
-        let Some(r) = rep.get(at..at + RECORD_WORDS as usize) else {
-            break;
-        };
-        if let Some(d) = diagnostic(r, map, kernel, &input, &layout, source) {
-            // A race is reported with both of its accesses or not at all: a record whose
-            // other access was not yet published in the shadow (two groups updating one
-            // entry at once) is counted, never shown as a race with one side.
-            if d.kind == Kind::DataRace && d.second.is_none() {
-                unnamed += 1;
-                continue;
             }
-            diagnostics.push(d);
         }
-    }
-    if unnamed > 0 {
-        notes.push(format!(
+        let layout = Layout::of(kernel, &input, &mut flags, &mut notes);
+        let mut rep = vec![0u32; (HEADER_WORDS + CAPACITY * RECORD_WORDS) as usize];
+        rep[1] = CAPACITY;
+        rep[2] = flags;
+        let extras = vec![
+            word_buffer(&rep),
+            InputArg::Buffer {
+                mem: None,
+                flags: opencl_sys::CL_MEM_READ_ONLY,
+                bytes: layout
+                    .extents
+                    .iter()
+                    .flat_map(|w| w.to_le_bytes())
+                    .collect(),
+            },
+            zeros(layout.global_words),
+            zeros(layout.local_words),
+        ];
+        if baseline {
+            // Timed like the baseline: the second run (each starts from the same zeroed shadows).
+            session.run(&variant.built, &input, &extras).map_err(fail)?;
+        }
+        let out = session.run(&variant.built, &input, &extras).map_err(fail)?;
+        let rep = out
+            .outputs
+            .get(input.args.len())
+            .and_then(|o| o.as_deref())
+            .map(words)
+            .ok_or(("error", "the report buffer did not come back".to_string()))?;
+        let written = rep.first().copied().unwrap_or(0);
+        let kept = written.min(CAPACITY);
+        let source = &variant.original;
+        let mut diagnostics = Vec::new();
+        let mut unnamed = 0usize;
+        for i in 0..kept {
+            let at = (HEADER_WORDS + i * RECORD_WORDS) as usize;
+            let Some(r) = rep.get(at..at + RECORD_WORDS as usize) else {
+                break;
+            };
+            if let Some(d) = diagnostic(r, map, kernel, &input, &layout, source) {
+                // A race is reported with both of its accesses or not at all: a record whose
+                // other access was not yet published in the shadow (two groups updating one
+                // entry at once) is counted, never shown as a race with one side.
+                if d.kind == Kind::DataRace && d.second.is_none() {
+                    unnamed += 1;
+                    continue;
+                }
+                diagnostics.push(d);
+            }
+        }
+        if unnamed > 0 {
+            notes.push(format!(
             "{unnamed} race record(s) whose other access the shadow had not recorded were not reported"
         ));
-    }
-    let unchecked = map
-        .unchecked
-        .iter()
-        .filter(|u| u.function == kernel.name || kernel.helpers.contains(&u.function))
-        .cloned()
-        .collect();
-    Ok(NativeReply {
-        outcome: "ok".into(),
-        message: String::new(),
-        diagnostics,
-        unchecked,
-        notes,
-        dropped: (written - kept) as u64,
-        kernel_ns: out.kernel_ns,
-        // Its own sites and those of the instrumented helpers it reaches.
-        checked_sites: map
-            .sites
+        }
+        let unchecked = map
+            .unchecked
             .iter()
-            .filter(|s| s.kernel == kernel.name || kernel.helpers.contains(&s.kernel))
-            .count(),
-        baseline_kernel_ns,
-    })
+            .filter(|u| u.function == kernel.name || kernel.helpers.contains(&u.function))
+            .cloned()
+            .collect();
+        Ok(NativeReply {
+            outcome: "ok".into(),
+            message: String::new(),
+            diagnostics,
+            unchecked,
+            notes,
+            dropped: (written - kept) as u64,
+            kernel_ns: out.kernel_ns,
+            // Its own sites and those of the instrumented helpers it reaches.
+            checked_sites: map
+                .sites
+                .iter()
+                .filter(|s| s.kernel == kernel.name || kernel.helpers.contains(&s.kernel))
+                .count(),
+            baseline_kernel_ns,
+        })
+    }
 }
 
 fn zeros(words: u64) -> InputArg {
