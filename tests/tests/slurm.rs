@@ -1,0 +1,407 @@
+//! `cltrap slurm` on a real Slurm cluster: Debian's slurm-wlm (munged, slurmctld and slurmd on
+//! this machine, configured and started in a private folder by `scripts/slurm-setup.sh`, and
+//! stopped at the end). `cltrap slurm check … --tasks 3 --submit` and `cltrap slurm mutate …
+//! --tasks 4 --submit` run on a fixture capture as a job array plus a merge job, and the merged
+//! report must be the single-process run's report (the same bytes apart from timing fields).
+//!
+//! The test says `SKIP: reason` and passes only where the cluster cannot run in this
+//! environment (the setup script exits 77: the packages cannot be installed, or a daemon exits
+//! at start). Waiting for the jobs has a generous limit (the verdict never depends on load).
+
+use cltrap_e2e::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// How long the jobs of one campaign may take on a loaded 2-core machine before the test gives
+/// up (a hang, not a slow run).
+const JOB_LIMIT: Duration = Duration::from_secs(1800);
+
+/// A single-node cluster, stopped when dropped.
+struct Cluster {
+    state: tempfile::TempDir,
+    port: u16,
+}
+
+/// Why the cluster cannot run here (the script's `cannot start:` line).
+struct CannotRun(String);
+
+impl Cluster {
+    fn script() -> PathBuf {
+        workspace_root().join("scripts/slurm-setup.sh")
+    }
+
+    fn start() -> Result<Cluster, CannotRun> {
+        let state = tempfile::Builder::new()
+            .prefix("cltrap-slurm-")
+            .tempdir()
+            .expect("a temporary folder for the cluster");
+        // Ports of their own, so clusters of tests running at the same time do not meet.
+        let port = 20000 + (std::process::id() % 20000) as u16 * 2;
+        let out = Command::new(Self::script())
+            .arg("start")
+            .arg(state.path())
+            .env("CLTRAP_SLURM_PORT", port.to_string())
+            .output()
+            .expect("scripts/slurm-setup.sh runs");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if out.status.code() == Some(77) {
+            let reason = stderr
+                .lines()
+                .rev()
+                .find_map(|l| l.strip_prefix("cannot start: "))
+                .unwrap_or("the setup script gave no reason")
+                .to_string();
+            return Err(CannotRun(reason));
+        }
+        let cluster = Cluster { state, port };
+        assert!(
+            out.status.success(),
+            "scripts/slurm-setup.sh start failed ({}):\n{stderr}\n{}",
+            out.status,
+            cluster.logs()
+        );
+        Ok(cluster)
+    }
+
+    fn conf(&self) -> PathBuf {
+        self.state.path().join("slurm.conf")
+    }
+
+    /// A Slurm client command against this cluster.
+    fn client(&self, program: &str, args: &[&str]) -> String {
+        let out = Command::new(program)
+            .args(args)
+            .env("SLURM_CONF", self.conf())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The daemons' last log lines, for failure messages.
+    fn logs(&self) -> String {
+        let mut s = String::new();
+        for log in ["slurmctld.log", "slurmd.log", "munge/munged.log"] {
+            let text = std::fs::read_to_string(self.state.path().join(log)).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(15)..];
+            s.push_str(&format!("--- {log} ---\n{}\n", tail.join("\n")));
+        }
+        s
+    }
+
+    /// Waits until `jobs` have left the queue; panics past [`JOB_LIMIT`].
+    fn wait(&self, jobs: &[&str], what: &str) {
+        let start = Instant::now();
+        let list = jobs.join(",");
+        loop {
+            let queued = self.client("squeue", &["-h", "-j", &list, "-o", "%i %T %r"]);
+            if queued.trim().is_empty() {
+                return;
+            }
+            assert!(
+                start.elapsed() < JOB_LIMIT,
+                "{what}: jobs {list} still queued after {JOB_LIMIT:?}:\n{queued}\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    }
+
+    /// `JobState` and `ExitCode` of a finished job (`scontrol show job`).
+    fn outcome(&self, job: &str) -> (String, String) {
+        let text = self.client("scontrol", &["show", "job", job]);
+        let field = |name: &str| {
+            text.split_whitespace()
+                .find_map(|w| w.strip_prefix(name))
+                .unwrap_or("?")
+                .to_string()
+        };
+        (field("JobState="), field("ExitCode="))
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(Self::script())
+            .arg("stop")
+            .arg(self.state.path())
+            .env("CLTRAP_SLURM_PORT", self.port.to_string())
+            .output();
+    }
+}
+
+/// A capture of the `check` fixture app launching `kernels` (one launch each).
+fn capture(label: &str, kernels: &[&str]) -> TestDir {
+    let dir = fresh_capture_dir(label);
+    let out = run_captured(&dir, &[], &fixture("check"), kernels);
+    out.assert_no_panic();
+    assert!(out.success(), "{}", out.describe());
+    dir
+}
+
+/// Runs `cltrap ARGS` in `cwd` with this cluster's clients.
+fn cltrap_slurm(cluster: &Cluster, cwd: &Path, args: &[&str]) -> Outcome {
+    let t = tools();
+    let conf = cluster.conf();
+    run_with_env(
+        &t.cltrap,
+        args,
+        &[("CLTRAP_SHIM", t.shim.as_os_str()), ("SLURM_CONF", conf.as_os_str())],
+        Some(cwd),
+    )
+}
+
+/// The job ids `cltrap slurm --submit` printed: (array, merge).
+fn job_ids(out: &Outcome) -> (String, String) {
+    let text = out.stdout_text();
+    let after = |prefix: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+            .filter(|id| !id.is_empty())
+            .unwrap_or_else(|| panic!("no `{prefix}ID` line\n{}", out.describe()))
+            .to_string()
+    };
+    (after("job array "), after("merge job "))
+}
+
+/// A report with its timing fields taken out: keys that name a time (`millis`, `seconds`,
+/// `*_ms`, `*_ns`, `elapsed`, `duration`, `time`), at any depth.
+fn without_timings(v: &mut Value) {
+    fn is_timing(key: &str) -> bool {
+        let k = key.to_ascii_lowercase();
+        ["millis", "seconds", "elapsed", "duration", "wall", "time"]
+            .iter()
+            .any(|t| k.contains(t))
+            || k.ends_with("_ms")
+            || k.ends_with("_ns")
+            || k.ends_with("_us")
+    }
+    match v {
+        Value::Object(m) => {
+            m.retain(|k, _| !is_timing(k));
+            m.values_mut().for_each(without_timings);
+        }
+        Value::Array(a) => a.iter_mut().for_each(without_timings),
+        _ => {}
+    }
+}
+
+fn json_of(text: &str, what: &str) -> Value {
+    let mut v: Value =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{what} is not JSON ({e}):\n{text}"));
+    without_timings(&mut v);
+    v
+}
+
+/// A report as compared: JSON without its timing fields, or text with its durations masked.
+#[derive(Debug, PartialEq)]
+enum Report {
+    Json(Value),
+    Text(String),
+}
+
+impl Report {
+    fn of(text: &str, what: &str) -> Report {
+        match text.trim_start().starts_with(['{', '[']) {
+            true => Report::Json(json_of(text, what)),
+            false => Report::Text(mask_durations(text)),
+        }
+    }
+}
+
+/// `12.5 s`, `3ms`, `0.2 s` → `<t>`: the durations a terminal report prints.
+fn mask_durations(text: &str) -> String {
+    let mut out = String::new();
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let starts_number = chars[i].is_ascii_digit() && (i == 0 || !chars[i - 1].is_alphanumeric());
+        if starts_number {
+            let mut j = i;
+            while j < chars.len() && (chars[j].is_ascii_digit() || chars[j] == '.') {
+                j += 1;
+            }
+            let mut k = j;
+            if k < chars.len() && chars[k] == ' ' {
+                k += 1;
+            }
+            let unit: String = chars[k..].iter().take_while(|c| c.is_alphabetic()).collect();
+            if ["s", "ms", "us", "µs", "ns", "min"].contains(&unit.as_str()) {
+                out.push_str("<t>");
+                i = k + unit.chars().count();
+                continue;
+            }
+            out.extend(&chars[i..j]);
+            i = j;
+            continue;
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
+}
+
+/// What the single-process run and the merge job must agree on.
+struct Expected {
+    /// The report the command prints.
+    stdout: Report,
+    /// Its exit status.
+    code: i32,
+    /// Report files: (the single run's, the name the merge writes into merged/).
+    files: Vec<(PathBuf, String)>,
+}
+
+/// Waits for a campaign's jobs and checks its merged report in `out_dir` against the single
+/// run's.
+fn assert_merged_equals(
+    cluster: &Cluster,
+    what: &str,
+    out_dir: &Path,
+    jobs: &(String, String),
+    want: &Expected,
+) {
+    cluster.wait(&[&jobs.0, &jobs.1], what);
+    let logs = || {
+        let mut s = String::new();
+        if let Ok(rd) = std::fs::read_dir(out_dir.join("logs")) {
+            for e in rd.flatten() {
+                let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+                s.push_str(&format!("--- {} ---\n{text}\n", e.path().display()));
+            }
+        }
+        s
+    };
+    let (array_state, _) = cluster.outcome(&jobs.0);
+    let (merge_state, merge_exit) = cluster.outcome(&jobs.1);
+    let report = std::fs::read_to_string(out_dir.join("merged/report.txt")).unwrap_or_else(|e| {
+        panic!(
+            "{what}: no merged report ({e}); array {array_state}, merge {merge_state} {merge_exit}\n{}\n{}",
+            logs(),
+            cluster.logs()
+        )
+    });
+    assert_eq!(
+        Report::of(&report, what),
+        want.stdout,
+        "{what}: the merged report differs from the single run's\n{}",
+        logs()
+    );
+    assert_eq!(
+        merge_exit,
+        format!("{}:0", want.code),
+        "{what}: the merge job ({merge_state}) did not exit as the single run\n{}",
+        logs()
+    );
+    for (single, merged) in &want.files {
+        let a = std::fs::read_to_string(single).expect("the single run's report file");
+        let b = std::fs::read_to_string(out_dir.join("merged").join(merged))
+            .unwrap_or_else(|e| panic!("{what}: merged/{merged} is missing ({e})\n{}", logs()));
+        assert_eq!(
+            Report::of(&b, merged),
+            Report::of(&a, merged),
+            "{what}: merged/{merged} differs from the single run's"
+        );
+    }
+    // The merged journal holds every unit, and each shard's journal only its own.
+    let merged_units = journal_units(&out_dir.join("merged"));
+    let mut from_shards = 0;
+    for k in 0.. {
+        let shard = out_dir.join(format!("shard-{k}"));
+        if !shard.is_dir() {
+            break;
+        }
+        from_shards += journal_units(&shard);
+    }
+    assert_eq!(from_shards, merged_units, "{what}: the shards' units are not the merged ones");
+}
+
+/// Finished units in a campaign folder's journal.
+fn journal_units(dir: &Path) -> usize {
+    let text = std::fs::read_to_string(dir.join("units.jsonl"))
+        .unwrap_or_else(|e| panic!("{}: no journal ({e})", dir.display()));
+    text.lines().skip(1).filter(|l| !l.trim().is_empty()).count()
+}
+
+#[test]
+fn durations_are_masked_and_other_numbers_kept() {
+    assert_eq!(
+        mask_durations("3 mutants in 12.5 s, 40ms each; 2 killed, x1 s2"),
+        "3 mutants in <t>, <t> each; 2 killed, x1 s2"
+    );
+}
+
+#[test]
+fn check_and_mutate_through_slurm_equal_single_runs() {
+    let cluster = match Cluster::start() {
+        Ok(c) => c,
+        Err(CannotRun(reason)) => {
+            println!("SKIP: {reason}");
+            skip("slurm", &reason);
+            return;
+        }
+    };
+    let work = fresh_dir("slurm", "work");
+    let cap = capture(
+        "slurm",
+        &["local_race", "local_race_fixed", "off_by_one", "off_by_one_fixed"],
+    );
+    let cap_s = cap.to_str().expect("UTF-8 path");
+
+    // The single-process runs first, alone on the machine.
+    let check_args = ["check", cap_s, "--json"];
+    let single_check = cltrap_in(&work, &check_args);
+    single_check.assert_no_panic();
+    let single_json = work.join("single-mutate.json");
+    let mutate_args = [
+        "mutate",
+        cap_s,
+        "--kernel",
+        "off_by_one_fixed",
+        "--json",
+        single_json.to_str().expect("UTF-8 path"),
+        "--no-tce",
+        "--no-locate",
+    ];
+    let single_mutate = cltrap_in(&work, &mutate_args);
+    single_mutate.assert_no_panic();
+    assert!(single_json.is_file(), "{}", single_mutate.describe());
+
+    // The same campaigns as Slurm job arrays, both queued at once.
+    let d1 = work.join("D1");
+    let mut args: Vec<&str> = check_args.to_vec();
+    args.extend(["--tasks", "3", "--submit", "--out", d1.to_str().expect("UTF-8")]);
+    let submitted = cltrap_slurm(&cluster, &work, &args);
+    submitted.assert_no_panic();
+    assert!(submitted.success(), "{}\n{}", submitted.describe(), cluster.logs());
+    let check_jobs = job_ids(&submitted);
+
+    let d2 = work.join("D2");
+    let merged_json = work.join("mutate.json");
+    let mut args: Vec<&str> = mutate_args.to_vec();
+    let merged_json_s = merged_json.to_str().expect("UTF-8");
+    // The merge writes the report file under its own name into D2/merged.
+    let pos = args.iter().position(|a| *a == "--json").expect("--json") + 1;
+    args[pos] = merged_json_s;
+    args.extend(["--tasks", "4", "--submit", "--out", d2.to_str().expect("UTF-8")]);
+    let submitted = cltrap_slurm(&cluster, &work, &args);
+    submitted.assert_no_panic();
+    assert!(submitted.success(), "{}\n{}", submitted.describe(), cluster.logs());
+    let mutate_jobs = job_ids(&submitted);
+
+    let check_want = Expected {
+        stdout: Report::of(&single_check.stdout_text(), "check's report"),
+        code: single_check.code.unwrap_or(-1),
+        files: vec![],
+    };
+    let mutate_want = Expected {
+        stdout: Report::of(&single_mutate.stdout_text(), "mutate's report"),
+        code: single_mutate.code.unwrap_or(-1),
+        files: vec![(single_json, "mutate.json".to_string())],
+    };
+    assert_merged_equals(&cluster, "cltrap slurm check", &d1, &check_jobs, &check_want);
+    assert_merged_equals(&cluster, "cltrap slurm mutate", &d2, &mutate_jobs, &mutate_want);
+    drop(cluster);
+}
