@@ -405,3 +405,29 @@ fn check_and_mutate_through_slurm_equal_single_runs() {
     assert_merged_equals(&cluster, "cltrap slurm mutate", &d2, &mutate_jobs, &mutate_want);
     drop(cluster);
 }
+
+/// What `cltrap slurm` refuses, before writing anything: one sentence on stderr, exit 2.
+#[test]
+fn bad_slurm_command_lines_are_refused_in_one_sentence() {
+    let work = fresh_dir("slurm", "refused");
+    let cases: [(&[&str], &str); 4] = [
+        (&["slurm", "list", "cap", "--tasks", "2"], "cltrap: cltrap slurm runs a campaign command ("),
+        (&["slurm", "check", "no-such-capture", "--tasks", "2"], "cltrap: no-such-capture cannot be read ("),
+        (&["slurm", "check", "no-such-capture"], "cltrap: cltrap slurm needs --tasks N"),
+        (&["slurm", "--tasks", "2", "check", "x", "--tasks", "3"], "cltrap: cltrap slurm got --tasks twice"),
+    ];
+    for (args, start) in cases {
+        let out = cltrap_in(&work, args);
+        out.assert_no_panic();
+        assert_eq!(out.code, Some(2), "{}", out.describe());
+        let lines = meaningful_stderr_lines(&out.stderr);
+        assert_eq!(lines.len(), 1, "{}", out.describe());
+        assert!(lines[0].starts_with(start), "{}", out.describe());
+        assert!(out.stdout.is_empty(), "{}", out.describe());
+    }
+    assert_eq!(
+        std::fs::read_dir(&work).expect("work folder").count(),
+        0,
+        "a refused command wrote something"
+    );
+}
