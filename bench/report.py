@@ -29,7 +29,7 @@ TEMPLATE = os.path.join(HERE, "BENCHMARKS.template.md")
 OUTPUT = os.environ.get("BENCH_REPORT") or os.path.join(ROOT, "BENCHMARKS.md")
 PLOT = os.path.join(RESULTS, "capture-overhead.svg")
 
-MACHINE_ORDER = ["nvidia-h200", "nvidia-h100", "pocl-16core", "pocl-2core"]
+MACHINE_ORDER = ["nvidia-h200-x4", "nvidia-h200-x2", "nvidia-h200", "nvidia-h100", "pocl-16core", "pocl-2core"]
 MODE_ORDER = ["off", "hash", "full", "hash-hand", "full-hand"]
 MODE_HEADER = {"off": "`--capture off`", "hash": "`hash`", "full": "`full`",
                "hash-hand": "`hash`, `--at-finish hand`", "full-hand": "`full`, `--at-finish hand`"}
@@ -66,6 +66,9 @@ COLUMNS = {
                      ("confirm_s", "confirm s"), ("builds_r", "builds r"), ("builds_f", "builds w"),
                      ("findings_r", "findings r"), ("findings_f", "findings w"),
                      ("slots_r", "slots r"), ("slots_f", "slots w")],
+    "campaign": [("command", "command"), ("launches", "launches"), ("devices", "devices"),
+                 ("workers", "workers"), ("wall_s", "wall s"), ("speedup", "speed-up"),
+                 ("idle", "workers idle"), ("same", "same report")],
     "mutate": [("kernel", "kernel"), ("mutants", "mutants"),
                ("schema_eval_rate", "schema eval mutants/s"),
                ("per_mutant_eval_rate", "per-mutant eval mutants/s"), ("eval_ratio", "eval phase ×"),

@@ -10,6 +10,7 @@
 //! on a damaged capture would claim more than was looked at.
 
 use cltrap_capture::{Capture, DamagedLaunch};
+use std::io::Write;
 
 /// The exit status of a command on a capture with damaged launch lines.
 pub const EXIT_DAMAGED: u8 = 2;
@@ -95,4 +96,15 @@ pub fn nothing_left(capture: &Capture) -> Option<String> {
             cltrap_capture::LAUNCHES_FILE
         )
     })
+}
+
+/// The line under a report saying that damaged launch lines were left out of it.
+pub fn note(out: &mut dyn Write, damaged: usize, done: &str) {
+    if damaged > 0 {
+        let _ = writeln!(
+            out,
+            "not {done}: {damaged} damaged line(s) of {} (named above on stderr); the results above are of the other launches",
+            cltrap_capture::LAUNCHES_FILE
+        );
+    }
 }

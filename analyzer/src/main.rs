@@ -1,6 +1,7 @@
 //! `cltrap`: the command line. Glue only — the work is in the `cltrap_analyzer` library.
 
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
+use cltrap_analyzer::campaign::{self, Campaign, CampaignArgs};
 use cltrap_analyzer::check::{self, finding::Family, CheckOptions};
 use cltrap_analyzer::compare::Closeness;
 use cltrap_analyzer::cover::{self, CoverOptions, ReportPaths};
@@ -250,6 +251,18 @@ enum Cmd {
         /// (what the checks cost).
         #[arg(long)]
         baseline: bool,
+        /// Devices, shards and resuming.
+        #[command(flatten)]
+        campaign: CampaignArgs,
+    },
+    /// Combine the shard folders of one campaign (`--shard I/N` runs) into the report one run
+    /// would have written: printed here, and its files written into OUT.
+    Merge {
+        /// Folder for the merged journal and the report files the command names.
+        out: PathBuf,
+        /// The shards' campaign folders (`--campaign-dir` of each shard).
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
     },
     /// Internal: runs one launch for `cltrap check` (on Oclgrind, or instrumented).
     #[command(hide = true)]
@@ -327,22 +340,6 @@ fn parse_selection(ids: &[String]) -> Result<Option<Vec<u64>>, String> {
 }
 
 /// Writes the SARIF log and, next to it, the kernel sources its locations point at.
-fn write_sarif(path: &Path, report: &check::CheckReport) -> Result<(), String> {
-    let sources = check::sarif_sources_dir(path);
-    std::fs::create_dir_all(&sources)
-        .map_err(|e| format!("cannot create {}: {e}", sources.display()))?;
-    for (program, text) in &report.sources {
-        let file = sources.join(check::report::source_name(program));
-        std::fs::write(&file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-    }
-    let uri = sources
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let text = check::sarif::render(report, &uri).map_err(|e| e.to_string())?;
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
 /// `--platform` / `--device` as a worker process of this command gets them.
 fn device_args(device: &DeviceSelector) -> Vec<OsString> {
     let mut args: Vec<OsString> = Vec::new();
@@ -368,13 +365,78 @@ fn damaged_line(d: &cltrap_capture::DamagedLaunch) -> String {
 }
 
 /// The stdout line of an analysis that left damaged launch lines out (each named on stderr).
-fn damaged_note(out: &mut impl Write, damaged: usize, done: &str) {
-    if damaged > 0 {
-        let _ = writeln!(
-            out,
-            "not {done}: {damaged} damaged line(s) of {} (named above on stderr); the results above are of the other launches",
-            cltrap_capture::LAUNCHES_FILE
-        );
+/// A campaign command, ready to run: the analysis, its campaign flags and its device.
+type CampaignRun = (Box<dyn Campaign>, CampaignArgs, DeviceSelector);
+
+/// The campaign a command runs as; `None` for commands that are not campaigns.
+fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
+    match cmd {
+        Cmd::Check {
+            dir,
+            ids,
+            races,
+            bounds,
+            uninit,
+            quick,
+            json,
+            sarif,
+            html,
+            deadline,
+            engine,
+            device,
+            baseline,
+            campaign,
+        } => Some((|| {
+            let capture = open_keeping_damaged(&dir)?;
+            // Damaged launch lines: named once, left out of the check, and exit 2.
+            let damaged = if campaign.unit_worker {
+                capture.damaged.len()
+            } else {
+                damage::report(&capture, "check")
+            };
+            if let Some(why) = damage::nothing_left(&capture) {
+                return Err(why);
+            }
+            let families = [
+                (races, Family::Races),
+                (bounds, Family::Bounds),
+                (uninit, Family::Uninit),
+            ]
+            .into_iter()
+            .filter_map(|(on, f)| on.then_some(f))
+            .collect();
+            let opts = CheckOptions {
+                ids: damage::drop_damaged(&capture, parse_selection(&ids)?)?,
+                families,
+                quick,
+                deadline: std::time::Duration::from_secs(deadline.max(1)),
+                engine,
+                device: device.clone(),
+                baseline,
+                budget: None,
+                variant: None,
+                first_overrun: false,
+            };
+            let mut c = check::campaign::CheckCampaign::new(&dir, capture, opts);
+            c.json = json;
+            c.sarif = sarif;
+            c.html = html;
+            c.damaged = damaged;
+            Ok((Box::new(c) as Box<dyn Campaign>, campaign, device))
+        })()),
+        _ => None,
+    }
+}
+
+/// Builds the campaign of a command line (after `cltrap`), for `cltrap merge`.
+fn build_campaign(args: &[String]) -> Result<Box<dyn Campaign>, String> {
+    let matches = command()
+        .try_get_matches_from(std::iter::once("cltrap".to_string()).chain(args.iter().cloned()))
+        .map_err(|e| format!("the shards' command line does not parse: {e}"))?;
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| e.to_string())?;
+    match campaign_of(cli.command) {
+        Some(r) => r.map(|(c, _, _)| c),
+        None => Err(format!("`cltrap {}` is not a campaign command", args.join(" "))),
     }
 }
 
@@ -671,7 +733,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                     watchdog: std::time::Duration::from_secs_f64(watchdog.max(0.1)),
                 };
                 let code = worker.run(&mut stdout)?;
-                damaged_note(&mut stdout, damaged, "measured");
+                cltrap_analyzer::damage::note(&mut stdout, damaged, "measured");
                 return Ok(damage::exit_code(code, damaged));
             }
             let worker = progress.is_some();
@@ -704,7 +766,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             let outputs = ReportPaths { lcov, html, json };
             let code = cover::cli(&capture, &opts, &outputs, timing, &mut stdout)?;
             if !worker {
-                damaged_note(&mut stdout, damaged, "measured");
+                cltrap_analyzer::damage::note(&mut stdout, damaged, "measured");
             }
             Ok(damage::exit_code(code as u8, damaged))
         }
@@ -735,63 +797,15 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             Ok(0)
         }
         Cmd::Mutate(args) => cltrap_analyzer::mutate::cli::main(args, &mut stdout),
-        Cmd::Check {
-            dir,
-            ids,
-            races,
-            bounds,
-            uninit,
-            quick,
-            json,
-            sarif,
-            html,
-            deadline,
-            engine,
-            device,
-            baseline,
-        } => {
-            let capture = open_keeping_damaged(&dir)?;
-            // Damaged launch lines: named once, left out of the check, and exit 2.
-            let damaged = damage::report(&capture, "check");
-            if let Some(why) = damage::nothing_left(&capture) {
-                return Err(why);
-            }
-            let families = [
-                (races, Family::Races),
-                (bounds, Family::Bounds),
-                (uninit, Family::Uninit),
-            ]
-            .into_iter()
-            .filter_map(|(on, f)| on.then_some(f))
-            .collect();
-            let opts = CheckOptions {
-                ids: damage::drop_damaged(&capture, parse_selection(&ids)?)?,
-                families,
-                quick,
-                deadline: std::time::Duration::from_secs(deadline.max(1)),
-                engine,
-                device,
-                baseline,
-                budget: None,
-                variant: None,
-                first_overrun: false,
+        cmd @ Cmd::Check { .. } => {
+            let (mut c, flags, device) = match campaign_of(cmd) {
+                Some(r) => r?,
+                None => return Err("not a campaign".into()),
             };
-            let report = check::check(&dir, &capture, &opts, |line| eprintln!("cltrap: {line}"))?;
-            if let Some(path) = &sarif {
-                write_sarif(path, &report)?;
-            }
-            if let Some(path) = &html {
-                std::fs::write(path, check::html::render(&report))
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-            }
-            if json {
-                let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-                let _ = writeln!(stdout, "{text}");
-            } else {
-                let _ = write!(stdout, "{}", check::report::render(&report));
-                damaged_note(&mut stdout, damaged, "checked");
-            }
-            Ok(damage::exit_code(report.exit_code(), damaged))
+            campaign::runner::drive(c.as_mut(), &flags, &device, &mut stdout)
+        }
+        Cmd::Merge { out, shards } => {
+            campaign::merge::merge(&out, &shards, &build_campaign, &mut stdout)
         }
         Cmd::CheckWorker {
             dir,

@@ -10,6 +10,7 @@
 //! `CLTRAP_BIN` and `CLTRAP_SHIM` override them. Build products of the fixtures and all
 //! capture directories live under `<target>/e2e/`, never in the source tree.
 
+pub mod campaign;
 pub mod checks;
 pub mod fixtures;
 pub mod matrix;

@@ -15,12 +15,36 @@ use crate::executor::DeviceSelector;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// Fails when `dir`, or a folder between `home`'s parent and it, or its journal or stats
+/// file, is a symbolic link.
+fn refuse_links(home: &Path, dir: &Path) -> Result<(), String> {
+    let mut paths: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|p| Some(*p) != home.parent())
+        .map(Path::to_path_buf)
+        .collect();
+    paths.push(dir.join(journal::FILE));
+    paths.push(dir.join(STATS_FILE));
+    for p in paths {
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(format!(
+                "{} is a symbolic link: a capture's campaign folder must be its own (or give --campaign-dir)",
+                p.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How long a worker may take to end after its last unit.
+const EXIT_GRACE: Duration = Duration::from_secs(30);
 
 /// Exit status of a campaign stopped by Ctrl-C (as a shell reports SIGINT).
 pub const INTERRUPTED: u8 = 130;
@@ -59,6 +83,11 @@ pub fn drive(
             None => d,
         }
     });
+    // The default folder is inside the capture, which is untrusted: no link on the way may
+    // lead the journal out of it.
+    if flags.campaign_dir.is_none() {
+        refuse_links(&c.home(), &dir)?;
+    }
     let mut done: BTreeMap<String, Finished> = BTreeMap::new();
     if flags.resume {
         match journal::read(&dir) {
@@ -133,7 +162,21 @@ pub fn drive(
         args: stripped,
         deadline: c.deadline(),
     };
-    let interrupted = run_units(c, &run, todo, &pins, flags.workers_per_device, &mut done, &mut writer)?;
+    let (interrupted, stats) =
+        run_units(c, &run, todo, &pins, flags.workers_per_device, &mut done, &mut writer)?;
+    if stats.units > 0 {
+        if let Some(w) = &writer {
+            if let Some(d) = w.path().parent() {
+                let _ = std::fs::write(
+                    d.join(STATS_FILE),
+                    serde_json::to_string_pretty(&stats).unwrap_or_default(),
+                );
+            }
+        }
+        if flags.spread() {
+            eprintln!("cltrap: {}", stats.line());
+        }
+    }
     let results: Vec<(Unit, Finished)> = mine
         .into_iter()
         .filter_map(|(_, u)| done.remove(&u.id).map(|f| (u, f)))
@@ -158,6 +201,42 @@ pub fn drive(
         return Ok(INTERRUPTED);
     }
     Ok(code)
+}
+
+/// The file in the campaign folder with the last run's [`Stats`].
+pub const STATS_FILE: &str = "stats.json";
+
+/// How a run of the runner went: what benchmarks read (`stats.json` in the campaign folder).
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Stats {
+    /// Units run (not counting those an earlier run finished).
+    pub units: usize,
+    /// Worker slots.
+    pub workers: usize,
+    /// Devices the slots were spread over.
+    pub devices: usize,
+    /// Wall time from the first unit handed out to the last result, in seconds.
+    pub wall_s: f64,
+    /// Sum over units of the time from handing a unit out to its result, in seconds.
+    pub busy_s: f64,
+    /// Share of the workers' time (`workers × wall_s`) not spent on a unit.
+    pub idle_fraction: f64,
+    /// Units per device, by the device's name.
+    pub per_device: BTreeMap<String, usize>,
+}
+
+impl Stats {
+    /// One line for the terminal.
+    pub fn line(&self) -> String {
+        format!(
+            "campaign: {} unit(s) in {:.1} s on {} worker(s) over {} device(s); workers idle {:.0}% of the time",
+            self.units,
+            self.wall_s,
+            self.workers,
+            self.devices,
+            self.idle_fraction * 100.0
+        )
+    }
 }
 
 /// How workers are started.
@@ -219,12 +298,18 @@ fn run_units(
     per_device: usize,
     done: &mut BTreeMap<String, Finished>,
     writer: &mut Option<Writer>,
-) -> Result<bool, String> {
+) -> Result<(bool, Stats), String> {
     if todo.is_empty() {
-        return Ok(false);
+        return Ok((false, Stats::default()));
     }
     let total = todo.len();
     let slots = (pins.len() * per_device).min(total).max(1);
+    let mut stats = Stats {
+        workers: slots,
+        devices: pins.len().min(slots),
+        ..Stats::default()
+    };
+    let began = Instant::now();
     let queue = Arc::new(Mutex::new(todo));
     let (tx, rx) = channel::<Outcome>();
     let stop = Arc::new(AtomicBool::new(false));
@@ -291,11 +376,17 @@ fn run_units(
                 stop.store(true, Ordering::SeqCst);
             }
         }
+        stats.units += 1;
+        stats.busy_s += f.millis as f64 / 1000.0;
+        *stats.per_device.entry(f.device.clone()).or_default() += 1;
         done.insert(unit.id.clone(), f);
         finished += 1;
         bar.inc(1);
     }
-    stop.store(true, Ordering::SeqCst);
+    // Slots end by themselves when the queue is empty; `stop` is for Ctrl-C and failures.
+    if finished < total {
+        stop.store(true, Ordering::SeqCst);
+    }
     for h in handles {
         let _ = h.join();
     }
@@ -303,7 +394,14 @@ fn run_units(
     if let Some(f) = failure {
         return Err(f);
     }
-    Ok(INTERRUPT.load(Ordering::SeqCst))
+    stats.wall_s = began.elapsed().as_secs_f64();
+    let capacity = stats.wall_s * slots as f64;
+    stats.idle_fraction = if capacity > 0.0 {
+        (1.0 - stats.busy_s / capacity).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    Ok((INTERRUPT.load(Ordering::SeqCst), stats))
 }
 
 /// A live worker process.
@@ -460,16 +558,25 @@ fn slot_loop(
         }
     }
     if let Some(w) = worker {
-        // Closing stdin ends a worker between units; one still running is stopped.
+        // Closing stdin ends a worker between units (it cleans up: temporary folders, the
+        // device); one still running a unit after Ctrl-C, or slow to end, is stopped.
         let Worker { mut child, stdin, .. } = w;
         drop(stdin);
-        if stop.load(Ordering::SeqCst) {
-            // SAFETY: as in `Worker::kill`.
-            unsafe {
-                libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+        let ending = Instant::now();
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) if stop.load(Ordering::SeqCst) || ending.elapsed() > EXIT_GRACE => {
+                    // SAFETY: as in `Worker::kill`.
+                    unsafe {
+                        libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+                    }
+                    let _ = child.wait();
+                    break;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
             }
         }
-        let _ = child.wait();
     }
 }
 

@@ -12,8 +12,10 @@
 //! ([`report`], [`sarif`]) alike. [`check`] is the one entry point.
 
 pub mod api;
+pub mod campaign;
 pub mod finding;
 pub mod html;
+pub mod launch;
 pub mod locate;
 pub mod native;
 pub mod oclgrind;
@@ -126,7 +128,7 @@ impl Default for CheckOptions {
 }
 
 /// How one launch's check ended.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum LaunchStatus {
     /// Oclgrind ran the launch to the end.
@@ -275,7 +277,8 @@ fn program_source(capture: &Capture, hash: &str) -> Option<String> {
 }
 
 /// Runs the check: one child per launch, `progress` told before each one. The one entry
-/// point of the command (other commands call it too), for either engine.
+/// point of other commands (`replay --schedules`, `fuzz`, `mutate` run it inside their own
+/// work); `cltrap check` runs the same per-launch step as a campaign ([`campaign`]).
 pub fn check(
     dir: &Path,
     capture: &Capture,
@@ -284,219 +287,43 @@ pub fn check(
 ) -> Result<CheckReport, String> {
     let launches =
         crate::replay::select(capture, opts.ids.as_deref()).map_err(|e| e.to_string())?;
-    // Oclgrind is needed up front for its engine, and only on a fallback for the native one.
-    // Its vendors folder is made on first use: fresh, private, removed when `vendors` drops.
-    let mut oclgrind: Option<Result<PathBuf, String>> = None;
-    let mut vendors: Option<tempfile::TempDir> = None;
-    let mut icd_vendors = |oclgrind: &mut Option<Result<PathBuf, String>>| {
-        oclgrind
-            .get_or_insert_with(|| {
-                let icd = oclgrind::find_icd()?;
-                let dir = private::temp_dir("cltrap-check-")
-                    .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
-                oclgrind::vendors_dir(&icd, dir.path())
-                    .map_err(|e| format!("cannot write {}: {e}", dir.path().display()))?;
-                let path = dir.path().to_path_buf();
-                vendors = Some(dir);
-                Ok(path)
-            })
-            .clone()
-    };
-    if opts.engine == Engine::Oclgrind {
-        icd_vendors(&mut oclgrind)?;
-    }
-    let wants = |f: Family| opts.families.is_empty() || opts.families.contains(&f);
-    let checks = oclgrind::Checks {
-        races: wants(Family::Races),
-        uninit: wants(Family::Uninit),
-        quick: opts.quick,
-    };
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find cltrap itself: {e}"))?;
-    let mut report = CheckReport {
-        engine: opts.engine.name(),
-        launches: Vec::new(),
-        findings: Vec::new(),
-        not_checked: Vec::new(),
-        accesses: AccessCount::default(),
-        sources: BTreeMap::new(),
-    };
-    // Kernels counted in `accesses` already, by program.
-    let mut counted: std::collections::BTreeSet<(String, String)> = Default::default();
-    let mut all: Vec<(u64, String, Diagnostic)> = Vec::new();
+    let mut checker = launch::Checker::new(dir, opts)?;
     let started = Instant::now();
+    let mut outcomes = Vec::with_capacity(launches.len());
     for (n, l) in launches.iter().enumerate() {
         let left = opts.budget.map(|b| b.saturating_sub(started.elapsed()));
         if left.is_some_and(|t| t < Duration::from_millis(500)) {
-            report.launches.push(LaunchCheck {
-                id: l.id,
-                kernel: l.kernel.clone(),
-                status: LaunchStatus::Skipped {
-                    reason: format!(
-                        "the check's time budget of {} s ran out before this launch",
-                        opts.budget.unwrap_or_default().as_secs()
-                    ),
-                },
-                diagnostics: 0,
-                engine: opts.engine.name(),
-                kernel_ns: None,
-                baseline_kernel_ns: None,
-                notes: vec![],
-                checked_sites: None,
-                unchecked_sites: None,
-            });
+            outcomes.push(launch::LaunchOutcome::skipped(
+                l,
+                opts,
+                format!(
+                    "the check's time budget of {} s ran out before this launch",
+                    opts.budget.unwrap_or_default().as_secs()
+                ),
+            ));
             continue;
         }
         let deadline = left.map_or(opts.deadline, |t| t.min(opts.deadline));
-        let items: u64 = l.global_size.iter().product();
-        let head = format!(
-            "[{}/{}] launch {} {}: {items} work-item(s)",
-            n + 1,
-            launches.len(),
-            l.id,
-            l.kernel
-        );
-        // A variant (a mutant) runs on Oclgrind: the native pass instruments recorded programs.
-        let mut engine = if opts.variant.is_some() {
-            Engine::Oclgrind
-        } else {
-            opts.engine
-        };
-        let mut outcome = None;
-        if engine == Engine::Native {
-            progress(&format!("{head} on the device, instrumented"));
-            let r = run_native(
-                &exe,
-                dir,
-                l.id,
-                &native::flags(&opts.families),
-                opts,
-                deadline,
-            );
-            match r {
-                NativeOutcome::Done(status, reply) => outcome = Some((status, reply)),
-                NativeOutcome::Fallback(why) => {
-                    progress(&format!(
-                        "  launch {}: native engine cannot: {why}; falling back to Oclgrind",
-                        l.id
-                    ));
-                    engine = Engine::Oclgrind;
-                }
-            }
-        }
-        let mut checked_sites = None;
-        let mut unchecked_sites = None;
-        let mut baseline_kernel_ns = None;
-        let (status, diags, kernel_ns, notes) = match outcome {
-            Some((status, reply)) => {
-                let ran = matches!(status, LaunchStatus::Checked { .. });
-                if ran && counted.insert((l.program.clone(), l.kernel.clone())) {
-                    report.accesses.checked += reply.checked_sites;
-                    report.accesses.not_checked += reply.unchecked.len();
-                }
-                // One entry per place and reason, counting the accesses there, for each
-                // kernel once (its later launches have the same ones).
-                let mut places: Vec<NotChecked> = Vec::new();
-                for u in &reply.unchecked {
-                    match places.iter_mut().find(|n| n.at == *u) {
-                        Some(n) => n.accesses += 1,
-                        None => places.push(NotChecked {
-                            program: l.program.clone(),
-                            kernel: l.kernel.clone(),
-                            at: u.clone(),
-                            accesses: 1,
-                        }),
-                    }
-                }
-                for n in places {
-                    if !report
-                        .not_checked
-                        .iter()
-                        .any(|o| o.program == n.program && o.kernel == n.kernel && o.at == n.at)
-                    {
-                        report.not_checked.push(n);
-                    }
-                }
-                unchecked_sites = Some(reply.unchecked.len());
-                if reply.dropped > 0 {
-                    progress(&format!(
-                        "  launch {}: {} more record(s) than the report buffer holds were counted, not kept",
-                        l.id, reply.dropped
-                    ));
-                }
-                checked_sites = Some(reply.checked_sites);
-                baseline_kernel_ns = reply.baseline_kernel_ns;
-                (status, reply.diagnostics, reply.kernel_ns, reply.notes)
-            }
-            None => {
-                progress(&format!(
-                    "{head} on Oclgrind{}",
-                    if opts.quick {
-                        " (first and last work-group only)"
-                    } else {
-                        ""
-                    }
-                ));
-                match icd_vendors(&mut oclgrind) {
-                    Ok(v) => {
-                        let child = Child {
-                            exe: &exe,
-                            dir,
-                            vendors: &v,
-                            checks,
-                            deadline,
-                            variant: opts.variant.as_ref(),
-                            first_overrun: opts.first_overrun,
-                        };
-                        let (s, d, notes) = child.run(l);
-                        (s, d, None, notes)
-                    }
-                    Err(e) => (LaunchStatus::Failed { reason: e }, vec![], None, vec![]),
-                }
-            }
-        };
-        if engine != opts.engine {
-            report.engine = "native+oclgrind";
-        }
-        let mut diags = diags;
-        if let Ok(p) = capture.program(&l.program) {
-            diags.extend(api::capture_misuse(l, &p.options));
-        }
-        let diags: Vec<Diagnostic> = diags
-            .into_iter()
-            .filter(|d| d.kind.family().is_none_or(wants))
-            .collect();
-        if let LaunchStatus::Checked { millis } = &status {
-            progress(&format!(
-                "  launch {}: {} diagnostic(s) in {:.1} s ({})",
-                l.id,
-                diags.len(),
-                *millis as f64 / 1000.0,
-                engine.name()
-            ));
-        }
-        report.launches.push(LaunchCheck {
-            id: l.id,
-            kernel: l.kernel.clone(),
-            status,
-            diagnostics: diags.len(),
-            engine: engine.name(),
-            kernel_ns,
-            baseline_kernel_ns,
-            notes,
-            checked_sites,
-            unchecked_sites,
-        });
-        if !report.sources.contains_key(&l.program) {
-            if let Some(s) = program_source(capture, &l.program) {
-                report.sources.insert(l.program.clone(), s);
-            }
-        }
-        all.extend(diags.into_iter().map(|d| (l.id, l.program.clone(), d)));
+        outcomes.push(checker.launch(capture, l, (n + 1, launches.len()), deadline, &mut progress));
     }
-    // The vendors folder goes now (the children that used it have ended).
-    drop(vendors);
-    report.findings = finding::deduplicate(all);
-    Ok(report)
+    Ok(launch::assemble(&outcomes, opts))
+}
+
+/// Writes the SARIF log of `report` to `path`, the kernels' sources next to it.
+pub fn write_sarif(path: &Path, report: &CheckReport) -> Result<(), String> {
+    let sources = sarif_sources_dir(path);
+    std::fs::create_dir_all(&sources)
+        .map_err(|e| format!("cannot create {}: {e}", sources.display()))?;
+    for (program, text) in &report.sources {
+        let file = sources.join(report::source_name(program));
+        std::fs::write(&file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    }
+    let uri = sources
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let text = sarif::render(report, &uri).map_err(|e| e.to_string())?;
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// What the native attempt at a launch gave.

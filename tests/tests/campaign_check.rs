@@ -1,0 +1,176 @@
+//! `cltrap check` as a campaign, end to end on PoCL: three shards merged give the report one
+//! run gives; a run killed partway and resumed gives it too, running only what was left;
+//! Ctrl-C keeps what finished; `--devices all` spreads the launches over two PoCL devices.
+
+use cltrap_e2e::campaign::*;
+use cltrap_e2e::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// Eight launches of the `check` fixture's buggy kernels (three kinds of findings).
+fn capture(name: &str) -> TestDir {
+    let dir = fresh_capture_dir(name);
+    let kernels = [
+        "global_race", "off_by_one", "local_race", "global_race", "off_by_one", "local_race",
+        "global_race", "off_by_one",
+    ];
+    let out = run_captured(&dir, &[], &fixture("check"), &kernels);
+    assert!(out.success(), "{}", out.describe());
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// The JSON report on stdout, without timings, and the exit code.
+fn report(out: &Outcome) -> (i32, Value) {
+    out.assert_no_panic();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", out.describe()));
+    (out.code.unwrap_or(-1), without_timings(v))
+}
+
+fn sarif(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    without_timings(serde_json::from_str(&text).expect("SARIF is JSON"))
+}
+
+#[test]
+fn three_shards_merged_equal_one_run() {
+    let dir = capture("campaign-check-shards");
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let single_sarif = work.join("report.sarif");
+    let one = cltrap(&["check", s(&dir), "--json", "--sarif", s(&single_sarif)]);
+    let (code, single) = report(&one);
+    assert_eq!(code, 1, "findings: {}", one.describe());
+    assert!(!single["findings"].as_array().unwrap().is_empty());
+    // Every shard runs the same command line; the report files it names are the merge's.
+    let sarif_path = work.join("shards").join("report.sarif");
+    let mut shards = Vec::new();
+    for i in 0..3 {
+        let shard = work.join(format!("shard-{i}"));
+        let out = cltrap(&[
+            "check",
+            s(&dir),
+            "--json",
+            "--sarif",
+            s(&sarif_path),
+            "--shard",
+            &format!("{i}/3"),
+            "--campaign-dir",
+            s(&shard),
+        ]);
+        assert_eq!(out.code, Some(0), "a shard exits 0: {}", out.describe());
+        assert!(out.stdout.is_empty(), "a shard prints no report");
+        assert!(!sarif_path.exists(), "a shard writes no report file");
+        // Round robin over 8 launches: 3, 3 and 2 units.
+        assert_eq!(journal(&shard).len() - 1, if i < 2 { 3 } else { 2 });
+        shards.push(shard);
+    }
+    let merged_dir = work.join("merged");
+    let mut args = vec!["merge", s(&merged_dir)];
+    args.extend(shards.iter().map(|p| s(p)));
+    let merged = cltrap(&args);
+    let (mcode, mreport) = report(&merged);
+    assert_eq!(mcode, code, "{}", merged.describe());
+    assert_eq!(mreport, single, "merged report differs from one run's");
+    assert_eq!(sarif(&merged_dir.join("report.sarif")), sarif(&single_sarif));
+    // A shard given twice, or one missing, is refused.
+    let twice = cltrap(&["merge", s(&work.join("m2")), s(&shards[0]), s(&shards[0])]);
+    assert_eq!(twice.code, Some(2));
+    assert!(twice.stderr.contains("are both shard 0/3"), "{}", twice.stderr);
+    let missing = cltrap(&["merge", s(&work.join("m3")), s(&shards[0]), s(&shards[1])]);
+    assert_eq!(missing.code, Some(2));
+    assert!(missing.stderr.contains("shard 2/3 is missing"), "{}", missing.stderr);
+}
+
+#[test]
+fn killed_then_resumed_equals_a_clean_run() {
+    let dir = capture("campaign-check-resume");
+    let clean = cltrap(&["check", s(&dir), "--json"]);
+    let (code, expected) = report(&clean);
+    let camp = dir.join("camp");
+    let mut child = spawn_cltrap(
+        &["check", s(&dir), "--json", "--campaign-dir", s(&camp)],
+        &[],
+    );
+    let before = stop_after(&mut child, &camp, 3, libc::SIGKILL);
+    let _ = child.wait();
+    assert!(before >= 3, "killed after {before} unit(s)");
+    let resumed = cltrap(&["check", s(&dir), "--json", "--campaign-dir", s(&camp), "--resume"]);
+    let (rcode, got) = report(&resumed);
+    assert_eq!((rcode, got), (code, expected), "{}", resumed.describe());
+    if before < 8 {
+        assert!(
+            resumed.stderr.contains(&format!("{before} of 8 unit(s) finished before")),
+            "{}",
+            resumed.stderr
+        );
+    }
+    // The journal holds each unit once more only for those run again: 8 in all.
+    let ids: std::collections::BTreeSet<String> = journal(&camp)
+        .iter()
+        .skip(1)
+        .filter_map(|l| l["unit"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(ids.len(), 8);
+    // Resuming with other arguments is refused.
+    let other = cltrap(&["check", s(&dir), "--races", "--campaign-dir", s(&camp), "--resume"]);
+    assert_eq!(other.code, Some(2), "{}", other.describe());
+    assert!(other.stderr.contains("not as this command"), "{}", other.stderr);
+}
+
+#[test]
+fn ctrl_c_keeps_what_finished() {
+    let dir = capture("campaign-check-sigint");
+    let camp = dir.join("camp");
+    let mut child = spawn_cltrap(&["check", s(&dir), "--campaign-dir", s(&camp)], &[]);
+    let before = stop_after(&mut child, &camp, 2, libc::SIGINT);
+    let status = child.wait().expect("waits");
+    let after = journal(&camp).len() - 1;
+    if before < 8 {
+        assert_eq!(status.code(), Some(130), "Ctrl-C gives 130");
+    }
+    assert!(after >= before, "finished units were kept ({after} < {before})");
+    let resumed = cltrap(&["check", s(&dir), "--campaign-dir", s(&camp), "--resume"]);
+    assert_eq!(resumed.code, Some(1), "{}", resumed.describe());
+    assert_eq!(journal(&camp).len() - 1, 8);
+}
+
+#[test]
+fn two_devices_share_the_launches() {
+    let dir = capture("campaign-check-devices");
+    let one = cltrap(&["check", s(&dir), "--json"]);
+    let (code, expected) = report(&one);
+    let camp = dir.join("camp");
+    let t = tools();
+    let two = run_with_env(
+        &t.cltrap,
+        &["check", s(&dir), "--json", "--devices", "all", "--campaign-dir", s(&camp)],
+        &[("POCL_DEVICES", std::ffi::OsStr::new("pthread pthread"))],
+        None,
+    );
+    let (tcode, got) = report(&two);
+    assert_eq!((tcode, got), (code, expected), "{}", two.describe());
+    assert!(two.stderr.contains("2 worker(s) on 2 device(s)"), "{}", two.stderr);
+    let devices = journal_devices(&camp);
+    assert_eq!(devices.len(), 2, "units ran on {devices:?}");
+    // A device list naming no device is one clear error.
+    let bad = cltrap(&["check", s(&dir), "--devices", "nosuchdevice"]);
+    assert_eq!(bad.code, Some(2));
+    assert!(bad.stderr.contains("--devices: no device `nosuchdevice`"), "{}", bad.stderr);
+}
+
+#[test]
+fn a_campaigns_link_in_a_capture_is_not_followed() {
+    let dir = capture("campaign-check-link");
+    let victim = dir.join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("campaigns")).unwrap();
+    let out = cltrap(&["check", s(&dir), "--json"]);
+    assert_eq!(out.code, Some(2), "{}", out.describe());
+    assert!(out.stderr.contains("is a symbolic link"), "{}", out.stderr);
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0, "nothing written through the link");
+}
