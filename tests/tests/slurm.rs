@@ -8,6 +8,7 @@
 //! environment (the setup script exits 77: the packages cannot be installed, or a daemon exits
 //! at start). Waiting for the jobs has a generous limit (the verdict never depends on load).
 
+use cltrap_e2e::campaign::without_timings;
 use cltrap_e2e::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -32,13 +33,14 @@ impl Cluster {
         workspace_root().join("scripts/slurm-setup.sh")
     }
 
-    fn start() -> Result<Cluster, CannotRun> {
+    /// Starts a cluster; `n` tells apart the clusters of one test process.
+    fn start(n: u16) -> Result<Cluster, CannotRun> {
         let state = tempfile::Builder::new()
             .prefix("cltrap-slurm-")
             .tempdir()
             .expect("a temporary folder for the cluster");
         // Ports of their own, so clusters of tests running at the same time do not meet.
-        let port = 20000 + (std::process::id() % 20000) as u16 * 2;
+        let port = 20000 + (std::process::id() % 5000) as u16 * 8 + n * 2;
         let out = Command::new(Self::script())
             .arg("start")
             .arg(state.path())
@@ -142,7 +144,7 @@ fn capture(label: &str, kernels: &[&str]) -> TestDir {
 }
 
 /// Runs `cltrap ARGS` in `cwd` with this cluster's clients.
-fn cltrap_slurm(cluster: &Cluster, cwd: &Path, args: &[&str]) -> Outcome {
+fn cltrap_slurm(cluster: &Cluster, cwd: &Path, args: &[String]) -> Outcome {
     let t = tools();
     let conf = cluster.conf();
     run_with_env(
@@ -167,33 +169,10 @@ fn job_ids(out: &Outcome) -> (String, String) {
     (after("job array "), after("merge job "))
 }
 
-/// A report with its timing fields taken out: keys that name a time (`millis`, `seconds`,
-/// `*_ms`, `*_ns`, `elapsed`, `duration`, `time`), at any depth.
-fn without_timings(v: &mut Value) {
-    fn is_timing(key: &str) -> bool {
-        let k = key.to_ascii_lowercase();
-        ["millis", "seconds", "elapsed", "duration", "wall", "time"]
-            .iter()
-            .any(|t| k.contains(t))
-            || k.ends_with("_ms")
-            || k.ends_with("_ns")
-            || k.ends_with("_us")
-    }
-    match v {
-        Value::Object(m) => {
-            m.retain(|k, _| !is_timing(k));
-            m.values_mut().for_each(without_timings);
-        }
-        Value::Array(a) => a.iter_mut().for_each(without_timings),
-        _ => {}
-    }
-}
-
 fn json_of(text: &str, what: &str) -> Value {
-    let mut v: Value =
+    let v: Value =
         serde_json::from_str(text).unwrap_or_else(|e| panic!("{what} is not JSON ({e}):\n{text}"));
-    without_timings(&mut v);
-    v
+    without_timings(v)
 }
 
 /// A report as compared: JSON without its timing fields, or text with its durations masked.
@@ -333,77 +312,86 @@ fn durations_are_masked_and_other_numbers_kept() {
     );
 }
 
-#[test]
-fn check_and_mutate_through_slurm_equal_single_runs() {
-    let cluster = match Cluster::start() {
+/// One cluster at a time: the tests of this file take turns.
+static ONE_CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs `single` (a campaign command, from `work`), then the same through
+/// `cltrap slurm … --tasks TASKS --submit --out work/D`, and compares the merged report with
+/// the single run's; `files` are the report files the command line names (relative: the
+/// single run writes them into work/single, the merge into D/merged).
+fn slurm_equals_single(label: &str, n: u16, single: &[&str], tasks: u32, files: &[&str]) {
+    let _turn = ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    let cluster = match Cluster::start(n) {
         Ok(c) => c,
         Err(CannotRun(reason)) => {
             println!("SKIP: {reason}");
-            skip("slurm", &reason);
+            skip(label, &reason);
             return;
         }
     };
-    let work = fresh_dir("slurm", "work");
+    let work = fresh_dir("slurm", label);
+    // The single-process run first, alone on the machine; its report files in work/single
+    // (the same names: a SARIF log names its sources folder after its own file name).
+    std::fs::create_dir_all(work.join("single")).expect("work/single");
+    let mut args: Vec<String> = single.iter().map(|s| s.to_string()).collect();
+    for f in files {
+        let pos = args.iter().position(|a| a == f).expect("a report file argument");
+        args[pos] = format!("single/{f}");
+    }
+    let one = cltrap_in(&work, &args);
+    one.assert_no_panic();
+    let want = Expected {
+        stdout: Report::of(&one.stdout_text(), label),
+        code: one.code.unwrap_or(-1),
+        files: files
+            .iter()
+            .map(|f| (work.join("single").join(f), f.to_string()))
+            .collect(),
+    };
+    for (path, _) in &want.files {
+        assert!(path.is_file(), "the single run wrote no {}\n{}", path.display(), one.describe());
+    }
+    // The same campaign as a Slurm job array and a merge job.
+    let out_dir = work.join("D");
+    let mut args: Vec<String> = vec!["slurm".into()];
+    args.extend(single.iter().map(|s| s.to_string()));
+    args.extend(["--tasks".into(), tasks.to_string(), "--submit".into(), "--out".into()]);
+    args.push(out_dir.to_str().expect("UTF-8 path").into());
+    let submitted = cltrap_slurm(&cluster, &work, &args);
+    submitted.assert_no_panic();
+    assert!(submitted.success(), "{}\n{}", submitted.describe(), cluster.logs());
+    let jobs = job_ids(&submitted);
+    assert_merged_equals(&cluster, label, &out_dir, &jobs, &want);
+    drop(cluster);
+}
+
+#[test]
+fn check_through_slurm_equals_a_single_run() {
     let cap = capture(
-        "slurm",
+        "slurm-check",
         &["local_race", "local_race_fixed", "off_by_one", "off_by_one_fixed"],
     );
-    let cap_s = cap.to_str().expect("UTF-8 path");
+    let cap = cap.to_str().expect("UTF-8 path").to_string();
+    slurm_equals_single(
+        "slurm-check",
+        0,
+        &["check", &cap, "--json", "--sarif", "check.sarif"],
+        3,
+        &["check.sarif"],
+    );
+}
 
-    // The single-process runs first, alone on the machine.
-    let check_args = ["check", cap_s, "--json"];
-    let single_check = cltrap_in(&work, &check_args);
-    single_check.assert_no_panic();
-    let single_json = work.join("single-mutate.json");
-    let mutate_args = [
-        "mutate",
-        cap_s,
-        "--kernel",
-        "off_by_one_fixed",
-        "--json",
-        single_json.to_str().expect("UTF-8 path"),
-        "--no-tce",
-        "--no-locate",
-    ];
-    let single_mutate = cltrap_in(&work, &mutate_args);
-    single_mutate.assert_no_panic();
-    assert!(single_json.is_file(), "{}", single_mutate.describe());
-
-    // The same campaigns as Slurm job arrays, both queued at once.
-    let d1 = work.join("D1");
-    let mut args: Vec<&str> = check_args.to_vec();
-    args.extend(["--tasks", "3", "--submit", "--out", d1.to_str().expect("UTF-8")]);
-    let submitted = cltrap_slurm(&cluster, &work, &args);
-    submitted.assert_no_panic();
-    assert!(submitted.success(), "{}\n{}", submitted.describe(), cluster.logs());
-    let check_jobs = job_ids(&submitted);
-
-    let d2 = work.join("D2");
-    let merged_json = work.join("mutate.json");
-    let mut args: Vec<&str> = mutate_args.to_vec();
-    let merged_json_s = merged_json.to_str().expect("UTF-8");
-    // The merge writes the report file under its own name into D2/merged.
-    let pos = args.iter().position(|a| *a == "--json").expect("--json") + 1;
-    args[pos] = merged_json_s;
-    args.extend(["--tasks", "4", "--submit", "--out", d2.to_str().expect("UTF-8")]);
-    let submitted = cltrap_slurm(&cluster, &work, &args);
-    submitted.assert_no_panic();
-    assert!(submitted.success(), "{}\n{}", submitted.describe(), cluster.logs());
-    let mutate_jobs = job_ids(&submitted);
-
-    let check_want = Expected {
-        stdout: Report::of(&single_check.stdout_text(), "check's report"),
-        code: single_check.code.unwrap_or(-1),
-        files: vec![],
-    };
-    let mutate_want = Expected {
-        stdout: Report::of(&single_mutate.stdout_text(), "mutate's report"),
-        code: single_mutate.code.unwrap_or(-1),
-        files: vec![(single_json, "mutate.json".to_string())],
-    };
-    assert_merged_equals(&cluster, "cltrap slurm check", &d1, &check_jobs, &check_want);
-    assert_merged_equals(&cluster, "cltrap slurm mutate", &d2, &mutate_jobs, &mutate_want);
-    drop(cluster);
+#[test]
+fn mutate_through_slurm_equals_a_single_run() {
+    let cap = capture("slurm-mutate", &["off_by_one_fixed", "local_race_fixed"]);
+    let cap = cap.to_str().expect("UTF-8 path").to_string();
+    slurm_equals_single(
+        "slurm-mutate",
+        1,
+        &["mutate", &cap, "--kernel", "off_by_one_fixed", "--json", "mutate.json"],
+        4,
+        &["mutate.json"],
+    );
 }
 
 /// What `cltrap slurm` refuses, before writing anything: one sentence on stderr, exit 2.
