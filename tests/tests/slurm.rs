@@ -11,6 +11,7 @@
 use cltrap_e2e::campaign::without_timings;
 use cltrap_e2e::*;
 use serde_json::Value;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -418,4 +419,39 @@ fn bad_slurm_command_lines_are_refused_in_one_sentence() {
         0,
         "a refused command wrote something"
     );
+}
+
+/// Without sbatch on PATH, `--submit` says so and prints the commands that submit the scripts
+/// it wrote; the task script names this cltrap by its absolute path.
+#[test]
+fn without_sbatch_the_submit_commands_are_printed() {
+    let work = fresh_dir("slurm", "no-sbatch");
+    let capture = workspace_root().join("tests/fixtures/capture-v3");
+    let t = tools();
+    let out = run_with_env(
+        &t.cltrap,
+        &["slurm", "check", capture.to_str().expect("UTF-8"), "--tasks", "2", "--submit", "--out", "D"],
+        &[("PATH", OsStr::new("/nonexistent"))],
+        Some(&work),
+    );
+    out.assert_no_panic();
+    assert!(out.success(), "{}", out.describe());
+    assert!(out.stderr.contains("cltrap: sbatch is not on PATH: nothing submitted"), "{}", out.describe());
+    let dir = work.join("D");
+    let stdout = out.stdout_text();
+    assert!(
+        stdout.contains(&format!("  array=$(sbatch --parsable {}/tasks.sbatch)\n", dir.display()))
+            && stdout.contains(&format!(
+                "  sbatch --dependency=afterok:\"${{array%%;*}}\" {}/merge.sbatch\n",
+                dir.display()
+            )),
+        "{}",
+        out.describe()
+    );
+    let tasks = std::fs::read_to_string(dir.join("tasks.sbatch")).expect("tasks.sbatch");
+    assert!(tasks.contains("#SBATCH --array=0-1\n"), "{tasks}");
+    let exe = t.cltrap.canonicalize().expect("cltrap's path");
+    assert!(tasks.contains(&format!("exec {} check --shard ", exe.display())), "{tasks}");
+    let merge = std::fs::read_to_string(dir.join("merge.sbatch")).expect("merge.sbatch");
+    assert!(merge.contains(&format!("{}/shard-1 \\\n", dir.display())), "{merge}");
 }
