@@ -160,42 +160,9 @@ pub fn cli(args: &SlurmArgs, cli: &clap::Command, out: &mut dyn Write) -> Result
     for input in &parsed.inputs {
         readable(input)?;
     }
-    if let Some(p) = &args.partition {
-        if !sbatch_safe(p) {
-            return Err(format!("--partition `{}` is not a Slurm partition name", p.escape_debug()));
-        }
-    }
-    if let Some(t) = &args.time {
-        if !t.chars().all(|c| c.is_ascii_alphanumeric() || c == ':' || c == '-') || t.is_empty() {
-            return Err(format!(
-                "--time `{}` is not a Slurm time limit (minutes, H:MM:SS or D-HH:MM:SS)",
-                t.escape_debug()
-            ));
-        }
-    }
+    check_slurm_values(&args)?;
     let cwd = std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
-    let dir = match &args.out {
-        Some(d) => cwd.join(d),
-        None => cwd.join(format!(
-            "cltrap-slurm-{}-{}",
-            command[0],
-            fingerprint(&command)
-        )),
-    };
-    let dir = normalise(&dir);
-    let text = dir.to_str().unwrap_or_default();
-    if !sbatch_safe(text) {
-        return Err(format!(
-            "the campaign folder {} cannot go into an #SBATCH line (no spaces, quotes, `%`, `#`, `$` or `\\`): give --out a plainer folder",
-            dir.display()
-        ));
-    }
-    if dir.join(TASKS_FILE).exists() || dir.join("shard-0").exists() {
-        return Err(format!(
-            "{} already holds a Slurm campaign: submit its scripts again to finish it (the tasks resume) or give another --out",
-            dir.display()
-        ));
-    }
+    let dir = campaign_dir(&cwd, args.out.as_deref(), &command)?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find cltrap itself: {e}"))?;
     let plan = Plan {
         exe,
@@ -253,6 +220,48 @@ pub fn cli(args: &SlurmArgs, cli: &clap::Command, out: &mut dyn Write) -> Result
         }
     }
     Ok(0)
+}
+
+/// Refuses `--partition` and `--time` values that are not Slurm's (they go into `#SBATCH`
+/// lines, where nothing is quoted).
+fn check_slurm_values(args: &SlurmFlags) -> Result<(), String> {
+    if let Some(p) = &args.partition {
+        if !sbatch_safe(p) {
+            return Err(format!("--partition `{}` is not a Slurm partition name", p.escape_debug()));
+        }
+    }
+    if let Some(t) = &args.time {
+        if t.is_empty() || !t.chars().all(|c| c.is_ascii_alphanumeric() || c == ':' || c == '-') {
+            return Err(format!(
+                "--time `{}` is not a Slurm time limit (minutes, H:MM:SS or D-HH:MM:SS)",
+                t.escape_debug()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The campaign folder (absolute): `--out`, or one named after the command line. It must fit
+/// an `#SBATCH` line and not hold an earlier Slurm campaign.
+fn campaign_dir(cwd: &Path, out: Option<&Path>, command: &[String]) -> Result<PathBuf, String> {
+    let dir = match out {
+        Some(d) => cwd.join(d),
+        None => cwd.join(format!("cltrap-slurm-{}-{}", command[0], fingerprint(command))),
+    };
+    let dir = normalise(&dir);
+    if !dir.to_str().is_some_and(sbatch_safe) {
+        return Err(format!(
+            "the campaign folder {} cannot go into an #SBATCH line (no spaces, quotes, `%`, `#`, `$` or `\\`): give --out a plainer folder",
+            dir.display()
+        ));
+    }
+    if dir.join(TASKS_FILE).exists() || dir.join("shard-0").exists() {
+        return Err(format!(
+            "{} already holds a Slurm campaign: submit its scripts again to finish it (the tasks resume) or give another --out",
+            dir.display()
+        ));
+    }
+    Ok(dir)
 }
 
 /// Parses `cltrap COMMAND ARGS…` with cltrap's parser: it must be a campaign command
@@ -443,6 +452,24 @@ mod tests {
         assert!(e.starts_with("/no/such/capture cannot be read ("), "{e}");
         assert!(e.ends_with("on a filesystem all nodes see"), "{e}");
         assert!(readable(Path::new("/")).is_ok());
+    }
+
+    #[test]
+    fn the_campaign_folder_fits_sbatch_and_is_new() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cmd = words(&["check", "cap"]);
+        let d = campaign_dir(tmp.path(), None, &cmd).unwrap();
+        assert_eq!(d, tmp.path().join(format!("cltrap-slurm-check-{}", fingerprint(&cmd))));
+        assert_eq!(campaign_dir(tmp.path(), Some(Path::new("a/../b")), &cmd).unwrap(), tmp.path().join("b"));
+        let e = campaign_dir(tmp.path(), Some(Path::new("my runs")), &cmd).unwrap_err();
+        assert!(e.contains("cannot go into an #SBATCH line"), "{e}");
+        std::fs::create_dir_all(tmp.path().join("b/shard-0")).unwrap();
+        let e = campaign_dir(tmp.path(), Some(Path::new("b")), &cmd).unwrap_err();
+        assert!(e.contains("already holds a Slurm campaign"), "{e}");
+        let bad = SlurmFlags { time: Some("1;rm".into()), ..Default::default() };
+        assert!(check_slurm_values(&bad).unwrap_err().starts_with("--time `1;rm`"));
+        let bad = SlurmFlags { partition: Some("gpu\n#SBATCH --x".into()), ..Default::default() };
+        assert!(check_slurm_values(&bad).unwrap_err().starts_with("--partition"));
     }
 
     #[test]
