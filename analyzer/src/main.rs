@@ -287,9 +287,6 @@ enum Cmd {
         #[arg(long)]
         mutant_args: bool,
     },
-    /// Internal: evaluates mutants for `cltrap mutate` (JSON jobs on stdin).
-    #[command(hide = true)]
-    MutateWorker,
     /// Spread a campaign command over a Slurm cluster: a job array of --tasks shards and a
     /// merge job that writes the report (captures and outputs on a filesystem all nodes see).
     Slurm(cltrap_analyzer::slurm::SlurmArgs),
@@ -424,6 +421,9 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
             c.damaged = damaged;
             Ok((Box::new(c) as Box<dyn Campaign>, campaign, device))
         })()),
+        Cmd::Mutate(args) => Some(cltrap_analyzer::mutate::cli::campaign(args).map(|(c, flags, device)| {
+            (Box::new(c) as Box<dyn Campaign>, flags, device)
+        })),
         _ => None,
     }
 }
@@ -796,8 +796,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             }
             Ok(0)
         }
-        Cmd::Mutate(args) => cltrap_analyzer::mutate::cli::main(args, &mut stdout),
-        cmd @ Cmd::Check { .. } => {
+        cmd @ (Cmd::Check { .. } | Cmd::Mutate(_)) => {
             let (mut c, flags, device) = match campaign_of(cmd) {
                 Some(r) => r?,
                 None => return Err("not a campaign".into()),
@@ -828,7 +827,6 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             }
             check::Engine::Native => check::native::worker_main(&dir, id, flags, &device, baseline),
         }),
-        Cmd::MutateWorker => Ok(cltrap_analyzer::mutate::worker::worker_main()),
         Cmd::Slurm(a) => cltrap_analyzer::slurm::cli(&a, &command(), &mut stdout),
         Cmd::Fuzz(a) => cltrap_analyzer::fuzz::cli(&a, &mut stdout),
         Cmd::Solve(a) => cltrap_analyzer::solve::cli(&a, &mut stdout),

@@ -404,82 +404,61 @@ fn crash_or_hang_as_one(m: BTreeMap<String, String>) -> BTreeMap<String, String>
         .collect()
 }
 
+/// The journals of the campaigns run over `dir` (one folder per command line).
+fn journals(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir.join("campaigns"))
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path().join("units.jsonl")).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
 #[test]
-fn a_second_run_resumes_from_the_state_file_and_the_reports_are_written() {
+fn a_second_run_resumes_from_the_campaign_journal_and_the_reports_are_written() {
     let f = threshold_suite("resume", &[1, 5, 9, 4]);
-    let (first, m1) = mutate(&f, &["--operators", "traditional"]);
-    let state = f.dir.join("mutate/state.jsonl");
-    let lines = std::fs::read_to_string(&state).unwrap().lines().count();
-    assert!(lines >= 4, "{first}");
-    // Without --fresh nothing is run again: the state file does not grow, verdicts agree.
     let dir = f.dir.to_str().unwrap();
     let json = f.dir.join("again.json");
     let html = f.dir.join("report.html");
-    let (code, out, err) = cltrap(
-        &[
-            "mutate",
-            dir,
-            "--operators",
-            "traditional",
-            "--json",
-            json.to_str().unwrap(),
-            "--html",
-            html.to_str().unwrap(),
-        ],
-        ENV,
-    );
+    let base = [
+        "mutate",
+        dir,
+        "--operators",
+        "traditional",
+        "--json",
+        json.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ];
+    let (code, first, err) = cltrap(&base, ENV);
+    assert_eq!(code, 0, "{first}\n{err}");
+    let first_json = std::fs::read_to_string(&json).unwrap();
+    let js = journals(&f.dir);
+    assert_eq!(js.len(), 1, "{js:?}");
+    let lines = std::fs::read_to_string(&js[0]).unwrap().lines().count();
+    assert!(lines >= 4, "{first}");
+    // With --resume nothing is run again: the journal does not grow, the reports agree.
+    let mut again = base.to_vec();
+    again.push("--resume");
+    let (code, out, err) = cltrap(&again, ENV);
     assert_eq!(code, 0, "{out}\n{err}");
-    assert_eq!(
-        std::fs::read_to_string(&state).unwrap().lines().count(),
-        lines
-    );
-    let again: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(err.contains("finished before"), "{err}");
+    assert_eq!(std::fs::read_to_string(&js[0]).unwrap().lines().count(), lines);
+    assert_eq!(out, first);
+    assert_eq!(std::fs::read_to_string(&json).unwrap(), first_json);
+    let again: Value = serde_json::from_str(&first_json).unwrap();
     assert_eq!(again["schemaVersion"], "1");
     let file = again["files"].as_object().unwrap().values().next().unwrap();
     assert!(file["source"]
         .as_str()
         .unwrap()
         .contains("__kernel void threshold"));
-    let statuses2: Vec<&str> = file["mutants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["status"].as_str().unwrap())
-        .collect();
-    let statuses1: Vec<&str> = m1.values().map(|m| m["status"].as_str().unwrap()).collect();
-    assert_eq!(statuses1.len(), statuses2.len());
-    for s in &statuses2 {
-        assert!(
-            [
-                "Killed",
-                "Survived",
-                "NoCoverage",
-                "Timeout",
-                "RuntimeError",
-                "CompileError",
-                "Ignored"
-            ]
-            .contains(s),
-            "{s}"
-        );
-    }
-    // Other settings (here: repeats) decide verdicts differently: nothing is reused.
-    let (code, out, err) = cltrap(
-        &[
-            "mutate",
-            dir,
-            "--operators",
-            "traditional",
-            "--repeats",
-            "2",
-        ],
-        ENV,
-    );
+    // Other settings (here: repeats) are another campaign: nothing is reused.
+    let mut other = base.to_vec();
+    other.extend(["--repeats", "2", "--resume"]);
+    let (code, out, err) = cltrap(&other, ENV);
     assert_eq!(code, 0, "{out}\n{err}");
-    assert_eq!(
-        std::fs::read_to_string(&state).unwrap().lines().count(),
-        2 * lines
-    );
+    assert!(err.contains("no journal yet"), "{err}");
+    assert_eq!(journals(&f.dir).len(), 2);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<h2>Per kernel</h2>") && page.contains("id=\"report\""));
     assert!(page.contains("relational_boundary"));

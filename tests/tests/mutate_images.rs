@@ -18,6 +18,7 @@ fn image_kernel_mutants_are_killed_not_timed_out() {
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
     let out = dir.join("mutants");
+    let campaign = dir.join("campaign");
     let mutate = cltrap(&[
         OsStr::new("mutate"),
         dir.as_os_str(),
@@ -29,10 +30,13 @@ fn image_kernel_mutants_are_killed_not_timed_out() {
         OsStr::new("--no-locate"),
         OsStr::new("--out"),
         out.as_os_str(),
+        OsStr::new("--campaign-dir"),
+        campaign.as_os_str(),
     ]);
     mutate.assert_no_panic();
     assert!(mutate.success(), "{}", mutate.describe());
-    let state = std::fs::read_to_string(out.join("state.jsonl")).expect("mutate's state file");
+    // The campaign's journal: one line per mutant run, with its verdict.
+    let state = std::fs::read_to_string(campaign.join("units.jsonl")).expect("mutate's journal");
     let killed = state.matches("\"status\":\"KILLED\"").count();
     let timeout = state.matches("\"status\":\"TIMEOUT\"").count();
     assert!(

@@ -1,10 +1,11 @@
 //! The `cltrap mutate` command line: flags, the run, the reports. `main.rs` only registers it.
 
-use super::{report, MutateOptions};
+use super::campaign::MutateCampaign;
+use super::MutateOptions;
+use crate::campaign::CampaignArgs;
 use crate::executor::DeviceSelector;
 use cltrap_capture::Capture;
 use cltrap_kernel::mutate::Operator;
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -38,7 +39,8 @@ pub struct MutateArgs {
     /// Allow floating-point outputs to differ by up to N ulp.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub ulp: u64,
-    /// Worker processes (default: the number of cores).
+    /// Worker processes on the one device (default: the number of cores); with `--devices`,
+    /// `--workers-per-device` says how many per device.
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Deadline of one kernel run in a worker, TIMEOUT when missed (default: 2 s plus 20
@@ -51,12 +53,12 @@ pub struct MutateArgs {
     /// Compile every mutant on its own instead of one schema per program (slow; for checks).
     #[arg(long)]
     pub per_mutant_compile: bool,
-    /// Output directory: state file (resume), rendered sources, worker logs
-    /// (default: DIR/mutate).
+    /// Output directory: rendered sources, derived inputs, build logs (default: DIR/mutate).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Ignore the state of an earlier run and evaluate every mutant again.
-    #[arg(long)]
+    /// Evaluate every mutant again (what every run without `--resume` does; kept so that
+    /// older command lines still parse).
+    #[arg(long, hide = true)]
     pub fresh: bool,
     /// Where to run (`--platform`, `--device`).
     #[command(flatten)]
@@ -72,30 +74,47 @@ pub struct MutateArgs {
     /// Print how many mutants were evaluated, in what time, and the compiles (for benchmarks).
     #[arg(long, hide = true)]
     pub timing: bool,
+    /// Devices, workers, shards, resume.
+    #[command(flatten)]
+    pub campaign: CampaignArgs,
 }
 
-/// Runs `cltrap mutate`; the error is one sentence for the user.
-pub fn main(args: MutateArgs, stdout: &mut dyn Write) -> Result<u8, String> {
-    // Damaged launch lines are named once and left out; the run then ends with exit 2.
-    let capture = Capture::open_keeping_damaged(&args.dir).map_err(|e| e.to_string())?;
-    let damaged = crate::damage::report(&capture, "mutation analysis");
-    if let Some(why) = crate::damage::nothing_left(&capture) {
-        return Err(why);
-    }
+/// The campaign `cltrap mutate` runs, its campaign flags and its device; the error is one
+/// sentence for the user. In a worker (`--unit-worker`) the capture is not opened here: each
+/// job names it.
+pub fn campaign(
+    args: MutateArgs,
+) -> Result<(MutateCampaign, CampaignArgs, DeviceSelector), String> {
+    let mut flags = args.campaign.clone();
     let operators = Operator::parse_list(&args.operators).map_err(|e| e.to_string())?;
-    let ids = if args.ids.is_empty() {
-        None
-    } else {
-        Some(crate::ids::parse_ids(&args.ids.join(",")).map_err(|e| e.to_string())?)
-    };
-    let ids = crate::damage::drop_damaged(&capture, ids)?;
-    let exe =
-        std::env::current_exe().map_err(|e| format!("cannot find the cltrap executable: {e}"))?;
     let jobs = args.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
     });
+    // On one device, `--jobs` (default: the number of cores) is the number of workers.
+    if flags.devices.is_none() && flags.workers_per_device == 1 {
+        flags.workers_per_device = jobs.max(1);
+    }
+    let (capture, ids, damaged) = if flags.unit_worker {
+        (None, None, 0)
+    } else {
+        // Damaged launch lines are named once and left out; the run then ends with exit 2.
+        let capture = Capture::open_keeping_damaged(&args.dir).map_err(|e| e.to_string())?;
+        let damaged = crate::damage::report(&capture, "mutation analysis");
+        if let Some(why) = crate::damage::nothing_left(&capture) {
+            return Err(why);
+        }
+        let ids = if args.ids.is_empty() {
+            None
+        } else {
+            Some(crate::ids::parse_ids(&args.ids.join(",")).map_err(|e| e.to_string())?)
+        };
+        let ids = crate::damage::drop_damaged(&capture, ids)?;
+        (Some(capture), ids, damaged)
+    };
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find the cltrap executable: {e}"))?;
     let opts = MutateOptions {
         kernel: args.kernel.clone(),
         operators,
@@ -111,49 +130,13 @@ pub fn main(args: MutateArgs, stdout: &mut dyn Write) -> Result<u8, String> {
         loop_budget: args.loop_budget.max(1),
         worker_exe: exe,
         progress: true,
-        fresh: args.fresh,
         compare_optimised: !args.no_tce,
         locate_overruns: !args.no_locate,
     };
-    let started = std::time::Instant::now();
-    let r = super::run(&capture, &opts).map_err(|e| e.to_string())?;
-    let _ = write!(stdout, "{}", report::terminal(&r));
-    if let Some(p) = &args.json {
-        let text =
-            serde_json::to_string_pretty(&report::stryker_json(&r)).map_err(|e| e.to_string())?;
-        std::fs::write(p, text).map_err(|e| format!("writing {}: {e}", p.display()))?;
-    }
-    if let Some(p) = &args.html {
-        std::fs::write(p, report::html(&r)).map_err(|e| format!("writing {}: {e}", p.display()))?;
-    }
-    if args.timing {
-        let total: usize = r.programs.iter().map(|p| p.mutants.len()).sum();
-        let secs = started.elapsed().as_secs_f64();
-        let _ = writeln!(
-            stdout,
-            "timing: mutants {total} evaluated-by-running {} compiles {} deadline {} ms total {secs:.3} s eval {:.3} s rate {:.2} mutants/s",
-            r.evaluated,
-            r.compiles,
-            r.deadline.as_millis(),
-            r.eval_time.as_secs_f64(),
-            total as f64 / secs.max(1e-9)
-        );
-        let ph = &r.phases;
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        let _ = writeln!(
-            stdout,
-            "phases: open {:.0} ms, render {:.0} ms, compile {:.0} ms, check {:.0} ms, coverage {:.0} ms, worker start {:.0} ms (slowest of {} spawns), eval {:.0} ms, tce {:.0} ms, eval rate {:.2} mutants/s",
-            ms(ph.open),
-            ms(ph.render),
-            ms(ph.compile),
-            ms(ph.check),
-            ms(ph.coverage),
-            ms(ph.worker_start),
-            ph.worker_spawns,
-            ms(r.eval_time),
-            ms(ph.tce),
-            f64::from(r.evaluated) / r.eval_time.as_secs_f64().max(1e-9)
-        );
-    }
-    Ok(crate::damage::exit_code(0, damaged))
+    let mut c = MutateCampaign::new(args.dir.clone(), capture, opts);
+    c.json = args.json;
+    c.html = args.html;
+    c.timing = args.timing;
+    c.damaged = damaged;
+    Ok((c, flags, args.device))
 }

@@ -7,9 +7,10 @@
 //! mutants that cannot live in it (or with `--per-mutant-compile`), one program per mutant;
 //! check in this process that the original reproduces every test case (and under every
 //! permuted schedule asked for), measure coverage of the original to mark NO-COVERAGE mutants;
-//! then evaluate the rest in worker processes ([`worker`]), which survive hangs and crashes.
-//! Decided mutants are appended to `state.jsonl` in the output directory, so an interrupted
-//! campaign resumes where it stopped. [`report`] writes the terminal summary, the
+//! then evaluate the rest as units of a campaign ([`campaign`]: one unit per mutant, run in
+//! the campaign runner's worker processes, which survive hangs and crashes, on one or more
+//! devices, in shards, resumable from the campaign's journal); a worker evaluates a mutant's
+//! job in its own process ([`worker`]). [`report`] writes the terminal summary, the
 //! mutation-testing-report-schema JSON and the HTML report.
 //!
 //! The parent checks the suite with the coverage build of the original, run in a fuzzing
@@ -19,11 +20,11 @@
 //! *undetected* mutants go through TCE ([`tce`]): a detected mutant cannot be equivalent. A
 //! campaign with no test case is an error (exit 2), never a score.
 
+pub mod campaign;
 pub mod cli;
 mod overrun;
 mod quiet;
 pub mod report;
-pub mod state;
 pub mod tce;
 pub mod worker;
 
@@ -39,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use worker::{Job, JobResult, PoolOptions, TestRef};
+use worker::{Job, JobResult, TestRef};
 
 /// The verdict on one mutant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -124,7 +125,7 @@ pub struct MutateOptions {
     pub per_mutant_compile: bool,
     /// Where to run.
     pub device: DeviceSelector,
-    /// Output directory (state file, rendered sources, worker logs).
+    /// Output directory (rendered sources, derived inputs, build logs).
     pub out_dir: PathBuf,
     /// Loop-iteration budget per work-item and function call before the watchdog fires.
     pub loop_budget: u32,
@@ -132,8 +133,6 @@ pub struct MutateOptions {
     pub worker_exe: PathBuf,
     /// Show a progress bar (on a terminal).
     pub progress: bool,
-    /// Do not reuse decisions from an earlier run's state file.
-    pub fresh: bool,
     /// Compare the undetected mutants' optimised code with the original's ([`tce`]) to find
     /// EQUIVALENT and duplicate mutants.
     pub compare_optimised: bool,
@@ -153,8 +152,6 @@ pub struct MutantResult {
     pub detail: String,
     /// Compiled on its own rather than selected in the schema.
     pub own_program: bool,
-    /// Taken from the state file of an earlier run.
-    pub resumed: bool,
     /// For a RUNTIME-ERROR mutant that overran: where, as the bounds check found it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overran: Option<crate::check::locate::Overrun>,
@@ -190,8 +187,7 @@ pub struct CampaignReport {
     pub compiles: u32,
     /// Wall time of the evaluation phase (workers).
     pub eval_time: Duration,
-    /// Mutants evaluated by running them in this campaign (not resumed, not decided
-    /// statically).
+    /// Mutants evaluated by running them (not decided statically).
     pub evaluated: u32,
     /// The slowest run of the original over the suite (wall time, in this process).
     pub slowest_original: Duration,
@@ -309,8 +305,24 @@ fn short(hash: &str) -> String {
         .collect()
 }
 
-/// Runs a campaign; `progress` is called with (done, total) as mutants are decided.
-pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, MutateError> {
+/// A campaign ready to evaluate: the report so far (test cases, notes, statically decided
+/// mutants) and one [`Job`] per mutant left to run, in a deterministic order.
+pub struct Prepared {
+    /// The report with every mutant that needs no run decided.
+    pub report: CampaignReport,
+    /// The mutants to run, in order.
+    pub jobs: Vec<Job>,
+    /// For each job, its mutant as (program, mutant) indices into `report.programs`.
+    pub slots: Vec<(usize, usize)>,
+    plans: Vec<Plan>,
+}
+
+/// Prepares a campaign on `opts.device` (in the parent process): test cases, mutants,
+/// schemata, the original's check and coverage, and the jobs of the mutants to run.
+pub fn prepare_campaign(
+    capture: &Capture,
+    opts: &MutateOptions,
+) -> Result<Prepared, MutateError> {
     std::fs::create_dir_all(opts.out_dir.join("src")).map_err(io(&opts.out_dir))?;
     let mut report = CampaignReport::default();
     // 1. Test cases, by program and kernel.
@@ -352,25 +364,6 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
     let opened = Instant::now();
     let session = Session::open(&opts.device)?;
     report.phases.open = opened.elapsed();
-    let state_path = opts.out_dir.join("state.jsonl");
-    let config = format!(
-        "ids={:?} kernel={:?} schedules={} repeats={} ulp={} budget={} per_mutant={} device={:?}/{:?}",
-        opts.ids,
-        opts.kernel,
-        opts.schedules,
-        opts.repeats,
-        opts.ulp,
-        opts.loop_budget,
-        opts.per_mutant_compile,
-        opts.device.platform,
-        opts.device.device
-    );
-    let previous = if opts.fresh {
-        Default::default()
-    } else {
-        state::load(&state_path, &config)
-    };
-    let mut state = state::StateFile::open(&state_path, &config).map_err(io(&state_path))?;
     let budget = format!("-D__CLTRAP_BUDGET={}u", opts.loop_budget);
 
     let mut jobs: Vec<(usize, Job)> = Vec::new();
@@ -440,7 +433,6 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
             &mut plan,
             opts,
             &budget,
-            &previous,
             &mut report,
         )?;
         report.programs.push(result);
@@ -467,9 +459,7 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
         )));
     }
 
-    // 2. Evaluate in workers.
-    let total = jobs.len() as u64;
-    report.evaluated = total as u32;
+    report.evaluated = jobs.len() as u32;
     report.compiles += jobs
         .iter()
         .filter(|(_, j)| !j.cache)
@@ -481,113 +471,74 @@ pub fn run(capture: &Capture, opts: &MutateOptions) -> Result<CampaignReport, Mu
             0
         };
     phase.finish_and_clear();
-    let bar = if opts.progress {
-        indicatif::ProgressBar::new(total)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} mutants {pos}/{len} [{bar:30}] {elapsed} {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
     report.deadline = opts
         .timeout
         .unwrap_or(Duration::from_secs(2) + report.slowest_original * 20);
-    let pool = PoolOptions {
-        exe: opts.worker_exe.clone(),
-        workers: opts.jobs.max(1),
-        run_timeout: report.deadline,
-        cold_timeout: report.deadline + report.slowest_first * 4 + Duration::from_secs(2),
-        log_dir: opts.out_dir.clone(),
-    };
-    let start = Instant::now();
-    let mut killed = 0u64;
-    let mut eval = Evaluation {
-        report: &mut report,
-        state: &mut state,
-        bar: &bar,
-        killed: &mut killed,
-    };
-    let (stats, unrunnable) = eval.run(jobs, &slots, &pool)?;
-    let mut spawns = stats.spawns;
-    let mut slowest_start = stats.slowest_start;
-    // Programs the driver cannot run as a schema (it crashed on the original through it):
-    // their mutants again, one compile each.
-    for pi in unrunnable {
-        let (Some(plan), Some(prog)) = (plans.get_mut(pi), report.programs.get(pi)) else {
-            continue;
-        };
-        report.notes.push(format!(
-            "{}: the driver cannot run the original through the mutant schema (it crashed, or its compile did not finish in time); its mutants are evaluated again with one compile per mutant",
-            prog.file
-        ));
-        let mut fallback = opts.clone();
-        fallback.per_mutant_compile = true;
-        // The suite is checked again; it is counted once.
-        let counted = (report.test_cases, report.dropped);
-        let (again, result) = prepare(
-            capture,
-            &session,
-            plan,
-            &fallback,
-            &budget,
-            &previous,
-            &mut report,
-        )?;
-        (report.test_cases, report.dropped) = counted;
-        report.programs[pi] = result;
-        report.evaluated += again.len() as u32;
-        report.compiles += again.iter().filter(|(_, j)| !j.cache).count() as u32;
-        bar.inc_length(again.len() as u64);
-        let slots: Vec<(usize, usize)> = again.iter().map(|(mi, _)| (pi, *mi)).collect();
-        let jobs = again
-            .into_iter()
-            .enumerate()
-            .map(|(i, (_, job))| (i, job))
-            .collect();
-        let mut eval = Evaluation {
-            report: &mut report,
-            state: &mut state,
-            bar: &bar,
-            killed: &mut killed,
-        };
-        let (stats, _) = eval.run(jobs, &slots, &pool)?;
-        spawns += stats.spawns;
-        slowest_start = slowest_start.max(stats.slowest_start);
+    Ok(Prepared {
+        report,
+        jobs: jobs.into_iter().map(|(_, j)| j).collect(),
+        slots,
+        plans,
+    })
+}
+
+impl Prepared {
+    /// The longest silence of a worker on one job: a compile (a schema of many mutants, or
+    /// the driver's lazy compile on a first run) may take 20 runs' time and more; the
+    /// in-kernel watchdog stops most endless loops long before.
+    pub fn unit_deadline(&self) -> Duration {
+        let run = self.report.deadline;
+        (run * 20 + Duration::from_secs(30)).max(run + self.report.slowest_first * 4 + Duration::from_secs(2))
     }
-    report.phases.worker_spawns = spawns;
-    report.phases.worker_start = slowest_start;
-    bar.finish_and_clear();
-    report.eval_time = start.elapsed();
-    let phase = phase_spinner(opts.progress);
-    if opts.locate_overruns {
-        phase.set_message("locating the overruns of RUNTIME-ERROR mutants (Oclgrind)");
-        overrun::locate(capture, &plans, &mut report, opts);
-    }
-    // 3. Equivalent and duplicate mutants among those the suite did not detect.
-    if opts.compare_optimised {
-        phase.set_message("comparing the undetected mutants' optimised code (TCE)");
-        let started = Instant::now();
-        for (plan, prog) in plans.iter().zip(report.programs.iter_mut()) {
-            let kernels: Vec<String> = plan.kernels.keys().cloned().collect();
-            tce::judge(
-                &plan.parsed,
-                &plan.options,
-                &kernels,
-                &prog.file,
-                &mut prog.mutants,
-                &mut report.notes,
-            );
+
+    /// The whole report from the jobs' results (`results[i]` for job `i`, `None` for a job
+    /// with no result, after Ctrl-C): verdicts, overrun locations, TCE and the notes.
+    pub fn finish(
+        mut self,
+        capture: &Capture,
+        opts: &MutateOptions,
+        results: &[Option<JobResult>],
+        eval_time: Duration,
+    ) -> CampaignReport {
+        let mut report = std::mem::take(&mut self.report);
+        for (i, r) in results.iter().enumerate() {
+            let (Some(r), Some(&(pi, mi))) = (r, self.slots.get(i)) else {
+                continue;
+            };
+            let Some(m) = report.programs.get_mut(pi).and_then(|p| p.mutants.get_mut(mi)) else {
+                continue;
+            };
+            m.status = r.status;
+            m.detail = r.detail.clone();
         }
-        report.phases.tce = started.elapsed();
+        report.eval_time = eval_time;
+        let phase = phase_spinner(opts.progress);
+        if opts.locate_overruns {
+            phase.set_message("locating the overruns of RUNTIME-ERROR mutants (Oclgrind)");
+            overrun::locate(capture, &self.plans, &mut report, opts);
+        }
+        // 3. Equivalent and duplicate mutants among those the suite did not detect.
+        if opts.compare_optimised {
+            phase.set_message("comparing the undetected mutants' optimised code (TCE)");
+            let started = Instant::now();
+            for (plan, prog) in self.plans.iter().zip(report.programs.iter_mut()) {
+                let kernels: Vec<String> = plan.kernels.keys().cloned().collect();
+                tce::judge(
+                    &plan.parsed,
+                    &plan.options,
+                    &kernels,
+                    &prog.file,
+                    &mut prog.mutants,
+                    &mut report.notes,
+                );
+            }
+            report.phases.tce = started.elapsed();
+        }
+        let suspicious = report::all_timeout_notes(&report, report.deadline);
+        report.notes.extend(suspicious);
+        phase.finish_and_clear();
+        report
     }
-    let suspicious = report::all_timeout_notes(&report, report.deadline);
-    report.notes.extend(suspicious);
-    phase.finish_and_clear();
-    Ok(report)
 }
 
 /// A spinner naming the phase that runs (hidden when `show` is false or standard error is
@@ -606,57 +557,6 @@ fn phase_spinner(show: bool) -> indicatif::ProgressBar {
     bar
 }
 
-/// Where the workers' results go: the report, the state file, the progress bar.
-struct Evaluation<'a> {
-    report: &'a mut CampaignReport,
-    state: &'a mut state::StateFile,
-    bar: &'a indicatif::ProgressBar,
-    killed: &'a mut u64,
-}
-
-impl Evaluation<'_> {
-    /// Runs `jobs` (job `i` decides mutant `slots[i]`, as (program, mutant) indices) and
-    /// records each verdict, except those of schema jobs the driver could not run at all:
-    /// those programs are returned, to be evaluated again.
-    fn run(
-        &mut self,
-        jobs: Vec<(usize, Job)>,
-        slots: &[(usize, usize)],
-        pool: &PoolOptions,
-    ) -> Result<(worker::PoolStats, std::collections::BTreeSet<usize>), MutateError> {
-        let mut unrunnable = std::collections::BTreeSet::new();
-        let stats = worker::run_jobs(jobs, pool, |i, r: JobResult| {
-            let Some(&(pi, mi)) = slots.get(i) else {
-                return;
-            };
-            let Some(prog) = self.report.programs.get_mut(pi) else {
-                return;
-            };
-            let Some(m) = prog.mutants.get_mut(mi) else {
-                return;
-            };
-            m.status = r.status;
-            m.detail = r.detail;
-            if r.unrunnable && !m.own_program {
-                // Evaluated again (and counted then).
-                unrunnable.insert(pi);
-                self.report.evaluated = self.report.evaluated.saturating_sub(1);
-                self.bar.inc(1);
-                return;
-            }
-            if m.status.detected() {
-                *self.killed += 1;
-            }
-            let _ = self
-                .state
-                .record(&prog.program, &m.mutant.id, m.status, &m.detail);
-            self.bar.set_message(format!("{} detected", *self.killed));
-            self.bar.inc(1);
-        })
-        .map_err(MutateError::Workers)?;
-        Ok((stats, unrunnable))
-    }
-}
 
 /// Writes a derived input for the workers (whole, or not at all: a file of that name is
 /// complete).
@@ -678,7 +578,6 @@ fn prepare(
     plan: &mut Plan,
     opts: &MutateOptions,
     budget: &str,
-    previous: &state::Previous,
     report: &mut CampaignReport,
 ) -> Result<(Vec<(usize, Job)>, ProgramResult), MutateError> {
     let tag = short(&plan.hash);
@@ -692,7 +591,6 @@ fn prepare(
             status: Status::Survived,
             detail: String::new(),
             own_program: opts.per_mutant_compile || !m.in_schema,
-            resumed: false,
             overran: None,
             untested: false,
         })
@@ -835,7 +733,7 @@ fn prepare(
                 let mut fallback = opts.clone();
                 fallback.per_mutant_compile = true;
                 report.phases.compile += compile_time.get();
-                return prepare(capture, session, plan, &fallback, budget, previous, report);
+                return prepare(capture, session, plan, &fallback, budget, report);
             }
             Err(e) => {
                 report.notes.push(format!(
@@ -1029,12 +927,6 @@ fn prepare(
     let mut jobs = Vec::new();
     for (mi, r) in results.iter_mut().enumerate() {
         let m = &r.mutant;
-        if let Some((status, detail)) = previous.get(&(plan.hash.clone(), m.id.clone())) {
-            r.status = *status;
-            r.detail = detail.clone();
-            r.resumed = true;
-            continue;
-        }
         if let Some(why) = &m.equivalent {
             r.status = Status::Equivalent;
             r.detail = format!("trivially equivalent: {why}");
@@ -1152,8 +1044,6 @@ fn prepare(
                 tests: refs,
                 repeats: opts.repeats.max(1),
                 ulp: opts.ulp,
-                platform: opts.device.platform.clone(),
-                device: opts.device.device.clone(),
             },
         ));
     }

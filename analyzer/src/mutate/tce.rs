@@ -130,7 +130,6 @@ mod tests {
             status: Status::Survived,
             detail: "no test case noticed it".into(),
             own_program: false,
-            resumed: false,
             overran: None,
             untested: false,
         }

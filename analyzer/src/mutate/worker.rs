@@ -1,11 +1,12 @@
-//! Worker processes: mutants that hang or crash the driver must not take the campaign down, so
-//! every mutant run happens in a `cltrap mutate-worker` child with its own OpenCL context.
+//! Evaluating one mutant's [`Job`] in this process: a worker of the `cltrap mutate`
+//! campaign ([`super::campaign`]) runs jobs one after the other on its pinned device, keeping
+//! the device session, built programs (a schema is compiled once per worker) and loaded test
+//! cases between jobs. The campaign runner (`crate::campaign::runner`) isolates the process:
+//! a mutant that crashes the driver or hangs is that unit's RUNTIME-ERROR or TIMEOUT.
 //!
-//! Protocol: one JSON [`Job`] per line on the worker's stdin; the worker answers with
-//! [`Event`] lines on stdout (`built` after compiling, `run` before every kernel run, then
-//! `done` with the result). The parent ([`Pool`]) restarts the deadline at each event, kills a
-//! worker that misses it (TIMEOUT) and turns a worker that dies into RUNTIME-ERROR, then starts
-//! a fresh one and goes on.
+//! The worker calls `alive(warm)` after each compile and before each kernel run (`warm`: a
+//! run of the mutant whose program, kernel and sizes already ran in this process, so it holds
+//! no driver compile), so a deadline can be one compile or one run, never the whole job.
 
 use super::{error_line, selector_extras, Status};
 use crate::executor::{
@@ -16,13 +17,8 @@ use crate::variant::{word_buffer, words};
 use cltrap_capture::{ArgInfo, Capture};
 use cltrap_kernel::mutate::LaunchChange;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::{BufRead, BufReader, Write};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 /// One test case of a job: a launch of the capture, and the schedule seeds under which the
 /// original was checked to give the recorded outputs.
@@ -79,10 +75,6 @@ pub struct Job {
     pub repeats: u32,
     /// Floating-point tolerance.
     pub ulp: u64,
-    /// Platform selector.
-    pub platform: Option<String>,
-    /// Device selector.
-    pub device: Option<String>,
 }
 
 /// What a job found.
@@ -94,48 +86,6 @@ pub struct JobResult {
     pub detail: String,
     /// Kernel runs made.
     pub runs: u32,
-    /// The worker died running the original through this program: the driver cannot run the
-    /// program at all, so the verdict says nothing about the mutant.
-    #[serde(default)]
-    pub unrunnable: bool,
-    /// The worker's own memory changed during the run (see [`fingerprint`]): the worker
-    /// exits after this result and the pool starts a fresh one for the next job.
-    #[serde(default)]
-    pub retire: bool,
-    /// The deadline was missed while the driver compiled (the program's build, or the
-    /// warm-up run of the original that carries the lazy compile for its sizes), not while
-    /// the mutant ran: the pool tries again with longer deadlines instead of calling the
-    /// mutant a TIMEOUT.
-    #[serde(default)]
-    pub slow_compile: bool,
-}
-
-/// A line from a worker.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
-    /// A program was compiled (compiles may take longer than a run).
-    Built,
-    /// A kernel run starts (the run deadline restarts). `warm` is false for the first run of
-    /// a program with a given kernel and sizes: drivers such as PoCL compile the kernel for
-    /// its work-group size then, so that run gets the compile deadline.
-    Run {
-        /// The program already ran this kernel with these sizes in this worker.
-        warm: bool,
-        /// This run is of the original (selector 0), not of the mutant: a crash here means
-        /// the driver cannot run the program at all, whatever the mutant.
-        #[serde(default)]
-        original: bool,
-        /// The warm-up run of the original through the schema, which carries the driver's
-        /// lazy compile for these sizes: missing its deadline says nothing of the mutant.
-        #[serde(default)]
-        warmup: bool,
-    },
-    /// The job is finished.
-    Done {
-        /// Its result.
-        result: JobResult,
-    },
 }
 
 struct Loaded {
@@ -195,26 +145,26 @@ struct WorkerState {
     needs: HashMap<(PathBuf, u64, Option<u64>), u32>,
 }
 
-fn emit(e: &Event) {
-    let mut out = std::io::stdout().lock();
-    if let Ok(s) = serde_json::to_string(e) {
-        let _ = writeln!(out, "{s}");
-        let _ = out.flush();
-    }
-}
-
 fn result(status: Status, detail: impl Into<String>, runs: u32) -> JobResult {
     JobResult {
         status,
         detail: detail.into(),
         runs,
-        unrunnable: false,
-        retire: false,
-        slow_compile: false,
     }
 }
 
 impl WorkerState {
+    fn empty() -> WorkerState {
+        WorkerState {
+            session: None,
+            captures: HashMap::new(),
+            programs: HashMap::new(),
+            launches: HashMap::new(),
+            warm: Default::default(),
+            needs: HashMap::new(),
+        }
+    }
+
     /// Whether any test case this worker holds no longer matches its [`fingerprint`].
     fn damaged(&self) -> bool {
         self.launches
@@ -222,7 +172,7 @@ impl WorkerState {
             .any(|l| fingerprint(&l.input, &l.expected) != l.print)
     }
 
-    fn build(&mut self, job: &Job, path: &PathBuf) -> Result<(), JobResult> {
+    fn build(&mut self, job: &Job, path: &PathBuf, alive: &dyn Fn(bool)) -> Result<(), JobResult> {
         let key = (path.clone(), job.extra_options.clone());
         if self.programs.contains_key(&key) {
             return Ok(());
@@ -256,7 +206,7 @@ impl WorkerState {
                     error_line(&text).unwrap_or_else(|| text.lines().next().unwrap_or("").trim());
                 fail(Status::CompileError, line.to_string())
             })?;
-        emit(&Event::Built);
+        alive(false);
         self.programs.insert(key, built);
         Ok(())
     }
@@ -300,12 +250,9 @@ impl WorkerState {
         Ok(())
     }
 
-    fn job(&mut self, job: &Job) -> JobResult {
+    fn job(&mut self, job: &Job, device: &DeviceSelector, alive: &dyn Fn(bool)) -> JobResult {
         if self.session.is_none() {
-            match Session::open(&DeviceSelector {
-                platform: job.platform.clone(),
-                device: job.device.clone(),
-            }) {
+            match Session::open(device) {
                 Ok(s) => self.session = Some(s),
                 Err(e) => return result(Status::RuntimeError, e.to_string(), 0),
             }
@@ -319,7 +266,7 @@ impl WorkerState {
                 Err(e) => return result(Status::RuntimeError, e.to_string(), 0),
             }
         }
-        let out = self.evaluate(job);
+        let out = self.evaluate(job, alive);
         if !job.cache {
             self.programs
                 .retain(|(p, _), _| *p != job.source && Some(p) != job.permuted.as_ref());
@@ -327,8 +274,8 @@ impl WorkerState {
         out
     }
 
-    fn evaluate(&mut self, job: &Job) -> JobResult {
-        if let Err(r) = self.build(job, &job.source) {
+    fn evaluate(&mut self, job: &Job, alive: &dyn Fn(bool)) -> JobResult {
+        if let Err(r) = self.build(job, &job.source, alive) {
             return r;
         }
         for t in &job.tests {
@@ -339,17 +286,17 @@ impl WorkerState {
         let seeded = job.tests.iter().any(|t| !t.seeds.is_empty());
         if let Some(pp) = &job.permuted {
             if seeded {
-                if let Err(r) = self.build(job, pp) {
+                if let Err(r) = self.build(job, pp, alive) {
                     return r;
                 }
             }
         }
         if job.barrier_loops {
-            if let Err(r) = self.build(job, &job.reference) {
+            if let Err(r) = self.build(job, &job.reference, alive) {
                 return r;
             }
             if let (Some(rp), true) = (&job.reference_permuted, seeded) {
-                if let Err(r) = self.build(job, rp) {
+                if let Err(r) = self.build(job, rp, alive) {
                     return r;
                 }
             }
@@ -432,11 +379,7 @@ impl WorkerState {
                             original.global_size.clone(),
                             original.local_size.clone(),
                         );
-                        emit(&Event::Run {
-                            warm: self.warm.contains(&warm),
-                            original: true,
-                            warmup: false,
-                        });
+                        alive(false);
                         let mut extras = selector_extras(0, u32::MAX);
                         extras.extend(seed.map(|s| perm(original, s)));
                         let need = session
@@ -474,22 +417,14 @@ impl WorkerState {
                 if cold_copy {
                     self.warm.insert(warm);
                 } else if !self.warm.contains(&warm) {
-                    emit(&Event::Run {
-                        warm: false,
-                        original: job.source == job.reference,
-                        warmup: true,
-                    });
+                    alive(false);
                     let mut warm_extras = selector_extras(0, budget);
                     warm_extras.extend(extras.iter().skip(2).cloned());
                     let _ = session.run_guarded(program, &input, &warm_extras);
                     self.warm.insert(warm);
                 }
                 for _ in 0..job.repeats.max(1) {
-                    emit(&Event::Run {
-                        warm: !cold_copy,
-                        original: false,
-                        warmup: false,
-                    });
+                    alive(!cold_copy);
                     cold_copy = false;
                     runs += 1;
                     let (out, breaches) = match session.run_guarded(program, &input, &extras) {
@@ -569,408 +504,39 @@ impl WorkerState {
     }
 }
 
-/// `cltrap mutate-worker`: evaluates jobs from stdin until it closes. Returns the exit code.
-pub fn worker_main() -> u8 {
-    let mut state = WorkerState {
-        session: None,
-        captures: HashMap::new(),
-        programs: HashMap::new(),
-        launches: HashMap::new(),
-        warm: Default::default(),
-        needs: HashMap::new(),
-    };
-    let stdin = std::io::stdin();
-    for line in stdin.lock().lines() {
-        let Ok(line) = line else { break };
-        if line.trim().is_empty() {
-            continue;
+/// Evaluates jobs in this process, keeping the device session, built programs and loaded
+/// test cases from one job to the next.
+pub struct Evaluator {
+    state: WorkerState,
+}
+
+impl Default for Evaluator {
+    fn default() -> Self {
+        Evaluator::new()
+    }
+}
+
+impl Evaluator {
+    /// An evaluator with nothing loaded yet.
+    pub fn new() -> Evaluator {
+        Evaluator {
+            state: WorkerState::empty(),
         }
-        let mut r = match serde_json::from_str::<Job>(&line) {
-            Ok(job) => state.job(&job),
-            Err(e) => result(Status::RuntimeError, format!("bad job: {e}"), 0),
-        };
-        if state.damaged() {
+    }
+
+    /// Evaluates `job` on `device`; `alive(warm)` is called after each compile and before
+    /// each kernel run (`warm`: a run of the mutant with no driver compile in it). A run that wrote into this process's copy of the test cases makes the
+    /// job a RUNTIME-ERROR and drops everything loaded (the next job starts afresh).
+    pub fn evaluate(&mut self, job: &Job, device: &DeviceSelector, alive: &dyn Fn(bool)) -> JobResult {
+        let mut r = self.state.job(job, device, alive);
+        if self.state.damaged() {
             r.status = Status::RuntimeError;
             r.detail = format!(
                 "the run wrote outside its buffers: the worker's copy of the test cases changed ({})",
                 r.detail
             );
-            r.retire = true;
-            emit(&Event::Done { result: r });
-            break;
+            self.state = WorkerState::empty();
         }
-        emit(&Event::Done { result: r });
-    }
-    0
-}
-
-/// Where and how to start workers.
-#[derive(Debug, Clone)]
-pub struct PoolOptions {
-    /// The `cltrap` executable (its `mutate-worker` subcommand).
-    pub exe: PathBuf,
-    /// Number of workers.
-    pub workers: usize,
-    /// Deadline per kernel run (and 20× that for a compile).
-    pub run_timeout: Duration,
-    /// Deadline of a first run of a program with new sizes (it includes the driver's lazy
-    /// compile).
-    pub cold_timeout: Duration,
-    /// Directory for worker logs (their stderr).
-    pub log_dir: PathBuf,
-}
-
-struct Worker {
-    child: Child,
-    stdin: ChildStdin,
-    events: Receiver<Option<Event>>,
-}
-
-fn spawn(opts: &PoolOptions, n: usize) -> Result<Worker, String> {
-    let log = std::fs::File::create(opts.log_dir.join(format!("worker-{n}.log")))
-        .map_err(|e| format!("creating the worker log in {}: {e}", opts.log_dir.display()))?;
-    let mut child = Command::new(&opts.exe)
-        .arg("mutate-worker")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(log))
-        .spawn()
-        .map_err(|e| format!("starting {} mutate-worker: {e}", opts.exe.display()))?;
-    let stdin = child.stdin.take().ok_or("worker has no stdin")?;
-    let stdout = child.stdout.take().ok_or("worker has no stdout")?;
-    let (tx, rx): (Sender<Option<Event>>, _) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if let Ok(e) = serde_json::from_str::<Event>(&line) {
-                if tx.send(Some(e)).is_err() {
-                    return;
-                }
-            }
-        }
-        let _ = tx.send(None);
-    });
-    Ok(Worker {
-        child,
-        stdin,
-        events: rx,
-    })
-}
-
-fn describe_exit(child: &mut Child) -> String {
-    match child.wait() {
-        Ok(st) => {
-            use std::os::unix::process::ExitStatusExt;
-            match st.signal() {
-                Some(sig) => {
-                    let name = match sig {
-                        libc::SIGSEGV => "SIGSEGV",
-                        libc::SIGBUS => "SIGBUS",
-                        libc::SIGFPE => "SIGFPE",
-                        libc::SIGABRT => "SIGABRT",
-                        libc::SIGILL => "SIGILL",
-                        _ => "a signal",
-                    };
-                    format!("the worker process died of {name} ({sig})")
-                }
-                None => format!("the worker process exited with {st}"),
-            }
-        }
-        Err(e) => format!("the worker process was lost: {e}"),
-    }
-}
-
-/// Deadline of a program build in a worker.
-fn compile_deadline(opts: &PoolOptions) -> Duration {
-    opts.run_timeout * 20 + Duration::from_secs(30)
-}
-
-/// Deadline of one kernel run. A cold run (the first of a program with a kernel and sizes
-/// in this worker) includes the driver's lazy compile for those sizes (PoCL compiles the
-/// work-group function then), which for a schema of many mutants (an image kernel with
-/// hundreds of inlined `read_image` calls) takes seconds however fast the kernel itself
-/// runs: it gets the compile deadline, so that compile is never judged a mutant's TIMEOUT.
-fn run_deadline(opts: &PoolOptions, warm: bool, stretch: u32) -> Duration {
-    if warm {
-        opts.run_timeout
-    } else {
-        opts.cold_timeout.max(compile_deadline(opts)) * stretch
-    }
-}
-
-/// Tries of a job whose deadline ran out while the driver compiled: the deadlines of
-/// compiles double from one try to the next (a large schema on a loaded machine).
-const COMPILE_TRIES: u32 = 3;
-
-/// Runs one job on `w`, enforcing the deadlines: the result, whether the worker may be kept,
-/// and (through `built_at`) when its first program was ready (the `built` event, for the
-/// start-up time).
-fn run_on(
-    w: &mut Worker,
-    job: &Job,
-    opts: &PoolOptions,
-    built_at: &mut Option<Instant>,
-    stretch: u32,
-) -> (JobResult, bool) {
-    let line = match serde_json::to_string(job) {
-        Ok(l) => l,
-        Err(e) => return (result(Status::RuntimeError, e.to_string(), 0), true),
-    };
-    if writeln!(w.stdin, "{line}")
-        .and_then(|_| w.stdin.flush())
-        .is_err()
-    {
-        let why = describe_exit(&mut w.child);
-        return (result(Status::RuntimeError, why, 0), false);
-    }
-    let compile = compile_deadline(opts) * stretch;
-    let mut deadline = compile;
-    let mut runs = 0u32;
-    let mut in_original = false;
-    let mut in_warmup = false;
-    loop {
-        match w.events.recv_timeout(deadline) {
-            Ok(Some(Event::Built)) => {
-                built_at.get_or_insert_with(Instant::now);
-                deadline = opts.run_timeout;
-            }
-            Ok(Some(Event::Run {
-                warm,
-                original,
-                warmup,
-            })) => {
-                runs += 1;
-                in_original = original;
-                in_warmup = warmup;
-                deadline = run_deadline(opts, warm, stretch);
-            }
-            Ok(Some(Event::Done { result })) => {
-                let keep = !result.retire;
-                if !keep {
-                    let _ = w.child.wait();
-                }
-                return (result, keep);
-            }
-            Ok(None) | Err(RecvTimeoutError::Disconnected) => {
-                let why = describe_exit(&mut w.child);
-                let what = if in_original {
-                    " (a run of the original through this program: the driver cannot run it, whatever the mutant)"
-                } else {
-                    ""
-                };
-                let mut r = result(
-                    Status::RuntimeError,
-                    format!("{why} during run {runs}{what}"),
-                    runs,
-                );
-                r.unrunnable = in_original;
-                return (r, false);
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                let _ = w.child.kill();
-                let _ = w.child.wait();
-                let what = if runs == 0 {
-                    "compiling"
-                } else if in_warmup {
-                    "the warm-up run of the original (with the driver's compile for its sizes)"
-                } else if deadline > opts.run_timeout {
-                    "a first run (with the driver's compile for its sizes)"
-                } else {
-                    "a kernel run"
-                };
-                let mut r = result(
-                    Status::Timeout,
-                    format!(
-                        "{what} missed its deadline of {} ms; the worker was killed",
-                        deadline.as_millis()
-                    ),
-                    runs,
-                );
-                r.slow_compile = runs == 0 || in_warmup;
-                return (r, false);
-            }
-        }
-    }
-}
-
-/// What the pool spent on worker processes, for `--timing`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PoolStats {
-    /// Worker processes that got as far as a built program (restarts after timeouts and
-    /// crashes included; one that died before its first build is not counted).
-    pub spawns: u32,
-    /// Longest time from a worker's start to its first program built.
-    pub slowest_start: Duration,
-}
-
-enum Msg {
-    Result(usize, JobResult),
-    Started(Duration),
-}
-
-/// A pool of workers evaluating `jobs`; `on_result(index, result)` is called on the calling
-/// thread as results arrive (so it may update a progress bar and the state file).
-pub fn run_jobs(
-    jobs: Vec<(usize, Job)>,
-    opts: &PoolOptions,
-    mut on_result: impl FnMut(usize, JobResult),
-) -> Result<PoolStats, String> {
-    let queue = Arc::new(Mutex::new(jobs.into_iter().collect::<VecDeque<_>>()));
-    // Programs the driver cannot run (it crashed on the original through them): their other
-    // jobs are answered without running, each crash would only cost a worker restart.
-    let unrunnable: Arc<Mutex<std::collections::HashSet<PathBuf>>> = Arc::default();
-    let (tx, rx) = channel::<Result<Msg, String>>();
-    let mut handles = Vec::new();
-    for n in 0..opts.workers.max(1) {
-        let queue = Arc::clone(&queue);
-        let unrunnable = Arc::clone(&unrunnable);
-        let tx = tx.clone();
-        let opts = opts.clone();
-        handles.push(std::thread::spawn(move || {
-            let mut worker: Option<Worker> = None;
-            let mut spawned_at: Option<Instant> = None;
-            // Jobs the current worker process finished before the one it runs now.
-            let mut done_by_worker = 0u32;
-            loop {
-                let next = queue
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .pop_front();
-                let Some((index, job)) = next else { break };
-                let skip = unrunnable
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .contains(&job.source);
-                if skip {
-                    let mut r = result(
-                        Status::RuntimeError,
-                        "not run: the driver cannot run the original through this program",
-                        0,
-                    );
-                    r.unrunnable = true;
-                    if tx.send(Ok(Msg::Result(index, r))).is_err() {
-                        break;
-                    }
-                    continue;
-                }
-                // On a CPU device the kernels run inside the worker process, so a mutant that
-                // wrote out of bounds can corrupt its heap and the crash come later, in the
-                // next job's run of the original. A program is only judged unrunnable when the
-                // original crashes in a worker that ran nothing before: such a job runs once
-                // more, in a fresh worker.
-                let mut second_chance = false;
-                let mut tries = 0u32;
-                let (mut r, keep) = loop {
-                    if worker.is_none() {
-                        match spawn(&opts, n) {
-                            Ok(w) => {
-                                worker = Some(w);
-                                spawned_at = Some(Instant::now());
-                                done_by_worker = 0;
-                            }
-                            Err(e) => {
-                                let _ = tx.send(Err(e));
-                                return;
-                            }
-                        }
-                    }
-                    let Some(w) = worker.as_mut() else { return };
-                    let mut built_at = None;
-                    tries += 1;
-                    let (r, keep) = run_on(w, &job, &opts, &mut built_at, 1 << (tries - 1));
-                    done_by_worker += 1;
-                    if let (Some(s), Some(b)) = (spawned_at, built_at) {
-                        let _ = tx.send(Ok(Msg::Started(b.duration_since(s))));
-                        spawned_at = None;
-                    }
-                    if r.unrunnable && done_by_worker > 1 && !second_chance {
-                        second_chance = true;
-                        worker = None;
-                        continue;
-                    }
-                    if r.slow_compile && tries < COMPILE_TRIES {
-                        worker = None;
-                        continue;
-                    }
-                    break (r, keep);
-                };
-                if r.slow_compile {
-                    // The driver could not compile the program in time, however long it was
-                    // given: the verdict says nothing of the mutant. A schema's mutants are
-                    // evaluated again with one (much smaller) program each.
-                    r.unrunnable = true;
-                    r.detail = format!(
-                        "not judged: {} ({COMPILE_TRIES} tries, the compile deadlines doubled each time)",
-                        r.detail
-                    );
-                }
-                if r.unrunnable {
-                    unrunnable
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .insert(job.source.clone());
-                }
-                if !keep {
-                    worker = None;
-                }
-                if tx.send(Ok(Msg::Result(index, r))).is_err() {
-                    break;
-                }
-            }
-            if let Some(mut w) = worker {
-                drop(w.stdin);
-                let _ = w.child.wait();
-            }
-        }));
-    }
-    drop(tx);
-    let mut first_error = None;
-    let mut stats = PoolStats::default();
-    for r in rx {
-        match r {
-            Ok(Msg::Result(i, res)) => on_result(i, res),
-            Ok(Msg::Started(t)) => {
-                stats.spawns += 1;
-                stats.slowest_start = stats.slowest_start.max(t);
-            }
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    for h in handles {
-        let _ = h.join();
-    }
-    match first_error {
-        Some(e) => Err(e),
-        None => Ok(stats),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn opts(run_ms: u64) -> PoolOptions {
-        PoolOptions {
-            exe: PathBuf::from("cltrap"),
-            workers: 1,
-            run_timeout: Duration::from_millis(run_ms),
-            cold_timeout: Duration::from_millis(run_ms) + Duration::from_secs(2),
-            log_dir: PathBuf::from("."),
-        }
-    }
-
-    /// The first run of a program with new sizes includes the driver's compile for them: it
-    /// gets the compile deadline, never the shorter run deadline.
-    #[test]
-    fn a_cold_run_gets_the_compile_deadline() {
-        let o = opts(2000);
-        assert_eq!(run_deadline(&o, true, 1), Duration::from_millis(2000));
-        assert!(run_deadline(&o, false, 1) >= compile_deadline(&o));
-        assert!(compile_deadline(&o) >= Duration::from_secs(30));
-        // A try after a compile that missed its deadline doubles the cold deadline only.
-        assert_eq!(run_deadline(&o, true, 2), Duration::from_millis(2000));
-        assert_eq!(run_deadline(&o, false, 2), run_deadline(&o, false, 1) * 2);
+        r
     }
 }

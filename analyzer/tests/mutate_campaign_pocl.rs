@@ -1,0 +1,186 @@
+//! `cltrap mutate` as a campaign on the real PoCL runtime: three shards merged with
+//! `cltrap merge`, a run killed partway and resumed, and two PoCL devices with
+//! `--devices all` all write the same reports (terminal and mutation JSON) as one plain run.
+
+mod common;
+use common::*;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// One PoCL thread per device, so the verdicts do not depend on the machine.
+const ENV: &[(&str, &str)] = &[("POCL_MAX_PTHREAD_COUNT", "1")];
+
+/// A suite of two launches of `threshold.cl` (two test cases, a dozen mutants).
+fn suite(name: &str) -> Fixture {
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    std::env::set_var("POCL_MAX_PTHREAD_COUNT", "1");
+    let mut f = Fixture::new(name);
+    for (values, t) in [(&[1, 5, 9, 4][..], 5), (&[7, 2, 6, 3, 8, 0][..], 6)] {
+        f.launch(
+            "../mutate/threshold.cl",
+            "threshold",
+            &[values.len() as u64],
+            None,
+            None,
+            vec![
+                A::Buf("in", "int*", i32s(values)),
+                A::Buf("out", "int*", i32s(&vec![0; values.len()])),
+                int("t", t),
+            ],
+        );
+    }
+    f
+}
+
+/// The command line of the campaign (the report JSON at `json`) plus `extra`.
+fn args(f: &Fixture, json: &Path, extra: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "mutate",
+        f.dir.to_str().unwrap(),
+        "--operators",
+        "all",
+        "--timeout-ms",
+        "20000",
+        "--jobs",
+        "1",
+        "--no-locate",
+        "--json",
+        json.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+fn run(a: &[String], env: &[(&str, &str)]) -> String {
+    let v: Vec<&str> = a.iter().map(String::as_str).collect();
+    let (code, out, err) = cltrap(&v, env);
+    assert_eq!(code, 0, "cltrap {}\n{out}\n{err}", a.join(" "));
+    out
+}
+
+/// The journal's lines: the header, then one finished unit each.
+fn journal(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("units.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn units_of(j: &[Value]) -> Vec<&Value> {
+    j.iter().filter(|l| l.get("unit").is_some()).collect()
+}
+
+/// A plain run's terminal report and mutation JSON, and its unit count.
+fn single(f: &Fixture, extra: &[&str]) -> (String, String, usize) {
+    let json = f.dir.join("single.json");
+    let dir = f.dir.join("single-campaign");
+    let mut e = vec!["--campaign-dir", dir.to_str().unwrap()];
+    e.extend_from_slice(extra);
+    let out = run(&args(f, &json, &e), ENV);
+    let units = units_of(&journal(&dir)).len();
+    assert!(units >= 6, "a campaign of several units: {units}\n{out}");
+    assert!(out.contains("KILLED") || out.contains("Killed") || out.contains("killed"), "{out}");
+    (out, std::fs::read_to_string(&json).unwrap(), units)
+}
+
+#[test]
+fn three_shards_merged_write_the_reports_of_one_run() {
+    let f = suite("campaign-shards");
+    let (out, json, units) = single(&f, &[]);
+    let mut shards: Vec<PathBuf> = Vec::new();
+    for i in 0..3 {
+        let dir = f.dir.join(format!("shard-{i}"));
+        let shard = format!("{i}/3");
+        let printed = run(
+            &args(
+                &f,
+                &f.dir.join("shard.json"),
+                &["--shard", &shard, "--campaign-dir", dir.to_str().unwrap()],
+            ),
+            ENV,
+        );
+        assert_eq!(printed, "", "a shard writes no report");
+        let n = units_of(&journal(&dir)).len();
+        assert!(n > 0 && n < units, "shard {i} ran {n} of {units} units");
+        shards.push(dir);
+    }
+    let merged = f.dir.join("merged");
+    let mut m = vec!["merge".to_string(), merged.to_str().unwrap().to_string()];
+    m.extend(shards.iter().map(|p| p.to_str().unwrap().to_string()));
+    let merged_out = run(&m, ENV);
+    assert_eq!(merged_out, out, "the merge's terminal report");
+    // The report file the shards' command names, written into the merge's folder.
+    let merged_json = std::fs::read_to_string(merged.join("shard.json")).unwrap();
+    assert_eq!(merged_json, json, "the merge's mutation JSON");
+}
+
+#[test]
+fn a_run_killed_partway_and_resumed_writes_the_reports_of_one_run() {
+    let f = suite("campaign-resume");
+    // Many repeats make each unit last long enough to kill the run between two of them.
+    let slow = ["--repeats", "60"];
+    let (out, json, units) = single(&f, &slow);
+    let dir = f.dir.join("killed");
+    let report = f.dir.join("resumed.json");
+    let mut a = args(&f, &report, &["--campaign-dir", dir.to_str().unwrap()]);
+    a.extend(slow.iter().map(|s| s.to_string()));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cltrap"))
+        .args(&a)
+        .envs(ENV.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once some but not all units finished.
+    let start = Instant::now();
+    loop {
+        let n = units_of(&journal(&dir)).len();
+        if n >= 1 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(300), "no unit finished");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = units_of(&journal(&dir)).len();
+    assert!(before < units, "killed after {before} of {units} units");
+    assert!(!report.exists(), "the killed run wrote no report");
+    let mut again = a.clone();
+    again.push("--resume".into());
+    let resumed = run(&again, ENV);
+    assert_eq!(resumed, out, "the resumed run's terminal report");
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), json);
+    assert_eq!(units_of(&journal(&dir)).len(), units, "every unit once in the journal");
+}
+
+#[test]
+fn two_pocl_devices_share_the_units_and_give_the_same_reports() {
+    let f = suite("campaign-devices");
+    let (out, json, _) = single(&f, &[]);
+    let dir = f.dir.join("devices");
+    let report = f.dir.join("devices.json");
+    let env = [
+        ("POCL_MAX_PTHREAD_COUNT", "1"),
+        ("POCL_DEVICES", "pthread pthread"),
+    ];
+    let a = args(
+        &f,
+        &report,
+        &["--devices", "all", "--campaign-dir", dir.to_str().unwrap()],
+    );
+    let printed = run(&a, &env);
+    assert_eq!(printed, out.replace("single.json", "devices.json"));
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), json);
+    let devices: std::collections::BTreeSet<String> = units_of(&journal(&dir))
+        .iter()
+        .map(|l| l["device"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(devices.len(), 2, "units on both devices: {devices:?}");
+}
