@@ -328,6 +328,7 @@ fn slurm_equals_single(
     tasks: u32,
     files: &[&str],
     env: &[(&str, &str)],
+    then: impl FnOnce(&Cluster, &Path),
 ) {
     let _turn = ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
     let cluster = match Cluster::start(n) {
@@ -371,7 +372,30 @@ fn slurm_equals_single(
     assert!(submitted.success(), "{}\n{}", submitted.describe(), cluster.logs());
     let jobs = job_ids(&submitted);
     assert_merged_equals(&cluster, label, &out_dir, &jobs, &want);
+    then(&cluster, &out_dir);
     drop(cluster);
+}
+
+/// The documented retry: task 1 submitted again (`sbatch --array=1 DIR/tasks.sbatch`) resumes
+/// its shard and runs none of the units it finished.
+fn retry_resumes(cluster: &Cluster, out_dir: &Path) {
+    let log = out_dir.join("logs/task-1.out");
+    let before = std::fs::read_to_string(&log).unwrap_or_default();
+    let tasks = out_dir.join("tasks.sbatch");
+    let id = cluster.client(
+        "sbatch",
+        &["--parsable", "--array=1", tasks.to_str().expect("UTF-8 path")],
+    );
+    let id = id.trim().split(';').next().unwrap_or("").to_string();
+    assert!(!id.is_empty(), "sbatch did not take tasks.sbatch again\n{}", cluster.logs());
+    cluster.wait(&[&id], "the task submitted again");
+    let after = std::fs::read_to_string(&log).unwrap_or_default();
+    let again = after.strip_prefix(before.as_str()).unwrap_or(&after);
+    assert!(
+        again.contains("cltrap: --resume: 1 of 1 unit(s) finished before; running the other 0"),
+        "task 1 submitted again did not resume (the log appends):\n{after}"
+    );
+    assert_eq!(cluster.outcome(&id).0, "COMPLETED", "{again}");
 }
 
 #[test]
@@ -388,6 +412,7 @@ fn check_through_slurm_equals_a_single_run() {
         3,
         &["check.sarif"],
         &[],
+        retry_resumes,
     );
 }
 
@@ -414,6 +439,7 @@ fn mutate_through_slurm_equals_a_single_run() {
         // One PoCL thread, and no deadline a loaded machine could miss: verdicts that do not
         // depend on the machine (as in the mutate campaign tests).
         &[("POCL_MAX_PTHREAD_COUNT", "1")],
+        |_, _| {},
     );
 }
 
