@@ -19,6 +19,8 @@
 #                 third-party matrix's libraries: python3-pyopencl, libclblast-dev, libviennacl-dev,
 #                 and with CLTRAP_MATRIX=1 the slow rows' libboost-dev (Boost.Compute),
 #                 python3-opencv, python3-gpyfft (clFFT from Python)
+#   Slurm         slurm-wlm munge (the single-node cluster of the `cltrap slurm` test, which
+#                 scripts/slurm-setup.sh configures and starts in a private folder)
 #   Rust          via rustup, only when no `cargo` is found
 set -euo pipefail
 
@@ -30,6 +32,7 @@ PACKAGES=(
     clpeak clfft-client ffmpeg hashcat clblast-utils
     python3-pyopencl libclblast-dev libviennacl-dev
     oclgrind
+    slurm-wlm munge
 )
 # The slow matrix rows' own libraries: only with CLTRAP_MATRIX=1 (scripts/test.sh --matrix),
 # so the default test run does not pay for them.

@@ -42,6 +42,7 @@ pub mod replay_worker;
 pub mod schedules;
 pub mod show;
 pub mod site;
+pub mod slurm;
 pub mod solve;
 pub mod values;
 pub mod variant;

@@ -287,6 +287,9 @@ enum Cmd {
         #[arg(long)]
         mutant_args: bool,
     },
+    /// Spread a campaign command over a Slurm cluster: a job array of --tasks shards and a
+    /// merge job that writes the report (captures and outputs on a filesystem all nodes see).
+    Slurm(cltrap_analyzer::slurm::SlurmArgs),
 }
 
 /// Exit status for bad input.
@@ -824,6 +827,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             }
             check::Engine::Native => check::native::worker_main(&dir, id, flags, &device, baseline),
         }),
+        Cmd::Slurm(a) => cltrap_analyzer::slurm::cli(&a, &command(), &mut stdout),
         Cmd::Fuzz(a) => cltrap_analyzer::fuzz::cli(&a, &mut stdout),
         Cmd::Solve(a) => cltrap_analyzer::solve::cli(&a, &mut stdout),
         Cmd::Devices => {
