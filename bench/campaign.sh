@@ -58,9 +58,13 @@ run() { # run NAME DEVICES PER CMD... : prints "wall idle"
     shift 3
     local list
     list=$(seq -s, 0 $((devs - 1)))
+    # check prints its JSON report; mutate writes it to a file.
+    local json=(--json)
+    if [ "$1" = mutate ]; then json=(--json "$OUT/$name.json" --out "$OUT/$name.out"); fi
     t0=$(date +%s%N)
     "$CLTRAP" "$@" "${PLAT[@]}" --devices "$list" --workers-per-device "$per" \
-        --campaign-dir "$OUT/$name" --json >"$OUT/$name.json" 2>"$OUT/$name.err" || true
+        --campaign-dir "$OUT/$name" "${json[@]}" >"$OUT/$name.txt" 2>"$OUT/$name.err" || true
+    if [ "$1" != mutate ]; then mv "$OUT/$name.txt" "$OUT/$name.json"; fi
     t1=$(date +%s%N)
     python3 - "$OUT/$name/stats.json" $(((t1 - t0) / 1000000)) <<'PY'
 import json, sys
