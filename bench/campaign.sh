@@ -83,9 +83,27 @@ def norm(v):
     if isinstance(v, list):
         return [norm(x) for x in v]
     return v
+def first_diff(a, b, path="$"):
+    if type(a) != type(b):
+        return f"{path}: {a!r:.80} vs {b!r:.80}"
+    if isinstance(a, dict):
+        for k in sorted(set(a) | set(b)):
+            if a.get(k) != b.get(k):
+                return first_diff(a.get(k), b.get(k), f"{path}.{k}")
+    elif isinstance(a, list):
+        if len(a) != len(b):
+            return f"{path}: {len(a)} vs {len(b)} items"
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return first_diff(x, y, f"{path}[{i}]")
+    return f"{path}: {a!r:.80} vs {b!r:.80}"
 try:
     a, b = (norm(json.load(open(p))) for p in sys.argv[1:3])
-    print("yes" if a == b else "NO")
+    if a == b:
+        print("yes")
+    else:
+        print("NO")
+        print(f"bench: {sys.argv[2]} differs from {sys.argv[1]} at {first_diff(a, b)}", file=sys.stderr)
 except Exception as e:
     print(f"NO ({e})")
 PY
