@@ -4,7 +4,7 @@ use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser, S
 use cltrap_analyzer::campaign::{self, Campaign, CampaignArgs};
 use cltrap_analyzer::check::{self, finding::Family, CheckOptions};
 use cltrap_analyzer::compare::Closeness;
-use cltrap_analyzer::cover::{self, CoverOptions, ReportPaths};
+use cltrap_analyzer::cover::{self, ReportPaths};
 use cltrap_analyzer::executor::{list_devices, DeviceSelector};
 use cltrap_analyzer::launcher::{self, RunRequest};
 use cltrap_analyzer::replay::{self, Outcome, ReplayOptions};
@@ -182,13 +182,9 @@ enum Cmd {
         /// Seconds one launch may take in a cover worker before it is stopped as hung.
         #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
         watchdog: f64,
-        /// (internal) Announce each launch in FILE before running it (a cover worker).
-        #[arg(long, hide = true, value_name = "FILE")]
-        progress: Option<PathBuf>,
-        /// (internal) Leave launch ID out, counted as failed with WHY (it crashed or hung an
-        /// earlier worker); repeated.
-        #[arg(long, hide = true, value_name = "ID:WHY")]
-        left_out: Vec<String>,
+        /// Devices, shards and resuming.
+        #[command(flatten)]
+        campaign: CampaignArgs,
     },
     /// The capture controls (env variables and `cltrap run` flags).
     Controls {
@@ -419,6 +415,38 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
             c.sarif = sarif;
             c.html = html;
             c.damaged = damaged;
+            Ok((Box::new(c) as Box<dyn Campaign>, campaign, device))
+        })()),
+        Cmd::Cover {
+            dir,
+            ids,
+            device,
+            lcov,
+            html,
+            json,
+            timing,
+            instrument_cache,
+            in_process: _,
+            watchdog,
+            campaign,
+        } => Some((|| {
+            let capture = open_keeping_damaged(&dir)?;
+            // Damaged launch lines: named once (by the parent, not again by its workers),
+            // left out of the coverage, and the command ends with exit 2.
+            let damaged = if campaign.unit_worker {
+                capture.damaged.len()
+            } else {
+                damage::report(&capture, "coverage")
+            };
+            if let Some(why) = damage::nothing_left(&capture) {
+                return Err(why);
+            }
+            let ids = damage::drop_damaged(&capture, parse_selection(&ids)?)?;
+            let mut c = cover::campaign::CoverCampaign::new(&dir, capture, ids, instrument_cache);
+            c.paths = ReportPaths { lcov, html, json };
+            c.timing = timing;
+            c.damaged = damaged;
+            c.watchdog = std::time::Duration::from_secs_f64(watchdog.max(0.1));
             Ok((Box::new(c) as Box<dyn Campaign>, campaign, device))
         })()),
         _ => None,
@@ -674,98 +702,16 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             );
             Ok(summary.exit_code() as u8)
         }
-        Cmd::Cover {
-            dir,
-            ids,
-            device,
-            lcov,
-            html,
-            json,
-            timing,
-            instrument_cache,
-            in_process,
-            watchdog,
-            progress,
-            left_out,
-        } => {
-            let capture = open_keeping_damaged(&dir)?;
-            // Damaged launch lines: named once (by the parent, not again by its workers),
-            // left out of the coverage, and the command ends with exit 2.
-            let damaged = capture.damaged.len();
-            if progress.is_none() {
-                damage::report(&capture, "coverage");
-            }
-            if let Some(why) = damage::nothing_left(&capture) {
-                return Err(why);
-            }
-            let mut selection = damage::drop_damaged(&capture, parse_selection(&ids)?)?;
-            let ids: Vec<String> = match (&selection, damaged) {
-                (Some(s), 1..) => vec![s.iter().map(u64::to_string).collect::<Vec<_>>().join(",")],
-                _ => ids,
+        cmd @ Cmd::Cover { .. } => {
+            let in_process = matches!(cmd, Cmd::Cover { in_process: true, .. });
+            let (mut c, flags, device) = match campaign_of(cmd) {
+                Some(r) => r?,
+                None => return Err("not a campaign".into()),
             };
-            if !in_process {
-                let kernels = replay::select(&capture, selection.as_deref())
-                    .map_err(|e| e.to_string())?
-                    .iter()
-                    .map(|l| (l.id, l.kernel.clone()))
-                    .collect();
-                let mut args: Vec<OsString> = vec![dir.into_os_string()];
-                args.extend(ids.iter().map(Into::into));
-                args.extend(device_args(&device));
-                for (flag, path) in [("--lcov", &lcov), ("--html", &html), ("--json", &json)] {
-                    if let Some(p) = path {
-                        args.extend([flag.into(), p.clone().into_os_string()]);
-                    }
-                }
-                if timing {
-                    args.push("--timing".into());
-                }
-                if let Some(c) = &instrument_cache {
-                    args.extend(["--instrument-cache".into(), c.clone().into_os_string()]);
-                }
-                let worker = cover::worker::WorkerCover {
-                    exe: std::env::current_exe().map_err(|e| e.to_string())?,
-                    args,
-                    kernels,
-                    watchdog: std::time::Duration::from_secs_f64(watchdog.max(0.1)),
-                };
-                let code = worker.run(&mut stdout)?;
-                cltrap_analyzer::damage::note(&mut stdout, damaged, "measured");
-                return Ok(damage::exit_code(code, damaged));
+            if in_process {
+                return campaign::here::run(c.as_mut(), &device, &mut stdout);
             }
-            let worker = progress.is_some();
-            if let Some(p) = progress {
-                cover::worker::announce_to(p);
-            }
-            let mut failed = Vec::new();
-            for w in &left_out {
-                let (id, why) = w
-                    .split_once(':')
-                    .and_then(|(id, why)| Some((id.parse::<u64>().ok()?, why.to_string())))
-                    .ok_or_else(|| format!("--left-out wants ID:WHY, not `{w}`"))?;
-                failed.push((id, why));
-            }
-            if !failed.is_empty() {
-                let kept = replay::select(&capture, selection.as_deref())
-                    .map_err(|e| e.to_string())?
-                    .iter()
-                    .map(|l| l.id)
-                    .filter(|i| !failed.iter().any(|(f, _)| f == i))
-                    .collect();
-                selection = Some(kept);
-            }
-            let opts = CoverOptions {
-                ids: selection,
-                device,
-                instrument_cache,
-                failed_elsewhere: failed,
-            };
-            let outputs = ReportPaths { lcov, html, json };
-            let code = cover::cli(&capture, &opts, &outputs, timing, &mut stdout)?;
-            if !worker {
-                cltrap_analyzer::damage::note(&mut stdout, damaged, "measured");
-            }
-            Ok(damage::exit_code(code as u8, damaged))
+            campaign::runner::drive(c.as_mut(), &flags, &device, &mut stdout)
         }
         Cmd::Controls { markdown } => {
             if markdown {
