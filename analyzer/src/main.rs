@@ -7,12 +7,10 @@ use cltrap_analyzer::compare::Closeness;
 use cltrap_analyzer::cover::{self, ReportPaths};
 use cltrap_analyzer::executor::{list_devices, DeviceSelector};
 use cltrap_analyzer::launcher::{self, RunRequest};
-use cltrap_analyzer::replay::{self, Outcome, ReplayOptions};
 use cltrap_analyzer::schedules::{self, ScheduleOptions};
 use cltrap_analyzer::site::Resolver;
 use cltrap_analyzer::{damage, ids, list, show};
 use cltrap_capture::{Capture, CONTROLS};
-use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -149,9 +147,9 @@ enum Cmd {
         /// before it is stopped and its launch reported as hung.
         #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
         watchdog: f64,
-        /// (internal) Start after this launch of the selection (a restarted worker).
-        #[arg(long, hide = true, value_name = "ID")]
-        after: Option<u64>,
+        /// Devices, shards and resuming (not with --schedules).
+        #[command(flatten)]
+        campaign: CampaignArgs,
     },
     /// Branch, loop-boundary and barrier coverage of kernels, measured on replayed launches.
     Cover {
@@ -332,29 +330,29 @@ fn parse_selection(ids: &[String]) -> Result<Option<Vec<u64>>, String> {
     }
 }
 
-/// Writes the SARIF log and, next to it, the kernel sources its locations point at.
-/// `--platform` / `--device` as a worker process of this command gets them.
-fn device_args(device: &DeviceSelector) -> Vec<OsString> {
-    let mut args: Vec<OsString> = Vec::new();
-    if let Some(p) = &device.platform {
-        args.extend(["--platform".into(), p.into()]);
-    }
-    if let Some(d) = &device.device {
-        args.extend(["--device".into(), d.into()]);
-    }
-    args
-}
-
 /// Opens a capture for a command: damaged launch lines are kept aside for the command to
 /// report (`damage.rs`); it works on the other launches.
 fn open_keeping_damaged(dir: &Path) -> Result<Capture, String> {
     Capture::open_keeping_damaged(dir).map_err(|e| e.to_string())
 }
 
-/// The replay line of a damaged launch record: not `launch ID KERNEL: …` (its kernel is not
-/// known), so a worker's parent passes it on without counting it as a replayed launch.
-fn damaged_line(d: &cltrap_capture::DamagedLaunch) -> String {
-    format!("damaged launch record: error: {d}")
+/// Refuses a capture with no launch to replay, in one sentence.
+fn replay_has_launches(dir: &Path, capture: &Capture) -> Result<(), String> {
+    let damaged = capture.damaged.len();
+    if capture.launches.is_empty() && damaged > 0 {
+        return Err(format!(
+            "{} holds no launch that is not damaged ({damaged} damaged line(s)): nothing to replay",
+            dir.display()
+        ));
+    }
+    if capture.launches.is_empty() {
+        return Err(format!(
+            "{} holds no launches ({} is empty): nothing to replay",
+            dir.display(),
+            cltrap_capture::LAUNCHES_FILE
+        ));
+    }
+    Ok(())
 }
 
 /// The stdout line of an analysis that left damaged launch lines out (each named on stderr).
@@ -417,6 +415,38 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
             c.damaged = damaged;
             Ok((Box::new(c) as Box<dyn Campaign>, campaign, device))
         })()),
+        Cmd::Replay {
+            dir,
+            ids,
+            device,
+            ulp,
+            rtol,
+            atol,
+            schedules: None,
+            watchdog,
+            campaign,
+            ..
+        } => Some((|| {
+            let closeness = Closeness::new(ulp, rtol, atol)?;
+            let capture = open_keeping_damaged(&dir)?;
+            // A capture with nothing to replay: its damaged lines, then the refusal.
+            if capture.launches.is_empty() && !campaign.unit_worker {
+                for d in &capture.damaged {
+                    println!("damaged launch record: error: {d}");
+                    eprintln!("cltrap: {d}");
+                }
+            }
+            replay_has_launches(&dir, &capture)?;
+            let ids = parse_selection(&ids)?;
+            let damaged = capture.damaged.iter().map(|d| d.to_string()).collect();
+            let mut c = cltrap_analyzer::replay_campaign::ReplayCampaign::new(&dir, capture, ids, closeness);
+            c.damaged = damaged;
+            c.watchdog = std::time::Duration::from_secs_f64(watchdog.max(0.1));
+            Ok((Box::new(c) as Box<dyn Campaign>, campaign, device))
+        })()),
+        Cmd::Replay { .. } => Some(Err(
+            "replay --schedules is not a campaign: it cannot be sharded or merged".into(),
+        )),
         Cmd::Cover {
             dir,
             ids,
@@ -587,6 +617,19 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             }
             Ok(0)
         }
+        cmd @ Cmd::Replay {
+            schedules: None, ..
+        } => {
+            let in_process = matches!(cmd, Cmd::Replay { in_process: true, .. });
+            let (mut c, flags, device) = match campaign_of(cmd) {
+                Some(r) => r?,
+                None => return Err("not a campaign".into()),
+            };
+            if in_process {
+                return campaign::here::run(c.as_mut(), &device, &mut stdout);
+            }
+            campaign::runner::drive(c.as_mut(), &flags, &device, &mut stdout)
+        }
         Cmd::Replay {
             dir,
             ids,
@@ -594,7 +637,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             ulp,
             rtol,
             atol,
-            schedules,
+            schedules: Some(n),
             repeats,
             seed,
             no_race_check,
@@ -603,104 +646,40 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             race_deadline,
             timing,
             instrument_cache,
-            in_process,
-            watchdog,
-            after,
+            campaign,
+            ..
         } => {
+            if campaign.spread() || campaign.resume || campaign.campaign_dir.is_some() {
+                return Err(
+                    "replay --schedules runs in this process: --devices, --workers-per-device, --shard, --resume and --campaign-dir are for the plain replay".into(),
+                );
+            }
             let closeness = Closeness::new(ulp, rtol, atol)?;
             let capture = open_keeping_damaged(&dir)?;
-            // Damaged launch lines are error lines of the replay (once, not again in a
-            // worker that continues after a crash), and make it exit 2.
+            // Damaged launch lines are error lines of the replay, and make it exit 2.
             let damaged = capture.damaged.len();
-            if after.is_none() && (schedules.is_some() || in_process || capture.launches.is_empty()) {
-                for d in &capture.damaged {
-                    let _ = writeln!(stdout, "{}", damaged_line(d));
-                    eprintln!("cltrap: {d}");
-                }
+            for d in &capture.damaged {
+                let _ = writeln!(stdout, "damaged launch record: error: {d}");
+                eprintln!("cltrap: {d}");
             }
-            if capture.launches.is_empty() && damaged > 0 {
-                return Err(format!(
-                    "{} holds no launch that is not damaged ({damaged} damaged line(s)): nothing to replay",
-                    dir.display()
-                ));
-            }
-            if capture.launches.is_empty() {
-                return Err(format!(
-                    "{} holds no launches ({} is empty): nothing to replay",
-                    dir.display(),
-                    cltrap_capture::LAUNCHES_FILE
-                ));
-            }
-            let words = ids;
-            let ids = parse_selection(&words)?;
-            if schedules.is_none() && !in_process {
-                let order = replay::select(&capture, ids.as_deref())
-                    .map_err(|e| e.to_string())?
-                    .iter()
-                    .map(|l| (l.id, l.kernel.clone()))
-                    .collect();
-                let mut args: Vec<std::ffi::OsString> = vec![dir.into_os_string()];
-                args.extend(words.iter().map(Into::into));
-                args.extend(device_args(&device));
-                args.extend(["--ulp".into(), ulp.to_string().into()]);
-                args.extend(["--rtol".into(), rtol.to_string().into()]);
-                args.extend(["--atol".into(), atol.to_string().into()]);
-                let worker = cltrap_analyzer::replay_worker::WorkerReplay {
-                    exe: std::env::current_exe().map_err(|e| e.to_string())?,
-                    args,
-                    order,
-                    watchdog: std::time::Duration::from_secs_f64(watchdog.max(0.1)),
-                    damaged,
-                };
-                return worker.run(&mut stdout);
-            }
-            if let Some(n) = schedules {
-                let opts = ScheduleOptions {
-                    ids,
-                    device,
-                    schedules: n,
-                    repeats,
-                    seed,
-                    closeness,
-                    instrument_cache,
-                    race_check: (!no_race_check)
-                        .then(|| std::time::Duration::from_secs(race_deadline.max(1))),
-                    race_engine,
-                    per_kernel,
-                    progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
-                };
-                return schedules::cli(&capture, &opts, timing, &mut stdout)
-                    .map(|c| if damaged > 0 { 2 } else { c as u8 })
-                    .map_err(|e| e.to_string());
-            }
-            let opts = ReplayOptions {
-                ids,
+            replay_has_launches(&dir, &capture)?;
+            let opts = ScheduleOptions {
+                ids: parse_selection(&ids)?,
                 device,
+                schedules: n,
+                repeats,
+                seed,
                 closeness,
-                after,
+                instrument_cache,
+                race_check: (!no_race_check)
+                    .then(|| std::time::Duration::from_secs(race_deadline.max(1))),
+                race_engine,
+                per_kernel,
+                progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
             };
-            let mut told = HashSet::new();
-            let (session, summary) = replay::replay(&capture, &opts, |r| {
-                let _ = writeln!(stdout, "{r}");
-                let _ = stdout.flush();
-                if let Outcome::Error { full, .. } = &r.outcome {
-                    if told.insert(full.clone()) {
-                        eprintln!("cltrap: launch {} ({}): {full}", r.id, r.kernel);
-                    }
-                }
-            })
-            .map_err(|e| e.to_string())?;
-            let mut summary = summary;
-            if after.is_none() {
-                summary.errors += damaged;
-            }
-            let info = session.info();
-            let _ = writeln!(
-                stdout,
-                "{summary}; device {} ({})",
-                info.name, info.platform
-            );
-            Ok(summary.exit_code() as u8)
+            schedules::cli(&capture, &opts, timing, &mut stdout)
+                .map(|c| if damaged > 0 { 2 } else { c as u8 })
+                .map_err(|e| e.to_string())
         }
         cmd @ Cmd::Cover { .. } => {
             let in_process = matches!(cmd, Cmd::Cover { in_process: true, .. });
