@@ -254,3 +254,18 @@ fn cover_killed_and_resumed_equals_a_clean_run() {
 fn cover_on_two_devices_equals_one() {
     two_devices_share_the_units(&COVER, "cover-devices");
 }
+
+#[test]
+fn replay_shards_merge_to_the_single_run() {
+    shards_merge_to_the_single_run(&REPLAY, "replay-shards");
+}
+
+#[test]
+fn replay_killed_and_resumed_equals_a_clean_run() {
+    a_killed_run_resumes_to_the_clean_run(&REPLAY, "replay-resume");
+}
+
+#[test]
+fn replay_on_two_devices_equals_one() {
+    two_devices_share_the_units(&REPLAY, "replay-devices");
+}
