@@ -422,10 +422,18 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
             ulp,
             rtol,
             atol,
-            schedules: None,
+            schedules,
+            repeats,
+            seed,
+            no_race_check,
+            race_engine,
+            per_kernel,
+            race_deadline,
+            timing,
+            instrument_cache,
+            in_process: _,
             watchdog,
             campaign,
-            ..
         } => Some((|| {
             let closeness = Closeness::new(ulp, rtol, atol)?;
             let capture = open_keeping_damaged(&dir)?;
@@ -439,14 +447,39 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
             replay_has_launches(&dir, &capture)?;
             let ids = parse_selection(&ids)?;
             let damaged = capture.damaged.iter().map(|d| d.to_string()).collect();
-            let mut c = cltrap_analyzer::replay_campaign::ReplayCampaign::new(&dir, capture, ids, closeness);
-            c.damaged = damaged;
-            c.watchdog = std::time::Duration::from_secs_f64(watchdog.max(0.1));
-            Ok((Box::new(c) as Box<dyn Campaign>, campaign, device))
+            let watchdog = std::time::Duration::from_secs_f64(watchdog.max(0.1));
+            let c: Box<dyn Campaign> = match schedules {
+                Some(n) => {
+                    let opts = ScheduleOptions {
+                        ids,
+                        device: device.clone(),
+                        schedules: n,
+                        repeats,
+                        seed,
+                        closeness,
+                        instrument_cache,
+                        race_check: (!no_race_check)
+                            .then(|| std::time::Duration::from_secs(race_deadline.max(1))),
+                        race_engine,
+                        per_kernel,
+                    };
+                    let mut c = schedules::campaign::ScheduleCampaign::new(&dir, capture, opts);
+                    c.timing = timing;
+                    c.damaged = damaged;
+                    c.watchdog = watchdog;
+                    Box::new(c)
+                }
+                None => {
+                    let mut c = cltrap_analyzer::replay_campaign::ReplayCampaign::new(
+                        &dir, capture, ids, closeness,
+                    );
+                    c.damaged = damaged;
+                    c.watchdog = watchdog;
+                    Box::new(c)
+                }
+            };
+            Ok((c, campaign, device))
         })()),
-        Cmd::Replay { .. } => Some(Err(
-            "replay --schedules is not a campaign: it cannot be sharded or merged".into(),
-        )),
         Cmd::Cover {
             dir,
             ids,
@@ -617,9 +650,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             }
             Ok(0)
         }
-        cmd @ Cmd::Replay {
-            schedules: None, ..
-        } => {
+        cmd @ Cmd::Replay { .. } => {
             let in_process = matches!(cmd, Cmd::Replay { in_process: true, .. });
             let (mut c, flags, device) = match campaign_of(cmd) {
                 Some(r) => r?,
@@ -629,57 +660,6 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                 return campaign::here::run(c.as_mut(), &device, &mut stdout);
             }
             campaign::runner::drive(c.as_mut(), &flags, &device, &mut stdout)
-        }
-        Cmd::Replay {
-            dir,
-            ids,
-            device,
-            ulp,
-            rtol,
-            atol,
-            schedules: Some(n),
-            repeats,
-            seed,
-            no_race_check,
-            race_engine,
-            per_kernel,
-            race_deadline,
-            timing,
-            instrument_cache,
-            campaign,
-            ..
-        } => {
-            if campaign.spread() || campaign.resume || campaign.campaign_dir.is_some() {
-                return Err(
-                    "replay --schedules runs in this process: --devices, --workers-per-device, --shard, --resume and --campaign-dir are for the plain replay".into(),
-                );
-            }
-            let closeness = Closeness::new(ulp, rtol, atol)?;
-            let capture = open_keeping_damaged(&dir)?;
-            // Damaged launch lines are error lines of the replay, and make it exit 2.
-            let damaged = capture.damaged.len();
-            for d in &capture.damaged {
-                let _ = writeln!(stdout, "damaged launch record: error: {d}");
-                eprintln!("cltrap: {d}");
-            }
-            replay_has_launches(&dir, &capture)?;
-            let opts = ScheduleOptions {
-                ids: parse_selection(&ids)?,
-                device,
-                schedules: n,
-                repeats,
-                seed,
-                closeness,
-                instrument_cache,
-                race_check: (!no_race_check)
-                    .then(|| std::time::Duration::from_secs(race_deadline.max(1))),
-                race_engine,
-                per_kernel,
-                progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
-            };
-            schedules::cli(&capture, &opts, timing, &mut stdout)
-                .map(|c| if damaged > 0 { 2 } else { c as u8 })
-                .map_err(|e| e.to_string())
         }
         cmd @ Cmd::Cover { .. } => {
             let in_process = matches!(cmd, Cmd::Cover { in_process: true, .. });
