@@ -1,4 +1,4 @@
-//! `cltrap cover` and `cltrap replay` as campaigns on the real PoCL runtime: three shards
+//! `cltrap cover`, `cltrap replay` and `cltrap replay --schedules` as campaigns on the real PoCL runtime: three shards
 //! merged give the single run's reports, a run killed partway and resumed gives the clean
 //! run's, and `--devices all` over two PoCL devices uses both and gives the same results.
 //!
@@ -44,6 +44,8 @@ fn fixture(name: &str, crash: bool) -> Fixture {
     }
     f.launch_known(16, 0);
     f.launch_reduce_local(32, 8);
+    // The inputs of launch 0 again: `--per-kernel` quotes launch 0's verdict.
+    f.launch_known(16, 4);
     f
 }
 
@@ -111,6 +113,18 @@ const REPLAY: Cmd = Cmd {
     args: |_| Vec::new(),
 };
 
+/// `replay --schedules` with `--per-kernel 1`: launches of one kernel and NDRange after the
+/// first are skipped at the limit or quote the verdict of the launch whose inputs they repeat.
+const SCHEDULES: Cmd = Cmd {
+    sub: "replay",
+    files: &[],
+    args: |_| {
+        ["--schedules", "3", "--per-kernel", "1", "--no-race-check"]
+            .map(String::from)
+            .to_vec()
+    },
+};
+
 /// Runs `cltrap SUB CAPTURE ARGS EXTRA`; returns (code, stdout, stderr).
 fn run(c: &Cmd, capture: &Path, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut args: Vec<String> = vec![c.sub.into(), s(capture).into()];
@@ -134,7 +148,8 @@ fn assert_same_reports(c: &Cmd, a: &Path, b: &Path) {
     }
 }
 
-fn shards_merge_to_the_single_run(c: &Cmd, name: &str) {
+/// Returns the merge's stdout.
+fn shards_merge_to_the_single_run(c: &Cmd, name: &str) -> String {
     let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
     let f = fixture(name, true);
     let single = temp_dir(&format!("{name}-single"));
@@ -161,6 +176,7 @@ fn shards_merge_to_the_single_run(c: &Cmd, name: &str) {
     assert_eq!(mc, code, "merge\n{mo}\n{me}");
     assert_eq!(verdict_lines(&mo), verdict_lines(&out), "{me}");
     assert_same_reports(c, &single, &merged);
+    mo
 }
 
 fn a_killed_run_resumes_to_the_clean_run(c: &Cmd, name: &str) {
@@ -242,7 +258,8 @@ fn two_devices_share_the_units(c: &Cmd, name: &str) {
 
 #[test]
 fn cover_shards_merge_to_the_single_run() {
-    shards_merge_to_the_single_run(&COVER, "cover-shards");
+    let out = shards_merge_to_the_single_run(&COVER, "cover-shards");
+    assert!(out.contains("launch 5 wild: error: the kernel crashed the cover worker"), "{out}");
 }
 
 #[test]
@@ -257,7 +274,9 @@ fn cover_on_two_devices_equals_one() {
 
 #[test]
 fn replay_shards_merge_to_the_single_run() {
-    shards_merge_to_the_single_run(&REPLAY, "replay-shards");
+    let out = shards_merge_to_the_single_run(&REPLAY, "replay-shards");
+    assert!(out.contains("\nlaunch 5 wild: error: the kernel crashed the replay worker"), "{out}");
+    assert!(out.contains("\nreplayed 9 launch(es): 8 matched, 0 mismatched, 0 skipped, 1 failed; 3 program(s) built; device "), "{out}");
 }
 
 #[test]
@@ -268,4 +287,22 @@ fn replay_killed_and_resumed_equals_a_clean_run() {
 #[test]
 fn replay_on_two_devices_equals_one() {
     two_devices_share_the_units(&REPLAY, "replay-devices");
+}
+
+#[test]
+fn schedules_shards_merge_to_the_single_run() {
+    let out = shards_merge_to_the_single_run(&SCHEDULES, "schedules-shards");
+    // Launch 8 repeats launch 0's inputs and ran in another shard: its line quotes launch
+    // 0's verdict all the same.
+    assert!(out.contains("\nlaunch 8 known: same kernel, sizes and inputs as launch #0: not classified again (launch #0: deterministic)"), "{out}");
+}
+
+#[test]
+fn schedules_killed_and_resumed_equals_a_clean_run() {
+    a_killed_run_resumes_to_the_clean_run(&SCHEDULES, "schedules-resume");
+}
+
+#[test]
+fn schedules_on_two_devices_equals_one() {
+    two_devices_share_the_units(&SCHEDULES, "schedules-devices");
 }
