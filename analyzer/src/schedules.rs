@@ -444,7 +444,9 @@ fn run_with(
             .as_mut()
             .map_or(Decision::Classify, |lim| lim.decide(l));
         let r = match decision {
-            Decision::Classify => one_launch(session, capture, l, opts, &mut cache, &mut deriver),
+            Decision::Classify => {
+                one_launch(session, capture, l, opts, &mut cache, &mut deriver, &|| {})
+            }
             Decision::SameAs(first) => not_classified(
                 l,
                 Verdict::SameAs {
@@ -541,6 +543,7 @@ fn one_launch(
     opts: &ScheduleOptions,
     cache: &mut VariantCache<PermuteMap>,
     deriver: &mut Deriver<'_>,
+    alive: &dyn Fn(),
 ) -> ScheduleResult {
     let mut r = ScheduleResult {
         id: l.id,
@@ -553,13 +556,14 @@ fn one_launch(
         identity_vs_recorded: None,
         timing: ScheduleTiming::default(),
     };
-    r.verdict = match classify(session, capture, l, opts, cache, &mut r, deriver) {
+    r.verdict = match classify(session, capture, l, opts, cache, &mut r, deriver, alive) {
         Ok(v) => v,
         Err(f) => failed(f),
     };
     r
 }
 
+#[allow(clippy::too_many_arguments)]
 fn classify(
     session: &Session,
     capture: &Capture,
@@ -568,6 +572,7 @@ fn classify(
     cache: &mut VariantCache<PermuteMap>,
     r: &mut ScheduleResult,
     deriver: &mut Deriver<'_>,
+    alive: &dyn Fn(),
 ) -> Result<Verdict, Failure> {
     let mut input = deriver.input(session, l).map_err(launch_failure)?;
     // Write-only buffers whose pre-launch contents were not recorded start as stand-ins in
@@ -605,6 +610,8 @@ fn classify(
             .map_err(launch_failure)?;
         timing.runs.push(start.elapsed());
         timing.kernel_ns.extend(out.kernel_ns);
+        // Each run restarts a campaign worker's deadline: a launch is many runs.
+        alive();
         Ok(out)
     };
     let diff = |a: &RunOutput, b: &RunOutput, closeness: crate::compare::Closeness| {

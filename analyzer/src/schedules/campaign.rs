@@ -129,7 +129,7 @@ pub struct ScheduleCampaign {
     pub timing: bool,
     /// Damaged launch lines of the capture: each an error line (exit 2).
     pub damaged: Vec<String>,
-    /// Longest silence of a worker per run of a launch.
+    /// Longest silence of a worker: one run of a launch (the first with its compile).
     pub watchdog: Duration,
     here: Option<Here>,
 }
@@ -214,8 +214,9 @@ impl Campaign for ScheduleCampaign {
     }
 
     fn deadline(&self) -> Duration {
-        let runs = 1 + self.opts.repeats.max(1) + 2 * self.opts.schedules;
-        self.watchdog.saturating_mul(runs)
+        // Per run of the launch (its program's compile included in the first): each run
+        // tells the runner it is alive.
+        self.watchdog
     }
 
     fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String> {
@@ -272,6 +273,7 @@ impl Campaign for ScheduleCampaign {
             &self.opts,
             &mut here.cache,
             &mut here.deriver,
+            cx.alive,
         );
         let built = here.cache.variants().any(|(k, _)| k == &l.program);
         let info = here.session.info();
