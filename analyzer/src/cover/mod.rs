@@ -447,6 +447,10 @@ impl<'a> Measurer<'a> {
     }
 }
 
+/// Gives a program's original source and map by its capture hash (the instrumented variant a
+/// measurer kept, or the program instrumented again for a campaign's report).
+pub type ProgramSource<'a> = &'a mut dyn FnMut(&str) -> Result<(String, CoverageMap), String>;
+
 /// Merges launches' coverage, in launch order, into the report: programs with the same
 /// source text and map are one program, each in the order of its first measured launch.
 #[derive(Default)]
@@ -465,7 +469,7 @@ impl Merger {
     pub fn add(
         &mut self,
         lc: &LaunchCoverage,
-        program: &mut dyn FnMut(&str) -> Result<(String, CoverageMap), String>,
+        program: ProgramSource,
     ) -> Result<(), String> {
         if let Some(result) = &lc.result {
             let key = match self.merge_keys.get(&lc.program) {
