@@ -147,7 +147,7 @@ enum Cmd {
         /// before it is stopped and its launch reported as hung.
         #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
         watchdog: f64,
-        /// Devices, shards and resuming (not with --schedules).
+        /// Devices, shards and resuming.
         #[command(flatten)]
         campaign: CampaignArgs,
     },
