@@ -38,7 +38,7 @@ pub mod list;
 pub mod mutate;
 pub mod param_types;
 pub mod replay;
-pub mod replay_worker;
+pub mod replay_campaign;
 pub mod schedules;
 pub mod show;
 pub mod site;

@@ -4,15 +4,13 @@ use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser, S
 use cltrap_analyzer::campaign::{self, Campaign, CampaignArgs};
 use cltrap_analyzer::check::{self, finding::Family, CheckOptions};
 use cltrap_analyzer::compare::Closeness;
-use cltrap_analyzer::cover::{self, CoverOptions, ReportPaths};
+use cltrap_analyzer::cover::{self, ReportPaths};
 use cltrap_analyzer::executor::{list_devices, DeviceSelector};
 use cltrap_analyzer::launcher::{self, RunRequest};
-use cltrap_analyzer::replay::{self, Outcome, ReplayOptions};
 use cltrap_analyzer::schedules::{self, ScheduleOptions};
 use cltrap_analyzer::site::Resolver;
 use cltrap_analyzer::{damage, ids, list, show};
 use cltrap_capture::{Capture, CONTROLS};
-use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -149,9 +147,9 @@ enum Cmd {
         /// before it is stopped and its launch reported as hung.
         #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
         watchdog: f64,
-        /// (internal) Start after this launch of the selection (a restarted worker).
-        #[arg(long, hide = true, value_name = "ID")]
-        after: Option<u64>,
+        /// Devices, shards and resuming.
+        #[command(flatten)]
+        campaign: CampaignArgs,
     },
     /// Branch, loop-boundary and barrier coverage of kernels, measured on replayed launches.
     Cover {
@@ -182,13 +180,9 @@ enum Cmd {
         /// Seconds one launch may take in a cover worker before it is stopped as hung.
         #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
         watchdog: f64,
-        /// (internal) Announce each launch in FILE before running it (a cover worker).
-        #[arg(long, hide = true, value_name = "FILE")]
-        progress: Option<PathBuf>,
-        /// (internal) Leave launch ID out, counted as failed with WHY (it crashed or hung an
-        /// earlier worker); repeated.
-        #[arg(long, hide = true, value_name = "ID:WHY")]
-        left_out: Vec<String>,
+        /// Devices, shards and resuming.
+        #[command(flatten)]
+        campaign: CampaignArgs,
     },
     /// The capture controls (env variables and `cltrap run` flags).
     Controls {
@@ -336,29 +330,29 @@ fn parse_selection(ids: &[String]) -> Result<Option<Vec<u64>>, String> {
     }
 }
 
-/// Writes the SARIF log and, next to it, the kernel sources its locations point at.
-/// `--platform` / `--device` as a worker process of this command gets them.
-fn device_args(device: &DeviceSelector) -> Vec<OsString> {
-    let mut args: Vec<OsString> = Vec::new();
-    if let Some(p) = &device.platform {
-        args.extend(["--platform".into(), p.into()]);
-    }
-    if let Some(d) = &device.device {
-        args.extend(["--device".into(), d.into()]);
-    }
-    args
-}
-
 /// Opens a capture for a command: damaged launch lines are kept aside for the command to
 /// report (`damage.rs`); it works on the other launches.
 fn open_keeping_damaged(dir: &Path) -> Result<Capture, String> {
     Capture::open_keeping_damaged(dir).map_err(|e| e.to_string())
 }
 
-/// The replay line of a damaged launch record: not `launch ID KERNEL: …` (its kernel is not
-/// known), so a worker's parent passes it on without counting it as a replayed launch.
-fn damaged_line(d: &cltrap_capture::DamagedLaunch) -> String {
-    format!("damaged launch record: error: {d}")
+/// Refuses a capture with no launch to replay, in one sentence.
+fn replay_has_launches(dir: &Path, capture: &Capture) -> Result<(), String> {
+    let damaged = capture.damaged.len();
+    if capture.launches.is_empty() && damaged > 0 {
+        return Err(format!(
+            "{} holds no launch that is not damaged ({damaged} damaged line(s)): nothing to replay",
+            dir.display()
+        ));
+    }
+    if capture.launches.is_empty() {
+        return Err(format!(
+            "{} holds no launches ({} is empty): nothing to replay",
+            dir.display(),
+            cltrap_capture::LAUNCHES_FILE
+        ));
+    }
+    Ok(())
 }
 
 /// The stdout line of an analysis that left damaged launch lines out (each named on stderr).
@@ -424,6 +418,103 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
         Cmd::Mutate(args) => Some(cltrap_analyzer::mutate::cli::campaign(args).map(|(c, flags, device)| {
             (Box::new(c) as Box<dyn Campaign>, flags, device)
         })),
+        Cmd::Replay {
+            dir,
+            ids,
+            device,
+            ulp,
+            rtol,
+            atol,
+            schedules,
+            repeats,
+            seed,
+            no_race_check,
+            race_engine,
+            per_kernel,
+            race_deadline,
+            timing,
+            instrument_cache,
+            in_process: _,
+            watchdog,
+            campaign,
+        } => Some((|| {
+            let closeness = Closeness::new(ulp, rtol, atol)?;
+            let capture = open_keeping_damaged(&dir)?;
+            // A capture with nothing to replay: its damaged lines, then the refusal.
+            if capture.launches.is_empty() && !campaign.unit_worker {
+                for d in &capture.damaged {
+                    println!("damaged launch record: error: {d}");
+                    eprintln!("cltrap: {d}");
+                }
+            }
+            replay_has_launches(&dir, &capture)?;
+            let ids = parse_selection(&ids)?;
+            let damaged = capture.damaged.iter().map(|d| d.to_string()).collect();
+            let watchdog = std::time::Duration::from_secs_f64(watchdog.max(0.1));
+            let c: Box<dyn Campaign> = match schedules {
+                Some(n) => {
+                    let opts = ScheduleOptions {
+                        ids,
+                        device: device.clone(),
+                        schedules: n,
+                        repeats,
+                        seed,
+                        closeness,
+                        instrument_cache,
+                        race_check: (!no_race_check)
+                            .then(|| std::time::Duration::from_secs(race_deadline.max(1))),
+                        race_engine,
+                        per_kernel,
+                    };
+                    let mut c = schedules::campaign::ScheduleCampaign::new(&dir, capture, opts);
+                    c.timing = timing;
+                    c.damaged = damaged;
+                    c.watchdog = watchdog;
+                    Box::new(c)
+                }
+                None => {
+                    let mut c = cltrap_analyzer::replay_campaign::ReplayCampaign::new(
+                        &dir, capture, ids, closeness,
+                    );
+                    c.damaged = damaged;
+                    c.watchdog = watchdog;
+                    Box::new(c)
+                }
+            };
+            Ok((c, campaign, device))
+        })()),
+        Cmd::Cover {
+            dir,
+            ids,
+            device,
+            lcov,
+            html,
+            json,
+            timing,
+            instrument_cache,
+            in_process: _,
+            watchdog,
+            campaign,
+        } => Some((|| {
+            let capture = open_keeping_damaged(&dir)?;
+            // Damaged launch lines: named once (by the parent, not again by its workers),
+            // left out of the coverage, and the command ends with exit 2.
+            let damaged = if campaign.unit_worker {
+                capture.damaged.len()
+            } else {
+                damage::report(&capture, "coverage")
+            };
+            if let Some(why) = damage::nothing_left(&capture) {
+                return Err(why);
+            }
+            let ids = damage::drop_damaged(&capture, parse_selection(&ids)?)?;
+            let mut c = cover::campaign::CoverCampaign::new(&dir, capture, ids, instrument_cache);
+            c.paths = ReportPaths { lcov, html, json };
+            c.timing = timing;
+            c.damaged = damaged;
+            c.watchdog = std::time::Duration::from_secs_f64(watchdog.max(0.1));
+            Ok((Box::new(c) as Box<dyn Campaign>, campaign, device))
+        })()),
         _ => None,
     }
 }
@@ -562,213 +653,27 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             }
             Ok(0)
         }
-        Cmd::Replay {
-            dir,
-            ids,
-            device,
-            ulp,
-            rtol,
-            atol,
-            schedules,
-            repeats,
-            seed,
-            no_race_check,
-            race_engine,
-            per_kernel,
-            race_deadline,
-            timing,
-            instrument_cache,
-            in_process,
-            watchdog,
-            after,
-        } => {
-            let closeness = Closeness::new(ulp, rtol, atol)?;
-            let capture = open_keeping_damaged(&dir)?;
-            // Damaged launch lines are error lines of the replay (once, not again in a
-            // worker that continues after a crash), and make it exit 2.
-            let damaged = capture.damaged.len();
-            if after.is_none() && (schedules.is_some() || in_process || capture.launches.is_empty()) {
-                for d in &capture.damaged {
-                    let _ = writeln!(stdout, "{}", damaged_line(d));
-                    eprintln!("cltrap: {d}");
-                }
-            }
-            if capture.launches.is_empty() && damaged > 0 {
-                return Err(format!(
-                    "{} holds no launch that is not damaged ({damaged} damaged line(s)): nothing to replay",
-                    dir.display()
-                ));
-            }
-            if capture.launches.is_empty() {
-                return Err(format!(
-                    "{} holds no launches ({} is empty): nothing to replay",
-                    dir.display(),
-                    cltrap_capture::LAUNCHES_FILE
-                ));
-            }
-            let words = ids;
-            let ids = parse_selection(&words)?;
-            if schedules.is_none() && !in_process {
-                let order = replay::select(&capture, ids.as_deref())
-                    .map_err(|e| e.to_string())?
-                    .iter()
-                    .map(|l| (l.id, l.kernel.clone()))
-                    .collect();
-                let mut args: Vec<std::ffi::OsString> = vec![dir.into_os_string()];
-                args.extend(words.iter().map(Into::into));
-                args.extend(device_args(&device));
-                args.extend(["--ulp".into(), ulp.to_string().into()]);
-                args.extend(["--rtol".into(), rtol.to_string().into()]);
-                args.extend(["--atol".into(), atol.to_string().into()]);
-                let worker = cltrap_analyzer::replay_worker::WorkerReplay {
-                    exe: std::env::current_exe().map_err(|e| e.to_string())?,
-                    args,
-                    order,
-                    watchdog: std::time::Duration::from_secs_f64(watchdog.max(0.1)),
-                    damaged,
-                };
-                return worker.run(&mut stdout);
-            }
-            if let Some(n) = schedules {
-                let opts = ScheduleOptions {
-                    ids,
-                    device,
-                    schedules: n,
-                    repeats,
-                    seed,
-                    closeness,
-                    instrument_cache,
-                    race_check: (!no_race_check)
-                        .then(|| std::time::Duration::from_secs(race_deadline.max(1))),
-                    race_engine,
-                    per_kernel,
-                    progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
-                };
-                return schedules::cli(&capture, &opts, timing, &mut stdout)
-                    .map(|c| if damaged > 0 { 2 } else { c as u8 })
-                    .map_err(|e| e.to_string());
-            }
-            let opts = ReplayOptions {
-                ids,
-                device,
-                closeness,
-                after,
+        cmd @ Cmd::Replay { .. } => {
+            let in_process = matches!(cmd, Cmd::Replay { in_process: true, .. });
+            let (mut c, flags, device) = match campaign_of(cmd) {
+                Some(r) => r?,
+                None => return Err("not a campaign".into()),
             };
-            let mut told = HashSet::new();
-            let (session, summary) = replay::replay(&capture, &opts, |r| {
-                let _ = writeln!(stdout, "{r}");
-                let _ = stdout.flush();
-                if let Outcome::Error { full, .. } = &r.outcome {
-                    if told.insert(full.clone()) {
-                        eprintln!("cltrap: launch {} ({}): {full}", r.id, r.kernel);
-                    }
-                }
-            })
-            .map_err(|e| e.to_string())?;
-            let mut summary = summary;
-            if after.is_none() {
-                summary.errors += damaged;
+            if in_process {
+                return campaign::here::run(c.as_mut(), &device, &mut stdout);
             }
-            let info = session.info();
-            let _ = writeln!(
-                stdout,
-                "{summary}; device {} ({})",
-                info.name, info.platform
-            );
-            Ok(summary.exit_code() as u8)
+            campaign::runner::drive(c.as_mut(), &flags, &device, &mut stdout)
         }
-        Cmd::Cover {
-            dir,
-            ids,
-            device,
-            lcov,
-            html,
-            json,
-            timing,
-            instrument_cache,
-            in_process,
-            watchdog,
-            progress,
-            left_out,
-        } => {
-            let capture = open_keeping_damaged(&dir)?;
-            // Damaged launch lines: named once (by the parent, not again by its workers),
-            // left out of the coverage, and the command ends with exit 2.
-            let damaged = capture.damaged.len();
-            if progress.is_none() {
-                damage::report(&capture, "coverage");
-            }
-            if let Some(why) = damage::nothing_left(&capture) {
-                return Err(why);
-            }
-            let mut selection = damage::drop_damaged(&capture, parse_selection(&ids)?)?;
-            let ids: Vec<String> = match (&selection, damaged) {
-                (Some(s), 1..) => vec![s.iter().map(u64::to_string).collect::<Vec<_>>().join(",")],
-                _ => ids,
+        cmd @ Cmd::Cover { .. } => {
+            let in_process = matches!(cmd, Cmd::Cover { in_process: true, .. });
+            let (mut c, flags, device) = match campaign_of(cmd) {
+                Some(r) => r?,
+                None => return Err("not a campaign".into()),
             };
-            if !in_process {
-                let kernels = replay::select(&capture, selection.as_deref())
-                    .map_err(|e| e.to_string())?
-                    .iter()
-                    .map(|l| (l.id, l.kernel.clone()))
-                    .collect();
-                let mut args: Vec<OsString> = vec![dir.into_os_string()];
-                args.extend(ids.iter().map(Into::into));
-                args.extend(device_args(&device));
-                for (flag, path) in [("--lcov", &lcov), ("--html", &html), ("--json", &json)] {
-                    if let Some(p) = path {
-                        args.extend([flag.into(), p.clone().into_os_string()]);
-                    }
-                }
-                if timing {
-                    args.push("--timing".into());
-                }
-                if let Some(c) = &instrument_cache {
-                    args.extend(["--instrument-cache".into(), c.clone().into_os_string()]);
-                }
-                let worker = cover::worker::WorkerCover {
-                    exe: std::env::current_exe().map_err(|e| e.to_string())?,
-                    args,
-                    kernels,
-                    watchdog: std::time::Duration::from_secs_f64(watchdog.max(0.1)),
-                };
-                let code = worker.run(&mut stdout)?;
-                cltrap_analyzer::damage::note(&mut stdout, damaged, "measured");
-                return Ok(damage::exit_code(code, damaged));
+            if in_process {
+                return campaign::here::run(c.as_mut(), &device, &mut stdout);
             }
-            let worker = progress.is_some();
-            if let Some(p) = progress {
-                cover::worker::announce_to(p);
-            }
-            let mut failed = Vec::new();
-            for w in &left_out {
-                let (id, why) = w
-                    .split_once(':')
-                    .and_then(|(id, why)| Some((id.parse::<u64>().ok()?, why.to_string())))
-                    .ok_or_else(|| format!("--left-out wants ID:WHY, not `{w}`"))?;
-                failed.push((id, why));
-            }
-            if !failed.is_empty() {
-                let kept = replay::select(&capture, selection.as_deref())
-                    .map_err(|e| e.to_string())?
-                    .iter()
-                    .map(|l| l.id)
-                    .filter(|i| !failed.iter().any(|(f, _)| f == i))
-                    .collect();
-                selection = Some(kept);
-            }
-            let opts = CoverOptions {
-                ids: selection,
-                device,
-                instrument_cache,
-                failed_elsewhere: failed,
-            };
-            let outputs = ReportPaths { lcov, html, json };
-            let code = cover::cli(&capture, &opts, &outputs, timing, &mut stdout)?;
-            if !worker {
-                cltrap_analyzer::damage::note(&mut stdout, damaged, "measured");
-            }
-            Ok(damage::exit_code(code as u8, damaged))
+            campaign::runner::drive(c.as_mut(), &flags, &device, &mut stdout)
         }
         Cmd::Controls { markdown } => {
             if markdown {

@@ -18,8 +18,6 @@ pub struct ReplayOptions {
     pub device: DeviceSelector,
     /// How close floating-point outputs must be (default: bit-exact).
     pub closeness: Closeness,
-    /// Start after this launch of the selection (a replay worker restarted after a crash).
-    pub after: Option<u64>,
 }
 
 /// The verdict on one launch.
@@ -188,38 +186,76 @@ pub fn replay_on(
     closeness: impl Into<Closeness>,
     mut report: impl FnMut(&LaunchResult),
 ) -> Summary {
-    let closeness = closeness.into();
-    let mut programs: HashMap<String, Result<Rc<BuiltProgram>, (String, String)>> = HashMap::new();
-    let mut summary = Summary::default();
-    let mut deriver = Deriver::new(capture);
+    let mut r = Replayer::new(capture, closeness);
     for l in launches {
+        report(&r.one(session, l));
+    }
+    r.summary.rederived = r.deriver.executed;
+    r.summary
+}
+
+/// Replays launches one at a time on one session, keeping what the next launch reuses: each
+/// program built once, and the outputs that derived inputs are re-created from. A campaign's
+/// worker keeps one across the launches it runs, so one worker replaying in order re-executes
+/// nothing twice.
+pub struct Replayer<'c> {
+    capture: &'c Capture,
+    closeness: Closeness,
+    programs: HashMap<String, Result<Rc<BuiltProgram>, (String, String)>>,
+    deriver: Deriver<'c>,
+    /// Counts of the launches replayed so far (`rederived` is filled by [`replay_on`]).
+    pub summary: Summary,
+}
+
+impl<'c> Replayer<'c> {
+    /// A replayer over `capture`, judging outputs with `closeness`.
+    pub fn new(capture: &'c Capture, closeness: impl Into<Closeness>) -> Replayer<'c> {
+        Replayer {
+            capture,
+            closeness: closeness.into(),
+            programs: HashMap::new(),
+            deriver: Deriver::new(capture),
+            summary: Summary::default(),
+        }
+    }
+
+    /// Replays `l` on `session` (always the same session for one replayer) and counts it.
+    pub fn one(&mut self, session: &Session, l: &LaunchRecord) -> LaunchResult {
         let mut other_mismatches = Vec::new();
         let outcome = replay_one(
             session,
-            capture,
+            self.capture,
             l,
-            closeness,
+            self.closeness,
             &mut other_mismatches,
-            &mut programs,
-            &mut summary,
-            &mut deriver,
+            &mut self.programs,
+            &mut self.summary,
+            &mut self.deriver,
         );
         match &outcome {
-            Outcome::Ok { .. } => summary.ok += 1,
-            Outcome::Mismatch(_) => summary.mismatches += 1,
-            Outcome::Skipped(_) => summary.skipped += 1,
-            Outcome::NotHere(_) => summary.not_here += 1,
-            Outcome::Error { .. } => summary.errors += 1,
+            Outcome::Ok { .. } => self.summary.ok += 1,
+            Outcome::Mismatch(_) => self.summary.mismatches += 1,
+            Outcome::Skipped(_) => self.summary.skipped += 1,
+            Outcome::NotHere(_) => self.summary.not_here += 1,
+            Outcome::Error { .. } => self.summary.errors += 1,
         }
-        report(&LaunchResult {
+        LaunchResult {
             id: l.id,
             kernel: l.kernel.clone(),
             outcome,
             other_mismatches,
-        });
+        }
     }
-    summary.rederived = deriver.executed;
-    summary
+
+    /// Whether the program `hash` was built here (by a launch of it replayed so far).
+    pub fn built(&self, hash: &str) -> bool {
+        matches!(self.programs.get(hash), Some(Ok(_)))
+    }
+
+    /// Earlier launches re-executed so far to re-create derived inputs.
+    pub fn rederived(&self) -> u64 {
+        self.deriver.executed
+    }
 }
 
 fn replay_one(
@@ -374,14 +410,7 @@ pub fn replay(
     opts: &ReplayOptions,
     report: impl FnMut(&LaunchResult),
 ) -> Result<(Session, Summary), ExecError> {
-    let mut launches = select(capture, opts.ids.as_deref())?;
-    if let Some(after) = opts.after {
-        let done = launches
-            .iter()
-            .position(|l| l.id == after)
-            .map_or(0, |i| i + 1);
-        launches.drain(..done);
-    }
+    let launches = select(capture, opts.ids.as_deref())?;
     let session = Session::open(&opts.device)?;
     let summary = replay_on(&session, capture, &launches, opts.closeness, report);
     Ok((session, summary))

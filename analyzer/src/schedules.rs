@@ -31,6 +31,7 @@
 //! line saying which classified launch it repeats, or that the limit was reached. The race
 //! check of the launches flagged runs on the native engine by default ([`races`]).
 
+pub mod campaign;
 mod per_kernel;
 mod races;
 
@@ -76,8 +77,6 @@ pub struct ScheduleOptions {
     /// Classify launches of one kernel and NDRange once per distinct input, at most this many
     /// inputs per kernel and NDRange (see [`per_kernel`]); `None` = every launch.
     pub per_kernel: Option<u32>,
-    /// Show a progress bar on stderr (when it is a terminal).
-    pub progress: bool,
 }
 
 impl Default for ScheduleOptions {
@@ -93,7 +92,6 @@ impl Default for ScheduleOptions {
             race_check: Some(Duration::from_secs(120)),
             race_engine: Engine::Native,
             per_kernel: None,
-            progress: false,
         }
     }
 }
@@ -147,7 +145,7 @@ pub enum Verdict {
 }
 
 /// Time spent on one launch, for `--timing`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ScheduleTiming {
     /// Parse + rewrite of the program (0 when it was cached from an earlier launch).
     pub instrument: Duration,
@@ -446,7 +444,9 @@ fn run_with(
             .as_mut()
             .map_or(Decision::Classify, |lim| lim.decide(l));
         let r = match decision {
-            Decision::Classify => one_launch(session, capture, l, opts, &mut cache, &mut deriver),
+            Decision::Classify => {
+                one_launch(session, capture, l, opts, &mut cache, &mut deriver, &|| {})
+            }
             Decision::SameAs(first) => not_classified(
                 l,
                 Verdict::SameAs {
@@ -543,6 +543,7 @@ fn one_launch(
     opts: &ScheduleOptions,
     cache: &mut VariantCache<PermuteMap>,
     deriver: &mut Deriver<'_>,
+    alive: &dyn Fn(),
 ) -> ScheduleResult {
     let mut r = ScheduleResult {
         id: l.id,
@@ -555,13 +556,14 @@ fn one_launch(
         identity_vs_recorded: None,
         timing: ScheduleTiming::default(),
     };
-    r.verdict = match classify(session, capture, l, opts, cache, &mut r, deriver) {
+    r.verdict = match classify(session, capture, l, opts, cache, &mut r, deriver, alive) {
         Ok(v) => v,
         Err(f) => failed(f),
     };
     r
 }
 
+#[allow(clippy::too_many_arguments)]
 fn classify(
     session: &Session,
     capture: &Capture,
@@ -570,6 +572,7 @@ fn classify(
     cache: &mut VariantCache<PermuteMap>,
     r: &mut ScheduleResult,
     deriver: &mut Deriver<'_>,
+    alive: &dyn Fn(),
 ) -> Result<Verdict, Failure> {
     let mut input = deriver.input(session, l).map_err(launch_failure)?;
     // Write-only buffers whose pre-launch contents were not recorded start as stand-ins in
@@ -607,6 +610,8 @@ fn classify(
             .map_err(launch_failure)?;
         timing.runs.push(start.elapsed());
         timing.kernel_ns.extend(out.kernel_ns);
+        // Each run restarts a campaign worker's deadline: a launch is many runs.
+        alive();
         Ok(out)
     };
     let diff = |a: &RunOutput, b: &RunOutput, closeness: crate::compare::Closeness| {
@@ -684,99 +689,6 @@ pub fn timing_line(r: &ScheduleResult) -> String {
         t.runs.len(),
         mean_ms(&t.runs)
     )
-}
-
-/// A progress bar over `n` launches on stderr, hidden unless `show` (and drawn only on a
-/// terminal): a long classification is not silent.
-fn progress_bar(show: bool, n: usize) -> indicatif::ProgressBar {
-    if !show {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(n as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} schedules {pos}/{len} [{bar:30}] {elapsed} {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    bar
-}
-
-/// `cltrap replay --schedules`: prints one line per launch (and `--timing` lines), the full
-/// message of each distinct error on stderr, and the summary; returns the exit status.
-pub fn cli(
-    capture: &Capture,
-    opts: &ScheduleOptions,
-    timing: bool,
-    out: &mut impl std::io::Write,
-) -> Result<i32, ExecError> {
-    let mut told = std::collections::HashSet::new();
-    let mut total = ScheduleTiming::default();
-    let mut racy = Vec::new();
-    let launches = select(capture, opts.ids.as_deref())?;
-    let session = Session::open(&opts.device)?;
-    let bar = progress_bar(opts.progress, launches.len());
-    let summary = run_with(
-        &session,
-        capture,
-        &launches,
-        opts,
-        |l| bar.set_message(format!("launch {} {}", l.id, l.kernel)),
-        |r| {
-            bar.inc(1);
-            if matches!(
-                r.verdict,
-                Verdict::ScheduleDependent { .. } | Verdict::Nondeterministic { .. }
-            ) {
-                racy.push(r.id);
-            }
-            bar.suspend(|| {
-                let _ = writeln!(out, "{r}");
-                if timing
-                    && !matches!(
-                        r.verdict,
-                        Verdict::SameAs { .. } | Verdict::OverLimit { .. }
-                    )
-                {
-                    let _ = writeln!(out, "{}", timing_line(r));
-                }
-                let _ = out.flush();
-                if let Verdict::Error { full, .. } = &r.verdict {
-                    if told.insert(full.clone()) {
-                        eprintln!("cltrap: launch {} ({}): {full}", r.id, r.kernel);
-                    }
-                }
-            });
-            if timing {
-                total.instrument += r.timing.instrument;
-                total.compile += r.timing.compile;
-                total.runs.extend(r.timing.runs.iter().copied());
-                total.kernel_ns.extend(r.timing.kernel_ns.iter().copied());
-            }
-        },
-    );
-    bar.finish_and_clear();
-    if timing {
-        let wall: Duration = total.runs.iter().sum();
-        let _ = writeln!(
-            out,
-            "timing total: instrument {:.1} ms, compile {:.1} ms ({} program(s)), {} runs {:.1} ms wall ({:.3} ms each), kernels {:.3} ms",
-            ms(total.instrument),
-            ms(total.compile),
-            summary.programs_built,
-            total.runs.len(),
-            ms(wall),
-            mean_ms(&total.runs),
-            total.kernel_ns.iter().sum::<u64>() as f64 / 1e6
-        );
-    }
-    let info = session.info();
-    let _ = writeln!(out, "{summary}; device {} ({})", info.name, info.platform);
-    if let (Some(budget), false) = (opts.race_check, racy.is_empty()) {
-        races::race_check(capture, racy, budget, opts.race_engine, out);
-    }
-    Ok(summary.exit_code())
 }
 
 #[cfg(test)]

@@ -315,6 +315,47 @@ fn make<T: Serialize + DeserializeOwned>(
     disk: Option<&DiskCache>,
     pass: impl FnOnce(&str, &str) -> Result<(String, T), KernelError>,
 ) -> Result<Variant<T>, VariantError> {
+    let (record, made) = instrument(capture, program, disk, pass)?;
+    let start = Instant::now();
+    let built = session.build(
+        capture,
+        &record,
+        &BuildOptions {
+            source: Some(made.source),
+            extra_options: String::new(),
+        },
+    )?;
+    Ok(Variant {
+        original: made.original,
+        pass: made.pass,
+        built,
+        instrument_time: made.instrument_time,
+        compile_time: start.elapsed(),
+    })
+}
+
+/// A program rewritten by a pass, not built: what a report needs of it (the original text and
+/// the map) without a device.
+pub struct Instrumented<T> {
+    /// The user's original source.
+    pub original: String,
+    /// The rewritten source.
+    pub source: String,
+    /// What the pass returned besides the source (its map).
+    pub pass: T,
+    /// Parsing and rewriting time (about 0 on a disk-cache hit).
+    pub instrument_time: Duration,
+}
+
+/// Runs `pass` over the captured program `program` (or reads its result from `disk`), without
+/// building it: a campaign's report re-creates a program's map this way instead of carrying it
+/// in every launch's result.
+pub fn instrument<T: Serialize + DeserializeOwned>(
+    capture: &Capture,
+    program: &str,
+    disk: Option<&DiskCache>,
+    pass: impl FnOnce(&str, &str) -> Result<(String, T), KernelError>,
+) -> Result<(ProgramRecord, Instrumented<T>), VariantError> {
     let record = capture.program(program)?;
     // The pass parses against the captured headers' copies (their directory names the
     // headers' contents, so the disk cache key changes when they do); includes no mirrored
@@ -334,23 +375,15 @@ fn make<T: Serialize + DeserializeOwned>(
             made
         }
     };
-    let instrument_time = start.elapsed();
-    let start = Instant::now();
-    let built = session.build(
-        capture,
-        &record,
-        &BuildOptions {
-            source: Some(source),
-            extra_options: String::new(),
+    Ok((
+        record,
+        Instrumented {
+            original,
+            source,
+            pass: map,
+            instrument_time: start.elapsed(),
         },
-    )?;
-    Ok(Variant {
-        original,
-        pass: map,
-        built,
-        instrument_time,
-        compile_time: start.elapsed(),
-    })
+    ))
 }
 
 /// An extra read-write buffer argument of 32-bit words (a permutation table, a counter buffer).

@@ -14,6 +14,7 @@
 
 pub mod args;
 pub mod devices;
+pub mod here;
 pub mod journal;
 pub mod merge;
 pub mod protocol;

@@ -18,7 +18,7 @@
 
 pub mod html;
 pub mod report;
-pub mod worker;
+pub mod campaign;
 
 use crate::executor::{
     check_outputs, BuildOptions, BuiltProgram, Deriver, DeviceSelector, ExecError, LaunchInput,
@@ -31,7 +31,7 @@ use cltrap_capture::{Capture, LaunchRecord};
 use cltrap_kernel::coverage::{instrument_coverage, CoverageMap, CoverageOptions};
 use cltrap_kernel::coverage_result::CoverageResult;
 use cltrap_kernel::KernelError;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -47,9 +47,6 @@ pub struct CoverOptions {
     pub device: DeviceSelector,
     /// Keep instrumented sources in this directory and reuse them (no libclang needed on a hit).
     pub instrument_cache: Option<PathBuf>,
-    /// Launches already tried elsewhere that failed (id, why in words: a launch that crashed
-    /// or hung an earlier cover worker): not run again, counted as failed in the report.
-    pub failed_elsewhere: Vec<(u64, String)>,
 }
 
 /// A work-group that reached a barrier with only some of its work-items (undefined behaviour).
@@ -133,6 +130,13 @@ impl ProgramCoverage {
         global: &[u64],
     ) -> Result<(), KernelError> {
         let res = self.map.evaluate(kernel, counters, global)?;
+        self.add_result(kernel, launch, res);
+        Ok(())
+    }
+
+    /// Adds one launch's counters already evaluated against this program's map (by a
+    /// campaign's worker): merges them into the kernel's result and keeps its divergences.
+    pub fn add_result(&mut self, kernel: &str, launch: Option<u64>, res: CoverageResult) {
         let map = &self.map;
         let divergences: Vec<Divergence> = res
             .barriers
@@ -167,12 +171,11 @@ impl ProgramCoverage {
                 divergences,
             }),
         }
-        Ok(())
     }
 }
 
 /// A launch that was not measured, or a note about one that was.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Problem {
     /// Launch id.
     pub launch: u64,
@@ -209,7 +212,7 @@ impl CoverageReport {
 }
 
 /// Times of one launch, for `--timing`: the instrumented kernel against the plain one.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CoverTiming {
     /// Launch id.
     pub launch: u64,
@@ -232,102 +235,126 @@ pub struct CoverTiming {
 /// Runs per launch and variant when timing.
 const TIMING_RUNS: usize = 3;
 
-struct Collector<'a> {
-    session: &'a Session,
+/// One launch's coverage as it was measured (in a campaign's worker, or in this process):
+/// what the report merges, in launch order, whatever ran where.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LaunchCoverage {
+    /// Launch id.
+    pub launch: u64,
+    /// Kernel name.
+    pub kernel: String,
+    /// The capture's program hash.
+    pub program: String,
+    /// The kernel's counters evaluated against its program's map, when the launch was measured.
+    pub result: Option<CoverageResult>,
+    /// Why it was not measured, or a note about it.
+    pub problem: Option<Problem>,
+    /// The full message of an error (build log), for stderr.
+    pub detail: Option<String>,
+    /// The device it ran on, `name (platform)`.
+    pub device: Option<String>,
+    /// `--timing`: its times (a timing: not part of the report's identity).
+    pub timing: Option<CoverTiming>,
+}
+
+/// The coverage pass every program of a capture goes through.
+fn coverage_pass(src: &str, options: &str) -> Result<(String, CoverageMap), KernelError> {
+    let model = cltrap_kernel::parse_program(src, options)?;
+    let c = instrument_coverage(&model, CoverageOptions::default())?;
+    Ok((c.source, c.map))
+}
+
+/// The instrumented-source cache `--instrument-cache DIR` names.
+fn disk_cache(dir: Option<PathBuf>) -> Option<DiskCache> {
+    dir.map(|dir| DiskCache {
+        dir,
+        pass: "coverage",
+    })
+}
+
+/// Measures launches one at a time on a session, keeping what the next launch reuses: each
+/// program instrumented and built once, the plain builds of `--timing`, and the inputs derived
+/// so far. A campaign's worker keeps one across the launches it runs.
+pub struct Measurer<'a> {
     capture: &'a Capture,
     variants: VariantCache<CoverageMap>,
     plain: HashMap<String, Result<BuiltProgram, String>>,
-    /// Capture program hash → key of the merged program (source text and map).
-    merge_keys: HashMap<String, String>,
-    /// Merged program key → position in the report.
-    index: HashMap<String, usize>,
-    report: CoverageReport,
-    timing: Option<Vec<CoverTiming>>,
+    timing: bool,
     /// Restores inputs the capture keeps only as digests (past its disk budget).
     deriver: Deriver<'a>,
 }
 
-/// Replays the selected launches with coverage counters on an opened session and merges the
-/// results (`opts.ids` and `opts.device` are not used here: the caller chose). With `timing`, each launch also runs plain and instrumented several times.
-pub fn collect_on(
-    session: &Session,
-    capture: &Capture,
-    launches: &[&LaunchRecord],
-    opts: &CoverOptions,
-    timing: bool,
-) -> (CoverageReport, Vec<CoverTiming>) {
-    let mut c = Collector {
-        session,
-        capture,
-        variants: VariantCache::with_disk(opts.instrument_cache.clone().map(|dir| DiskCache {
-            dir,
-            pass: "coverage",
-        })),
-        plain: HashMap::new(),
-        merge_keys: HashMap::new(),
-        index: HashMap::new(),
-        report: CoverageReport::default(),
-        timing: timing.then(Vec::new),
-        deriver: Deriver::new(capture),
-    };
-    for l in launches {
-        worker::announce(l.id);
-        if let Err(f) = c.one(l) {
-            let kind = if f.skip { "skipped" } else { "error" };
-            if !f.skip && !c.report.details.contains(&f.full) {
-                c.report.details.push(f.full.clone());
-            }
-            c.report.problems.push(Problem {
-                launch: l.id,
-                kernel: l.kernel.clone(),
-                kind: kind.into(),
-                message: f.line.trim_start_matches("not replayable: ").to_string(),
-            });
+impl<'a> Measurer<'a> {
+    /// A measurer over `capture`; `instrument_cache` keeps instrumented sources on disk;
+    /// with `timing`, each launch also runs plain and instrumented several times.
+    pub fn new(capture: &'a Capture, instrument_cache: Option<PathBuf>, timing: bool) -> Self {
+        Measurer {
+            capture,
+            variants: VariantCache::with_disk(disk_cache(instrument_cache)),
+            plain: HashMap::new(),
+            timing,
+            deriver: Deriver::new(capture),
         }
     }
-    (c.report, c.timing.unwrap_or_default())
-}
 
-/// Opens the selected device, then [`collect_on`].
-pub fn collect(
-    capture: &Capture,
-    opts: &CoverOptions,
-    timing: bool,
-) -> Result<(Session, CoverageReport, Vec<CoverTiming>), ExecError> {
-    let launches = select(capture, opts.ids.as_deref())?;
-    let session = Session::open(&opts.device)?;
-    let (mut report, times) = collect_on(&session, capture, &launches, opts, timing);
-    for (id, why) in &opts.failed_elsewhere {
-        let kernel = capture
-            .launches
-            .iter()
-            .find(|l| l.id == *id)
-            .map_or_else(|| "?".to_string(), |l| l.kernel.clone());
-        report.problems.push(Problem {
-            launch: *id,
-            kernel,
-            kind: "error".into(),
-            message: format!("the kernel {why}; left out of the coverage"),
-        });
+    /// Replays `l` with coverage counters on `session` (always the same session for one
+    /// measurer: it keeps programs built there).
+    pub fn measure(&mut self, session: &Session, l: &LaunchRecord) -> LaunchCoverage {
+        let info = session.info();
+        let mut lc = LaunchCoverage {
+            launch: l.id,
+            kernel: l.kernel.clone(),
+            program: l.program.clone(),
+            result: None,
+            problem: None,
+            detail: None,
+            device: Some(format!("{} ({})", info.name, info.platform)),
+            timing: None,
+        };
+        match self.one(session, l) {
+            Ok((result, differs, timing)) => {
+                lc.result = Some(result);
+                lc.timing = timing;
+                lc.problem = differs.map(|m| Problem {
+                    launch: l.id,
+                    kernel: l.kernel.clone(),
+                    kind: "note".into(),
+                    message: format!(
+                        "the instrumented kernel's output differs from the recording: {m}"
+                    ),
+                });
+            }
+            Err(f) => {
+                lc.problem = Some(Problem {
+                    launch: l.id,
+                    kernel: l.kernel.clone(),
+                    kind: if f.skip { "skipped" } else { "error" }.into(),
+                    message: f.line.trim_start_matches("not replayable: ").to_string(),
+                });
+                lc.detail = (!f.skip).then_some(f.full);
+            }
+        }
+        lc
     }
-    report.problems.sort_by_key(|p| p.launch);
-    Ok((session, report, times))
-}
 
-fn failure(e: impl Into<VariantError>) -> Failure {
-    Failure::from(&e.into())
-}
+    /// The original source and map of a program this measurer instrumented.
+    fn instrumented(&self, program: &str) -> Option<(String, CoverageMap)> {
+        self.variants
+            .variants()
+            .find(|(k, _)| k.as_str() == program)
+            .map(|(_, v)| (v.original.clone(), v.pass.clone()))
+    }
 
-impl Collector<'_> {
-    fn one(&mut self, l: &LaunchRecord) -> Result<(), Failure> {
-        let input = self.deriver.input(self.session, l).map_err(failure)?;
-        let (variant, fresh) =
-            self.variants
-                .get(self.session, self.capture, &l.program, |src, options| {
-                    let model = cltrap_kernel::parse_program(src, options)?;
-                    let c = instrument_coverage(&model, CoverageOptions::default())?;
-                    Ok((c.source, c.map))
-                })?;
+    #[allow(clippy::type_complexity)]
+    fn one(
+        &mut self,
+        session: &Session,
+        l: &LaunchRecord,
+    ) -> Result<(CoverageResult, Option<Mismatch>, Option<CoverTiming>), Failure> {
+        let input = self.deriver.input(session, l).map_err(failure)?;
+        let (variant, fresh) = self
+            .variants
+            .get(session, self.capture, &l.program, coverage_pass)?;
         let map = &variant.pass;
         if !map.kernels.iter().any(|k| k.name == l.kernel) {
             return Err(failure(ExecError::NoKernel {
@@ -337,10 +364,7 @@ impl Collector<'_> {
         let init = map.initial_buffer(&input.global_size, input.local_size.as_deref());
         let extra = [word_buffer(&init)];
         let start = Instant::now();
-        let out = self
-            .session
-            .run(&variant.built, &input, &extra)
-            .map_err(failure)?;
+        let out = session.run(&variant.built, &input, &extra).map_err(failure)?;
         let first_wall = start.elapsed();
         let n = input.args.len();
         let counters = out
@@ -360,7 +384,7 @@ impl Collector<'_> {
                 .next()
         });
 
-        let mut times = self.timing.is_some().then(|| CoverTiming {
+        let mut times = self.timing.then(|| CoverTiming {
             launch: l.id,
             kernel: l.kernel.clone(),
             instrument: if fresh {
@@ -380,60 +404,28 @@ impl Collector<'_> {
         if let Some(t) = times.as_mut() {
             for _ in 1..TIMING_RUNS {
                 let start = Instant::now();
-                let o = self
-                    .session
-                    .run(&variant.built, &input, &extra)
-                    .map_err(failure)?;
+                let o = session.run(&variant.built, &input, &extra).map_err(failure)?;
                 t.instrumented_wall.push(start.elapsed());
                 t.instrumented_ns.extend(o.kernel_ns);
             }
         }
-        // Programs created separately from the same text with the same map (the same source
-        // built twice, or with options that change nothing) are one program to the user.
-        let key = self
-            .merge_keys
-            .entry(l.program.clone())
-            .or_insert_with(|| {
-                let map = serde_json::to_string(&variant.pass).unwrap_or_default();
-                digest(format!("{}\0{map}", variant.original).as_bytes())
-            })
-            .clone();
-        let at = match self.index.get(&key) {
-            Some(i) => *i,
-            None => {
-                self.report.programs.push(ProgramCoverage::new(
-                    l.program.clone(),
-                    variant.original.clone(),
-                    variant.pass.clone(),
-                ));
-                self.index.insert(key, self.report.programs.len() - 1);
-                self.report.programs.len() - 1
-            }
-        };
-        self.report.programs[at]
-            .add_counters(&l.kernel, Some(l.id), &counters, &input.global_size)
+        let result = map
+            .evaluate(&l.kernel, &counters, &input.global_size)
             .map_err(failure)?;
-        if let Some(m) = differs {
-            self.report.problems.push(Problem {
-                launch: l.id,
-                kernel: l.kernel.clone(),
-                kind: "note".into(),
-                message: format!(
-                    "the instrumented kernel's output differs from the recording: {m}"
-                ),
-            });
+        if let Some(t) = times.as_mut() {
+            self.time_plain(session, l, &input, t);
         }
-        if let (Some(mut t), Some(_)) = (times.take(), self.timing.as_ref()) {
-            self.time_plain(l, &input, &mut t);
-            if let Some(all) = self.timing.as_mut() {
-                all.push(t);
-            }
-        }
-        Ok(())
+        Ok((result, differs, times))
     }
 
-    fn time_plain(&mut self, l: &LaunchRecord, input: &LaunchInput, t: &mut CoverTiming) {
-        let (session, capture) = (self.session, self.capture);
+    fn time_plain(
+        &mut self,
+        session: &Session,
+        l: &LaunchRecord,
+        input: &LaunchInput,
+        t: &mut CoverTiming,
+    ) {
+        let capture = self.capture;
         let built = self.plain.entry(l.program.clone()).or_insert_with(|| {
             capture
                 .program(&l.program)
@@ -453,6 +445,111 @@ impl Collector<'_> {
             }
         }
     }
+}
+
+/// Gives a program's original source and map by its capture hash (the instrumented variant a
+/// measurer kept, or the program instrumented again for a campaign's report).
+pub type ProgramSource<'a> = &'a mut dyn FnMut(&str) -> Result<(String, CoverageMap), String>;
+
+/// Merges launches' coverage, in launch order, into the report: programs with the same
+/// source text and map are one program, each in the order of its first measured launch.
+#[derive(Default)]
+pub struct Merger {
+    /// Capture program hash → key of the merged program (source text and map).
+    merge_keys: HashMap<String, String>,
+    /// Merged program key → position in the report.
+    index: HashMap<String, usize>,
+    report: CoverageReport,
+    timing: Vec<CoverTiming>,
+}
+
+impl Merger {
+    /// Adds one launch; `program` gives a program's original source and map (called once per
+    /// program hash).
+    pub fn add(
+        &mut self,
+        lc: &LaunchCoverage,
+        program: ProgramSource,
+    ) -> Result<(), String> {
+        if let Some(result) = &lc.result {
+            let key = match self.merge_keys.get(&lc.program) {
+                Some(k) => k.clone(),
+                None => {
+                    let (original, map) = program(&lc.program)?;
+                    let text = serde_json::to_string(&map).unwrap_or_default();
+                    let key = digest(format!("{original}\0{text}").as_bytes());
+                    if !self.index.contains_key(&key) {
+                        self.report.programs.push(ProgramCoverage::new(
+                            lc.program.clone(),
+                            original,
+                            map,
+                        ));
+                        self.index.insert(key.clone(), self.report.programs.len() - 1);
+                    }
+                    self.merge_keys.insert(lc.program.clone(), key.clone());
+                    key
+                }
+            };
+            let at = self.index[&key];
+            self.report.programs[at].add_result(&lc.kernel, Some(lc.launch), result.clone());
+        }
+        if let Some(d) = &lc.detail {
+            if !self.report.details.contains(d) {
+                self.report.details.push(d.clone());
+            }
+        }
+        if let Some(p) = &lc.problem {
+            self.report.problems.push(p.clone());
+        }
+        if let Some(t) = &lc.timing {
+            self.timing.push(t.clone());
+        }
+        Ok(())
+    }
+
+    /// The report (problems in launch-id order) and the launches' times.
+    pub fn finish(mut self) -> (CoverageReport, Vec<CoverTiming>) {
+        self.report.problems.sort_by_key(|p| p.launch);
+        (self.report, self.timing)
+    }
+}
+
+/// Replays the selected launches with coverage counters on an opened session and merges the
+/// results (`opts.ids` and `opts.device` are not used here: the caller chose). With `timing`,
+/// each launch also runs plain and instrumented several times.
+pub fn collect_on(
+    session: &Session,
+    capture: &Capture,
+    launches: &[&LaunchRecord],
+    opts: &CoverOptions,
+    timing: bool,
+) -> (CoverageReport, Vec<CoverTiming>) {
+    let mut m = Measurer::new(capture, opts.instrument_cache.clone(), timing);
+    let mut merger = Merger::default();
+    for l in launches {
+        let lc = m.measure(session, l);
+        let _ = merger.add(&lc, &mut |p| {
+            m.instrumented(p)
+                .ok_or_else(|| format!("program {p} was not instrumented"))
+        });
+    }
+    merger.finish()
+}
+
+/// Opens the selected device, then [`collect_on`].
+pub fn collect(
+    capture: &Capture,
+    opts: &CoverOptions,
+    timing: bool,
+) -> Result<(Session, CoverageReport, Vec<CoverTiming>), ExecError> {
+    let launches = select(capture, opts.ids.as_deref())?;
+    let session = Session::open(&opts.device)?;
+    let (report, times) = collect_on(&session, capture, &launches, opts, timing);
+    Ok((session, report, times))
+}
+
+fn failure(e: impl Into<VariantError>) -> Failure {
+    Failure::from(&e.into())
 }
 
 fn mean(v: &[u64]) -> Option<f64> {
@@ -505,31 +602,30 @@ pub fn timing_total(times: &[CoverTiming]) -> String {
     )
 }
 
-/// `cltrap cover`: measures, prints the terminal summary (and `--timing` lines), writes the
-/// requested reports, and returns the exit status; errors are one sentence.
-pub fn cli(
-    capture: &Capture,
-    opts: &CoverOptions,
+/// Prints the terminal summary (and `--timing` lines) and writes the requested reports;
+/// `device` names where the launches ran. Returns the exit status; errors are one sentence.
+pub fn print(
+    report: &CoverageReport,
+    times: &[CoverTiming],
     paths: &ReportPaths,
     timing: bool,
-    out: &mut impl std::io::Write,
+    device: &str,
+    out: &mut dyn std::io::Write,
 ) -> Result<i32, String> {
-    let (session, report, times) = collect(capture, opts, timing).map_err(|e| e.to_string())?;
     for d in &report.details {
         eprintln!("cltrap: {d}");
     }
-    let _ = write!(out, "{}", report::summary(&report));
-    for t in &times {
+    let _ = write!(out, "{}", report::summary(report));
+    for t in times {
         let _ = writeln!(out, "{}", timing_line(t));
     }
     if timing {
-        let _ = writeln!(out, "{}", timing_total(&times));
+        let _ = writeln!(out, "{}", timing_total(times));
     }
-    let written = report::write(&report, paths).map_err(|e| e.to_string())?;
+    let written = report::write(report, paths).map_err(|e| e.to_string())?;
     for p in written {
         let _ = writeln!(out, "wrote {}", p.display());
     }
-    let info = session.info();
-    let _ = writeln!(out, "device {} ({})", info.name, info.platform);
+    let _ = writeln!(out, "device {device}");
     Ok(report.exit_code())
 }

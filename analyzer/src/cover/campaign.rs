@@ -1,0 +1,215 @@
+//! `cltrap cover` as a campaign: one unit per launch, measured in workers (on several devices,
+//! in shards, resumable) and merged into the report in launch order, whatever ran where.
+//!
+//! A worker keeps its [`Measurer`] across the launches it runs (each program instrumented and
+//! built once per worker, derived inputs kept), and returns each launch's counters evaluated
+//! against its program's map ([`LaunchCoverage`]). The report re-creates each program's source
+//! and map itself (one instrumentation per distinct program, from `--instrument-cache` when
+//! given), so a launch's result stays small. A launch that crashes or hangs its worker is
+//! counted as failed and named; the other launches are still measured.
+
+use super::{print, CoverTiming, LaunchCoverage, Measurer, Merger, Problem, ReportPaths};
+use crate::campaign::{Campaign, Finished, Lost, Unit, UnitContext};
+use crate::executor::{DeviceSelector, Session};
+use cltrap_capture::{Capture, LaunchRecord};
+use cltrap_kernel::coverage::CoverageMap;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The coverage of a capture's selected launches, and where its reports go.
+pub struct CoverCampaign {
+    dir: PathBuf,
+    /// The capture, for the whole process (a worker's derived inputs borrow it).
+    capture: &'static Capture,
+    ids: Option<Vec<u64>>,
+    instrument_cache: Option<PathBuf>,
+    /// The report files.
+    pub paths: ReportPaths,
+    /// `--timing`: per-launch times, instrumented against plain.
+    pub timing: bool,
+    /// Damaged launch lines of the capture (left out; exit 2).
+    pub damaged: usize,
+    /// Longest silence of a worker on one launch (its program's instrumenting and compile
+    /// included).
+    pub watchdog: Duration,
+    here: Option<Here>,
+}
+
+/// What a worker keeps between launches: its session and what it built there.
+struct Here {
+    device: DeviceSelector,
+    session: Session,
+    measurer: Measurer<'static>,
+}
+
+impl CoverCampaign {
+    /// The coverage of the launches `ids` (all when `None`) of `capture`, opened from `dir`.
+    pub fn new(
+        dir: &Path,
+        capture: Capture,
+        ids: Option<Vec<u64>>,
+        instrument_cache: Option<PathBuf>,
+    ) -> CoverCampaign {
+        CoverCampaign {
+            dir: dir.to_path_buf(),
+            capture: Box::leak(Box::new(capture)),
+            ids,
+            instrument_cache,
+            paths: ReportPaths::default(),
+            timing: false,
+            damaged: 0,
+            watchdog: Duration::from_secs(300),
+            here: None,
+        }
+    }
+
+    fn launch_of(&self, unit: &Unit) -> Result<&'static LaunchRecord, String> {
+        let id: u64 = unit
+            .id
+            .strip_prefix("launch-")
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("`{}` is not a launch unit", unit.id))?;
+        self.capture
+            .launches
+            .iter()
+            .find(|l| l.id == id)
+            .ok_or_else(|| format!("the capture has no launch {id}"))
+    }
+}
+
+impl Campaign for CoverCampaign {
+    fn command(&self) -> &'static str {
+        "cover"
+    }
+
+    fn units(&mut self) -> Result<Vec<Unit>, String> {
+        let launches =
+            crate::replay::select(self.capture, self.ids.as_deref()).map_err(|e| e.to_string())?;
+        Ok(launches
+            .iter()
+            .map(|l| Unit {
+                id: format!("launch-{}", l.id),
+                payload: Value::Null,
+            })
+            .collect())
+    }
+
+    fn deadline(&self) -> Duration {
+        self.watchdog
+    }
+
+    fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String> {
+        let l = self.launch_of(unit)?;
+        if self.here.as_ref().is_none_or(|h| &h.device != cx.device) {
+            let session = match Session::open(cx.device) {
+                Ok(s) => s,
+                Err(e) => {
+                    let lc = LaunchCoverage {
+                        launch: l.id,
+                        kernel: l.kernel.clone(),
+                        program: l.program.clone(),
+                        result: None,
+                        problem: Some(Problem {
+                            launch: l.id,
+                            kernel: l.kernel.clone(),
+                            kind: "error".into(),
+                            message: e.to_string().lines().next().unwrap_or("").to_string(),
+                        }),
+                        detail: Some(e.to_string()),
+                        device: None,
+                        timing: None,
+                    };
+                    return serde_json::to_value(lc).map_err(|e| e.to_string());
+                }
+            };
+            self.here = Some(Here {
+                device: cx.device.clone(),
+                session,
+                measurer: Measurer::new(self.capture, self.instrument_cache.clone(), self.timing),
+            });
+        }
+        let here = self.here.as_mut().ok_or("no session")?;
+        let lc = here.measurer.measure(&here.session, l);
+        serde_json::to_value(lc).map_err(|e| e.to_string())
+    }
+
+    fn lost(&self, unit: &Unit, why: &Lost) -> Value {
+        let Ok(l) = self.launch_of(unit) else {
+            return Value::Null;
+        };
+        let why = match why {
+            Lost::Crashed(w) => format!("crashed the cover worker ({w})"),
+            Lost::TimedOut(d) => format!(
+                "hung (no progress within {} s; the watchdog stopped the cover worker)",
+                d.as_secs()
+            ),
+        };
+        let lc = LaunchCoverage {
+            launch: l.id,
+            kernel: l.kernel.clone(),
+            program: l.program.clone(),
+            result: None,
+            problem: Some(Problem {
+                launch: l.id,
+                kernel: l.kernel.clone(),
+                kind: "error".into(),
+                message: format!("the kernel {why}; left out of the coverage"),
+            }),
+            detail: None,
+            device: None,
+            timing: None,
+        };
+        serde_json::to_value(lc).unwrap_or(Value::Null)
+    }
+
+    fn report(
+        &mut self,
+        results: &[(Unit, Finished)],
+        _complete: bool,
+        out: &mut dyn Write,
+    ) -> Result<u8, String> {
+        let disk = self.instrument_cache.clone().map(|dir| crate::variant::DiskCache {
+            dir,
+            pass: "coverage",
+        });
+        let capture = self.capture;
+        let mut made: HashMap<String, (String, CoverageMap)> = HashMap::new();
+        let mut program = |hash: &str| -> Result<(String, CoverageMap), String> {
+            if let Some(m) = made.get(hash) {
+                return Ok(m.clone());
+            }
+            let (_, i) = crate::variant::instrument(capture, hash, disk.as_ref(), super::coverage_pass)
+                .map_err(|e| format!("cannot instrument program {hash} for the report: {e}"))?;
+            made.insert(hash.to_string(), (i.original.clone(), i.pass.clone()));
+            Ok((i.original, i.pass))
+        };
+        let mut merger = Merger::default();
+        let mut device: Option<String> = None;
+        for (u, f) in results {
+            let lc: LaunchCoverage = serde_json::from_value(f.result.clone()).map_err(|e| {
+                format!("the campaign's result for {} is not a launch's coverage: {e}", u.id)
+            })?;
+            if device.is_none() {
+                device.clone_from(&lc.device);
+            }
+            merger.add(&lc, &mut program)?;
+        }
+        let (report, times): (_, Vec<CoverTiming>) = merger.finish();
+        let device = device.unwrap_or_else(|| "unknown (no launch ran to its end)".into());
+        let code = print(&report, &times, &self.paths, self.timing, &device, out)?;
+        crate::damage::note(out, self.damaged, "measured");
+        Ok(crate::damage::exit_code(code as u8, self.damaged))
+    }
+
+    fn report_files(&mut self) -> Vec<&mut PathBuf> {
+        let p = &mut self.paths;
+        p.lcov.iter_mut().chain(p.html.iter_mut()).chain(p.json.iter_mut()).collect()
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.join("campaigns")
+    }
+}

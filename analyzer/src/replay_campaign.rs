@@ -1,0 +1,266 @@
+//! `cltrap replay` as a campaign: one unit per launch, replayed in workers (on several
+//! devices, in shards, resumable), the per-launch lines and the summary written by the report
+//! in launch order, whatever ran where.
+//!
+//! A worker keeps its [`Replayer`] (programs built, the outputs derived inputs come from)
+//! across the launches it runs, so one worker replaying in order re-executes nothing twice;
+//! with several workers or shards each re-derives what its launches need (the summary's count
+//! of re-executed launches is what this run paid, the one number that depends on how units were
+//! spread). A launch that crashes or hangs its worker is that launch's error and the replay goes
+//! on in a fresh worker, so `cltrap replay SUITE/findings/KERNEL` reproduces fuzzing findings
+//! without taking cltrap down.
+
+use crate::campaign::{Campaign, Finished, Lost, Unit, UnitContext};
+use crate::compare::Closeness;
+use crate::executor::{DeviceSelector, Session};
+use crate::replay::{LaunchResult, Outcome, Replayer, Summary};
+use cltrap_capture::{Capture, LaunchRecord};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The verdict of a replayed launch, as the summary counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every output matched.
+    Ok,
+    /// An output differs.
+    Mismatch,
+    /// Not replayable from the capture.
+    Skipped,
+    /// Not replayable on this device.
+    NotHere,
+    /// The replay failed.
+    Error,
+}
+
+/// One launch's replay as a worker returns it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Replayed {
+    /// Launch id.
+    pub launch: u64,
+    /// Kernel name.
+    pub kernel: String,
+    /// The per-launch line (`launch ID KERNEL: ok`, …).
+    pub line: String,
+    /// Its verdict.
+    pub verdict: Verdict,
+    /// The whole message of an error (a build log), for stderr.
+    pub full: Option<String>,
+    /// The launch's program hash, when the program built.
+    pub built: Option<String>,
+    /// Earlier launches this worker re-executed for it (a cost, not part of the verdict).
+    pub rederived: u64,
+    /// The device, `name (platform)`, when one was opened.
+    pub device: Option<String>,
+}
+
+impl Replayed {
+    fn of(r: &LaunchResult) -> Replayed {
+        let (verdict, full) = match &r.outcome {
+            Outcome::Ok { .. } => (Verdict::Ok, None),
+            Outcome::Mismatch(_) => (Verdict::Mismatch, None),
+            Outcome::Skipped(_) => (Verdict::Skipped, None),
+            Outcome::NotHere(_) => (Verdict::NotHere, None),
+            Outcome::Error { full, .. } => (Verdict::Error, Some(full.clone())),
+        };
+        Replayed {
+            launch: r.id,
+            kernel: r.kernel.clone(),
+            line: r.to_string(),
+            verdict,
+            full,
+            built: None,
+            rederived: 0,
+            device: None,
+        }
+    }
+
+    fn error(l: &LaunchRecord, line: String, full: Option<String>) -> Replayed {
+        Replayed {
+            launch: l.id,
+            kernel: l.kernel.clone(),
+            line: format!("launch {} {}: error: {line}", l.id, l.kernel),
+            verdict: Verdict::Error,
+            full,
+            built: None,
+            rederived: 0,
+            device: None,
+        }
+    }
+}
+
+/// The replay of a capture's selected launches.
+pub struct ReplayCampaign {
+    dir: PathBuf,
+    /// The capture, for the whole process (a worker's derived inputs borrow it).
+    capture: &'static Capture,
+    ids: Option<Vec<u64>>,
+    closeness: Closeness,
+    /// Damaged launch lines of the capture: each is an error line of the replay (exit 2).
+    pub damaged: Vec<String>,
+    /// Longest silence of a worker on one launch (a program's compile included).
+    pub watchdog: Duration,
+    here: Option<Here>,
+}
+
+/// What a worker keeps between launches: its session and what it built and derived there.
+struct Here {
+    device: DeviceSelector,
+    session: Session,
+    replayer: Replayer<'static>,
+}
+
+impl ReplayCampaign {
+    /// The replay of the launches `ids` (all when `None`) of `capture`, opened from `dir`.
+    pub fn new(dir: &Path, capture: Capture, ids: Option<Vec<u64>>, closeness: Closeness) -> Self {
+        ReplayCampaign {
+            dir: dir.to_path_buf(),
+            capture: Box::leak(Box::new(capture)),
+            ids,
+            closeness,
+            damaged: Vec::new(),
+            watchdog: Duration::from_secs(300),
+            here: None,
+        }
+    }
+
+    fn launch_of(&self, unit: &Unit) -> Result<&'static LaunchRecord, String> {
+        let id: u64 = unit
+            .id
+            .strip_prefix("launch-")
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("`{}` is not a launch unit", unit.id))?;
+        self.capture
+            .launches
+            .iter()
+            .find(|l| l.id == id)
+            .ok_or_else(|| format!("the capture has no launch {id}"))
+    }
+}
+
+impl Campaign for ReplayCampaign {
+    fn command(&self) -> &'static str {
+        "replay"
+    }
+
+    fn units(&mut self) -> Result<Vec<Unit>, String> {
+        let launches =
+            crate::replay::select(self.capture, self.ids.as_deref()).map_err(|e| e.to_string())?;
+        Ok(launches
+            .iter()
+            .map(|l| Unit {
+                id: format!("launch-{}", l.id),
+                payload: Value::Null,
+            })
+            .collect())
+    }
+
+    fn deadline(&self) -> Duration {
+        self.watchdog
+    }
+
+    fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String> {
+        let l = self.launch_of(unit)?;
+        if self.here.as_ref().is_none_or(|h| &h.device != cx.device) {
+            let session = match Session::open(cx.device) {
+                Ok(s) => s,
+                Err(e) => {
+                    let full = e.to_string();
+                    let line = full.lines().next().unwrap_or("").to_string();
+                    let r = Replayed::error(l, line, Some(full));
+                    return serde_json::to_value(r).map_err(|e| e.to_string());
+                }
+            };
+            self.here = Some(Here {
+                device: cx.device.clone(),
+                session,
+                replayer: Replayer::new(self.capture, self.closeness),
+            });
+        }
+        let here = self.here.as_mut().ok_or("no session")?;
+        let before = here.replayer.rederived();
+        let result = here.replayer.one(&here.session, l);
+        let info = here.session.info();
+        let r = Replayed {
+            built: here.replayer.built(&l.program).then(|| l.program.clone()),
+            rederived: here.replayer.rederived() - before,
+            device: Some(format!("{} ({})", info.name, info.platform)),
+            ..Replayed::of(&result)
+        };
+        serde_json::to_value(r).map_err(|e| e.to_string())
+    }
+
+    fn lost(&self, unit: &Unit, why: &Lost) -> Value {
+        let Ok(l) = self.launch_of(unit) else {
+            return Value::Null;
+        };
+        let line = match why {
+            Lost::Crashed(w) => format!("the kernel crashed the replay worker ({w})"),
+            Lost::TimedOut(d) => format!(
+                "hung: no result within {} s, the watchdog stopped the replay worker",
+                d.as_secs()
+            ),
+        };
+        serde_json::to_value(Replayed::error(l, line, None)).unwrap_or(Value::Null)
+    }
+
+    fn report(
+        &mut self,
+        results: &[(Unit, Finished)],
+        _complete: bool,
+        out: &mut dyn Write,
+    ) -> Result<u8, String> {
+        let mut summary = Summary {
+            errors: self.damaged.len(),
+            ..Summary::default()
+        };
+        for d in &self.damaged {
+            let _ = writeln!(out, "damaged launch record: error: {d}");
+            eprintln!("cltrap: {d}");
+        }
+        let mut built: HashSet<String> = HashSet::new();
+        let mut told: HashSet<String> = HashSet::new();
+        let mut device: Option<String> = None;
+        for (u, f) in results {
+            let r: Replayed = serde_json::from_value(f.result.clone()).map_err(|e| {
+                format!("the campaign's result for {} is not a launch's replay: {e}", u.id)
+            })?;
+            let _ = writeln!(out, "{}", r.line);
+            match r.verdict {
+                Verdict::Ok => summary.ok += 1,
+                Verdict::Mismatch => summary.mismatches += 1,
+                Verdict::Skipped => summary.skipped += 1,
+                Verdict::NotHere => summary.not_here += 1,
+                Verdict::Error => summary.errors += 1,
+            }
+            if let Some(full) = &r.full {
+                if told.insert(full.clone()) {
+                    eprintln!("cltrap: launch {} ({}): {full}", r.launch, r.kernel);
+                }
+            }
+            built.extend(r.built);
+            summary.rederived += r.rederived;
+            if device.is_none() {
+                device = r.device;
+            }
+        }
+        summary.programs_built = built.len();
+        let device = device.unwrap_or_else(|| "unknown (every worker crashed)".into());
+        let _ = writeln!(out, "{summary}; device {device}");
+        let _ = out.flush();
+        Ok(summary.exit_code() as u8)
+    }
+
+    fn report_files(&mut self) -> Vec<&mut PathBuf> {
+        Vec::new()
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.join("campaigns")
+    }
+}
