@@ -3,9 +3,10 @@
 # `cltrap mutate` campaign) over one capture of bench/gauss.c (Gaussian elimination, 2N-2
 # launches), run on 1, 2, 4 … devices of one platform (`--devices 0`, `0,1`, …) and, on a
 # machine with one device, with 1 and 2 workers on it (`--workers-per-device`), side by side
-# in one run: wall time, speed-up over one worker, and the share of the workers' time they
-# were idle (the runner's stats.json). Every run's report must equal the one-worker run's
-# (timings aside): a row says so in `same`.
+# in one run: wall time of the whole command and of its units (the runner's phase, from its
+# stats.json; the rest is the analysis's own preparation and report, in one process), the
+# speed-ups over the first row, and the share of the workers' time they were idle. Every run's
+# report must equal the first row's (timings aside; for mutate, the verdicts): `same`.
 #
 # Usage: bench/campaign.sh                    (GAUSS_N=160: 318 launches; MUTATE=1 adds mutate;
 #                                              COMMANDS="mutate": only those, rows merged)
@@ -53,7 +54,7 @@ SPREADS=("1 1")
 if [ "$ndev" -ge 2 ]; then SPREADS+=("2 1"); else SPREADS+=("1 2"); fi
 if [ "$ndev" -ge 4 ]; then SPREADS+=("4 1"); fi
 
-run() { # run NAME DEVICES PER CMD... : prints "wall idle"
+run() { # run NAME DEVICES PER CMD... : prints "wall units-wall idle"
     local name=$1 devs=$2 per=$3 t0 t1
     shift 3
     local list
@@ -69,14 +70,17 @@ run() { # run NAME DEVICES PER CMD... : prints "wall idle"
     python3 - "$OUT/$name/stats.json" $(((t1 - t0) / 1000000)) <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-print(f"{int(sys.argv[2]) / 1000:.2f} {s['idle_fraction']:.3f}")
+print(f"{int(sys.argv[2]) / 1000:.2f} {s['wall_s']:.2f} {s['idle_fraction']:.3f}")
 PY
 }
 
-same() { # same A.json B.json : "yes" when the reports are equal apart from timings
+same() { # same A.json B.json : "yes" when the reports are equal apart from timings (and,
+          # for mutate, apart from the words of a verdict: a mutant that reads garbage prints
+          # what it read, which differs between two devices; the verdicts must not)
     python3 - "$1" "$2" <<'PY'
 import json, sys
-T = {"millis", "kernel_ns", "baseline_kernel_ns", "seconds_elapsed", "elapsed_ms", "wall_ms"}
+T = {"millis", "kernel_ns", "baseline_kernel_ns", "seconds_elapsed", "elapsed_ms", "wall_ms",
+     "statusReason"}
 def norm(v):
     if isinstance(v, dict):
         return {k: (0 if k in T and isinstance(x, (int, float)) else norm(x)) for k, x in v.items()}
@@ -112,20 +116,21 @@ PY
 read -r -a COMMANDS <<<"${COMMANDS:-check${MUTATE:+ mutate}}"
 rows="$OUT/rows.jsonl"
 : >"$rows"
-printf '%-8s %8s %8s %9s %8s %8s %6s\n' command devices workers wall_s speedup idle same
+printf '%-8s %8s %8s %9s %8s %9s %9s %8s %6s\n' command devices workers wall_s speedup units_s units_sp idle same
 for cmd in "${COMMANDS[@]}"; do
     base=""
     for spread in "${SPREADS[@]}"; do
         read -r devs per <<<"$spread"
         name="$cmd-$devs-$per"
-        read -r wall idle <<<"$(run "$name" "$devs" "$per" "$cmd" "$CAP")"
-        if [ -z "$base" ]; then base=$wall; ref="$OUT/$name.json"; fi
+        read -r wall uwall idle <<<"$(run "$name" "$devs" "$per" "$cmd" "$CAP")"
+        if [ -z "$base" ]; then base=$wall; ubase=$uwall; ref="$OUT/$name.json"; fi
         sp=$(python3 -c "print(f'{$base / $wall:.2f}')")
+        usp=$(python3 -c "print(f'{$ubase / $uwall:.2f}')")
         eq=$(same "$ref" "$OUT/$name.json")
         workers=$((devs * per))
-        printf '%-8s %8s %8s %9s %8s %8s %6s\n' "$cmd" "$devs" "$workers" "$wall" "$sp" "$idle" "$eq"
-        printf '{"command": "%s", "launches": %s, "devices": %s, "workers": %s, "wall_s": %s, "speedup": %s, "idle": %s, "same": "%s"}\n' \
-            "$cmd" "$launches" "$devs" "$workers" "$wall" "$sp" "$idle" "$eq" >>"$rows"
+        printf '%-8s %8s %8s %9s %8s %9s %9s %8s %6s\n' "$cmd" "$devs" "$workers" "$wall" "$sp" "$uwall" "$usp" "$idle" "$eq"
+        printf '{"command": "%s", "launches": %s, "devices": %s, "workers": %s, "wall_s": %s, "speedup": %s, "units_s": %s, "units_speedup": %s, "idle": %s, "same": "%s"}\n' \
+            "$cmd" "$launches" "$devs" "$workers" "$wall" "$sp" "$uwall" "$usp" "$idle" "$eq" >>"$rows"
     done
 done
 python3 bench/results.py put campaign --key command,devices,workers --merge \

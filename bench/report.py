@@ -68,6 +68,7 @@ COLUMNS = {
                      ("slots_r", "slots r"), ("slots_f", "slots w")],
     "campaign": [("command", "command"), ("launches", "launches"), ("devices", "devices"),
                  ("workers", "workers"), ("wall_s", "wall s"), ("speedup", "speed-up"),
+                 ("units_s", "units s"), ("units_speedup", "units speed-up"),
                  ("idle", "workers idle"), ("same", "same report")],
     "mutate": [("kernel", "kernel"), ("mutants", "mutants"),
                ("schema_eval_rate", "schema eval mutants/s"),
