@@ -187,7 +187,7 @@ pub fn drive(
                 );
             }
         }
-        if flags.spread() {
+        if flags.devices.is_some() {
             eprintln!("cltrap: {}", stats.line());
         }
     }
