@@ -421,6 +421,9 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
             c.damaged = damaged;
             Ok((Box::new(c) as Box<dyn Campaign>, campaign, device))
         })()),
+        Cmd::Fuzz(a) => Some(cltrap_analyzer::fuzz::units::FuzzUnits::new(&a).map(|c| {
+            (Box::new(c) as Box<dyn Campaign>, a.campaign.clone(), a.device.clone())
+        })),
         _ => None,
     }
 }
