@@ -424,6 +424,9 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
         Cmd::Fuzz(a) => Some(cltrap_analyzer::fuzz::units::FuzzUnits::new(&a).map(|c| {
             (Box::new(c) as Box<dyn Campaign>, a.campaign.clone(), a.device.clone())
         })),
+        Cmd::Solve(a) => Some(cltrap_analyzer::solve::units::SolveUnits::new(&a).map(|c| {
+            (Box::new(c) as Box<dyn Campaign>, a.campaign.clone(), a.device.clone())
+        })),
         _ => None,
     }
 }
