@@ -495,8 +495,7 @@ impl campaign::Campaign for FuzzUnits {
                 .as_ref()
                 .map(|d| d.join("findings").join(suite::findings_dir_name(&r.row)));
             let mut fids = BTreeMap::new();
-            if let (Some(dir), Some(fdir), true) = (&suite_dir, &fdir, r.wrote_findings) {
-                let _ = dir;
+            if let (Some(_), Some(fdir), true) = (&suite_dir, &fdir, r.wrote_findings) {
                 fids = suite::append_capture(&udir.join("findings"), fdir)
                     .map_err(|e| format!("kernel {}: its findings: {e}", r.row))?;
             }
