@@ -587,3 +587,32 @@ impl campaign::Campaign for FuzzUnits {
         self.home.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(executions: Option<u64>, time: Option<Duration>) -> Budget {
+        Budget {
+            executions,
+            time,
+            fruitless: None,
+            exhaust: false,
+        }
+    }
+
+    #[test]
+    fn the_budget_is_shared_evenly_and_by_position_only() {
+        let b = budget(Some(10), None);
+        let got: Vec<Option<u64>> = (0..4)
+            .map(|i| share(&b, i, 4).and_then(|s| s.executions))
+            .collect();
+        assert_eq!(got, vec![Some(3), Some(3), Some(2), Some(2)]);
+        // One execution over three kernels: the first gets it, the others are not fuzzed.
+        assert_eq!(share(&budget(Some(1), None), 0, 3).and_then(|s| s.executions), Some(1));
+        assert!(share(&budget(Some(1), None), 1, 3).is_none());
+        let t = share(&budget(None, Some(Duration::from_secs(9))), 2, 3).unwrap();
+        assert_eq!(t.time, Some(Duration::from_secs(3)));
+        assert!(share(&budget(None, None), 5, 6).is_some());
+    }
+}
