@@ -12,8 +12,10 @@
 //! A unit's result ([`KernelResult`]) is the kernel's report and the lines it says; with
 //! `--out`, the worker also writes the kernel's kept cases and its findings' inputs as two
 //! captures into the unit's folder, `<home>/fuzz-units-<key>/<unit id>/{cases,findings}`
-//! (`key`: a digest of the command's arguments, so every process of the campaign, shards
-//! and `cltrap merge` included, finds them there). [`Campaign::report`] appends them to the
+//! (`home`: the capture's `campaigns/`; for a kernel file the suite's `campaigns/`, or the
+//! temporary folder's `cltrap-campaigns/` without `--out`; `key`: a digest of the command's
+//! arguments, so every process of the campaign, shards and `cltrap merge` included, finds
+//! them there whatever `--campaign-dir` says). [`Campaign::report`] appends them to the
 //! suite ([`suite::append_capture`]) in kernel order and renumbers the report's launch ids,
 //! so the suite is the one a single in-order run writes. The suite is written only by a
 //! complete report: after Ctrl-C, `--resume` writes it once, whole.
