@@ -15,7 +15,7 @@
 //! (`home`: the capture's `campaigns/`; for a kernel file the suite's `campaigns/`, or the
 //! temporary folder's `cltrap-campaigns/` without `--out`; `key`: a digest of the command's
 //! arguments, so every process of the campaign, shards and `cltrap merge` included, finds
-//! them there whatever `--campaign-dir` says). [`Campaign::report`] appends them to the
+//! them there whatever `--campaign-dir` says). [`crate::campaign::Campaign::report`] appends them to the
 //! suite ([`suite::append_capture`]) in kernel order and renumbers the report's launch ids,
 //! so the suite is the one a single in-order run writes. The suite is written only by a
 //! complete report: after Ctrl-C, `--resume` writes it once, whole.
