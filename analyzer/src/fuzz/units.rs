@@ -15,9 +15,10 @@
 //! (`home`: the capture's `campaigns/`; for a kernel file the suite's `campaigns/`, or the
 //! temporary folder's `cltrap-campaigns/` without `--out`; `key`: a digest of the command's
 //! arguments, so every process of the campaign, shards and `cltrap merge` included, finds
-//! them there whatever `--campaign-dir` says). [`crate::campaign::Campaign::report`] appends them to the
-//! suite ([`suite::append_capture`]) in kernel order and renumbers the report's launch ids,
-//! so the suite is the one a single in-order run writes. The suite is written only by a
+//! them there whatever `--campaign-dir` says). The report
+//! ([`crate::campaign::Campaign::report`]) appends them to the suite
+//! ([`suite::append_capture`]) in kernel order and renumbers the report's launch ids, so the
+//! suite is the one a single in-order run writes. The suite is written only by a
 //! complete report: after Ctrl-C, `--resume` writes it once, whole.
 //!
 //! The executions inside a unit keep their own worker ([`super::runner`]): it serves
@@ -144,7 +145,7 @@ fn key(args: &FuzzArgs) -> String {
 
 impl FuzzUnits {
     /// The campaign the arguments describe (a capture is opened; its kernels are listed
-    /// when a device is open: [`FuzzUnits::units`]).
+    /// when a device is open: [`crate::campaign::Campaign::units`]).
     pub fn new(args: &FuzzArgs) -> Result<FuzzUnits, String> {
         let input = args
             .input
