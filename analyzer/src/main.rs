@@ -515,6 +515,12 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
             c.watchdog = std::time::Duration::from_secs_f64(watchdog.max(0.1));
             Ok((Box::new(c) as Box<dyn Campaign>, campaign, device))
         })()),
+        Cmd::Fuzz(a) => Some(cltrap_analyzer::fuzz::units::FuzzUnits::new(&a).map(|c| {
+            (Box::new(c) as Box<dyn Campaign>, a.campaign.clone(), a.device.clone())
+        })),
+        Cmd::Solve(a) => Some(cltrap_analyzer::solve::units::SolveUnits::new(&a).map(|c| {
+            (Box::new(c) as Box<dyn Campaign>, a.campaign.clone(), a.device.clone())
+        })),
         _ => None,
     }
 }

@@ -9,7 +9,9 @@
 //!   or in a worker process under a watchdog;
 //! - [`reduce`]: large launches fuzzed on a few of their work-groups, their buffers kept in
 //!   the worker, every kept case confirmed on the whole launch;
-//! - [`suite`]: writing the suite (capture format) and its report.
+//! - [`suite`]: writing the suite (capture format) and its report;
+//! - [`units`]: the command as a campaign of the runner ([`crate::campaign`]): one unit per
+//!   kernel, in worker processes on every device, in shards, resumable.
 
 pub mod campaign;
 pub mod classes;
@@ -19,6 +21,7 @@ pub mod roles;
 pub mod runner;
 pub mod spec;
 pub mod suite;
+pub mod units;
 pub mod wire;
 
 use crate::executor::{Deriver, DeviceSelector, ExecError, LaunchInput, Session};
@@ -81,7 +84,8 @@ pub struct FuzzArgs {
     #[arg(long, default_value = "", value_name = "OPTIONS")]
     pub build_options: String,
     /// Stop after a time (`30s`, `2m`) or a number of executions (`5000`) for the whole
-    /// campaign: kernels fuzzed one after the other share it.
+    /// campaign: each kernel gets an even share of it (so a kernel's campaign does not
+    /// depend on where or after which other kernel it runs).
     #[arg(long)]
     pub budget: Option<String>,
     /// Stop after this many mutations without new coverage (default: 50 per mutable argument).
@@ -135,6 +139,9 @@ pub struct FuzzArgs {
     /// launch.
     #[arg(long)]
     pub full_launches: bool,
+    /// Devices, shards, `--resume` (one unit per kernel).
+    #[command(flatten)]
+    pub campaign: crate::campaign::CampaignArgs,
 }
 
 /// One kernel to fuzz: its program and seeds.
@@ -809,7 +816,8 @@ pub fn write_outcome(
     Ok(report)
 }
 
-/// `cltrap fuzz`.
+/// `cltrap fuzz`: the execution worker (`--worker`), the interface file (`--init`), or the
+/// campaign over the kernels ([`units::FuzzUnits`], run by [`crate::campaign::runner`]).
 pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
     let device = args.device.clone();
     if args.worker {
@@ -821,82 +829,36 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
     let Some(input) = &args.input else {
         return Err("give a capture directory or a kernel file".into());
     };
-    // A capture's session re-creates its derived inputs first, then runs the campaigns.
-    let mut opened = None;
-    // Damaged launch lines are named once and left out; the run then ends with exit 2.
-    let mut damaged = 0;
-    let targets = if input.is_dir() {
-        let capture = Capture::open_keeping_damaged(input).map_err(|e| e.to_string())?;
-        damaged = crate::damage::report(&capture, "fuzzing");
-        if let Some(why) = crate::damage::nothing_left(&capture) {
-            return Err(why);
-        }
-        let session = opened.insert(Session::open(&device).map_err(|e| e.to_string())?);
-        let mut targets = targets_from_capture(&capture, args.kernel.as_deref(), Some(session))
-            .map_err(|e| e.to_string())?;
-        if args.captured_ranges {
-            crate::generalise::bound_targets(&capture, &mut targets);
-        }
-        targets
-    } else {
-        // Not UTF-8 (a Latin-1 comment, which drivers accept): the odd bytes become U+FFFD.
+    if args.init && !input.is_dir() {
         let source = std::fs::read(input)
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .map_err(|e| format!("cannot read {}: {e}", input.display()))?;
         let folder = input.parent().unwrap_or(Path::new("."));
-        if args.init {
-            let (headers, options) = Headers::from_disk(&source, &args.build_options, folder)
-                .map_err(|e| e.to_string())?;
-            let program = cltrap_kernel::parse_program(&source, &headers.options(&options))
-                .map_err(|e| e.to_string())?;
-            let name = match &args.kernel {
-                Some(k) => k.clone(),
-                None => program
-                    .kernels()
-                    .next()
-                    .map(|k| k.name.clone())
-                    .ok_or("the file defines no kernel")?,
-            };
-            let iface = interface::derive(&program, &name).map_err(|e| e.to_string())?;
-            let spec = spec::initial(&iface, &args.build_options);
-            let text = serde_json::to_string_pretty(&spec).map_err(|e| e.to_string())?;
-            let _ = writeln!(out, "{text}");
-            return Ok(0);
-        }
-        let spec = match &args.interface {
-            Some(p) => {
-                let text =
-                    std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
-                let spec: spec::InterfaceFile =
-                    serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", p.display()))?;
-                Some((spec, p.parent().unwrap_or(Path::new(".")).to_path_buf()))
-            }
-            None => None,
+        let (headers, options) = Headers::from_disk(&source, &args.build_options, folder)
+            .map_err(|e| e.to_string())?;
+        let program = cltrap_kernel::parse_program(&source, &headers.options(&options))
+            .map_err(|e| e.to_string())?;
+        let name = match &args.kernel {
+            Some(k) => k.clone(),
+            None => program
+                .kernels()
+                .next()
+                .map(|k| k.name.clone())
+                .ok_or("the file defines no kernel")?,
         };
-        let options = match &spec {
-            Some((s, _)) if args.build_options.is_empty() => s.build_options.clone(),
-            _ => args.build_options.clone(),
-        };
-        // Includes are searched in the kernel file's folder first, then in `-I`.
-        let (headers, options) =
-            Headers::from_disk(&source, &options, folder).map_err(|e| e.to_string())?;
-        for m in Headers::missing(&headers.includes) {
-            let _ = writeln!(
-                out,
-                "note: {} includes {m}, which was not found",
-                input.display()
-            );
-        }
-        targets_from_source(
-            &source,
-            &options,
-            args.kernel.as_deref(),
-            spec.as_ref().map(|(s, b)| (s, b.as_path())),
-            args.seed,
-            headers,
-        )
-        .map_err(|e| e.to_string())?
-    };
+        let iface = interface::derive(&program, &name).map_err(|e| e.to_string())?;
+        let spec = spec::initial(&iface, &args.build_options);
+        let text = serde_json::to_string_pretty(&spec).map_err(|e| e.to_string())?;
+        let _ = writeln!(out, "{text}");
+        return Ok(0);
+    }
+    let mut c = units::FuzzUnits::new(args)?;
+    crate::campaign::runner::drive(&mut c, &args.campaign, &device, out)
+}
+
+/// The whole campaign's budget from the command line (`--budget`, `--saturation`,
+/// `--exhaust-budget`).
+pub fn whole_budget(args: &FuzzArgs) -> Result<Budget, String> {
     let mut budget = match &args.budget {
         Some(b) => parse_budget(b).map_err(|e| e.to_string())?,
         None => Budget {
@@ -911,212 +873,62 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
     if args.exhaust_budget && args.budget.is_none() {
         return Err("--exhaust-budget needs --budget".into());
     }
-    let settings = Settings {
-        budget,
-        seed: args.seed,
-        solve: args.solve,
-        worker: if args.in_process {
-            None
-        } else {
-            Some(std::env::current_exe().map_err(|e| e.to_string())?)
-        },
-        watchdog: Duration::from_secs_f64(args.watchdog.max(0.1)),
-        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        device: device.clone(),
-        limits: limits(args.loop_bound, args.solver_time),
-        full_launches: args.full_launches,
-        check_cases: !args.no_locate,
-    };
-    let session = match opened {
-        Some(s) => s,
-        None => Session::open(&device).map_err(|e| e.to_string())?,
-    };
-    let mut reports = Vec::new();
-    let mut rows = Vec::new();
-    let mut failed = false;
-    // `--budget` is the whole campaign's: each kernel gets what the ones before it left.
-    let started = Instant::now();
-    let mut executed = 0u64;
-    let mut unfuzzed: Vec<String> = Vec::new();
-    let kernels = targets.len();
-    for t in targets {
-        let name = t.row_name.clone();
-        let mut per = settings.clone();
-        let left_time = settings
-            .budget
-            .time
-            .map(|limit| limit.saturating_sub(started.elapsed()));
-        let left_runs = settings
-            .budget
-            .executions
-            .map(|n| n.saturating_sub(executed));
-        if left_time.is_some_and(|t| t.is_zero()) || left_runs == Some(0) {
-            unfuzzed.push(name);
-            continue;
+    Ok(budget)
+}
+
+/// The targets of the kernel file `input` (its interface file, its included files); lines
+/// for the report (included files not found) go to `notes`.
+pub fn file_targets(
+    args: &FuzzArgs,
+    input: &Path,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Target>, String> {
+    // Not UTF-8 (a Latin-1 comment, which drivers accept): the odd bytes become U+FFFD.
+    let source = std::fs::read(input)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map_err(|e| format!("cannot read {}: {e}", input.display()))?;
+    let folder = input.parent().unwrap_or(Path::new("."));
+    let spec = match &args.interface {
+        Some(p) => {
+            let text = std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+            let spec: spec::InterfaceFile =
+                serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+            Some((spec, p.parent().unwrap_or(Path::new(".")).to_path_buf()))
         }
-        per.budget.time = left_time;
-        per.budget.executions = left_runs;
-        match run_target(&session, t, &per) {
-            Ok(o) => {
-                executed += o.campaign.executions;
-                if let Some(note) = &o.campaign.reduced_note {
-                    let _ = writeln!(out, "kernel {name}: {note}");
-                }
-                if o.campaign.reduced.is_some() {
-                    let (ok, failed) = o.campaign.confirmed;
-                    let _ = writeln!(
-                        out,
-                        "kernel {name}: {ok} case(s) confirmed on the whole launch, {failed} \
-                         failed there (findings)"
-                    );
-                    if o.campaign.subset_only > 0 {
-                        let _ = writeln!(
-                            out,
-                            "kernel {name}: warning: {} case(s) reached on the reduced launch \
-                             what they do not reach on the whole launch (work-groups that \
-                             depend on each other or on timing?); the suite records the whole \
-                             launch",
-                            o.campaign.subset_only
-                        );
-                    }
-                }
-                let mut kinds: Vec<(&str, usize)> = Vec::new();
-                for f in &o.campaign.findings {
-                    match kinds.iter_mut().find(|k| k.0 == f.what) {
-                        Some(k) => k.1 += 1,
-                        None => kinds.push((&f.what, 1)),
-                    }
-                }
-                for (what, n) in kinds {
-                    let _ = writeln!(out, "finding in {name}: {what} ({n} input(s))");
-                }
-                if let Some(why) = &o.campaign.no_case {
-                    let solve = if settings.solve {
-                        "; nothing to solve from"
-                    } else {
-                        ""
-                    };
-                    let _ = writeln!(out, "kernel {name}: no test case: {why}{solve}");
-                }
-                let mut located = Vec::new();
-                let report = match &args.out {
-                    Some(dir) => {
-                        if !o.campaign.findings.is_empty() {
-                            let fdir = dir.join("findings").join(suite::findings_dir_name(&name));
-                            let n = suite::write_findings(
-                                &fdir,
-                                &SuiteProgram {
-                                    source: &o.target.source,
-                                    options: &o.target.options,
-                                    headers: &o.target.headers,
-                                },
-                                &o.campaign,
-                                session.info(),
-                            )
-                            .map_err(|e| e.to_string())?;
-                            let _ = writeln!(
-                                out,
-                                "{} finding input(s) of {name} written to {} (cltrap show / replay)",
-                                n.len(),
-                                fdir.display()
-                            );
-                            // Locating runs Oclgrind on every kind of finding: not past
-                            // the campaign's time budget.
-                            let spent = settings
-                                .budget
-                                .time
-                                .is_some_and(|limit| started.elapsed() >= limit);
-                            if !args.no_locate && spent {
-                                let _ = writeln!(
-                                    out,
-                                    "note: the overrunning lines of {name}'s findings were not \
-                                     looked for: the campaign's --budget ran out (`cltrap check \
-                                     {}` locates them)",
-                                    fdir.display()
-                                );
-                            } else if !args.no_locate {
-                                located = locate_findings(&fdir, &name, &o.campaign, &n, out);
-                            }
-                        }
-                        let mut r =
-                            write_outcome(dir, &o, 0, session.info()).map_err(|e| e.to_string())?;
-                        r.overruns = std::mem::take(&mut located);
-                        r
-                    }
-                    None => o.report.clone(),
-                };
-                if args.timing {
-                    let r = &report;
-                    let _ = writeln!(
-                        out,
-                        "timing {}: compile {:.1} ms, saturation {:.1} ms (compile excluded), \
-                         {} executions in {:.1} ms ({} confirmation runs in {:.1} ms), \
-                         solve {:.1} ms, total {:.1} ms, {} build(s)",
-                        name,
-                        r.compile_ms,
-                        r.saturation_ms,
-                        r.executions,
-                        r.run_ms,
-                        r.confirm_runs,
-                        r.confirm_ms,
-                        r.solve_ms,
-                        o.total.as_secs_f64() * 1e3,
-                        r.compiles
-                    );
-                }
-                rows.push((o.campaign.cases.len(), o.total));
-                reports.push(report);
-            }
-            Err(e) => {
-                failed = true;
-                let _ = writeln!(out, "kernel {name}: {e}");
-            }
-        }
+        None => None,
+    };
+    let options = match &spec {
+        Some((s, _)) if args.build_options.is_empty() => s.build_options.clone(),
+        _ => args.build_options.clone(),
+    };
+    // Includes are searched in the kernel file's folder first, then in `-I`.
+    let (headers, options) =
+        Headers::from_disk(&source, &options, folder).map_err(|e| e.to_string())?;
+    for m in Headers::missing(&headers.includes) {
+        notes.push(format!(
+            "note: {} includes {m}, which was not found",
+            input.display()
+        ));
     }
-    if !unfuzzed.is_empty() {
-        let _ = writeln!(
-            out,
-            "not fuzzed: {} of {kernels} kernel(s) ({}): the campaign's --budget ran out before them",
-            unfuzzed.len(),
-            unfuzzed.join(", ")
-        );
-    }
-    print_slots(out, &reports);
-    let table: Vec<(&KernelReport, usize, Duration)> = reports
-        .iter()
-        .zip(&rows)
-        .map(|(r, (n, t))| (r, *n, *t))
-        .collect();
-    print_table(out, &table);
-    if let (Some(dir), true) = (&args.out, reports.is_empty()) {
-        // Nothing ran (e.g. the instrumented program did not build): the reason was said
-        // above; there is no suite to report on.
-        let _ = writeln!(
-            out,
-            "no suite written to {}: no kernel was fuzzed",
-            dir.display()
-        );
-    } else if let Some(dir) = &args.out {
-        let mut all = suite::read_report(dir);
-        all.kernels
-            .retain(|k| !reports.iter().any(|r| r.id() == k.id()));
-        all.kernels.extend(reports.iter().cloned());
-        suite::write_report(dir, &all).map_err(|e| e.to_string())?;
-        let _ = writeln!(out, "suite written to {}", dir.display());
-    }
-    let code = if failed { 1 } else { 0 };
-    Ok(crate::damage::exit_code(code, damaged))
+    targets_from_source(
+        &source,
+        &options,
+        args.kernel.as_deref(),
+        spec.as_ref().map(|(s, b)| (s, b.as_path())),
+        args.seed,
+        headers,
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// Names the line that overran for each distinct crash or write out of bounds of a campaign
 /// (hangs excluded), by the bounds check on its first saved input in `fdir` (`written`:
-/// launch id there, finding index); prints one line each.
-fn locate_findings(
+/// launch id there, finding index); says one line each.
+pub(crate) fn locate_findings(
     fdir: &Path,
-    name: &str,
     c: &Campaign,
     written: &[(u64, usize)],
-    out: &mut dyn Write,
+    said: &mut Vec<units::Said>,
 ) -> Vec<suite::LocatedFinding> {
     use crate::check::locate::{overruns, Located, DEFAULT_BUDGET};
     let mut firsts: Vec<(u64, &str)> = Vec::new();
@@ -1134,7 +946,9 @@ fn locate_findings(
     let capture = match Capture::open(fdir) {
         Ok(c) => c,
         Err(e) => {
-            let _ = writeln!(out, "note: the overrunning lines were not looked for: {e}");
+            said.push(units::Said::Line(format!(
+                "note: the overrunning lines were not looked for: {e}"
+            )));
             return Vec::new();
         }
     };
@@ -1142,10 +956,9 @@ fn locate_findings(
     let found = match overruns(fdir, &capture, ids, None, DEFAULT_BUDGET) {
         Ok(f) => f,
         Err(why) => {
-            let _ = writeln!(
-                out,
+            said.push(units::Said::Line(format!(
                 "note: the overrunning lines were not looked for: {why}"
-            );
+            )));
             return Vec::new();
         }
     };
@@ -1172,11 +985,7 @@ fn locate_findings(
         } else {
             format!("{what}: {line}")
         };
-        let _ = writeln!(
-            out,
-            "finding in {name}: {shown} (its input: launch {id} of {})",
-            fdir.display()
-        );
+        said.push(units::Said::Located { shown, launch: id });
     }
     located
 }

@@ -2,6 +2,16 @@
 //! hung kernel cannot be cancelled), or in a worker process under a watchdog (a crash or a
 //! hang costs the worker, not the campaign). Either way the program is compiled once per
 //! worker and reused for every execution.
+//!
+//! This worker isolates single executions inside one kernel's campaign; the campaign runner
+//! ([`crate::campaign`]) isolates whole kernel campaigns ([`super::units`]). It is not a user
+//! of the runner and keeps its own protocol ([`super::wire`]) rather than
+//! [`crate::campaign::protocol`]: an execution is no independent unit (which case runs next
+//! depends on the coverage and corpus every earlier execution left), its answer is needed
+//! at once by the same campaign, thousands of executions a second would make a journal line
+//! each pure cost, and its requests are a conversation with state kept in the worker (the
+//! program built once, a launch's buffers kept resident, sent again only after a restart),
+//! not units handed to whichever worker is free.
 
 use super::wire::{Reply, Request, WireInput};
 use super::FuzzError;

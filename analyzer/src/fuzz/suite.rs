@@ -371,14 +371,9 @@ pub fn write_findings(
     write_launches(dir, program, c, &items, device)
 }
 
-fn write_launches(
-    dir: &Path,
-    program: &SuiteProgram,
-    c: &Campaign,
-    items: &[Item],
-    device: &DeviceInfo,
-) -> Result<Vec<(u64, usize)>, FuzzError> {
-    let manifest = Manifest {
+/// The manifest of a suite (or findings capture) this process writes.
+fn manifest() -> Manifest {
+    Manifest {
         format: "cltrap-capture".into(),
         version: 1,
         writer: format!("cltrap fuzz {}", env!("CARGO_PKG_VERSION")),
@@ -389,8 +384,17 @@ fn write_launches(
             .map(|d| d.as_secs())
             .unwrap_or(0),
         buffer_mode: "full".into(),
-    };
-    let w = CaptureWriter::create(dir, &manifest)?;
+    }
+}
+
+fn write_launches(
+    dir: &Path,
+    program: &SuiteProgram,
+    c: &Campaign,
+    items: &[Item],
+    device: &DeviceInfo,
+) -> Result<Vec<(u64, usize)>, FuzzError> {
+    let w = CaptureWriter::create(dir, &manifest())?;
     let src = w.blobs.put(program.source.as_bytes())?;
     for bytes in program.headers.blobs.values() {
         w.blobs.put(bytes)?;
@@ -436,6 +440,52 @@ fn write_launches(
         ids.push((w.append(l)?, k));
     }
     Ok(ids)
+}
+
+/// Appends the launches of the capture in `from` to the capture in `to` (created when new),
+/// in id order, with every blob of `from` (blobs are named by their contents, so a copy never
+/// replaces a different one); returns each launch's id in `to` by its id in `from`.
+///
+/// A campaign unit writes a kernel's cases and findings into a capture of its own; the
+/// report appends them to the suite in kernel order, so the suite's launch ids are the ones
+/// one in-order run gives, wherever and in whatever order the kernels ran.
+pub fn append_capture(
+    from: &Path,
+    to: &Path,
+) -> Result<std::collections::BTreeMap<u64, u64>, FuzzError> {
+    let capture = cltrap_capture::Capture::open(from)?;
+    let w = CaptureWriter::create(to, &manifest())?;
+    copy_new_files(&from.join("blobs"), &to.join("blobs"))?;
+    let mut ids = std::collections::BTreeMap::new();
+    for l in &capture.launches {
+        let old = l.id;
+        ids.insert(old, w.append(l.clone())?);
+    }
+    Ok(ids)
+}
+
+/// Copies every file under `from` that `to` does not have yet (folders as needed).
+fn copy_new_files(from: &Path, to: &Path) -> Result<(), FuzzError> {
+    let fail = |p: &Path, e: std::io::Error| {
+        FuzzError::Interface(format!("cannot copy {} into the suite: {e}", p.display()))
+    };
+    let entries = match std::fs::read_dir(from) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(fail(from, e)),
+    };
+    std::fs::create_dir_all(to).map_err(|e| fail(to, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| fail(from, e))?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type().map_err(|e| fail(&src, e))?;
+        if kind.is_dir() {
+            copy_new_files(&src, &dst)?;
+        } else if kind.is_file() && std::fs::symlink_metadata(&dst).is_err() {
+            std::fs::copy(&src, &dst).map_err(|e| fail(&src, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// Reads the suite's report (empty when absent).

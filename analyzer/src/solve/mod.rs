@@ -3,13 +3,16 @@
 //! symbolically ([`cltrap_kernel::symbolic`]); each model becomes a concrete case (the base
 //! case with the solved scalars and buffer elements), which is **run** — only cases whose
 //! counters show the slot covered enter the suite.
+//!
+//! `cltrap solve` runs as a campaign of the runner, one unit per kernel ([`units`]).
 
-use crate::executor::{DeviceSelector, InputArg, LaunchInput, Session};
+pub mod units;
+
+use crate::executor::{DeviceSelector, InputArg, LaunchInput};
 use crate::fuzz::campaign::{Campaign, KeptCase};
 use crate::fuzz::runner::Runner;
-use crate::fuzz::suite::{self, SlotStatus};
-use crate::fuzz::{self, FuzzError, Settings};
-use cltrap_capture::Capture;
+use crate::fuzz::suite::SlotStatus;
+use crate::fuzz::FuzzError;
 use cltrap_kernel::interface::ArgKind;
 use cltrap_kernel::symbolic::{self, Assignment, Geometry, Limits, SymArg, Target, Verdict};
 use cltrap_kernel::Program;
@@ -36,6 +39,9 @@ pub struct SolveArgs {
     /// Seconds of symbolic execution per kernel.
     #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
     pub solver_time: f64,
+    /// Devices, shards, `--resume` (one unit per kernel).
+    #[command(flatten)]
+    pub campaign: crate::campaign::CampaignArgs,
 }
 
 /// The solver's view of the arguments of `base`.
@@ -261,73 +267,6 @@ pub fn solve_campaign(
 
 /// `cltrap solve SUITE`.
 pub fn cli(args: &SolveArgs, out: &mut dyn Write) -> Result<u8, String> {
-    let device = args.device.clone();
-    let capture = Capture::open(&args.suite).map_err(|e| e.to_string())?;
-    let session = Session::open(&device).map_err(|e| e.to_string())?;
-    let targets = fuzz::targets_from_capture(&capture, args.kernel.as_deref(), Some(&session))
-        .map_err(|e| e.to_string())?;
-    let settings = Settings {
-        budget: fuzz::campaign::Budget {
-            executions: None,
-            time: None,
-            fruitless: Some(0),
-            exhaust: false,
-        },
-        seed: 1,
-        solve: true,
-        worker: if args.in_process {
-            None
-        } else {
-            Some(std::env::current_exe().map_err(|e| e.to_string())?)
-        },
-        watchdog: Duration::from_secs(10),
-        progress: false,
-        device: device.clone(),
-        limits: fuzz::limits(args.loop_bound, args.solver_time),
-        full_launches: true,
-        check_cases: false,
-    };
-    let mut all = suite::read_report(&args.suite);
-    let mut reports = Vec::new();
-    let mut rows = Vec::new();
-    for t in targets {
-        let o = fuzz::run_target(&session, t, &settings).map_err(|e| e.to_string())?;
-        let from = o
-            .campaign
-            .cases
-            .iter()
-            .position(|c| c.origin.starts_with("solved"))
-            .unwrap_or(o.campaign.cases.len());
-        let mut report = fuzz::write_outcome(&args.suite, &o, from, session.info())
-            .map_err(|e| e.to_string())?;
-        let solved_cases: Vec<_> = report.cases.split_off(from.min(report.cases.len()));
-        if let Some(old) = all.kernels.iter().find(|k| k.kernel == report.kernel) {
-            report.cases = old.cases.clone();
-        }
-        report.cases.extend(solved_cases);
-        rows.push((o.campaign.cases.len(), o.total));
-        reports.push(report);
-    }
-    fuzz::print_slots(out, &reports);
-    for r in &reports {
-        if !r.unsupported.is_empty() {
-            let _ = writeln!(
-                out,
-                "{}: the solver does not model: {}",
-                r.kernel,
-                r.unsupported.join("; ")
-            );
-        }
-    }
-    let table: Vec<_> = reports
-        .iter()
-        .zip(&rows)
-        .map(|(r, (n, t))| (r, *n, *t))
-        .collect();
-    fuzz::print_table(out, &table);
-    all.kernels
-        .retain(|k| !reports.iter().any(|r| r.kernel == k.kernel));
-    all.kernels.extend(reports);
-    suite::write_report(&args.suite, &all).map_err(|e| e.to_string())?;
-    Ok(0)
+    let mut c = units::SolveUnits::new(args)?;
+    crate::campaign::runner::drive(&mut c, &args.campaign, &args.device, out)
 }
