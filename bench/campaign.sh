@@ -83,7 +83,7 @@ T = {"millis", "kernel_ns", "baseline_kernel_ns", "seconds_elapsed", "elapsed_ms
      "statusReason"}
 def norm(v):
     if isinstance(v, dict):
-        return {k: (0 if k in T and isinstance(x, (int, float)) else norm(x)) for k, x in v.items()}
+        return {k: (0 if k in T else norm(x)) for k, x in v.items()}
     if isinstance(v, list):
         return [norm(x) for x in v]
     return v
@@ -129,10 +129,10 @@ for cmd in "${COMMANDS[@]}"; do
         eq=$(same "$ref" "$OUT/$name.json")
         workers=$((devs * per))
         printf '%-8s %8s %8s %9s %8s %9s %9s %8s %6s\n' "$cmd" "$devs" "$workers" "$wall" "$sp" "$uwall" "$usp" "$idle" "$eq"
-        printf '{"command": "%s", "launches": %s, "devices": %s, "workers": %s, "wall_s": %s, "speedup": %s, "units_s": %s, "units_speedup": %s, "idle": %s, "same": "%s"}\n' \
+        printf '{"analysis": "%s", "launches": %s, "devices": %s, "workers": %s, "wall_s": %s, "speedup": %s, "units_s": %s, "units_speedup": %s, "idle": %s, "same": "%s"}\n' \
             "$cmd" "$launches" "$devs" "$workers" "$wall" "$sp" "$uwall" "$usp" "$idle" "$eq" >>"$rows"
     done
 done
-python3 bench/results.py put campaign --key command,devices,workers --merge \
+python3 bench/results.py put campaign --key analysis,devices,workers --merge \
     ${BENCH_PLATFORM:+--platform "$BENCH_PLATFORM"} \
     --command "${MUTATE:+MUTATE=1 }GAUSS_N=$GAUSS_N bench/campaign.sh" <"$rows"

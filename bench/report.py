@@ -66,7 +66,7 @@ COLUMNS = {
                      ("confirm_s", "confirm s"), ("builds_r", "builds r"), ("builds_f", "builds w"),
                      ("findings_r", "findings r"), ("findings_f", "findings w"),
                      ("slots_r", "slots r"), ("slots_f", "slots w")],
-    "campaign": [("command", "command"), ("launches", "launches"), ("devices", "devices"),
+    "campaign": [("analysis", "analysis"), ("launches", "launches"), ("devices", "devices"),
                  ("workers", "workers"), ("wall_s", "wall s"), ("speedup", "speed-up"),
                  ("units_s", "units s"), ("units_speedup", "units speed-up"),
                  ("idle", "workers idle"), ("same", "same report")],
