@@ -130,16 +130,7 @@ impl ReplayCampaign {
     }
 
     fn launch_of(&self, unit: &Unit) -> Result<&'static LaunchRecord, String> {
-        let id: u64 = unit
-            .id
-            .strip_prefix("launch-")
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| format!("`{}` is not a launch unit", unit.id))?;
-        self.capture
-            .launches
-            .iter()
-            .find(|l| l.id == id)
-            .ok_or_else(|| format!("the capture has no launch {id}"))
+        unit.launch_in(self.capture)
     }
 }
 
@@ -153,10 +144,7 @@ impl Campaign for ReplayCampaign {
             crate::replay::select(self.capture, self.ids.as_deref()).map_err(|e| e.to_string())?;
         Ok(launches
             .iter()
-            .map(|l| Unit {
-                id: format!("launch-{}", l.id),
-                payload: Value::Null,
-            })
+            .map(|l| Unit::launch(l.id, Value::Null))
             .collect())
     }
 
@@ -228,7 +216,10 @@ impl Campaign for ReplayCampaign {
         let mut device: Option<String> = None;
         for (u, f) in results {
             let r: Replayed = serde_json::from_value(f.result.clone()).map_err(|e| {
-                format!("the campaign's result for {} is not a launch's replay: {e}", u.id)
+                format!(
+                    "the campaign's result for {} is not a launch's replay: {e}",
+                    u.id
+                )
             })?;
             let _ = writeln!(out, "{}", r.line);
             match r.verdict {

@@ -8,7 +8,11 @@ use std::io::Write;
 use std::time::Instant;
 
 /// Runs every unit of `c` here, on `device`, in order, then writes its report.
-pub fn run(c: &mut dyn Campaign, device: &DeviceSelector, out: &mut dyn Write) -> Result<u8, String> {
+pub fn run(
+    c: &mut dyn Campaign,
+    device: &DeviceSelector,
+    out: &mut dyn Write,
+) -> Result<u8, String> {
     let units = c.units()?;
     let alive = || {};
     let mut results = Vec::with_capacity(units.len());

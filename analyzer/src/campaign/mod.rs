@@ -58,6 +58,33 @@ impl std::fmt::Display for Lost {
     }
 }
 
+impl Unit {
+    /// The unit of launch `id`, for campaigns of one unit per launch.
+    pub fn launch(id: u64, payload: Value) -> Unit {
+        Unit {
+            id: format!("launch-{id}"),
+            payload,
+        }
+    }
+
+    /// The launch of a unit made by [`Unit::launch`], found in `capture`.
+    pub fn launch_in<'c>(
+        &self,
+        capture: &'c cltrap_capture::Capture,
+    ) -> Result<&'c cltrap_capture::LaunchRecord, String> {
+        let id: u64 = self
+            .id
+            .strip_prefix("launch-")
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("`{}` is not a launch unit", self.id))?;
+        capture
+            .launches
+            .iter()
+            .find(|l| l.id == id)
+            .ok_or_else(|| format!("the capture has no launch {id}"))
+    }
+}
+
 /// What a worker knows while it runs a unit.
 pub struct UnitContext<'a> {
     /// The device this worker is pinned to.

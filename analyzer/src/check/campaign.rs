@@ -46,16 +46,7 @@ impl CheckCampaign {
     }
 
     fn launch_of(&self, unit: &Unit) -> Result<&cltrap_capture::LaunchRecord, String> {
-        let id: u64 = unit
-            .id
-            .strip_prefix("launch-")
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| format!("`{}` is not a launch unit", unit.id))?;
-        self.capture
-            .launches
-            .iter()
-            .find(|l| l.id == id)
-            .ok_or_else(|| format!("the capture has no launch {id}"))
+        unit.launch_in(&self.capture)
     }
 
     /// Writes the report files and the terminal (or JSON) report; returns the exit status.
@@ -90,10 +81,7 @@ impl Campaign for CheckCampaign {
         Ok(launches
             .iter()
             .enumerate()
-            .map(|(n, l)| Unit {
-                id: format!("launch-{}", l.id),
-                payload: serde_json::json!({ "nth": n + 1, "of": total }),
-            })
+            .map(|(n, l)| Unit::launch(l.id, serde_json::json!({ "nth": n + 1, "of": total })))
             .collect())
     }
 

@@ -67,16 +67,7 @@ impl CoverCampaign {
     }
 
     fn launch_of(&self, unit: &Unit) -> Result<&'static LaunchRecord, String> {
-        let id: u64 = unit
-            .id
-            .strip_prefix("launch-")
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| format!("`{}` is not a launch unit", unit.id))?;
-        self.capture
-            .launches
-            .iter()
-            .find(|l| l.id == id)
-            .ok_or_else(|| format!("the capture has no launch {id}"))
+        unit.launch_in(self.capture)
     }
 }
 
@@ -90,10 +81,7 @@ impl Campaign for CoverCampaign {
             crate::replay::select(self.capture, self.ids.as_deref()).map_err(|e| e.to_string())?;
         Ok(launches
             .iter()
-            .map(|l| Unit {
-                id: format!("launch-{}", l.id),
-                payload: Value::Null,
-            })
+            .map(|l| Unit::launch(l.id, Value::Null))
             .collect())
     }
 
@@ -171,18 +159,22 @@ impl Campaign for CoverCampaign {
         _complete: bool,
         out: &mut dyn Write,
     ) -> Result<u8, String> {
-        let disk = self.instrument_cache.clone().map(|dir| crate::variant::DiskCache {
-            dir,
-            pass: "coverage",
-        });
+        let disk = self
+            .instrument_cache
+            .clone()
+            .map(|dir| crate::variant::DiskCache {
+                dir,
+                pass: "coverage",
+            });
         let capture = self.capture;
         let mut made: HashMap<String, (String, CoverageMap)> = HashMap::new();
         let mut program = |hash: &str| -> Result<(String, CoverageMap), String> {
             if let Some(m) = made.get(hash) {
                 return Ok(m.clone());
             }
-            let (_, i) = crate::variant::instrument(capture, hash, disk.as_ref(), super::coverage_pass)
-                .map_err(|e| format!("cannot instrument program {hash} for the report: {e}"))?;
+            let (_, i) =
+                crate::variant::instrument(capture, hash, disk.as_ref(), super::coverage_pass)
+                    .map_err(|e| format!("cannot instrument program {hash} for the report: {e}"))?;
             made.insert(hash.to_string(), (i.original.clone(), i.pass.clone()));
             Ok((i.original, i.pass))
         };
@@ -190,7 +182,10 @@ impl Campaign for CoverCampaign {
         let mut device: Option<String> = None;
         for (u, f) in results {
             let lc: LaunchCoverage = serde_json::from_value(f.result.clone()).map_err(|e| {
-                format!("the campaign's result for {} is not a launch's coverage: {e}", u.id)
+                format!(
+                    "the campaign's result for {} is not a launch's coverage: {e}",
+                    u.id
+                )
             })?;
             if device.is_none() {
                 device.clone_from(&lc.device);
@@ -206,7 +201,11 @@ impl Campaign for CoverCampaign {
 
     fn report_files(&mut self) -> Vec<&mut PathBuf> {
         let p = &mut self.paths;
-        p.lcov.iter_mut().chain(p.html.iter_mut()).chain(p.json.iter_mut()).collect()
+        p.lcov
+            .iter_mut()
+            .chain(p.html.iter_mut())
+            .chain(p.json.iter_mut())
+            .collect()
     }
 
     fn home(&self) -> PathBuf {

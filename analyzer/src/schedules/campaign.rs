@@ -157,16 +157,7 @@ impl ScheduleCampaign {
     }
 
     fn launch_of(&self, unit: &Unit) -> Result<&'static LaunchRecord, String> {
-        let id: u64 = unit
-            .id
-            .strip_prefix("launch-")
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| format!("`{}` is not a launch unit", unit.id))?;
-        self.capture
-            .launches
-            .iter()
-            .find(|l| l.id == id)
-            .ok_or_else(|| format!("the capture has no launch {id}"))
+        unit.launch_in(self.capture)
     }
 
     fn error(l: &LaunchRecord, line: String, full: Option<String>) -> Classified {
@@ -190,8 +181,8 @@ impl Campaign for ScheduleCampaign {
     }
 
     fn units(&mut self) -> Result<Vec<Unit>, String> {
-        let launches =
-            crate::replay::select(self.capture, self.opts.ids.as_deref()).map_err(|e| e.to_string())?;
+        let launches = crate::replay::select(self.capture, self.opts.ids.as_deref())
+            .map_err(|e| e.to_string())?;
         let mut limiter = self.opts.per_kernel.map(Limiter::new);
         Ok(launches
             .iter()
@@ -205,10 +196,7 @@ impl Campaign for ScheduleCampaign {
                         classified,
                     } => json!({ "over_limit": limit, "class": class, "classified": classified }),
                 };
-                Unit {
-                    id: format!("launch-{}", l.id),
-                    payload,
-                }
+                Unit::launch(l.id, payload)
             })
             .collect())
     }
@@ -312,7 +300,10 @@ impl Campaign for ScheduleCampaign {
         let mut all: Vec<Classified> = Vec::with_capacity(results.len());
         for (u, f) in results {
             all.push(serde_json::from_value(f.result.clone()).map_err(|e| {
-                format!("the campaign's result for {} is not a launch's classification: {e}", u.id)
+                format!(
+                    "the campaign's result for {} is not a launch's classification: {e}",
+                    u.id
+                )
             })?);
         }
         let words: HashMap<u64, &'static str> =
