@@ -405,6 +405,7 @@ fn fuzz_and_mutate_re_create_derived_inputs() {
         .collect();
     assert_eq!(late.len(), 2);
     let out = dir.join("mutants");
+    let campaign = dir.join("mutate-campaign");
     let mutate = cltrap(&[
         OsStr::new("mutate"),
         dir.as_os_str(),
@@ -420,6 +421,8 @@ fn fuzz_and_mutate_re_create_derived_inputs() {
         OsStr::new("--no-locate"),
         OsStr::new("--out"),
         out.as_os_str(),
+        OsStr::new("--campaign-dir"),
+        campaign.as_os_str(),
     ]);
     mutate.assert_no_panic();
     let text = mutate.stdout_text() + &mutate.stderr;
@@ -430,9 +433,9 @@ fn fuzz_and_mutate_re_create_derived_inputs() {
     );
     // The workers ran them with the re-created inputs (a worker that cannot restore a test
     // case reports the mutant RUNTIME-ERROR with why).
-    let state = std::fs::read_to_string(out.join("state.jsonl")).expect("mutate's state file");
+    let state = std::fs::read_to_string(campaign.join("units.jsonl")).expect("mutate's journal");
     assert!(
-        state.lines().count() >= 1
+        state.lines().count() >= 2
             && !state.contains("not recorded")
             && !state.contains("derived input"),
         "{state}"

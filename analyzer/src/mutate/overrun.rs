@@ -44,12 +44,6 @@ pub(super) fn locate(
     opts: &MutateOptions,
 ) {
     let started = Instant::now();
-    // Oclgrind runs work-groups on several threads by default, so which overrun it reports
-    // first can change from one run to the next; one thread names the same one every time
-    // (the campaign's reports must not depend on the run). The check's children inherit it.
-    if std::env::var_os("OCLGRIND_NUM_THREADS").is_none() {
-        std::env::set_var("OCLGRIND_NUM_THREADS", "1");
-    }
     let mut notes = Vec::new();
     let mut unlocated = 0usize;
     'programs: for (plan, prog) in plans.iter().zip(report.programs.iter_mut()) {
