@@ -355,7 +355,6 @@ fn replay_has_launches(dir: &Path, capture: &Capture) -> Result<(), String> {
     Ok(())
 }
 
-/// The stdout line of an analysis that left damaged launch lines out (each named on stderr).
 /// A campaign command, ready to run: the analysis, its campaign flags and its device.
 type CampaignRun = (Box<dyn Campaign>, CampaignArgs, DeviceSelector);
 
