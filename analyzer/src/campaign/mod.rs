@@ -67,6 +67,19 @@ impl Unit {
         }
     }
 
+    /// One unit per selected launch of `capture` (`ids`, or all), in launch order, with no
+    /// payload: the units of `cover` and `replay`.
+    pub fn launches(
+        capture: &cltrap_capture::Capture,
+        ids: Option<&[u64]>,
+    ) -> Result<Vec<Unit>, String> {
+        let launches = crate::replay::select(capture, ids).map_err(|e| e.to_string())?;
+        Ok(launches
+            .iter()
+            .map(|l| Unit::launch(l.id, Value::Null))
+            .collect())
+    }
+
     /// The launch of a unit made by [`Unit::launch`], found in `capture`.
     pub fn launch_in<'c>(
         &self,

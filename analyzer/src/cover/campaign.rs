@@ -77,12 +77,7 @@ impl Campaign for CoverCampaign {
     }
 
     fn units(&mut self) -> Result<Vec<Unit>, String> {
-        let launches =
-            crate::replay::select(self.capture, self.ids.as_deref()).map_err(|e| e.to_string())?;
-        Ok(launches
-            .iter()
-            .map(|l| Unit::launch(l.id, Value::Null))
-            .collect())
+        Unit::launches(self.capture, self.ids.as_deref())
     }
 
     fn deadline(&self) -> Duration {
