@@ -618,22 +618,6 @@ impl ScalarBounds {
     }
 }
 
-/// `cltrap fuzz CAP --captured-ranges`: gives every target the bounds of its kernel's
-/// launches in `capture`.
-pub fn bound_targets(capture: &cltrap_capture::Capture, targets: &mut [crate::fuzz::Target]) {
-    for t in targets {
-        let launches: Vec<&LaunchRecord> = capture
-            .launches
-            .iter()
-            .filter(|l| l.kernel == t.kernel)
-            .collect();
-        if let Some(first) = launches.first() {
-            let p = generalise(&t.kernel, &launches);
-            t.scalar_bounds = Some(ScalarBounds::of(&p, first));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -123,7 +123,7 @@ pub enum LiveError {
     },
     /// Writing the report failed.
     #[error("{0}")]
-    Report(#[from] cover::report::ReportError),
+    Report(#[from] cover::write::ReportError),
 }
 
 /// One line of `coverage.jsonl` (see the shim's `swap::counters`).
@@ -270,7 +270,7 @@ pub fn after_run(report: &RunReport) {
         eprintln!("cltrap: no coverage report: {e}");
         return;
     }
-    match cover::report::write(&live, &report_paths(&report.dir)) {
+    match cover::write::write(&live, &report_paths(&report.dir)) {
         Ok(written) => {
             for p in written {
                 eprintln!("cltrap: wrote {}", p.display());

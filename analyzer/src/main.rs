@@ -738,8 +738,8 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             check::Engine::Native => check::native::worker_main(&dir, id, flags, &device, baseline),
         }),
         Cmd::Slurm(a) => cltrap_analyzer::slurm::cli(&a, &command(), &mut stdout),
-        Cmd::Fuzz(a) => cltrap_analyzer::fuzz::cli(&a, &mut stdout),
-        Cmd::Solve(a) => cltrap_analyzer::solve::cli(&a, &mut stdout),
+        Cmd::Fuzz(a) => cltrap_analyzer::fuzz::units::cli(&a, &mut stdout),
+        Cmd::Solve(a) => cltrap_analyzer::solve::units::cli(&a, &mut stdout),
         Cmd::Devices => {
             let all = list_devices().map_err(|e| e.to_string())?;
             for (i, (p, devs)) in all.iter().enumerate() {

@@ -6,7 +6,7 @@
 //! appended; the counters are evaluated and merged per kernel ([`ProgramCoverage`]). The
 //! reports ([`report`]) are written from that merged model, which the live-app path (the shim
 //! swapping instrumented kernels into the running application) builds the same way with
-//! [`ProgramCoverage::add_counters`] and hands to [`report::write`].
+//! [`ProgramCoverage::add_counters`] and hands to [`write::write`].
 //!
 //! Programs are merged when their source text and counter map are the same (the same kernel
 //! built twice). Divergent barriers are undefined behaviour and devices differ: PoCL's CPU
@@ -18,6 +18,7 @@
 
 pub mod html;
 pub mod report;
+pub mod write;
 pub mod campaign;
 
 use crate::executor::{
@@ -36,7 +37,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-pub use report::ReportPaths;
+pub use write::ReportPaths;
 
 /// What to measure.
 #[derive(Debug, Clone, Default)]
@@ -622,7 +623,7 @@ pub fn print(
     if timing {
         let _ = writeln!(out, "{}", timing_total(times));
     }
-    let written = report::write(report, paths).map_err(|e| e.to_string())?;
+    let written = write::write(report, paths).map_err(|e| e.to_string())?;
     for p in written {
         let _ = writeln!(out, "wrote {}", p.display());
     }

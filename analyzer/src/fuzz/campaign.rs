@@ -14,7 +14,7 @@ use super::mutate::{mutate, mutate_tracked, shapes, Dictionary, Rng, Shape, Touc
 use super::reduce::{Lineage, Residency};
 use super::roles::Roles;
 use super::runner::{Ran, Runner};
-use super::FuzzError;
+use super::error::FuzzError;
 use crate::executor::{InputArg, LaunchInput};
 use crate::variant::{word_buffer, words};
 use cltrap_kernel::coverage::{CoverageMap, Slot};

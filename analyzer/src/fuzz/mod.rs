@@ -14,6 +14,8 @@
 //!   kernel, in worker processes on every device, in shards, resumable.
 
 pub mod campaign;
+pub mod error;
+pub mod target;
 pub mod classes;
 pub mod mutate;
 pub mod reduce;
@@ -24,46 +26,19 @@ pub mod suite;
 pub mod units;
 pub mod wire;
 
-use crate::executor::{Deriver, DeviceSelector, ExecError, LaunchInput, Session};
-use crate::headers::{HeaderError, Headers};
-use crate::variant::{program_source, VariantError};
+use crate::executor::{Deriver, DeviceSelector, LaunchInput, Session};
+use crate::headers::Headers;
+use crate::variant::program_source;
 use campaign::{Budget, Campaign};
-use cltrap_capture::{Capture, ReadError, WriteError};
-use cltrap_kernel::{interface, KernelError, Program};
+use cltrap_capture::Capture;
+use cltrap_kernel::{interface, Program};
 use runner::Runner;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use suite::{KernelReport, SlotReport, SlotStatus, SuiteProgram};
-
-/// Why fuzzing (or solving) could not go on. `Display` is one sentence for the CLI.
-#[derive(Debug, thiserror::Error)]
-pub enum FuzzError {
-    /// The interface file or the arguments are unusable.
-    #[error("{0}")]
-    Interface(String),
-    /// Parsing or instrumenting the kernel failed.
-    #[error("{0}")]
-    Kernel(#[from] KernelError),
-    /// Building or running failed (not a kernel crash, which is a finding).
-    #[error("{0}")]
-    Exec(#[from] ExecError),
-    /// Reading the capture failed.
-    #[error("{0}")]
-    Read(#[from] ReadError),
-    /// Writing the suite failed.
-    #[error("{0}")]
-    Write(#[from] WriteError),
-    /// The capture's program cannot be used.
-    #[error("{0}")]
-    Variant(#[from] VariantError),
-    /// The worker process failed.
-    #[error("fuzz worker: {0}")]
-    Worker(String),
-    /// The program's included files could not be laid out.
-    #[error("{0}")]
-    Headers(#[from] HeaderError),
-}
+pub use error::FuzzError;
+pub use target::{Settings, Target};
 
 /// `cltrap fuzz` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -142,65 +117,6 @@ pub struct FuzzArgs {
     /// Devices, shards, `--resume` (one unit per kernel).
     #[command(flatten)]
     pub campaign: crate::campaign::CampaignArgs,
-}
-
-/// One kernel to fuzz: its program and seeds.
-#[derive(Debug, Clone)]
-pub struct Target {
-    /// OpenCL C source.
-    pub source: String,
-    /// Build options.
-    pub options: String,
-    /// Kernel name.
-    pub kernel: String,
-    /// The capture's program key (absent for a kernel file).
-    pub program: Option<String>,
-    /// What rows and progress lines call it: the kernel name, with its program when the
-    /// capture has kernels of that name in several programs ([`suite::row_names`]).
-    pub row_name: String,
-    /// Seeds (captured launches, or one from the interface file); empty = make one up.
-    pub seeds: Vec<LaunchInput>,
-    /// With `--captured-ranges`: every generated case is narrowed to these bounds.
-    pub scalar_bounds: Option<crate::generalise::ScalarBounds>,
-    /// The files the program includes (captured, or found next to the kernel file): every
-    /// parse and build uses these copies.
-    pub headers: std::sync::Arc<Headers>,
-}
-
-impl Target {
-    /// Options for parsing and building against the included files' copies.
-    pub fn build_options(&self) -> String {
-        self.headers.options(&self.options)
-    }
-}
-
-/// Campaign settings shared by all kernels.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// Budget of one kernel's campaign (the command gives each kernel what the ones before
-    /// it left of `--budget`).
-    pub budget: Budget,
-    /// Random seed.
-    pub seed: u64,
-    /// Solve after fuzzing.
-    pub solve: bool,
-    /// The `cltrap` binary for worker processes; `None` = run in this process.
-    pub worker: Option<PathBuf>,
-    /// Watchdog per execution.
-    pub watchdog: Duration,
-    /// Show progress bars.
-    pub progress: bool,
-    /// The device.
-    pub device: DeviceSelector,
-    /// Bounds of symbolic execution.
-    pub limits: cltrap_kernel::symbolic::Limits,
-    /// Never reduce executions (`--full-launches`).
-    pub full_launches: bool,
-    /// Run the bounds check (Oclgrind) on every kept case of a launch small enough to be
-    /// run whole: a case that reads or writes out of a buffer is a finding, not a case (a
-    /// write past the guard zones corrupts another process's memory where the suite is
-    /// used). Off with `--no-locate`.
-    pub check_cases: bool,
 }
 
 /// Everything one kernel's campaign produced.
@@ -814,46 +730,6 @@ pub fn write_outcome(
         }
     }
     Ok(report)
-}
-
-/// `cltrap fuzz`: the execution worker (`--worker`), the interface file (`--init`), or the
-/// campaign over the kernels ([`units::FuzzUnits`], run by [`crate::campaign::runner`]).
-pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
-    let device = args.device.clone();
-    if args.worker {
-        let session = Session::open(&device).map_err(|e| e.to_string())?;
-        return runner::serve(&session)
-            .map(|_| 0)
-            .map_err(|e| e.to_string());
-    }
-    let Some(input) = &args.input else {
-        return Err("give a capture directory or a kernel file".into());
-    };
-    if args.init && !input.is_dir() {
-        let source = std::fs::read(input)
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .map_err(|e| format!("cannot read {}: {e}", input.display()))?;
-        let folder = input.parent().unwrap_or(Path::new("."));
-        let (headers, options) = Headers::from_disk(&source, &args.build_options, folder)
-            .map_err(|e| e.to_string())?;
-        let program = cltrap_kernel::parse_program(&source, &headers.options(&options))
-            .map_err(|e| e.to_string())?;
-        let name = match &args.kernel {
-            Some(k) => k.clone(),
-            None => program
-                .kernels()
-                .next()
-                .map(|k| k.name.clone())
-                .ok_or("the file defines no kernel")?,
-        };
-        let iface = interface::derive(&program, &name).map_err(|e| e.to_string())?;
-        let spec = spec::initial(&iface, &args.build_options);
-        let text = serde_json::to_string_pretty(&spec).map_err(|e| e.to_string())?;
-        let _ = writeln!(out, "{text}");
-        return Ok(0);
-    }
-    let mut c = units::FuzzUnits::new(args)?;
-    crate::campaign::runner::drive(&mut c, &args.campaign, &device, out)
 }
 
 /// The whole campaign's budget from the command line (`--budget`, `--saturation`,

@@ -14,7 +14,7 @@
 //! not units handed to whichever worker is free.
 
 use super::wire::{Reply, Request, WireInput};
-use super::FuzzError;
+use super::error::FuzzError;
 use crate::executor::{
     BuiltProgram, DeviceSelector, ExecError, GuardBreach, InputArg, LaunchInput, Resident,
     ResidentLayout, ResidentRun, Session,

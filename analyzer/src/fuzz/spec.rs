@@ -4,7 +4,7 @@
 //! user to edit, then turned into the first test case of a campaign.
 
 use super::mutate::{random_struct, random_value, Dictionary, Rng};
-use super::FuzzError;
+use super::error::FuzzError;
 use crate::executor::{InputArg, LaunchInput};
 use cltrap_kernel::interface::{ArgKind, KernelInterface, Role, ValueType};
 use serde::{Deserialize, Serialize};

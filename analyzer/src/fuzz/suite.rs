@@ -5,7 +5,7 @@
 //! covers.
 
 use super::campaign::Campaign;
-use super::FuzzError;
+use super::error::FuzzError;
 use crate::executor::{DeviceInfo, InputArg, LaunchInput};
 use crate::values::hex;
 use cltrap_capture::{

@@ -203,7 +203,7 @@ impl FuzzUnits {
             )
             .map_err(|e| e.to_string())?;
             if self.args.captured_ranges {
-                crate::generalise::bound_targets(capture, &mut t);
+                super::target::bound_targets(capture, &mut t);
             }
             self.targets = Some(t);
         }
@@ -618,4 +618,44 @@ mod tests {
         assert_eq!(t.time, Some(Duration::from_secs(3)));
         assert!(share(&budget(None, None), 5, 6).is_some());
     }
+}
+
+/// `cltrap fuzz`: the execution worker (`--worker`), the interface file (`--init`), or the
+/// campaign over the kernels ([`units::FuzzUnits`], run by [`crate::campaign::runner`]).
+pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
+    let device = args.device.clone();
+    if args.worker {
+        let session = Session::open(&device).map_err(|e| e.to_string())?;
+        return super::runner::serve(&session)
+            .map(|_| 0)
+            .map_err(|e| e.to_string());
+    }
+    let Some(input) = &args.input else {
+        return Err("give a capture directory or a kernel file".into());
+    };
+    if args.init && !input.is_dir() {
+        let source = std::fs::read(input)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .map_err(|e| format!("cannot read {}: {e}", input.display()))?;
+        let folder = input.parent().unwrap_or(Path::new("."));
+        let (headers, options) = crate::headers::Headers::from_disk(&source, &args.build_options, folder)
+            .map_err(|e| e.to_string())?;
+        let program = cltrap_kernel::parse_program(&source, &headers.options(&options))
+            .map_err(|e| e.to_string())?;
+        let name = match &args.kernel {
+            Some(k) => k.clone(),
+            None => program
+                .kernels()
+                .next()
+                .map(|k| k.name.clone())
+                .ok_or("the file defines no kernel")?,
+        };
+        let iface = cltrap_kernel::interface::derive(&program, &name).map_err(|e| e.to_string())?;
+        let spec = super::spec::initial(&iface, &args.build_options);
+        let text = serde_json::to_string_pretty(&spec).map_err(|e| e.to_string())?;
+        let _ = writeln!(out, "{text}");
+        return Ok(0);
+    }
+    let mut c = FuzzUnits::new(args)?;
+    crate::campaign::runner::drive(&mut c, &args.campaign, &device, out)
 }

@@ -12,11 +12,10 @@ use crate::executor::{DeviceSelector, InputArg, LaunchInput};
 use crate::fuzz::campaign::{Campaign, KeptCase};
 use crate::fuzz::runner::Runner;
 use crate::fuzz::suite::SlotStatus;
-use crate::fuzz::FuzzError;
+use crate::fuzz::error::FuzzError;
 use cltrap_kernel::interface::ArgKind;
 use cltrap_kernel::symbolic::{self, Assignment, Geometry, Limits, SymArg, Target, Verdict};
 use cltrap_kernel::Program;
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -263,10 +262,4 @@ pub fn solve_campaign(
         }
     }
     Ok(out)
-}
-
-/// `cltrap solve SUITE`.
-pub fn cli(args: &SolveArgs, out: &mut dyn Write) -> Result<u8, String> {
-    let mut c = units::SolveUnits::new(args)?;
-    crate::campaign::runner::drive(&mut c, &args.campaign, &args.device, out)
 }

@@ -16,7 +16,8 @@ use super::SolveArgs;
 use crate::campaign::{self, CampaignArgs, Finished, Lost, Unit, UnitContext};
 use crate::executor::{DeviceSelector, Session};
 use crate::fuzz::suite::{self, KernelReport};
-use crate::fuzz::{self, Settings, Target};
+use crate::fuzz::target::{Settings, Target};
+use crate::fuzz;
 use cltrap_capture::Capture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -280,4 +281,10 @@ impl campaign::Campaign for SolveUnits {
     fn home(&self) -> PathBuf {
         self.args.suite.join("campaigns")
     }
+}
+
+/// `cltrap solve SUITE`.
+pub fn cli(args: &SolveArgs, out: &mut dyn Write) -> Result<u8, String> {
+    let mut c = SolveUnits::new(args)?;
+    crate::campaign::runner::drive(&mut c, &args.campaign, &args.device, out)
 }
