@@ -31,18 +31,7 @@ impl Default for ParseOptions {
     }
 }
 
-/// Parses `source` with the captured `build_options` into the kernel model.
-pub fn parse_program(source: &str, build_options: &str) -> Result<Program, KernelError> {
-    parse_with(
-        source,
-        &ParseOptions {
-            build_options: build_options.into(),
-            ..ParseOptions::default()
-        },
-    )
-}
-
-/// Parses `source` as [`parse_program`] does but leaves what macro invocations hide in
+/// Parses `source` as [`crate::parse_program`] does but leaves what macro invocations hide in
 /// function bodies unknown: no second, preprocessed parse and no clang binary. For callers
 /// that need declarations only (a kernel's parameter types: `cltrap list`), at a fraction of
 /// the cost.
@@ -62,15 +51,6 @@ pub fn clang_command_line(opts: &ParseOptions) -> Vec<String> {
     args.extend(clang_args(&opts.build_options).args);
     args.extend(opts.extra_args.iter().cloned());
     args
-}
-
-/// Parses with full control over the options; see [`parse_program`]. Operators, swizzles
-/// and literals that macro invocations hide are recovered from the preprocessed program
-/// ([`crate::expand`]).
-pub fn parse_with(source: &str, opts: &ParseOptions) -> Result<Program, KernelError> {
-    let mut program = parse_plain(source, opts)?;
-    crate::expand::fill_macro_holes(&mut program, opts);
-    Ok(program)
 }
 
 /// The model exactly as the user's text and libclang show it (macro holes left open).

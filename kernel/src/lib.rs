@@ -18,6 +18,7 @@ pub mod edits;
 pub mod error;
 mod expand;
 pub mod frontend;
+mod parse;
 pub mod interface;
 pub mod lcov;
 pub mod model;
@@ -32,5 +33,6 @@ pub mod trip_count;
 
 pub use edits::Edits;
 pub use error::KernelError;
-pub use frontend::{parse_declarations, parse_program, parse_with, ParseOptions};
+pub use frontend::{parse_declarations, ParseOptions};
+pub use parse::{parse_program, parse_with};
 pub use model::Program;

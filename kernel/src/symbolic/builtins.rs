@@ -6,7 +6,7 @@
 //! `log(x)`, so a model is only a candidate — the `solve` campaign keeps a case only after a
 //! confirming run shows it reaches the target.
 
-use super::exec::ite_val as ite;
+use super::value::ite_val as ite;
 use super::value::{binary, convert, Val};
 use crate::interface::{parse_value_type, Scalar};
 use crate::model::BinOp;

@@ -2,7 +2,7 @@
 //! branch point asks z3 whether an uncovered target side is reachable.
 
 use super::builtins;
-use super::value::{self, binary, convert, widen64, Val};
+use super::value::{self, binary, convert, ite_val, widen64, Val};
 use super::{Assignment, Geometry, Limits, SymArg, Target, TargetResult, Verdict};
 use crate::coverage::{Construct, Outcome};
 use crate::interface::{
@@ -2070,23 +2070,6 @@ fn float_unary(name: &str, v: &Val) -> Result<Val, String> {
         }
         _ => Err(format!("{name} of a non-float")),
     }
-}
-
-/// `c ? a : b` for two values of the same type.
-pub(super) fn ite_val(c: &Bool, a: &Val, b: &Val) -> Result<Val, String> {
-    Ok(match (a, b) {
-        (Val::Int { bv: x, signed }, Val::Int { bv: y, .. }) if x.get_size() == y.get_size() => {
-            Val::Int {
-                bv: c.ite(x, y),
-                signed: *signed,
-            }
-        }
-        (Val::Flt { f: x, bits }, Val::Flt { f: y, bits: b2 }) if bits == b2 => Val::Flt {
-            f: c.ite(x, y),
-            bits: *bits,
-        },
-        _ => return Err("a selection between different types".into()),
-    })
 }
 
 fn promote(v: &Val) -> Val {

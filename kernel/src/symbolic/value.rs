@@ -491,3 +491,20 @@ pub fn swizzle(components: &str, n: usize) -> Option<Vec<usize>> {
         })
         .collect()
 }
+
+/// `c ? a : b` for two values of the same type.
+pub(super) fn ite_val(c: &Bool, a: &Val, b: &Val) -> Result<Val, String> {
+    Ok(match (a, b) {
+        (Val::Int { bv: x, signed }, Val::Int { bv: y, .. }) if x.get_size() == y.get_size() => {
+            Val::Int {
+                bv: c.ite(x, y),
+                signed: *signed,
+            }
+        }
+        (Val::Flt { f: x, bits }, Val::Flt { f: y, bits: b2 }) if bits == b2 => Val::Flt {
+            f: c.ite(x, y),
+            bits: *bits,
+        },
+        _ => return Err("a selection between different types".into()),
+    })
+}
