@@ -7,7 +7,9 @@ hits every mode alike), and prints per application the median whole-process wall
 mode as a ratio to native, plus, for `full`: the application's `admit` wait as a share of its
 run, the time it waited for compaction (`spool.wait_ns`, back-pressure), the compaction's
 throughput and the spool's peak size (from `cltrap run`'s compaction line), and the bytes
-stored after compaction.
+stored after compaction. The last round's `full` capture of each application is then replayed
+in order (`cltrap replay`, REPLAY=0 to skip): launches replayed per second and the replay's
+wall time as a ratio to the native run (issue 23's target: <= 10x).
 
 Usage: bench/spool.py                       (ROUNDS=3; binaries in target/bench, cltrap and
                                              libcltrap.so in target/release or $BENCH_BIN)
@@ -38,6 +40,7 @@ APPS_DIR = os.environ.get("BENCH_APPS", os.path.join(ROOT, "target", "bench"))
 CLTRAP = os.path.join(BIN, "cltrap")
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 MODES = os.environ.get("MODES", "native off hash full").split()
+REPLAY = os.environ.get("REPLAY", "1") != "0"
 
 SIZES = {
     # Application -> arguments. `light`: seconds on a shared CPU with PoCL.
@@ -82,6 +85,17 @@ def run(app, args, mode, cap, stats):
     return wall, p.stderr
 
 
+def replay(cap):
+    """Replays capture `cap` in order: (wall seconds, launches replayed, summary line)."""
+    start = time.monotonic()
+    p = subprocess.run([CLTRAP, "replay", cap], capture_output=True, text=True)
+    wall = time.monotonic() - start
+    lines = p.stdout.splitlines()
+    launches = sum(1 for line in lines if line.startswith("launch "))
+    summary = lines[-1] if lines else f"no output (exit {p.returncode}): {p.stderr.strip()[-200:]}"
+    return wall, launches, summary
+
+
 def du(path):
     total = 0
     for d, _, files in os.walk(path):
@@ -99,6 +113,7 @@ def main():
     work = tempfile.mkdtemp(prefix="cltrap-spool-bench-", dir=os.environ.get("BENCH_TMP"))
     walls = {(a, m): [] for a in apps for m in MODES}
     extra = {a: [] for a in apps}
+    replays = {}
     try:
         for r in range(ROUNDS):
             for i in range(len(MODES)):
@@ -132,6 +147,9 @@ def main():
                                 "stored_mb": du(os.path.join(cap, "blobs")) / 2**20,
                             }
                         )
+                    if mode == "full" and REPLAY and r == ROUNDS - 1:
+                        replays[app] = replay(cap)
+                        print(f"  replay {app}: {replays[app][0]:.3f} s, {replays[app][2]}", file=sys.stderr)
                     shutil.rmtree(cap, ignore_errors=True)
                     if os.path.exists(stats):
                         os.remove(stats)
@@ -141,6 +159,7 @@ def main():
     med = {k: statistics.median(v) for k, v in walls.items() if v}
     head = f"{'application':13} {'native s':>9}" + "".join(f" {m:>6}" for m in MODES if m != "native")
     head += f" {'admit%':>7} {'spoolwait s':>11} {'store s':>8} {'spooled MB':>10} {'compact MB/s':>12} {'peak MB':>8} {'stored MB':>9}"
+    head += f" {'replay s':>9} {'launch/s':>9} {'replay/native':>13}"
     print(head)
     for app in apps:
         nat = med.get((app, "native"))
@@ -153,11 +172,16 @@ def main():
         if extra[app]:
             e = min(extra[app], key=lambda x: abs(x["wall"] - med[(app, "full")]))
             line += f" {100 * e['admit_s'] / e['wall']:6.1f}% {e['wait_s']:11.3f} {e['store_s']:8.3f} {e['spooled_mb']:10.1f} {e['mb_s']:12.0f} {e['peak_mb']:8.1f} {e['stored_mb']:9.1f}"
+        if app in replays and nat:
+            rw, n, _ = replays[app]
+            line += f" {rw:9.3f} {n / rw:9.0f} {rw / nat:12.1f}x"
         print(line)
-    write_results(apps, med, extra)
+    for app, (_, _, summary) in replays.items():
+        print(f"replay {app}: {summary}")
+    write_results(apps, med, extra, replays)
 
 
-def write_results(apps, med, extra):
+def write_results(apps, med, extra, replays):
     """Hands the table to bench/results.py (bench/results/spool-<machine>.json), from which
     bench/report.py renders BENCHMARKS.md."""
     rows = []
@@ -177,6 +201,14 @@ def write_results(apps, med, extra):
                 compact_mb_s=round(e["mb_s"]),
                 spool_peak_mb=round(e["peak_mb"]),
                 stored_mb=round(e["stored_mb"], 1),
+            )
+        if app in replays:
+            rw, n, summary = replays[app]
+            row.update(
+                replay_s=round(rw, 3),
+                replay_launches_per_s=round(n / rw) if rw else None,
+                replay_x=round(rw / nat, 1),
+                replay_summary=summary,
             )
         rows.append(json.dumps(row))
     here = os.path.dirname(os.path.abspath(__file__))

@@ -10,9 +10,9 @@
 //! on in a fresh worker, so `cltrap replay SUITE/findings/KERNEL` reproduces fuzzing findings
 //! without taking cltrap down.
 
+use crate::campaign::kept::{error_lines, Kept};
 use crate::campaign::{Campaign, Finished, Lost, Unit, UnitContext};
 use crate::compare::Closeness;
-use crate::executor::{DeviceSelector, Session};
 use crate::replay::{LaunchResult, Outcome, Replayer, Summary};
 use cltrap_capture::{Capture, LaunchRecord};
 use serde::{Deserialize, Serialize};
@@ -105,14 +105,8 @@ pub struct ReplayCampaign {
     pub damaged: Vec<String>,
     /// Longest silence of a worker on one launch (a program's compile included).
     pub watchdog: Duration,
-    here: Option<Here>,
-}
-
-/// What a worker keeps between launches: its session and what it built and derived there.
-struct Here {
-    device: DeviceSelector,
-    session: Session,
-    replayer: Replayer<'static>,
+    /// A worker's session and what it built and derived there, kept between launches.
+    here: Option<Kept<Replayer<'static>>>,
 }
 
 impl ReplayCampaign {
@@ -149,29 +143,21 @@ impl Campaign for ReplayCampaign {
 
     fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String> {
         let l = self.launch_of(unit)?;
-        if self.here.as_ref().is_none_or(|h| &h.device != cx.device) {
-            let session = match Session::open(cx.device) {
-                Ok(s) => s,
-                Err(e) => {
-                    let full = e.to_string();
-                    let line = full.lines().next().unwrap_or("").to_string();
-                    let r = Replayed::error(l, line, Some(full));
-                    return serde_json::to_value(r).map_err(|e| e.to_string());
-                }
-            };
-            self.here = Some(Here {
-                device: cx.device.clone(),
-                session,
-                replayer: Replayer::new(self.capture, self.closeness),
-            });
-        }
-        let here = self.here.as_mut().ok_or("no session")?;
-        let before = here.replayer.rederived();
-        let result = here.replayer.one(&here.session, l);
+        let (capture, closeness) = (self.capture, self.closeness);
+        let here = match Kept::on(&mut self.here, cx.device, || Replayer::new(capture, closeness)) {
+            Ok(h) => h,
+            Err(e) => {
+                let (line, full) = error_lines(&e);
+                let r = Replayed::error(l, line, Some(full));
+                return serde_json::to_value(r).map_err(|e| e.to_string());
+            }
+        };
+        let before = here.state.rederived();
+        let result = here.state.one(&here.session, l);
         let info = here.session.info();
         let r = Replayed {
-            built: here.replayer.built(&l.program).then(|| l.program.clone()),
-            rederived: here.replayer.rederived() - before,
+            built: here.state.built(&l.program).then(|| l.program.clone()),
+            rederived: here.state.rederived() - before,
             device: Some(format!("{} ({})", info.name, info.platform)),
             ..Replayed::of(&result)
         };

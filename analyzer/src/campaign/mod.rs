@@ -15,6 +15,7 @@
 pub mod args;
 pub mod devices;
 pub mod here;
+pub mod kept;
 pub mod journal;
 pub mod merge;
 pub mod protocol;

@@ -9,8 +9,8 @@
 //! counted as failed and named; the other launches are still measured.
 
 use super::{print, CoverTiming, LaunchCoverage, Measurer, Merger, Problem, ReportPaths};
+use crate::campaign::kept::{error_lines, Kept};
 use crate::campaign::{Campaign, Finished, Lost, Unit, UnitContext};
-use crate::executor::{DeviceSelector, Session};
 use cltrap_capture::{Capture, LaunchRecord};
 use cltrap_kernel::coverage::CoverageMap;
 use serde_json::Value;
@@ -35,14 +35,8 @@ pub struct CoverCampaign {
     /// Longest silence of a worker on one launch (its program's instrumenting and compile
     /// included).
     pub watchdog: Duration,
-    here: Option<Here>,
-}
-
-/// What a worker keeps between launches: its session and what it built there.
-struct Here {
-    device: DeviceSelector,
-    session: Session,
-    measurer: Measurer<'static>,
+    /// A worker's session and what it built there, kept between launches.
+    here: Option<Kept<Measurer<'static>>>,
 }
 
 impl CoverCampaign {
@@ -86,36 +80,30 @@ impl Campaign for CoverCampaign {
 
     fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String> {
         let l = self.launch_of(unit)?;
-        if self.here.as_ref().is_none_or(|h| &h.device != cx.device) {
-            let session = match Session::open(cx.device) {
-                Ok(s) => s,
-                Err(e) => {
-                    let lc = LaunchCoverage {
+        let (capture, cache, timing) = (self.capture, self.instrument_cache.clone(), self.timing);
+        let here = match Kept::on(&mut self.here, cx.device, || Measurer::new(capture, cache, timing)) {
+            Ok(h) => h,
+            Err(e) => {
+                let (line, full) = error_lines(&e);
+                let lc = LaunchCoverage {
+                    launch: l.id,
+                    kernel: l.kernel.clone(),
+                    program: l.program.clone(),
+                    result: None,
+                    problem: Some(Problem {
                         launch: l.id,
                         kernel: l.kernel.clone(),
-                        program: l.program.clone(),
-                        result: None,
-                        problem: Some(Problem {
-                            launch: l.id,
-                            kernel: l.kernel.clone(),
-                            kind: "error".into(),
-                            message: e.to_string().lines().next().unwrap_or("").to_string(),
-                        }),
-                        detail: Some(e.to_string()),
-                        device: None,
-                        timing: None,
-                    };
-                    return serde_json::to_value(lc).map_err(|e| e.to_string());
-                }
-            };
-            self.here = Some(Here {
-                device: cx.device.clone(),
-                session,
-                measurer: Measurer::new(self.capture, self.instrument_cache.clone(), self.timing),
-            });
-        }
-        let here = self.here.as_mut().ok_or("no session")?;
-        let lc = here.measurer.measure(&here.session, l);
+                        kind: "error".into(),
+                        message: line,
+                    }),
+                    detail: Some(full),
+                    device: None,
+                    timing: None,
+                };
+                return serde_json::to_value(lc).map_err(|e| e.to_string());
+            }
+        };
+        let lc = here.state.measure(&here.session, l);
         serde_json::to_value(lc).map_err(|e| e.to_string())
     }
 

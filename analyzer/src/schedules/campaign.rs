@@ -14,8 +14,9 @@ use super::{
     mean_ms, ms, not_classified, one_launch, races, timing_line, verdict_word, ScheduleOptions,
     ScheduleResult, ScheduleSummary, ScheduleTiming, Verdict,
 };
+use crate::campaign::kept::{error_lines, Kept};
 use crate::campaign::{Campaign, Finished, Lost, Unit, UnitContext};
-use crate::executor::{Deriver, DeviceSelector, Session};
+use crate::executor::Deriver;
 use crate::variant::{DiskCache, VariantCache};
 use cltrap_capture::{Capture, LaunchRecord};
 use cltrap_kernel::permute::PermuteMap;
@@ -131,13 +132,11 @@ pub struct ScheduleCampaign {
     pub damaged: Vec<String>,
     /// Longest silence of a worker: one run of a launch (the first with its compile).
     pub watchdog: Duration,
-    here: Option<Here>,
+    here: Option<Kept<Worker>>,
 }
 
-/// What a worker keeps between launches.
-struct Here {
-    device: DeviceSelector,
-    session: Session,
+/// What a worker keeps on its device between launches.
+struct Worker {
     cache: VariantCache<PermuteMap>,
     deriver: Deriver<'static>,
 }
@@ -231,39 +230,32 @@ impl Campaign for ScheduleCampaign {
             );
             return serde_json::to_value(Classified::of(&r)).map_err(|e| e.to_string());
         }
-        if self.here.as_ref().is_none_or(|h| &h.device != cx.device) {
-            let session = match Session::open(cx.device) {
-                Ok(s) => s,
-                Err(e) => {
-                    let full = e.to_string();
-                    let line = full.lines().next().unwrap_or("").to_string();
-                    let c = Self::error(l, line, Some(full));
-                    return serde_json::to_value(c).map_err(|e| e.to_string());
-                }
-            };
-            self.here = Some(Here {
-                device: cx.device.clone(),
-                session,
-                cache: VariantCache::with_disk(self.opts.instrument_cache.clone().map(|dir| {
-                    DiskCache {
-                        dir,
-                        pass: "permute",
-                    }
-                })),
-                deriver: Deriver::new(self.capture),
-            });
-        }
-        let here = self.here.as_mut().ok_or("no session")?;
+        let (capture, cache_dir) = (self.capture, self.opts.instrument_cache.clone());
+        let make = || Worker {
+            cache: VariantCache::with_disk(cache_dir.map(|dir| DiskCache {
+                dir,
+                pass: "permute",
+            })),
+            deriver: Deriver::new(capture),
+        };
+        let here = match Kept::on(&mut self.here, cx.device, make) {
+            Ok(h) => h,
+            Err(e) => {
+                let (line, full) = error_lines(&e);
+                let c = Self::error(l, line, Some(full));
+                return serde_json::to_value(c).map_err(|e| e.to_string());
+            }
+        };
         let r = one_launch(
             &here.session,
             self.capture,
             l,
             &self.opts,
-            &mut here.cache,
-            &mut here.deriver,
+            &mut here.state.cache,
+            &mut here.state.deriver,
             cx.alive,
         );
-        let built = here.cache.variants().any(|(k, _)| k == &l.program);
+        let built = here.state.cache.variants().any(|(k, _)| k == &l.program);
         let info = here.session.info();
         let c = Classified {
             built: built.then(|| l.program.clone()),
