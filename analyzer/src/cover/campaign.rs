@@ -85,21 +85,7 @@ impl Campaign for CoverCampaign {
             Ok(h) => h,
             Err(e) => {
                 let (line, full) = error_lines(&e);
-                let lc = LaunchCoverage {
-                    launch: l.id,
-                    kernel: l.kernel.clone(),
-                    program: l.program.clone(),
-                    result: None,
-                    problem: Some(Problem {
-                        launch: l.id,
-                        kernel: l.kernel.clone(),
-                        kind: "error".into(),
-                        message: line,
-                    }),
-                    detail: Some(full),
-                    device: None,
-                    timing: None,
-                };
+                let lc = failed(l, line, Some(full));
                 return serde_json::to_value(lc).map_err(|e| e.to_string());
             }
         };
@@ -118,21 +104,7 @@ impl Campaign for CoverCampaign {
                 d.as_secs()
             ),
         };
-        let lc = LaunchCoverage {
-            launch: l.id,
-            kernel: l.kernel.clone(),
-            program: l.program.clone(),
-            result: None,
-            problem: Some(Problem {
-                launch: l.id,
-                kernel: l.kernel.clone(),
-                kind: "error".into(),
-                message: format!("the kernel {why}; left out of the coverage"),
-            }),
-            detail: None,
-            device: None,
-            timing: None,
-        };
+        let lc = failed(l, format!("the kernel {why}; left out of the coverage"), None);
         serde_json::to_value(lc).unwrap_or(Value::Null)
     }
 
@@ -193,5 +165,25 @@ impl Campaign for CoverCampaign {
 
     fn home(&self) -> PathBuf {
         self.dir.join("campaigns")
+    }
+}
+
+/// The result of a launch that gave no coverage: `message` its problem's line, `detail` the
+/// whole error where there is more to say.
+fn failed(l: &LaunchRecord, message: String, detail: Option<String>) -> LaunchCoverage {
+    LaunchCoverage {
+        launch: l.id,
+        kernel: l.kernel.clone(),
+        program: l.program.clone(),
+        result: None,
+        problem: Some(Problem {
+            launch: l.id,
+            kernel: l.kernel.clone(),
+            kind: "error".into(),
+            message,
+        }),
+        detail,
+        device: None,
+        timing: None,
     }
 }
