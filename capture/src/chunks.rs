@@ -132,7 +132,7 @@ pub fn parse_index(text: &str) -> Result<(u64, Vec<ChunkRef>), String> {
         .and_then(|l| l.strip_prefix("size "))
         .and_then(|n| n.parse::<u64>().ok())
         .ok_or("the second line of an index must be `size N`")?;
-    let is_digest = crate::validate::is_digest;
+    let is_digest = crate::hex::is_digest;
     let mut packs: Vec<Arc<str>> = Vec::new();
     while let Some(p) = lines.peek().and_then(|l| l.strip_prefix("pack ")) {
         if !packed || !is_digest(p) {

@@ -1,4 +1,5 @@
-//! The capture's hex spelling of raw bytes (scalar argument values, `ArgRecord::Scalar::bytes`).
+//! The capture's hex spelling of raw bytes (scalar argument values, `ArgRecord::Scalar::bytes`)
+//! and of digests (the names of blobs).
 //!
 //! It lives here because it is part of the format: the shim writes it, the analyzer reads it,
 //! and generated suites write it too. Readers accept an optional `0x` prefix and either case.
@@ -31,6 +32,15 @@ pub fn decode(text: &str) -> Option<Vec<u8>> {
     t.chunks_exact(2)
         .map(|p| Some((digit(p[0])? << 4) | digit(p[1])?))
         .collect()
+}
+
+/// A blake3 digest in lower-case hex: the name of a blob in `blobs/`.
+pub type Hash = String;
+
+/// Whether `s` names a blob: exactly 64 lower-case hex digits (blake3), nothing else — the
+/// one shape a capture field may have before it becomes part of a path.
+pub fn is_digest(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 #[cfg(test)]

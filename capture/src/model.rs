@@ -4,8 +4,7 @@
 use crate::text::Text;
 use serde::{Deserialize, Serialize};
 
-/// A blake3 digest in lower-case hex: the name of a blob in `blobs/`.
-pub type Hash = String;
+pub use crate::hex::Hash;
 
 /// The manifest at the root of a capture: identifies the format and the process that wrote it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -74,7 +73,7 @@ impl DigestKind {
     /// The digest of `bytes` by this function: what a replay compares with a recorded one.
     pub fn digest(&self, bytes: &[u8]) -> Hash {
         match self {
-            DigestKind::Blake3 => crate::writer::digest(bytes),
+            DigestKind::Blake3 => crate::parallel::digest(bytes),
             DigestKind::Dd128 => crate::devdigest::dd128(bytes),
         }
     }

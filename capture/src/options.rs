@@ -4,6 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+/// Longest build options string, in bytes.
+pub const MAX_OPTIONS: usize = 1 << 16;
+
 /// Splits an options string like a shell would (quotes and backslashes), which is how OpenCL
 /// implementations read `-D NAME="a b"`.
 pub fn split_options(options: &str) -> Vec<String> {
@@ -80,7 +83,7 @@ pub fn include_dirs(options: &str, cwd: &Path) -> Vec<PathBuf> {
 /// `-Xclang -load -Xclang x.so`, `-fplugin=` or a bare file name make a compiler read or load
 /// what the capture names. Err: the refused word, named, in one sentence part.
 pub fn check_build_options(options: &str) -> Result<(), String> {
-    const MAX: usize = crate::validate::MAX_OPTIONS;
+    const MAX: usize = MAX_OPTIONS;
     if options.len() > MAX {
         return Err(format!("the build options are {} bytes long (at most {MAX})", options.len()));
     }

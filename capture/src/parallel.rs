@@ -12,7 +12,7 @@
 //! chunks in the same order; only who computes them changes. Contents below
 //! [`PARALLEL_MIN`] and machines with one core stay serial.
 
-use crate::model::Hash;
+use crate::hex::Hash;
 pub use blake3::hazmat::ChainingValue;
 use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, merge_subtrees_root};
 use blake3::hazmat::{HasherExt, Mode};

@@ -36,14 +36,10 @@ pub const MAX_LOCAL_BYTES: u64 = 1 << 30;
 pub const MAX_IMAGE_DIM: u64 = 1 << 20;
 /// Most notes, sources, devices, included files and the like in one record.
 pub const MAX_ITEMS: usize = 1 << 16;
-/// Longest build options string, in bytes.
-pub const MAX_OPTIONS: usize = 1 << 16;
+/// Longest build options string, in bytes (kept with the options' own checks).
+pub use crate::options::MAX_OPTIONS;
 
-/// Whether `s` names a blob: exactly 64 lower-case hex digits (blake3), nothing else — the
-/// one shape a capture field may have before it becomes part of a path.
-pub fn is_digest(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
+pub use crate::hex::is_digest;
 
 /// A digest of `algo`'s shape (blake3: 64 lower-case hex digits; dd128: 32).
 fn is_digest_of(algo: DigestKind, s: &str) -> bool {
