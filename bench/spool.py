@@ -41,6 +41,7 @@ CLTRAP = os.path.join(BIN, "cltrap")
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 MODES = os.environ.get("MODES", "native off hash full").split()
 REPLAY = os.environ.get("REPLAY", "1") != "0"
+REPLAY_TIMEOUT = float(os.environ.get("REPLAY_TIMEOUT", "300"))
 
 SIZES = {
     # Application -> arguments. `light`: seconds on a shared CPU with PoCL.
@@ -88,7 +89,12 @@ def run(app, args, mode, cap, stats):
 def replay(cap):
     """Replays capture `cap` in order: (wall seconds, launches replayed, summary line)."""
     start = time.monotonic()
-    p = subprocess.run([CLTRAP, "replay", cap], capture_output=True, text=True)
+    try:
+        p = subprocess.run([CLTRAP, "replay", cap], capture_output=True, text=True, timeout=REPLAY_TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        done = sum(1 for line in out.splitlines() if line.startswith("launch "))
+        return REPLAY_TIMEOUT, done, f"stopped after {REPLAY_TIMEOUT:.0f} s (REPLAY_TIMEOUT) with {done} launches replayed"
     wall = time.monotonic() - start
     lines = p.stdout.splitlines()
     launches = sum(1 for line in lines if line.startswith("launch "))
