@@ -50,6 +50,13 @@ pub struct MutateCampaign {
     pub timing: bool,
     /// Damaged launch lines of the capture (left out; exit 2).
     pub damaged: usize,
+    /// The campaign flags (the test cases run on the same devices and workers).
+    pub flags: crate::campaign::CampaignArgs,
+    /// The command's own device selection.
+    pub device: crate::executor::DeviceSelector,
+    /// This run's campaign folder, and the folders of earlier runs ([`Campaign::folders`]).
+    folders: Option<(PathBuf, Vec<PathBuf>)>,
+    cases: super::cases::CaseEvaluator,
     prepared: Option<Prepared>,
     /// Unit id → job index.
     index: HashMap<String, usize>,
@@ -69,6 +76,10 @@ impl MutateCampaign {
             html: None,
             timing: false,
             damaged: 0,
+            flags: Default::default(),
+            device: Default::default(),
+            folders: None,
+            cases: Default::default(),
             prepared: None,
             index: HashMap::new(),
             evaluator: Evaluator::new(),
@@ -189,7 +200,14 @@ impl Campaign for MutateCampaign {
             .capture
             .as_ref()
             .ok_or("the campaign's capture is not open")?;
-        let prepared = super::prepare_campaign(capture, &self.opts).map_err(|e| e.to_string())?;
+        let at = super::cases::CaseRun {
+            flags: &self.flags,
+            device: &self.device,
+            own: self.folders.as_ref().map(|(o, _)| o.as_path()),
+            earlier: self.folders.as_ref().map_or(&[][..], |(_, e)| e.as_slice()),
+        };
+        let prepared =
+            super::prepare_campaign(capture, &self.opts, &at).map_err(|e| e.to_string())?;
         let run_ms = prepared.report.deadline.as_millis() as u64;
         let mut units = Vec::with_capacity(prepared.jobs.len());
         self.index.clear();
@@ -222,6 +240,12 @@ impl Campaign for MutateCampaign {
     }
 
     fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String> {
+        if unit.id.starts_with("case-") {
+            let job: super::cases::CaseJob = serde_json::from_value(unit.payload.clone())
+                .map_err(|e| format!("`{}` is not a test case's job: {e}", unit.id))?;
+            let r = self.cases.run(&job, cx.device, cx.alive);
+            return serde_json::to_value(r).map_err(|e| e.to_string());
+        }
         let p: Payload = serde_json::from_value(unit.payload.clone())
             .map_err(|e| format!("`{}` is not a mutant's job: {e}", unit.id))?;
         let watchdog = self.watchdog.get_or_insert_with(Watchdog::start);
@@ -312,5 +336,9 @@ impl Campaign for MutateCampaign {
 
     fn home(&self) -> PathBuf {
         self.dir.join("campaigns")
+    }
+
+    fn folders(&mut self, own: &std::path::Path, earlier: &[PathBuf]) {
+        self.folders = Some((own.to_path_buf(), earlier.to_vec()));
     }
 }
