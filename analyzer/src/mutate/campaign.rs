@@ -122,13 +122,14 @@ impl MutateCampaign {
             let ms = |d: Duration| d.as_secs_f64() * 1e3;
             let _ = writeln!(
                 out,
-                "phases: open {:.0} ms, render {:.0} ms, compile {:.0} ms, check {:.0} ms, coverage {:.0} ms, eval {:.0} ms, tce {:.0} ms, eval rate {:.2} mutants/s",
+                "phases: open {:.0} ms, render {:.0} ms, compile {:.0} ms, check {:.0} ms, coverage {:.0} ms, eval {:.0} ms, locate {:.0} ms, tce {:.0} ms, eval rate {:.2} mutants/s",
                 ms(ph.open),
                 ms(ph.render),
                 ms(ph.compile),
                 ms(ph.check),
                 ms(ph.coverage),
                 ms(r.eval_time),
+                ms(ph.locate),
                 ms(ph.tce),
                 f64::from(r.evaluated) / r.eval_time.as_secs_f64().max(1e-9)
             );

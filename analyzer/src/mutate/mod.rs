@@ -229,6 +229,8 @@ pub struct Phases {
     pub worker_spawns: u32,
     /// Compiling the undetected mutants with clang to compare optimised code ([`tce`]).
     pub tce: Duration,
+    /// Locating the overruns of RUNTIME-ERROR mutants on the bounds check ([`overrun`]).
+    pub locate: Duration,
 }
 
 /// Adds the time `f` takes to `slot`.
@@ -569,7 +571,9 @@ impl Prepared {
         let phase = phase_spinner(opts.progress);
         if opts.locate_overruns {
             phase.set_message("locating the overruns of RUNTIME-ERROR mutants (Oclgrind)");
+            let started = Instant::now();
             overrun::locate(capture, &self.plans, &mut report, opts);
+            report.phases.locate = started.elapsed();
         }
         // 3. Equivalent and duplicate mutants among those the suite did not detect.
         if opts.compare_optimised {
