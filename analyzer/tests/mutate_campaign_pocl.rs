@@ -226,13 +226,13 @@ fn the_test_cases_run_as_units_on_both_devices() {
     );
     run(&a, &env);
     let cases = journal(&dir.join("cases"));
-    let ids: Vec<&str> = units_of(&cases)
+    let units = units_of(&cases);
+    let case_units: Vec<&&Value> = units
         .iter()
-        .filter_map(|l| l["unit"].as_str())
+        .filter(|l| l["unit"].as_str().unwrap_or("").starts_with("case-"))
         .collect();
-    assert_eq!(ids.len(), 8, "one case unit per launch: {ids:?}");
-    assert!(ids.iter().all(|i| i.starts_with("case-")), "{ids:?}");
-    let devices: std::collections::BTreeSet<String> = units_of(&cases)
+    assert_eq!(case_units.len(), 8, "one case unit per launch: {units:?}");
+    let devices: std::collections::BTreeSet<String> = case_units
         .iter()
         .map(|l| l["device"].as_str().unwrap_or("").to_string())
         .collect();
@@ -256,7 +256,11 @@ fn a_merge_takes_the_test_cases_from_the_shards_journals() {
             ENV,
         );
         // Every shard ran the original on every test case.
-        assert_eq!(units_of(&journal(&dir.join("cases"))).len(), 2);
+        let cases = units_of(&journal(&dir.join("cases")))
+            .iter()
+            .filter(|l| l["unit"].as_str().unwrap_or("").starts_with("case-"))
+            .count();
+        assert_eq!(cases, 2);
         shards.push(dir);
     }
     // The merge of the untouched shards writes the single run's report, and runs no case.
@@ -293,4 +297,56 @@ fn a_merge_takes_the_test_cases_from_the_shards_journals() {
         replanted.contains("not a test case: planted"),
         "the merge took the cases from the journals:\n{replanted}"
     );
+}
+
+/// Each mutant's id and verdict in a mutation JSON report.
+fn verdicts(json: &str) -> Vec<(String, String)> {
+    let v: Value = serde_json::from_str(json).unwrap();
+    let mut out = Vec::new();
+    for f in v["files"].as_object().unwrap().values() {
+        for m in f["mutants"].as_array().unwrap() {
+            out.push((
+                m["id"].as_str().unwrap().to_string(),
+                m["status"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_schema_the_driver_cannot_run_falls_back_to_one_compile_per_mutant() {
+    let f = suite("campaign-schema-fallback");
+    let per_mutant = f.dir.join("per-mutant.json");
+    let dir = f.dir.join("per-mutant-campaign");
+    run(
+        &args(
+            &f,
+            &per_mutant,
+            &["--per-mutant-compile", "--campaign-dir", dir.to_str().unwrap()],
+        ),
+        ENV,
+    );
+    // The knob makes every run of the original through the schema crash its worker, as a
+    // driver that cannot run the schema would.
+    let json = f.dir.join("fallback.json");
+    let dir = f.dir.join("fallback-campaign");
+    let mut env = ENV.to_vec();
+    env.push(("CLTRAP_TEST_SCHEMA_CRASH", "1"));
+    let out = run(
+        &args(&f, &json, &["--campaign-dir", dir.to_str().unwrap()]),
+        &env,
+    );
+    assert!(
+        out.contains("cannot run the original through the mutant schema"),
+        "the fallback is noted:\n{out}"
+    );
+    let checks = units_of(&journal(&dir.join("cases")))
+        .iter()
+        .filter(|l| l["unit"].as_str().unwrap_or("").starts_with("schema-"))
+        .count();
+    assert!(checks >= 1, "the schema was checked in a unit of its own");
+    let expected = verdicts(&std::fs::read_to_string(&per_mutant).unwrap());
+    let got = verdicts(&std::fs::read_to_string(&json).unwrap());
+    assert_eq!(got, expected, "the verdicts of one compile per mutant");
 }

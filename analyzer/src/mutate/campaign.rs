@@ -241,7 +241,7 @@ impl Campaign for MutateCampaign {
     }
 
     fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String> {
-        if unit.id.starts_with("case-") {
+        if unit.id.starts_with("case-") || unit.id.starts_with("schema-") {
             let job: super::cases::CaseJob = serde_json::from_value(unit.payload.clone())
                 .map_err(|e| format!("`{}` is not a test case's job: {e}", unit.id))?;
             let r = self.cases.run(&job, cx.device, cx.alive);

@@ -60,7 +60,27 @@ pub struct CaseJob {
     pub ulp: u64,
     /// Where derived inputs are written for the mutants' workers.
     pub inputs: PathBuf,
+    /// A check of the schema instead (`schema-<launch>`): run the original through the base
+    /// program (selector 0) once, to find a schema the driver cannot run (it crashes or
+    /// hangs where the original does not).
+    #[serde(default)]
+    pub schema_check: bool,
 }
+
+impl CaseJob {
+    /// The job's unit id: `case-<launch>`, or `schema-<launch>` for a schema check.
+    pub fn unit(&self) -> String {
+        if self.schema_check {
+            format!("schema-{}", self.launch)
+        } else {
+            unit_id(self.launch)
+        }
+    }
+}
+
+/// For tests only: when set (to anything), a worker running a schema check dies of SIGABRT,
+/// as a driver that crashes on the schema would make it.
+pub const SCHEMA_CRASH_KNOB: &str = "CLTRAP_TEST_SCHEMA_CRASH";
 
 /// What the original did on one test case.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -133,7 +153,7 @@ pub struct CaseEvaluator {
     /// process's life (a worker serves one campaign, over one capture).
     captures: HashMap<PathBuf, &'static Capture>,
     derivers: HashMap<PathBuf, Deriver<'static>>,
-    builds: HashMap<(PathBuf, String, PathBuf), Builds>,
+    builds: HashMap<(PathBuf, String, PathBuf, bool), Builds>,
     /// Program, kernel and sizes already run in this process.
     warm: HashSet<(String, bool, String, Vec<u64>, Option<Vec<u64>>)>,
 }
@@ -168,7 +188,12 @@ impl CaseEvaluator {
         let Some(session) = self.session.as_ref() else {
             return not_case("no device".into());
         };
-        let key = (job.capture.clone(), job.program.clone(), job.base.clone());
+        let key = (
+            job.capture.clone(),
+            job.program.clone(),
+            job.base.clone(),
+            job.schema_check,
+        );
         if !self.builds.contains_key(&key) {
             let b = build(capture, session, job, alive);
             self.builds.insert(key.clone(), b);
@@ -209,6 +234,23 @@ impl CaseEvaluator {
                 .first()
                 .map(|m| m.to_string())
         };
+        if job.schema_check {
+            if std::env::var_os(SCHEMA_CRASH_KNOB).is_some() {
+                std::process::abort();
+            }
+            let mut r = CaseResult::dropped(String::new());
+            r.dropped = match &builds.base {
+                Ok(b) => {
+                    alive();
+                    session
+                        .run_guarded(b, &input, &selector_extras(0, u32::MAX))
+                        .err()
+                        .map(|e| e.to_string())
+                }
+                Err(e) => Some(e.clone()),
+            };
+            return r;
+        }
         let cov = builds.coverage.as_ref().and_then(|c| c.as_ref().ok());
         let base = match (&builds.base, cov) {
             (Ok(b), _) => Some(b),
@@ -335,7 +377,7 @@ fn build(capture: &Capture, session: &Session, job: &CaseJob, alive: &dyn Fn()) 
             };
         }
     };
-    let coverage = job.coverage.then(|| {
+    let coverage = (job.coverage && !job.schema_check).then(|| {
         let h = crate::headers::Headers::from_capture(capture, &record.includes)
             .map_err(|e| first_line(e.to_string()))?;
         let source =
@@ -369,7 +411,7 @@ fn build(capture: &Capture, session: &Session, job: &CaseJob, alive: &dyn Fn()) 
         b
     };
     let base = build_file(&job.base);
-    let permuted = (job.schedules > 0)
+    let permuted = (job.schedules > 0 && !job.schema_check)
         .then(|| job.permuted.as_deref().map(build_file))
         .flatten();
     Builds {
@@ -471,7 +513,7 @@ pub struct CaseRun<'a> {
 pub fn run_cases(
     jobs: &[CaseJob],
     at: &CaseRun,
-) -> Result<HashMap<u64, CaseResult>, String> {
+) -> Result<HashMap<String, CaseResult>, String> {
     let mut known: BTreeMap<String, CaseResult> = BTreeMap::new();
     for dir in at.earlier {
         if let Ok(j) = journal::read(&dir.join(CASES_DIR)) {
@@ -485,7 +527,7 @@ pub fn run_cases(
     let merging = at.own.is_some_and(|o| at.earlier.iter().any(|e| e != o));
     let missing: Vec<&CaseJob> = jobs
         .iter()
-        .filter(|j| !known.contains_key(&unit_id(j.launch)))
+        .filter(|j| !known.contains_key(&j.unit()))
         .collect();
     if !missing.is_empty() {
         match at.own {
@@ -505,7 +547,7 @@ pub fn run_cases(
                 };
                 // Every case, so the journal stays whole; those it holds are skipped.
                 for j in jobs {
-                    let id = unit_id(j.launch);
+                    let id = j.unit();
                     let payload = serde_json::to_value(j).map_err(|e| e.to_string())?;
                     c.units.push(Unit {
                         id: id.clone(),
@@ -535,13 +577,13 @@ pub fn run_cases(
                 let mut ev = CaseEvaluator::default();
                 for j in missing {
                     let r = ev.run(j, at.device, &|| {});
-                    known.insert(unit_id(j.launch), r);
+                    known.insert(j.unit(), r);
                 }
             }
         }
     }
     Ok(jobs
         .iter()
-        .filter_map(|j| known.remove(&unit_id(j.launch)).map(|r| (j.launch, r)))
+        .filter_map(|j| known.remove(&j.unit()).map(|r| (j.unit(), r)))
         .collect())
 }

@@ -453,7 +453,7 @@ pub fn prepare_campaign(
     let all_cases: Vec<cases::CaseJob> = staged
         .iter()
         .filter_map(|(_, s)| match s {
-            Some((_, Stage::Pending(p))) => Some(p.cases.iter().cloned()),
+            Some((_, Stage::Pending(p))) => Some(p.cases.iter().chain(&p.schema_checks).cloned()),
             _ => None,
         })
         .flatten()
@@ -462,7 +462,7 @@ pub fn prepare_campaign(
     let case_results = cases::run_cases(&all_cases, at).map_err(MutateError::Workers)?;
     report.phases.check += checking.elapsed();
     for (mut notes, s) in staged {
-        let Some((plan, stage)) = s else {
+        let Some((mut plan, stage)) = s else {
             report.notes.extend(notes);
             continue;
         };
@@ -475,7 +475,7 @@ pub fn prepare_campaign(
             Stage::Pending(p) => {
                 let failed = p.cases.iter().find_map(|j| {
                     case_results
-                        .get(&j.launch)
+                        .get(&j.unit())
                         .and_then(|r| r.coverage_build.clone())
                 });
                 if let Some(e) = failed {
@@ -488,7 +488,36 @@ pub fn prepare_campaign(
                     );
                 }
                 report.notes.extend(notes);
-                finish_program(capture, &plan, p, &case_results, opts, &budget, &mut report)?
+                // A schema the driver cannot run on a test case: one compile per mutant.
+                let unrunnable = p.schema_checks.iter().any(|s| {
+                    let case = case_results.get(&cases::unit_id(s.launch));
+                    case.is_some_and(|r| r.dropped.is_none())
+                        && case_results
+                            .get(&s.unit())
+                            .is_some_and(|r| r.dropped.is_some())
+                });
+                if unrunnable {
+                    report.notes.push(format!(
+                        "{}: the driver cannot run the original through the mutant schema (it crashed, hung or failed); its mutants are compiled one by one",
+                        p.file
+                    ));
+                    let mut fallback = opts.clone();
+                    fallback.per_mutant_compile = true;
+                    match prepare(capture, &session, &mut plan, &fallback, &budget, &mut report)? {
+                        Stage::Done(j, r) => (j, r),
+                        Stage::Pending(p) => finish_program(
+                            capture,
+                            &plan,
+                            p,
+                            &case_results,
+                            &fallback,
+                            &budget,
+                            &mut report,
+                        )?,
+                    }
+                } else {
+                    finish_program(capture, &plan, p, &case_results, opts, &budget, &mut report)?
+                }
             }
         };
         report.programs.push(result);
@@ -841,7 +870,25 @@ fn prepare(
                 schedules: opts.schedules,
                 ulp: opts.ulp,
                 inputs: opts.out_dir.join("inputs"),
+                schema_check: false,
             });
+        }
+    }
+    // The original through the schema, once per kernel and sizes (where a driver's lazy
+    // compile for them happens), in units of their own: a driver that crashes or hangs on
+    // the schema costs that unit, and the program's mutants are then compiled one by one.
+    // Without a coverage build, the test cases themselves run through the schema.
+    let mut schema_checks = Vec::new();
+    if !opts.per_mutant_compile && instrumented.is_some() {
+        let mut shapes = HashSet::new();
+        for j in &case_jobs {
+            let rec = capture.launch(j.launch)?;
+            if shapes.insert((&j.kernel, rec.global_size.clone(), rec.local_size.clone())) {
+                schema_checks.push(cases::CaseJob {
+                    schema_check: true,
+                    ..j.clone()
+                });
+            }
         }
     }
     let known = instrumented.map(|c| {
@@ -860,6 +907,7 @@ fn prepare(
         permuted_path: permuted_path.map(|(p, _)| p),
         known,
         cases: case_jobs,
+        schema_checks,
         cov_note_at,
     }))
 }
@@ -875,6 +923,8 @@ struct Pending {
     /// Branch outcomes the coverage instrumentation knows; `None` without coverage.
     known: Option<HashSet<BranchKey>>,
     cases: Vec<cases::CaseJob>,
+    /// Runs of the original through the schema.
+    schema_checks: Vec<cases::CaseJob>,
     /// Where in the report's notes the coverage build's failure goes.
     cov_note_at: usize,
 }
@@ -892,7 +942,7 @@ fn finish_program(
     capture: &Capture,
     plan: &Plan,
     p: Pending,
-    case_results: &std::collections::HashMap<u64, cases::CaseResult>,
+    case_results: &std::collections::HashMap<String, cases::CaseResult>,
     opts: &MutateOptions,
     budget: &str,
     report: &mut CampaignReport,
@@ -906,6 +956,7 @@ fn finish_program(
         permuted_path,
         known,
         cases: case_jobs,
+        schema_checks: _,
         cov_note_at: _,
     } = p;
     let write = |name: &str, text: &str| -> Result<PathBuf, MutateError> {
@@ -929,14 +980,14 @@ fn finish_program(
     let mut inputs: Vec<(String, Vec<u64>, Option<Vec<u64>>)> = Vec::new();
     let cov_failed = case_jobs
         .iter()
-        .any(|j| case_results.get(&j.launch).is_some_and(|r| r.coverage_build.is_some()));
+        .any(|j| case_results.get(&j.unit()).is_some_and(|r| r.coverage_build.is_some()));
     let mut hit: Option<HashSet<BranchKey>> = known
         .as_ref()
         .filter(|_| !cov_failed)
         .map(|_| HashSet::new());
     for j in &case_jobs {
         let (id, kernel) = (j.launch, &j.kernel);
-        let Some(r) = case_results.get(&id) else {
+        let Some(r) = case_results.get(&j.unit()) else {
             report.notes.push(format!(
                 "launch {id} ({kernel}): not a test case: the original did not run on it"
             ));
