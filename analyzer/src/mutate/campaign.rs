@@ -3,10 +3,12 @@
 //! several devices, in shards, resumable), and the reports written from the verdicts in
 //! unit order, whatever ran where.
 //!
-//! The preparation (test cases, mutants, schemata, the original's check and coverage) needs
-//! the device and runs in [`Campaign::units`], in the parent and in `cltrap merge`, never in
-//! a worker: each unit's payload carries the mutant's [`Job`] (what to build and which test
-//! cases to run) and the run deadline. A worker evaluates jobs in its own process
+//! The preparation (test cases, mutants, schemata) runs in [`Campaign::units`], in the parent
+//! and in `cltrap merge`; its device work per test case runs first as units of their own
+//! (`case-<launch>`, `schema-<launch>`: [`super::cases`]) in the same workers, which serve
+//! both kinds, journaled in the campaign folder's `cases/` ([`Campaign::folders`] names it)
+//! and reused from there by `--resume` and by a merge. Each mutant unit's payload carries the
+//! mutant's [`Job`] (what to build and which test cases to run) and the run deadline. A worker evaluates jobs in its own process
 //! ([`Evaluator`]) on its pinned device; a watchdog thread ends the worker with
 //! [`RUN_DEADLINE_EXIT`] when a kernel run outlives the run deadline, which [`Campaign::lost`]
 //! turns into TIMEOUT, as it turns a crash into RUNTIME-ERROR. The runner's own per-unit

@@ -5,20 +5,24 @@
 //! Steps: parse each program and find its mutants (`cltrap_kernel::mutate`); render one
 //! *schema* per program (all mutants behind a run-time selector; compile once) and, for
 //! mutants that cannot live in it (or with `--per-mutant-compile`), one program per mutant;
-//! check in this process that the original reproduces every test case (and under every
-//! permuted schedule asked for), measure coverage of the original to mark NO-COVERAGE mutants;
-//! then evaluate the rest as units of a campaign ([`campaign`]: one unit per mutant, run in
-//! the campaign runner's worker processes, which survive hangs and crashes, on one or more
-//! devices, in shards, resumable from the campaign's journal); a worker evaluates a mutant's
-//! job in its own process ([`worker`]). [`report`] writes the terminal summary, the
-//! mutation-testing-report-schema JSON and the HTML report.
+//! compile the schema in this process (one that does not compile falls back to one compile per
+//! mutant); then run the original on every test case as units of the campaign runner
+//! ([`cases`]: `case-<launch>` checks the recording, reads the coverage counters and tries the
+//! permuted schedules; `schema-<launch>` runs the original through the schema once per kernel
+//! and sizes, and a program whose schema the driver cannot run falls back to one compile per
+//! mutant), spread over the campaign's devices and journaled in its `cases/` folder for
+//! `--resume` and `cltrap merge`; mark NO-COVERAGE mutants; then evaluate the rest as units of
+//! the same runner ([`campaign`]: one unit per mutant, run in the runner's worker processes,
+//! which survive hangs and crashes, on one or more devices, in shards, resumable from the
+//! campaign's journal); a worker evaluates a mutant's job in its own process ([`worker`]).
+//! [`report`] writes the terminal summary, the mutation-testing-report-schema JSON and the
+//! HTML report.
 //!
-//! The parent checks the suite with the coverage build of the original, run in a fuzzing
-//! worker process (a case that writes past the guard zones or crashes is "not a test case",
-//! never a dead parent); it never runs the schema itself. Mutants that write into a guard zone
-//! are RUNTIME-ERROR without losing the worker ([`overrun`] then names the line), and only
-//! *undetected* mutants go through TCE ([`tce`]): a detected mutant cannot be equivalent. A
-//! campaign with no test case is an error (exit 2), never a score.
+//! A case that writes past the guard zones or crashes costs a worker and is "not a test case",
+//! never a dead parent. Mutants that write into a guard zone are RUNTIME-ERROR without losing
+//! the worker ([`overrun`] then names the line), and only *undetected* mutants go through TCE
+//! ([`tce`]): a detected mutant cannot be equivalent. A campaign with no test case is an error
+//! (exit 2), never a score.
 
 pub mod campaign;
 pub mod cases;
@@ -212,14 +216,15 @@ pub struct Phases {
     pub open: Duration,
     /// Parsing, finding mutants, rendering and writing the sources.
     pub render: Duration,
-    /// Device compiles in this process (coverage build, permuted schema, original; the
-    /// schema when there is no coverage build).
+    /// Device compiles in this process (the schema or the original with the mutation
+    /// parameters, and its permuted twin).
     pub compile: Duration,
-    /// Checking that the original reproduces every test case, with coverage counters when
-    /// the coverage build works (runs only).
+    /// Wall time of the test cases' units ([`cases`]: the original's check, coverage and
+    /// schedules on every test case, in the campaign's workers), or of reading them back
+    /// from the journal.
     pub check: Duration,
-    /// Instrumenting the original for coverage (its compile is in `compile`; its runs are
-    /// the suite check's runs, in `check`).
+    /// Instrumenting the original for coverage (its compile and runs are the test cases'
+    /// units, in `check`).
     pub coverage: Duration,
     /// Longest time from a worker's start to its first program built (process start,
     /// device open, compile or driver cache hit).
