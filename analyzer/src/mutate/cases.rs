@@ -31,8 +31,10 @@ use std::time::{Duration, Instant};
 /// The folder of a campaign folder that holds the test cases' journal.
 pub const CASES_DIR: &str = "cases";
 
-/// How long a worker may stay silent on one case: a compile, or one run of the original.
-pub const CASE_DEADLINE: Duration = Duration::from_secs(60);
+/// How long a worker may stay silent on one case: a compile, one run of the original, or
+/// re-creating the case's derived inputs (its producers run again, from the last stored
+/// versions on).
+pub const CASE_DEADLINE: Duration = Duration::from_secs(120);
 
 /// One test case to check: what a worker needs to run the original on it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
