@@ -1,6 +1,9 @@
 //! `cltrap mutate` as a campaign on the real PoCL runtime: three shards merged with
 //! `cltrap merge`, a run killed partway and resumed, and two PoCL devices with
 //! `--devices all` all write the same reports (terminal and mutation JSON) as one plain run.
+//! The original's runs on the test cases are units too (`case-<launch>`, journaled in the
+//! campaign folder's `cases/`): they spread over both devices, and a merge takes them from
+//! the shards' journals instead of running the original again.
 
 mod common;
 use common::*;
@@ -183,4 +186,167 @@ fn two_pocl_devices_share_the_units_and_give_the_same_reports() {
         .map(|l| l["device"].as_str().unwrap_or("").to_string())
         .collect();
     assert_eq!(devices.len(), 2, "units on both devices: {devices:?}");
+}
+
+/// A suite of `n` launches of `threshold.cl`.
+fn wide_suite(name: &str, n: usize) -> Fixture {
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    std::env::set_var("POCL_MAX_PTHREAD_COUNT", "1");
+    let mut f = Fixture::new(name);
+    for i in 0..n as i32 {
+        let values = [i, 5 - i, 9, 4 + i, 2 * i, 7];
+        f.launch(
+            "../mutate/threshold.cl",
+            "threshold",
+            &[values.len() as u64],
+            None,
+            None,
+            vec![
+                A::Buf("in", "int*", i32s(&values)),
+                A::Buf("out", "int*", i32s(&[0; 6])),
+                int("t", 4 + i % 3),
+            ],
+        );
+    }
+    f
+}
+
+#[test]
+fn the_test_cases_run_as_units_on_both_devices() {
+    let f = wide_suite("campaign-cases-devices", 8);
+    let dir = f.dir.join("devices");
+    let env = [
+        ("POCL_MAX_PTHREAD_COUNT", "1"),
+        ("POCL_DEVICES", "pthread pthread"),
+    ];
+    let a = args(
+        &f,
+        &f.dir.join("devices.json"),
+        &["--devices", "all", "--campaign-dir", dir.to_str().unwrap()],
+    );
+    run(&a, &env);
+    let cases = journal(&dir.join("cases"));
+    let units = units_of(&cases);
+    let case_units: Vec<&&Value> = units
+        .iter()
+        .filter(|l| l["unit"].as_str().unwrap_or("").starts_with("case-"))
+        .collect();
+    assert_eq!(case_units.len(), 8, "one case unit per launch: {units:?}");
+    let devices: std::collections::BTreeSet<String> = case_units
+        .iter()
+        .map(|l| l["device"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(devices.len(), 2, "test cases on both devices: {devices:?}");
+}
+
+#[test]
+fn a_merge_takes_the_test_cases_from_the_shards_journals() {
+    let f = suite("campaign-cases-merge");
+    let (out, _, _) = single(&f, &[]);
+    let mut shards: Vec<PathBuf> = Vec::new();
+    for i in 0..2 {
+        let dir = f.dir.join(format!("shard-{i}"));
+        let shard = format!("{i}/2");
+        run(
+            &args(
+                &f,
+                &f.dir.join("shard.json"),
+                &["--shard", &shard, "--campaign-dir", dir.to_str().unwrap()],
+            ),
+            ENV,
+        );
+        // Every shard ran the original on every test case.
+        let cases = units_of(&journal(&dir.join("cases")))
+            .iter()
+            .filter(|l| l["unit"].as_str().unwrap_or("").starts_with("case-"))
+            .count();
+        assert_eq!(cases, 2);
+        shards.push(dir);
+    }
+    // The merge of the untouched shards writes the single run's report, and runs no case.
+    let merged = f.dir.join("merged");
+    let mut m = vec!["merge".to_string(), merged.to_str().unwrap().to_string()];
+    m.extend(shards.iter().map(|p| p.to_str().unwrap().to_string()));
+    assert_eq!(run(&m, ENV), out, "the merge's terminal report");
+    assert!(
+        !merged.join("cases").exists(),
+        "the merge ran no test case itself"
+    );
+    // A case result planted in the shards' journals is what the merge reports: it read them
+    // rather than running the original again.
+    for dir in &shards {
+        let path = dir.join("cases").join("units.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let planted: Vec<String> = text
+            .lines()
+            .map(|l| {
+                let mut v: Value = serde_json::from_str(l).unwrap();
+                if v["unit"] == "case-0" {
+                    v["result"]["dropped"] =
+                        Value::String("launch 0 (threshold): not a test case: planted".into());
+                }
+                v.to_string()
+            })
+            .collect();
+        std::fs::write(&path, planted.join("\n") + "\n").unwrap();
+    }
+    let again = f.dir.join("merged-again");
+    m[1] = again.to_str().unwrap().to_string();
+    let replanted = run(&m, ENV);
+    assert!(
+        replanted.contains("not a test case: planted"),
+        "the merge took the cases from the journals:\n{replanted}"
+    );
+}
+
+/// Each mutant's id and verdict in a mutation JSON report.
+fn verdicts(json: &str) -> Vec<(String, String)> {
+    let v: Value = serde_json::from_str(json).unwrap();
+    let mut out = Vec::new();
+    for f in v["files"].as_object().unwrap().values() {
+        for m in f["mutants"].as_array().unwrap() {
+            out.push((
+                m["id"].as_str().unwrap().to_string(),
+                m["status"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_schema_the_driver_cannot_run_falls_back_to_one_compile_per_mutant() {
+    let f = suite("campaign-schema-fallback");
+    let per_mutant = f.dir.join("per-mutant.json");
+    let dir = f.dir.join("per-mutant-campaign");
+    run(
+        &args(
+            &f,
+            &per_mutant,
+            &["--per-mutant-compile", "--campaign-dir", dir.to_str().unwrap()],
+        ),
+        ENV,
+    );
+    // The knob makes every run of the original through the schema crash its worker, as a
+    // driver that cannot run the schema would.
+    let json = f.dir.join("fallback.json");
+    let dir = f.dir.join("fallback-campaign");
+    let mut env = ENV.to_vec();
+    env.push(("CLTRAP_TEST_SCHEMA_CRASH", "1"));
+    let out = run(
+        &args(&f, &json, &["--campaign-dir", dir.to_str().unwrap()]),
+        &env,
+    );
+    assert!(
+        out.contains("cannot run the original through the mutant schema"),
+        "the fallback is noted:\n{out}"
+    );
+    let checks = units_of(&journal(&dir.join("cases")))
+        .iter()
+        .filter(|l| l["unit"].as_str().unwrap_or("").starts_with("schema-"))
+        .count();
+    assert!(checks >= 1, "the schema was checked in a unit of its own");
+    let expected = verdicts(&std::fs::read_to_string(&per_mutant).unwrap());
+    let got = verdicts(&std::fs::read_to_string(&json).unwrap());
+    assert_eq!(got, expected, "the verdicts of one compile per mutant");
 }

@@ -87,6 +87,7 @@ pub fn merge(
         )
     })?;
     let mut c = build(&header.args)?;
+    c.folders(&out_dir, shards);
     let units = c.units()?;
     if units.len() != header.units {
         return Err(format!(

@@ -161,4 +161,10 @@ pub trait Campaign {
     /// Where the campaign's journal goes when `--campaign-dir` is not given (a folder of its
     /// own inside the capture, or the output folder).
     fn home(&self) -> PathBuf;
+    /// Called before [`Campaign::units`] with the campaign's folder (`own`: the run's, or the
+    /// merge's output folder) and the folders of earlier runs whose journals hold results
+    /// (`earlier`: the same folder on `--resume`, the shard folders in `cltrap merge`), so a
+    /// campaign whose unit list needs device work of its own can journal that work there and
+    /// reuse it instead of doing it again. The default ignores them.
+    fn folders(&mut self, _own: &std::path::Path, _earlier: &[PathBuf]) {}
 }

@@ -66,17 +66,6 @@ pub fn drive(
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let stripped = args::strip(&argv);
     let fingerprint = args::fingerprint(&stripped);
-    let units = c.units()?;
-    let cwd =
-        std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
-    let header = Header {
-        cltrap_campaign: 1,
-        args: stripped.clone(),
-        cwd,
-        fingerprint: fingerprint.clone(),
-        shard: flags.shard,
-        units: units.len(),
-    };
     let dir = flags.campaign_dir.clone().unwrap_or_else(|| {
         let d = c.home().join(format!("{}-{fingerprint}", c.command()));
         match flags.shard {
@@ -89,6 +78,19 @@ pub fn drive(
     if flags.campaign_dir.is_none() {
         refuse_links(&c.home(), &dir)?;
     }
+    let earlier = if flags.resume { vec![dir.clone()] } else { Vec::new() };
+    c.folders(&dir, &earlier);
+    let units = c.units()?;
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
+    let header = Header {
+        cltrap_campaign: 1,
+        args: stripped.clone(),
+        cwd,
+        fingerprint: fingerprint.clone(),
+        shard: flags.shard,
+        units: units.len(),
+    };
     let mut done: BTreeMap<String, Finished> = BTreeMap::new();
     if flags.resume {
         match journal::read(&dir) {

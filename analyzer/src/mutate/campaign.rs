@@ -3,10 +3,12 @@
 //! several devices, in shards, resumable), and the reports written from the verdicts in
 //! unit order, whatever ran where.
 //!
-//! The preparation (test cases, mutants, schemata, the original's check and coverage) needs
-//! the device and runs in [`Campaign::units`], in the parent and in `cltrap merge`, never in
-//! a worker: each unit's payload carries the mutant's [`Job`] (what to build and which test
-//! cases to run) and the run deadline. A worker evaluates jobs in its own process
+//! The preparation (test cases, mutants, schemata) runs in [`Campaign::units`], in the parent
+//! and in `cltrap merge`; its device work per test case runs first as units of their own
+//! (`case-<launch>`, `schema-<launch>`: [`super::cases`]) in the same workers, which serve
+//! both kinds, journaled in the campaign folder's `cases/` ([`Campaign::folders`] names it)
+//! and reused from there by `--resume` and by a merge. Each mutant unit's payload carries the
+//! mutant's [`Job`] (what to build and which test cases to run) and the run deadline. A worker evaluates jobs in its own process
 //! ([`Evaluator`]) on its pinned device; a watchdog thread ends the worker with
 //! [`RUN_DEADLINE_EXIT`] when a kernel run outlives the run deadline, which [`Campaign::lost`]
 //! turns into TIMEOUT, as it turns a crash into RUNTIME-ERROR. The runner's own per-unit
@@ -50,6 +52,13 @@ pub struct MutateCampaign {
     pub timing: bool,
     /// Damaged launch lines of the capture (left out; exit 2).
     pub damaged: usize,
+    /// The campaign flags (the test cases run on the same devices and workers).
+    pub flags: crate::campaign::CampaignArgs,
+    /// The command's own device selection.
+    pub device: crate::executor::DeviceSelector,
+    /// This run's campaign folder, and the folders of earlier runs ([`Campaign::folders`]).
+    folders: Option<(PathBuf, Vec<PathBuf>)>,
+    cases: super::cases::CaseEvaluator,
     prepared: Option<Prepared>,
     /// Unit id → job index.
     index: HashMap<String, usize>,
@@ -69,6 +78,10 @@ impl MutateCampaign {
             html: None,
             timing: false,
             damaged: 0,
+            flags: Default::default(),
+            device: Default::default(),
+            folders: None,
+            cases: Default::default(),
             prepared: None,
             index: HashMap::new(),
             evaluator: Evaluator::new(),
@@ -111,13 +124,14 @@ impl MutateCampaign {
             let ms = |d: Duration| d.as_secs_f64() * 1e3;
             let _ = writeln!(
                 out,
-                "phases: open {:.0} ms, render {:.0} ms, compile {:.0} ms, check {:.0} ms, coverage {:.0} ms, eval {:.0} ms, tce {:.0} ms, eval rate {:.2} mutants/s",
+                "phases: open {:.0} ms, render {:.0} ms, compile {:.0} ms, check {:.0} ms, coverage {:.0} ms, eval {:.0} ms, locate {:.0} ms, tce {:.0} ms, eval rate {:.2} mutants/s",
                 ms(ph.open),
                 ms(ph.render),
                 ms(ph.compile),
                 ms(ph.check),
                 ms(ph.coverage),
                 ms(r.eval_time),
+                ms(ph.locate),
                 ms(ph.tce),
                 f64::from(r.evaluated) / r.eval_time.as_secs_f64().max(1e-9)
             );
@@ -189,7 +203,14 @@ impl Campaign for MutateCampaign {
             .capture
             .as_ref()
             .ok_or("the campaign's capture is not open")?;
-        let prepared = super::prepare_campaign(capture, &self.opts).map_err(|e| e.to_string())?;
+        let at = super::cases::CaseRun {
+            flags: &self.flags,
+            device: &self.device,
+            own: self.folders.as_ref().map(|(o, _)| o.as_path()),
+            earlier: self.folders.as_ref().map_or(&[][..], |(_, e)| e.as_slice()),
+        };
+        let prepared =
+            super::prepare_campaign(capture, &self.opts, &at).map_err(|e| e.to_string())?;
         let run_ms = prepared.report.deadline.as_millis() as u64;
         let mut units = Vec::with_capacity(prepared.jobs.len());
         self.index.clear();
@@ -222,6 +243,12 @@ impl Campaign for MutateCampaign {
     }
 
     fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String> {
+        if unit.id.starts_with("case-") || unit.id.starts_with("schema-") {
+            let job: super::cases::CaseJob = serde_json::from_value(unit.payload.clone())
+                .map_err(|e| format!("`{}` is not a test case's job: {e}", unit.id))?;
+            let r = self.cases.run(&job, cx.device, cx.alive);
+            return serde_json::to_value(r).map_err(|e| e.to_string());
+        }
         let p: Payload = serde_json::from_value(unit.payload.clone())
             .map_err(|e| format!("`{}` is not a mutant's job: {e}", unit.id))?;
         let watchdog = self.watchdog.get_or_insert_with(Watchdog::start);
@@ -312,5 +339,9 @@ impl Campaign for MutateCampaign {
 
     fn home(&self) -> PathBuf {
         self.dir.join("campaigns")
+    }
+
+    fn folders(&mut self, own: &std::path::Path, earlier: &[PathBuf]) {
+        self.folders = Some((own.to_path_buf(), earlier.to_vec()));
     }
 }

@@ -138,5 +138,7 @@ pub fn campaign(
     c.html = args.html;
     c.timing = args.timing;
     c.damaged = damaged;
+    c.flags = flags.clone();
+    c.device = args.device.clone();
     Ok((c, flags, args.device))
 }

@@ -5,22 +5,27 @@
 //! Steps: parse each program and find its mutants (`cltrap_kernel::mutate`); render one
 //! *schema* per program (all mutants behind a run-time selector; compile once) and, for
 //! mutants that cannot live in it (or with `--per-mutant-compile`), one program per mutant;
-//! check in this process that the original reproduces every test case (and under every
-//! permuted schedule asked for), measure coverage of the original to mark NO-COVERAGE mutants;
-//! then evaluate the rest as units of a campaign ([`campaign`]: one unit per mutant, run in
-//! the campaign runner's worker processes, which survive hangs and crashes, on one or more
-//! devices, in shards, resumable from the campaign's journal); a worker evaluates a mutant's
-//! job in its own process ([`worker`]). [`report`] writes the terminal summary, the
-//! mutation-testing-report-schema JSON and the HTML report.
+//! compile the schema in this process (one that does not compile falls back to one compile per
+//! mutant); then run the original on every test case as units of the campaign runner
+//! ([`cases`]: `case-<launch>` checks the recording, reads the coverage counters and tries the
+//! permuted schedules; `schema-<launch>` runs the original through the schema once per kernel
+//! and sizes, and a program whose schema the driver cannot run falls back to one compile per
+//! mutant), spread over the campaign's devices and journaled in its `cases/` folder for
+//! `--resume` and `cltrap merge`; mark NO-COVERAGE mutants; then evaluate the rest as units of
+//! the same runner ([`campaign`]: one unit per mutant, run in the runner's worker processes,
+//! which survive hangs and crashes, on one or more devices, in shards, resumable from the
+//! campaign's journal); a worker evaluates a mutant's job in its own process ([`worker`]).
+//! [`report`] writes the terminal summary, the mutation-testing-report-schema JSON and the
+//! HTML report.
 //!
-//! The parent checks the suite with the coverage build of the original, run in a fuzzing
-//! worker process (a case that writes past the guard zones or crashes is "not a test case",
-//! never a dead parent); it never runs the schema itself. Mutants that write into a guard zone
-//! are RUNTIME-ERROR without losing the worker ([`overrun`] then names the line), and only
-//! *undetected* mutants go through TCE ([`tce`]): a detected mutant cannot be equivalent. A
-//! campaign with no test case is an error (exit 2), never a score.
+//! A case that writes past the guard zones or crashes costs a worker and is "not a test case",
+//! never a dead parent. Mutants that write into a guard zone are RUNTIME-ERROR without losing
+//! the worker ([`overrun`] then names the line), and only *undetected* mutants go through TCE
+//! ([`tce`]): a detected mutant cannot be equivalent. A campaign with no test case is an error
+//! (exit 2), never a score.
 
 pub mod campaign;
+pub mod cases;
 pub mod cli;
 mod overrun;
 mod quiet;
@@ -29,9 +34,9 @@ pub mod tce;
 pub mod worker;
 
 use crate::executor::{
-    check_outputs, BuildOptions, Deriver, DeviceSelector, ExecError, InputArg, LaunchInput, Session,
+    BuildOptions, DeviceSelector, ExecError, InputArg, Session,
 };
-use crate::variant::{program_source, word_buffer, words};
+use crate::variant::{program_source, word_buffer};
 use cltrap_capture::{Capture, LaunchRecord};
 use cltrap_kernel::coverage::{instrument_coverage, Outcome};
 use cltrap_kernel::mutate::{self as km, Mutant, Operator};
@@ -211,14 +216,15 @@ pub struct Phases {
     pub open: Duration,
     /// Parsing, finding mutants, rendering and writing the sources.
     pub render: Duration,
-    /// Device compiles in this process (coverage build, permuted schema, original; the
-    /// schema when there is no coverage build).
+    /// Device compiles in this process (the schema or the original with the mutation
+    /// parameters, and its permuted twin).
     pub compile: Duration,
-    /// Checking that the original reproduces every test case, with coverage counters when
-    /// the coverage build works (runs only).
+    /// Wall time of the test cases' units ([`cases`]: the original's check, coverage and
+    /// schedules on every test case, in the campaign's workers), or of reading them back
+    /// from the journal.
     pub check: Duration,
-    /// Instrumenting the original for coverage (its compile is in `compile`; its runs are
-    /// the suite check's runs, in `check`).
+    /// Instrumenting the original for coverage (its compile and runs are the test cases'
+    /// units, in `check`).
     pub coverage: Duration,
     /// Longest time from a worker's start to its first program built (process start,
     /// device open, compile or driver cache hit).
@@ -228,6 +234,8 @@ pub struct Phases {
     pub worker_spawns: u32,
     /// Compiling the undetected mutants with clang to compare optimised code ([`tce`]).
     pub tce: Duration,
+    /// Locating the overruns of RUNTIME-ERROR mutants on the bounds check ([`overrun`]).
+    pub locate: Duration,
 }
 
 /// Adds the time `f` takes to `slot`.
@@ -322,6 +330,7 @@ pub struct Prepared {
 pub fn prepare_campaign(
     capture: &Capture,
     opts: &MutateOptions,
+    at: &cases::CaseRun,
 ) -> Result<Prepared, MutateError> {
     std::fs::create_dir_all(opts.out_dir.join("src")).map_err(io(&opts.out_dir))?;
     let mut report = CampaignReport::default();
@@ -373,7 +382,11 @@ pub fn prepare_campaign(
     // says which one runs (on standard error, drawn only on a terminal).
     let phase = phase_spinner(opts.progress);
     let programs = order.len();
+    // Each program's notes, and its plan and stage once prepared, in the campaign's order:
+    // the reports keep the notes of one program together.
+    let mut staged: Vec<(Vec<String>, Option<(Plan, Stage)>)> = Vec::new();
     for (n, hash) in order.iter().enumerate() {
+        let start = report.notes.len();
         phase.set_message(format!(
             "program {}/{programs}: rendering, compiling the schema, checking the suite",
             n + 1
@@ -385,6 +398,7 @@ pub fn prepare_campaign(
             Ok(s) => s,
             Err(e) => {
                 report.notes.push(format!("program {}: {e}", short(hash)));
+                staged.push((report.notes.split_off(start), None));
                 continue;
             }
         };
@@ -397,7 +411,8 @@ pub fn prepare_campaign(
                 ),
                 Err(e) => {
                     report.notes.push(format!("program {}: {e}", short(hash)));
-                    continue;
+                    staged.push((report.notes.split_off(start), None));
+                continue;
                 }
             };
         let parsed = match parse_program(&source, &options) {
@@ -407,6 +422,7 @@ pub fn prepare_campaign(
                     "program {}: the kernel source cannot be parsed: {e}",
                     short(hash)
                 ));
+                staged.push((report.notes.split_off(start), None));
                 continue;
             }
         };
@@ -426,15 +442,89 @@ pub fn prepare_campaign(
             kernels,
             mutants,
         };
+        let stage = prepare(capture, &session, &mut plan, opts, &budget, &mut report)?;
+        let stage = match stage {
+            Stage::Pending(mut p) => {
+                p.cov_note_at -= start;
+                Stage::Pending(p)
+            }
+            done => done,
+        };
+        staged.push((report.notes.split_off(start), Some((plan, stage))));
+    }
+
+    // The test cases of every program, as units spread over the campaign's workers.
+    phase.set_message("running the original on the test cases");
+    let all_cases: Vec<cases::CaseJob> = staged
+        .iter()
+        .filter_map(|(_, s)| match s {
+            Some((_, Stage::Pending(p))) => Some(p.cases.iter().chain(&p.schema_checks).cloned()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let checking = Instant::now();
+    let case_results = cases::run_cases(&all_cases, at).map_err(MutateError::Workers)?;
+    report.phases.check += checking.elapsed();
+    for (mut notes, s) in staged {
+        let Some((mut plan, stage)) = s else {
+            report.notes.extend(notes);
+            continue;
+        };
         let pi = report.programs.len();
-        let (prog_jobs, result) = prepare(
-            capture,
-            &session,
-            &mut plan,
-            opts,
-            &budget,
-            &mut report,
-        )?;
+        let (prog_jobs, result) = match stage {
+            Stage::Done(j, r) => {
+                report.notes.extend(notes);
+                (j, r)
+            }
+            Stage::Pending(p) => {
+                let failed = p.cases.iter().find_map(|j| {
+                    case_results
+                        .get(&j.unit())
+                        .and_then(|r| r.coverage_build.clone())
+                });
+                if let Some(e) = failed {
+                    notes.insert(
+                        p.cov_note_at.min(notes.len()),
+                        format!(
+                            "{}: the coverage build failed ({e}); every mutant in a launched kernel is run",
+                            p.file
+                        ),
+                    );
+                }
+                report.notes.extend(notes);
+                // A schema the driver cannot run on a test case: one compile per mutant.
+                let unrunnable = p.schema_checks.iter().any(|s| {
+                    let case = case_results.get(&cases::unit_id(s.launch));
+                    case.is_some_and(|r| r.dropped.is_none())
+                        && case_results
+                            .get(&s.unit())
+                            .is_some_and(|r| r.dropped.is_some())
+                });
+                if unrunnable {
+                    report.notes.push(format!(
+                        "{}: the driver cannot run the original through the mutant schema (it crashed, hung or failed); its mutants are compiled one by one",
+                        p.file
+                    ));
+                    let mut fallback = opts.clone();
+                    fallback.per_mutant_compile = true;
+                    match prepare(capture, &session, &mut plan, &fallback, &budget, &mut report)? {
+                        Stage::Done(j, r) => (j, r),
+                        Stage::Pending(p) => finish_program(
+                            capture,
+                            &plan,
+                            p,
+                            &case_results,
+                            &fallback,
+                            &budget,
+                            &mut report,
+                        )?,
+                    }
+                } else {
+                    finish_program(capture, &plan, p, &case_results, opts, &budget, &mut report)?
+                }
+            }
+        };
         report.programs.push(result);
         plans.push(plan);
         for (mi, job) in prog_jobs {
@@ -515,7 +605,9 @@ impl Prepared {
         let phase = phase_spinner(opts.progress);
         if opts.locate_overruns {
             phase.set_message("locating the overruns of RUNTIME-ERROR mutants (Oclgrind)");
+            let started = Instant::now();
             overrun::locate(capture, &self.plans, &mut report, opts);
+            report.phases.locate = started.elapsed();
         }
         // 3. Equivalent and duplicate mutants among those the suite did not detect.
         if opts.compare_optimised {
@@ -579,7 +671,7 @@ fn prepare(
     opts: &MutateOptions,
     budget: &str,
     report: &mut CampaignReport,
-) -> Result<(Vec<(usize, Job)>, ProgramResult), MutateError> {
+) -> Result<Stage, MutateError> {
     let tag = short(&plan.hash);
     let file = format!("program-{tag}.cl");
     let record = capture.program(&plan.hash)?;
@@ -635,7 +727,7 @@ fn prepare(
             report.notes.push(format!(
                 "{file}: the program cannot be rewritten for mutation: {e}"
             ));
-            return Ok((vec![], result(results)));
+            return Ok(Stage::Done(vec![], result(results)));
         }
     };
     for (n, why) in &base.excluded {
@@ -684,39 +776,20 @@ fn prepare(
     let covering = Instant::now();
     let instrumented = CoverageRun::instrument(plan, report);
     report.phases.coverage += covering.elapsed();
+    // The coverage build itself happens in the case units' workers (see [`cases`]); its
+    // failure is noted here, at this place among the program's notes.
+    let cov_note_at = report.notes.len();
     let compiling = Instant::now();
-    let (cov, schema_built) = std::thread::scope(|scope| {
-        let other = instrumented.map(|c| {
-            let record = &record;
-            scope.spawn(move || CoverageRun::build(c, capture, record, opts))
-        });
-        let built = build(&base.source);
-        let cov = other.map(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err("the coverage build's thread panicked".into()))
-        });
-        (cov, built)
-    });
+    let schema_built = build(&base.source);
     report.phases.compile += compiling.elapsed();
     compile_time.set(Duration::ZERO);
-    let cov = match cov {
-        Some(Ok(c)) => {
-            report.compiles += 1;
-            Some(c)
-        }
-        Some(Err(e)) => {
-            report.compiles += 1;
-            report.notes.push(format!(
-                "{file}: the coverage build failed ({e}); every mutant in a launched kernel is run"
-            ));
-            None
-        }
-        None => None,
-    };
-    let built = {
+    if instrumented.is_some() {
+        report.compiles += 1;
+    }
+    {
         report.compiles += 1;
         match schema_built {
-            Ok(b) => b,
+            Ok(_) => {}
             Err(e) if !opts.per_mutant_compile => {
                 let text = e.to_string();
                 let log = opts.out_dir.join("src").join(format!("{tag}-schema.log"));
@@ -745,7 +818,7 @@ fn prepare(
                     "the program does not compile with the mutation parameters".into(),
                 );
                 report.phases.compile += compile_time.get();
-                return Ok((vec![], result(results)));
+                return Ok(Stage::Done(vec![], result(results)));
             }
         }
     };
@@ -765,161 +838,206 @@ fn prepare(
     } else {
         None
     };
-    let permuted_built = match &permuted_path {
+    let permuted_ok = match &permuted_path {
         Some((_, src)) => {
             report.compiles += 1;
             match build(src) {
-                Ok(b) => Some(b),
+                Ok(_) => true,
                 Err(e) => {
                     report.notes.push(format!(
                         "{file}: the permuted program does not compile: {}",
                         e.to_string().lines().next().unwrap_or("")
                     ));
-                    None
+                    false
                 }
             }
         }
-        None => None,
+        None => false,
     };
-
+    report.phases.compile += compile_time.get();
     // Every test case must give its recorded outputs with the original, under its own
-    // schedule and under each permuted one kept for it.
-    let checking = Instant::now();
-    let mut tests: BTreeMap<String, Vec<TestRef>> = BTreeMap::new();
-    let mut inputs: Vec<(String, LaunchInput)> = Vec::new();
-    let mut hit: Option<HashSet<BranchKey>> = cov.as_ref().map(|_| HashSet::new());
-    // Inputs the capture keeps only as digests (past its disk budget) are re-created here by
-    // re-executing their producers, checked against their digests, and reach the workers as
-    // files (they load the rest from the capture themselves).
-    let mut deriver = Deriver::new(capture);
+    // schedule and under each permuted one kept for it: one case unit each.
+    let mut case_jobs = Vec::new();
     for (kernel, ids) in &plan.kernels {
         for &id in ids {
-            let rec = capture.launch(id)?;
-            let mut derived = BTreeMap::new();
-            let made = deriver.derived(session, rec).and_then(|got| {
-                let input = LaunchInput::from_record_with(capture, rec, &mut |arg, _| {
-                    got.get(&arg).map(|b| b.as_ref().clone())
-                })?;
-                for (arg, bytes) in &got {
-                    let path = opts.out_dir.join("inputs").join(format!("{id}-{arg}.bin"));
-                    write_input(&path, bytes).map_err(|e| {
-                        ExecError::NotReplayable(format!("cannot write {}: {e}", path.display()))
-                    })?;
-                    derived.insert(*arg, path);
-                }
-                Ok(input)
-            });
-            let (input, expected) = match made
-                .and_then(|i| LaunchInput::expected_outputs(capture, rec).map(|e| (i, e)))
-            {
-                Ok(x) => x,
-                Err(e) => {
-                    report
-                        .notes
-                        .push(format!("launch {id} ({kernel}): not a test case: {e}"));
-                    report.dropped += 1;
-                    continue;
-                }
-            };
-            let infos: Vec<_> = rec.args.iter().map(|a| a.info().clone()).collect();
-            let ok = |out: &crate::executor::RunOutput| {
-                check_outputs(&input, &infos, &expected, out, opts.ulp)
-                    .first()
-                    .map(|m| m.to_string())
-            };
-            // Twice: the first run of a kernel may include the driver's compile for its
-            // work-group size; the second is the time a run takes (with coverage counters:
-            // a little slower than the schema, so the deadline errs on the generous side).
-            let run_original = || match &cov {
-                Some(c) => c.run(&input),
-                None => session
-                    .run_guarded(&built, &input, &selector_extras(0, u32::MAX))
-                    .map(|(o, b)| (o, None, b))
-                    .map_err(|e| e.to_string()),
-            };
-            let t0 = Instant::now();
-            let _ = run_original();
-            report.slowest_first = report.slowest_first.max(t0.elapsed());
-            let t0 = Instant::now();
-            let ran = run_original();
-            report.slowest_original = report.slowest_original.max(t0.elapsed());
-            let mut unguarded = false;
-            match ran {
-                Ok((out, counters, breaches)) => {
-                    if let Some(m) = ok(&out) {
-                        report.notes.push(format!(
-                            "launch {id} ({kernel}): the original does not reproduce the recording ({m}); not a test case"
-                        ));
-                        report.dropped += 1;
-                        continue;
-                    }
-                    if let Some(b) = breaches.first() {
-                        let info = infos.get(b.arg_index).cloned().unwrap_or_default();
-                        report.notes.push(format!(
-                            "launch {id} ({kernel}): the original itself {}; mutants' writes out of bounds are not looked for on this launch",
-                            b.describe(&info.name, &info.type_name)
-                        ));
-                        unguarded = true;
-                    }
-                    match (counters, cov.as_ref(), hit.as_mut()) {
-                        (Some(words), Some(c), Some(h)) => match c.hits(kernel, &words, &input) {
-                            Ok(keys) => h.extend(keys),
-                            Err(e) => {
-                                report.notes.push(format!(
-                                    "{file}: coverage of {kernel} not evaluated ({e}); every mutant in a launched kernel is run"
-                                ));
-                                hit = None;
-                            }
-                        },
-                        (_, Some(_), Some(_)) => hit = None,
-                        _ => {}
-                    }
-                }
-                Err(e) => {
-                    report
-                        .notes
-                        .push(format!("launch {id} ({kernel}): not a test case: {e}"));
-                    report.dropped += 1;
-                    continue;
-                }
-            }
-            let mut seeds = Vec::new();
-            if let Some(pb) = &permuted_built {
-                let local = input
-                    .local_size
-                    .clone()
-                    .unwrap_or_else(|| vec![1; input.global_size.len()]);
-                for s in 1..=u64::from(opts.schedules) {
-                    let mut extras = selector_extras(0, u32::MAX);
-                    extras.push(word_buffer(&cltrap_kernel::permute::random_permutation(
-                        &input.global_size,
-                        &local,
-                        s,
-                    )));
-                    match session.run(pb, &input, &extras) {
-                        Ok(out) if ok(&out).is_none() => seeds.push(s),
-                        _ => report.notes.push(format!(
-                            "launch {id} ({kernel}): the original itself changes under schedule seed {s}; that schedule is not used"
-                        )),
-                    }
-                }
-            }
-            report.test_cases += 1;
-            tests.entry(kernel.clone()).or_default().push(TestRef {
+            case_jobs.push(cases::CaseJob {
+                capture: capture.dir().to_path_buf(),
+                program: plan.hash.clone(),
                 launch: id,
-                seeds,
-                unguarded,
-                derived,
+                kernel: kernel.clone(),
+                base: base_path.clone(),
+                permuted: permuted_path
+                    .as_ref()
+                    .filter(|_| permuted_ok)
+                    .map(|(p, _)| p.clone()),
+                coverage: instrumented.is_some(),
+                extra_options: budget.to_string(),
+                schedules: opts.schedules,
+                ulp: opts.ulp,
+                inputs: opts.out_dir.join("inputs"),
+                schema_check: false,
             });
-            inputs.push((kernel.clone(), input));
         }
     }
-    report.phases.check += checking.elapsed();
-    let covered = match (cov, hit) {
-        (Some(c), Some(hit)) => Some(Covered {
-            known: c.known,
-            hit,
-        }),
+    // The original through the schema, once per kernel and sizes (where a driver's lazy
+    // compile for them happens), in units of their own: a driver that crashes or hangs on
+    // the schema costs that unit, and the program's mutants are then compiled one by one.
+    // Without a coverage build, the test cases themselves run through the schema.
+    let mut schema_checks = Vec::new();
+    if !opts.per_mutant_compile && instrumented.is_some() {
+        let mut shapes = HashSet::new();
+        for j in &case_jobs {
+            let rec = capture.launch(j.launch)?;
+            if shapes.insert((&j.kernel, rec.global_size.clone(), rec.local_size.clone())) {
+                schema_checks.push(cases::CaseJob {
+                    schema_check: true,
+                    ..j.clone()
+                });
+            }
+        }
+    }
+    let known = instrumented.map(|c| {
+        c.map
+            .slots
+            .iter()
+            .filter_map(|s| branch_outcome(s.outcome).map(|b| (s.start, s.end, b)))
+            .collect()
+    });
+    Ok(Stage::Pending(Pending {
+        tag,
+        file,
+        results,
+        base,
+        base_path,
+        permuted_path: permuted_path.map(|(p, _)| p),
+        known,
+        cases: case_jobs,
+        schema_checks,
+        cov_note_at,
+    }))
+}
+
+/// What a program's preparation left for after its test cases ran ([`cases`]).
+struct Pending {
+    tag: String,
+    file: String,
+    results: Vec<MutantResult>,
+    base: km::Rendered,
+    base_path: PathBuf,
+    permuted_path: Option<PathBuf>,
+    /// Branch outcomes the coverage instrumentation knows; `None` without coverage.
+    known: Option<HashSet<BranchKey>>,
+    cases: Vec<cases::CaseJob>,
+    /// Runs of the original through the schema.
+    schema_checks: Vec<cases::CaseJob>,
+    /// Where in the report's notes the coverage build's failure goes.
+    cov_note_at: usize,
+}
+
+/// A program's preparation: decided without running (`Done`), or waiting for its cases.
+enum Stage {
+    Done(Vec<(usize, Job)>, ProgramResult),
+    Pending(Pending),
+}
+
+/// The rest of a program's preparation once its test cases ran: the test cases kept, the
+/// coverage, the mutants decided without running, and the jobs of the others.
+#[allow(clippy::too_many_arguments)]
+fn finish_program(
+    capture: &Capture,
+    plan: &Plan,
+    p: Pending,
+    case_results: &std::collections::HashMap<String, cases::CaseResult>,
+    opts: &MutateOptions,
+    budget: &str,
+    report: &mut CampaignReport,
+) -> Result<(Vec<(usize, Job)>, ProgramResult), MutateError> {
+    let Pending {
+        tag,
+        file,
+        mut results,
+        base,
+        base_path,
+        permuted_path,
+        known,
+        cases: case_jobs,
+        schema_checks: _,
+        cov_note_at: _,
+    } = p;
+    let write = |name: &str, text: &str| -> Result<PathBuf, MutateError> {
+        let p = opts.out_dir.join("src").join(name);
+        std::fs::write(&p, text).map_err(io(&p))?;
+        Ok(p)
+    };
+    let result = |results: Vec<MutantResult>| ProgramResult {
+        program: plan.hash.clone(),
+        file: file.clone(),
+        source: plan.source.clone(),
+        kernels: plan
+            .kernels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        mutants: results,
+    };
+    let permuted_path = permuted_path.map(|p| (p, ()));
+    let mut tests: BTreeMap<String, Vec<TestRef>> = BTreeMap::new();
+    let mut inputs: Vec<(String, Vec<u64>, Option<Vec<u64>>)> = Vec::new();
+    let cov_failed = case_jobs
+        .iter()
+        .any(|j| case_results.get(&j.unit()).is_some_and(|r| r.coverage_build.is_some()));
+    let mut hit: Option<HashSet<BranchKey>> = known
+        .as_ref()
+        .filter(|_| !cov_failed)
+        .map(|_| HashSet::new());
+    for j in &case_jobs {
+        let (id, kernel) = (j.launch, &j.kernel);
+        let Some(r) = case_results.get(&j.unit()) else {
+            report.notes.push(format!(
+                "launch {id} ({kernel}): not a test case: the original did not run on it"
+            ));
+            report.dropped += 1;
+            continue;
+        };
+        report.slowest_first = report.slowest_first.max(Duration::from_micros(r.first_us));
+        report.slowest_original = report.slowest_original.max(Duration::from_micros(r.warm_us));
+        if let Some(note) = &r.dropped {
+            report.notes.push(note.clone());
+            report.dropped += 1;
+            continue;
+        }
+        if let Some(note) = &r.unguarded {
+            report.notes.push(note.clone());
+        }
+        if hit.is_some() {
+            match (&r.hits, &r.coverage_error) {
+                (_, Some(e)) => {
+                    report.notes.push(format!(
+                        "{file}: coverage of {kernel} not evaluated ({e}); every mutant in a launched kernel is run"
+                    ));
+                    hit = None;
+                }
+                (Some(keys), None) => {
+                    if let Some(h) = hit.as_mut() {
+                        h.extend(keys.iter().copied());
+                    }
+                }
+                (None, None) => hit = None,
+            }
+        }
+        report.notes.extend(r.seed_notes.iter().cloned());
+        report.test_cases += 1;
+        let rec = capture.launch(id)?;
+        tests.entry(kernel.clone()).or_default().push(TestRef {
+            launch: id,
+            seeds: r.seeds.clone(),
+            unguarded: r.unguarded.is_some(),
+            derived: r.derived.clone(),
+        });
+        inputs.push((kernel.clone(), rec.global_size.clone(), rec.local_size.clone()));
+    }
+    let covered = match (known, hit) {
+        (Some(known), Some(hit)) => Some(Covered { known, hit }),
         _ => None,
     };
 
@@ -965,11 +1083,8 @@ fn prepare(
             }
         }
         if let Some(change) = m.launch {
-            if !inputs.iter().any(|(k, i)| {
-                reach.contains(&k)
-                    && change
-                        .apply(&i.global_size, i.local_size.as_deref())
-                        .is_some()
+            if !inputs.iter().any(|(k, global, local)| {
+                reach.contains(&k) && change.apply(global, local.as_deref()).is_some()
             }) {
                 r.status = Status::Ignored;
                 r.detail = "the launch change is not legal for any test case".into();
@@ -1047,7 +1162,6 @@ fn prepare(
             },
         ));
     }
-    report.phases.compile += compile_time.get();
     Ok((jobs, result(results)))
 }
 
@@ -1067,23 +1181,9 @@ impl Covered {
 /// A branch outcome's key: the condition's byte range and the outcome (as in `Guard`).
 type BranchKey = (u32, u32, bool);
 
-/// The original instrumented for coverage and built once: each test case runs it once, which
-/// both checks that the original reproduces the recording and records the branch outcomes.
-/// It has a device session of its own, so it can be compiled while the schema is.
-struct CoverageRun {
-    c: cltrap_kernel::coverage::Instrumented,
-    /// The instrumented original, built and run in a fuzzing worker process: a suite case
-    /// that writes far out of bounds (past the guard zones) or crashes then costs the
-    /// worker, never this process's heap.
-    runner: std::cell::RefCell<crate::fuzz::runner::Worker>,
-    known: HashSet<BranchKey>,
-    // Declared last: the header mirror the worker's build reads outlives the worker.
-    _headers: crate::headers::Headers,
-}
-
-/// How long one run of the instrumented original may take in its worker (the first run of a
-/// kernel includes the driver's compile for its work-group size).
-const ORIGINAL_WATCHDOG: Duration = Duration::from_secs(60);
+/// The coverage instrumentation of the original (its build and runs are the case units':
+/// [`cases`]).
+struct CoverageRun;
 
 fn branch_outcome(o: Outcome) -> Option<bool> {
     match o {
@@ -1092,14 +1192,6 @@ fn branch_outcome(o: Outcome) -> Option<bool> {
         _ => None,
     }
 }
-
-/// A run of the original in the check: its outputs, its coverage counters (when instrumented)
-/// and the writes out of bounds its guard zones caught.
-type OriginalRun = (
-    crate::executor::RunOutput,
-    Option<Vec<u32>>,
-    Vec<crate::executor::GuardBreach>,
-);
 
 impl CoverageRun {
     /// Instruments the original; `None` (with a note) when the pass refuses it.
@@ -1117,91 +1209,6 @@ impl CoverageRun {
                 None
             }
         }
-    }
-
-    /// Starts a worker process and builds the instrumented original there (with the
-    /// program's captured headers and build options); the error is the first line of the
-    /// reason.
-    fn build(
-        c: cltrap_kernel::coverage::Instrumented,
-        capture: &Capture,
-        record: &cltrap_capture::ProgramRecord,
-        opts: &MutateOptions,
-    ) -> Result<CoverageRun, String> {
-        let first_line = |e: String| e.lines().next().unwrap_or("").to_string();
-        let headers = crate::headers::Headers::from_capture(capture, &record.includes)
-            .map_err(|e| first_line(e.to_string()))?;
-        let runner = crate::fuzz::runner::Worker::new(
-            opts.worker_exe.clone(),
-            &headers.source(&c.source),
-            &crate::variant::parse_options(&headers, record),
-            &opts.device,
-            ORIGINAL_WATCHDOG,
-        )
-        .map_err(|e| first_line(e.to_string()))?;
-        let known = c
-            .map
-            .slots
-            .iter()
-            .filter_map(|s| branch_outcome(s.outcome).map(|b| (s.start, s.end, b)))
-            .collect();
-        Ok(CoverageRun {
-            c,
-            runner: std::cell::RefCell::new(runner),
-            known,
-            _headers: headers,
-        })
-    }
-
-    /// Runs the instrumented original in guard zones, in the worker: its outputs, its
-    /// counters and its own writes out of bounds; a crash or hang of the worker is the error.
-    fn run(&self, input: &LaunchInput) -> Result<OriginalRun, String> {
-        use crate::fuzz::runner::{Ran, Runner};
-        let init = self
-            .c
-            .map
-            .initial_buffer(&input.global_size, input.local_size.as_deref());
-        let ran = self
-            .runner
-            .borrow_mut()
-            .run(input, &[word_buffer(&init)])
-            .map_err(|e| e.to_string())?;
-        match ran {
-            Ran::Done(outputs, breaches) => {
-                let counters = outputs.last().cloned().flatten().map(|b| words(&b));
-                let out = crate::executor::RunOutput {
-                    outputs,
-                    kernel_ns: None,
-                };
-                Ok((out, counters, breaches))
-            }
-            Ran::Crashed(why) => Err(format!("the original crashed the worker ({why})")),
-            Ran::Hung => Err(format!(
-                "the original ran past {} s",
-                ORIGINAL_WATCHDOG.as_secs()
-            )),
-        }
-    }
-
-    /// The branch outcomes one run hit.
-    fn hits(
-        &self,
-        kernel: &str,
-        counters: &[u32],
-        input: &LaunchInput,
-    ) -> Result<Vec<BranchKey>, String> {
-        let res = self
-            .c
-            .map
-            .evaluate(kernel, counters, &input.global_size)
-            .map_err(|e| e.to_string())?;
-        Ok(res
-            .slots
-            .iter()
-            .filter(|s| s.hit)
-            .filter_map(|s| self.c.map.slots.iter().find(|x| x.index == s.index))
-            .filter_map(|slot| branch_outcome(slot.outcome).map(|b| (slot.start, slot.end, b)))
-            .collect())
     }
 }
 
