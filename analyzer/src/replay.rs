@@ -419,6 +419,7 @@ fn replay_one(
         Err(e) => return error(&e),
     };
     let mut mismatches = check_outputs(&input, &infos, &expected, &out, closeness).into_iter();
+    chain.recycle(input);
     match mismatches.next() {
         Some(m) => {
             other_mismatches.extend(mismatches);

@@ -30,6 +30,10 @@ use cltrap_capture::{ArgRecord, Content, LaunchRecord};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
+/// Smallest allocation worth recycling ([`Chain::recycle`]): smaller ones cost little to
+/// map afresh.
+const SPARE_MIN: usize = 64 << 10;
+
 /// A buffer object held between runs: its object, kernel-access flags and size.
 struct Held {
     mem: Mem,
@@ -75,6 +79,8 @@ impl Traffic {
 #[derive(Default)]
 pub struct Chain {
     held: HashMap<Key, Held>,
+    /// Allocations of the last launch's inputs, for its successor's read-backs.
+    spare: Vec<Vec<u8>>,
     /// How the buffer inputs of the launches run through the chain reached the device.
     pub traffic: Traffic,
 }
@@ -142,7 +148,7 @@ impl Chain {
             }
         };
         let read = |i: usize| !matches!(content(l, i, false), Some(Content::Missing { .. }));
-        let run = session.run_bound(program, input, &mut bind, &read);
+        let run = session.run_bound(program, input, &mut bind, &read, &mut self.spare);
         drop(held);
         self.traffic.add(&Traffic {
             bound,
@@ -151,6 +157,19 @@ impl Chain {
             uploaded_bytes,
         });
         run
+    }
+
+    /// Takes back the allocations of `input`'s buffers (a launch done with), so the next
+    /// run reads its outputs into memory already mapped instead of faulting in fresh pages.
+    pub fn recycle(&mut self, input: LaunchInput) {
+        self.spare.clear();
+        for a in input.args {
+            if let InputArg::Buffer { bytes, .. } = a {
+                if bytes.capacity() >= SPARE_MIN {
+                    self.spare.push(bytes);
+                }
+            }
+        }
     }
 
     /// Keeps, for the next launch, the objects of `l`'s run whose outputs `verified` says

@@ -277,7 +277,13 @@ impl Session {
         }
     }
 
-    fn read_back(&self, arg: &InputArg, mem: &Mem, index: usize) -> Result<Vec<u8>, ExecError> {
+    fn read_back(
+        &self,
+        arg: &InputArg,
+        mem: &Mem,
+        index: usize,
+        spare: &mut Vec<Vec<u8>>,
+    ) -> Result<Vec<u8>, ExecError> {
         let what = format!("reading back argument {index}");
         let buffer_size = match arg {
             InputArg::Buffer { bytes, .. } => Some(bytes.len()),
@@ -288,8 +294,13 @@ impl Session {
             InputArg::Buffer { .. } | InputArg::SubBuffer { .. } => {
                 // Not zeroed first: the blocking read writes every byte (zeroing megabytes
                 // per launch is a tenth of a long replay on a CPU device).
+                // A spare allocation large enough is reused: its pages are mapped already.
                 let n = buffer_size.unwrap_or(0);
-                let mut out: Vec<u8> = Vec::new();
+                let mut out: Vec<u8> = match spare.iter().position(|v| v.capacity() >= n) {
+                    Some(p) if n > 0 => spare.swap_remove(p),
+                    _ => Vec::new(),
+                };
+                out.clear();
                 out.try_reserve_exact(n).map_err(|_| {
                     ExecError::NotReplayable(format!(
                         "argument {index} is a buffer of {n} bytes, more than this machine can allocate"
@@ -408,7 +419,7 @@ impl Session {
         input: &LaunchInput,
         extras: &[InputArg],
     ) -> Result<RunOutput, ExecError> {
-        self.run_with(program, input, extras, false, &mut |_, _| None, &|_| true)
+        self.run_with(program, input, extras, false, &mut |_, _| None, &|_| true, &mut Vec::new())
             .map(|(out, _, _)| out)
     }
 
@@ -419,6 +430,8 @@ impl Session {
     /// run are read back (`None` in the outputs otherwise). Returns, besides the outputs,
     /// the plain buffer object of every buffer argument (`None` for any other argument, and
     /// for all but the first argument sharing one object), so a next run can be handed them.
+    /// Contents are read back into allocations taken from `spare` where one is large
+    /// enough (a replay hands back its last launch's input buffers).
     /// Why: an in-order replay hands each launch's verified outputs to the next launch that
     /// reads them, uploading nothing ([`super::chain`]).
     pub fn run_bound(
@@ -427,8 +440,9 @@ impl Session {
         input: &LaunchInput,
         bind: &mut dyn FnMut(usize, &InputArg) -> Option<Mem>,
         read: &dyn Fn(usize) -> bool,
+        spare: &mut Vec<Vec<u8>>,
     ) -> Result<(RunOutput, Vec<Option<Mem>>), ExecError> {
-        self.run_with(program, input, &[], false, bind, read)
+        self.run_with(program, input, &[], false, bind, read, spare)
             .map(|(out, _, kept)| (out, kept))
     }
 
@@ -442,7 +456,7 @@ impl Session {
         input: &LaunchInput,
         extras: &[InputArg],
     ) -> Result<(RunOutput, Vec<GuardBreach>), ExecError> {
-        self.run_with(program, input, extras, true, &mut |_, _| None, &|_| true)
+        self.run_with(program, input, extras, true, &mut |_, _| None, &|_| true, &mut Vec::new())
             .map(|(out, breaches, _)| (out, breaches))
     }
 
@@ -532,6 +546,7 @@ impl Session {
         guard: bool,
         bind: &mut dyn FnMut(usize, &InputArg) -> Option<Mem>,
         read: &dyn Fn(usize) -> bool,
+        spare: &mut Vec<Vec<u8>>,
     ) -> Result<(RunOutput, Vec<GuardBreach>, Vec<Option<Mem>>), ExecError> {
         let kernel = self.create_kernel(program, &input.kernel)?;
         let all: Vec<&InputArg> = input.args.iter().chain(extras.iter()).collect();
@@ -757,7 +772,7 @@ impl Session {
                     continue;
                 }
                 if let std::collections::hash_map::Entry::Vacant(e) = read.entry(slot) {
-                    e.insert(self.read_back(a, &mems[slot], i)?);
+                    e.insert(self.read_back(a, &mems[slot], i, spare)?);
                 }
             }
         }
