@@ -203,3 +203,71 @@ impl Chain {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{DeviceSelector, InputArg, LaunchInput, Session};
+    use opencl_sys::CL_MEM_READ_WRITE;
+
+    fn add_one(bytes: Vec<u8>) -> LaunchInput {
+        LaunchInput {
+            kernel: "add_one".into(),
+            work_dim: 1,
+            global_offset: None,
+            global_size: vec![4],
+            local_size: None,
+            args: vec![InputArg::Buffer {
+                mem: None,
+                flags: CL_MEM_READ_WRITE,
+                bytes,
+            }],
+            stand_ins: Vec::new(),
+        }
+    }
+
+    fn ints(v: &[i32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn a_bound_buffer_is_run_on_as_it_is_on_the_device_and_unread_outputs_stay_there() {
+        let Ok(session) = Session::open(&DeviceSelector::default()) else {
+            return;
+        };
+        let program = session
+            .build_source(
+                "__kernel void add_one(__global int* a) { a[get_global_id(0)] += 1; }",
+                "",
+            )
+            .expect("builds");
+        let mut spare = Vec::new();
+        let (out, mut kept) = session
+            .run_bound(&program, &add_one(ints(&[1, 2, 3, 4])), &mut |_, _| None, &|_| true, &mut spare)
+            .expect("runs");
+        assert_eq!(out.outputs[0].as_deref(), Some(&ints(&[2, 3, 4, 5])[..]));
+        let object = kept[0].take().expect("the buffer object is handed back");
+        // The host bytes say zeros; the bound object holds 2..5 and is what the kernel sees.
+        let mut object = Some(object);
+        let (out, mut kept) = session
+            .run_bound(
+                &program,
+                &add_one(ints(&[0, 0, 0, 0])),
+                &mut |i, _| if i == 0 { object.take() } else { None },
+                &|_| false,
+                &mut spare,
+            )
+            .expect("runs");
+        assert!(object.is_none(), "the object was bound");
+        assert_eq!(out.outputs[0], None, "not read back");
+        let (out, _) = session
+            .run_bound(
+                &program,
+                &add_one(ints(&[0, 0, 0, 0])),
+                &mut |_, _| kept[0].take(),
+                &|_| true,
+                &mut spare,
+            )
+            .expect("runs");
+        assert_eq!(out.outputs[0].as_deref(), Some(&ints(&[4, 5, 6, 7])[..]));
+    }
+}
