@@ -21,6 +21,10 @@
 //! - a run that fails, a launch with stand-in buffers (run twice), or a launch whose inputs
 //!   were derived by re-executing other launches on the device clears the chain
 //!   ([`Chain::clear`]): the next launch restores from the capture, as without a chain.
+//!
+//! Outputs are still read back whole: a capture names stored contents by their blake3 digest,
+//! which is computed on the host. The launch's host allocations are reused for its
+//! successor's read-backs ([`Chain::recycle`]), so a long replay faults in no fresh pages.
 
 use super::cl::Mem;
 use super::derive::{content_key, Key};
