@@ -132,8 +132,10 @@ enum Cmd {
             requires = "schedules"
         )]
         race_deadline: u64,
-        /// With --schedules: print compile time and per-run times (for benchmarks).
-        #[arg(long, hide = true, requires = "schedules")]
+        /// Print timings on stderr (for benchmarks): the replay's wall time, launches per
+        /// second and how buffer inputs reached the device; with --schedules, compile time
+        /// and per-run times.
+        #[arg(long, hide = true)]
         timing: bool,
         /// With --schedules: keep permuted sources in DIR and reuse them (no libclang on a hit).
         #[arg(long, hide = true, value_name = "DIR", requires = "schedules")]
@@ -477,6 +479,7 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
                     );
                     c.damaged = damaged;
                     c.watchdog = watchdog;
+                    c.timing = timing;
                     Box::new(c)
                 }
             };

@@ -2,8 +2,8 @@
 
 use crate::compare::Closeness;
 use crate::executor::{
-    check_outputs, BuiltProgram, Deriver, DeviceSelector, ExecError, LaunchInput,
-    Mismatch, Session,
+    check_outputs, BuiltProgram, Chain, Deriver, DeviceSelector, ExecError, LaunchInput,
+    Mismatch, Session, Traffic,
 };
 use cltrap_capture::{ArgRecord, Capture, Content, LaunchRecord, ReadError};
 use std::collections::HashMap;
@@ -195,14 +195,16 @@ pub fn replay_on(
 }
 
 /// Replays launches one at a time on one session, keeping what the next launch reuses: each
-/// program built once, and the outputs that derived inputs are re-created from. A campaign's
-/// worker keeps one across the launches it runs, so one worker replaying in order re-executes
-/// nothing twice.
+/// program built once, the outputs that derived inputs are re-created from, and the last
+/// launch's verified output buffers on the device ([`Chain`]: a next launch that reads them
+/// binds them instead of uploading). A campaign's worker keeps one across the launches it
+/// runs, so one worker replaying in order re-executes nothing twice.
 pub struct Replayer<'c> {
     capture: &'c Capture,
     closeness: Closeness,
     programs: HashMap<String, Result<Rc<BuiltProgram>, (String, String)>>,
     deriver: Deriver<'c>,
+    chain: Chain,
     /// Counts of the launches replayed so far (`rederived` is filled by [`replay_on`]).
     pub summary: Summary,
 }
@@ -215,6 +217,7 @@ impl<'c> Replayer<'c> {
             closeness: closeness.into(),
             programs: HashMap::new(),
             deriver: Deriver::new(capture),
+            chain: Chain::new(),
             summary: Summary::default(),
         }
     }
@@ -231,6 +234,7 @@ impl<'c> Replayer<'c> {
             &mut self.programs,
             &mut self.summary,
             &mut self.deriver,
+            &mut self.chain,
         );
         match &outcome {
             Outcome::Ok { .. } => self.summary.ok += 1,
@@ -256,8 +260,15 @@ impl<'c> Replayer<'c> {
     pub fn rederived(&self) -> u64 {
         self.deriver.executed
     }
+
+    /// How the buffer inputs replayed so far reached the device (bound from the previous
+    /// launch's outputs, or uploaded).
+    pub fn traffic(&self) -> Traffic {
+        self.chain.traffic
+    }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn replay_one(
     session: &Session,
     capture: &Capture,
@@ -267,6 +278,7 @@ fn replay_one(
     programs: &mut HashMap<String, Result<Rc<BuiltProgram>, (String, String)>>,
     summary: &mut Summary,
     deriver: &mut Deriver<'_>,
+    chain: &mut Chain,
 ) -> Outcome {
     let error = |e: &ExecError| {
         if let ExecError::NotDerivable {
@@ -294,10 +306,18 @@ fn replay_one(
             }
         }
     };
+    let executed = deriver.executed;
     let input = match deriver.input(session, l) {
         Ok(i) => i,
-        Err(e) => return error(&e),
+        Err(e) => {
+            chain.clear();
+            return error(&e);
+        }
     };
+    if deriver.executed != executed {
+        // Producers ran on the device since the chain's launch.
+        chain.clear();
+    }
     if !programs.contains_key(&l.program) {
         let (built, missing) = match capture.program(&l.program) {
             Ok(record) => (
@@ -353,7 +373,14 @@ fn replay_one(
         !afters.is_empty() && afters.iter().all(|c| matches!(c, Content::Missing { .. }));
     // Run even then: a fuzzing finding (saved without outputs) must reproduce its crash,
     // hang or failure here.
-    let mut out = match session.run(program, &input, &[]) {
+    // A launch with stand-ins runs twice: the chain is not used for it.
+    let run = if input.stand_ins.is_empty() {
+        chain.run(session, program, l, &input)
+    } else {
+        chain.clear();
+        session.run(program, &input, &[]).map(|o| (o, Vec::new()))
+    };
+    let (mut out, objects) = match run {
         Ok(o) => o,
         Err(e) => return error(&e),
     };
@@ -385,12 +412,14 @@ fn replay_one(
     // Outputs equal to their recorded contents need no comparison (and their recorded bytes
     // no reading); the rest are compared with the tolerance.
     let verified = Deriver::verify(l, &input, &out);
+    chain.keep(l, &input, objects, &verified);
     deriver.offer(l, &mut out, &verified);
     let expected = match LaunchInput::expected_outputs_except(capture, l, &verified) {
         Ok(x) => x,
         Err(e) => return error(&e),
     };
     let mut mismatches = check_outputs(&input, &infos, &expected, &out, closeness).into_iter();
+    chain.recycle(input);
     match mismatches.next() {
         Some(m) => {
             other_mismatches.extend(mismatches);

@@ -13,6 +13,7 @@
 use crate::campaign::kept::{error_lines, Kept};
 use crate::campaign::{Campaign, Finished, Lost, Unit, UnitContext};
 use crate::compare::Closeness;
+use crate::executor::Traffic;
 use crate::replay::{LaunchResult, Outcome, Replayer, Summary};
 use cltrap_capture::{Capture, LaunchRecord};
 use serde::{Deserialize, Serialize};
@@ -57,6 +58,9 @@ pub struct Replayed {
     pub rederived: u64,
     /// The device, `name (platform)`, when one was opened.
     pub device: Option<String>,
+    /// How its buffer inputs reached the device (a cost, not part of the verdict).
+    #[serde(default)]
+    pub traffic: Traffic,
 }
 
 impl Replayed {
@@ -77,6 +81,7 @@ impl Replayed {
             built: None,
             rederived: 0,
             device: None,
+            traffic: Traffic::default(),
         }
     }
 
@@ -90,6 +95,7 @@ impl Replayed {
             built: None,
             rederived: 0,
             device: None,
+            traffic: Traffic::default(),
         }
     }
 }
@@ -105,6 +111,10 @@ pub struct ReplayCampaign {
     pub damaged: Vec<String>,
     /// Longest silence of a worker on one launch (a program's compile included).
     pub watchdog: Duration,
+    /// Print the replay's wall time, launches per second and how its buffer inputs reached
+    /// the device, on stderr after the summary (for benchmarks).
+    pub timing: bool,
+    started: std::time::Instant,
     /// A worker's session and what it built and derived there, kept between launches.
     here: Option<Kept<Replayer<'static>>>,
 }
@@ -119,6 +129,8 @@ impl ReplayCampaign {
             closeness,
             damaged: Vec::new(),
             watchdog: Duration::from_secs(300),
+            timing: false,
+            started: std::time::Instant::now(),
             here: None,
         }
     }
@@ -153,11 +165,13 @@ impl Campaign for ReplayCampaign {
             }
         };
         let before = here.state.rederived();
+        let traffic = here.state.traffic();
         let result = here.state.one(&here.session, l);
         let info = here.session.info();
         let r = Replayed {
             built: here.state.built(&l.program).then(|| l.program.clone()),
             rederived: here.state.rederived() - before,
+            traffic: here.state.traffic().since(&traffic),
             device: Some(format!("{} ({})", info.name, info.platform)),
             ..Replayed::of(&result)
         };
@@ -195,6 +209,7 @@ impl Campaign for ReplayCampaign {
         let mut built: HashSet<String> = HashSet::new();
         let mut told: HashSet<String> = HashSet::new();
         let mut device: Option<String> = None;
+        let mut traffic = Traffic::default();
         for (u, f) in results {
             let r: Replayed = serde_json::from_value(f.result.clone()).map_err(|e| {
                 format!(
@@ -217,6 +232,7 @@ impl Campaign for ReplayCampaign {
             }
             built.extend(r.built);
             summary.rederived += r.rederived;
+            traffic.add(&r.traffic);
             if device.is_none() {
                 device = r.device;
             }
@@ -225,6 +241,19 @@ impl Campaign for ReplayCampaign {
         let device = device.unwrap_or_else(|| "unknown (every worker crashed)".into());
         let _ = writeln!(out, "{summary}; device {device}");
         let _ = out.flush();
+        if self.timing {
+            let secs = self.started.elapsed().as_secs_f64();
+            let n = results.len();
+            let mb = |b: u64| b as f64 / 1e6;
+            eprintln!(
+                "cltrap: replay timing: {n} launch(es) in {secs:.3} s ({:.1} launches/s); buffer inputs: {} bound on the device ({:.1} MB not uploaded), {} uploaded ({:.1} MB)",
+                n as f64 / secs.max(1e-9),
+                traffic.bound,
+                mb(traffic.bound_bytes),
+                traffic.uploaded,
+                mb(traffic.uploaded_bytes),
+            );
+        }
         Ok(summary.exit_code() as u8)
     }
 

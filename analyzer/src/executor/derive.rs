@@ -31,7 +31,7 @@ use std::sync::Arc;
 pub const CACHE_BYTES: usize = 256 << 20;
 
 /// A content by its digest: function, digest, size.
-type Key = (DigestKind, String, u64);
+pub(super) type Key = (DigestKind, String, u64);
 
 fn key(c: &Content) -> Option<Key> {
     match c {
@@ -42,7 +42,7 @@ fn key(c: &Content) -> Option<Key> {
 
 /// The key of a content whose bytes or digest were recorded: a stored blob is named by its
 /// blake3 digest, so a verified output can stand in for it.
-fn content_key(c: &Content) -> Option<Key> {
+pub(super) fn content_key(c: &Content) -> Option<Key> {
     match c {
         Content::Blob { hash, size } => Some((DigestKind::Blake3, hash.clone(), *size)),
         other => key(other),

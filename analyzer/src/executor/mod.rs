@@ -13,12 +13,16 @@
 //!    permutation table), getting every memory argument's bytes back plus the kernel's
 //!    device time; [`check_outputs`] then compares them with what the application saw.
 //!
+//! [`Chain`] hands a replayed launch's verified output buffers, on the device, to the next
+//! launch that reads them ([`chain`]).
+//!
 //! [`Session::resident`] keeps one launch's memory objects on the device between runs, so a
 //! fuzzing campaign writes only what changed ([`resident`]).
 //!
 //! Architecture invariant: nothing here prints; errors are [`ExecError`] values.
 
 mod arrays;
+mod chain;
 mod cl;
 mod derive;
 mod device;
@@ -28,6 +32,7 @@ mod program;
 mod resident;
 mod run;
 
+pub use chain::{Chain, Traffic};
 pub use cl::error_name;
 pub use derive::{Deriver, CACHE_BYTES};
 pub use device::{list_devices, DeviceInfo, DeviceSelector, Session};

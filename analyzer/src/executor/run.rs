@@ -277,7 +277,13 @@ impl Session {
         }
     }
 
-    fn read_back(&self, arg: &InputArg, mem: &Mem, index: usize) -> Result<Vec<u8>, ExecError> {
+    fn read_back(
+        &self,
+        arg: &InputArg,
+        mem: &Mem,
+        index: usize,
+        spare: &mut Vec<Vec<u8>>,
+    ) -> Result<Vec<u8>, ExecError> {
         let what = format!("reading back argument {index}");
         let buffer_size = match arg {
             InputArg::Buffer { bytes, .. } => Some(bytes.len()),
@@ -286,9 +292,28 @@ impl Session {
         };
         match arg {
             InputArg::Buffer { .. } | InputArg::SubBuffer { .. } => {
-                let mut out = vec![0u8; buffer_size.unwrap_or(0)];
-                if !out.is_empty() {
-                    self.read_buffer(mem, 0, &mut out, what)?;
+                // Not zeroed first: the blocking read writes every byte (zeroing megabytes
+                // per launch is a tenth of a long replay on a CPU device).
+                // A spare allocation large enough is reused: its pages are mapped already.
+                let n = buffer_size.unwrap_or(0);
+                let mut out: Vec<u8> = match spare.iter().position(|v| v.capacity() >= n) {
+                    Some(p) if n > 0 => spare.swap_remove(p),
+                    _ => Vec::new(),
+                };
+                out.clear();
+                out.try_reserve_exact(n).map_err(|_| {
+                    ExecError::NotReplayable(format!(
+                        "argument {index} is a buffer of {n} bytes, more than this machine can allocate"
+                    ))
+                })?;
+                if n > 0 {
+                    // SAFETY: `out` has capacity for `n` bytes; the read is blocking and,
+                    // when it succeeds, has written all `n` of them, so they are initialised
+                    // before `set_len`.
+                    unsafe {
+                        self.read_raw(mem, 0, out.as_mut_ptr(), n, what)?;
+                        out.set_len(n);
+                    }
                 }
                 Ok(out)
             }
@@ -329,15 +354,33 @@ impl Session {
         out: &mut [u8],
         what: String,
     ) -> Result<(), ExecError> {
-        // SAFETY: `out` has exactly the bytes read; the read is blocking.
+        // SAFETY: `out` has exactly the bytes read.
+        unsafe { self.read_raw(mem, offset, out.as_mut_ptr(), out.len(), what) }
+    }
+
+    /// Reads `len` bytes of buffer `mem` from `offset` to `dst` (blocking).
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `len` bytes; they are all written when this
+    /// returns `Ok`.
+    unsafe fn read_raw(
+        &self,
+        mem: &Mem,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+        what: String,
+    ) -> Result<(), ExecError> {
+        // SAFETY: the caller guarantees `dst` holds `len` writable bytes; the read is
+        // blocking, so it is done with them when this returns.
         let ev = unsafe {
             cl3::command_queue::enqueue_read_buffer(
                 self.queue.raw(),
                 mem.raw(),
                 CL_TRUE,
                 offset,
-                out.len(),
-                out.as_mut_ptr().cast::<c_void>(),
+                len,
+                dst.cast::<c_void>(),
                 0,
                 std::ptr::null(),
             )
@@ -376,8 +419,31 @@ impl Session {
         input: &LaunchInput,
         extras: &[InputArg],
     ) -> Result<RunOutput, ExecError> {
-        self.run_with(program, input, extras, false)
-            .map(|(out, _)| out)
+        self.run_with(program, input, extras, false, &mut |_, _| None, &|_| true, &mut Vec::new())
+            .map(|(out, _, _)| out)
+    }
+
+    /// [`Session::run`] of a launch (no extras) whose buffers may already be on the device:
+    /// `bind(i, arg)` may hand over a buffer that holds exactly `arg`'s contents (an earlier
+    /// run's output, verified), which argument `i` then uses instead of a new object
+    /// initialised from the host; `read(i)` says whether argument `i`'s contents after the
+    /// run are read back (`None` in the outputs otherwise). Returns, besides the outputs,
+    /// the plain buffer object of every buffer argument (`None` for any other argument, and
+    /// for all but the first argument sharing one object), so a next run can be handed them.
+    /// Contents are read back into allocations taken from `spare` where one is large
+    /// enough (a replay hands back its last launch's input buffers).
+    /// Why: an in-order replay hands each launch's verified outputs to the next launch that
+    /// reads them, uploading nothing ([`super::chain`]).
+    pub fn run_bound(
+        &self,
+        program: &BuiltProgram,
+        input: &LaunchInput,
+        bind: &mut dyn FnMut(usize, &InputArg) -> Option<Mem>,
+        read: &dyn Fn(usize) -> bool,
+        spare: &mut Vec<Vec<u8>>,
+    ) -> Result<(RunOutput, Vec<Option<Mem>>), ExecError> {
+        self.run_with(program, input, &[], false, bind, read, spare)
+            .map(|(out, _, kept)| (out, kept))
     }
 
     /// [`Session::run`] with a guard zone around every buffer of `input` (not `extras`): the
@@ -390,7 +456,8 @@ impl Session {
         input: &LaunchInput,
         extras: &[InputArg],
     ) -> Result<(RunOutput, Vec<GuardBreach>), ExecError> {
-        self.run_with(program, input, extras, true)
+        self.run_with(program, input, extras, true, &mut |_, _| None, &|_| true, &mut Vec::new())
+            .map(|(out, breaches, _)| (out, breaches))
     }
 
     /// Enqueues `kernel` over the given NDRange without waiting: its event.
@@ -477,7 +544,10 @@ impl Session {
         input: &LaunchInput,
         extras: &[InputArg],
         guard: bool,
-    ) -> Result<(RunOutput, Vec<GuardBreach>), ExecError> {
+        bind: &mut dyn FnMut(usize, &InputArg) -> Option<Mem>,
+        read: &dyn Fn(usize) -> bool,
+        spare: &mut Vec<Vec<u8>>,
+    ) -> Result<(RunOutput, Vec<GuardBreach>, Vec<Option<Mem>>), ExecError> {
         let kernel = self.create_kernel(program, &input.kernel)?;
         let all: Vec<&InputArg> = input.args.iter().chain(extras.iter()).collect();
         let num_args = cl3::kernel::get_kernel_data(kernel.raw(), CL_KERNEL_NUM_ARGS)
@@ -521,13 +591,18 @@ impl Session {
                         }
                         _ => None,
                     };
-                    match zoned {
-                        Some((zone, view)) => {
+                    let bound = match a {
+                        InputArg::Buffer { .. } if !guard && i < input.args.len() => bind(i, a),
+                        _ => None,
+                    };
+                    match (zoned, bound) {
+                        (Some((zone, view)), _) => {
                             mems.push(view);
                             zones.push(zone);
                             zone_of.insert(mems.len() - 1, zones.len() - 1);
                         }
-                        None => mems.push(self.create_memory(a, i)?),
+                        (None, Some(m)) => mems.push(m),
+                        (None, None) => mems.push(self.create_memory(a, i)?),
                     }
                     let s = mems.len() - 1;
                     if let Some(m) = id {
@@ -683,11 +758,21 @@ impl Session {
             _ => None,
         };
 
+        // An object is read once, when any argument using it is to be read.
+        let mut wanted: HashMap<usize, bool> = HashMap::new();
+        for (i, slot) in mem_of.iter().enumerate() {
+            if let Some(slot) = slot {
+                *wanted.entry(*slot).or_default() |= i >= input.args.len() || read(i);
+            }
+        }
         let mut read: HashMap<usize, Vec<u8>> = HashMap::new();
         for (i, a) in all.iter().enumerate() {
             if let Some(slot) = mem_of[i] {
+                if wanted.get(&slot) != Some(&true) {
+                    continue;
+                }
                 if let std::collections::hash_map::Entry::Vacant(e) = read.entry(slot) {
-                    e.insert(self.read_back(a, &mems[slot], i)?);
+                    e.insert(self.read_back(a, &mems[slot], i, spare)?);
                 }
             }
         }
@@ -704,7 +789,17 @@ impl Session {
             }));
         }
         let breaches = self.breaches(&zones)?;
-        Ok((RunOutput { outputs, kernel_ns }, breaches))
+        // The plain buffers of the launch's own arguments, for a next run to bind.
+        let mut objects: Vec<Option<Mem>> = mems.into_iter().map(Some).collect();
+        let kept = (0..input.args.len())
+            .map(|i| match (&input.args[i], mem_of[i]) {
+                (InputArg::Buffer { .. }, Some(slot)) if !zone_of.contains_key(&slot) => {
+                    objects.get_mut(slot).and_then(Option::take)
+                }
+                _ => None,
+            })
+            .collect();
+        Ok((RunOutput { outputs, kernel_ns }, breaches, kept))
     }
 }
 
