@@ -403,6 +403,15 @@ pub fn words(bytes: &[u8]) -> Vec<u32> {
         .collect()
 }
 
+/// The extra arguments of a mutant schema's variant: the selected mutant `n` and the
+/// watchdog's barrier budget (see `cltrap_kernel::mutate::WATCHDOG_PARAM`); 0 runs the original.
+pub fn selector_extras(n: u32, barrier_budget: u32) -> Vec<InputArg> {
+    vec![
+        InputArg::Scalar(n.to_le_bytes().to_vec()),
+        word_buffer(&[0, barrier_budget, 0]),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,13 +13,13 @@
 //! there instead of running the original again; a merge runs in this process only the cases
 //! no shard journaled.
 
-use super::{selector_extras, BranchKey};
+use super::BranchKey;
 use crate::campaign::{journal, Campaign, CampaignArgs, Finished, Lost, Unit, UnitContext};
 use crate::executor::{
     check_outputs, BuildOptions, BuiltProgram, DeviceSelector, Deriver, ExecError, LaunchInput,
     Session,
 };
-use crate::variant::{word_buffer, words};
+use crate::variant::{selector_extras, word_buffer, words};
 use cltrap_capture::Capture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

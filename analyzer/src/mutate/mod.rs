@@ -34,9 +34,9 @@ pub mod tce;
 pub mod worker;
 
 use crate::executor::{
-    BuildOptions, DeviceSelector, ExecError, InputArg, Session,
+    BuildOptions, DeviceSelector, ExecError, Session,
 };
-use crate::variant::{program_source, word_buffer};
+use crate::variant::program_source;
 use cltrap_capture::{Capture, LaunchRecord};
 use cltrap_kernel::coverage::{instrument_coverage, Outcome};
 use cltrap_kernel::mutate::{self as km, Mutant, Operator};
@@ -278,14 +278,6 @@ struct Plan {
     options: String,
     kernels: BTreeMap<String, Vec<u64>>,
     mutants: Vec<Mutant>,
-}
-
-/// The selector and watchdog arguments (see `cltrap_kernel::mutate::WATCHDOG_PARAM`).
-pub(crate) fn selector_extras(n: u32, barrier_budget: u32) -> Vec<InputArg> {
-    vec![
-        InputArg::Scalar(n.to_le_bytes().to_vec()),
-        word_buffer(&[0, barrier_budget, 0]),
-    ]
 }
 
 /// The first line of a build error's text that names an error (build logs are long), trimmed.

@@ -8,12 +8,12 @@
 //! run of the mutant whose program, kernel and sizes already ran in this process, so it holds
 //! no driver compile), so a deadline can be one compile or one run, never the whole job.
 
-use super::{error_line, selector_extras, Status};
+use super::{error_line, Status};
 use crate::executor::{
     check_outputs, BuildOptions, BuiltProgram, DeviceSelector, Expected, InputArg, LaunchInput,
     Session,
 };
-use crate::variant::{word_buffer, words};
+use crate::variant::{selector_extras, word_buffer, words};
 use cltrap_capture::{ArgInfo, Capture};
 use cltrap_kernel::mutate::LaunchChange;
 use serde::{Deserialize, Serialize};
