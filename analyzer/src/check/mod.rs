@@ -584,10 +584,12 @@ impl Child<'_> {
         for (k, v) in oclgrind::environment(self.vendors, checks) {
             cmd.env(k, v);
         }
-        // Oclgrind runs work-groups on several threads, so which overrun it reports first
-        // changes from run to run; locating an overrun names the same one every time on one
-        // thread (the reports of fuzz and mutate must not depend on the run).
-        if self.first_overrun && std::env::var_os("OCLGRIND_NUM_THREADS").is_none() {
+        // Oclgrind runs work-groups on several threads, so which overrun it reports first, and
+        // which pair of work-items it gives as a race's example, change from run to run (with
+        // the machine's load). On one thread it names the same ones every time: a report must
+        // not depend on the run (a campaign's shards, its resumed runs and a single run give
+        // the same report). The user's own OCLGRIND_NUM_THREADS is left as it is.
+        if std::env::var_os("OCLGRIND_NUM_THREADS").is_none() {
             cmd.env("OCLGRIND_NUM_THREADS", "1");
         }
         // OCL_ICD_FILENAMES would add other platforms next to the private vendors folder.
