@@ -4,7 +4,8 @@
 # launches), run on 1, 2, 4 … devices of one platform (`--devices 0`, `0,1`, …) and, on a
 # machine with one device, with 1 and 2 workers on it (`--workers-per-device`), side by side
 # in one run: wall time of the whole command and of its units (the runner's phase, from its
-# stats.json; the rest is the analysis's own preparation and report, in one process), the
+# stats.json, plus mutate's test-case units from cases/stats.json; the rest is the analysis's own
+# preparation and report, in one process), the
 # speed-ups over the first row, and the share of the workers' time they were idle. Every run's
 # report must equal the first row's (timings aside; for mutate, the verdicts): `same`.
 #
@@ -68,9 +69,13 @@ run() { # run NAME DEVICES PER CMD... : prints "wall units-wall idle"
     if [ "$1" != mutate ]; then mv "$OUT/$name.txt" "$OUT/$name.json"; fi
     t1=$(date +%s%N)
     python3 - "$OUT/$name/stats.json" $(((t1 - t0) / 1000000)) <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-print(f"{int(sys.argv[2]) / 1000:.2f} {s['wall_s']:.2f} {s['idle_fraction']:.3f}")
+import json, os, sys
+# The campaign's units, and for mutate also its test cases' units (cases/stats.json, run by the
+# same runner before the mutants): wall time summed, idle share weighted by wall time.
+parts = [json.load(open(f)) for f in (sys.argv[1], os.path.join(os.path.dirname(sys.argv[1]), "cases", "stats.json")) if os.path.exists(f)]
+wall = sum(p["wall_s"] for p in parts)
+idle = sum(p["idle_fraction"] * p["wall_s"] for p in parts) / wall if wall else 0.0
+print(f"{int(sys.argv[2]) / 1000:.2f} {wall:.2f} {idle:.3f}")
 PY
 }
 
