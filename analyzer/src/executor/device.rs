@@ -42,6 +42,8 @@ pub struct Session {
     info: DeviceInfo,
     /// Sub-buffer origin alignment in bytes, for guard zones (queried once here, not per run).
     pub(crate) sub_buffer_align: usize,
+    /// A CPU device ([`Session::runs_in_this_process`]).
+    cpu: bool,
 }
 
 fn matches(sel: &str, index: usize, name: &str) -> bool {
@@ -219,11 +221,15 @@ impl Session {
             version: device_string(device, CL_DEVICE_VERSION),
             driver_version: device_string(device, CL_DRIVER_VERSION),
         };
+        // A device whose type cannot be read counts as a CPU device (the cautious answer).
+        let cpu = cl3::device::get_device_info(device, opencl_sys::CL_DEVICE_TYPE)
+            .map_or(true, |t| t.to_ulong() & opencl_sys::CL_DEVICE_TYPE_CPU != 0);
         Ok(Session {
             device,
             queue,
             context,
             info,
+            cpu,
             sub_buffer_align: super::guard::sub_buffer_align(device),
         })
     }
@@ -231,6 +237,12 @@ impl Session {
     /// The opened device.
     pub fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    /// Whether the device is a CPU (PoCL): its kernels run inside this process, so a kernel
+    /// that writes out of bounds can reach this process's own memory. A GPU's cannot.
+    pub fn runs_in_this_process(&self) -> bool {
+        self.cpu
     }
 }
 

@@ -99,7 +99,7 @@ struct Loaded {
 /// A digest of a test case's inputs and expected outputs as this worker holds them. On a CPU
 /// device (PoCL) kernels run inside the worker process, so a mutant that writes out of bounds
 /// can overwrite the worker's own copy of the suite; every later verdict in that process would
-/// then compare against damaged data (false kills). Checked after every job.
+/// then compare against damaged data (false kills). Checked after every job on a CPU device.
 fn fingerprint(input: &LaunchInput, expected: &[Option<Expected>]) -> String {
     let mut h = blake3::Hasher::new();
     for a in &input.args {
@@ -165,8 +165,13 @@ impl WorkerState {
         }
     }
 
-    /// Whether any test case this worker holds no longer matches its [`fingerprint`].
+    /// Whether any test case this worker holds no longer matches its [`fingerprint`]. Only a
+    /// CPU device's kernels run in this process and can write into its memory: on any other
+    /// device the check (a digest of every test case held, after every job) is skipped.
     fn damaged(&self) -> bool {
+        if self.session.as_ref().is_some_and(|s| !s.runs_in_this_process()) {
+            return false;
+        }
         self.launches
             .values()
             .any(|l| fingerprint(&l.input, &l.expected) != l.print)
