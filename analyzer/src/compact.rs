@@ -19,8 +19,19 @@
 //! A content whose bytes do not match its digest (damage, or a forged spool) is not stored
 //! and its segment is kept; a record cut off at a segment's end (its writer died while
 //! writing it: no launch names it) is dropped with its segment; the compaction says which.
+//!
+//! Patch records (a changed region on an earlier version, see the spool module): a segment's
+//! records are compacted in order, and a patch record is rebuilt from the version stored
+//! just before it when that is its base (kept in memory with its blake3 leaves and chunks,
+//! so only the region is hashed, cut and compressed again), else from its base read from the
+//! store or the spool (chains checked as any reader checks them). A segment is dropped only
+//! once every content it holds is in the store and synced (or was there already), so a
+//! patch record in a segment not compacted yet always finds its base, in the store or in a
+//! segment still there; a patch whose base cannot be read keeps its segment.
 
 use cltrap_capture::spool::{self, SPOOL_DIR};
+use cltrap_capture::parallel;
+use cltrap_capture::reader::Contents;
 use cltrap_capture::writer::{self, BlobStore};
 use cltrap_capture::writer_fs::Access;
 use std::os::fd::AsRawFd;
@@ -52,9 +63,12 @@ pub struct Report {
     pub segments: usize,
     /// Contents stored from the spool (not counting those the store had already).
     pub contents: usize,
-    /// Bytes of spooled contents read, and bytes written to the store for them.
+    /// Bytes of spooled records read, and bytes written to the store for them.
     pub raw_bytes: u64,
     pub stored_bytes: u64,
+    /// Of the contents, those spooled as patch records, and the bytes they were rebuilt to.
+    pub patches: usize,
+    pub rebuilt_bytes: u64,
     /// Seconds spent compacting (not waiting for segments).
     pub busy_secs: f64,
     /// The most bytes seen in the spool at the start of a pass.
@@ -69,6 +83,8 @@ impl Report {
         self.contents += other.contents;
         self.raw_bytes += other.raw_bytes;
         self.stored_bytes += other.stored_bytes;
+        self.patches += other.patches;
+        self.rebuilt_bytes += other.rebuilt_bytes;
         self.busy_secs += other.busy_secs;
         self.peak_spool_bytes = self.peak_spool_bytes.max(other.peak_spool_bytes);
         for p in other.problems {
@@ -89,7 +105,7 @@ impl Report {
 
     /// One line for stderr.
     pub fn line(&self, dir: &Path) -> String {
-        format!(
+        let mut line = format!(
             "compacted the spool of {}: {} content(s), {:.1} MB spooled into {:.1} MB stored, {:.2} s ({:.0} MB/s), spool peak {:.1} MB",
             dir.display(),
             self.contents,
@@ -98,7 +114,15 @@ impl Report {
             self.busy_secs,
             self.throughput_mb_s(),
             self.peak_spool_bytes as f64 / (1 << 20) as f64,
-        )
+        );
+        if self.patches > 0 {
+            line.push_str(&format!(
+                "; {} patch record(s) rebuilt into {:.1} MB of contents",
+                self.patches,
+                self.rebuilt_bytes as f64 / (1 << 20) as f64
+            ));
+        }
+        line
     }
 }
 
@@ -115,6 +139,63 @@ fn access_of(dir: &Path) -> Access {
 struct Compactor {
     dir: PathBuf,
     store: BlobStore,
+    /// The capture's contents, for the bases of patch records not in `recent`.
+    contents: Contents,
+    /// The last versions stored, the bases of the patch records that follow them.
+    recent: Recent,
+}
+
+/// A content as compaction rebuilt it, checked against its digest.
+struct Rebuilt {
+    bytes: Vec<u8>,
+    /// Its blake3 leaves (None for a content of one leaf or less).
+    leaves: Option<Vec<parallel::ChainingValue>>,
+    /// Its base's digest, the base's chunks and the region where the two differ, when the
+    /// base was stored by this compactor: only the region is cut again.
+    like: Option<(String, Vec<parallel::Cut>, (usize, usize))>,
+}
+
+/// A content this compactor stored, kept as the base of the patch record that follows it.
+struct Version {
+    hash: String,
+    bytes: Vec<u8>,
+    leaves: Vec<parallel::ChainingValue>,
+    cuts: Vec<parallel::Cut>,
+}
+
+/// The last versions stored ([`RECENT_MAX`] bytes at most, oldest dropped first): a patch
+/// record's base is usually the content stored just before it for the same buffer, so its
+/// rebuild copies no more than the region, its digest hashes only the region's leaves, and
+/// only the region is cut into chunks again.
+#[derive(Default)]
+struct Recent(std::sync::Mutex<std::collections::VecDeque<Version>>);
+
+/// Most bytes of versions a compactor keeps.
+const RECENT_MAX: usize = 256 << 20;
+
+impl Recent {
+    /// Takes the version `hash` out.
+    fn take(&self, hash: &str) -> Option<Version> {
+        let mut list = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let i = list.iter().position(|v| v.hash == hash)?;
+        list.remove(i)
+    }
+
+    /// Keeps `v`, dropping the oldest versions past [`RECENT_MAX`].
+    fn keep(&self, v: Version) {
+        if v.bytes.len() > RECENT_MAX {
+            return;
+        }
+        let mut list = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held: usize = list.iter().map(|v| v.bytes.len()).sum();
+        while held + v.bytes.len() > RECENT_MAX {
+            match list.pop_front() {
+                Some(old) => held -= old.bytes.len(),
+                None => break,
+            }
+        }
+        list.push_back(v);
+    }
 }
 
 impl Compactor {
@@ -124,6 +205,8 @@ impl Compactor {
         Compactor {
             dir: dir.to_path_buf(),
             store,
+            contents: Contents::new(dir),
+            recent: Recent::default(),
         }
     }
 
@@ -209,38 +292,31 @@ impl Compactor {
                 scan.tail.problem().unwrap_or_default()
             )),
         }
-        let mut bytes = Vec::new();
         for r in &scan.records {
             if self.stored(&r.hash) {
                 continue;
             }
-            let len = usize::try_from(r.len).unwrap_or(usize::MAX);
-            bytes.clear();
-            if bytes.try_reserve_exact(len).is_err() {
-                report.problems.push(format!(
-                    "{}: the record of content {} claims {} bytes, more than fit in memory; the segment is kept",
-                    path.display(),
-                    r.hash,
-                    r.len
-                ));
-                whole = false;
-                continue;
-            }
-            bytes.resize(len, 0);
-            file.read_exact_at(&mut bytes, r.offset).map_err(io)?;
-            if writer::digest(&bytes) != r.hash {
-                report.problems.push(format!(
-                    "{}: content {} at byte {} does not match its digest (damaged); the segment is kept",
-                    path.display(),
-                    r.hash,
-                    r.offset
-                ));
-                whole = false;
-                continue;
-            }
-            let written = self
+            let rebuilt = match self.rebuild(file, r) {
+                Ok(v) => v,
+                Err(why) => {
+                    report.problems.push(format!(
+                        "{}: content {} at byte {}: {why}; the segment is kept",
+                        path.display(),
+                        r.hash,
+                        r.offset
+                    ));
+                    whole = false;
+                    continue;
+                }
+            };
+            let like = rebuilt.like.as_ref().map(|(base, cuts, region)| writer::Like {
+                base,
+                cuts,
+                region: *region,
+            });
+            let (written, cuts) = self
                 .store
-                .put_content(&r.hash, &bytes)
+                .put_content_like(&r.hash, &rebuilt.bytes, like)
                 .map_err(|source| CompactError::Store {
                     dir: self.dir.clone(),
                     source,
@@ -248,8 +324,95 @@ impl Compactor {
             report.contents += 1;
             report.raw_bytes += r.len;
             report.stored_bytes += written;
+            if r.patch.is_some() {
+                report.patches += 1;
+                report.rebuilt_bytes += r.content_len();
+            }
+            if let (Some(cuts), Some(leaves)) = (cuts, rebuilt.leaves) {
+                self.recent.keep(Version {
+                    hash: r.hash.clone(),
+                    bytes: rebuilt.bytes,
+                    leaves,
+                    cuts,
+                });
+            }
         }
         Ok(whole)
+    }
+
+    /// The content of record `r` of segment `file`, checked against its digest: read whole,
+    /// or rebuilt from its base (the last version this compactor stored when it is that
+    /// one, else read from the store or the spool) and its region. Err: why not, as a
+    /// sentence part.
+    fn rebuild(&self, file: &std::fs::File, r: &spool::Record) -> Result<Rebuilt, String> {
+        let read = |len: u64, offset: u64| -> Result<Vec<u8>, String> {
+            let len = usize::try_from(len).unwrap_or(usize::MAX);
+            let mut bytes = Vec::new();
+            bytes
+                .try_reserve_exact(len)
+                .map_err(|_| format!("its record claims {len} bytes, more than fit in memory"))?;
+            bytes.resize(len, 0);
+            file.read_exact_at(&mut bytes, offset)
+                .map_err(|e| format!("its bytes cannot be read ({e})"))?;
+            Ok(bytes)
+        };
+        let Some(p) = &r.patch else {
+            let bytes = read(r.len, r.offset)?;
+            let leaves = (bytes.len() > parallel::LEAF).then(|| parallel::leaves(&bytes));
+            let hash = match &leaves {
+                Some(l) => parallel::root(l, bytes.len()),
+                None => writer::digest(&bytes),
+            };
+            if hash != r.hash {
+                return Err("it does not match its digest (damaged)".into());
+            }
+            return Ok(Rebuilt {
+                bytes,
+                leaves,
+                like: None,
+            });
+        };
+        if let Some(why) = p.problem(&r.hash, r.len) {
+            return Err(why);
+        }
+        let total = usize::try_from(p.total).map_err(|_| "its length does not fit in memory".to_string())?;
+        let region = read(r.len, r.offset)?;
+        let at = p.at as usize;
+        let end = at + region.len();
+        let (mut bytes, old) = match self.recent.take(&p.base).filter(|v| v.bytes.len() == total) {
+            Some(v) => (v.bytes, Some((v.leaves, v.cuts))),
+            None => {
+                let base = self
+                    .contents
+                    .blob_of_size(&p.base, p.total)
+                    .map_err(|e| format!("its base, content {}, cannot be read: {e}", p.base))?;
+                (base, None)
+            }
+        };
+        bytes[at..end].copy_from_slice(&region);
+        let leaves = (bytes.len() > parallel::LEAF).then(|| match &old {
+            Some((leaves, _)) => parallel::leaves_like(&bytes, leaves, (at, end)),
+            None => parallel::leaves(&bytes),
+        });
+        let hash = match &leaves {
+            Some(l) => parallel::root(l, bytes.len()),
+            None => writer::digest(&bytes),
+        };
+        if hash != r.hash {
+            return Err(format!(
+                "rebuilt from its base, content {}, it does not match its digest (damaged)",
+                p.base
+            ));
+        }
+        let like = old
+            .map(|(_, cuts)| cuts)
+            .filter(|c| !c.is_empty() && at < end)
+            .map(|cuts| (p.base.clone(), cuts, (at, end)));
+        Ok(Rebuilt {
+            bytes,
+            leaves,
+            like,
+        })
     }
 
     /// Whether the store holds content `hash` already (whole, or its chunk index).

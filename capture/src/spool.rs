@@ -10,8 +10,18 @@
 //! which the shim does not link.
 //!
 //! Layout: `spool/` in the capture folder holds *segments* `spool/<pid>-<ns>-<n>.spool`, each
-//! written by one process only, as a sequence of records: [`MAGIC`], the content's digest
-//! (64 lower-case hex digits), its length (u64, little-endian), then its bytes. A writer holds
+//! written by one process only, as a sequence of records of two kinds. A *whole* record:
+//! [`MAGIC`], the content's digest (64 lower-case hex digits), its length (u64,
+//! little-endian), then its bytes. A *patch* record ([`PATCH_MAGIC`], format version 5): the
+//! content's digest, the digest of its *base* (an earlier version of the same buffer that
+//! this capture holds, spooled or stored), the content's length, the offset of the one region
+//! where it differs from the base and the region's length (three u64, little-endian), then
+//! the region's bytes. Why: an application that rewrites a slice of a large buffer at every
+//! launch spooled the whole buffer each time (a 1-D stencil spooled 3.5 GB that compacted
+//! into 43 MB). A writer writes a patch only on a base it wrote itself, at most
+//! [`PATCH_CHAIN_MAX`] patches deep (then a whole record again), so a reader rebuilds any
+//! content from at most that many records; readers refuse longer chains, cycles, missing
+//! bases and regions past the content's end with one sentence each. A writer holds
 //! an exclusive `flock` on the segment it appends to; a segment nobody holds is *sealed* (its
 //! writer moved on to a new one, exited or died) and may be compacted. The writer of a
 //! launch record appends the contents it names before the record, so a record's contents are
@@ -48,17 +58,69 @@ pub const COMPACTOR_LOCK: &str = "compactor.lock";
 pub const MAGIC: &[u8; 8] = b"cltspl01";
 /// Bytes of a record's header: magic, digest in hex, length.
 pub const HEADER: usize = 8 + 64 + 8;
+/// The first bytes of every patch record (see the module doc).
+pub const PATCH_MAGIC: &[u8; 8] = b"cltspl02";
+/// Bytes of a patch record's header: magic, digest and base digest in hex, the content's
+/// length, the region's offset and length.
+pub const PATCH_HEADER: usize = 8 + 64 + 64 + 3 * 8;
+/// Most patch records between a content and the whole record (or stored content) it is
+/// rebuilt from: a writer writes a whole record past it, a reader refuses a longer chain.
+/// Why 64: a reader copies one region per link, and a writer that rewrites a slice of a
+/// large buffer at every launch spools the whole buffer once per 64 launches.
+pub const PATCH_CHAIN_MAX: usize = 64;
 /// Most bytes one segment takes before its writer starts another (so compaction can take the
 /// sealed one while the application runs).
 pub const SEGMENT_MAX: u64 = 64 << 20;
 
-/// One whole record of a segment: a content's digest and where its bytes lie.
+/// One whole record of a segment: a content's digest and where its bytes lie (for a patch
+/// record, the region's bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
     pub hash: String,
-    /// Offset of the content's first byte in the segment.
+    /// Offset of the content's (or the region's) first byte in the segment.
     pub offset: u64,
+    /// Bytes the record holds: the content's length, or the region's for a patch.
     pub len: u64,
+    /// Set for a patch record: the content is its base with these bytes at `patch.at`.
+    pub patch: Option<Patch>,
+}
+
+/// What a patch record says besides its region (see the module doc). Not checked by
+/// [`scan`] beyond its syntax: [`Patch::problem`] says what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Patch {
+    /// Digest of the content the region is written over.
+    pub base: String,
+    /// Bytes of the content (and of its base).
+    pub total: u64,
+    /// Offset of the region in the content.
+    pub at: u64,
+}
+
+impl Record {
+    /// Bytes of the content this record names (whole or rebuilt).
+    pub fn content_len(&self) -> u64 {
+        self.patch.as_ref().map_or(self.len, |p| p.total)
+    }
+}
+
+impl Patch {
+    /// What is wrong with the patch record of content `hash` holding `len` region bytes,
+    /// as a sentence part, or None: its base is itself, or its region ends past the content.
+    pub fn problem(&self, hash: &str, len: u64) -> Option<String> {
+        if self.base == hash {
+            return Some(format!(
+                "the patch record of content {hash} names itself as its base"
+            ));
+        }
+        if self.at.checked_add(len).is_none_or(|end| end > self.total) {
+            return Some(format!(
+                "the patch record of content {hash} places {len} bytes at offset {} of a content of {} bytes (past its end)",
+                self.at, self.total
+            ));
+        }
+        None
+    }
 }
 
 /// How a segment's records end.
@@ -109,12 +171,20 @@ pub fn scan(file: &File) -> std::io::Result<Scan> {
     let len = file.metadata()?.len();
     let mut records = Vec::new();
     let mut at = 0u64;
-    let mut header = [0u8; HEADER];
+    let mut header = [0u8; PATCH_HEADER];
+    let is_hex = |h: &[u8]| h.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b));
+    let u64_at = |h: &[u8], i: usize| {
+        let mut n = [0u8; 8];
+        n.copy_from_slice(&h[i..i + 8]);
+        u64::from_le_bytes(n)
+    };
     let tail = loop {
         if at == len {
             break Tail::Clean;
         }
-        if len - at < HEADER as u64 {
+        // The magic says which header follows.
+        let mut magic = [0u8; 8];
+        if len - at < 8 {
             break Tail::Cut {
                 hash: String::new(),
                 at,
@@ -122,16 +192,42 @@ pub fn scan(file: &File) -> std::io::Result<Scan> {
                 have: len - at,
             };
         }
-        file.read_exact_at(&mut header, at)?;
+        file.read_exact_at(&mut magic, at)?;
+        let size = match &magic {
+            m if m == MAGIC => HEADER,
+            m if m == PATCH_MAGIC => PATCH_HEADER,
+            _ => break Tail::Bad { at },
+        };
+        if len - at < size as u64 {
+            break Tail::Cut {
+                hash: String::new(),
+                at,
+                claimed: size as u64,
+                have: len - at,
+            };
+        }
+        let header = &mut header[..size];
+        file.read_exact_at(header, at)?;
         let hash = &header[8..72];
-        if &header[..8] != MAGIC || !hash.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b)) {
+        if !is_hex(hash) {
             break Tail::Bad { at };
         }
         let hash = String::from_utf8_lossy(hash).into_owned();
-        let mut n = [0u8; 8];
-        n.copy_from_slice(&header[72..80]);
-        let claimed = u64::from_le_bytes(n);
-        let offset = at + HEADER as u64;
+        let (claimed, patch) = if size == HEADER {
+            (u64_at(header, 72), None)
+        } else {
+            let base = &header[72..136];
+            if !is_hex(base) {
+                break Tail::Bad { at };
+            }
+            let patch = Patch {
+                base: String::from_utf8_lossy(base).into_owned(),
+                total: u64_at(header, 136),
+                at: u64_at(header, 144),
+            };
+            (u64_at(header, 152), Some(patch))
+        };
+        let offset = at + size as u64;
         if claimed > len - offset {
             break Tail::Cut {
                 hash,
@@ -144,6 +240,7 @@ pub fn scan(file: &File) -> std::io::Result<Scan> {
             hash,
             offset,
             len: claimed,
+            patch,
         });
         at = offset + claimed;
     };
@@ -262,6 +359,8 @@ pub struct SpoolStats {
     /// Records appended and their bytes (headers included).
     pub records: u64,
     pub bytes: u64,
+    /// Of the records, patch records (a changed region on an earlier version).
+    pub patches: u64,
     /// Times the application waited for compaction (the spool past its bound), and how long.
     pub waits: u64,
     pub wait_ns: u64,
@@ -271,6 +370,20 @@ pub struct SpoolStats {
     /// The bound ([`crate::Settings::spool_max_bytes`]).
     pub bound: u64,
 }
+
+/// A spooled content's digest must be 64 hex digits (it names a record).
+fn check_digest(hash: &str) -> std::io::Result<()> {
+    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a spooled content is named by a 64-digit digest",
+        ));
+    }
+    Ok(())
+}
+
+/// Most contents whose patch depth a writer remembers (a few MB): past it, it starts over.
+const DEPTHS_MAX: usize = 1 << 16;
 
 /// The segment a writer appends to.
 struct Segment {
@@ -290,7 +403,10 @@ pub struct SpoolWriter {
     /// this writer appended since.
     estimate: Mutex<u64>,
     made: AtomicU64,
+    /// Contents this writer spooled, with how many patch records each is from a whole one.
+    depths: Mutex<std::collections::HashMap<String, usize>>,
     records: AtomicU64,
+    patches: AtomicU64,
     bytes: AtomicU64,
     waits: AtomicU64,
     wait_ns: AtomicU64,
@@ -315,7 +431,9 @@ impl SpoolWriter {
             current: Mutex::new(None),
             estimate: Mutex::new(live_bytes(dir)),
             made: AtomicU64::new(0),
+            depths: Mutex::new(std::collections::HashMap::new()),
             records: AtomicU64::new(0),
+            patches: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             waits: AtomicU64::new(0),
             wait_ns: AtomicU64::new(0),
@@ -329,18 +447,81 @@ impl SpoolWriter {
     /// room (counted in [`SpoolStats`]). When this returns, the record is whole in the page
     /// cache: it survives the process dying in any way.
     pub fn put(&self, hash: &str, bytes: &[u8]) -> std::io::Result<u64> {
-        if hash.len() != 64 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "a spooled content is named by a 64-digit digest",
-            ));
-        }
-        let need = (HEADER + bytes.len()) as u64;
-        self.make_room(need);
+        check_digest(hash)?;
         let mut header = [0u8; HEADER];
         header[..8].copy_from_slice(MAGIC);
         header[8..72].copy_from_slice(hash.as_bytes());
         header[72..].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
+        let need = self.append(&header, bytes)?;
+        self.learn(hash, 0);
+        Ok(need)
+    }
+
+    /// Appends the content `bytes` whose digest is `hash`, the next version of content
+    /// `base` that differs from it only in `region` (first byte, one past the last), as a
+    /// patch record of that region when this writer wrote `base` itself, at most
+    /// [`PATCH_CHAIN_MAX`] patches deep, and the region is at most three quarters of the
+    /// content; else as a whole record ([`SpoolWriter::put`]). Returns the bytes it took.
+    pub fn put_version(
+        &self,
+        hash: &str,
+        bytes: &[u8],
+        base: &str,
+        region: (usize, usize),
+    ) -> std::io::Result<u64> {
+        let (lo, hi) = region;
+        let depth = self.depth_of(base);
+        let small = lo < hi && hi <= bytes.len() && (hi - lo) * 4 <= bytes.len() * 3;
+        let Some(depth) = depth.filter(|d| small && *d < PATCH_CHAIN_MAX && base != hash) else {
+            return self.put(hash, bytes);
+        };
+        check_digest(hash)?;
+        check_digest(base)?;
+        let mut header = [0u8; PATCH_HEADER];
+        header[..8].copy_from_slice(PATCH_MAGIC);
+        header[8..72].copy_from_slice(hash.as_bytes());
+        header[72..136].copy_from_slice(base.as_bytes());
+        header[136..144].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
+        header[144..152].copy_from_slice(&(lo as u64).to_le_bytes());
+        header[152..160].copy_from_slice(&((hi - lo) as u64).to_le_bytes());
+        let need = self.append(&header, &bytes[lo..hi])?;
+        self.patches.fetch_add(1, Ordering::Relaxed);
+        self.learn(hash, depth + 1);
+        Ok(need)
+    }
+
+    /// Seals this writer's segment now (the next record starts a new one): a compactor may
+    /// take it.
+    pub fn seal(&self) {
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// How many patch records content `hash` is from a whole record, when this writer
+    /// wrote it.
+    fn depth_of(&self, hash: &str) -> Option<usize> {
+        self.depths
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(hash)
+            .copied()
+    }
+
+    /// Remembers that this writer spooled content `hash`, `depth` patches from a whole
+    /// record. Bounded: past [`DEPTHS_MAX`] contents the table starts over (the next
+    /// versions are whole records).
+    fn learn(&self, hash: &str, depth: usize) {
+        let mut d = self.depths.lock().unwrap_or_else(|p| p.into_inner());
+        if d.len() >= DEPTHS_MAX {
+            d.clear();
+        }
+        d.entry(hash.to_string()).or_insert(depth);
+    }
+
+    /// Appends one record (`header` then `body`) to this writer's segment, after waiting for
+    /// room; returns its bytes.
+    fn append(&self, header: &[u8], body: &[u8]) -> std::io::Result<u64> {
+        let need = (header.len() + body.len()) as u64;
+        self.make_room(need);
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
         if current
             .as_ref()
@@ -359,8 +540,18 @@ impl SpoolWriter {
         let Some(seg) = current.as_mut() else {
             return Err(std::io::Error::other("no spool segment"));
         };
-        seg.file.write_all(&header)?;
-        seg.file.write_all(bytes)?;
+        // One write for both (a short write is completed by `write_all`).
+        let mut record = Vec::with_capacity(0);
+        let buf: &[u8] = if body.len() <= 1 << 16 {
+            record.reserve_exact(header.len() + body.len());
+            record.extend_from_slice(header);
+            record.extend_from_slice(body);
+            &record
+        } else {
+            seg.file.write_all(header)?;
+            body
+        };
+        seg.file.write_all(buf)?;
         seg.len += need;
         drop(current);
         self.records.fetch_add(1, Ordering::Relaxed);
@@ -432,6 +623,7 @@ impl SpoolWriter {
         SpoolStats {
             records: get(&self.records),
             bytes: get(&self.bytes),
+            patches: get(&self.patches),
             waits: get(&self.waits),
             wait_ns: get(&self.wait_ns),
             peak_bytes: get(&self.peak),
