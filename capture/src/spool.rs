@@ -680,6 +680,59 @@ mod tests {
         assert!(seg.try_lock().is_ok(), "a segment its writer let go stays locked");
     }
 
+    /// `n` versions of a 1 MiB buffer, each changing 4 KiB at a different place.
+    fn versions(n: usize) -> Vec<Vec<u8>> {
+        let mut v: Vec<u8> = (0..(1u32 << 20) + 4321).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let mut out = vec![v.clone()];
+        for k in 1..n {
+            let at = (k * 40_000) % (v.len() - 4096);
+            for b in &mut v[at..at + 4096] {
+                *b = b.wrapping_add(k as u8 | 1);
+            }
+            out.push(v.clone());
+        }
+        out
+    }
+
+    #[test]
+    fn the_next_version_is_spooled_as_its_region_and_reads_back() {
+        let t = tempfile::tempdir().unwrap();
+        let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+        let vs = versions(PATCH_CHAIN_MAX + 3);
+        let hashes: Vec<String> = vs.iter().map(|v| crate::writer::digest(v)).collect();
+        w.put(&hashes[0], &vs[0]).unwrap();
+        for k in 1..vs.len() {
+            let region = crate::parallel::changed_region(&vs[k], &vs[k - 1]).unwrap();
+            let took = w.put_version(&hashes[k], &vs[k], &hashes[k - 1], region).unwrap();
+            assert!(took < vs[k].len() as u64 / 2 || k == PATCH_CHAIN_MAX + 1, "{k}: {took}");
+        }
+        // A base this writer did not spool: a whole record.
+        let other = crate::writer::digest(b"elsewhere");
+        let region = crate::parallel::changed_region(&vs[1], &vs[0]).unwrap();
+        let mut last = vs[1].clone();
+        last[0] ^= 0xff;
+        let h = crate::writer::digest(&last);
+        assert!(w.put_version(&h, &last, &other, region).unwrap() > last.len() as u64);
+        drop(w);
+        let stats_records: Vec<Record> = segments(t.path())
+            .unwrap()
+            .iter()
+            .flat_map(|n| scan(&File::open(t.path().join(SPOOL_DIR).join(n)).unwrap()).unwrap().records)
+            .collect();
+        // The chain is cut after PATCH_CHAIN_MAX patches: that version is whole again.
+        let whole: Vec<usize> = stats_records
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.patch.is_none())
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(whole, vec![0, PATCH_CHAIN_MAX + 1, vs.len()]);
+        let contents = crate::reader::Contents::new(t.path());
+        for (v, h) in vs.iter().zip(&hashes) {
+            assert_eq!(&contents.blob_of_size(h, v.len() as u64).unwrap(), v);
+        }
+    }
+
     #[test]
     fn only_plain_segment_names_count() {
         assert!(is_segment_name("12-34-0.spool"));
