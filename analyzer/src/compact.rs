@@ -312,8 +312,12 @@ impl Compactor {
         let done = parallel::for_each(chains.len(), chains.len() > 1, |c| {
             let mut part = Report::default();
             let mut ok = true;
-            for r in &chains[c] {
-                ok &= self.record(path, file, r, &mut part)?;
+            let chain = &chains[c];
+            for (i, r) in chain.iter().enumerate() {
+                // Kept in memory as a base: a record of the chain follows it, or the chain
+                // is one of patches and may go on in the next segment.
+                let base = i + 1 < chain.len() || chain.iter().any(|r| r.patch.is_some());
+                ok &= self.record(path, file, r, base, &mut part)?;
             }
             Ok::<_, CompactError>((part, ok))
         })?;
@@ -329,13 +333,15 @@ impl Compactor {
         Ok(whole)
     }
 
-    /// Stores the content of record `r` of segment `file` (unless the store has it);
-    /// false when it is damaged (said in `report`).
+    /// Stores the content of record `r` of segment `file` (unless the store has it), and
+    /// keeps it in memory when it may be the `base` of a patch record to come; false when it
+    /// is damaged (said in `report`).
     fn record(
         &self,
         path: &Path,
         file: &std::fs::File,
         r: &spool::Record,
+        base: bool,
         report: &mut Report,
     ) -> Result<bool, CompactError> {
         if self.stored(&r.hash) {
@@ -357,6 +363,7 @@ impl Compactor {
             base,
             cuts,
             region: *region,
+            old: &[],
         });
         let (written, cuts) = self
             .store
@@ -372,7 +379,7 @@ impl Compactor {
             report.patches += 1;
             report.rebuilt_bytes += r.content_len();
         }
-        if let (Some(cuts), Some(leaves)) = (cuts, rebuilt.leaves) {
+        if let (true, Some(cuts), Some(leaves)) = (base, cuts, rebuilt.leaves) {
             self.recent.keep(Version {
                 hash: r.hash.clone(),
                 bytes: rebuilt.bytes,
@@ -419,9 +426,8 @@ impl Compactor {
             return Err(why);
         }
         let total = usize::try_from(p.total).map_err(|_| "its length does not fit in memory".to_string())?;
-        let region = read(r.len, r.offset)?;
-        let at = p.at as usize;
-        let end = at + region.len();
+        let data = read(r.len, r.offset)?;
+        let (at, end) = p.hull().ok_or_else(|| "it has no ranges".to_string())?;
         let (mut bytes, old) = match self.recent.take(&p.base).filter(|v| v.bytes.len() == total) {
             Some(v) => (v.bytes, Some((v.leaves, v.cuts))),
             None => {
@@ -432,9 +438,23 @@ impl Compactor {
                 (base, None)
             }
         };
-        bytes[at..end].copy_from_slice(&region);
+        p.apply(&mut bytes, &data)?;
         let leaves = (bytes.len() > parallel::LEAF).then(|| match &old {
-            Some((leaves, _)) => parallel::leaves_like(&bytes, leaves, (at, end)),
+            // Only the leaves the ranges touch are hashed again.
+            Some((leaves, _)) => {
+                let mut spans: Vec<(usize, usize)> = Vec::new();
+                for &(a, n) in &p.ranges {
+                    let (a, b) = (a as usize / parallel::LEAF, (a + n) as usize);
+                    let (a, b) = (a * parallel::LEAF, b.div_ceil(parallel::LEAF) * parallel::LEAF);
+                    match spans.last_mut() {
+                        Some(last) if last.1 >= a => last.1 = last.1.max(b),
+                        _ => spans.push((a, b)),
+                    }
+                }
+                spans.iter().fold(leaves.clone(), |l, &(a, b)| {
+                    parallel::leaves_like(&bytes, &l, (a, b.min(bytes.len())))
+                })
+            }
             None => parallel::leaves(&bytes),
         });
         let hash = match &leaves {
@@ -598,7 +618,8 @@ mod tests {
         let w = SpoolWriter::new(dir, Access::PRIVATE, 0).unwrap();
         w.put(&writer::digest(a), a).unwrap();
         w.seal();
-        w.put_version(&writer::digest(b), b, &writer::digest(a), region(a, b))
+        let ranges = spool::changed_ranges(b, a, region(a, b));
+        w.put_version(&writer::digest(b), b, &writer::digest(a), &ranges)
             .unwrap();
         let names = spool::segments(dir).unwrap();
         assert_eq!(names.len(), 2);

@@ -544,15 +544,13 @@ impl Contents {
         // Oldest patch first.
         for (n, r) in chain.iter().rev() {
             let Some(p) = r.patch.as_ref() else { continue };
-            let Some(region) = self.record_bytes(n, r)? else {
+            let Some(data) = self.record_bytes(n, r)? else {
                 // Compacted meanwhile: the store has the content.
                 return Ok(None);
             };
-            let at = usize::try_from(p.at).map_err(|_| corrupt("a region past memory".into()))?;
-            let end = at.checked_add(region.len()).filter(|e| *e <= bytes.len()).ok_or_else(|| {
-                corrupt(format!("the patch record of content {} reaches past its end", r.hash))
+            p.apply(&mut bytes, &data).map_err(|why| {
+                corrupt(format!("the patch record of content {}: {why}", r.hash))
             })?;
-            bytes[at..end].copy_from_slice(&region);
         }
         Ok(Some(bytes))
     }

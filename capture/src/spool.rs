@@ -14,14 +14,16 @@
 //! [`MAGIC`], the content's digest (64 lower-case hex digits), its length (u64,
 //! little-endian), then its bytes. A *patch* record ([`PATCH_MAGIC`], format version 5): the
 //! content's digest, the digest of its *base* (an earlier version of the same buffer that
-//! this capture holds, spooled or stored), the content's length, the offset of the one region
-//! where it differs from the base and the region's length (three u64, little-endian), then
-//! the region's bytes. Why: an application that rewrites a slice of a large buffer at every
-//! launch spooled the whole buffer each time (a 1-D stencil spooled 3.5 GB that compacted
-//! into 43 MB). A writer writes a patch only on a base it wrote itself, at most
+//! this capture holds, spooled or stored), the content's length, the number of ranges where
+//! it differs from the base and the bytes they hold (three u64, little-endian), a table of
+//! the ranges (offset and length, two u64 each, ascending, not overlapping), then the ranges'
+//! bytes. Why: an application that rewrites a slice of a large buffer at every launch spooled
+//! the whole buffer each time, and one that rewrites an anti-diagonal of a matrix (a
+//! wavefront) changes a few bytes of every row: ranges of [`RANGE_BLOCK`] bytes hold what
+//! changed. A writer writes a patch only on a base it wrote itself, at most
 //! [`PATCH_CHAIN_MAX`] patches deep (then a whole record again), so a reader rebuilds any
 //! content from at most that many records; readers refuse longer chains, cycles, missing
-//! bases and regions past the content's end with one sentence each. A writer holds
+//! bases and ranges past the content's end with one sentence each. A writer holds
 //! an exclusive `flock` on the segment it appends to; a segment nobody holds is *sealed* (its
 //! writer moved on to a new one, exited or died) and may be compacted. The writer of a
 //! launch record appends the contents it names before the record, so a record's contents are
@@ -60,9 +62,13 @@ pub const MAGIC: &[u8; 8] = b"cltspl01";
 pub const HEADER: usize = 8 + 64 + 8;
 /// The first bytes of every patch record (see the module doc).
 pub const PATCH_MAGIC: &[u8; 8] = b"cltspl02";
-/// Bytes of a patch record's header: magic, digest and base digest in hex, the content's
-/// length, the region's offset and length.
+/// Bytes of a patch record's header (before its table of ranges): magic, digest and base
+/// digest in hex, the content's length, the number of ranges and the bytes they hold.
 pub const PATCH_HEADER: usize = 8 + 64 + 64 + 3 * 8;
+/// Most ranges one patch record has (a writer merges ranges past it).
+pub const RANGES_MAX: u64 = 1 << 16;
+/// Granularity of the ranges a writer finds: bytes compared and spooled as one.
+pub const RANGE_BLOCK: usize = 256;
 /// Most patch records between a content and the whole record (or stored content) it is
 /// rebuilt from: a writer writes a whole record past it, a reader refuses a longer chain.
 /// Why 64: a reader copies one region per link, and a writer that rewrites a slice of a
@@ -73,28 +79,28 @@ pub const PATCH_CHAIN_MAX: usize = 64;
 pub const SEGMENT_MAX: u64 = 64 << 20;
 
 /// One whole record of a segment: a content's digest and where its bytes lie (for a patch
-/// record, the region's bytes).
+/// record, the bytes of its ranges, one after the other).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
     pub hash: String,
-    /// Offset of the content's (or the region's) first byte in the segment.
+    /// Offset of the content's (or the first range's) first byte in the segment.
     pub offset: u64,
-    /// Bytes the record holds: the content's length, or the region's for a patch.
+    /// Bytes the record holds: the content's length, or its ranges' for a patch.
     pub len: u64,
-    /// Set for a patch record: the content is its base with these bytes at `patch.at`.
+    /// Set for a patch record: the content is its base with its ranges' bytes written over.
     pub patch: Option<Patch>,
 }
 
-/// What a patch record says besides its region (see the module doc). Not checked by
+/// What a patch record says besides its ranges' bytes (see the module doc). Not checked by
 /// [`scan`] beyond its syntax: [`Patch::problem`] says what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Patch {
-    /// Digest of the content the region is written over.
+    /// Digest of the content the ranges are written over.
     pub base: String,
     /// Bytes of the content (and of its base).
     pub total: u64,
-    /// Offset of the region in the content.
-    pub at: u64,
+    /// (offset in the content, length) of each range, in the order their bytes follow.
+    pub ranges: Vec<(u64, u64)>,
 }
 
 impl Record {
@@ -105,22 +111,113 @@ impl Record {
 }
 
 impl Patch {
-    /// What is wrong with the patch record of content `hash` holding `len` region bytes,
-    /// as a sentence part, or None: its base is itself, or its region ends past the content.
+    /// What is wrong with the patch record of content `hash` holding `len` bytes of ranges,
+    /// as a sentence part, or None: its base is itself, a range ends past the content, the
+    /// ranges overlap or are out of order, or they do not hold `len` bytes.
     pub fn problem(&self, hash: &str, len: u64) -> Option<String> {
         if self.base == hash {
             return Some(format!(
                 "the patch record of content {hash} names itself as its base"
             ));
         }
-        if self.at.checked_add(len).is_none_or(|end| end > self.total) {
+        let mut from = 0u64;
+        let mut sum = 0u64;
+        for &(at, n) in &self.ranges {
+            let Some(end) = at.checked_add(n).filter(|e| *e <= self.total) else {
+                return Some(format!(
+                    "the patch record of content {hash} places {n} bytes at offset {at} of a content of {} bytes (past its end)",
+                    self.total
+                ));
+            };
+            if at < from {
+                return Some(format!(
+                    "the ranges of the patch record of content {hash} overlap or are out of order"
+                ));
+            }
+            from = end;
+            sum += n;
+        }
+        if sum != len {
             return Some(format!(
-                "the patch record of content {hash} places {len} bytes at offset {} of a content of {} bytes (past its end)",
-                self.at, self.total
+                "the ranges of the patch record of content {hash} hold {sum} bytes, not the {len} it has"
             ));
         }
         None
     }
+
+    /// Writes the ranges' bytes `data` (as the record holds them) over `bytes`, the base;
+    /// Err: why not (checked first with [`Patch::problem`], so only a base of another length).
+    pub fn apply(&self, bytes: &mut [u8], data: &[u8]) -> Result<(), String> {
+        if bytes.len() as u64 != self.total {
+            return Err(format!(
+                "its base holds {} bytes, not {}",
+                bytes.len(),
+                self.total
+            ));
+        }
+        let mut from = 0usize;
+        for &(at, n) in &self.ranges {
+            let (at, n) = (at as usize, n as usize);
+            let (Some(end), Some(to)) = (at.checked_add(n), from.checked_add(n)) else {
+                return Err("a range lies past its end".into());
+            };
+            let (Some(dst), Some(src)) = (bytes.get_mut(at..end), data.get(from..to)) else {
+                return Err("a range lies past its end".into());
+            };
+            dst.copy_from_slice(src);
+            from += n;
+        }
+        Ok(())
+    }
+
+    /// The smallest region holding every range (first byte, one past the last), for
+    /// [`crate::parallel::leaves_like`] and [`crate::parallel::cut_and_hash_like`].
+    pub fn hull(&self) -> Option<(usize, usize)> {
+        let first = self.ranges.first()?;
+        let last = self.ranges.last()?;
+        Some((first.0 as usize, (last.0 + last.1) as usize))
+    }
+}
+
+/// The ranges where `new` differs from `old` (of the same length) inside `hull` (from
+/// [`crate::parallel::changed_region`]), in blocks of [`RANGE_BLOCK`] bytes, adjacent ones
+/// merged; at most [`RANGES_MAX`] (past it, the whole hull). Compared on several threads
+/// for a large hull.
+pub fn changed_ranges(new: &[u8], old: &[u8], hull: (usize, usize)) -> Vec<(usize, usize)> {
+    let (lo, hi) = hull;
+    if new.len() != old.len() || lo >= hi || hi > new.len() {
+        return vec![(lo, hi.saturating_sub(lo))];
+    }
+    // Parts of whole blocks (from `lo`), compared on threads for a large hull.
+    let part = (crate::parallel::PARALLEL_MIN / 4).max(RANGE_BLOCK);
+    let parts = (hi - lo).div_ceil(part);
+    let found = crate::parallel::map_each(parts, hi - lo >= crate::parallel::PARALLEL_MIN, |j| {
+        let (a, b) = (lo + j * part, (lo + (j + 1) * part).min(hi));
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        let mut at = a;
+        while at < b {
+            let end = (at + RANGE_BLOCK).min(b);
+            if new[at..end] != old[at..end] {
+                match out.last_mut() {
+                    Some(last) if last.0 + last.1 == at => last.1 += end - at,
+                    _ => out.push((at, end - at)),
+                }
+            }
+            at = end;
+        }
+        out
+    });
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for r in found.into_iter().flatten() {
+        match ranges.last_mut() {
+            Some(last) if last.0 + last.1 == r.0 => last.1 += r.1,
+            _ => ranges.push(r),
+        }
+    }
+    if ranges.len() as u64 > RANGES_MAX || ranges.is_empty() {
+        return vec![(lo, hi - lo)];
+    }
+    ranges
 }
 
 /// How a segment's records end.
@@ -213,6 +310,7 @@ pub fn scan(file: &File) -> std::io::Result<Scan> {
             break Tail::Bad { at };
         }
         let hash = String::from_utf8_lossy(hash).into_owned();
+        let mut offset = at + size as u64;
         let (claimed, patch) = if size == HEADER {
             (u64_at(header, 72), None)
         } else {
@@ -220,14 +318,33 @@ pub fn scan(file: &File) -> std::io::Result<Scan> {
             if !is_hex(base) {
                 break Tail::Bad { at };
             }
+            let count = u64_at(header, 144);
+            if count == 0 || count > RANGES_MAX {
+                break Tail::Bad { at };
+            }
+            let table = count * 16;
+            if table > len - offset {
+                break Tail::Cut {
+                    hash,
+                    at,
+                    claimed: table,
+                    have: len - offset,
+                };
+            }
+            let mut raw = vec![0u8; table as usize];
+            file.read_exact_at(&mut raw, offset)?;
+            let ranges = raw
+                .chunks_exact(16)
+                .map(|e| (u64_at(e, 0), u64_at(e, 8)))
+                .collect();
+            offset += table;
             let patch = Patch {
                 base: String::from_utf8_lossy(base).into_owned(),
                 total: u64_at(header, 136),
-                at: u64_at(header, 144),
+                ranges,
             };
             (u64_at(header, 152), Some(patch))
         };
-        let offset = at + size as u64;
         if claimed > len - offset {
             break Tail::Cut {
                 hash,
@@ -458,33 +575,55 @@ impl SpoolWriter {
     }
 
     /// Appends the content `bytes` whose digest is `hash`, the next version of content
-    /// `base` that differs from it only in `region` (first byte, one past the last), as a
-    /// patch record of that region when this writer wrote `base` itself, at most
-    /// [`PATCH_CHAIN_MAX`] patches deep, and the region is at most three quarters of the
-    /// content; else as a whole record ([`SpoolWriter::put`]). Returns the bytes it took.
+    /// `base` that differs from it only in `ranges` ((offset, length), ascending:
+    /// [`changed_ranges`]), as a patch record of those ranges when this writer wrote `base`
+    /// itself, at most [`PATCH_CHAIN_MAX`] patches deep, and the ranges hold at most three
+    /// quarters of the content; else as a whole record ([`SpoolWriter::put`]). Returns the
+    /// bytes it took.
     pub fn put_version(
         &self,
         hash: &str,
         bytes: &[u8],
         base: &str,
-        region: (usize, usize),
+        ranges: &[(usize, usize)],
     ) -> std::io::Result<u64> {
-        let (lo, hi) = region;
         let depth = self.depth_of(base);
-        let small = lo < hi && hi <= bytes.len() && (hi - lo) * 4 <= bytes.len() * 3;
+        let mut held = 0usize;
+        let mut from = 0usize;
+        let mut valid = !ranges.is_empty() && ranges.len() as u64 <= RANGES_MAX;
+        for &(at, n) in ranges {
+            valid &= at >= from && n > 0 && at.checked_add(n).is_some_and(|e| e <= bytes.len());
+            from = at.saturating_add(n);
+            held += n;
+        }
+        let small = valid && held * 4 <= bytes.len() * 3;
         let Some(depth) = depth.filter(|d| small && *d < PATCH_CHAIN_MAX && base != hash) else {
             return self.put(hash, bytes);
         };
         check_digest(hash)?;
         check_digest(base)?;
-        let mut header = [0u8; PATCH_HEADER];
-        header[..8].copy_from_slice(PATCH_MAGIC);
-        header[8..72].copy_from_slice(hash.as_bytes());
-        header[72..136].copy_from_slice(base.as_bytes());
-        header[136..144].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
-        header[144..152].copy_from_slice(&(lo as u64).to_le_bytes());
-        header[152..160].copy_from_slice(&((hi - lo) as u64).to_le_bytes());
-        let need = self.append(&header, &bytes[lo..hi])?;
+        let mut header = Vec::with_capacity(PATCH_HEADER + ranges.len() * 16);
+        header.extend_from_slice(PATCH_MAGIC);
+        header.extend_from_slice(hash.as_bytes());
+        header.extend_from_slice(base.as_bytes());
+        header.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        header.extend_from_slice(&(ranges.len() as u64).to_le_bytes());
+        header.extend_from_slice(&(held as u64).to_le_bytes());
+        for &(at, n) in ranges {
+            header.extend_from_slice(&(at as u64).to_le_bytes());
+            header.extend_from_slice(&(n as u64).to_le_bytes());
+        }
+        let body: std::borrow::Cow<[u8]> = match ranges {
+            [(at, n)] => std::borrow::Cow::Borrowed(&bytes[*at..at + n]),
+            _ => {
+                let mut data = Vec::with_capacity(held);
+                for &(at, n) in ranges {
+                    data.extend_from_slice(&bytes[at..at + n]);
+                }
+                std::borrow::Cow::Owned(data)
+            }
+        };
+        let need = self.append(&header, &body)?;
         self.patches.fetch_add(1, Ordering::Relaxed);
         self.learn(hash, depth + 1);
         Ok(need)
@@ -703,16 +842,16 @@ mod tests {
         w.put(&hashes[0], &vs[0]).unwrap();
         for k in 1..vs.len() {
             let region = crate::parallel::changed_region(&vs[k], &vs[k - 1]).unwrap();
-            let took = w.put_version(&hashes[k], &vs[k], &hashes[k - 1], region).unwrap();
+            let ranges = changed_ranges(&vs[k], &vs[k - 1], region);
+            let took = w.put_version(&hashes[k], &vs[k], &hashes[k - 1], &ranges).unwrap();
             assert!(took < vs[k].len() as u64 / 2 || k == PATCH_CHAIN_MAX + 1, "{k}: {took}");
         }
         // A base this writer did not spool: a whole record.
         let other = crate::writer::digest(b"elsewhere");
-        let region = crate::parallel::changed_region(&vs[1], &vs[0]).unwrap();
         let mut last = vs[1].clone();
         last[0] ^= 0xff;
         let h = crate::writer::digest(&last);
-        assert!(w.put_version(&h, &last, &other, region).unwrap() > last.len() as u64);
+        assert!(w.put_version(&h, &last, &other, &[(0, 4096)]).unwrap() > last.len() as u64);
         drop(w);
         let stats_records: Vec<Record> = segments(t.path())
             .unwrap()
@@ -731,6 +870,31 @@ mod tests {
         for (v, h) in vs.iter().zip(&hashes) {
             assert_eq!(&contents.blob_of_size(h, v.len() as u64).unwrap(), v);
         }
+    }
+
+    #[test]
+    fn a_few_bytes_changed_in_every_row_are_spooled_as_ranges() {
+        // An anti-diagonal of a 2048 x 2048 matrix of floats (a wavefront step): 4 bytes
+        // changed in each 8 KiB row, the changed region spanning nearly all of it.
+        let t = tempfile::tempdir().unwrap();
+        let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+        let a: Vec<u8> = (0..16u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 9) as u8).collect();
+        let mut b = a.clone();
+        for row in 0..2048 {
+            let at = row * 8192 + (2047 - row) * 4;
+            b[at..at + 4].copy_from_slice(&[1, 2, 3, 4]);
+        }
+        let (ha, hb) = (crate::writer::digest(&a), crate::writer::digest(&b));
+        w.put(&ha, &a).unwrap();
+        let hull = crate::parallel::changed_region(&b, &a).unwrap();
+        assert!(hull.1 - hull.0 > a.len() / 2, "{hull:?}");
+        let ranges = changed_ranges(&b, &a, hull);
+        assert_eq!(ranges.len(), 2048);
+        let took = w.put_version(&hb, &b, &ha, &ranges).unwrap();
+        assert!(took < (2048 * (RANGE_BLOCK + 16) + PATCH_HEADER) as u64, "{took}");
+        drop(w);
+        let contents = crate::reader::Contents::new(t.path());
+        assert_eq!(contents.blob_of_size(&hb, b.len() as u64).unwrap(), b);
     }
 
     #[test]

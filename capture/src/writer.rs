@@ -79,6 +79,9 @@ pub struct Like<'a> {
     /// Its chunks (empty when it was spooled, not cut): only the region is cut again.
     pub cuts: &'a [crate::parallel::Cut],
     pub region: (usize, usize),
+    /// Its bytes when the caller has them (else empty): a spooled patch then holds only the
+    /// ranges of the region that changed ([`crate::spool::changed_ranges`]), not all of it.
+    pub old: &'a [u8],
 }
 
 /// Content-addressed byte storage; each distinct content is written once per capture.
@@ -241,7 +244,15 @@ impl BlobStore {
         if let Some(spool) = self.spool.get() {
             // The next version of a content this writer spooled: only the changed region.
             let put = match like {
-                Some(l) => spool.put_version(hash, bytes, l.base, l.region),
+                Some(l) => {
+                    let (lo, hi) = l.region;
+                    let ranges = if l.old.len() == bytes.len() {
+                        crate::spool::changed_ranges(bytes, l.old, l.region)
+                    } else {
+                        vec![(lo, hi.saturating_sub(lo))]
+                    };
+                    spool.put_version(hash, bytes, l.base, &ranges)
+                }
                 None => spool.put(hash, bytes),
             };
             let written = put.map_err(|source| WriteError::Write {

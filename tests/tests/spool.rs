@@ -378,7 +378,11 @@ fn assert_patch_error(dir: &Path, expect: &str) {
 fn hostile_patch_records_give_clear_errors() {
     use std::os::unix::fs::FileExt;
     // The header fields of a patch record, from the start of its region bytes.
-    let base_at = |r: &spool::Record| r.offset - spool::PATCH_HEADER as u64 + 72;
+    let base_at = |r: &spool::Record| {
+        let table = 16 * r.patch.as_ref().expect("patch").ranges.len() as u64;
+        r.offset - table - spool::PATCH_HEADER as u64 + 72
+    };
+    // The offset of its last range (the last entry of its table of ranges).
     let region_at = |r: &spool::Record| r.offset - 16;
     let patches = |dir: &Path| -> Vec<(PathBuf, spool::Record)> {
         all_records(dir).into_iter().filter(|(_, r)| r.patch.is_some()).collect()
@@ -412,8 +416,9 @@ fn hostile_patch_records_give_clear_errors() {
     // Its region reaches past the content's end.
     let (dir, _) = sliced("patch-past-end");
     let (seg, r) = patches(&dir).pop().expect("a patch record");
-    let total = r.patch.as_ref().expect("patch").total;
-    forge(&seg, region_at(&r), &(total - r.len / 2).to_le_bytes());
+    let patch = r.patch.as_ref().expect("patch");
+    let (_, last) = *patch.ranges.last().expect("a range");
+    forge(&seg, region_at(&r), &(patch.total - last / 2).to_le_bytes());
     assert_patch_error(&dir, "past its end");
 
     // Its region forged: the rebuilt content does not match its digest.

@@ -326,6 +326,7 @@ pub fn store_version(
                 base: &v.hash,
                 cuts: &v.cuts,
                 region,
+                old: &v.bytes,
             };
             (hash, leaves, Some(like))
         }
