@@ -68,12 +68,13 @@ pub const PATCH_HEADER: usize = 8 + 64 + 64 + 3 * 8;
 /// Most ranges one patch record has (a writer merges ranges past it).
 pub const RANGES_MAX: u64 = 1 << 16;
 /// Granularity of the ranges a writer finds: bytes compared and spooled as one.
-pub const RANGE_BLOCK: usize = 256;
+pub const RANGE_BLOCK: usize = 64;
 /// Most patch records between a content and the whole record (or stored content) it is
 /// rebuilt from: a writer writes a whole record past it, a reader refuses a longer chain.
-/// Why 64: a reader copies one region per link, and a writer that rewrites a slice of a
-/// large buffer at every launch spools the whole buffer once per 64 launches.
-pub const PATCH_CHAIN_MAX: usize = 64;
+/// Why 256: a reader reads one whole content and copies the ranges of each link (a
+/// compactor usually has the base in memory), while a writer that rewrites a few bytes of a
+/// 4 MB matrix at every launch spooled more whole copies than ranges at 64.
+pub const PATCH_CHAIN_MAX: usize = 256;
 /// Most bytes one segment takes before its writer starts another (so compaction can take the
 /// sealed one while the application runs).
 pub const SEGMENT_MAX: u64 = 64 << 20;
@@ -819,9 +820,9 @@ mod tests {
         assert!(seg.try_lock().is_ok(), "a segment its writer let go stays locked");
     }
 
-    /// `n` versions of a 1 MiB buffer, each changing 4 KiB at a different place.
+    /// `n` versions of a 256 KiB buffer, each changing 4 KiB at a different place.
     fn versions(n: usize) -> Vec<Vec<u8>> {
-        let mut v: Vec<u8> = (0..(1u32 << 20) + 4321).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let mut v: Vec<u8> = (0..(1u32 << 18) + 4321).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
         let mut out = vec![v.clone()];
         for k in 1..n {
             let at = (k * 40_000) % (v.len() - 4096);
