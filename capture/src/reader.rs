@@ -460,6 +460,18 @@ impl Contents {
     /// content, every length checked; only the result is checked against its digest (by
     /// the caller), which a damaged link fails.
     fn spooled(&self, hash: &str, want: Option<u64>, max: u64) -> Result<Option<Vec<u8>>, ReadError> {
+        self.spooled_try(hash, want, max, true)
+    }
+
+    /// [`Contents::spooled`]; `retry`: a link of the chain whose segment was compacted since
+    /// the spool was scanned makes it scan again, once.
+    fn spooled_try(
+        &self,
+        hash: &str,
+        want: Option<u64>,
+        max: u64,
+        retry: bool,
+    ) -> Result<Option<Vec<u8>>, ReadError> {
         let Some((name, record)) = self.spool_place(hash)? else {
             return Ok(None);
         };
@@ -510,6 +522,14 @@ impl Contents {
                 )));
             }
             base = p.base.clone();
+            // Stored already (compacted): read from the store, whatever the spool still says.
+            let stored = |h: &str| {
+                crate::writer_fs::is_regular(&crate::writer::index_path(&self.dir, h))
+                    || crate::writer_fs::is_regular(&blob_path(&self.dir, h))
+            };
+            if stored(&base) {
+                break None;
+            }
             match self.spool_place(&base)? {
                 Some(next) => chain.push(next),
                 None => break None,
@@ -545,8 +565,13 @@ impl Contents {
         for (n, r) in chain.iter().rev() {
             let Some(p) = r.patch.as_ref() else { continue };
             let Some(data) = self.record_bytes(n, r)? else {
-                // Compacted meanwhile: the store has the content.
-                return Ok(None);
+                // Its segment was compacted since the spool was scanned: scanned again (the
+                // content itself may be in the store now, which the caller looks at).
+                if !retry {
+                    return Ok(None);
+                }
+                *self.spool.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                return self.spooled_try(hash, want, max, false);
             };
             p.apply(&mut bytes, &data).map_err(|why| {
                 corrupt(format!("the patch record of content {}: {why}", r.hash))
