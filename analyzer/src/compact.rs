@@ -19,8 +19,19 @@
 //! A content whose bytes do not match its digest (damage, or a forged spool) is not stored
 //! and its segment is kept; a record cut off at a segment's end (its writer died while
 //! writing it: no launch names it) is dropped with its segment; the compaction says which.
+//!
+//! Patch records (a changed region on an earlier version, see the spool module): a segment's
+//! records are compacted in order, and a patch record is rebuilt from the version stored
+//! just before it when that is its base (kept in memory with its blake3 leaves and chunks,
+//! so only the region is hashed, cut and compressed again), else from its base read from the
+//! store or the spool (chains checked as any reader checks them). A segment is dropped only
+//! once every content it holds is in the store and synced (or was there already), so a
+//! patch record in a segment not compacted yet always finds its base, in the store or in a
+//! segment still there; a patch whose base cannot be read keeps its segment.
 
 use cltrap_capture::spool::{self, SPOOL_DIR};
+use cltrap_capture::parallel;
+use cltrap_capture::reader::Contents;
 use cltrap_capture::writer::{self, BlobStore};
 use cltrap_capture::writer_fs::Access;
 use std::os::fd::AsRawFd;
@@ -52,9 +63,12 @@ pub struct Report {
     pub segments: usize,
     /// Contents stored from the spool (not counting those the store had already).
     pub contents: usize,
-    /// Bytes of spooled contents read, and bytes written to the store for them.
+    /// Bytes of spooled records read, and bytes written to the store for them.
     pub raw_bytes: u64,
     pub stored_bytes: u64,
+    /// Of the contents, those spooled as patch records, and the bytes they were rebuilt to.
+    pub patches: usize,
+    pub rebuilt_bytes: u64,
     /// Seconds spent compacting (not waiting for segments).
     pub busy_secs: f64,
     /// The most bytes seen in the spool at the start of a pass.
@@ -69,6 +83,8 @@ impl Report {
         self.contents += other.contents;
         self.raw_bytes += other.raw_bytes;
         self.stored_bytes += other.stored_bytes;
+        self.patches += other.patches;
+        self.rebuilt_bytes += other.rebuilt_bytes;
         self.busy_secs += other.busy_secs;
         self.peak_spool_bytes = self.peak_spool_bytes.max(other.peak_spool_bytes);
         for p in other.problems {
@@ -89,7 +105,7 @@ impl Report {
 
     /// One line for stderr.
     pub fn line(&self, dir: &Path) -> String {
-        format!(
+        let mut line = format!(
             "compacted the spool of {}: {} content(s), {:.1} MB spooled into {:.1} MB stored, {:.2} s ({:.0} MB/s), spool peak {:.1} MB",
             dir.display(),
             self.contents,
@@ -98,7 +114,15 @@ impl Report {
             self.busy_secs,
             self.throughput_mb_s(),
             self.peak_spool_bytes as f64 / (1 << 20) as f64,
-        )
+        );
+        if self.patches > 0 {
+            line.push_str(&format!(
+                "; {} patch record(s) rebuilt into {:.1} MB of contents",
+                self.patches,
+                self.rebuilt_bytes as f64 / (1 << 20) as f64
+            ));
+        }
+        line
     }
 }
 
@@ -115,6 +139,63 @@ fn access_of(dir: &Path) -> Access {
 struct Compactor {
     dir: PathBuf,
     store: BlobStore,
+    /// The capture's contents, for the bases of patch records not in `recent`.
+    contents: Contents,
+    /// The last versions stored, the bases of the patch records that follow them.
+    recent: Recent,
+}
+
+/// A content as compaction rebuilt it, checked against its digest.
+struct Rebuilt {
+    bytes: Vec<u8>,
+    /// Its blake3 leaves (None for a content of one leaf or less).
+    leaves: Option<Vec<parallel::ChainingValue>>,
+    /// Its base's digest, the base's chunks and the region where the two differ, when the
+    /// base was stored by this compactor: only the region is cut again.
+    like: Option<(String, Vec<parallel::Cut>, (usize, usize))>,
+}
+
+/// A content this compactor stored, kept as the base of the patch record that follows it.
+struct Version {
+    hash: String,
+    bytes: Vec<u8>,
+    leaves: Vec<parallel::ChainingValue>,
+    cuts: Vec<parallel::Cut>,
+}
+
+/// The last versions stored ([`RECENT_MAX`] bytes at most, oldest dropped first): a patch
+/// record's base is usually the content stored just before it for the same buffer, so its
+/// rebuild copies no more than the region, its digest hashes only the region's leaves, and
+/// only the region is cut into chunks again.
+#[derive(Default)]
+struct Recent(std::sync::Mutex<std::collections::VecDeque<Version>>);
+
+/// Most bytes of versions a compactor keeps.
+const RECENT_MAX: usize = 256 << 20;
+
+impl Recent {
+    /// Takes the version `hash` out.
+    fn take(&self, hash: &str) -> Option<Version> {
+        let mut list = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let i = list.iter().position(|v| v.hash == hash)?;
+        list.remove(i)
+    }
+
+    /// Keeps `v`, dropping the oldest versions past [`RECENT_MAX`].
+    fn keep(&self, v: Version) {
+        if v.bytes.len() > RECENT_MAX {
+            return;
+        }
+        let mut list = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held: usize = list.iter().map(|v| v.bytes.len()).sum();
+        while held + v.bytes.len() > RECENT_MAX {
+            match list.pop_front() {
+                Some(old) => held -= old.bytes.len(),
+                None => break,
+            }
+        }
+        list.push_back(v);
+    }
 }
 
 impl Compactor {
@@ -124,6 +205,8 @@ impl Compactor {
         Compactor {
             dir: dir.to_path_buf(),
             store,
+            contents: Contents::new(dir),
+            recent: Recent::default(),
         }
     }
 
@@ -209,47 +292,190 @@ impl Compactor {
                 scan.tail.problem().unwrap_or_default()
             )),
         }
-        let mut bytes = Vec::new();
+        // Chains of versions: a patch record whose base is an earlier record of this segment
+        // goes after it, on the same thread; chains are independent and compacted on
+        // several threads (the store is shared: each content and chunk is stored once).
+        let mut chain_of: std::collections::HashMap<&str, usize> = Default::default();
+        let mut chains: Vec<Vec<&spool::Record>> = Vec::new();
         for r in &scan.records {
-            if self.stored(&r.hash) {
-                continue;
+            let joined = r
+                .patch
+                .as_ref()
+                .and_then(|p| chain_of.get(p.base.as_str()).copied());
+            let c = joined.unwrap_or_else(|| {
+                chains.push(Vec::new());
+                chains.len() - 1
+            });
+            chains[c].push(r);
+            chain_of.insert(&r.hash, c);
+        }
+        let done = parallel::for_each(chains.len(), chains.len() > 1, |c| {
+            let mut part = Report::default();
+            let mut ok = true;
+            let chain = &chains[c];
+            for (i, r) in chain.iter().enumerate() {
+                // Kept in memory as a base: a record of the chain follows it, or the chain
+                // is one of patches and may go on in the next segment.
+                let base = i + 1 < chain.len() || chain.iter().any(|r| r.patch.is_some());
+                ok &= self.record(path, file, r, base, &mut part)?;
             }
-            let len = usize::try_from(r.len).unwrap_or(usize::MAX);
-            bytes.clear();
-            if bytes.try_reserve_exact(len).is_err() {
+            Ok::<_, CompactError>((part, ok))
+        })?;
+        for (part, ok) in done {
+            whole &= ok;
+            report.contents += part.contents;
+            report.raw_bytes += part.raw_bytes;
+            report.stored_bytes += part.stored_bytes;
+            report.patches += part.patches;
+            report.rebuilt_bytes += part.rebuilt_bytes;
+            report.problems.extend(part.problems);
+        }
+        Ok(whole)
+    }
+
+    /// Stores the content of record `r` of segment `file` (unless the store has it), and
+    /// keeps it in memory when it may be the `base` of a patch record to come; false when it
+    /// is damaged (said in `report`).
+    fn record(
+        &self,
+        path: &Path,
+        file: &std::fs::File,
+        r: &spool::Record,
+        base: bool,
+        report: &mut Report,
+    ) -> Result<bool, CompactError> {
+        if self.stored(&r.hash) {
+            return Ok(true);
+        }
+        let rebuilt = match self.rebuild(file, r) {
+            Ok(v) => v,
+            Err(why) => {
                 report.problems.push(format!(
-                    "{}: the record of content {} claims {} bytes, more than fit in memory; the segment is kept",
-                    path.display(),
-                    r.hash,
-                    r.len
-                ));
-                whole = false;
-                continue;
-            }
-            bytes.resize(len, 0);
-            file.read_exact_at(&mut bytes, r.offset).map_err(io)?;
-            if writer::digest(&bytes) != r.hash {
-                report.problems.push(format!(
-                    "{}: content {} at byte {} does not match its digest (damaged); the segment is kept",
+                    "{}: content {} at byte {}: {why}; the segment is kept",
                     path.display(),
                     r.hash,
                     r.offset
                 ));
-                whole = false;
-                continue;
+                return Ok(false);
             }
-            let written = self
-                .store
-                .put_content(&r.hash, &bytes)
-                .map_err(|source| CompactError::Store {
-                    dir: self.dir.clone(),
-                    source,
-                })?;
-            report.contents += 1;
-            report.raw_bytes += r.len;
-            report.stored_bytes += written;
+        };
+        let like = rebuilt.like.as_ref().map(|(base, cuts, region)| writer::Like {
+            base,
+            cuts,
+            region: *region,
+            old: &[],
+        });
+        let (written, cuts) = self
+            .store
+            .put_content_like(&r.hash, &rebuilt.bytes, like)
+            .map_err(|source| CompactError::Store {
+                dir: self.dir.clone(),
+                source,
+            })?;
+        report.contents += 1;
+        report.raw_bytes += r.len;
+        report.stored_bytes += written;
+        if r.patch.is_some() {
+            report.patches += 1;
+            report.rebuilt_bytes += r.content_len();
         }
-        Ok(whole)
+        if let (true, Some(cuts), Some(leaves)) = (base, cuts, rebuilt.leaves) {
+            self.recent.keep(Version {
+                hash: r.hash.clone(),
+                bytes: rebuilt.bytes,
+                leaves,
+                cuts,
+            });
+        }
+        Ok(true)
+    }
+
+    /// The content of record `r` of segment `file`, checked against its digest: read whole,
+    /// or rebuilt from its base (the last version this compactor stored when it is that
+    /// one, else read from the store or the spool) and its region. Err: why not, as a
+    /// sentence part.
+    fn rebuild(&self, file: &std::fs::File, r: &spool::Record) -> Result<Rebuilt, String> {
+        let read = |len: u64, offset: u64| -> Result<Vec<u8>, String> {
+            let len = usize::try_from(len).unwrap_or(usize::MAX);
+            let mut bytes = Vec::new();
+            bytes
+                .try_reserve_exact(len)
+                .map_err(|_| format!("its record claims {len} bytes, more than fit in memory"))?;
+            bytes.resize(len, 0);
+            file.read_exact_at(&mut bytes, offset)
+                .map_err(|e| format!("its bytes cannot be read ({e})"))?;
+            Ok(bytes)
+        };
+        let Some(p) = &r.patch else {
+            let bytes = read(r.len, r.offset)?;
+            let leaves = (bytes.len() > parallel::LEAF).then(|| parallel::leaves(&bytes));
+            let hash = match &leaves {
+                Some(l) => parallel::root(l, bytes.len()),
+                None => writer::digest(&bytes),
+            };
+            if hash != r.hash {
+                return Err("it does not match its digest (damaged)".into());
+            }
+            return Ok(Rebuilt {
+                bytes,
+                leaves,
+                like: None,
+            });
+        };
+        if let Some(why) = p.problem(&r.hash, r.len) {
+            return Err(why);
+        }
+        let total = usize::try_from(p.total).map_err(|_| "its length does not fit in memory".to_string())?;
+        let data = read(r.len, r.offset)?;
+        let (at, end) = p.hull().ok_or_else(|| "it has no ranges".to_string())?;
+        let (mut bytes, old) = match self.recent.take(&p.base).filter(|v| v.bytes.len() == total) {
+            Some(v) => (v.bytes, Some((v.leaves, v.cuts))),
+            None => {
+                let base = self
+                    .contents
+                    .blob_of_size(&p.base, p.total)
+                    .map_err(|e| format!("its base, content {}, cannot be read: {e}", p.base))?;
+                (base, None)
+            }
+        };
+        p.apply(&mut bytes, &data)?;
+        let leaves = (bytes.len() > parallel::LEAF).then(|| match &old {
+            // Only the leaves the ranges touch are hashed again.
+            Some((leaves, _)) => {
+                let mut spans: Vec<(usize, usize)> = Vec::new();
+                for &(a, n) in &p.ranges {
+                    let (a, b) = (a as usize / parallel::LEAF, (a + n) as usize);
+                    let (a, b) = (a * parallel::LEAF, b.div_ceil(parallel::LEAF) * parallel::LEAF);
+                    match spans.last_mut() {
+                        Some(last) if last.1 >= a => last.1 = last.1.max(b),
+                        _ => spans.push((a, b)),
+                    }
+                }
+                spans.iter().fold(leaves.clone(), |l, &(a, b)| {
+                    parallel::leaves_like(&bytes, &l, (a, b.min(bytes.len())))
+                })
+            }
+            None => parallel::leaves(&bytes),
+        });
+        let hash = match &leaves {
+            Some(l) => parallel::root(l, bytes.len()),
+            None => writer::digest(&bytes),
+        };
+        if hash != r.hash {
+            return Err(format!(
+                "rebuilt from its base, content {}, it does not match its digest (damaged)",
+                p.base
+            ));
+        }
+        let like = old
+            .map(|(_, cuts)| cuts)
+            .filter(|c| !c.is_empty() && at < end)
+            .map(|cuts| (p.base.clone(), cuts, (at, end)));
+        Ok(Rebuilt {
+            bytes,
+            leaves,
+            like,
+        })
     }
 
     /// Whether the store holds content `hash` already (whole, or its chunk index).
@@ -364,5 +590,96 @@ impl Background {
                 source: std::io::Error::other("the compaction thread panicked"),
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cltrap_capture::spool::SpoolWriter;
+
+    /// A base and its next version (a 4 KiB region changed), 2 MiB each.
+    fn two_versions() -> (Vec<u8>, Vec<u8>) {
+        let a: Vec<u8> = (0..2u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 11) as u8).collect();
+        let mut b = a.clone();
+        for x in &mut b[300_000..304_096] {
+            *x ^= 0x5a;
+        }
+        (a, b)
+    }
+
+    fn region(a: &[u8], b: &[u8]) -> (usize, usize) {
+        parallel::changed_region(b, a).unwrap()
+    }
+
+    /// A capture folder whose spool holds `a` whole in one segment and `b` as a patch on it in
+    /// the next; returns the two segments' paths, in that order.
+    fn spooled(dir: &Path, a: &[u8], b: &[u8]) -> (PathBuf, PathBuf, SpoolWriter) {
+        let w = SpoolWriter::new(dir, Access::PRIVATE, 0).unwrap();
+        w.put(&writer::digest(a), a).unwrap();
+        w.seal();
+        let ranges = spool::changed_ranges(b, a, region(a, b));
+        w.put_version(&writer::digest(b), b, &writer::digest(a), &ranges)
+            .unwrap();
+        let names = spool::segments(dir).unwrap();
+        assert_eq!(names.len(), 2);
+        let path = |n: &String| dir.join(SPOOL_DIR).join(n);
+        let (first, second) = (path(&names[0]), path(&names[1]));
+        let s = spool::scan(&std::fs::File::open(&second).unwrap()).unwrap();
+        assert!(s.records[0].patch.is_some(), "not a patch record");
+        (first, second, w)
+    }
+
+    fn read(dir: &Path, bytes: &[u8]) -> Vec<u8> {
+        Contents::new(dir)
+            .blob_of_size(&writer::digest(bytes), bytes.len() as u64)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_patch_finds_its_base_whichever_segment_is_compacted_first() {
+        let (a, b) = two_versions();
+        // The base's segment first (the patch's is still held by its writer): the base is
+        // stored before its segment goes, and the patch rebuilds from the store.
+        let t = tempfile::tempdir().unwrap();
+        let (first, second, w) = spooled(t.path(), &a, &b);
+        let r = Compactor::new(t.path()).pass().unwrap();
+        assert_eq!((r.segments, r.contents), (1, 1), "{r:?}");
+        assert!(!first.exists() && second.exists());
+        assert_eq!(read(t.path(), &b), b);
+        drop(w);
+        let r = Compactor::new(t.path()).pass().unwrap();
+        assert_eq!((r.segments, r.contents, r.patches), (1, 1, 1), "{r:?}");
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert_eq!(read(t.path(), &a), a);
+        assert_eq!(read(t.path(), &b), b);
+
+        // The patch's segment first (the base's held, as by a live writer): the base is read
+        // from the spool, and its segment stays until it is compacted itself.
+        let t = tempfile::tempdir().unwrap();
+        let (first, second, w) = spooled(t.path(), &a, &b);
+        drop(w);
+        let held = std::fs::File::open(&first).unwrap();
+        held.lock().unwrap();
+        let r = Compactor::new(t.path()).pass().unwrap();
+        assert_eq!((r.segments, r.patches), (1, 1), "{r:?}");
+        assert!(first.exists() && !second.exists());
+        assert_eq!(read(t.path(), &b), b);
+        drop(held);
+        let r = Compactor::new(t.path()).pass().unwrap();
+        assert_eq!(r.segments, 1, "{r:?}");
+        assert!(spool::segments(t.path()).unwrap().is_empty());
+        assert_eq!(read(t.path(), &a), a);
+        assert_eq!(read(t.path(), &b), b);
+
+        // Both in one pass: the patch is rebuilt from the version just stored, and only its
+        // region is written again (far less than a whole content).
+        let t = tempfile::tempdir().unwrap();
+        let (_, _, w) = spooled(t.path(), &a, &b);
+        drop(w);
+        let one = Compactor::new(t.path());
+        let r = one.pass().unwrap();
+        assert_eq!((r.segments, r.contents, r.patches), (2, 2, 1), "{r:?}");
+        assert_eq!(read(t.path(), &b), b);
     }
 }

@@ -60,10 +60,13 @@ pub const FORMAT_NAME: &str = "cltrap-capture";
 /// digest kind of a digest-only content (`algo`: blake3, or the device-computed `dd128` of
 /// [`devdigest`]); everything version 2 holds is still valid version 3. Version 4 stores the
 /// new chunks of a content in one pack file instead of a file per chunk (index version 2 of
-/// [`chunks`]); everything version 3 holds is still valid version 4.
-pub const FORMAT_VERSION: u32 = 4;
+/// [`chunks`]); everything version 3 holds is still valid version 4. Version 5 adds the
+/// spool ([`spool`]: contents not compacted yet, whole or as patch records on an earlier
+/// version), which an older reader would report as missing blobs; everything version 4
+/// holds is still valid version 5.
+pub const FORMAT_VERSION: u32 = 5;
 /// The versions this crate reads: older captures read unchanged.
-pub const READABLE_VERSIONS: [u32; 4] = [1, 2, 3, 4];
+pub const READABLE_VERSIONS: [u32; 5] = [1, 2, 3, 4, 5];
 /// The append-only launch log inside a capture directory (one JSON record per line), named
 /// once because the writer, the reader and `cltrap run`'s summary all open it.
 pub const LAUNCHES_FILE: &str = "launches.jsonl";

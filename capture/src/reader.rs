@@ -124,16 +124,15 @@ pub struct Capture {
     pub damaged: Vec<DamagedLaunch>,
     /// True when the last line of the log was cut off (the application died mid-write).
     pub truncated: bool,
-    /// Where spooled contents lie ([`crate::spool`]): scanned at the first content not
-    /// found in the store, again when one is not found in it (a writer may have appended).
-    spool: std::sync::Mutex<Option<SpoolIndex>>,
+    /// Its stored and spooled contents.
+    contents: Contents,
 }
 
 /// The records of a capture's spool segments, by content digest.
 #[derive(Debug, Default)]
 struct SpoolIndex {
-    /// Digest → (segment name, offset of the bytes, length).
-    places: HashMap<String, (String, u64, u64)>,
+    /// Digest → (segment name, its record).
+    places: HashMap<String, (String, crate::spool::Record)>,
     /// Digest → what is wrong with the record that claims it (a cut-off record).
     cut: HashMap<String, (String, String)>,
     /// Segments whose records end in something that is not a record: (segment, why).
@@ -222,7 +221,7 @@ impl Capture {
             launches,
             damaged,
             truncated,
-            spool: std::sync::Mutex::new(None),
+            contents: Contents::new(dir),
         })
     }
 
@@ -251,6 +250,76 @@ impl Capture {
     }
 
     /// [`Capture::blob`] of a blob that must hold `size` bytes (checked before reading).
+    pub fn blob_of_size(&self, hash: &str, size: u64) -> Result<Vec<u8>, ReadError> {
+        self.read_blob(hash, Some(size), MAX_OBJECT_BYTES)
+    }
+
+    /// A blob of `size` bytes when given, else of at most `max`; checked against its digest.
+    fn read_blob(&self, hash: &str, size: Option<u64>, max: u64) -> Result<Vec<u8>, ReadError> {
+        self.contents.read_blob(hash, size, max)
+    }
+
+    /// The bytes behind a [`Content`], or why they are not available.
+    pub fn content(&self, content: &Content, what: &str) -> Result<Vec<u8>, ReadError> {
+        match content {
+            Content::Blob { hash, size } => self.blob_of_size(hash, *size),
+            Content::Digest { .. } => Err(ReadError::NotRecorded {
+                what: what.to_string(),
+                why: "only its digest was captured (buffer mode `hash`, or past the disk budget, where `cltrap replay` re-creates it by re-executing the launch that left it; this command does not)"
+                    .into(),
+            }),
+            Content::Missing { note } => Err(ReadError::NotRecorded {
+                what: what.to_string(),
+                why: if note.is_empty() {
+                    "buffer mode `none`".into()
+                } else {
+                    note.clone()
+                },
+            }),
+        }
+    }
+
+    /// The program record a launch refers to.
+    /// Checked as every record is ([`ProgramRecord::validate`]): its blobs are digests, its
+    /// build options pass the allow-list, its include paths stay inside any mirror.
+    pub fn program(&self, hash: &str) -> Result<ProgramRecord, ReadError> {
+        let bytes = self.read_blob(hash, None, MAX_PROGRAM)?;
+        serde_json::from_slice::<ProgramRecord>(&bytes)
+            .map_err(|e| e.to_string())
+            .and_then(|p| p.validate().map(|()| p))
+            .map_err(|message| ReadError::Corrupt {
+                path: blob_path(&self.dir, hash),
+                message: format!("this program record is damaged or hostile: {message}"),
+            })
+    }
+
+    /// A source blob as text (OpenCL C sources are bytes; invalid UTF-8 is replaced).
+    pub fn source_text(&self, hash: &str) -> Result<String, ReadError> {
+        Ok(String::from_utf8_lossy(&self.read_blob(hash, None, MAX_SOURCE)?).into_owned())
+    }
+}
+
+/// A capture folder's contents by digest, whole, in chunks or in the spool: what
+/// [`Capture`] reads its blobs with, and what a compactor rebuilds spooled patch records
+/// with (without reading the launch log).
+#[derive(Debug)]
+pub struct Contents {
+    dir: PathBuf,
+    /// Where spooled contents lie ([`crate::spool`]): scanned at the first content not
+    /// found in the store, again when one is not found in it (a writer may have appended).
+    spool: std::sync::Mutex<Option<SpoolIndex>>,
+}
+
+impl Contents {
+    /// The contents of capture folder `dir` (nothing is read yet).
+    pub fn new(dir: &Path) -> Contents {
+        Contents {
+            dir: dir.to_path_buf(),
+            spool: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// A buffer's content of `size` bytes, checked against its digest.
     pub fn blob_of_size(&self, hash: &str, size: u64) -> Result<Vec<u8>, ReadError> {
         self.read_blob(hash, Some(size), MAX_OBJECT_BYTES)
     }
@@ -367,7 +436,7 @@ impl Capture {
                 source,
             })?;
             for r in scan.records {
-                index.places.entry(r.hash).or_insert((name.clone(), r.offset, r.len));
+                index.places.entry(r.hash.clone()).or_insert((name.clone(), r));
             }
             match &scan.tail {
                 crate::spool::Tail::Clean => {}
@@ -385,26 +454,150 @@ impl Capture {
 
     /// A content from the spool (not yet checked against its digest), None when no whole
     /// record holds it (the spool is scanned again once, for records appended since). A
-    /// record longer than the content's stated size or than `max` is refused unread.
+    /// record longer than the content's stated size or than `max` is refused unread. A patch
+    /// record is rebuilt from its chain ([`crate::spool`]): at most
+    /// [`crate::spool::PATCH_CHAIN_MAX`] patch records down to a whole record or a stored
+    /// content, every length checked; only the result is checked against its digest (by
+    /// the caller), which a damaged link fails.
     fn spooled(&self, hash: &str, want: Option<u64>, max: u64) -> Result<Option<Vec<u8>>, ReadError> {
-        use std::os::unix::fs::FileExt;
+        self.spooled_try(hash, want, max, true)
+    }
+
+    /// [`Contents::spooled`]; `retry`: a link of the chain whose segment was compacted since
+    /// the spool was scanned makes it scan again, once.
+    fn spooled_try(
+        &self,
+        hash: &str,
+        want: Option<u64>,
+        max: u64,
+        retry: bool,
+    ) -> Result<Option<Vec<u8>>, ReadError> {
+        let Some((name, record)) = self.spool_place(hash)? else {
+            return Ok(None);
+        };
+        let path = self.dir.join(crate::spool::SPOOL_DIR).join(&name);
+        let len = record.content_len();
+        if want.is_some_and(|w| w != len) || len > want.unwrap_or(max) {
+            return Err(ReadError::DamagedBlob {
+                hash: hash.to_string(),
+            });
+        }
+        let Some(patch) = record.patch.clone() else {
+            return self.record_bytes(&name, &record);
+        };
+        let corrupt = |message: String| ReadError::Corrupt {
+            path: path.clone(),
+            message,
+        };
+        // The chain, newest first, down to the content the oldest patch is written over.
+        let mut chain = vec![(name.clone(), record.clone())];
+        let mut base = patch.base.clone();
+        let mut bytes = loop {
+            let (top_name, top) = chain.last().map(|(n, r)| (n.clone(), r.clone())).ok_or_else(|| corrupt("an empty chain".into()))?;
+            let Some(p) = top.patch.as_ref() else {
+                break None;
+            };
+            if let Some(why) = p.problem(&top.hash, top.len) {
+                return Err(ReadError::Corrupt {
+                    path: self.dir.join(crate::spool::SPOOL_DIR).join(&top_name),
+                    message: why,
+                });
+            }
+            if p.total != len {
+                return Err(corrupt(format!(
+                    "the patch records of content {hash} disagree about its length ({} and {len} bytes)",
+                    p.total
+                )));
+            }
+            if chain.iter().any(|(_, r)| r.hash == p.base) {
+                return Err(corrupt(format!(
+                    "content {hash} is rebuilt from patch records whose bases form a cycle (through content {})",
+                    p.base
+                )));
+            }
+            if chain.len() > crate::spool::PATCH_CHAIN_MAX {
+                return Err(corrupt(format!(
+                    "content {hash} is rebuilt from more than {} patch records",
+                    crate::spool::PATCH_CHAIN_MAX
+                )));
+            }
+            base = p.base.clone();
+            // Stored already (compacted): read from the store, whatever the spool still says.
+            let stored = |h: &str| {
+                crate::writer_fs::is_regular(&crate::writer::index_path(&self.dir, h))
+                    || crate::writer_fs::is_regular(&blob_path(&self.dir, h))
+            };
+            if stored(&base) {
+                break None;
+            }
+            match self.spool_place(&base)? {
+                Some(next) => chain.push(next),
+                None => break None,
+            }
+            // A whole record ends the chain: its bytes are the base.
+            if let Some((n, r)) = chain.last().filter(|(_, r)| r.patch.is_none()) {
+                if r.len != len {
+                    return Err(corrupt(format!(
+                        "content {hash} is a patch of content {base} of {} bytes, not {len}",
+                        r.len
+                    )));
+                }
+                let (n, r) = (n.clone(), r.clone());
+                chain.pop();
+                break self.record_bytes(&n, &r)?;
+            }
+        };
+        if bytes.is_none() {
+            // Not spooled (or its segment compacted since): the store has it, checked.
+            bytes = Some(match self.read_blob(&base, Some(len), max) {
+                Err(ReadError::MissingBlob { .. }) => {
+                    return Err(corrupt(format!(
+                        "content {hash} is a patch of content {base}, which is neither spooled nor stored"
+                    )))
+                }
+                other => other?,
+            });
+        }
+        let Some(mut bytes) = bytes else {
+            return Ok(None);
+        };
+        // Oldest patch first.
+        for (n, r) in chain.iter().rev() {
+            let Some(p) = r.patch.as_ref() else { continue };
+            let Some(data) = self.record_bytes(n, r)? else {
+                // Its segment was compacted since the spool was scanned: scanned again (the
+                // content itself may be in the store now, which the caller looks at).
+                if !retry {
+                    return Ok(None);
+                }
+                *self.spool.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                return self.spooled_try(hash, want, max, false);
+            };
+            p.apply(&mut bytes, &data).map_err(|why| {
+                corrupt(format!("the patch record of content {}: {why}", r.hash))
+            })?;
+        }
+        Ok(Some(bytes))
+    }
+
+    /// Where the spool holds content `hash` (scanned again once when it is not known).
+    fn spool_place(&self, hash: &str) -> Result<Option<(String, crate::spool::Record)>, ReadError> {
         let mut guard = self.spool.lock().unwrap_or_else(|p| p.into_inner());
         let mut place = guard.as_ref().and_then(|i| i.places.get(hash).cloned());
         if place.is_none() {
             *guard = Some(self.scan_spool()?);
             place = guard.as_ref().and_then(|i| i.places.get(hash).cloned());
         }
-        drop(guard);
-        let Some((name, offset, len)) = place else {
-            return Ok(None);
-        };
-        let path = self.dir.join(crate::spool::SPOOL_DIR).join(&name);
-        if want.is_some_and(|w| w != len) || len > want.unwrap_or(max) {
-            return Err(ReadError::DamagedBlob {
-                hash: hash.to_string(),
-            });
-        }
-        let file = match open_inside(&self.dir, &[crate::spool::SPOOL_DIR, &name], u64::MAX) {
+        Ok(place)
+    }
+
+    /// The bytes a record of segment `name` holds; None when the segment is gone
+    /// (compacted since it was scanned).
+    fn record_bytes(&self, name: &str, record: &crate::spool::Record) -> Result<Option<Vec<u8>>, ReadError> {
+        use std::os::unix::fs::FileExt;
+        let path = self.dir.join(crate::spool::SPOOL_DIR).join(name);
+        let (hash, offset, len) = (&record.hash, record.offset, record.len);
+        let file = match open_inside(&self.dir, &[crate::spool::SPOOL_DIR, name], u64::MAX) {
             Ok(f) => f,
             Err(OpenError::NotFound) => return Ok(None),
             Err(e) => return Err(e.at(path, |_| unreachable_missing())),
@@ -498,44 +691,6 @@ impl Capture {
         }
     }
 
-    /// The bytes behind a [`Content`], or why they are not available.
-    pub fn content(&self, content: &Content, what: &str) -> Result<Vec<u8>, ReadError> {
-        match content {
-            Content::Blob { hash, size } => self.blob_of_size(hash, *size),
-            Content::Digest { .. } => Err(ReadError::NotRecorded {
-                what: what.to_string(),
-                why: "only its digest was captured (buffer mode `hash`, or past the disk budget, where `cltrap replay` re-creates it by re-executing the launch that left it; this command does not)"
-                    .into(),
-            }),
-            Content::Missing { note } => Err(ReadError::NotRecorded {
-                what: what.to_string(),
-                why: if note.is_empty() {
-                    "buffer mode `none`".into()
-                } else {
-                    note.clone()
-                },
-            }),
-        }
-    }
-
-    /// The program record a launch refers to.
-    /// Checked as every record is ([`ProgramRecord::validate`]): its blobs are digests, its
-    /// build options pass the allow-list, its include paths stay inside any mirror.
-    pub fn program(&self, hash: &str) -> Result<ProgramRecord, ReadError> {
-        let bytes = self.read_blob(hash, None, MAX_PROGRAM)?;
-        serde_json::from_slice::<ProgramRecord>(&bytes)
-            .map_err(|e| e.to_string())
-            .and_then(|p| p.validate().map(|()| p))
-            .map_err(|message| ReadError::Corrupt {
-                path: blob_path(&self.dir, hash),
-                message: format!("this program record is damaged or hostile: {message}"),
-            })
-    }
-
-    /// A source blob as text (OpenCL C sources are bytes; invalid UTF-8 is replaced).
-    pub fn source_text(&self, hash: &str) -> Result<String, ReadError> {
-        Ok(String::from_utf8_lossy(&self.read_blob(hash, None, MAX_SOURCE)?).into_owned())
-    }
 }
 
 /// The launch records of a log's whole lines, in file order: whole records as they are, delta

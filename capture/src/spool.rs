@@ -10,8 +10,20 @@
 //! which the shim does not link.
 //!
 //! Layout: `spool/` in the capture folder holds *segments* `spool/<pid>-<ns>-<n>.spool`, each
-//! written by one process only, as a sequence of records: [`MAGIC`], the content's digest
-//! (64 lower-case hex digits), its length (u64, little-endian), then its bytes. A writer holds
+//! written by one process only, as a sequence of records of two kinds. A *whole* record:
+//! [`MAGIC`], the content's digest (64 lower-case hex digits), its length (u64,
+//! little-endian), then its bytes. A *patch* record ([`PATCH_MAGIC`], format version 5): the
+//! content's digest, the digest of its *base* (an earlier version of the same buffer that
+//! this capture holds, spooled or stored), the content's length, the number of ranges where
+//! it differs from the base and the bytes they hold (three u64, little-endian), a table of
+//! the ranges (offset and length, two u64 each, ascending, not overlapping), then the ranges'
+//! bytes. Why: an application that rewrites a slice of a large buffer at every launch spooled
+//! the whole buffer each time, and one that rewrites an anti-diagonal of a matrix (a
+//! wavefront) changes a few bytes of every row: ranges of [`RANGE_BLOCK`] bytes hold what
+//! changed. A writer writes a patch only on a base it wrote itself, at most
+//! [`PATCH_CHAIN_MAX`] patches deep (then a whole record again), so a reader rebuilds any
+//! content from at most that many records; readers refuse longer chains, cycles, missing
+//! bases and ranges past the content's end with one sentence each. A writer holds
 //! an exclusive `flock` on the segment it appends to; a segment nobody holds is *sealed* (its
 //! writer moved on to a new one, exited or died) and may be compacted. The writer of a
 //! launch record appends the contents it names before the record, so a record's contents are
@@ -48,17 +60,165 @@ pub const COMPACTOR_LOCK: &str = "compactor.lock";
 pub const MAGIC: &[u8; 8] = b"cltspl01";
 /// Bytes of a record's header: magic, digest in hex, length.
 pub const HEADER: usize = 8 + 64 + 8;
+/// The first bytes of every patch record (see the module doc).
+pub const PATCH_MAGIC: &[u8; 8] = b"cltspl02";
+/// Bytes of a patch record's header (before its table of ranges): magic, digest and base
+/// digest in hex, the content's length, the number of ranges and the bytes they hold.
+pub const PATCH_HEADER: usize = 8 + 64 + 64 + 3 * 8;
+/// Most ranges one patch record has (a writer merges ranges past it).
+pub const RANGES_MAX: u64 = 1 << 16;
+/// Granularity of the ranges a writer finds: bytes compared and spooled as one.
+pub const RANGE_BLOCK: usize = 64;
+/// Most patch records between a content and the whole record (or stored content) it is
+/// rebuilt from: a writer writes a whole record past it, a reader refuses a longer chain.
+/// Why 256: a reader reads one whole content and copies the ranges of each link (a
+/// compactor usually has the base in memory), while a writer that rewrites a few bytes of a
+/// 4 MB matrix at every launch spooled more whole copies than ranges at 64.
+pub const PATCH_CHAIN_MAX: usize = 256;
 /// Most bytes one segment takes before its writer starts another (so compaction can take the
 /// sealed one while the application runs).
 pub const SEGMENT_MAX: u64 = 64 << 20;
 
-/// One whole record of a segment: a content's digest and where its bytes lie.
+/// One whole record of a segment: a content's digest and where its bytes lie (for a patch
+/// record, the bytes of its ranges, one after the other).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
     pub hash: String,
-    /// Offset of the content's first byte in the segment.
+    /// Offset of the content's (or the first range's) first byte in the segment.
     pub offset: u64,
+    /// Bytes the record holds: the content's length, or its ranges' for a patch.
     pub len: u64,
+    /// Set for a patch record: the content is its base with its ranges' bytes written over.
+    pub patch: Option<Patch>,
+}
+
+/// What a patch record says besides its ranges' bytes (see the module doc). Not checked by
+/// [`scan`] beyond its syntax: [`Patch::problem`] says what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Patch {
+    /// Digest of the content the ranges are written over.
+    pub base: String,
+    /// Bytes of the content (and of its base).
+    pub total: u64,
+    /// (offset in the content, length) of each range, in the order their bytes follow.
+    pub ranges: Vec<(u64, u64)>,
+}
+
+impl Record {
+    /// Bytes of the content this record names (whole or rebuilt).
+    pub fn content_len(&self) -> u64 {
+        self.patch.as_ref().map_or(self.len, |p| p.total)
+    }
+}
+
+impl Patch {
+    /// What is wrong with the patch record of content `hash` holding `len` bytes of ranges,
+    /// as a sentence part, or None: its base is itself, a range ends past the content, the
+    /// ranges overlap or are out of order, or they do not hold `len` bytes.
+    pub fn problem(&self, hash: &str, len: u64) -> Option<String> {
+        if self.base == hash {
+            return Some(format!(
+                "the patch record of content {hash} names itself as its base"
+            ));
+        }
+        let mut from = 0u64;
+        let mut sum = 0u64;
+        for &(at, n) in &self.ranges {
+            let Some(end) = at.checked_add(n).filter(|e| *e <= self.total) else {
+                return Some(format!(
+                    "the patch record of content {hash} places {n} bytes at offset {at} of a content of {} bytes (past its end)",
+                    self.total
+                ));
+            };
+            if at < from {
+                return Some(format!(
+                    "the ranges of the patch record of content {hash} overlap or are out of order"
+                ));
+            }
+            from = end;
+            sum += n;
+        }
+        if sum != len {
+            return Some(format!(
+                "the ranges of the patch record of content {hash} hold {sum} bytes, not the {len} it has"
+            ));
+        }
+        None
+    }
+
+    /// Writes the ranges' bytes `data` (as the record holds them) over `bytes`, the base;
+    /// Err: why not (checked first with [`Patch::problem`], so only a base of another length).
+    pub fn apply(&self, bytes: &mut [u8], data: &[u8]) -> Result<(), String> {
+        if bytes.len() as u64 != self.total {
+            return Err(format!(
+                "its base holds {} bytes, not {}",
+                bytes.len(),
+                self.total
+            ));
+        }
+        let mut from = 0usize;
+        for &(at, n) in &self.ranges {
+            let (at, n) = (at as usize, n as usize);
+            let (Some(end), Some(to)) = (at.checked_add(n), from.checked_add(n)) else {
+                return Err("a range lies past its end".into());
+            };
+            let (Some(dst), Some(src)) = (bytes.get_mut(at..end), data.get(from..to)) else {
+                return Err("a range lies past its end".into());
+            };
+            dst.copy_from_slice(src);
+            from += n;
+        }
+        Ok(())
+    }
+
+    /// The smallest region holding every range (first byte, one past the last), for
+    /// [`crate::parallel::leaves_like`] and [`crate::parallel::cut_and_hash_like`].
+    pub fn hull(&self) -> Option<(usize, usize)> {
+        let first = self.ranges.first()?;
+        let last = self.ranges.last()?;
+        Some((first.0 as usize, (last.0 + last.1) as usize))
+    }
+}
+
+/// The ranges where `new` differs from `old` (of the same length) inside `hull` (from
+/// [`crate::parallel::changed_region`]), in blocks of [`RANGE_BLOCK`] bytes, adjacent ones
+/// merged; at most [`RANGES_MAX`] (past it, the whole hull). Compared on several threads
+/// for a large hull.
+pub fn changed_ranges(new: &[u8], old: &[u8], hull: (usize, usize)) -> Vec<(usize, usize)> {
+    let (lo, hi) = hull;
+    if new.len() != old.len() || lo >= hi || hi > new.len() {
+        return vec![(lo, hi.saturating_sub(lo))];
+    }
+    // Parts of whole blocks (from `lo`), compared on threads for a large hull.
+    let part = (crate::parallel::PARALLEL_MIN / 4).max(RANGE_BLOCK);
+    let parts = (hi - lo).div_ceil(part);
+    let found = crate::parallel::map_each(parts, hi - lo >= crate::parallel::PARALLEL_MIN, |j| {
+        let (a, b) = (lo + j * part, (lo + (j + 1) * part).min(hi));
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        let mut at = a;
+        while at < b {
+            let end = (at + RANGE_BLOCK).min(b);
+            if new[at..end] != old[at..end] {
+                match out.last_mut() {
+                    Some(last) if last.0 + last.1 == at => last.1 += end - at,
+                    _ => out.push((at, end - at)),
+                }
+            }
+            at = end;
+        }
+        out
+    });
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for r in found.into_iter().flatten() {
+        match ranges.last_mut() {
+            Some(last) if last.0 + last.1 == r.0 => last.1 += r.1,
+            _ => ranges.push(r),
+        }
+    }
+    if ranges.len() as u64 > RANGES_MAX || ranges.is_empty() {
+        return vec![(lo, hi - lo)];
+    }
+    ranges
 }
 
 /// How a segment's records end.
@@ -109,12 +269,20 @@ pub fn scan(file: &File) -> std::io::Result<Scan> {
     let len = file.metadata()?.len();
     let mut records = Vec::new();
     let mut at = 0u64;
-    let mut header = [0u8; HEADER];
+    let mut header = [0u8; PATCH_HEADER];
+    let is_hex = |h: &[u8]| h.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b));
+    let u64_at = |h: &[u8], i: usize| {
+        let mut n = [0u8; 8];
+        n.copy_from_slice(&h[i..i + 8]);
+        u64::from_le_bytes(n)
+    };
     let tail = loop {
         if at == len {
             break Tail::Clean;
         }
-        if len - at < HEADER as u64 {
+        // The magic says which header follows.
+        let mut magic = [0u8; 8];
+        if len - at < 8 {
             break Tail::Cut {
                 hash: String::new(),
                 at,
@@ -122,16 +290,62 @@ pub fn scan(file: &File) -> std::io::Result<Scan> {
                 have: len - at,
             };
         }
-        file.read_exact_at(&mut header, at)?;
+        file.read_exact_at(&mut magic, at)?;
+        let size = match &magic {
+            m if m == MAGIC => HEADER,
+            m if m == PATCH_MAGIC => PATCH_HEADER,
+            _ => break Tail::Bad { at },
+        };
+        if len - at < size as u64 {
+            break Tail::Cut {
+                hash: String::new(),
+                at,
+                claimed: size as u64,
+                have: len - at,
+            };
+        }
+        let header = &mut header[..size];
+        file.read_exact_at(header, at)?;
         let hash = &header[8..72];
-        if &header[..8] != MAGIC || !hash.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b)) {
+        if !is_hex(hash) {
             break Tail::Bad { at };
         }
         let hash = String::from_utf8_lossy(hash).into_owned();
-        let mut n = [0u8; 8];
-        n.copy_from_slice(&header[72..80]);
-        let claimed = u64::from_le_bytes(n);
-        let offset = at + HEADER as u64;
+        let mut offset = at + size as u64;
+        let (claimed, patch) = if size == HEADER {
+            (u64_at(header, 72), None)
+        } else {
+            let base = &header[72..136];
+            if !is_hex(base) {
+                break Tail::Bad { at };
+            }
+            let count = u64_at(header, 144);
+            if count == 0 || count > RANGES_MAX {
+                break Tail::Bad { at };
+            }
+            let table = count * 16;
+            if table > len - offset {
+                break Tail::Cut {
+                    hash,
+                    at,
+                    claimed: table,
+                    have: len - offset,
+                };
+            }
+            let mut raw = vec![0u8; table as usize];
+            file.read_exact_at(&mut raw, offset)?;
+            let ranges = raw
+                .chunks_exact(16)
+                .map(|e| (u64_at(e, 0), u64_at(e, 8)))
+                .collect();
+            offset += table;
+            let patch = Patch {
+                base: String::from_utf8_lossy(base).into_owned(),
+                total: u64_at(header, 136),
+                ranges,
+            };
+            (u64_at(header, 152), Some(patch))
+        };
         if claimed > len - offset {
             break Tail::Cut {
                 hash,
@@ -144,6 +358,7 @@ pub fn scan(file: &File) -> std::io::Result<Scan> {
             hash,
             offset,
             len: claimed,
+            patch,
         });
         at = offset + claimed;
     };
@@ -262,6 +477,8 @@ pub struct SpoolStats {
     /// Records appended and their bytes (headers included).
     pub records: u64,
     pub bytes: u64,
+    /// Of the records, patch records (a changed region on an earlier version).
+    pub patches: u64,
     /// Times the application waited for compaction (the spool past its bound), and how long.
     pub waits: u64,
     pub wait_ns: u64,
@@ -271,6 +488,20 @@ pub struct SpoolStats {
     /// The bound ([`crate::Settings::spool_max_bytes`]).
     pub bound: u64,
 }
+
+/// A spooled content's digest must be 64 hex digits (it names a record).
+fn check_digest(hash: &str) -> std::io::Result<()> {
+    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a spooled content is named by a 64-digit digest",
+        ));
+    }
+    Ok(())
+}
+
+/// Most contents whose patch depth a writer remembers (a few MB): past it, it starts over.
+const DEPTHS_MAX: usize = 1 << 16;
 
 /// The segment a writer appends to.
 struct Segment {
@@ -290,7 +521,10 @@ pub struct SpoolWriter {
     /// this writer appended since.
     estimate: Mutex<u64>,
     made: AtomicU64,
+    /// Contents this writer spooled, with how many patch records each is from a whole one.
+    depths: Mutex<std::collections::HashMap<String, usize>>,
     records: AtomicU64,
+    patches: AtomicU64,
     bytes: AtomicU64,
     waits: AtomicU64,
     wait_ns: AtomicU64,
@@ -315,7 +549,9 @@ impl SpoolWriter {
             current: Mutex::new(None),
             estimate: Mutex::new(live_bytes(dir)),
             made: AtomicU64::new(0),
+            depths: Mutex::new(std::collections::HashMap::new()),
             records: AtomicU64::new(0),
+            patches: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             waits: AtomicU64::new(0),
             wait_ns: AtomicU64::new(0),
@@ -329,18 +565,103 @@ impl SpoolWriter {
     /// room (counted in [`SpoolStats`]). When this returns, the record is whole in the page
     /// cache: it survives the process dying in any way.
     pub fn put(&self, hash: &str, bytes: &[u8]) -> std::io::Result<u64> {
-        if hash.len() != 64 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "a spooled content is named by a 64-digit digest",
-            ));
-        }
-        let need = (HEADER + bytes.len()) as u64;
-        self.make_room(need);
+        check_digest(hash)?;
         let mut header = [0u8; HEADER];
         header[..8].copy_from_slice(MAGIC);
         header[8..72].copy_from_slice(hash.as_bytes());
         header[72..].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
+        let need = self.append(&header, bytes)?;
+        self.learn(hash, 0);
+        Ok(need)
+    }
+
+    /// Appends the content `bytes` whose digest is `hash`, the next version of content
+    /// `base` that differs from it only in `ranges` ((offset, length), ascending:
+    /// [`changed_ranges`]), as a patch record of those ranges when this writer wrote `base`
+    /// itself, at most [`PATCH_CHAIN_MAX`] patches deep, and the ranges hold at most three
+    /// quarters of the content; else as a whole record ([`SpoolWriter::put`]). Returns the
+    /// bytes it took.
+    pub fn put_version(
+        &self,
+        hash: &str,
+        bytes: &[u8],
+        base: &str,
+        ranges: &[(usize, usize)],
+    ) -> std::io::Result<u64> {
+        let depth = self.depth_of(base);
+        let mut held = 0usize;
+        let mut from = 0usize;
+        let mut valid = !ranges.is_empty() && ranges.len() as u64 <= RANGES_MAX;
+        for &(at, n) in ranges {
+            valid &= at >= from && n > 0 && at.checked_add(n).is_some_and(|e| e <= bytes.len());
+            from = at.saturating_add(n);
+            held += n;
+        }
+        let small = valid && held * 4 <= bytes.len() * 3;
+        let Some(depth) = depth.filter(|d| small && *d < PATCH_CHAIN_MAX && base != hash) else {
+            return self.put(hash, bytes);
+        };
+        check_digest(hash)?;
+        check_digest(base)?;
+        let mut header = Vec::with_capacity(PATCH_HEADER + ranges.len() * 16);
+        header.extend_from_slice(PATCH_MAGIC);
+        header.extend_from_slice(hash.as_bytes());
+        header.extend_from_slice(base.as_bytes());
+        header.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        header.extend_from_slice(&(ranges.len() as u64).to_le_bytes());
+        header.extend_from_slice(&(held as u64).to_le_bytes());
+        for &(at, n) in ranges {
+            header.extend_from_slice(&(at as u64).to_le_bytes());
+            header.extend_from_slice(&(n as u64).to_le_bytes());
+        }
+        let body: std::borrow::Cow<[u8]> = match ranges {
+            [(at, n)] => std::borrow::Cow::Borrowed(&bytes[*at..at + n]),
+            _ => {
+                let mut data = Vec::with_capacity(held);
+                for &(at, n) in ranges {
+                    data.extend_from_slice(&bytes[at..at + n]);
+                }
+                std::borrow::Cow::Owned(data)
+            }
+        };
+        let need = self.append(&header, &body)?;
+        self.patches.fetch_add(1, Ordering::Relaxed);
+        self.learn(hash, depth + 1);
+        Ok(need)
+    }
+
+    /// Seals this writer's segment now (the next record starts a new one): a compactor may
+    /// take it.
+    pub fn seal(&self) {
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// How many patch records content `hash` is from a whole record, when this writer
+    /// wrote it.
+    fn depth_of(&self, hash: &str) -> Option<usize> {
+        self.depths
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(hash)
+            .copied()
+    }
+
+    /// Remembers that this writer spooled content `hash`, `depth` patches from a whole
+    /// record. Bounded: past [`DEPTHS_MAX`] contents the table starts over (the next
+    /// versions are whole records).
+    fn learn(&self, hash: &str, depth: usize) {
+        let mut d = self.depths.lock().unwrap_or_else(|p| p.into_inner());
+        if d.len() >= DEPTHS_MAX {
+            d.clear();
+        }
+        d.entry(hash.to_string()).or_insert(depth);
+    }
+
+    /// Appends one record (`header` then `body`) to this writer's segment, after waiting for
+    /// room; returns its bytes.
+    fn append(&self, header: &[u8], body: &[u8]) -> std::io::Result<u64> {
+        let need = (header.len() + body.len()) as u64;
+        self.make_room(need);
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
         if current
             .as_ref()
@@ -359,8 +680,18 @@ impl SpoolWriter {
         let Some(seg) = current.as_mut() else {
             return Err(std::io::Error::other("no spool segment"));
         };
-        seg.file.write_all(&header)?;
-        seg.file.write_all(bytes)?;
+        // One write for both (a short write is completed by `write_all`).
+        let mut record = Vec::with_capacity(0);
+        let buf: &[u8] = if body.len() <= 1 << 16 {
+            record.reserve_exact(header.len() + body.len());
+            record.extend_from_slice(header);
+            record.extend_from_slice(body);
+            &record
+        } else {
+            seg.file.write_all(header)?;
+            body
+        };
+        seg.file.write_all(buf)?;
         seg.len += need;
         drop(current);
         self.records.fetch_add(1, Ordering::Relaxed);
@@ -432,6 +763,7 @@ impl SpoolWriter {
         SpoolStats {
             records: get(&self.records),
             bytes: get(&self.bytes),
+            patches: get(&self.patches),
             waits: get(&self.waits),
             wait_ns: get(&self.wait_ns),
             peak_bytes: get(&self.peak),
@@ -486,6 +818,84 @@ mod tests {
         assert!(seg.try_lock().is_err(), "the writer's segment is not locked");
         drop(w);
         assert!(seg.try_lock().is_ok(), "a segment its writer let go stays locked");
+    }
+
+    /// `n` versions of a 256 KiB buffer, each changing 4 KiB at a different place.
+    fn versions(n: usize) -> Vec<Vec<u8>> {
+        let mut v: Vec<u8> = (0..(1u32 << 18) + 4321).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let mut out = vec![v.clone()];
+        for k in 1..n {
+            let at = (k * 40_000) % (v.len() - 4096);
+            for b in &mut v[at..at + 4096] {
+                *b = b.wrapping_add(k as u8 | 1);
+            }
+            out.push(v.clone());
+        }
+        out
+    }
+
+    #[test]
+    fn the_next_version_is_spooled_as_its_region_and_reads_back() {
+        let t = tempfile::tempdir().unwrap();
+        let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+        let vs = versions(PATCH_CHAIN_MAX + 3);
+        let hashes: Vec<String> = vs.iter().map(|v| crate::writer::digest(v)).collect();
+        w.put(&hashes[0], &vs[0]).unwrap();
+        for k in 1..vs.len() {
+            let region = crate::parallel::changed_region(&vs[k], &vs[k - 1]).unwrap();
+            let ranges = changed_ranges(&vs[k], &vs[k - 1], region);
+            let took = w.put_version(&hashes[k], &vs[k], &hashes[k - 1], &ranges).unwrap();
+            assert!(took < vs[k].len() as u64 / 2 || k == PATCH_CHAIN_MAX + 1, "{k}: {took}");
+        }
+        // A base this writer did not spool: a whole record.
+        let other = crate::writer::digest(b"elsewhere");
+        let mut last = vs[1].clone();
+        last[0] ^= 0xff;
+        let h = crate::writer::digest(&last);
+        assert!(w.put_version(&h, &last, &other, &[(0, 4096)]).unwrap() > last.len() as u64);
+        drop(w);
+        let stats_records: Vec<Record> = segments(t.path())
+            .unwrap()
+            .iter()
+            .flat_map(|n| scan(&File::open(t.path().join(SPOOL_DIR).join(n)).unwrap()).unwrap().records)
+            .collect();
+        // The chain is cut after PATCH_CHAIN_MAX patches: that version is whole again.
+        let whole: Vec<usize> = stats_records
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.patch.is_none())
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(whole, vec![0, PATCH_CHAIN_MAX + 1, vs.len()]);
+        let contents = crate::reader::Contents::new(t.path());
+        for (v, h) in vs.iter().zip(&hashes) {
+            assert_eq!(&contents.blob_of_size(h, v.len() as u64).unwrap(), v);
+        }
+    }
+
+    #[test]
+    fn a_few_bytes_changed_in_every_row_are_spooled_as_ranges() {
+        // An anti-diagonal of a 2048 x 2048 matrix of floats (a wavefront step): 4 bytes
+        // changed in each 8 KiB row, the changed region spanning nearly all of it.
+        let t = tempfile::tempdir().unwrap();
+        let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+        let a: Vec<u8> = (0..16u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 9) as u8).collect();
+        let mut b = a.clone();
+        for row in 0..2048 {
+            let at = row * 8192 + (2047 - row) * 4;
+            b[at..at + 4].copy_from_slice(&[1, 2, 3, 4]);
+        }
+        let (ha, hb) = (crate::writer::digest(&a), crate::writer::digest(&b));
+        w.put(&ha, &a).unwrap();
+        let hull = crate::parallel::changed_region(&b, &a).unwrap();
+        assert!(hull.1 - hull.0 > a.len() / 2, "{hull:?}");
+        let ranges = changed_ranges(&b, &a, hull);
+        assert_eq!(ranges.len(), 2048);
+        let took = w.put_version(&hb, &b, &ha, &ranges).unwrap();
+        assert!(took < (2048 * (RANGE_BLOCK + 16) + PATCH_HEADER) as u64, "{took}");
+        drop(w);
+        let contents = crate::reader::Contents::new(t.path());
+        assert_eq!(contents.blob_of_size(&hb, b.len() as u64).unwrap(), b);
     }
 
     #[test]

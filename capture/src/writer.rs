@@ -68,6 +68,22 @@ fn with_suffix(path: PathBuf, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// An earlier version of a content that [`BlobStore::put_content_like`] is given: the
+/// content's next version differs from it only in `region` (first byte, one past the last:
+/// [`crate::parallel::changed_region`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Like<'a> {
+    /// Digest of the earlier version (stored or spooled already): the base of a spooled
+    /// patch record ([`crate::spool`]).
+    pub base: &'a str,
+    /// Its chunks (empty when it was spooled, not cut): only the region is cut again.
+    pub cuts: &'a [crate::parallel::Cut],
+    pub region: (usize, usize),
+    /// Its bytes when the caller has them (else empty): a spooled patch then holds only the
+    /// ranges of the region that changed ([`crate::spool::changed_ranges`]), not all of it.
+    pub old: &'a [u8],
+}
+
 /// Content-addressed byte storage; each distinct content is written once per capture.
 pub struct BlobStore {
     dir: PathBuf,
@@ -202,13 +218,15 @@ impl BlobStore {
     /// [`BlobStore::put_content`], given an earlier version of the same buffer (`like`: its
     /// chunks and the one region where the two differ, [`crate::parallel::changed_region`]):
     /// only that region is cut and hashed again ([`crate::parallel::cut_and_hash_like`]); the
-    /// chunks are the same as without it. Returns the bytes written and the content's chunks
+    /// chunks are the same as without it. With the spool on, the content is spooled as a
+    /// patch on the earlier version where [`crate::spool::SpoolWriter::put_version`] may.
+    /// Returns the bytes written and the content's chunks
     /// when this call cut it (None: stored whole, or stored already), for the next version.
     pub fn put_content_like(
         &self,
         hash: &str,
         bytes: &[u8],
-        like: Option<(&[crate::parallel::Cut], (usize, usize))>,
+        like: Option<Like<'_>>,
     ) -> Result<(u64, Option<Vec<crate::parallel::Cut>>), WriteError> {
         if bytes.len() < crate::chunks::MIN_CHUNKED {
             let before = self.bytes_written();
@@ -224,7 +242,20 @@ impl BlobStore {
             return Ok((0, None));
         }
         if let Some(spool) = self.spool.get() {
-            let written = spool.put(hash, bytes).map_err(|source| WriteError::Write {
+            // The next version of a content this writer spooled: only the changed region.
+            let put = match like {
+                Some(l) => {
+                    let (lo, hi) = l.region;
+                    let ranges = if l.old.len() == bytes.len() {
+                        crate::spool::changed_ranges(bytes, l.old, l.region)
+                    } else {
+                        vec![(lo, hi.saturating_sub(lo))]
+                    };
+                    spool.put_version(hash, bytes, l.base, &ranges)
+                }
+                None => spool.put(hash, bytes),
+            };
+            let written = put.map_err(|source| WriteError::Write {
                 path: self.dir.join(crate::spool::SPOOL_DIR),
                 source,
             })?;
@@ -235,9 +266,7 @@ impl BlobStore {
             return Ok((written, Some(Vec::new())));
         }
         let cuts = like
-            .and_then(|(old_cuts, region)| {
-                crate::parallel::cut_and_hash_like(bytes, old_cuts, region)
-            })
+            .and_then(|l| crate::parallel::cut_and_hash_like(bytes, l.cuts, l.region))
             .unwrap_or_else(|| crate::parallel::cut_and_hash(bytes));
         let (mut written, slots) = self.put_chunks(bytes, &cuts)?;
         let refs: Vec<_> = cuts
@@ -489,8 +518,9 @@ impl CaptureWriter {
             // An older capture continued by this writer becomes the current version:
             // everything version 1 holds is valid version 2 (which adds chunked contents
             // and deltas), everything version 2 holds is valid version 3 (which adds the
-            // digest kind of `Content::Digest`), and everything version 3 holds is valid
-            // version 4 (which adds packs of chunks). A newer version, another format or
+            // digest kind of `Content::Digest`), everything version 3 holds is valid
+            // version 4 (which adds packs of chunks), and everything version 4 holds is valid
+            // version 5 (which adds the spool). A newer version, another format or
             // damage is refused: appending would leave launches no reader can read.
             let version = continuable_version(&text).map_err(|why| WriteError::Foreign {
                 path: manifest_path.clone(),
@@ -942,7 +972,7 @@ mod tests {
     fn a_newer_or_foreign_manifest_is_refused_and_left_alone() {
         let t = tempfile::tempdir().unwrap();
         for text in [
-            r#"{"format":"cltrap-capture","version":5,"writer":"x","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}"#,
+            r#"{"format":"cltrap-capture","version":6,"writer":"x","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}"#,
             r#"{"format":"something-else","version":1}"#,
             "not json",
         ] {

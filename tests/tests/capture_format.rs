@@ -76,7 +76,7 @@ fn a_version_3_capture_replays_and_a_writer_continuing_it_upgrades_it_to_packs()
     assert_eq!(blob_files(&dir, ".pack"), 0);
     assert_list_shows(&dir, &cap);
     assert_replays_ok(&dir, 4);
-    // This build continues it: the manifest becomes version 4, the new contents go into
+    // This build continues it: the manifest becomes the current version, the new contents go into
     // packs, and the old and new launches all replay.
     let exe = fixture("large");
     let none: [&str; 0] = [];

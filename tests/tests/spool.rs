@@ -278,3 +278,152 @@ fn a_hostile_spool_gives_a_clear_error() {
     assert_clear_error(&dir, "symbolic link");
     assert!(elsewhere.exists(), "the link's target was removed");
 }
+
+/// Rounds of the `slices` fixture: each rewrites 64 KiB of one 4 MiB buffer.
+const SLICE_ROUNDS: u64 = 24;
+/// Bytes of the `slices` fixture's buffer.
+const SLICES_BUFFER: u64 = 4 << 20;
+
+/// A capture of the `slices` fixture under a bare `LD_PRELOAD` (nobody compacts it), with
+/// its `CLTRAP_STATS` counters.
+fn sliced(label: &str) -> (TestDir, serde_json::Value) {
+    let exe = fixture("slices");
+    let dir = fresh_capture_dir(label);
+    let rounds = SLICE_ROUNDS.to_string();
+    let native = run_native(&exe, &[&rounds]).expect_success();
+    let stats = dir.with_extension("stats.json");
+    let captured = run_preloaded(&dir, &[("CLTRAP_STATS", stats.as_os_str())], &exe, &[&rounds]);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    let counters = std::fs::read_to_string(&stats)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (dir, counters)
+}
+
+/// Every record of every segment of the spool of `dir`, with its segment.
+fn all_records(dir: &Path) -> Vec<(PathBuf, spool::Record)> {
+    let mut out = Vec::new();
+    for seg in segments(dir) {
+        let scan = spool::scan(&std::fs::File::open(&seg).expect("open")).expect("scan");
+        out.extend(scan.records.into_iter().map(|r| (seg.clone(), r)));
+    }
+    out
+}
+
+#[test]
+fn a_buffer_changed_in_a_slice_per_launch_spools_only_the_slices_and_replays_bit_exact() {
+    let (dir, stats) = sliced("slices");
+    let spool = &stats["spool"];
+    let bytes = spool["bytes"].as_u64().unwrap_or(u64::MAX);
+    // Whole versions would be 4 MiB per launch; the changed slices are 64 KiB each, plus
+    // a whole version at the start.
+    assert!(
+        bytes < SLICES_BUFFER * SLICE_ROUNDS / 4,
+        "{bytes} bytes spooled for {SLICE_ROUNDS} versions of a {SLICES_BUFFER}-byte buffer: {stats}"
+    );
+    assert!(spool["patches"].as_u64().unwrap_or(0) >= SLICE_ROUNDS / 2, "{stats}");
+    let records = all_records(&dir);
+    assert!(records.iter().any(|(_, r)| r.patch.is_some()), "no patch record");
+    let launches = open_capture(&dir).launches.len();
+    // Every content reads back (patch records rebuilt and checked against their digest).
+    let before = all_contents(&dir);
+    assert!(
+        before.iter().filter(|(_, b)| b.len() as u64 == SLICES_BUFFER).count() as u64 > SLICE_ROUNDS / 2,
+        "too few versions of the buffer"
+    );
+    {
+        let _held = hold_compaction(&dir);
+        assert_replays_ok(&dir, launches);
+    }
+    let out = cltrap_on("compact", &dir);
+    assert!(out.success(), "{}", out.describe());
+    assert!(out.stderr.contains("patch record(s) rebuilt"), "{}", out.describe());
+    assert!(segments(&dir).is_empty(), "segments left after compaction");
+    assert_eq!(all_contents(&dir), before, "contents changed by compaction");
+    assert_replays_ok(&dir, launches);
+}
+
+/// The error reading every content of `dir` gives (through the library, as every command
+/// reads them), and what `cltrap compact` says; neither panics. Both must say `expect`.
+fn assert_patch_error(dir: &Path, expect: &str) {
+    {
+        let _held = hold_compaction(dir);
+        let cap = open_capture(dir);
+        let mut errors = Vec::new();
+        for l in &cap.launches {
+            for a in &l.args {
+                if let Some((before, after)) = contents(a) {
+                    for c in [before, after] {
+                        if let Err(e) = cap.content(c, "a content") {
+                            errors.push(e.to_string());
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            errors.iter().any(|e| e.contains(expect)),
+            "reading: expected {expect:?} in {errors:#?}"
+        );
+    }
+    let compact = cltrap_on("compact", dir);
+    compact.assert_no_panic();
+    assert!(compact.code == Some(2), "compact: {}", compact.describe());
+    assert!(compact.stderr.contains("the segment is kept"), "compact: {}", compact.describe());
+}
+
+#[test]
+fn hostile_patch_records_give_clear_errors() {
+    use std::os::unix::fs::FileExt;
+    // The header fields of a patch record, from the start of its region bytes.
+    let base_at = |r: &spool::Record| {
+        let table = 16 * r.patch.as_ref().expect("patch").ranges.len() as u64;
+        r.offset - table - spool::PATCH_HEADER as u64 + 72
+    };
+    // The offset of its last range (the last entry of its table of ranges).
+    let region_at = |r: &spool::Record| r.offset - 16;
+    let patches = |dir: &Path| -> Vec<(PathBuf, spool::Record)> {
+        all_records(dir).into_iter().filter(|(_, r)| r.patch.is_some()).collect()
+    };
+    let forge = |seg: &Path, at: u64, bytes: &[u8]| {
+        let f = std::fs::OpenOptions::new().write(true).open(seg).expect("open");
+        f.write_all_at(bytes, at).expect("forge");
+    };
+
+    // Its base is in neither the spool nor the store.
+    let (dir, _) = sliced("patch-no-base");
+    let (seg, r) = patches(&dir).pop().expect("a patch record");
+    forge(&seg, base_at(&r), "ab".repeat(32).as_bytes());
+    assert_patch_error(&dir, "neither spooled nor stored");
+
+    // Its base is itself.
+    let (dir, _) = sliced("patch-self");
+    let (seg, r) = patches(&dir).pop().expect("a patch record");
+    forge(&seg, base_at(&r), r.hash.as_bytes());
+    assert_patch_error(&dir, "names itself as its base");
+
+    // Two patch records, each the other's base.
+    let (dir, _) = sliced("patch-cycle");
+    let mut p = patches(&dir);
+    let (seg_b, b) = p.pop().expect("a patch record");
+    let (seg_a, a) = p.pop().expect("two patch records");
+    forge(&seg_a, base_at(&a), b.hash.as_bytes());
+    forge(&seg_b, base_at(&b), a.hash.as_bytes());
+    assert_patch_error(&dir, "form a cycle");
+
+    // Its region reaches past the content's end.
+    let (dir, _) = sliced("patch-past-end");
+    let (seg, r) = patches(&dir).pop().expect("a patch record");
+    let patch = r.patch.as_ref().expect("patch");
+    let (_, last) = *patch.ranges.last().expect("a range");
+    forge(&seg, region_at(&r), &(patch.total - last / 2).to_le_bytes());
+    assert_patch_error(&dir, "past its end");
+
+    // Its region forged: the rebuilt content does not match its digest.
+    let (dir, _) = sliced("patch-digest");
+    let (seg, r) = patches(&dir).pop().expect("a patch record");
+    forge(&seg, r.offset + 10, b"forged!");
+    assert_patch_error(&dir, "no longer match their digest");
+}

@@ -322,7 +322,13 @@ pub fn store_version(
         Some((v, Some(region))) => {
             let leaves = parallel::leaves_like(&bytes, &v.leaves, region);
             let hash = parallel::root(&leaves, bytes.len());
-            (hash, leaves, Some((&v.cuts[..], region)))
+            let like = cltrap_capture::writer::Like {
+                base: &v.hash,
+                cuts: &v.cuts,
+                region,
+                old: &v.bytes,
+            };
+            (hash, leaves, Some(like))
         }
         None => {
             let leaves = parallel::leaves(&bytes);
@@ -421,15 +427,15 @@ pub(super) mod versions {
     }
 }
 
-/// Stores `bytes`, whose digest is `hash` (given an earlier version's chunks and the region
-/// where they differ, `like`); also returns the content's chunks when this call cut it.
+/// Stores `bytes`, whose digest is `hash` (given an earlier version's digest, its chunks and
+/// the region where they differ, `like`: spooled as a patch on it where it may be); also returns the content's chunks when this call cut it.
 /// A failure to write is reported once ([`crate::sink::fail`]) and leaves the content
 /// `Missing`, with why.
 fn put(
     writer: &CaptureWriter,
     hash: cltrap_capture::Hash,
     bytes: &[u8],
-    like: Option<(&[parallel::Cut], (usize, usize))>,
+    like: Option<cltrap_capture::writer::Like<'_>>,
 ) -> (Content, Option<Vec<parallel::Cut>>) {
     let size = bytes.len() as u64;
     // A content stored already comes back as such, without being cut again.
