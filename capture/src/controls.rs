@@ -101,7 +101,7 @@ pub const CONTROLS: &[Control] = &[
         flag: "derive-after-mb",
         value_name: "MB|auto",
         default: "auto",
-        help: "Stored contents (spooled bytes and compressed chunks) up to which every content is stored; past it (or past half of `--max-mb`, whichever comes first) inputs that the previous launch left are derived, i.e. re-created at replay by re-executing that launch. Larger: faster replays of long chains, bigger captures. `auto`: a sixty-fourth of the free space of the capture's filesystem, between 512 MB and 8 GB (512 when the free space is not known).",
+        help: "Contents kept (compressed chunks, and spooled contents at their whole size even where the spool holds only what changed) up to which every content is stored; past it (or past half of `--max-mb`, whichever comes first) inputs that the previous launch left are derived, i.e. re-created at replay by re-executing that launch. Larger: faster replays of long chains, bigger captures. `auto`: a sixty-fourth of the free space of the capture's filesystem, between 512 MB and 8 GB (512 when the free space is not known).",
     },
     Control {
         env: "CLTRAP_SPOOL_MAX_MB",

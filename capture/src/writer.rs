@@ -92,6 +92,10 @@ pub struct BlobStore {
     /// content names the same place instead of being stored again.
     known_chunks: Mutex<HashMap<Hash, crate::chunks::PackSlot>>,
     bytes_written: AtomicU64,
+    /// Of `bytes_written`, the spool's; and the whole sizes of the contents spooled (see
+    /// [`BlobStore::content_bytes`]).
+    spooled_written: AtomicU64,
+    spooled_whole: AtomicU64,
     /// Who may read the files and folders this store makes.
     access: Access,
     /// Folders below the capture folder that this store made or checked (real folders of
@@ -116,6 +120,8 @@ impl BlobStore {
             known: Mutex::new(HashSet::new()),
             known_chunks: Mutex::new(HashMap::new()),
             bytes_written: AtomicU64::new(0),
+            spooled_written: AtomicU64::new(0),
+            spooled_whole: AtomicU64::new(0),
             access,
             checked_dirs: Mutex::new(HashSet::new()),
             spool: std::sync::OnceLock::new(),
@@ -260,6 +266,9 @@ impl BlobStore {
                 source,
             })?;
             self.bytes_written.fetch_add(written, Ordering::Relaxed);
+            self.spooled_written.fetch_add(written, Ordering::Relaxed);
+            self.spooled_whole
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
             self.remember(hash);
             // No chunks (compaction cuts it): an empty list keeps the caller's version of
             // the buffer, so its next version is hashed only where it changed.
@@ -409,6 +418,18 @@ impl BlobStore {
     /// (what the disk budget counts; duplicates not counted).
     pub fn bytes_written(&self) -> u64 {
         self.bytes_written.load(Ordering::Relaxed)
+    }
+
+    /// [`BlobStore::bytes_written`], but a content that went to the spool counts at its whole
+    /// size even where the spool holds only the ranges that changed since its base: the bytes
+    /// compaction will rebuild, cut and compress. What the derive threshold counts, so a
+    /// capture whose buffers change a little per launch starts deriving after as many
+    /// contents as one that spools them whole (else compaction after the application's exit
+    /// grows with every version kept).
+    pub fn content_bytes(&self) -> u64 {
+        let spooled = self.spooled_written.load(Ordering::Relaxed);
+        let whole = self.spooled_whole.load(Ordering::Relaxed);
+        self.bytes_written().saturating_sub(spooled) + whole
     }
 }
 

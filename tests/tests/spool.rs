@@ -302,6 +302,31 @@ fn sliced(label: &str) -> (TestDir, serde_json::Value) {
     (dir, counters)
 }
 
+/// The derive threshold counts a spooled content at its whole size, not at the bytes of its
+/// patch record: a buffer changed in a slice per launch starts deriving after as many versions
+/// as one spooled whole (else compaction would rebuild every version the small patches kept).
+#[test]
+fn the_derive_threshold_counts_patched_versions_at_their_whole_size() {
+    let exe = fixture("slices");
+    let dir = fresh_capture_dir("slices-derive");
+    let rounds = SLICE_ROUNDS.to_string();
+    // 16 MB: four whole 4 MiB versions; the patches of all the rounds spool far less.
+    let captured = run_preloaded(&dir, &[("CLTRAP_DERIVE_AFTER_MB", std::ffi::OsStr::new("16"))], &exe, &[&rounds]);
+    captured.assert_no_panic();
+    assert!(captured.success(), "{}", captured.describe());
+    assert!(
+        captured.stderr.contains("MB of contents (CLTRAP_DERIVE_AFTER_MB 16 MB"),
+        "the capture never started deriving: {}",
+        captured.describe()
+    );
+    let spooled: u64 = segments(&dir)
+        .iter()
+        .filter_map(|s| std::fs::metadata(s).ok())
+        .map(|m| m.len())
+        .sum();
+    assert!(spooled < 16 << 20, "{spooled} bytes spooled: the test needs patches smaller than the threshold");
+}
+
 /// Every record of every segment of the spool of `dir`, with its segment.
 fn all_records(dir: &Path) -> Vec<(PathBuf, spool::Record)> {
     let mut out = Vec::new();

@@ -230,14 +230,17 @@ pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
         BufferMode::Full => {}
     }
     let max = settings.max_bytes;
+    // The disk budget counts what is on disk; the derive threshold counts contents at their
+    // whole size, spooled patches included (`BlobStore::content_bytes`).
     let used = writer.blobs.bytes_written();
+    let contents = writer.blobs.content_bytes();
     let soft = (max / SOFT_SHARE).min(settings.derive_after_bytes);
     let mut counts = lock(&COUNTS);
     let c = match counts.get_mut(kernel) {
         Some(c) => c,
         None => counts.entry(kernel.to_string()).or_default(),
     };
-    let keep = if used < soft {
+    let keep = if contents < soft && used < soft {
         Keep::All
     } else if used < max {
         Keep::Inputs
@@ -250,10 +253,10 @@ pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
         c.kept += 1;
     }
     drop(counts);
-    if used >= soft && !DERIVING_SAID.swap(true, Ordering::Relaxed) {
+    if keep != Keep::All && !DERIVING_SAID.swap(true, Ordering::Relaxed) {
         crate::sink::say(&format!(
-            "the capture stored {} MB (CLTRAP_DERIVE_AFTER_MB {} MB, CLTRAP_MAX_MB {} MB); from now on it stores only the contents before a launch that the previous launch did not leave there (the others are re-created at replay by re-executing that launch, with a stored checkpoint every {CHECKPOINT_EVERY} launches) and digests of the contents after, so every launch stays replayable; past the whole budget only contents that re-executing earlier launches re-creates stay replayable, plus one launch per kernel (`cltrap list` marks which launches are)",
-            used >> 20,
+            "the capture kept {} MB of contents (CLTRAP_DERIVE_AFTER_MB {} MB, CLTRAP_MAX_MB {} MB); from now on it stores only the contents before a launch that the previous launch did not leave there (the others are re-created at replay by re-executing that launch, with a stored checkpoint every {CHECKPOINT_EVERY} launches) and digests of the contents after, so every launch stays replayable; past the whole budget only contents that re-executing earlier launches re-creates stay replayable, plus one launch per kernel (`cltrap list` marks which launches are)",
+            contents.max(used) >> 20,
             settings.derive_after_bytes >> 20,
             max >> 20
         ));
