@@ -85,7 +85,7 @@ pub fn quietly<R>(f: impl FnOnce() -> R) -> Option<R> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => Some(r),
         Err(_) => {
-            crate::sink::report_once("internal error while recording; this call was not recorded");
+            crate::say::report_once("internal error while recording; this call was not recorded");
             None
         }
     }

@@ -120,6 +120,7 @@ mod handles;
 mod layer;
 mod preload;
 mod register;
+mod say;
 mod sink;
 mod site;
 mod state;

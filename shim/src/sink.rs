@@ -2,33 +2,19 @@
 //! one-time reporting of anything that went wrong (the application itself carries on).
 
 use cltrap_capture::{CaptureWriter, Manifest, WriteError, FORMAT_NAME, FORMAT_VERSION};
+use crate::say::report_once;
 use once_cell::sync::OnceCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static WRITER: OnceCell<Option<CaptureWriter>> = OnceCell::new();
 static BROKEN: AtomicBool = AtomicBool::new(false);
-static REPORTED: AtomicBool = AtomicBool::new(false);
 static IO_REPORTED: AtomicBool = AtomicBool::new(false);
-
-/// Prints one line on stderr, prefixed `cltrap:` (never stdout: it belongs to the app).
-pub fn say(message: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "cltrap: {message}");
-}
-
-/// Reports the first internal problem of this process; later ones are dropped so that a
-/// recurring fault does not flood the application's stderr.
-pub fn report_once(message: &str) {
-    if !REPORTED.swap(true, Ordering::Relaxed) {
-        say(message);
-    }
-}
 
 /// Stops recording for the rest of the process after an I/O failure, saying why once.
 pub fn fail(e: &WriteError) {
     BROKEN.store(true, Ordering::Relaxed);
     if !IO_REPORTED.swap(true, Ordering::Relaxed) {
-        say(&format!(
+        crate::say::say(&format!(
             "{e}; capture stopped, the application continues unchanged"
         ));
     }
@@ -64,7 +50,7 @@ pub fn writer() -> Option<&'static CaptureWriter> {
                         }
                     }
                     if settings.stats.is_some() {
-                        say(&settings.budget_line());
+                        crate::say::say(&settings.budget_line());
                     }
                     Some(w)
                 }

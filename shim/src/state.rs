@@ -12,7 +12,7 @@ static SETTINGS: Lazy<Option<Settings>> = Lazy::new(|| match Settings::from_env(
     }
     Ok(_) => None,
     Err(e) => {
-        crate::sink::say(&format!("{e}; capture is off for this process"));
+        crate::say::say(&format!("{e}; capture is off for this process"));
         None
     }
 });

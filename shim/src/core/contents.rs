@@ -254,7 +254,7 @@ pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
     }
     drop(counts);
     if keep != Keep::All && !DERIVING_SAID.swap(true, Ordering::Relaxed) {
-        crate::sink::say(&format!(
+        crate::say::say(&format!(
             "the capture kept {} MB of contents (CLTRAP_DERIVE_AFTER_MB {} MB, CLTRAP_MAX_MB {} MB); from now on it stores only the contents before a launch that the previous launch did not leave there (the others are re-created at replay by re-executing that launch, with a stored checkpoint every {CHECKPOINT_EVERY} launches) and digests of the contents after, so every launch stays replayable; past the whole budget only contents that re-executing earlier launches re-creates stay replayable, plus one launch per kernel (`cltrap list` marks which launches are)",
             contents.max(used) >> 20,
             settings.derive_after_bytes >> 20,

@@ -260,7 +260,7 @@ pub(super) fn engine_for(
                 if settings.device_digest == DeviceDigest::On
                     && !FALLBACK_SAID.swap(true, Ordering::Relaxed)
                 {
-                    crate::sink::say(&format!(
+                    crate::say::say(&format!(
                         "device-side digests are not available on this device ({why}); buffer contents are read back instead"
                     ));
                 }

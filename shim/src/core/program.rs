@@ -193,7 +193,7 @@ unsafe fn refuse_binary(
     }
     set_err(errcode_ret, CL_INVALID_BINARY);
     if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        crate::sink::say(
+        crate::say::say(
             "refused a program binary (clCreateProgramWithBinary answers CL_INVALID_BINARY, as --refuse-binaries asks) so that the application builds its kernels from source",
         );
     }

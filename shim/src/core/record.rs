@@ -69,7 +69,7 @@ fn binary_said_once(kernel: &str) {
     if SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
         return;
     }
-    crate::sink::say(&format!(
+    crate::say::say(&format!(
         "kernel '{kernel}' comes from a program created from a binary (clCreateProgramWithBinary, often an application's own kernel cache): its launches are captured without source, so analyses cannot read its code; capture with --refuse-binaries (CLTRAP_REFUSE_BINARIES=on) to make the application build from source where it can"
     ));
 }

@@ -181,7 +181,7 @@ pub(super) fn write(path: &std::path::Path) {
         .map(crate::sink::access)
         .unwrap_or_default();
     if let Err(e) = cltrap_capture::writer_fs::write_new(path, text.as_bytes(), access) {
-        crate::sink::report_once(&format!(
+        crate::say::report_once(&format!(
             "could not write the capture's counters to {}: {e}",
             path.display()
         ));

@@ -98,7 +98,7 @@ fn t() -> &'static Tables {
 /// Says `message` once per distinct text (prefixed `cltrap:`, on stderr).
 pub fn say_once(message: &str) {
     if lock(&t().said).insert(message.to_string()) {
-        crate::sink::say(message);
+        crate::say::say(message);
     }
 }
 

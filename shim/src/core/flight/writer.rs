@@ -58,7 +58,7 @@ pub(super) fn start() {
         .name("cltrap-writer".into())
         .spawn(writer_loop);
     if spawned.is_err() {
-        crate::sink::report_once("could not start the capture writer thread");
+        crate::say::report_once("could not start the capture writer thread");
     }
     // SAFETY: registering a plain extern "C" function. Registered at the first recorded
     // launch, i.e. after the driver initialised, so it runs before the driver's own exit
@@ -113,7 +113,7 @@ pub(super) fn drain() {
         }
         let waited = last.1.elapsed();
         if waited >= EXIT_STALL {
-            crate::sink::say(&format!(
+            crate::say::say(&format!(
                 "{} launch(es) still running at exit were not recorded",
                 st.slots.values().filter(|s| s.flight.is_some()).count()
             ));
