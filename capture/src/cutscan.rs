@@ -37,16 +37,16 @@ const DENSE: usize = 512;
 const LANES: usize = 4;
 
 /// The chunks of `bytes` as `(offset, length)`, exactly [`crate::chunks::cut`]'s, on up to
-/// [`crate::parallel::threads`] threads; None when this way would not be faster (see the
+/// [`crate::workers::threads`] threads; None when this way would not be faster (see the
 /// module's doc) or the chunker's tables do not have the shape this relies on.
 pub fn cut(bytes: &[u8]) -> Option<Vec<(usize, usize)>> {
-    if crate::parallel::threads() < 4 || bytes.len() < 2 * SEGMENT_MIN {
+    if crate::workers::threads() < 4 || bytes.len() < 2 * SEGMENT_MIN {
         return None;
     }
     let t = tables()?;
-    let segments = (crate::parallel::threads() * 4).min(bytes.len() / SEGMENT_MIN);
+    let segments = (crate::workers::threads() * 4).min(bytes.len() / SEGMENT_MIN);
     let segment = bytes.len().div_ceil(segments);
-    let found = crate::parallel::for_each(segments, true, |k| {
+    let found = crate::workers::for_each(segments, true, |k| {
         let (a, b) = (k * segment, ((k + 1) * segment).min(bytes.len()));
         scan(bytes, a, b, t).ok_or(())
     })
@@ -225,7 +225,7 @@ mod tests {
     }
 
     fn same_as_the_crate(bytes: &[u8], what: &str) {
-        if crate::parallel::threads() < 4 {
+        if crate::workers::threads() < 4 {
             return; // declines: nothing to compare (the tests below call `walk` too)
         }
         let fast = cut(bytes).unwrap_or_else(|| panic!("{what}: declined"));

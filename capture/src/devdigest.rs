@@ -158,7 +158,7 @@ fn accumulate(bytes: &[u8]) -> [u32; 4] {
         return accumulate_from(bytes, 0);
     }
     let parts = bytes.len().div_ceil(PART_BYTES);
-    crate::parallel::map_each(parts, true, |p| {
+    crate::workers::map_each(parts, true, |p| {
         let start = p * PART_BYTES;
         let end = (start + PART_BYTES).min(bytes.len());
         accumulate_from(&bytes[start..end], (start / 16) as u64)

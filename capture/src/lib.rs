@@ -44,6 +44,7 @@ pub mod schedule;
 pub mod text;
 pub mod validate;
 pub mod writer;
+pub mod workers;
 pub mod writer_fs;
 
 pub use controls::{AtFinish, BufferMode, Control, DeviceDigest, Settings, CONTROLS};

@@ -1,0 +1,96 @@
+//! The threads a large content's work runs on: how many ([`threads`]), the kept pool, and
+//! [`for_each`] / [`map_each`] over it. Apart from the digest and cutting code that uses them
+//! ([`crate::parallel`], [`crate::cutscan`], [`crate::devdigest`]), so none of those import
+//! each other to share them.
+
+use std::sync::OnceLock;
+
+/// The most threads one content uses (the writer must leave the application its cores).
+const MAX_THREADS: usize = 8;
+
+/// Threads a large content may use: the cores this process may run on, at most
+/// [`MAX_THREADS`] (asked once).
+pub fn threads() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, MAX_THREADS)
+    })
+}
+
+/// Runs `work(i)` for every `i` in `0..n` on up to [`threads`] threads of the [`pool`], and
+/// returns the results in index order, or the error of the lowest failed index. Serial when
+/// `parallel` is false, and where there is no pool (one core; a forked child; a thread whose
+/// thread-locals are being destroyed). A `work(i)` that panics on a pool thread is done
+/// again on this one, so its panic reaches the caller as any panic of its own would.
+pub fn for_each<T, E, F>(n: usize, parallel: bool, work: F) -> Result<Vec<T>, E>
+where
+    T: Send,
+    E: Send,
+    F: Fn(usize) -> Result<T, E> + Sync,
+{
+    use rayon::prelude::*;
+    let pool = if parallel && n >= 2 { pool() } else { None };
+    let Some(pool) = pool else {
+        return (0..n).map(&work).collect();
+    };
+    let tried: Vec<Option<Result<T, E>>> = pool.install(|| {
+        (0..n)
+            .into_par_iter()
+            .with_max_len(1)
+            .map(|i| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(i))).ok())
+            .collect()
+    });
+    tried
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| r.unwrap_or_else(|| work(i)))
+        .collect()
+}
+
+/// [`for_each`] for work that cannot fail: `work(i)` for every `i` in `0..n`, in index order.
+pub fn map_each<T, F>(n: usize, parallel: bool, work: F) -> Vec<T>
+where
+    T: Send,
+    F: Fn(usize) -> T + Sync,
+{
+    match for_each(n, parallel, |i| Ok::<T, std::convert::Infallible>(work(i))) {
+        Ok(all) => all,
+        Err(never) => match never {},
+    }
+}
+
+/// The process's worker threads for large contents: [`threads`] of them, started at the first
+/// parallel [`for_each`] and kept. Why kept: starting and joining seven threads cost about
+/// 0.3 ms on the 16-core GPU machine, and a large content's store runs five parallel steps,
+/// so a buffer-heavy capture spent about half its store time starting threads.
+/// None in a child forked after the pool started (its threads are not there; the child
+/// works serially), on one core, and on a thread whose thread-locals are being destroyed
+/// (the shim may store from an application's `clFinish` run by a destructor at exit).
+fn pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<(u32, rayon::ThreadPool)>> = OnceLock::new();
+    thread_local! {
+        /// Readable while this thread's thread-locals live (see [`pool`]).
+        static ALIVE: Alive = const { Alive };
+    }
+    struct Alive;
+    impl Drop for Alive {
+        fn drop(&mut self) {}
+    }
+    if threads() < 2 || ALIVE.try_with(|_| ()).is_err() {
+        return None;
+    }
+    let (pid, pool) = POOL
+        .get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads())
+                .thread_name(|i| format!("cltrap-work-{i}"))
+                .build()
+                .ok()
+                .map(|p| (std::process::id(), p))
+        })
+        .as_ref()?;
+    (*pid == std::process::id()).then_some(pool)
+}
