@@ -172,6 +172,10 @@ def machine(platform=None):
 
 
 def _git_commit():
+    # BENCH_COMMIT: the commit of binaries measured where the checkout's git is not that
+    # commit (the device machine's copy of the working tree).
+    if os.environ.get("BENCH_COMMIT"):
+        return os.environ["BENCH_COMMIT"]
     try:
         return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, timeout=30).stdout.strip() or None
