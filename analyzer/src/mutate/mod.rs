@@ -685,22 +685,8 @@ fn prepare(
             r.detail = why.clone();
         }
     };
-    let write = |name: &str, text: &str| -> Result<PathBuf, MutateError> {
-        let p = opts.out_dir.join("src").join(name);
-        std::fs::write(&p, text).map_err(io(&p))?;
-        Ok(p)
-    };
-    let result = |results: Vec<MutantResult>| ProgramResult {
-        program: plan.hash.clone(),
-        file: file.clone(),
-        source: plan.source.clone(),
-        kernels: plan
-            .kernels
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        mutants: results,
-    };
+    let write = |name: &str, text: &str| write_source(opts, name, text);
+    let result = |results: Vec<MutantResult>| program_result(plan, &file, results);
 
     // The base program every test runs the original with: the schema, or (per-mutant mode)
     // the original with the same extra parameters.
@@ -956,22 +942,8 @@ fn finish_program(
         schema_checks: _,
         cov_note_at: _,
     } = p;
-    let write = |name: &str, text: &str| -> Result<PathBuf, MutateError> {
-        let p = opts.out_dir.join("src").join(name);
-        std::fs::write(&p, text).map_err(io(&p))?;
-        Ok(p)
-    };
-    let result = |results: Vec<MutantResult>| ProgramResult {
-        program: plan.hash.clone(),
-        file: file.clone(),
-        source: plan.source.clone(),
-        kernels: plan
-            .kernels
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        mutants: results,
-    };
+    let write = |name: &str, text: &str| write_source(opts, name, text);
+    let result = |results: Vec<MutantResult>| program_result(plan, &file, results);
     let permuted_path = permuted_path.map(|p| (p, ()));
     let mut tests: BTreeMap<String, Vec<TestRef>> = BTreeMap::new();
     let mut inputs: Vec<(String, Vec<u64>, Option<Vec<u64>>)> = Vec::new();
@@ -1201,6 +1173,28 @@ impl CoverageRun {
                 None
             }
         }
+    }
+}
+
+/// Writes a program's source (original, schema or mutant) as `<out>/src/<name>`.
+fn write_source(opts: &MutateOptions, name: &str, text: &str) -> Result<PathBuf, MutateError> {
+    let p = opts.out_dir.join("src").join(name);
+    std::fs::write(&p, text).map_err(io(&p))?;
+    Ok(p)
+}
+
+/// A program's part of the report, with the verdicts `results` of its mutants.
+fn program_result(plan: &Plan, file: &str, results: Vec<MutantResult>) -> ProgramResult {
+    ProgramResult {
+        program: plan.hash.clone(),
+        file: file.to_string(),
+        source: plan.source.clone(),
+        kernels: plan
+            .kernels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        mutants: results,
     }
 }
 
