@@ -1,7 +1,8 @@
 //! Runs the front-end and both passes over kernel files and checks the rewritten sources still
 //! compile: `cargo run -p cltrap-kernel --example check -- [-o OPTIONS] FILE...`.
 use cltrap_kernel::coverage::{instrument_coverage, CoverageOptions};
-use cltrap_kernel::frontend::{compile_errors, diagnostics, parse_with, ParseOptions};
+use cltrap_kernel::frontend::{compile_errors, diagnostics, ParseOptions};
+use cltrap_kernel::parse_with;
 use cltrap_kernel::permute::permute_schedule;
 
 fn check(path: &str, opts: &ParseOptions) -> Result<String, String> {
