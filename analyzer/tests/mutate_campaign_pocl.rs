@@ -188,6 +188,46 @@ fn two_pocl_devices_share_the_units_and_give_the_same_reports() {
     assert_eq!(devices.len(), 2, "units on both devices: {devices:?}");
 }
 
+/// Ctrl-C while the original runs on the test cases (the first of mutate's two campaigns)
+/// ends the command as an interrupted campaign does: exit 130, saying `--resume` goes on; and
+/// `--resume` then writes the report of one plain run.
+#[test]
+fn ctrl_c_during_the_test_cases_exits_130_and_resume_finishes() {
+    let f = wide_suite("campaign-cases-sigint", 60);
+    let (out, _, _) = single(&f, &[]);
+    let dir = f.dir.join("interrupted");
+    let report = f.dir.join("interrupted.json");
+    let a = args(&f, &report, &["--campaign-dir", dir.to_str().unwrap()]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cltrap"))
+        .args(&a)
+        .envs(ENV.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while units_of(&journal(&dir.join("cases"))).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(300), "no test case finished");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: signals a child this test started.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let ended = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&ended.stderr);
+    let cases = units_of(&journal(&dir.join("cases"))).len();
+    if cases < 60 {
+        // Stopped among the test cases (on a fast machine the signal may land later).
+        assert_eq!(ended.status.code(), Some(130), "{err}");
+        assert!(err.contains("--resume"), "{err}");
+        assert!(!report.exists(), "no report from a run stopped before its mutants");
+    }
+    let mut again = a.clone();
+    again.push("--resume".into());
+    assert_eq!(run(&again, ENV), out, "the resumed run's terminal report");
+}
+
 /// A suite of `n` launches of `threshold.cl`.
 fn wide_suite(name: &str, n: usize) -> Fixture {
     let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());

@@ -167,4 +167,10 @@ pub trait Campaign {
     /// campaign whose unit list needs device work of its own can journal that work there and
     /// reuse it instead of doing it again. The default ignores them.
     fn folders(&mut self, _own: &std::path::Path, _earlier: &[PathBuf]) {}
+    /// What the units are, for a command that runs more than one campaign (mutate: its test
+    /// cases, then its mutants): the runner's lines on stderr name it. None: the command's one
+    /// campaign.
+    fn phase(&self) -> Option<&'static str> {
+        None
+    }
 }

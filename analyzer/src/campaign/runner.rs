@@ -80,7 +80,18 @@ pub fn drive(
     }
     let earlier = if flags.resume { vec![dir.clone()] } else { Vec::new() };
     c.folders(&dir, &earlier);
-    let units = c.units()?;
+    INTERRUPT.store(false, Ordering::SeqCst);
+    let units = match c.units() {
+        Ok(u) => u,
+        // Units that come from a campaign of their own (mutate's test cases), which Ctrl-C
+        // stopped: this run ends as an interrupted one, having said why.
+        Err(e) if INTERRUPT.load(Ordering::SeqCst) => {
+            eprintln!("cltrap: {e}");
+            return Ok(INTERRUPTED);
+        }
+        Err(e) => return Err(e),
+    };
+    let phase = c.phase().map(|p| format!("{p}: ")).unwrap_or_default();
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
     let header = Header {
@@ -160,7 +171,7 @@ pub fn drive(
     if flags.devices.is_some() {
         let names: Vec<&str> = pins.iter().flatten().map(|p| p.name.as_str()).collect();
         eprintln!(
-            "cltrap: {} worker(s) on {} device(s): {}",
+            "cltrap: {phase}{} worker(s) on {} device(s): {}",
             pins.len() * flags.workers_per_device,
             pins.len(),
             names.join(", ")
@@ -190,7 +201,7 @@ pub fn drive(
             }
         }
         if flags.devices.is_some() {
-            eprintln!("cltrap: {}", stats.line());
+            eprintln!("cltrap: {phase}{}", stats.line());
         }
     }
     let results: Vec<(Unit, Finished)> = mine

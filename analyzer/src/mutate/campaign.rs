@@ -198,6 +198,10 @@ impl Campaign for MutateCampaign {
         "mutate"
     }
 
+    fn phase(&self) -> Option<&'static str> {
+        Some("mutants")
+    }
+
     fn units(&mut self) -> Result<Vec<Unit>, String> {
         let capture = self
             .capture

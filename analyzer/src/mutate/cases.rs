@@ -456,6 +456,9 @@ impl Campaign for CaseCampaign {
     fn command(&self) -> &'static str {
         "mutate"
     }
+    fn phase(&self) -> Option<&'static str> {
+        Some("test cases")
+    }
     fn units(&mut self) -> Result<Vec<Unit>, String> {
         Ok(self.units.clone())
     }
