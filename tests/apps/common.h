@@ -104,6 +104,17 @@ static void open_queue(cl_device_id *dev, cl_context *ctx, cl_command_queue *q) 
     CHECK_ERR(err);
 }
 
+/* An integer hash (a finaliser of MurmurHash3's kind): incompressible words from a counter,
+ * computed alike by a fixture's kernel and its host-side model. */
+static inline cl_uint mix(cl_uint x) {
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+}
+
 /* Builds a program from source text (`what` names it in the message), printing the build log
  * on failure. */
 static cl_program build_source(cl_context ctx, cl_device_id dev, const char *src,

@@ -6,25 +6,13 @@
 
 enum { WORDS = 1 << 20, SLICE = 1 << 14 };
 
-static cl_uint mix(cl_uint x) {
-    x ^= x >> 16;
-    x *= 0x7feb352dU;
-    x ^= x >> 15;
-    x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
-
 int main(int argc, char **argv) {
     int rounds = argc > 1 ? atoi(argv[1]) : 24;
-    cl_platform_id plat;
     cl_device_id dev;
-    pick_device(&plat, &dev);
+    cl_context ctx;
+    cl_command_queue q;
+    open_queue(&dev, &ctx, &q);
     cl_int err;
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    CHECK_ERR(err);
-    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
-    CHECK_ERR(err);
     cl_program p = build_program(ctx, dev, "slices.cl", "");
     cl_kernel band = make_kernel(p, "band");
     cl_uint *host = malloc(sizeof(cl_uint) * WORDS);
