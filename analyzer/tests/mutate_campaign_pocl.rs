@@ -79,6 +79,26 @@ fn units_of(j: &[Value]) -> Vec<&Value> {
     j.iter().filter(|l| l.get("unit").is_some()).collect()
 }
 
+/// The campaign `a` started in the background (its stderr to `stderr`).
+fn spawn(a: &[String], stderr: std::process::Stdio) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_cltrap"))
+        .args(a)
+        .envs(ENV.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until the journal in `dir` holds a finished unit.
+fn wait_for_a_unit(dir: &Path) {
+    let start = Instant::now();
+    while units_of(&journal(dir)).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(300), "no unit finished in {}", dir.display());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// A plain run's terminal report and mutation JSON, and its unit count.
 fn single(f: &Fixture, extra: &[&str]) -> (String, String, usize) {
     let json = f.dir.join("single.json");
@@ -133,23 +153,9 @@ fn a_run_killed_partway_and_resumed_writes_the_reports_of_one_run() {
     let report = f.dir.join("resumed.json");
     let mut a = args(&f, &report, &["--campaign-dir", dir.to_str().unwrap()]);
     a.extend(slow.iter().map(|s| s.to_string()));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cltrap"))
-        .args(&a)
-        .envs(ENV.iter().copied())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(&a, std::process::Stdio::null());
     // Killed once some but not all units finished.
-    let start = Instant::now();
-    loop {
-        let n = units_of(&journal(&dir)).len();
-        if n >= 1 {
-            break;
-        }
-        assert!(start.elapsed() < Duration::from_secs(300), "no unit finished");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_a_unit(&dir);
     child.kill().unwrap();
     child.wait().unwrap();
     let before = units_of(&journal(&dir)).len();
@@ -198,18 +204,8 @@ fn ctrl_c_during_the_test_cases_exits_130_and_resume_finishes() {
     let dir = f.dir.join("interrupted");
     let report = f.dir.join("interrupted.json");
     let a = args(&f, &report, &["--campaign-dir", dir.to_str().unwrap()]);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cltrap"))
-        .args(&a)
-        .envs(ENV.iter().copied())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while units_of(&journal(&dir.join("cases"))).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(300), "no test case finished");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let child = spawn(&a, std::process::Stdio::piped());
+    wait_for_a_unit(&dir.join("cases"));
     // SAFETY: signals a child this test started.
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGINT);
