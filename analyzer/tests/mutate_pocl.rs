@@ -810,3 +810,85 @@ fn a_mutant_of_a_conditional_ending_in_a_vector_literal_lives_in_the_schema_quie
         "{out}"
     );
 }
+
+/// A worker loads a test case only when the mutant reaches it: a mutant killed by the first
+/// test case is KILLED even when a later one could not be loaded (here: its derived input is
+/// missing), because that test case is never read. Loading every test case before the first
+/// run cost a worker seconds at its start and after each restart on a large capture.
+#[test]
+fn a_worker_loads_a_test_case_only_when_the_mutant_reaches_it() {
+    use cltrap_analyzer::executor::DeviceSelector;
+    use cltrap_analyzer::mutate::worker::{Evaluator, Job, TestRef};
+    let mut f = threshold_suite("lazy-tests", &[1, 9]);
+    f.launch(
+        "../mutate/threshold.cl",
+        "threshold",
+        &[2],
+        None,
+        None,
+        vec![
+            A::Buf("in", "int*", i32s(&[3, 7])),
+            A::Buf("out", "int*", i32s(&[0, 0])),
+            int("t", 5),
+        ],
+    );
+    let dir = f.dir.clone();
+    drop(f);
+    let capture = cltrap_capture::Capture::open(&dir).unwrap();
+    assert_eq!(capture.launches.len(), 2);
+    let first = &capture.launches[0];
+    // The mutant: `<` turned into `>=`, wrong on every element.
+    let source = dir.join("mutant.cl");
+    std::fs::write(
+        &source,
+        kernel_source("../mutate/threshold.cl")
+            .replace("in[i] < t", "in[i] >= t")
+            // The schema's extra parameters: the mutant selector and the watchdog's words.
+            .replace("int t)", "int t, uint cltrap_sel, __global uint* cltrap_wd)"),
+    )
+    .unwrap();
+    let test = |launch: u64, derived: BTreeMap<u32, std::path::PathBuf>| TestRef {
+        launch,
+        seeds: vec![],
+        unguarded: false,
+        derived,
+    };
+    let job = Job {
+        capture: dir.clone(),
+        program: first.program.clone(),
+        source: source.clone(),
+        permuted: None,
+        extra_options: String::new(),
+        cache: false,
+        mutant: 0,
+        kernel_names: BTreeMap::new(),
+        reference: source,
+        reference_permuted: None,
+        barrier_loops: false,
+        launch: None,
+        tests: vec![
+            test(first.id, BTreeMap::new()),
+            test(
+                capture.launches[1].id,
+                BTreeMap::from([(0, dir.join("no-such-derived-input"))]),
+            ),
+        ],
+        repeats: 1,
+        ulp: 0,
+    };
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let r = Evaluator::new().evaluate(&job, &DeviceSelector::default(), &|_| {});
+    assert_eq!(
+        format!("{:?}", r.status),
+        "Killed",
+        "{:?}: {}",
+        r.status,
+        r.detail
+    );
+    assert!(r.detail.contains(&format!("launch {}", first.id)), "{}", r.detail);
+    // The same missing input in the test case run first is the job's error.
+    let mut job = job;
+    job.tests.swap(0, 1);
+    let r = Evaluator::new().evaluate(&job, &DeviceSelector::default(), &|_| {});
+    assert!(r.detail.contains("no-such-derived-input"), "{:?}: {}", r.status, r.detail);
+}

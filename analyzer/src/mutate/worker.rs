@@ -283,11 +283,6 @@ impl WorkerState {
         if let Err(r) = self.build(job, &job.source, alive) {
             return r;
         }
-        for t in &job.tests {
-            if let Err(r) = self.load(job, t) {
-                return r;
-            }
-        }
         let seeded = job.tests.iter().any(|t| !t.seeds.is_empty());
         if let Some(pp) = &job.permuted {
             if seeded {
@@ -306,13 +301,20 @@ impl WorkerState {
                 }
             }
         }
-        let Some(session) = self.session.as_ref() else {
-            return result(Status::RuntimeError, "no device", 0);
-        };
         let mut runs = 0u32;
         let mut undecided: Option<String> = None;
         let mut any_test = false;
         for t in &job.tests {
+            // Test cases are loaded as they come: most mutants die on the first, and a worker
+            // that loaded every test case before its first run paid for all of them (seconds
+            // on a large capture) at its start and after every restart.
+            if let Err(mut r) = self.load(job, t) {
+                r.runs = runs;
+                return r;
+            }
+            let Some(session) = self.session.as_ref() else {
+                return result(Status::RuntimeError, "no device", runs);
+            };
             let Some(loaded) = self.launches.get(&(job.capture.clone(), t.launch)) else {
                 continue;
             };
