@@ -31,6 +31,7 @@ pub mod export;
 pub mod fuzz;
 pub mod generalise;
 pub mod headers;
+pub mod heap;
 pub mod html;
 pub mod ids;
 pub mod launcher;

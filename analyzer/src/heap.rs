@@ -1,0 +1,36 @@
+//! The `cltrap` process's allocator settings (never the application's: the shim does not
+//! call this, and `mallopt` does not outlive an `exec`).
+//!
+//! Analyses allocate and free buffers of the same large sizes launch after launch (restored
+//! inputs, read-back outputs, guard zones, expected contents: hundreds of kB to MBs). With
+//! glibc's defaults such a block is its own `mmap`, unmapped again at `free`, or heap that
+//! `free` trims back to the kernel, so every launch paid the page faults and the kernel's
+//! zeroing of its memory anew: two thirds of a `check` worker's time on a 798-launch
+//! Gaussian elimination on PoCL, where the run itself is milliseconds. Serving blocks up to
+//! glibc's largest mmap threshold (32 MiB) from the heap, and keeping up to 256 MiB of freed
+//! heap, lets the next launch reuse pages already mapped (`tests/heap_faults_pocl.rs` counts
+//! the page faults of a `check`).
+
+/// Blocks at least this large are still mapped on their own (glibc's maximum on 64-bit).
+pub const MMAP_THRESHOLD: i32 = 32 << 20;
+/// Freed heap kept mapped at its top before `free` returns memory to the kernel.
+pub const TRIM_THRESHOLD: i32 = 256 << 20;
+
+/// Applies the settings above to this process; `false` when the C library refused one of
+/// them (another C library, or limits changed), in which case the defaults stay: slower, not
+/// wrong.
+pub fn keep_freed_memory() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallopt only changes the allocator's parameters; both values are within
+        // the ranges glibc documents.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+                && libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
