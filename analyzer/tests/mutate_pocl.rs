@@ -892,3 +892,59 @@ fn a_worker_loads_a_test_case_only_when_the_mutant_reaches_it() {
     let r = Evaluator::new().evaluate(&job, &DeviceSelector::default(), &|_| {});
     assert!(r.detail.contains("no-such-derived-input"), "{:?}: {}", r.status, r.detail);
 }
+
+/// A worker killed by a mutant's endless loop is replaced by a spare that was started and
+/// warmed up while the units ran (`campaign::runner`): from the second death on, the
+/// replacement is ready (four deaths: at least two spares used), and the verdicts are those
+/// of fresh workers.
+#[test]
+fn workers_killed_by_endless_loops_are_replaced_by_warm_spares() {
+    let mut f = fixture("spares");
+    f.launch(
+        "../mutate/two_loops.cl",
+        "two_loops",
+        &[4],
+        None,
+        None,
+        vec![
+            A::Buf("in", "uint*", u32s(&[6, 7, 27, 9])),
+            A::Buf("out", "uint*", u32s(&[0; 4])),
+        ],
+    );
+    let campaign = f.dir.join("spares-campaign");
+    let (out, m) = mutate(
+        &f,
+        &[
+            "--operators",
+            "condition",
+            "--loop-budget",
+            "4000000000",
+            "--timeout-ms",
+            "1000",
+            "--jobs",
+            "1",
+            "--campaign-dir",
+            campaign.to_str().unwrap(),
+        ],
+    );
+    let s = statuses(&m);
+    let hung: Vec<&String> = s
+        .iter()
+        .filter(|(k, _)| k.ends_with(" 1"))
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(hung.len(), 4, "{s:?}\n{out}");
+    assert!(hung.iter().all(|v| *v == "TIMEOUT"), "{s:?}\n{out}");
+    assert!(
+        s.iter().filter(|(k, _)| k.ends_with(" 0")).all(|(_, v)| v == "KILLED"),
+        "{s:?}\n{out}"
+    );
+    let stats: Value =
+        serde_json::from_str(&std::fs::read_to_string(campaign.join("stats.json")).unwrap())
+            .unwrap();
+    assert!(
+        stats["spares_used"].as_u64().unwrap() >= 2,
+        "a later death was met by a spare: {stats}\n{out}"
+    );
+    assert_eq!(stats["workers"].as_u64(), Some(1), "{stats}");
+}

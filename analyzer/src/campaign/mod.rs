@@ -132,6 +132,11 @@ pub trait Campaign {
     fn units(&mut self) -> Result<Vec<Unit>, String>;
     /// The longest silence of a worker on one unit.
     fn deadline(&self) -> Duration;
+    /// Prepares this worker for units like `like` (opens the device, reads the inputs,
+    /// builds the program) without running it: the runner keeps a warmed spare worker to
+    /// replace one that dies. Failures are left for the unit that meets them to report. The
+    /// default prepares nothing.
+    fn warm_up(&mut self, _like: &Unit, _cx: &UnitContext) {}
     /// Runs one unit in this process (a worker). `Err` is a failure of the unit that the
     /// analysis could not express in its result; it is recorded like [`Lost::Crashed`].
     fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String>;

@@ -1,6 +1,7 @@
 //! The one protocol between the runner and its workers: JSON lines.
 //!
-//! The runner writes one [`ToWorker`] per line on the worker's stdin. The worker answers on
+//! The runner writes one [`ToWorker`] per line on the worker's stdin: a unit to run, or
+//! one to get ready for without running it (`warm`: no answer). The worker answers each unit on
 //! its stdout with [`FromWorker`] lines: `alive` to restart the unit's deadline, then `done`
 //! or `failed`. Lines of stdout that are not protocol lines (a kernel's `printf`, a driver's
 //! chatter) are passed on to the runner's stderr, so they never corrupt the exchange.
@@ -9,11 +10,16 @@ use super::Unit;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A unit for the worker to run.
+/// What the runner asks of a worker.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct ToWorker {
-    /// The unit.
-    pub run: Unit,
+#[serde(rename_all = "snake_case")]
+pub enum ToWorker {
+    /// Run this unit (`{"run": unit}`).
+    Run(Unit),
+    /// Get ready for units like this one (open the device, read the inputs, build the
+    /// program) without running it: a spare worker started ahead of need, so that replacing
+    /// a dead one costs nothing. No answer (`{"warm": unit}`).
+    Warm(Unit),
 }
 
 /// What a worker says.
@@ -74,6 +80,20 @@ impl FromWorker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_unit_and_a_warm_up_are_told_apart_on_the_wire() {
+        let u = Unit {
+            id: "launch-1".into(),
+            payload: Value::Null,
+        };
+        let line = serde_json::to_string(&ToWorker::Run(u.clone())).unwrap();
+        assert_eq!(line, r#"{"run":{"id":"launch-1","payload":null}}"#);
+        assert!(matches!(serde_json::from_str(&line).unwrap(), ToWorker::Run(v) if v == u));
+        let warm = serde_json::to_string(&ToWorker::Warm(u.clone())).unwrap();
+        assert_eq!(warm, r#"{"warm":{"id":"launch-1","payload":null}}"#);
+        assert!(matches!(serde_json::from_str(&warm).unwrap(), ToWorker::Warm(v) if v == u));
+    }
 
     #[test]
     fn lines_round_trip_and_other_output_is_not_protocol() {

@@ -253,6 +253,17 @@ pub struct Stats {
     pub idle_fraction: f64,
     /// Units per device, by the device's name.
     pub per_device: BTreeMap<String, usize>,
+    /// Worker processes started, spares included.
+    pub started: usize,
+    /// Dead workers replaced by a spare that was already warm.
+    pub spares_used: usize,
+}
+
+/// What the slots count for [`Stats`].
+#[derive(Default)]
+struct Starts {
+    started: AtomicUsize,
+    spares_used: AtomicUsize,
 }
 
 impl Stats {
@@ -345,6 +356,7 @@ fn run_units(
     let stop = Arc::new(AtomicBool::new(false));
     // Units without a final result: slots wait for a retried unit while it is not zero.
     let pending = Arc::new(AtomicUsize::new(total));
+    let starts = Arc::new(Starts::default());
     let mut retried: HashSet<String> = HashSet::new();
     let _ctrl_c = CtrlC::install();
     let bar = indicatif::ProgressBar::with_draw_target(
@@ -366,13 +378,14 @@ fn run_units(
         let tx = tx.clone();
         let stop = stop.clone();
         let pending = pending.clone();
+        let starts = starts.clone();
         let run = Run {
             exe: run.exe.clone(),
             args: run.args.clone(),
             deadline: run.deadline,
         };
         handles.push(std::thread::spawn(move || {
-            slot_loop(&run, pin, &queue, &tx, &stop, &pending)
+            slot_loop(&run, pin, &queue, &tx, &stop, &pending, &starts)
         }));
     }
     drop(tx);
@@ -441,6 +454,8 @@ fn run_units(
         return Err(f);
     }
     stats.wall_s = began.elapsed().as_secs_f64();
+    stats.started = starts.started.load(Ordering::SeqCst);
+    stats.spares_used = starts.spares_used.load(Ordering::SeqCst);
     let capacity = stats.wall_s * slots as f64;
     stats.idle_fraction = if capacity > 0.0 {
         (1.0 - stats.busy_s / capacity).clamp(0.0, 1.0)
@@ -499,6 +514,51 @@ impl Worker {
         })
     }
 
+    /// Sends `msg` on the worker's stdin.
+    fn send(&mut self, msg: &ToWorker) -> std::io::Result<()> {
+        let mut line = serde_json::to_string(msg).map_err(std::io::Error::other)?;
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes())?;
+        self.stdin.flush()
+    }
+
+    /// A worker started and told to get ready for units like `like` (a spare).
+    fn warmed(run: &Run, pin: &Option<Pinned>, like: &Unit) -> Option<Worker> {
+        let mut w = Worker::start(run, pin).ok()?;
+        match w.send(&ToWorker::Warm(like.clone())) {
+            Ok(()) => Some(w),
+            Err(_) => {
+                w.kill();
+                None
+            }
+        }
+    }
+
+    /// Ends the worker: closing stdin ends it between units (it cleans up: temporary
+    /// folders, the device); one still running a unit after Ctrl-C, or slow to end, is
+    /// stopped.
+    fn close(self, stop: &AtomicBool) {
+        let Worker {
+            mut child, stdin, ..
+        } = self;
+        drop(stdin);
+        let ending = Instant::now();
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) if stop.load(Ordering::SeqCst) || ending.elapsed() > EXIT_GRACE => {
+                    // SAFETY: as in `Worker::kill`.
+                    unsafe {
+                        libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+                    }
+                    let _ = child.wait();
+                    break;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    }
+
     /// Kills the worker and the processes of its group.
     fn kill(mut self) -> String {
         // SAFETY: signals the worker's own process group (it was started as its leader).
@@ -522,6 +582,11 @@ fn describe(s: std::process::ExitStatus) -> String {
 }
 
 /// One worker slot: takes units from the queue until it is empty or the campaign stops.
+///
+/// Once a worker of the slot has died (a crash, a hang: mutants that loop forever kill
+/// theirs one after the other), the slot keeps a spare: started and warmed up
+/// ([`ToWorker::Warm`]) while the units run, so the next replacement has its device open and
+/// its inputs read instead of paying for them inside a unit.
 fn slot_loop(
     run: &Run,
     pin: Option<Pinned>,
@@ -529,9 +594,12 @@ fn slot_loop(
     tx: &Sender<Outcome>,
     stop: &AtomicBool,
     pending: &AtomicUsize,
+    starts: &Starts,
 ) {
     let device = pin.as_ref().map(|p| p.name.clone()).unwrap_or_default();
     let mut worker: Option<Worker> = None;
+    let mut spare: Option<Worker> = None;
+    let mut lost_one = false;
     loop {
         if stop.load(Ordering::SeqCst) {
             break;
@@ -555,22 +623,31 @@ fn slot_loop(
             )
         };
         if worker.is_none() {
-            match Worker::start(run, &pin) {
+            let next = match spare.take() {
+                Some(w) => {
+                    starts.spares_used.fetch_add(1, Ordering::SeqCst);
+                    Ok(w)
+                }
+                None => Worker::start(run, &pin).inspect(|_| {
+                    starts.started.fetch_add(1, Ordering::SeqCst);
+                }),
+            };
+            match next {
                 Ok(w) => worker = Some(w),
                 Err(e) => {
                     let _ = tx.send(lost(Lost::Crashed(e)));
                     continue;
                 }
             }
+            if lost_one {
+                spare = Worker::warmed(run, &pin, &unit);
+                if spare.is_some() {
+                    starts.started.fetch_add(1, Ordering::SeqCst);
+                }
+            }
         }
         let Some(w) = worker.as_mut() else { continue };
-        let mut line = serde_json::to_string(&ToWorker { run: unit.clone() }).unwrap_or_default();
-        line.push('\n');
-        if w.stdin
-            .write_all(line.as_bytes())
-            .and_then(|_| w.stdin.flush())
-            .is_err()
-        {
+        if w.send(&ToWorker::Run(unit.clone())).is_err() {
             let why = worker.take().map(Worker::kill).unwrap_or_default();
             let _ = tx.send(lost(Lost::Crashed(why)));
             continue;
@@ -613,6 +690,7 @@ fn slot_loop(
                 }
             }
         };
+        lost_one |= worker.is_none();
         match outcome {
             Some(o) => {
                 if tx.send(o).is_err() {
@@ -622,28 +700,8 @@ fn slot_loop(
             None => break,
         }
     }
-    if let Some(w) = worker {
-        // Closing stdin ends a worker between units (it cleans up: temporary folders, the
-        // device); one still running a unit after Ctrl-C, or slow to end, is stopped.
-        let Worker {
-            mut child, stdin, ..
-        } = w;
-        drop(stdin);
-        let ending = Instant::now();
-        loop {
-            match child.try_wait() {
-                Ok(Some(_)) | Err(_) => break,
-                Ok(None) if stop.load(Ordering::SeqCst) || ending.elapsed() > EXIT_GRACE => {
-                    // SAFETY: as in `Worker::kill`.
-                    unsafe {
-                        libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
-                    }
-                    let _ = child.wait();
-                    break;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            }
-        }
+    for w in [worker, spare].into_iter().flatten() {
+        w.close(stop);
     }
 }
 
@@ -671,16 +729,25 @@ fn serve(c: &mut dyn Campaign, base: &DeviceSelector) -> Result<u8, String> {
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
-        let Ok(msg) = serde_json::from_str::<ToWorker>(&line) else {
-            continue;
+        let unit = match serde_json::from_str::<ToWorker>(&line) {
+            Ok(ToWorker::Run(unit)) => unit,
+            Ok(ToWorker::Warm(like)) => {
+                let cx = UnitContext {
+                    device: &device,
+                    alive: &|| {},
+                };
+                c.warm_up(&like, &cx);
+                continue;
+            }
+            Err(_) => continue,
         };
-        let id = msg.run.id.clone();
+        let id = unit.id.clone();
         let alive = || say(FromWorker::line(&id, Event::Alive));
         let cx = UnitContext {
             device: &device,
             alive: &alive,
         };
-        let event = match c.run_unit(&msg.run, &cx) {
+        let event = match c.run_unit(&unit, &cx) {
             Ok(result) => Event::Done {
                 result,
                 device: name.clone(),

@@ -246,6 +246,16 @@ impl Campaign for MutateCampaign {
         }
     }
 
+    fn warm_up(&mut self, like: &Unit, cx: &UnitContext) {
+        if like.id.starts_with("case-") || like.id.starts_with("schema-") {
+            if let Ok(job) = serde_json::from_value::<super::cases::CaseJob>(like.payload.clone()) {
+                self.cases.prepare(&job, cx.device);
+            }
+        } else if let Ok(p) = serde_json::from_value::<Payload>(like.payload.clone()) {
+            self.evaluator.prepare(&p.job, cx.device);
+        }
+    }
+
     fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String> {
         if unit.id.starts_with("case-") || unit.id.starts_with("schema-") {
             let job: super::cases::CaseJob = serde_json::from_value(unit.payload.clone())

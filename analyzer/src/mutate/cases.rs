@@ -161,6 +161,50 @@ pub struct CaseEvaluator {
 }
 
 impl CaseEvaluator {
+    fn key(job: &CaseJob) -> (PathBuf, String, PathBuf, bool) {
+        (
+            job.capture.clone(),
+            job.program.clone(),
+            job.base.clone(),
+            job.schema_check,
+        )
+    }
+
+    /// Opens the device and the capture of `job` and builds its programs, where not done
+    /// yet; the capture.
+    fn ready(
+        &mut self,
+        job: &CaseJob,
+        device: &DeviceSelector,
+        alive: &dyn Fn(),
+    ) -> Result<&'static Capture, String> {
+        if self.session.is_none() {
+            self.session = Some(Session::open(device).map_err(|e| e.to_string())?);
+        }
+        let capture: &'static Capture = match self.captures.get(&job.capture) {
+            Some(c) => c,
+            None => {
+                let c = Capture::open_keeping_damaged(&job.capture).map_err(|e| e.to_string())?;
+                let c: &'static Capture = Box::leak(Box::new(c));
+                self.captures.insert(job.capture.clone(), c);
+                c
+            }
+        };
+        let session = self.session.as_ref().ok_or("no device")?;
+        let key = Self::key(job);
+        if !self.builds.contains_key(&key) {
+            let b = build(capture, session, job, alive);
+            self.builds.insert(key, b);
+        }
+        Ok(capture)
+    }
+
+    /// Gets ready for cases like `job` without running one (a spare worker): the device, the
+    /// capture and the builds. A failure is left for the case that meets it.
+    pub fn prepare(&mut self, job: &CaseJob, device: &DeviceSelector) {
+        let _ = self.ready(job, device, &|| {});
+    }
+
     /// Checks one test case on `device`; `alive` is called after each compile and before
     /// each run.
     pub fn run(&mut self, job: &CaseJob, device: &DeviceSelector, alive: &dyn Fn()) -> CaseResult {
@@ -170,36 +214,14 @@ impl CaseEvaluator {
                 job.launch, job.kernel
             ))
         };
-        if self.session.is_none() {
-            match Session::open(device) {
-                Ok(s) => self.session = Some(s),
-                Err(e) => return not_case(e.to_string()),
-            }
-        }
-        let capture: &'static Capture = match self.captures.get(&job.capture) {
-            Some(c) => c,
-            None => match Capture::open_keeping_damaged(&job.capture) {
-                Ok(c) => {
-                    let c: &'static Capture = Box::leak(Box::new(c));
-                    self.captures.insert(job.capture.clone(), c);
-                    c
-                }
-                Err(e) => return not_case(e.to_string()),
-            },
+        let capture = match self.ready(job, device, alive) {
+            Ok(c) => c,
+            Err(e) => return not_case(e),
         };
         let Some(session) = self.session.as_ref() else {
             return not_case("no device".into());
         };
-        let key = (
-            job.capture.clone(),
-            job.program.clone(),
-            job.base.clone(),
-            job.schema_check,
-        );
-        if !self.builds.contains_key(&key) {
-            let b = build(capture, session, job, alive);
-            self.builds.insert(key.clone(), b);
-        }
+        let key = Self::key(job);
         let Some(builds) = self.builds.get(&key) else {
             return not_case("no build".into());
         };

@@ -255,11 +255,12 @@ impl WorkerState {
         Ok(())
     }
 
-    fn job(&mut self, job: &Job, device: &DeviceSelector, alive: &dyn Fn(bool)) -> JobResult {
+    /// Opens the device and the capture of `job` where they are not open yet.
+    fn open(&mut self, job: &Job, device: &DeviceSelector) -> Result<(), JobResult> {
         if self.session.is_none() {
             match Session::open(device) {
                 Ok(s) => self.session = Some(s),
-                Err(e) => return result(Status::RuntimeError, e.to_string(), 0),
+                Err(e) => return Err(result(Status::RuntimeError, e.to_string(), 0)),
             }
         }
         if !self.captures.contains_key(&job.capture) {
@@ -268,8 +269,15 @@ impl WorkerState {
                 Ok(c) => {
                     self.captures.insert(job.capture.clone(), c);
                 }
-                Err(e) => return result(Status::RuntimeError, e.to_string(), 0),
+                Err(e) => return Err(result(Status::RuntimeError, e.to_string(), 0)),
             }
+        }
+        Ok(())
+    }
+
+    fn job(&mut self, job: &Job, device: &DeviceSelector, alive: &dyn Fn(bool)) -> JobResult {
+        if let Err(r) = self.open(job, device) {
+            return r;
         }
         let out = self.evaluate(job, alive);
         if !job.cache {
@@ -528,6 +536,19 @@ impl Evaluator {
     pub fn new() -> Evaluator {
         Evaluator {
             state: WorkerState::empty(),
+        }
+    }
+
+    /// Gets ready for jobs like `job` without running anything: opens the device and the
+    /// capture and, when `job` builds a program kept between jobs (a schema), builds it and
+    /// the reference. A failure is left for the job that meets it.
+    pub fn prepare(&mut self, job: &Job, device: &DeviceSelector) {
+        if self.state.open(job, device).is_err() || !job.cache {
+            return;
+        }
+        let _ = self.state.build(job, &job.source, &|_| {});
+        if job.barrier_loops {
+            let _ = self.state.build(job, &job.reference, &|_| {});
         }
     }
 
