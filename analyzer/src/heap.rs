@@ -1,5 +1,6 @@
 //! The `cltrap` process's allocator settings (never the application's: the shim does not
-//! call this, and `mallopt` does not outlive an `exec`).
+//! call this, and `mallopt` does not outlive an `exec`), applied when a session opens on a
+//! device whose kernels run outside this process (a GPU): [`session_opened`].
 //!
 //! Analyses allocate and free buffers of the same large sizes launch after launch (restored
 //! inputs, read-back outputs, guard zones, expected contents: hundreds of kB to MBs). With
@@ -10,6 +11,12 @@
 //! glibc's largest mmap threshold (32 MiB) from the heap, and keeping up to 256 MiB of freed
 //! heap, lets the next launch reuse pages already mapped (`tests/heap_faults_pocl.rs` counts
 //! the page faults of a `check`).
+//!
+//! Not where a CPU device's kernels run in this process (PoCL): there a kernel's stray write
+//! past a `__local` array (which has no guard zone) lands in memory the allocator placed.
+//! With glibc's defaults PoCL's per-thread local memory is a mapping of its own and such a
+//! write hits nothing that matters; served from the heap it can corrupt the heap, and a
+//! mutant's overflow then crashed the *next* mutant run in the same worker.
 
 /// Blocks at least this large are still mapped on their own (glibc's maximum on 64-bit).
 pub const MMAP_THRESHOLD: i32 = 32 << 20;
@@ -33,4 +40,21 @@ pub fn keep_freed_memory() -> bool {
     {
         false
     }
+}
+
+/// For tests only: when set, [`session_opened`] applies the settings on a CPU device too.
+pub const TEST_KNOB: &str = "CLTRAP_TEST_KEEP_FREED_MEMORY";
+
+static CPU_IN_PROCESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Called when a session opens: applies [`keep_freed_memory`] for a device whose kernels run
+/// elsewhere, unless a CPU device's kernels have run in this process (then nothing changes
+/// from there on). Returns whether the settings were applied by this call.
+pub fn session_opened(runs_in_this_process: bool) -> bool {
+    use std::sync::atomic::Ordering;
+    if runs_in_this_process && std::env::var_os(TEST_KNOB).is_none() {
+        CPU_IN_PROCESS.store(true, Ordering::SeqCst);
+        return false;
+    }
+    !CPU_IN_PROCESS.load(Ordering::SeqCst) && keep_freed_memory()
 }

@@ -540,7 +540,6 @@ fn build_campaign(args: &[String]) -> Result<Box<dyn Campaign>, String> {
 }
 
 fn main() -> ExitCode {
-    cltrap_analyzer::heap::keep_freed_memory();
     if let Some(code) = instrument_cmd::intercept() {
         return code;
     }

@@ -224,6 +224,7 @@ impl Session {
         // A device whose type cannot be read counts as a CPU device (the cautious answer).
         let cpu = cl3::device::get_device_info(device, opencl_sys::CL_DEVICE_TYPE)
             .map_or(true, |t| t.to_ulong() & opencl_sys::CL_DEVICE_TYPE_CPU != 0);
+        crate::heap::session_opened(cpu);
         Ok(Session {
             device,
             queue,
