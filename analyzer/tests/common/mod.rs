@@ -18,12 +18,29 @@ pub fn kernel_source(file: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// A test's own folder, `<target>/tmp/analysis/<name>-<pid>` (removed first if a run of the
+/// same process id left one): inside the build tree, not a name anyone may create in a shared
+/// `/tmp` first. Folders of earlier test processes that are no longer running are removed at
+/// the first call of each process, so runs do not pile up.
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "cltrap-analysis-test-{}-{name}",
-        std::process::id()
-    ));
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("analysis");
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let gone = name
+                .rsplit('-')
+                .next()
+                .and_then(|pid| pid.parse::<u32>().ok())
+                .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+            if gone {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    });
+    let d = base.join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::create_dir_all(&base);
     d
 }
 
