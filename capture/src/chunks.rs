@@ -23,8 +23,10 @@
 //!   *uncompressed* bytes) is `C`.
 //! * An encoded chunk: one encoding byte (`z`: zstd of the bytes; `s`: zstd of the bytes
 //!   shuffled by 4-byte lanes — all first bytes of each 4-byte word, then all second bytes,
-//!   ... which groups the exponent bytes of float data and compresses it better; chosen per
-//!   chunk on a sample), then the zstd frame.
+//!   ... which groups the exponent bytes of float data and compresses it better; `r`: the
+//!   bytes themselves, for data zstd would shrink by less than a tenth; chosen per chunk on
+//!   samples), then the zstd frame (`z`, `s`) or the raw bytes (`r`). Readers of every
+//!   version accept all three, so packs written before `r` existed read as they did.
 //!
 //! A reader checks every chunk against its digest and the reassembled content against `H`.
 
@@ -201,6 +203,12 @@ pub fn parse_index(text: &str) -> Result<(u64, Vec<ChunkRef>), String> {
 /// more than plain zstd does: the sample decides, so each chunk is compressed once.
 pub fn encode(chunk: &[u8]) -> std::io::Result<Vec<u8>> {
     let (tag, level) = encoding(chunk)?;
+    if tag == b'r' {
+        let mut out = Vec::with_capacity(chunk.len() + 1);
+        out.push(b'r');
+        out.extend_from_slice(chunk);
+        return Ok(out);
+    }
     let frame = if tag == b's' {
         compress(&shuffle4(chunk), level)?
     } else {
@@ -209,30 +217,54 @@ pub fn encode(chunk: &[u8]) -> std::io::Result<Vec<u8>> {
     Ok(tagged(tag, frame))
 }
 
-/// How [`encode`] stores `chunk`: its encoding byte and zstd level, from its first
-/// [`SAMPLE`] bytes. Noise (a sample zstd cannot shrink) is stored plain at
-/// [`NOISE_LEVEL`], about three times faster than at [`LEVEL`] for the same bytes (the same
-/// frame format: readers see no difference); float-like data is shuffled when that shrinks
-/// the sample more; the rest is plain at [`LEVEL`].
+/// How [`encode`] stores `chunk`: its encoding byte and zstd level, from samples of it.
+/// Data zstd cannot shrink by a tenth on the first [`SAMPLE`] bytes, nor (with the shuffle
+/// where it applies) on a sample from its middle and one from its end, is stored raw (`r`):
+/// compressing it would cost more time than the bytes it saves (a solver's float fields
+/// shrank by 7 %, and zstd was a fifth of their compaction). A chunk whose first sample is
+/// noise but whose other samples compress is stored plain at [`NOISE_LEVEL`], about three
+/// times faster than at [`LEVEL`] (the same frame format); float-like data is shuffled when
+/// that shrinks the first sample more; the rest is plain at [`LEVEL`].
 fn encoding(chunk: &[u8]) -> std::io::Result<(u8, i32)> {
     if chunk.len() < 2 * SAMPLE {
         return Ok((b'z', LEVEL));
     }
-    let sample = &chunk[..SAMPLE];
     let shufflable = chunk.len().is_multiple_of(4);
-    // Without the shuffle to weigh, telling noise apart needs only the fastest setting.
-    let plain = compress(sample, if shufflable { LEVEL } else { NOISE_LEVEL })?.len();
-    if plain * 50 >= SAMPLE * 49 {
-        return Ok((b'z', NOISE_LEVEL));
-    }
-    // Data plain zstd shrinks well stays plain.
-    if shufflable && plain * 10 > SAMPLE * 3 {
-        let shuffled = compress(&shuffle4(sample), LEVEL)?.len();
-        if shuffled * 20 < plain * 19 {
-            return Ok((b's', LEVEL));
+    // Samples are weighed at the level the chunk would be stored at: at the fastest setting
+    // a sample of floats that repeat every few KB looked like noise, and their chunks went
+    // raw where [`LEVEL`] shrinks them tenfold.
+    let level = LEVEL;
+    // Bytes of `sample` compressed, the better of plain and (where it applies) shuffled, and
+    // whether shuffled was better.
+    let best = |sample: &[u8], plain: usize| -> std::io::Result<(usize, bool)> {
+        if shufflable && plain * 10 > SAMPLE * 3 {
+            let shuffled = compress(&shuffle4(sample), LEVEL)?.len();
+            if shuffled * 20 < plain * 19 {
+                return Ok((shuffled, true));
+            }
+        }
+        Ok((plain, false))
+    };
+    let first = &chunk[..SAMPLE];
+    let plain = compress(first, level)?.len();
+    if plain * 50 < SAMPLE * 49 {
+        let (size, shuffled) = best(first, plain)?;
+        if size * 10 < SAMPLE * 9 {
+            return Ok((if shuffled { b's' } else { b'z' }, LEVEL));
         }
     }
-    Ok((b'z', LEVEL))
+    // The first sample saves less than a tenth: the middle and the end decide between raw
+    // and the fast setting (a chunk of noise that ends in a run of zeros still shrinks).
+    let mid = (chunk.len() / 2 - SAMPLE / 2) & !3;
+    for at in [mid, (chunk.len() - SAMPLE) & !3] {
+        let sample = &chunk[at..at + SAMPLE];
+        let plain = compress(sample, level)?.len();
+        let (size, _) = best(sample, plain)?;
+        if size * 10 < SAMPLE * 9 {
+            return Ok((b'z', NOISE_LEVEL));
+        }
+    }
+    Ok((b'r', 0))
 }
 
 /// zstd of `bytes` at `level`, with this thread's compression context for that level:
@@ -275,6 +307,15 @@ fn tagged(tag: u8, frame: Vec<u8>) -> Vec<u8> {
 /// The bytes of a chunk from its file (`len`: its length from the index). Err: why not.
 pub fn decode(file: &[u8], len: usize) -> Result<Vec<u8>, String> {
     let (tag, frame) = file.split_first().ok_or("an empty chunk file")?;
+    if *tag == b'r' {
+        if frame.len() != len {
+            return Err(format!(
+                "it holds {} raw bytes, the index says {len}",
+                frame.len()
+            ));
+        }
+        return Ok(frame.to_vec());
+    }
     let bytes = zstd::bulk::decompress(frame, len).map_err(|e| format!("zstd: {e}"))?;
     if bytes.len() != len {
         return Err(format!(
@@ -289,11 +330,21 @@ pub fn decode(file: &[u8], len: usize) -> Result<Vec<u8>, String> {
     }
 }
 
-/// Byte lanes of 4-byte words: `[a0 b0 c0 d0 a1 b1 ...]` → `[a0 a1 .. b0 b1 .. c0 .. d0 ..]`.
+/// Byte lanes of 4-byte words: `[a0 b0 c0 d0 a1 b1 ...]` → `[a0 a1 .. b0 b1 .. c0 .. d0 ..]`
+/// (bytes past the last whole word are dropped: only whole words are shuffled). Written
+/// into four lane slices at once: a byte-at-a-time iterator per lane took an eighth of a
+/// compaction's time.
 fn shuffle4(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len());
-    for lane in 0..4 {
-        out.extend(bytes.chunks_exact(4).map(|w| w[lane]));
+    let n = bytes.len() / 4;
+    let mut out = vec![0u8; 4 * n];
+    let (a, rest) = out.split_at_mut(n);
+    let (b, rest) = rest.split_at_mut(n);
+    let (c, d) = rest.split_at_mut(n);
+    for (i, w) in bytes.chunks_exact(4).enumerate() {
+        a[i] = w[0];
+        b[i] = w[1];
+        c[i] = w[2];
+        d[i] = w[3];
     }
     out
 }
@@ -304,9 +355,9 @@ fn unshuffle4(bytes: &[u8]) -> Vec<u8> {
     let (a, rest) = bytes.split_at(n);
     let (b, rest) = rest.split_at(n);
     let (c, d) = rest.split_at(n);
-    let mut out = Vec::with_capacity(bytes.len());
-    for i in 0..n {
-        out.extend_from_slice(&[a[i], b[i], c[i], d[i]]);
+    let mut out = vec![0u8; 4 * n];
+    for (i, w) in out.chunks_exact_mut(4).enumerate() {
+        w.copy_from_slice(&[a[i], b[i], c[i], d[i]]);
     }
     out
 }
@@ -358,13 +409,7 @@ pub(crate) mod tests {
         // Noise (its sample does not compress) is stored at zstd's fastest setting: a plain
         // frame of raw blocks, no larger than a few bytes over the chunk, read back the same.
         let n = noise(100_000, 5);
-        assert_eq!(encoding(&n).unwrap(), (b'z', NOISE_LEVEL));
-        assert_eq!(encoding(&n[..99_999]).unwrap(), (b'z', NOISE_LEVEL));
         assert_eq!(encoding(&vec![7u8; 99_999]).unwrap(), (b'z', LEVEL));
-        let file = encode(&n).unwrap();
-        assert_eq!(file[0], b'z');
-        assert!(file.len() <= n.len() + 64, "{}", file.len());
-        assert_eq!(decode(&file, n.len()).unwrap(), n);
         // A chunk of noise that ends in a compressible run is judged by its sample: the run
         // still shrinks at the fast setting.
         let mut mixed = noise(16_384, 6);
@@ -372,6 +417,53 @@ pub(crate) mod tests {
         let file = encode(&mixed).unwrap();
         assert!(file.len() < 20_000, "{}", file.len());
         assert_eq!(decode(&file, mixed.len()).unwrap(), mixed);
+    }
+
+    #[test]
+    fn incompressible_chunks_are_stored_raw_and_read_back_bit_exact() {
+        // Noise of both parities (the shuffle applies only to whole 4-byte words), and bytes
+        // of 7.6 bits of entropy (about 5 % to save): no sample shrinks by a tenth.
+        let thin: Vec<u8> = noise(CHUNK_MAX, 11).iter().map(|b| b % 192).collect();
+        for data in [noise(100_000, 5), noise(99_999, 5), thin] {
+            assert_eq!(encoding(&data).unwrap(), (b'r', 0));
+            let file = encode(&data).unwrap();
+            assert_eq!(file.len(), data.len() + 1, "a raw chunk is its bytes and its tag");
+            assert_eq!(file[0], b'r');
+            assert_eq!(decode(&file, data.len()).unwrap(), data);
+            // A raw chunk whose length is not the index's is damaged.
+            assert!(decode(&file, data.len() - 1).is_err());
+            assert!(decode(&file[..file.len() - 1], data.len()).is_err());
+            assert!(file.len() <= STORED_MAX);
+        }
+        // Compressible data (smooth floats, a noise head before a run) is still compressed.
+        let smooth: Vec<u8> = (0..8192u32)
+            .flat_map(|i| (1.0f32 + i as f32 * 1e-3).to_le_bytes())
+            .collect();
+        assert_ne!(encoding(&smooth).unwrap().0, b'r');
+        let mut mixed = noise(16_384, 6);
+        mixed.extend(std::iter::repeat_n(7u8, 65_536));
+        assert_eq!(encoding(&mixed).unwrap(), (b'z', NOISE_LEVEL));
+        // Smooth floats in a chunk of odd length (no shuffle): a sample at the fastest
+        // setting shrinks them by less than a tenth, but they compress well.
+        let odd = &smooth[..smooth.len() - 2];
+        assert_eq!(encoding(odd).unwrap(), (b'z', LEVEL));
+    }
+
+    /// Chunks as a writer before the raw encoding existed made them (`z` and `s` frames,
+    /// noise at the fast setting): still read back.
+    #[test]
+    fn chunks_of_the_zstd_only_encodings_still_read() {
+        let n = noise(100_000, 5);
+        let fast = tagged(b'z', compress(&n, NOISE_LEVEL).unwrap());
+        assert_eq!(decode(&fast, n.len()).unwrap(), n);
+        let floats: Vec<u8> = (0..8192u32)
+            .flat_map(|i| (1.0f32 + i as f32 * 1e-3).to_le_bytes())
+            .collect();
+        let shuffled = tagged(b's', compress(&shuffle4(&floats), LEVEL).unwrap());
+        assert_eq!(decode(&shuffled, floats.len()).unwrap(), floats);
+        // The shuffle as the byte-at-a-time code laid it out.
+        let lanes: Vec<u8> = (0..4).flat_map(|l| floats.chunks_exact(4).map(move |w| w[l])).collect();
+        assert_eq!(shuffle4(&floats), lanes);
     }
 
     /// A thread-local destructor that runs after the compressor's own was destroyed: what
