@@ -200,71 +200,64 @@ pub fn parse_index(text: &str) -> Result<(u64, Vec<ChunkRef>), String> {
 
 /// The bytes of a chunk file for `chunk`: an encoding byte and a zstd frame. Float-like data
 /// (4-byte words) is compressed shuffled by 4-byte lanes when that shrinks a sample of it
-/// more than plain zstd does: the sample decides, so each chunk is compressed once.
+/// more than plain zstd does: the sample decides, so each chunk is compressed once. A chunk
+/// zstd shrinks by less than a tenth is stored raw instead ([`encode_raw`]): reading it back
+/// then costs a copy, not a decompression.
 pub fn encode(chunk: &[u8]) -> std::io::Result<Vec<u8>> {
     let (tag, level) = encoding(chunk)?;
-    if tag == b'r' {
-        let mut out = Vec::with_capacity(chunk.len() + 1);
-        out.push(b'r');
-        out.extend_from_slice(chunk);
-        return Ok(out);
-    }
     let frame = if tag == b's' {
         compress(&shuffle4(chunk), level)?
     } else {
         compress(chunk, level)?
     };
+    if !saves_a_tenth(frame.len(), chunk.len()) {
+        return Ok(encode_raw(chunk));
+    }
     Ok(tagged(tag, frame))
 }
 
-/// How [`encode`] stores `chunk`: its encoding byte and zstd level, from samples of it.
-/// Data zstd cannot shrink by a tenth on the first [`SAMPLE`] bytes, nor (with the shuffle
-/// where it applies) on a sample from its middle and one from its end, is stored raw (`r`):
-/// compressing it would cost more time than the bytes it saves (a solver's float fields
-/// shrank by 7 %, and zstd was a fifth of their compaction). A chunk whose first sample is
-/// noise but whose other samples compress is stored plain at [`NOISE_LEVEL`], about three
-/// times faster than at [`LEVEL`] (the same frame format); float-like data is shuffled when
-/// that shrinks the first sample more; the rest is plain at [`LEVEL`].
+/// Whether `stored` bytes for `len` bytes saves at least a tenth of them: below that, zstd
+/// costs more time (when the chunk is compressed and read back) than the bytes it saves.
+pub fn saves_a_tenth(stored: usize, len: usize) -> bool {
+    stored * 10 < len * 9
+}
+
+/// The bytes of a chunk file for `chunk` stored raw (encoding `r`): what a writer uses for
+/// the chunks of a content whose probed chunks ([`encode`]) all came out raw, without
+/// compressing them (a solver's float fields shrank by 7 %, and zstd was a fifth of their
+/// compaction).
+pub fn encode_raw(chunk: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(chunk.len() + 1);
+    out.push(b'r');
+    out.extend_from_slice(chunk);
+    out
+}
+
+/// How [`encode`] stores `chunk`: its encoding byte and zstd level, from its first
+/// [`SAMPLE`] bytes. Noise (a sample zstd cannot shrink) is compressed plain at
+/// [`NOISE_LEVEL`], about three times faster than at [`LEVEL`] for the same bytes (the same
+/// frame format: readers see no difference; what repeats beyond the sample still shrinks);
+/// float-like data is shuffled when that shrinks the sample more; the rest is plain at
+/// [`LEVEL`].
 fn encoding(chunk: &[u8]) -> std::io::Result<(u8, i32)> {
     if chunk.len() < 2 * SAMPLE {
         return Ok((b'z', LEVEL));
     }
+    let sample = &chunk[..SAMPLE];
     let shufflable = chunk.len().is_multiple_of(4);
-    // Samples are weighed at the level the chunk would be stored at: at the fastest setting
-    // a sample of floats that repeat every few KB looked like noise, and their chunks went
-    // raw where [`LEVEL`] shrinks them tenfold.
-    let level = LEVEL;
-    // Bytes of `sample` compressed, the better of plain and (where it applies) shuffled, and
-    // whether shuffled was better.
-    let best = |sample: &[u8], plain: usize| -> std::io::Result<(usize, bool)> {
-        if shufflable && plain * 10 > SAMPLE * 3 {
-            let shuffled = compress(&shuffle4(sample), LEVEL)?.len();
-            if shuffled * 20 < plain * 19 {
-                return Ok((shuffled, true));
-            }
-        }
-        Ok((plain, false))
-    };
-    let first = &chunk[..SAMPLE];
-    let plain = compress(first, level)?.len();
-    if plain * 50 < SAMPLE * 49 {
-        let (size, shuffled) = best(first, plain)?;
-        if size * 10 < SAMPLE * 9 {
-            return Ok((if shuffled { b's' } else { b'z' }, LEVEL));
+    // Without the shuffle to weigh, telling noise apart needs only the fastest setting.
+    let plain = compress(sample, if shufflable { LEVEL } else { NOISE_LEVEL })?.len();
+    if plain * 50 >= SAMPLE * 49 {
+        return Ok((b'z', NOISE_LEVEL));
+    }
+    // Data plain zstd shrinks well stays plain.
+    if shufflable && plain * 10 > SAMPLE * 3 {
+        let shuffled = compress(&shuffle4(sample), LEVEL)?.len();
+        if shuffled * 20 < plain * 19 {
+            return Ok((b's', LEVEL));
         }
     }
-    // The first sample saves less than a tenth: the middle and the end decide between raw
-    // and the fast setting (a chunk of noise that ends in a run of zeros still shrinks).
-    let mid = (chunk.len() / 2 - SAMPLE / 2) & !3;
-    for at in [mid, (chunk.len() - SAMPLE) & !3] {
-        let sample = &chunk[at..at + SAMPLE];
-        let plain = compress(sample, level)?.len();
-        let (size, _) = best(sample, plain)?;
-        if size * 10 < SAMPLE * 9 {
-            return Ok((b'z', NOISE_LEVEL));
-        }
-    }
-    Ok((b'r', 0))
+    Ok((b'z', LEVEL))
 }
 
 /// zstd of `bytes` at `level`, with this thread's compression context for that level:
@@ -409,6 +402,8 @@ pub(crate) mod tests {
         // Noise (its sample does not compress) is stored at zstd's fastest setting: a plain
         // frame of raw blocks, no larger than a few bytes over the chunk, read back the same.
         let n = noise(100_000, 5);
+        assert_eq!(encoding(&n).unwrap(), (b'z', NOISE_LEVEL));
+        assert_eq!(encoding(&n[..99_999]).unwrap(), (b'z', NOISE_LEVEL));
         assert_eq!(encoding(&vec![7u8; 99_999]).unwrap(), (b'z', LEVEL));
         // A chunk of noise that ends in a compressible run is judged by its sample: the run
         // still shrinks at the fast setting.
@@ -422,31 +417,31 @@ pub(crate) mod tests {
     #[test]
     fn incompressible_chunks_are_stored_raw_and_read_back_bit_exact() {
         // Noise of both parities (the shuffle applies only to whole 4-byte words), and bytes
-        // of 7.6 bits of entropy (about 5 % to save): no sample shrinks by a tenth.
+        // of 7.6 bits of entropy (about 5 % to save): zstd saves less than a tenth.
         let thin: Vec<u8> = noise(CHUNK_MAX, 11).iter().map(|b| b % 192).collect();
-        for data in [noise(100_000, 5), noise(99_999, 5), thin] {
-            assert_eq!(encoding(&data).unwrap(), (b'r', 0));
-            let file = encode(&data).unwrap();
-            assert_eq!(file.len(), data.len() + 1, "a raw chunk is its bytes and its tag");
-            assert_eq!(file[0], b'r');
-            assert_eq!(decode(&file, data.len()).unwrap(), data);
-            // A raw chunk whose length is not the index's is damaged.
-            assert!(decode(&file, data.len() - 1).is_err());
-            assert!(decode(&file[..file.len() - 1], data.len()).is_err());
-            assert!(file.len() <= STORED_MAX);
+        for data in [noise(100_000, 5), noise(99_999, 5), thin, noise(100, 3)] {
+            for file in [encode(&data).unwrap(), encode_raw(&data)] {
+                assert_eq!(file.len(), data.len() + 1, "a raw chunk is its bytes and its tag");
+                assert_eq!(file[0], b'r');
+                assert_eq!(decode(&file, data.len()).unwrap(), data);
+                // A raw chunk whose length is not the index's is damaged.
+                assert!(decode(&file, data.len() - 1).is_err());
+                assert!(decode(&file[..file.len() - 1], data.len()).is_err());
+            }
         }
+        assert_eq!(encode_raw(&[0u8; CHUNK_MAX]).len(), 1 + CHUNK_MAX);
+        assert!(1 + CHUNK_MAX <= STORED_MAX);
         // Compressible data (smooth floats, a noise head before a run) is still compressed.
         let smooth: Vec<u8> = (0..8192u32)
             .flat_map(|i| (1.0f32 + i as f32 * 1e-3).to_le_bytes())
             .collect();
-        assert_ne!(encoding(&smooth).unwrap().0, b'r');
         let mut mixed = noise(16_384, 6);
         mixed.extend(std::iter::repeat_n(7u8, 65_536));
-        assert_eq!(encoding(&mixed).unwrap(), (b'z', NOISE_LEVEL));
-        // Smooth floats in a chunk of odd length (no shuffle): a sample at the fastest
-        // setting shrinks them by less than a tenth, but they compress well.
-        let odd = &smooth[..smooth.len() - 2];
-        assert_eq!(encoding(odd).unwrap(), (b'z', LEVEL));
+        for data in [smooth, mixed] {
+            let file = encode(&data).unwrap();
+            assert_ne!(file[0], b'r');
+            assert!(saves_a_tenth(file.len(), data.len()));
+        }
     }
 
     /// Chunks as a writer before the raw encoding existed made them (`z` and `s` frames,
