@@ -200,6 +200,8 @@ impl Recent {
 
 impl Compactor {
     fn new(dir: &Path) -> Compactor {
+        // Compaction is this process's work: every core, not the shim's share of them.
+        parallel::allow_all_cores();
         let store = BlobStore::with_access(dir, access_of(dir));
         store.learn_stored_chunks();
         Compactor {

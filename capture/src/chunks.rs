@@ -205,6 +205,9 @@ pub fn parse_index(text: &str) -> Result<(u64, Vec<ChunkRef>), String> {
 /// then costs a copy, not a decompression.
 pub fn encode(chunk: &[u8]) -> std::io::Result<Vec<u8>> {
     let (tag, level) = encoding(chunk)?;
+    if tag == b'r' {
+        return Ok(encode_raw(chunk));
+    }
     let frame = if tag == b's' {
         compress(&shuffle4(chunk), level)?
     } else {
@@ -237,8 +240,10 @@ pub fn encode_raw(chunk: &[u8]) -> Vec<u8> {
 /// [`SAMPLE`] bytes. Noise (a sample zstd cannot shrink) is compressed plain at
 /// [`NOISE_LEVEL`], about three times faster than at [`LEVEL`] for the same bytes (the same
 /// frame format: readers see no difference; what repeats beyond the sample still shrinks);
-/// float-like data is shuffled when that shrinks the sample more; the rest is plain at
-/// [`LEVEL`].
+/// float-like data is shuffled when that shrinks the sample more, and stored raw when
+/// neither way shrinks the sample by a tenth at [`LEVEL`] (only 4-byte words: a sample of
+/// other lengths is weighed at the fastest level, which misjudges data that repeats every
+/// few KB); the rest is plain at [`LEVEL`].
 fn encoding(chunk: &[u8]) -> std::io::Result<(u8, i32)> {
     if chunk.len() < 2 * SAMPLE {
         return Ok((b'z', LEVEL));
@@ -251,11 +256,18 @@ fn encoding(chunk: &[u8]) -> std::io::Result<(u8, i32)> {
         return Ok((b'z', NOISE_LEVEL));
     }
     // Data plain zstd shrinks well stays plain.
+    let mut best = plain;
     if shufflable && plain * 10 > SAMPLE * 3 {
         let shuffled = compress(&shuffle4(sample), LEVEL)?.len();
         if shuffled * 20 < plain * 19 {
             return Ok((b's', LEVEL));
         }
+        best = best.min(shuffled);
+    }
+    // Weighed at the storing level, neither way saves a tenth (float fields with noisy
+    // low bytes): raw, no zstd pass over the chunk.
+    if shufflable && !saves_a_tenth(best, SAMPLE) {
+        return Ok((b'r', 0));
     }
     Ok((b'z', LEVEL))
 }
@@ -419,6 +431,7 @@ pub(crate) mod tests {
         // Noise of both parities (the shuffle applies only to whole 4-byte words), and bytes
         // of 7.6 bits of entropy (about 5 % to save): zstd saves less than a tenth.
         let thin: Vec<u8> = noise(CHUNK_MAX, 11).iter().map(|b| b % 192).collect();
+        assert_eq!(encoding(&thin).unwrap(), (b'r', 0), "judged raw on its sample");
         for data in [noise(100_000, 5), noise(99_999, 5), thin, noise(100, 3)] {
             for file in [encode(&data).unwrap(), encode_raw(&data)] {
                 assert_eq!(file.len(), data.len() + 1, "a raw chunk is its bytes and its tag");

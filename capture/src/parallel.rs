@@ -16,7 +16,7 @@ use crate::hex::Hash;
 pub use blake3::hazmat::ChainingValue;
 use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, merge_subtrees_root};
 use blake3::hazmat::{HasherExt, Mode};
-pub use crate::workers::{for_each, map_each, threads};
+pub use crate::workers::{allow_all_cores, for_each, map_each, threads};
 
 /// Contents at least this large are hashed and stored by several threads: below it,
 /// starting threads costs about what they save.
@@ -469,6 +469,18 @@ mod tests {
             libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
             "the child's for_each failed or hung (status {status:#x})"
         );
+    }
+
+    #[test]
+    fn all_cores_are_allowed_only_before_the_count_is_fixed() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let first = allow_all_cores();
+        if first {
+            assert_eq!(threads(), cores);
+        }
+        assert!(threads() <= cores && threads() >= 1);
+        assert!(!allow_all_cores(), "the count is fixed at its first use");
+        assert_eq!(for_each(40, true, Ok::<_, ()>), Ok((0..40).collect()));
     }
 
     #[test]
