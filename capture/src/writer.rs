@@ -342,6 +342,9 @@ impl BlobStore {
                 .collect()
         };
         let encoded = self.encode_new(bytes, &new)?;
+        // Room for the whole batch at once: no copies of a growing pack.
+        let need = batch.pack.len() + encoded.iter().map(Vec::len).sum::<usize>();
+        batch.pack.reserve(need.max(BATCH_MAX) - batch.pack.len());
         for (c, e) in new.iter().zip(encoded) {
             batch
                 .placed
@@ -565,8 +568,10 @@ impl BlobStore {
 }
 
 /// Bytes of encoded chunks a [`PackBatch`] gathers before its pack is written: bounds the
-/// memory each compacting thread holds.
-pub const BATCH_MAX: usize = 16 << 20;
+/// memory each compacting thread holds, and keeps the pack in the processor's cache until
+/// it is digested and written (with 16 MB packs, copying them into the page cache cost
+/// more than the files saved).
+pub const BATCH_MAX: usize = 2 << 20;
 
 /// New chunks of several contents gathered into one pack, and the contents whose indexes
 /// wait for it ([`BlobStore::put_content_batched`]). Dropped unflushed, it leaves nothing on
