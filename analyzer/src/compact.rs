@@ -20,6 +20,13 @@
 //! and its segment is kept; a record cut off at a segment's end (its writer died while
 //! writing it: no launch names it) is dropped with its segment; the compaction says which.
 //!
+//! Work split: a segment's chains (below) go to the worker pool in runs of consecutive
+//! chains, about four runs per thread, on every core of the machine (the shim's pool keeps
+//! to at most 8); each run gathers its new chunks into packs of up to 2 MB
+//! ([`writer::PackBatch`]) and writes its indexes once their pack exists, so a segment of
+//! many small contents makes a pack per run, not one per content. Chunks zstd would shrink
+//! by less than a tenth are stored raw ([`cltrap_capture::chunks`]).
+//!
 //! Patch records (a changed region on an earlier version, see the spool module): a segment's
 //! records are compacted in order, and a patch record is rebuilt from the version stored
 //! just before it when that is its base (kept in memory with its blake3 leaves and chunks,
