@@ -465,18 +465,17 @@ impl Compactor {
         let leaves = (bytes.len() > parallel::LEAF).then(|| match &old {
             // Only the leaves the ranges touch are hashed again.
             Some((leaves, _)) => {
-                let mut spans: Vec<(usize, usize)> = Vec::new();
-                for &(a, n) in &p.ranges {
-                    let (a, b) = (a as usize / parallel::LEAF, (a + n) as usize);
-                    let (a, b) = (a * parallel::LEAF, b.div_ceil(parallel::LEAF) * parallel::LEAF);
-                    match spans.last_mut() {
-                        Some(last) if last.1 >= a => last.1 = last.1.max(b),
-                        _ => spans.push((a, b)),
-                    }
+                let ranges: Vec<(usize, usize)> = p
+                    .ranges
+                    .iter()
+                    .map(|&(a, n)| (a as usize, a.saturating_add(n) as usize))
+                    .collect();
+                let mut leaves = leaves.clone();
+                if parallel::rehash_leaves(&bytes, &mut leaves, &ranges) {
+                    leaves
+                } else {
+                    parallel::leaves(&bytes)
                 }
-                spans.iter().fold(leaves.clone(), |l, &(a, b)| {
-                    parallel::leaves_like(&bytes, &l, (a, b.min(bytes.len())))
-                })
             }
             None => parallel::leaves(&bytes),
         });
