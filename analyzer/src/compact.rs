@@ -21,8 +21,9 @@
 //! writing it: no launch names it) is dropped with its segment; the compaction says which.
 //!
 //! Work split: a segment's chains (below) go to the worker pool in runs of consecutive
-//! chains, about four runs per thread, on every core of the machine (the shim's pool keeps
-//! to at most 8); each run gathers its new chunks into packs of up to 2 MB
+//! chains, about four runs per thread (on every core for `cltrap compact` and the implicit
+//! compaction, where no application runs beside it; at most 8, as in the shim, for `cltrap
+//! run`'s, which shares the machine with the application); each run gathers its new chunks into packs of up to 2 MB
 //! ([`writer::PackBatch`]) and writes its indexes once their pack exists, so a segment of
 //! many small contents makes a pack per run, not one per content. Chunks zstd would shrink
 //! by less than a tenth are stored raw ([`cltrap_capture::chunks`]).
@@ -207,8 +208,6 @@ impl Recent {
 
 impl Compactor {
     fn new(dir: &Path) -> Compactor {
-        // Compaction is this process's work: every core, not the shim's share of them.
-        parallel::allow_all_cores();
         let store = BlobStore::with_access(dir, access_of(dir));
         store.learn_stored_chunks();
         Compactor {
@@ -555,6 +554,8 @@ pub fn compact(dir: &Path) -> Result<Report, CompactError> {
         path: dir.join(SPOOL_DIR),
         source,
     })?;
+    // No application runs beside it: every core, not the shim's share of them.
+    parallel::allow_all_cores();
     Compactor::new(dir).pass()
 }
 
@@ -568,6 +569,7 @@ pub fn implicit(dir: &Path) {
     let Ok(Some(_lock)) = spool::try_lock_compactor(dir, access_of(dir)) else {
         return;
     };
+    parallel::allow_all_cores();
     match Compactor::new(dir).pass() {
         Ok(r) if r.contents > 0 || r.segments > 0 || !r.problems.is_empty() => {
             eprintln!("cltrap: {}", r.line(dir));
