@@ -20,6 +20,14 @@
 //! and its segment is kept; a record cut off at a segment's end (its writer died while
 //! writing it: no launch names it) is dropped with its segment; the compaction says which.
 //!
+//! Work split: a segment's chains (below) go to the worker pool in runs of consecutive
+//! chains, about four runs per thread (on every core for `cltrap compact` and the implicit
+//! compaction, where no application runs beside it; at most 8, as in the shim, for `cltrap
+//! run`'s, which shares the machine with the application); each run gathers its new chunks into packs of up to 2 MB
+//! ([`writer::PackBatch`]) and writes its indexes once their pack exists, so a segment of
+//! many small contents makes a pack per run, not one per content. Chunks zstd would shrink
+//! by less than a tenth are stored raw ([`cltrap_capture::chunks`]).
+//!
 //! Patch records (a changed region on an earlier version, see the spool module): a segment's
 //! records are compacted in order, and a patch record is rebuilt from the version stored
 //! just before it when that is its base (kept in memory with its blake3 leaves and chunks,
@@ -309,16 +317,25 @@ impl Compactor {
             chains[c].push(r);
             chain_of.insert(&r.hash, c);
         }
-        let done = parallel::for_each(chains.len(), chains.len() > 1, |c| {
+        let store_error = |source| CompactError::Store {
+            dir: self.dir.clone(),
+            source,
+        };
+        let groups = groups(&chains, parallel::threads());
+        let done = parallel::for_each(groups.len(), groups.len() > 1, |g| {
             let mut part = Report::default();
             let mut ok = true;
-            let chain = &chains[c];
-            for (i, r) in chain.iter().enumerate() {
-                // Kept in memory as a base: a record of the chain follows it, or the chain
-                // is one of patches and may go on in the next segment.
-                let base = i + 1 < chain.len() || chain.iter().any(|r| r.patch.is_some());
-                ok &= self.record(path, file, r, base, &mut part)?;
+            // The group's new chunks share packs; its indexes are written once their pack is.
+            let mut batch = writer::PackBatch::default();
+            for chain in &chains[groups[g].clone()] {
+                for (i, r) in chain.iter().enumerate() {
+                    // Kept in memory as a base: a record of the chain follows it, or the
+                    // chain is one of patches and may go on in the next segment.
+                    let base = i + 1 < chain.len() || chain.iter().any(|r| r.patch.is_some());
+                    ok &= self.record(path, file, r, base, &mut batch, &mut part)?;
+                }
             }
+            part.stored_bytes += self.store.flush_batch(&mut batch).map_err(store_error)?;
             Ok::<_, CompactError>((part, ok))
         })?;
         for (part, ok) in done {
@@ -342,6 +359,7 @@ impl Compactor {
         file: &std::fs::File,
         r: &spool::Record,
         base: bool,
+        batch: &mut writer::PackBatch,
         report: &mut Report,
     ) -> Result<bool, CompactError> {
         if self.stored(&r.hash) {
@@ -359,15 +377,19 @@ impl Compactor {
                 return Ok(false);
             }
         };
-        let like = rebuilt.like.as_ref().map(|(base, cuts, region)| writer::Like {
-            base,
-            cuts,
-            region: *region,
-            old: &[],
+        // Cut (only the changed region again, when the base is the version kept here).
+        let cuts = (rebuilt.bytes.len() >= cltrap_capture::chunks::MIN_CHUNKED).then(|| {
+            rebuilt
+                .like
+                .as_ref()
+                .and_then(|(_, cuts, region)| {
+                    parallel::cut_and_hash_like(&rebuilt.bytes, cuts, *region)
+                })
+                .unwrap_or_else(|| parallel::cut_and_hash(&rebuilt.bytes))
         });
-        let (written, cuts) = self
+        let written = self
             .store
-            .put_content_like(&r.hash, &rebuilt.bytes, like)
+            .put_content_batched(batch, &r.hash, &rebuilt.bytes, cuts.as_deref().unwrap_or(&[]))
             .map_err(|source| CompactError::Store {
                 dir: self.dir.clone(),
                 source,
@@ -442,18 +464,17 @@ impl Compactor {
         let leaves = (bytes.len() > parallel::LEAF).then(|| match &old {
             // Only the leaves the ranges touch are hashed again.
             Some((leaves, _)) => {
-                let mut spans: Vec<(usize, usize)> = Vec::new();
-                for &(a, n) in &p.ranges {
-                    let (a, b) = (a as usize / parallel::LEAF, (a + n) as usize);
-                    let (a, b) = (a * parallel::LEAF, b.div_ceil(parallel::LEAF) * parallel::LEAF);
-                    match spans.last_mut() {
-                        Some(last) if last.1 >= a => last.1 = last.1.max(b),
-                        _ => spans.push((a, b)),
-                    }
+                let ranges: Vec<(usize, usize)> = p
+                    .ranges
+                    .iter()
+                    .map(|&(a, n)| (a as usize, a.saturating_add(n) as usize))
+                    .collect();
+                let mut leaves = leaves.clone();
+                if parallel::rehash_leaves(&bytes, &mut leaves, &ranges) {
+                    leaves
+                } else {
+                    parallel::leaves(&bytes)
                 }
-                spans.iter().fold(leaves.clone(), |l, &(a, b)| {
-                    parallel::leaves_like(&bytes, &l, (a, b.min(bytes.len())))
-                })
             }
             None => parallel::leaves(&bytes),
         });
@@ -487,6 +508,30 @@ impl Compactor {
     }
 }
 
+/// Chains of records split into runs of consecutive chains, each compacted by one thread
+/// into packs of its own: about four runs per thread (so uneven runs still keep every
+/// thread busy), none cut inside a chain (its versions go in order). Why runs, not a
+/// thread per chain: a segment of whole records is a chain per record, and a pack per
+/// record made creating files most of a compaction's time.
+fn groups(chains: &[Vec<&spool::Record>], threads: usize) -> Vec<std::ops::Range<usize>> {
+    let size = |c: &Vec<&spool::Record>| c.iter().map(|r| r.content_len()).sum::<u64>();
+    let total: u64 = chains.iter().map(size).sum();
+    let target = (total / (4 * threads.max(1) as u64)).max(1);
+    let mut out = Vec::new();
+    let (mut start, mut held) = (0, 0);
+    for (i, c) in chains.iter().enumerate() {
+        held += size(c);
+        if held >= target {
+            out.push(start..i + 1);
+            (start, held) = (i + 1, 0);
+        }
+    }
+    if start < chains.len() {
+        out.push(start..chains.len());
+    }
+    out
+}
+
 /// Flushes the filesystem holding `dir` (the packs and indexes just written) to disk.
 fn sync_filesystem(dir: &Path) -> std::io::Result<()> {
     let d = std::fs::File::open(dir)?;
@@ -509,6 +554,8 @@ pub fn compact(dir: &Path) -> Result<Report, CompactError> {
         path: dir.join(SPOOL_DIR),
         source,
     })?;
+    // No application runs beside it: every core, not the shim's share of them.
+    parallel::allow_all_cores();
     Compactor::new(dir).pass()
 }
 
@@ -522,6 +569,7 @@ pub fn implicit(dir: &Path) {
     let Ok(Some(_lock)) = spool::try_lock_compactor(dir, access_of(dir)) else {
         return;
     };
+    parallel::allow_all_cores();
     match Compactor::new(dir).pass() {
         Ok(r) if r.contents > 0 || r.segments > 0 || !r.problems.is_empty() => {
             eprintln!("cltrap: {}", r.line(dir));
@@ -634,6 +682,57 @@ mod tests {
         Contents::new(dir)
             .blob_of_size(&writer::digest(bytes), bytes.len() as u64)
             .unwrap()
+    }
+
+    #[test]
+    fn whole_records_share_packs_and_read_back() {
+        // 200 contents of 16 KiB in one segment: a chain each.
+        let t = tempfile::tempdir().unwrap();
+        let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+        let contents: Vec<Vec<u8>> = (0..200u32)
+            .map(|k| (0..16_384u32).map(|i| (i.wrapping_mul(2654435761 ^ k) >> 9) as u8).collect())
+            .collect();
+        for c in &contents {
+            w.put(&writer::digest(c), c).unwrap();
+        }
+        drop(w);
+        let r = Compactor::new(t.path()).pass().unwrap();
+        assert_eq!((r.segments, r.contents), (1, 200), "{r:?}");
+        let mut packs = 0;
+        let mut indexes = 0;
+        for d in std::fs::read_dir(t.path().join("blobs")).unwrap() {
+            for f in std::fs::read_dir(d.unwrap().path()).unwrap() {
+                let name = f.unwrap().file_name().into_string().unwrap();
+                packs += name.ends_with(".pack") as usize;
+                indexes += name.ends_with(".chunks") as usize;
+            }
+        }
+        assert_eq!(indexes, 200);
+        // At most about four runs of chains per thread, a pack each.
+        assert!(packs <= 4 * parallel::threads() + 1, "{packs} packs for 200 contents");
+        for c in &contents {
+            assert_eq!(&read(t.path(), c), c);
+        }
+    }
+
+    #[test]
+    fn runs_of_chains_cover_every_chain_once_in_order() {
+        let record = |len: u64| spool::Record {
+            hash: String::new(),
+            offset: 0,
+            len,
+            patch: None,
+        };
+        let records: Vec<spool::Record> = (0..50).map(|i| record(1000 + i * 37)).collect();
+        for threads in [1, 2, 3, 16] {
+            let chains: Vec<Vec<&spool::Record>> = records.iter().map(|r| vec![r]).collect();
+            let runs = groups(&chains, threads);
+            assert!(runs.len() <= 4 * threads + 1, "{threads}: {runs:?}");
+            let covered: Vec<usize> = runs.iter().flat_map(|r| r.clone()).collect();
+            assert_eq!(covered, (0..50).collect::<Vec<_>>());
+            assert!(runs.iter().all(|r| !r.is_empty()));
+        }
+        assert!(groups(&[], 4).is_empty());
     }
 
     #[test]

@@ -23,8 +23,10 @@
 //!   *uncompressed* bytes) is `C`.
 //! * An encoded chunk: one encoding byte (`z`: zstd of the bytes; `s`: zstd of the bytes
 //!   shuffled by 4-byte lanes — all first bytes of each 4-byte word, then all second bytes,
-//!   ... which groups the exponent bytes of float data and compresses it better; chosen per
-//!   chunk on a sample), then the zstd frame.
+//!   ... which groups the exponent bytes of float data and compresses it better; `r`: the
+//!   bytes themselves, for data zstd would shrink by less than a tenth; chosen per chunk on
+//!   samples), then the zstd frame (`z`, `s`) or the raw bytes (`r`). Readers of every
+//!   version accept all three, so packs written before `r` existed read as they did.
 //!
 //! A reader checks every chunk against its digest and the reassembled content against `H`.
 
@@ -198,22 +200,50 @@ pub fn parse_index(text: &str) -> Result<(u64, Vec<ChunkRef>), String> {
 
 /// The bytes of a chunk file for `chunk`: an encoding byte and a zstd frame. Float-like data
 /// (4-byte words) is compressed shuffled by 4-byte lanes when that shrinks a sample of it
-/// more than plain zstd does: the sample decides, so each chunk is compressed once.
+/// more than plain zstd does: the sample decides, so each chunk is compressed once. A chunk
+/// zstd shrinks by less than a tenth is stored raw instead ([`encode_raw`]): reading it back
+/// then costs a copy, not a decompression.
 pub fn encode(chunk: &[u8]) -> std::io::Result<Vec<u8>> {
     let (tag, level) = encoding(chunk)?;
+    if tag == b'r' {
+        return Ok(encode_raw(chunk));
+    }
     let frame = if tag == b's' {
         compress(&shuffle4(chunk), level)?
     } else {
         compress(chunk, level)?
     };
+    if !saves_a_tenth(frame.len(), chunk.len()) {
+        return Ok(encode_raw(chunk));
+    }
     Ok(tagged(tag, frame))
 }
 
+/// Whether `stored` bytes for `len` bytes saves at least a tenth of them: below that, zstd
+/// costs more time (when the chunk is compressed and read back) than the bytes it saves.
+pub fn saves_a_tenth(stored: usize, len: usize) -> bool {
+    stored * 10 < len * 9
+}
+
+/// The bytes of a chunk file for `chunk` stored raw (encoding `r`): what a writer uses for
+/// the chunks of a content whose probed chunks ([`encode`]) all came out raw, without
+/// compressing them (a solver's float fields shrank by 7 %, and zstd was a fifth of their
+/// compaction).
+pub fn encode_raw(chunk: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(chunk.len() + 1);
+    out.push(b'r');
+    out.extend_from_slice(chunk);
+    out
+}
+
 /// How [`encode`] stores `chunk`: its encoding byte and zstd level, from its first
-/// [`SAMPLE`] bytes. Noise (a sample zstd cannot shrink) is stored plain at
+/// [`SAMPLE`] bytes. Noise (a sample zstd cannot shrink) is compressed plain at
 /// [`NOISE_LEVEL`], about three times faster than at [`LEVEL`] for the same bytes (the same
-/// frame format: readers see no difference); float-like data is shuffled when that shrinks
-/// the sample more; the rest is plain at [`LEVEL`].
+/// frame format: readers see no difference; what repeats beyond the sample still shrinks);
+/// float-like data is shuffled when that shrinks the sample more, and stored raw when
+/// neither way shrinks the sample by a tenth at [`LEVEL`] (only 4-byte words: a sample of
+/// other lengths is weighed at the fastest level, which misjudges data that repeats every
+/// few KB); the rest is plain at [`LEVEL`].
 fn encoding(chunk: &[u8]) -> std::io::Result<(u8, i32)> {
     if chunk.len() < 2 * SAMPLE {
         return Ok((b'z', LEVEL));
@@ -226,11 +256,18 @@ fn encoding(chunk: &[u8]) -> std::io::Result<(u8, i32)> {
         return Ok((b'z', NOISE_LEVEL));
     }
     // Data plain zstd shrinks well stays plain.
+    let mut best = plain;
     if shufflable && plain * 10 > SAMPLE * 3 {
         let shuffled = compress(&shuffle4(sample), LEVEL)?.len();
         if shuffled * 20 < plain * 19 {
             return Ok((b's', LEVEL));
         }
+        best = best.min(shuffled);
+    }
+    // Weighed at the storing level, neither way saves a tenth (float fields with noisy
+    // low bytes): raw, no zstd pass over the chunk.
+    if shufflable && !saves_a_tenth(best, SAMPLE) {
+        return Ok((b'r', 0));
     }
     Ok((b'z', LEVEL))
 }
@@ -275,6 +312,15 @@ fn tagged(tag: u8, frame: Vec<u8>) -> Vec<u8> {
 /// The bytes of a chunk from its file (`len`: its length from the index). Err: why not.
 pub fn decode(file: &[u8], len: usize) -> Result<Vec<u8>, String> {
     let (tag, frame) = file.split_first().ok_or("an empty chunk file")?;
+    if *tag == b'r' {
+        if frame.len() != len {
+            return Err(format!(
+                "it holds {} raw bytes, the index says {len}",
+                frame.len()
+            ));
+        }
+        return Ok(frame.to_vec());
+    }
     let bytes = zstd::bulk::decompress(frame, len).map_err(|e| format!("zstd: {e}"))?;
     if bytes.len() != len {
         return Err(format!(
@@ -289,11 +335,21 @@ pub fn decode(file: &[u8], len: usize) -> Result<Vec<u8>, String> {
     }
 }
 
-/// Byte lanes of 4-byte words: `[a0 b0 c0 d0 a1 b1 ...]` → `[a0 a1 .. b0 b1 .. c0 .. d0 ..]`.
+/// Byte lanes of 4-byte words: `[a0 b0 c0 d0 a1 b1 ...]` → `[a0 a1 .. b0 b1 .. c0 .. d0 ..]`
+/// (bytes past the last whole word are dropped: only whole words are shuffled). Written
+/// into four lane slices at once: a byte-at-a-time iterator per lane took an eighth of a
+/// compaction's time.
 fn shuffle4(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len());
-    for lane in 0..4 {
-        out.extend(bytes.chunks_exact(4).map(|w| w[lane]));
+    let n = bytes.len() / 4;
+    let mut out = vec![0u8; 4 * n];
+    let (a, rest) = out.split_at_mut(n);
+    let (b, rest) = rest.split_at_mut(n);
+    let (c, d) = rest.split_at_mut(n);
+    for (i, w) in bytes.chunks_exact(4).enumerate() {
+        a[i] = w[0];
+        b[i] = w[1];
+        c[i] = w[2];
+        d[i] = w[3];
     }
     out
 }
@@ -304,9 +360,9 @@ fn unshuffle4(bytes: &[u8]) -> Vec<u8> {
     let (a, rest) = bytes.split_at(n);
     let (b, rest) = rest.split_at(n);
     let (c, d) = rest.split_at(n);
-    let mut out = Vec::with_capacity(bytes.len());
-    for i in 0..n {
-        out.extend_from_slice(&[a[i], b[i], c[i], d[i]]);
+    let mut out = vec![0u8; 4 * n];
+    for (i, w) in out.chunks_exact_mut(4).enumerate() {
+        w.copy_from_slice(&[a[i], b[i], c[i], d[i]]);
     }
     out
 }
@@ -361,10 +417,6 @@ pub(crate) mod tests {
         assert_eq!(encoding(&n).unwrap(), (b'z', NOISE_LEVEL));
         assert_eq!(encoding(&n[..99_999]).unwrap(), (b'z', NOISE_LEVEL));
         assert_eq!(encoding(&vec![7u8; 99_999]).unwrap(), (b'z', LEVEL));
-        let file = encode(&n).unwrap();
-        assert_eq!(file[0], b'z');
-        assert!(file.len() <= n.len() + 64, "{}", file.len());
-        assert_eq!(decode(&file, n.len()).unwrap(), n);
         // A chunk of noise that ends in a compressible run is judged by its sample: the run
         // still shrinks at the fast setting.
         let mut mixed = noise(16_384, 6);
@@ -372,6 +424,54 @@ pub(crate) mod tests {
         let file = encode(&mixed).unwrap();
         assert!(file.len() < 20_000, "{}", file.len());
         assert_eq!(decode(&file, mixed.len()).unwrap(), mixed);
+    }
+
+    #[test]
+    fn incompressible_chunks_are_stored_raw_and_read_back_bit_exact() {
+        // Noise of both parities (the shuffle applies only to whole 4-byte words), and bytes
+        // of 7.6 bits of entropy (about 5 % to save): zstd saves less than a tenth.
+        let thin: Vec<u8> = noise(CHUNK_MAX, 11).iter().map(|b| b % 192).collect();
+        assert_eq!(encoding(&thin).unwrap(), (b'r', 0), "judged raw on its sample");
+        for data in [noise(100_000, 5), noise(99_999, 5), thin, noise(100, 3)] {
+            for file in [encode(&data).unwrap(), encode_raw(&data)] {
+                assert_eq!(file.len(), data.len() + 1, "a raw chunk is its bytes and its tag");
+                assert_eq!(file[0], b'r');
+                assert_eq!(decode(&file, data.len()).unwrap(), data);
+                // A raw chunk whose length is not the index's is damaged.
+                assert!(decode(&file, data.len() - 1).is_err());
+                assert!(decode(&file[..file.len() - 1], data.len()).is_err());
+            }
+        }
+        assert_eq!(encode_raw(&[0u8; CHUNK_MAX]).len(), 1 + CHUNK_MAX);
+        assert!(1 + CHUNK_MAX <= STORED_MAX);
+        // Compressible data (smooth floats, a noise head before a run) is still compressed.
+        let smooth: Vec<u8> = (0..8192u32)
+            .flat_map(|i| (1.0f32 + i as f32 * 1e-3).to_le_bytes())
+            .collect();
+        let mut mixed = noise(16_384, 6);
+        mixed.extend(std::iter::repeat_n(7u8, 65_536));
+        for data in [smooth, mixed] {
+            let file = encode(&data).unwrap();
+            assert_ne!(file[0], b'r');
+            assert!(saves_a_tenth(file.len(), data.len()));
+        }
+    }
+
+    /// Chunks as a writer before the raw encoding existed made them (`z` and `s` frames,
+    /// noise at the fast setting): still read back.
+    #[test]
+    fn chunks_of_the_zstd_only_encodings_still_read() {
+        let n = noise(100_000, 5);
+        let fast = tagged(b'z', compress(&n, NOISE_LEVEL).unwrap());
+        assert_eq!(decode(&fast, n.len()).unwrap(), n);
+        let floats: Vec<u8> = (0..8192u32)
+            .flat_map(|i| (1.0f32 + i as f32 * 1e-3).to_le_bytes())
+            .collect();
+        let shuffled = tagged(b's', compress(&shuffle4(&floats), LEVEL).unwrap());
+        assert_eq!(decode(&shuffled, floats.len()).unwrap(), floats);
+        // The shuffle as the byte-at-a-time code laid it out.
+        let lanes: Vec<u8> = (0..4).flat_map(|l| floats.chunks_exact(4).map(move |w| w[l])).collect();
+        assert_eq!(shuffle4(&floats), lanes);
     }
 
     /// A thread-local destructor that runs after the compressor's own was destroyed: what

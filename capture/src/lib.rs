@@ -234,6 +234,50 @@ mod tests {
         dir
     }
 
+    /// The encoding bytes of a stored content's chunks, in order, and the bytes of its packs.
+    fn encodings(dir: &std::path::Path, hash: &str) -> (Vec<u8>, u64) {
+        let index = std::fs::read_to_string(writer::index_path(dir, hash)).unwrap();
+        let (_, chunks) = chunks::parse_index(&index).unwrap();
+        let mut packs = std::collections::HashSet::new();
+        let tags = chunks
+            .iter()
+            .map(|c| {
+                let at = c.at.as_ref().unwrap();
+                let pack = std::fs::read(writer::pack_path(dir, &at.pack)).unwrap();
+                packs.insert((at.pack.clone(), pack.len() as u64));
+                pack[at.offset as usize]
+            })
+            .collect();
+        (tags, packs.iter().map(|p| p.1).sum())
+    }
+
+    #[test]
+    fn an_incompressible_content_is_stored_raw_and_reads_back_bit_exact() {
+        let dir = fresh("raw");
+        let w = CaptureWriter::create(&dir, &manifest()).unwrap();
+        // Noise: its probed chunks save nothing, so every chunk is raw, zstd never tried.
+        let n = noise(3 << 20, 21);
+        let hn = writer::digest(&n);
+        w.blobs.put_content(&hn, &n).unwrap();
+        let (tags, packs) = encodings(&dir, &hn);
+        assert!(tags.len() > 3 && tags.iter().all(|&t| t == b'r'), "{tags:?}");
+        assert_eq!(packs, n.len() as u64 + tags.len() as u64, "a tag byte per chunk");
+        // Noise with a compressible middle (decimal counters, no chunk twice): the probe of
+        // the middle compresses, so each chunk is weighed on its own and the middle shrinks.
+        let mut m = noise(3 << 20, 22);
+        let text: Vec<u8> = (0..1u32 << 17).flat_map(|i| format!("{i:08}").into_bytes()).collect();
+        m[1 << 20..2 << 20].copy_from_slice(&text);
+        let hm = writer::digest(&m);
+        w.blobs.put_content(&hm, &m).unwrap();
+        let (tags, packs) = encodings(&dir, &hm);
+        assert!(tags.contains(&b'r') && tags.contains(&b'z'), "{tags:?}");
+        assert!(packs < (2 << 20) + 200_000, "{packs}");
+        let c = Capture::open(&dir).unwrap();
+        assert_eq!(c.blob(&hn).unwrap(), n);
+        assert_eq!(c.blob(&hm).unwrap(), m);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn chunked_contents_share_unchanged_parts_and_read_back_verified() {
         let dir = fresh("chunks");

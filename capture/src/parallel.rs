@@ -16,7 +16,7 @@ use crate::hex::Hash;
 pub use blake3::hazmat::ChainingValue;
 use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, merge_subtrees_root};
 use blake3::hazmat::{HasherExt, Mode};
-pub use crate::workers::{for_each, map_each, threads};
+pub use crate::workers::{allow_all_cores, for_each, map_each, threads};
 
 /// Contents at least this large are hashed and stored by several threads: below it,
 /// starting threads costs about what they save.
@@ -61,6 +61,39 @@ pub fn leaves_like(
     let mut out = old.to_vec();
     out[first..end].copy_from_slice(&leaves_in(bytes, first, end));
     out
+}
+
+/// [`leaves_like`] in place, for several regions: hashes again the leaves of `leaves` (of
+/// an earlier version of `bytes`, the same length) that overlap each of `regions` (sorted or
+/// not, overlapping or not), each leaf once. False (nothing changed) when `leaves` is not of
+/// `bytes`' length or a region lies past its end. Why: a version that changed in many
+/// places (a wavefront touches every row) copied all its leaves once per region.
+pub fn rehash_leaves(
+    bytes: &[u8],
+    leaves: &mut [ChainingValue],
+    regions: &[(usize, usize)],
+) -> bool {
+    if leaves.len() != bytes.len().div_ceil(LEAF) || regions.iter().any(|&(lo, hi)| lo > hi || hi > bytes.len()) {
+        return false;
+    }
+    // Leaf runs to hash, merged where they touch.
+    let mut runs: Vec<(usize, usize)> = regions
+        .iter()
+        .filter(|(lo, hi)| lo < hi)
+        .map(|&(lo, hi)| (lo / LEAF, hi.div_ceil(LEAF)))
+        .collect();
+    runs.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(runs.len());
+    for (a, b) in runs {
+        match merged.last_mut() {
+            Some(last) if last.1 >= a => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    for (a, b) in merged {
+        leaves[a..b].copy_from_slice(&leaves_in(bytes, a, b));
+    }
+    true
 }
 
 /// Chaining values of leaves `first..end` of `bytes`, split over threads in runs of leaves.
@@ -300,6 +333,9 @@ mod tests {
             let leaves = leaves_like(&new, &old_leaves, region);
             assert_eq!(root(&leaves, new.len()), digest(&new), "edit {k}");
             assert_eq!(leaves, super::leaves(&new), "edit {k}");
+            let mut in_place = old_leaves.clone();
+            assert!(rehash_leaves(&new, &mut in_place, &[(b, b), (a, b), (a, a + 1)]));
+            assert_eq!(in_place, leaves, "edit {k} in place");
         }
         // Unchanged: no region; spread changes, other lengths: not applicable.
         assert_eq!(changed_region(&old, &old), None);
@@ -322,6 +358,17 @@ mod tests {
         assert_eq!(region, (10, (6 << 20) - 9));
         assert_eq!(cut_and_hash_like(&spread, &old_cuts, region), None);
         assert_eq!(cut_and_hash_like(&old[..1 << 20], &old_cuts, (0, 1)), None);
+        // Many scattered edits, in place: only their leaves, each once.
+        let mut scattered = old.clone();
+        let edits: Vec<(usize, usize)> = (0..300).map(|i| (i * 20_000 + 7, i * 20_000 + 71)).collect();
+        for &(a, b) in edits.iter().rev() {
+            scattered[a..b].iter_mut().for_each(|x| *x ^= 0x33);
+        }
+        let mut in_place = old_leaves.clone();
+        assert!(rehash_leaves(&scattered, &mut in_place, &edits));
+        assert_eq!(in_place, leaves(&scattered));
+        assert!(!rehash_leaves(&scattered, &mut in_place, &[(0, (6 << 20) + 1)]));
+        assert!(!rehash_leaves(&scattered[..10 * LEAF], &mut in_place, &[]));
     }
 
     /// The capture crate's test bytes, with this module's seed.
@@ -469,6 +516,18 @@ mod tests {
             libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
             "the child's for_each failed or hung (status {status:#x})"
         );
+    }
+
+    #[test]
+    fn all_cores_are_allowed_only_before_the_count_is_fixed() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let first = allow_all_cores();
+        if first {
+            assert_eq!(threads(), cores);
+        }
+        assert!(threads() <= cores && threads() >= 1);
+        assert!(!allow_all_cores(), "the count is fixed at its first use");
+        assert_eq!(for_each(40, true, Ok::<_, ()>), Ok((0..40).collect()));
     }
 
     #[test]

@@ -8,16 +8,28 @@ use std::sync::OnceLock;
 /// The most threads one content uses (the writer must leave the application its cores).
 const MAX_THREADS: usize = 8;
 
+/// The count [`threads`] fixed at its first call.
+static THREADS: OnceLock<usize> = OnceLock::new();
+
 /// Threads a large content may use: the cores this process may run on, at most
-/// [`MAX_THREADS`] (asked once).
+/// [`MAX_THREADS`] unless [`allow_all_cores`] came first (asked once).
 pub fn threads() -> usize {
-    static N: OnceLock<usize> = OnceLock::new();
-    *N.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .clamp(1, MAX_THREADS)
-    })
+    *THREADS.get_or_init(|| cores().clamp(1, MAX_THREADS))
+}
+
+/// The cores this process may run on.
+fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Lets [`threads`] (and so the pool) use every core this process may run on, not at most
+/// [`MAX_THREADS`]: for a `cltrap` process compacting a capture, whose work is all there is
+/// once the application has exited (the bound is there to leave an application its cores).
+/// False when the count was fixed already (a parallel step ran before).
+pub fn allow_all_cores() -> bool {
+    THREADS.set(cores().max(1)).is_ok()
 }
 
 /// Runs `work(i)` for every `i` in `0..n` on up to [`threads`] threads of the [`pool`], and
