@@ -64,10 +64,12 @@ pub const FORMAT_NAME: &str = "cltrap-capture";
 /// [`chunks`]); everything version 3 holds is still valid version 4. Version 5 adds the
 /// spool ([`spool`]: contents not compacted yet, whole or as patch records on an earlier
 /// version), which an older reader would report as missing blobs; everything version 4
-/// holds is still valid version 5.
-pub const FORMAT_VERSION: u32 = 5;
+/// holds is still valid version 5. Version 6 adds encoding `r` of a chunk (its bytes as they
+/// are, for a chunk zstd would not shrink by a tenth: [`chunks`]), which an older reader would
+/// report as damaged; everything version 5 holds is still valid version 6.
+pub const FORMAT_VERSION: u32 = 6;
 /// The versions this crate reads: older captures read unchanged.
-pub const READABLE_VERSIONS: [u32; 5] = [1, 2, 3, 4, 5];
+pub const READABLE_VERSIONS: [u32; 6] = [1, 2, 3, 4, 5, 6];
 /// The append-only launch log inside a capture directory (one JSON record per line), named
 /// once because the writer, the reader and `cltrap run`'s summary all open it.
 pub const LAUNCHES_FILE: &str = "launches.jsonl";

@@ -725,7 +725,8 @@ impl CaptureWriter {
             // and deltas), everything version 2 holds is valid version 3 (which adds the
             // digest kind of `Content::Digest`), everything version 3 holds is valid
             // version 4 (which adds packs of chunks), and everything version 4 holds is valid
-            // version 5 (which adds the spool). A newer version, another format or
+            // version 5 (which adds the spool), and everything version 5 holds is valid
+            // version 6 (which adds raw chunks). A newer version, another format or
             // damage is refused: appending would leave launches no reader can read.
             let version = continuable_version(&text).map_err(|why| WriteError::Foreign {
                 path: manifest_path.clone(),
@@ -1177,7 +1178,7 @@ mod tests {
     fn a_newer_or_foreign_manifest_is_refused_and_left_alone() {
         let t = tempfile::tempdir().unwrap();
         for text in [
-            r#"{"format":"cltrap-capture","version":6,"writer":"x","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}"#,
+            r#"{"format":"cltrap-capture","version":7,"writer":"x","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}"#,
             r#"{"format":"something-else","version":1}"#,
             "not json",
         ] {

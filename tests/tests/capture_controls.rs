@@ -403,10 +403,10 @@ fn a_capture_of_a_newer_format_is_refused_not_appended_to() {
     let base = fresh_dir("caps", "newer-format");
     let dir = base.join("cap");
     std::fs::create_dir(&dir).expect("dir");
-    let manifest = r#"{"format":"cltrap-capture","version":6,"writer":"a later cltrap","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}"#;
+    let manifest = r#"{"format":"cltrap-capture","version":7,"writer":"a later cltrap","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}"#;
     std::fs::write(dir.join("manifest.json"), manifest).expect("manifest");
     let pre = run_on_prepared(&dir);
-    assert!(pre.stderr.contains("version 6"), "{}", pre.describe());
+    assert!(pre.stderr.contains("version 7"), "{}", pre.describe());
     assert_eq!(
         std::fs::read_to_string(dir.join("manifest.json")).unwrap(),
         manifest
