@@ -477,7 +477,7 @@ fn replay_one(
     // Outputs equal to their recorded contents need no comparison (and their recorded bytes
     // no reading); the rest are compared with the tolerance.
     let started = Instant::now();
-    let verified = Deriver::verify(l, &input, &out);
+    let verified = deriver.verify(l, &input, &out);
     phases.verify_ns += ns(started);
     chain.keep(l, &input, objects, &verified);
     deriver.offer(l, &mut out, &verified);

@@ -298,7 +298,79 @@ fn finish(acc: [u32; 4], len: u64) -> String {
 
 /// `dd128` of `bytes`, computed on the host: what the device kernel yields for them.
 pub fn dd128(bytes: &[u8]) -> String {
-    finish(accumulate(bytes), bytes.len() as u64)
+    Sum::of(bytes).digest(bytes.len() as u64)
+}
+
+/// A content's sum of block terms (step 4, before finishing): what its `dd128` is made from,
+/// and what lets the digest of a next version be had from the blocks that changed alone
+/// ([`Sum::updated`]). Why: a replay checks each launch's outputs against their recorded
+/// digests, and a launch that rewrites a few places of a large buffer (a wavefront's
+/// diagonal, an elimination's remaining rows) would otherwise cost a digest of all of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sum([u32; 4]);
+
+/// Bytes compared at once by [`Sum::updated`] (a multiple of the 16-byte block).
+const SPAN: usize = 4096;
+
+impl Sum {
+    /// The sum of `bytes`.
+    pub fn of(bytes: &[u8]) -> Sum {
+        Sum(accumulate(bytes))
+    }
+
+    /// The `dd128` digest of the content of `len` bytes with this sum.
+    pub fn digest(&self, len: u64) -> String {
+        finish(self.0, len)
+    }
+
+    /// The sum of `new` from this one, the sum of `old`: the terms of the blocks where they
+    /// differ are taken out and put in again. None when the lengths differ or more than one
+    /// block in [`SPARSE`] differs (one block's terms mixed alone cost about what a digest
+    /// of the whole spends on that many blocks).
+    pub fn updated(&self, old: &[u8], new: &[u8]) -> Option<Sum> {
+        if old.len() != new.len() {
+            return None;
+        }
+        let most = new.len().div_ceil(16) / SPARSE;
+        let mut changed: Vec<u64> = Vec::new();
+        for (s, (o, n)) in old.chunks(SPAN).zip(new.chunks(SPAN)).enumerate() {
+            if o == n {
+                continue;
+            }
+            let first = (s * SPAN / 16) as u64;
+            // Whole blocks compared as one word each; the short last block as bytes.
+            let word = |b: &[u8]| <[u8; 16]>::try_from(b).map(u128::from_ne_bytes).unwrap_or(0);
+            let (ow, nw) = (o.chunks_exact(16), n.chunks_exact(16));
+            let tail = ow.remainder() != nw.remainder();
+            let whole = ow.zip(nw).map(|(a, b)| word(a) != word(b));
+            for (b, differs) in whole.chain(std::iter::once(tail)).enumerate() {
+                if differs {
+                    if changed.len() >= most {
+                        return None;
+                    }
+                    changed.push(first + b as u64);
+                }
+            }
+        }
+        let mut acc = self.0;
+        for j in changed {
+            let at = j as usize * 16;
+            let end = (at + 16).min(new.len());
+            acc = xor(acc, xor(block_term(j, &old[at..end]), block_term(j, &new[at..end])));
+        }
+        Some(Sum(acc))
+    }
+}
+
+/// [`Sum::updated`] takes at most one changed block in this many.
+const SPARSE: usize = 16;
+
+/// The term of block `j` holding `block` (16 bytes, or fewer for the last one, zero-padded).
+fn block_term(j: u64, block: &[u8]) -> [u32; 4] {
+    let mut p = [0u8; 16];
+    p[..block.len()].copy_from_slice(block);
+    let w = |i: usize| u32::from_le_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]);
+    term(j, [w(0), w(4), w(8), w(12)])
 }
 
 /// The digest of `len` bytes from the per-group partials the device kernel wrote (16 bytes
@@ -473,5 +545,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_sum_of_a_next_version_from_its_changed_blocks_is_its_whole_sum() {
+        let old: Vec<u8> = (0..16 * SPAN as u32 + 37)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 9) as u8)
+            .collect();
+        let sum = Sum::of(&old);
+        assert_eq!(sum.digest(old.len() as u64), dd128(&old));
+        // Unchanged; one byte; bytes in several spans and blocks; the short last block.
+        let mut edits: Vec<Vec<usize>> = vec![vec![], vec![5], vec![16, 17, SPAN + 3, 2 * SPAN - 1]];
+        edits.push(vec![old.len() - 1, old.len() - 30]);
+        for places in edits {
+            let mut new = old.clone();
+            for &p in &places {
+                new[p] ^= 0x5a;
+            }
+            let updated = sum.updated(&old, &new).expect("few changes");
+            assert_eq!(updated, Sum::of(&new), "changed at {places:?}");
+            assert_eq!(updated.digest(new.len() as u64), dd128(&new));
+        }
+        // More than half changed, or another length: digested whole instead.
+        let flipped: Vec<u8> = old.iter().map(|b| !b).collect();
+        assert_eq!(sum.updated(&old, &flipped), None);
+        assert_eq!(sum.updated(&old, &old[1..]), None);
     }
 }
