@@ -6,8 +6,10 @@ use crate::executor::{
     Mismatch, Session, Traffic,
 };
 use cltrap_capture::{ArgRecord, Capture, Content, LaunchRecord, ReadError};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::time::Instant;
 
 /// What to replay and how to judge it.
 #[derive(Debug, Clone, Default)]
@@ -69,6 +71,55 @@ impl std::fmt::Display for LaunchResult {
             Outcome::Error { line, .. } => write!(f, "error: {line}"),
         }
     }
+}
+
+/// Where the replay of launches spent its time on the host, summed over them (for
+/// `--timing`): a replay much slower than the application names its costly step, on
+/// whatever device it runs. Nanoseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Phases {
+    /// Restoring inputs: from the capture or the cache, deriving included.
+    pub restore_ns: u64,
+    /// Running: creating and uploading what is not bound, the kernel, reading outputs back.
+    pub run_ns: u64,
+    /// The kernels' own device time, where the driver reports it (part of `run_ns`).
+    pub kernel_ns: u64,
+    /// Checking outputs against their recorded digests.
+    pub verify_ns: u64,
+    /// Loading the expected contents of outputs not verified by digest and comparing them.
+    pub compare_ns: u64,
+}
+
+impl Phases {
+    /// The time of `self` since `earlier` (a snapshot of the same sums).
+    pub fn since(&self, earlier: &Phases) -> Phases {
+        Phases {
+            restore_ns: self.restore_ns.saturating_sub(earlier.restore_ns),
+            run_ns: self.run_ns.saturating_sub(earlier.run_ns),
+            kernel_ns: self.kernel_ns.saturating_sub(earlier.kernel_ns),
+            verify_ns: self.verify_ns.saturating_sub(earlier.verify_ns),
+            compare_ns: self.compare_ns.saturating_sub(earlier.compare_ns),
+        }
+    }
+
+    /// Adds `other`'s sums to these.
+    pub fn add(&mut self, other: &Phases) {
+        self.restore_ns += other.restore_ns;
+        self.run_ns += other.run_ns;
+        self.kernel_ns += other.kernel_ns;
+        self.verify_ns += other.verify_ns;
+        self.compare_ns += other.compare_ns;
+    }
+
+    /// All host phases together.
+    pub fn total_ns(&self) -> u64 {
+        self.restore_ns + self.run_ns + self.verify_ns + self.compare_ns
+    }
+}
+
+/// Nanoseconds since `t`.
+fn ns(t: Instant) -> u64 {
+    t.elapsed().as_nanos() as u64
 }
 
 /// The verdict word of [`Outcome::NotHere`] in per-launch and summary lines.
@@ -207,6 +258,8 @@ pub struct Replayer<'c> {
     chain: Chain,
     /// Counts of the launches replayed so far (`rederived` is filled by [`replay_on`]).
     pub summary: Summary,
+    /// Where the launches replayed so far spent their time.
+    pub phases: Phases,
 }
 
 impl<'c> Replayer<'c> {
@@ -219,6 +272,7 @@ impl<'c> Replayer<'c> {
             deriver: Deriver::new(capture),
             chain: Chain::new(),
             summary: Summary::default(),
+            phases: Phases::default(),
         }
     }
 
@@ -235,6 +289,7 @@ impl<'c> Replayer<'c> {
             &mut self.summary,
             &mut self.deriver,
             &mut self.chain,
+            &mut self.phases,
         );
         match &outcome {
             Outcome::Ok { .. } => self.summary.ok += 1,
@@ -279,6 +334,7 @@ fn replay_one(
     summary: &mut Summary,
     deriver: &mut Deriver<'_>,
     chain: &mut Chain,
+    phases: &mut Phases,
 ) -> Outcome {
     let error = |e: &ExecError| {
         if let ExecError::NotDerivable {
@@ -307,7 +363,10 @@ fn replay_one(
         }
     };
     let executed = deriver.executed;
-    let input = match deriver.input(session, l) {
+    let started = Instant::now();
+    let restored = deriver.input(session, l);
+    phases.restore_ns += ns(started);
+    let input = match restored {
         Ok(i) => i,
         Err(e) => {
             chain.clear();
@@ -374,16 +433,19 @@ fn replay_one(
     // Run even then: a fuzzing finding (saved without outputs) must reproduce its crash,
     // hang or failure here.
     // A launch with stand-ins runs twice: the chain is not used for it.
+    let started = Instant::now();
     let run = if input.stand_ins.is_empty() {
         chain.run(session, program, l, &input)
     } else {
         chain.clear();
         session.run(program, &input, &[]).map(|o| (o, Vec::new()))
     };
+    phases.run_ns += ns(started);
     let (mut out, objects) = match run {
         Ok(o) => o,
         Err(e) => return error(&e),
     };
+    phases.kernel_ns += out.kernel_ns.unwrap_or(0);
     if nothing_to_compare {
         return Outcome::Skipped(
             "ran, but no buffer contents after the launch were recorded, so there is nothing to compare"
@@ -391,7 +453,10 @@ fn replay_one(
         );
     }
     if !input.stand_ins.is_empty() {
-        let other = match session.run(program, &input.with_stand_in_fill(0xa5), &[]) {
+        let started = Instant::now();
+        let other = session.run(program, &input.with_stand_in_fill(0xa5), &[]);
+        phases.run_ns += ns(started);
+        let other = match other {
             Ok(o) => o,
             Err(e) => return error(&e),
         };
@@ -411,14 +476,18 @@ fn replay_one(
     let infos: Vec<_> = l.args.iter().map(|a| a.info().clone()).collect();
     // Outputs equal to their recorded contents need no comparison (and their recorded bytes
     // no reading); the rest are compared with the tolerance.
-    let verified = Deriver::verify(l, &input, &out);
+    let started = Instant::now();
+    let verified = deriver.verify(l, &input, &out);
+    phases.verify_ns += ns(started);
     chain.keep(l, &input, objects, &verified);
     deriver.offer(l, &mut out, &verified);
+    let started = Instant::now();
     let expected = match LaunchInput::expected_outputs_except(capture, l, &verified) {
         Ok(x) => x,
         Err(e) => return error(&e),
     };
     let mut mismatches = check_outputs(&input, &infos, &expected, &out, closeness).into_iter();
+    phases.compare_ns += ns(started);
     chain.recycle(input);
     match mismatches.next() {
         Some(m) => {

@@ -14,7 +14,7 @@ use crate::campaign::kept::{error_lines, Kept};
 use crate::campaign::{Campaign, Finished, Lost, Unit, UnitContext};
 use crate::compare::Closeness;
 use crate::executor::Traffic;
-use crate::replay::{LaunchResult, Outcome, Replayer, Summary};
+use crate::replay::{LaunchResult, Outcome, Phases, Replayer, Summary};
 use cltrap_capture::{Capture, LaunchRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -61,6 +61,9 @@ pub struct Replayed {
     /// How its buffer inputs reached the device (a cost, not part of the verdict).
     #[serde(default)]
     pub traffic: Traffic,
+    /// Where its replay spent its time (a cost, not part of the verdict).
+    #[serde(default)]
+    pub phases: Phases,
 }
 
 impl Replayed {
@@ -82,6 +85,7 @@ impl Replayed {
             rederived: 0,
             device: None,
             traffic: Traffic::default(),
+            phases: Phases::default(),
         }
     }
 
@@ -96,6 +100,7 @@ impl Replayed {
             rederived: 0,
             device: None,
             traffic: Traffic::default(),
+            phases: Phases::default(),
         }
     }
 }
@@ -166,12 +171,14 @@ impl Campaign for ReplayCampaign {
         };
         let before = here.state.rederived();
         let traffic = here.state.traffic();
+        let phases = here.state.phases;
         let result = here.state.one(&here.session, l);
         let info = here.session.info();
         let r = Replayed {
             built: here.state.built(&l.program).then(|| l.program.clone()),
             rederived: here.state.rederived() - before,
             traffic: here.state.traffic().since(&traffic),
+            phases: here.state.phases.since(&phases),
             device: Some(format!("{} ({})", info.name, info.platform)),
             ..Replayed::of(&result)
         };
@@ -210,6 +217,7 @@ impl Campaign for ReplayCampaign {
         let mut told: HashSet<String> = HashSet::new();
         let mut device: Option<String> = None;
         let mut traffic = Traffic::default();
+        let mut phases = Phases::default();
         for (u, f) in results {
             let r: Replayed = serde_json::from_value(f.result.clone()).map_err(|e| {
                 format!(
@@ -233,6 +241,7 @@ impl Campaign for ReplayCampaign {
             built.extend(r.built);
             summary.rederived += r.rederived;
             traffic.add(&r.traffic);
+            phases.add(&r.phases);
             if device.is_none() {
                 device = r.device;
             }
@@ -252,6 +261,18 @@ impl Campaign for ReplayCampaign {
                 mb(traffic.bound_bytes),
                 traffic.uploaded,
                 mb(traffic.uploaded_bytes),
+            );
+            // Per launch, in microseconds; what is left of the wall time went to starting up,
+            // building programs and the campaign (workers, journal).
+            let per = |ns: u64| ns as f64 / 1e3 / n.max(1) as f64;
+            eprintln!(
+                "cltrap: replay time per launch: restore {:.0} us, run {:.0} us (kernel {:.0} us on the device), verify {:.0} us, compare {:.0} us; outside the launches: {:.3} s",
+                per(phases.restore_ns),
+                per(phases.run_ns),
+                per(phases.kernel_ns),
+                per(phases.verify_ns),
+                per(phases.compare_ns),
+                (secs - phases.total_ns() as f64 / 1e9).max(0.0),
             );
         }
         Ok(summary.exit_code() as u8)

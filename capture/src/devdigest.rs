@@ -167,16 +167,16 @@ fn accumulate(bytes: &[u8]) -> [u32; 4] {
     .fold([0u32; 4], xor)
 }
 
-/// Blocks mixed side by side in [`accumulate_from`]: the same rounds on 8 independent
-/// states, written lane by lane so the compiler keeps them in vector registers.
+/// Blocks mixed side by side in the portable [`accumulate_lanes`]: the same rounds on 8
+/// independent states, written lane by lane so the compiler keeps them in vector registers.
 const LANES: usize = 8;
 
-/// [`mix`] of `LANES` states at once, word `w` of lane `l` in `s[w][l]`.
+/// [`mix`] of `N` states at once, word `w` of lane `l` in `s[w][l]`.
 #[inline(always)]
-fn mix_lanes(s: &mut [[u32; LANES]; 4]) {
+fn mix_lanes<const N: usize>(s: &mut [[u32; N]; 4]) {
+    let [mut a, mut b, mut c, mut d] = *s;
     for rc in RC {
-        let [a, b, c, d] = s;
-        for l in 0..LANES {
+        for l in 0..N {
             a[l] = a[l].wrapping_add(rc);
             a[l] = a[l].wrapping_add(b[l]);
             d[l] = (d[l] ^ a[l]).rotate_left(16);
@@ -188,21 +188,66 @@ fn mix_lanes(s: &mut [[u32; LANES]; 4]) {
             b[l] = (b[l] ^ c[l]).rotate_left(7);
         }
         // Rotate the words by one position.
-        *s = [*b, *c, *d, *a];
+        (a, b, c, d) = (b, c, d, a);
     }
+    *s = [a, b, c, d];
 }
 
-/// The XOR of the terms of `bytes`, whose first block is block `first` of the content.
+/// The XOR of the terms of `bytes`, whose first block is block `first` of the content, with
+/// the widest vector unit of this CPU: the host digests every output of a replayed launch
+/// whose record keeps only a `dd128` (every launch past a capture's derive threshold), so its
+/// speed bounds a long replay's (the portable build of the lanes leaves x86-64 at SSE2, a
+/// quarter of what AVX-512 mixes per instruction). Every variant computes the same sum.
 fn accumulate_from(bytes: &[u8], first: u64) -> [u32; 4] {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked just above).
+            return unsafe { accumulate_avx512(bytes, first) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { accumulate_avx2(bytes, first) };
+        }
+    }
+    accumulate_lanes::<LANES>(bytes, first)
+}
+
+/// [`accumulate_lanes`] compiled for AVX-512: 16 lanes, one 512-bit register per word.
+///
+/// # Safety
+/// The CPU must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn accumulate_avx512(bytes: &[u8], first: u64) -> [u32; 4] {
+    accumulate_lanes::<16>(bytes, first)
+}
+
+/// [`accumulate_lanes`] compiled for AVX2: 8 lanes, one 256-bit register per word.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn accumulate_avx2(bytes: &[u8], first: u64) -> [u32; 4] {
+    accumulate_lanes::<8>(bytes, first)
+}
+
+/// The XOR of the terms of `bytes`, whose first block is block `first` of the content, `N`
+/// blocks mixed side by side (inlined into each caller, so it is compiled for the caller's
+/// vector unit).
+#[inline(always)]
+fn accumulate_lanes<const N: usize>(bytes: &[u8], first: u64) -> [u32; 4] {
     let w = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-    let mut acc = [0u32; 4];
-    let groups = bytes.chunks_exact(16 * LANES);
+    // Lane-wise sums, folded into one at the end (XOR is order-free).
+    let mut lanes = [[0u32; N]; 4];
+    let groups = bytes.chunks_exact(16 * N);
     let rest = groups.remainder();
     let mut j = first;
     for group in groups {
-        // The tweaks mix(j ^ K), then the terms mix(x ^ tweak), for LANES blocks.
-        let mut t = [[0u32; LANES]; 4];
-        for l in 0..LANES {
+        // The tweaks mix(j ^ K), then the terms mix(x ^ tweak), for N blocks.
+        let mut t = [[0u32; N]; 4];
+        for l in 0..N {
             let jl = j + l as u64;
             t[0][l] = (jl as u32) ^ K[0];
             t[1][l] = ((jl >> 32) as u32) ^ K[1];
@@ -210,16 +255,22 @@ fn accumulate_from(bytes: &[u8], first: u64) -> [u32; 4] {
             t[3][l] = K[3];
         }
         mix_lanes(&mut t);
-        for l in 0..LANES {
+        for l in 0..N {
             for (k, word) in t.iter_mut().enumerate() {
                 word[l] ^= w(group, 16 * l + 4 * k);
             }
         }
         mix_lanes(&mut t);
-        for (k, word) in t.iter().enumerate() {
-            acc[k] ^= word.iter().fold(0, |x, y| x ^ y);
+        for (sum, word) in lanes.iter_mut().zip(t.iter()) {
+            for l in 0..N {
+                sum[l] ^= word[l];
+            }
         }
-        j += LANES as u64;
+        j += N as u64;
+    }
+    let mut acc = [0u32; 4];
+    for (a, sum) in acc.iter_mut().zip(lanes.iter()) {
+        *a = sum.iter().fold(0, |x, y| x ^ y);
     }
     let blocks = rest.chunks_exact(16);
     let tail = blocks.remainder();
@@ -247,7 +298,79 @@ fn finish(acc: [u32; 4], len: u64) -> String {
 
 /// `dd128` of `bytes`, computed on the host: what the device kernel yields for them.
 pub fn dd128(bytes: &[u8]) -> String {
-    finish(accumulate(bytes), bytes.len() as u64)
+    Sum::of(bytes).digest(bytes.len() as u64)
+}
+
+/// A content's sum of block terms (step 4, before finishing): what its `dd128` is made from,
+/// and what lets the digest of a next version be had from the blocks that changed alone
+/// ([`Sum::updated`]). Why: a replay checks each launch's outputs against their recorded
+/// digests, and a launch that rewrites a few places of a large buffer (a wavefront's
+/// diagonal, an elimination's remaining rows) would otherwise cost a digest of all of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sum([u32; 4]);
+
+/// Bytes compared at once by [`Sum::updated`] (a multiple of the 16-byte block).
+const SPAN: usize = 4096;
+
+impl Sum {
+    /// The sum of `bytes`.
+    pub fn of(bytes: &[u8]) -> Sum {
+        Sum(accumulate(bytes))
+    }
+
+    /// The `dd128` digest of the content of `len` bytes with this sum.
+    pub fn digest(&self, len: u64) -> String {
+        finish(self.0, len)
+    }
+
+    /// The sum of `new` from this one, the sum of `old`: the terms of the blocks where they
+    /// differ are taken out and put in again. None when the lengths differ or more than one
+    /// block in [`SPARSE`] differs (one block's terms mixed alone cost about what a digest
+    /// of the whole spends on that many blocks).
+    pub fn updated(&self, old: &[u8], new: &[u8]) -> Option<Sum> {
+        if old.len() != new.len() {
+            return None;
+        }
+        let most = new.len().div_ceil(16) / SPARSE;
+        let mut changed: Vec<u64> = Vec::new();
+        for (s, (o, n)) in old.chunks(SPAN).zip(new.chunks(SPAN)).enumerate() {
+            if o == n {
+                continue;
+            }
+            let first = (s * SPAN / 16) as u64;
+            // Whole blocks compared as one word each; the short last block as bytes.
+            let word = |b: &[u8]| <[u8; 16]>::try_from(b).map(u128::from_ne_bytes).unwrap_or(0);
+            let (ow, nw) = (o.chunks_exact(16), n.chunks_exact(16));
+            let tail = ow.remainder() != nw.remainder();
+            let whole = ow.zip(nw).map(|(a, b)| word(a) != word(b));
+            for (b, differs) in whole.chain(std::iter::once(tail)).enumerate() {
+                if differs {
+                    if changed.len() >= most {
+                        return None;
+                    }
+                    changed.push(first + b as u64);
+                }
+            }
+        }
+        let mut acc = self.0;
+        for j in changed {
+            let at = j as usize * 16;
+            let end = (at + 16).min(new.len());
+            acc = xor(acc, xor(block_term(j, &old[at..end]), block_term(j, &new[at..end])));
+        }
+        Some(Sum(acc))
+    }
+}
+
+/// [`Sum::updated`] takes at most one changed block in this many.
+const SPARSE: usize = 16;
+
+/// The term of block `j` holding `block` (16 bytes, or fewer for the last one, zero-padded).
+fn block_term(j: u64, block: &[u8]) -> [u32; 4] {
+    let mut p = [0u8; 16];
+    p[..block.len()].copy_from_slice(block);
+    let w = |i: usize| u32::from_le_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]);
+    term(j, [w(0), w(4), w(8), w(12)])
 }
 
 /// The digest of `len` bytes from the per-group partials the device kernel wrote (16 bytes
@@ -389,16 +512,63 @@ mod tests {
 
     #[test]
     fn blocks_mixed_side_by_side_give_the_one_block_terms() {
-        let bytes: Vec<u8> = (0..16 * LANES as u32 * 3 + 21).map(|i| (i * 7 + 3) as u8).collect();
-        for first in [0u64, 5, (1 << 32) - 3] {
-            let mut one = [0u32; 4];
-            for (j, block) in bytes.chunks(16).enumerate() {
-                let mut p = [0u8; 16];
-                p[..block.len()].copy_from_slice(block);
-                let w = |i: usize| u32::from_le_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]);
-                one = xor(one, term(first + j as u64, [w(0), w(4), w(8), w(12)]));
+        // Every variant this CPU runs, each over whole groups of its lanes and a remainder.
+        let mut variants: Vec<(&str, fn(&[u8], u64) -> [u32; 4])> = vec![
+            ("dispatched", accumulate_from),
+            ("8 lanes", accumulate_lanes::<8>),
+            ("16 lanes", accumulate_lanes::<16>),
+        ];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2 (checked just above).
+                variants.push(("avx2", |b, f| unsafe { accumulate_avx2(b, f) }));
             }
-            assert_eq!(accumulate_from(&bytes, first), one, "first block {first}");
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has AVX-512F (checked just above).
+                variants.push(("avx512", |b, f| unsafe { accumulate_avx512(b, f) }));
+            }
         }
+        let bytes: Vec<u8> = (0..16 * 16 * 3 + 16 * 9 + 5).map(|i: u32| (i * 7 + 3) as u8).collect();
+        for len in [0, 15, 16, 16 * 8, 16 * 8 + 1, 16 * 16 - 1, 16 * 16, bytes.len()] {
+            let bytes = &bytes[..len];
+            for first in [0u64, 5, (1 << 32) - 3] {
+                let mut one = [0u32; 4];
+                for (j, block) in bytes.chunks(16).enumerate() {
+                    let mut p = [0u8; 16];
+                    p[..block.len()].copy_from_slice(block);
+                    let w = |i: usize| u32::from_le_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]);
+                    one = xor(one, term(first + j as u64, [w(0), w(4), w(8), w(12)]));
+                }
+                for (name, f) in &variants {
+                    assert_eq!(f(bytes, first), one, "{name}: {len} bytes from block {first}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_sum_of_a_next_version_from_its_changed_blocks_is_its_whole_sum() {
+        let old: Vec<u8> = (0..16 * SPAN as u32 + 37)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 9) as u8)
+            .collect();
+        let sum = Sum::of(&old);
+        assert_eq!(sum.digest(old.len() as u64), dd128(&old));
+        // Unchanged; one byte; bytes in several spans and blocks; the short last block.
+        let mut edits: Vec<Vec<usize>> = vec![vec![], vec![5], vec![16, 17, SPAN + 3, 2 * SPAN - 1]];
+        edits.push(vec![old.len() - 1, old.len() - 30]);
+        for places in edits {
+            let mut new = old.clone();
+            for &p in &places {
+                new[p] ^= 0x5a;
+            }
+            let updated = sum.updated(&old, &new).expect("few changes");
+            assert_eq!(updated, Sum::of(&new), "changed at {places:?}");
+            assert_eq!(updated.digest(new.len() as u64), dd128(&new));
+        }
+        // More than half changed, or another length: digested whole instead.
+        let flipped: Vec<u8> = old.iter().map(|b| !b).collect();
+        assert_eq!(sum.updated(&old, &flipped), None);
+        assert_eq!(sum.updated(&old, &old[1..]), None);
     }
 }

@@ -41,6 +41,15 @@ fn replay_timed(dir: &Path, ids: &[String]) -> (Outcome, u64, u64) {
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("no count before {word:?} in {line}"))
     };
+    // The host time of the launches, by phase, on a line of its own.
+    let phases = cltrap_lines(&out.stderr)
+        .into_iter()
+        .find(|l| l.contains("replay time per launch:"))
+        .unwrap_or_else(|| panic!("no per-launch time line\n{}", out.describe()))
+        .to_string();
+    for phase in ["restore ", "run ", "verify ", "compare ", "outside the launches: "] {
+        assert!(phases.contains(phase), "no {phase:?} in {phases}");
+    }
     let bound = count(" bound on the device");
     let uploaded = count(" uploaded (");
     (out, bound, uploaded)

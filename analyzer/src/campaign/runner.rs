@@ -600,18 +600,31 @@ fn slot_loop(
     let mut worker: Option<Worker> = None;
     let mut spare: Option<Worker> = None;
     let mut lost_one = false;
+    // Workers started so far (spares included): which one a unit sent ahead went to.
+    let mut started_workers = 0u64;
+    // The unit sent to the worker behind the one it runs, so it starts it without waiting
+    // for this thread to hear of the last result and answer (a round trip of the runner's
+    // threads per unit, most of a campaign of short units); with the worker it was sent to.
+    let mut ahead: Option<(Unit, u64)> = None;
     loop {
         if stop.load(Ordering::SeqCst) {
             break;
         }
-        let next = queue.lock().ok().and_then(|mut q| q.pop_front());
-        let Some((_, unit)) = next else {
-            // Another slot's unit may still come back to be tried again.
-            if pending.load(Ordering::SeqCst) == 0 {
-                break;
+        // A unit sent ahead to a worker since lost is sent again, to the next one.
+        let (unit, sent) = match ahead.take() {
+            Some((unit, to)) => (unit, worker.is_some() && to == started_workers),
+            None => {
+                let next = queue.lock().ok().and_then(|mut q| q.pop_front());
+                let Some((_, unit)) = next else {
+                    // Another slot's unit may still come back to be tried again.
+                    if pending.load(Ordering::SeqCst) == 0 {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                };
+                (unit, false)
             }
-            std::thread::sleep(Duration::from_millis(20));
-            continue;
         };
         let started = Instant::now();
         let lost = |why: Lost| {
@@ -633,7 +646,10 @@ fn slot_loop(
                 }),
             };
             match next {
-                Ok(w) => worker = Some(w),
+                Ok(w) => {
+                    worker = Some(w);
+                    started_workers += 1;
+                }
                 Err(e) => {
                     let _ = tx.send(lost(Lost::Crashed(e)));
                     continue;
@@ -647,10 +663,20 @@ fn slot_loop(
             }
         }
         let Some(w) = worker.as_mut() else { continue };
-        if w.send(&ToWorker::Run(unit.clone())).is_err() {
+        if !sent && w.send(&ToWorker::Run(unit.clone())).is_err() {
             let why = worker.take().map(Worker::kill).unwrap_or_default();
             let _ = tx.send(lost(Lost::Crashed(why)));
             continue;
+        }
+        // The next unit goes behind this one now; a worker that cannot take it is found
+        // out by this unit's wait (it is sent again to the next worker).
+        if let Some((_, next)) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
+            let to = if w.send(&ToWorker::Run(next.clone())).is_ok() {
+                started_workers
+            } else {
+                0
+            };
+            ahead = Some((next, to));
         }
         let mut last = Instant::now();
         let outcome = loop {
@@ -757,4 +783,69 @@ fn serve(c: &mut dyn Campaign, base: &DeviceSelector) -> Result<u8, String> {
         say(FromWorker::line(&id, event));
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker (a shell script speaking the protocol) that answers unit `a` only once the
+    /// next unit's line has reached it, and dies on unit `b`; every answer carries its pid.
+    const WORKER: &str = r#"
+pending=""
+while :; do
+    if [ -n "$pending" ]; then line=$pending; pending=""; else read -r line || exit 0; fi
+    id=$(printf '%s' "$line" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+    case "$id" in
+        a) read -r pending || exit 0 ;;
+        b) exit 3 ;;
+    esac
+    printf '{"cltrap_unit":"unit","id":"%s","event":"done","result":{"pid":%s},"device":""}\n' "$id" "$$"
+done
+"#;
+
+    #[test]
+    fn the_next_unit_is_sent_ahead_and_again_to_the_next_worker_when_this_one_dies() {
+        let run = Run {
+            exe: "/bin/sh".into(),
+            args: vec!["-c".into(), WORKER.into()],
+            // Only reached when unit `a`'s worker waits for a line never sent.
+            deadline: Duration::from_secs(20),
+        };
+        let ids = ["a", "b", "c", "d"];
+        let queue = Mutex::new(
+            ids.iter()
+                .enumerate()
+                .map(|(i, id)| {
+                    let unit = Unit {
+                        id: id.to_string(),
+                        payload: serde_json::Value::Null,
+                    };
+                    (i, unit)
+                })
+                .collect::<VecDeque<_>>(),
+        );
+        let (tx, rx) = channel();
+        let stop = AtomicBool::new(false);
+        let pending = AtomicUsize::new(0);
+        slot_loop(&run, None, &queue, &tx, &stop, &pending, &Starts::default());
+        drop(tx);
+        let got: Vec<(String, Option<u64>)> = rx
+            .iter()
+            .map(|o| match o {
+                Outcome::Done(u, f) => (u.id, f.result["pid"].as_u64()),
+                Outcome::Lost(u, why, _, _) => {
+                    assert!(matches!(why, Lost::Crashed(_)), "{}: {why:?}", u.id);
+                    (u.id, None)
+                }
+            })
+            .collect();
+        let order: Vec<&str> = got.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(order, ids, "{got:?}");
+        let pid = |i: usize| got[i].1;
+        // `a` was answered (its worker had `b`'s line already), `b` crashed its worker, and
+        // `c`, sent ahead to that worker, ran on the next one, with `d`.
+        assert!(pid(0).is_some() && pid(1).is_none(), "{got:?}");
+        assert!(pid(2).is_some() && pid(2) == pid(3) && pid(2) != pid(0), "{got:?}");
+    }
 }

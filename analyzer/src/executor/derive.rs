@@ -22,6 +22,7 @@
 
 use super::{BuildOptions, BuiltProgram, ExecError, LaunchInput, RunOutput, Session};
 use cltrap_capture::replayable::{DerivedInput, ReplayIndex, Replayability};
+use cltrap_capture::devdigest::Sum;
 use cltrap_capture::{ArgRecord, Capture, Content, DigestKind, LaunchRecord};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
@@ -29,6 +30,8 @@ use std::sync::Arc;
 
 /// Bytes of re-created contents kept between launches of one command.
 pub const CACHE_BYTES: usize = 256 << 20;
+/// `dd128` sums kept ([`Deriver::verify_output`]); 16 bytes each, dropped all at once past it.
+const SUMS_MAX: usize = 4096;
 
 /// A content by its digest: function, digest, size.
 pub(super) type Key = (DigestKind, String, u64);
@@ -97,6 +100,42 @@ impl Cache {
     }
 }
 
+/// The `dd128` sums ([`Sum`]) of the contents verified so far, by key, for
+/// [`Deriver::verify`].
+#[derive(Default)]
+struct Sums {
+    sums: HashMap<Key, Sum>,
+    /// Bytes digested whole (for tests of the cost).
+    whole_bytes: u64,
+}
+
+impl Sums {
+    /// Whether `bytes` are the content `k`; `ran_with` the bytes of content `before` that the
+    /// argument ran with. A `dd128` content is checked from the sum of `before`, kept when
+    /// it was checked, and the blocks where `bytes` differ from `ran_with`.
+    fn check(&mut self, k: Key, before: Option<Key>, ran_with: Option<&[u8]>, bytes: &[u8]) -> bool {
+        if k.0 != DigestKind::Dd128 {
+            return k.0.digest(bytes) == k.1;
+        }
+        let from = before
+            .and_then(|b| self.sums.get(&b))
+            .zip(ran_with)
+            .and_then(|(sum, old)| sum.updated(old, bytes));
+        let sum = from.unwrap_or_else(|| {
+            self.whole_bytes += bytes.len() as u64;
+            Sum::of(bytes)
+        });
+        if sum.digest(bytes.len() as u64) != k.1 {
+            return false;
+        }
+        if self.sums.len() >= SUMS_MAX {
+            self.sums.clear();
+        }
+        self.sums.insert(k, sum);
+        true
+    }
+}
+
 /// One launch on the walk back: the derived inputs it needs and those it has.
 struct Frame {
     pos: usize,
@@ -119,6 +158,9 @@ pub struct Deriver<'c> {
     /// chain behind it again (on another device, every later launch of a long capture
     /// would otherwise walk the whole chain back: quadratic).
     unreproducible: HashSet<(u64, u32)>,
+    /// The `dd128` sums of contents verified by digest: an output whose record keeps a
+    /// `dd128` is verified from the blocks where it differs from the content it ran with.
+    sums: Sums,
     /// Producer launches re-executed so far (for reports and tests of the cost).
     pub executed: u64,
 }
@@ -154,6 +196,7 @@ impl<'c> Deriver<'c> {
             programs: HashMap::new(),
             cache: Cache::default(),
             unreproducible: HashSet::new(),
+            sums: Sums::default(),
             executed: 0,
         }
     }
@@ -217,7 +260,12 @@ impl<'c> Deriver<'c> {
     /// argument the record says the launch left unchanged is compared with the bytes it ran
     /// with (`input`); any other output is digested once, with the recorded digest's function.
     /// An output that is not `true` here may still match within a tolerance.
-    pub fn verify(l: &LaunchRecord, input: &LaunchInput, out: &RunOutput) -> Vec<bool> {
+    ///
+    /// An output whose record keeps a `dd128` and whose argument ran with a content this
+    /// deriver verified before is digested from the blocks where the two differ
+    /// ([`Sum::updated`]): the same verdict as a digest of the whole, at the cost of a
+    /// comparison where a launch rewrote a few places of a large buffer.
+    pub fn verify(&mut self, l: &LaunchRecord, input: &LaunchInput, out: &RunOutput) -> Vec<bool> {
         l.args
             .iter()
             .enumerate()
@@ -241,7 +289,7 @@ impl<'c> Deriver<'c> {
                 if content_key(before).as_ref() == Some(&k) && ran_with == Some(bytes) {
                     return true;
                 }
-                k.0.digest(bytes) == k.1
+                self.sums.check(k, content_key(before), ran_with.map(Vec::as_slice), bytes)
             })
             .collect()
     }
@@ -435,5 +483,44 @@ impl<'c> Deriver<'c> {
             }
         }
         Ok(made)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cltrap_capture::devdigest::dd128;
+
+    fn key(bytes: &[u8]) -> Key {
+        (DigestKind::Dd128, dd128(bytes), bytes.len() as u64)
+    }
+
+    #[test]
+    fn a_next_version_recorded_as_a_dd128_is_checked_from_the_blocks_that_changed() {
+        let mut sums = Sums::default();
+        let first: Vec<u8> = (0..1u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8).collect();
+        assert!(sums.check(key(&first), None, None, &first));
+        assert_eq!(sums.whole_bytes, first.len() as u64);
+        // A launch that rewrote a few places: checked without digesting it whole.
+        let mut next = first.clone();
+        for p in [3, 70_000, 1_000_000] {
+            next[p] ^= 1;
+        }
+        assert!(sums.check(key(&next), Some(key(&first)), Some(&first), &next));
+        assert_eq!(sums.whole_bytes, first.len() as u64);
+        // And the one after it, from the sum just kept.
+        let mut third = next.clone();
+        third[500_000] = third[500_000].wrapping_add(7);
+        assert!(sums.check(key(&third), Some(key(&next)), Some(&next), &third));
+        assert_eq!(sums.whole_bytes, first.len() as u64);
+        // Bytes that are not the recorded content still fail, from the sum or whole.
+        let mut wrong = third.clone();
+        wrong[9] ^= 0x80;
+        assert!(!sums.check(key(&third), Some(key(&next)), Some(&next), &wrong));
+        assert!(!sums.check(key(&third), None, None, &wrong));
+        // A content whose predecessor was never checked here is digested whole.
+        let other: Vec<u8> = third.iter().map(|b| b ^ 0x33).collect();
+        assert!(sums.check(key(&other), Some(key(&other[..16])), Some(&third), &other));
+        assert_eq!(sums.whole_bytes, 3 * first.len() as u64);
     }
 }

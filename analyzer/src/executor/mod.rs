@@ -29,6 +29,7 @@ mod device;
 mod guard;
 mod input;
 mod program;
+mod readback;
 mod resident;
 mod run;
 

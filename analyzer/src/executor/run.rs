@@ -15,6 +15,12 @@ use opencl_sys::{
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 
+/// The execution status of the command of `ev` (negative: it failed), when the driver says.
+pub(super) fn event_status(ev: &Event) -> Option<i32> {
+    let b = cl3::event::get_event_data(ev.raw(), CL_EVENT_COMMAND_EXECUTION_STATUS).ok()?;
+    b.get(..4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
 /// What a run produced.
 #[derive(Debug, Clone)]
 pub struct RunOutput {
@@ -500,42 +506,14 @@ impl Session {
         cl3::event::wait_for_events(&[ev.raw()]).map_err(|c| ExecError::Execution {
             code: super::cl::error_name(c),
         })?;
-        if let Ok(b) = cl3::event::get_event_data(ev.raw(), CL_EVENT_COMMAND_EXECUTION_STATUS) {
-            if let Some(s) = b
-                .get(..4)
-                .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            {
-                if s < 0 {
-                    return Err(ExecError::Execution {
-                        code: super::cl::error_name(s),
-                    });
-                }
+        if let Some(s) = event_status(ev) {
+            if s < 0 {
+                return Err(ExecError::Execution {
+                    code: super::cl::error_name(s),
+                });
             }
         }
         Ok(())
-    }
-
-    /// Enqueues `kernel` over the given NDRange and waits for it: the kernel's event, or
-    /// [`ExecError::Execution`] when the kernel failed on the device.
-    pub(super) fn enqueue_and_wait(
-        &self,
-        kernel: &Kernel,
-        name: &str,
-        work_dim: u32,
-        global_offset: Option<&[u64]>,
-        global_size: &[u64],
-        local_size: Option<&[u64]>,
-    ) -> Result<Event, ExecError> {
-        let ev = self.enqueue_kernel(
-            kernel,
-            name,
-            work_dim,
-            global_offset,
-            global_size,
-            local_size,
-        )?;
-        self.wait_kernel(&ev)?;
-        Ok(ev)
     }
 
     fn run_with(
@@ -734,7 +712,7 @@ impl Session {
             }
         }
 
-        let ev = self.enqueue_and_wait(
+        let ev = self.enqueue_kernel(
             &kernel,
             &input.kernel,
             input.work_dim,
@@ -742,6 +720,30 @@ impl Session {
             &input.global_size,
             input.local_size.as_deref(),
         )?;
+        // An object is read once, when any argument using it is to be read. Buffers are read
+        // in the kernel's trip to the device ([`super::readback`]); images after it.
+        let mut wanted: HashMap<usize, bool> = HashMap::new();
+        for (i, slot) in mem_of.iter().enumerate() {
+            if let Some(slot) = slot {
+                *wanted.entry(*slot).or_default() |= i >= input.args.len() || read(i);
+            }
+        }
+        let mut batch = super::readback::Batch::new(self);
+        let mut batched: Vec<usize> = Vec::new();
+        for (i, a) in all.iter().enumerate() {
+            let Some(slot) = mem_of[i] else { continue };
+            let len = match a {
+                InputArg::Buffer { bytes, .. } => bytes.len(),
+                InputArg::SubBuffer { size, .. } => *size as usize,
+                _ => continue,
+            };
+            if wanted.get(&slot) != Some(&true) || batched.contains(&slot) {
+                continue;
+            }
+            batched.push(slot);
+            batch.read(slot, &mems[slot], len, i, spare)?;
+        }
+        self.wait_kernel(&ev)?;
         let stamp = |what| {
             cl3::event::get_event_profiling_data(ev.raw(), what)
                 .ok()
@@ -758,14 +760,7 @@ impl Session {
             _ => None,
         };
 
-        // An object is read once, when any argument using it is to be read.
-        let mut wanted: HashMap<usize, bool> = HashMap::new();
-        for (i, slot) in mem_of.iter().enumerate() {
-            if let Some(slot) = slot {
-                *wanted.entry(*slot).or_default() |= i >= input.args.len() || read(i);
-            }
-        }
-        let mut read: HashMap<usize, Vec<u8>> = HashMap::new();
+        let mut read: HashMap<usize, Vec<u8>> = batch.wait()?.into_iter().collect();
         for (i, a) in all.iter().enumerate() {
             if let Some(slot) = mem_of[i] {
                 if wanted.get(&slot) != Some(&true) {
