@@ -403,14 +403,12 @@ pub fn words(bytes: &[u8]) -> Vec<u32> {
         .collect()
 }
 
-/// The extra arguments of a mutant schema's variant: the selected mutant `n` (0 runs the
-/// original) and the watchdog's words (see `cltrap_kernel::mutate::WATCHDOG_PARAM`): what
-/// fired, the barrier-loop budget, the original's barrier-loop need, the loop budget (0: the
-/// one built in) and the original's loop need.
-pub fn selector_extras(n: u32, barrier_budget: u32, loop_budget: u32) -> Vec<InputArg> {
+/// The extra arguments of a mutant schema's variant: the selected mutant `n` and the
+/// watchdog's barrier budget (see `cltrap_kernel::mutate::WATCHDOG_PARAM`); 0 runs the original.
+pub fn selector_extras(n: u32, barrier_budget: u32) -> Vec<InputArg> {
     vec![
         InputArg::Scalar(n.to_le_bytes().to_vec()),
-        word_buffer(&[0, barrier_budget, 0, loop_budget, 0]),
+        word_buffer(&[0, barrier_budget, 0]),
     ]
 }
 

@@ -232,7 +232,7 @@ fn the_mutation_schema_of_macro_code_builds_and_runs_the_original_unchanged() {
             &input,
             &[
                 InputArg::Scalar(0u32.to_le_bytes().to_vec()),
-                buffer(words(&[0, u32::MAX, 0, 0, 0])),
+                buffer(words(&[0, u32::MAX, 0])),
             ],
         );
         assert_eq!(plain[..], selected[..plain.len()], "{}", input.kernel);

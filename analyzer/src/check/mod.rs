@@ -696,7 +696,7 @@ fn worker(
         options.source = Some(text);
         options.extra_options = v.extra_options.clone();
         if v.mutant_args {
-            extras = crate::variant::selector_extras(0, u32::MAX, 0);
+            extras = crate::variant::selector_extras(0, u32::MAX);
         }
     }
     let built = session.build(&capture, &program, &options).map_err(fail)?;

@@ -267,7 +267,7 @@ impl CaseEvaluator {
                 Ok(b) => {
                     alive();
                     session
-                        .run_guarded(b, &input, &selector_extras(0, u32::MAX, 0))
+                        .run_guarded(b, &input, &selector_extras(0, u32::MAX))
                         .err()
                         .map(|e| e.to_string())
                 }
@@ -296,7 +296,7 @@ impl CaseEvaluator {
             }
             None => match base {
                 Some(built) => session
-                    .run_guarded(built, &input, &selector_extras(0, u32::MAX, 0))
+                    .run_guarded(built, &input, &selector_extras(0, u32::MAX))
                     .map(|(o, b)| (o, None, b))
                     .map_err(|e| e.to_string()),
                 None => Err("the original does not build".to_string()),
@@ -366,7 +366,7 @@ impl CaseEvaluator {
                 .clone()
                 .unwrap_or_else(|| vec![1; input.global_size.len()]);
             for s in 1..=u64::from(job.schedules) {
-                let mut extras = selector_extras(0, u32::MAX, 0);
+                let mut extras = selector_extras(0, u32::MAX);
                 extras.push(word_buffer(&cltrap_kernel::permute::random_permutation(
                     &input.global_size,
                     &local,

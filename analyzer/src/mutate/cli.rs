@@ -47,11 +47,9 @@ pub struct MutateArgs {
     /// times the slowest run of the original).
     #[arg(long, value_name = "T")]
     pub timeout_ms: Option<u64>,
-    /// Loop iterations per work-item and call before the in-kernel watchdog fires (default:
-    /// on each test case, 128 times what the original needed there, at least 4096 and at most
-    /// 4194304).
-    #[arg(long, value_name = "N")]
-    pub loop_budget: Option<u32>,
+    /// Loop iterations per work-item and call before the in-kernel watchdog fires.
+    #[arg(long, default_value_t = cltrap_kernel::mutate::DEFAULT_BUDGET, value_name = "N")]
+    pub loop_budget: u32,
     /// Compile every mutant on its own instead of one schema per program (slow; for checks).
     #[arg(long)]
     pub per_mutant_compile: bool,
@@ -129,11 +127,7 @@ pub fn campaign(
         per_mutant_compile: args.per_mutant_compile,
         device: args.device.clone(),
         out_dir: args.out.clone().unwrap_or_else(|| args.dir.join("mutate")),
-        loop_budget: args
-            .loop_budget
-            .unwrap_or(cltrap_kernel::mutate::DEFAULT_BUDGET)
-            .max(1),
-        measure_loops: args.loop_budget.is_none(),
+        loop_budget: args.loop_budget.max(1),
         worker_exe: exe,
         progress: true,
         compare_optimised: !args.no_tce,

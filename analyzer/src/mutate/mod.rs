@@ -132,12 +132,8 @@ pub struct MutateOptions {
     pub device: DeviceSelector,
     /// Output directory (rendered sources, derived inputs, build logs).
     pub out_dir: PathBuf,
-    /// Loop-iteration budget per work-item and function call before the watchdog fires (built
-    /// in; on a test case the measured budget takes its place when `measure_loops`).
+    /// Loop-iteration budget per work-item and function call before the watchdog fires.
     pub loop_budget: u32,
-    /// Each test case's loop budget comes from the original's own counts on it
-    /// ([`cltrap_kernel::mutate::loop_budget`]); false when the user gave `--loop-budget`.
-    pub measure_loops: bool,
     /// The `cltrap` executable to start workers from.
     pub worker_exe: PathBuf,
     /// Show a progress bar (on a terminal).
@@ -1123,7 +1119,6 @@ fn finish_program(
                 reference: base_path.clone(),
                 reference_permuted: permuted_path.as_ref().map(|(p, _)| p.clone()),
                 barrier_loops: base.barrier_loops,
-                loops: base.loops && opts.measure_loops,
                 launch: m.launch,
                 tests: refs,
                 repeats: opts.repeats.max(1),

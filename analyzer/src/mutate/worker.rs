@@ -67,10 +67,6 @@ pub struct Job {
     pub reference_permuted: Option<PathBuf>,
     /// Whether the program has loops with a barrier.
     pub barrier_loops: bool,
-    /// Whether the program has loops whose watchdog budget is measured from the original on
-    /// each test case (`--loop-budget` not given).
-    #[serde(default)]
-    pub loops: bool,
     /// Launch-geometry change, if any.
     pub launch: Option<LaunchChange>,
     /// Test cases.
@@ -146,9 +142,7 @@ struct WorkerState {
     launches: HashMap<(PathBuf, u64), Loaded>,
     warm: std::collections::HashSet<WarmKey>,
     /// The original's barrier-loop need per program, launch and schedule seed.
-    /// The original's barrier-loop and loop needs per reference program, test case and
-    /// schedule (the loop need is `None` when its run failed: the built-in budget applies).
-    needs: HashMap<(PathBuf, u64, Option<u64>), (u32, Option<u32>)>,
+    needs: HashMap<(PathBuf, u64, Option<u64>), u32>,
 }
 
 fn result(status: Status, detail: impl Into<String>, runs: u32) -> JobResult {
@@ -305,7 +299,7 @@ impl WorkerState {
                 }
             }
         }
-        if job.barrier_loops || job.loops {
+        if job.barrier_loops {
             if let Err(r) = self.build(job, &job.reference, alive) {
                 return r;
             }
@@ -375,11 +369,10 @@ impl WorkerState {
                         s,
                     ))
                 };
-                // The barrier-loop and loop budgets of this test case: from what the original
-                // needs on it (one run of the original per program, test case and schedule,
-                // which is also the warm-up of its kernel and sizes). Measured here, not in
-                // the parent, so a driver that crashes on the schema takes down a worker, not
-                // the campaign.
+                // The barrier-loop budget of this test case: from what the original needs on
+                // it (one run of the original per program, test case and schedule, which is
+                // also the warm-up of its kernel and sizes). Measured here, not in the parent,
+                // so a driver that crashes on the schema takes down a worker, not the campaign.
                 let reference_path = if seed.is_some() {
                     job.reference_permuted.as_ref()
                 } else {
@@ -391,11 +384,9 @@ impl WorkerState {
                         .map(|b| (p, b))
                 });
                 let need_key = reference_path.map(|p| (p.clone(), t.launch, seed));
-                let (need, loop_need) = match (&need_key, reference) {
+                let need = match (&need_key, reference) {
                     (Some(key), _) if self.needs.contains_key(key) => self.needs[key],
-                    (Some(key), Some((reference_path, reference)))
-                        if job.barrier_loops || job.loops =>
-                    {
+                    (Some(key), Some((reference_path, reference))) if job.barrier_loops => {
                         let original = &loaded.input;
                         let warm = (
                             reference_path.clone(),
@@ -404,28 +395,23 @@ impl WorkerState {
                             original.local_size.clone(),
                         );
                         alive(false);
-                        let mut extras = selector_extras(0, u32::MAX, 0);
+                        let mut extras = selector_extras(0, u32::MAX);
                         extras.extend(seed.map(|s| perm(original, s)));
-                        let wd = session
+                        let need = session
                             .run_guarded(reference, original, &extras)
                             .ok()
                             .and_then(|(out, _)| out.outputs.get(original.args.len() + 1).cloned())
                             .flatten()
-                            .map(|b| words(&b));
-                        let got = |i: usize| wd.as_ref().and_then(|w| w.get(i).copied());
-                        let needs = (got(2).unwrap_or(0), got(4));
+                            .and_then(|b| words(&b).get(2).copied())
+                            .unwrap_or(0);
                         self.warm.insert(warm);
-                        self.needs.insert(key.clone(), needs);
-                        needs
+                        self.needs.insert(key.clone(), need);
+                        need
                     }
-                    _ => (0, None),
-                };
-                let budget = cltrap_kernel::mutate::barrier_loop_budget(need);
-                let loop_budget = match loop_need {
-                    Some(n) if job.loops => cltrap_kernel::mutate::loop_budget(n),
                     _ => 0,
                 };
-                let mut extras = selector_extras(job.mutant, budget, loop_budget);
+                let budget = cltrap_kernel::mutate::barrier_loop_budget(need);
+                let mut extras = selector_extras(job.mutant, budget);
                 if let Some(s) = seed {
                     extras.push(perm(&input, s));
                 }
@@ -447,7 +433,7 @@ impl WorkerState {
                     self.warm.insert(warm);
                 } else if !self.warm.contains(&warm) {
                     alive(false);
-                    let mut warm_extras = selector_extras(0, budget, loop_budget);
+                    let mut warm_extras = selector_extras(0, budget);
                     warm_extras.extend(extras.iter().skip(2).cloned());
                     let _ = session.run_guarded(program, &input, &warm_extras);
                     self.warm.insert(warm);
@@ -477,11 +463,6 @@ impl WorkerState {
                             format!(
                                 "a loop with a barrier ran past its budget of {budget} iterations ({} times what the original needed, at least {})",
                                 cltrap_kernel::mutate::BARRIER_BUDGET_FACTOR,
-                                cltrap_kernel::mutate::BARRIER_BUDGET_MIN
-                            )
-                        } else if loop_budget > 0 {
-                            format!(
-                                "a loop ran past its budget of {loop_budget} iterations per call (128 times what the original needed, at least {})",
                                 cltrap_kernel::mutate::BARRIER_BUDGET_MIN
                             )
                         } else {
@@ -566,7 +547,7 @@ impl Evaluator {
             return;
         }
         let _ = self.state.build(job, &job.source, &|_| {});
-        if job.barrier_loops || job.loops {
+        if job.barrier_loops {
             let _ = self.state.build(job, &job.reference, &|_| {});
         }
     }

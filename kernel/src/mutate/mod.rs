@@ -68,22 +68,6 @@ pub fn barrier_loop_budget(need: u32) -> u32 {
         .max(BARRIER_BUDGET_MIN)
 }
 
-/// The loop watchdog's budget on one test case (`__cltrap_wd[3]`), from the original's
-/// `need` on it: the most loop iterations one call of a function ran, as the original
-/// (selector 0) records it in `__cltrap_wd[4]` (at powers of two, so the need is below twice
-/// what it recorded). Twice that, times [`BARRIER_BUDGET_FACTOR`], at least
-/// [`BARRIER_BUDGET_MIN`], at most [`DEFAULT_BUDGET`]. Why: with only the fixed default of
-/// about four million iterations per work-item, a mutant's endless loop over a GPU's hundreds
-/// of thousands of work-items ran until the run deadline (seconds) killed its worker; a
-/// budget from the original's own counts stops it after a small multiple of the original's
-/// work, which the run deadline (20 times the original's slowest run plus 2 s) would not
-/// have let it finish anyway.
-pub fn loop_budget(need: u32) -> u32 {
-    need.saturating_mul(2)
-        .saturating_mul(BARRIER_BUDGET_FACTOR)
-        .clamp(BARRIER_BUDGET_MIN, DEFAULT_BUDGET)
-}
-
 /// How many times the original's barrier-loop need a mutant may run ([`barrier_loop_budget`]).
 pub const BARRIER_BUDGET_FACTOR: u32 = 64;
 /// The least barrier-loop budget ([`barrier_loop_budget`]).

@@ -33,9 +33,6 @@ pub struct Rendered {
     /// Whether a loop holds a barrier, so the barrier watchdog's budget matters (runners
     /// measure the original's need only then; see [`super::barrier_loop_budget`]).
     pub barrier_loops: bool,
-    /// Whether the program's own functions have loops, so the loop watchdog's budget can be
-    /// measured from the original ([`super::loop_budget`]).
-    pub loops: bool,
 }
 
 impl Rendered {
@@ -73,7 +70,8 @@ fn copy_name(number: u32, name: &str) -> String {
     format!("__cltrap_m{number}_{name}")
 }
 
-const WATCHDOG_CHECK: &str = "if (__cltrap_budget == 0u) { __cltrap_wd[0] = 1u; break; } --__cltrap_budget; ++__cltrap_lused; if (__cltrap_mutant == 0u && (__cltrap_lused & (__cltrap_lused - 1u)) == 0u) atomic_max(&__cltrap_wd[4], __cltrap_lused); ";
+const WATCHDOG_CHECK: &str =
+    "if (__cltrap_budget == 0u) { __cltrap_wd[0] = 1u; break; } --__cltrap_budget; ";
 
 /// The watchdog of a loop with a barrier (see [`super::barrier_loop_budget`]): its own per-call
 /// count, so every work-item of a group breaks in the same iteration; the original (selector
@@ -211,25 +209,6 @@ impl Renderer<'_> {
         out.push_str("))");
         out
     }
-}
-
-/// Whether the program's own functions have a loop.
-fn has_loop(p: &Program) -> bool {
-    let mut found = false;
-    for body in p
-        .functions
-        .iter()
-        .filter(|f| f.span.is_some())
-        .filter_map(|f| f.body.as_ref())
-    {
-        visit_stmts(body, &mut |s| {
-            found |= matches!(
-                s.kind,
-                StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Do { .. }
-            )
-        });
-    }
-    found
 }
 
 /// Whether any loop of the program's own functions holds a barrier.
@@ -488,7 +467,7 @@ fn common_edits(p: &Program) -> Result<Common, KernelError> {
         edits.push(Edit {
             start: body.span.start + 1,
             end: body.span.start + 1,
-            text: " uint __cltrap_budget = __cltrap_wd[3] ? __cltrap_wd[3] : __CLTRAP_BUDGET; uint __cltrap_bused = 0u; uint __cltrap_lused = 0u;".into(),
+            text: " uint __cltrap_budget = __CLTRAP_BUDGET; uint __cltrap_bused = 0u;".into(),
         });
         for b in loops {
             if !b.span.is_exact() {
@@ -554,7 +533,6 @@ fn finish(
         excluded,
         launch_names,
         barrier_loops: has_barrier_loop(p),
-        loops: has_loop(p),
     }
 }
 
