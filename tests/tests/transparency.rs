@@ -215,9 +215,12 @@ fn past_the_disk_budget_capture_continues_with_digests_and_says_so_once() {
     );
     let cap = open_capture(&dir);
     assert_eq!(cap.launches.len(), 100, "every launch is still recorded");
+    // The 1 MiB buffer's one version stored before the budget ran out (compressed, or raw
+    // where zstd would not shrink it by a tenth: then a few bytes of framing more), and no
+    // other content.
     let blobs = dir_size(&dir.join("blobs"));
     assert!(
-        blobs < 1 << 20,
+        blobs < (1 << 20) + (64 << 10),
         "{blobs} bytes stored past a budget of 0 MB"
     );
     let digests = cap
