@@ -23,7 +23,7 @@
 //! Work split: a segment's chains (below) go to the worker pool in runs of consecutive
 //! chains, about four runs per thread (on every core for `cltrap compact` and the implicit
 //! compaction, where no application runs beside it; at most 8, as in the shim, for `cltrap
-//! run`'s, which shares the machine with the application); each run gathers its new chunks into packs of up to 2 MB
+//! run`'s, which shares the machine with the application); each run gathers its new chunks into packs of about 2 MB (a large content encoded 16 MiB at a time)
 //! ([`writer::PackBatch`]) and writes its indexes once their pack exists, so a segment of
 //! many small contents makes a pack per run, not one per content. Chunks zstd would shrink
 //! by less than a tenth are stored raw ([`cltrap_capture::chunks`]).
@@ -230,7 +230,17 @@ impl Compactor {
             ..Report::default()
         };
         let mut done = Vec::new();
-        for name in spool::segments(&self.dir).map_err(io(&spool_dir))? {
+        let segments = spool::segments(&self.dir).map_err(io(&spool_dir))?;
+        if !segments.is_empty() {
+            // What compaction stores may need the current format version (raw chunks).
+            cltrap_capture::writer::upgrade_manifest(&self.dir, access_of(&self.dir)).map_err(
+                |source| CompactError::Store {
+                    dir: self.dir.clone(),
+                    source,
+                },
+            )?;
+        }
+        for name in segments {
             let path = spool_dir.join(&name);
             let file = match cltrap_capture::reader::open_inside(&self.dir, &[SPOOL_DIR, &name], u64::MAX) {
                 Ok(f) => f,
@@ -713,6 +723,26 @@ mod tests {
         for c in &contents {
             assert_eq!(&read(t.path(), c), c);
         }
+    }
+
+    /// A capture of an older version whose spool is compacted now says the current version:
+    /// compaction may store raw chunks, which an older reader would call damaged.
+    #[test]
+    fn compacting_an_older_capture_upgrades_its_manifest() {
+        let t = tempfile::tempdir().unwrap();
+        let m = |v: u32| {
+            format!(r#"{{"format":"{}","version":{v},"writer":"x","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}}"#, cltrap_capture::FORMAT_NAME)
+        };
+        std::fs::write(t.path().join("manifest.json"), m(5)).unwrap();
+        let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+        let c: Vec<u8> = (0..70_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        w.put(&writer::digest(&c), &c).unwrap();
+        drop(w);
+        Compactor::new(t.path()).pass().unwrap();
+        let text = std::fs::read_to_string(t.path().join("manifest.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["version"], cltrap_capture::FORMAT_VERSION, "{text}");
+        assert_eq!(read(t.path(), &c), c);
     }
 
     #[test]

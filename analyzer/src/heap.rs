@@ -46,15 +46,33 @@ pub fn keep_freed_memory() -> bool {
 pub const TEST_KNOB: &str = "CLTRAP_TEST_KEEP_FREED_MEMORY";
 
 static CPU_IN_PROCESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static APPLIED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Called when a session opens: applies [`keep_freed_memory`] for a device whose kernels run
-/// elsewhere, unless a CPU device's kernels have run in this process (then nothing changes
-/// from there on). Returns whether the settings were applied by this call.
+/// elsewhere, unless a session on a CPU device has opened in this process. A CPU session
+/// opened after the settings were applied puts glibc's initial thresholds back (128 KiB), so
+/// what that device allocates from then on is mapped on its own again. Returns whether the
+/// settings were applied by this call.
 pub fn session_opened(runs_in_this_process: bool) -> bool {
     use std::sync::atomic::Ordering;
     if runs_in_this_process && std::env::var_os(TEST_KNOB).is_none() {
         CPU_IN_PROCESS.store(true, Ordering::SeqCst);
+        if APPLIED.swap(false, Ordering::SeqCst) {
+            restore_defaults();
+        }
         return false;
     }
-    !CPU_IN_PROCESS.load(Ordering::SeqCst) && keep_freed_memory()
+    let applied = !CPU_IN_PROCESS.load(Ordering::SeqCst) && keep_freed_memory();
+    APPLIED.fetch_or(applied, Ordering::SeqCst);
+    applied
+}
+
+/// glibc's initial thresholds (its dynamic adjustment of them stays off once set).
+fn restore_defaults() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: as in keep_freed_memory.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 128 << 10);
+    }
 }

@@ -341,15 +341,34 @@ impl BlobStore {
                 })
                 .collect()
         };
-        let encoded = self.encode_new(bytes, &new)?;
-        // Room for the whole batch at once: no copies of a growing pack.
-        let need = batch.pack.len() + encoded.iter().map(Vec::len).sum::<usize>();
-        batch.pack.reserve(need.max(BATCH_MAX) - batch.pack.len());
-        for (c, e) in new.iter().zip(encoded) {
-            batch
-                .placed
-                .insert(c.hash.clone(), (batch.pack.len() as u64, e.len()));
-            batch.pack.extend_from_slice(&e);
+        // A large content's new chunks go in groups of at most GROUP_RAW_MAX bytes, the pack
+        // written between groups once it holds BATCH_MAX: the memory held and a pack's size
+        // stay bounded whatever the content's size. This content's index waits until its
+        // last group's pack is written (the earlier ones are known chunks by then).
+        let mut written = 0;
+        let mut start = 0;
+        while start < new.len() {
+            let mut end = start;
+            let mut raw = 0;
+            while end < new.len() && (end == start || raw + new[end].len <= GROUP_RAW_MAX) {
+                raw += new[end].len;
+                end += 1;
+            }
+            let group = &new[start..end];
+            let encoded = self.encode_new(bytes, group)?;
+            // Room for the whole batch at once: no copies of a growing pack.
+            let need = batch.pack.len() + encoded.iter().map(Vec::len).sum::<usize>();
+            batch.pack.reserve(need.max(BATCH_MAX) - batch.pack.len());
+            for (c, e) in group.iter().zip(encoded) {
+                batch
+                    .placed
+                    .insert(c.hash.clone(), (batch.pack.len() as u64, e.len()));
+                batch.pack.extend_from_slice(&e);
+            }
+            start = end;
+            if start < new.len() && batch.pack.len() >= BATCH_MAX {
+                written += self.flush_batch(batch)?;
+            }
         }
         batch.waiting.push((
             hash.to_string(),
@@ -357,9 +376,9 @@ impl BlobStore {
             cuts.iter().map(|c| (c.hash.clone(), c.len)).collect(),
         ));
         if batch.pack.len() >= BATCH_MAX {
-            return self.flush_batch(batch);
+            return Ok(written + self.flush_batch(batch)?);
         }
-        Ok(0)
+        Ok(written)
     }
 
     /// Writes `batch`'s pack, then the indexes of the contents waiting for it, and empties
@@ -572,6 +591,11 @@ impl BlobStore {
 /// it is digested and written (with 16 MB packs, copying them into the page cache cost
 /// more than the files saved).
 pub const BATCH_MAX: usize = 2 << 20;
+
+/// Uncompressed bytes of one content's new chunks encoded at once by
+/// [`BlobStore::put_content_batched`]: enough for its threads to share, small enough that a
+/// gigabyte content is never held twice more in memory (encoded, then in the pack).
+pub const GROUP_RAW_MAX: usize = 16 << 20;
 
 /// New chunks of several contents gathered into one pack, and the contents whose indexes
 /// wait for it ([`BlobStore::put_content_batched`]). Dropped unflushed, it leaves nothing on
@@ -1027,6 +1051,36 @@ const MANIFEST_MAX: u64 = 1 << 20;
 
 /// The format version of the manifest `text` when this writer may append to its capture
 /// (this format, a version it reads and writes or upgrades); else why not, in words.
+/// Rewrites an older capture's manifest to [`crate::FORMAT_VERSION`], as
+/// [`CaptureWriter::create_with`] does when it continues a capture, for a compactor that
+/// stores into a capture without continuing it: what it stores (raw chunks, version 6) must
+/// not sit under a manifest whose version an older reader takes for one it reads whole.
+/// Refused: a manifest of another format, a newer version, or damage; no manifest at all
+/// (a bare spool folder) is left as it is.
+pub fn upgrade_manifest(dir: &Path, access: Access) -> Result<(), WriteError> {
+    let path = dir.join("manifest.json");
+    let io = |source| WriteError::Write {
+        path: path.clone(),
+        source,
+    };
+    let text = match writer_fs::read_regular(&path, MANIFEST_MAX) {
+        Ok(t) => t,
+        // No manifest, no version to keep true (a bare spool folder).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(e)),
+    };
+    let version = continuable_version(&text).map_err(|why| WriteError::Foreign {
+        path: path.clone(),
+        why,
+    })?;
+    if version < crate::FORMAT_VERSION {
+        let mut old = serde_json::from_slice::<serde_json::Value>(&text)?;
+        old["version"] = crate::FORMAT_VERSION.into();
+        writer_fs::write_new(&path, &serde_json::to_vec_pretty(&old)?, access).map_err(io)?;
+    }
+    Ok(())
+}
+
 fn continuable_version(text: &[u8]) -> Result<u32, String> {
     let v: serde_json::Value =
         serde_json::from_slice(text).map_err(|e| format!("the manifest does not parse: {e}"))?;
@@ -1108,6 +1162,37 @@ mod tests {
             started_unix: 0,
             buffer_mode: "full".into(),
         }
+    }
+
+    /// A content far larger than a group goes into several packs, each bounded by a group
+    /// and a batch, and reads back whole: one pack per content held the whole content
+    /// encoded in memory twice more.
+    #[test]
+    fn a_large_batched_content_is_stored_in_bounded_packs() {
+        let t = tempfile::tempdir().unwrap();
+        let w = CaptureWriter::create(t.path(), &manifest()).unwrap();
+        let bytes = crate::chunks::tests::noise(3 * GROUP_RAW_MAX + 12345, 7);
+        let hash = digest(&bytes);
+        let cuts = crate::parallel::cut_and_hash(&bytes);
+        let mut batch = PackBatch::default();
+        w.blobs
+            .put_content_batched(&mut batch, &hash, &bytes, &cuts)
+            .unwrap();
+        w.blobs.flush_batch(&mut batch).unwrap();
+        let mut packs = Vec::new();
+        for d in fs::read_dir(t.path().join("blobs")).unwrap().flatten() {
+            for f in fs::read_dir(d.path()).unwrap().flatten() {
+                if f.path().extension().is_some_and(|e| e == "pack") {
+                    packs.push(f.metadata().unwrap().len() as usize);
+                }
+            }
+        }
+        assert!(packs.len() >= 3, "{packs:?}");
+        let bound = GROUP_RAW_MAX + BATCH_MAX + crate::chunks::CHUNK_MAX + 4096;
+        assert!(packs.iter().all(|&n| n <= bound), "{packs:?} over {bound}");
+        drop(w);
+        let c = crate::Capture::open(t.path()).unwrap();
+        assert!(c.blob(&hash).unwrap() == bytes);
     }
 
     fn launch(program: &str) -> LaunchRecord {

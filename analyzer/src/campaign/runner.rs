@@ -636,7 +636,16 @@ fn slot_loop(
             )
         };
         if worker.is_none() {
-            let next = match spare.take() {
+            // A spare that ended while it waited (killed, or its warm-up crashed) is not
+            // given the unit: that unit would be blamed for the spare's death.
+            let live = spare.take().and_then(|mut w| match w.child.try_wait() {
+                Ok(None) => Some(w),
+                _ => {
+                    w.kill();
+                    None
+                }
+            });
+            let next = match live {
                 Some(w) => {
                     starts.spares_used.fetch_add(1, Ordering::SeqCst);
                     Ok(w)
@@ -665,6 +674,7 @@ fn slot_loop(
         let Some(w) = worker.as_mut() else { continue };
         if !sent && w.send(&ToWorker::Run(unit.clone())).is_err() {
             let why = worker.take().map(Worker::kill).unwrap_or_default();
+            lost_one = true;
             let _ = tx.send(lost(Lost::Crashed(why)));
             continue;
         }
@@ -726,9 +736,13 @@ fn slot_loop(
             None => break,
         }
     }
-    for w in [worker, spare].into_iter().flatten() {
-        w.close(stop);
-    }
+    // Together: a spare still warming up ends only after its warm-up, which must not add
+    // to the worker's own ending.
+    std::thread::scope(|s| {
+        for w in [worker, spare].into_iter().flatten() {
+            s.spawn(move || w.close(stop));
+        }
+    });
 }
 
 /// A worker: serves units from stdin until it closes. The worker's stdout carries only the
