@@ -109,7 +109,7 @@ impl<'s> Batch<'s> {
             }
             if let Err(c) = cl3::event::wait_for_events(&[p.event.raw()]) {
                 failed = Some(cl_err(format!("reading back argument {}", p.index))(c));
-            } else if let Some(s) = super::run::event_status(&p.event) {
+            } else if let Some(s) = p.event.status() {
                 if s < 0 {
                     failed = Some(cl_err(format!("reading back argument {}", p.index))(s));
                 }

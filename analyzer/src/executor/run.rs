@@ -8,18 +8,12 @@ use crate::compare::{compare, Closeness, Difference, Tolerance};
 use crate::values::{image_channel_type, pointee_type, ValueType};
 use cltrap_capture::{ArgInfo, ImageRecord, MemId};
 use opencl_sys::{
-    cl_image_desc, cl_image_format, cl_mem, CL_EVENT_COMMAND_EXECUTION_STATUS, CL_KERNEL_NUM_ARGS,
+    cl_image_desc, cl_image_format, cl_mem, CL_KERNEL_NUM_ARGS,
     CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY,
     CL_PROFILING_COMMAND_END, CL_PROFILING_COMMAND_START, CL_TRUE,
 };
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
-
-/// The execution status of the command of `ev` (negative: it failed), when the driver says.
-pub(super) fn event_status(ev: &Event) -> Option<i32> {
-    let b = cl3::event::get_event_data(ev.raw(), CL_EVENT_COMMAND_EXECUTION_STATUS).ok()?;
-    b.get(..4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-}
 
 /// What a run produced.
 #[derive(Debug, Clone)]
@@ -506,7 +500,7 @@ impl Session {
         cl3::event::wait_for_events(&[ev.raw()]).map_err(|c| ExecError::Execution {
             code: super::cl::error_name(c),
         })?;
-        if let Some(s) = event_status(ev) {
+        if let Some(s) = ev.status() {
             if s < 0 {
                 return Err(ExecError::Execution {
                     code: super::cl::error_name(s),
