@@ -738,30 +738,10 @@ impl CaptureWriter {
         if !present {
             write_manifest(serde_json::to_vec_pretty(manifest)?)?;
         } else {
-            let text = writer_fs::read_regular(&manifest_path, MANIFEST_MAX).map_err(|source| {
-                WriteError::Write {
-                    path: manifest_path.clone(),
-                    source,
-                }
-            })?;
-            // An older capture continued by this writer becomes the current version:
-            // everything version 1 holds is valid version 2 (which adds chunked contents
-            // and deltas), everything version 2 holds is valid version 3 (which adds the
-            // digest kind of `Content::Digest`), everything version 3 holds is valid
-            // version 4 (which adds packs of chunks), and everything version 4 holds is valid
-            // version 5 (which adds the spool), and everything version 5 holds is valid
-            // version 6 (which adds raw chunks). A newer version, another format or
-            // damage is refused: appending would leave launches no reader can read.
-            let version = continuable_version(&text).map_err(|why| WriteError::Foreign {
-                path: manifest_path.clone(),
-                why,
-            })?;
-            if version < crate::FORMAT_VERSION {
-                if let Ok(mut old) = serde_json::from_slice::<serde_json::Value>(&text) {
-                    old["version"] = crate::FORMAT_VERSION.into();
-                    write_manifest(serde_json::to_vec_pretty(&old)?)?;
-                }
-            }
+            // An older capture continued by this writer becomes the current version; a
+            // newer version, another format or damage is refused: appending would leave
+            // launches no reader can read.
+            upgrade_manifest(dir, access)?;
         }
         let blobs = BlobStore::with_access(dir, access);
         blobs.ensure_dir(&dir.join("blobs"))?;
@@ -1051,10 +1031,14 @@ const MANIFEST_MAX: u64 = 1 << 20;
 
 /// The format version of the manifest `text` when this writer may append to its capture
 /// (this format, a version it reads and writes or upgrades); else why not, in words.
-/// Rewrites an older capture's manifest to [`crate::FORMAT_VERSION`], as
-/// [`CaptureWriter::create_with`] does when it continues a capture, for a compactor that
-/// stores into a capture without continuing it: what it stores (raw chunks, version 6) must
-/// not sit under a manifest whose version an older reader takes for one it reads whole.
+/// Rewrites an older capture's manifest to [`crate::FORMAT_VERSION`]: for
+/// [`CaptureWriter::create_with`] when it continues a capture, and for a compactor that
+/// stores into a capture without continuing it (what it stores, raw chunks of version 6,
+/// must not sit under a manifest whose version an older reader takes for one it reads
+/// whole). Everything version 1 holds is valid version 2 (which adds chunked contents and
+/// deltas), version 2 valid version 3 (the digest kind of `Content::Digest`), version 3
+/// valid version 4 (packs of chunks), version 4 valid version 5 (the spool), and version 5
+/// valid version 6 (raw chunks).
 /// Refused: a manifest of another format, a newer version, or damage; no manifest at all
 /// (a bare spool folder) is left as it is.
 pub fn upgrade_manifest(dir: &Path, access: Access) -> Result<(), WriteError> {
