@@ -47,8 +47,10 @@ pub const CHUNK_AVG: usize = 32 << 10;
 /// See [`CHUNK_MIN`]; also the largest chunk a reader accepts.
 pub const CHUNK_MAX: usize = 128 << 10;
 /// zstd level: 1 is the fastest and, on buffer contents, within a few percent of level 3.
+#[cfg(feature = "compact")]
 const LEVEL: i32 = 1;
 /// zstd level for chunks whose sample does not compress ([`encode`]).
+#[cfg(feature = "compact")]
 const NOISE_LEVEL: i32 = -7;
 /// First line of an index whose chunks are files of their own (format versions 2 and 3).
 const INDEX_MAGIC_FILES: &str = "cltrap-chunks 1";
@@ -81,11 +83,13 @@ pub struct PackSlot {
     pub stored: usize,
 }
 
+#[cfg(feature = "compact")]
 /// The chunks of a content: `(offset, length)` pairs covering `bytes` in order.
 pub fn cut(bytes: &[u8]) -> Vec<(usize, usize)> {
     cut_from(bytes, 0).collect()
 }
 
+#[cfg(feature = "compact")]
 /// The chunks of `bytes[start..]` as if a chunk began at `start` (offsets in `bytes`): a
 /// chunk depends only on the bytes from its start on, which lets several threads cut one
 /// content (`crate::parallel::cut_and_hash`).
@@ -198,6 +202,7 @@ pub fn parse_index(text: &str) -> Result<(u64, Vec<ChunkRef>), String> {
     Ok((size, chunks))
 }
 
+#[cfg(feature = "compact")]
 /// The bytes of a chunk file for `chunk`: an encoding byte and a zstd frame. Float-like data
 /// (4-byte words) is compressed shuffled by 4-byte lanes when that shrinks a sample of it
 /// more than plain zstd does: the sample decides, so each chunk is compressed once. A chunk
@@ -236,6 +241,7 @@ pub fn encode_raw(chunk: &[u8]) -> Vec<u8> {
     out
 }
 
+#[cfg(feature = "compact")]
 /// How [`encode`] stores `chunk`: its encoding byte and zstd level, from its first
 /// [`SAMPLE`] bytes. Noise (a sample zstd cannot shrink) is compressed plain at
 /// [`NOISE_LEVEL`], about three times faster than at [`LEVEL`] for the same bytes (the same
@@ -272,6 +278,7 @@ fn encoding(chunk: &[u8]) -> std::io::Result<(u8, i32)> {
     Ok((b'z', LEVEL))
 }
 
+#[cfg(feature = "compact")]
 /// zstd of `bytes` at `level`, with this thread's compression context for that level:
 /// creating one per chunk (`zstd::bulk::compress`) took a few percent of a buffer-heavy
 /// capture. A thread whose thread-locals are being destroyed (the shim stores from an
@@ -299,9 +306,11 @@ fn compress(bytes: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
     }
 }
 
+#[cfg(feature = "compact")]
 /// Bytes of a chunk [`encode`] tries both encodings on.
 const SAMPLE: usize = 4 << 10;
 
+#[cfg(feature = "compact")]
 fn tagged(tag: u8, frame: Vec<u8>) -> Vec<u8> {
     let mut out = Vec::with_capacity(frame.len() + 1);
     out.push(tag);
@@ -309,6 +318,7 @@ fn tagged(tag: u8, frame: Vec<u8>) -> Vec<u8> {
     out
 }
 
+#[cfg(feature = "compact")]
 /// The bytes of a chunk from its file (`len`: its length from the index). Err: why not.
 pub fn decode(file: &[u8], len: usize) -> Result<Vec<u8>, String> {
     let (tag, frame) = file.split_first().ok_or("an empty chunk file")?;
@@ -335,6 +345,7 @@ pub fn decode(file: &[u8], len: usize) -> Result<Vec<u8>, String> {
     }
 }
 
+#[cfg(feature = "compact")]
 /// Byte lanes of 4-byte words: `[a0 b0 c0 d0 a1 b1 ...]` → `[a0 a1 .. b0 b1 .. c0 .. d0 ..]`
 /// (bytes past the last whole word are dropped: only whole words are shuffled). Written
 /// into four lane slices at once: a byte-at-a-time iterator per lane took an eighth of a
@@ -354,6 +365,7 @@ fn shuffle4(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+#[cfg(feature = "compact")]
 /// The inverse of [`shuffle4`].
 fn unshuffle4(bytes: &[u8]) -> Vec<u8> {
     let n = bytes.len() / 4;
@@ -367,7 +379,7 @@ fn unshuffle4(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "compact"))]
 pub(crate) mod tests {
     use super::*;
 

@@ -25,6 +25,7 @@
 
 pub mod chunks;
 pub mod controls;
+#[cfg(feature = "compact")]
 pub mod cutscan;
 pub mod delta;
 pub mod devdigest;
@@ -36,6 +37,7 @@ pub mod macros;
 pub mod model;
 pub mod options;
 pub mod parallel;
+#[cfg(feature = "compact")]
 pub mod reader;
 pub mod safe_open;
 pub mod spool;
@@ -49,6 +51,7 @@ pub mod writer_fs;
 
 pub use controls::{AtFinish, BufferMode, Control, DeviceDigest, Settings, CONTROLS};
 pub use model::*;
+#[cfg(feature = "compact")]
 pub use reader::{Capture, DamagedLaunch, ReadError};
 pub use text::Text;
 pub use writer::{BlobStore, CaptureWriter, WriteError};

@@ -152,6 +152,7 @@ pub struct Cut {
     pub hash: Hash,
 }
 
+#[cfg(feature = "compact")]
 /// The chunks of `bytes` ([`crate::chunks::cut`]) with their digests, exactly those of the
 /// serial cut: cut (by several threads for a large content: [`crate::cutscan`]), then
 /// hashed by several threads ([`hash_cuts`]).
@@ -160,6 +161,7 @@ pub fn cut_and_hash(bytes: &[u8]) -> Vec<Cut> {
     hash_cuts(bytes, &cuts)
 }
 
+#[cfg(feature = "compact")]
 /// The digests of chunks `cuts` of `bytes`, on up to [`threads`] threads when they cover at
 /// least [`PARALLEL_MIN`] bytes.
 fn hash_cuts(bytes: &[u8], cuts: &[(usize, usize)]) -> Vec<Cut> {
@@ -211,6 +213,7 @@ pub fn changed_region(new: &[u8], old: &[u8]) -> Option<(usize, usize)> {
     Some((lo, hi))
 }
 
+#[cfg(feature = "compact")]
 /// The chunks of `bytes` with their digests, as [`cut_and_hash`] gives them, found from an
 /// earlier version of the same buffer (cut into `old_cuts`) that differs from `bytes` only
 /// in `region` ([`changed_region`]): chunks that end before the first changed byte are the
@@ -300,7 +303,7 @@ fn first_difference_from_end(a: &[u8], b: &[u8]) -> Option<usize> {
     None
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "compact"))]
 mod tests {
     use super::*;
 

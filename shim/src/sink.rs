@@ -43,10 +43,12 @@ pub fn writer() -> Option<&'static CaptureWriter> {
                         report_once(&format!("{e}; launches are written to the log directly"));
                     }
                     // `full`: large contents go raw to the spool, for a `cltrap` process to
-                    // compact (cutting and compressing them here made the application wait).
+                    // compact (cutting and compressing them here made the application wait;
+                    // this library does not even contain a compressor). Without a spool they
+                    // are stored whole, uncompressed.
                     if settings.buffers == cltrap_capture::BufferMode::Full {
                         if let Err(e) = w.blobs.enable_spool(settings.spool_max_bytes) {
-                            report_once(&format!("{e}; contents are compressed in the application's process"));
+                            report_once(&format!("{e}; large contents are stored whole and uncompressed"));
                         }
                     }
                     if settings.stats.is_some() {

@@ -452,3 +452,55 @@ fn hostile_patch_records_give_clear_errors() {
     forge(&seg, r.offset + 10, b"forged!");
     assert_patch_error(&dir, "no longer match their digest");
 }
+
+/// The application's process only spools: cutting (FastCDC) and compressing (zstd) belong to
+/// compaction in a `cltrap` process, and the shim is built without them (cltrap-capture's
+/// `compact` feature), so none of that code can run, or cost memory, in an application.
+/// Built together with the CLI (`cargo build --workspace` unifies features), the shim holds
+/// them only if it calls them, which this test also catches.
+#[test]
+fn the_shim_library_contains_no_compressor_and_no_chunker() {
+    let shim = &tools().shim;
+    let out = std::process::Command::new("nm")
+        .arg(shim)
+        .output()
+        .expect("nm (binutils) runs");
+    assert!(out.status.success(), "nm {}: {out:?}", shim.display());
+    let symbols = String::from_utf8_lossy(&out.stdout);
+    // A listing that works: the shim's own entry points are in it.
+    assert!(symbols.contains("clEnqueueNDRangeKernel"), "nm listed no symbols");
+    let found: Vec<&str> = symbols
+        .lines()
+        .filter(|l| {
+            let l = l.to_ascii_lowercase();
+            l.contains("zstd") || l.contains("fastcdc")
+        })
+        .take(5)
+        .collect();
+    assert!(found.is_empty(), "the shim links zstd or FastCDC: {found:?}");
+}
+
+/// Where the spool cannot be opened (here a file stands where its folder goes), the
+/// application still does no compression: large contents are stored whole, said once on
+/// stderr, and the capture replays bit-exact.
+#[test]
+fn without_a_spool_large_contents_are_stored_whole_and_replay_bit_exact() {
+    let exe = fixture("budget");
+    let dir = fresh_capture_dir("no-spool");
+    std::fs::create_dir_all(&*dir).expect("the capture folder");
+    std::fs::write(dir.join(SPOOL_DIR), b"not a folder").expect("a file in the spool's place");
+    let native = run_native(&exe, &[ROUNDS]).expect_success();
+    let captured = run_preloaded(&dir, &[], &exe, &[ROUNDS]);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    let said = captured
+        .stderr
+        .matches("large contents are stored whole and uncompressed")
+        .count();
+    assert_eq!(said, 1, "{}", captured.describe());
+    assert!(store_files(&dir, ".pack").is_empty(), "the application compressed");
+    assert!(store_files(&dir, ".chunks").is_empty(), "the application cut contents");
+    let whole = all_contents(&dir).iter().filter(|(_, b)| b.len() >= 1 << 20).count();
+    assert!(whole > 0, "no large content stored");
+    assert_replays_ok(&dir, open_capture(&dir).launches.len());
+}

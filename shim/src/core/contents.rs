@@ -1,5 +1,5 @@
 //! Reading a buffer or image the way the kernel sees it, and turning the bytes into capture
-//! content (stored in compressed chunks, or only a digest), within the disk budget: as the
+//! content (stored raw, for a `cltrap` process to compact, or only a digest), within the disk budget: as the
 //! budget nears, only contents that no earlier launch re-creates are stored ([`plan`]), so
 //! every launch stays replayable instead of every later launch losing its contents.
 
@@ -264,7 +264,7 @@ pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
     keep
 }
 
-/// Turns bytes into content: stored (deduplicated, chunked, compressed) when the launch keeps
+/// Turns bytes into content: stored (deduplicated; spooled raw for compaction, or whole) when the launch keeps
 /// this side of its contents, else only its digest. `after`: the contents after the launch.
 pub fn store(writer: &CaptureWriter, keep: Keep, after: bool, bytes: &[u8]) -> Content {
     let hash = digest(bytes);
@@ -291,8 +291,8 @@ fn stores(keep: Keep, after: bool) -> bool {
 
 /// [`store`] for the bytes read from memory object `mem`, taken by value: a large content
 /// that is stored is compared with the last version of `mem` stored ([`versions`]) and,
-/// where the two differ in one region, hashed ([`parallel::leaves_like`]) and cut
-/// ([`parallel::cut_and_hash_like`]) only there; it is kept as that version. Returns the
+/// where the two differ in one region, hashed only there ([`parallel::leaves_like`]) and
+/// spooled as a patch on it; it is kept as that version. Returns the
 /// content and bytes the caller may reuse (these, or the version they replaced).
 pub fn store_version(
     writer: &CaptureWriter,
@@ -308,7 +308,7 @@ pub fn store_version(
     let size = bytes.len() as u64;
     let old = versions::take(mem);
     // A version of another length (the object was re-created at the same handle) is no
-    // reference: the content is hashed and cut whole.
+    // reference: the content is hashed whole.
     let region = old
         .as_ref()
         .filter(|v| v.bytes.len() == bytes.len())
@@ -327,7 +327,7 @@ pub fn store_version(
             let hash = parallel::root(&leaves, bytes.len());
             let like = cltrap_capture::writer::Like {
                 base: &v.hash,
-                cuts: &v.cuts,
+                cuts: &[],
                 region,
                 old: &v.bytes,
             };
@@ -338,19 +338,18 @@ pub fn store_version(
             (parallel::root(&leaves, bytes.len()), leaves, None)
         }
     };
-    let (content, cuts) = put(writer, hash.clone(), &bytes, like);
-    match cuts {
-        Some(cuts) => {
+    let (content, stored_now) = put(writer, hash.clone(), &bytes, like);
+    match stored_now {
+        true => {
             let new = versions::Version {
                 bytes,
                 hash,
-                cuts,
                 leaves,
             };
             let displaced = versions::put(mem, new);
             (content, old.map(|v| v.bytes).or(displaced))
         }
-        None => {
+        false => {
             // Stored already (or not stored): the old version stays the reference.
             if let Some(v) = old {
                 versions::put(mem, v);
@@ -360,17 +359,16 @@ pub fn store_version(
     }
 }
 
-/// The last large content stored per memory object, with its chunks, so the next version of
-/// the same buffer is cut and hashed only where it changed (`BlobStore::put_content_like`).
-/// Why: a solver updating a slice of a 16 MB grid per launch had the writer cut and hash all
-/// 16 MB again at every launch. Bounded ([`versions::MAX_BYTES`], oldest dropped first);
+/// The last large content stored per memory object, so the next version of the same buffer
+/// is hashed only where it changed and spooled as a patch on it
+/// (`BlobStore::put_content_spooled`). Why: a solver updating a slice of a 16 MB grid per
+/// launch had the writer hash all 16 MB again at every launch. Bounded ([`versions::MAX_BYTES`], oldest dropped first);
 /// forgotten when the application releases the object.
 pub(super) mod versions {
     use super::lock;
-    use cltrap_capture::parallel::Cut;
     use std::sync::Mutex;
 
-    /// Contents smaller than this are cut whole (cheap enough). More than one blake3 leaf
+    /// Contents smaller than this are hashed whole (cheap enough). More than one blake3 leaf
     /// (`parallel::root` merges at least two).
     pub const MIN_BYTES: usize = 1 << 20;
     const _: () = assert!(MIN_BYTES > cltrap_capture::parallel::LEAF);
@@ -378,12 +376,11 @@ pub(super) mod versions {
     /// content).
     pub const MAX_BYTES: usize = 256 << 20;
 
-    /// One stored content of a memory object: its bytes, digest, chunks and the chaining
+    /// One stored content of a memory object: its bytes, digest and the chaining
     /// values of its blake3 leaves ([`cltrap_capture::parallel::leaves`]).
     pub struct Version {
         pub bytes: Vec<u8>,
         pub hash: cltrap_capture::Hash,
-        pub cuts: Vec<Cut>,
         pub leaves: Vec<cltrap_capture::parallel::ChainingValue>,
     }
 
@@ -430,8 +427,9 @@ pub(super) mod versions {
     }
 }
 
-/// Stores `bytes`, whose digest is `hash` (given an earlier version's digest, its chunks and
-/// the region where they differ, `like`: spooled as a patch on it where it may be); also returns the content's chunks when this call cut it.
+/// Stores `bytes`, whose digest is `hash` (given an earlier version's digest and the region
+/// where they differ, `like`: spooled as a patch on it where it may be); also says whether
+/// this call stored it (false: stored before, or not stored).
 /// A failure to write is reported once ([`crate::sink::fail`]) and leaves the content
 /// `Missing`, with why.
 fn put(
@@ -439,17 +437,16 @@ fn put(
     hash: cltrap_capture::Hash,
     bytes: &[u8],
     like: Option<cltrap_capture::writer::Like<'_>>,
-) -> (Content, Option<Vec<parallel::Cut>>) {
+) -> (Content, bool) {
     let size = bytes.len() as u64;
-    // A content stored already comes back as such, without being cut again.
-    match writer.blobs.put_content_like(&hash, bytes, like) {
-        Ok((_, cuts)) => (Content::Blob { hash, size }, cuts),
+    match writer.blobs.put_content_spooled(&hash, bytes, like) {
+        Ok((_, stored_now)) => (Content::Blob { hash, size }, stored_now.is_some()),
         Err(e) => {
             crate::sink::fail(&e);
             let missing = Content::Missing {
                 note: format!("not stored: {e}"),
             };
-            (missing, None)
+            (missing, false)
         }
     }
 }

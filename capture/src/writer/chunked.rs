@@ -1,0 +1,341 @@
+//! Storing contents as chunks: cut at content-defined boundaries (FastCDC), compressed
+//! (zstd) and packed ([`crate::chunks`]). Compaction does this in a `cltrap` process; it is
+//! built only with the `compact` feature, so the shim, which stores contents uncut
+//! ([`BlobStore::put_content_spooled`]), never links a compressor or a chunker.
+
+use super::{blob_path, digest, index_path, pack_path, BlobStore, Like, WriteError};
+use crate::model::Hash;
+use crate::writer_fs;
+use std::collections::{HashMap, HashSet};
+
+impl BlobStore {
+    /// Stores buffer or image contents whose digest is `hash` in content-defined chunks,
+    /// compressed (see [`crate::chunks`]), so a version that differs from an earlier one in a
+    /// few places costs only the chunks that changed. Small contents are stored whole.
+    /// Returns the bytes this call wrote to disk (0 when the content was stored already).
+    pub fn put_content(&self, hash: &str, bytes: &[u8]) -> Result<u64, WriteError> {
+        self.put_content_like(hash, bytes, None)
+            .map(|(written, _)| written)
+    }
+
+    /// [`BlobStore::put_content`], given an earlier version of the same buffer (`like`: its
+    /// chunks and the one region where the two differ, [`crate::parallel::changed_region`]):
+    /// only that region is cut and hashed again ([`crate::parallel::cut_and_hash_like`]); the
+    /// chunks are the same as without it. With the spool on, the content is spooled as a
+    /// patch on the earlier version where [`crate::spool::SpoolWriter::put_version`] may.
+    /// Returns the bytes written and the content's chunks
+    /// when this call cut it (None: stored whole, or stored already), for the next version.
+    pub fn put_content_like(
+        &self,
+        hash: &str,
+        bytes: &[u8],
+        like: Option<Like<'_>>,
+    ) -> Result<(u64, Option<Vec<crate::parallel::Cut>>), WriteError> {
+        if let Some(done) = self.put_uncut(hash, bytes, like)? {
+            return Ok(done);
+        }
+        let index = index_path(&self.dir, hash);
+        let cuts = like
+            .and_then(|l| crate::parallel::cut_and_hash_like(bytes, l.cuts, l.region))
+            .unwrap_or_else(|| crate::parallel::cut_and_hash(bytes));
+        let (mut written, slots) = self.put_chunks(bytes, &cuts)?;
+        let refs: Vec<_> = cuts
+            .iter()
+            .zip(&slots)
+            .map(|(c, at)| (c.hash.as_str(), c.len, at))
+            .collect();
+        // The index last: a content whose index exists has every chunk.
+        let text = crate::chunks::index_text(bytes.len() as u64, &refs);
+        self.write_new(&index, text.as_bytes())?;
+        written += text.len() as u64;
+        self.remember(hash);
+        Ok((written, Some(cuts)))
+    }
+
+    /// Stores content `hash` (`bytes`, cut into `cuts`: [`crate::parallel::cut_and_hash`] or
+    /// [`crate::parallel::cut_and_hash_like`]) as [`BlobStore::put_content`] would, but its
+    /// new chunks join `batch`'s pack and its index waits in `batch` until the pack is
+    /// written ([`BlobStore::flush_batch`], here once the pack holds [`BATCH_MAX`] bytes):
+    /// an index never exists before its chunks do. Contents below
+    /// [`crate::chunks::MIN_CHUNKED`] are stored whole at once (`cuts` unused). Returns the
+    /// bytes written to disk by this call.
+    ///
+    /// Why: a compactor storing one pack and one index per content spent most of its time
+    /// in the filesystem creating files (each new inode of ext4 costs a search of its
+    /// bitmaps); one pack per batch of contents halves the files made.
+    pub fn put_content_batched(
+        &self,
+        batch: &mut PackBatch,
+        hash: &str,
+        bytes: &[u8],
+        cuts: &[crate::parallel::Cut],
+    ) -> Result<u64, WriteError> {
+        if bytes.len() < crate::chunks::MIN_CHUNKED {
+            let before = self.bytes_written();
+            self.put_with_hash(hash, bytes)?;
+            return Ok(self.bytes_written() - before);
+        }
+        if self.is_known(hash)
+            || writer_fs::is_regular(&index_path(&self.dir, hash))
+            || writer_fs::is_regular(&blob_path(&self.dir, hash))
+        {
+            self.remember(hash);
+            return Ok(0);
+        }
+        let covered = cuts
+            .iter()
+            .try_fold(0usize, |at, c| (c.offset == at).then_some(at + c.len));
+        if covered != Some(bytes.len()) {
+            return Err(WriteError::Write {
+                path: index_path(&self.dir, hash),
+                source: std::io::Error::other("the chunks given do not cover the content"),
+            });
+        }
+        let new: Vec<&crate::parallel::Cut> = {
+            let known = self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
+            let mut seen = HashSet::new();
+            cuts.iter()
+                .filter(|c| {
+                    !known.contains_key(&c.hash)
+                        && !batch.placed.contains_key(&c.hash)
+                        && seen.insert(c.hash.as_str())
+                })
+                .collect()
+        };
+        // A large content's new chunks go in groups of at most GROUP_RAW_MAX bytes, the pack
+        // written between groups once it holds BATCH_MAX: the memory held and a pack's size
+        // stay bounded whatever the content's size. This content's index waits until its
+        // last group's pack is written (the earlier ones are known chunks by then).
+        let mut written = 0;
+        let mut start = 0;
+        while start < new.len() {
+            let mut end = start;
+            let mut raw = 0;
+            while end < new.len() && (end == start || raw + new[end].len <= GROUP_RAW_MAX) {
+                raw += new[end].len;
+                end += 1;
+            }
+            let group = &new[start..end];
+            let encoded = self.encode_new(bytes, group)?;
+            // Room for the whole batch at once: no copies of a growing pack.
+            let need = batch.pack.len() + encoded.iter().map(Vec::len).sum::<usize>();
+            batch.pack.reserve(need.max(BATCH_MAX) - batch.pack.len());
+            for (c, e) in group.iter().zip(encoded) {
+                batch
+                    .placed
+                    .insert(c.hash.clone(), (batch.pack.len() as u64, e.len()));
+                batch.pack.extend_from_slice(&e);
+            }
+            start = end;
+            if start < new.len() && batch.pack.len() >= BATCH_MAX {
+                written += self.flush_batch(batch)?;
+            }
+        }
+        batch.waiting.push((
+            hash.to_string(),
+            bytes.len() as u64,
+            cuts.iter().map(|c| (c.hash.clone(), c.len)).collect(),
+        ));
+        if batch.pack.len() >= BATCH_MAX {
+            return Ok(written + self.flush_batch(batch)?);
+        }
+        Ok(written)
+    }
+
+    /// Writes `batch`'s pack, then the indexes of the contents waiting for it, and empties
+    /// it. Returns the bytes written.
+    pub fn flush_batch(&self, batch: &mut PackBatch) -> Result<u64, WriteError> {
+        let mut written = 0;
+        let pack = std::mem::take(&mut batch.pack);
+        let placed = std::mem::take(&mut batch.placed);
+        if !pack.is_empty() {
+            let name: std::sync::Arc<str> = digest(&pack).into();
+            let path = pack_path(&self.dir, &name);
+            if !writer_fs::is_regular(&path) {
+                self.write_new(&path, &pack)?;
+                written += pack.len() as u64;
+            }
+            let mut known = self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
+            for (chunk, (offset, stored)) in placed {
+                known.entry(chunk).or_insert(crate::chunks::PackSlot {
+                    pack: std::sync::Arc::clone(&name),
+                    offset,
+                    stored,
+                });
+            }
+        }
+        for (hash, size, chunks) in std::mem::take(&mut batch.waiting) {
+            let slots: Vec<crate::chunks::PackSlot> = {
+                let known = self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
+                chunks
+                    .iter()
+                    .map(|(c, _)| known.get(c).cloned())
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| WriteError::Write {
+                        path: self.dir.join("blobs"),
+                        source: std::io::Error::other("a chunk of the content has no place"),
+                    })?
+            };
+            let refs: Vec<_> = chunks
+                .iter()
+                .zip(&slots)
+                .map(|((c, len), at)| (c.as_str(), *len, at))
+                .collect();
+            let text = crate::chunks::index_text(size, &refs);
+            self.write_new(&index_path(&self.dir, &hash), text.as_bytes())?;
+            written += text.len() as u64;
+            self.remember(&hash);
+        }
+        Ok(written)
+    }
+
+    /// The encodings of chunks `new` of `bytes`, in order: probed first ([`probe`]), then
+    /// the rest by several threads for a large content.
+    fn encode_new(
+        &self,
+        bytes: &[u8],
+        new: &[&crate::parallel::Cut],
+    ) -> Result<Vec<Vec<u8>>, WriteError> {
+        let io = |source| WriteError::Write {
+            path: self.dir.join("blobs"),
+            source,
+        };
+        let (probed, raw_rest) = probe(bytes, new).map_err(io)?;
+        let parallel = new.iter().map(|c| c.len).sum::<usize>() >= crate::parallel::PARALLEL_MIN;
+        crate::parallel::for_each(new.len(), parallel, |i| {
+            let c = new[i];
+            let chunk = &bytes[c.offset..c.offset + c.len];
+            match probed.iter().find(|(k, _)| *k == i) {
+                Some((_, e)) => Ok(e.clone()),
+                None if raw_rest => Ok(crate::chunks::encode_raw(chunk)),
+                None => crate::chunks::encode(chunk),
+            }
+        })
+        .map_err(io)
+    }
+
+    /// Stores the chunks of `bytes` (cut into `cuts`) that this process has not stored yet,
+    /// each once, compressed by several threads for a large content and written into pack
+    /// files of at most [`crate::chunks::PACK_RAW_MAX`] uncompressed bytes each. Returns the
+    /// bytes written and where each chunk of `cuts` lies (new places join `known_chunks`).
+    fn put_chunks(
+        &self,
+        bytes: &[u8],
+        cuts: &[crate::parallel::Cut],
+    ) -> Result<(u64, Vec<crate::chunks::PackSlot>), WriteError> {
+        let lock = || self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
+        let new: Vec<&crate::parallel::Cut> = {
+            let known = lock();
+            let mut seen = HashSet::new();
+            cuts.iter()
+                .filter(|c| !known.contains_key(&c.hash) && seen.insert(c.hash.as_str()))
+                .collect()
+        };
+        let mut written = 0;
+        let mut rest = &new[..];
+        while !rest.is_empty() {
+            let mut raw = 0;
+            let take = rest
+                .iter()
+                .take_while(|c| {
+                    raw += c.len;
+                    raw <= crate::chunks::PACK_RAW_MAX
+                })
+                .count()
+                .max(1);
+            let (group, after) = rest.split_at(take);
+            rest = after;
+            let encoded = self.encode_new(bytes, group)?;
+            let mut pack = Vec::with_capacity(encoded.iter().map(Vec::len).sum());
+            let mut places = Vec::with_capacity(encoded.len());
+            for e in &encoded {
+                places.push((pack.len() as u64, e.len()));
+                pack.extend_from_slice(e);
+            }
+            drop(encoded);
+            let name: std::sync::Arc<str> = digest(&pack).into();
+            let path = pack_path(&self.dir, &name);
+            if !writer_fs::is_regular(&path) {
+                self.write_new(&path, &pack)?;
+                written += pack.len() as u64;
+            }
+            let mut known = lock();
+            for (c, (offset, stored)) in group.iter().zip(places) {
+                let at = crate::chunks::PackSlot {
+                    pack: std::sync::Arc::clone(&name),
+                    offset,
+                    stored,
+                };
+                known.insert(c.hash.clone(), at);
+            }
+        }
+        // Every chunk was known or placed above (a place joins the table only once its pack
+        // exists, and none leaves it; another thread's place for the same chunk is as good).
+        let known = lock();
+        let slots = cuts
+            .iter()
+            .map(|c| known.get(&c.hash).cloned())
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| WriteError::Write {
+                path: self.dir.join("blobs"),
+                source: std::io::Error::other("a chunk of the content has no place"),
+            })?;
+        Ok((written, slots))
+    }
+}
+
+/// Bytes of encoded chunks a [`PackBatch`] gathers before its pack is written: bounds the
+/// memory each compacting thread holds, and keeps the pack in the processor's cache until
+/// it is digested and written (with 16 MB packs, copying them into the page cache cost
+/// more than the files saved).
+pub const BATCH_MAX: usize = 2 << 20;
+
+/// Uncompressed bytes of one content's new chunks encoded at once by
+/// [`BlobStore::put_content_batched`]: enough for its threads to share, small enough that a
+/// gigabyte content is never held twice more in memory (encoded, then in the pack).
+pub const GROUP_RAW_MAX: usize = 16 << 20;
+
+/// New chunks of several contents gathered into one pack, and the contents whose indexes
+/// wait for it ([`BlobStore::put_content_batched`]). Dropped unflushed, it leaves nothing on
+/// disk: its contents are not stored.
+#[derive(Default)]
+pub struct PackBatch {
+    pack: Vec<u8>,
+    /// Chunks in `pack`: digest → (offset, encoded length).
+    placed: HashMap<Hash, (u64, usize)>,
+    /// Contents waiting for the pack: digest, size, chunks (digest, length) in order.
+    waiting: Vec<(Hash, u64, Vec<(Hash, usize)>)>,
+}
+
+impl PackBatch {
+    /// Whether contents wait in it.
+    pub fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+}
+
+/// Chunks of a content [`probe`] encodes first: with fewer new chunks than this, each is
+/// encoded on its own merits.
+const PROBES: usize = 3;
+
+/// Encodes the first, middle and last of the new chunks `new` of `bytes` ([`crate::chunks::encode`])
+/// and says whether the others are to be stored raw without trying zstd on them: when
+/// every probe came out raw (zstd saved less than a tenth of it). Returns the probes'
+/// encodings by index in `new`. Why: a content that does not compress (a solver's float
+/// fields) paid a zstd pass over every chunk to save 7 %; the probes cost three chunks.
+fn probe(
+    bytes: &[u8],
+    new: &[&crate::parallel::Cut],
+) -> std::io::Result<(Vec<(usize, Vec<u8>)>, bool)> {
+    if new.len() <= PROBES {
+        return Ok((Vec::new(), false));
+    }
+    let mut probed = Vec::with_capacity(PROBES);
+    for k in [0, new.len() / 2, new.len() - 1] {
+        let c = new[k];
+        probed.push((k, crate::chunks::encode(&bytes[c.offset..c.offset + c.len])?));
+    }
+    let raw = probed.iter().all(|(_, e)| e.first() == Some(&b'r'));
+    Ok((probed, raw))
+}
+
