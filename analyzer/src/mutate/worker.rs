@@ -564,8 +564,9 @@ impl Evaluator {
     /// address is a sticky error of the process's whole context, and every later run in it
     /// fails too), wrote into a guard zone of a guarded test case (the write may have gone
     /// past the zone, into the driver's or this process's memory), or changed this process's
-    /// copy of the test cases. Those jobs are RUNTIME-ERROR, except a run that also fired the
-    /// in-kernel watchdog (TIMEOUT, decided first), which is spent all the same.
+    /// copy of the test cases. The mutant's own such runs make it RUNTIME-ERROR, except one
+    /// that also fired the in-kernel watchdog (TIMEOUT, decided first); a failed warm-up or
+    /// reference run of the original decides no verdict. Either way the process is spent.
     ///
     /// Not spent: COMPILE-ERROR (nothing ran), KILLED and SURVIVED (the runs completed within
     /// their buffers), and a TIMEOUT by the in-kernel watchdog alone: it ends the kernel's
