@@ -386,3 +386,51 @@ fn a_schema_the_driver_cannot_run_falls_back_to_one_compile_per_mutant() {
     let got = verdicts(&std::fs::read_to_string(&json).unwrap());
     assert_eq!(got, expected, "the verdicts of one compile per mutant");
 }
+
+/// A mutant whose run writes into a guard zone is a RUNTIME-ERROR whose worker retires after
+/// it (`Campaign::spent`): the mutant after it runs in a fresh worker, whatever the number of
+/// workers, and one worker writes the mutation JSON of three. On a GPU such a run can leave
+/// the process's device context broken for every later run (CUDA's sticky errors), which made
+/// a verdict depend on which mutant had run before it in the same worker.
+#[test]
+fn a_mutant_that_writes_into_a_guard_zone_retires_its_worker() {
+    let f = suite("campaign-retire");
+    let mut reports = Vec::new();
+    for workers in ["1", "3"] {
+        let json = f.dir.join("retire.json");
+        let dir = f.dir.join(format!("workers-{workers}"));
+        let mut a = args(&f, &json, &["--campaign-dir", dir.to_str().unwrap()]);
+        let jobs = a.iter().position(|s| s == "--jobs").unwrap() + 1;
+        a[jobs] = workers.to_string();
+        let out = run(&a, ENV);
+        // Units in the order they finished, and which of them wrote into a guard zone.
+        let guarded: Vec<bool> = units_of(&journal(&dir))
+            .iter()
+            .map(|l| {
+                l["result"]["detail"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("(caught in its guard zone)")
+            })
+            .collect();
+        let breaches = guarded.iter().filter(|g| **g).count();
+        let stats: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("stats.json")).unwrap())
+                .unwrap();
+        assert!(breaches >= 2, "mutants that write out of bounds: {guarded:?}\n{out}");
+        assert_eq!(stats["retired"].as_u64(), Some(breaches as u64), "{stats}\n{out}");
+        if workers == "1" {
+            // In the one slot, other mutants ran after a breach: in fresh workers, the first
+            // one and one per retirement (spares included).
+            let first = guarded.iter().position(|g| *g).unwrap_or(guarded.len());
+            assert!(guarded[first..].iter().any(|g| !*g), "{guarded:?}");
+            assert_eq!(stats["workers"].as_u64(), Some(1), "{stats}");
+            assert!(
+                stats["started"].as_u64().unwrap() > breaches as u64,
+                "a worker per retirement, and the first: {stats}"
+            );
+        }
+        reports.push((out, std::fs::read_to_string(&json).unwrap()));
+    }
+    assert_eq!(reports[0], reports[1], "one worker and three write the same reports");
+}

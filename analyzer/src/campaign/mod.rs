@@ -10,7 +10,9 @@
 //! hung) counts as, and how results become its report: [`Campaign`].
 //!
 //! A worker is the same `cltrap` command with the hidden `--unit-worker` flag: it builds the
-//! same [`Campaign`] from the same arguments and serves units from its stdin ([`protocol`]).
+//! same [`Campaign`] from the same arguments and serves units from its stdin ([`protocol`]),
+//! until the runner closes it or a unit leaves it untrustworthy ([`Campaign::spent`]: it
+//! retires, and a fresh worker takes the next unit).
 
 pub mod args;
 pub mod devices;
@@ -140,6 +142,16 @@ pub trait Campaign {
     /// Runs one unit in this process (a worker). `Err` is a failure of the unit that the
     /// analysis could not express in its result; it is recorded like [`Lost::Crashed`].
     fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String>;
+    /// Whether this worker process must not run another unit, asked after each unit that has
+    /// a result: the unit's kernel faulted on the device or wrote outside its memory, and
+    /// the process's device context or heap can no longer be trusted (CUDA keeps a device
+    /// fault as a sticky error of the whole process; a wild write on a CPU device lands in
+    /// the worker's own memory). The unit's result stands; the worker retires and the runner
+    /// gives the next unit to a fresh worker, so no unit's result depends on which unit ran
+    /// before it in the same process, that is, on the number of workers. The default: never.
+    fn spent(&self) -> bool {
+        false
+    }
     /// A second try for a unit whose worker died or hung (the same id, another payload: say,
     /// another engine), run in a fresh worker; `None` (the default) records it as lost. A unit
     /// is tried again at most once.

@@ -5,6 +5,14 @@
 //! its stdout with [`FromWorker`] lines: `alive` to restart the unit's deadline, then `done`
 //! or `failed`. Lines of stdout that are not protocol lines (a kernel's `printf`, a driver's
 //! chatter) are passed on to the runner's stderr, so they never corrupt the exchange.
+//!
+//! A `done` may carry `"retire": true`: the unit's result stands, but the worker no longer
+//! trusts its device or its memory (the unit's kernel faulted on the device, or wrote where it
+//! must not: after a device fault CUDA leaves the whole process's context unusable, and a wild
+//! write on a CPU device lands in the worker's own heap), so it takes no further unit and
+//! ends. Without it, the next unit that worker ran would inherit the damage, and which unit
+//! that is depends on how many workers share the queue. The runner closes a retiring worker
+//! and sends the unit it had sent ahead to the next one.
 
 use super::Unit;
 use serde::{Deserialize, Serialize};
@@ -46,12 +54,21 @@ pub enum Event {
         result: Value,
         /// The device it ran on.
         device: String,
+        /// The worker's device or memory can no longer be trusted (see the module's doc), so
+        /// it takes no further unit and ends; the unit's own result stands. Absent: false.
+        #[serde(default, skip_serializing_if = "is_false")]
+        retire: bool,
     },
     /// The analysis could not run it: the reason.
     Failed {
         /// One sentence.
         reason: String,
     },
+}
+
+/// `retire: false` is left off the wire: the line of a worker that goes on is as before.
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl FromWorker {
@@ -102,12 +119,29 @@ mod tests {
             Event::Done {
                 result: serde_json::json!({"ok": true}),
                 device: "cpu".into(),
+                retire: false,
             },
         );
+        assert!(!l.contains("retire"), "{l}");
         let m = FromWorker::parse(l.trim_end()).unwrap();
         assert_eq!(m.id, "launch-1");
-        assert!(matches!(m.event, Event::Done { .. }));
+        assert!(matches!(m.event, Event::Done { retire: false, .. }));
         assert!(FromWorker::parse("hello from printf").is_none());
         assert!(FromWorker::parse("{\"cltrap_unit\": broken").is_none());
+    }
+
+    #[test]
+    fn a_retiring_worker_says_so_on_its_last_done() {
+        let l = FromWorker::line(
+            "mutant-0-3",
+            Event::Done {
+                result: serde_json::json!({"status": "RuntimeError"}),
+                device: "gpu".into(),
+                retire: true,
+            },
+        );
+        assert!(l.contains(r#""retire":true"#), "{l}");
+        let m = FromWorker::parse(l.trim_end()).unwrap();
+        assert!(matches!(m.event, Event::Done { retire: true, .. }));
     }
 }

@@ -6,6 +6,16 @@
 //! one, wherever it is), so devices of different speeds stay busy. Each worker slot is a
 //! thread that owns at most one live worker process at a time; the main thread owns the
 //! [`Campaign`], the journal and the bar.
+//!
+//! A slot sends its worker the next unit before the answer to the current one (so the worker
+//! never waits for a round trip). A worker lost with a unit (crash, hang) takes only that
+//! unit with it: the unit sent ahead goes to the next worker. A worker that *retires* (its
+//! unit's `done` says `retire`, [`Campaign::spent`]: the unit faulted the device or wrote
+//! outside its memory) keeps its unit's result and ends by itself; the slot closes it, counts
+//! it in [`Stats::retired`], and sends the unit sent ahead to a fresh worker, not charged as
+//! lost. So a unit's result never depends on what ran before it in the same process, which
+//! the number of workers decides. From a slot's first lost or retired worker on, it keeps a
+//! warmed spare for the next replacement.
 
 use super::devices::{self, Pinned};
 use super::journal::{self, Header, Writer};
@@ -255,8 +265,11 @@ pub struct Stats {
     pub per_device: BTreeMap<String, usize>,
     /// Worker processes started, spares included.
     pub started: usize,
-    /// Dead workers replaced by a spare that was already warm.
+    /// Dead or retired workers replaced by a spare that was already warm.
     pub spares_used: usize,
+    /// Workers that retired after a unit that left their device or memory untrusted
+    /// ([`Campaign::spent`]): each one's next unit ran in a fresh worker.
+    pub retired: usize,
 }
 
 /// What the slots count for [`Stats`].
@@ -264,13 +277,18 @@ pub struct Stats {
 struct Starts {
     started: AtomicUsize,
     spares_used: AtomicUsize,
+    retired: AtomicUsize,
 }
 
 impl Stats {
     /// One line for the terminal.
     pub fn line(&self) -> String {
+        let retired = match self.retired {
+            0 => String::new(),
+            n => format!("; {n} worker(s) retired after a unit that faulted"),
+        };
         format!(
-            "campaign: {} unit(s) in {:.1} s on {} worker(s) over {} device(s); workers idle {:.0}% of the time",
+            "campaign: {} unit(s) in {:.1} s on {} worker(s) over {} device(s); workers idle {:.0}% of the time{retired}",
             self.units,
             self.wall_s,
             self.workers,
@@ -456,6 +474,7 @@ fn run_units(
     stats.wall_s = began.elapsed().as_secs_f64();
     stats.started = starts.started.load(Ordering::SeqCst);
     stats.spares_used = starts.spares_used.load(Ordering::SeqCst);
+    stats.retired = starts.retired.load(Ordering::SeqCst);
     let capacity = stats.wall_s * slots as f64;
     stats.idle_fraction = if capacity > 0.0 {
         (1.0 - stats.busy_s / capacity).clamp(0.0, 1.0)
@@ -584,7 +603,8 @@ fn describe(s: std::process::ExitStatus) -> String {
 /// One worker slot: takes units from the queue until it is empty or the campaign stops.
 ///
 /// Once a worker of the slot has died (a crash, a hang: mutants that loop forever kill
-/// theirs one after the other), the slot keeps a spare: started and warmed up
+/// theirs one after the other) or retired (its `done` said `retire`: mutants that fault the
+/// device retire theirs one after the other), the slot keeps a spare: started and warmed up
 /// ([`ToWorker::Warm`]) while the units run, so the next replacement has its device open and
 /// its inputs read instead of paying for them inside a unit.
 fn slot_loop(
@@ -689,6 +709,8 @@ fn slot_loop(
             ahead = Some((next, to));
         }
         let mut last = Instant::now();
+        // The worker answered with `retire`: it ends by itself, its unit's result stands.
+        let mut retiring = false;
         let outcome = loop {
             if stop.load(Ordering::SeqCst) {
                 break None;
@@ -705,7 +727,12 @@ fn slot_loop(
             match w.events.recv_timeout(left.min(Duration::from_millis(200))) {
                 Ok(Some(m)) if m.id == unit.id => match m.event {
                     Event::Alive => last = Instant::now(),
-                    Event::Done { result, device } => {
+                    Event::Done {
+                        result,
+                        device,
+                        retire,
+                    } => {
+                        retiring = retire;
                         break Some(Outcome::Done(
                             unit.clone(),
                             Finished {
@@ -726,14 +753,17 @@ fn slot_loop(
                 }
             }
         };
+        // A retiring worker is closed like one at the campaign's end (it is already ending:
+        // no kill, its clean-up runs); the unit sent ahead to it goes to the next worker.
+        let retired = if retiring { worker.take() } else { None };
         lost_one |= worker.is_none();
-        match outcome {
-            Some(o) => {
-                if tx.send(o).is_err() {
-                    break;
-                }
-            }
-            None => break,
+        let told = outcome.is_some_and(|o| tx.send(o).is_ok());
+        if let Some(w) = retired {
+            starts.retired.fetch_add(1, Ordering::SeqCst);
+            w.close(stop);
+        }
+        if !told {
+            break;
         }
     }
     // Together: a spare still warming up ends only after its warm-up, which must not add
@@ -745,8 +775,12 @@ fn slot_loop(
     });
 }
 
-/// A worker: serves units from stdin until it closes. The worker's stdout carries only the
-/// protocol: whatever else this process writes to fd 1 (a kernel's `printf`) goes to stderr.
+/// A worker: serves units from stdin until it closes, or until a unit with a result leaves
+/// it spent ([`Campaign::spent`]): that unit's `done` says `retire` and the worker ends, the
+/// unit sent ahead to it unread (the runner sends it to the next worker). A unit that failed
+/// outright (`Err`) does not retire its worker: the runner goes on waiting on this one for
+/// the unit sent ahead. The worker's stdout carries only the protocol: whatever else this
+/// process writes to fd 1 (a kernel's `printf`) goes to stderr.
 fn serve(c: &mut dyn Campaign, base: &DeviceSelector) -> Result<u8, String> {
     // SAFETY: dup/dup2 on the process's own standard descriptors.
     let proto_fd = unsafe {
@@ -787,14 +821,22 @@ fn serve(c: &mut dyn Campaign, base: &DeviceSelector) -> Result<u8, String> {
             device: &device,
             alive: &alive,
         };
-        let event = match c.run_unit(&unit, &cx) {
-            Ok(result) => Event::Done {
-                result,
-                device: name.clone(),
-            },
-            Err(reason) => Event::Failed { reason },
+        let (event, retire) = match c.run_unit(&unit, &cx) {
+            Ok(result) => {
+                let retire = c.spent();
+                let done = Event::Done {
+                    result,
+                    device: name.clone(),
+                    retire,
+                };
+                (done, retire)
+            }
+            Err(reason) => (Event::Failed { reason }, false),
         };
         say(FromWorker::line(&id, event));
+        if retire {
+            break;
+        }
     }
     Ok(0)
 }
@@ -861,5 +903,68 @@ done
         // `c`, sent ahead to that worker, ran on the next one, with `d`.
         assert!(pid(0).is_some() && pid(1).is_none(), "{got:?}");
         assert!(pid(2).is_some() && pid(2) == pid(3) && pid(2) != pid(0), "{got:?}");
+    }
+
+    /// A worker that answers unit `r` with `"retire":true` once the next unit's line has
+    /// reached it, and ends; every answer carries its pid. Warm-up lines get no answer.
+    const RETIRING: &str = r#"
+while read -r line; do
+    case "$line" in '{"warm"'*) continue ;; esac
+    id=$(printf '%s' "$line" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+    if [ "$id" = r ]; then
+        read -r ahead || exit 0
+        printf '{"cltrap_unit":"unit","id":"r","event":"done","result":{"pid":%s},"device":"","retire":true}\n' "$$"
+        exit 0
+    fi
+    printf '{"cltrap_unit":"unit","id":"%s","event":"done","result":{"pid":%s},"device":""}\n' "$id" "$$"
+done
+"#;
+
+    #[test]
+    fn a_retiring_worker_keeps_its_result_and_the_unit_sent_ahead_runs_on_a_fresh_worker() {
+        let run = Run {
+            exe: "/bin/sh".into(),
+            args: vec!["-c".into(), RETIRING.into()],
+            // Only reached when a worker waits for a line never sent.
+            deadline: Duration::from_secs(20),
+        };
+        let ids = ["a", "r", "n", "m"];
+        let queue = Mutex::new(
+            ids.iter()
+                .enumerate()
+                .map(|(i, id)| {
+                    let unit = Unit {
+                        id: id.to_string(),
+                        payload: serde_json::Value::Null,
+                    };
+                    (i, unit)
+                })
+                .collect::<VecDeque<_>>(),
+        );
+        let (tx, rx) = channel();
+        let stop = AtomicBool::new(false);
+        let pending = AtomicUsize::new(0);
+        let starts = Starts::default();
+        slot_loop(&run, None, &queue, &tx, &stop, &pending, &starts);
+        drop(tx);
+        let got: Vec<(String, u64)> = rx
+            .iter()
+            .map(|o| match o {
+                Outcome::Done(u, f) => (u.id, f.result["pid"].as_u64().unwrap_or(0)),
+                Outcome::Lost(u, why, _, _) => panic!("{} was lost: {why}", u.id),
+            })
+            .collect();
+        let order: Vec<&str> = got.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(order, ids, "{got:?}");
+        let pid = |i: usize| got[i].1;
+        // `a` and `r` ran on the first worker, which retired after `r` holding `n`'s line;
+        // `n` ran on the next worker, with `m`.
+        assert!(pid(0) != 0 && pid(0) == pid(1), "{got:?}");
+        assert!(pid(2) != 0 && pid(2) != pid(1) && pid(2) == pid(3), "{got:?}");
+        assert_eq!(starts.retired.load(Ordering::SeqCst), 1);
+        // The first worker and the one after the retirement; a spare was warmed beside the
+        // second, never used.
+        assert!(starts.started.load(Ordering::SeqCst) >= 2);
+        assert_eq!(starts.spares_used.load(Ordering::SeqCst), 0);
     }
 }

@@ -12,7 +12,10 @@
 //! ([`Evaluator`]) on its pinned device; a watchdog thread ends the worker with
 //! [`RUN_DEADLINE_EXIT`] when a kernel run outlives the run deadline, which [`Campaign::lost`]
 //! turns into TIMEOUT, as it turns a crash into RUNTIME-ERROR. The runner's own per-unit
-//! deadline covers compiles (restarted at each compile and run).
+//! deadline covers compiles (restarted at each compile and run). A mutant whose run faulted
+//! without killing its worker (a device error, a write into a guard zone: RUNTIME-ERROR)
+//! retires it ([`Campaign::spent`], [`Evaluator::spent`]), so the next mutant runs in a fresh
+//! worker and the verdicts do not depend on how many workers share the mutants.
 
 use super::worker::{Evaluator, Job, JobResult};
 use super::{report, CampaignReport, MutateOptions, Prepared, Status};
@@ -275,6 +278,10 @@ impl Campaign for MutateCampaign {
         let r = self.evaluator.evaluate(&p.job, cx.device, &alive);
         watchdog.arm(None);
         serde_json::to_value(r).map_err(|e| e.to_string())
+    }
+
+    fn spent(&self) -> bool {
+        self.evaluator.spent()
     }
 
     fn lost(&self, _unit: &Unit, why: &Lost) -> Value {

@@ -7,6 +7,13 @@
 //! The worker calls `alive(warm)` after each compile and before each kernel run (`warm`: a
 //! run of the mutant whose program, kernel and sizes already ran in this process, so it holds
 //! no driver compile), so a deadline can be one compile or one run, never the whole job.
+//!
+//! A job whose kernel run faulted (the device returned an error, the run wrote into a guard
+//! zone, or it changed this process's copy of the test cases) leaves the worker *spent*
+//! ([`Evaluator::spent`]): the campaign retires the process after that job, so the next
+//! mutant runs in a fresh one and its verdict cannot inherit the fault (a sticky CUDA
+//! context error, a corrupted heap) — which mutant would have come next in this process
+//! depends on the number of workers.
 
 use super::{error_line, Status};
 use crate::executor::{
@@ -143,6 +150,9 @@ struct WorkerState {
     warm: std::collections::HashSet<WarmKey>,
     /// The original's barrier-loop need per program, launch and schedule seed.
     needs: HashMap<(PathBuf, u64, Option<u64>), u32>,
+    /// A kernel run of the current job returned an error from the device or wrote into a
+    /// guard zone of a guarded test case (reset at each job).
+    faulted: bool,
 }
 
 fn result(status: Status, detail: impl Into<String>, runs: u32) -> JobResult {
@@ -162,6 +172,7 @@ impl WorkerState {
             launches: HashMap::new(),
             warm: Default::default(),
             needs: HashMap::new(),
+            faulted: false,
         }
     }
 
@@ -397,8 +408,9 @@ impl WorkerState {
                         alive(false);
                         let mut extras = selector_extras(0, u32::MAX);
                         extras.extend(seed.map(|s| perm(original, s)));
-                        let need = session
-                            .run_guarded(reference, original, &extras)
+                        let ran = session.run_guarded(reference, original, &extras);
+                        self.faulted |= ran.is_err();
+                        let need = ran
                             .ok()
                             .and_then(|(out, _)| out.outputs.get(original.args.len() + 1).cloned())
                             .flatten()
@@ -435,7 +447,8 @@ impl WorkerState {
                     alive(false);
                     let mut warm_extras = selector_extras(0, budget);
                     warm_extras.extend(extras.iter().skip(2).cloned());
-                    let _ = session.run_guarded(program, &input, &warm_extras);
+                    let ran = session.run_guarded(program, &input, &warm_extras);
+                    self.faulted |= ran.is_err();
                     self.warm.insert(warm);
                 }
                 for _ in 0..job.repeats.max(1) {
@@ -445,6 +458,7 @@ impl WorkerState {
                     let (out, breaches) = match session.run_guarded(program, &input, &extras) {
                         Ok(o) => o,
                         Err(e) => {
+                            self.faulted = true;
                             return result(
                                 Status::RuntimeError,
                                 format!("launch {}{under}: {e}", t.launch),
@@ -452,6 +466,9 @@ impl WorkerState {
                             )
                         }
                     };
+                    // Whatever the verdict (a watchdog's TIMEOUT is decided first): a write
+                    // into a guard zone may have gone further, into memory nothing guards.
+                    self.faulted |= !t.unguarded && !breaches.is_empty();
                     let wd_index = input.args.len() + 1;
                     let fired = out
                         .outputs
@@ -523,6 +540,8 @@ impl WorkerState {
 /// test cases from one job to the next.
 pub struct Evaluator {
     state: WorkerState,
+    /// The last job faulted ([`Evaluator::spent`]).
+    spent: bool,
 }
 
 impl Default for Evaluator {
@@ -536,7 +555,28 @@ impl Evaluator {
     pub fn new() -> Evaluator {
         Evaluator {
             state: WorkerState::empty(),
+            spent: false,
         }
+    }
+
+    /// Whether the last job left this process untrustworthy, so it must evaluate no other
+    /// job: one of its kernel runs returned an error from the device (on CUDA an illegal
+    /// address is a sticky error of the process's whole context, and every later run in it
+    /// fails too), wrote into a guard zone of a guarded test case (the write may have gone
+    /// past the zone, into the driver's or this process's memory), or changed this process's
+    /// copy of the test cases. The mutant's own such runs make it RUNTIME-ERROR, except one
+    /// that also fired the in-kernel watchdog (TIMEOUT, decided first); a failed warm-up or
+    /// reference run of the original decides no verdict. Either way the process is spent.
+    ///
+    /// Not spent: COMPILE-ERROR (nothing ran), KILLED and SURVIVED (the runs completed within
+    /// their buffers), and a TIMEOUT by the in-kernel watchdog alone: it ends the kernel's
+    /// loops from inside, so the kernel returns normally and leaves nothing behind. A kernel
+    /// that outlives the run deadline is different: the worker's watchdog ends the whole
+    /// process, so nothing is left to retire. Nor a RUNTIME-ERROR that ran nothing (a test
+    /// case that could not be loaded, a device that could not be opened): retiring would only
+    /// start a fresh worker that meets the same error.
+    pub fn spent(&self) -> bool {
+        self.spent
     }
 
     /// Gets ready for jobs like `job` without running anything: opens the device and the
@@ -554,9 +594,12 @@ impl Evaluator {
 
     /// Evaluates `job` on `device`; `alive(warm)` is called after each compile and before
     /// each kernel run (`warm`: a run of the mutant with no driver compile in it). A run that wrote into this process's copy of the test cases makes the
-    /// job a RUNTIME-ERROR and drops everything loaded (the next job starts afresh).
+    /// job a RUNTIME-ERROR and drops everything loaded (the next job starts afresh). Whether
+    /// the job left this process spent is [`Evaluator::spent`] until the next job.
     pub fn evaluate(&mut self, job: &Job, device: &DeviceSelector, alive: &dyn Fn(bool)) -> JobResult {
+        self.state.faulted = false;
         let mut r = self.state.job(job, device, alive);
+        self.spent = self.state.faulted;
         if self.state.damaged() {
             r.status = Status::RuntimeError;
             r.detail = format!(
@@ -564,6 +607,7 @@ impl Evaluator {
                 r.detail
             );
             self.state = WorkerState::empty();
+            self.spent = true;
         }
         r
     }
