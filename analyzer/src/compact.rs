@@ -22,8 +22,8 @@
 //!
 //! Work split: a segment's chains (below) go to the worker pool in runs of consecutive
 //! chains, about four runs per thread (on every core for `cltrap compact` and the implicit
-//! compaction, where no application runs beside it; at most 8, as in the shim, for `cltrap
-//! run`'s, which shares the machine with the application); each run gathers its new chunks into packs of about 2 MB (a large content encoded 16 MiB at a time)
+//! compaction, where no application runs beside it; for `cltrap run`'s, at most 8 while
+//! the application runs beside it, then every core once it exited); each run gathers its new chunks into packs of about 2 MB (a large content encoded 16 MiB at a time)
 //! ([`writer::PackBatch`]) and writes its indexes once their pack exists, so a segment of
 //! many small contents makes a pack per run, not one per content. Chunks zstd would shrink
 //! by less than a tenth are stored raw ([`cltrap_capture::chunks`]).

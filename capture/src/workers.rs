@@ -3,6 +3,7 @@
 //! ([`crate::parallel`], [`crate::cutscan`], [`crate::devdigest`]), so none of those import
 //! each other to share them.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 /// The most threads one content uses (the writer must leave the application its cores).
@@ -11,9 +12,15 @@ const MAX_THREADS: usize = 8;
 /// The count [`threads`] fixed at its first call.
 static THREADS: OnceLock<usize> = OnceLock::new();
 
+/// Set by [`allow_all_cores`]: every core from then on.
+static WIDE: AtomicBool = AtomicBool::new(false);
+
 /// Threads a large content may use: the cores this process may run on, at most
-/// [`MAX_THREADS`] unless [`allow_all_cores`] came first (asked once).
+/// [`MAX_THREADS`] until [`allow_all_cores`].
 pub fn threads() -> usize {
+    if WIDE.load(Ordering::Relaxed) {
+        return cores().max(1);
+    }
     *THREADS.get_or_init(|| cores().clamp(1, MAX_THREADS))
 }
 
@@ -24,12 +31,14 @@ fn cores() -> usize {
         .unwrap_or(1)
 }
 
-/// Lets [`threads`] (and so the pool) use every core this process may run on, not at most
-/// [`MAX_THREADS`]: for a `cltrap` process compacting a capture, whose work is all there is
-/// once the application has exited (the bound is there to leave an application its cores).
-/// False when the count was fixed already (a parallel step ran before).
-pub fn allow_all_cores() -> bool {
-    THREADS.set(cores().max(1)).is_ok()
+/// Lets [`threads`] (and so the pool: a second one, of every core) use every core this
+/// process may run on from now on, not at most [`MAX_THREADS`]: for a `cltrap` process
+/// compacting a capture, whose work is all there is once the application has exited (the
+/// bound is there to leave an application its cores). Work already handed to the narrower
+/// pool finishes there. Why at any time: `cltrap run` compacts beside the application on at
+/// most [`MAX_THREADS`] threads, then, once the application exited, on every core.
+pub fn allow_all_cores() {
+    WIDE.store(true, Ordering::Relaxed);
 }
 
 /// Runs `work(i)` for every `i` in `0..n` on up to [`threads`] threads of the [`pool`], and
@@ -75,7 +84,7 @@ where
 }
 
 /// The process's worker threads for large contents: [`threads`] of them, started at the first
-/// parallel [`for_each`] and kept. Why kept: starting and joining seven threads cost about
+/// parallel [`for_each`] and kept (a second pool of every core after [`allow_all_cores`]). Why kept: starting and joining seven threads cost about
 /// 0.3 ms on the 16-core GPU machine, and a large content's store runs five parallel steps,
 /// so a buffer-heavy capture spent about half its store time starting threads.
 /// None in a child forked after the pool started (its threads are not there; the child
@@ -83,6 +92,7 @@ where
 /// (the shim may store from an application's `clFinish` run by a destructor at exit).
 fn pool() -> Option<&'static rayon::ThreadPool> {
     static POOL: OnceLock<Option<(u32, rayon::ThreadPool)>> = OnceLock::new();
+    static WIDE_POOL: OnceLock<Option<(u32, rayon::ThreadPool)>> = OnceLock::new();
     thread_local! {
         /// Readable while this thread's thread-locals live (see [`pool`]).
         static ALIVE: Alive = const { Alive };
@@ -94,7 +104,12 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
     if threads() < 2 || ALIVE.try_with(|_| ()).is_err() {
         return None;
     }
-    let (pid, pool) = POOL
+    let kept = if WIDE.load(Ordering::Relaxed) {
+        &WIDE_POOL
+    } else {
+        &POOL
+    };
+    let (pid, pool) = kept
         .get_or_init(|| {
             rayon::ThreadPoolBuilder::new()
                 .num_threads(threads())
