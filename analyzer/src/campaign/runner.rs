@@ -823,7 +823,8 @@ fn serve(c: &mut dyn Campaign, base: &DeviceSelector) -> Result<u8, String> {
         };
         let (event, retire) = match c.run_unit(&unit, &cx) {
             Ok(result) => {
-                let retire = c.spent();
+                // A device fault in this process (any analysis's) spends it as well.
+                let retire = c.spent() || crate::executor::fault::seen();
                 let done = Event::Done {
                     result,
                     device: name.clone(),

@@ -26,6 +26,7 @@ mod chain;
 mod cl;
 mod derive;
 mod device;
+pub mod fault;
 mod guard;
 mod input;
 mod program;

@@ -116,6 +116,7 @@ impl<'s> Batch<'s> {
             }
         }
         if let Some(e) = failed {
+            super::fault::note();
             // Later reads may still be writing: drained before their memory is freed.
             drain(self.session);
             return Err(e);

@@ -666,9 +666,7 @@ impl Session {
             reads.push(self.read_async(&z.outer, z.pad + z.size, after, what)?);
         }
         let waited = self.wait_kernel(&ev);
-        cl3::command_queue::finish(self.queue.raw()).map_err(|c| ExecError::Execution {
-            code: super::cl::error_name(c),
-        })?;
+        cl3::command_queue::finish(self.queue.raw()).map_err(super::fault::failed)?;
         drop(reads);
         waited?;
         let mut breaches = Vec::new();

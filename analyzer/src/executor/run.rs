@@ -497,14 +497,10 @@ impl Session {
 
     /// Waits for the kernel of `ev`: [`ExecError::Execution`] when it failed on the device.
     pub(super) fn wait_kernel(&self, ev: &Event) -> Result<(), ExecError> {
-        cl3::event::wait_for_events(&[ev.raw()]).map_err(|c| ExecError::Execution {
-            code: super::cl::error_name(c),
-        })?;
+        cl3::event::wait_for_events(&[ev.raw()]).map_err(super::fault::failed)?;
         if let Some(s) = ev.status() {
             if s < 0 {
-                return Err(ExecError::Execution {
-                    code: super::cl::error_name(s),
-                });
+                return Err(super::fault::failed(s));
             }
         }
         Ok(())
