@@ -139,6 +139,26 @@ mod tests {
     }
 
     #[test]
+    fn a_launch_is_found_by_id_in_order_and_out_of_order() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("cap");
+        let w = CaptureWriter::create(&dir, &manifest()).unwrap();
+        for _ in 0..5 {
+            w.append(launch("p")).unwrap();
+        }
+        let mut c = Capture::open(&dir).unwrap();
+        for id in 0..5 {
+            assert_eq!(c.launch(id).unwrap().id, id);
+        }
+        assert!(matches!(c.launch(5), Err(ReadError::NoSuchLaunch { id: 5, count: 5 })));
+        // A list reordered after opening is still searched whole.
+        c.launches.reverse();
+        for id in 0..5 {
+            assert_eq!(c.launch(id).unwrap().id, id);
+        }
+    }
+
+    #[test]
     fn a_cut_off_log_reads_up_to_its_last_complete_launch() {
         let dir = std::env::temp_dir().join(format!("cltrap-cut-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);

@@ -94,10 +94,8 @@ impl Unit {
             .and_then(|n| n.parse().ok())
             .ok_or_else(|| format!("`{}` is not a launch unit", self.id))?;
         capture
-            .launches
-            .iter()
-            .find(|l| l.id == id)
-            .ok_or_else(|| format!("the capture has no launch {id}"))
+            .launch(id)
+            .map_err(|_| format!("the capture has no launch {id}"))
     }
 }
 
