@@ -104,6 +104,9 @@ pub struct BlobStore {
     /// Where large contents go raw when the spool is on ([`BlobStore::enable_spool`]),
     /// instead of being cut and compressed here.
     spool: std::sync::OnceLock<crate::spool::SpoolWriter>,
+    /// Files this store wrote since [`BlobStore::take_written`] last emptied it, when asked to
+    /// keep the list ([`BlobStore::track_written`]).
+    written: Mutex<Option<Vec<PathBuf>>>,
 }
 
 impl BlobStore {
@@ -125,7 +128,24 @@ impl BlobStore {
             access,
             checked_dirs: Mutex::new(HashSet::new()),
             spool: std::sync::OnceLock::new(),
+            written: Mutex::new(None),
         }
+    }
+
+    /// From now on, keeps the list of the files this store writes, for
+    /// [`BlobStore::take_written`]. Why: a compactor makes exactly those durable before it
+    /// deletes the spool segments they came from; syncing the whole filesystem also wrote the
+    /// gigabytes of spool pages about to be deleted (3 of a compaction's 4.4 s on an H200
+    /// host, for a 6 GB spool).
+    pub fn track_written(&self) {
+        let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        w.get_or_insert_with(Vec::new);
+    }
+
+    /// The files written since the last call (empty when the list is not kept).
+    pub fn take_written(&self) -> Vec<PathBuf> {
+        let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        w.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// From now on, large contents ([`BlobStore::put_content`]) are appended raw to the
@@ -299,6 +319,14 @@ impl BlobStore {
         })?;
         self.bytes_written
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        if let Some(w) = self
+            .written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+        {
+            w.push(path.to_path_buf());
+        }
         Ok(())
     }
 
@@ -861,6 +889,27 @@ mod tests {
             started_unix: 0,
             buffer_mode: "full".into(),
         }
+    }
+
+    /// A store asked to keep the list names every file it wrote, once; one not asked names
+    /// none.
+    #[test]
+    fn a_tracking_store_lists_the_files_it_wrote() {
+        let t = tempfile::tempdir().unwrap();
+        let quiet = BlobStore::new(t.path());
+        quiet.put(b"not listed").unwrap();
+        assert!(quiet.take_written().is_empty());
+        let store = BlobStore::new(t.path());
+        store.track_written();
+        let small = store.put(b"a small blob").unwrap();
+        let big: Vec<u8> = (0..1u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 7) as u8).collect();
+        store.put_content(&digest(&big), &big).unwrap();
+        let written = store.take_written();
+        assert!(written.contains(&blob_path(t.path(), &small)), "{written:?}");
+        assert!(written.contains(&index_path(t.path(), &digest(&big))), "{written:?}");
+        assert!(written.iter().any(|p| p.extension().is_some_and(|e| e == "pack")), "{written:?}");
+        assert!(written.iter().all(|p| p.is_file()), "{written:?}");
+        assert!(store.take_written().is_empty(), "listed twice");
     }
 
     /// A content far larger than a group goes into several packs, each bounded by a group
