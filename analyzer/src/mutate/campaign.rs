@@ -182,7 +182,7 @@ impl Watchdog {
 }
 
 /// A crashed worker's end, as the verdict's detail names it (`SIGSEGV`: a wild access).
-fn died(why: &str) -> String {
+pub(super) fn died(why: &str) -> String {
     let signal = why
         .strip_prefix("killed by signal ")
         .and_then(|n| n.trim().parse::<i32>().ok());
