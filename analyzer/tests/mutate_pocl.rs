@@ -875,7 +875,6 @@ fn a_worker_loads_a_test_case_only_when_the_mutant_reaches_it() {
         ],
         repeats: 1,
         ulp: 0,
-        permuted_builds: false,
     };
     let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
     let r = Evaluator::new().evaluate(&job, &DeviceSelector::default(), &|_| {});

@@ -36,7 +36,7 @@ use std::time::Duration;
 /// worker needs beyond the command's own arguments (often nothing).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Unit {
-    /// Stable id, e.g. `launch-12` or `mutant-0-3-cases-1`.
+    /// Stable id, e.g. `launch-12` or `mutant-3-batch-0`.
     pub id: String,
     /// What the worker needs to run it (`null` when the id says all).
     #[serde(default)]

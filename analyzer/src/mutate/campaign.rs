@@ -1,10 +1,7 @@
 //! `cltrap mutate` as a campaign: one unit per mutant left to run (`mutant-<program>-<n>`:
-//! the program's position in the campaign and the mutant's number) or, for a schema mutant
-//! with many test cases, one per batch of its test cases (`mutant-<program>-<n>-cases-<b>`,
-//! [`super::batches`]), run in workers (on several devices, in shards, resumable), and the
-//! reports written from the verdicts in unit order, whatever ran where: a split mutant's
-//! verdict is its batches' merge ([`super::batches::merge`]), the verdict of one walk over all
-//! its test cases.
+//! the program's position in the campaign and the mutant's number), run in workers (on
+//! several devices, in shards, resumable), and the reports written from the verdicts in
+//! unit order, whatever ran where.
 //!
 //! The preparation (test cases, mutants, schemata) runs in [`Campaign::units`], in the parent
 //! and in `cltrap merge`; its device work per test case runs first as units of their own
@@ -66,10 +63,8 @@ pub struct MutateCampaign {
     folders: Option<(PathBuf, Vec<PathBuf>)>,
     cases: super::cases::CaseEvaluator,
     prepared: Option<Prepared>,
-    /// Unit id → job index and batch ([`super::batches`]).
-    index: HashMap<String, (usize, usize)>,
-    /// Batches (units) per job.
-    batches: Vec<usize>,
+    /// Unit id → job index.
+    index: HashMap<String, usize>,
     evaluator: Evaluator,
     watchdog: Option<Watchdog>,
     started: Instant,
@@ -92,7 +87,6 @@ impl MutateCampaign {
             cases: Default::default(),
             prepared: None,
             index: HashMap::new(),
-            batches: Vec::new(),
             evaluator: Evaluator::new(),
             watchdog: None,
             started: Instant::now(),
@@ -225,10 +219,8 @@ impl Campaign for MutateCampaign {
         let prepared =
             super::prepare_campaign(capture, &self.opts, &at).map_err(|e| e.to_string())?;
         let run_ms = prepared.report.deadline.as_millis() as u64;
-        let per_unit = super::batches::cases_per_unit();
         let mut units = Vec::with_capacity(prepared.jobs.len());
         self.index.clear();
-        self.batches.clear();
         for (i, (job, &(pi, mi))) in prepared.jobs.iter().zip(&prepared.slots).enumerate() {
             let number = prepared
                 .report
@@ -237,18 +229,14 @@ impl Campaign for MutateCampaign {
                 .and_then(|p| p.mutants.get(mi))
                 .map(|m| m.mutant.number)
                 .ok_or("a job names no mutant")?;
-            let parts = super::batches::split(job, per_unit);
-            self.batches.push(parts.len());
-            for (b, part) in parts.into_iter().enumerate() {
-                let id = super::batches::unit_id(pi, number, b, self.batches[i]);
-                self.index.insert(id.clone(), (i, b));
-                let payload = serde_json::to_value(Payload {
-                    job: part,
-                    run_ms,
-                })
-                .map_err(|e| e.to_string())?;
-                units.push(Unit { id, payload });
-            }
+            let id = format!("mutant-{pi}-{number}");
+            self.index.insert(id.clone(), i);
+            let payload = serde_json::to_value(Payload {
+                job: job.clone(),
+                run_ms,
+            })
+            .map_err(|e| e.to_string())?;
+            units.push(Unit { id, payload });
         }
         self.prepared = Some(prepared);
         Ok(units)
@@ -336,25 +324,18 @@ impl Campaign for MutateCampaign {
         out: &mut dyn Write,
     ) -> Result<u8, String> {
         let prepared = self.prepared.take().ok_or("the campaign was not prepared")?;
-        let mut by_batch: Vec<Vec<Option<JobResult>>> =
-            self.batches.iter().map(|&n| vec![None; n]).collect();
+        let mut by_job: Vec<Option<JobResult>> = vec![None; prepared.jobs.len()];
         let mut eval_ms = 0u64;
         for (u, f) in results {
             let r: JobResult = serde_json::from_value(f.result.clone())
                 .map_err(|e| format!("the campaign's result for {} is not a mutant's verdict: {e}", u.id))?;
-            let slot = self
+            let i = *self
                 .index
                 .get(&u.id)
-                .and_then(|&(i, b)| by_batch.get_mut(i)?.get_mut(b))
                 .ok_or_else(|| format!("the campaign has no unit {}", u.id))?;
-            *slot = Some(r);
+            by_job[i] = Some(r);
             eval_ms += f.millis;
         }
-        // A mutant's batches give the verdict of its sequential walk; one that the batches
-        // finished so far cannot decide has none (an interrupted campaign: not evaluated).
-        let mut by_job: Vec<Option<JobResult>> =
-            by_batch.iter().map(|b| super::batches::merge(b)).collect();
-        by_job.resize(prepared.jobs.len(), None);
         if !complete {
             for r in by_job.iter_mut().filter(|r| r.is_none()) {
                 *r = Some(JobResult {

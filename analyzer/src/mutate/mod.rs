@@ -12,8 +12,7 @@
 //! and sizes, and a program whose schema the driver cannot run falls back to one compile per
 //! mutant), spread over the campaign's devices and journaled in its `cases/` folder for
 //! `--resume` and `cltrap merge`; mark NO-COVERAGE mutants; then evaluate the rest as units of
-//! the same runner ([`campaign`]: one unit per mutant, or per batch of a schema mutant's test
-//! cases ([`batches`]), run in the runner's worker processes,
+//! the same runner ([`campaign`]: one unit per mutant, run in the runner's worker processes,
 //! which survive hangs and crashes, on one or more devices, in shards, resumable from the
 //! campaign's journal); a worker evaluates a mutant's job in its own process ([`worker`]).
 //! [`report`] writes the terminal summary, the mutation-testing-report-schema JSON and the
@@ -25,7 +24,6 @@
 //! ([`tce`]): a detected mutant cannot be equivalent. A campaign with no test case is an error
 //! (exit 2), never a score.
 
-pub mod batches;
 pub mod campaign;
 pub mod cases;
 pub mod cli;
@@ -1125,7 +1123,6 @@ fn finish_program(
                 tests: refs,
                 repeats: opts.repeats.max(1),
                 ulp: opts.ulp,
-                permuted_builds: false,
             },
         ));
     }

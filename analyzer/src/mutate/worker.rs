@@ -82,11 +82,6 @@ pub struct Job {
     pub repeats: u32,
     /// Floating-point tolerance.
     pub ulp: u64,
-    /// Build the permuted programs even when no test case of `tests` has schedule seeds: a
-    /// batch of a job whose other test cases have some ([`super::batches::split`]), so that a
-    /// permuted program that does not compile decides every batch as it decides the walk.
-    #[serde(default)]
-    pub permuted_builds: bool,
 }
 
 /// What a job found.
@@ -307,7 +302,7 @@ impl WorkerState {
         if let Err(r) = self.build(job, &job.source, alive) {
             return r;
         }
-        let seeded = job.permuted_builds || job.tests.iter().any(|t| !t.seeds.is_empty());
+        let seeded = job.tests.iter().any(|t| !t.seeds.is_empty());
         if let Some(pp) = &job.permuted {
             if seeded {
                 if let Err(r) = self.build(job, pp, alive) {
