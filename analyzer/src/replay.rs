@@ -81,11 +81,12 @@ impl std::fmt::Display for LaunchResult {
 pub struct Phases {
     /// Restoring inputs: from the capture or the cache, deriving included.
     pub restore_ns: u64,
-    /// Running: creating and uploading what is not bound, the kernel, reading outputs back.
+    /// Running: creating and uploading what is not bound, the kernel, reading outputs back
+    /// (or digesting them on the device and reading back the digests' partials).
     pub run_ns: u64,
     /// The kernels' own device time, where the driver reports it (part of `run_ns`).
     pub kernel_ns: u64,
-    /// Checking outputs against their recorded digests.
+    /// Checking outputs read back against their recorded digests, on the host.
     pub verify_ns: u64,
     /// Loading the expected contents of outputs not verified by digest and comparing them.
     pub compare_ns: u64,
@@ -279,7 +280,7 @@ impl<'c> Replayer<'c> {
 
     /// Replays `l` on `session` (always the same session for one replayer) and counts it.
     pub fn one(&mut self, session: &Session, l: &LaunchRecord) -> LaunchResult {
-        say_fallback(session);
+        say_fallback(session, &self.chain);
         let mut other_mismatches = Vec::new();
         let outcome = replay_one(
             session,
@@ -327,12 +328,12 @@ impl<'c> Replayer<'c> {
 
 /// Says once per process, on stderr, that outputs recorded as `dd128` digests are read back
 /// because the device cannot digest them ([`DeviceVerification::Unavailable`]).
-fn say_fallback(session: &Session) {
+fn say_fallback(session: &Session, chain: &Chain) {
     static SAID: AtomicBool = AtomicBool::new(false);
     if SAID.load(Ordering::Relaxed) {
         return;
     }
-    if let DeviceVerification::Unavailable(why) = session.device_verification() {
+    if let DeviceVerification::Unavailable(why) = chain.device_verification(session) {
         if !SAID.swap(true, Ordering::Relaxed) {
             eprintln!(
                 "cltrap: outputs cannot be verified on the device ({why}); they are read back instead"

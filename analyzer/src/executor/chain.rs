@@ -41,6 +41,7 @@
 
 use super::cl::Mem;
 use super::derive::{content_key, Key};
+use super::devverify::{DeviceVerification, State};
 use super::run::access_flags;
 use super::{BuiltProgram, Deriver, ExecError, InputArg, LaunchInput, RunOutput, Session};
 use cltrap_capture::{ArgRecord, Content, DigestKind, LaunchRecord, MemId};
@@ -142,6 +143,9 @@ pub struct Chain {
     spare: Vec<Vec<u8>>,
     /// How the buffer inputs of the launches run through the chain reached the device.
     pub traffic: Traffic,
+    /// The `dd128` engine on the chain's session ([`super::devverify`]), decided at its
+    /// first use.
+    digest: std::cell::OnceCell<State>,
 }
 
 /// Whether argument `a` of `l` replays as a sub-buffer of another argument (its parent is a
@@ -192,6 +196,13 @@ impl Chain {
     /// An empty chain: the first launch uploads everything.
     pub fn new() -> Chain {
         Chain::default()
+    }
+
+    /// Whether outputs run through this chain on `session` (always the same session) are
+    /// verified on its device, and if that was asked for but cannot be, why (for the
+    /// command to say once).
+    pub fn device_verification(&self, session: &Session) -> DeviceVerification {
+        self.digest.get_or_init(|| State::of(session)).verification()
     }
 
     /// Releases every held object: the next launch restores its inputs from the host.
@@ -328,7 +339,7 @@ impl Chain {
             }
         };
         // Outputs to verify on the device: recorded as a `dd128`, in an object of their own.
-        let engine = session.digest_engine();
+        let engine = self.digest.get_or_init(|| State::of(session)).engine();
         let sizes: Vec<Option<usize>> = (0..l.args.len())
             .map(|i| {
                 engine?;

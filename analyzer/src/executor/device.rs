@@ -35,9 +35,6 @@ pub struct DeviceInfo {
 
 /// An open device: context and a profiling queue. Programs built in a session run in it.
 pub struct Session {
-    /// The `dd128` engine ([`super::devverify`]), decided at its first use; declared first
-    /// so its objects are released before the queue and the context.
-    pub(super) digest: std::cell::OnceCell<super::devverify::State>,
     pub(crate) device: cl_device_id,
     // Field order matters: the queue is released before the context.
     pub(crate) queue: Queue,
@@ -229,7 +226,6 @@ impl Session {
             .map_or(true, |t| t.to_ulong() & opencl_sys::CL_DEVICE_TYPE_CPU != 0);
         crate::heap::session_opened(cpu);
         Ok(Session {
-            digest: std::cell::OnceCell::new(),
             device,
             queue,
             context,

@@ -10,15 +10,15 @@
 //! back whole only where the digest differs (to report the difference) or where its bytes
 //! are needed on the host.
 //!
-//! One [`Engine`] per [`Session`], built at its first use: the program, its kernel (its
-//! arguments set from one thread: a session is not `Sync`), and a buffer of [`SLOTS`]
-//! partial slots. Where it is used ([`Mode`], `CLTRAP_REPLAY_DEVICE_DIGEST=auto|on|off`,
+//! One [`Engine`] per [`super::Chain`] (one replay on one session), built at its first use:
+//! the program, its kernel (its arguments set from one thread: a chain is not `Sync`), and a
+//! buffer of [`SLOTS`] partial slots. Where it is used ([`Mode`], `CLTRAP_REPLAY_DEVICE_DIGEST=auto|on|off`,
 //! default `auto`): `auto` on every device but a CPU one, whose "device memory" is host
 //! memory, so reading back costs a copy and the host digest is as fast as the device's;
 //! `on` everywhere (the tests force it on PoCL's CPU device); `off` nowhere. A device where
 //! the program does not build, or that is not little-endian (the kernel reads words in the
-//! host's order), has no engine: outputs are read back as before, and the session says why
-//! ([`DeviceVerification::Unavailable`]) for its user to say once. `CLTRAP_TEST_DIGEST_BUILD=fail`
+//! host's order), has no engine: outputs are read back as before, and the chain says why
+//! ([`DeviceVerification::Unavailable`]) for its user to say once (nothing here prints). `CLTRAP_TEST_DIGEST_BUILD=fail`
 //! breaks the build on purpose, for the test of that path.
 
 use super::cl::{Kernel, Mem};
@@ -91,7 +91,7 @@ pub(super) enum State {
 }
 
 impl State {
-    /// What the session's settings and device give (builds the engine where wanted).
+    /// What the settings and `session`'s device give (builds the engine where wanted).
     pub(super) fn of(session: &Session) -> State {
         let mode = Mode::from_env().unwrap_or(Mode::Auto);
         if mode == Mode::Off || (mode == Mode::Auto && session.runs_in_this_process()) {
@@ -104,6 +104,14 @@ impl State {
         }
     }
 
+    /// The engine, when there is one.
+    pub(super) fn engine(&self) -> Option<&Engine> {
+        match self {
+            State::Ready(e) => Some(e),
+            _ => None,
+        }
+    }
+
     /// The public view of this state.
     pub(super) fn verification(&self) -> DeviceVerification {
         match self {
@@ -111,23 +119,6 @@ impl State {
             State::Ready(_) => DeviceVerification::On,
             State::Unavailable(why) => DeviceVerification::Unavailable(why.clone()),
         }
-    }
-}
-
-impl Session {
-    /// The session's `dd128` engine, when outputs are verified on its device (built at the
-    /// first call).
-    pub(super) fn digest_engine(&self) -> Option<&Engine> {
-        match self.digest.get_or_init(|| State::of(self)) {
-            State::Ready(e) => Some(e),
-            _ => None,
-        }
-    }
-
-    /// Whether this session verifies `dd128` outputs on its device, and if it was asked to
-    /// but cannot, why (for its user to say once: nothing in the executor prints).
-    pub fn device_verification(&self) -> DeviceVerification {
-        self.digest.get_or_init(|| State::of(self)).verification()
     }
 }
 
