@@ -357,7 +357,8 @@ impl Chain {
                     Some(InputArg::Buffer { bytes, .. }) if !bytes.is_empty() => bytes.len() as u64,
                     _ => plan.resident.iter().find(|(r, _)| *r == i)?.1 .2,
                 };
-                (*size > 0 && *size == object).then_some(object as usize)
+                let big = object as usize >= engine.map_or(usize::MAX, |e| e.min_bytes);
+                (*size > 0 && *size == object && big).then_some(object as usize)
             })
             .collect();
         let read = |i: usize| {

@@ -12,14 +12,22 @@
 //!
 //! One [`Engine`] per [`super::Chain`] (one replay on one session), built at its first use:
 //! the program, its kernel (its arguments set from one thread: a chain is not `Sync`), and a
-//! buffer of [`SLOTS`] partial slots. Where it is used ([`Mode`], `CLTRAP_REPLAY_DEVICE_DIGEST=auto|on|off`,
-//! default `auto`): `auto` on every device but a CPU one, whose "device memory" is host
-//! memory, so reading back costs a copy and the host digest is as fast as the device's;
-//! `on` everywhere (the tests force it on PoCL's CPU device); `off` nowhere. A device where
-//! the program does not build, or that is not little-endian (the kernel reads words in the
-//! host's order), has no engine: outputs are read back as before, and the chain says why
-//! ([`DeviceVerification::Unavailable`]) for its user to say once (nothing here prints). `CLTRAP_TEST_DIGEST_BUILD=fail`
-//! breaks the build on purpose, for the test of that path.
+//! buffer of [`SLOTS`] partial slots.
+//!
+//! Where it is used ([`Mode`], `CLTRAP_REPLAY_DEVICE_DIGEST=auto|on|off`, default `auto`),
+//! following the shim's `CLTRAP_DEVICE_DIGEST`:
+//! - `auto`: on every device but a CPU one, whose "device memory" is host memory (reading
+//!   back is a copy there, and the host digest is as fast as the device's), and there for
+//!   outputs of at least [`AUTO_MIN_BYTES`] (a smaller one is read back in the kernel's trip
+//!   for about what enqueueing a digest kernel costs);
+//! - `on`: on every device, for every output (the tests force it on PoCL's CPU device);
+//! - `off`: never.
+//!
+//! A device where the program does not build, or that is not little-endian (the kernel reads
+//! words in the host's order), has no engine: outputs are read back as before, and the chain
+//! says why ([`DeviceVerification::Unavailable`]) for its command to say once (nothing here
+//! prints). `CLTRAP_TEST_DIGEST_BUILD=fail` breaks the build on purpose, for the test of that
+//! path.
 
 use super::cl::{Kernel, Mem};
 use super::{cl_err, BuiltProgram, ExecError, Session};
@@ -78,7 +86,13 @@ pub(super) struct Engine {
     _program: BuiltProgram,
     /// Work-items per group: a power of two the kernel allows on this device.
     group: usize,
+    /// Outputs smaller than this are read back ([`AUTO_MIN_BYTES`] under `auto`, 0 under `on`).
+    pub(super) min_bytes: usize,
 }
+
+/// Outputs smaller than this are read back under `auto`: reading a few kilobytes back in the
+/// kernel's trip costs about what enqueueing the digest kernel does (the shim's threshold).
+pub const AUTO_MIN_BYTES: usize = 64 << 10;
 
 /// The engine of a session, or why there is none, decided at the session's first use.
 pub(super) enum State {
@@ -99,7 +113,10 @@ impl State {
         }
         let broken = std::env::var("CLTRAP_TEST_DIGEST_BUILD").is_ok_and(|v| v.trim() == "fail");
         match Engine::build(session, broken) {
-            Ok(e) => State::Ready(e),
+            Ok(mut e) => {
+                e.min_bytes = if mode == Mode::On { 0 } else { AUTO_MIN_BYTES };
+                State::Ready(e)
+            }
             Err(why) => State::Unavailable(why),
         }
     }
@@ -171,6 +188,7 @@ impl Engine {
             partials,
             _program: program,
             group: group.max(1),
+            min_bytes: 0,
         })
     }
 
