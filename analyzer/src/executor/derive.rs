@@ -19,6 +19,12 @@
 //! the launch left the buffer as it was) is kept under that content's digest, so the next
 //! launch that reads it takes it from memory instead of decompressing and re-hashing it from
 //! the capture (an in-order replay of a long capture reads each content about once).
+//!
+//! An output verified on the device ([`super::devverify`]) has no bytes on the host to offer:
+//! it stays on the device for the next launch, which restores no host copy of it
+//! ([`Deriver::input_except`]), and reaches this cache only when it leaves the device unbound
+//! while some launch derives from its content ([`Deriver::derives_from`], read back by
+//! [`super::Chain::settle`]).
 
 use super::{BuildOptions, BuiltProgram, ExecError, LaunchInput, RunOutput, Session};
 use cltrap_capture::replayable::{DerivedInput, ReplayIndex, Replayability};
