@@ -3,7 +3,7 @@
 use crate::compare::Closeness;
 use crate::executor::{
     check_outputs, BuiltProgram, Chain, Deriver, DeviceSelector, DeviceVerification, ExecError,
-    LaunchInput, Mismatch, Session, Traffic,
+    LaunchInput, Mismatch, Ran, Session, Traffic,
 };
 use cltrap_capture::{ArgRecord, Capture, Content, LaunchRecord, ReadError};
 use serde::{Deserialize, Serialize};
@@ -473,10 +473,20 @@ fn replay_one(
     } else {
         let filled = chain.fill(session, &mut input, &mut plan);
         chain.clear();
-        filled.and_then(|()| session.run(program, &input, &[]).map(|o| (o, Vec::new(), Vec::new())))
+        filled.and_then(|()| {
+            session.run(program, &input, &[]).map(|out| Ran {
+                out,
+                objects: Vec::new(),
+                on_device: Vec::new(),
+            })
+        })
     };
     phases.run_ns += ns(started);
-    let (mut out, objects, on_device) = match run {
+    let Ran {
+        mut out,
+        objects,
+        on_device,
+    } = match run {
         Ok(o) => o,
         Err(e) => return error(&e),
     };

@@ -61,6 +61,16 @@ struct Held {
     unread: bool,
 }
 
+/// What [`Chain::run`] gives back.
+pub struct Ran {
+    /// The run's outputs: `None` for one verified on the device (or not read back).
+    pub out: RunOutput,
+    /// Its buffer objects, for [`Chain::keep`] (see [`Session::run_bound`]).
+    pub objects: Vec<Option<Mem>>,
+    /// Which outputs were verified on the device, by argument index.
+    pub on_device: Vec<bool>,
+}
+
 /// Which buffer arguments of a launch bind held objects, decided before its inputs are
 /// restored ([`Chain::plan`]), so the restore can leave out what stays on the device.
 #[derive(Debug, Default)]
@@ -308,8 +318,7 @@ impl Chain {
     /// Runs `input` (launch `l`, restored with `plan`'s resident arguments as placeholders)
     /// on `session`, binding the held objects `plan` names. Every held object not bound is
     /// released; on an error the chain is left empty. Returns the run's outputs, its buffer
-    /// objects (see [`Session::run_bound`]) for [`Chain::keep`], and which outputs were
-    /// verified on the device (not read back). An output the record holds nothing of
+    /// objects and which outputs were verified on the device (not read back): [`Ran`]. An output the record holds nothing of
     /// (neither bytes nor digest) is not read back: nothing would compare or keep it.
     pub fn run(
         &mut self,
@@ -318,7 +327,7 @@ impl Chain {
         l: &LaunchRecord,
         input: &LaunchInput,
         plan: &Plan,
-    ) -> Result<(RunOutput, Vec<Option<Mem>>, Vec<bool>), ExecError> {
+    ) -> Result<Ran, ExecError> {
         let mut held = std::mem::take(&mut self.held);
         let (mut bound, mut bound_bytes, mut uploaded, mut uploaded_bytes) = (0, 0, 0, 0);
         let mut bind = |i: usize, a: &InputArg| {
@@ -409,7 +418,11 @@ impl Chain {
             self.traffic.read_back += 1;
             self.traffic.read_back_bytes += o.len() as u64;
         }
-        Ok((out, objects, on_device))
+        Ok(Ran {
+            out,
+            objects,
+            on_device,
+        })
     }
 
     /// Takes back the allocations of `input`'s buffers (a launch done with), so the next

@@ -38,7 +38,7 @@ mod readback;
 mod resident;
 mod run;
 
-pub use chain::{Chain, Plan, Traffic};
+pub use chain::{Chain, Plan, Ran, Traffic};
 pub use cl::error_name;
 pub use derive::{Deriver, CACHE_BYTES};
 pub use device::{list_devices, DeviceInfo, DeviceSelector, Session};
