@@ -440,6 +440,9 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
             campaign,
         } => Some((|| {
             let closeness = Closeness::new(ulp, rtol, atol)?;
+            // Where outputs recorded as `dd128` digests are verified: refused at once when
+            // misspelt, not in every worker.
+            cltrap_analyzer::executor::DeviceVerifyMode::from_env()?;
             let capture = open_keeping_damaged(&dir)?;
             // A capture with nothing to replay: its damaged lines, then the refusal.
             if capture.launches.is_empty() && !campaign.unit_worker {

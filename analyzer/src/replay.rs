@@ -2,13 +2,14 @@
 
 use crate::compare::Closeness;
 use crate::executor::{
-    check_outputs, BuiltProgram, Chain, Deriver, DeviceSelector, ExecError, LaunchInput,
-    Mismatch, Session, Traffic,
+    check_outputs, BuiltProgram, Chain, Deriver, DeviceSelector, DeviceVerification, ExecError,
+    LaunchInput, Mismatch, Ran, Session, Traffic,
 };
 use cltrap_capture::{ArgRecord, Capture, Content, LaunchRecord, ReadError};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// What to replay and how to judge it.
@@ -80,11 +81,12 @@ impl std::fmt::Display for LaunchResult {
 pub struct Phases {
     /// Restoring inputs: from the capture or the cache, deriving included.
     pub restore_ns: u64,
-    /// Running: creating and uploading what is not bound, the kernel, reading outputs back.
+    /// Running: creating and uploading what is not bound, the kernel, reading outputs back
+    /// (or digesting them on the device and reading back the digests' partials).
     pub run_ns: u64,
     /// The kernels' own device time, where the driver reports it (part of `run_ns`).
     pub kernel_ns: u64,
-    /// Checking outputs against their recorded digests.
+    /// Checking outputs read back against their recorded digests, on the host.
     pub verify_ns: u64,
     /// Loading the expected contents of outputs not verified by digest and comparing them.
     pub compare_ns: u64,
@@ -278,6 +280,7 @@ impl<'c> Replayer<'c> {
 
     /// Replays `l` on `session` (always the same session for one replayer) and counts it.
     pub fn one(&mut self, session: &Session, l: &LaunchRecord) -> LaunchResult {
+        say_fallback(session, &self.chain);
         let mut other_mismatches = Vec::new();
         let outcome = replay_one(
             session,
@@ -323,6 +326,22 @@ impl<'c> Replayer<'c> {
     }
 }
 
+/// Says once per process, on stderr, that outputs recorded as `dd128` digests are read back
+/// because the device cannot digest them ([`DeviceVerification::Unavailable`]).
+fn say_fallback(session: &Session, chain: &Chain) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if SAID.load(Ordering::Relaxed) {
+        return;
+    }
+    if let DeviceVerification::Unavailable(why) = chain.device_verification(session) {
+        if !SAID.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "cltrap: outputs cannot be verified on the device ({why}); they are read back instead"
+            );
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn replay_one(
     session: &Session,
@@ -364,17 +383,32 @@ fn replay_one(
     };
     let executed = deriver.executed;
     let started = Instant::now();
-    let restored = deriver.input(session, l);
+    // Inputs the chain holds on the device only (verified there) are bound, not restored;
+    // what it holds that this launch does not bind reaches the host first where a later
+    // launch derives from it.
+    let mut plan = chain.plan(l);
+    chain.settle(session, &plan, deriver);
+    if deriver.will_execute(l, &plan.resident()) {
+        plan.restore_all();
+        chain.settle(session, &plan, deriver);
+    }
+    let restored = deriver.input_except(session, l, &plan.resident());
     phases.restore_ns += ns(started);
-    let input = match restored {
+    let mut input = match restored {
         Ok(i) => i,
         Err(e) => {
+            plan.restore_all();
+            chain.settle(session, &plan, deriver);
             chain.clear();
             return error(&e);
         }
     };
     if deriver.executed != executed {
         // Producers ran on the device since the chain's launch.
+        if let Err(e) = chain.fill(session, &mut input, &mut plan) {
+            chain.clear();
+            return error(&e);
+        }
         chain.clear();
     }
     if !programs.contains_key(&l.program) {
@@ -435,13 +469,24 @@ fn replay_one(
     // A launch with stand-ins runs twice: the chain is not used for it.
     let started = Instant::now();
     let run = if input.stand_ins.is_empty() {
-        chain.run(session, program, l, &input)
+        chain.run(session, program, l, &input, &plan)
     } else {
+        let filled = chain.fill(session, &mut input, &mut plan);
         chain.clear();
-        session.run(program, &input, &[]).map(|o| (o, Vec::new()))
+        filled.and_then(|()| {
+            session.run(program, &input, &[]).map(|out| Ran {
+                out,
+                objects: Vec::new(),
+                on_device: Vec::new(),
+            })
+        })
     };
     phases.run_ns += ns(started);
-    let (mut out, objects) = match run {
+    let Ran {
+        mut out,
+        objects,
+        on_device,
+    } = match run {
         Ok(o) => o,
         Err(e) => return error(&e),
     };
@@ -477,9 +522,12 @@ fn replay_one(
     // Outputs equal to their recorded contents need no comparison (and their recorded bytes
     // no reading); the rest are compared with the tolerance.
     let started = Instant::now();
-    let verified = deriver.verify(l, &input, &out);
+    let mut verified = deriver.verify(l, &input, &out);
+    for (v, d) in verified.iter_mut().zip(&on_device) {
+        *v |= *d;
+    }
     phases.verify_ns += ns(started);
-    chain.keep(l, &input, objects, &verified);
+    chain.keep(l, &input, objects, &verified, &on_device);
     deriver.offer(l, &mut out, &verified);
     let started = Instant::now();
     let expected = match LaunchInput::expected_outputs_except(capture, l, &verified) {

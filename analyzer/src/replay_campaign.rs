@@ -255,12 +255,15 @@ impl Campaign for ReplayCampaign {
             let n = results.len();
             let mb = |b: u64| b as f64 / 1e6;
             eprintln!(
-                "cltrap: replay timing: {n} launch(es) in {secs:.3} s ({:.1} launches/s); buffer inputs: {} bound on the device ({:.1} MB not uploaded), {} uploaded ({:.1} MB)",
+                "cltrap: replay timing: {n} launch(es) in {secs:.3} s ({:.1} launches/s); buffer inputs: {} bound on the device ({:.1} MB not uploaded), {} uploaded ({:.1} MB); outputs: {} verified on the device, {} read back ({:.1} MB)",
                 n as f64 / secs.max(1e-9),
                 traffic.bound,
                 mb(traffic.bound_bytes),
                 traffic.uploaded,
                 mb(traffic.uploaded_bytes),
+                traffic.device_verified,
+                traffic.read_back,
+                mb(traffic.read_back_bytes),
             );
             // Per launch, in microseconds; what is left of the wall time went to starting up,
             // building programs and the campaign (workers, journal).

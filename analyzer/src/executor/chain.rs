@@ -22,17 +22,31 @@
 //!   were derived by re-executing other launches on the device clears the chain
 //!   ([`Chain::clear`]): the next launch restores from the capture, as without a chain.
 //!
-//! Outputs are still read back whole: a capture names stored contents by their blake3 digest,
-//! which is computed on the host. The launch's host allocations are reused for its
-//! successor's read-backs ([`Chain::recycle`]), so a long replay faults in no fresh pages.
+//! Outputs recorded as `dd128` digests are verified on the device where the session has a
+//! digest engine ([`super::devverify`]): such an output (a plain buffer argument with an
+//! object of its own) is not read back; its digest's partials are, and only an output whose
+//! digest differs is then read back whole, for the existing comparison to report it. A
+//! device-verified output is held *unread*: its bytes never came to the host. A next launch
+//! that binds it gets a placeholder as its host copy (no bytes: [`Plan::resident`] names those
+//! arguments, whose inputs the [`super::Deriver`] then does not restore), so a chain of
+//! launches each rewriting a large buffer moves only partials over the bus. Nothing is lost
+//! for the host: before an unread object is released unbound, it is read back into the
+//! deriver's cache when some launch of the capture derives its input from that content
+//! ([`Chain::settle`]), which is what reading it back at once would have put there; and a
+//! launch that cannot use its placeholders (stand-in buffers, producers re-executed) has
+//! them filled from their objects first ([`Chain::fill`]).
+//!
+//! Outputs read back go into the launch's host allocations of its predecessor's inputs
+//! ([`Chain::recycle`]), so a long replay faults in no fresh pages.
 
 use super::cl::Mem;
 use super::derive::{content_key, Key};
+use super::devverify::{DeviceVerification, State};
 use super::run::access_flags;
-use super::{BuiltProgram, ExecError, InputArg, LaunchInput, RunOutput, Session};
-use cltrap_capture::{ArgRecord, Content, LaunchRecord};
+use super::{BuiltProgram, Deriver, ExecError, InputArg, LaunchInput, RunOutput, Session};
+use cltrap_capture::{ArgRecord, Content, DigestKind, LaunchRecord, MemId};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Smallest allocation worth recycling ([`Chain::recycle`]): smaller ones cost little to
 /// map afresh.
@@ -43,6 +57,42 @@ struct Held {
     mem: Mem,
     flags: u64,
     size: usize,
+    /// Verified on the device: its bytes were never read to the host.
+    unread: bool,
+}
+
+/// What [`Chain::run`] gives back.
+pub struct Ran {
+    /// The run's outputs: `None` for one verified on the device (or not read back).
+    pub out: RunOutput,
+    /// Its buffer objects, for [`Chain::keep`] (see [`Session::run_bound`]).
+    pub objects: Vec<Option<Mem>>,
+    /// Which outputs were verified on the device, by argument index.
+    pub on_device: Vec<bool>,
+}
+
+/// Which buffer arguments of a launch bind held objects, decided before its inputs are
+/// restored ([`Chain::plan`]), so the restore can leave out what stays on the device.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// Argument (the first of its memory object) → the key of the held object it binds.
+    binds: HashMap<usize, Key>,
+    /// Arguments whose object is an unread held one, with its key: their host copies are
+    /// placeholders (no bytes), not restored.
+    resident: Vec<(usize, Key)>,
+}
+
+impl Plan {
+    /// The arguments whose host copies are not restored: their objects hold their contents
+    /// on the device, and nothing on the host has them.
+    pub fn resident(&self) -> Vec<usize> {
+        self.resident.iter().map(|(i, _)| *i).collect()
+    }
+
+    /// Gives up the placeholders: every input is to be restored on the host.
+    pub fn restore_all(&mut self) {
+        self.resident.clear();
+    }
 }
 
 /// How a replay's buffer inputs reached the device: for `--timing` reports and for tests
@@ -57,6 +107,16 @@ pub struct Traffic {
     pub uploaded: u64,
     /// Their bytes.
     pub uploaded_bytes: u64,
+    /// Outputs verified on the device from their `dd128` partials, not read back.
+    #[serde(default)]
+    pub device_verified: u64,
+    /// Outputs read back whole (to compare them, or because their digest differed on the
+    /// device), and unread contents read back for the host later ([`Chain::settle`]).
+    #[serde(default)]
+    pub read_back: u64,
+    /// Their bytes.
+    #[serde(default)]
+    pub read_back_bytes: u64,
 }
 
 impl Traffic {
@@ -67,6 +127,9 @@ impl Traffic {
             bound_bytes: self.bound_bytes.saturating_sub(earlier.bound_bytes),
             uploaded: self.uploaded.saturating_sub(earlier.uploaded),
             uploaded_bytes: self.uploaded_bytes.saturating_sub(earlier.uploaded_bytes),
+            device_verified: self.device_verified.saturating_sub(earlier.device_verified),
+            read_back: self.read_back.saturating_sub(earlier.read_back),
+            read_back_bytes: self.read_back_bytes.saturating_sub(earlier.read_back_bytes),
         }
     }
 
@@ -76,6 +139,9 @@ impl Traffic {
         self.bound_bytes += other.bound_bytes;
         self.uploaded += other.uploaded;
         self.uploaded_bytes += other.uploaded_bytes;
+        self.device_verified += other.device_verified;
+        self.read_back += other.read_back;
+        self.read_back_bytes += other.read_back_bytes;
     }
 }
 
@@ -87,6 +153,41 @@ pub struct Chain {
     spare: Vec<Vec<u8>>,
     /// How the buffer inputs of the launches run through the chain reached the device.
     pub traffic: Traffic,
+    /// The `dd128` engine on the chain's session ([`super::devverify`]), decided at its
+    /// first use.
+    digest: std::cell::OnceCell<State>,
+}
+
+/// Whether argument `a` of `l` replays as a sub-buffer of another argument (its parent is a
+/// whole-buffer argument of the launch), as [`LaunchInput::from_record`] decides.
+fn sub_of_an_argument(l: &LaunchRecord, a: &ArgRecord) -> bool {
+    let ArgRecord::Buffer {
+        sub_of: Some((parent, _)),
+        ..
+    } = a
+    else {
+        return false;
+    };
+    l.args.iter().any(
+        |b| matches!(b, ArgRecord::Buffer { mem: m, sub_of: None, .. } if m == parent),
+    )
+}
+
+/// The memory object of argument `i` when it is a plain buffer argument of its own: no
+/// other argument uses the object, none is a sub-buffer of it.
+fn own_object(input: &LaunchInput, i: usize) -> Option<MemId> {
+    let Some(InputArg::Buffer { mem: Some(m), .. }) = input.args.get(i) else {
+        return None;
+    };
+    let shared = input.args.iter().enumerate().any(|(j, a)| {
+        j != i
+            && match a {
+                InputArg::Buffer { mem, .. } | InputArg::Image { mem, .. } => *mem == Some(*m),
+                InputArg::SubBuffer { mem, parent, .. } => *mem == Some(*m) || parent == m,
+                _ => false,
+            }
+    });
+    (!shared).then_some(*m)
 }
 
 /// The recorded contents before (`true`) or after a buffer argument, if it is one.
@@ -107,15 +208,117 @@ impl Chain {
         Chain::default()
     }
 
+    /// Whether outputs run through this chain on `session` (always the same session) are
+    /// verified on its device, and if that was asked for but cannot be, why (for the
+    /// command to say once).
+    pub fn device_verification(&self, session: &Session) -> DeviceVerification {
+        self.digest.get_or_init(|| State::of(session)).verification()
+    }
+
     /// Releases every held object: the next launch restores its inputs from the host.
+    /// Unread objects are lost with them: call [`Chain::settle`] first where a later launch
+    /// may derive from them.
     pub fn clear(&mut self) {
         self.held.clear();
     }
 
-    /// Runs `input` (launch `l`) on `session`, binding the held objects whose contents its
-    /// buffers start from. Every held object not bound is released; on an error the chain
-    /// is left empty. Returns the run's outputs and its buffer objects (see
-    /// [`Session::run_bound`]) for [`Chain::keep`]. An output the record holds nothing of
+    /// Which of `l`'s buffer arguments will bind held objects ([`Chain::run`] binds exactly
+    /// these): the first argument of each memory object whose recorded contents before the
+    /// launch are those of a held object with the same kernel-access flags. Arguments of an
+    /// unread object are [`Plan::resident`].
+    pub fn plan(&self, l: &LaunchRecord) -> Plan {
+        let mut plan = Plan::default();
+        let mut first_of: HashMap<MemId, usize> = HashMap::new();
+        let mut taken: HashSet<Key> = HashSet::new();
+        for (i, a) in l.args.iter().enumerate() {
+            let ArgRecord::Buffer {
+                mem, flags, before, ..
+            } = a
+            else {
+                continue;
+            };
+            if sub_of_an_argument(l, a) || first_of.contains_key(mem) {
+                continue;
+            }
+            first_of.insert(*mem, i);
+            let Some(k) = content_key(before) else {
+                continue;
+            };
+            let fits = self
+                .held
+                .get(&k)
+                .is_some_and(|h| h.flags == access_flags(*flags) && h.size as u64 == k.2);
+            if fits && taken.insert(k.clone()) {
+                plan.binds.insert(i, k);
+            }
+        }
+        for (i, a) in l.args.iter().enumerate() {
+            let ArgRecord::Buffer { mem, .. } = a else {
+                continue;
+            };
+            if sub_of_an_argument(l, a) {
+                continue;
+            }
+            let bound = first_of.get(mem).and_then(|f| plan.binds.get(f));
+            if let Some(k) = bound {
+                if self.held.get(k).is_some_and(|h| h.unread) {
+                    plan.resident.push((i, k.clone()));
+                }
+            }
+        }
+        plan
+    }
+
+    /// Reads back, into `deriver`'s cache, every unread held object that `plan` does not
+    /// bind as resident and whose contents some launch of the capture derives its input
+    /// from: before such an object is released, its contents reach the host, as they would
+    /// have had the output been read back when it was verified. Read-back failures leave the
+    /// contents to be derived again (by re-execution), as after a cache eviction.
+    pub fn settle(&mut self, session: &Session, plan: &Plan, deriver: &mut Deriver<'_>) {
+        let keep: HashSet<&Key> = plan.resident.iter().map(|(_, k)| k).collect();
+        for (k, h) in self.held.iter_mut() {
+            if !h.unread || keep.contains(k) || !deriver.derives_from(k) {
+                continue;
+            }
+            if let Ok(bytes) = super::readback::read_whole(session, &h.mem, h.size, 0) {
+                self.traffic.read_back += 1;
+                self.traffic.read_back_bytes += bytes.len() as u64;
+                deriver.put(k.clone(), bytes);
+                h.unread = false;
+            }
+        }
+    }
+
+    /// Gives `input`'s placeholders (the resident arguments of `plan`) their bytes, read
+    /// back from the held objects they were to bind, and empties the plan's resident list:
+    /// for a launch that will not bind them after all (stand-in buffers, producers run on
+    /// the device since).
+    pub fn fill(
+        &mut self,
+        session: &Session,
+        input: &mut LaunchInput,
+        plan: &mut Plan,
+    ) -> Result<(), ExecError> {
+        for (i, k) in std::mem::take(&mut plan.resident) {
+            let h = self.held.get(&k).ok_or_else(|| {
+                ExecError::NotReplayable(format!(
+                    "argument {i}: its contents were on the device only, and are gone"
+                ))
+            })?;
+            let bytes = super::readback::read_whole(session, &h.mem, h.size, i)?;
+            self.traffic.read_back += 1;
+            self.traffic.read_back_bytes += bytes.len() as u64;
+            if let Some(InputArg::Buffer { bytes: b, .. }) = input.args.get_mut(i) {
+                *b = bytes;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `input` (launch `l`, restored with `plan`'s resident arguments as placeholders)
+    /// on `session`, binding the held objects `plan` names. Every held object not bound is
+    /// released; on an error the chain is left empty. Returns the run's outputs, its buffer
+    /// objects and which outputs were verified on the device (not read back): [`Ran`]. An output the record holds nothing of
     /// (neither bytes nor digest) is not read back: nothing would compare or keep it.
     pub fn run(
         &mut self,
@@ -123,25 +326,18 @@ impl Chain {
         program: &BuiltProgram,
         l: &LaunchRecord,
         input: &LaunchInput,
-    ) -> Result<(RunOutput, Vec<Option<Mem>>), ExecError> {
+        plan: &Plan,
+    ) -> Result<Ran, ExecError> {
         let mut held = std::mem::take(&mut self.held);
         let (mut bound, mut bound_bytes, mut uploaded, mut uploaded_bytes) = (0, 0, 0, 0);
         let mut bind = |i: usize, a: &InputArg| {
-            let InputArg::Buffer { flags, bytes, .. } = a else {
+            let InputArg::Buffer { bytes, .. } = a else {
                 return None;
             };
-            let found = content(l, i, true)
-                .and_then(content_key)
-                .filter(|k| {
-                    held.get(k).is_some_and(|h| {
-                        h.flags == access_flags(*flags) && h.size == bytes.len()
-                    })
-                })
-                .and_then(|k| held.remove(&k));
-            match found {
+            match plan.binds.get(&i).and_then(|k| held.remove(k)) {
                 Some(h) => {
                     bound += 1;
-                    bound_bytes += bytes.len() as u64;
+                    bound_bytes += h.size as u64;
                     Some(h.mem)
                 }
                 None => {
@@ -151,7 +347,33 @@ impl Chain {
                 }
             }
         };
-        let read = |i: usize| !matches!(content(l, i, false), Some(Content::Missing { .. }));
+        // Outputs to verify on the device: recorded as a `dd128`, in an object of their own.
+        let engine = self.digest.get_or_init(|| State::of(session)).engine();
+        let sizes: Vec<Option<usize>> = (0..l.args.len())
+            .map(|i| {
+                engine?;
+                own_object(input, i)?;
+                let Some(Content::Digest {
+                    algo: DigestKind::Dd128,
+                    size,
+                    ..
+                }) = content(l, i, false)
+                else {
+                    return None;
+                };
+                // The object's size: its host copy's, or for a placeholder the bound object's.
+                let object = match input.args.get(i) {
+                    Some(InputArg::Buffer { bytes, .. }) if !bytes.is_empty() => bytes.len() as u64,
+                    _ => plan.resident.iter().find(|(r, _)| *r == i)?.1 .2,
+                };
+                let big = object as usize >= engine.map_or(usize::MAX, |e| e.min_bytes);
+                (*size > 0 && *size == object && big).then_some(object as usize)
+            })
+            .collect();
+        let read = |i: usize| {
+            sizes.get(i).is_none_or(Option::is_none)
+                && !matches!(content(l, i, false), Some(Content::Missing { .. }))
+        };
         let run = session.run_bound(program, input, &mut bind, &read, &mut self.spare);
         drop(held);
         self.traffic.add(&Traffic {
@@ -159,8 +381,48 @@ impl Chain {
             bound_bytes,
             uploaded,
             uploaded_bytes,
+            ..Traffic::default()
         });
-        run
+        let (mut out, objects) = run?;
+        let mut on_device = vec![false; l.args.len()];
+        if let Some(engine) = engine {
+            let wanted: Vec<(usize, usize)> = sizes
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| s.map(|s| (i, s)))
+                .collect();
+            let mut items = Vec::with_capacity(wanted.len());
+            for (i, size) in &wanted {
+                // An argument with an object of its own always gets it back.
+                let mem = objects.get(*i).and_then(Option::as_ref).ok_or_else(|| {
+                    ExecError::NotReplayable(format!(
+                        "argument {i}: its buffer object was not handed back to verify it"
+                    ))
+                })?;
+                items.push((mem, *size));
+            }
+            // A digest that cannot be had on the device is had from the bytes.
+            let digests = engine.digests(session, &items).unwrap_or_default();
+            for (n, (i, size)) in wanted.iter().enumerate() {
+                let expected = content(l, *i, false).and_then(Content::hash);
+                if digests.get(n).is_some_and(|d| Some(d.as_str()) == expected) {
+                    on_device[*i] = true;
+                    self.traffic.device_verified += 1;
+                } else {
+                    let bytes = super::readback::read_whole(session, items[n].0, *size, *i)?;
+                    out.outputs[*i] = Some(bytes);
+                }
+            }
+        }
+        for o in out.outputs.iter().take(l.args.len()).flatten() {
+            self.traffic.read_back += 1;
+            self.traffic.read_back_bytes += o.len() as u64;
+        }
+        Ok(Ran {
+            out,
+            objects,
+            on_device,
+        })
     }
 
     /// Takes back the allocations of `input`'s buffers (a launch done with), so the next
@@ -177,23 +439,28 @@ impl Chain {
     }
 
     /// Keeps, for the next launch, the objects of `l`'s run whose outputs `verified` says
-    /// equal their recorded contents (everything else is released).
+    /// equal their recorded contents (everything else is released); `on_device` marks those
+    /// verified on the device, whose bytes are not on the host (held unread).
     pub fn keep(
         &mut self,
         l: &LaunchRecord,
         input: &LaunchInput,
         objects: Vec<Option<Mem>>,
         verified: &[bool],
+        on_device: &[bool],
     ) {
         self.held.clear();
         for (i, mem) in objects.into_iter().enumerate() {
             let (Some(mem), true) = (mem, verified.get(i).copied().unwrap_or(false)) else {
                 continue;
             };
-            let (Some(key), Some(InputArg::Buffer { flags, bytes, .. })) = (
+            let (Some(key), Some(InputArg::Buffer { flags, .. })) = (
                 content(l, i, false).and_then(content_key),
                 input.args.get(i),
             ) else {
+                continue;
+            };
+            let Ok(size) = usize::try_from(key.2) else {
                 continue;
             };
             self.held.insert(
@@ -201,7 +468,8 @@ impl Chain {
                 Held {
                     mem,
                     flags: access_flags(*flags),
-                    size: bytes.len(),
+                    size,
+                    unread: on_device.get(i).copied().unwrap_or(false),
                 },
             );
         }

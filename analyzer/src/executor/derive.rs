@@ -19,6 +19,12 @@
 //! the launch left the buffer as it was) is kept under that content's digest, so the next
 //! launch that reads it takes it from memory instead of decompressing and re-hashing it from
 //! the capture (an in-order replay of a long capture reads each content about once).
+//!
+//! An output verified on the device ([`super::devverify`]) has no bytes on the host to offer:
+//! it stays on the device for the next launch, which restores no host copy of it
+//! ([`Deriver::input_except`]), and reaches this cache only when it leaves the device unbound
+//! while some launch derives from its content ([`Deriver::derives_from`], read back by
+//! [`super::Chain::settle`]).
 
 use super::{BuildOptions, BuiltProgram, ExecError, LaunchInput, RunOutput, Session};
 use cltrap_capture::replayable::{DerivedInput, ReplayIndex, Replayability};
@@ -161,6 +167,9 @@ pub struct Deriver<'c> {
     /// The `dd128` sums of contents verified by digest: an output whose record keeps a
     /// `dd128` is verified from the blocks where it differs from the content it ran with.
     sums: Sums,
+    /// The contents some launch of the capture derives an input from: an output holding
+    /// one must reach the host before it leaves the device ([`super::Chain::settle`]).
+    derived_keys: HashSet<Key>,
     /// Producer launches re-executed so far (for reports and tests of the cost).
     pub executed: u64,
 }
@@ -184,9 +193,24 @@ impl<'c> Deriver<'c> {
 
     /// A resolver over the whole of `capture` (one pass over its launches).
     pub fn new(capture: &'c Capture) -> Deriver<'c> {
+        let index = ReplayIndex::of(&capture.launches);
+        let mut derived_keys = HashSet::new();
+        for l in &capture.launches {
+            if let Some(Replayability::Derived { inputs, .. }) = index.get(l.id) {
+                for d in inputs {
+                    if let Some(
+                        ArgRecord::Buffer { before, .. } | ArgRecord::Image { before, .. },
+                    ) = l.args.get(d.arg as usize)
+                    {
+                        derived_keys.extend(key(before));
+                    }
+                }
+            }
+        }
         Deriver {
             capture,
-            index: ReplayIndex::of(&capture.launches),
+            index,
+            derived_keys,
             pos: capture
                 .launches
                 .iter()
@@ -206,15 +230,32 @@ impl<'c> Deriver<'c> {
     /// Stored inputs that an earlier run of this command already produced and verified come
     /// from the cache rather than from the capture.
     pub fn input(&mut self, session: &Session, l: &LaunchRecord) -> Result<LaunchInput, ExecError> {
-        let mut got = self.derived(session, l)?;
+        self.input_except(session, l, &[])
+    }
+
+    /// [`Deriver::input`] where the buffer arguments `resident` are not restored: their
+    /// contents are on the device, in objects the launch binds ([`super::Chain::plan`]), and
+    /// their host copies are placeholders without bytes.
+    pub fn input_except(
+        &mut self,
+        session: &Session,
+        l: &LaunchRecord,
+        resident: &[usize],
+    ) -> Result<LaunchInput, ExecError> {
+        let needs = self.needs_except(l, resident);
+        let mut got = self.obtain_needs(session, l, needs.clone())?;
         // The launch's derived inputs move out of the cache too, so they reach it uncopied.
-        for (_, k) in self.needs(l) {
+        for (_, k) in needs {
             self.cache.take(&k);
         }
         for (i, a) in l.args.iter().enumerate() {
             let (ArgRecord::Buffer { before, .. } | ArgRecord::Image { before, .. }) = a else {
                 continue;
             };
+            if resident.contains(&i) {
+                got.insert(i as u32, Arc::new(Vec::new()));
+                continue;
+            }
             if let (Content::Blob { .. }, Some(k)) = (before, content_key(before)) {
                 if got.contains_key(&(i as u32)) {
                     continue;
@@ -240,6 +281,39 @@ impl<'c> Deriver<'c> {
         l: &LaunchRecord,
     ) -> Result<HashMap<u32, Arc<Vec<u8>>>, ExecError> {
         let needs = self.needs(l);
+        self.obtain_needs(session, l, needs)
+    }
+
+    /// Whether restoring `l` with [`Deriver::input_except`] (`resident` left out) runs
+    /// producers on the device: a derived input its cache does not hold. Such a run may
+    /// scribble on what the device holds (a stray write on a GPU), so a replay binds nothing
+    /// it kept from before then.
+    pub fn will_execute(&self, l: &LaunchRecord, resident: &[usize]) -> bool {
+        self.pos.contains_key(&l.id)
+            && self
+                .needs_except(l, resident)
+                .iter()
+                .any(|(_, k)| !self.cache.entries.contains_key(k))
+    }
+
+    /// Whether some launch of the capture derives an input from the content `k`.
+    pub(super) fn derives_from(&self, k: &Key) -> bool {
+        self.derived_keys.contains(k)
+    }
+
+    /// Keeps the content `k`, verified, for the launches that derive from it (an output
+    /// read back after it was verified on the device).
+    pub(super) fn put(&mut self, k: Key, bytes: Vec<u8>) {
+        self.cache.put(k, Arc::new(bytes));
+    }
+
+    /// The derived inputs `needs` of `l`, obtained (see [`Deriver::derived`]).
+    fn obtain_needs(
+        &mut self,
+        session: &Session,
+        l: &LaunchRecord,
+        needs: Vec<(DerivedInput, Key)>,
+    ) -> Result<HashMap<u32, Arc<Vec<u8>>>, ExecError> {
         let Some(&pos) = self.pos.get(&l.id) else {
             return Ok(HashMap::new());
         };
@@ -320,6 +394,13 @@ impl<'c> Deriver<'c> {
             };
             self.cache.put(k, Arc::new(bytes));
         }
+    }
+
+    /// [`Deriver::needs`] without the arguments `resident`.
+    fn needs_except(&self, l: &LaunchRecord, resident: &[usize]) -> Vec<(DerivedInput, Key)> {
+        let mut needs = self.needs(l);
+        needs.retain(|(d, _)| !resident.contains(&(d.arg as usize)));
+        needs
     }
 
     /// The derived inputs of `l`, with their digests.

@@ -16,6 +16,10 @@
 //! [`Chain`] hands a replayed launch's verified output buffers, on the device, to the next
 //! launch that reads them ([`chain`]).
 //!
+//! [`Chain`] also verifies outputs recorded as `dd128` digests on the device where that pays
+//! ([`devverify`]): only the digest's partials are read back, and such an output stays on the
+//! device for the next launch that reads it.
+//!
 //! [`Session::resident`] keeps one launch's memory objects on the device between runs, so a
 //! fuzzing campaign writes only what changed ([`resident`]).
 //!
@@ -26,6 +30,7 @@ mod chain;
 mod cl;
 mod derive;
 mod device;
+mod devverify;
 pub mod fault;
 mod guard;
 mod input;
@@ -34,10 +39,11 @@ mod readback;
 mod resident;
 mod run;
 
-pub use chain::{Chain, Traffic};
+pub use chain::{Chain, Plan, Ran, Traffic};
 pub use cl::error_name;
 pub use derive::{Deriver, CACHE_BYTES};
 pub use device::{list_devices, DeviceInfo, DeviceSelector, Session};
+pub use devverify::{DeviceVerification, Mode as DeviceVerifyMode, ENV as DEVICE_VERIFY_ENV};
 pub use guard::GuardBreach;
 pub use input::{image_bytes, image_region, Expected, InputArg, LaunchInput};
 pub use program::{BuildOptions, BuiltProgram};

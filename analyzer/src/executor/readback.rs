@@ -141,6 +141,44 @@ impl Drop for Batch<'_> {
     }
 }
 
+/// Reads the first `len` bytes of buffer `mem` (argument `index`, for the message) back,
+/// blocking, behind everything enqueued before: an output left on the device that the host
+/// turns out to need (its device digest differed, or a later launch derives from it).
+pub(super) fn read_whole(
+    session: &Session,
+    mem: &Mem,
+    len: usize,
+    index: usize,
+) -> Result<Vec<u8>, ExecError> {
+    let mut out: Vec<u8> = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| {
+        ExecError::NotReplayable(format!(
+            "argument {index} is a buffer of {len} bytes, more than this machine can allocate"
+        ))
+    })?;
+    if len == 0 {
+        return Ok(out);
+    }
+    // SAFETY: `out` has capacity for `len` bytes and outlives the blocking read.
+    let event = unsafe {
+        cl3::command_queue::enqueue_read_buffer(
+            session.queue.raw(),
+            mem.raw(),
+            opencl_sys::CL_TRUE,
+            0,
+            len,
+            out.as_mut_ptr().cast::<c_void>(),
+            0,
+            std::ptr::null(),
+        )
+    }
+    .map_err(cl_err(format!("reading back argument {index}")))?;
+    drop(Event(event));
+    // SAFETY: the blocking read of `len` bytes into `out` succeeded.
+    unsafe { out.set_len(len) };
+    Ok(out)
+}
+
 /// Waits until every command of `session`'s queue is done, whatever their outcome (an error
 /// of the wait is the error already being reported).
 fn drain(session: &Session) {

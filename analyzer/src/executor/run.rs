@@ -542,6 +542,8 @@ impl Session {
         // Guard zones (`guard`): zone index of a slot whose memory is a zoned view.
         let mut zones: Vec<Zone> = Vec::new();
         let mut zone_of: HashMap<usize, usize> = HashMap::new();
+        // Sizes of the objects bound by `bind`, by slot.
+        let mut bound_len: HashMap<usize, usize> = HashMap::new();
         for (i, a) in all.iter().enumerate() {
             let id = match a {
                 InputArg::Buffer { mem, .. } | InputArg::Image { mem, .. } => *mem,
@@ -569,7 +571,18 @@ impl Session {
                             zones.push(zone);
                             zone_of.insert(mems.len() - 1, zones.len() - 1);
                         }
-                        (None, Some(m)) => mems.push(m),
+                        (None, Some(m)) => {
+                            // A bound object's host copy may be a placeholder (its contents
+                            // never came to the host: [`super::Chain`]); its size is the
+                            // object's own.
+                            if let Ok(size) = cl3::memory::get_mem_object_info(
+                                m.raw(),
+                                opencl_sys::CL_MEM_SIZE,
+                            ) {
+                                bound_len.insert(mems.len(), size.to_size());
+                            }
+                            mems.push(m)
+                        }
                         (None, None) => mems.push(self.create_memory(a, i)?),
                     }
                     let s = mems.len() - 1;
@@ -723,7 +736,9 @@ impl Session {
         for (i, a) in all.iter().enumerate() {
             let Some(slot) = mem_of[i] else { continue };
             let len = match a {
-                InputArg::Buffer { bytes, .. } => bytes.len(),
+                InputArg::Buffer { bytes, .. } => {
+                    bound_len.get(&slot).copied().unwrap_or(bytes.len())
+                }
                 InputArg::SubBuffer { size, .. } => *size as usize,
                 _ => continue,
             };
