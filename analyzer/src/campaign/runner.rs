@@ -861,6 +861,18 @@ while :; do
 done
 "#;
 
+    /// A slot's queue of units with these ids, in order, without payloads.
+    fn queue_of(ids: &[&str]) -> Mutex<VecDeque<(usize, Unit)>> {
+        let units = ids.iter().enumerate().map(|(i, id)| {
+            let unit = Unit {
+                id: id.to_string(),
+                payload: serde_json::Value::Null,
+            };
+            (i, unit)
+        });
+        Mutex::new(units.collect())
+    }
+
     #[test]
     fn the_next_unit_is_sent_ahead_and_again_to_the_next_worker_when_this_one_dies() {
         let run = Run {
@@ -870,18 +882,7 @@ done
             deadline: Duration::from_secs(20),
         };
         let ids = ["a", "b", "c", "d"];
-        let queue = Mutex::new(
-            ids.iter()
-                .enumerate()
-                .map(|(i, id)| {
-                    let unit = Unit {
-                        id: id.to_string(),
-                        payload: serde_json::Value::Null,
-                    };
-                    (i, unit)
-                })
-                .collect::<VecDeque<_>>(),
-        );
+        let queue = queue_of(&ids);
         let (tx, rx) = channel();
         let stop = AtomicBool::new(false);
         let pending = AtomicUsize::new(0);
@@ -930,18 +931,7 @@ done
             deadline: Duration::from_secs(20),
         };
         let ids = ["a", "r", "n", "m"];
-        let queue = Mutex::new(
-            ids.iter()
-                .enumerate()
-                .map(|(i, id)| {
-                    let unit = Unit {
-                        id: id.to_string(),
-                        payload: serde_json::Value::Null,
-                    };
-                    (i, unit)
-                })
-                .collect::<VecDeque<_>>(),
-        );
+        let queue = queue_of(&ids);
         let (tx, rx) = channel();
         let stop = AtomicBool::new(false);
         let pending = AtomicUsize::new(0);
