@@ -579,16 +579,32 @@ fn sync_written(dir: &Path, written: Vec<PathBuf>) -> Result<(), CompactError> {
             | libc::SYNC_FILE_RANGE_WAIT_AFTER;
         // SAFETY: sync_file_range on a descriptor we own, over the whole file.
         if unsafe { libc::sync_file_range(f.as_raw_fd(), 0, 0, how) } != 0 {
-            return Err(failed(path)(std::io::Error::last_os_error()));
+            let e = std::io::Error::last_os_error();
+            // A filesystem without it (some network and FUSE ones): the file's own fsync.
+            if !unsupported(&e) {
+                return Err(failed(path)(e));
+            }
+            f.sync_all().map_err(failed(path))?;
         }
         Ok(())
     })?;
     for d in &folders {
-        std::fs::File::open(d)
-            .and_then(|f| f.sync_all())
-            .map_err(failed(d))?;
+        match std::fs::File::open(d).and_then(|f| f.sync_all()) {
+            Ok(()) => {}
+            // A filesystem that cannot fsync a folder keeps its names itself.
+            Err(e) if unsupported(&e) => {}
+            Err(e) => return Err(failed(d)(e)),
+        }
     }
     Ok(())
+}
+
+/// Whether `e` says the filesystem does not offer the call (not that it failed).
+fn unsupported(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP) | Some(libc::ESPIPE)
+    )
 }
 
 /// Whether the capture folder `dir` has a spool with segments.
