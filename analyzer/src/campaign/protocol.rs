@@ -63,6 +63,10 @@ pub enum Event {
     Failed {
         /// One sentence.
         reason: String,
+        /// As for [`Event::Done`]: the worker ends after saying so (a unit that failed after
+        /// a device fault). Absent: false.
+        #[serde(default, skip_serializing_if = "is_false")]
+        retire: bool,
     },
 }
 

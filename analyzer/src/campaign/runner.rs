@@ -743,7 +743,10 @@ fn slot_loop(
                             },
                         ))
                     }
-                    Event::Failed { reason } => break Some(lost(Lost::Crashed(reason))),
+                    Event::Failed { reason, retire } => {
+                        retiring = retire;
+                        break Some(lost(Lost::Crashed(reason)));
+                    }
                 },
                 Ok(Some(_)) => {}
                 Err(RecvTimeoutError::Timeout) => {}
@@ -778,8 +781,8 @@ fn slot_loop(
 /// A worker: serves units from stdin until it closes, or until a unit with a result leaves
 /// it spent ([`Campaign::spent`]): that unit's `done` says `retire` and the worker ends, the
 /// unit sent ahead to it unread (the runner sends it to the next worker). A unit that failed
-/// outright (`Err`) does not retire its worker: the runner goes on waiting on this one for
-/// the unit sent ahead. The worker's stdout carries only the protocol: whatever else this
+/// outright (`Err`) retires its worker only after a device fault ([`crate::executor::fault`]);
+/// otherwise the runner goes on waiting on this one for the unit sent ahead. The worker's stdout carries only the protocol: whatever else this
 /// process writes to fd 1 (a kernel's `printf`) goes to stderr.
 fn serve(c: &mut dyn Campaign, base: &DeviceSelector) -> Result<u8, String> {
     // SAFETY: dup/dup2 on the process's own standard descriptors.
@@ -832,7 +835,12 @@ fn serve(c: &mut dyn Campaign, base: &DeviceSelector) -> Result<u8, String> {
                 };
                 (done, retire)
             }
-            Err(reason) => (Event::Failed { reason }, false),
+            // Failed after a device fault: the worker ends too (the process is as broken as
+            // after a unit with a result).
+            Err(reason) => {
+                let retire = crate::executor::fault::seen();
+                (Event::Failed { reason, retire }, retire)
+            }
         };
         say(FromWorker::line(&id, event));
         if retire {
@@ -957,5 +965,51 @@ done
         // second, never used.
         assert!(starts.started.load(Ordering::SeqCst) >= 2);
         assert_eq!(starts.spares_used.load(Ordering::SeqCst), 0);
+    }
+
+    /// A worker that answers unit `f` with a failure that retires it (a unit that failed
+    /// after a device fault), once the next unit's line has reached it, and ends.
+    const FAILING: &str = r#"
+while read -r line; do
+    case "$line" in '{"warm"'*) continue ;; esac
+    id=$(printf '%s' "$line" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+    if [ "$id" = f ]; then
+        read -r ahead || exit 0
+        printf '{"cltrap_unit":"unit","id":"f","event":"failed","reason":"faulted","retire":true}\n'
+        exit 0
+    fi
+    printf '{"cltrap_unit":"unit","id":"%s","event":"done","result":{"pid":%s},"device":""}\n' "$id" "$$"
+done
+"#;
+
+    #[test]
+    fn a_worker_retiring_on_a_failed_unit_loses_only_that_unit() {
+        let run = Run {
+            exe: "/bin/sh".into(),
+            args: vec!["-c".into(), FAILING.into()],
+            // Only reached when a worker waits for a line never sent.
+            deadline: Duration::from_secs(20),
+        };
+        let ids = ["f", "n"];
+        let queue = queue_of(&ids);
+        let (tx, rx) = channel();
+        let stop = AtomicBool::new(false);
+        let pending = AtomicUsize::new(0);
+        let starts = Starts::default();
+        slot_loop(&run, None, &queue, &tx, &stop, &pending, &starts);
+        drop(tx);
+        let got: Vec<(String, bool)> = rx
+            .iter()
+            .map(|o| match o {
+                Outcome::Done(u, _) => (u.id, true),
+                Outcome::Lost(u, why, _, _) => {
+                    assert!(matches!(&why, Lost::Crashed(r) if r == "faulted"), "{why:?}");
+                    (u.id, false)
+                }
+            })
+            .collect();
+        // `f` is its own failure; `n`, sent ahead to the retiring worker, ran on the next.
+        assert_eq!(got, [("f".to_string(), false), ("n".to_string(), true)]);
+        assert_eq!(starts.retired.load(Ordering::SeqCst), 1);
     }
 }
