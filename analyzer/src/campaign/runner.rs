@@ -869,8 +869,15 @@ while :; do
 done
 "#;
 
-    /// A slot's queue of units with these ids, in order, without payloads.
-    fn queue_of(ids: &[&str]) -> Mutex<VecDeque<(usize, Unit)>> {
+    /// Runs one slot over units with these ids (in order, no payloads) whose workers are the
+    /// shell script `worker`: what the slot sent the main thread, and its counts.
+    fn run_slot(worker: &str, ids: &[&str]) -> (Vec<Outcome>, Starts) {
+        let run = Run {
+            exe: "/bin/sh".into(),
+            args: vec!["-c".into(), worker.into()],
+            // Only reached when a worker waits for a line never sent.
+            deadline: Duration::from_secs(20),
+        };
         let units = ids.iter().enumerate().map(|(i, id)| {
             let unit = Unit {
                 id: id.to_string(),
@@ -878,26 +885,22 @@ done
             };
             (i, unit)
         });
-        Mutex::new(units.collect())
+        let queue = Mutex::new(units.collect());
+        let (tx, rx) = channel();
+        let stop = AtomicBool::new(false);
+        let pending = AtomicUsize::new(0);
+        let starts = Starts::default();
+        slot_loop(&run, None, &queue, &tx, &stop, &pending, &starts);
+        drop(tx);
+        (rx.iter().collect(), starts)
     }
 
     #[test]
     fn the_next_unit_is_sent_ahead_and_again_to_the_next_worker_when_this_one_dies() {
-        let run = Run {
-            exe: "/bin/sh".into(),
-            args: vec!["-c".into(), WORKER.into()],
-            // Only reached when unit `a`'s worker waits for a line never sent.
-            deadline: Duration::from_secs(20),
-        };
         let ids = ["a", "b", "c", "d"];
-        let queue = queue_of(&ids);
-        let (tx, rx) = channel();
-        let stop = AtomicBool::new(false);
-        let pending = AtomicUsize::new(0);
-        slot_loop(&run, None, &queue, &tx, &stop, &pending, &Starts::default());
-        drop(tx);
-        let got: Vec<(String, Option<u64>)> = rx
-            .iter()
+        let (outcomes, _) = run_slot(WORKER, &ids);
+        let got: Vec<(String, Option<u64>)> = outcomes
+            .into_iter()
             .map(|o| match o {
                 Outcome::Done(u, f) => (u.id, f.result["pid"].as_u64()),
                 Outcome::Lost(u, why, _, _) => {
@@ -932,22 +935,10 @@ done
 
     #[test]
     fn a_retiring_worker_keeps_its_result_and_the_unit_sent_ahead_runs_on_a_fresh_worker() {
-        let run = Run {
-            exe: "/bin/sh".into(),
-            args: vec!["-c".into(), RETIRING.into()],
-            // Only reached when a worker waits for a line never sent.
-            deadline: Duration::from_secs(20),
-        };
         let ids = ["a", "r", "n", "m"];
-        let queue = queue_of(&ids);
-        let (tx, rx) = channel();
-        let stop = AtomicBool::new(false);
-        let pending = AtomicUsize::new(0);
-        let starts = Starts::default();
-        slot_loop(&run, None, &queue, &tx, &stop, &pending, &starts);
-        drop(tx);
-        let got: Vec<(String, u64)> = rx
-            .iter()
+        let (outcomes, starts) = run_slot(RETIRING, &ids);
+        let got: Vec<(String, u64)> = outcomes
+            .into_iter()
             .map(|o| match o {
                 Outcome::Done(u, f) => (u.id, f.result["pid"].as_u64().unwrap_or(0)),
                 Outcome::Lost(u, why, _, _) => panic!("{} was lost: {why}", u.id),
@@ -984,22 +975,10 @@ done
 
     #[test]
     fn a_worker_retiring_on_a_failed_unit_loses_only_that_unit() {
-        let run = Run {
-            exe: "/bin/sh".into(),
-            args: vec!["-c".into(), FAILING.into()],
-            // Only reached when a worker waits for a line never sent.
-            deadline: Duration::from_secs(20),
-        };
         let ids = ["f", "n"];
-        let queue = queue_of(&ids);
-        let (tx, rx) = channel();
-        let stop = AtomicBool::new(false);
-        let pending = AtomicUsize::new(0);
-        let starts = Starts::default();
-        slot_loop(&run, None, &queue, &tx, &stop, &pending, &starts);
-        drop(tx);
-        let got: Vec<(String, bool)> = rx
-            .iter()
+        let (outcomes, starts) = run_slot(FAILING, &ids);
+        let got: Vec<(String, bool)> = outcomes
+            .into_iter()
             .map(|o| match o {
                 Outcome::Done(u, _) => (u.id, true),
                 Outcome::Lost(u, why, _, _) => {
