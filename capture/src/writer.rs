@@ -68,7 +68,7 @@ fn with_suffix(path: PathBuf, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// An earlier version of a content that [`BlobStore::put_content_like`] is given: the
+/// An earlier version of a content that [`BlobStore::put_content_spooled`] is given: the
 /// content's next version differs from it only in `region` (first byte, one past the last:
 /// [`crate::parallel::changed_region`]).
 #[derive(Debug, Clone, Copy)]
@@ -76,8 +76,6 @@ pub struct Like<'a> {
     /// Digest of the earlier version (stored or spooled already): the base of a spooled
     /// patch record ([`crate::spool`]).
     pub base: &'a str,
-    /// Its chunks (empty when it was spooled, not cut): only the region is cut again.
-    pub cuts: &'a [crate::parallel::Cut],
     pub region: (usize, usize),
     /// Its bytes when the caller has them (else empty): a spooled patch then holds only the
     /// ranges of the region that changed ([`crate::spool::changed_ranges`]), not all of it.
@@ -235,47 +233,47 @@ impl BlobStore {
     /// Stores buffer or image contents whose digest is `hash` without cutting or compressing
     /// them: spooled raw ([`crate::spool`]) where the spool is on (given an earlier version,
     /// `like`, only the ranges that changed, as a patch on it), else stored whole in one blob
-    /// file. What the shim stores with: cutting and compressing ([`BlobStore::put_content_like`])
+    /// file. What the shim stores with: cutting and compressing (`BlobStore::put_content`)
     /// belongs to compaction, in a `cltrap` process, and is not even built into the shim (the
-    /// `compact` feature). Returns the bytes written and, when this call stored the content,
-    /// an empty list of chunks (the caller's version of the buffer moves on to this one).
+    /// `compact` feature). Returns the bytes written and whether this call stored a large
+    /// content (the caller's version of the buffer then moves on to this one).
     pub fn put_content_spooled(
         &self,
         hash: &str,
         bytes: &[u8],
         like: Option<Like<'_>>,
-    ) -> Result<(u64, Option<Vec<crate::parallel::Cut>>), WriteError> {
+    ) -> Result<(u64, bool), WriteError> {
         if let Some(done) = self.put_uncut(hash, bytes, like)? {
             return Ok(done);
         }
         let before = self.bytes_written();
         self.put_with_hash(hash, bytes)?;
-        Ok((self.bytes_written() - before, Some(Vec::new())))
+        Ok((self.bytes_written() - before, true))
     }
 
     /// What storing a content does before cutting it: a small content is stored whole, a
     /// content stored already costs nothing, and with the spool on a large one is spooled.
-    /// None: the content is large and new, and no spool takes it (the caller cuts it, or
-    /// stores it whole).
-    #[allow(clippy::type_complexity)]
+    /// Returns the bytes written and whether this call stored a large content; None: the
+    /// content is large and new, and no spool takes it (the caller cuts it, or stores it
+    /// whole).
     fn put_uncut(
         &self,
         hash: &str,
         bytes: &[u8],
         like: Option<Like<'_>>,
-    ) -> Result<Option<(u64, Option<Vec<crate::parallel::Cut>>)>, WriteError> {
+    ) -> Result<Option<(u64, bool)>, WriteError> {
         if bytes.len() < crate::chunks::MIN_CHUNKED {
             let before = self.bytes_written();
             self.put_with_hash(hash, bytes)?;
-            return Ok(Some((self.bytes_written() - before, None)));
+            return Ok(Some((self.bytes_written() - before, false)));
         }
         if self.is_known(hash) {
-            return Ok(Some((0, None)));
+            return Ok(Some((0, false)));
         }
         let index = index_path(&self.dir, hash);
         if writer_fs::is_regular(&index) || writer_fs::is_regular(&blob_path(&self.dir, hash)) {
             self.remember(hash);
-            return Ok(Some((0, None)));
+            return Ok(Some((0, false)));
         }
         if let Some(spool) = self.spool.get() {
             // The next version of a content this writer spooled: only the changed region.
@@ -300,9 +298,7 @@ impl BlobStore {
             self.spooled_whole
                 .fetch_add(bytes.len() as u64, Ordering::Relaxed);
             self.remember(hash);
-            // No chunks (compaction cuts it): an empty list keeps the caller's version of
-            // the buffer, so its next version is hashed only where it changed.
-            return Ok(Some((written, Some(Vec::new()))));
+            return Ok(Some((written, true)));
         }
         Ok(None)
     }

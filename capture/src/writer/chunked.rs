@@ -3,7 +3,7 @@
 //! built only with the `compact` feature, so the shim, which stores contents uncut
 //! ([`BlobStore::put_content_spooled`]), never links a compressor or a chunker.
 
-use super::{blob_path, digest, index_path, pack_path, BlobStore, Like, WriteError};
+use super::{blob_path, digest, index_path, pack_path, BlobStore, WriteError};
 use crate::model::Hash;
 use crate::writer_fs;
 use std::collections::{HashMap, HashSet};
@@ -11,33 +11,15 @@ use std::collections::{HashMap, HashSet};
 impl BlobStore {
     /// Stores buffer or image contents whose digest is `hash` in content-defined chunks,
     /// compressed (see [`crate::chunks`]), so a version that differs from an earlier one in a
-    /// few places costs only the chunks that changed. Small contents are stored whole.
-    /// Returns the bytes this call wrote to disk (0 when the content was stored already).
+    /// few places costs only the chunks that changed. Small contents are stored whole; with
+    /// the spool on, a large one is spooled ([`BlobStore::put_content_spooled`]). Returns the
+    /// bytes this call wrote to disk (0 when the content was stored already).
     pub fn put_content(&self, hash: &str, bytes: &[u8]) -> Result<u64, WriteError> {
-        self.put_content_like(hash, bytes, None)
-            .map(|(written, _)| written)
-    }
-
-    /// [`BlobStore::put_content`], given an earlier version of the same buffer (`like`: its
-    /// chunks and the one region where the two differ, [`crate::parallel::changed_region`]):
-    /// only that region is cut and hashed again ([`crate::parallel::cut_and_hash_like`]); the
-    /// chunks are the same as without it. With the spool on, the content is spooled as a
-    /// patch on the earlier version where [`crate::spool::SpoolWriter::put_version`] may.
-    /// Returns the bytes written and the content's chunks
-    /// when this call cut it (None: stored whole, or stored already), for the next version.
-    pub fn put_content_like(
-        &self,
-        hash: &str,
-        bytes: &[u8],
-        like: Option<Like<'_>>,
-    ) -> Result<(u64, Option<Vec<crate::parallel::Cut>>), WriteError> {
-        if let Some(done) = self.put_uncut(hash, bytes, like)? {
-            return Ok(done);
+        if let Some((written, _)) = self.put_uncut(hash, bytes, None)? {
+            return Ok(written);
         }
         let index = index_path(&self.dir, hash);
-        let cuts = like
-            .and_then(|l| crate::parallel::cut_and_hash_like(bytes, l.cuts, l.region))
-            .unwrap_or_else(|| crate::parallel::cut_and_hash(bytes));
+        let cuts = crate::parallel::cut_and_hash(bytes);
         let (mut written, slots) = self.put_chunks(bytes, &cuts)?;
         let refs: Vec<_> = cuts
             .iter()
@@ -49,7 +31,7 @@ impl BlobStore {
         self.write_new(&index, text.as_bytes())?;
         written += text.len() as u64;
         self.remember(hash);
-        Ok((written, Some(cuts)))
+        Ok(written)
     }
 
     /// Stores content `hash` (`bytes`, cut into `cuts`: [`crate::parallel::cut_and_hash`] or

@@ -327,7 +327,6 @@ pub fn store_version(
             let hash = parallel::root(&leaves, bytes.len());
             let like = cltrap_capture::writer::Like {
                 base: &v.hash,
-                cuts: &[],
                 region,
                 old: &v.bytes,
             };
@@ -440,7 +439,7 @@ fn put(
 ) -> (Content, bool) {
     let size = bytes.len() as u64;
     match writer.blobs.put_content_spooled(&hash, bytes, like) {
-        Ok((_, stored_now)) => (Content::Blob { hash, size }, stored_now.is_some()),
+        Ok((_, stored_now)) => (Content::Blob { hash, size }, stored_now),
         Err(e) => {
             crate::sink::fail(&e);
             let missing = Content::Missing {
