@@ -210,6 +210,25 @@ pub fn cltrap_lines(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The `cltrap replay --timing` summary line of `out`'s stderr (`replay timing: ...`).
+pub fn replay_timing_line(out: &Outcome) -> String {
+    cltrap_lines(&out.stderr)
+        .into_iter()
+        .find(|l| l.contains("replay timing:"))
+        .unwrap_or_else(|| panic!("no timing line\n{}", out.describe()))
+        .to_string()
+}
+
+/// The count written just before `word` in `line` (`12 bound on the device` → 12).
+pub fn count_before(line: &str, word: &str) -> u64 {
+    line.split(word)
+        .next()
+        .and_then(|b| b.split_whitespace().last())
+        .map(|n| n.trim_start_matches('('))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count before {word:?} in {line}"))
+}
+
 /// The `cltrap:` lines of a `cltrap run`'s stderr that came from the shim: all but the
 /// launcher's own summary, which `cltrap run` prints as its last line after the app exits.
 pub fn shim_lines_of_launcher_run(stderr: &str) -> Vec<&str> {

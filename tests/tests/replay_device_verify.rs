@@ -77,24 +77,8 @@ fn replay(dir: &Path, mode: &str, ids: &[String], env: &[(&str, &str)]) -> Repla
     vars.extend(env.iter().map(|(k, v)| (*k, std::ffi::OsStr::new(*v))));
     let out = run_with_env(&t.cltrap, &args, &vars, None);
     out.assert_no_panic();
-    let line = cltrap_lines(&out.stderr)
-        .into_iter()
-        .find(|l| l.contains("replay timing:"))
-        .unwrap_or_else(|| panic!("no timing line\n{}", out.describe()))
-        .to_string();
-    let before = |word: &str| -> String {
-        line.split(word)
-            .next()
-            .and_then(|b| b.split_whitespace().last())
-            .unwrap_or_else(|| panic!("no {word:?} in {line}"))
-            .trim_start_matches('(')
-            .to_string()
-    };
-    let count = |word: &str| -> u64 {
-        before(word)
-            .parse()
-            .unwrap_or_else(|_| panic!("no count before {word:?} in {line}"))
-    };
+    let line = replay_timing_line(&out);
+    let count = |word: &str| count_before(&line, word);
     let read_back_bytes = line
         .split(" read back (")
         .nth(1)

@@ -25,22 +25,8 @@ fn replay_timed(dir: &Path, ids: &[String]) -> (Outcome, u64, u64) {
     args.extend(ids.iter().cloned());
     let out = cltrap(&args);
     out.assert_no_panic();
-    let line = cltrap_lines(&out.stderr)
-        .into_iter()
-        .find(|l| l.contains("replay timing:"))
-        .unwrap_or_else(|| panic!("no timing line\n{}", out.describe()))
-        .to_string();
-    let count = |word: &str| -> u64 {
-        let before = line
-            .split(word)
-            .next()
-            .unwrap_or_else(|| panic!("no {word:?} in {line}"));
-        before
-            .split_whitespace()
-            .last()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no count before {word:?} in {line}"))
-    };
+    let line = replay_timing_line(&out);
+    let count = |word: &str| count_before(&line, word);
     // The host time of the launches, by phase, on a line of its own.
     let phases = cltrap_lines(&out.stderr)
         .into_iter()
