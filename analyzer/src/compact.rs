@@ -38,12 +38,12 @@
 //! patch record in a segment not compacted yet always finds its base, in the store or in a
 //! segment still there; a patch whose base cannot be read keeps its segment.
 
-use cltrap_capture::spool::{self, SPOOL_DIR};
-use std::os::fd::AsRawFd;
 use cltrap_capture::parallel;
 use cltrap_capture::reader::Contents;
+use cltrap_capture::spool::{self, SPOOL_DIR};
 use cltrap_capture::writer::{self, BlobStore};
 use cltrap_capture::writer_fs::Access;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -244,15 +244,19 @@ impl Compactor {
         }
         for name in segments {
             let path = spool_dir.join(&name);
-            let file = match cltrap_capture::reader::open_inside(&self.dir, &[SPOOL_DIR, &name], u64::MAX) {
-                Ok(f) => f,
-                Err(cltrap_capture::reader::OpenError::NotFound) => continue,
-                Err(cltrap_capture::reader::OpenError::Refused(why)) => {
-                    report.problems.push(format!("{} is refused: {why}", path.display()));
-                    continue;
-                }
-                Err(cltrap_capture::reader::OpenError::Io(e)) => return Err(io(&path)(e)),
-            };
+            let file =
+                match cltrap_capture::reader::open_inside(&self.dir, &[SPOOL_DIR, &name], u64::MAX)
+                {
+                    Ok(f) => f,
+                    Err(cltrap_capture::reader::OpenError::NotFound) => continue,
+                    Err(cltrap_capture::reader::OpenError::Refused(why)) => {
+                        report
+                            .problems
+                            .push(format!("{} is refused: {why}", path.display()));
+                        continue;
+                    }
+                    Err(cltrap_capture::reader::OpenError::Io(e)) => return Err(io(&path)(e)),
+                };
             // Held by a live writer: not sealed yet.
             if file.try_lock().is_err() {
                 continue;
@@ -401,7 +405,12 @@ impl Compactor {
         });
         let written = self
             .store
-            .put_content_batched(batch, &r.hash, &rebuilt.bytes, cuts.as_deref().unwrap_or(&[]))
+            .put_content_batched(
+                batch,
+                &r.hash,
+                &rebuilt.bytes,
+                cuts.as_deref().unwrap_or(&[]),
+            )
             .map_err(|source| CompactError::Store {
                 dir: self.dir.clone(),
                 source,
@@ -459,7 +468,8 @@ impl Compactor {
         if let Some(why) = p.problem(&r.hash, r.len) {
             return Err(why);
         }
-        let total = usize::try_from(p.total).map_err(|_| "its length does not fit in memory".to_string())?;
+        let total = usize::try_from(p.total)
+            .map_err(|_| "its length does not fit in memory".to_string())?;
         let data = read(r.len, r.offset)?;
         let (at, end) = p.hull().ok_or_else(|| "it has no ranges".to_string())?;
         let (mut bytes, old) = match self.recent.take(&p.base).filter(|v| v.bytes.len() == total) {
@@ -713,7 +723,9 @@ mod tests {
 
     /// A base and its next version (a 4 KiB region changed), 2 MiB each.
     fn two_versions() -> (Vec<u8>, Vec<u8>) {
-        let a: Vec<u8> = (0..2u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 11) as u8).collect();
+        let a: Vec<u8> = (0..2u32 << 20)
+            .map(|i| (i.wrapping_mul(2654435761) >> 11) as u8)
+            .collect();
         let mut b = a.clone();
         for x in &mut b[300_000..304_096] {
             *x ^= 0x5a;
@@ -755,7 +767,11 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
         let contents: Vec<Vec<u8>> = (0..200u32)
-            .map(|k| (0..16_384u32).map(|i| (i.wrapping_mul(2654435761 ^ k) >> 9) as u8).collect())
+            .map(|k| {
+                (0..16_384u32)
+                    .map(|i| (i.wrapping_mul(2654435761 ^ k) >> 9) as u8)
+                    .collect()
+            })
             .collect();
         for c in &contents {
             w.put(&writer::digest(c), c).unwrap();
@@ -774,7 +790,10 @@ mod tests {
         }
         assert_eq!(indexes, 200);
         // At most about four runs of chains per thread, a pack each.
-        assert!(packs <= 4 * parallel::threads() + 1, "{packs} packs for 200 contents");
+        assert!(
+            packs <= 4 * parallel::threads() + 1,
+            "{packs} packs for 200 contents"
+        );
         for c in &contents {
             assert_eq!(&read(t.path(), c), c);
         }
@@ -786,11 +805,16 @@ mod tests {
     fn compacting_an_older_capture_upgrades_its_manifest() {
         let t = tempfile::tempdir().unwrap();
         let m = |v: u32| {
-            format!(r#"{{"format":"{}","version":{v},"writer":"x","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}}"#, cltrap_capture::FORMAT_NAME)
+            format!(
+                r#"{{"format":"{}","version":{v},"writer":"x","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}}"#,
+                cltrap_capture::FORMAT_NAME
+            )
         };
         std::fs::write(t.path().join("manifest.json"), m(5)).unwrap();
         let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
-        let c: Vec<u8> = (0..70_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let c: Vec<u8> = (0..70_000u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
         w.put(&writer::digest(&c), &c).unwrap();
         drop(w);
         Compactor::new(t.path()).pass().unwrap();

@@ -488,12 +488,17 @@ mod tests {
     fn unrecorded_includes_that_escape_never_reach_the_analysts_files() {
         let app = tempfile::tempdir().unwrap();
         let src = "#include \"/etc/passwd\"\n#include \"../../../../etc/hostname\"\n#include \"local.h\"\nkernel void k() {}\n";
-        let h = Headers::from_found(app.path(), Vec::new()).materialize(false).unwrap();
+        let h = Headers::from_found(app.path(), Vec::new())
+            .materialize(false)
+            .unwrap();
         for text in [h.source(src), h.parse_source(src)] {
             assert!(!text.contains("/etc/"), "{text}");
             assert!(!Path::new(UNRECORDED).exists());
             assert!(text.contains(UNRECORDED), "{text}");
-            assert!(text.contains("#include \"local.h\""), "a plain name stays: {text}");
+            assert!(
+                text.contains("#include \"local.h\""),
+                "a plain name stays: {text}"
+            );
             assert_eq!(text.lines().count(), src.lines().count());
         }
     }
@@ -631,7 +636,10 @@ mod tests {
         recorded("/app", "/app/planted.h", bytes.as_bytes())
             .materialize(true)
             .unwrap();
-        assert!(!std::fs::symlink_metadata(&copy).unwrap().file_type().is_symlink());
+        assert!(!std::fs::symlink_metadata(&copy)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         assert_eq!(std::fs::read(target.path()).unwrap(), b"");
         // The cache folder is the user's alone.
         use std::os::unix::fs::PermissionsExt;

@@ -279,7 +279,9 @@ pub fn run(req: &RunRequest) -> Result<RunReport, LaunchError> {
                 }
             }
             Ok(_) => {}
-            Err(e) => eprintln!("cltrap: {e}; the contents stay in the spool (`cltrap compact` retries)"),
+            Err(e) => {
+                eprintln!("cltrap: {e}; the contents stay in the spool (`cltrap compact` retries)")
+            }
         }
     }
     let status = status.map_err(|source| LaunchError::Spawn { program, source })?;

@@ -416,9 +416,10 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
             c.damaged = damaged;
             Ok((Box::new(c) as Box<dyn Campaign>, campaign, device))
         })()),
-        Cmd::Mutate(args) => Some(cltrap_analyzer::mutate::cli::campaign(args).map(|(c, flags, device)| {
-            (Box::new(c) as Box<dyn Campaign>, flags, device)
-        })),
+        Cmd::Mutate(args) => Some(
+            cltrap_analyzer::mutate::cli::campaign(args)
+                .map(|(c, flags, device)| (Box::new(c) as Box<dyn Campaign>, flags, device)),
+        ),
         Cmd::Replay {
             dir,
             ids,
@@ -521,10 +522,18 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
             Ok((Box::new(c) as Box<dyn Campaign>, campaign, device))
         })()),
         Cmd::Fuzz(a) => Some(cltrap_analyzer::fuzz::units::FuzzUnits::new(&a).map(|c| {
-            (Box::new(c) as Box<dyn Campaign>, a.campaign.clone(), a.device.clone())
+            (
+                Box::new(c) as Box<dyn Campaign>,
+                a.campaign.clone(),
+                a.device.clone(),
+            )
         })),
         Cmd::Solve(a) => Some(cltrap_analyzer::solve::units::SolveUnits::new(&a).map(|c| {
-            (Box::new(c) as Box<dyn Campaign>, a.campaign.clone(), a.device.clone())
+            (
+                Box::new(c) as Box<dyn Campaign>,
+                a.campaign.clone(),
+                a.device.clone(),
+            )
         })),
         _ => None,
     }
@@ -538,7 +547,10 @@ fn build_campaign(args: &[String]) -> Result<Box<dyn Campaign>, String> {
     let cli = Cli::from_arg_matches(&matches).map_err(|e| e.to_string())?;
     match campaign_of(cli.command) {
         Some(r) => r.map(|(c, _, _)| c),
-        None => Err(format!("`cltrap {}` is not a campaign command", args.join(" "))),
+        None => Err(format!(
+            "`cltrap {}` is not a campaign command",
+            args.join(" ")
+        )),
     }
 }
 
@@ -665,7 +677,13 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             Ok(0)
         }
         cmd @ Cmd::Replay { .. } => {
-            let in_process = matches!(cmd, Cmd::Replay { in_process: true, .. });
+            let in_process = matches!(
+                cmd,
+                Cmd::Replay {
+                    in_process: true,
+                    ..
+                }
+            );
             let (mut c, flags, device) = match campaign_of(cmd) {
                 Some(r) => r?,
                 None => return Err("not a campaign".into()),
@@ -676,7 +694,13 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             campaign::runner::drive(c.as_mut(), &flags, &device, &mut stdout)
         }
         cmd @ Cmd::Cover { .. } => {
-            let in_process = matches!(cmd, Cmd::Cover { in_process: true, .. });
+            let in_process = matches!(
+                cmd,
+                Cmd::Cover {
+                    in_process: true,
+                    ..
+                }
+            );
             let (mut c, flags, device) = match campaign_of(cmd) {
                 Some(r) => r?,
                 None => return Err("not a campaign".into()),

@@ -542,11 +542,9 @@ fn replay_one(
             other_mismatches.extend(mismatches);
             Outcome::Mismatch(m)
         }
-        None => {
-            Outcome::Ok {
-                kernel_ns: out.kernel_ns,
-            }
-        }
+        None => Outcome::Ok {
+            kernel_ns: out.kernel_ns,
+        },
     }
 }
 

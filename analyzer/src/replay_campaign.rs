@@ -161,7 +161,9 @@ impl Campaign for ReplayCampaign {
     fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String> {
         let l = self.launch_of(unit)?;
         let (capture, closeness) = (self.capture, self.closeness);
-        let here = match Kept::on(&mut self.here, cx.device, || Replayer::new(capture, closeness)) {
+        let here = match Kept::on(&mut self.here, cx.device, || {
+            Replayer::new(capture, closeness)
+        }) {
             Ok(h) => h,
             Err(e) => {
                 let (line, full) = error_lines(&e);

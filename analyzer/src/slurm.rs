@@ -27,9 +27,11 @@ use std::path::{Path, PathBuf};
 /// `cltrap slurm`'s arguments: its flags (before the command, or among the command's
 /// arguments up to a `--`) and the command.
 #[derive(clap::Args, Debug, Clone)]
-#[command(after_help = "cltrap slurm's flags may also follow the command (cltrap slurm check CAPTURE \
+#[command(
+    after_help = "cltrap slurm's flags may also follow the command (cltrap slurm check CAPTURE \
 --tasks 3); words after a `--` go to the command, for a flag of the command that has the name of \
-one of these (cltrap slurm mutate CAPTURE --tasks 4 --out DIR -- --out MUTATE_OUT).")]
+one of these (cltrap slurm mutate CAPTURE --tasks 4 --out DIR -- --out MUTATE_OUT)."
+)]
 pub struct SlurmArgs {
     #[command(flatten)]
     pub flags: SlurmFlags,
@@ -127,7 +129,11 @@ fn split_flags(words: &[String]) -> Result<(SlurmFlags, Vec<String>), String> {
     }
     let m = parser.clone().try_get_matches_from(ours).map_err(|e| {
         let text = e.render().to_string();
-        text.lines().next().unwrap_or("").trim_start_matches("error: ").to_string()
+        text.lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ")
+            .to_string()
     })?;
     let flags = SlurmFlags::from_arg_matches(&m).map_err(|e| e.to_string())?;
     Ok((flags, theirs))
@@ -155,13 +161,16 @@ pub fn cli(args: &SlurmArgs, cli: &clap::Command, out: &mut dyn Write) -> Result
     let SlurmCommand::Run(words) = &args.command;
     let (later, command) = split_flags(words)?;
     let args = args.flags.clone().and(later)?;
-    let tasks = args.tasks.ok_or("cltrap slurm needs --tasks N (the number of shards)")?;
+    let tasks = args
+        .tasks
+        .ok_or("cltrap slurm needs --tasks N (the number of shards)")?;
     let parsed = parse_command(cli, &command)?;
     for input in &parsed.inputs {
         readable(input)?;
     }
     check_slurm_values(&args)?;
-    let cwd = std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
     let dir = campaign_dir(&cwd, args.out.as_deref(), &command)?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find cltrap itself: {e}"))?;
     let plan = Plan {
@@ -227,11 +236,18 @@ pub fn cli(args: &SlurmArgs, cli: &clap::Command, out: &mut dyn Write) -> Result
 fn check_slurm_values(args: &SlurmFlags) -> Result<(), String> {
     if let Some(p) = &args.partition {
         if !sbatch_safe(p) {
-            return Err(format!("--partition `{}` is not a Slurm partition name", p.escape_debug()));
+            return Err(format!(
+                "--partition `{}` is not a Slurm partition name",
+                p.escape_debug()
+            ));
         }
     }
     if let Some(t) = &args.time {
-        if t.is_empty() || !t.chars().all(|c| c.is_ascii_alphanumeric() || c == ':' || c == '-') {
+        if t.is_empty()
+            || !t
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == ':' || c == '-')
+        {
             return Err(format!(
                 "--time `{}` is not a Slurm time limit (minutes, H:MM:SS or D-HH:MM:SS)",
                 t.escape_debug()
@@ -246,7 +262,11 @@ fn check_slurm_values(args: &SlurmFlags) -> Result<(), String> {
 fn campaign_dir(cwd: &Path, out: Option<&Path>, command: &[String]) -> Result<PathBuf, String> {
     let dir = match out {
         Some(d) => cwd.join(d),
-        None => cwd.join(format!("cltrap-slurm-{}-{}", command[0], fingerprint(command))),
+        None => cwd.join(format!(
+            "cltrap-slurm-{}-{}",
+            command[0],
+            fingerprint(command)
+        )),
     };
     let dir = normalise(&dir);
     if !dir.to_str().is_some_and(sbatch_safe) {
@@ -267,7 +287,9 @@ fn campaign_dir(cwd: &Path, out: Option<&Path>, command: &[String]) -> Result<Pa
 /// Parses `cltrap COMMAND ARGS…` with cltrap's parser: it must be a campaign command
 /// (one that takes `--shard`), without the flags the tasks get from here.
 fn parse_command(cli: &clap::Command, command: &[String]) -> Result<Parsed, String> {
-    let name = command.first().ok_or("cltrap slurm needs a command to run")?;
+    let name = command
+        .first()
+        .ok_or("cltrap slurm needs a command to run")?;
     let campaigns: Vec<String> = cli
         .get_subcommands()
         .filter(|s| s.get_arguments().any(|a| a.get_id() == "shard"))
@@ -279,15 +301,27 @@ fn parse_command(cli: &clap::Command, command: &[String]) -> Result<Parsed, Stri
         .ok_or_else(|| {
             format!(
                 "cltrap slurm runs a campaign command ({}), not `{}`",
-                if campaigns.is_empty() { "none yet".to_string() } else { campaigns.join(", ") },
+                if campaigns.is_empty() {
+                    "none yet".to_string()
+                } else {
+                    campaigns.join(", ")
+                },
                 name.escape_debug()
             )
         })?;
     let argv = std::iter::once("cltrap").chain(command.iter().map(String::as_str));
     let m = cli.clone().try_get_matches_from(argv).map_err(|e| {
         let text = e.render().to_string();
-        let first = text.lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
-        format!("`cltrap {}` is not a valid command: {first}", command.join(" "))
+        let first = text
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ")
+            .to_string();
+        format!(
+            "`cltrap {}` is not a valid command: {first}",
+            command.join(" ")
+        )
     })?;
     let (_, sm) = m
         .subcommand()
@@ -404,14 +438,29 @@ mod tests {
         let p = parse_command(&cli, &words(&["check", "cap", "--devices=0,1"])).unwrap();
         assert!(p.own_devices);
         let e = parse_command(&cli, &words(&["list", "cap"])).unwrap_err();
-        assert_eq!(e, "cltrap slurm runs a campaign command (check), not `list`");
+        assert_eq!(
+            e,
+            "cltrap slurm runs a campaign command (check), not `list`"
+        );
         let e = parse_command(&cli, &words(&["check", "cap", "--jsn"])).unwrap_err();
-        assert!(e.starts_with("`cltrap check cap --jsn` is not a valid command: unexpected argument '--jsn'"), "{e}");
-        for flag in [&["--shard", "0/2"][..], &["--campaign-dir=x"], &["--resume"]] {
+        assert!(
+            e.starts_with(
+                "`cltrap check cap --jsn` is not a valid command: unexpected argument '--jsn'"
+            ),
+            "{e}"
+        );
+        for flag in [
+            &["--shard", "0/2"][..],
+            &["--campaign-dir=x"],
+            &["--resume"],
+        ] {
             let mut c = words(&["check", "cap"]);
             c.extend(words(flag));
             let e = parse_command(&cli, &c).unwrap_err();
-            assert!(e.starts_with("cltrap slurm gives every task its own --"), "{e}");
+            assert!(
+                e.starts_with("cltrap slurm gives every task its own --"),
+                "{e}"
+            );
         }
     }
 
@@ -432,14 +481,22 @@ mod tests {
         let (f, c) = slurm(&["check", "cap", "--json", "--tasks", "3", "--submit", "7"]).unwrap();
         assert_eq!(c, words(&["check", "cap", "--json", "7"]));
         assert_eq!((f.tasks, f.submit), (Some(3), true));
-        let (f, c) = slurm(&["--tasks=2", "--time", "10", "check", "cap", "--partition=p"]).unwrap();
-        assert_eq!(c, words(&["check", "cap"]));
-        assert_eq!((f.tasks, f.time.as_deref(), f.partition.as_deref()), (Some(2), Some("10"), Some("p")));
         let (f, c) =
-            slurm(&["mutate", "cap", "--tasks", "4", "--out", "D", "--", "--out", "M", "--"]).unwrap();
+            slurm(&["--tasks=2", "--time", "10", "check", "cap", "--partition=p"]).unwrap();
+        assert_eq!(c, words(&["check", "cap"]));
+        assert_eq!(
+            (f.tasks, f.time.as_deref(), f.partition.as_deref()),
+            (Some(2), Some("10"), Some("p"))
+        );
+        let (f, c) = slurm(&[
+            "mutate", "cap", "--tasks", "4", "--out", "D", "--", "--out", "M", "--",
+        ])
+        .unwrap();
         assert_eq!(c, words(&["mutate", "cap", "--out", "M", "--"]));
         assert_eq!((f.tasks, f.out), (Some(4), Some(PathBuf::from("D"))));
-        assert!(slurm(&["check", "cap", "--tasks", "0"]).unwrap_err().contains("--tasks"));
+        assert!(slurm(&["check", "cap", "--tasks", "0"])
+            .unwrap_err()
+            .contains("--tasks"));
         assert_eq!(
             slurm(&["--tasks", "2", "check", "cap", "--tasks", "3"]).unwrap_err(),
             "cltrap slurm got --tasks twice"
@@ -459,17 +516,34 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let cmd = words(&["check", "cap"]);
         let d = campaign_dir(tmp.path(), None, &cmd).unwrap();
-        assert_eq!(d, tmp.path().join(format!("cltrap-slurm-check-{}", fingerprint(&cmd))));
-        assert_eq!(campaign_dir(tmp.path(), Some(Path::new("a/../b")), &cmd).unwrap(), tmp.path().join("b"));
+        assert_eq!(
+            d,
+            tmp.path()
+                .join(format!("cltrap-slurm-check-{}", fingerprint(&cmd)))
+        );
+        assert_eq!(
+            campaign_dir(tmp.path(), Some(Path::new("a/../b")), &cmd).unwrap(),
+            tmp.path().join("b")
+        );
         let e = campaign_dir(tmp.path(), Some(Path::new("my runs")), &cmd).unwrap_err();
         assert!(e.contains("cannot go into an #SBATCH line"), "{e}");
         std::fs::create_dir_all(tmp.path().join("b/shard-0")).unwrap();
         let e = campaign_dir(tmp.path(), Some(Path::new("b")), &cmd).unwrap_err();
         assert!(e.contains("already holds a Slurm campaign"), "{e}");
-        let bad = SlurmFlags { time: Some("1;rm".into()), ..Default::default() };
-        assert!(check_slurm_values(&bad).unwrap_err().starts_with("--time `1;rm`"));
-        let bad = SlurmFlags { partition: Some("gpu\n#SBATCH --x".into()), ..Default::default() };
-        assert!(check_slurm_values(&bad).unwrap_err().starts_with("--partition"));
+        let bad = SlurmFlags {
+            time: Some("1;rm".into()),
+            ..Default::default()
+        };
+        assert!(check_slurm_values(&bad)
+            .unwrap_err()
+            .starts_with("--time `1;rm`"));
+        let bad = SlurmFlags {
+            partition: Some("gpu\n#SBATCH --x".into()),
+            ..Default::default()
+        };
+        assert!(check_slurm_values(&bad)
+            .unwrap_err()
+            .starts_with("--partition"));
     }
 
     #[test]

@@ -126,7 +126,13 @@ const SCHEDULES: Cmd = Cmd {
 };
 
 /// Runs `cltrap SUB CAPTURE ARGS EXTRA`; returns (code, stdout, stderr).
-fn run(c: &Cmd, capture: &Path, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+fn run(
+    c: &Cmd,
+    capture: &Path,
+    out: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
     let mut args: Vec<String> = vec![c.sub.into(), s(capture).into()];
     args.extend((c.args)(out));
     args.extend(extra.iter().map(|e| e.to_string()));
@@ -138,7 +144,11 @@ fn run(c: &Cmd, capture: &Path, out: &Path, extra: &[&str], env: &[(&str, &str)]
 fn clean(c: &Cmd, capture: &Path, out: &Path) -> (i32, String) {
     let campaign = out.join("campaign");
     let (code, stdout, stderr) = run(c, capture, out, &["--campaign-dir", s(&campaign)], &[]);
-    assert!(code == 0 || code == 2, "{} exited {code}\n{stdout}\n{stderr}", c.sub);
+    assert!(
+        code == 0 || code == 2,
+        "{} exited {code}\n{stdout}\n{stderr}",
+        c.sub
+    );
     (code, stdout)
 }
 
@@ -163,7 +173,13 @@ fn shards_merge_to_the_single_run(c: &Cmd, name: &str) -> String {
         let shard = format!("{i}/3");
         // The shards run the same command line as the single run (same report paths), so
         // they are shards of that campaign; they write no report themselves.
-        let (sc, so, se) = run(c, &f.dir, &single, &["--shard", &shard, "--campaign-dir", s(&d)], &[]);
+        let (sc, so, se) = run(
+            c,
+            &f.dir,
+            &single,
+            &["--shard", &shard, "--campaign-dir", s(&d)],
+            &[],
+        );
         assert_eq!(sc, 0, "shard {shard}\n{so}\n{se}");
         assert!(so.is_empty(), "a shard prints no report: {so}");
         assert!(se.contains(&format!("shard {shard}:")), "{se}");
@@ -219,10 +235,17 @@ fn a_killed_run_resumes_to_the_clean_run(c: &Cmd, name: &str) {
     let (rc, ro, re) = cltrap(&refs, &[]);
     assert_eq!(rc, code, "resume\n{ro}\n{re}");
     if before < total {
-        assert!(re.contains(&format!("{before} of {total} unit(s) finished before")), "{re}");
+        assert!(
+            re.contains(&format!("{before} of {total} unit(s) finished before")),
+            "{re}"
+        );
     }
     assert_eq!(journal_lines(&campaign), total, "{re}");
-    assert_eq!(verdict_lines(&ro), verdict_lines(&out).replace(s(&single), s(&killed)), "{re}");
+    assert_eq!(
+        verdict_lines(&ro),
+        verdict_lines(&out).replace(s(&single), s(&killed)),
+        "{re}"
+    );
     assert_same_reports(c, &single, &killed);
 }
 
@@ -252,14 +275,21 @@ fn two_devices_share_the_units(c: &Cmd, name: &str) {
             "no unit ran on device {d}: {devices:?}"
         );
     }
-    assert_eq!(verdict_lines(&bo), verdict_lines(&out).replace(s(&single), s(&both)), "{be}");
+    assert_eq!(
+        verdict_lines(&bo),
+        verdict_lines(&out).replace(s(&single), s(&both)),
+        "{be}"
+    );
     assert_same_reports(c, &single, &both);
 }
 
 #[test]
 fn cover_shards_merge_to_the_single_run() {
     let out = shards_merge_to_the_single_run(&COVER, "cover-shards");
-    assert!(out.contains("launch 5 wild: error: the kernel crashed the cover worker"), "{out}");
+    assert!(
+        out.contains("launch 5 wild: error: the kernel crashed the cover worker"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -275,7 +305,10 @@ fn cover_on_two_devices_equals_one() {
 #[test]
 fn replay_shards_merge_to_the_single_run() {
     let out = shards_merge_to_the_single_run(&REPLAY, "replay-shards");
-    assert!(out.contains("\nlaunch 5 wild: error: the kernel crashed the replay worker"), "{out}");
+    assert!(
+        out.contains("\nlaunch 5 wild: error: the kernel crashed the replay worker"),
+        "{out}"
+    );
     assert!(out.contains("\nreplayed 9 launch(es): 8 matched, 0 mismatched, 0 skipped, 1 failed; 3 program(s) built; device "), "{out}");
 }
 

@@ -44,7 +44,10 @@ fn a_spent_time_budget_stops_the_input_classes_and_skips_locating_the_findings()
     );
     let text = out + &err;
     assert!(code == 0 || code == 1, "{text}");
-    assert!(text.contains("were not looked for: the campaign's --budget ran out"), "{text}");
+    assert!(
+        text.contains("were not looked for: the campaign's --budget ran out"),
+        "{text}"
+    );
     let fj: serde_json::Value =
         serde_json::from_slice(&std::fs::read(suite.join("fuzz.json")).unwrap()).unwrap();
     let k = &fj["kernels"][0];

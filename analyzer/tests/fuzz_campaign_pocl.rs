@@ -73,7 +73,13 @@ fn normal_json(suite: &Path) -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(suite.join("fuzz.json")).unwrap()).unwrap();
     for k in v["kernels"].as_array_mut().unwrap() {
         let k = k.as_object_mut().unwrap();
-        for f in ["compile_ms", "run_ms", "saturation_ms", "solve_ms", "confirm_ms"] {
+        for f in [
+            "compile_ms",
+            "run_ms",
+            "saturation_ms",
+            "solve_ms",
+            "confirm_ms",
+        ] {
             k.remove(f);
         }
         for s in k["slots"].as_array_mut().unwrap() {
@@ -110,20 +116,49 @@ fn capture_files(root: &Path) -> Vec<(String, Vec<u8>)> {
 }
 
 fn assert_same_suite(a: &Path, b: &Path) {
-    assert_eq!(normal_json(a), normal_json(b), "fuzz.json of {} and {}", a.display(), b.display());
+    assert_eq!(
+        normal_json(a),
+        normal_json(b),
+        "fuzz.json of {} and {}",
+        a.display(),
+        b.display()
+    );
     let (fa, fb) = (capture_files(a), capture_files(b));
     let names = |f: &[(String, Vec<u8>)]| f.iter().map(|x| x.0.clone()).collect::<Vec<_>>();
     assert_eq!(names(&fa), names(&fb));
-    assert!(fa.iter().any(|x| x.0 == "findings/d/launches.jsonl"), "{:?}", names(&fa));
+    assert!(
+        fa.iter().any(|x| x.0 == "findings/d/launches.jsonl"),
+        "{:?}",
+        names(&fa)
+    );
     for (x, y) in fa.iter().zip(&fb) {
-        assert!(x.1 == y.1, "{} differs between {} and {}", x.0, a.display(), b.display());
+        assert!(
+            x.1 == y.1,
+            "{} differs between {} and {}",
+            x.0,
+            a.display(),
+            b.display()
+        );
     }
 }
 
 /// A plain run into `dir/NAME`: (report, suite).
-fn plain(dir: &Path, k: &str, name: &str, extra: &[&str], env: &[(&str, &str)]) -> (String, PathBuf) {
+fn plain(
+    dir: &Path,
+    k: &str,
+    name: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (String, PathBuf) {
     let suite = dir.join(name);
-    let mut args = vec!["fuzz", k, "--budget", "2000", "--out", suite.to_str().unwrap()];
+    let mut args = vec![
+        "fuzz",
+        k,
+        "--budget",
+        "2000",
+        "--out",
+        suite.to_str().unwrap(),
+    ];
     args.extend_from_slice(extra);
     let (code, out, err) = common::cltrap(&args, env);
     assert_eq!(code, 0, "{out}{err}");
@@ -143,8 +178,16 @@ fn three_shards_merged_give_the_suite_and_report_of_one_run() {
         let cdir = dir.join(format!("shard{i}"));
         let (code, out, err) = common::cltrap(
             &[
-                "fuzz", &k, "--budget", "2000", "--out", shard_suite.to_str().unwrap(),
-                "--shard", &format!("{i}/3"), "--campaign-dir", cdir.to_str().unwrap(),
+                "fuzz",
+                &k,
+                "--budget",
+                "2000",
+                "--out",
+                shard_suite.to_str().unwrap(),
+                "--shard",
+                &format!("{i}/3"),
+                "--campaign-dir",
+                cdir.to_str().unwrap(),
             ],
             &[],
         );
@@ -203,8 +246,14 @@ fn kill_after_first_unit(args: &[&str], cdir: &Path) -> usize {
     // kernel is journaled, a moment later that changes from run to run.
     let start = Instant::now();
     while finished_units(cdir) == 0 {
-        assert!(child.try_wait().unwrap().is_none(), "the campaign ended before any kill");
-        assert!(start.elapsed() < Duration::from_secs(300), "no kernel finished");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the campaign ended before any kill"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "no kernel finished"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let nanos = std::time::SystemTime::now()
@@ -220,7 +269,10 @@ fn kill_after_first_unit(args: &[&str], cdir: &Path) -> usize {
         }
     }
     let status = child.wait().unwrap();
-    assert!(status.code().is_none(), "the campaign finished before it was killed");
+    assert!(
+        status.code().is_none(),
+        "the campaign finished before it was killed"
+    );
     let before = finished_units(cdir);
     assert!((1..4).contains(&before), "{before} kernel(s) journaled");
     before
@@ -245,8 +297,15 @@ fn a_run_killed_partway_and_resumed_gives_the_suite_and_report_of_a_clean_run() 
     let killed = dir.join("killed");
     let cdir = dir.join("campaign");
     let args = [
-        "fuzz", &k, "--budget", "2000", "--out", killed.to_str().unwrap(), "--no-locate",
-        "--campaign-dir", cdir.to_str().unwrap(),
+        "fuzz",
+        &k,
+        "--budget",
+        "2000",
+        "--out",
+        killed.to_str().unwrap(),
+        "--no-locate",
+        "--campaign-dir",
+        cdir.to_str().unwrap(),
     ];
     let before = kill_after_first_unit(&args, &cdir);
     assert!(!killed.join("fuzz.json").exists());
@@ -254,7 +313,10 @@ fn a_run_killed_partway_and_resumed_gives_the_suite_and_report_of_a_clean_run() 
     again.push("--resume");
     let (code, out, err) = common::cltrap(&again, &[]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(err.contains(&format!("--resume: {before} of 4 unit(s) finished before")), "{err}");
+    assert!(
+        err.contains(&format!("--resume: {before} of 4 unit(s) finished before")),
+        "{err}"
+    );
     assert_eq!(normal_report(&out, &killed), report);
     assert_same_suite(&suite, &killed);
 }
@@ -269,7 +331,13 @@ fn two_devices_share_the_kernels_and_give_the_results_of_one() {
         &dir,
         &k,
         "two",
-        &["--no-locate", "--devices", "all", "--campaign-dir", cdir.to_str().unwrap()],
+        &[
+            "--no-locate",
+            "--devices",
+            "all",
+            "--campaign-dir",
+            cdir.to_str().unwrap(),
+        ],
         &two,
     );
     assert_eq!(journal_devices(&cdir).len(), 2);
@@ -298,7 +366,15 @@ fn solve_setup(name: &str, copies: &[&str]) -> (PathBuf, Vec<PathBuf>) {
     let (dir, k) = setup(name);
     let base = dir.join("base");
     let (code, out, err) = common::cltrap(
-        &["fuzz", &k, "--budget", "300", "--no-locate", "--out", base.to_str().unwrap()],
+        &[
+            "fuzz",
+            &k,
+            "--budget",
+            "300",
+            "--no-locate",
+            "--out",
+            base.to_str().unwrap(),
+        ],
         &[],
     );
     assert_eq!(code, 0, "{out}{err}");
@@ -344,8 +420,14 @@ fn solve_in_three_shards_merged_completes_the_suite_as_one_run() {
         let cdir = dir.join(format!("shard{i}"));
         let (code, out, err) = common::cltrap(
             &[
-                "solve", suites[1].to_str().unwrap(), "--solver-time", "20",
-                "--shard", &format!("{i}/3"), "--campaign-dir", cdir.to_str().unwrap(),
+                "solve",
+                suites[1].to_str().unwrap(),
+                "--solver-time",
+                "20",
+                "--shard",
+                &format!("{i}/3"),
+                "--campaign-dir",
+                cdir.to_str().unwrap(),
             ],
             &[],
         );
@@ -368,15 +450,22 @@ fn solve_killed_partway_and_resumed_completes_the_suite_as_a_clean_run() {
     let report = solve(&suites[0], &[], &[]);
     let cdir = dir.join("campaign");
     let args = [
-        "solve", suites[1].to_str().unwrap(), "--solver-time", "20",
-        "--campaign-dir", cdir.to_str().unwrap(),
+        "solve",
+        suites[1].to_str().unwrap(),
+        "--solver-time",
+        "20",
+        "--campaign-dir",
+        cdir.to_str().unwrap(),
     ];
     let before = kill_after_first_unit(&args, &cdir);
     let mut again: Vec<&str> = args.to_vec();
     again.push("--resume");
     let (code, out, err) = common::cltrap(&again, &[]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(err.contains(&format!("--resume: {before} of 4 unit(s) finished before")), "{err}");
+    assert!(
+        err.contains(&format!("--resume: {before} of 4 unit(s) finished before")),
+        "{err}"
+    );
     assert_eq!(normal_solve_report(&out, &suites[1]), report);
     assert_same_suite(&suites[0], &suites[1]);
 }

@@ -14,22 +14,47 @@ use common::iface_arg as arg;
 
 /// (line, label) of the slots fuzz reports covered, and of the items `cltrap cover` hit on
 /// the suite, among fuzz's slots; plus cover's problems (failed launches, output mismatches).
-fn fuzz_and_cover(suite: &Path) -> (BTreeSet<(u64, String)>, BTreeSet<(u64, String)>, Vec<String>) {
+fn fuzz_and_cover(
+    suite: &Path,
+) -> (
+    BTreeSet<(u64, String)>,
+    BTreeSet<(u64, String)>,
+    Vec<String>,
+) {
     let fj: serde_json::Value =
         serde_json::from_slice(&std::fs::read(suite.join("fuzz.json")).unwrap()).unwrap();
     let k = &fj["kernels"][0];
-    let key = |s: &serde_json::Value| (s["line"].as_u64().unwrap(), s["label"].as_str().unwrap().to_string());
+    let key = |s: &serde_json::Value| {
+        (
+            s["line"].as_u64().unwrap(),
+            s["label"].as_str().unwrap().to_string(),
+        )
+    };
     let slots: BTreeSet<_> = k["slots"].as_array().unwrap().iter().map(key).collect();
     let claimed: BTreeSet<_> = k["slots"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|s| matches!(s["status"].as_str(), Some("covered_by_fuzzing" | "solved_and_confirmed")))
+        .filter(|s| {
+            matches!(
+                s["status"].as_str(),
+                Some("covered_by_fuzzing" | "solved_and_confirmed")
+            )
+        })
         .map(key)
         .collect();
     let report = suite.join("cover.json");
-    let (_, out, err) = common::cltrap(&["cover", suite.to_str().unwrap(), "--json", report.to_str().unwrap()], &[]);
-    let c: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).expect(&(out + &err))).unwrap();
+    let (_, out, err) = common::cltrap(
+        &[
+            "cover",
+            suite.to_str().unwrap(),
+            "--json",
+            report.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let c: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).expect(&(out + &err))).unwrap();
     let mut hit = BTreeSet::new();
     for p in c["programs"].as_array().unwrap() {
         for ck in p["kernels"].as_array().unwrap() {
@@ -67,9 +92,15 @@ fn a_seed_that_divides_by_zero_is_a_finding_and_the_suite_replays_under_cover() 
     ]);
     let dir = common::temp_dir("fuzz-cover-div0");
     let (suite, text) = fuzz(&dir, "k", src, args, &["--seed", "3", "--budget", "200"]);
-    assert!(text.contains("SIGFPE"), "the division by zero is a finding: {text}");
+    assert!(
+        text.contains("SIGFPE"),
+        "the division by zero is a finding: {text}"
+    );
     let (claimed, hit, problems) = fuzz_and_cover(&suite);
-    assert!(problems.is_empty(), "cover replays every case: {problems:?}\n{text}");
+    assert!(
+        problems.is_empty(),
+        "cover replays every case: {problems:?}\n{text}"
+    );
     assert_eq!(claimed, hit, "{text}");
     assert!(!claimed.is_empty(), "{text}");
 }
@@ -97,9 +128,15 @@ fn a_case_that_reads_out_of_bounds_is_not_kept_and_the_suite_replays_under_cover
     let fj: serde_json::Value =
         serde_json::from_slice(&std::fs::read(suite.join("fuzz.json")).unwrap()).unwrap();
     let said = fj["kernels"][0]["findings"].to_string();
-    assert!(said.contains("not reproducible where the suite is used"), "{said}\n{text}");
+    assert!(
+        said.contains("not reproducible where the suite is used"),
+        "{said}\n{text}"
+    );
     let (claimed, hit, problems) = fuzz_and_cover(&suite);
-    assert!(problems.is_empty(), "cover replays every case: {problems:?}\n{text}");
+    assert!(
+        problems.is_empty(),
+        "cover replays every case: {problems:?}\n{text}"
+    );
     assert_eq!(claimed, hit, "{text}");
 }
 
@@ -126,10 +163,18 @@ fn a_case_that_writes_out_of_bounds_unseen_by_the_guard_zones_is_a_finding() {
     let fj: serde_json::Value =
         serde_json::from_slice(&std::fs::read(suite.join("fuzz.json")).unwrap()).unwrap();
     let said = fj["kernels"][0]["findings"].to_string();
-    assert!(said.contains("the bounds check on the case"), "{said}\n{text}");
+    assert!(
+        said.contains("the bounds check on the case"),
+        "{said}\n{text}"
+    );
     let (claimed, hit, problems) = fuzz_and_cover(&suite);
     assert!(problems.is_empty(), "{problems:?}\n{text}");
     assert_eq!(claimed, hit, "{text}");
     // No case reaches the write: the side that makes it is not claimed.
-    assert!(!claimed.iter().any(|(_, l)| l.starts_with("if (off > 0 && l == 0) true")), "{claimed:?}\n{text}");
+    assert!(
+        !claimed
+            .iter()
+            .any(|(_, l)| l.starts_with("if (off > 0 && l == 0) true")),
+        "{claimed:?}\n{text}"
+    );
 }

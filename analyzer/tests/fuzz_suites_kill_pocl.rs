@@ -36,7 +36,13 @@ fn mutants(dir: &Path, suite: &Path) -> Vec<(String, String, String)> {
             all.push((
                 m["mutatorName"].as_str().unwrap_or("").to_string(),
                 m["replacement"].as_str().unwrap_or("").to_string(),
-                m["statusReason"].as_str().unwrap_or("").split(':').next().unwrap_or("").to_string(),
+                m["statusReason"]
+                    .as_str()
+                    .unwrap_or("")
+                    .split(':')
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
             ));
         }
     }
@@ -98,13 +104,27 @@ fn a_side_whose_only_case_the_bounds_check_took_out_is_fuzzed_again() {
     let fj: serde_json::Value =
         serde_json::from_slice(&std::fs::read(suite.join("fuzz.json")).unwrap()).unwrap();
     let k = &fj["kernels"][0];
-    assert!(k["findings"].to_string().contains("the bounds check on the case"), "{k}\n{text}");
+    assert!(
+        k["findings"]
+            .to_string()
+            .contains("the bounds check on the case"),
+        "{k}\n{text}"
+    );
     for s in k["slots"].as_array().unwrap() {
         assert_eq!(s["status"], "covered_by_fuzzing", "{s}\n{text}");
     }
     // And cover measures what fuzz claims.
     let report = dir.join("cover.json");
-    let (_, out, err) = common::cltrap(&["cover", suite.to_str().unwrap(), "--json", report.to_str().unwrap()], &[]);
-    let c: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).expect(&(out + &err))).unwrap();
+    let (_, out, err) = common::cltrap(
+        &[
+            "cover",
+            suite.to_str().unwrap(),
+            "--json",
+            report.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let c: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).expect(&(out + &err))).unwrap();
     assert!(c["problems"].as_array().unwrap().is_empty(), "{c}");
 }

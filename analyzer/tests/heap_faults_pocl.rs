@@ -52,16 +52,21 @@ fn launches_of_one_size_reuse_the_pages_of_the_launch_before() {
         assert_eq!(code, 0, "{out}\n{err}");
         child_faults() - before
     };
-    let extra = |env: &[(&str, &str)]| {
-        check(&format!("0-{}", LAUNCHES - 1), env) - check("0", env)
-    };
+    let extra = |env: &[(&str, &str)]| check(&format!("0-{}", LAUNCHES - 1), env) - check("0", env);
     // Three 1 MiB buffers are 768 pages; restored, run and read back, each launch touches
     // them several times. Mapped anew at every launch, the 29 extra launches fault in
     // 29 x 768 x 3 pages at least; reused, a small part of that.
     let bound = (LAUNCHES as i64 - 1) * 3 * (N * 4 / 4096) as i64;
     let kept = extra(&[(cltrap_analyzer::heap::TEST_KNOB, "1")]);
-    assert!(kept < bound, "{kept} page faults for {} more launches", LAUNCHES - 1);
+    assert!(
+        kept < bound,
+        "{kept} page faults for {} more launches",
+        LAUNCHES - 1
+    );
     // PoCL's kernels run in the process: by default its allocator is left as it was.
     let default = extra(&[]);
-    assert!(default >= bound, "{default} page faults: the settings were applied on PoCL");
+    assert!(
+        default >= bound,
+        "{default} page faults: the settings were applied on PoCL"
+    );
 }

@@ -94,7 +94,11 @@ fn spawn(a: &[String], stderr: std::process::Stdio) -> std::process::Child {
 fn wait_for_a_unit(dir: &Path) {
     let start = Instant::now();
     while units_of(&journal(dir)).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(300), "no unit finished in {}", dir.display());
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "no unit finished in {}",
+            dir.display()
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -108,7 +112,10 @@ fn single(f: &Fixture, extra: &[&str]) -> (String, String, usize) {
     let out = run(&args(f, &json, &e), ENV);
     let units = units_of(&journal(&dir)).len();
     assert!(units >= 6, "a campaign of several units: {units}\n{out}");
-    assert!(out.contains("KILLED") || out.contains("Killed") || out.contains("killed"), "{out}");
+    assert!(
+        out.contains("KILLED") || out.contains("Killed") || out.contains("killed"),
+        "{out}"
+    );
     (out, std::fs::read_to_string(&json).unwrap(), units)
 }
 
@@ -166,7 +173,11 @@ fn a_run_killed_partway_and_resumed_writes_the_reports_of_one_run() {
     let resumed = run(&again, ENV);
     assert_eq!(resumed, out, "the resumed run's terminal report");
     assert_eq!(std::fs::read_to_string(&report).unwrap(), json);
-    assert_eq!(units_of(&journal(&dir)).len(), units, "every unit once in the journal");
+    assert_eq!(
+        units_of(&journal(&dir)).len(),
+        units,
+        "every unit once in the journal"
+    );
 }
 
 #[test]
@@ -217,7 +228,10 @@ fn ctrl_c_during_the_test_cases_exits_130_and_resume_finishes() {
         // Stopped among the test cases (on a fast machine the signal may land later).
         assert_eq!(ended.status.code(), Some(130), "{err}");
         assert!(err.contains("--resume"), "{err}");
-        assert!(!report.exists(), "no report from a run stopped before its mutants");
+        assert!(
+            !report.exists(),
+            "no report from a run stopped before its mutants"
+        );
     }
     let mut again = a.clone();
     again.push("--resume".into());
@@ -359,7 +373,11 @@ fn a_schema_the_driver_cannot_run_falls_back_to_one_compile_per_mutant() {
         &args(
             &f,
             &per_mutant,
-            &["--per-mutant-compile", "--campaign-dir", dir.to_str().unwrap()],
+            &[
+                "--per-mutant-compile",
+                "--campaign-dir",
+                dir.to_str().unwrap(),
+            ],
         ),
         ENV,
     );
@@ -417,8 +435,15 @@ fn a_mutant_that_writes_into_a_guard_zone_retires_its_worker() {
         let stats: Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("stats.json")).unwrap())
                 .unwrap();
-        assert!(breaches >= 2, "mutants that write out of bounds: {guarded:?}\n{out}");
-        assert_eq!(stats["retired"].as_u64(), Some(breaches as u64), "{stats}\n{out}");
+        assert!(
+            breaches >= 2,
+            "mutants that write out of bounds: {guarded:?}\n{out}"
+        );
+        assert_eq!(
+            stats["retired"].as_u64(),
+            Some(breaches as u64),
+            "{stats}\n{out}"
+        );
         if workers == "1" {
             // In the one slot, other mutants ran after a breach: in fresh workers, the first
             // one and one per retirement (spares included).
@@ -432,5 +457,289 @@ fn a_mutant_that_writes_into_a_guard_zone_retires_its_worker() {
         }
         reports.push((out, std::fs::read_to_string(&json).unwrap()));
     }
-    assert_eq!(reports[0], reports[1], "one worker and three write the same reports");
+    assert_eq!(
+        reports[0], reports[1],
+        "one worker and three write the same reports"
+    );
+}
+
+/// `n` launches of `threshold.cl` none of whose inputs equals its threshold but the last
+/// launch's: `<` turned into `<=` survives every test case but the last.
+fn late_kill_suite(name: &str, n: usize) -> Fixture {
+    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    std::env::set_var("POCL_MAX_PTHREAD_COUNT", "1");
+    let mut f = Fixture::new(name);
+    for i in 0..n as i32 {
+        let last = i + 1 == n as i32;
+        let values = [i % 4, 10 + i, 9, 1, 7, if last { 5 } else { 3 }];
+        f.launch(
+            "../mutate/threshold.cl",
+            "threshold",
+            &[values.len() as u64],
+            None,
+            None,
+            vec![
+                A::Buf("in", "int*", i32s(&values)),
+                A::Buf("out", "int*", i32s(&[0; 6])),
+                int("t", 5),
+            ],
+        );
+    }
+    f
+}
+
+/// A schema mutant's test cases split into batches (`CLTRAP_TEST_CASES_PER_UNIT` lowers the
+/// batch size from 64 to 4: ten test cases make three batches) run as units of their own, and
+/// their merge writes the reports of one unit per mutant: a mutant that survives the first
+/// batches and dies in the last is KILLED with the last batch's detail, a survivor survives,
+/// and three shards merged with `cltrap merge` agree.
+#[test]
+fn a_mutants_test_cases_in_batches_give_the_reports_of_one_unit_per_mutant() {
+    let f = late_kill_suite("campaign-batches", 10);
+    let (out, json, units) = single(&f, &[]);
+    let batches = [
+        ("POCL_MAX_PTHREAD_COUNT", "1"),
+        ("CLTRAP_TEST_CASES_PER_UNIT", "4"),
+    ];
+    let dir = f.dir.join("batched");
+    let report = f.dir.join("batched.json");
+    let printed = run(
+        &args(&f, &report, &["--campaign-dir", dir.to_str().unwrap()]),
+        &batches,
+    );
+    assert_eq!(
+        printed,
+        out.replace("single.json", "batched.json"),
+        "the terminal report"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&report).unwrap(),
+        json,
+        "the mutation JSON"
+    );
+    let batched_journal = journal(&dir);
+    let finished = units_of(&batched_journal);
+    assert!(
+        finished.len() > units,
+        "{} units in batches, {units} without",
+        finished.len()
+    );
+    // Per split mutant, its batches' verdicts in batch order.
+    let mut split: std::collections::BTreeMap<String, Vec<(u64, String)>> = Default::default();
+    for l in &finished {
+        let id = l["unit"].as_str().unwrap();
+        if let Some((mutant, b)) = id.split_once("-cases-") {
+            let status = l["result"]["status"].as_str().unwrap().to_string();
+            split
+                .entry(mutant.to_string())
+                .or_default()
+                .push((b.parse().unwrap(), status));
+        }
+    }
+    for v in split.values_mut() {
+        v.sort();
+    }
+    let statuses = |v: &Vec<(u64, String)>| v.iter().map(|(_, s)| s.clone()).collect::<Vec<_>>();
+    // The batches after a decisive one are dropped (units go out batch-major, and with one
+    // worker a mutant's first batch has finished before its second is handed out), and every
+    // batch before it ran: the journal holds batches 0..=decisive of each split mutant.
+    let decisive = ["KILLED", "TIMEOUT", "RUNTIME-ERROR", "COMPILE-ERROR"];
+    for (mutant, v) in &split {
+        let numbers: Vec<u64> = v.iter().map(|(b, _)| *b).collect();
+        let end = v
+            .iter()
+            .position(|(_, s)| decisive.contains(&s.as_str()))
+            .map_or(3, |d| d + 1);
+        assert_eq!(
+            numbers,
+            (0..end as u64).collect::<Vec<_>>(),
+            "{mutant}: {split:?}"
+        );
+    }
+    let dropped = split.values().filter(|v| v.len() < 3).count();
+    assert!(
+        dropped > 0,
+        "a mutant decided before its last batch: {split:?}"
+    );
+    let stats: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("stats.json")).unwrap()).unwrap();
+    assert!(stats["superseded"].as_u64().unwrap() > 0, "{stats}");
+    assert!(
+        split
+            .values()
+            .any(|v| statuses(v) == ["SURVIVED", "SURVIVED", "KILLED"]),
+        "a mutant killed in its last batch only: {split:?}"
+    );
+    assert!(
+        split
+            .values()
+            .any(|v| statuses(v) == ["SURVIVED", "SURVIVED", "SURVIVED"]),
+        "a surviving mutant in three batches: {split:?}"
+    );
+    assert!(
+        verdicts(&json).iter().any(|(_, s)| s == "Survived"),
+        "a survivor in the report: {json}"
+    );
+    // The same under permuted schedules and repeats (every batch carries its test cases'
+    // seeds); and one compile per mutant is one unit per mutant (each batch would compile it).
+    for extra in [
+        &["--schedules", "2", "--repeats", "2"][..],
+        &["--per-mutant-compile"],
+    ] {
+        let name = if extra.len() > 1 {
+            "schedules"
+        } else {
+            "per-mutant"
+        };
+        let plain = f.dir.join(format!("{name}-plain"));
+        let mut e = vec!["--campaign-dir", plain.to_str().unwrap()];
+        e.extend_from_slice(extra);
+        let json_path = f.dir.join(format!("{name}.json"));
+        let want = run(&args(&f, &json_path, &e), ENV);
+        let want_json = std::fs::read_to_string(&json_path).unwrap();
+        let dir = f.dir.join(format!("{name}-batched"));
+        e[1] = dir.to_str().unwrap();
+        assert_eq!(run(&args(&f, &json_path, &e), &batches), want, "{name}");
+        assert_eq!(
+            std::fs::read_to_string(&json_path).unwrap(),
+            want_json,
+            "{name}"
+        );
+        let split = units_of(&journal(&dir))
+            .iter()
+            .any(|l| l["unit"].as_str().unwrap().contains("-cases-"));
+        assert_eq!(split, name == "schedules", "{name}: split into batches");
+    }
+    // Three shards of the batched campaign (batches of one mutant in different shards) and
+    // their merge, which splits the mutants the same way.
+    let mut shards: Vec<PathBuf> = Vec::new();
+    for i in 0..3 {
+        let dir = f.dir.join(format!("shard-{i}"));
+        let shard = format!("{i}/3");
+        run(
+            &args(
+                &f,
+                &f.dir.join("shard.json"),
+                &["--shard", &shard, "--campaign-dir", dir.to_str().unwrap()],
+            ),
+            &batches,
+        );
+        shards.push(dir);
+    }
+    let merged = f.dir.join("merged");
+    let mut m = vec!["merge".to_string(), merged.to_str().unwrap().to_string()];
+    m.extend(shards.iter().map(|p| p.to_str().unwrap().to_string()));
+    assert_eq!(
+        run(&m, &batches),
+        out.replace("single.json", "shard.json"),
+        "the merge's terminal report"
+    );
+    assert_eq!(
+        std::fs::read_to_string(merged.join("shard.json")).unwrap(),
+        json
+    );
+}
+
+/// A batched campaign killed partway (some of a mutant's batches journaled, others not) and
+/// run again with `--resume` writes the reports of one plain run, each batch once.
+#[test]
+fn a_batched_run_killed_partway_and_resumed_writes_the_reports_of_one_run() {
+    let f = late_kill_suite("campaign-batches-resume", 10);
+    // Many repeats make each unit last long enough to kill the run between two of them.
+    let slow = ["--repeats", "20"];
+    let (out, json, _) = single(&f, &slow);
+    let dir = f.dir.join("killed");
+    let report = f.dir.join("resumed.json");
+    let mut a = args(&f, &report, &["--campaign-dir", dir.to_str().unwrap()]);
+    a.extend(slow.iter().map(|s| s.to_string()));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cltrap"))
+        .args(&a)
+        .envs(ENV.iter().copied())
+        .env("CLTRAP_TEST_CASES_PER_UNIT", "4")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_a_unit(&dir);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = units_of(&journal(&dir)).len();
+    let mut again = a.clone();
+    again.push("--resume".into());
+    let batches = [
+        ("POCL_MAX_PTHREAD_COUNT", "1"),
+        ("CLTRAP_TEST_CASES_PER_UNIT", "4"),
+    ];
+    let resumed = run(&again, &batches);
+    assert_eq!(resumed, out, "the resumed run's terminal report");
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), json);
+    let ids: Vec<String> = units_of(&journal(&dir))
+        .iter()
+        .map(|l| l["unit"].as_str().unwrap().to_string())
+        .collect();
+    let unique: std::collections::BTreeSet<&String> = ids.iter().collect();
+    assert_eq!(
+        unique.len(),
+        ids.len(),
+        "every unit once in the journal: {ids:?}"
+    );
+    assert!(ids.iter().any(|i| i.contains("-cases-")), "{ids:?}");
+    assert!(
+        before < ids.len(),
+        "killed after {before} of {} units",
+        ids.len()
+    );
+}
+
+/// Ctrl-C amid a batched campaign (two workers, so a mutant's later batch may finish before
+/// an earlier one): the report of what finished gives each mutant the verdict of the full
+/// run, or none ("not evaluated") where its finished batches cannot decide it yet; never a
+/// verdict that an unfinished earlier batch could still overturn.
+#[test]
+fn an_interrupted_batched_campaign_reports_only_decided_mutants() {
+    let f = late_kill_suite("campaign-batches-sigint", 10);
+    let slow = ["--repeats", "20"];
+    let (_, json, _) = single(&f, &slow);
+    let full = verdicts(&json);
+    let dir = f.dir.join("interrupted");
+    let report = f.dir.join("interrupted.json");
+    let mut a = args(&f, &report, &["--campaign-dir", dir.to_str().unwrap()]);
+    a.extend(slow.iter().map(|s| s.to_string()));
+    let jobs = a.iter().position(|s| s == "--jobs").unwrap() + 1;
+    a[jobs] = "2".into();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_cltrap"))
+        .args(&a)
+        .envs(ENV.iter().copied())
+        .env("CLTRAP_TEST_CASES_PER_UNIT", "4")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_a_unit(&dir);
+    // SAFETY: signals a child this test started.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let ended = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&ended.stdout);
+    let text = std::fs::read_to_string(&report).unwrap();
+    let reasons: Vec<String> = {
+        let v: Value = serde_json::from_str(&text).unwrap();
+        v["files"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|f| f["mutants"].as_array().unwrap().clone())
+            .map(|m| m["statusReason"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let got = verdicts(&text);
+    assert_eq!(got.len(), full.len(), "{out}");
+    for (((id, status), (full_id, full_status)), reason) in got.iter().zip(&full).zip(&reasons) {
+        assert_eq!(id, full_id);
+        assert!(
+            status == full_status || reason.contains("not evaluated: the campaign was interrupted"),
+            "mutant {id}: {reason} after Ctrl-C, {full_status} in the full run\n{out}"
+        );
+    }
 }

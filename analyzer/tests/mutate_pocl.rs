@@ -407,7 +407,11 @@ fn crash_or_hang_as_one(m: BTreeMap<String, String>) -> BTreeMap<String, String>
 /// The journals of the campaigns run over `dir` (one folder per command line).
 fn journals(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut v: Vec<_> = std::fs::read_dir(dir.join("campaigns"))
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path().join("units.jsonl")).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.path().join("units.jsonl"))
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -442,7 +446,10 @@ fn a_second_run_resumes_from_the_campaign_journal_and_the_reports_are_written() 
     let (code, out, err) = cltrap(&again, ENV);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(err.contains("finished before"), "{err}");
-    assert_eq!(std::fs::read_to_string(&js[0]).unwrap().lines().count(), lines);
+    assert_eq!(
+        std::fs::read_to_string(&js[0]).unwrap().lines().count(),
+        lines
+    );
     assert_eq!(out, first);
     assert_eq!(std::fs::read_to_string(&json).unwrap(), first_json);
     let again: Value = serde_json::from_str(&first_json).unwrap();
@@ -657,7 +664,12 @@ fn contract_suite(name: &str) -> Fixture {
     let x = 1.0f32 + f32::powi(2.0, -12);
     let a = vec![x, x, 2.0, 3.0];
     let b = vec![x, x, 0.5, 1.5];
-    let c = vec![-(1.0 + f32::powi(2.0, -11)), -(1.0 + f32::powi(2.0, -11)), 1.0, -4.5];
+    let c = vec![
+        -(1.0 + f32::powi(2.0, -11)),
+        -(1.0 + f32::powi(2.0, -11)),
+        1.0,
+        -4.5,
+    ];
     f.launch(
         "../mutate/contract.cl",
         "contract",
@@ -687,7 +699,11 @@ fn a_launch_whose_result_depends_on_contraction_stays_a_test_case() {
         let (out, m) = mutate(&f, &args);
         println!("{out}");
         assert!(!out.contains("not a test case"), "{out}");
-        assert_eq!(status(&m, "relational_boundary:7:11 <="), "SURVIVED", "{out}");
+        assert_eq!(
+            status(&m, "relational_boundary:7:11 <="),
+            "SURVIVED",
+            "{out}"
+        );
         assert_eq!(status(&m, "arithmetic:7:30 /"), "KILLED", "{out}");
         assert_eq!(status(&m, "arithmetic:7:37 -"), "KILLED", "{out}");
     }
@@ -723,7 +739,13 @@ fn a_campaign_without_test_cases_is_an_error_and_shows_no_score() {
         .expect("append");
     drop(writer);
     let (code, out, err) = cltrap(
-        &["mutate", dir.to_str().unwrap(), "--fresh", "--operators", "arithmetic,id_offset"],
+        &[
+            "mutate",
+            dir.to_str().unwrap(),
+            "--fresh",
+            "--operators",
+            "arithmetic,id_offset",
+        ],
         ENV,
     );
     assert_eq!(code, 2, "{out}\n{err}");
@@ -771,7 +793,9 @@ fn a_write_before_the_sixth_argument_is_located_in_that_argument_at_a_negative_o
         "{minus}"
     );
     assert!(
-        minus.contains(": write out of bounds, argument 5 (dst), byte offset -4 of a 16-byte buffer"),
+        minus.contains(
+            ": write out of bounds, argument 5 (dst), byte offset -4 of a 16-byte buffer"
+        ),
         "{minus}"
     );
 }
@@ -796,16 +820,28 @@ fn a_mutant_of_a_conditional_ending_in_a_vector_literal_lives_in_the_schema_quie
     );
     let dir = f.dir.to_str().unwrap();
     let (code, out, err) = cltrap(
-        &["mutate", dir, "--fresh", "--operators", "unary_minus,relational_boundary"],
+        &[
+            "mutate",
+            dir,
+            "--fresh",
+            "--operators",
+            "unary_minus,relational_boundary",
+        ],
         ENV,
     );
     assert!(code <= 1, "{out}\n{err}");
     assert!(!out.contains("does not compile"), "{out}");
-    assert!(!err.contains("generated"), "the driver's diagnostics reached the terminal: {err}");
+    assert!(
+        !err.contains("generated"),
+        "the driver's diagnostics reached the terminal: {err}"
+    );
     // The whole conditional negated, its `)` included, decided in the schema.
     let (out, m) = mutate(&f, &["--operators", "unary_minus"]);
     assert_eq!(
-        status(&m, "unary_minus:7:14 -(sdata > (thresh) ? (T)(max_val) : (T)(0))"),
+        status(
+            &m,
+            "unary_minus:7:14 -(sdata > (thresh) ? (T)(max_val) : (T)(0))"
+        ),
         "KILLED",
         "{out}"
     );
@@ -844,7 +880,10 @@ fn a_worker_loads_a_test_case_only_when_the_mutant_reaches_it() {
         kernel_source("../mutate/threshold.cl")
             .replace("in[i] < t", "in[i] >= t")
             // The schema's extra parameters: the mutant selector and the watchdog's words.
-            .replace("int t)", "int t, uint cltrap_sel, __global uint* cltrap_wd)"),
+            .replace(
+                "int t)",
+                "int t, uint cltrap_sel, __global uint* cltrap_wd)",
+            ),
     )
     .unwrap();
     let test = |launch: u64, derived: BTreeMap<u32, std::path::PathBuf>| TestRef {
@@ -875,6 +914,7 @@ fn a_worker_loads_a_test_case_only_when_the_mutant_reaches_it() {
         ],
         repeats: 1,
         ulp: 0,
+        permuted_builds: false,
     };
     let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
     let r = Evaluator::new().evaluate(&job, &DeviceSelector::default(), &|_| {});
@@ -885,12 +925,21 @@ fn a_worker_loads_a_test_case_only_when_the_mutant_reaches_it() {
         r.status,
         r.detail
     );
-    assert!(r.detail.contains(&format!("launch {}", first.id)), "{}", r.detail);
+    assert!(
+        r.detail.contains(&format!("launch {}", first.id)),
+        "{}",
+        r.detail
+    );
     // The same missing input in the test case run first is the job's error.
     let mut job = job;
     job.tests.swap(0, 1);
     let r = Evaluator::new().evaluate(&job, &DeviceSelector::default(), &|_| {});
-    assert!(r.detail.contains("no-such-derived-input"), "{:?}: {}", r.status, r.detail);
+    assert!(
+        r.detail.contains("no-such-derived-input"),
+        "{:?}: {}",
+        r.status,
+        r.detail
+    );
 }
 
 /// A worker killed by a mutant's endless loop is replaced by a spare that was started and
@@ -936,7 +985,9 @@ fn workers_killed_by_endless_loops_are_replaced_by_warm_spares() {
     assert_eq!(hung.len(), 4, "{s:?}\n{out}");
     assert!(hung.iter().all(|v| *v == "TIMEOUT"), "{s:?}\n{out}");
     assert!(
-        s.iter().filter(|(k, _)| k.ends_with(" 0")).all(|(_, v)| v == "KILLED"),
+        s.iter()
+            .filter(|(k, _)| k.ends_with(" 0"))
+            .all(|(_, v)| v == "KILLED"),
         "{s:?}\n{out}"
     );
     let stats: Value =

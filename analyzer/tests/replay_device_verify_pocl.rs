@@ -6,7 +6,9 @@
 //! Alone in its test binary: it sets the environment variable for the whole process.
 
 mod common;
-use common::{arg_info, f32s, ndrange_record, put_blob, put_source_program, temp_dir, test_manifest};
+use common::{
+    arg_info, f32s, ndrange_record, put_blob, put_source_program, temp_dir, test_manifest,
+};
 
 use cltrap_analyzer::compare::Closeness;
 use cltrap_analyzer::executor::{DeviceSelector, Session};
@@ -25,7 +27,14 @@ fn dd(bytes: &[u8]) -> Content {
     }
 }
 
-fn buffer(index: u32, name: &str, mem: u64, flags: u64, before: Content, after: Content) -> ArgRecord {
+fn buffer(
+    index: u32,
+    name: &str,
+    mem: u64,
+    flags: u64,
+    before: Content,
+    after: Content,
+) -> ArgRecord {
     ArgRecord::Buffer {
         info: arg_info(index, name, "float*", "global"),
         mem,
@@ -53,7 +62,14 @@ fn a_placeholder_is_filled_from_the_device_for_a_launch_run_with_stand_ins() {
         vec![1024],
         None,
         Some(vec![64]),
-        vec![buffer(0, "x", 1, 1, put_blob(&w.blobs, &f32s(&x0)), dd(&f32s(&x1)))],
+        vec![buffer(
+            0,
+            "x",
+            1,
+            1,
+            put_blob(&w.blobs, &f32s(&x0)),
+            dd(&f32s(&x1)),
+        )],
     ))
     .unwrap();
     // Launch 1 reads x (derived from launch 0) and overwrites a write-only y whose contents

@@ -14,7 +14,8 @@ fn solved(name: &str, src: &str, args: serde_json::Value, label: &str) -> (Strin
     let k = dir.join("k.cl");
     std::fs::write(&k, src).unwrap();
     let iface = dir.join("k.json");
-    let spec = serde_json::json!({"kernel": "k", "global_size": [64], "local_size": [16], "args": args});
+    let spec =
+        serde_json::json!({"kernel": "k", "global_size": [64], "local_size": [16], "args": args});
     std::fs::write(&iface, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
     let suite = dir.join("suite");
     let (code, out, err) = common::cltrap(
@@ -62,7 +63,12 @@ fn a_branch_on_a_field_of_a_local_array_of_structs_is_solved() {
                \x20 if (tmp[l].a * 3 + 7 == 370378) out[get_global_id(0)] = 1; else out[get_global_id(0)] = 0;\n\
                }\n";
     let args = serde_json::json!([buf("in", false), buf("out", true)]);
-    let (status, text) = solved("solve-local-structs", src, args, "if (tmp[l].a * 3 + 7 == 370378) true");
+    let (status, text) = solved(
+        "solve-local-structs",
+        src,
+        args,
+        "if (tmp[l].a * 3 + 7 == 370378) true",
+    );
     assert_eq!(status, "solved_and_confirmed", "{text}");
 }
 
@@ -76,7 +82,12 @@ fn a_branch_on_a_value_read_through_a_pointer_to_float4_is_solved() {
                \x20 if (v.x * 2.0f == 2469.0f + v.y) out[i] = 1.0f; else out[i] = 0.0f;\n\
                }\n";
     let args = serde_json::json!([buf("in", false), buf("out", true)]);
-    let (status, text) = solved("solve-float4-pointer", src, args, "if (v.x * 2.0f == 2469.0f + v.y) true");
+    let (status, text) = solved(
+        "solve-float4-pointer",
+        src,
+        args,
+        "if (v.x * 2.0f == 2469.0f + v.y) true",
+    );
     assert_eq!(status, "solved_and_confirmed", "{text}");
 }
 
@@ -93,7 +104,12 @@ fn a_branch_on_a_sum_over_loops_of_16_and_40_iterations_is_solved() {
              }}\n"
         );
         let args = serde_json::json!([buf("in", false), buf("out", true)]);
-        let (status, text) = solved(&format!("solve-loop-{n}"), &src, args, "if (s * 5 == 4938270) true");
+        let (status, text) = solved(
+            &format!("solve-loop-{n}"),
+            &src,
+            args,
+            "if (s * 5 == 4938270) true",
+        );
         assert_eq!(status, "solved_and_confirmed", "loop of {n}: {text}");
     }
 }

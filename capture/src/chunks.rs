@@ -443,10 +443,18 @@ pub(crate) mod tests {
         // Noise of both parities (the shuffle applies only to whole 4-byte words), and bytes
         // of 7.6 bits of entropy (about 5 % to save): zstd saves less than a tenth.
         let thin: Vec<u8> = noise(CHUNK_MAX, 11).iter().map(|b| b % 192).collect();
-        assert_eq!(encoding(&thin).unwrap(), (b'r', 0), "judged raw on its sample");
+        assert_eq!(
+            encoding(&thin).unwrap(),
+            (b'r', 0),
+            "judged raw on its sample"
+        );
         for data in [noise(100_000, 5), noise(99_999, 5), thin, noise(100, 3)] {
             for file in [encode(&data).unwrap(), encode_raw(&data)] {
-                assert_eq!(file.len(), data.len() + 1, "a raw chunk is its bytes and its tag");
+                assert_eq!(
+                    file.len(),
+                    data.len() + 1,
+                    "a raw chunk is its bytes and its tag"
+                );
                 assert_eq!(file[0], b'r');
                 assert_eq!(decode(&file, data.len()).unwrap(), data);
                 // A raw chunk whose length is not the index's is damaged.
@@ -482,7 +490,9 @@ pub(crate) mod tests {
         let shuffled = tagged(b's', compress(&shuffle4(&floats), LEVEL).unwrap());
         assert_eq!(decode(&shuffled, floats.len()).unwrap(), floats);
         // The shuffle as the byte-at-a-time code laid it out.
-        let lanes: Vec<u8> = (0..4).flat_map(|l| floats.chunks_exact(4).map(move |w| w[l])).collect();
+        let lanes: Vec<u8> = (0..4)
+            .flat_map(|l| floats.chunks_exact(4).map(move |w| w[l]))
+            .collect();
         assert_eq!(shuffle4(&floats), lanes);
     }
 

@@ -448,7 +448,11 @@ pub fn auto_budget(free: Option<u64>) -> (u64, u64, u64) {
     match free {
         Some(free) => {
             let max = (free / 4).clamp(256 * MB, 64 << 30);
-            (max, (free / 64).clamp(512 * MB, 8 << 30), (free / 8).clamp(64 * MB, 8 << 30))
+            (
+                max,
+                (free / 64).clamp(512 * MB, 8 << 30),
+                (free / 8).clamp(64 * MB, 8 << 30),
+            )
         }
         None => (4096 * MB, 512 * MB, 1024 * MB),
     }
@@ -601,13 +605,22 @@ mod tests {
         .into_iter()
         .collect();
         let s = Settings::from_values(&set).expect("numbers parse");
-        assert_eq!((s.max_bytes, s.derive_after_bytes, s.spool_max_bytes), (8 * MB, 2 * MB, 0));
-        assert_eq!(s.free_bytes, None, "no default was taken from the free space");
+        assert_eq!(
+            (s.max_bytes, s.derive_after_bytes, s.spool_max_bytes),
+            (8 * MB, 2 * MB, 0)
+        );
+        assert_eq!(
+            s.free_bytes, None,
+            "no default was taken from the free space"
+        );
         let bad: HashMap<&str, String> = [("CLTRAP_SPOOL_MAX_MB", "lots".to_string())]
             .into_iter()
             .collect();
         let e = Settings::from_values(&bad).unwrap_err();
-        assert!(e.contains("CLTRAP_SPOOL_MAX_MB") && e.contains("auto"), "{e}");
+        assert!(
+            e.contains("CLTRAP_SPOOL_MAX_MB") && e.contains("auto"),
+            "{e}"
+        );
     }
 
     #[test]

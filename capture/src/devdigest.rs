@@ -275,7 +275,10 @@ fn accumulate_lanes<const N: usize>(bytes: &[u8], first: u64) -> [u32; 4] {
     let blocks = rest.chunks_exact(16);
     let tail = blocks.remainder();
     for block in blocks {
-        acc = xor(acc, term(j, [w(block, 0), w(block, 4), w(block, 8), w(block, 12)]));
+        acc = xor(
+            acc,
+            term(j, [w(block, 0), w(block, 4), w(block, 8), w(block, 12)]),
+        );
         j += 1;
     }
     if !tail.is_empty() {
@@ -283,7 +286,10 @@ fn accumulate_lanes<const N: usize>(bytes: &[u8], first: u64) -> [u32; 4] {
         padded[..tail.len()].copy_from_slice(tail);
         acc = xor(
             acc,
-            term(j, [w(&padded, 0), w(&padded, 4), w(&padded, 8), w(&padded, 12)]),
+            term(
+                j,
+                [w(&padded, 0), w(&padded, 4), w(&padded, 8), w(&padded, 12)],
+            ),
         );
     }
     acc
@@ -339,7 +345,11 @@ impl Sum {
             }
             let first = (s * SPAN / 16) as u64;
             // Whole blocks compared as one word each; the short last block as bytes.
-            let word = |b: &[u8]| <[u8; 16]>::try_from(b).map(u128::from_ne_bytes).unwrap_or(0);
+            let word = |b: &[u8]| {
+                <[u8; 16]>::try_from(b)
+                    .map(u128::from_ne_bytes)
+                    .unwrap_or(0)
+            };
             let (ow, nw) = (o.chunks_exact(16), n.chunks_exact(16));
             let tail = ow.remainder() != nw.remainder();
             let whole = ow.zip(nw).map(|(a, b)| word(a) != word(b));
@@ -356,7 +366,10 @@ impl Sum {
         for j in changed {
             let at = j as usize * 16;
             let end = (at + 16).min(new.len());
-            acc = xor(acc, xor(block_term(j, &old[at..end]), block_term(j, &new[at..end])));
+            acc = xor(
+                acc,
+                xor(block_term(j, &old[at..end]), block_term(j, &new[at..end])),
+            );
         }
         Some(Sum(acc))
     }
@@ -507,7 +520,10 @@ mod tests {
             .collect();
         let serial = finish(accumulate_from(&bytes, 0), bytes.len() as u64);
         assert_eq!(dd128(&bytes), serial);
-        assert_eq!(as_device(&bytes[..100_003], 5, 64), dd128(&bytes[..100_003]));
+        assert_eq!(
+            as_device(&bytes[..100_003], 5, 64),
+            dd128(&bytes[..100_003])
+        );
     }
 
     #[test]
@@ -529,8 +545,19 @@ mod tests {
                 variants.push(("avx512", |b, f| unsafe { accumulate_avx512(b, f) }));
             }
         }
-        let bytes: Vec<u8> = (0..16 * 16 * 3 + 16 * 9 + 5).map(|i: u32| (i * 7 + 3) as u8).collect();
-        for len in [0, 15, 16, 16 * 8, 16 * 8 + 1, 16 * 16 - 1, 16 * 16, bytes.len()] {
+        let bytes: Vec<u8> = (0..16 * 16 * 3 + 16 * 9 + 5)
+            .map(|i: u32| (i * 7 + 3) as u8)
+            .collect();
+        for len in [
+            0,
+            15,
+            16,
+            16 * 8,
+            16 * 8 + 1,
+            16 * 16 - 1,
+            16 * 16,
+            bytes.len(),
+        ] {
             let bytes = &bytes[..len];
             for first in [0u64, 5, (1 << 32) - 3] {
                 let mut one = [0u32; 4];
@@ -541,7 +568,11 @@ mod tests {
                     one = xor(one, term(first + j as u64, [w(0), w(4), w(8), w(12)]));
                 }
                 for (name, f) in &variants {
-                    assert_eq!(f(bytes, first), one, "{name}: {len} bytes from block {first}");
+                    assert_eq!(
+                        f(bytes, first),
+                        one,
+                        "{name}: {len} bytes from block {first}"
+                    );
                 }
             }
         }
@@ -555,7 +586,8 @@ mod tests {
         let sum = Sum::of(&old);
         assert_eq!(sum.digest(old.len() as u64), dd128(&old));
         // Unchanged; one byte; bytes in several spans and blocks; the short last block.
-        let mut edits: Vec<Vec<usize>> = vec![vec![], vec![5], vec![16, 17, SPAN + 3, 2 * SPAN - 1]];
+        let mut edits: Vec<Vec<usize>> =
+            vec![vec![], vec![5], vec![16, 17, SPAN + 3, 2 * SPAN - 1]];
         edits.push(vec![old.len() - 1, old.len() - 30]);
         for places in edits {
             let mut new = old.clone();

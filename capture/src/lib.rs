@@ -39,14 +39,14 @@ pub mod options;
 pub mod parallel;
 #[cfg(feature = "compact")]
 pub mod reader;
-pub mod safe_open;
-pub mod spool;
 pub mod replayable;
+pub mod safe_open;
 pub mod schedule;
+pub mod spool;
 pub mod text;
 pub mod validate;
-pub mod writer;
 pub mod workers;
+pub mod writer;
 pub mod writer_fs;
 
 pub use controls::{AtFinish, BufferMode, Control, DeviceDigest, Settings, CONTROLS};
@@ -150,7 +150,10 @@ mod tests {
         for id in 0..5 {
             assert_eq!(c.launch(id).unwrap().id, id);
         }
-        assert!(matches!(c.launch(5), Err(ReadError::NoSuchLaunch { id: 5, count: 5 })));
+        assert!(matches!(
+            c.launch(5),
+            Err(ReadError::NoSuchLaunch { id: 5, count: 5 })
+        ));
         // A list reordered after opening is still searched whole.
         c.launches.reverse();
         for id in 0..5 {
@@ -285,12 +288,21 @@ mod tests {
         let hn = writer::digest(&n);
         w.blobs.put_content(&hn, &n).unwrap();
         let (tags, packs) = encodings(&dir, &hn);
-        assert!(tags.len() > 3 && tags.iter().all(|&t| t == b'r'), "{tags:?}");
-        assert_eq!(packs, n.len() as u64 + tags.len() as u64, "a tag byte per chunk");
+        assert!(
+            tags.len() > 3 && tags.iter().all(|&t| t == b'r'),
+            "{tags:?}"
+        );
+        assert_eq!(
+            packs,
+            n.len() as u64 + tags.len() as u64,
+            "a tag byte per chunk"
+        );
         // Noise with a compressible middle (decimal counters, no chunk twice): the probe of
         // the middle compresses, so each chunk is weighed on its own and the middle shrinks.
         let mut m = noise(3 << 20, 22);
-        let text: Vec<u8> = (0..1u32 << 17).flat_map(|i| format!("{i:08}").into_bytes()).collect();
+        let text: Vec<u8> = (0..1u32 << 17)
+            .flat_map(|i| format!("{i:08}").into_bytes())
+            .collect();
         m[1 << 20..2 << 20].copy_from_slice(&text);
         let hm = writer::digest(&m);
         w.blobs.put_content(&hm, &m).unwrap();
@@ -614,8 +626,11 @@ mod tests {
         assert!(damaged.contains(&11), "{damaged:?}");
         assert!(!damaged.contains(&9), "{damaged:?}");
         // The other launches read back whole.
-        let want: Vec<LaunchRecord> =
-            records.iter().filter(|r| !damaged.contains(&r.id)).cloned().collect();
+        let want: Vec<LaunchRecord> = records
+            .iter()
+            .filter(|r| !damaged.contains(&r.id))
+            .cloned()
+            .collect();
         assert_eq!(c.launches, want);
         assert_eq!(c.launches.len() + c.damaged.len(), 40);
         let _ = std::fs::remove_dir_all(&dir);
@@ -634,7 +649,12 @@ mod tests {
         std::fs::write(&secret, b"secret").unwrap();
         let c = Capture::open(&dir).unwrap();
         // Names that are not digests never become paths.
-        for bad in ["/etc/passwd", "/dev/zero", "../../../../etc/passwd", &h.to_uppercase()] {
+        for bad in [
+            "/etc/passwd",
+            "/dev/zero",
+            "../../../../etc/passwd",
+            &h.to_uppercase(),
+        ] {
             let e = c.blob(bad).unwrap_err();
             assert!(matches!(e, ReadError::NotADigest { .. }), "{bad}: {e}");
         }
@@ -670,7 +690,11 @@ mod tests {
         let moved = outside.join("moved");
         std::fs::rename(&folder, &moved).unwrap();
         std::os::unix::fs::symlink(&moved, &folder).unwrap();
-        assert!(c.blob(&h).unwrap_err().to_string().contains("symbolic link"));
+        assert!(c
+            .blob(&h)
+            .unwrap_err()
+            .to_string()
+            .contains("symbolic link"));
         std::fs::remove_file(&folder).unwrap();
         std::fs::rename(&moved, &folder).unwrap();
         assert_eq!(c.blob(&h).unwrap(), b"kernel void k() {}");
@@ -681,7 +705,10 @@ mod tests {
         let flipped = text.replacen("\"global_size\"", "\"local_size\":[1],\"global_sizd\"", 1);
         std::fs::write(&log, flipped).unwrap();
         let e = Capture::open(&dir).unwrap_err().to_string();
-        assert!(e.contains("launches.jsonl") && e.contains("(launch 0)") && e.contains("global_sizd"), "{e}");
+        assert!(
+            e.contains("launches.jsonl") && e.contains("(launch 0)") && e.contains("global_sizd"),
+            "{e}"
+        );
         // So is a missing log.
         std::fs::remove_file(&log).unwrap();
         let e = Capture::open(&dir).unwrap_err().to_string();

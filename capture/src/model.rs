@@ -453,7 +453,9 @@ impl TryFrom<RawArg> for ArgRecord {
             .iter()
             .find(|(f, here)| *here && !allowed.contains(f))
         {
-            return Err(format!("unknown field `{field}` for an argument of kind {kind:?}"));
+            return Err(format!(
+                "unknown field `{field}` for an argument of kind {kind:?}"
+            ));
         }
         fn need<T>(v: Option<T>, field: &str) -> Result<T, String> {
             v.ok_or_else(|| format!("missing field `{field}`"))

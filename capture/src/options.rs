@@ -85,7 +85,10 @@ pub fn include_dirs(options: &str, cwd: &Path) -> Vec<PathBuf> {
 pub fn check_build_options(options: &str) -> Result<(), String> {
     const MAX: usize = MAX_OPTIONS;
     if options.len() > MAX {
-        return Err(format!("the build options are {} bytes long (at most {MAX})", options.len()));
+        return Err(format!(
+            "the build options are {} bytes long (at most {MAX})",
+            options.len()
+        ));
     }
     if options.contains('\0') {
         return Err("the build options hold a NUL byte".into());

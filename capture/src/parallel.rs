@@ -13,10 +13,10 @@
 //! [`PARALLEL_MIN`] and machines with one core stay serial.
 
 use crate::hex::Hash;
+pub use crate::workers::{allow_all_cores, for_each, map_each, threads};
 pub use blake3::hazmat::ChainingValue;
 use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, merge_subtrees_root};
 use blake3::hazmat::{HasherExt, Mode};
-pub use crate::workers::{allow_all_cores, for_each, map_each, threads};
 
 /// Contents at least this large are hashed and stored by several threads: below it,
 /// starting threads costs about what they save.
@@ -73,7 +73,9 @@ pub fn rehash_leaves(
     leaves: &mut [ChainingValue],
     regions: &[(usize, usize)],
 ) -> bool {
-    if leaves.len() != bytes.len().div_ceil(LEAF) || regions.iter().any(|&(lo, hi)| lo > hi || hi > bytes.len()) {
+    if leaves.len() != bytes.len().div_ceil(LEAF)
+        || regions.iter().any(|&(lo, hi)| lo > hi || hi > bytes.len())
+    {
         return false;
     }
     // Leaf runs to hash, merged where they touch.
@@ -337,7 +339,11 @@ mod tests {
             assert_eq!(root(&leaves, new.len()), digest(&new), "edit {k}");
             assert_eq!(leaves, super::leaves(&new), "edit {k}");
             let mut in_place = old_leaves.clone();
-            assert!(rehash_leaves(&new, &mut in_place, &[(b, b), (a, b), (a, a + 1)]));
+            assert!(rehash_leaves(
+                &new,
+                &mut in_place,
+                &[(b, b), (a, b), (a, a + 1)]
+            ));
             assert_eq!(in_place, leaves, "edit {k} in place");
         }
         // Unchanged: no region; spread changes, other lengths: not applicable.
@@ -363,14 +369,20 @@ mod tests {
         assert_eq!(cut_and_hash_like(&old[..1 << 20], &old_cuts, (0, 1)), None);
         // Many scattered edits, in place: only their leaves, each once.
         let mut scattered = old.clone();
-        let edits: Vec<(usize, usize)> = (0..300).map(|i| (i * 20_000 + 7, i * 20_000 + 71)).collect();
+        let edits: Vec<(usize, usize)> = (0..300)
+            .map(|i| (i * 20_000 + 7, i * 20_000 + 71))
+            .collect();
         for &(a, b) in edits.iter().rev() {
             scattered[a..b].iter_mut().for_each(|x| *x ^= 0x33);
         }
         let mut in_place = old_leaves.clone();
         assert!(rehash_leaves(&scattered, &mut in_place, &edits));
         assert_eq!(in_place, leaves(&scattered));
-        assert!(!rehash_leaves(&scattered, &mut in_place, &[(0, (6 << 20) + 1)]));
+        assert!(!rehash_leaves(
+            &scattered,
+            &mut in_place,
+            &[(0, (6 << 20) + 1)]
+        ));
         assert!(!rehash_leaves(&scattered[..10 * LEAF], &mut in_place, &[]));
     }
 

@@ -203,7 +203,9 @@ impl Capture {
         let log = read_inside(dir, &[crate::LAUNCHES_FILE], MAX_LOG).map_err(|e| {
             e.at(log_path.clone(), |path| ReadError::Corrupt {
                 path,
-                message: "the file is missing (every capture has one, empty when nothing was launched)".into(),
+                message:
+                    "the file is missing (every capture has one, empty when nothing was launched)"
+                        .into(),
             })
         })?;
         let truncated = !log.is_empty() && !log.ends_with(b"\n");
@@ -440,7 +442,10 @@ impl Contents {
                 source,
             })?;
             for r in scan.records {
-                index.places.entry(r.hash.clone()).or_insert((name.clone(), r));
+                index
+                    .places
+                    .entry(r.hash.clone())
+                    .or_insert((name.clone(), r));
             }
             match &scan.tail {
                 crate::spool::Tail::Clean => {}
@@ -449,7 +454,9 @@ impl Contents {
                     index.cut.insert(hash.clone(), (name.clone(), why));
                 }
                 crate::spool::Tail::Bad { .. } => {
-                    index.bad.push((name.clone(), scan.tail.problem().unwrap_or_default()));
+                    index
+                        .bad
+                        .push((name.clone(), scan.tail.problem().unwrap_or_default()));
                 }
             }
         }
@@ -463,7 +470,12 @@ impl Contents {
     /// [`crate::spool::PATCH_CHAIN_MAX`] patch records down to a whole record or a stored
     /// content, every length checked; only the result is checked against its digest (by
     /// the caller), which a damaged link fails.
-    fn spooled(&self, hash: &str, want: Option<u64>, max: u64) -> Result<Option<Vec<u8>>, ReadError> {
+    fn spooled(
+        &self,
+        hash: &str,
+        want: Option<u64>,
+        max: u64,
+    ) -> Result<Option<Vec<u8>>, ReadError> {
         self.spooled_try(hash, want, max, true)
     }
 
@@ -497,7 +509,10 @@ impl Contents {
         let mut chain = vec![(name.clone(), record.clone())];
         let mut base = patch.base.clone();
         let mut bytes = loop {
-            let (top_name, top) = chain.last().map(|(n, r)| (n.clone(), r.clone())).ok_or_else(|| corrupt("an empty chain".into()))?;
+            let (top_name, top) = chain
+                .last()
+                .map(|(n, r)| (n.clone(), r.clone()))
+                .ok_or_else(|| corrupt("an empty chain".into()))?;
             let Some(p) = top.patch.as_ref() else {
                 break None;
             };
@@ -577,9 +592,8 @@ impl Contents {
                 *self.spool.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 return self.spooled_try(hash, want, max, false);
             };
-            p.apply(&mut bytes, &data).map_err(|why| {
-                corrupt(format!("the patch record of content {}: {why}", r.hash))
-            })?;
+            p.apply(&mut bytes, &data)
+                .map_err(|why| corrupt(format!("the patch record of content {}: {why}", r.hash)))?;
         }
         Ok(Some(bytes))
     }
@@ -597,7 +611,11 @@ impl Contents {
 
     /// The bytes a record of segment `name` holds; None when the segment is gone
     /// (compacted since it was scanned).
-    fn record_bytes(&self, name: &str, record: &crate::spool::Record) -> Result<Option<Vec<u8>>, ReadError> {
+    fn record_bytes(
+        &self,
+        name: &str,
+        record: &crate::spool::Record,
+    ) -> Result<Option<Vec<u8>>, ReadError> {
         use std::os::unix::fs::FileExt;
         let path = self.dir.join(crate::spool::SPOOL_DIR).join(name);
         let (hash, offset, len) = (&record.hash, record.offset, record.len);
@@ -611,7 +629,9 @@ impl Contents {
             .try_reserve_exact(len as usize)
             .map_err(|_| ReadError::Corrupt {
                 path: path.clone(),
-                message: format!("its record of content {hash} claims {len} bytes, more than fit in memory"),
+                message: format!(
+                    "its record of content {hash} claims {len} bytes, more than fit in memory"
+                ),
             })?;
         bytes.resize(len as usize, 0);
         match file.read_exact_at(&mut bytes, offset) {
@@ -694,7 +714,6 @@ impl Contents {
             Err(source) => Err(ReadError::Io { path, source }),
         }
     }
-
 }
 
 /// The launch records of a log's whole lines, in file order: whole records as they are, delta
@@ -814,7 +833,10 @@ impl Log {
         if let Some(&at) = self.damaged_ids.get(&record.id) {
             return Err((
                 Some(record.id),
-                format!("launch id {} is also on line {at}, which is damaged", record.id),
+                format!(
+                    "launch id {} is also on line {at}, which is damaged",
+                    record.id
+                ),
             ));
         }
         record

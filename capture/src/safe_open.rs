@@ -79,7 +79,11 @@ pub fn open_inside(dir: &Path, parts: &[&str], max: u64) -> Result<File, OpenErr
         let flags = libc::O_RDONLY
             | libc::O_CLOEXEC
             | libc::O_NOFOLLOW
-            | if last { libc::O_NONBLOCK } else { libc::O_DIRECTORY };
+            | if last {
+                libc::O_NONBLOCK
+            } else {
+                libc::O_DIRECTORY
+            };
         // SAFETY: `fd` is an open directory and `name` a NUL-terminated string.
         let raw = unsafe { libc::openat(fd.as_raw_fd(), name.as_ptr(), flags) };
         if raw < 0 {
@@ -195,4 +199,3 @@ pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     }
     Ok(bytes)
 }
-

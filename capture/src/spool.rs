@@ -270,7 +270,10 @@ pub fn scan(file: &File) -> std::io::Result<Scan> {
     let mut records = Vec::new();
     let mut at = 0u64;
     let mut header = [0u8; PATCH_HEADER];
-    let is_hex = |h: &[u8]| h.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b));
+    let is_hex = |h: &[u8]| {
+        h.iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+    };
     let u64_at = |h: &[u8], i: usize| {
         let mut n = [0u8; 8];
         n.copy_from_slice(&h[i..i + 8]);
@@ -382,7 +385,10 @@ pub fn segments(dir: &Path) -> std::io::Result<Vec<String>> {
         Ok(m) if !m.file_type().is_dir() => {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
-                format!("{} is not a folder (a symbolic link or a file)", spool.display()),
+                format!(
+                    "{} is not a folder (a symbolic link or a file)",
+                    spool.display()
+                ),
             ))
         }
         Ok(_) => {}
@@ -446,7 +452,10 @@ pub fn compactor_attached(dir: &Path) -> bool {
     let Ok(file) = writer_fs::open_regular(&path, writer_fs::Open::Read, Access::PRIVATE) else {
         return false;
     };
-    matches!(file.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock))
+    matches!(
+        file.try_lock_shared(),
+        Err(std::fs::TryLockError::WouldBlock)
+    )
 }
 
 /// Free bytes (for this user) of the filesystem that holds `path`, or of the nearest folder
@@ -491,7 +500,11 @@ pub struct SpoolStats {
 
 /// A spooled content's digest must be 64 hex digits (it names a record).
 fn check_digest(hash: &str) -> std::io::Result<()> {
-    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+    if hash.len() != 64
+        || !hash
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             "a spooled content is named by a 64-digit digest",
@@ -791,12 +804,26 @@ mod tests {
         let s = scan(&File::open(&path).unwrap()).unwrap();
         assert_eq!(s.tail, Tail::Clean);
         assert_eq!(s.records.len(), 2);
-        assert_eq!((s.records[1].hash.as_str(), s.records[1].len), (b.as_str(), 5000));
+        assert_eq!(
+            (s.records[1].hash.as_str(), s.records[1].len),
+            (b.as_str(), 5000)
+        );
         let f = OpenOptions::new().write(true).open(&path).unwrap();
         f.set_len(s.records[1].offset + 10).unwrap();
         let s = scan(&File::open(&path).unwrap()).unwrap();
         assert_eq!(s.records.len(), 1);
-        assert!(matches!(s.tail, Tail::Cut { claimed: 5000, have: 10, .. }), "{:?}", s.tail);
+        assert!(
+            matches!(
+                s.tail,
+                Tail::Cut {
+                    claimed: 5000,
+                    have: 10,
+                    ..
+                }
+            ),
+            "{:?}",
+            s.tail
+        );
         assert!(s.tail.problem().unwrap().contains(&b));
     }
 
@@ -813,16 +840,28 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .filter(|n| n != COMPACTOR_LOCK)
             .collect();
-        assert_eq!(names, segments(t.path()).unwrap(), "a hidden file was left behind");
+        assert_eq!(
+            names,
+            segments(t.path()).unwrap(),
+            "a hidden file was left behind"
+        );
         let seg = File::open(t.path().join(SPOOL_DIR).join(&names[0])).unwrap();
-        assert!(seg.try_lock().is_err(), "the writer's segment is not locked");
+        assert!(
+            seg.try_lock().is_err(),
+            "the writer's segment is not locked"
+        );
         drop(w);
-        assert!(seg.try_lock().is_ok(), "a segment its writer let go stays locked");
+        assert!(
+            seg.try_lock().is_ok(),
+            "a segment its writer let go stays locked"
+        );
     }
 
     /// `n` versions of a 256 KiB buffer, each changing 4 KiB at a different place.
     fn versions(n: usize) -> Vec<Vec<u8>> {
-        let mut v: Vec<u8> = (0..(1u32 << 18) + 4321).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let mut v: Vec<u8> = (0..(1u32 << 18) + 4321)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
         let mut out = vec![v.clone()];
         for k in 1..n {
             let at = (k * 40_000) % (v.len() - 4096);
@@ -844,8 +883,13 @@ mod tests {
         for k in 1..vs.len() {
             let region = crate::parallel::changed_region(&vs[k], &vs[k - 1]).unwrap();
             let ranges = changed_ranges(&vs[k], &vs[k - 1], region);
-            let took = w.put_version(&hashes[k], &vs[k], &hashes[k - 1], &ranges).unwrap();
-            assert!(took < vs[k].len() as u64 / 2 || k == PATCH_CHAIN_MAX + 1, "{k}: {took}");
+            let took = w
+                .put_version(&hashes[k], &vs[k], &hashes[k - 1], &ranges)
+                .unwrap();
+            assert!(
+                took < vs[k].len() as u64 / 2 || k == PATCH_CHAIN_MAX + 1,
+                "{k}: {took}"
+            );
         }
         // A base this writer did not spool: a whole record.
         let other = crate::writer::digest(b"elsewhere");
@@ -857,7 +901,11 @@ mod tests {
         let stats_records: Vec<Record> = segments(t.path())
             .unwrap()
             .iter()
-            .flat_map(|n| scan(&File::open(t.path().join(SPOOL_DIR).join(n)).unwrap()).unwrap().records)
+            .flat_map(|n| {
+                scan(&File::open(t.path().join(SPOOL_DIR).join(n)).unwrap())
+                    .unwrap()
+                    .records
+            })
             .collect();
         // The chain is cut after PATCH_CHAIN_MAX patches: that version is whole again.
         let whole: Vec<usize> = stats_records
@@ -879,7 +927,9 @@ mod tests {
         // changed in each 8 KiB row, the changed region spanning nearly all of it.
         let t = tempfile::tempdir().unwrap();
         let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
-        let a: Vec<u8> = (0..16u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 9) as u8).collect();
+        let a: Vec<u8> = (0..16u32 << 20)
+            .map(|i| (i.wrapping_mul(2654435761) >> 9) as u8)
+            .collect();
         let mut b = a.clone();
         for row in 0..2048 {
             let at = row * 8192 + (2047 - row) * 4;
@@ -892,7 +942,10 @@ mod tests {
         let ranges = changed_ranges(&b, &a, hull);
         assert_eq!(ranges.len(), 2048);
         let took = w.put_version(&hb, &b, &ha, &ranges).unwrap();
-        assert!(took < (2048 * (RANGE_BLOCK + 16) + PATCH_HEADER) as u64, "{took}");
+        assert!(
+            took < (2048 * (RANGE_BLOCK + 16) + PATCH_HEADER) as u64,
+            "{took}"
+        );
         drop(w);
         let contents = crate::reader::Contents::new(t.path());
         assert_eq!(contents.blob_of_size(&hb, b.len() as u64).unwrap(), b);
@@ -901,7 +954,14 @@ mod tests {
     #[test]
     fn only_plain_segment_names_count() {
         assert!(is_segment_name("12-34-0.spool"));
-        for n in [".tmp.spool", "../x.spool", ".spool", "a b.spool", "x.spool.bak", COMPACTOR_LOCK] {
+        for n in [
+            ".tmp.spool",
+            "../x.spool",
+            ".spool",
+            "a b.spool",
+            "x.spool.bak",
+            COMPACTOR_LOCK,
+        ] {
             assert!(!is_segment_name(n), "{n}");
         }
     }

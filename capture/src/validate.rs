@@ -64,7 +64,10 @@ pub fn is_confined_absolute(p: &str) -> bool {
 
 fn text(what: &str, s: &str) -> Result<(), String> {
     if s.len() > MAX_TEXT {
-        return Err(format!("{what} is {} bytes long (at most {MAX_TEXT})", s.len()));
+        return Err(format!(
+            "{what} is {} bytes long (at most {MAX_TEXT})",
+            s.len()
+        ));
     }
     Ok(())
 }
@@ -173,7 +176,11 @@ fn content(what: &str, c: &Content, size: u64) -> Result<(), String> {
                 return Err(format!("{what} holds {s} bytes but the object has {size}"));
             }
         }
-        Content::Digest { hash, size: s, algo } => {
+        Content::Digest {
+            hash,
+            size: s,
+            algo,
+        } => {
             if !is_digest_of(*algo, hash) {
                 return Err(format!("{what} {:?} is not a digest", clip(hash)));
             }
@@ -193,7 +200,13 @@ fn site(what: &str, s: &Site) -> Result<(), String> {
 }
 
 fn device(d: &DeviceRecord) -> Result<(), String> {
-    for s in [&d.platform, &d.name, &d.vendor, &d.driver_version, &d.version] {
+    for s in [
+        &d.platform,
+        &d.name,
+        &d.vendor,
+        &d.driver_version,
+        &d.version,
+    ] {
         text("a device name", s)?;
     }
     Ok(())
@@ -203,7 +216,10 @@ fn device(d: &DeviceRecord) -> Result<(), String> {
 /// of at most [`MAX_IMAGE_DIM`] and contents of at most [`MAX_OBJECT_BYTES`].
 fn image(im: &ImageRecord) -> Result<(), String> {
     if !(0x10F1..=0x10F6).contains(&im.image_type) {
-        return Err(format!("image type {:#x} is not an OpenCL image type", im.image_type));
+        return Err(format!(
+            "image type {:#x} is not an OpenCL image type",
+            im.image_type
+        ));
     }
     if !(1..=16).contains(&im.element_size) {
         return Err(format!(
@@ -213,7 +229,9 @@ fn image(im: &ImageRecord) -> Result<(), String> {
     }
     for d in [im.width, im.height, im.depth, im.array_size] {
         if d > MAX_IMAGE_DIM {
-            return Err(format!("image dimension {d} is larger than {MAX_IMAGE_DIM}"));
+            return Err(format!(
+                "image dimension {d} is larger than {MAX_IMAGE_DIM}"
+            ));
         }
     }
     if im.packed_size() > MAX_OBJECT_BYTES {
@@ -273,7 +291,12 @@ impl LaunchRecord {
             if info.index as usize != i {
                 return Err(format!("{what} is numbered {}", info.index));
             }
-            for s in [&info.name, &info.type_name, &info.address_space, &info.qualifiers] {
+            for s in [
+                &info.name,
+                &info.type_name,
+                &info.address_space,
+                &info.qualifiers,
+            ] {
                 text(&what, s)?;
             }
             match a {
@@ -309,7 +332,10 @@ impl LaunchRecord {
                         if parent == mem {
                             return Err(format!("{what} is a sub-buffer of itself"));
                         }
-                        if origin.checked_add(*size).is_none_or(|e| e > MAX_OBJECT_BYTES) {
+                        if origin
+                            .checked_add(*size)
+                            .is_none_or(|e| e > MAX_OBJECT_BYTES)
+                        {
                             return Err(format!(
                                 "{what} is a sub-buffer at {origin} of {size} bytes, past any parent"
                             ));

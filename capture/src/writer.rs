@@ -898,12 +898,25 @@ mod tests {
         let store = BlobStore::new(t.path());
         store.track_written();
         let small = store.put(b"a small blob").unwrap();
-        let big: Vec<u8> = (0..1u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 7) as u8).collect();
+        let big: Vec<u8> = (0..1u32 << 20)
+            .map(|i| (i.wrapping_mul(2654435761) >> 7) as u8)
+            .collect();
         store.put_content(&digest(&big), &big).unwrap();
         let written = store.take_written();
-        assert!(written.contains(&blob_path(t.path(), &small)), "{written:?}");
-        assert!(written.contains(&index_path(t.path(), &digest(&big))), "{written:?}");
-        assert!(written.iter().any(|p| p.extension().is_some_and(|e| e == "pack")), "{written:?}");
+        assert!(
+            written.contains(&blob_path(t.path(), &small)),
+            "{written:?}"
+        );
+        assert!(
+            written.contains(&index_path(t.path(), &digest(&big))),
+            "{written:?}"
+        );
+        assert!(
+            written
+                .iter()
+                .any(|p| p.extension().is_some_and(|e| e == "pack")),
+            "{written:?}"
+        );
         assert!(written.iter().all(|p| p.is_file()), "{written:?}");
         assert!(store.take_written().is_empty(), "listed twice");
     }

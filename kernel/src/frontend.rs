@@ -536,8 +536,10 @@ impl<'a> Builder<'a> {
 
     fn expr(&self, n: &RawNode) -> Result<Expr, KernelError> {
         let mut span = self.span(n)?;
-        if matches!(n.kind, CXCursor_CStyleCastExpr | CXCursor_CompoundLiteralExpr)
-            && span.is_exact()
+        if matches!(
+            n.kind,
+            CXCursor_CStyleCastExpr | CXCursor_CompoundLiteralExpr
+        ) && span.is_exact()
         {
             span.end = self.balanced_end(span);
         }

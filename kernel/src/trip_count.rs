@@ -183,9 +183,7 @@ fn count(op: BinOp, start: i128, bound: i128, step: i128) -> Option<u64> {
 /// The value of an integer constant expression (literals and operators on them).
 fn value(e: &Expr) -> Option<i128> {
     match &e.kind {
-        ExprKind::IntLit(t) => {
-            crate::interface::parse_int_literal(t).map(i128::from)
-        }
+        ExprKind::IntLit(t) => crate::interface::parse_int_literal(t).map(i128::from),
         ExprKind::Paren(x) | ExprKind::Implicit(x) => value(x),
         ExprKind::Cast { operand } if range_of(&e.ty).is_some() => value(operand),
         ExprKind::Unary {
@@ -336,11 +334,23 @@ mod tests {
         let n = |b: &str| trip(&k(b)).map(|t| (t.count, t.early_exit));
         assert_eq!(n("for (int i = 0; i < 16; i++) s += i;"), Some((16, false)));
         assert_eq!(n("for (int i = 0; i < N; ++i) s += i;"), Some((16, false)));
-        assert_eq!(n("for (int i = 0; i <= HALF; i += 3) s += i;"), Some((3, false)));
-        assert_eq!(n("for (int i = N - 1; i >= 0; i--) s += i;"), Some((16, false)));
-        assert_eq!(n("for (uint i = 1; i < 2; i = i + 1) s += i;"), Some((1, false)));
+        assert_eq!(
+            n("for (int i = 0; i <= HALF; i += 3) s += i;"),
+            Some((3, false))
+        );
+        assert_eq!(
+            n("for (int i = N - 1; i >= 0; i--) s += i;"),
+            Some((16, false))
+        );
+        assert_eq!(
+            n("for (uint i = 1; i < 2; i = i + 1) s += i;"),
+            Some((1, false))
+        );
         assert_eq!(n("for (int i = 4; i < 4; i++) s += i;"), Some((0, false)));
-        assert_eq!(n("for (int i = 0; i != 8; i += 2) s += i;"), Some((4, false)));
+        assert_eq!(
+            n("for (int i = 0; i != 8; i += 2) s += i;"),
+            Some((4, false))
+        );
         assert_eq!(
             n("for (int i = 0; i < 8; i++) { if (s > n) break; s += i; }"),
             Some((8, true))
@@ -356,7 +366,10 @@ mod tests {
         let n = |b: &str| trip(&k(b));
         assert_eq!(n("for (int i = 0; i < n; i++) s += i;"), None);
         assert_eq!(n("for (int i = 0; i < 16; i++) { s += i; i += s; }"), None);
-        assert_eq!(n("for (int i = 0; i < 16; i++) { int* p = &i; s += *p; }"), None);
+        assert_eq!(
+            n("for (int i = 0; i < 16; i++) { int* p = &i; s += *p; }"),
+            None
+        );
         assert_eq!(n("for (int i = 0; i < 16; i--) s += i;"), None);
         assert_eq!(n("for (int i = 0; i != 7; i += 2) s += i;"), None);
         assert_eq!(n("for (uint i = 15; i >= 0; i--) s += i;"), None);

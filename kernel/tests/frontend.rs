@@ -4,8 +4,8 @@
 
 use cltrap_kernel::coverage::{instrument_coverage, CoverageOptions};
 use cltrap_kernel::frontend::{compile_errors, ParseOptions};
-use cltrap_kernel::parse_with;
 use cltrap_kernel::model::*;
+use cltrap_kernel::parse_with;
 use cltrap_kernel::permute::permute_schedule;
 use cltrap_kernel::{parse_program, Edits, KernelError};
 

@@ -202,11 +202,7 @@ fn lcov_has_a_line_record_for_every_statement_counted_by_its_block() {
             .map(str::to_string)
             .collect()
     };
-    assert_eq!(
-        field("FNDA:"),
-        ["1,twice", "0,never", "1,lines"],
-        "{lcov}"
-    );
+    assert_eq!(field("FNDA:"), ["1,twice", "0,never", "1,lines"], "{lcov}");
     let da: Vec<(u32, u32)> = field("DA:")
         .iter()
         .map(|d| {
@@ -215,9 +211,17 @@ fn lcov_has_a_line_record_for_every_statement_counted_by_its_block() {
         })
         .collect();
     let ran: Vec<u32> = da.iter().filter(|(_, c)| *c > 0).map(|(l, _)| *l).collect();
-    let not: Vec<u32> = da.iter().filter(|(_, c)| *c == 0).map(|(l, _)| *l).collect();
+    let not: Vec<u32> = da
+        .iter()
+        .filter(|(_, c)| *c == 0)
+        .map(|(l, _)| *l)
+        .collect();
     // Lines of statements, case labels and function names only: no braces or blank lines.
-    assert_eq!(ran, [3, 4, 5, 10, 11, 12, 13, 17, 19, 22, 23, 24, 29, 30, 31], "{lcov}");
+    assert_eq!(
+        ran,
+        [3, 4, 5, 10, 11, 12, 13, 17, 19, 22, 23, 24, 29, 30, 31],
+        "{lcov}"
+    );
     assert_eq!(not, [7, 8, 14, 15, 20, 21, 25, 26, 27], "{lcov}");
     // The summary counts are those of the DA records, as genhtml reads them.
     assert_eq!(field("LF:"), [da.len().to_string()]);
@@ -293,7 +297,9 @@ fn loops_with_constant_bounds_have_only_the_boundary_classes_an_input_can_reach(
         .iter()
         .filter(|h| h.kind == cltrap_kernel::coverage::SlotKind::LoopBoundary)
         .map(|h| {
-            let label = map.slots[(h.index - map.header_slots) as usize].label.clone();
+            let label = map.slots[(h.index - map.header_slots) as usize]
+                .label
+                .clone();
             (label, h.hit)
         })
         .collect();

@@ -119,7 +119,8 @@ fn a_pointer_the_pass_cannot_attribute_is_not_checked_and_a_barrier_counts_inter
 /// checked (with the engine that does check them), so an image kernel is never reported clean.
 #[test]
 fn image_accesses_are_counted_as_not_checked() {
-    let src = "__kernel void k(__read_only image2d_t src, __write_only image2d_t dst, sampler_t s) {\n\
+    let src =
+        "__kernel void k(__read_only image2d_t src, __write_only image2d_t dst, sampler_t s) {\n\
                int2 p = (int2)(get_global_id(0), get_global_id(1));\n\
                float4 v = read_imagef(src, s, p);\n\
                write_imagef(dst, p, v * 2.0f);\n\

@@ -1,8 +1,8 @@
 //! Where launches go: the capture directory, created at the first recorded launch, and the
 //! one-time reporting of anything that went wrong (the application itself carries on).
 
-use cltrap_capture::{CaptureWriter, Manifest, WriteError, FORMAT_NAME, FORMAT_VERSION};
 use crate::say::report_once;
+use cltrap_capture::{CaptureWriter, Manifest, WriteError, FORMAT_NAME, FORMAT_VERSION};
 use once_cell::sync::OnceCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -48,7 +48,9 @@ pub fn writer() -> Option<&'static CaptureWriter> {
                     // are stored whole, uncompressed.
                     if settings.buffers == cltrap_capture::BufferMode::Full {
                         if let Err(e) = w.blobs.enable_spool(settings.spool_max_bytes) {
-                            report_once(&format!("{e}; large contents are stored whole and uncompressed"));
+                            report_once(&format!(
+                                "{e}; large contents are stored whole and uncompressed"
+                            ));
                         }
                     }
                     if settings.stats.is_some() {

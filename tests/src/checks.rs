@@ -146,7 +146,8 @@ pub fn is_launcher_line(line: &str) -> bool {
 /// The shim's one documented notice for launches of programs created from binaries (said
 /// once per process: their code cannot be analysed; `--refuse-binaries` is the way out).
 pub fn is_binary_program_notice(line: &str) -> bool {
-    line.starts_with("cltrap: kernel '") && line.contains("comes from a program created from a binary")
+    line.starts_with("cltrap: kernel '")
+        && line.contains("comes from a program created from a binary")
 }
 
 /// The whole round trip for one fixture: run it natively (it must succeed), run it under

@@ -8,8 +8,8 @@
 //! mutation scores without test cases). A step that goes wrong is collected, not fatal, so
 //! one run of an application reports every step that failed.
 
-use crate::process::{cltrap, run_with_env, Outcome};
 use crate::paths::{fresh_capture_dir, fresh_dir, TestDir};
+use crate::process::{cltrap, run_with_env, Outcome};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
@@ -110,7 +110,11 @@ fn guarded<S: AsRef<OsStr>>(args: &[S]) -> Outcome {
             .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
             .unwrap_or_else(|| "the command panicked".to_string());
         Outcome {
-            command: args.iter().map(|a| a.as_ref().to_string_lossy()).collect::<Vec<_>>().join(" "),
+            command: args
+                .iter()
+                .map(|a| a.as_ref().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" "),
             code: None,
             signal: None,
             stdout: Vec::new(),
@@ -128,7 +132,11 @@ fn os(args: &[&dyn AsRef<OsStr>]) -> Vec<OsString> {
 fn first_launch_of(list: &str, kernel: &str) -> Option<u64> {
     list.lines().skip(1).find_map(|l| {
         let mut cols = l.split_whitespace();
-        let id = cols.next()?.trim_end_matches(|c: char| !c.is_ascii_digit()).parse().ok()?;
+        let id = cols
+            .next()?
+            .trim_end_matches(|c: char| !c.is_ascii_digit())
+            .parse()
+            .ok()?;
         (cols.next()? == kernel).then_some(id)
     })
 }
@@ -148,11 +156,20 @@ fn finding_keys(json: &Value) -> BTreeSet<FindingKey> {
 fn finding_key(f: &Value) -> FindingKey {
     let line = |v: &Value| v.get("line").and_then(Value::as_u64);
     let ex = f.get("example").unwrap_or(&Value::Null);
-    let (a, b) = (ex.get("first").and_then(line), ex.get("second").and_then(line));
+    let (a, b) = (
+        ex.get("first").and_then(line),
+        ex.get("second").and_then(line),
+    );
     let (a, b) = if b.is_some() && b < a { (b, a) } else { (a, b) };
     (
-        f.get("kind").and_then(Value::as_str).unwrap_or("?").to_string(),
-        f.get("kernel").and_then(Value::as_str).unwrap_or("?").to_string(),
+        f.get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string(),
+        f.get("kernel")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string(),
         a,
         b,
     )
@@ -164,9 +181,7 @@ fn checked_launches(json: &Value) -> BTreeSet<u64> {
         .and_then(Value::as_array)
         .map(|ls| {
             ls.iter()
-                .filter(|l| {
-                    l.pointer("/status/status").and_then(Value::as_str) == Some("checked")
-                })
+                .filter(|l| l.pointer("/status/status").and_then(Value::as_str) == Some("checked"))
                 .filter_map(|l| l.get("id").and_then(Value::as_u64))
                 .collect()
         })
@@ -235,13 +250,25 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
         captured.stdout == native.stdout
     };
     v.check("capture", captured.success() && same, || {
-        format!("the captured run differs from the native one\n{}", captured.describe())
+        format!(
+            "the captured run differs from the native one\n{}",
+            captured.describe()
+        )
     });
     let list = guarded(&[OsStr::new("list"), dir.as_os_str()]);
     v.check("list", list.success(), || list.describe());
     let list_text = list.stdout_text();
-    let launches = list_text.lines().skip(1).filter(|l| !l.trim().is_empty()).count();
-    assert!(launches > 0, "{}: nothing captured\n{}", app.name, captured.describe());
+    let launches = list_text
+        .lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    assert!(
+        launches > 0,
+        "{}: nothing captured\n{}",
+        app.name,
+        captured.describe()
+    );
 
     // Replay: every launch bit for bit.
     let replay = guarded(&[OsStr::new("replay"), dir.as_os_str()]);
@@ -249,7 +276,12 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
     v.check(
         "replay",
         replay.success() && crate::checks::ok_lines(&replay.stdout_text()) == launches,
-        || format!("not every one of {launches} launches replayed ok\n{}", replay.describe()),
+        || {
+            format!(
+                "not every one of {launches} launches replayed ok\n{}",
+                replay.describe()
+            )
+        },
     );
 
     // Schedules: correct code is deterministic under permuted work-group orders.
@@ -293,22 +325,36 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
     };
     let (native_out, native_json) = check_json("native");
     let (ref_out, ref_json) = check_json("oclgrind");
-    v.check("check", native_json.is_object() && ref_json.is_object(), || {
-        format!("no JSON report\n{}\n{}", native_out.describe(), ref_out.describe())
-    });
+    v.check(
+        "check",
+        native_json.is_object() && ref_json.is_object(),
+        || {
+            format!(
+                "no JSON report\n{}\n{}",
+                native_out.describe(),
+                ref_out.describe()
+            )
+        },
+    );
     let both = &checked_launches(&native_json) & &checked_launches(&ref_json);
     // A finding disagrees only where it was reported on a launch both engines checked: the
     // same finding (kind, kernel, lines), not another one of a kernel of the same name (a
     // second program's `scan_lev1` that only one engine could run).
     let in_both = |k: &FindingKey, json: &Value| {
-        json.get("findings").and_then(Value::as_array).is_some_and(|fs| {
-            fs.iter().any(|f| {
-                finding_key(f) == *k
-                    && f.get("launches")
-                        .and_then(Value::as_array)
-                        .is_some_and(|ls| ls.iter().filter_map(Value::as_u64).any(|l| both.contains(&l)))
+        json.get("findings")
+            .and_then(Value::as_array)
+            .is_some_and(|fs| {
+                fs.iter().any(|f| {
+                    finding_key(f) == *k
+                        && f.get("launches")
+                            .and_then(Value::as_array)
+                            .is_some_and(|ls| {
+                                ls.iter()
+                                    .filter_map(Value::as_u64)
+                                    .any(|l| both.contains(&l))
+                            })
+                })
             })
-        })
     };
     // An access native lists as not checked (an image write, say) is not one both engines
     // checked: Oclgrind's finding there is what the native summary's "incomplete" points to.
@@ -332,8 +378,15 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
         }
         let relevant = in_both(k, &native_json) || in_both(k, &ref_json);
         if relevant && !allowed(app.name, k) {
-            let who = if mine.contains(k) { "native only" } else { "Oclgrind only" };
-            v.fail("check", format!("{who}: {k:?} (not in tests/thirdparty/agreement-allow.txt)"));
+            let who = if mine.contains(k) {
+                "native only"
+            } else {
+                "Oclgrind only"
+            };
+            v.fail(
+                "check",
+                format!("{who}: {k:?} (not in tests/thirdparty/agreement-allow.txt)"),
+            );
         }
     }
 
@@ -353,35 +406,48 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
         &suite.as_os_str(),
     ]));
     fuzz.assert_no_panic();
-    v.check("fuzz", matches!(fuzz.code, Some(0) | Some(1)), || fuzz.describe());
+    v.check("fuzz", matches!(fuzz.code, Some(0) | Some(1)), || {
+        fuzz.describe()
+    });
     if suite.join("launches.jsonl").exists() {
         let again = guarded(&[OsStr::new("replay"), suite.as_os_str()]);
         again.assert_no_panic();
         v.check("fuzz", again.success(), || {
-            format!("a kept case does not replay as recorded\n{}", again.describe())
+            format!(
+                "a kept case does not replay as recorded\n{}",
+                again.describe()
+            )
         });
         let cov = guarded(&[OsStr::new("cover"), suite.as_os_str()]);
         cov.assert_no_panic();
-        v.check("fuzz", cov.success() && cov.stdout_text().contains(" 0 failed)"), || {
-            format!("cover cannot run the suite\n{}", cov.describe())
-        });
+        v.check(
+            "fuzz",
+            cov.success() && cov.stdout_text().contains(" 0 failed)"),
+            || format!("cover cannot run the suite\n{}", cov.describe()),
+        );
     } else {
         v.fail("fuzz", format!("no suite written\n{}", fuzz.describe()));
     }
 
     // Mutate one kernel: the captured launches are test cases, and a score is given.
     let report = suite.with_extension("mutants.json");
-    let mutate = guarded(&os(&[
-        &"mutate",
-        &dir.as_os_str(),
-        &"--kernel",
-        &app.mutate_kernel,
-        &"--json",
-        &report.as_os_str(),
-    ])
-    .into_iter()
-    .chain(app.mutate_operators.iter().flat_map(|o| ["--operators".into(), OsString::from(o)]))
-    .collect::<Vec<_>>());
+    let mutate = guarded(
+        &os(&[
+            &"mutate",
+            &dir.as_os_str(),
+            &"--kernel",
+            &app.mutate_kernel,
+            &"--json",
+            &report.as_os_str(),
+        ])
+        .into_iter()
+        .chain(
+            app.mutate_operators
+                .iter()
+                .flat_map(|o| ["--operators".into(), OsString::from(o)]),
+        )
+        .collect::<Vec<_>>(),
+    );
     mutate.assert_no_panic();
     let mutants: Value = std::fs::read(&report)
         .ok()
@@ -405,7 +471,10 @@ pub fn run_pipeline(app: &App) -> (TestDir, Verdicts) {
 
     // Export the first launch of one kernel; both reproducers build, run and match.
     match first_launch_of(&list_text, app.export_kernel) {
-        None => v.fail("export", format!("no launch of {} in the list", app.export_kernel)),
+        None => v.fail(
+            "export",
+            format!("no launch of {} in the list", app.export_kernel),
+        ),
         Some(id) => export_and_run(app, &dir, id, &mut v),
     }
     (dir, v)
@@ -415,7 +484,13 @@ fn export_and_run(app: &App, dir: &Path, id: u64, v: &mut Verdicts) {
     let out = fresh_dir("matrix-export", app.name);
     let id = id.to_string();
     let c_dir = out.join("c");
-    let e = guarded(&os(&[&"export", &dir.as_os_str(), &id, &"--c", &c_dir.as_os_str()]));
+    let e = guarded(&os(&[
+        &"export",
+        &dir.as_os_str(),
+        &id,
+        &"--c",
+        &c_dir.as_os_str(),
+    ]));
     e.assert_no_panic();
     if !e.success() {
         return v.fail("export", e.describe());
@@ -426,28 +501,52 @@ fn export_and_run(app: &App, dir: &Path, id: u64, v: &mut Verdicts) {
         &[],
         Some(&c_dir),
     );
-    v.check("export", build.success(), || format!("the C reproducer does not build\n{}", build.describe()));
+    v.check("export", build.success(), || {
+        format!("the C reproducer does not build\n{}", build.describe())
+    });
     if build.success() {
         let run = run_with_env(c_dir.join("repro"), &[] as &[&str], &[], Some(&c_dir));
-        v.check("export", run.success(), || format!("the C reproducer fails\n{}", run.describe()));
+        v.check("export", run.success(), || {
+            format!("the C reproducer fails\n{}", run.describe())
+        });
     }
     let py_dir = out.join("py");
-    let e = guarded(&os(&[&"export", &dir.as_os_str(), &id, &"--python", &py_dir.as_os_str()]));
+    let e = guarded(&os(&[
+        &"export",
+        &dir.as_os_str(),
+        &id,
+        &"--python",
+        &py_dir.as_os_str(),
+    ]));
     e.assert_no_panic();
     v.check("export", e.success(), || e.describe());
-    let script = std::fs::read_dir(&py_dir)
-        .ok()
-        .and_then(|d| d.flatten().map(|e| e.path()).find(|p| p.extension() == Some(OsStr::new("py"))));
+    let script = std::fs::read_dir(&py_dir).ok().and_then(|d| {
+        d.flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension() == Some(OsStr::new("py")))
+    });
     match (script, debian_pyopencl()) {
         (Some(script), true) => {
-            let run = run_with_env("/usr/bin/python3", &[script.as_os_str()], &[], Some(&py_dir));
-            v.check("export", run.success(), || format!("the Python reproducer fails\n{}", run.describe()));
+            let run = run_with_env(
+                "/usr/bin/python3",
+                &[script.as_os_str()],
+                &[],
+                Some(&py_dir),
+            );
+            v.check("export", run.success(), || {
+                format!("the Python reproducer fails\n{}", run.describe())
+            });
         }
         (None, _) => v.fail("export", "no Python reproducer written".into()),
         (Some(_), false) => {}
     }
     let gv = out.join("gpuverify");
-    let e = guarded(&os(&[&"export", &dir.as_os_str(), &"--gpuverify", &gv.as_os_str()]));
+    let e = guarded(&os(&[
+        &"export",
+        &dir.as_os_str(),
+        &"--gpuverify",
+        &gv.as_os_str(),
+    ]));
     e.assert_no_panic();
     v.check("export", e.success(), || e.describe());
 }

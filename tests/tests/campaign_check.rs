@@ -15,8 +15,14 @@ use std::path::Path;
 fn capture(name: &str) -> TestDir {
     let dir = fresh_capture_dir(name);
     let kernels = [
-        "global_race", "off_by_one", "local_race", "global_race", "off_by_one", "local_race",
-        "global_race", "off_by_one",
+        "global_race",
+        "off_by_one",
+        "local_race",
+        "global_race",
+        "off_by_one",
+        "local_race",
+        "global_race",
+        "off_by_one",
     ];
     let out = run_captured(&dir, &[], &fixture("check"), &kernels);
     assert!(out.success(), "{}", out.describe());
@@ -92,21 +98,36 @@ fn three_shards_merged_equal_one_run() {
     let (mcode, mreport) = report(&merged);
     assert_eq!(mcode, code, "{}", merged.describe());
     assert_eq!(mreport, single, "merged report differs from one run's");
-    assert_eq!(sarif(&merged_dir.join("report.sarif")), sarif(&single_sarif));
+    assert_eq!(
+        sarif(&merged_dir.join("report.sarif")),
+        sarif(&single_sarif)
+    );
     // A shard given twice, or one missing, is refused.
     let twice = run(&["merge", s(&work.join("m2")), s(&shards[0]), s(&shards[0])]);
     assert_eq!(twice.code, Some(2));
-    assert!(twice.stderr.contains("are both shard 0/3"), "{}", twice.stderr);
+    assert!(
+        twice.stderr.contains("are both shard 0/3"),
+        "{}",
+        twice.stderr
+    );
     let missing = run(&["merge", s(&work.join("m3")), s(&shards[0]), s(&shards[1])]);
     assert_eq!(missing.code, Some(2));
-    assert!(missing.stderr.contains("shard 2/3 is missing"), "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("shard 2/3 is missing"),
+        "{}",
+        missing.stderr
+    );
 }
 
 /// How many units a resumed run says finished before it (`N of M unit(s) finished before`).
 fn finished_before(stderr: &str) -> usize {
     stderr
         .lines()
-        .find_map(|l| l.split(" of 8 unit(s) finished before").next().filter(|_| l.contains(" finished before")))
+        .find_map(|l| {
+            l.split(" of 8 unit(s) finished before")
+                .next()
+                .filter(|_| l.contains(" finished before"))
+        })
         .and_then(|head| head.rsplit(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
@@ -121,14 +142,29 @@ fn killed_then_resumed_equals_a_clean_run() {
     let (code, expected) = report(&clean);
     let camp = dir.join("camp");
     let mut child = spawn_cltrap(
-        &["check", s(&dir), "--json", "--engine", "oclgrind", "--campaign-dir", s(&camp)],
+        &[
+            "check",
+            s(&dir),
+            "--json",
+            "--engine",
+            "oclgrind",
+            "--campaign-dir",
+            s(&camp),
+        ],
         &[("POCL_MAX_PTHREAD_COUNT", "1")],
     );
     let before = stop_after(&mut child, &camp, 2, libc::SIGKILL);
     let _ = child.wait();
     assert!(before >= 2, "killed after {before} unit(s)");
     let resumed = run(&[
-        "check", s(&dir), "--json", "--engine", "oclgrind", "--campaign-dir", s(&camp), "--resume",
+        "check",
+        s(&dir),
+        "--json",
+        "--engine",
+        "oclgrind",
+        "--campaign-dir",
+        s(&camp),
+        "--resume",
     ]);
     let (rcode, got) = report(&resumed);
     assert_eq!((rcode, got), (code, expected), "{}", resumed.describe());
@@ -148,21 +184,38 @@ fn killed_then_resumed_equals_a_clean_run() {
     // Resuming with other arguments is refused.
     let other = run(&["check", s(&dir), "--campaign-dir", s(&camp), "--resume"]);
     assert_eq!(other.code, Some(2), "{}", other.describe());
-    assert!(other.stderr.contains("not as this command"), "{}", other.stderr);
+    assert!(
+        other.stderr.contains("not as this command"),
+        "{}",
+        other.stderr
+    );
 }
 
 #[test]
 fn ctrl_c_keeps_what_finished() {
     let dir = capture("campaign-check-sigint");
     let camp = dir.join("camp");
-    let args = ["check", s(&dir), "--engine", "oclgrind", "--campaign-dir", s(&camp)];
+    let args = [
+        "check",
+        s(&dir),
+        "--engine",
+        "oclgrind",
+        "--campaign-dir",
+        s(&camp),
+    ];
     let mut child = spawn_cltrap(&args, &[("POCL_MAX_PTHREAD_COUNT", "1")]);
     let before = stop_after(&mut child, &camp, 2, libc::SIGINT);
     let status = child.wait().expect("waits");
     let after = journal(&camp).len() - 1;
-    assert!(after < 8, "Ctrl-C stopped the campaign ({after} of 8 units ran)");
+    assert!(
+        after < 8,
+        "Ctrl-C stopped the campaign ({after} of 8 units ran)"
+    );
     assert_eq!(status.code(), Some(130), "Ctrl-C gives 130");
-    assert!(after >= before, "finished units were kept ({after} < {before})");
+    assert!(
+        after >= before,
+        "finished units were kept ({after} < {before})"
+    );
     let resumed = run(&[args.as_slice(), &["--resume"]].concat());
     assert_eq!(resumed.code, Some(1), "{}", resumed.describe());
     assert_eq!(journal(&camp).len() - 1, 8);
@@ -175,18 +228,34 @@ fn two_devices_share_the_launches() {
     let (code, expected) = report(&one);
     let camp = dir.join("camp");
     let two = run_env(
-        &["check", s(&dir), "--json", "--devices", "all", "--campaign-dir", s(&camp)],
+        &[
+            "check",
+            s(&dir),
+            "--json",
+            "--devices",
+            "all",
+            "--campaign-dir",
+            s(&camp),
+        ],
         &[("POCL_DEVICES", "pthread pthread")],
     );
     let (tcode, got) = report(&two);
     assert_eq!((tcode, got), (code, expected), "{}", two.describe());
-    assert!(two.stderr.contains("2 worker(s) on 2 device(s)"), "{}", two.stderr);
+    assert!(
+        two.stderr.contains("2 worker(s) on 2 device(s)"),
+        "{}",
+        two.stderr
+    );
     let devices = journal_devices(&camp);
     assert_eq!(devices.len(), 2, "units ran on {devices:?}");
     // A device list naming no device is one clear error.
     let bad = run(&["check", s(&dir), "--devices", "nosuchdevice"]);
     assert_eq!(bad.code, Some(2));
-    assert!(bad.stderr.contains("--devices: no device `nosuchdevice`"), "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("--devices: no device `nosuchdevice`"),
+        "{}",
+        bad.stderr
+    );
 }
 
 #[test]
@@ -198,5 +267,9 @@ fn a_campaigns_link_in_a_capture_is_not_followed() {
     let out = run(&["check", s(&dir), "--json"]);
     assert_eq!(out.code, Some(2), "{}", out.describe());
     assert!(out.stderr.contains("is a symbolic link"), "{}", out.stderr);
-    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0, "nothing written through the link");
+    assert_eq!(
+        std::fs::read_dir(&victim).unwrap().count(),
+        0,
+        "nothing written through the link"
+    );
 }

@@ -324,11 +324,19 @@ fn a_capture_is_readable_by_its_user_only_unless_shared() {
 fn the_live_coverage_report_is_as_private_as_its_capture() {
     let (dir, _) = capture_sequence("live-coverage-private", &["--coverage"]);
     let report = dir.join("coverage");
-    assert!(report.join("coverage.json").is_file(), "{}", report.display());
+    assert!(
+        report.join("coverage.json").is_file(),
+        "{}",
+        report.display()
+    );
     assert_eq!(mode_of(&report), 0o700);
     let (dir, _) = capture_sequence("live-coverage-shared", &["--coverage", "--share"]);
     let report = dir.join("coverage");
-    assert!(report.join("coverage.json").is_file(), "{}", report.display());
+    assert!(
+        report.join("coverage.json").is_file(),
+        "{}",
+        report.display()
+    );
     assert_eq!(mode_of(&report), 0o755 & !umask());
 }
 

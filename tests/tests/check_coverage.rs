@@ -101,10 +101,7 @@ fn allowed() -> BTreeSet<(String, String)> {
             let mut w = l.split_whitespace();
             let file = w.next().unwrap_or("").to_string();
             let kernel = w.next().unwrap_or("").to_string();
-            assert!(
-                w.next().is_some(),
-                "allow-list line without a reason: {l}"
-            );
+            assert!(w.next().is_some(), "allow-list line without a reason: {l}");
             (file, kernel)
         })
         .collect()
@@ -172,17 +169,27 @@ fn neighbours_own_bytes_shorts_and_vectors_are_no_race_and_shared_ones_are() {
     assert_eq!(native["not_checked"], serde_json::json!([]), "{native:#}");
     assert_eq!(native["accesses"]["not_checked"], 0, "{native:#}");
     if !Path::new(ICD).is_file() {
-        skip("check_coverage", "Oclgrind is not installed: no cross-validation");
+        skip(
+            "check_coverage",
+            "Oclgrind is not installed: no cross-validation",
+        );
         return;
     }
     let (_, reference, _) = check_json(&dir, &["--engine", "oclgrind"]);
-    assert_engines_agree("check_granular.cl", &findings(&native), &findings(&reference));
+    assert_engines_agree(
+        "check_granular.cl",
+        &findings(&native),
+        &findings(&reference),
+    );
 }
 
 #[test]
 fn the_kernels_of_check_cl_agree_between_the_engines() {
     if !Path::new(ICD).is_file() {
-        skip("check_coverage", "Oclgrind is not installed: no cross-validation");
+        skip(
+            "check_coverage",
+            "Oclgrind is not installed: no cross-validation",
+        );
         return;
     }
     // The kernels check_native.rs does not launch in its default table.
@@ -211,18 +218,31 @@ fn a_read_only_table_in_one_group_of_4096_is_clean_and_oclgrinds_group_limit_is_
     assert_eq!(native["findings"], serde_json::json!([]), "{native:#}");
     assert_eq!(native["launches"][0]["status"]["status"], "checked");
     if !Path::new(ICD).is_file() {
-        skip("check_coverage", "Oclgrind is not installed: no engine limit");
+        skip(
+            "check_coverage",
+            "Oclgrind is not installed: no engine limit",
+        );
         return;
     }
     // Oclgrind's device allows 1 024 work-items per group: the launch is not checked there,
     // which is said as Oclgrind's limit, not as the application's misuse.
     let (code, reference, stderr) = check_json(&dir, &["--engine", "oclgrind"]);
-    assert_eq!(reference["findings"], serde_json::json!([]), "{reference:#}");
+    assert_eq!(
+        reference["findings"],
+        serde_json::json!([]),
+        "{reference:#}"
+    );
     let status = &reference["launches"][0]["status"];
     assert_eq!(status["status"], "engine-limit", "{reference:#}\n{stderr}");
     let reason = status["reason"].as_str().unwrap_or("");
-    assert!(reason.contains("1024") && reason.contains("Oclgrind"), "{reason}");
-    assert_eq!(code, 3, "not checked is incomplete, not clean: {reference:#}");
+    assert!(
+        reason.contains("1024") && reason.contains("Oclgrind"),
+        "{reason}"
+    );
+    assert_eq!(
+        code, 3,
+        "not checked is incomplete, not clean: {reference:#}"
+    );
 }
 
 #[test]
@@ -272,7 +292,10 @@ fn unchecked_accesses_are_counted_listed_in_html_and_sarif_and_exit_3() {
     );
     let (code, json, _) = check_json(&dir, &[]);
     assert_eq!(code, 3);
-    assert_eq!(json["accesses"], serde_json::json!({"checked": 1, "not_checked": 1}));
+    assert_eq!(
+        json["accesses"],
+        serde_json::json!({"checked": 1, "not_checked": 1})
+    );
     assert_eq!(json["launches"][0]["unchecked_sites"], 1);
 }
 
@@ -311,7 +334,10 @@ fn a_local_array_written_inside_a_macro_has_no_uninitialised_read_and_says_so() 
         assert!(!notes.contains("`never`"), "{l:#}");
     }
     if !Path::new(ICD).is_file() {
-        skip("check_coverage", "Oclgrind is not installed: no cross-validation");
+        skip(
+            "check_coverage",
+            "Oclgrind is not installed: no cross-validation",
+        );
         return;
     }
     // Oclgrind: nothing in `macro_write` either.
@@ -331,7 +357,11 @@ fn an_instruction_oclgrind_cannot_simulate_is_its_limit_and_its_other_checks_sti
     // A `/` and `%` pair: clang freezes their operands, and Oclgrind's uninitialised-value
     // plugin stops at `freeze`. That is never a finding; the launch is run again without that
     // plugin, its race still found, and the launch is said to be checked in part.
-    let dir = capture("check-freeze", "check_constructs.cl", &["div_rem", "div_rem_race"]);
+    let dir = capture(
+        "check-freeze",
+        "check_constructs.cl",
+        &["div_rem", "div_rem_race"],
+    );
     let (code, reference, stderr) = check_json(&dir, &["--engine", "oclgrind"]);
     let want: BTreeSet<Key> = [s("div_rem_race", "data-race", 41, 41)]
         .into_iter()
@@ -349,7 +379,11 @@ fn an_instruction_oclgrind_cannot_simulate_is_its_limit_and_its_other_checks_sti
     // The clean kernel alone: nothing found, not everything checked (exit status 3).
     let dir = capture("check-freeze-clean", "check_constructs.cl", &["div_rem"]);
     let (code, reference, stderr) = check_json(&dir, &["--engine", "oclgrind"]);
-    assert_eq!(reference["findings"], serde_json::json!([]), "{reference:#}\n{stderr}");
+    assert_eq!(
+        reference["findings"],
+        serde_json::json!([]),
+        "{reference:#}\n{stderr}"
+    );
     assert_eq!(code, 3, "{reference:#}");
     // Without the uninitialised-value check Oclgrind runs it whole.
     let (code, reference, _) = check_json(&dir, &["--engine", "oclgrind", "--races", "--bounds"]);
@@ -390,7 +424,12 @@ fn a_vendors_folder_or_link_prepared_at_the_old_path_is_not_used() {
     let d = dir.to_str().expect("utf-8");
     // A folder with another user's vendors file at $TMPDIR/cltrap-check-<pid>.
     let planted = "mkdir \"$TMPDIR/cltrap-check-$$\" && echo /nonexistent/libevil.so > \"$TMPDIR/cltrap-check-$$/evil.icd\"";
-    let out = cltrap_after(planted, &["check", d, "--engine", "oclgrind", "--json"], &tmp, &cache);
+    let out = cltrap_after(
+        planted,
+        &["check", d, "--engine", "oclgrind", "--json"],
+        &tmp,
+        &cache,
+    );
     out.assert_no_panic();
     assert_eq!(out.code, Some(0), "{}", out.describe());
     let folders: Vec<_> = std::fs::read_dir(&tmp)
@@ -398,17 +437,30 @@ fn a_vendors_folder_or_link_prepared_at_the_old_path_is_not_used() {
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .collect();
-    assert_eq!(folders.len(), 1, "only the planted folder is left: {folders:?}");
+    assert_eq!(
+        folders.len(),
+        1,
+        "only the planted folder is left: {folders:?}"
+    );
     let names: Vec<String> = std::fs::read_dir(&folders[0])
         .expect("planted folder")
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, vec!["evil.icd".to_string()], "nothing written into it");
+    assert_eq!(
+        names,
+        vec!["evil.icd".to_string()],
+        "nothing written into it"
+    );
     // A link at that path to a folder of the victim's: nothing is written through it.
     std::fs::remove_dir_all(&folders[0]).expect("clean");
     let link = format!("ln -s '{}' \"$TMPDIR/cltrap-check-$$\"", victim.display());
-    let out = cltrap_after(&link, &["check", d, "--engine", "oclgrind", "--json"], &tmp, &cache);
+    let out = cltrap_after(
+        &link,
+        &["check", d, "--engine", "oclgrind", "--json"],
+        &tmp,
+        &cache,
+    );
     assert_eq!(out.code, Some(0), "{}", out.describe());
     assert_eq!(
         std::fs::read_dir(&victim).expect("victim").count(),
@@ -440,7 +492,10 @@ fn the_native_cache_is_private_under_the_users_cache_and_a_tampered_file_is_not_
     assert_eq!(std::fs::read_dir(&old).expect("old").count(), 0);
     let native = cache.join("cltrap").join("native");
     for d in [cache.join("cltrap"), native.clone()] {
-        let mode = std::fs::metadata(&d).expect("cache folder").permissions().mode();
+        let mode = std::fs::metadata(&d)
+            .expect("cache folder")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o700, "{}", d.display());
     }
     let files: Vec<_> = std::fs::read_dir(&native)
@@ -461,7 +516,10 @@ fn the_native_cache_is_private_under_the_users_cache_and_a_tampered_file_is_not_
     assert_eq!(second["engine"], "native", "{second:#}");
     assert_eq!(findings(&second), findings(&first));
     let again = std::fs::read_to_string(&files[0]).expect("made again");
-    assert!(!again.contains("#error planted"), "the cache entry was made again");
+    assert!(
+        !again.contains("#error planted"),
+        "the cache entry was made again"
+    );
 }
 
 #[test]
@@ -518,13 +576,22 @@ fn fences_macro_barriers_and_races_between_groups_are_found_on_oclgrinds_lines()
     let summary = format!("{}{}", String::from_utf8_lossy(&out.stdout), out.stderr);
     let total = native["accesses"]["not_checked"].as_u64().expect("count");
     assert!(
-        summary.contains(&format!("{total} not checked: {total} written inside macros")),
+        summary.contains(&format!(
+            "{total} not checked: {total} written inside macros"
+        )),
         "{summary}"
     );
     if !Path::new(ICD).is_file() {
-        skip("check_coverage", "Oclgrind is not installed: no cross-validation");
+        skip(
+            "check_coverage",
+            "Oclgrind is not installed: no cross-validation",
+        );
         return;
     }
     let (_, reference, _) = check_json(&dir, &["--engine", "oclgrind"]);
-    assert_engines_agree("check_constructs.cl", &findings(&native), &findings(&reference));
+    assert_engines_agree(
+        "check_constructs.cl",
+        &findings(&native),
+        &findings(&reference),
+    );
 }

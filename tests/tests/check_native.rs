@@ -191,7 +191,10 @@ fn capture_kernels(name: &str, file: &str, kernels: &[&str]) -> TestDir {
 fn example(json: &Value, kernel: &str, kind: &str) -> Value {
     json["findings"]
         .as_array()
-        .and_then(|a| a.iter().find(|f| f["kernel"] == kernel && f["kind"] == kind))
+        .and_then(|a| {
+            a.iter()
+                .find(|f| f["kernel"] == kernel && f["kind"] == kind)
+        })
         .map(|f| f["example"].clone())
         .unwrap_or_else(|| panic!("no {kind} in {kernel}: {json:#}"))
 }
@@ -222,20 +225,37 @@ fn accesses_in_helper_functions_are_checked_at_the_helpers_lines_and_agree_with_
     // Findings name the kernel's arguments, not the helpers' parameters.
     let target = |kernel: &str, kind: &str| example(&native, kernel, kind)["target"].clone();
     let t = target("helper_overrun", "invalid-write");
-    assert_eq!((t["arg_name"].as_str(), t["offset"].as_u64()), (Some("out"), Some(1024)));
+    assert_eq!(
+        (t["arg_name"].as_str(), t["offset"].as_u64()),
+        (Some("out"), Some(1024))
+    );
     let t = target("helper_two_sites", "invalid-read");
     assert_eq!(
-        (t["arg_name"].as_str(), t["arg_index"].as_u64(), t["offset"].as_u64()),
+        (
+            t["arg_name"].as_str(),
+            t["arg_index"].as_u64(),
+            t["offset"].as_u64()
+        ),
         (Some("tile"), Some(3), Some(256))
     );
     let t = target("helper_two_sites", "invalid-write");
-    assert_eq!((t["arg_name"].as_str(), t["offset"].as_u64()), (Some("out"), Some(1024)));
+    assert_eq!(
+        (t["arg_name"].as_str(), t["offset"].as_u64()),
+        (Some("out"), Some(1024))
+    );
     if !Path::new(ICD).is_file() {
-        skip("check_native", "Oclgrind is not installed: no cross-validation");
+        skip(
+            "check_native",
+            "Oclgrind is not installed: no cross-validation",
+        );
         return;
     }
     let (_, reference, _) = check_json(&dir, &["--engine", "oclgrind"]);
-    assert_eq!(findings(&native), comparable(&findings(&reference)), "native vs Oclgrind");
+    assert_eq!(
+        findings(&native),
+        comparable(&findings(&reference)),
+        "native vs Oclgrind"
+    );
 }
 
 #[test]
@@ -251,7 +271,10 @@ fn a_clean_kernel_whose_accesses_are_in_helpers_is_checked_in_full_and_exits_0()
     assert_eq!(code, 0, "{json:#}\n{stderr}");
     assert_eq!(json["findings"], serde_json::json!([]), "{json:#}");
     assert_eq!(json["not_checked"], serde_json::json!([]), "{json:#}");
-    assert_eq!(json["accesses"], serde_json::json!({"checked": 7, "not_checked": 0}));
+    assert_eq!(
+        json["accesses"],
+        serde_json::json!({"checked": 7, "not_checked": 0})
+    );
     let launch = &json["launches"][0];
     assert!(
         launch["notes"].as_array().is_none_or(|n| n.is_empty()),
@@ -273,19 +296,32 @@ fn an_async_work_group_copy_out_of_bounds_is_found_and_its_twin_is_clean() {
     assert_eq!(code, 1, "{native:#}\n{stderr}");
     assert_eq!(
         findings(&native),
-        [s("async_overrun", "invalid-read", 56, 0)].into_iter().collect(),
+        [s("async_overrun", "invalid-read", 56, 0)]
+            .into_iter()
+            .collect(),
         "{native:#}"
     );
     let read = example(&native, "async_overrun", "invalid-read");
-    assert_eq!(read["first"]["group"], serde_json::json!([3, 0, 0]), "{read:#}");
+    assert_eq!(
+        read["first"]["group"],
+        serde_json::json!([3, 0, 0]),
+        "{read:#}"
+    );
     let t = &read["target"];
     assert_eq!(
-        (t["arg_name"].as_str(), t["offset"].as_u64(), t["size"].as_u64()),
+        (
+            t["arg_name"].as_str(),
+            t["offset"].as_u64(),
+            t["size"].as_u64()
+        ),
         (Some("in"), Some(832), Some(256))
     );
     assert_eq!(native["not_checked"], serde_json::json!([]), "{native:#}");
     if !Path::new(ICD).is_file() {
-        skip("check_native", "Oclgrind is not installed: no cross-validation");
+        skip(
+            "check_native",
+            "Oclgrind is not installed: no cross-validation",
+        );
         return;
     }
     // Oclgrind performs the copy where it completes, at wait_group_events (line 57), and
@@ -296,7 +332,10 @@ fn an_async_work_group_copy_out_of_bounds_is_found_and_its_twin_is_clean() {
         reference.contains(&s("async_overrun", "invalid-read", 57, 0)),
         "{reference:?}"
     );
-    assert!(reference.iter().all(|f| f.0 != "async_in_bounds"), "{reference:?}");
+    assert!(
+        reference.iter().all(|f| f.0 != "async_in_bounds"),
+        "{reference:?}"
+    );
 }
 
 #[test]
@@ -313,7 +352,9 @@ fn an_access_written_in_a_macro_body_is_checked_at_the_macros_use() {
     assert_eq!(code, 1, "{native:#}\n{stderr}");
     assert_eq!(
         findings(&native),
-        [s("macro_store", "invalid-write", 76, 0)].into_iter().collect(),
+        [s("macro_store", "invalid-write", 76, 0)]
+            .into_iter()
+            .collect(),
         "{native:#}"
     );
     let write = native["findings"][0].clone();
@@ -327,10 +368,21 @@ fn an_access_written_in_a_macro_body_is_checked_at_the_macros_use() {
     let unchecked = native["not_checked"].as_array().expect("not_checked");
     assert!(!unchecked.is_empty(), "{native:#}");
     for u in unchecked {
-        assert_eq!((u["kernel"].as_str(), u["line"].as_u64()), (Some("macro_names_object"), Some(84)), "{native:#}");
+        assert_eq!(
+            (u["kernel"].as_str(), u["line"].as_u64()),
+            (Some("macro_names_object"), Some(84)),
+            "{native:#}"
+        );
     }
     let launch = &native["launches"][0];
-    assert_eq!((launch["kernel"].as_str(), launch["unchecked_sites"].as_u64()), (Some("macro_store"), Some(0)), "{native:#}");
+    assert_eq!(
+        (
+            launch["kernel"].as_str(),
+            launch["unchecked_sites"].as_u64()
+        ),
+        (Some("macro_store"), Some(0)),
+        "{native:#}"
+    );
     if Path::new(ICD).is_file() {
         let (_, reference, _) = check_json(&dir, &["--engine", "oclgrind"]);
         assert_eq!(findings(&native), comparable(&findings(&reference)));
@@ -446,9 +498,10 @@ fn a_third_party_kernel_is_checked_clean_natively_clpeak() {
     assert_eq!(launch["checked_sites"], 1, "{json:#}");
     let unchecked = json["not_checked"].as_array().expect("not_checked");
     assert!(
-        unchecked
-            .iter()
-            .any(|u| u["line"] == 11 && u["why"].as_str().is_some_and(|w| w.contains("inside a macro"))),
+        unchecked.iter().any(|u| u["line"] == 11
+            && u["why"]
+                .as_str()
+                .is_some_and(|w| w.contains("inside a macro"))),
         "{json:#}"
     );
 }
@@ -513,7 +566,9 @@ fn image_accesses_are_counted_as_not_checked_and_the_check_is_incomplete() {
     let not_checked = json["not_checked"].as_array().cloned().unwrap_or_default();
     assert!(!not_checked.is_empty(), "{json:#}");
     assert!(
-        not_checked.iter().all(|n| n.to_string().contains("image access")),
+        not_checked
+            .iter()
+            .all(|n| n.to_string().contains("image access")),
         "{json:#}"
     );
     let text = cltrap(&["check", dir.to_str().unwrap_or_default()]).stdout_text();

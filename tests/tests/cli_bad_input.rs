@@ -166,7 +166,11 @@ fn copy_capture(dir: &std::path::Path, label: &str) -> TestDir {
 /// 2), never a panic, a signal or the harness's timeout.
 fn assert_ends_clearly(out: &Outcome) {
     out.assert_no_panic();
-    assert!(out.signal.is_none(), "killed by a signal\n{}", out.describe());
+    assert!(
+        out.signal.is_none(),
+        "killed by a signal\n{}",
+        out.describe()
+    );
     if !out.success() {
         assert_eq!(out.code, Some(2), "{}", out.describe());
         assert_eq!(
@@ -239,7 +243,10 @@ fn list_clips_huge_scalars_argument_lists_and_kernel_names() {
             );
             // Either the launch is listed with its cells clipped, or the reader's limits
             // (`cltrap_capture::validate`) refused its record and list names it as damaged.
-            let listed = text.lines().filter(|l| l.trim_start().starts_with('0')).count();
+            let listed = text
+                .lines()
+                .filter(|l| l.trim_start().starts_with('0'))
+                .count();
             let damaged = text
                 .lines()
                 .any(|l| l.starts_with("damaged:") && l.contains("(launch 0)"));
@@ -262,7 +269,11 @@ fn malformed_or_huge_ndranges_are_refused_per_launch() {
     let base = small_capture("ndrange");
     type Edit = Box<dyn Fn(&mut cltrap_capture::LaunchRecord)>;
     let cases: Vec<(&str, &str, Edit)> = vec![
-        ("local0", "local size [0] has a 0", Box::new(|l| l.local_size = Some(vec![0]))),
+        (
+            "local0",
+            "local size [0] has a 0",
+            Box::new(|l| l.local_size = Some(vec![0])),
+        ),
         (
             "huge",
             "4294967296 work-items",
@@ -294,11 +305,17 @@ fn malformed_or_huge_ndranges_are_refused_per_launch() {
             );
             assert!(!out.success(), "{sub} {label}\n{}", out.describe());
             if sub == "replay" {
-                assert_eq!(ok_lines(&out.stdout_text()), 2, "{label}\n{}", out.describe());
+                assert_eq!(
+                    ok_lines(&out.stdout_text()),
+                    2,
+                    "{label}\n{}",
+                    out.describe()
+                );
             }
             if sub == "cover" {
                 assert!(
-                    out.stdout_text().contains("over 2 launch(es) (0 skipped, 0 failed)"),
+                    out.stdout_text()
+                        .contains("over 2 launch(es) (0 skipped, 0 failed)"),
                     "{label}\n{}",
                     out.describe()
                 );

@@ -295,9 +295,12 @@ fn a_launch_whose_producer_computes_other_bits_is_not_replayable_here_not_failed
     both.assert_no_panic();
     assert_eq!(both.code, Some(1), "{}", both.describe());
     assert!(
-        both.stdout_text().contains(&format!("launch {producer} Fan"))
+        both.stdout_text()
+            .contains(&format!("launch {producer} Fan"))
             && both.stdout_text().contains("1 mismatched")
-            && both.stdout_text().contains("1 not replayable on this device"),
+            && both
+                .stdout_text()
+                .contains("1 not replayable on this device"),
         "{}",
         both.describe()
     );

@@ -724,10 +724,7 @@ fn capture_strings_are_escaped_in_exports_and_bad_kernel_names_refused() {
     let (dir, _cap) = round_trip("sequence", &[], &[]);
     let trap = tempfile::tempdir().expect("temporary folder");
     let pwned = trap.path().join("PWNED");
-    let inject = format!(
-        "x\"); system(\"touch {}\"); printf(\"(",
-        pwned.display()
-    );
+    let inject = format!("x\"); system(\"touch {}\"); printf(\"(", pwned.display());
     rewrite_launch(&dir, 0, |l| {
         l.device.name = format!("evil */ int broken; /*\n{inject} \"\"\" \\ ??/").into();
         l.device.platform = "*/ #error out\n\"\"\"".into();
@@ -755,7 +752,10 @@ fn capture_strings_are_escaped_in_exports_and_bad_kernel_names_refused() {
     }
     assert!(!pwned.exists(), "a capture string ran as code");
 
-    let evil_kernel = format!("fill\") ; system(\"touch {}\"); printf(\"(", pwned.display());
+    let evil_kernel = format!(
+        "fill\") ; system(\"touch {}\"); printf(\"(",
+        pwned.display()
+    );
     rewrite_launch(&dir, 1, |l| l.kernel = evil_kernel.clone());
     // The capture reader refuses the record itself (`cltrap_capture::validate`): exporting
     // that launch is refused in one sentence naming it.
@@ -793,7 +793,12 @@ fn capture_strings_are_escaped_in_exports_and_bad_kernel_names_refused() {
         "{}",
         out.describe()
     );
-    assert_eq!(out.stderr.matches("(launch 1)").count(), 1, "{}", out.describe());
+    assert_eq!(
+        out.stderr.matches("(launch 1)").count(),
+        1,
+        "{}",
+        out.describe()
+    );
     let sh = std::fs::read_to_string(gv.path().join("run_gpuverify.sh")).expect("script");
     assert!(!sh.contains("system("), "{sh}");
     assert!(!out.stdout_text().contains("system("), "{}", out.describe());
@@ -903,7 +908,11 @@ fn python_reproducer_without_pyopencl_exits_2() {
         None,
     );
     assert_eq!(run.code, Some(2), "{}", run.describe());
-    assert!(run.stderr.contains("repro: cannot run without"), "{}", run.describe());
+    assert!(
+        run.stderr.contains("repro: cannot run without"),
+        "{}",
+        run.describe()
+    );
 }
 
 /// A program whose source includes a header the capture did not record (here `./main.h`, taken
@@ -916,12 +925,18 @@ fn python_reproducer_without_pyopencl_exits_2() {
 fn exports_refuse_programs_that_include_a_header_the_capture_did_not_record() {
     let dir = capture_headers_fixture("export-unrecorded");
     let log = dir.join("launches.jsonl");
-    let first: Value =
-        serde_json::from_str(std::fs::read_to_string(&log).unwrap().lines().next().unwrap())
-            .unwrap();
+    let first: Value = serde_json::from_str(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
     let program = first["program"].as_str().unwrap().to_string();
     let blob = |h: &str| dir.join("blobs").join(&h[..2]).join(h);
-    let mut record: Value = serde_json::from_slice(&std::fs::read(blob(&program)).unwrap()).unwrap();
+    let mut record: Value =
+        serde_json::from_slice(&std::fs::read(blob(&program)).unwrap()).unwrap();
     let mut dropped = 0;
     for f in record["includes"]["files"].as_array_mut().unwrap() {
         if f["name"] == "./main.h" {
@@ -981,7 +996,11 @@ fn exports_refuse_programs_that_include_a_header_the_capture_did_not_record() {
     ]);
     refused(&o, "--gpuverify");
     let listing = o.stdout_text();
-    assert!(listing.contains("launch 100 not exported: "), "{}", o.describe());
+    assert!(
+        listing.contains("launch 100 not exported: "),
+        "{}",
+        o.describe()
+    );
     let log_json: Value =
         serde_json::from_str(&std::fs::read_to_string(gv.join("log.json")).unwrap()).unwrap();
     assert_eq!(log_json.as_array().map(Vec::len), Some(1), "{log_json}");

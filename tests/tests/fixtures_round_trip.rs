@@ -431,20 +431,34 @@ fn programs_of_several_source_strings_and_headers_replay_ok() {
     let (dir, cap) = round_trip("multistring", &[], &[]);
     let seq = kernel_sequence(&cap);
     assert_eq!(seq.len(), 3, "{seq:?}");
-    let sources = |i: usize| match &cap.program(&cap.launches[i].program).expect("program").origin {
+    let sources = |i: usize| match &cap
+        .program(&cap.launches[i].program)
+        .expect("program")
+        .origin
+    {
         ProgramOrigin::Source { sources } => sources.len(),
         other => panic!("launch {i}: not a source program: {other:?}"),
     };
     assert_eq!((sources(0), sources(1)), (3, 2), "source strings recorded");
-    let inproc = cltrap(&[OsStr::new("replay"), dir.as_os_str(), OsStr::new("--in-process")]);
+    let inproc = cltrap(&[
+        OsStr::new("replay"),
+        dir.as_os_str(),
+        OsStr::new("--in-process"),
+    ]);
     inproc.assert_no_panic();
     assert!(inproc.success(), "in-process replay\n{}", inproc.describe());
-    assert_eq!(inproc.stdout_text().matches(": ok").count(), 3, "{}", inproc.describe());
+    assert_eq!(
+        inproc.stdout_text().matches(": ok").count(),
+        3,
+        "{}",
+        inproc.describe()
+    );
     let cover = cltrap(&[OsStr::new("cover"), dir.as_os_str()]);
     cover.assert_no_panic();
     assert!(cover.success(), "cover\n{}", cover.describe());
     assert!(
-        cover.stdout_text().contains("kernel scale_twice") && cover.stdout_text().contains("kernel add_five"),
+        cover.stdout_text().contains("kernel scale_twice")
+            && cover.stdout_text().contains("kernel add_five"),
         "cover instruments the multi-string programs\n{}",
         cover.describe()
     );

@@ -11,7 +11,9 @@ fn same_named_kernels_of_two_programs_get_their_own_rows_and_suite_entries() {
     let dir = fresh_capture_dir("fuzz-same-names");
     let captured = run_captured(&dir, &[], &exe, &[] as &[&str]).expect_success();
     assert!(
-        captured.stdout_text().contains("two kernels named scale, ok"),
+        captured
+            .stdout_text()
+            .contains("two kernels named scale, ok"),
         "{}",
         captured.describe()
     );
@@ -35,7 +37,9 @@ fn same_named_kernels_of_two_programs_get_their_own_rows_and_suite_entries() {
         .iter()
         .map(|k| {
             assert_eq!(k["kernel"], "scale");
-            k["program"].as_str().expect("each kernel names its program")
+            k["program"]
+                .as_str()
+                .expect("each kernel names its program")
         })
         .collect();
     assert_ne!(programs[0], programs[1], "{text}");
@@ -56,7 +60,9 @@ fn same_named_kernels_of_two_programs_get_their_own_rows_and_suite_entries() {
         assert_eq!(table_rows, 1, "one table row for {row}\n{stdout}");
     }
     assert!(
-        !stdout.lines().any(|l| l.starts_with("scale ") && !l.starts_with("scale (program-")),
+        !stdout
+            .lines()
+            .any(|l| l.starts_with("scale ") && !l.starts_with("scale (program-")),
         "no row names a bare `scale`\n{stdout}"
     );
     // Fuzzing the same capture into the same suite again replaces both entries, not one.

@@ -122,7 +122,12 @@ impl Sandbox {
             }
         }
         // The working folder stays empty: nothing is written where cltrap runs.
-        out.extend(std::fs::read_dir(&self.cwd).unwrap().flatten().map(|e| e.path()));
+        out.extend(
+            std::fs::read_dir(&self.cwd)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path()),
+        );
         out
     }
 }
@@ -194,7 +199,10 @@ fn input_files(dir: &Path) -> Vec<PathBuf> {
                 continue;
             };
             for pack in text.lines().filter_map(|t| t.strip_prefix("pack ")) {
-                out.push(PathBuf::from(format!("{}.pack", blob_rel(pack.trim()).display())));
+                out.push(PathBuf::from(format!(
+                    "{}.pack",
+                    blob_rel(pack.trim()).display()
+                )));
             }
             out.push(index);
         }
@@ -243,13 +251,7 @@ struct Maker<'a> {
 
 impl Maker<'_> {
     /// A fresh copy of the base, damaged by `damage`.
-    fn variant(
-        &mut self,
-        name: &str,
-        must_refuse: bool,
-        depth: Depth,
-        damage: impl FnOnce(&Path),
-    ) {
+    fn variant(&mut self, name: &str, must_refuse: bool, depth: Depth, damage: impl FnOnce(&Path)) {
         let n = self.out.len();
         let dir = self.sb.variants.join(format!("{}-{n:03}", self.label));
         copy_tree(&self.base, &dir);
@@ -268,9 +270,12 @@ impl Maker<'_> {
         // Truncations at every record boundary (0 lines: an empty log).
         for k in 0..=lines.len() {
             let keep = lines[..k].to_vec();
-            self.variant(&format!("log cut after {k} line(s)"), k == 0, Depth::Read, |d| {
-                write_log(d, &keep)
-            });
+            self.variant(
+                &format!("log cut after {k} line(s)"),
+                k == 0,
+                Depth::Read,
+                |d| write_log(d, &keep),
+            );
         }
         // Truncations inside records (what a writer that died leaves), at three places in
         // every line.
@@ -279,9 +284,12 @@ impl Maker<'_> {
             for frac in [1, 2, 3] {
                 let cut = at + line.len() * frac / 4;
                 let bytes = text[..cut].to_vec();
-                self.variant(&format!("log cut at byte {cut}"), cut < lines[0].len(), Depth::Read, |d| {
-                    std::fs::write(d.join("launches.jsonl"), &bytes).unwrap()
-                });
+                self.variant(
+                    &format!("log cut at byte {cut}"),
+                    cut < lines[0].len(),
+                    Depth::Read,
+                    |d| std::fs::write(d.join("launches.jsonl"), &bytes).unwrap(),
+                );
             }
             at += line.len() + 1;
         }
@@ -290,17 +298,23 @@ impl Maker<'_> {
             let mut l = lines.clone();
             let half = l[0].len() / 2;
             l[0].truncate(half);
-            self.variant("first line cut short, the rest kept", true, Depth::Read, |d| {
-                write_log(d, &l)
-            });
+            self.variant(
+                "first line cut short, the rest kept",
+                true,
+                Depth::Read,
+                |d| write_log(d, &l),
+            );
         }
         // Deleted, duplicated, reordered lines.
         for i in 0..lines.len() {
             let mut del = lines.clone();
             del.remove(i);
-            self.variant(&format!("line {i} deleted"), del.is_empty(), Depth::Read, |d| {
-                write_log(d, &del)
-            });
+            self.variant(
+                &format!("line {i} deleted"),
+                del.is_empty(),
+                Depth::Read,
+                |d| write_log(d, &del),
+            );
             let mut dup = lines.clone();
             dup.insert(i, lines[i].clone());
             self.variant(&format!("line {i} duplicated"), false, Depth::Read, |d| {
@@ -309,9 +323,12 @@ impl Maker<'_> {
             if i + 1 < lines.len() {
                 let mut sw = lines.clone();
                 sw.swap(i, i + 1);
-                self.variant(&format!("lines {i} and {} swapped", i + 1), false, Depth::Read, |d| {
-                    write_log(d, &sw)
-                });
+                self.variant(
+                    &format!("lines {i} and {} swapped", i + 1),
+                    false,
+                    Depth::Read,
+                    |d| write_log(d, &sw),
+                );
             }
         }
         let mut rev = lines.clone();
@@ -400,7 +417,11 @@ impl Maker<'_> {
         set("", &["program"], json!("/etc/passwd"));
         set("", &["program"], json!("/dev/zero"));
         set("", &["program"], json!(secret));
-        set("", &["program"], json!("../../../../../../../../etc/passwd"));
+        set(
+            "",
+            &["program"],
+            json!("../../../../../../../../etc/passwd"),
+        );
         set("", &["program"], json!("AB".repeat(32)));
         set("", &["args", "0", "before", "hash"], json!("/dev/zero"));
         set("", &["args", "0", "before", "hash"], json!(secret));
@@ -409,7 +430,11 @@ impl Maker<'_> {
         set("", &["args", "0", "size"], json!(3999));
         set("", &["args", "0", "size"], json!(u64::MAX));
         set("", &["args", "0", "size"], json!(1u64 << 40));
-        set("", &["args", "0", "sub_of"], json!([first["args"][0]["mem"], 0]));
+        set(
+            "",
+            &["args", "0", "sub_of"],
+            json!([first["args"][0]["mem"], 0]),
+        );
         set("", &["args", "0", "index"], json!(7));
         set("", &["args", "0", "kind"], json!("scalar"));
         set("", &["args", "0", "kind"], json!("nonsense"));
@@ -417,11 +442,33 @@ impl Maker<'_> {
         set("", &["local_sizf"], json!([64]));
         set("", &["extra_field"], json!(1));
         set("", &["device", "name"], json!("d".repeat(1 << 20)));
-        set("", &["args"], json!((0..100_000).map(|i| json!({"kind": "unset", "index": i})).collect::<Vec<_>>()));
-        set("", &["args"], json!([{"kind": "scalar", "index": 0, "bytes": "ab".repeat(1 << 20)}]));
-        set("", &["args"], json!([{"kind": "scalar", "index": 0, "bytes": ""}]));
-        set("", &["args"], json!([{"kind": "local", "index": 0, "size": 0}]));
-        set("", &["args"], json!([{"kind": "local", "index": 0, "size": u64::MAX}]));
+        set(
+            "",
+            &["args"],
+            json!((0..100_000)
+                .map(|i| json!({"kind": "unset", "index": i}))
+                .collect::<Vec<_>>()),
+        );
+        set(
+            "",
+            &["args"],
+            json!([{"kind": "scalar", "index": 0, "bytes": "ab".repeat(1 << 20)}]),
+        );
+        set(
+            "",
+            &["args"],
+            json!([{"kind": "scalar", "index": 0, "bytes": ""}]),
+        );
+        set(
+            "",
+            &["args"],
+            json!([{"kind": "local", "index": 0, "size": 0}]),
+        );
+        set(
+            "",
+            &["args"],
+            json!([{"kind": "local", "index": 0, "size": u64::MAX}]),
+        );
         for (name, edit) in edits {
             let mut rec = first.clone();
             edit(&mut rec);
@@ -453,11 +500,20 @@ impl Maker<'_> {
             let l: Vec<String> = lines
                 .iter()
                 .enumerate()
-                .map(|(i, s)| if i == 0 { s.replacen("\"global_size\"", "\"global_sizd\"", 1) } else { s.clone() })
+                .map(|(i, s)| {
+                    if i == 0 {
+                        s.replacen("\"global_size\"", "\"global_sizd\"", 1)
+                    } else {
+                        s.clone()
+                    }
+                })
                 .collect();
-            self.variant("global_size renamed by a bit flip", true, Depth::Read, |d| {
-                write_log(d, &l)
-            });
+            self.variant(
+                "global_size renamed by a bit flip",
+                true,
+                Depth::Read,
+                |d| write_log(d, &l),
+            );
         }
     }
 
@@ -467,10 +523,9 @@ impl Maker<'_> {
         let lines = log_lines(&self.base);
         let first: Value = serde_json::from_str(&lines[0]).unwrap();
         let program = first["program"].as_str().unwrap().to_string();
-        let record: Value = serde_json::from_slice(
-            &std::fs::read(self.base.join(blob_rel(&program))).unwrap(),
-        )
-        .unwrap();
+        let record: Value =
+            serde_json::from_slice(&std::fs::read(self.base.join(blob_rel(&program))).unwrap())
+                .unwrap();
         let esc = self.sb.escape.to_string_lossy().into_owned();
         let secret = self.sb.secret.to_string_lossy().into_owned();
         let up = "/..".repeat(20);
@@ -551,7 +606,9 @@ impl Maker<'_> {
             ));
             let climb = with(&|r: &mut Value| {
                 let o = r["options"].as_str().unwrap_or("").to_string();
-                r["options"] = json!(format!("{o} -I ../../../../../../../../..{esc} -I {up}{esc}"))
+                r["options"] = json!(format!(
+                    "{o} -I ../../../../../../../../..{esc} -I {up}{esc}"
+                ))
             });
             allowed.push(climb.clone());
             edits.push((format!("-I {up}{esc}"), climb));
@@ -568,11 +625,15 @@ impl Maker<'_> {
             });
         }
         // In place: the digest no longer matches.
-        let bytes = serde_json::to_vec(&with(&|r: &mut Value| r["options"] = json!("-DX=1"))).unwrap();
+        let bytes =
+            serde_json::to_vec(&with(&|r: &mut Value| r["options"] = json!("-DX=1"))).unwrap();
         let rel = blob_rel(&program);
-        self.variant("program record changed in place", true, Depth::All, move |d| {
-            std::fs::write(d.join(&rel), &bytes).unwrap()
-        });
+        self.variant(
+            "program record changed in place",
+            true,
+            Depth::All,
+            move |d| std::fs::write(d.join(&rel), &bytes).unwrap(),
+        );
     }
 
     /// Symbolic links, FIFOs, deletions and giant sparse files in place of each kind of file
@@ -597,14 +658,24 @@ impl Maker<'_> {
         for t in targets {
             let name = t.display().to_string();
             let s = secret.clone();
-            self.variant(&format!("{name} is a link to a file outside"), true, Depth::Read, |d| {
-                std::fs::remove_file(d.join(&t)).unwrap();
-                symlink(&s, d.join(&t)).unwrap();
-            });
-            self.variant(&format!("{name} is a link to /dev/zero"), true, Depth::Read, |d| {
-                std::fs::remove_file(d.join(&t)).unwrap();
-                symlink("/dev/zero", d.join(&t)).unwrap();
-            });
+            self.variant(
+                &format!("{name} is a link to a file outside"),
+                true,
+                Depth::Read,
+                |d| {
+                    std::fs::remove_file(d.join(&t)).unwrap();
+                    symlink(&s, d.join(&t)).unwrap();
+                },
+            );
+            self.variant(
+                &format!("{name} is a link to /dev/zero"),
+                true,
+                Depth::Read,
+                |d| {
+                    std::fs::remove_file(d.join(&t)).unwrap();
+                    symlink("/dev/zero", d.join(&t)).unwrap();
+                },
+            );
             self.variant(&format!("{name} is a FIFO"), true, Depth::Read, |d| {
                 std::fs::remove_file(d.join(&t)).unwrap();
                 let c = std::ffi::CString::new(d.join(&t).to_string_lossy().as_bytes()).unwrap();
@@ -616,10 +687,18 @@ impl Maker<'_> {
             });
             // A pack's chunks are read at their offsets: a longer pack still holds them.
             let grown_refused = kind_of(&t) != "pack";
-            self.variant(&format!("{name} grown to 64 GiB (sparse)"), grown_refused, Depth::Read, |d| {
-                let f = std::fs::OpenOptions::new().write(true).open(d.join(&t)).unwrap();
-                f.set_len(1 << 36).unwrap();
-            });
+            self.variant(
+                &format!("{name} grown to 64 GiB (sparse)"),
+                grown_refused,
+                Depth::Read,
+                |d| {
+                    let f = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(d.join(&t))
+                        .unwrap();
+                    f.set_len(1 << 36).unwrap();
+                },
+            );
         }
         // The program's blob folder as a link to a copy outside: never followed.
         let sub = blob_rel(&program).parent().unwrap().to_path_buf();
@@ -650,7 +729,11 @@ fn capture_headers(sb: &Sandbox) -> PathBuf {
     let app = sb.root.join("app");
     std::fs::create_dir_all(app.join("inc/nested")).unwrap();
     std::fs::write(app.join("main.h"), "#define SCALE 3\n").unwrap();
-    std::fs::write(app.join("inc/defs.h"), "#include \"nested/offset.h\"\n#define LIMIT 100\n").unwrap();
+    std::fs::write(
+        app.join("inc/defs.h"),
+        "#include \"nested/offset.h\"\n#define LIMIT 100\n",
+    )
+    .unwrap();
     std::fs::write(app.join("inc/nested/offset.h"), "#define OFFSET 7\n").unwrap();
     std::fs::create_dir_all(app.join("extra")).unwrap();
     std::fs::write(app.join("extra/extra.h"), "#define EXTRA 0\n").unwrap();
@@ -683,7 +766,11 @@ fn capture_demo(sb: &Sandbox) -> PathBuf {
         .current_dir(&root)
         .output()
         .unwrap();
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
     let exe = root.join("target/examples/cltrap-demo");
     let dir = sb.root.join("base-demo");
     let t = tools();
@@ -761,7 +848,11 @@ fn hundreds_of_damaged_captures_end_in_a_clear_error_or_a_correct_result() {
     let demo = capture_demo(&sb);
     let v3 = workspace_root().join("tests/fixtures/capture-v3");
     let mut variants = Vec::new();
-    for (label, base, seed) in [("headers", &headers, 1u64), ("demo", &demo, 2), ("v3", &v3, 3)] {
+    for (label, base, seed) in [
+        ("headers", &headers, 1u64),
+        ("demo", &demo, 2),
+        ("v3", &v3, 3),
+    ] {
         let mut m = Maker {
             sb: &sb,
             base: base.clone(),
@@ -781,7 +872,11 @@ fn hundreds_of_damaged_captures_end_in_a_clear_error_or_a_correct_result() {
     assert!(variants.len() >= 300, "only {} variants", variants.len());
     // The undamaged captures replay: the damage, not the harness, makes every refusal.
     for base in [&headers, &demo] {
-        let o = sb.cltrap(&[OsStr::new("replay"), base.as_os_str(), OsStr::new("--in-process")]);
+        let o = sb.cltrap(&[
+            OsStr::new("replay"),
+            base.as_os_str(),
+            OsStr::new("--in-process"),
+        ]);
         assert!(o.success(), "{}", o.describe());
     }
     // Two workers (each with its own PoCL cache: the harness names it after the thread).
@@ -797,12 +892,17 @@ fn hundreds_of_damaged_captures_end_in_a_clear_error_or_a_correct_result() {
                 std::thread::Builder::new()
                     .name(format!("hostile_captures_worker_{w}"))
                     .spawn_scoped(s, move || {
-                        part.iter().flat_map(|v| exercise(sb, v)).collect::<Vec<_>>()
+                        part.iter()
+                            .flat_map(|v| exercise(sb, v))
+                            .collect::<Vec<_>>()
                     })
                     .unwrap()
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
     });
     let strays = sb.strays();
     assert!(
@@ -810,7 +910,10 @@ fn hundreds_of_damaged_captures_end_in_a_clear_error_or_a_correct_result() {
         "files appeared outside the captures and the commands' folders: {strays:?}"
     );
     assert!(!sb.escape.exists());
-    assert_eq!(std::fs::read_to_string(&sb.secret).unwrap(), "SECRET-LINE\n");
+    assert_eq!(
+        std::fs::read_to_string(&sb.secret).unwrap(),
+        "SECRET-LINE\n"
+    );
     assert!(
         problems.is_empty(),
         "{} problem(s) in {} variants:\n{}",
@@ -839,14 +942,22 @@ fn one_damaged_line_in_the_middle_leaves_the_other_launches_readable_and_replaya
     // The record keeps its id, loses the rest.
     lines[mid] = json!({ "id": id, "grid": "damaged" }).to_string();
     write_log(&dir, &lines);
-    let named = format!("line {} of launches.jsonl (launch {id}) is damaged", mid + 1);
+    let named = format!(
+        "line {} of launches.jsonl (launch {id}) is damaged",
+        mid + 1
+    );
     let d = dir.as_os_str();
 
     let list = sb.cltrap(&[OsStr::new("list"), d]);
     // The other launches are listed and the damaged line named; the exit says damaged.
     assert_eq!(list.code, Some(2), "{}", list.describe());
     assert!(list.stdout_text().contains(&named), "{}", list.describe());
-    assert_eq!(meaningful_stderr_lines(&list.stderr).len(), 1, "{}", list.describe());
+    assert_eq!(
+        meaningful_stderr_lines(&list.stderr).len(),
+        1,
+        "{}",
+        list.describe()
+    );
 
     let id_arg = id.to_string();
     let show = sb.cltrap(&[OsStr::new("show"), d, OsStr::new(&id_arg)]);
@@ -860,14 +971,30 @@ fn one_damaged_line_in_the_middle_leaves_the_other_launches_readable_and_replaya
         let out = replay.stdout_text();
         assert_eq!(replay.code, Some(2), "{mode:?}: {}", replay.describe());
         assert!(out.contains(&named), "{mode:?}: {}", replay.describe());
-        assert!(replay.stderr.contains(&named), "{mode:?}: {}", replay.describe());
-        let damaged = out.lines().filter(|l| l.starts_with("damaged launch record: error: ")).count();
+        assert!(
+            replay.stderr.contains(&named),
+            "{mode:?}: {}",
+            replay.describe()
+        );
+        let damaged = out
+            .lines()
+            .filter(|l| l.starts_with("damaged launch record: error: "))
+            .count();
         let launches: Vec<&str> = out.lines().filter(|l| l.starts_with("launch ")).collect();
         // Every other launch replays: the damaged one and those written as its changes are
         // the only ones left out, each named.
         assert!(!launches.is_empty(), "{mode:?}: {}", replay.describe());
-        assert!(launches.iter().all(|l| l.ends_with(": ok")), "{mode:?}: {}", replay.describe());
-        assert_eq!(launches.len() + damaged, lines.len(), "{mode:?}: {}", replay.describe());
+        assert!(
+            launches.iter().all(|l| l.ends_with(": ok")),
+            "{mode:?}: {}",
+            replay.describe()
+        );
+        assert_eq!(
+            launches.len() + damaged,
+            lines.len(),
+            "{mode:?}: {}",
+            replay.describe()
+        );
         assert!(
             out.contains(&format!("{damaged} failed")),
             "{mode:?}: {}",
@@ -895,7 +1022,11 @@ fn one_damaged_line_leaves_cover_check_and_export_working_on_the_other_launches(
     lines[mid] = json!({ "id": id, "grid": "damaged" }).to_string();
     write_log(&dir, &lines);
     let log = dir.join("launches.jsonl");
-    let named = format!("line {} of {} (launch {id}) is damaged", mid + 1, log.display());
+    let named = format!(
+        "line {} of {} (launch {id}) is damaged",
+        mid + 1,
+        log.display()
+    );
     let d = dir.as_os_str();
     // The intact launches, as `list` reads them.
     let list = sb.cltrap(&[OsStr::new("list"), d]);
@@ -905,10 +1036,19 @@ fn one_damaged_line_leaves_cover_check_and_export_working_on_the_other_launches(
         .skip(1)
         .filter_map(|l| l.split_whitespace().next()?.parse().ok())
         .collect();
-    assert!(!intact.is_empty() && !intact.contains(&id), "{}", list.describe());
+    assert!(
+        !intact.is_empty() && !intact.contains(&id),
+        "{}",
+        list.describe()
+    );
     let said_once = |o: &Outcome, what: &str| {
         assert_eq!(o.code, Some(2), "{what}: {}", o.describe());
-        assert_eq!(o.stderr.matches(&named).count(), 1, "{what}: {}", o.describe());
+        assert_eq!(
+            o.stderr.matches(&named).count(),
+            1,
+            "{what}: {}",
+            o.describe()
+        );
         assert!(!o.stderr.contains("panicked"), "{what}: {}", o.describe());
     };
 
@@ -920,16 +1060,28 @@ fn one_damaged_line_leaves_cover_check_and_export_working_on_the_other_launches(
         let out = cover.stdout_text();
         // Every intact launch is measured, none failed; the summary says what was left out.
         assert!(
-            out.contains(&format!("over {} launch(es) (0 skipped, 0 failed)", intact.len())),
+            out.contains(&format!(
+                "over {} launch(es) (0 skipped, 0 failed)",
+                intact.len()
+            )),
             "cover {mode:?}: {}",
             cover.describe()
         );
-        assert!(out.contains("not measured: "), "cover {mode:?}: {}", cover.describe());
+        assert!(
+            out.contains("not measured: "),
+            "cover {mode:?}: {}",
+            cover.describe()
+        );
     }
 
     // A selection naming an intact launch and the damaged one checks the intact one.
     let (first, id_arg) = (intact[0].to_string(), id.to_string());
-    let check = sb.cltrap(&[OsStr::new("check"), d, OsStr::new(&first), OsStr::new(&id_arg)]);
+    let check = sb.cltrap(&[
+        OsStr::new("check"),
+        d,
+        OsStr::new(&first),
+        OsStr::new(&id_arg),
+    ]);
     said_once(&check, "check");
     assert!(
         check.stdout_text().contains("not checked: "),
@@ -939,16 +1091,34 @@ fn one_damaged_line_leaves_cover_check_and_export_working_on_the_other_launches(
     // A selection of the damaged launch alone leaves nothing to check, and says so.
     let only = sb.cltrap(&[OsStr::new("check"), d, OsStr::new(&id_arg)]);
     said_once(&only, "check of the damaged launch");
-    assert!(only.stderr.contains("nothing to analyse"), "{}", only.describe());
-    let json = sb.cltrap(&[OsStr::new("check"), d, OsStr::new(&first), OsStr::new("--json")]);
+    assert!(
+        only.stderr.contains("nothing to analyse"),
+        "{}",
+        only.describe()
+    );
+    let json = sb.cltrap(&[
+        OsStr::new("check"),
+        d,
+        OsStr::new(&first),
+        OsStr::new("--json"),
+    ]);
     said_once(&json, "check --json");
-    let report: Value = serde_json::from_str(&json.stdout_text()).unwrap_or_else(|e| {
-        panic!("check --json: {e}: {}", json.describe())
-    });
+    let report: Value = serde_json::from_str(&json.stdout_text())
+        .unwrap_or_else(|e| panic!("check --json: {e}: {}", json.describe()));
     let checked = report["launches"].as_array().unwrap();
     assert_eq!(checked.len(), 1, "{}", json.describe());
-    assert_eq!(checked[0]["id"].as_u64(), Some(intact[0]), "{}", json.describe());
-    assert_eq!(checked[0]["status"]["status"], "checked", "{}", json.describe());
+    assert_eq!(
+        checked[0]["id"].as_u64(),
+        Some(intact[0]),
+        "{}",
+        json.describe()
+    );
+    assert_eq!(
+        checked[0]["status"]["status"],
+        "checked",
+        "{}",
+        json.describe()
+    );
 
     // `show --kernel` generalises over the intact launches of a kernel.
     let kernel = list
@@ -958,16 +1128,32 @@ fn one_damaged_line_leaves_cover_check_and_export_working_on_the_other_launches(
         .and_then(|l| l.split_whitespace().nth(1))
         .unwrap()
         .to_string();
-    let show = sb.cltrap(&[OsStr::new("show"), d, OsStr::new("--kernel"), OsStr::new(&kernel)]);
+    let show = sb.cltrap(&[
+        OsStr::new("show"),
+        d,
+        OsStr::new("--kernel"),
+        OsStr::new(&kernel),
+    ]);
     said_once(&show, "show --kernel");
     assert!(show.stdout_text().contains(&kernel), "{}", show.describe());
 
     let c = sb.out.join("repro-intact");
-    let export = sb.cltrap(&[OsStr::new("export"), d, OsStr::new(&first), OsStr::new("--c"), c.as_os_str()]);
+    let export = sb.cltrap(&[
+        OsStr::new("export"),
+        d,
+        OsStr::new(&first),
+        OsStr::new("--c"),
+        c.as_os_str(),
+    ]);
     said_once(&export, "export --c");
     assert!(c.join("main.c").is_file(), "{}", export.describe());
     let gv = sb.out.join("gpuverify");
-    let export = sb.cltrap(&[OsStr::new("export"), d, OsStr::new("--gpuverify"), gv.as_os_str()]);
+    let export = sb.cltrap(&[
+        OsStr::new("export"),
+        d,
+        OsStr::new("--gpuverify"),
+        gv.as_os_str(),
+    ]);
     said_once(&export, "export --gpuverify");
     let log_json: Value =
         serde_json::from_str(&std::fs::read_to_string(gv.join("log.json")).unwrap()).unwrap();
@@ -978,10 +1164,20 @@ fn one_damaged_line_leaves_cover_check_and_export_working_on_the_other_launches(
     );
     // The damaged launch itself cannot be exported: one sentence saying why.
     let bad = sb.out.join("repro-damaged");
-    let export = sb.cltrap(&[OsStr::new("export"), d, OsStr::new(&id_arg), OsStr::new("--c"), bad.as_os_str()]);
+    let export = sb.cltrap(&[
+        OsStr::new("export"),
+        d,
+        OsStr::new(&id_arg),
+        OsStr::new("--c"),
+        bad.as_os_str(),
+    ]);
     assert_eq!(export.code, Some(2), "{}", export.describe());
     let said = meaningful_stderr_lines(&export.stderr);
     assert_eq!(said.len(), 1, "{}", export.describe());
-    assert!(said[0].contains("cannot be exported") && said[0].contains(&named), "{}", export.describe());
+    assert!(
+        said[0].contains("cannot be exported") && said[0].contains(&named),
+        "{}",
+        export.describe()
+    );
     assert!(!bad.exists());
 }

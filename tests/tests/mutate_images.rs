@@ -44,5 +44,9 @@ fn image_kernel_mutants_are_killed_not_timed_out() {
         "image kernel mutants: {killed} KILLED, {timeout} TIMEOUT\n{state}\n{}",
         mutate.describe()
     );
-    assert!(!mutate.stdout_text().contains("suspicious"), "{}", mutate.describe());
+    assert!(
+        !mutate.stdout_text().contains("suspicious"),
+        "{}",
+        mutate.describe()
+    );
 }

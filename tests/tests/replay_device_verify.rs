@@ -23,7 +23,12 @@ fn capture(label: &str) -> (TestDir, Capture) {
     let exe = fixture("gauss");
     let native = run_native(&exe, &[N]).expect_success();
     let dir = fresh_capture_dir(label);
-    let captured = run_captured(&dir, &["--max-mb", "1", "--device-digest", "on"], &exe, &[N]);
+    let captured = run_captured(
+        &dir,
+        &["--max-mb", "1", "--device-digest", "on"],
+        &exe,
+        &[N],
+    );
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
     let cap = open_capture(&dir);
@@ -107,7 +112,8 @@ fn dd128_outputs_are_verified_on_the_device_and_bound_as_the_next_inputs() {
     for r in [&host, &device] {
         assert_eq!(r.out.code, Some(0), "{}", r.out.describe());
         assert!(
-            r.stdout.contains(&format!("{LAUNCHES} matched, 0 mismatched")),
+            r.stdout
+                .contains(&format!("{LAUNCHES} matched, 0 mismatched")),
             "{}",
             r.out.describe()
         );
@@ -123,7 +129,11 @@ fn dd128_outputs_are_verified_on_the_device_and_bound_as_the_next_inputs() {
     // Outputs verified on the device are bound as the next launch's inputs as read-back
     // ones are: every launch binds its three buffers but the first and the checkpoints
     // (their inputs are stored, named by another digest).
-    assert!(host.bound >= 3 * (LAUNCHES as u64 - 4), "{}", host.out.describe());
+    assert!(
+        host.bound >= 3 * (LAUNCHES as u64 - 4),
+        "{}",
+        host.out.describe()
+    );
     assert_eq!(device.bound, host.bound, "{}", device.out.describe());
     assert!(
         device.read_back_bytes * 4.0 < host.read_back_bytes,
@@ -169,7 +179,10 @@ fn a_differing_output_is_reported_with_its_details_as_when_read_back() {
     let (dir, cap) = capture("dv-mismatch");
     // A wrong recorded digest of launch 150's `a` (past the budget: a dd128)...
     let Some((_, Content::Digest { algo, .. })) = contents(&cap.launches[150].args[1]) else {
-        panic!("launch 150's `a` is not a digest: {:?}", cap.launches[150].args[1])
+        panic!(
+            "launch 150's `a` is not a digest: {:?}",
+            cap.launches[150].args[1]
+        )
     };
     assert_eq!(*algo, DigestKind::Dd128);
     rewrite_launch(&dir, 150, |l| {
@@ -182,7 +195,10 @@ fn a_differing_output_is_reported_with_its_details_as_when_read_back() {
         }
     });
     // ... and launch 120 run with another `n` (argument 3 of Fan1 and Fan2).
-    assert!(matches!(cap.launches[120].args[3], ArgRecord::Scalar { .. }));
+    assert!(matches!(
+        cap.launches[120].args[3],
+        ArgRecord::Scalar { .. }
+    ));
     rewrite_launch(&dir, 120, |l| {
         if let ArgRecord::Scalar { bytes, .. } = &mut l.args[3] {
             *bytes = "5f000000".into();
@@ -199,8 +215,16 @@ fn a_differing_output_is_reported_with_its_details_as_when_read_back() {
             .to_string()
     };
     for id in [120, 150] {
-        assert!(line(&device, id).contains("MISMATCH"), "{}", line(&device, id));
-        assert!(line(&device, id).contains("digest"), "{}", line(&device, id));
+        assert!(
+            line(&device, id).contains("MISMATCH"),
+            "{}",
+            line(&device, id)
+        );
+        assert!(
+            line(&device, id).contains("digest"),
+            "{}",
+            line(&device, id)
+        );
     }
     assert!(
         line(&device, 150).contains(&format!("expected {}", &dd128(b"not the output")[..16])),
@@ -233,7 +257,8 @@ fn a_device_where_the_digest_does_not_build_reads_back_and_says_so_once() {
     let bad = replay_refused(&dir, "sometimes");
     assert_eq!(bad.code, Some(2), "{}", bad.describe());
     assert!(
-        bad.stderr.contains("CLTRAP_REPLAY_DEVICE_DIGEST") && bad.stderr.contains("auto, on or off"),
+        bad.stderr.contains("CLTRAP_REPLAY_DEVICE_DIGEST")
+            && bad.stderr.contains("auto, on or off"),
         "{}",
         bad.describe()
     );

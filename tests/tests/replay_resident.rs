@@ -33,7 +33,13 @@ fn replay_timed(dir: &Path, ids: &[String]) -> (Outcome, u64, u64) {
         .find(|l| l.contains("replay time per launch:"))
         .unwrap_or_else(|| panic!("no per-launch time line\n{}", out.describe()))
         .to_string();
-    for phase in ["restore ", "run ", "verify ", "compare ", "outside the launches: "] {
+    for phase in [
+        "restore ",
+        "run ",
+        "verify ",
+        "compare ",
+        "outside the launches: ",
+    ] {
         assert!(phases.contains(phase), "no {phase:?} in {phases}");
     }
     let bound = count(" bound on the device");
@@ -134,7 +140,12 @@ fn a_mismatched_or_failed_launch_hands_nothing_on_the_next_restores_from_the_cap
         other => panic!("argument 3 is not a scalar: {other:?}"),
     });
     let (out, bound, uploaded) = replay_timed(&dir, &[]);
-    assert_eq!(out.code, Some(2), "a failed launch exits 2\n{}", out.describe());
+    assert_eq!(
+        out.code,
+        Some(2),
+        "a failed launch exits 2\n{}",
+        out.describe()
+    );
     let lines = verdicts(&out);
     let line = |id: u64| {
         lines
@@ -148,7 +159,10 @@ fn a_mismatched_or_failed_launch_hands_nothing_on_the_next_restores_from_the_cap
         assert!(line(id).ends_with(": ok"), "{}", line(id));
     }
     assert!(
-        summary(&out).contains(&format!("{} matched, 1 mismatched, 0 skipped, 1 failed", LAUNCHES - 2)),
+        summary(&out).contains(&format!(
+            "{} matched, 1 mismatched, 0 skipped, 1 failed",
+            LAUNCHES - 2
+        )),
         "{}",
         summary(&out)
     );

@@ -152,7 +152,12 @@ fn the_native_race_check_names_both_accesses_and_repeats_are_not_checked_again()
     // A real race shows either under permuted schedules or already between repeats of the
     // identity schedule, as the threads of the CPU device happen to interleave: both
     // verdicts are right, and launch 2 repeats whichever launch 0 got.
-    let verdict = racy_verdict(lines[0], "launch 0 global_race: ", "argument 0 (out)", &text);
+    let verdict = racy_verdict(
+        lines[0],
+        "launch 0 global_race: ",
+        "argument 0 (out)",
+        &text,
+    );
     assert!(
         lines[1].starts_with("launch 1 global_race_fixed: deterministic"),
         "{text}"

@@ -146,7 +146,12 @@ fn capture(label: &str, kernels: &[&str]) -> TestDir {
 
 /// Runs `cltrap ARGS` in `cwd` with `env` added (and, given a cluster, its clients; the jobs
 /// inherit that environment).
-fn cltrap_env(cluster: Option<&Cluster>, cwd: &Path, args: &[String], env: &[(&str, &str)]) -> Outcome {
+fn cltrap_env(
+    cluster: Option<&Cluster>,
+    cwd: &Path,
+    args: &[String],
+    env: &[(&str, &str)],
+) -> Outcome {
     let t = tools();
     let conf = cluster.map(Cluster::conf);
     let mut all: Vec<(&str, &OsStr)> = vec![("CLTRAP_SHIM", t.shim.as_os_str())];
@@ -199,7 +204,8 @@ fn mask_durations(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut i = 0;
     while i < chars.len() {
-        let starts_number = chars[i].is_ascii_digit() && (i == 0 || !chars[i - 1].is_alphanumeric());
+        let starts_number =
+            chars[i].is_ascii_digit() && (i == 0 || !chars[i - 1].is_alphanumeric());
         if starts_number {
             let mut j = i;
             while j < chars.len() && (chars[j].is_ascii_digit() || chars[j] == '.') {
@@ -209,7 +215,10 @@ fn mask_durations(text: &str) -> String {
             if k < chars.len() && chars[k] == ' ' {
                 k += 1;
             }
-            let unit: String = chars[k..].iter().take_while(|c| c.is_alphabetic()).collect();
+            let unit: String = chars[k..]
+                .iter()
+                .take_while(|c| c.is_alphabetic())
+                .collect();
             if ["s", "ms", "us", "µs", "ns", "min"].contains(&unit.as_str()) {
                 out.push_str("<t>");
                 i = k + unit.chars().count();
@@ -296,14 +305,20 @@ fn assert_merged_equals(
         }
         from_shards += journal_units(&shard);
     }
-    assert_eq!(from_shards, merged_units, "{what}: the shards' units are not the merged ones");
+    assert_eq!(
+        from_shards, merged_units,
+        "{what}: the shards' units are not the merged ones"
+    );
 }
 
 /// Finished units in a campaign folder's journal.
 fn journal_units(dir: &Path) -> usize {
     let text = std::fs::read_to_string(dir.join("units.jsonl"))
         .unwrap_or_else(|e| panic!("{}: no journal ({e})", dir.display()));
-    text.lines().skip(1).filter(|l| !l.trim().is_empty()).count()
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .count()
 }
 
 #[test]
@@ -345,7 +360,10 @@ fn slurm_equals_single(
     std::fs::create_dir_all(work.join("single")).expect("work/single");
     let mut args: Vec<String> = single.iter().map(|s| s.to_string()).collect();
     for f in files {
-        let pos = args.iter().position(|a| a == f).expect("a report file argument");
+        let pos = args
+            .iter()
+            .position(|a| a == f)
+            .expect("a report file argument");
         args[pos] = format!("single/{f}");
     }
     let one = cltrap_env(None, &work, &args, env);
@@ -359,17 +377,32 @@ fn slurm_equals_single(
             .collect(),
     };
     for (path, _) in &want.files {
-        assert!(path.is_file(), "the single run wrote no {}\n{}", path.display(), one.describe());
+        assert!(
+            path.is_file(),
+            "the single run wrote no {}\n{}",
+            path.display(),
+            one.describe()
+        );
     }
     // The same campaign as a Slurm job array and a merge job.
     let out_dir = work.join("D");
     let mut args: Vec<String> = vec!["slurm".into()];
     args.extend(single.iter().map(|s| s.to_string()));
-    args.extend(["--tasks".into(), tasks.to_string(), "--submit".into(), "--out".into()]);
+    args.extend([
+        "--tasks".into(),
+        tasks.to_string(),
+        "--submit".into(),
+        "--out".into(),
+    ]);
     args.push(out_dir.to_str().expect("UTF-8 path").into());
     let submitted = cltrap_env(Some(&cluster), &work, &args, env);
     submitted.assert_no_panic();
-    assert!(submitted.success(), "{}\n{}", submitted.describe(), cluster.logs());
+    assert!(
+        submitted.success(),
+        "{}\n{}",
+        submitted.describe(),
+        cluster.logs()
+    );
     let jobs = job_ids(&submitted);
     assert_merged_equals(&cluster, label, &out_dir, &jobs, &want);
     then(&cluster, &out_dir);
@@ -384,10 +417,18 @@ fn retry_resumes(cluster: &Cluster, out_dir: &Path) {
     let tasks = out_dir.join("tasks.sbatch");
     let id = cluster.client(
         "sbatch",
-        &["--parsable", "--array=1", tasks.to_str().expect("UTF-8 path")],
+        &[
+            "--parsable",
+            "--array=1",
+            tasks.to_str().expect("UTF-8 path"),
+        ],
     );
     let id = id.trim().split(';').next().unwrap_or("").to_string();
-    assert!(!id.is_empty(), "sbatch did not take tasks.sbatch again\n{}", cluster.logs());
+    assert!(
+        !id.is_empty(),
+        "sbatch did not take tasks.sbatch again\n{}",
+        cluster.logs()
+    );
     cluster.wait(&[&id], "the task submitted again");
     let after = std::fs::read_to_string(&log).unwrap_or_default();
     let again = after.strip_prefix(before.as_str()).unwrap_or(&after);
@@ -402,7 +443,12 @@ fn retry_resumes(cluster: &Cluster, out_dir: &Path) {
 fn check_through_slurm_equals_a_single_run() {
     let cap = capture(
         "slurm-check",
-        &["local_race", "local_race_fixed", "off_by_one", "off_by_one_fixed"],
+        &[
+            "local_race",
+            "local_race_fixed",
+            "off_by_one",
+            "off_by_one_fixed",
+        ],
     );
     let cap = cap.to_str().expect("UTF-8 path").to_string();
     slurm_equals_single(
@@ -448,10 +494,22 @@ fn mutate_through_slurm_equals_a_single_run() {
 fn bad_slurm_command_lines_are_refused_in_one_sentence() {
     let work = fresh_dir("slurm", "refused");
     let cases: [(&[&str], &str); 4] = [
-        (&["slurm", "list", "cap", "--tasks", "2"], "cltrap: cltrap slurm runs a campaign command ("),
-        (&["slurm", "check", "no-such-capture", "--tasks", "2"], "cltrap: no-such-capture cannot be read ("),
-        (&["slurm", "check", "no-such-capture"], "cltrap: cltrap slurm needs --tasks N"),
-        (&["slurm", "--tasks", "2", "check", "x", "--tasks", "3"], "cltrap: cltrap slurm got --tasks twice"),
+        (
+            &["slurm", "list", "cap", "--tasks", "2"],
+            "cltrap: cltrap slurm runs a campaign command (",
+        ),
+        (
+            &["slurm", "check", "no-such-capture", "--tasks", "2"],
+            "cltrap: no-such-capture cannot be read (",
+        ),
+        (
+            &["slurm", "check", "no-such-capture"],
+            "cltrap: cltrap slurm needs --tasks N",
+        ),
+        (
+            &["slurm", "--tasks", "2", "check", "x", "--tasks", "3"],
+            "cltrap: cltrap slurm got --tasks twice",
+        ),
     ];
     for (args, start) in cases {
         let out = cltrap_in(&work, args);
@@ -478,28 +536,50 @@ fn without_sbatch_the_submit_commands_are_printed() {
     let t = tools();
     let out = run_with_env(
         &t.cltrap,
-        &["slurm", "check", capture.to_str().expect("UTF-8"), "--tasks", "2", "--submit", "--out", "D"],
+        &[
+            "slurm",
+            "check",
+            capture.to_str().expect("UTF-8"),
+            "--tasks",
+            "2",
+            "--submit",
+            "--out",
+            "D",
+        ],
         &[("PATH", OsStr::new("/nonexistent"))],
         Some(&work),
     );
     out.assert_no_panic();
     assert!(out.success(), "{}", out.describe());
-    assert!(out.stderr.contains("cltrap: sbatch is not on PATH: nothing submitted"), "{}", out.describe());
+    assert!(
+        out.stderr
+            .contains("cltrap: sbatch is not on PATH: nothing submitted"),
+        "{}",
+        out.describe()
+    );
     let dir = work.join("D");
     let stdout = out.stdout_text();
     assert!(
-        stdout.contains(&format!("  array=$(sbatch --parsable {}/tasks.sbatch)\n", dir.display()))
-            && stdout.contains(&format!(
-                "  sbatch --dependency=afterok:\"${{array%%;*}}\" {}/merge.sbatch\n",
-                dir.display()
-            )),
+        stdout.contains(&format!(
+            "  array=$(sbatch --parsable {}/tasks.sbatch)\n",
+            dir.display()
+        )) && stdout.contains(&format!(
+            "  sbatch --dependency=afterok:\"${{array%%;*}}\" {}/merge.sbatch\n",
+            dir.display()
+        )),
         "{}",
         out.describe()
     );
     let tasks = std::fs::read_to_string(dir.join("tasks.sbatch")).expect("tasks.sbatch");
     assert!(tasks.contains("#SBATCH --array=0-1\n"), "{tasks}");
     let exe = t.cltrap.canonicalize().expect("cltrap's path");
-    assert!(tasks.contains(&format!("exec {} check --shard ", exe.display())), "{tasks}");
+    assert!(
+        tasks.contains(&format!("exec {} check --shard ", exe.display())),
+        "{tasks}"
+    );
     let merge = std::fs::read_to_string(dir.join("merge.sbatch")).expect("merge.sbatch");
-    assert!(merge.contains(&format!("{}/shard-1 \\\n", dir.display())), "{merge}");
+    assert!(
+        merge.contains(&format!("{}/shard-1 \\\n", dir.display())),
+        "{merge}"
+    );
 }

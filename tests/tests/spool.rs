@@ -35,7 +35,11 @@ fn segments(dir: &Path) -> Vec<PathBuf> {
 /// Files of the store with this suffix (`.pack`, `.chunks`).
 fn store_files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for d in std::fs::read_dir(dir.join("blobs")).into_iter().flatten().flatten() {
+    for d in std::fs::read_dir(dir.join("blobs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         for f in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
             if f.file_name().to_string_lossy().ends_with(suffix) {
                 out.push(f.path());
@@ -82,15 +86,25 @@ fn a_full_capture_is_spooled_and_replays_bit_exact_before_and_after_compaction()
     let dir = spooled("spooled");
     // The application wrote no packs and no chunk indexes: its large contents are spooled.
     assert!(!segments(&dir).is_empty(), "no spool segment");
-    assert!(store_files(&dir, ".pack").is_empty(), "{:?}", store_files(&dir, ".pack"));
+    assert!(
+        store_files(&dir, ".pack").is_empty(),
+        "{:?}",
+        store_files(&dir, ".pack")
+    );
     assert!(store_files(&dir, ".chunks").is_empty());
     let launches = open_capture(&dir).launches.len();
     let before = all_contents(&dir);
-    assert!(before.iter().any(|(_, b)| b.len() >= 1 << 20), "no large content");
+    assert!(
+        before.iter().any(|(_, b)| b.len() >= 1 << 20),
+        "no large content"
+    );
     {
         let _held = hold_compaction(&dir);
         assert_replays_ok(&dir, launches);
-        assert!(!segments(&dir).is_empty(), "compacted although a compactor held the lock");
+        assert!(
+            !segments(&dir).is_empty(),
+            "compacted although a compactor held the lock"
+        );
     }
     let out = cltrap_on("compact", &dir);
     assert!(out.success(), "{}", out.describe());
@@ -128,7 +142,11 @@ fn compaction_is_idempotent_and_an_interrupted_one_loses_nothing() {
     std::thread::sleep(std::time::Duration::from_millis(30));
     let _ = child.kill();
     let _ = child.wait();
-    assert_eq!(all_contents(&dir), before, "a killed compaction lost contents");
+    assert_eq!(
+        all_contents(&dir),
+        before,
+        "a killed compaction lost contents"
+    );
     let first = cltrap_on("compact", &dir);
     assert!(first.success(), "{}", first.describe());
     assert!(segments(&dir).is_empty());
@@ -141,8 +159,16 @@ fn compaction_is_idempotent_and_an_interrupted_one_loses_nothing() {
     assert_eq!(all_contents(&dir), before);
     let again = cltrap_on("compact", &dir);
     assert!(again.success(), "{}", again.describe());
-    assert!(again.stderr.contains(" 0 content(s)"), "{}", again.describe());
-    assert_eq!(store_files(&dir, ".pack").len(), packs, "packs written twice");
+    assert!(
+        again.stderr.contains(" 0 content(s)"),
+        "{}",
+        again.describe()
+    );
+    assert_eq!(
+        store_files(&dir, ".pack").len(),
+        packs,
+        "packs written twice"
+    );
     assert!(segments(&dir).is_empty());
     assert_eq!(all_contents(&dir), before);
     assert_replays_ok(&dir, launches);
@@ -184,7 +210,11 @@ fn past_a_tiny_spool_bound_the_application_waits_for_compaction_and_finishes() {
     );
     // `cltrap run` compacted everything after the application exited.
     assert!(segments(&dir).is_empty(), "{}", captured.describe());
-    assert!(captured.stderr.contains("compacted the spool"), "{}", captured.describe());
+    assert!(
+        captured.stderr.contains("compacted the spool"),
+        "{}",
+        captured.describe()
+    );
     let launches = open_capture(&dir).launches.len();
     assert_replays_ok(&dir, launches);
 }
@@ -227,7 +257,11 @@ fn assert_clear_error(dir: &Path, expect: &str) {
         let replay = cltrap_on("replay", dir);
         replay.assert_no_panic();
         let text = format!("{}{}", replay.stdout_text(), replay.stderr);
-        assert!(text.contains(expect), "replay: expected {expect:?}\n{}", replay.describe());
+        assert!(
+            text.contains(expect),
+            "replay: expected {expect:?}\n{}",
+            replay.describe()
+        );
     }
     let compact = cltrap_on("compact", dir);
     compact.assert_no_panic();
@@ -245,7 +279,10 @@ fn a_hostile_spool_gives_a_clear_error() {
     let dir = spooled("hostile-cut");
     let (seg, scan) = first_segment(&dir);
     let last = input_record(&dir, &scan);
-    let f = std::fs::OpenOptions::new().write(true).open(&seg).expect("open");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .expect("open");
     f.set_len(last.offset + last.len / 2).expect("cut");
     drop(f);
     assert_clear_error(&dir, "cut off or forged");
@@ -253,7 +290,10 @@ fn a_hostile_spool_gives_a_clear_error() {
     // A content that no longer matches its digest.
     let dir = spooled("hostile-hash");
     let (seg, scan) = first_segment(&dir);
-    let f = std::fs::OpenOptions::new().write(true).open(&seg).expect("open");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .expect("open");
     let r = input_record(&dir, &scan);
     f.write_all_at(b"forged!", r.offset + 100).expect("forge");
     drop(f);
@@ -263,7 +303,10 @@ fn a_hostile_spool_gives_a_clear_error() {
     let dir = spooled("hostile-length");
     let (seg, scan) = first_segment(&dir);
     let last = input_record(&dir, &scan);
-    let f = std::fs::OpenOptions::new().write(true).open(&seg).expect("open");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .expect("open");
     f.write_all_at(&(u64::MAX / 2).to_le_bytes(), last.offset - 8)
         .expect("forge");
     drop(f);
@@ -292,7 +335,12 @@ fn sliced(label: &str) -> (TestDir, serde_json::Value) {
     let rounds = SLICE_ROUNDS.to_string();
     let native = run_native(&exe, &[&rounds]).expect_success();
     let stats = dir.with_extension("stats.json");
-    let captured = run_preloaded(&dir, &[("CLTRAP_STATS", stats.as_os_str())], &exe, &[&rounds]);
+    let captured = run_preloaded(
+        &dir,
+        &[("CLTRAP_STATS", stats.as_os_str())],
+        &exe,
+        &[&rounds],
+    );
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
     let counters = std::fs::read_to_string(&stats)
@@ -311,11 +359,18 @@ fn the_derive_threshold_counts_patched_versions_at_their_whole_size() {
     let dir = fresh_capture_dir("slices-derive");
     let rounds = SLICE_ROUNDS.to_string();
     // 16 MB: four whole 4 MiB versions; the patches of all the rounds spool far less.
-    let captured = run_preloaded(&dir, &[("CLTRAP_DERIVE_AFTER_MB", std::ffi::OsStr::new("16"))], &exe, &[&rounds]);
+    let captured = run_preloaded(
+        &dir,
+        &[("CLTRAP_DERIVE_AFTER_MB", std::ffi::OsStr::new("16"))],
+        &exe,
+        &[&rounds],
+    );
     captured.assert_no_panic();
     assert!(captured.success(), "{}", captured.describe());
     assert!(
-        captured.stderr.contains("MB of contents (CLTRAP_DERIVE_AFTER_MB 16 MB"),
+        captured
+            .stderr
+            .contains("MB of contents (CLTRAP_DERIVE_AFTER_MB 16 MB"),
         "the capture never started deriving: {}",
         captured.describe()
     );
@@ -324,7 +379,10 @@ fn the_derive_threshold_counts_patched_versions_at_their_whole_size() {
         .filter_map(|s| std::fs::metadata(s).ok())
         .map(|m| m.len())
         .sum();
-    assert!(spooled < 16 << 20, "{spooled} bytes spooled: the test needs patches smaller than the threshold");
+    assert!(
+        spooled < 16 << 20,
+        "{spooled} bytes spooled: the test needs patches smaller than the threshold"
+    );
 }
 
 /// Every record of every segment of the spool of `dir`, with its segment.
@@ -348,14 +406,24 @@ fn a_buffer_changed_in_a_slice_per_launch_spools_only_the_slices_and_replays_bit
         bytes < SLICES_BUFFER * SLICE_ROUNDS / 4,
         "{bytes} bytes spooled for {SLICE_ROUNDS} versions of a {SLICES_BUFFER}-byte buffer: {stats}"
     );
-    assert!(spool["patches"].as_u64().unwrap_or(0) >= SLICE_ROUNDS / 2, "{stats}");
+    assert!(
+        spool["patches"].as_u64().unwrap_or(0) >= SLICE_ROUNDS / 2,
+        "{stats}"
+    );
     let records = all_records(&dir);
-    assert!(records.iter().any(|(_, r)| r.patch.is_some()), "no patch record");
+    assert!(
+        records.iter().any(|(_, r)| r.patch.is_some()),
+        "no patch record"
+    );
     let launches = open_capture(&dir).launches.len();
     // Every content reads back (patch records rebuilt and checked against their digest).
     let before = all_contents(&dir);
     assert!(
-        before.iter().filter(|(_, b)| b.len() as u64 == SLICES_BUFFER).count() as u64 > SLICE_ROUNDS / 2,
+        before
+            .iter()
+            .filter(|(_, b)| b.len() as u64 == SLICES_BUFFER)
+            .count() as u64
+            > SLICE_ROUNDS / 2,
         "too few versions of the buffer"
     );
     {
@@ -364,7 +432,11 @@ fn a_buffer_changed_in_a_slice_per_launch_spools_only_the_slices_and_replays_bit
     }
     let out = cltrap_on("compact", &dir);
     assert!(out.success(), "{}", out.describe());
-    assert!(out.stderr.contains("patch record(s) rebuilt"), "{}", out.describe());
+    assert!(
+        out.stderr.contains("patch record(s) rebuilt"),
+        "{}",
+        out.describe()
+    );
     assert!(segments(&dir).is_empty(), "segments left after compaction");
     assert_eq!(all_contents(&dir), before, "contents changed by compaction");
     assert_replays_ok(&dir, launches);
@@ -396,7 +468,11 @@ fn assert_patch_error(dir: &Path, expect: &str) {
     let compact = cltrap_on("compact", dir);
     compact.assert_no_panic();
     assert!(compact.code == Some(2), "compact: {}", compact.describe());
-    assert!(compact.stderr.contains("the segment is kept"), "compact: {}", compact.describe());
+    assert!(
+        compact.stderr.contains("the segment is kept"),
+        "compact: {}",
+        compact.describe()
+    );
 }
 
 #[test]
@@ -410,10 +486,16 @@ fn hostile_patch_records_give_clear_errors() {
     // The offset of its last range (the last entry of its table of ranges).
     let region_at = |r: &spool::Record| r.offset - 16;
     let patches = |dir: &Path| -> Vec<(PathBuf, spool::Record)> {
-        all_records(dir).into_iter().filter(|(_, r)| r.patch.is_some()).collect()
+        all_records(dir)
+            .into_iter()
+            .filter(|(_, r)| r.patch.is_some())
+            .collect()
     };
     let forge = |seg: &Path, at: u64, bytes: &[u8]| {
-        let f = std::fs::OpenOptions::new().write(true).open(seg).expect("open");
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(seg)
+            .expect("open");
         f.write_all_at(bytes, at).expect("forge");
     };
 
@@ -468,7 +550,10 @@ fn the_shim_library_contains_no_compressor_and_no_chunker() {
     assert!(out.status.success(), "nm {}: {out:?}", shim.display());
     let symbols = String::from_utf8_lossy(&out.stdout);
     // A listing that works: the shim's own entry points are in it.
-    assert!(symbols.contains("clEnqueueNDRangeKernel"), "nm listed no symbols");
+    assert!(
+        symbols.contains("clEnqueueNDRangeKernel"),
+        "nm listed no symbols"
+    );
     let found: Vec<&str> = symbols
         .lines()
         .filter(|l| {
@@ -477,7 +562,10 @@ fn the_shim_library_contains_no_compressor_and_no_chunker() {
         })
         .take(5)
         .collect();
-    assert!(found.is_empty(), "the shim links zstd or FastCDC: {found:?}");
+    assert!(
+        found.is_empty(),
+        "the shim links zstd or FastCDC: {found:?}"
+    );
 }
 
 /// Where the spool cannot be opened (here a file stands where its folder goes), the
@@ -498,9 +586,18 @@ fn without_a_spool_large_contents_are_stored_whole_and_replay_bit_exact() {
         .matches("large contents are stored whole and uncompressed")
         .count();
     assert_eq!(said, 1, "{}", captured.describe());
-    assert!(store_files(&dir, ".pack").is_empty(), "the application compressed");
-    assert!(store_files(&dir, ".chunks").is_empty(), "the application cut contents");
-    let whole = all_contents(&dir).iter().filter(|(_, b)| b.len() >= 1 << 20).count();
+    assert!(
+        store_files(&dir, ".pack").is_empty(),
+        "the application compressed"
+    );
+    assert!(
+        store_files(&dir, ".chunks").is_empty(),
+        "the application cut contents"
+    );
+    let whole = all_contents(&dir)
+        .iter()
+        .filter(|(_, b)| b.len() >= 1 << 20)
+        .count();
     assert!(whole > 0, "no large content stored");
     assert_replays_ok(&dir, open_capture(&dir).launches.len());
 }

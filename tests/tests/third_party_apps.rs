@@ -572,6 +572,9 @@ fn pyopencl_with_a_warm_binary_cache_is_said_and_refusing_binaries_captures_sour
             .lines()
             .find(|l| l.starts_with(&format!("kernel {kernel} ")))
             .unwrap_or_else(|| panic!("{kernel} was not covered\n{}", cover.describe()));
-        assert!(line.contains("branches") && !line.contains("branches 0/0"), "{line}");
+        assert!(
+            line.contains("branches") && !line.contains("branches 0/0"),
+            "{line}"
+        );
     }
 }

@@ -22,7 +22,13 @@ fn host(source: &str, compiler: &str, libs: &[&str], package: &str) -> Option<Pa
     args.extend(libs.iter().map(OsString::from));
     let out = run_native(compiler, &args);
     if !out.success() {
-        skip(source, &format!("it does not build here (apt-get install {package})\n{}", out.describe()));
+        skip(
+            source,
+            &format!(
+                "it does not build here (apt-get install {package})\n{}",
+                out.describe()
+            ),
+        );
         return None;
     }
     Some(exe)
@@ -30,19 +36,39 @@ fn host(source: &str, compiler: &str, libs: &[&str], package: &str) -> Option<Pa
 
 fn slow_row(name: &str) -> bool {
     if !full_matrix() {
-        skip(name, "a slow row of the third-party matrix: set CLTRAP_MATRIX=1 to run it");
+        skip(
+            name,
+            "a slow row of the third-party matrix: set CLTRAP_MATRIX=1 to run it",
+        );
     }
     full_matrix()
 }
 
 #[test]
 fn ffmpeg_opencl_filters_through_every_analysis() {
-    let Some(ffmpeg) = installed("ffmpeg", "ffmpeg") else { return };
+    let Some(ffmpeg) = installed("ffmpeg", "ffmpeg") else {
+        return;
+    };
     let vf = "format=rgba,hwupload,unsharp_opencl,sobel_opencl,transpose_opencl,boxblur_opencl,\
               erosion_opencl,dilation_opencl,prewitt_opencl,roberts_opencl,hwdownload,format=rgba";
     let args = [
-        "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x64:rate=5", "-frames:v", "2",
-        "-init_hw_device", "opencl=ocl:0.0", "-filter_hw_device", "ocl", "-vf", vf, "-f", "rawvideo",
+        "-nostdin",
+        "-v",
+        "error",
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc=size=64x64:rate=5",
+        "-frames:v",
+        "2",
+        "-init_hw_device",
+        "opencl=ocl:0.0",
+        "-filter_hw_device",
+        "ocl",
+        "-vf",
+        vf,
+        "-f",
+        "rawvideo",
         "-",
     ];
     let app = App {
@@ -65,7 +91,12 @@ fn clblast_library_through_every_analysis() {
     if !slow_row("clblast") {
         return;
     }
-    let Some(exe) = host("clblast_host.c", "cc", &["-lclblast", "-lOpenCL", "-lm"], "libclblast-dev") else {
+    let Some(exe) = host(
+        "clblast_host.c",
+        "cc",
+        &["-lclblast", "-lOpenCL", "-lm"],
+        "libclblast-dev",
+    ) else {
         return;
     };
     let app = App {
@@ -112,12 +143,17 @@ fn pyopencl_library_kernels_through_every_analysis() {
         return;
     }
     if !debian_pyopencl() {
-        return skip("pyopencl-library", "Debian's python3-pyopencl is not installed");
+        return skip(
+            "pyopencl-library",
+            "Debian's python3-pyopencl is not installed",
+        );
     }
     let app = App {
         name: "pyopencl-library",
         program: PathBuf::from("/usr/bin/python3"),
-        args: vec![fixture_source_dir("thirdparty").join("pyopencl_library.py").into()],
+        args: vec![fixture_source_dir("thirdparty")
+            .join("pyopencl_library.py")
+            .into()],
         // pyopencl loads programs from its binary cache after a first run: a capture of
         // those holds binaries only, which the analyses cannot instrument.
         env: vec![("PYOPENCL_NO_CACHE", "1".into())],
@@ -136,15 +172,32 @@ fn ffmpeg_more_opencl_filters_through_every_analysis() {
     if !slow_row("ffmpeg-more-filters") {
         return;
     }
-    let Some(ffmpeg) = installed("ffmpeg", "ffmpeg") else { return };
+    let Some(ffmpeg) = installed("ffmpeg", "ffmpeg") else {
+        return;
+    };
     // nlmeans_opencl works on planar YUV (buffer kernels, one program per plane size); the
     // others on RGBA images (image kernels with samplers, a constant-buffer convolution mask).
     let vf = "format=yuv420p,hwupload,nlmeans_opencl=s=2:p=3:r=3,hwdownload,format=yuv420p,\
               format=rgba,hwupload,avgblur_opencl=sizeX=2,convolution_opencl=0m='0 1 0 1 -4 1 0 1 0',\
               colorkey_opencl=color=red:similarity=0.2,pad_opencl=w=80:h=72:x=8:y=4,hwdownload,format=rgba";
     let args = [
-        "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x64:rate=5", "-frames:v", "1",
-        "-init_hw_device", "opencl=ocl:0.0", "-filter_hw_device", "ocl", "-vf", vf, "-f", "rawvideo",
+        "-nostdin",
+        "-v",
+        "error",
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc=size=64x64:rate=5",
+        "-frames:v",
+        "1",
+        "-init_hw_device",
+        "opencl=ocl:0.0",
+        "-filter_hw_device",
+        "ocl",
+        "-vf",
+        vf,
+        "-f",
+        "rawvideo",
         "-",
     ];
     let app = App {
@@ -166,13 +219,19 @@ fn boost_compute_algorithms_through_every_analysis() {
     if !slow_row("boost-compute") {
         return;
     }
-    let Some(exe) = host("boost_compute_host.cpp", "c++", &["-lOpenCL"], "libboost-dev") else {
+    let Some(exe) = host(
+        "boost_compute_host.cpp",
+        "c++",
+        &["-lOpenCL"],
+        "libboost-dev",
+    ) else {
         return;
     };
     let app = App {
         name: "boost-compute",
         program: exe,
-        expect_stdout: "boost.compute transform, accumulate, inclusive_scan, count_if, sort, reverse ok",
+        expect_stdout:
+            "boost.compute transform, accumulate, inclusive_scan, count_if, sort, reverse ok",
         fuzz_kernel: "reverse",
         mutate_kernel: "merge_sort_on_cpu_merge_blocks",
         export_kernel: "serial_scan",
@@ -188,12 +247,17 @@ fn pyopencl_array_and_algorithm_kernels_through_every_analysis() {
         return;
     }
     if !debian_pyopencl() {
-        return skip("pyopencl-algorithms", "Debian's python3-pyopencl is not installed");
+        return skip(
+            "pyopencl-algorithms",
+            "Debian's python3-pyopencl is not installed",
+        );
     }
     let app = App {
         name: "pyopencl-algorithms",
         program: PathBuf::from("/usr/bin/python3"),
-        args: vec![fixture_source_dir("thirdparty").join("pyopencl_algorithms.py").into()],
+        args: vec![fixture_source_dir("thirdparty")
+            .join("pyopencl_algorithms.py")
+            .into()],
         env: vec![("PYOPENCL_NO_CACHE", "1".into())],
         expect_stdout: "pyopencl array and algorithm kernels: ok",
         fuzz_kernel: "take",
@@ -210,7 +274,10 @@ fn pyopencl_array_and_algorithm_kernels_through_every_analysis() {
 fn python_module(row: &str, module: &str, package: &str) -> bool {
     let ok = run_native("/usr/bin/python3", &["-c", &format!("import {module}")]).success();
     if !ok {
-        skip(row, &format!("/usr/bin/python3 cannot import {module} (apt-get install {package})"));
+        skip(
+            row,
+            &format!("/usr/bin/python3 cannot import {module} (apt-get install {package})"),
+        );
     }
     ok
 }
@@ -227,7 +294,9 @@ fn opencv_umat_kernels_from_its_binary_cache_through_every_analysis() {
     let app = App {
         name: "opencv-umat",
         program: PathBuf::from("/usr/bin/python3"),
-        args: vec![fixture_source_dir("thirdparty").join("opencv_umat.py").into()],
+        args: vec![fixture_source_dir("thirdparty")
+            .join("opencv_umat.py")
+            .into()],
         env: vec![
             ("OPENCV_OPENCL_DEVICE", ":CPU:".into()),
             ("OPENCV_OPENCL_CACHE_DIR", cache.into_os_string()),
@@ -245,13 +314,18 @@ fn opencv_umat_kernels_from_its_binary_cache_through_every_analysis() {
 
 #[test]
 fn gpyfft_clfft_plans_through_every_analysis() {
-    if !slow_row("gpyfft") || !debian_pyopencl() || !python_module("gpyfft", "gpyfft", "python3-gpyfft") {
+    if !slow_row("gpyfft")
+        || !debian_pyopencl()
+        || !python_module("gpyfft", "gpyfft", "python3-gpyfft")
+    {
         return;
     }
     let app = App {
         name: "gpyfft",
         program: PathBuf::from("/usr/bin/python3"),
-        args: vec![fixture_source_dir("thirdparty").join("gpyfft_fft.py").into()],
+        args: vec![fixture_source_dir("thirdparty")
+            .join("gpyfft_fft.py")
+            .into()],
         env: vec![("PYOPENCL_NO_CACHE", "1".into())],
         expect_stdout: "gpyfft clFFT c2c forward, inverse, batched r2c: ok",
         fuzz_kernel: "fft_fwd",
@@ -271,13 +345,18 @@ fn clfft_client_2d_transform_through_every_analysis() {
     if !slow_row("clfft-client") {
         return;
     }
-    let Some(client) = installed("clFFT-client", "clfft-client") else { return };
+    let Some(client) = installed("clFFT-client", "clfft-client") else {
+        return;
+    };
     let app = App {
         name: "clfft-client",
         program: client,
         // A 64x32 out-of-place 2-D FFT on the CPU device, run once: two FFT passes and
         // clFFT's transpose kernels; the client checks its result against its own reference.
-        args: ["-c", "-x", "64", "-y", "32", "-o", "-p", "1"].iter().map(OsString::from).collect(),
+        args: ["-c", "-x", "64", "-y", "32", "-o", "-p", "1"]
+            .iter()
+            .map(OsString::from)
+            .collect(),
         expect_stdout: "Internal Client Test *****PASS*****",
         fuzz_kernel: "transpose_gcn",
         mutate_kernel: "fft_fwd",
@@ -294,7 +373,9 @@ fn clpeak_kernel_latency_through_every_analysis() {
     if !slow_row("clpeak") {
         return;
     }
-    let Some(clpeak) = installed("clpeak", "clpeak") else { return };
+    let Some(clpeak) = installed("clpeak", "clpeak") else {
+        return;
+    };
     let app = App {
         name: "clpeak",
         program: clpeak,
@@ -318,7 +399,9 @@ fn hashcat_mask_attack_through_every_analysis() {
     if !slow_row("hashcat") {
         return;
     }
-    let Some(hashcat) = installed("hashcat", "hashcat") else { return };
+    let Some(hashcat) = installed("hashcat", "hashcat") else {
+        return;
+    };
     // An MD5 mask attack over three digits. hashcat builds its kernels from sources that
     // `#include` its headers (OpenCL/inc_*.cl) and caches the binaries under the XDG cache
     // folder, with no fallback to source when a cached binary is refused: every run of the
@@ -328,8 +411,18 @@ fn hashcat_mask_attack_through_every_analysis() {
     // md5("427")
     std::fs::write(&hashes, "18997733ec258a9fcaf239cc55d53363\n").expect("hash file");
     let mut args: Vec<OsString> = [
-        "--force", "--potfile-disable", "--quiet", "--logfile-disable", "--session", "matrix", "-m", "0",
-        "-a", "3", "-D", "1,2",
+        "--force",
+        "--potfile-disable",
+        "--quiet",
+        "--logfile-disable",
+        "--session",
+        "matrix",
+        "-m",
+        "0",
+        "-a",
+        "3",
+        "-D",
+        "1,2",
     ]
     .iter()
     .map(OsString::from)

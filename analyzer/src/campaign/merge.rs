@@ -96,11 +96,19 @@ pub fn merge(
             header.units
         ));
     }
+    // A unit a shard did not run because one of its results made it pointless is not
+    // missing (each shard drops only what its own results supersede).
+    let superseded: std::collections::HashSet<String> = units
+        .iter()
+        .filter_map(|u| results.get(&u.id).map(|f| c.superseded(u, &f.result)))
+        .flatten()
+        .collect();
     let mut merged: Vec<(Unit, Finished)> = Vec::with_capacity(units.len());
     let mut missing: Vec<&str> = Vec::new();
     for u in &units {
         match results.remove(&u.id) {
             Some(f) => merged.push((u.clone(), f)),
+            None if superseded.contains(&u.id) => {}
             None => missing.push(&u.id),
         }
     }

@@ -17,8 +17,8 @@
 pub mod args;
 pub mod devices;
 pub mod here;
-pub mod kept;
 pub mod journal;
+pub mod kept;
 pub mod merge;
 pub mod protocol;
 pub mod runner;
@@ -36,7 +36,7 @@ use std::time::Duration;
 /// worker needs beyond the command's own arguments (often nothing).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Unit {
-    /// Stable id, e.g. `launch-12` or `mutant-3-batch-0`.
+    /// Stable id, e.g. `launch-12` or `mutant-0-3-cases-1`.
     pub id: String,
     /// What the worker needs to run it (`null` when the id says all).
     #[serde(default)]
@@ -155,6 +155,16 @@ pub trait Campaign {
     /// is tried again at most once.
     fn retry(&self, _unit: &Unit, _why: &Lost) -> Option<Unit> {
         None
+    }
+    /// The ids of units that `result` (of `unit`) makes pointless: whatever they would give,
+    /// the report is the same (mutate: the later batches of a mutant that an earlier batch
+    /// decided). The runner drops those not handed out yet; they get no result, and
+    /// [`Campaign::report`] must not need one (nor `cltrap merge`, which asks the same of
+    /// every shard's results). The answer must follow from the unit and its result alone, so
+    /// that which units run never depends on the number of workers in a way the report shows.
+    /// The default: none.
+    fn superseded(&self, _unit: &Unit, _result: &Value) -> Vec<String> {
+        Vec::new()
     }
     /// The result of a unit whose worker died or hung.
     fn lost(&self, unit: &Unit, why: &Lost) -> Value;

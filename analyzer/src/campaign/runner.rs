@@ -88,7 +88,11 @@ pub fn drive(
     if flags.campaign_dir.is_none() {
         refuse_links(&c.home(), &dir)?;
     }
-    let earlier = if flags.resume { vec![dir.clone()] } else { Vec::new() };
+    let earlier = if flags.resume {
+        vec![dir.clone()]
+    } else {
+        Vec::new()
+    };
     c.folders(&dir, &earlier);
     INTERRUPT.store(false, Ordering::SeqCst);
     let units = match c.units() {
@@ -143,9 +147,15 @@ pub fn drive(
         .filter(|(p, _)| flags.shard.is_none_or(|s| s.owns(*p)))
         .collect();
     done.retain(|id, _| mine.iter().any(|(_, u)| &u.id == id));
+    // Units that results finished before make pointless are not run again either.
+    let dropped: HashSet<String> = mine
+        .iter()
+        .filter_map(|(_, u)| done.get(&u.id).map(|f| c.superseded(u, &f.result)))
+        .flatten()
+        .collect();
     let todo: VecDeque<(usize, Unit)> = mine
         .iter()
-        .filter(|(_, u)| !done.contains_key(&u.id))
+        .filter(|(_, u)| !done.contains_key(&u.id) && !dropped.contains(&u.id))
         .cloned()
         .collect();
     let mut writer = match Writer::open(&dir, &header, flags.resume) {
@@ -270,6 +280,8 @@ pub struct Stats {
     /// Workers that retired after a unit that left their device or memory untrusted
     /// ([`Campaign::spent`]): each one's next unit ran in a fresh worker.
     pub retired: usize,
+    /// Units not run because a result made them pointless ([`Campaign::superseded`]).
+    pub superseded: usize,
 }
 
 /// What the slots count for [`Stats`].
@@ -287,8 +299,12 @@ impl Stats {
             0 => String::new(),
             n => format!("; {n} worker(s) retired after a unit that faulted"),
         };
+        let superseded = match self.superseded {
+            0 => String::new(),
+            n => format!("; {n} unit(s) not run, made pointless by an earlier result"),
+        };
         format!(
-            "campaign: {} unit(s) in {:.1} s on {} worker(s) over {} device(s); workers idle {:.0}% of the time{retired}",
+            "campaign: {} unit(s) in {:.1} s on {} worker(s) over {} device(s); workers idle {:.0}% of the time{retired}{superseded}",
             self.units,
             self.wall_s,
             self.workers,
@@ -408,6 +424,8 @@ fn run_units(
     }
     drop(tx);
     let mut finished = 0;
+    // Units this run will not hand out: [`Campaign::superseded`] by a result.
+    let mut total = total;
     let mut failure: Option<String> = None;
     while finished < total {
         if INTERRUPT.load(Ordering::SeqCst) {
@@ -456,9 +474,19 @@ fn run_units(
         stats.units += 1;
         stats.busy_s += f.millis as f64 / 1000.0;
         *stats.per_device.entry(f.device.clone()).or_default() += 1;
+        let pointless = c.superseded(&unit, &f.result);
         done.insert(unit.id.clone(), f);
         finished += 1;
         bar.inc(1);
+        if !pointless.is_empty() {
+            let dropped = drop_queued(&queue, &pointless);
+            if dropped > 0 {
+                total -= dropped;
+                pending.fetch_sub(dropped, Ordering::SeqCst);
+                stats.superseded += dropped;
+                bar.set_length(total as u64);
+            }
+        }
     }
     // Slots end by themselves when the queue is empty; `stop` is for Ctrl-C and failures.
     if finished < total {
@@ -482,6 +510,15 @@ fn run_units(
         0.0
     };
     Ok((INTERRUPT.load(Ordering::SeqCst), stats))
+}
+
+/// Takes the units named in `ids` out of the queue (those not handed out yet); returns how
+/// many it took.
+fn drop_queued(queue: &Mutex<VecDeque<(usize, Unit)>>, ids: &[String]) -> usize {
+    let Ok(mut q) = queue.lock() else { return 0 };
+    let before = q.len();
+    q.retain(|(_, u)| !ids.contains(&u.id));
+    before - q.len()
 }
 
 /// A live worker process.
@@ -741,7 +778,7 @@ fn slot_loop(
                                 millis: started.elapsed().as_millis() as u64,
                                 result,
                             },
-                        ))
+                        ));
                     }
                     Event::Failed { reason, retire } => {
                         retiring = retire;
@@ -915,7 +952,10 @@ done
         // `a` was answered (its worker had `b`'s line already), `b` crashed its worker, and
         // `c`, sent ahead to that worker, ran on the next one, with `d`.
         assert!(pid(0).is_some() && pid(1).is_none(), "{got:?}");
-        assert!(pid(2).is_some() && pid(2) == pid(3) && pid(2) != pid(0), "{got:?}");
+        assert!(
+            pid(2).is_some() && pid(2) == pid(3) && pid(2) != pid(0),
+            "{got:?}"
+        );
     }
 
     /// A worker that answers unit `r` with `"retire":true` once the next unit's line has
@@ -950,7 +990,10 @@ done
         // `a` and `r` ran on the first worker, which retired after `r` holding `n`'s line;
         // `n` ran on the next worker, with `m`.
         assert!(pid(0) != 0 && pid(0) == pid(1), "{got:?}");
-        assert!(pid(2) != 0 && pid(2) != pid(1) && pid(2) == pid(3), "{got:?}");
+        assert!(
+            pid(2) != 0 && pid(2) != pid(1) && pid(2) == pid(3),
+            "{got:?}"
+        );
         assert_eq!(starts.retired.load(Ordering::SeqCst), 1);
         // The first worker and the one after the retirement; a spare was warmed beside the
         // second, never used.
@@ -982,7 +1025,10 @@ done
             .map(|o| match o {
                 Outcome::Done(u, _) => (u.id, true),
                 Outcome::Lost(u, why, _, _) => {
-                    assert!(matches!(&why, Lost::Crashed(r) if r == "faulted"), "{why:?}");
+                    assert!(
+                        matches!(&why, Lost::Crashed(r) if r == "faulted"),
+                        "{why:?}"
+                    );
                     (u.id, false)
                 }
             })

@@ -247,7 +247,11 @@ pub fn render(report: &CheckReport) -> String {
         let _ = writeln!(
             out,
             "<p class=\"{}\" id=\"coverage\">{}{}</p>",
-            if report.accesses.not_checked > 0 { "note" } else { "ok" },
+            if report.accesses.not_checked > 0 {
+                "note"
+            } else {
+                "ok"
+            },
             escape(&line),
             if report.accesses.not_checked > 0 {
                 " (<a href=\"#not-checked\">listed below</a>)"

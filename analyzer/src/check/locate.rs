@@ -125,9 +125,7 @@ pub fn overruns(
                 LaunchStatus::Checked { .. } => Located::NotFound,
                 LaunchStatus::Skipped { reason }
                 | LaunchStatus::Failed { reason }
-                | LaunchStatus::EngineLimit { reason } => {
-                    Located::NotChecked(reason.clone())
-                }
+                | LaunchStatus::EngineLimit { reason } => Located::NotChecked(reason.clone()),
                 LaunchStatus::TimedOut { seconds } => {
                     Located::NotChecked(format!("the bounds check took more than {seconds} s"))
                 }

@@ -389,7 +389,11 @@ mod tests {
         };
         map_target(&mut before, &[(0, "src".into(), 64), (5, "dst".into(), 64)]);
         assert_eq!(
-            (before.arg_index, before.arg_name.as_deref(), before.signed_offset()),
+            (
+                before.arg_index,
+                before.arg_name.as_deref(),
+                before.signed_offset()
+            ),
             (Some(5), Some("dst"), -4)
         );
         assert_eq!(

@@ -97,7 +97,10 @@ mod tests {
         std::fs::create_dir(&open).expect("mkdir");
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
         private_folder(&open, me).expect("ours");
-        assert_eq!(std::fs::metadata(&open).expect("exists").mode() & 0o777, 0o700);
+        assert_eq!(
+            std::fs::metadata(&open).expect("exists").mode() & 0o777,
+            0o700
+        );
         // A link to a folder, even one of ours, is not used.
         let link = t.path().join("link");
         std::os::unix::fs::symlink(&fresh, &link).expect("symlink");
@@ -113,7 +116,10 @@ mod tests {
         let a = temp_dir("cltrap-check-").expect("made");
         let b = temp_dir("cltrap-check-").expect("made");
         assert_ne!(a.path(), b.path());
-        assert_eq!(std::fs::metadata(a.path()).expect("exists").mode() & 0o777, 0o700);
+        assert_eq!(
+            std::fs::metadata(a.path()).expect("exists").mode() & 0o777,
+            0o700
+        );
         let p = a.path().to_path_buf();
         drop(a);
         assert!(!p.exists());

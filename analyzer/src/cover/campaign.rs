@@ -81,7 +81,9 @@ impl Campaign for CoverCampaign {
     fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String> {
         let l = self.launch_of(unit)?;
         let (capture, cache, timing) = (self.capture, self.instrument_cache.clone(), self.timing);
-        let here = match Kept::on(&mut self.here, cx.device, || Measurer::new(capture, cache, timing)) {
+        let here = match Kept::on(&mut self.here, cx.device, || {
+            Measurer::new(capture, cache, timing)
+        }) {
             Ok(h) => h,
             Err(e) => {
                 let (line, full) = error_lines(&e);
@@ -104,7 +106,11 @@ impl Campaign for CoverCampaign {
                 d.as_secs()
             ),
         };
-        let lc = failed(l, format!("the kernel {why}; left out of the coverage"), None);
+        let lc = failed(
+            l,
+            format!("the kernel {why}; left out of the coverage"),
+            None,
+        );
         serde_json::to_value(lc).unwrap_or(Value::Null)
     }
 

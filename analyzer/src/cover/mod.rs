@@ -16,10 +16,10 @@
 //! The exit status is 0 when every launch was measured (divergence is a finding, not a failure)
 //! and 2 when some launch could not be instrumented, built or run.
 
+pub mod campaign;
 pub mod html;
 pub mod report;
 pub mod write;
-pub mod campaign;
 
 use crate::executor::{
     check_outputs, BuildOptions, BuiltProgram, Deriver, DeviceSelector, ExecError, LaunchInput,
@@ -353,9 +353,9 @@ impl<'a> Measurer<'a> {
         l: &LaunchRecord,
     ) -> Result<(CoverageResult, Option<Mismatch>, Option<CoverTiming>), Failure> {
         let input = self.deriver.input(session, l).map_err(failure)?;
-        let (variant, fresh) = self
-            .variants
-            .get(session, self.capture, &l.program, coverage_pass)?;
+        let (variant, fresh) =
+            self.variants
+                .get(session, self.capture, &l.program, coverage_pass)?;
         let map = &variant.pass;
         if !map.kernels.iter().any(|k| k.name == l.kernel) {
             return Err(failure(ExecError::NoKernel {
@@ -365,7 +365,9 @@ impl<'a> Measurer<'a> {
         let init = map.initial_buffer(&input.global_size, input.local_size.as_deref());
         let extra = [word_buffer(&init)];
         let start = Instant::now();
-        let out = session.run(&variant.built, &input, &extra).map_err(failure)?;
+        let out = session
+            .run(&variant.built, &input, &extra)
+            .map_err(failure)?;
         let first_wall = start.elapsed();
         let n = input.args.len();
         let counters = out
@@ -405,7 +407,9 @@ impl<'a> Measurer<'a> {
         if let Some(t) = times.as_mut() {
             for _ in 1..TIMING_RUNS {
                 let start = Instant::now();
-                let o = session.run(&variant.built, &input, &extra).map_err(failure)?;
+                let o = session
+                    .run(&variant.built, &input, &extra)
+                    .map_err(failure)?;
                 t.instrumented_wall.push(start.elapsed());
                 t.instrumented_ns.extend(o.kernel_ns);
             }
@@ -467,11 +471,7 @@ pub struct Merger {
 impl Merger {
     /// Adds one launch; `program` gives a program's original source and map (called once per
     /// program hash).
-    pub fn add(
-        &mut self,
-        lc: &LaunchCoverage,
-        program: ProgramSource,
-    ) -> Result<(), String> {
+    pub fn add(&mut self, lc: &LaunchCoverage, program: ProgramSource) -> Result<(), String> {
         if let Some(result) = &lc.result {
             let key = match self.merge_keys.get(&lc.program) {
                 Some(k) => k.clone(),
@@ -485,7 +485,8 @@ impl Merger {
                             original,
                             map,
                         ));
-                        self.index.insert(key.clone(), self.report.programs.len() - 1);
+                        self.index
+                            .insert(key.clone(), self.report.programs.len() - 1);
                     }
                     self.merge_keys.insert(lc.program.clone(), key.clone());
                     key

@@ -35,7 +35,13 @@ pub(crate) fn create_program_with_source(
     let count = cl_uint::try_from(sources.len()).map_err(|_| CL_INVALID_VALUE)?;
     let mut status: cl_int = CL_INVALID_VALUE;
     let program = runtime()?
-        .clCreateProgramWithSource(context, count, strings.as_ptr(), lengths.as_ptr(), &mut status)
+        .clCreateProgramWithSource(
+            context,
+            count,
+            strings.as_ptr(),
+            lengths.as_ptr(),
+            &mut status,
+        )
         .ok_or(cl3::error_codes::DLOPEN_FUNCTION_NOT_AVAILABLE)?;
     if status == CL_SUCCESS && !program.is_null() {
         Ok(program)

@@ -168,9 +168,9 @@ fn sub_of_an_argument(l: &LaunchRecord, a: &ArgRecord) -> bool {
     else {
         return false;
     };
-    l.args.iter().any(
-        |b| matches!(b, ArgRecord::Buffer { mem: m, sub_of: None, .. } if m == parent),
-    )
+    l.args
+        .iter()
+        .any(|b| matches!(b, ArgRecord::Buffer { mem: m, sub_of: None, .. } if m == parent))
 }
 
 /// The memory object of argument `i` when it is a plain buffer argument of its own: no
@@ -212,7 +212,9 @@ impl Chain {
     /// verified on its device, and if that was asked for but cannot be, why (for the
     /// command to say once).
     pub fn device_verification(&self, session: &Session) -> DeviceVerification {
-        self.digest.get_or_init(|| State::of(session)).verification()
+        self.digest
+            .get_or_init(|| State::of(session))
+            .verification()
     }
 
     /// Releases every held object: the next launch restores its inputs from the host.
@@ -514,7 +516,13 @@ mod tests {
             .expect("builds");
         let mut spare = Vec::new();
         let (out, mut kept) = session
-            .run_bound(&program, &add_one(ints(&[1, 2, 3, 4])), &mut |_, _| None, &|_| true, &mut spare)
+            .run_bound(
+                &program,
+                &add_one(ints(&[1, 2, 3, 4])),
+                &mut |_, _| None,
+                &|_| true,
+                &mut spare,
+            )
             .expect("runs");
         assert_eq!(out.outputs[0].as_deref(), Some(&ints(&[2, 3, 4, 5])[..]));
         let object = kept[0].take().expect("the buffer object is handed back");

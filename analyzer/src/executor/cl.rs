@@ -82,11 +82,10 @@ impl Event {
     /// The execution status of the event's command (negative: it failed), when the driver
     /// says: what the run and its queued read-backs check their commands with.
     pub fn status(&self) -> Option<i32> {
-        let b = cl3::event::get_event_data(
-            self.raw(),
-            opencl_sys::CL_EVENT_COMMAND_EXECUTION_STATUS,
-        )
-        .ok()?;
-        b.get(..4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        let b =
+            cl3::event::get_event_data(self.raw(), opencl_sys::CL_EVENT_COMMAND_EXECUTION_STATUS)
+                .ok()?;
+        b.get(..4)
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 }

@@ -27,8 +27,8 @@
 //! [`super::Chain::settle`]).
 
 use super::{BuildOptions, BuiltProgram, ExecError, LaunchInput, RunOutput, Session};
-use cltrap_capture::replayable::{DerivedInput, ReplayIndex, Replayability};
 use cltrap_capture::devdigest::Sum;
+use cltrap_capture::replayable::{DerivedInput, ReplayIndex, Replayability};
 use cltrap_capture::{ArgRecord, Capture, Content, DigestKind, LaunchRecord};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
@@ -119,7 +119,13 @@ impl Sums {
     /// Whether `bytes` are the content `k`; `ran_with` the bytes of content `before` that the
     /// argument ran with. A `dd128` content is checked from the sum of `before`, kept when
     /// it was checked, and the blocks where `bytes` differ from `ran_with`.
-    fn check(&mut self, k: Key, before: Option<Key>, ran_with: Option<&[u8]>, bytes: &[u8]) -> bool {
+    fn check(
+        &mut self,
+        k: Key,
+        before: Option<Key>,
+        ran_with: Option<&[u8]>,
+        bytes: &[u8],
+    ) -> bool {
         if k.0 != DigestKind::Dd128 {
             return k.0.digest(bytes) == k.1;
         }
@@ -363,7 +369,8 @@ impl<'c> Deriver<'c> {
                 if content_key(before).as_ref() == Some(&k) && ran_with == Some(bytes) {
                     return true;
                 }
-                self.sums.check(k, content_key(before), ran_with.map(Vec::as_slice), bytes)
+                self.sums
+                    .check(k, content_key(before), ran_with.map(Vec::as_slice), bytes)
             })
             .collect()
     }
@@ -579,7 +586,9 @@ mod tests {
     #[test]
     fn a_next_version_recorded_as_a_dd128_is_checked_from_the_blocks_that_changed() {
         let mut sums = Sums::default();
-        let first: Vec<u8> = (0..1u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8).collect();
+        let first: Vec<u8> = (0..1u32 << 20)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8)
+            .collect();
         assert!(sums.check(key(&first), None, None, &first));
         assert_eq!(sums.whole_bytes, first.len() as u64);
         // A launch that rewrote a few places: checked without digesting it whole.

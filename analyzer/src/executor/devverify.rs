@@ -143,9 +143,10 @@ impl Engine {
     /// Builds the digest program on `session`'s device (`broken`: with a line that cannot
     /// compile), its kernel and its partials buffer.
     fn build(session: &Session, broken: bool) -> Result<Engine, String> {
-        let little = cl3::device::get_device_info(session.device, opencl_sys::CL_DEVICE_ENDIAN_LITTLE)
-            .map(|v| v.to_uint() != 0)
-            .unwrap_or(false);
+        let little =
+            cl3::device::get_device_info(session.device, opencl_sys::CL_DEVICE_ENDIAN_LITTLE)
+                .map(|v| v.to_uint() != 0)
+                .unwrap_or(false);
         if !little {
             return Err("the device is not little-endian".into());
         }
@@ -182,7 +183,12 @@ impl Engine {
             )
         }
         .map(Mem)
-        .map_err(|c| format!("its buffer could not be made ({})", super::cl::error_name(c)))?;
+        .map_err(|c| {
+            format!(
+                "its buffer could not be made ({})",
+                super::cl::error_name(c)
+            )
+        })?;
         Ok(Engine {
             kernel,
             partials,
@@ -224,14 +230,23 @@ impl Engine {
             for (slot, (_, len)) in batch.iter().enumerate() {
                 let groups = groups_for(*len as u64, self.group);
                 let at = slot * SLOT_BYTES;
-                found.push(dd128_from_partials(&partials[at..at + groups * 16], *len as u64));
+                found.push(dd128_from_partials(
+                    &partials[at..at + groups * 16],
+                    *len as u64,
+                ));
             }
         }
         Ok(found)
     }
 
     /// Enqueues the digest of `len` bytes of `mem` into partial slot `slot`.
-    fn enqueue(&self, session: &Session, mem: &Mem, len: usize, slot: usize) -> Result<(), ExecError> {
+    fn enqueue(
+        &self,
+        session: &Session,
+        mem: &Mem,
+        len: usize,
+        slot: usize,
+    ) -> Result<(), ExecError> {
         let groups = groups_for(len as u64, self.group);
         let raw = mem.raw();
         let out = self.partials.raw();
@@ -252,7 +267,14 @@ impl Engine {
         let global = (groups * self.group) as u64;
         let local = self.group as u64;
         session
-            .enqueue_kernel(&self.kernel, KERNEL_NAME, 1, None, &[global], Some(&[local]))
+            .enqueue_kernel(
+                &self.kernel,
+                KERNEL_NAME,
+                1,
+                None,
+                &[global],
+                Some(&[local]),
+            )
             .map(drop)
     }
 }
@@ -276,7 +298,9 @@ mod tests {
         let contents: Vec<Vec<u8>> = (0..SLOTS + 3)
             .map(|k| {
                 let n = sizes[k % sizes.len()];
-                (0..n).map(|i| (i.wrapping_mul(2_654_435_761) >> (k % 7)) as u8).collect()
+                (0..n)
+                    .map(|i| (i.wrapping_mul(2_654_435_761) >> (k % 7)) as u8)
+                    .collect()
             })
             .collect();
         let mems: Vec<Mem> = contents
@@ -295,7 +319,11 @@ mod tests {
                 Mem(m)
             })
             .collect();
-        let items: Vec<(&Mem, usize)> = mems.iter().zip(&contents).map(|(m, c)| (m, c.len())).collect();
+        let items: Vec<(&Mem, usize)> = mems
+            .iter()
+            .zip(&contents)
+            .map(|(m, c)| (m, c.len()))
+            .collect();
         let got = engine.digests(&session, &items).expect("digests");
         let want: Vec<String> = contents.iter().map(|c| dd128(c)).collect();
         assert_eq!(got, want);

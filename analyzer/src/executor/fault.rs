@@ -47,7 +47,10 @@ mod tests {
         cl3::event::set_user_event_status(raw, opencl_sys::CL_OUT_OF_RESOURCES)
             .expect("its status set");
         let err = session.wait_kernel(&ev).expect_err("a failed event");
-        assert!(matches!(err, crate::executor::ExecError::Execution { .. }), "{err}");
+        assert!(
+            matches!(err, crate::executor::ExecError::Execution { .. }),
+            "{err}"
+        );
         assert!(seen());
     }
 }

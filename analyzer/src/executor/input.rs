@@ -258,16 +258,17 @@ impl LaunchInput {
                     ..
                 } => {
                     let what = format!("the pre-launch contents of {}", name(a));
-                    let bytes = match restore(capture, before, *size, &what, i as u32, derive, deriving) {
-                        Ok(b) => b,
-                        Err(ExecError::Capture(ReadError::NotRecorded { .. }))
-                            if flags & opencl_sys::CL_MEM_WRITE_ONLY != 0 =>
-                        {
-                            stand_ins.push(i);
-                            zeroed(*size, &name(a))?
-                        }
-                        Err(e) => return Err(e),
-                    };
+                    let bytes =
+                        match restore(capture, before, *size, &what, i as u32, derive, deriving) {
+                            Ok(b) => b,
+                            Err(ExecError::Capture(ReadError::NotRecorded { .. }))
+                                if flags & opencl_sys::CL_MEM_WRITE_ONLY != 0 =>
+                            {
+                                stand_ins.push(i);
+                                zeroed(*size, &name(a))?
+                            }
+                            Err(e) => return Err(e),
+                        };
                     InputArg::Buffer {
                         mem: Some(*mem),
                         flags: *flags,

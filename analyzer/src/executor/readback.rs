@@ -243,6 +243,9 @@ mod tests {
         assert_eq!(out.outputs[0].as_deref(), Some(&ints(&[11, 12, 3, 4])[..]));
         assert_eq!(out.outputs[1], out.outputs[0]);
         assert_eq!(out.outputs[2].as_deref(), Some(&ints(&[100, 101])[..]));
-        assert_eq!(out.outputs[3].as_deref(), Some(&ints(&[100, 101, 7, 8])[..]));
+        assert_eq!(
+            out.outputs[3].as_deref(),
+            Some(&ints(&[100, 101, 7, 8])[..])
+        );
     }
 }

@@ -8,9 +8,9 @@ use crate::compare::{compare, Closeness, Difference, Tolerance};
 use crate::values::{image_channel_type, pointee_type, ValueType};
 use cltrap_capture::{ArgInfo, ImageRecord, MemId};
 use opencl_sys::{
-    cl_image_desc, cl_image_format, cl_mem, CL_KERNEL_NUM_ARGS,
-    CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY,
-    CL_PROFILING_COMMAND_END, CL_PROFILING_COMMAND_START, CL_TRUE,
+    cl_image_desc, cl_image_format, cl_mem, CL_KERNEL_NUM_ARGS, CL_MEM_COPY_HOST_PTR,
+    CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY, CL_PROFILING_COMMAND_END,
+    CL_PROFILING_COMMAND_START, CL_TRUE,
 };
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
@@ -419,8 +419,16 @@ impl Session {
         input: &LaunchInput,
         extras: &[InputArg],
     ) -> Result<RunOutput, ExecError> {
-        self.run_with(program, input, extras, false, &mut |_, _| None, &|_| true, &mut Vec::new())
-            .map(|(out, _, _)| out)
+        self.run_with(
+            program,
+            input,
+            extras,
+            false,
+            &mut |_, _| None,
+            &|_| true,
+            &mut Vec::new(),
+        )
+        .map(|(out, _, _)| out)
     }
 
     /// [`Session::run`] of a launch (no extras) whose buffers may already be on the device:
@@ -456,8 +464,16 @@ impl Session {
         input: &LaunchInput,
         extras: &[InputArg],
     ) -> Result<(RunOutput, Vec<GuardBreach>), ExecError> {
-        self.run_with(program, input, extras, true, &mut |_, _| None, &|_| true, &mut Vec::new())
-            .map(|(out, breaches, _)| (out, breaches))
+        self.run_with(
+            program,
+            input,
+            extras,
+            true,
+            &mut |_, _| None,
+            &|_| true,
+            &mut Vec::new(),
+        )
+        .map(|(out, breaches, _)| (out, breaches))
     }
 
     /// Enqueues `kernel` over the given NDRange without waiting: its event.
@@ -575,10 +591,9 @@ impl Session {
                             // A bound object's host copy may be a placeholder (its contents
                             // never came to the host: [`super::Chain`]); its size is the
                             // object's own.
-                            if let Ok(size) = cl3::memory::get_mem_object_info(
-                                m.raw(),
-                                opencl_sys::CL_MEM_SIZE,
-                            ) {
+                            if let Ok(size) =
+                                cl3::memory::get_mem_object_info(m.raw(), opencl_sys::CL_MEM_SIZE)
+                            {
                                 bound_len.insert(mems.len(), size.to_size());
                             }
                             mems.push(m)

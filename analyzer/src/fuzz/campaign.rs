@@ -10,11 +10,11 @@
 //! The coverage-instrumented program is compiled once (by the [`Runner`]) and every execution
 //! reuses it; the counter buffer is the only extra argument.
 
+use super::error::FuzzError;
 use super::mutate::{mutate, mutate_tracked, shapes, Dictionary, Rng, Shape, Touched};
 use super::reduce::{Lineage, Residency};
 use super::roles::Roles;
 use super::runner::{Ran, Runner};
-use super::error::FuzzError;
 use crate::executor::{InputArg, LaunchInput};
 use crate::variant::{word_buffer, words};
 use cltrap_kernel::coverage::{CoverageMap, Slot};
@@ -525,7 +525,11 @@ impl Campaign {
                 None => self.cases.push(case),
             }
         }
-        self.covered = self.cases.iter().flat_map(|k| k.covers.iter().copied()).collect();
+        self.covered = self
+            .cases
+            .iter()
+            .flat_map(|k| k.covers.iter().copied())
+            .collect();
     }
 
     /// Runs every kept case once more the way `cltrap cover` runs a suite's launch: the
@@ -712,7 +716,16 @@ impl Campaign {
                 self.saturation_time = start.elapsed();
             }
         }
-        self.mutation_loop(runner, &shapes, &dict, &mut rng, budget, start, Some(start), progress)?;
+        self.mutation_loop(
+            runner,
+            &shapes,
+            &dict,
+            &mut rng,
+            budget,
+            start,
+            Some(start),
+            progress,
+        )?;
         let mut candidates = Vec::new();
         for k in [0, self.cases.len().saturating_sub(1), 0] {
             if let Some(b) = self
@@ -849,7 +862,16 @@ impl Campaign {
         let shapes = shapes(&self.iface, &first.input);
         let dict = Dictionary::new(&self.iface, &first.input);
         let mut rng = Rng::new(seed);
-        self.mutation_loop(runner, &shapes, &dict, &mut rng, budget, Instant::now(), None, progress)?;
+        self.mutation_loop(
+            runner,
+            &shapes,
+            &dict,
+            &mut rng,
+            budget,
+            Instant::now(),
+            None,
+            progress,
+        )?;
         self.confirm(runner)
     }
 
@@ -897,7 +919,14 @@ impl Campaign {
                 continue;
             }
             seen.push(w);
-            self.keep(input, outputs, hits, format!("{name} (other outputs)"), true, None);
+            self.keep(
+                input,
+                outputs,
+                hits,
+                format!("{name} (other outputs)"),
+                true,
+                None,
+            );
             added += 1;
         }
         Ok(())

@@ -14,15 +14,15 @@
 //!   kernel, in worker processes on every device, in shards, resumable.
 
 pub mod campaign;
-pub mod error;
-pub mod target;
 pub mod classes;
+pub mod error;
 pub mod mutate;
 pub mod reduce;
 pub mod roles;
 pub mod runner;
 pub mod spec;
 pub mod suite;
+pub mod target;
 pub mod units;
 pub mod wire;
 
@@ -32,12 +32,12 @@ use crate::variant::program_source;
 use campaign::{Budget, Campaign};
 use cltrap_capture::Capture;
 use cltrap_kernel::{interface, Program};
+pub use error::FuzzError;
 use runner::Runner;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use suite::{KernelReport, SlotReport, SlotStatus, SuiteProgram};
-pub use error::FuzzError;
 pub use target::{Settings, Target};
 
 /// `cltrap fuzz` arguments.
@@ -425,12 +425,8 @@ pub fn run_target(
     };
     if settings.solve && !solve_limits.time.is_zero() {
         let t = Instant::now();
-        let solved = crate::solve::solve_campaign(
-            &mut campaign,
-            &program,
-            runner.as_mut(),
-            &solve_limits,
-        )?;
+        let solved =
+            crate::solve::solve_campaign(&mut campaign, &program, runner.as_mut(), &solve_limits)?;
         solve_time = t.elapsed();
         for (index, status, took) in solved {
             if let Some(s) = statuses.iter_mut().find(|s| s.0 == index) {
@@ -445,8 +441,10 @@ pub fn run_target(
             // The checks took out cases that alone reached some slots: fuzz again for what
             // is left of the budget, and check the new cases.
             let lost = statuses.iter().any(|s| {
-                matches!(s.1, SlotStatus::CoveredByFuzzing | SlotStatus::SolvedAndConfirmed)
-                    && !campaign.covered.contains(&s.0)
+                matches!(
+                    s.1,
+                    SlotStatus::CoveredByFuzzing | SlotStatus::SolvedAndConfirmed
+                ) && !campaign.covered.contains(&s.0)
             });
             let mut again = settings.budget.clone();
             again.time = left();
@@ -463,7 +461,8 @@ pub fn run_target(
                 settings.progress,
             )?;
             for s in statuses.iter_mut() {
-                if campaign.covered.contains(&s.0) && !matches!(s.1, SlotStatus::SolvedAndConfirmed) {
+                if campaign.covered.contains(&s.0) && !matches!(s.1, SlotStatus::SolvedAndConfirmed)
+                {
                     s.1 = SlotStatus::CoveredByFuzzing;
                 }
             }
@@ -670,7 +669,12 @@ pub fn print_table(out: &mut dyn Write, outcomes: &[(&KernelReport, usize, Durat
     let ids: Vec<(&str, Option<&str>)> = outcomes.iter().map(|o| o.0.id()).collect();
     let names = suite::row_names(&ids);
     // The first column fits the longest row name (a kernel with its program is longer).
-    let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max(24);
+    let w = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(24);
     let _ = writeln!(
         out,
         "{:<w$} {:>6} {:>7} {:>7} {:>5} {:>11} {:>5} {:>6} {:>9} {:>8}",

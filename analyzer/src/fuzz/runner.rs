@@ -13,8 +13,8 @@
 //! program built once, a launch's buffers kept resident, sent again only after a restart),
 //! not units handed to whichever worker is free.
 
-use super::wire::{Reply, Request, WireInput};
 use super::error::FuzzError;
+use super::wire::{Reply, Request, WireInput};
 use crate::executor::{
     BuiltProgram, DeviceSelector, ExecError, GuardBreach, InputArg, LaunchInput, Resident,
     ResidentLayout, ResidentRun, Session,

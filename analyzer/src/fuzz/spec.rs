@@ -3,8 +3,8 @@
 //! an output; the global and local sizes. Written from the kernel's derived interface for the
 //! user to edit, then turned into the first test case of a campaign.
 
-use super::mutate::{random_struct, random_value, Dictionary, Rng};
 use super::error::FuzzError;
+use super::mutate::{random_struct, random_value, Dictionary, Rng};
 use crate::executor::{InputArg, LaunchInput};
 use cltrap_kernel::interface::{ArgKind, KernelInterface, Role, ValueType};
 use serde::{Deserialize, Serialize};

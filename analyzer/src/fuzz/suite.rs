@@ -120,9 +120,7 @@ pub struct KernelReport {
 pub fn row_names(ids: &[(&str, Option<&str>)]) -> Vec<String> {
     ids.iter()
         .map(|(name, program)| {
-            let shared = ids
-                .iter()
-                .any(|(other, p)| other == name && p != program);
+            let shared = ids.iter().any(|(other, p)| other == name && p != program);
             match program {
                 Some(p) if shared => {
                     let key: String = p

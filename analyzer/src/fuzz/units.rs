@@ -196,12 +196,9 @@ impl FuzzUnits {
             if self.session.is_none() {
                 self.session = Some(Session::open(device).map_err(|e| e.to_string())?);
             }
-            let mut t = targets_from_capture(
-                capture,
-                self.args.kernel.as_deref(),
-                self.session.as_ref(),
-            )
-            .map_err(|e| e.to_string())?;
+            let mut t =
+                targets_from_capture(capture, self.args.kernel.as_deref(), self.session.as_ref())
+                    .map_err(|e| e.to_string())?;
             if self.args.captured_ranges {
                 super::target::bound_targets(capture, &mut t);
             }
@@ -612,7 +609,10 @@ mod tests {
             .collect();
         assert_eq!(got, vec![Some(3), Some(3), Some(2), Some(2)]);
         // One execution over three kernels: the first gets it, the others are not fuzzed.
-        assert_eq!(share(&budget(Some(1), None), 0, 3).and_then(|s| s.executions), Some(1));
+        assert_eq!(
+            share(&budget(Some(1), None), 0, 3).and_then(|s| s.executions),
+            Some(1)
+        );
         assert!(share(&budget(Some(1), None), 1, 3).is_none());
         let t = share(&budget(None, Some(Duration::from_secs(9))), 2, 3).unwrap();
         assert_eq!(t.time, Some(Duration::from_secs(3)));
@@ -638,8 +638,9 @@ pub fn cli(args: &FuzzArgs, out: &mut dyn Write) -> Result<u8, String> {
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .map_err(|e| format!("cannot read {}: {e}", input.display()))?;
         let folder = input.parent().unwrap_or(Path::new("."));
-        let (headers, options) = crate::headers::Headers::from_disk(&source, &args.build_options, folder)
-            .map_err(|e| e.to_string())?;
+        let (headers, options) =
+            crate::headers::Headers::from_disk(&source, &args.build_options, folder)
+                .map_err(|e| e.to_string())?;
         let program = cltrap_kernel::parse_program(&source, &headers.options(&options))
             .map_err(|e| e.to_string())?;
         let name = match &args.kernel {

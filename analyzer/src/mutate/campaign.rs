@@ -1,7 +1,10 @@
 //! `cltrap mutate` as a campaign: one unit per mutant left to run (`mutant-<program>-<n>`:
-//! the program's position in the campaign and the mutant's number), run in workers (on
-//! several devices, in shards, resumable), and the reports written from the verdicts in
-//! unit order, whatever ran where.
+//! the program's position in the campaign and the mutant's number) or, for a schema mutant
+//! with many test cases, one per batch of its test cases (`mutant-<program>-<n>-cases-<b>`,
+//! [`super::batches`]), run in workers (on several devices, in shards, resumable), and the
+//! reports written from the verdicts in unit order, whatever ran where: a split mutant's
+//! verdict is its batches' merge ([`super::batches::merge`]), the verdict of one walk over all
+//! its test cases.
 //!
 //! The preparation (test cases, mutants, schemata) runs in [`Campaign::units`], in the parent
 //! and in `cltrap merge`; its device work per test case runs first as units of their own
@@ -63,8 +66,12 @@ pub struct MutateCampaign {
     folders: Option<(PathBuf, Vec<PathBuf>)>,
     cases: super::cases::CaseEvaluator,
     prepared: Option<Prepared>,
-    /// Unit id → job index.
-    index: HashMap<String, usize>,
+    /// Unit id → job index and batch ([`super::batches`]).
+    index: HashMap<String, (usize, usize)>,
+    /// Batches (units) per job.
+    batches: Vec<usize>,
+    /// Unit ids per job, in batch order.
+    ids: Vec<Vec<String>>,
     evaluator: Evaluator,
     watchdog: Option<Watchdog>,
     started: Instant,
@@ -87,6 +94,8 @@ impl MutateCampaign {
             cases: Default::default(),
             prepared: None,
             index: HashMap::new(),
+            batches: Vec::new(),
+            ids: Vec::new(),
             evaluator: Evaluator::new(),
             watchdog: None,
             started: Instant::now(),
@@ -104,12 +113,13 @@ impl MutateCampaign {
     fn write(&self, r: &CampaignReport, out: &mut dyn Write) -> Result<(), String> {
         let _ = write!(out, "{}", report::terminal(r));
         if let Some(p) = &self.json {
-            let text =
-                serde_json::to_string_pretty(&report::stryker_json(r)).map_err(|e| e.to_string())?;
+            let text = serde_json::to_string_pretty(&report::stryker_json(r))
+                .map_err(|e| e.to_string())?;
             std::fs::write(p, text).map_err(|e| format!("writing {}: {e}", p.display()))?;
         }
         if let Some(p) = &self.html {
-            std::fs::write(p, report::html(r)).map_err(|e| format!("writing {}: {e}", p.display()))?;
+            std::fs::write(p, report::html(r))
+                .map_err(|e| format!("writing {}: {e}", p.display()))?;
         }
         if self.timing {
             let total: usize = r.programs.iter().map(|p| p.mutants.len()).sum();
@@ -219,8 +229,10 @@ impl Campaign for MutateCampaign {
         let prepared =
             super::prepare_campaign(capture, &self.opts, &at).map_err(|e| e.to_string())?;
         let run_ms = prepared.report.deadline.as_millis() as u64;
-        let mut units = Vec::with_capacity(prepared.jobs.len());
+        let per_unit = super::batches::cases_per_unit();
+        let mut units: Vec<Vec<Unit>> = Vec::with_capacity(prepared.jobs.len());
         self.index.clear();
+        self.batches.clear();
         for (i, (job, &(pi, mi))) in prepared.jobs.iter().zip(&prepared.slots).enumerate() {
             let number = prepared
                 .report
@@ -229,17 +241,24 @@ impl Campaign for MutateCampaign {
                 .and_then(|p| p.mutants.get(mi))
                 .map(|m| m.mutant.number)
                 .ok_or("a job names no mutant")?;
-            let id = format!("mutant-{pi}-{number}");
-            self.index.insert(id.clone(), i);
-            let payload = serde_json::to_value(Payload {
-                job: job.clone(),
-                run_ms,
-            })
-            .map_err(|e| e.to_string())?;
-            units.push(Unit { id, payload });
+            let parts = super::batches::split(job, per_unit);
+            self.batches.push(parts.len());
+            let mut mine = Vec::with_capacity(parts.len());
+            for (b, part) in parts.into_iter().enumerate() {
+                let id = super::batches::unit_id(pi, number, b, self.batches[i]);
+                self.index.insert(id.clone(), (i, b));
+                let payload = serde_json::to_value(Payload { job: part, run_ms })
+                    .map_err(|e| e.to_string())?;
+                mine.push(Unit { id, payload });
+            }
+            units.push(mine);
         }
+        self.ids = units
+            .iter()
+            .map(|m| m.iter().map(|u| u.id.clone()).collect())
+            .collect();
         self.prepared = Some(prepared);
-        Ok(units)
+        Ok(super::batches::batch_major(units))
     }
 
     fn deadline(&self) -> Duration {
@@ -284,6 +303,20 @@ impl Campaign for MutateCampaign {
         self.evaluator.spent()
     }
 
+    fn superseded(&self, unit: &Unit, result: &Value) -> Vec<String> {
+        let Some(&(i, b)) = self.index.get(&unit.id) else {
+            return Vec::new();
+        };
+        match serde_json::from_value::<JobResult>(result.clone()) {
+            Ok(r) if super::batches::decisive(r.status) => self
+                .ids
+                .get(i)
+                .map(|ids| ids.iter().skip(b + 1).cloned().collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
     fn lost(&self, _unit: &Unit, why: &Lost) -> Value {
         let r = match why {
             Lost::Crashed(w) if w == &format!("exited with status {RUN_DEADLINE_EXIT}") => {
@@ -323,24 +356,39 @@ impl Campaign for MutateCampaign {
         complete: bool,
         out: &mut dyn Write,
     ) -> Result<u8, String> {
-        let prepared = self.prepared.take().ok_or("the campaign was not prepared")?;
-        let mut by_job: Vec<Option<JobResult>> = vec![None; prepared.jobs.len()];
+        let prepared = self
+            .prepared
+            .take()
+            .ok_or("the campaign was not prepared")?;
+        let mut by_batch: Vec<Vec<Option<JobResult>>> =
+            self.batches.iter().map(|&n| vec![None; n]).collect();
         let mut eval_ms = 0u64;
         for (u, f) in results {
-            let r: JobResult = serde_json::from_value(f.result.clone())
-                .map_err(|e| format!("the campaign's result for {} is not a mutant's verdict: {e}", u.id))?;
-            let i = *self
+            let r: JobResult = serde_json::from_value(f.result.clone()).map_err(|e| {
+                format!(
+                    "the campaign's result for {} is not a mutant's verdict: {e}",
+                    u.id
+                )
+            })?;
+            let slot = self
                 .index
                 .get(&u.id)
+                .and_then(|&(i, b)| by_batch.get_mut(i)?.get_mut(b))
                 .ok_or_else(|| format!("the campaign has no unit {}", u.id))?;
-            by_job[i] = Some(r);
+            *slot = Some(r);
             eval_ms += f.millis;
         }
+        // A mutant's batches give the verdict of its sequential walk; one that the batches
+        // finished so far cannot decide has none (an interrupted campaign: not evaluated).
+        let mut by_job: Vec<Option<JobResult>> =
+            by_batch.iter().map(|b| super::batches::merge(b)).collect();
+        by_job.resize(prepared.jobs.len(), None);
         if !complete {
             for r in by_job.iter_mut().filter(|r| r.is_none()) {
                 *r = Some(JobResult {
                     status: Status::Ignored,
-                    detail: "not evaluated: the campaign was interrupted (--resume evaluates it)".into(),
+                    detail: "not evaluated: the campaign was interrupted (--resume evaluates it)"
+                        .into(),
                     runs: 0,
                 });
             }

@@ -16,7 +16,7 @@
 use super::BranchKey;
 use crate::campaign::{journal, Campaign, CampaignArgs, Finished, Lost, Unit, UnitContext};
 use crate::executor::{
-    check_outputs, BuildOptions, BuiltProgram, DeviceSelector, Deriver, ExecError, LaunchInput,
+    check_outputs, BuildOptions, BuiltProgram, Deriver, DeviceSelector, ExecError, LaunchInput,
     Session,
 };
 use crate::variant::{selector_extras, word_buffer, words};
@@ -404,8 +404,8 @@ fn build(capture: &Capture, session: &Session, job: &CaseJob, alive: &dyn Fn()) 
     let coverage = (job.coverage && !job.schema_check).then(|| {
         let h = crate::headers::Headers::from_capture(capture, &record.includes)
             .map_err(|e| first_line(e.to_string()))?;
-        let source =
-            crate::variant::program_source(capture, &record).map_err(|e| first_line(e.to_string()))?;
+        let source = crate::variant::program_source(capture, &record)
+            .map_err(|e| first_line(e.to_string()))?;
         let options = crate::variant::parse_options(&h, &record);
         let parsed = cltrap_kernel::parse_program(&h.parse_source(&source), &options)
             .map_err(|e| first_line(e.to_string()))?;
@@ -488,7 +488,10 @@ impl Campaign for CaseCampaign {
         CASE_DEADLINE
     }
     fn run_unit(&mut self, unit: &Unit, _cx: &UnitContext) -> Result<Value, String> {
-        Err(format!("{} runs in a worker of the mutate campaign", unit.id))
+        Err(format!(
+            "{} runs in a worker of the mutate campaign",
+            unit.id
+        ))
     }
     fn lost(&self, unit: &Unit, why: &Lost) -> Value {
         match self.jobs.get(&unit.id) {
@@ -537,10 +540,7 @@ pub struct CaseRun<'a> {
 /// Results of `jobs` by launch id: from the earlier runs' journals where they hold one, the
 /// rest in the runner's workers (journaled in `own/cases`), or in this process in a merge.
 /// `Err` when the run was interrupted or the runner failed.
-pub fn run_cases(
-    jobs: &[CaseJob],
-    at: &CaseRun,
-) -> Result<HashMap<String, CaseResult>, String> {
+pub fn run_cases(jobs: &[CaseJob], at: &CaseRun) -> Result<HashMap<String, CaseResult>, String> {
     let mut known: BTreeMap<String, CaseResult> = BTreeMap::new();
     for dir in at.earlier {
         if let Ok(j) = journal::read(&dir.join(CASES_DIR)) {
@@ -590,8 +590,12 @@ pub fn run_cases(
                     campaign_dir: Some(dir),
                     unit_worker: false,
                 };
-                let code =
-                    crate::campaign::runner::drive(&mut c, &flags, at.device, &mut std::io::sink())?;
+                let code = crate::campaign::runner::drive(
+                    &mut c,
+                    &flags,
+                    at.device,
+                    &mut std::io::sink(),
+                )?;
                 if code != 0 {
                     return Err(
                         "interrupted while running the original on the test cases; the same command with --resume goes on"

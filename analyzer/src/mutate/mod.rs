@@ -12,7 +12,8 @@
 //! and sizes, and a program whose schema the driver cannot run falls back to one compile per
 //! mutant), spread over the campaign's devices and journaled in its `cases/` folder for
 //! `--resume` and `cltrap merge`; mark NO-COVERAGE mutants; then evaluate the rest as units of
-//! the same runner ([`campaign`]: one unit per mutant, run in the runner's worker processes,
+//! the same runner ([`campaign`]: one unit per mutant, or per batch of a schema mutant's test
+//! cases ([`batches`]), run in the runner's worker processes,
 //! which survive hangs and crashes, on one or more devices, in shards, resumable from the
 //! campaign's journal); a worker evaluates a mutant's job in its own process ([`worker`]).
 //! [`report`] writes the terminal summary, the mutation-testing-report-schema JSON and the
@@ -24,6 +25,7 @@
 //! ([`tce`]): a detected mutant cannot be equivalent. A campaign with no test case is an error
 //! (exit 2), never a score.
 
+pub mod batches;
 pub mod campaign;
 pub mod cases;
 pub mod cli;
@@ -33,9 +35,7 @@ pub mod report;
 pub mod tce;
 pub mod worker;
 
-use crate::executor::{
-    BuildOptions, DeviceSelector, ExecError, Session,
-};
+use crate::executor::{BuildOptions, DeviceSelector, ExecError, Session};
 use crate::variant::program_source;
 use cltrap_capture::{Capture, LaunchRecord};
 use cltrap_kernel::coverage::{instrument_coverage, Outcome};
@@ -404,7 +404,7 @@ pub fn prepare_campaign(
                 Err(e) => {
                     report.notes.push(format!("program {}: {e}", short(hash)));
                     staged.push((report.notes.split_off(start), None));
-                continue;
+                    continue;
                 }
             };
         let parsed = match parse_program(&source, &options) {
@@ -500,7 +500,14 @@ pub fn prepare_campaign(
                     ));
                     let mut fallback = opts.clone();
                     fallback.per_mutant_compile = true;
-                    match prepare(capture, &session, &mut plan, &fallback, &budget, &mut report)? {
+                    match prepare(
+                        capture,
+                        &session,
+                        &mut plan,
+                        &fallback,
+                        &budget,
+                        &mut report,
+                    )? {
                         Stage::Done(j, r) => (j, r),
                         Stage::Pending(p) => finish_program(
                             capture,
@@ -570,7 +577,8 @@ impl Prepared {
     /// in-kernel watchdog stops most endless loops long before.
     pub fn unit_deadline(&self) -> Duration {
         let run = self.report.deadline;
-        (run * 20 + Duration::from_secs(30)).max(run + self.report.slowest_first * 4 + Duration::from_secs(2))
+        (run * 20 + Duration::from_secs(30))
+            .max(run + self.report.slowest_first * 4 + Duration::from_secs(2))
     }
 
     /// The whole report from the jobs' results (`results[i]` for job `i`, `None` for a job
@@ -587,7 +595,11 @@ impl Prepared {
             let (Some(r), Some(&(pi, mi))) = (r, self.slots.get(i)) else {
                 continue;
             };
-            let Some(m) = report.programs.get_mut(pi).and_then(|p| p.mutants.get_mut(mi)) else {
+            let Some(m) = report
+                .programs
+                .get_mut(pi)
+                .and_then(|p| p.mutants.get_mut(mi))
+            else {
                 continue;
             };
             m.status = r.status;
@@ -640,7 +652,6 @@ fn phase_spinner(show: bool) -> indicatif::ProgressBar {
     bar.enable_steady_tick(Duration::from_millis(200));
     bar
 }
-
 
 /// Writes a derived input for the workers (whole, or not at all: a file of that name is
 /// complete).
@@ -947,9 +958,11 @@ fn finish_program(
     let permuted_path = permuted_path.map(|p| (p, ()));
     let mut tests: BTreeMap<String, Vec<TestRef>> = BTreeMap::new();
     let mut inputs: Vec<(String, Vec<u64>, Option<Vec<u64>>)> = Vec::new();
-    let cov_failed = case_jobs
-        .iter()
-        .any(|j| case_results.get(&j.unit()).is_some_and(|r| r.coverage_build.is_some()));
+    let cov_failed = case_jobs.iter().any(|j| {
+        case_results
+            .get(&j.unit())
+            .is_some_and(|r| r.coverage_build.is_some())
+    });
     let mut hit: Option<HashSet<BranchKey>> = known
         .as_ref()
         .filter(|_| !cov_failed)
@@ -964,7 +977,9 @@ fn finish_program(
             continue;
         };
         report.slowest_first = report.slowest_first.max(Duration::from_micros(r.first_us));
-        report.slowest_original = report.slowest_original.max(Duration::from_micros(r.warm_us));
+        report.slowest_original = report
+            .slowest_original
+            .max(Duration::from_micros(r.warm_us));
         if let Some(note) = &r.dropped {
             report.notes.push(note.clone());
             report.dropped += 1;
@@ -998,7 +1013,11 @@ fn finish_program(
             unguarded: r.unguarded.is_some(),
             derived: r.derived.clone(),
         });
-        inputs.push((kernel.clone(), rec.global_size.clone(), rec.local_size.clone()));
+        inputs.push((
+            kernel.clone(),
+            rec.global_size.clone(),
+            rec.local_size.clone(),
+        ));
     }
     let covered = match (known, hit) {
         (Some(known), Some(hit)) => Some(Covered { known, hit }),
@@ -1123,6 +1142,7 @@ fn finish_program(
                 tests: refs,
                 repeats: opts.repeats.max(1),
                 ulp: opts.ulp,
+                permuted_builds: false,
             },
         ));
     }

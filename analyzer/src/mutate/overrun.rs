@@ -123,7 +123,11 @@ mod tests {
         assert_eq!(guard_launch("launch 2: argument 0 differs"), None);
         // In the words a lost unit's result uses (a test on the wording itself: these once
         // drifted apart, and no crashed mutant was located).
-        assert!(crashed(&super::super::campaign::died("killed by signal 11")));
-        assert!(!crashed(&super::super::campaign::died("exited with status 3")));
+        assert!(crashed(&super::super::campaign::died(
+            "killed by signal 11"
+        )));
+        assert!(!crashed(&super::super::campaign::died(
+            "exited with status 3"
+        )));
     }
 }

@@ -82,6 +82,11 @@ pub struct Job {
     pub repeats: u32,
     /// Floating-point tolerance.
     pub ulp: u64,
+    /// Build the permuted programs even when no test case of `tests` has schedule seeds: a
+    /// batch of a job whose other test cases have some ([`super::batches::split`]), so that a
+    /// permuted program that does not compile decides every batch as it decides the walk.
+    #[serde(default)]
+    pub permuted_builds: bool,
 }
 
 /// What a job found.
@@ -180,7 +185,11 @@ impl WorkerState {
     /// CPU device's kernels run in this process and can write into its memory: on any other
     /// device the check (a digest of every test case held, after every job) is skipped.
     fn damaged(&self) -> bool {
-        if self.session.as_ref().is_some_and(|s| !s.runs_in_this_process()) {
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.runs_in_this_process())
+        {
             return false;
         }
         self.launches
@@ -302,7 +311,7 @@ impl WorkerState {
         if let Err(r) = self.build(job, &job.source, alive) {
             return r;
         }
-        let seeded = job.tests.iter().any(|t| !t.seeds.is_empty());
+        let seeded = job.permuted_builds || job.tests.iter().any(|t| !t.seeds.is_empty());
         if let Some(pp) = &job.permuted {
             if seeded {
                 if let Err(r) = self.build(job, pp, alive) {
@@ -463,7 +472,7 @@ impl WorkerState {
                                 Status::RuntimeError,
                                 format!("launch {}{under}: {e}", t.launch),
                                 runs,
-                            )
+                            );
                         }
                     };
                     // Whatever the verdict (a watchdog's TIMEOUT is decided first): a write
@@ -596,7 +605,12 @@ impl Evaluator {
     /// each kernel run (`warm`: a run of the mutant with no driver compile in it). A run that wrote into this process's copy of the test cases makes the
     /// job a RUNTIME-ERROR and drops everything loaded (the next job starts afresh). Whether
     /// the job left this process spent is [`Evaluator::spent`] until the next job.
-    pub fn evaluate(&mut self, job: &Job, device: &DeviceSelector, alive: &dyn Fn(bool)) -> JobResult {
+    pub fn evaluate(
+        &mut self,
+        job: &Job,
+        device: &DeviceSelector,
+        alive: &dyn Fn(bool),
+    ) -> JobResult {
         self.state.faulted = false;
         let mut r = self.state.job(job, device, alive);
         self.spent = self.state.faulted;

@@ -84,7 +84,11 @@ impl Plan {
             let _ = writeln!(s, "#SBATCH --gres=gpu:{g}");
         }
         self.common_directives(&mut s);
-        let _ = writeln!(s, "#SBATCH --output={}/task-%a.out", self.logs_dir().display());
+        let _ = writeln!(
+            s,
+            "#SBATCH --output={}/task-%a.out",
+            self.logs_dir().display()
+        );
         let _ = writeln!(s, "#SBATCH --open-mode=append");
         s.push_str(
             "# Task K runs shard K of the campaign into shard-K of this folder. Every task runs\n\
@@ -128,7 +132,11 @@ impl Plan {
         let _ = writeln!(s, "#SBATCH --job-name=cltrap-{}-merge", self.name());
         let _ = writeln!(s, "#SBATCH --ntasks=1");
         self.common_directives(&mut s);
-        let _ = writeln!(s, "#SBATCH --output={}/merge.out", self.logs_dir().display());
+        let _ = writeln!(
+            s,
+            "#SBATCH --output={}/merge.out",
+            self.logs_dir().display()
+        );
         let _ = writeln!(s, "#SBATCH --open-mode=append");
         // A task that failed makes the dependency unsatisfiable: end the merge job then
         // instead of leaving it pending forever.
@@ -140,10 +148,7 @@ impl Plan {
         s.push_str(PRELUDE);
         self.enter_and_check(&mut s)?;
         let merged = quote_path(&self.merged_dir())?;
-        let _ = writeln!(
-            s,
-            "mkdir -p -- {merged} || fail 'cannot create' {merged}"
-        );
+        let _ = writeln!(s, "mkdir -p -- {merged} || fail 'cannot create' {merged}");
         let mut line = String::from("exec ");
         line.push_str(&quote_path(&self.exe)?);
         line.push_str(" merge ");
@@ -167,7 +172,10 @@ impl Plan {
         );
         for i in &self.inputs {
             let q = quote_path(i)?;
-            let _ = writeln!(s, "[ -r {q} ] || fail {q} \"cannot be read on $(hostname):\" \"$SHARED\"");
+            let _ = writeln!(
+                s,
+                "[ -r {q} ] || fail {q} \"cannot be read on $(hostname):\" \"$SHARED\""
+            );
         }
         Ok(())
     }
@@ -176,7 +184,11 @@ impl Plan {
     fn name(&self) -> String {
         self.command
             .first()
-            .map(|c| c.chars().filter(|ch| ch.is_ascii_alphanumeric() || *ch == '-').collect())
+            .map(|c| {
+                c.chars()
+                    .filter(|ch| ch.is_ascii_alphanumeric() || *ch == '-')
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
@@ -195,9 +207,12 @@ pub fn quote(s: &str) -> Result<String, String> {
 
 /// One shell word for a path (which must be UTF-8 to be written into a script).
 pub fn quote_path(p: &Path) -> Result<String, String> {
-    let s = p
-        .to_str()
-        .ok_or_else(|| format!("{} is not UTF-8 and cannot go into a job script", p.display()))?;
+    let s = p.to_str().ok_or_else(|| {
+        format!(
+            "{} is not UTF-8 and cannot go into a job script",
+            p.display()
+        )
+    })?;
     quote(s)
 }
 
@@ -205,8 +220,7 @@ pub fn quote_path(p: &Path) -> Result<String, String> {
 /// does its own `%` substitutions in file names, with no shell quoting to lean on.
 pub fn sbatch_safe(s: &str) -> bool {
     !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| !c.is_whitespace() && !c.is_control() && !"\"'\\%#$`".contains(c))
 }
 
@@ -240,10 +254,19 @@ mod tests {
             ..plan(Path::new("/shared/work"), &["check", "cap", "--json"])
         };
         let s = p.tasks_script().unwrap();
-        assert!(s.starts_with("#!/bin/bash\n#SBATCH --job-name=cltrap-check\n#SBATCH --array=0-2\n"), "{s}");
+        assert!(
+            s.starts_with("#!/bin/bash\n#SBATCH --job-name=cltrap-check\n#SBATCH --array=0-2\n"),
+            "{s}"
+        );
         assert!(s.contains("#SBATCH --gres=gpu:2\n"), "{s}");
-        assert!(s.contains("#SBATCH --partition=gpu\n#SBATCH --time=1-00:00:00\n"), "{s}");
-        assert!(s.contains("#SBATCH --output=/shared/work/camp/logs/task-%a.out\n"), "{s}");
+        assert!(
+            s.contains("#SBATCH --partition=gpu\n#SBATCH --time=1-00:00:00\n"),
+            "{s}"
+        );
+        assert!(
+            s.contains("#SBATCH --output=/shared/work/camp/logs/task-%a.out\n"),
+            "{s}"
+        );
         assert!(s.contains("cd -- /shared/work || fail"), "{s}");
         assert!(s.contains("[ -r cap ] || fail cap"), "{s}");
         assert!(s.ends_with(
@@ -253,7 +276,10 @@ mod tests {
         ), "{s}");
         // Every #SBATCH line comes before the first command (sbatch stops reading there).
         let first_command = s.lines().position(|l| !l.starts_with('#')).unwrap();
-        assert!(s.lines().skip(first_command).all(|l| !l.starts_with("#SBATCH")));
+        assert!(s
+            .lines()
+            .skip(first_command)
+            .all(|l| !l.starts_with("#SBATCH")));
     }
 
     #[test]
@@ -275,10 +301,13 @@ mod tests {
         assert!(s.contains("#SBATCH --job-name=cltrap-check-merge\n"), "{s}");
         assert!(s.contains("#SBATCH --kill-on-invalid-dep=yes\n"), "{s}");
         assert!(!s.contains("--array"), "{s}");
-        assert!(s.contains(
-            "exec /opt/cltrap/bin/cltrap merge /w/camp/merged \\\n    /w/camp/shard-0 \\\n    \
+        assert!(
+            s.contains(
+                "exec /opt/cltrap/bin/cltrap merge /w/camp/merged \\\n    /w/camp/shard-0 \\\n    \
              /w/camp/shard-1 \\\n    /w/camp/shard-2 \\\n    >/w/camp/merged/report.txt\n"
-        ), "{s}");
+            ),
+            "{s}"
+        );
     }
 
     #[test]
@@ -286,7 +315,9 @@ mod tests {
         for ok in ["/shared/run-1/camp", "gpu,debug", "1-00:00"] {
             assert!(sbatch_safe(ok), "{ok}");
         }
-        for bad in ["", "a b", "a\nb", "a%j", "a#b", "a'b", "a\"b", "a\\b", "$(x)", "a\tb"] {
+        for bad in [
+            "", "a b", "a\nb", "a%j", "a#b", "a'b", "a\"b", "a\\b", "$(x)", "a\tb",
+        ] {
             assert!(!sbatch_safe(bad), "{bad:?}");
         }
     }
@@ -305,7 +336,10 @@ mod tests {
         let dump = tmp.path().join("args");
         std::fs::write(
             &exe,
-            format!("#!/bin/bash\nprintf '%s\\0' \"$@\" > {}\n", quote_path(&dump).unwrap()),
+            format!(
+                "#!/bin/bash\nprintf '%s\\0' \"$@\" > {}\n",
+                quote_path(&dump).unwrap()
+            ),
         )
         .unwrap();
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -342,7 +376,11 @@ mod tests {
             .current_dir(tmp.path())
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let got = std::fs::read(&dump).unwrap();
         let got: Vec<String> = got
             .split(|b| *b == 0)

@@ -125,7 +125,8 @@ mod tests {
             commands(&plan).unwrap(),
             vec![
                 "array=$(sbatch --parsable '/w/my camp/tasks.sbatch')".to_string(),
-                "sbatch --dependency=afterok:\"${array%%;*}\" '/w/my camp/merge.sbatch'".to_string(),
+                "sbatch --dependency=afterok:\"${array%%;*}\" '/w/my camp/merge.sbatch'"
+                    .to_string(),
             ]
         );
     }

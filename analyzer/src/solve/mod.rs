@@ -10,9 +10,9 @@ pub mod units;
 
 use crate::executor::{DeviceSelector, InputArg, LaunchInput};
 use crate::fuzz::campaign::{Campaign, KeptCase};
+use crate::fuzz::error::FuzzError;
 use crate::fuzz::runner::Runner;
 use crate::fuzz::suite::SlotStatus;
-use crate::fuzz::error::FuzzError;
 use cltrap_kernel::interface::ArgKind;
 use cltrap_kernel::symbolic::{self, Assignment, Geometry, Limits, SymArg, Target, Verdict};
 use cltrap_kernel::Program;

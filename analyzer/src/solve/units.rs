@@ -15,9 +15,9 @@
 use super::SolveArgs;
 use crate::campaign::{self, CampaignArgs, Finished, Lost, Unit, UnitContext};
 use crate::executor::{DeviceSelector, Session};
+use crate::fuzz;
 use crate::fuzz::suite::{self, KernelReport};
 use crate::fuzz::target::{Settings, Target};
-use crate::fuzz;
 use cltrap_capture::Capture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -69,7 +69,10 @@ impl SolveUnits {
             capture,
             targets: None,
             session: None,
-            units_dir: args.suite.join("campaigns").join(format!("solve-units-{key}")),
+            units_dir: args
+                .suite
+                .join("campaigns")
+                .join(format!("solve-units-{key}")),
         })
     }
 

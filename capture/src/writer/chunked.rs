@@ -315,9 +315,11 @@ fn probe(
     let mut probed = Vec::with_capacity(PROBES);
     for k in [0, new.len() / 2, new.len() - 1] {
         let c = new[k];
-        probed.push((k, crate::chunks::encode(&bytes[c.offset..c.offset + c.len])?));
+        probed.push((
+            k,
+            crate::chunks::encode(&bytes[c.offset..c.offset + c.len])?,
+        ));
     }
     let raw = probed.iter().all(|(_, e)| e.first() == Some(&b'r'));
     Ok((probed, raw))
 }
-

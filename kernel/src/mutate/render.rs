@@ -306,7 +306,10 @@ fn unreachable_helpers(p: &Program, names: &BTreeSet<String>) -> BTreeSet<String
                 if !names.contains(callee) {
                     return;
                 }
-                calls.entry(f.name.as_str()).or_default().insert(callee.clone());
+                calls
+                    .entry(f.name.as_str())
+                    .or_default()
+                    .insert(callee.clone());
                 if e.span.macro_end || !callee_span.is_exact() {
                     skipped.insert(callee.clone());
                 }

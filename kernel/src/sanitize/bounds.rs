@@ -26,7 +26,13 @@ __CLTRAP_SFN __local char* __cltrap_l(__local char* p, __local char* base, ulong
 /// (`async_work_group_copy`) reads or writes: an expression that is 1 when the range is in
 /// bounds, and 0 after reporting it (once per work-group: the copy is the group's) when not.
 /// `None` for a `__constant` object, which no copy writes or reads.
-pub(crate) fn range_in_bounds(t: &Target, addr: &str, size: &str, site: u32, mode: u32) -> Option<String> {
+pub(crate) fn range_in_bounds(
+    t: &Target,
+    addr: &str,
+    size: &str,
+    site: u32,
+    mode: u32,
+) -> Option<String> {
     let (q, f) = match t.space {
         Space::Global => ("__global", "__cltrap_span_g"),
         Space::Local => ("__local", "__cltrap_span_l"),

@@ -56,7 +56,11 @@ pub(crate) fn extra_params(params: &[Param]) -> String {
 pub(crate) fn plan(p: &Program) -> Plan {
     let mut excluded: BTreeMap<String, String> = BTreeMap::new();
     let mut definitions: BTreeMap<&str, usize> = BTreeMap::new();
-    for f in p.functions.iter().filter(|f| !f.is_kernel && f.body.is_some()) {
+    for f in p
+        .functions
+        .iter()
+        .filter(|f| !f.is_kernel && f.body.is_some())
+    {
         *definitions.entry(f.name.as_str()).or_default() += 1;
     }
     for f in p.functions.iter().filter(|f| !f.is_kernel) {

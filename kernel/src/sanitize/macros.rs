@@ -12,10 +12,16 @@ use crate::model::{MacroUse, Program};
 
 /// Byte ranges, at the use, of the pointer and index arguments of the one access `p[i]` that
 /// the body of function-like macro use `u` holds; or why there is none to check.
-pub(crate) fn index_arguments(p: &Program, u: &MacroUse) -> Result<((u32, u32), (u32, u32)), &'static str> {
-    let no = "the access is written inside a macro body that is not one `p[i]` of its own arguments";
+pub(crate) fn index_arguments(
+    p: &Program,
+    u: &MacroUse,
+) -> Result<((u32, u32), (u32, u32)), &'static str> {
+    let no =
+        "the access is written inside a macro body that is not one `p[i]` of its own arguments";
     let body = p.macro_defs.get(&u.name).ok_or(no)?;
-    if !p.source.contains(&format!("define {}(", u.name)) || body.first().map(String::as_str) != Some("(") {
+    if !p.source.contains(&format!("define {}(", u.name))
+        || body.first().map(String::as_str) != Some("(")
+    {
         return Err("the access is written inside a macro body that names its pointer itself (not a macro argument)");
     }
     let close = body.iter().position(|t| t == ")").ok_or(no)?;
@@ -41,7 +47,9 @@ pub(crate) fn index_arguments(p: &Program, u: &MacroUse) -> Result<((u32, u32), 
         return Err("the access is written inside a macro body with several accesses");
     }
     if body.iter().filter(|t| t.as_str() == params[a]).count() != 1 {
-        return Err("the access is written inside a macro that uses its pointer argument more than once");
+        return Err(
+            "the access is written inside a macro that uses its pointer argument more than once",
+        );
     }
     let args = arguments(&p.source, u).ok_or(no)?;
     match (args.get(a), args.get(b)) {

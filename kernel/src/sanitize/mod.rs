@@ -281,8 +281,15 @@ pub fn sanitize(p: &Program) -> Result<Sanitized, KernelError> {
     let mut infos: BTreeMap<String, HelperInfo> = BTreeMap::new();
     for name in &plan.order {
         let Some(f) = p.function(name) else { continue };
-        let info =
-            instrument_helper(p, f, &infos, &barrier_names, rewritten, &mut edits, &mut map)?;
+        let info = instrument_helper(
+            p,
+            f,
+            &infos,
+            &barrier_names,
+            rewritten,
+            &mut edits,
+            &mut map,
+        )?;
         infos.insert(name.clone(), info);
     }
     let mut granule_defines = String::new();
@@ -553,7 +560,10 @@ fn note_helper(p: &Program, f: &Function, why: &str, out: &mut Vec<Unchecked>) {
                     function: f.name.clone(),
                     line,
                     column,
-                    why: format!("in helper function `{}`, which is not instrumented: {why}", f.name),
+                    why: format!(
+                        "in helper function `{}`, which is not instrumented: {why}",
+                        f.name
+                    ),
                 });
             }
         }
@@ -933,7 +943,9 @@ impl Walker<'_> {
             // as not checked, so a kernel that only reads and writes images is never "clean".
             self.not_checked(
                 e,
-                format!("an image access (`{callee}`): images are checked by --engine oclgrind only"),
+                format!(
+                    "an image access (`{callee}`): images are checked by --engine oclgrind only"
+                ),
             );
         }
         if let Some((n, ctx)) = vector_load_store(callee) {
@@ -1072,9 +1084,9 @@ impl Walker<'_> {
         }
         let elems = format!("(ulong)({nt})");
         let global_elems = match &stride {
-            Some(s) => format!(
-                "((ulong)({nt}) == 0ul ? 0ul : ((ulong)({nt}) - 1ul) * (ulong)({s}) + 1ul)"
-            ),
+            Some(s) => {
+                format!("((ulong)({nt}) == 0ul ? 0ul : ((ulong)({nt}) - 1ul) * (ulong)({s}) + 1ul)")
+            }
             None => elems.clone(),
         };
         let bytes = |space: Space| {
@@ -1171,7 +1183,11 @@ impl Walker<'_> {
                     }
                 }
                 self.note_size(k, element_bytes(&pointee).map(|b| b as u32));
-                let idx = self.p.source.get(ir.0 as usize..ir.1 as usize).unwrap_or("0");
+                let idx = self
+                    .p
+                    .source
+                    .get(ir.0 as usize..ir.1 as usize)
+                    .unwrap_or("0");
                 let step = format!("(long)({idx})");
                 let (open, close) =
                     bounds::checked_address(&t.as_target(), &pointee, site, ctx.mode());
@@ -1226,10 +1242,14 @@ impl Walker<'_> {
             .ok_or("the access is written inside a macro")?;
         let ranges = macros::index_arguments(self.p, u)?;
         if self.macro_bases.get(&e.span.start).copied().unwrap_or(0) != 1 {
-            return Err("the access is written inside a macro whose expansion holds several accesses");
+            return Err(
+                "the access is written inside a macro whose expansion holds several accesses",
+            );
         }
         if !pure(index) {
-            return Err("the access is written inside a macro whose index argument has side effects");
+            return Err(
+                "the access is written inside a macro whose index argument has side effects",
+            );
         }
         Ok(ranges)
     }
@@ -1246,9 +1266,11 @@ impl Walker<'_> {
             let t = l.trim_start();
             t.strip_prefix('#').is_some_and(|t| {
                 t.trim_start().strip_prefix("define").is_some_and(|t| {
-                    t.trim_start().strip_prefix(u.name.as_str()).is_some_and(|r| {
-                        r.starts_with(|c: char| c == '(' || c.is_whitespace()) || r.is_empty()
-                    })
+                    t.trim_start()
+                        .strip_prefix(u.name.as_str())
+                        .is_some_and(|r| {
+                            r.starts_with(|c: char| c == '(' || c.is_whitespace()) || r.is_empty()
+                        })
                 })
             })
         });
