@@ -540,9 +540,10 @@ fn a_mutants_test_cases_in_batches_give_the_reports_of_one_unit_per_mutant() {
         v.sort();
     }
     let statuses = |v: &Vec<(u64, String)>| v.iter().map(|(_, s)| s.clone()).collect::<Vec<_>>();
-    // The batches after a decisive one are dropped (units go out batch-major, and with one
-    // worker a mutant's first batch has finished before its second is handed out), and every
-    // batch before it ran: the journal holds batches 0..=decisive of each split mutant.
+    // Every batch up to a mutant's first decisive one ran (the verdict is the walk's), and
+    // the batches after it are dropped: units go out batch-major, so a mutant's first batch
+    // has finished long before its second is handed out. (A batch already taken from the
+    // queue when the result arrives still runs: drops are counted, not required of each.)
     let decisive = ["KILLED", "TIMEOUT", "RUNTIME-ERROR", "COMPILE-ERROR"];
     for (mutant, v) in &split {
         let numbers: Vec<u64> = v.iter().map(|(b, _)| *b).collect();
@@ -550,9 +551,8 @@ fn a_mutants_test_cases_in_batches_give_the_reports_of_one_unit_per_mutant() {
             .iter()
             .position(|(_, s)| decisive.contains(&s.as_str()))
             .map_or(3, |d| d + 1);
-        assert_eq!(
-            numbers,
-            (0..end as u64).collect::<Vec<_>>(),
+        assert!(
+            numbers.starts_with(&(0..end as u64).collect::<Vec<_>>()),
             "{mutant}: {split:?}"
         );
     }
