@@ -405,6 +405,60 @@ fn a_schema_the_driver_cannot_run_falls_back_to_one_compile_per_mutant() {
     assert_eq!(got, expected, "the verdicts of one compile per mutant");
 }
 
+/// A worker whose coverage build fails runs its test cases through the captured program
+/// itself, not through the mutants' schema: a schema the driver cannot run then costs no test
+/// case (it crashed every case before), its own check finds it, and its mutants fall back to
+/// one compile each, with the verdicts of a campaign compiled one mutant at a time.
+#[test]
+fn without_a_coverage_build_a_crashing_schema_costs_no_test_case() {
+    let f = suite("campaign-no-coverage-build");
+    let fail = ("CLTRAP_TEST_COVERAGE_BUILD_FAIL", "1");
+    let per_mutant = f.dir.join("per-mutant.json");
+    let dir = f.dir.join("per-mutant-campaign");
+    let mut env = ENV.to_vec();
+    env.push(fail);
+    let want = run(
+        &args(
+            &f,
+            &per_mutant,
+            &[
+                "--per-mutant-compile",
+                "--campaign-dir",
+                dir.to_str().unwrap(),
+            ],
+        ),
+        &env,
+    );
+    let json = f.dir.join("crashing.json");
+    let dir = f.dir.join("crashing-campaign");
+    env.push(("CLTRAP_TEST_SCHEMA_CRASH", "1"));
+    let out = run(
+        &args(&f, &json, &["--campaign-dir", dir.to_str().unwrap()]),
+        &env,
+    );
+    for o in [&want, &out] {
+        assert!(
+            o.contains("the coverage build failed"),
+            "the failure is noted:\n{o}"
+        );
+        assert!(!o.contains("not a test case"), "no test case is lost:\n{o}");
+    }
+    assert!(
+        out.contains("cannot run the original through the mutant schema"),
+        "the schema's crash is found by its check:\n{out}"
+    );
+    let cases = units_of(&journal(&dir.join("cases")))
+        .iter()
+        .filter(|l| l["unit"].as_str().unwrap_or("").starts_with("case-"))
+        .filter(|l| l["result"]["dropped"].is_null())
+        .count();
+    assert_eq!(cases, 2, "both launches are test cases");
+    let expected = verdicts(&std::fs::read_to_string(&per_mutant).unwrap());
+    let got = verdicts(&std::fs::read_to_string(&json).unwrap());
+    assert!(got.iter().any(|(_, s)| s == "Killed"), "{got:?}");
+    assert_eq!(got, expected, "the verdicts of one compile per mutant");
+}
+
 /// A mutant whose run writes into a guard zone is a RUNTIME-ERROR whose worker retires after
 /// it (`Campaign::spent`): the mutant after it runs in a fresh worker, whatever the number of
 /// workers, and one worker writes the mutation JSON of three. On a GPU such a run can leave

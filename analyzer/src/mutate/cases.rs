@@ -6,9 +6,10 @@
 //!
 //! These units run before the mutants, in the same runner ([`crate::campaign::runner::drive`])
 //! and so in worker processes on every device of the campaign, with the original built once
-//! per worker (the coverage build, or the base program when there is none) and run in the
-//! worker's own process: a case that crashes or hangs the driver costs that worker, and is
-//! "not a test case". Their results are journaled in the campaign folder's `cases/` folder,
+//! per worker (the coverage build, or the captured program itself when there is none or it
+//! fails in the worker; never the mutants' schema, which a driver may be unable to run: a
+//! `schema-<launch>` unit checks that apart) and run in the worker's own process: a case that
+//! crashes or hangs the driver costs that worker, and is "not a test case". Their results are journaled in the campaign folder's `cases/` folder,
 //! so `--resume` and `cltrap merge` (which reads the shards' `cases/` journals) take them from
 //! there instead of running the original again; a merge runs in this process only the cases
 //! no shard journaled.
@@ -47,8 +48,8 @@ pub struct CaseJob {
     pub launch: u64,
     /// Kernel launched (for the notes).
     pub kernel: String,
-    /// The base program (schema, or the original with the mutation parameters), built and
-    /// run with selector 0 when there is no coverage build.
+    /// The mutants' base program (the schema, or the original with the mutation parameters):
+    /// what a schema check runs, with selector 0.
     pub base: PathBuf,
     /// The permuted base, for `--schedules`.
     pub permuted: Option<PathBuf>,
@@ -80,9 +81,13 @@ impl CaseJob {
     }
 }
 
-/// For tests only: when set (to anything), a worker running a schema check dies of SIGABRT,
-/// as a driver that crashes on the schema would make it.
+/// For tests only: when set (to anything), a worker running the original through the schema
+/// dies of SIGABRT, as a driver that crashes on the schema would make it.
 pub const SCHEMA_CRASH_KNOB: &str = "CLTRAP_TEST_SCHEMA_CRASH";
+
+/// For tests only: when set (to anything), the coverage build fails in the worker, as on a
+/// device whose compiler rejects the instrumented program the parent's accepted.
+pub const COVERAGE_BUILD_FAIL_KNOB: &str = "CLTRAP_TEST_COVERAGE_BUILD_FAIL";
 
 /// What the original did on one test case.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -95,7 +100,8 @@ pub struct CaseResult {
     pub hits: Option<Vec<BranchKey>>,
     /// Why the counters could not be evaluated.
     pub coverage_error: Option<String>,
-    /// Why the coverage build failed in the worker (the run went through the base program).
+    /// Why the coverage build failed in the worker (the run went through the captured program
+    /// itself).
     pub coverage_build: Option<String>,
     /// Schedule seeds under which the original kept its outputs.
     pub seeds: Vec<u64>,
@@ -142,7 +148,12 @@ impl CaseResult {
 struct Builds {
     /// The instrumented original and its build (or why there is none).
     coverage: Option<Result<(cltrap_kernel::coverage::Instrumented, BuiltProgram), String>>,
-    base: Result<BuiltProgram, String>,
+    /// The captured program itself, unchanged: what a case runs without a coverage build,
+    /// so that a schema the driver cannot run costs no test case (the schema's own check
+    /// finds it, and its mutants fall back to one compile each).
+    original: Option<Result<BuiltProgram, String>>,
+    /// The mutants' base (the schema), for a schema check only.
+    base: Option<Result<BuiltProgram, String>>,
     permuted: Option<Result<BuiltProgram, String>>,
 }
 
@@ -264,23 +275,30 @@ impl CaseEvaluator {
             }
             let mut r = CaseResult::dropped(String::new());
             r.dropped = match &builds.base {
-                Ok(b) => {
+                Some(Ok(b)) => {
                     alive();
                     session
                         .run_guarded(b, &input, &selector_extras(0, u32::MAX))
                         .err()
                         .map(|e| e.to_string())
                 }
-                Err(e) => Some(e.clone()),
+                Some(Err(e)) => Some(e.clone()),
+                None => Some("the schema was not built".into()),
             };
             return r;
         }
         let cov = builds.coverage.as_ref().and_then(|c| c.as_ref().ok());
-        let base = match (&builds.base, cov) {
-            (Ok(b), _) => Some(b),
-            (Err(_), Some(_)) => None,
-            (Err(e), None) => return not_case(e.clone()),
+        // Without a coverage build the case runs the captured program itself: a mutant's
+        // base (the schema) that the driver cannot run must not cost the test case.
+        let original = match (&builds.original, cov) {
+            (_, Some(_)) => None,
+            (Some(Ok(b)), None) => Some(b),
+            (Some(Err(e)), None) => {
+                return not_case(format!("the original does not build here: {e}"))
+            }
+            (None, None) => return not_case("the original was not built".into()),
         };
+
         let run_original = || match cov {
             Some((c, built)) => {
                 let init = c
@@ -294,9 +312,9 @@ impl CaseEvaluator {
                     })
                     .map_err(|e| e.to_string())
             }
-            None => match base {
+            None => match original {
                 Some(built) => session
-                    .run_guarded(built, &input, &selector_extras(0, u32::MAX))
+                    .run_guarded(built, &input, &[])
                     .map(|(o, b)| (o, None, b))
                     .map_err(|e| e.to_string()),
                 None => Err("the original does not build".to_string()),
@@ -396,12 +414,16 @@ fn build(capture: &Capture, session: &Session, job: &CaseJob, alive: &dyn Fn()) 
             let e = e.to_string();
             return Builds {
                 coverage: None,
-                base: Err(e),
+                original: Some(Err(e.clone())),
+                base: Some(Err(e)),
                 permuted: None,
             };
         }
     };
     let coverage = (job.coverage && !job.schema_check).then(|| {
+        if std::env::var_os(COVERAGE_BUILD_FAIL_KNOB).is_some() {
+            return Err(format!("{COVERAGE_BUILD_FAIL_KNOB} is set"));
+        }
         let h = crate::headers::Headers::from_capture(capture, &record.includes)
             .map_err(|e| first_line(e.to_string()))?;
         let source = crate::variant::program_source(capture, &record)
@@ -434,12 +456,22 @@ fn build(capture: &Capture, session: &Session, job: &CaseJob, alive: &dyn Fn()) 
         alive();
         b
     };
-    let base = build_file(&job.base);
+    let without_coverage = !coverage.as_ref().is_some_and(|c| c.is_ok());
+    let original = (without_coverage && !job.schema_check).then(|| {
+        let b = super::quiet::stderr_to(&job.inputs.with_file_name("build.log"), || {
+            session.build(capture, &record, &BuildOptions::default())
+        })
+        .map_err(|e| first_line(e.to_string()));
+        alive();
+        b
+    });
+    let base = job.schema_check.then(|| build_file(&job.base));
     let permuted = (job.schedules > 0 && !job.schema_check)
         .then(|| job.permuted.as_deref().map(build_file))
         .flatten();
     Builds {
         coverage,
+        original,
         base,
         permuted,
     }
