@@ -281,6 +281,7 @@ impl<'c> Replayer<'c> {
     /// Replays `l` on `session` (always the same session for one replayer) and counts it.
     pub fn one(&mut self, session: &Session, l: &LaunchRecord) -> LaunchResult {
         say_fallback(session, &self.chain);
+        let waits = session.device_waits();
         let mut other_mismatches = Vec::new();
         let outcome = replay_one(
             session,
@@ -294,6 +295,7 @@ impl<'c> Replayer<'c> {
             &mut self.chain,
             &mut self.phases,
         );
+        self.chain.traffic.waits += session.device_waits().saturating_sub(waits);
         match &outcome {
             Outcome::Ok { .. } => self.summary.ok += 1,
             Outcome::Mismatch(_) => self.summary.mismatches += 1,
@@ -320,7 +322,7 @@ impl<'c> Replayer<'c> {
     }
 
     /// How the buffer inputs replayed so far reached the device (bound from the previous
-    /// launch's outputs, or uploaded).
+    /// launch's outputs, or uploaded), and how often the host waited for it.
     pub fn traffic(&self) -> Traffic {
         self.chain.traffic
     }

@@ -117,6 +117,11 @@ pub struct Traffic {
     /// Their bytes.
     #[serde(default)]
     pub read_back_bytes: u64,
+    /// Times the host waited for the device ([`Session::device_waits`]) while replaying the
+    /// launches, deriving their inputs included: one per launch when each runs, has its
+    /// outputs read or digested and waits in a single trip.
+    #[serde(default)]
+    pub waits: u64,
 }
 
 impl Traffic {
@@ -130,6 +135,7 @@ impl Traffic {
             device_verified: self.device_verified.saturating_sub(earlier.device_verified),
             read_back: self.read_back.saturating_sub(earlier.read_back),
             read_back_bytes: self.read_back_bytes.saturating_sub(earlier.read_back_bytes),
+            waits: self.waits.saturating_sub(earlier.waits),
         }
     }
 
@@ -142,6 +148,7 @@ impl Traffic {
         self.device_verified += other.device_verified;
         self.read_back += other.read_back;
         self.read_back_bytes += other.read_back_bytes;
+        self.waits += other.waits;
     }
 }
 

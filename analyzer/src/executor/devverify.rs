@@ -212,6 +212,7 @@ impl Engine {
                 self.enqueue(session, mem, *len, slot)?;
             }
             let mut partials = vec![0u8; batch.len() * SLOT_BYTES];
+            session.note_wait();
             // SAFETY: `partials` has room for the bytes read and outlives the blocking read.
             let ev = unsafe {
                 cl3::command_queue::enqueue_read_buffer(

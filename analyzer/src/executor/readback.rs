@@ -107,6 +107,7 @@ impl<'s> Batch<'s> {
             if failed.is_some() {
                 break;
             }
+            self.session.note_wait();
             if let Err(c) = cl3::event::wait_for_events(&[p.event.raw()]) {
                 failed = Some(cl_err(format!("reading back argument {}", p.index))(c));
             } else if let Some(s) = p.event.status() {
@@ -159,6 +160,7 @@ pub(super) fn read_whole(
     if len == 0 {
         return Ok(out);
     }
+    session.note_wait();
     // SAFETY: `out` has capacity for `len` bytes and outlives the blocking read.
     let event = unsafe {
         cl3::command_queue::enqueue_read_buffer(
@@ -182,6 +184,7 @@ pub(super) fn read_whole(
 /// Waits until every command of `session`'s queue is done, whatever their outcome (an error
 /// of the wait is the error already being reported).
 fn drain(session: &Session) {
+    session.note_wait();
     let _ = cl3::command_queue::finish(session.queue.raw());
 }
 

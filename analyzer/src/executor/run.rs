@@ -322,6 +322,7 @@ impl Session {
                 let mut out = vec![0u8; bytes.len()];
                 let origin = [0usize; 3];
                 let region = [w as usize, h as usize, d as usize];
+                self.note_wait();
                 // SAFETY: `out` holds the tightly packed region; the read is blocking.
                 let ev = unsafe {
                     cl3::command_queue::enqueue_read_image(
@@ -371,6 +372,7 @@ impl Session {
         len: usize,
         what: String,
     ) -> Result<(), ExecError> {
+        self.note_wait();
         // SAFETY: the caller guarantees `dst` holds `len` writable bytes; the read is
         // blocking, so it is done with them when this returns.
         let ev = unsafe {
@@ -513,6 +515,7 @@ impl Session {
 
     /// Waits for the kernel of `ev`: [`ExecError::Execution`] when it failed on the device.
     pub(super) fn wait_kernel(&self, ev: &Event) -> Result<(), ExecError> {
+        self.note_wait();
         cl3::event::wait_for_events(&[ev.raw()]).map_err(super::fault::failed)?;
         if let Some(s) = ev.status() {
             if s < 0 {
