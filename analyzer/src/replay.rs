@@ -476,7 +476,10 @@ fn replay_one(
         let filled = chain.fill(session, &mut input, &mut plan);
         chain.clear();
         filled.and_then(|()| {
-            session.run(program, &input, &[]).map(|out| Ran {
+            let waits = session.device_waits();
+            let out = session.run(program, &input, &[]);
+            chain.traffic.run_waits += session.device_waits().saturating_sub(waits);
+            out.map(|out| Ran {
                 out,
                 objects: Vec::new(),
                 on_device: Vec::new(),
@@ -501,7 +504,9 @@ fn replay_one(
     }
     if !input.stand_ins.is_empty() {
         let started = Instant::now();
+        let waits = session.device_waits();
         let other = session.run(program, &input.with_stand_in_fill(0xa5), &[]);
+        chain.traffic.run_waits += session.device_waits().saturating_sub(waits);
         phases.run_ns += ns(started);
         let other = match other {
             Ok(o) => o,
