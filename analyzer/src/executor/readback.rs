@@ -323,6 +323,53 @@ mod tests {
     use super::super::{DeviceSelector, InputArg, LaunchInput, Session};
     use opencl_sys::CL_MEM_READ_WRITE;
 
+    /// One wait for a failed command and the reads behind it: the command's failure is the
+    /// run's ([`ExecError::Execution`]), and the reads are done with before their memory goes.
+    #[test]
+    fn a_failed_kernel_is_reported_first_from_the_one_wait() {
+        let Ok(session) = Session::open(&DeviceSelector::default()) else {
+            return;
+        };
+        // A user event set to an error stands for a kernel that faulted on the device.
+        let raw = cl3::event::create_user_event(session.context.raw()).expect("a user event");
+        let failed = super::Event(raw);
+        cl3::event::set_user_event_status(raw, opencl_sys::CL_OUT_OF_RESOURCES).expect("set");
+        let bytes = ints(&[1, 2, 3, 4]);
+        // SAFETY: a buffer of ours initialised from `bytes`, copied at creation.
+        let mem = super::Mem(
+            unsafe {
+                cl3::memory::create_buffer(
+                    session.context.raw(),
+                    CL_MEM_READ_WRITE | opencl_sys::CL_MEM_COPY_HOST_PTR,
+                    bytes.len(),
+                    bytes.as_ptr() as *mut std::ffi::c_void,
+                )
+            }
+            .expect("buffer"),
+        );
+        let waits = session.device_waits();
+        let mut trip = super::Batch::new(&session);
+        trip.read(0, &mem, bytes.len(), 0, &mut Vec::new())
+            .expect("read enqueued");
+        let n = trip.extra(&mem, 8, "a read riding along").expect("extra");
+        assert_eq!(n, 0);
+        let err = trip.wait(Some(&failed)).err().expect("the failure");
+        assert!(
+            matches!(err, super::ExecError::Execution { .. }),
+            "{err}"
+        );
+        // The one wait, and the queue drained behind it.
+        assert_eq!(session.device_waits() - waits, 2);
+        // Without a failure, the same trip brings back each read where it belongs.
+        let mut trip = super::Batch::new(&session);
+        trip.read(3, &mem, bytes.len(), 0, &mut Vec::new())
+            .expect("read enqueued");
+        trip.extra(&mem, 8, "a read riding along").expect("extra");
+        let landed = trip.wait(None).expect("landed");
+        assert_eq!(landed.objects, vec![(3, bytes.clone())]);
+        assert_eq!(landed.extras, vec![bytes[..8].to_vec()]);
+    }
+
     fn ints(v: &[i32]) -> Vec<u8> {
         v.iter().flat_map(|x| x.to_le_bytes()).collect()
     }
