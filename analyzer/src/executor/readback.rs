@@ -354,10 +354,7 @@ mod tests {
         let n = trip.extra(&mem, 8, "a read riding along").expect("extra");
         assert_eq!(n, 0);
         let err = trip.wait(Some(&failed)).err().expect("the failure");
-        assert!(
-            matches!(err, super::ExecError::Execution { .. }),
-            "{err}"
-        );
+        assert!(matches!(err, super::ExecError::Execution { .. }), "{err}");
         // The one wait, and the queue drained behind it.
         assert_eq!(session.device_waits() - waits, 2);
         // Without a failure, the same trip brings back each read where it belongs.

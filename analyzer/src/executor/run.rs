@@ -24,6 +24,10 @@ pub(super) type Behind<'b> =
 /// A run's outputs, guard breaches, plain buffer objects and the reads that rode along.
 type Ran = (RunOutput, Vec<GuardBreach>, Vec<Option<Mem>>, Vec<Vec<u8>>);
 
+/// What [`Session::run_riding`] gives back: the outputs, the plain buffer objects, and the
+/// bytes of the reads that rode along, by their numbers.
+pub(super) type Riding = (RunOutput, Vec<Option<Mem>>, Vec<Vec<u8>>);
+
 /// What a run produced.
 #[derive(Debug, Clone)]
 pub struct RunOutput {
@@ -413,7 +417,7 @@ impl Session {
         read: &dyn Fn(usize) -> bool,
         behind: Behind<'_>,
         spare: &mut Vec<Vec<u8>>,
-    ) -> Result<(RunOutput, Vec<Option<Mem>>, Vec<Vec<u8>>), ExecError> {
+    ) -> Result<Riding, ExecError> {
         self.run_with(program, input, &[], false, bind, read, behind, spare)
             .map(|(out, _, kept, extras)| (out, kept, extras))
     }
