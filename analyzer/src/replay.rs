@@ -281,6 +281,7 @@ impl<'c> Replayer<'c> {
     /// Replays `l` on `session` (always the same session for one replayer) and counts it.
     pub fn one(&mut self, session: &Session, l: &LaunchRecord) -> LaunchResult {
         say_fallback(session, &self.chain);
+        let waits = session.device_waits();
         let mut other_mismatches = Vec::new();
         let outcome = replay_one(
             session,
@@ -294,6 +295,7 @@ impl<'c> Replayer<'c> {
             &mut self.chain,
             &mut self.phases,
         );
+        self.chain.traffic.waits += session.device_waits().saturating_sub(waits);
         match &outcome {
             Outcome::Ok { .. } => self.summary.ok += 1,
             Outcome::Mismatch(_) => self.summary.mismatches += 1,
@@ -320,7 +322,7 @@ impl<'c> Replayer<'c> {
     }
 
     /// How the buffer inputs replayed so far reached the device (bound from the previous
-    /// launch's outputs, or uploaded).
+    /// launch's outputs, or uploaded), and how often the host waited for it.
     pub fn traffic(&self) -> Traffic {
         self.chain.traffic
     }
@@ -474,7 +476,10 @@ fn replay_one(
         let filled = chain.fill(session, &mut input, &mut plan);
         chain.clear();
         filled.and_then(|()| {
-            session.run(program, &input, &[]).map(|out| Ran {
+            let waits = session.device_waits();
+            let out = session.run(program, &input, &[]);
+            chain.traffic.run_waits += session.device_waits().saturating_sub(waits);
+            out.map(|out| Ran {
                 out,
                 objects: Vec::new(),
                 on_device: Vec::new(),
@@ -499,7 +504,9 @@ fn replay_one(
     }
     if !input.stand_ins.is_empty() {
         let started = Instant::now();
+        let waits = session.device_waits();
         let other = session.run(program, &input.with_stand_in_fill(0xa5), &[]);
+        chain.traffic.run_waits += session.device_waits().saturating_sub(waits);
         phases.run_ns += ns(started);
         let other = match other {
             Ok(o) => o,

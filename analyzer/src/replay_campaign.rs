@@ -267,6 +267,14 @@ impl Campaign for ReplayCampaign {
                 traffic.read_back,
                 mb(traffic.read_back_bytes),
             );
+            // Each wait for the device is a round trip; one per launch run is the least a replay
+            // that judges every launch as it goes can make.
+            eprintln!(
+                "cltrap: replay device waits: {} for {n} launch(es); {} running them, {} restoring inputs",
+                traffic.waits,
+                traffic.run_waits,
+                traffic.waits.saturating_sub(traffic.run_waits),
+            );
             // Per launch, in microseconds; what is left of the wall time went to starting up,
             // building programs and the campaign (workers, journal).
             let per = |ns: u64| ns as f64 / 1e3 / n.max(1) as f64;

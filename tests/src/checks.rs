@@ -220,6 +220,16 @@ pub fn replay_timing_line(out: &Outcome) -> String {
         .to_string()
 }
 
+/// The `cltrap: replay device waits: N for M launch(es)` line of a `cltrap replay --timing`'s
+/// stderr (the test fails if there is none).
+pub fn replay_waits_line(out: &Outcome) -> String {
+    cltrap_lines(&out.stderr)
+        .into_iter()
+        .find(|l| l.contains("replay device waits:"))
+        .unwrap_or_else(|| panic!("no device waits line\n{}", out.describe()))
+        .to_string()
+}
+
 /// The count written just before `word` in `line` (`12 bound on the device` → 12).
 pub fn count_before(line: &str, word: &str) -> u64 {
     line.split(word)

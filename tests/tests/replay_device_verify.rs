@@ -65,6 +65,9 @@ struct Replay {
     bound: u64,
     on_device: u64,
     read_back_bytes: f64,
+    /// Times the replay waited for the device, the launches it replayed, and the waits
+    /// running them (the others restored inputs).
+    waits: (u64, u64, u64),
 }
 
 fn replay(dir: &Path, mode: &str, ids: &[String], env: &[(&str, &str)]) -> Replay {
@@ -90,7 +93,13 @@ fn replay(dir: &Path, mode: &str, ids: &[String], env: &[(&str, &str)]) -> Repla
         .and_then(|r| r.split_whitespace().next())
         .and_then(|mb| mb.parse::<f64>().ok())
         .unwrap_or_else(|| panic!("no read-back megabytes in {line}"));
+    let waits = replay_waits_line(&out);
     Replay {
+        waits: (
+            count_before(&waits, " for "),
+            count_before(&waits, " launch(es)"),
+            count_before(&waits, " running them"),
+        ),
         stdout: out.stdout_text(),
         bound: count(" bound on the device"),
         on_device: count(" verified on the device"),
@@ -145,6 +154,34 @@ fn dd128_outputs_are_verified_on_the_device_and_bound_as_the_next_inputs() {
     let auto = replay(&dir, "auto", &[], &[]);
     assert_eq!(auto.on_device, 0, "{}", auto.out.describe());
     assert_eq!(auto.stdout, host.stdout);
+}
+
+/// Each launch waits on the device once: its kernel, the reads of its outputs and the
+/// digests of those verified on the device (with the read of their partials) go to the
+/// device in one trip, so verifying on the device adds no wait to a launch.
+#[test]
+fn a_launch_verified_on_the_device_waits_on_it_once() {
+    let (dir, _cap) = capture("dv-waits");
+    let host = replay(&dir, "off", &[], &[]);
+    let device = replay(&dir, "on", &[], &[]);
+    for r in [&host, &device] {
+        assert_eq!(r.out.code, Some(0), "{}", r.out.describe());
+    }
+    assert_eq!(host.stdout, device.stdout, "the same verdicts");
+    assert!(
+        device.on_device >= 3 * LAUNCHES as u64 / 2,
+        "{}",
+        device.out.describe()
+    );
+    // One wait per launch run, whether its outputs are verified on the device or read back.
+    let n = LAUNCHES as u64;
+    assert_eq!(host.waits, (n, n, n), "{}", host.out.describe());
+    let (all, launches, running) = device.waits;
+    assert_eq!((launches, running), (n, n), "{}", device.out.describe());
+    // The others read back, once per launch that needs it, the outputs kept on the device
+    // that a later launch derives its input from (where a launch does not bind them: the
+    // budget's checkpoints), all of a launch's in one wait.
+    assert!(all - running <= 3, "{}", device.out.describe());
 }
 
 #[test]

@@ -24,8 +24,10 @@
 //!
 //! Outputs recorded as `dd128` digests are verified on the device where the session has a
 //! digest engine ([`super::devverify`]): such an output (a plain buffer argument with an
-//! object of its own) is not read back; its digest's partials are, and only an output whose
-//! digest differs is then read back whole, for the existing comparison to report it. A
+//! object of its own) is not read back; its digest's partials are, in the launch's one trip to
+//! the device (the digest kernels enqueued behind the kernel, one wait for all), and only an
+//! output whose digest differs is then read back whole, for the existing comparison to
+//! report it. A
 //! device-verified output is held *unread*: its bytes never came to the host. A next launch
 //! that binds it gets a placeholder as its host copy (no bytes: [`Plan::resident`] names those
 //! arguments, whose inputs the [`super::Deriver`] then does not restore), so a chain of
@@ -42,6 +44,7 @@
 use super::cl::Mem;
 use super::derive::{content_key, Key};
 use super::devverify::{DeviceVerification, State};
+use super::readback::Batch;
 use super::run::access_flags;
 use super::{BuiltProgram, Deriver, ExecError, InputArg, LaunchInput, RunOutput, Session};
 use cltrap_capture::{ArgRecord, Content, DigestKind, LaunchRecord, MemId};
@@ -117,6 +120,19 @@ pub struct Traffic {
     /// Their bytes.
     #[serde(default)]
     pub read_back_bytes: u64,
+    /// Times the host waited for the device ([`Session::device_waits`]) while replaying the
+    /// launches, deriving their inputs included: one per launch when each runs, has its
+    /// outputs read or digested and waits in a single trip.
+    #[serde(default)]
+    pub waits: u64,
+    /// Of those, the waits of the launches' own runs ([`Chain::run`], and the two runs of a
+    /// launch with stand-ins): one per launch (the kernel, the reads of its outputs and the
+    /// digests of those verified on the device in one trip), and one more per output whose
+    /// device digest differs. The others restore inputs: outputs kept on the device read back
+    /// for launches that derive from them ([`Chain::settle`], [`Chain::fill`]), producers
+    /// re-executed.
+    #[serde(default)]
+    pub run_waits: u64,
 }
 
 impl Traffic {
@@ -130,6 +146,8 @@ impl Traffic {
             device_verified: self.device_verified.saturating_sub(earlier.device_verified),
             read_back: self.read_back.saturating_sub(earlier.read_back),
             read_back_bytes: self.read_back_bytes.saturating_sub(earlier.read_back_bytes),
+            waits: self.waits.saturating_sub(earlier.waits),
+            run_waits: self.run_waits.saturating_sub(earlier.run_waits),
         }
     }
 
@@ -142,6 +160,8 @@ impl Traffic {
         self.device_verified += other.device_verified;
         self.read_back += other.read_back;
         self.read_back_bytes += other.read_back_bytes;
+        self.waits += other.waits;
+        self.run_waits += other.run_waits;
     }
 }
 
@@ -188,6 +208,21 @@ fn own_object(input: &LaunchInput, i: usize) -> Option<MemId> {
             }
     });
     (!shared).then_some(*m)
+}
+
+/// Whether argument `i` is the first of `input`'s arguments to use its memory object (an
+/// anonymous one is its own): a run reads each object once, whatever uses it.
+fn first_of_its_object(input: &LaunchInput, i: usize) -> bool {
+    let mem_of = |a: &InputArg| match a {
+        InputArg::Buffer { mem, .. }
+        | InputArg::Image { mem, .. }
+        | InputArg::SubBuffer { mem, .. } => *mem,
+        _ => None,
+    };
+    let Some(m) = input.args.get(i).and_then(mem_of) else {
+        return true;
+    };
+    !input.args[..i].iter().any(|a| mem_of(a) == Some(m))
 }
 
 /// The recorded contents before (`true`) or after a buffer argument, if it is one.
@@ -274,20 +309,39 @@ impl Chain {
     /// Reads back, into `deriver`'s cache, every unread held object that `plan` does not
     /// bind as resident and whose contents some launch of the capture derives its input
     /// from: before such an object is released, its contents reach the host, as they would
-    /// have had the output been read back when it was verified. Read-back failures leave the
-    /// contents to be derived again (by re-execution), as after a cache eviction.
+    /// have had the output been read back when it was verified. They are read in one trip,
+    /// waited for once. Read-back failures leave the contents to be derived again (by
+    /// re-execution), as after a cache eviction.
     pub fn settle(&mut self, session: &Session, plan: &Plan, deriver: &mut Deriver<'_>) {
         let keep: HashSet<&Key> = plan.resident.iter().map(|(_, k)| k).collect();
-        for (k, h) in self.held.iter_mut() {
+        // All of them in one trip to the device, waited for once.
+        let mut trip = Batch::new(session);
+        let mut reading: Vec<(Key, usize)> = Vec::new();
+        for (k, h) in &self.held {
             if !h.unread || keep.contains(k) || !deriver.derives_from(k) {
                 continue;
             }
-            if let Ok(bytes) = super::readback::read_whole(session, &h.mem, h.size, 0) {
-                self.traffic.read_back += 1;
-                self.traffic.read_back_bytes += bytes.len() as u64;
-                deriver.put(k.clone(), bytes);
-                h.unread = false;
+            let what = "reading back an output a later launch derives its input from";
+            match trip.extra(&h.mem, h.size, what) {
+                Ok(n) => reading.push((k.clone(), n)),
+                Err(_) => break,
             }
+        }
+        if reading.is_empty() {
+            return;
+        }
+        let Ok(mut landed) = trip.wait(None) else {
+            return;
+        };
+        for (k, n) in reading {
+            let (Some(bytes), Some(h)) = (landed.extras.get_mut(n), self.held.get_mut(&k)) else {
+                continue;
+            };
+            let bytes = std::mem::take(bytes);
+            self.traffic.read_back += 1;
+            self.traffic.read_back_bytes += bytes.len() as u64;
+            deriver.put(k, bytes);
+            h.unread = false;
         }
     }
 
@@ -320,9 +374,27 @@ impl Chain {
     /// Runs `input` (launch `l`, restored with `plan`'s resident arguments as placeholders)
     /// on `session`, binding the held objects `plan` names. Every held object not bound is
     /// released; on an error the chain is left empty. Returns the run's outputs, its buffer
-    /// objects and which outputs were verified on the device (not read back): [`Ran`]. An output the record holds nothing of
-    /// (neither bytes nor digest) is not read back: nothing would compare or keep it.
+    /// objects and which outputs were verified on the device (not read back): [`Ran`]. An
+    /// output the record holds nothing of (neither bytes nor digest) is not read back: nothing
+    /// would compare or keep it. The kernel, the reads of its outputs and the digests of
+    /// those verified on the device go to the device in one trip, waited for once
+    /// ([`Session::run_riding`]); only an output whose digest differs costs another wait.
     pub fn run(
+        &mut self,
+        session: &Session,
+        program: &BuiltProgram,
+        l: &LaunchRecord,
+        input: &LaunchInput,
+        plan: &Plan,
+    ) -> Result<Ran, ExecError> {
+        let waits = session.device_waits();
+        let ran = self.run_counted(session, program, l, input, plan);
+        self.traffic.run_waits += session.device_waits().saturating_sub(waits);
+        ran
+    }
+
+    /// [`Chain::run`], but for counting its waits.
+    fn run_counted(
         &mut self,
         session: &Session,
         program: &BuiltProgram,
@@ -376,7 +448,40 @@ impl Chain {
             sizes.get(i).is_none_or(Option::is_none)
                 && !matches!(content(l, i, false), Some(Content::Missing { .. }))
         };
-        let run = session.run_bound(program, input, &mut bind, &read, &mut self.spare);
+        let wanted: Vec<(usize, usize)> = sizes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.map(|s| (i, s)))
+            .collect();
+        // The digests ride in the kernel's trip: enqueued behind it and its reads, waited for
+        // with them.
+        let mut digesting = None;
+        let mut behind = |objects: &[Option<&Mem>], trip: &mut Batch<'_>| {
+            let Some(engine) = engine.filter(|_| !wanted.is_empty()) else {
+                return Ok(());
+            };
+            let mut items = Vec::with_capacity(wanted.len());
+            for (i, size) in &wanted {
+                // An argument with an object of its own always has one.
+                let mem = objects.get(*i).copied().flatten().ok_or_else(|| {
+                    ExecError::NotReplayable(format!(
+                        "argument {i}: its buffer object was not handed over to verify it"
+                    ))
+                })?;
+                items.push((mem, *size));
+            }
+            // A digest that cannot be enqueued is had from the bytes (read back below).
+            digesting = engine.enqueue_digests(session, &items, trip).ok();
+            Ok(())
+        };
+        let run = session.run_riding(
+            program,
+            input,
+            &mut bind,
+            &read,
+            &mut behind,
+            &mut self.spare,
+        );
         drop(held);
         self.traffic.add(&Traffic {
             bound,
@@ -385,40 +490,31 @@ impl Chain {
             uploaded_bytes,
             ..Traffic::default()
         });
-        let (mut out, objects) = run?;
+        let (mut out, objects, extras) = run?;
+        let digests = digesting.map(|d| d.finish(&extras)).unwrap_or_default();
         let mut on_device = vec![false; l.args.len()];
-        if let Some(engine) = engine {
-            let wanted: Vec<(usize, usize)> = sizes
-                .iter()
-                .enumerate()
-                .filter_map(|(i, s)| s.map(|s| (i, s)))
-                .collect();
-            let mut items = Vec::with_capacity(wanted.len());
-            for (i, size) in &wanted {
-                // An argument with an object of its own always gets it back.
-                let mem = objects.get(*i).and_then(Option::as_ref).ok_or_else(|| {
-                    ExecError::NotReplayable(format!(
-                        "argument {i}: its buffer object was not handed back to verify it"
-                    ))
-                })?;
-                items.push((mem, *size));
+        for (n, (i, size)) in wanted.iter().enumerate() {
+            let expected = content(l, *i, false).and_then(Content::hash);
+            if digests.get(n).is_some_and(|d| Some(d.as_str()) == expected) {
+                on_device[*i] = true;
+                self.traffic.device_verified += 1;
+                continue;
             }
-            // A digest that cannot be had on the device is had from the bytes.
-            let digests = engine.digests(session, &items).unwrap_or_default();
-            for (n, (i, size)) in wanted.iter().enumerate() {
-                let expected = content(l, *i, false).and_then(Content::hash);
-                if digests.get(n).is_some_and(|d| Some(d.as_str()) == expected) {
-                    on_device[*i] = true;
-                    self.traffic.device_verified += 1;
-                } else {
-                    let bytes = super::readback::read_whole(session, items[n].0, *size, *i)?;
-                    out.outputs[*i] = Some(bytes);
-                }
-            }
+            // Its digest differs (or could not be had): read back whole, for the comparison
+            // to report it.
+            let mem = objects.get(*i).and_then(Option::as_ref).ok_or_else(|| {
+                ExecError::NotReplayable(format!(
+                    "argument {i}: its buffer object was not handed back to read it"
+                ))
+            })?;
+            out.outputs[*i] = Some(super::readback::read_whole(session, mem, *size, *i)?);
         }
-        for o in out.outputs.iter().take(l.args.len()).flatten() {
-            self.traffic.read_back += 1;
-            self.traffic.read_back_bytes += o.len() as u64;
+        // An object shared by several arguments was read once (and handed to each).
+        for (i, o) in out.outputs.iter().enumerate().take(l.args.len()) {
+            if let (Some(o), true) = (o, first_of_its_object(input, i)) {
+                self.traffic.read_back += 1;
+                self.traffic.read_back_bytes += o.len() as u64;
+            }
         }
         Ok(Ran {
             out,

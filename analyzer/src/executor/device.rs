@@ -44,6 +44,8 @@ pub struct Session {
     pub(crate) sub_buffer_align: usize,
     /// A CPU device ([`Session::runs_in_this_process`]).
     cpu: bool,
+    /// Times the host has waited for the device ([`Session::device_waits`]).
+    waits: std::cell::Cell<u64>,
 }
 
 fn matches(sel: &str, index: usize, name: &str) -> bool {
@@ -232,7 +234,21 @@ impl Session {
             info,
             cpu,
             sub_buffer_align: super::guard::sub_buffer_align(device),
+            waits: std::cell::Cell::new(0),
         })
+    }
+
+    /// How many times this session's host thread has blocked until the device finished
+    /// something (a wait for events, a blocking read, a queue drained). Why: on a GPU each
+    /// wait is a round trip (a submission, a wake-up) that costs more than a small kernel, so
+    /// `replay --timing` reports how many a replay made per launch.
+    pub fn device_waits(&self) -> u64 {
+        self.waits.get()
+    }
+
+    /// Counts one wait of the host for the device ([`Session::device_waits`]).
+    pub(crate) fn note_wait(&self) {
+        self.waits.set(self.waits.get() + 1);
     }
 
     /// The opened device.

@@ -10,6 +10,11 @@
 //! back whole only where the digest differs (to report the difference) or where its bytes
 //! are needed on the host.
 //!
+//! The digests ride in the launch's own trip to the device: [`Engine::enqueue_digests`]
+//! enqueues them, and the reads of their partials, behind the kernel and the reads of its
+//! other outputs ([`super::readback::Batch`]), and the host waits once for all of it — on a
+//! GPU a second wait per launch (a submission and a wake-up) costs more than a small kernel.
+//!
 //! One [`Engine`] per [`super::Chain`] (one replay on one session), built at its first use:
 //! the program, its kernel (its arguments set from one thread: a chain is not `Sync`), and a
 //! buffer of [`SLOTS`] partial slots.
@@ -30,11 +35,12 @@
 //! path.
 
 use super::cl::{Kernel, Mem};
+use super::readback::Batch;
 use super::{cl_err, BuiltProgram, ExecError, Session};
 use cltrap_capture::devdigest::{
     dd128_from_partials, groups_for, GROUP_SIZE, KERNEL_NAME, KERNEL_SOURCE, SLOT_BYTES,
 };
-use opencl_sys::{CL_KERNEL_WORK_GROUP_SIZE, CL_MEM_READ_WRITE, CL_TRUE};
+use opencl_sys::{CL_KERNEL_WORK_GROUP_SIZE, CL_MEM_READ_WRITE};
 use std::ffi::c_void;
 
 /// Digests enqueued before their partials are read back together (one slot each).
@@ -88,6 +94,37 @@ pub(super) struct Engine {
     group: usize,
     /// Outputs smaller than this are read back ([`AUTO_MIN_BYTES`] under `auto`, 0 under `on`).
     pub(super) min_bytes: usize,
+}
+
+/// Digests enqueued in a trip to the device ([`Engine::enqueue_digests`]), finished from
+/// their partials once the trip has landed.
+pub(super) struct Digesting {
+    /// Per read of partials: its number among the trip's extra reads, and the lengths
+    /// digested into its slots, in slot order.
+    reads: Vec<(usize, Vec<usize>)>,
+    /// Work-items per group of the kernel that made them.
+    group: usize,
+}
+
+impl Digesting {
+    /// The digests, in the order of the items enqueued, from the trip's extra reads
+    /// ([`super::readback::Landed::extras`]). A read missing or short gives no digest for
+    /// its items and those after them (the caller reads those outputs back instead).
+    pub(super) fn finish(&self, extras: &[Vec<u8>]) -> Vec<String> {
+        let mut found = Vec::new();
+        for (n, lens) in &self.reads {
+            for (slot, len) in lens.iter().enumerate() {
+                let groups = groups_for(*len as u64, self.group);
+                let at = slot * SLOT_BYTES;
+                let Some(partials) = extras.get(*n).and_then(|p| p.get(at..at + groups * 16))
+                else {
+                    return found;
+                };
+                found.push(dd128_from_partials(partials, *len as u64));
+            }
+        }
+        found
+    }
 }
 
 /// Outputs smaller than this are read back under `auto`: reading a few kilobytes back in the
@@ -198,45 +235,34 @@ impl Engine {
         })
     }
 
-    /// The `dd128` digests of the first `len` bytes of each buffer of `items`, computed in
-    /// `session`'s queue behind whatever was enqueued before (the kernel that wrote them).
-    /// Partials read back: at most [`SLOT_BYTES`] per item.
-    pub(super) fn digests(
+    /// Enqueues the `dd128` digests of the first `len` bytes of each buffer of `items` in
+    /// `session`'s queue behind whatever was enqueued before (the kernel that wrote them, its
+    /// reads), and the reads of their partials into `trip` (at most [`SLOT_BYTES`] per item),
+    /// without waiting: the caller waits once for the whole trip, then has the digests from
+    /// [`Digesting::finish`]. More items than [`SLOTS`] reuse the slots: the in-order queue
+    /// runs a batch's partials read before the next batch's kernels overwrite them.
+    pub(super) fn enqueue_digests(
         &self,
         session: &Session,
         items: &[(&Mem, usize)],
-    ) -> Result<Vec<String>, ExecError> {
-        let mut found = Vec::with_capacity(items.len());
+        trip: &mut Batch<'_>,
+    ) -> Result<Digesting, ExecError> {
+        let mut reads = Vec::with_capacity(items.len().div_ceil(SLOTS));
         for batch in items.chunks(SLOTS) {
             for (slot, (mem, len)) in batch.iter().enumerate() {
                 self.enqueue(session, mem, *len, slot)?;
             }
-            let mut partials = vec![0u8; batch.len() * SLOT_BYTES];
-            // SAFETY: `partials` has room for the bytes read and outlives the blocking read.
-            let ev = unsafe {
-                cl3::command_queue::enqueue_read_buffer(
-                    session.queue.raw(),
-                    self.partials.raw(),
-                    CL_TRUE,
-                    0,
-                    partials.len(),
-                    partials.as_mut_ptr().cast::<c_void>(),
-                    0,
-                    std::ptr::null(),
-                )
-            }
-            .map_err(cl_err("reading the device digests back"))?;
-            drop(super::cl::Event(ev));
-            for (slot, (_, len)) in batch.iter().enumerate() {
-                let groups = groups_for(*len as u64, self.group);
-                let at = slot * SLOT_BYTES;
-                found.push(dd128_from_partials(
-                    &partials[at..at + groups * 16],
-                    *len as u64,
-                ));
-            }
+            let n = trip.extra(
+                &self.partials,
+                batch.len() * SLOT_BYTES,
+                "reading the device digests back",
+            )?;
+            reads.push((n, batch.iter().map(|(_, len)| *len).collect()));
         }
-        Ok(found)
+        Ok(Digesting {
+            reads,
+            group: self.group,
+        })
     }
 
     /// Enqueues the digest of `len` bytes of `mem` into partial slot `slot`.
@@ -287,7 +313,8 @@ mod tests {
 
     /// The engine's digests are the host's `dd128` of the same bytes, for sizes that fill
     /// one group, many, more than [`cltrap_capture::devdigest::MAX_GROUPS`] (several blocks
-    /// per work-item) and a short last block; more items than slots take several trips.
+    /// per work-item) and a short last block; more items than slots reuse the slots within
+    /// the one trip waited for.
     #[test]
     fn device_digests_are_the_host_dd128_of_the_same_bytes() {
         let Ok(session) = Session::open(&DeviceSelector::default()) else {
@@ -324,9 +351,17 @@ mod tests {
             .zip(&contents)
             .map(|(m, c)| (m, c.len()))
             .collect();
-        let got = engine.digests(&session, &items).expect("digests");
+        let waits = session.device_waits();
+        let mut trip = Batch::new(&session);
+        let digesting = engine
+            .enqueue_digests(&session, &items, &mut trip)
+            .expect("digests enqueued");
+        let landed = trip.wait(None).expect("digests read back");
+        let got = digesting.finish(&landed.extras);
         let want: Vec<String> = contents.iter().map(|c| dd128(c)).collect();
         assert_eq!(got, want);
+        // Every batch of slots in one wait.
+        assert_eq!(session.device_waits() - waits, 1);
         // A broken build is refused with a reason.
         assert!(Engine::build(&session, true).is_err());
     }

@@ -1,11 +1,14 @@
-//! Reading a run's buffer outputs back in the same trip to the device as the kernel.
+//! Reading a run's outputs back in the same trip to the device as the kernel.
 //!
 //! Why: a replay reads back every buffer a launch may have changed. Waiting for the kernel
 //! and then issuing one blocking read per buffer costs the host a round trip to the device
 //! (a wake-up, a driver submission) per command; on a long in-order replay of small launches
 //! those round trips, not the bytes, are most of the time. [`Batch`] enqueues the reads behind
 //! the kernel in the session's in-order queue before anything is waited for, so the device
-//! runs them back to back, and the host waits once.
+//! runs them back to back, and the host waits once ([`Batch::wait`]: one wait for the kernel
+//! and every read). Whoever rides along in the same trip (the digests of outputs verified on
+//! the device, [`super::devverify`]) enqueues its commands behind the reads and its own reads
+//! with [`Batch::extra`], so verifying a launch on the device adds no wait either.
 //!
 //! What stays as with blocking reads: the kernel's failure is reported first (as
 //! [`ExecError::Execution`]), then a read's, each in the words a blocking read used; every
@@ -14,24 +17,61 @@
 
 use super::cl::{Event, Mem};
 use super::{cl_err, ExecError, Session};
+use opencl_sys::cl_event;
 use std::ffi::c_void;
+
+/// Where the bytes of a read go once the trip has landed.
+#[derive(Debug, Clone, Copy)]
+enum Dest {
+    /// The contents of the run's memory object in this slot.
+    Object(usize),
+    /// The `n`th read added with [`Batch::extra`].
+    Extra(usize),
+}
 
 /// A read enqueued into an allocation that is not yet initialised.
 struct Pending {
-    slot: usize,
+    into: Dest,
     /// Capacity for `len` bytes; its length is set once the read completed.
     out: Vec<u8>,
     len: usize,
-    index: usize,
+    /// What the read is, for its error.
+    what: String,
     event: Event,
 }
 
-/// The reads of one run's buffers, enqueued behind its kernel.
+/// The reads of one run's outputs, enqueued behind its kernel.
 pub(super) struct Batch<'s> {
     session: &'s Session,
     pending: Vec<Pending>,
-    /// Empty buffers, which need no read.
-    done: Vec<(usize, Vec<u8>)>,
+    /// Empty reads, which need no command.
+    done: Vec<(Dest, Vec<u8>)>,
+    /// Reads added with [`Batch::extra`] so far.
+    extras: usize,
+}
+
+/// What a trip brought back ([`Batch::wait`]).
+pub(super) struct Landed {
+    /// The contents of the objects read, by slot.
+    pub(super) objects: Vec<(usize, Vec<u8>)>,
+    /// The reads added with [`Batch::extra`], by the number it gave them.
+    pub(super) extras: Vec<Vec<u8>>,
+}
+
+/// An allocation for `len` bytes, from `spare` when one is large enough (its pages are mapped
+/// already), else a fresh one; `index` names the argument when it cannot be had.
+fn allocation(len: usize, index: usize, spare: &mut Vec<Vec<u8>>) -> Result<Vec<u8>, ExecError> {
+    let mut out: Vec<u8> = match spare.iter().position(|v| v.capacity() >= len) {
+        Some(p) if len > 0 => spare.swap_remove(p),
+        _ => Vec::new(),
+    };
+    out.clear();
+    out.try_reserve_exact(len).map_err(|_| {
+        ExecError::NotReplayable(format!(
+            "argument {index} is a buffer of {len} bytes, more than this machine can allocate"
+        ))
+    })?;
+    Ok(out)
 }
 
 impl<'s> Batch<'s> {
@@ -41,7 +81,36 @@ impl<'s> Batch<'s> {
             session,
             pending: Vec::new(),
             done: Vec::new(),
+            extras: 0,
         }
+    }
+
+    /// Enqueues, without waiting, a read of `len` bytes into `out` (capacity for them) with
+    /// `enqueue` (given the destination, it returns the read's event).
+    fn enqueue(
+        &mut self,
+        into: Dest,
+        mut out: Vec<u8>,
+        len: usize,
+        what: String,
+        enqueue: impl FnOnce(*mut c_void) -> Result<cl_event, i32>,
+    ) -> Result<(), ExecError> {
+        if len == 0 {
+            // Nothing to read (an empty read is not a valid OpenCL command).
+            self.done.push((into, out));
+            return Ok(());
+        }
+        let event = enqueue(out.as_mut_ptr().cast::<c_void>()).map_err(cl_err(what.clone()))?;
+        // `out` is kept, unmoved on the heap and untouched, in `self.pending` until the read
+        // completed ([`Batch::wait`], or the queue drained by [`Batch::drop`]).
+        self.pending.push(Pending {
+            into,
+            out,
+            len,
+            what,
+            event: Event(event),
+        });
+        Ok(())
     }
 
     /// Enqueues a read of the first `len` bytes of buffer `mem` (argument `index`, object
@@ -56,84 +125,146 @@ impl<'s> Batch<'s> {
         index: usize,
         spare: &mut Vec<Vec<u8>>,
     ) -> Result<(), ExecError> {
-        let mut out: Vec<u8> = match spare.iter().position(|v| v.capacity() >= len) {
-            Some(p) if len > 0 => spare.swap_remove(p),
-            _ => Vec::new(),
-        };
-        out.clear();
-        out.try_reserve_exact(len).map_err(|_| {
-            ExecError::NotReplayable(format!(
-                "argument {index} is a buffer of {len} bytes, more than this machine can allocate"
-            ))
-        })?;
-        if len == 0 {
-            // Nothing to read (an empty read is not a valid OpenCL command).
-            self.done.push((slot, out));
-            return Ok(());
-        }
-        // SAFETY: `out` has capacity for `len` bytes and is kept, unmoved on the heap and
-        // untouched, in `self.pending` until the read completed ([`Batch::wait`], or the
-        // queue drained by [`Batch::drop`]).
-        let event = unsafe {
+        let out = allocation(len, index, spare)?;
+        let queue = self.session.queue.raw();
+        let what = format!("reading back argument {index}");
+        // SAFETY: the destination has capacity for `len` bytes and stays allocated and
+        // untouched until the read completed ([`Batch::enqueue`]).
+        self.enqueue(Dest::Object(slot), out, len, what, |dst| unsafe {
             cl3::command_queue::enqueue_read_buffer(
-                self.session.queue.raw(),
+                queue,
                 mem.raw(),
                 opencl_sys::CL_FALSE,
                 0,
                 len,
-                out.as_mut_ptr().cast::<c_void>(),
+                dst,
                 0,
                 std::ptr::null(),
             )
-        }
-        .map_err(cl_err(format!("reading back argument {index}")))?;
-        self.pending.push(Pending {
-            slot,
-            out,
-            len,
-            index,
-            event: Event(event),
-        });
-        Ok(())
+        })
     }
 
-    /// Waits for every read (the kernel before them has been waited for by the caller) and
-    /// returns the contents by object slot.
-    pub(super) fn wait(mut self) -> Result<Vec<(usize, Vec<u8>)>, ExecError> {
-        let pending = std::mem::take(&mut self.pending);
-        let mut done = std::mem::take(&mut self.done);
-        let mut failed = None;
-        for p in &pending {
-            if failed.is_some() {
-                break;
+    /// Enqueues a read of image `mem` (argument `index`, object `slot`) without waiting: its
+    /// `region` (width, height, depth in pixels), tightly packed into `len` bytes.
+    pub(super) fn read_image(
+        &mut self,
+        slot: usize,
+        mem: &Mem,
+        region: [usize; 3],
+        len: usize,
+        index: usize,
+    ) -> Result<(), ExecError> {
+        let out = allocation(len, index, &mut Vec::new())?;
+        let queue = self.session.queue.raw();
+        let what = format!("reading back argument {index}");
+        let origin = [0usize; 3];
+        // SAFETY: the destination has capacity for the `len` bytes of the tightly packed
+        // region and stays allocated and untouched until the read completed; `origin` and
+        // `region` are read by the call.
+        self.enqueue(Dest::Object(slot), out, len, what, |dst| unsafe {
+            cl3::command_queue::enqueue_read_image(
+                queue,
+                mem.raw(),
+                opencl_sys::CL_FALSE,
+                origin.as_ptr(),
+                region.as_ptr(),
+                0,
+                0,
+                dst,
+                0,
+                std::ptr::null(),
+            )
+        })
+    }
+
+    /// Enqueues a read of the first `len` bytes of buffer `mem` behind everything enqueued so
+    /// far, for whoever rides along in the trip (`what` says what it is, for its error). Its
+    /// number: where [`Landed::extras`] will have its bytes.
+    pub(super) fn extra(&mut self, mem: &Mem, len: usize, what: &str) -> Result<usize, ExecError> {
+        let n = self.extras;
+        let out = allocation(len, 0, &mut Vec::new())
+            .map_err(|_| ExecError::NotReplayable(format!("{what}: no memory for {len} bytes")))?;
+        let queue = self.session.queue.raw();
+        // SAFETY: as in [`Batch::read`].
+        self.enqueue(Dest::Extra(n), out, len, what.to_string(), |dst| unsafe {
+            cl3::command_queue::enqueue_read_buffer(
+                queue,
+                mem.raw(),
+                opencl_sys::CL_FALSE,
+                0,
+                len,
+                dst,
+                0,
+                std::ptr::null(),
+            )
+        })?;
+        self.extras += 1;
+        Ok(n)
+    }
+
+    /// Waits once for `kernel` (the command the reads are behind, if the caller enqueued one)
+    /// and every read, and returns what they brought back. `kernel`'s failure is reported
+    /// first, as the run's ([`ExecError::Execution`]); then the first read's that failed.
+    pub(super) fn wait(mut self, kernel: Option<&Event>) -> Result<Landed, ExecError> {
+        let events: Vec<cl_event> = kernel
+            .into_iter()
+            .chain(self.pending.iter().map(|p| &p.event))
+            .map(Event::raw)
+            .collect();
+        if !events.is_empty() {
+            self.session.note_wait();
+            let waited = cl3::event::wait_for_events(&events);
+            let failed = |e: &Event| e.status().filter(|s| *s < 0);
+            if let Some(s) = kernel.and_then(failed) {
+                // Reads behind it may still be pending: [`Batch::drop`] drains them.
+                return Err(super::fault::failed(s));
             }
-            if let Err(c) = cl3::event::wait_for_events(&[p.event.raw()]) {
-                failed = Some(cl_err(format!("reading back argument {}", p.index))(c));
-            } else if let Some(s) = p.event.status() {
-                if s < 0 {
-                    failed = Some(cl_err(format!("reading back argument {}", p.index))(s));
+            for p in &self.pending {
+                if let Some(s) = failed(&p.event) {
+                    super::fault::note();
+                    return Err(cl_err(p.what.clone())(s));
+                }
+            }
+            if let Err(c) = waited {
+                return Err(match (kernel, self.pending.first()) {
+                    (Some(_), _) | (None, None) => super::fault::failed(c),
+                    (None, Some(p)) => {
+                        super::fault::note();
+                        cl_err(p.what.clone())(c)
+                    }
+                });
+            }
+        }
+        let mut landed = Landed {
+            objects: Vec::new(),
+            extras: vec![Vec::new(); self.extras],
+        };
+        let done = std::mem::take(&mut self.done);
+        let pending = std::mem::take(&mut self.pending);
+        let finished = pending.into_iter().map(|mut p| {
+            // SAFETY: the read of `len` bytes into `out` completed successfully (its status
+            // is not an error and the wait for it returned), so all `len` bytes are
+            // initialised.
+            unsafe { p.out.set_len(p.len) };
+            (p.into, p.out)
+        });
+        for (into, out) in done.into_iter().chain(finished) {
+            match into {
+                Dest::Object(slot) => landed.objects.push((slot, out)),
+                Dest::Extra(n) => {
+                    if let Some(e) = landed.extras.get_mut(n) {
+                        *e = out;
+                    }
                 }
             }
         }
-        if let Some(e) = failed {
-            super::fault::note();
-            // Later reads may still be writing: drained before their memory is freed.
-            drain(self.session);
-            return Err(e);
-        }
-        for mut p in pending {
-            // SAFETY: the read of `len` bytes into `out` completed successfully, so all
-            // `len` bytes are initialised.
-            unsafe { p.out.set_len(p.len) };
-            done.push((p.slot, p.out));
-        }
-        Ok(done)
+        Ok(landed)
     }
 }
 
 impl Drop for Batch<'_> {
-    /// A batch given up on (an error before [`Batch::wait`]) drains the queue first: its reads
-    /// may still be writing into their allocations.
+    /// A batch given up on (an error before or in [`Batch::wait`]) drains the queue first:
+    /// its reads may still be writing into their allocations.
     fn drop(&mut self) {
         if !self.pending.is_empty() {
             drain(self.session);
@@ -159,6 +290,7 @@ pub(super) fn read_whole(
     if len == 0 {
         return Ok(out);
     }
+    session.note_wait();
     // SAFETY: `out` has capacity for `len` bytes and outlives the blocking read.
     let event = unsafe {
         cl3::command_queue::enqueue_read_buffer(
@@ -182,6 +314,7 @@ pub(super) fn read_whole(
 /// Waits until every command of `session`'s queue is done, whatever their outcome (an error
 /// of the wait is the error already being reported).
 fn drain(session: &Session) {
+    session.note_wait();
     let _ = cl3::command_queue::finish(session.queue.raw());
 }
 
@@ -189,6 +322,50 @@ fn drain(session: &Session) {
 mod tests {
     use super::super::{DeviceSelector, InputArg, LaunchInput, Session};
     use opencl_sys::CL_MEM_READ_WRITE;
+
+    /// One wait for a failed command and the reads behind it: the command's failure is the
+    /// run's ([`ExecError::Execution`]), and the reads are done with before their memory goes.
+    #[test]
+    fn a_failed_kernel_is_reported_first_from_the_one_wait() {
+        let Ok(session) = Session::open(&DeviceSelector::default()) else {
+            return;
+        };
+        // A user event set to an error stands for a kernel that faulted on the device.
+        let raw = cl3::event::create_user_event(session.context.raw()).expect("a user event");
+        let failed = super::Event(raw);
+        cl3::event::set_user_event_status(raw, opencl_sys::CL_OUT_OF_RESOURCES).expect("set");
+        let bytes = ints(&[1, 2, 3, 4]);
+        // SAFETY: a buffer of ours initialised from `bytes`, copied at creation.
+        let mem = super::Mem(
+            unsafe {
+                cl3::memory::create_buffer(
+                    session.context.raw(),
+                    CL_MEM_READ_WRITE | opencl_sys::CL_MEM_COPY_HOST_PTR,
+                    bytes.len(),
+                    bytes.as_ptr() as *mut std::ffi::c_void,
+                )
+            }
+            .expect("buffer"),
+        );
+        let waits = session.device_waits();
+        let mut trip = super::Batch::new(&session);
+        trip.read(0, &mem, bytes.len(), 0, &mut Vec::new())
+            .expect("read enqueued");
+        let n = trip.extra(&mem, 8, "a read riding along").expect("extra");
+        assert_eq!(n, 0);
+        let err = trip.wait(Some(&failed)).err().expect("the failure");
+        assert!(matches!(err, super::ExecError::Execution { .. }), "{err}");
+        // The one wait, and the queue drained behind it.
+        assert_eq!(session.device_waits() - waits, 2);
+        // Without a failure, the same trip brings back each read where it belongs.
+        let mut trip = super::Batch::new(&session);
+        trip.read(3, &mem, bytes.len(), 0, &mut Vec::new())
+            .expect("read enqueued");
+        trip.extra(&mem, 8, "a read riding along").expect("extra");
+        let landed = trip.wait(None).expect("landed");
+        assert_eq!(landed.objects, vec![(3, bytes.clone())]);
+        assert_eq!(landed.extras, vec![bytes[..8].to_vec()]);
+    }
 
     fn ints(v: &[i32]) -> Vec<u8> {
         v.iter().flat_map(|x| x.to_le_bytes()).collect()

@@ -666,6 +666,7 @@ impl Session {
             reads.push(self.read_async(&z.outer, z.pad + z.size, after, what)?);
         }
         let waited = self.wait_kernel(&ev);
+        self.note_wait();
         cl3::command_queue::finish(self.queue.raw()).map_err(super::fault::failed)?;
         drop(reads);
         waited?;

@@ -3,6 +3,7 @@
 use super::cl::{Event, Kernel, Mem, Sampler};
 use super::guard::{sub_buffer, GuardBreach, Zone};
 use super::input::{image_region, Expected, InputArg};
+use super::readback::Batch;
 use super::{cl_err, BuiltProgram, ExecError, LaunchInput, Session};
 use crate::compare::{compare, Closeness, Difference, Tolerance};
 use crate::values::{image_channel_type, pointee_type, ValueType};
@@ -14,6 +15,18 @@ use opencl_sys::{
 };
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
+
+/// What [`Session::run_riding`]'s caller enqueues behind a run's kernel and reads, before the
+/// run's one wait: given each argument's memory object and the trip's reads.
+pub(super) type Behind<'b> =
+    &'b mut dyn FnMut(&[Option<&Mem>], &mut Batch<'_>) -> Result<(), ExecError>;
+
+/// A run's outputs, guard breaches, plain buffer objects and the reads that rode along.
+type Ran = (RunOutput, Vec<GuardBreach>, Vec<Option<Mem>>, Vec<Vec<u8>>);
+
+/// What [`Session::run_riding`] gives back: the outputs, the plain buffer objects, and the
+/// bytes of the reads that rode along, by their numbers.
+pub(super) type Riding = (RunOutput, Vec<Option<Mem>>, Vec<Vec<u8>>);
 
 /// What a run produced.
 #[derive(Debug, Clone)]
@@ -277,74 +290,6 @@ impl Session {
         }
     }
 
-    fn read_back(
-        &self,
-        arg: &InputArg,
-        mem: &Mem,
-        index: usize,
-        spare: &mut Vec<Vec<u8>>,
-    ) -> Result<Vec<u8>, ExecError> {
-        let what = format!("reading back argument {index}");
-        let buffer_size = match arg {
-            InputArg::Buffer { bytes, .. } => Some(bytes.len()),
-            InputArg::SubBuffer { size, .. } => Some(*size as usize),
-            _ => None,
-        };
-        match arg {
-            InputArg::Buffer { .. } | InputArg::SubBuffer { .. } => {
-                // Not zeroed first: the blocking read writes every byte (zeroing megabytes
-                // per launch is a tenth of a long replay on a CPU device).
-                // A spare allocation large enough is reused: its pages are mapped already.
-                let n = buffer_size.unwrap_or(0);
-                let mut out: Vec<u8> = match spare.iter().position(|v| v.capacity() >= n) {
-                    Some(p) if n > 0 => spare.swap_remove(p),
-                    _ => Vec::new(),
-                };
-                out.clear();
-                out.try_reserve_exact(n).map_err(|_| {
-                    ExecError::NotReplayable(format!(
-                        "argument {index} is a buffer of {n} bytes, more than this machine can allocate"
-                    ))
-                })?;
-                if n > 0 {
-                    // SAFETY: `out` has capacity for `n` bytes; the read is blocking and,
-                    // when it succeeds, has written all `n` of them, so they are initialised
-                    // before `set_len`.
-                    unsafe {
-                        self.read_raw(mem, 0, out.as_mut_ptr(), n, what)?;
-                        out.set_len(n);
-                    }
-                }
-                Ok(out)
-            }
-            InputArg::Image { image, bytes, .. } => {
-                let (w, h, d) = image_region(image);
-                let mut out = vec![0u8; bytes.len()];
-                let origin = [0usize; 3];
-                let region = [w as usize, h as usize, d as usize];
-                // SAFETY: `out` holds the tightly packed region; the read is blocking.
-                let ev = unsafe {
-                    cl3::command_queue::enqueue_read_image(
-                        self.queue.raw(),
-                        mem.raw(),
-                        CL_TRUE,
-                        origin.as_ptr(),
-                        region.as_ptr(),
-                        0,
-                        0,
-                        out.as_mut_ptr().cast::<c_void>(),
-                        0,
-                        std::ptr::null(),
-                    )
-                }
-                .map_err(cl_err(what))?;
-                drop(Event(ev));
-                Ok(out)
-            }
-            _ => Ok(Vec::new()),
-        }
-    }
-
     /// Reads `out.len()` bytes of buffer `mem` from `offset` (blocking); `what` names the
     /// read in the error.
     pub(crate) fn read_buffer(
@@ -371,6 +316,7 @@ impl Session {
         len: usize,
         what: String,
     ) -> Result<(), ExecError> {
+        self.note_wait();
         // SAFETY: the caller guarantees `dst` holds `len` writable bytes; the read is
         // blocking, so it is done with them when this returns.
         let ev = unsafe {
@@ -426,9 +372,10 @@ impl Session {
             false,
             &mut |_, _| None,
             &|_| true,
+            &mut |_, _| Ok(()),
             &mut Vec::new(),
         )
-        .map(|(out, _, _)| out)
+        .map(|(out, ..)| out)
     }
 
     /// [`Session::run`] of a launch (no extras) whose buffers may already be on the device:
@@ -450,8 +397,29 @@ impl Session {
         read: &dyn Fn(usize) -> bool,
         spare: &mut Vec<Vec<u8>>,
     ) -> Result<(RunOutput, Vec<Option<Mem>>), ExecError> {
-        self.run_with(program, input, &[], false, bind, read, spare)
-            .map(|(out, _, kept)| (out, kept))
+        self.run_riding(program, input, bind, read, &mut |_, _| Ok(()), spare)
+            .map(|(out, kept, _)| (out, kept))
+    }
+
+    /// [`Session::run_bound`] with more work in the run's one trip to the device: after the
+    /// kernel and the reads of its outputs are enqueued, and before the single wait for them,
+    /// `behind(objects, trip)` is given each argument's memory object (`None` for other
+    /// arguments) and may enqueue commands on them, and reads into `trip`
+    /// ([`Batch::extra`]), whose bytes come back third, by their numbers. Why: a replay
+    /// digests its outputs on the device ([`super::devverify`]) behind the kernel, so the
+    /// host waits for the device once per launch, not once for the kernel and again for the
+    /// digests.
+    pub(super) fn run_riding(
+        &self,
+        program: &BuiltProgram,
+        input: &LaunchInput,
+        bind: &mut dyn FnMut(usize, &InputArg) -> Option<Mem>,
+        read: &dyn Fn(usize) -> bool,
+        behind: Behind<'_>,
+        spare: &mut Vec<Vec<u8>>,
+    ) -> Result<Riding, ExecError> {
+        self.run_with(program, input, &[], false, bind, read, behind, spare)
+            .map(|(out, _, kept, extras)| (out, kept, extras))
     }
 
     /// [`Session::run`] with a guard zone around every buffer of `input` (not `extras`): the
@@ -471,9 +439,10 @@ impl Session {
             true,
             &mut |_, _| None,
             &|_| true,
+            &mut |_, _| Ok(()),
             &mut Vec::new(),
         )
-        .map(|(out, breaches, _)| (out, breaches))
+        .map(|(out, breaches, ..)| (out, breaches))
     }
 
     /// Enqueues `kernel` over the given NDRange without waiting: its event.
@@ -513,6 +482,7 @@ impl Session {
 
     /// Waits for the kernel of `ev`: [`ExecError::Execution`] when it failed on the device.
     pub(super) fn wait_kernel(&self, ev: &Event) -> Result<(), ExecError> {
+        self.note_wait();
         cl3::event::wait_for_events(&[ev.raw()]).map_err(super::fault::failed)?;
         if let Some(s) = ev.status() {
             if s < 0 {
@@ -522,6 +492,7 @@ impl Session {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn run_with(
         &self,
         program: &BuiltProgram,
@@ -530,8 +501,9 @@ impl Session {
         guard: bool,
         bind: &mut dyn FnMut(usize, &InputArg) -> Option<Mem>,
         read: &dyn Fn(usize) -> bool,
+        behind: Behind<'_>,
         spare: &mut Vec<Vec<u8>>,
-    ) -> Result<(RunOutput, Vec<GuardBreach>, Vec<Option<Mem>>), ExecError> {
+    ) -> Result<Ran, ExecError> {
         let kernel = self.create_kernel(program, &input.kernel)?;
         let all: Vec<&InputArg> = input.args.iter().chain(extras.iter()).collect();
         let num_args = cl3::kernel::get_kernel_data(kernel.raw(), CL_KERNEL_NUM_ARGS)
@@ -738,32 +710,42 @@ impl Session {
             &input.global_size,
             input.local_size.as_deref(),
         )?;
-        // An object is read once, when any argument using it is to be read. Buffers are read
-        // in the kernel's trip to the device ([`super::readback`]); images after it.
+        // An object is read once, when any argument using it is to be read, in the kernel's
+        // trip to the device ([`super::readback`]).
         let mut wanted: HashMap<usize, bool> = HashMap::new();
         for (i, slot) in mem_of.iter().enumerate() {
             if let Some(slot) = slot {
                 *wanted.entry(*slot).or_default() |= i >= input.args.len() || read(i);
             }
         }
-        let mut batch = super::readback::Batch::new(self);
+        let mut batch = Batch::new(self);
         let mut batched: Vec<usize> = Vec::new();
         for (i, a) in all.iter().enumerate() {
             let Some(slot) = mem_of[i] else { continue };
-            let len = match a {
-                InputArg::Buffer { bytes, .. } => {
-                    bound_len.get(&slot).copied().unwrap_or(bytes.len())
-                }
-                InputArg::SubBuffer { size, .. } => *size as usize,
-                _ => continue,
-            };
             if wanted.get(&slot) != Some(&true) || batched.contains(&slot) {
                 continue;
             }
             batched.push(slot);
-            batch.read(slot, &mems[slot], len, i, spare)?;
+            match a {
+                InputArg::Buffer { bytes, .. } => {
+                    let len = bound_len.get(&slot).copied().unwrap_or(bytes.len());
+                    batch.read(slot, &mems[slot], len, i, spare)?;
+                }
+                InputArg::SubBuffer { size, .. } => {
+                    batch.read(slot, &mems[slot], *size as usize, i, spare)?;
+                }
+                InputArg::Image { image, bytes, .. } => {
+                    let (w, h, d) = image_region(image);
+                    let region = [w as usize, h as usize, d as usize];
+                    batch.read_image(slot, &mems[slot], region, bytes.len(), i)?;
+                }
+                _ => {}
+            }
         }
-        self.wait_kernel(&ev)?;
+        let objects_of: Vec<Option<&Mem>> = mem_of.iter().map(|s| s.map(|s| &mems[s])).collect();
+        behind(&objects_of, &mut batch)?;
+        // One wait for the kernel, its reads and whatever rode along.
+        let landed = batch.wait(Some(&ev))?;
         let stamp = |what| {
             cl3::event::get_event_profiling_data(ev.raw(), what)
                 .ok()
@@ -780,17 +762,7 @@ impl Session {
             _ => None,
         };
 
-        let mut read: HashMap<usize, Vec<u8>> = batch.wait()?.into_iter().collect();
-        for (i, a) in all.iter().enumerate() {
-            if let Some(slot) = mem_of[i] {
-                if wanted.get(&slot) != Some(&true) {
-                    continue;
-                }
-                if let std::collections::hash_map::Entry::Vacant(e) = read.entry(slot) {
-                    e.insert(self.read_back(a, &mems[slot], i, spare)?);
-                }
-            }
-        }
+        let mut read: HashMap<usize, Vec<u8>> = landed.objects.into_iter().collect();
         // Each object's contents go to the arguments that share it: copies for all but the
         // last, which takes them.
         let mut outputs = Vec::with_capacity(all.len());
@@ -814,7 +786,12 @@ impl Session {
                 _ => None,
             })
             .collect();
-        Ok((RunOutput { outputs, kernel_ns }, breaches, kept))
+        Ok((
+            RunOutput { outputs, kernel_ns },
+            breaches,
+            kept,
+            landed.extras,
+        ))
     }
 }
 
