@@ -34,6 +34,7 @@ mod devverify;
 pub mod fault;
 mod guard;
 mod input;
+mod outputs;
 mod program;
 mod readback;
 mod resident;
@@ -46,12 +47,13 @@ pub use device::{list_devices, DeviceInfo, DeviceSelector, Session};
 pub use devverify::{DeviceVerification, Mode as DeviceVerifyMode, ENV as DEVICE_VERIFY_ENV};
 pub use guard::GuardBreach;
 pub use input::{image_bytes, image_region, Expected, InputArg, LaunchInput};
+pub use outputs::{check_outputs, Mismatch};
 pub use program::{BuildOptions, BuiltProgram};
 pub use resident::{
     Content, Define, ImageUse, MemState, Patch, Resident, ResidentLayout, ResidentRun, SlotLayout,
     ValueArg, RESIDENT_PAD,
 };
-pub use run::{check_outputs, Mismatch, RunOutput};
+pub use run::RunOutput;
 
 use cltrap_capture::ReadError;
 
