@@ -238,13 +238,14 @@ fn ctrl_c_during_the_test_cases_exits_130_and_resume_finishes() {
     assert_eq!(run(&again, ENV), out, "the resumed run's terminal report");
 }
 
-/// A suite of `n` launches of `threshold.cl`.
-fn wide_suite(name: &str, n: usize) -> Fixture {
+/// A suite of `n` launches of `threshold.cl`, launch `i` on six inputs and a threshold
+/// `row(i)` gives.
+fn threshold_suite(name: &str, n: usize, row: impl Fn(i32) -> ([i32; 6], i32)) -> Fixture {
     let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
     std::env::set_var("POCL_MAX_PTHREAD_COUNT", "1");
     let mut f = Fixture::new(name);
     for i in 0..n as i32 {
-        let values = [i, 5 - i, 9, 4 + i, 2 * i, 7];
+        let (values, t) = row(i);
         f.launch(
             "../mutate/threshold.cl",
             "threshold",
@@ -254,11 +255,16 @@ fn wide_suite(name: &str, n: usize) -> Fixture {
             vec![
                 A::Buf("in", "int*", i32s(&values)),
                 A::Buf("out", "int*", i32s(&[0; 6])),
-                int("t", 4 + i % 3),
+                int("t", t),
             ],
         );
     }
     f
+}
+
+/// A suite of `n` launches of `threshold.cl`.
+fn wide_suite(name: &str, n: usize) -> Fixture {
+    threshold_suite(name, n, |i| ([i, 5 - i, 9, 4 + i, 2 * i, 7], 4 + i % 3))
 }
 
 #[test]
@@ -520,26 +526,10 @@ fn a_mutant_that_writes_into_a_guard_zone_retires_its_worker() {
 /// `n` launches of `threshold.cl` none of whose inputs equals its threshold but the last
 /// launch's: `<` turned into `<=` survives every test case but the last.
 fn late_kill_suite(name: &str, n: usize) -> Fixture {
-    let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
-    std::env::set_var("POCL_MAX_PTHREAD_COUNT", "1");
-    let mut f = Fixture::new(name);
-    for i in 0..n as i32 {
+    threshold_suite(name, n, |i| {
         let last = i + 1 == n as i32;
-        let values = [i % 4, 10 + i, 9, 1, 7, if last { 5 } else { 3 }];
-        f.launch(
-            "../mutate/threshold.cl",
-            "threshold",
-            &[values.len() as u64],
-            None,
-            None,
-            vec![
-                A::Buf("in", "int*", i32s(&values)),
-                A::Buf("out", "int*", i32s(&[0; 6])),
-                int("t", 5),
-            ],
-        );
-    }
-    f
+        ([i % 4, 10 + i, 9, 1, 7, if last { 5 } else { 3 }], 5)
+    })
 }
 
 /// A schema mutant's test cases split into batches (`CLTRAP_TEST_CASES_PER_UNIT` lowers the
