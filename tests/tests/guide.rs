@@ -190,6 +190,10 @@ fn run_step(scratch: &Path, step: &Step) -> (i32, String) {
         .current_dir(scratch)
         .env("PATH", std::env::join_paths(paths).expect("PATH"))
         .env("XDG_CACHE_HOME", scratch.join(".cache"))
+        // One PoCL thread: a page's verdicts (a race schedule-dependent, not nondeterministic)
+        // and its examples must not depend on how the device's threads interleave on a
+        // loaded machine.
+        .env("POCL_MAX_PTHREAD_COUNT", "1")
         .env_remove("CLTRAP_DIR")
         .output()
         .expect("bash runs");
