@@ -21,7 +21,9 @@ fn settings(solve: bool) -> Settings {
     Settings {
         budget: Budget {
             executions: Some(3000),
-            time: Some(Duration::from_secs(60)),
+            // No wall-clock budget: the execution count bound the run, and a loaded machine
+            // must not cut the fuzzing or the solver short.
+            time: None,
             fruitless: None,
             exhaust: false,
         },
@@ -684,5 +686,65 @@ fn the_budget_is_the_whole_campaigns_and_the_summary_names_the_kernels_it_left_o
     assert!(
         text.contains("not fuzzed: 12 of 13 kernel(s) (id_equal, bound_check, nested, floats, switcher, trip, element, dead, overrun, structs, local_eq, element_inverse): the campaign's --budget ran out before them"),
         "{text}"
+    );
+}
+
+/// PoCL compiles a kernel for a local size inside the first execution with it: that first
+/// execution gets the watchdog plus a compile allowance (a 1 ms watchdog would otherwise call
+/// the compile a hang), later ones of the same shape the watchdog alone (a kernel that spins
+/// is stopped at once).
+#[test]
+fn a_worker_first_execution_of_a_local_size_gets_the_compile_allowance() {
+    use cltrap_analyzer::executor::{InputArg, LaunchInput};
+    use cltrap_analyzer::fuzz::runner::{Ran, Runner, Worker, COMPILE_ALLOWANCE};
+    // A source of its own (PoCL's kernel cache must not have it): this run compiles it.
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let source = format!(
+        "// {nonce} {}\n\
+         kernel void spin(global uint *out, uint n) {{\n\
+           uint a = get_global_id(0);\n\
+           for (uint i = 0; i < n; i++) a = a * 1664525u + 1013904223u;\n\
+           out[get_global_id(0)] = a;\n\
+         }}\n",
+        std::process::id()
+    );
+    let mut worker = Worker::new(
+        PathBuf::from(env!("CARGO_BIN_EXE_cltrap")),
+        &source,
+        "",
+        &DeviceSelector::default(),
+        Duration::from_millis(1),
+    )
+    .expect("the worker starts and builds the program");
+    let input = |n: u32| LaunchInput {
+        kernel: "spin".into(),
+        work_dim: 1,
+        global_offset: None,
+        global_size: vec![64],
+        local_size: Some(vec![16]),
+        args: vec![
+            InputArg::Buffer {
+                mem: None,
+                flags: 1,
+                bytes: vec![0u8; 256],
+            },
+            InputArg::Scalar(n.to_le_bytes().to_vec()),
+        ],
+        stand_ins: Vec::new(),
+    };
+    let first = worker.run(&input(1), &[]).expect("runs");
+    assert!(
+        matches!(first, Ran::Done(..)),
+        "the first execution (with PoCL's compile) was stopped: {first:?}"
+    );
+    let started = std::time::Instant::now();
+    let spun = worker.run(&input(u32::MAX), &[]).expect("runs");
+    assert!(matches!(spun, Ran::Hung), "{spun:?}");
+    assert!(
+        started.elapsed() < COMPILE_ALLOWANCE,
+        "a later execution of the shape waited {:?}: more than the watchdog",
+        started.elapsed()
     );
 }

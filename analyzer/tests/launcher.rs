@@ -17,13 +17,44 @@ fn stand_in_shim() -> PathBuf {
         .expect("libm present")
 }
 
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+fn ended(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // `PID (COMM) STATE ...`: the state follows the last `)`.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+/// Polls `done` every 20 ms for up to a minute (a loaded machine may be slow, never stuck).
+fn within_a_minute(mut done: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(60) {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done()
+}
+
 #[test]
 fn killing_the_launcher_takes_the_application_down_with_it() {
     let dir = std::env::temp_dir().join(format!("cltrap-orphan-{}", std::process::id()));
+    let started = dir.join("started");
     let marker = dir.join("survived");
     std::fs::create_dir_all(&dir).unwrap();
+    let _ = std::fs::remove_file(&started);
     let _ = std::fs::remove_file(&marker);
-    let script = format!("sleep 1; touch '{}'", marker.display());
+    // The application says it runs (its pid), then outlives a killed launcher only if nothing
+    // stops it: it would write the marker two seconds later.
+    let script = format!(
+        "echo $$ > '{s}.tmp' && mv '{s}.tmp' '{s}'; sleep 2; touch '{m}'",
+        s = started.display(),
+        m = marker.display()
+    );
     let mut launcher = Command::new(env!("CARGO_BIN_EXE_cltrap"))
         .arg("run")
         .arg("--shim")
@@ -33,10 +64,21 @@ fn killing_the_launcher_takes_the_application_down_with_it() {
         .args(["--", "sh", "-c", &script])
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // Killed once the application is set up, not before (that would prove nothing).
+    assert!(
+        within_a_minute(|| started.exists()),
+        "the application did not start"
+    );
+    let pid = std::fs::read_to_string(&started)
+        .unwrap()
+        .trim()
+        .to_string();
     launcher.kill().unwrap();
     launcher.wait().unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        within_a_minute(|| ended(&pid)),
+        "the application (pid {pid}) outlived its launcher"
+    );
     assert!(!marker.exists(), "the application outlived its launcher");
 }
 

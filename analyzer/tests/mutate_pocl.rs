@@ -200,13 +200,15 @@ fn an_endless_loop_times_out_by_watchdog_or_deadline_and_the_campaign_goes_on() 
     };
     times_out_by(&["--loop-budget", "100000"], "watchdog");
     // Without the in-kernel budget, the process deadline catches it and kills the worker;
-    // the other mutants are still decided.
+    // the other mutants are still decided. (With one PoCL thread, the four work-items' 4e9
+    // iterations each take far longer than the 3 s deadline, about 14 s on a two-core test
+    // machine; the deadline is far above the other mutants' runs, even when stalled.)
     times_out_by(
         &[
             "--loop-budget",
             "4000000000",
             "--timeout-ms",
-            "1500",
+            "3000",
             "--jobs",
             "1",
         ],
@@ -969,7 +971,7 @@ fn workers_killed_by_endless_loops_are_replaced_by_warm_spares() {
             "--loop-budget",
             "4000000000",
             "--timeout-ms",
-            "1000",
+            "3000",
             "--jobs",
             "1",
             "--campaign-dir",

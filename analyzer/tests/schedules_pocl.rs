@@ -168,7 +168,7 @@ fn atomic_tickets_depend_on_group_order_and_are_flagged() {
 }
 
 #[test]
-fn a_lock_step_local_reduction_without_barriers_is_nondeterministic_on_pocl() {
+fn a_lock_step_local_reduction_without_barriers_is_a_race_on_pocl() {
     let _g = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
     let mut f = Fixture::new("lockstep");
     let (input, outs) = f.launch_reduce_lockstep(1024, 64);
@@ -180,6 +180,9 @@ fn a_lock_step_local_reduction_without_barriers_is_nondeterministic_on_pocl() {
     );
     let capture = Capture::open(&f.dir).unwrap();
     // Usually two repeats of the identity differ; sometimes only two runs of one schedule do.
+    // Which verdict depends on the machine, as for the tickets: when the CPU device's
+    // threads interleave so that repeats agree (a loaded machine), only a schedule differs.
+    // Either way the race shows, on `partial`.
     let (_, summary) = schedules::run(&capture, &opts(2, 6), |r| match &r.verdict {
         Verdict::Nondeterministic { diff, .. } => {
             assert_eq!(
@@ -189,9 +192,16 @@ fn a_lock_step_local_reduction_without_barriers_is_nondeterministic_on_pocl() {
             );
             assert!(r.to_string().contains(" differs between "), "{r}");
         }
+        Verdict::ScheduleDependent { diff, .. } => {
+            assert_eq!(
+                (diff.arg_index, diff.arg_name.as_str()),
+                (1, "partial"),
+                "{r}"
+            );
+        }
         _ => panic!("the lock-step race was not seen: {r}"),
     })
     .unwrap();
-    assert_eq!(summary.nondeterministic, 1);
+    assert_eq!(summary.nondeterministic + summary.schedule_dependent, 1);
     assert_eq!(summary.exit_code(), 1);
 }

@@ -91,12 +91,17 @@ fn slow_launches_piling_up_past_the_launch_cap_are_recorded_completely_and_in_or
 fn a_storm_behind_an_unset_user_event_never_waits_for_the_capture() {
     let app = build("storm", &[]);
     let n = STORM.to_string();
-    let (native, _) = run(&app, &[&n, "gate"], None);
+    let (native, native_took) = run(&app, &[&n, "gate"], None);
     let cap = tmp("gate");
     let (shimmed, took) = run(&app, &[&n, "gate"], Some(&cap));
     assert_eq!(native.stdout, shimmed.stdout, "results must not change");
-    // Waiting for the launch cap behind the gate would stall 30 s and lose the contents.
-    assert!(took < Duration::from_secs(20), "took {took:?}");
+    // Waiting for the launch cap behind the gate would stall 30 s and lose the contents. The
+    // bound is relative to the same storm without the shim, measured on the same (possibly
+    // loaded) machine: the capture's own cost stays far below 20 s, the stall does not.
+    assert!(
+        took < native_took + Duration::from_secs(20),
+        "took {took:?} under the shim, {native_took:?} without"
+    );
     let c = Capture::open(&cap).expect("capture reads back");
     assert_complete(&c);
 }

@@ -5,7 +5,7 @@
  *
  *  1. TAIL launches accumulating into one buffer, then the application waits only for its
  *     own event of the last launch (clWaitForEvents) and stays alive without any clFinish.
- *     Under cltrap (CLTRAP_DIR set) it then watches the capture's launch log for up to 10 s
+ *     Under cltrap (CLTRAP_DIR set) it then watches the capture's launch log for up to 60 s
  *     and says on stderr how many launches it holds: all of them must be recorded while the
  *     application still runs (stdout is the same as natively).
  *  2. Two threads launching into ONE queue at the same time, each with its own kernel object
@@ -98,7 +98,7 @@ int main(void) {
     CHECK(clWaitForEvents(1, &last));
     CHECK(clReleaseEvent(last));
     long seen = log_lines();
-    for (int waited = 0; seen >= 0 && seen < TAIL && waited < 1000; waited++) {
+    for (int waited = 0; seen >= 0 && seen < TAIL && waited < 6000; waited++) {
         usleep(10000);
         seen = log_lines();
     }

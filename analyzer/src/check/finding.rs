@@ -214,13 +214,19 @@ impl Finding {
 
 /// Merges per-launch diagnostics into findings, one per kind and location pair, in a stable
 /// order (kernel, kind, line).
+///
+/// Each finding's example is its smallest occurrence ([`example_order`]), not the first one
+/// that arrived: which occurrence an engine records first depends on how the device's threads
+/// interleaved, and the launches may arrive in any order from a campaign's workers, so a
+/// report is the same on every run only if the choice does not depend on arrival order.
 pub fn deduplicate(items: impl IntoIterator<Item = (u64, String, Diagnostic)>) -> Vec<Finding> {
-    let mut by_key: BTreeMap<_, Finding> = BTreeMap::new();
+    // Each finding with the launch its example came from.
+    let mut by_key: BTreeMap<_, (Finding, u64)> = BTreeMap::new();
     for (launch, program, mut d) in items {
         // Oclgrind simulates work-groups on several threads, so either access of a race may
-        // come first: the example lists them in source order, the same on every run.
-        let at = |a: &Option<Access>| a.as_ref().map(|a| (a.line, a.column));
-        if d.kind == Kind::DataRace && at(&d.second) < at(&d.first) {
+        // come first: the example lists them in source order (then by group and work-item
+        // when both are at one position), the same on every run.
+        if d.kind == Kind::DataRace && access_order(&d.second) < access_order(&d.first) {
             std::mem::swap(&mut d.first, &mut d.second);
         }
         let f = Finding {
@@ -233,22 +239,142 @@ pub fn deduplicate(items: impl IntoIterator<Item = (u64, String, Diagnostic)>) -
         };
         match by_key.entry(f.key()) {
             std::collections::btree_map::Entry::Occupied(mut e) => {
-                let kept = e.get_mut();
+                let (kept, kept_launch) = e.get_mut();
                 kept.count += 1;
                 if !kept.launches.contains(&launch) {
                     kept.launches.push(launch);
                     kept.launches.sort_unstable();
                 }
+                if example_order(launch, &f.example) < example_order(*kept_launch, &kept.example) {
+                    kept.example = f.example;
+                    kept.program = f.program;
+                    *kept_launch = launch;
+                }
             }
             std::collections::btree_map::Entry::Vacant(e) => {
-                e.insert(f);
+                e.insert((f, launch));
             }
         }
     }
-    let mut all: Vec<Finding> = by_key.into_values().collect();
+    let mut all: Vec<Finding> = by_key.into_values().map(|(f, _)| f).collect();
     all.sort_by(|a, b| {
         let line = |f: &Finding| f.example.first.as_ref().map(|a| a.line);
         (&a.kernel, line(a), &a.kind).cmp(&(&b.kernel, line(b), &b.kind))
     });
     all
+}
+
+/// Where an access is and by whom, as an ordering key: position, then group, work-item
+/// and local id.
+type AccessOrder = Option<(
+    u32,
+    u32,
+    Option<[u64; 3]>,
+    Option<[u64; 3]>,
+    Option<[u64; 3]>,
+)>;
+
+/// The key that orders two accesses of a race within an example.
+fn access_order(a: &Option<Access>) -> AccessOrder {
+    a.as_ref()
+        .map(|a| (a.line, a.column, a.group, a.global, a.local))
+}
+
+/// The key that picks a finding's example among its occurrences: the smallest launch, then
+/// the smallest first access (group, work-item), second access, byte offset and message.
+fn example_order(
+    launch: u64,
+    d: &Diagnostic,
+) -> (u64, AccessOrder, AccessOrder, Option<u64>, &str) {
+    (
+        launch,
+        access_order(&d.first),
+        access_order(&d.second),
+        d.target.as_ref().map(|t| t.offset),
+        d.message.as_str(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An access at `line:column` by work-item `global` of group `group`.
+    fn access(line: u32, column: u32, global: u64, group: u64) -> Access {
+        Access {
+            line,
+            column,
+            code: String::new(),
+            global: Some([global, 0, 0]),
+            local: Some([global % 16, 0, 0]),
+            group: Some([group, 0, 0]),
+        }
+    }
+
+    /// The race of `global_race` between group `g` and group `g - 1` at the group boundary.
+    fn race(g: u64) -> Diagnostic {
+        let offset = g * 64;
+        Diagnostic {
+            kind: Kind::DataRace,
+            message: format!("race at byte offset {offset} of `out`"),
+            detail: Vec::new(),
+            kernel: "global_race".into(),
+            first: Some(access(25, 5, g * 16, g)),
+            second: Some(access(28, 19, g * 16 - 1, g - 1)),
+            target: Some(Target {
+                space: "global".into(),
+                address: offset,
+                size: Some(4),
+                arg_index: Some(0),
+                arg_name: Some("out".into()),
+                offset,
+                arg_size: Some(256),
+            }),
+            by: "native".into(),
+        }
+    }
+
+    #[test]
+    fn the_example_is_the_smallest_occurrence_whatever_the_arrival_order() {
+        let orders: [[u64; 3]; 6] = [
+            [1, 2, 3],
+            [1, 3, 2],
+            [2, 1, 3],
+            [2, 3, 1],
+            [3, 1, 2],
+            [3, 2, 1],
+        ];
+        for order in orders {
+            let items = order.iter().map(|&g| (0, "p".to_string(), race(g)));
+            let found = deduplicate(items);
+            assert_eq!(found.len(), 1, "{order:?}");
+            assert_eq!(found[0].count, 3);
+            assert_eq!(found[0].example, race(1), "arrival order {order:?}");
+        }
+    }
+
+    #[test]
+    fn the_example_comes_from_the_smallest_launch_with_its_program() {
+        let items = vec![
+            (7, "seven".to_string(), race(1)),
+            (2, "two".to_string(), race(3)),
+            (5, "five".to_string(), race(2)),
+        ];
+        let found = deduplicate(items);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].launches, vec![2, 5, 7]);
+        assert_eq!(found[0].example, race(3));
+        assert_eq!(found[0].program, "two");
+    }
+
+    #[test]
+    fn a_race_at_one_position_lists_the_smaller_group_first() {
+        let mut d = race(1);
+        d.first = Some(access(25, 5, 20, 1));
+        d.second = Some(access(25, 5, 3, 0));
+        let found = deduplicate(vec![(0, "p".to_string(), d)]);
+        let ex = &found[0].example;
+        assert_eq!(ex.first.as_ref().and_then(|a| a.group), Some([0, 0, 0]));
+        assert_eq!(ex.second.as_ref().and_then(|a| a.group), Some([1, 0, 0]));
+    }
 }

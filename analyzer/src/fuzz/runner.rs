@@ -12,6 +12,15 @@
 //! each pure cost, and its requests are a conversation with state kept in the worker (the
 //! program built once, a launch's buffers kept resident, sent again only after a restart),
 //! not units handed to whichever worker is free.
+//!
+//! PoCL compiles a kernel for each local size lazily, inside the first execution with that
+//! size, and keeps the result in its kernel cache on disk. So the first execution of a
+//! kernel at a local size ([`Shape`]) in a worker gets the watchdog plus
+//! [`COMPILE_ALLOWANCE`]: on a loaded machine that compile alone can outlast a short
+//! watchdog, and a crash would be reported as a hang. Later executions of the shape, in this
+//! worker process or one started after it (which loads the kernel from the cache), get the
+//! watchdog alone; so does a shape whose first execution outlasted the allowance (it hung
+//! in the kernel), so a kernel that hangs on every input costs the allowance once.
 
 use super::error::FuzzError;
 use super::wire::{Reply, Request, WireInput};
@@ -19,11 +28,42 @@ use crate::executor::{
     BuiltProgram, DeviceSelector, ExecError, GuardBreach, InputArg, LaunchInput, Resident,
     ResidentLayout, ResidentRun, Session,
 };
+use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
+
+/// How much longer than the watchdog the first execution of a [`Shape`] may take: PoCL
+/// compiles the kernel for the shape inside it.
+pub const COMPILE_ALLOWANCE: Duration = Duration::from_secs(30);
+
+/// What PoCL compiles a kernel for: its name, its local size (the global size when the
+/// implementation chooses the local size), and whether the global offset is zero.
+type Shape = (String, Vec<u64>, bool);
+
+fn shape(
+    kernel: &str,
+    global_offset: &Option<Vec<u64>>,
+    global_size: &[u64],
+    local_size: &Option<Vec<u64>>,
+) -> Shape {
+    let size = local_size.clone().unwrap_or_else(|| global_size.to_vec());
+    let offset = global_offset
+        .as_ref()
+        .is_some_and(|o| o.iter().any(|&x| x != 0));
+    (kernel.to_string(), size, offset)
+}
+
+fn input_shape(input: &LaunchInput) -> Shape {
+    shape(
+        &input.kernel,
+        &input.global_offset,
+        &input.global_size,
+        &input.local_size,
+    )
+}
 
 /// What one execution gave.
 #[derive(Debug, Clone)]
@@ -133,6 +173,9 @@ pub struct Worker {
     watchdog: Duration,
     live: Option<Live>,
     compiles: usize,
+    /// Shapes executed in any process of this worker: PoCL compiled the kernel for them
+    /// and keeps it in its cache.
+    compiled: HashSet<Shape>,
 }
 
 struct Live {
@@ -158,6 +201,7 @@ impl Worker {
             watchdog,
             live: None,
             compiles: 0,
+            compiled: HashSet::new(),
         };
         w.start()?;
         Ok(w)
@@ -267,14 +311,14 @@ impl Runner for Worker {
             self.start()?;
         }
         let req = Request::Run(WireInput::from_input(input, extras));
-        self.exchange(&req)
+        self.exchange_shaped(&req, input_shape(input))
     }
     fn run_plain(&mut self, input: &LaunchInput, extras: &[InputArg]) -> Result<Ran, FuzzError> {
         if self.live.is_none() {
             self.start()?;
         }
         let req = Request::RunPlain(WireInput::from_input(input, extras));
-        self.exchange(&req)
+        self.exchange_shaped(&req, input_shape(input))
     }
     fn compiles(&self) -> usize {
         self.compiles
@@ -292,7 +336,13 @@ impl Runner for Worker {
             layout: layout.clone(),
             run: run.clone(),
         };
-        self.exchange(&req)
+        let at = shape(
+            &layout.kernel,
+            &run.global_offset,
+            &run.global_size,
+            &run.local_size,
+        );
+        self.exchange_shaped(&req, at)
     }
     fn generation(&mut self) -> Result<usize, FuzzError> {
         if self.live.is_none() {
@@ -303,8 +353,23 @@ impl Runner for Worker {
 }
 
 impl Worker {
-    /// Sends `req` and waits for the reply under the watchdog.
-    fn exchange(&mut self, req: &Request) -> Result<Ran, FuzzError> {
+    /// [`Worker::exchange`] of an execution of `shape`: under the watchdog plus
+    /// [`COMPILE_ALLOWANCE`] when PoCL has not compiled the kernel for it yet.
+    fn exchange_shaped(&mut self, req: &Request, shape: Shape) -> Result<Ran, FuzzError> {
+        let limit = if self.compiled.contains(&shape) {
+            self.watchdog
+        } else {
+            self.watchdog + COMPILE_ALLOWANCE
+        };
+        // Past the allowance, a run that did not answer hung in the kernel, not in the
+        // compile: later runs of the shape get the watchdog alone (a kernel hanging on every
+        // input costs the allowance once, not on every execution).
+        self.compiled.insert(shape);
+        self.exchange(req, limit)
+    }
+
+    /// Sends `req` and waits for the reply for `limit` (the watchdog).
+    fn exchange(&mut self, req: &Request, limit: Duration) -> Result<Ran, FuzzError> {
         let Some(live) = self.live.as_mut() else {
             return Err(FuzzError::Worker("no worker".into()));
         };
@@ -312,7 +377,7 @@ impl Worker {
             self.kill();
             return Ok(Ran::Crashed("the worker process died".into()));
         }
-        match recv(live, self.watchdog) {
+        match recv(live, limit) {
             Heard::Reply(Reply::Ran(outputs, breaches)) => {
                 Ok(Ran::Done(super::wire::decode_outputs(&outputs), breaches))
             }
