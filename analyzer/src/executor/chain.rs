@@ -178,21 +178,6 @@ pub struct Chain {
     digest: std::cell::OnceCell<State>,
 }
 
-/// Whether argument `a` of `l` replays as a sub-buffer of another argument (its parent is a
-/// whole-buffer argument of the launch), as [`LaunchInput::from_record`] decides.
-fn sub_of_an_argument(l: &LaunchRecord, a: &ArgRecord) -> bool {
-    let ArgRecord::Buffer {
-        sub_of: Some((parent, _)),
-        ..
-    } = a
-    else {
-        return false;
-    };
-    l.args
-        .iter()
-        .any(|b| matches!(b, ArgRecord::Buffer { mem: m, sub_of: None, .. } if m == parent))
-}
-
 /// The memory object of argument `i` when it is a plain buffer argument of its own: no
 /// other argument uses the object, none is a sub-buffer of it.
 fn own_object(input: &LaunchInput, i: usize) -> Option<MemId> {
@@ -274,7 +259,7 @@ impl Chain {
             else {
                 continue;
             };
-            if sub_of_an_argument(l, a) || first_of.contains_key(mem) {
+            if super::input::sub_of_an_argument(l, a) || first_of.contains_key(mem) {
                 continue;
             }
             first_of.insert(*mem, i);
@@ -293,7 +278,7 @@ impl Chain {
             let ArgRecord::Buffer { mem, .. } = a else {
                 continue;
             };
-            if sub_of_an_argument(l, a) {
+            if super::input::sub_of_an_argument(l, a) {
                 continue;
             }
             let bound = first_of.get(mem).and_then(|f| plan.binds.get(f));

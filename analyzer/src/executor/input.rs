@@ -238,18 +238,13 @@ impl LaunchInput {
                     size,
                     sub_of: Some((parent, origin)),
                     ..
-                } if l.args.iter().any(
-                    |b| matches!(b, ArgRecord::Buffer { mem: m, sub_of: None, .. } if m == parent),
-                ) =>
-                {
-                    InputArg::SubBuffer {
-                        mem: Some(*mem),
-                        parent: *parent,
-                        origin: *origin,
-                        size: *size,
-                        flags: *flags,
-                    }
-                }
+                } if sub_of_an_argument(l, a) => InputArg::SubBuffer {
+                    mem: Some(*mem),
+                    parent: *parent,
+                    origin: *origin,
+                    size: *size,
+                    flags: *flags,
+                },
                 ArgRecord::Buffer {
                     mem,
                     flags,
@@ -417,4 +412,19 @@ pub fn image_bytes(image: &ImageRecord) -> u64 {
 /// The `region` of an image for read/write calls: (width, height or array size, depth or array size).
 pub fn image_region(image: &ImageRecord) -> (u64, u64, u64) {
     image.region()
+}
+
+/// Whether argument `a` of `l` replays as a sub-buffer of another argument: its parent is a
+/// whole-buffer argument of the launch (else it replays as a buffer of its own).
+pub(super) fn sub_of_an_argument(l: &LaunchRecord, a: &ArgRecord) -> bool {
+    let ArgRecord::Buffer {
+        sub_of: Some((parent, _)),
+        ..
+    } = a
+    else {
+        return false;
+    };
+    l.args
+        .iter()
+        .any(|b| matches!(b, ArgRecord::Buffer { mem: m, sub_of: None, .. } if m == parent))
 }

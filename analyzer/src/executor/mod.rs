@@ -44,7 +44,7 @@ pub use chain::{Chain, Plan, Ran, Traffic};
 pub use cl::error_name;
 pub use derive::{Deriver, CACHE_BYTES};
 pub use device::{list_devices, DeviceInfo, DeviceSelector, Session};
-pub use devverify::{DeviceVerification, Mode as DeviceVerifyMode, ENV as DEVICE_VERIFY_ENV};
+pub use devverify::{DeviceVerification, Mode as DeviceVerifyMode};
 pub use guard::GuardBreach;
 pub use input::{image_bytes, image_region, Expected, InputArg, LaunchInput};
 pub use outputs::{check_outputs, Mismatch};

@@ -126,11 +126,29 @@ impl<'s> Batch<'s> {
         spare: &mut Vec<Vec<u8>>,
     ) -> Result<(), ExecError> {
         let out = allocation(len, index, spare)?;
+        self.enqueue_buffer(
+            Dest::Object(slot),
+            mem,
+            len,
+            out,
+            format!("reading back argument {index}"),
+        )
+    }
+
+    /// Enqueues, without waiting, a read of the first `len` bytes of buffer `mem` into `out`
+    /// (capacity for them), landing in `into`.
+    fn enqueue_buffer(
+        &mut self,
+        into: Dest,
+        mem: &Mem,
+        len: usize,
+        out: Vec<u8>,
+        what: String,
+    ) -> Result<(), ExecError> {
         let queue = self.session.queue.raw();
-        let what = format!("reading back argument {index}");
         // SAFETY: the destination has capacity for `len` bytes and stays allocated and
         // untouched until the read completed ([`Batch::enqueue`]).
-        self.enqueue(Dest::Object(slot), out, len, what, |dst| unsafe {
+        self.enqueue(into, out, len, what, |dst| unsafe {
             cl3::command_queue::enqueue_read_buffer(
                 queue,
                 mem.raw(),
@@ -184,20 +202,7 @@ impl<'s> Batch<'s> {
         let n = self.extras;
         let out = allocation(len, 0, &mut Vec::new())
             .map_err(|_| ExecError::NotReplayable(format!("{what}: no memory for {len} bytes")))?;
-        let queue = self.session.queue.raw();
-        // SAFETY: as in [`Batch::read`].
-        self.enqueue(Dest::Extra(n), out, len, what.to_string(), |dst| unsafe {
-            cl3::command_queue::enqueue_read_buffer(
-                queue,
-                mem.raw(),
-                opencl_sys::CL_FALSE,
-                0,
-                len,
-                dst,
-                0,
-                std::ptr::null(),
-            )
-        })?;
+        self.enqueue_buffer(Dest::Extra(n), mem, len, out, what.to_string())?;
         self.extras += 1;
         Ok(n)
     }
@@ -281,33 +286,21 @@ pub(super) fn read_whole(
     len: usize,
     index: usize,
 ) -> Result<Vec<u8>, ExecError> {
-    let mut out: Vec<u8> = Vec::new();
-    out.try_reserve_exact(len).map_err(|_| {
-        ExecError::NotReplayable(format!(
-            "argument {index} is a buffer of {len} bytes, more than this machine can allocate"
-        ))
-    })?;
+    let mut out = allocation(len, index, &mut Vec::new())?;
     if len == 0 {
         return Ok(out);
     }
-    session.note_wait();
-    // SAFETY: `out` has capacity for `len` bytes and outlives the blocking read.
-    let event = unsafe {
-        cl3::command_queue::enqueue_read_buffer(
-            session.queue.raw(),
-            mem.raw(),
-            opencl_sys::CL_TRUE,
+    // SAFETY: `out` has capacity for `len` bytes, and the read is blocking.
+    unsafe {
+        session.read_raw(
+            mem,
             0,
+            out.as_mut_ptr(),
             len,
-            out.as_mut_ptr().cast::<c_void>(),
-            0,
-            std::ptr::null(),
-        )
+            format!("reading back argument {index}"),
+        )?;
+        out.set_len(len);
     }
-    .map_err(cl_err(format!("reading back argument {index}")))?;
-    drop(Event(event));
-    // SAFETY: the blocking read of `len` bytes into `out` succeeded.
-    unsafe { out.set_len(len) };
     Ok(out)
 }
 

@@ -188,7 +188,7 @@ impl Session {
     /// # Safety
     /// `dst` must be valid for writes of `len` bytes; they are all written when this
     /// returns `Ok`.
-    unsafe fn read_raw(
+    pub(super) unsafe fn read_raw(
         &self,
         mem: &Mem,
         offset: usize,
