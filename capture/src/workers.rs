@@ -12,6 +12,9 @@ const MAX_THREADS: usize = 8;
 /// The count [`threads`] fixed at its first call.
 static THREADS: OnceLock<usize> = OnceLock::new();
 
+/// Every core, counted once (the count reads the affinity mask and the cgroup's files).
+static ALL_CORES: OnceLock<usize> = OnceLock::new();
+
 /// Set by [`allow_all_cores`]: every core from then on.
 static WIDE: AtomicBool = AtomicBool::new(false);
 
@@ -19,8 +22,13 @@ static WIDE: AtomicBool = AtomicBool::new(false);
 /// [`MAX_THREADS`] until [`allow_all_cores`].
 pub fn threads() -> usize {
     if WIDE.load(Ordering::Relaxed) {
-        return cores().max(1);
+        return *ALL_CORES.get_or_init(|| cores().max(1));
     }
+    narrow()
+}
+
+/// The threads of the first pool: the cores, at most [`MAX_THREADS`].
+fn narrow() -> usize {
     *THREADS.get_or_init(|| cores().clamp(1, MAX_THREADS))
 }
 
@@ -104,11 +112,9 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
     if threads() < 2 || ALIVE.try_with(|_| ()).is_err() {
         return None;
     }
-    let kept = if WIDE.load(Ordering::Relaxed) {
-        &WIDE_POOL
-    } else {
-        &POOL
-    };
+    // A second pool only where every core is more than the first one has.
+    let wide = WIDE.load(Ordering::Relaxed) && threads() > narrow();
+    let kept = if wide { &WIDE_POOL } else { &POOL };
     let (pid, pool) = kept
         .get_or_init(|| {
             rayon::ThreadPoolBuilder::new()

@@ -3,7 +3,7 @@
 //! built only with the `compact` feature, so the shim, which stores contents uncut
 //! ([`BlobStore::put_content_spooled`]), never links a compressor or a chunker.
 
-use super::{blob_path, digest, index_path, pack_path, BlobStore, WriteError};
+use super::{digest, index_path, pack_path, BlobStore, WriteError};
 use crate::model::Hash;
 use crate::writer_fs;
 use std::collections::{HashMap, HashSet};
@@ -52,17 +52,9 @@ impl BlobStore {
         bytes: &[u8],
         cuts: &[crate::parallel::Cut],
     ) -> Result<u64, WriteError> {
-        if bytes.len() < crate::chunks::MIN_CHUNKED {
-            let before = self.bytes_written();
-            self.put_with_hash(hash, bytes)?;
-            return Ok(self.bytes_written() - before);
-        }
-        if self.is_known(hash)
-            || writer_fs::is_regular(&index_path(&self.dir, hash))
-            || writer_fs::is_regular(&blob_path(&self.dir, hash))
-        {
-            self.remember(hash);
-            return Ok(0);
+        // Small, known or stored already (the compactor's store keeps no spool).
+        if let Some((written, _)) = self.put_uncut(hash, bytes, None)? {
+            return Ok(written);
         }
         let covered = cuts
             .iter()
