@@ -98,11 +98,7 @@ pub fn merge(
     }
     // A unit a shard did not run because one of its results made it pointless is not
     // missing (each shard drops only what its own results supersede).
-    let superseded: std::collections::HashSet<String> = units
-        .iter()
-        .filter_map(|u| results.get(&u.id).map(|f| c.superseded(u, &f.result)))
-        .flatten()
-        .collect();
+    let superseded = super::superseded_by(c.as_ref(), &units, &results);
     let mut merged: Vec<(Unit, Finished)> = Vec::with_capacity(units.len());
     let mut missing: Vec<&str> = Vec::new();
     for u in &units {

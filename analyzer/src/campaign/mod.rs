@@ -122,6 +122,21 @@ pub struct Finished {
     pub result: Value,
 }
 
+/// The ids of the units that the results in `done` make pointless
+/// ([`Campaign::superseded`]), over `units`: what a resumed run does not hand out and what a
+/// merge does not miss.
+pub(crate) fn superseded_by<'u>(
+    c: &dyn Campaign,
+    units: impl IntoIterator<Item = &'u Unit>,
+    done: &std::collections::BTreeMap<String, Finished>,
+) -> std::collections::HashSet<String> {
+    units
+        .into_iter()
+        .filter_map(|u| done.get(&u.id).map(|f| c.superseded(u, &f.result)))
+        .flatten()
+        .collect()
+}
+
 /// An analysis that runs as units. The same value is built from the same arguments in the
 /// parent, in every worker and in `cltrap merge`, so everything here must follow from the
 /// command's arguments and the inputs they name.

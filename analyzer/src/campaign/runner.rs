@@ -148,11 +148,7 @@ pub fn drive(
         .collect();
     done.retain(|id, _| mine.iter().any(|(_, u)| &u.id == id));
     // Units that results finished before make pointless are not run again either.
-    let dropped: HashSet<String> = mine
-        .iter()
-        .filter_map(|(_, u)| done.get(&u.id).map(|f| c.superseded(u, &f.result)))
-        .flatten()
-        .collect();
+    let dropped = super::superseded_by(c, mine.iter().map(|(_, u)| u), &done);
     let todo: VecDeque<(usize, Unit)> = mine
         .iter()
         .filter(|(_, u)| !done.contains_key(&u.id) && !dropped.contains(&u.id))

@@ -220,8 +220,7 @@ impl Finding {
 /// interleaved, and the launches may arrive in any order from a campaign's workers, so a
 /// report is the same on every run only if the choice does not depend on arrival order.
 pub fn deduplicate(items: impl IntoIterator<Item = (u64, String, Diagnostic)>) -> Vec<Finding> {
-    // Each finding with the launch its example came from.
-    let mut by_key: BTreeMap<_, (Finding, u64)> = BTreeMap::new();
+    let mut by_key: BTreeMap<_, Finding> = BTreeMap::new();
     for (launch, program, mut d) in items {
         // Oclgrind simulates work-groups on several threads, so either access of a race may
         // come first: the example lists them in source order (then by group and work-item
@@ -239,24 +238,27 @@ pub fn deduplicate(items: impl IntoIterator<Item = (u64, String, Diagnostic)>) -
         };
         match by_key.entry(f.key()) {
             std::collections::btree_map::Entry::Occupied(mut e) => {
-                let (kept, kept_launch) = e.get_mut();
+                let kept = e.get_mut();
                 kept.count += 1;
+                // The example is the smallest occurrence, so its launch is the first of the
+                // (sorted) launches seen before this one.
+                let example_launch = kept.launches[0];
+                if example_order(launch, &f.example) < example_order(example_launch, &kept.example)
+                {
+                    kept.example = f.example;
+                    kept.program = f.program;
+                }
                 if !kept.launches.contains(&launch) {
                     kept.launches.push(launch);
                     kept.launches.sort_unstable();
                 }
-                if example_order(launch, &f.example) < example_order(*kept_launch, &kept.example) {
-                    kept.example = f.example;
-                    kept.program = f.program;
-                    *kept_launch = launch;
-                }
             }
             std::collections::btree_map::Entry::Vacant(e) => {
-                e.insert((f, launch));
+                e.insert(f);
             }
         }
     }
-    let mut all: Vec<Finding> = by_key.into_values().map(|(f, _)| f).collect();
+    let mut all: Vec<Finding> = by_key.into_values().collect();
     all.sort_by(|a, b| {
         let line = |f: &Finding| f.example.first.as_ref().map(|a| a.line);
         (&a.kernel, line(a), &a.kind).cmp(&(&b.kernel, line(b), &b.kind))

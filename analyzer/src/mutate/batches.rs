@@ -64,13 +64,17 @@ pub fn split(job: &Job, per_unit: usize) -> Vec<Job> {
     if !job.cache || job.tests.len() <= per_unit {
         return vec![job.clone()];
     }
-    let seeded = job.permuted_builds || job.tests.iter().any(|t| !t.seeds.is_empty());
+    // Everything but the test cases, cloned once per batch without them.
+    let shell = Job {
+        tests: Vec::new(),
+        permuted_builds: job.permuted_builds || job.tests.iter().any(|t| !t.seeds.is_empty()),
+        ..job.clone()
+    };
     job.tests
         .chunks(per_unit)
         .map(|tests| Job {
             tests: tests.to_vec(),
-            permuted_builds: seeded,
-            ..job.clone()
+            ..shell.clone()
         })
         .collect()
 }

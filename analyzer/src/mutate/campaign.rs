@@ -68,9 +68,7 @@ pub struct MutateCampaign {
     prepared: Option<Prepared>,
     /// Unit id → job index and batch ([`super::batches`]).
     index: HashMap<String, (usize, usize)>,
-    /// Batches (units) per job.
-    batches: Vec<usize>,
-    /// Unit ids per job, in batch order.
+    /// Unit ids per job, in batch order (one per batch).
     ids: Vec<Vec<String>>,
     evaluator: Evaluator,
     watchdog: Option<Watchdog>,
@@ -94,7 +92,6 @@ impl MutateCampaign {
             cases: Default::default(),
             prepared: None,
             index: HashMap::new(),
-            batches: Vec::new(),
             ids: Vec::new(),
             evaluator: Evaluator::new(),
             watchdog: None,
@@ -232,7 +229,6 @@ impl Campaign for MutateCampaign {
         let per_unit = super::batches::cases_per_unit();
         let mut units: Vec<Vec<Unit>> = Vec::with_capacity(prepared.jobs.len());
         self.index.clear();
-        self.batches.clear();
         for (i, (job, &(pi, mi))) in prepared.jobs.iter().zip(&prepared.slots).enumerate() {
             let number = prepared
                 .report
@@ -242,10 +238,10 @@ impl Campaign for MutateCampaign {
                 .map(|m| m.mutant.number)
                 .ok_or("a job names no mutant")?;
             let parts = super::batches::split(job, per_unit);
-            self.batches.push(parts.len());
-            let mut mine = Vec::with_capacity(parts.len());
+            let batches = parts.len();
+            let mut mine = Vec::with_capacity(batches);
             for (b, part) in parts.into_iter().enumerate() {
-                let id = super::batches::unit_id(pi, number, b, self.batches[i]);
+                let id = super::batches::unit_id(pi, number, b, batches);
                 self.index.insert(id.clone(), (i, b));
                 let payload = serde_json::to_value(Payload { job: part, run_ms })
                     .map_err(|e| e.to_string())?;
@@ -361,7 +357,7 @@ impl Campaign for MutateCampaign {
             .take()
             .ok_or("the campaign was not prepared")?;
         let mut by_batch: Vec<Vec<Option<JobResult>>> =
-            self.batches.iter().map(|&n| vec![None; n]).collect();
+            self.ids.iter().map(|ids| vec![None; ids.len()]).collect();
         let mut eval_ms = 0u64;
         for (u, f) in results {
             let r: JobResult = serde_json::from_value(f.result.clone()).map_err(|e| {
@@ -382,7 +378,6 @@ impl Campaign for MutateCampaign {
         // finished so far cannot decide has none (an interrupted campaign: not evaluated).
         let mut by_job: Vec<Option<JobResult>> =
             by_batch.iter().map(|b| super::batches::merge(b)).collect();
-        by_job.resize(prepared.jobs.len(), None);
         if !complete {
             for r in by_job.iter_mut().filter(|r| r.is_none()) {
                 *r = Some(JobResult {

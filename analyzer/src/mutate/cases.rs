@@ -440,31 +440,25 @@ fn build(capture: &Capture, session: &Session, job: &CaseJob, alive: &dyn Fn()) 
         alive();
         Ok((c, built))
     });
-    let build_file = |path: &Path| -> Result<BuiltProgram, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // The captured program built with `options`, the driver's output into build.log.
+    let build_with = |options: &BuildOptions| -> Result<BuiltProgram, String> {
         let b = super::quiet::stderr_to(&job.inputs.with_file_name("build.log"), || {
-            session.build(
-                capture,
-                &record,
-                &BuildOptions {
-                    source: Some(text),
-                    extra_options: job.extra_options.clone(),
-                },
-            )
+            session.build(capture, &record, options)
         })
         .map_err(|e| first_line(e.to_string()));
         alive();
         b
     };
-    let without_coverage = !coverage.as_ref().is_some_and(|c| c.is_ok());
-    let original = (without_coverage && !job.schema_check).then(|| {
-        let b = super::quiet::stderr_to(&job.inputs.with_file_name("build.log"), || {
-            session.build(capture, &record, &BuildOptions::default())
+    let build_file = |path: &Path| -> Result<BuiltProgram, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        build_with(&BuildOptions {
+            source: Some(text),
+            extra_options: job.extra_options.clone(),
         })
-        .map_err(|e| first_line(e.to_string()));
-        alive();
-        b
-    });
+    };
+    let without_coverage = !coverage.as_ref().is_some_and(|c| c.is_ok());
+    let original =
+        (without_coverage && !job.schema_check).then(|| build_with(&BuildOptions::default()));
     let base = job.schema_check.then(|| build_file(&job.base));
     let permuted = (job.schedules > 0 && !job.schema_check)
         .then(|| job.permuted.as_deref().map(build_file))
