@@ -123,12 +123,18 @@ fn arg_patch(old: &ArgRecord, new: &ArgRecord) -> Result<Option<Value>, Unpatcha
             p.insert("bytes".into(), Value::String(bytes.clone()));
             Ok(Some(Value::Object(p)))
         }
-        (Buffer { .. }, Buffer { .. }) if buffer_contents(old, new).is_some() => {
+        (Buffer { .. }, Buffer { .. }) => {
+            let Some((contents, numbers)) = buffer_contents(old, new) else {
+                return diff(&old.json()?, &new.json()?);
+            };
             let mut p = Map::new();
-            for (name, old, new) in buffer_contents(old, new).into_iter().flatten() {
+            for (name, old, new) in contents {
                 if old != new {
                     p.insert(name.into(), content_patch(old, new)?);
                 }
+            }
+            for (name, n) in numbers {
+                p.insert(name.into(), n.into());
             }
             Ok(Some(Value::Object(p)))
         }
@@ -153,12 +159,21 @@ fn content_patch(old: &Content, new: &Content) -> Result<Value, Unpatchable> {
     }
 }
 
-/// The `(name, old, new)` contents of two records of one buffer argument that differ in
-/// nothing else, in the order a patch writes them; None when anything else differs.
+/// The `(name, old, new)` contents of two records of one buffer argument, in the order a
+/// patch writes them, and its number fields that changed (`flags`, `mem`, `size`, in that
+/// order: the patch's keys are sorted), when nothing else differs: a ping-pong loop swaps two
+/// buffers (created with other flags) between the same arguments at every launch. None when
+/// anything else differs.
+pub(crate) type BufferChange<'a> = (
+    [(&'static str, &'a Content, &'a Content); 2],
+    Vec<(&'static str, u64)>,
+);
+
+/// See [`BufferChange`].
 pub(crate) fn buffer_contents<'a>(
     old: &'a ArgRecord,
     new: &'a ArgRecord,
-) -> Option<[(&'static str, &'a Content, &'a Content); 2]> {
+) -> Option<BufferChange<'a>> {
     use ArgRecord::Buffer;
     match (old, new) {
         (
@@ -180,8 +195,13 @@ pub(crate) fn buffer_contents<'a>(
                 before,
                 after,
             },
-        ) if (i, m, f, s, o) == (info, mem, flags, size, sub_of) => {
-            Some([("after", a, after), ("before", b, before)])
+        ) if (i, o) == (info, sub_of) => {
+            let numbers = [("flags", f, flags), ("mem", m, mem), ("size", s, size)]
+                .into_iter()
+                .filter(|(_, old, new)| old != new)
+                .map(|(name, _, new)| (name, *new))
+                .collect();
+            Some(([("after", a, after), ("before", b, before)], numbers))
         }
         _ => None,
     }

@@ -11,8 +11,9 @@
 use crate::model::{ArgRecord, Content, LaunchRecord};
 
 /// Appends the patch turning `base` into `new` to `out` when the change is only `seq`,
-/// scalar bytes and contents (of the same kind: blobs, or digests by one function) of
-/// otherwise unchanged arguments; false (nothing appended) otherwise.
+/// scalar bytes, the memory objects (with their flags and sizes) of buffer arguments
+/// (ping-pong) and contents (of the same
+/// kind: blobs, or digests by one function) of otherwise unchanged arguments; false (nothing appended) otherwise.
 pub fn write_storm_patch(base: &LaunchRecord, new: &LaunchRecord, out: &mut Vec<u8>) -> bool {
     // Destructured without `..`: a field added to LaunchRecord must be considered here.
     let LaunchRecord {
@@ -120,7 +121,7 @@ fn arg_patch(old: &ArgRecord, new: &ArgRecord, out: &mut Vec<u8>) -> bool {
             true
         }
         (Buffer { .. }, Buffer { .. }) => {
-            let Some(contents) = crate::delta::buffer_contents(old, new) else {
+            let Some((contents, numbers)) = crate::delta::buffer_contents(old, new) else {
                 return false;
             };
             out.push(b'{');
@@ -138,6 +139,16 @@ fn arg_patch(old: &ArgRecord, new: &ArgRecord, out: &mut Vec<u8>) -> bool {
                 if !content_patch(old, new, out) {
                     return false;
                 }
+            }
+            // After "after" and "before": the patch's keys are sorted.
+            for (name, n) in numbers {
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                push_str(out, name);
+                out.push(b':');
+                push_u64(out, n);
             }
             out.push(b'}');
             true
@@ -262,6 +273,38 @@ mod tests {
         let mut got = serde_json::from_value::<LaunchRecord>(back).unwrap();
         got.id = dnew.id; // a delta line carries its own id
         assert_eq!(got, dnew);
+        // A ping-pong loop (two buffers swapped between the same arguments at each launch):
+        // the new objects are part of the patch, the same bytes as the JSON diff writes, and
+        // it applies back (once with only the objects swapped, once with contents too).
+        for new in [&cases[1], &cases[0]] {
+            let mut swapped = new.clone();
+            for (i, a) in swapped.args.iter_mut().enumerate() {
+                if let ArgRecord::Buffer { mem, flags, .. } = a {
+                    *mem = if i % 2 == 0 { 100 } else { 1_000_000_007 };
+                    if i % 3 == 0 {
+                        *flags = 33;
+                    }
+                }
+            }
+            let mut fast = Vec::new();
+            assert!(write_storm_patch(&base, &swapped, &mut fast));
+            let general = crate::delta::record_patch(&base, &swapped).unwrap();
+            let mut as_json = crate::delta::diff(
+                &serde_json::to_value(&base).unwrap(),
+                &serde_json::to_value(&swapped).unwrap(),
+            )
+            .unwrap()
+            .unwrap();
+            as_json.as_object_mut().unwrap().remove("id"); // a delta line holds its id itself
+            assert_eq!(general, as_json);
+            assert_eq!(fast, serde_json::to_vec(&general).unwrap());
+            assert!(String::from_utf8_lossy(&fast).contains("\"mem\":1000000007"));
+            let mut back = serde_json::to_value(&base).unwrap();
+            crate::delta::apply(&mut back, &general).unwrap();
+            let mut got = serde_json::from_value::<LaunchRecord>(back).unwrap();
+            got.id = swapped.id;
+            assert_eq!(got, swapped);
+        }
         // A change of digest kind is not a storm patch.
         let mut out = Vec::new();
         assert!(!write_storm_patch(&base, &dnew, &mut out));
