@@ -78,6 +78,13 @@ pub const PATCH_CHAIN_MAX: usize = 256;
 /// Most bytes one segment takes before its writer starts another (so compaction can take the
 /// sealed one while the application runs).
 pub const SEGMENT_MAX: u64 = 64 << 20;
+/// Most bytes of contents one segment names (a patch record names its whole content) per
+/// byte it may take ([`SEGMENT_MAX`] or the writer's own): compaction rebuilds, hashes and
+/// cuts every content it names. Why: a wavefront whose launches each change one
+/// anti-diagonal of a 16 MB matrix spooled 155 patch records in 36 MB, one segment sealed
+/// only at exit, so all 2.5 GB of their contents were compacted after the application ended
+/// (0.62 s on the H200, as long as the application's own run).
+pub const SEGMENT_CONTENT_FACTOR: u64 = 4;
 
 /// One whole record of a segment: a content's digest and where its bytes lie (for a patch
 /// record, the bytes of its ranges, one after the other).
@@ -520,6 +527,8 @@ const DEPTHS_MAX: usize = 1 << 16;
 struct Segment {
     file: File,
     len: u64,
+    /// Bytes of the contents its records name (see [`SEGMENT_CONTENT_FACTOR`]).
+    content: u64,
 }
 
 /// A process's side of the spool: appends contents to its own segment, waiting for a
@@ -583,7 +592,7 @@ impl SpoolWriter {
         header[..8].copy_from_slice(MAGIC);
         header[8..72].copy_from_slice(hash.as_bytes());
         header[72..].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
-        let need = self.append(&header, bytes)?;
+        let need = self.append(&header, bytes, bytes.len() as u64)?;
         self.learn(hash, 0);
         Ok(need)
     }
@@ -637,7 +646,7 @@ impl SpoolWriter {
                 std::borrow::Cow::Owned(data)
             }
         };
-        let need = self.append(&header, &body)?;
+        let need = self.append(&header, &body, bytes.len() as u64)?;
         self.patches.fetch_add(1, Ordering::Relaxed);
         self.learn(hash, depth + 1);
         Ok(need)
@@ -670,16 +679,19 @@ impl SpoolWriter {
         d.entry(hash.to_string()).or_insert(depth);
     }
 
-    /// Appends one record (`header` then `body`) to this writer's segment, after waiting for
-    /// room; returns its bytes.
-    fn append(&self, header: &[u8], body: &[u8]) -> std::io::Result<u64> {
+    /// Appends one record (`header` then `body`) of a content of `content` bytes to this
+    /// writer's segment, after waiting for room; returns its bytes. A segment is sealed
+    /// before it passes its bytes or the contents it may name ([`SEGMENT_CONTENT_FACTOR`]).
+    fn append(&self, header: &[u8], body: &[u8], content: u64) -> std::io::Result<u64> {
         let need = (header.len() + body.len()) as u64;
         self.make_room(need);
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
-        if current
-            .as_ref()
-            .is_some_and(|s| s.len > 0 && s.len + need > self.segment_max)
-        {
+        let content_max = self.segment_max.saturating_mul(SEGMENT_CONTENT_FACTOR);
+        if current.as_ref().is_some_and(|s| {
+            s.len > 0
+                && (s.len + need > self.segment_max
+                    || s.content.saturating_add(content) > content_max)
+        }) {
             // Sealed: the lock goes with the descriptor, and a compactor may take it.
             *current = None;
         }
@@ -706,6 +718,7 @@ impl SpoolWriter {
         };
         seg.file.write_all(buf)?;
         seg.len += need;
+        seg.content = seg.content.saturating_add(content);
         drop(current);
         self.records.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(need, Ordering::Relaxed);
@@ -767,7 +780,11 @@ impl SpoolWriter {
             let _ = std::fs::remove_file(&hidden);
             return Err(e);
         }
-        Ok(Segment { file, len: 0 })
+        Ok(Segment {
+            file,
+            len: 0,
+            content: 0,
+        })
     }
 
     /// What the spool cost so far.
@@ -949,6 +966,40 @@ mod tests {
         drop(w);
         let contents = crate::reader::Contents::new(t.path());
         assert_eq!(contents.blob_of_size(&hb, b.len() as u64).unwrap(), b);
+    }
+
+    #[test]
+    fn a_segment_is_sealed_by_the_contents_it_names_not_only_its_bytes() {
+        // A 4 MiB bound: segments of at most 1 MiB, naming at most 4 MiB of contents. Forty
+        // versions of a 260 KiB buffer spooled as 4 KiB patches take 170 KiB (one segment by
+        // bytes), but name 10 MiB of contents: compaction must be able to take them while
+        // the application runs.
+        let t = tempfile::tempdir().unwrap();
+        let w = SpoolWriter::new(t.path(), Access::PRIVATE, 4 << 20).unwrap();
+        let vs = versions(40);
+        let hashes: Vec<String> = vs.iter().map(|v| crate::writer::digest(v)).collect();
+        w.put(&hashes[0], &vs[0]).unwrap();
+        for k in 1..vs.len() {
+            let region = crate::parallel::changed_region(&vs[k], &vs[k - 1]).unwrap();
+            let ranges = changed_ranges(&vs[k], &vs[k - 1], region);
+            w.put_version(&hashes[k], &vs[k], &hashes[k - 1], &ranges)
+                .unwrap();
+        }
+        drop(w);
+        let names = segments(t.path()).unwrap();
+        let mut named = Vec::new();
+        for n in &names {
+            let scan = scan(&File::open(t.path().join(SPOOL_DIR).join(n)).unwrap()).unwrap();
+            let bytes: u64 = scan.records.iter().map(|r| r.content_len()).sum();
+            assert!(bytes <= 4 << 20, "{n} names {bytes} bytes of contents");
+            named.push(bytes);
+        }
+        assert!(names.len() >= 3, "{named:?}");
+        // Every version still reads back across segments.
+        let contents = crate::reader::Contents::new(t.path());
+        for (v, h) in vs.iter().zip(&hashes) {
+            assert_eq!(&contents.blob_of_size(h, v.len() as u64).unwrap(), v);
+        }
     }
 
     #[test]
