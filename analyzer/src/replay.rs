@@ -90,6 +90,9 @@ pub struct Phases {
     pub verify_ns: u64,
     /// Loading the expected contents of outputs not verified by digest and comparing them.
     pub compare_ns: u64,
+    /// Where the runs' host time went (part of `run_ns`).
+    #[serde(default)]
+    pub split: crate::executor::RunSplit,
 }
 
 impl Phases {
@@ -101,6 +104,7 @@ impl Phases {
             kernel_ns: self.kernel_ns.saturating_sub(earlier.kernel_ns),
             verify_ns: self.verify_ns.saturating_sub(earlier.verify_ns),
             compare_ns: self.compare_ns.saturating_sub(earlier.compare_ns),
+            split: self.split.since(&earlier.split),
         }
     }
 
@@ -111,6 +115,7 @@ impl Phases {
         self.kernel_ns += other.kernel_ns;
         self.verify_ns += other.verify_ns;
         self.compare_ns += other.compare_ns;
+        self.split.add(&other.split);
     }
 
     /// All host phases together.
@@ -470,6 +475,7 @@ fn replay_one(
     // hang or failure here.
     // A launch with stand-ins runs twice: the chain is not used for it.
     let started = Instant::now();
+    let split = session.run_split();
     let run = if input.stand_ins.is_empty() {
         chain.run(session, program, l, &input, &plan)
     } else {
@@ -487,6 +493,7 @@ fn replay_one(
         })
     };
     phases.run_ns += ns(started);
+    phases.split.add(&session.run_split().since(&split));
     let Ran {
         mut out,
         objects,
@@ -504,10 +511,11 @@ fn replay_one(
     }
     if !input.stand_ins.is_empty() {
         let started = Instant::now();
-        let waits = session.device_waits();
+        let (waits, split) = (session.device_waits(), session.run_split());
         let other = session.run(program, &input.with_stand_in_fill(0xa5), &[]);
         chain.traffic.run_waits += session.device_waits().saturating_sub(waits);
         phases.run_ns += ns(started);
+        phases.split.add(&session.run_split().since(&split));
         let other = match other {
             Ok(o) => o,
             Err(e) => return error(&e),

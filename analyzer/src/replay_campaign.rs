@@ -279,9 +279,13 @@ impl Campaign for ReplayCampaign {
             // building programs and the campaign (workers, journal).
             let per = |ns: u64| ns as f64 / 1e3 / n.max(1) as f64;
             eprintln!(
-                "cltrap: replay time per launch: restore {:.0} us, run {:.0} us (kernel {:.0} us on the device), verify {:.0} us, compare {:.0} us; outside the launches: {:.3} s",
+                "cltrap: replay time per launch: restore {:.0} us, run {:.0} us (kernel object {:.0} us, memory objects {:.0} us, arguments and enqueues {:.0} us, waiting {:.0} us; kernel {:.0} us on the device), verify {:.0} us, compare {:.0} us; outside the launches: {:.3} s",
                 per(phases.restore_ns),
                 per(phases.run_ns),
+                per(phases.split.kernel_ns),
+                per(phases.split.objects_ns),
+                per(phases.split.enqueue_ns),
+                per(phases.split.wait_ns),
                 per(phases.kernel_ns),
                 per(phases.verify_ns),
                 per(phases.compare_ns),

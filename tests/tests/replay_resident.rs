@@ -36,6 +36,10 @@ fn replay_timed(dir: &Path, ids: &[String]) -> (Outcome, u64, u64) {
     for phase in [
         "restore ",
         "run ",
+        "kernel object ",
+        "memory objects ",
+        "arguments and enqueues ",
+        "waiting ",
         "verify ",
         "compare ",
         "outside the launches: ",
@@ -175,4 +179,52 @@ fn a_mismatched_or_failed_launch_hands_nothing_on_the_next_restores_from_the_cap
         "{}",
         out.describe()
     );
+}
+
+/// Reads staged in pinned memory (what a replay does on a GPU; forced here on PoCL's CPU
+/// device) give the verdicts and the bytes of reads into their own allocations: a mismatch
+/// read back after its device digest differed, and the chain's bound inputs, included.
+#[test]
+fn staged_reads_judge_as_reads_into_their_own_memory() {
+    let (dir, _cap) = round_trip("gauss", &[N], &[]);
+    alter_before(&dir, 9, 1, |b| {
+        let last = b.len() - 4;
+        b[last + 3] ^= 0x40;
+    });
+    let replay = |staging: &str| {
+        let shim = tools().shim.clone();
+        let out = run_with_env(
+            &tools().cltrap,
+            &["replay".as_ref(), dir.as_os_str()],
+            &[
+                ("CLTRAP_SHIM", shim.as_os_str()),
+                ("CLTRAP_TEST_STAGING", staging.as_ref()),
+            ],
+            None,
+        );
+        out.assert_no_panic();
+        assert_eq!(
+            out.code,
+            Some(1),
+            "one mismatch exits 1\n{}",
+            out.describe()
+        );
+        out
+    };
+    let (staged, unstaged) = (replay("on"), replay("off"));
+    assert_eq!(verdicts(&staged), verdicts(&unstaged));
+    assert_eq!(summary(&staged), summary(&unstaged));
+    assert!(
+        summary(&staged).contains(&format!("{} matched, 1 mismatched", LAUNCHES - 1)),
+        "{}",
+        summary(&staged)
+    );
+    // The mismatch names where its bytes differ, as read back through the staging area.
+    let nine = |out: &Outcome| {
+        verdicts(out)
+            .into_iter()
+            .find(|l| l.starts_with("launch 9 "))
+            .unwrap_or_default()
+    };
+    assert!(nine(&staged).contains("MISMATCH"), "{}", nine(&staged));
 }

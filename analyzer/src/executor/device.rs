@@ -36,7 +36,13 @@ pub struct DeviceInfo {
 /// An open device: context and a profiling queue. Programs built in a session run in it.
 pub struct Session {
     pub(crate) device: cl_device_id,
-    // Field order matters: the queue is released before the context.
+    // Field order matters: the staging area is unmapped (on the queue) before the queue is
+    // released, the queue before the context.
+    /// Pinned memory for the reads of a trip on a GPU ([`Session::staging`]).
+    staging: std::cell::OnceCell<Option<super::staging::Staging>>,
+    /// Stage reads on a CPU device too (`CLTRAP_TEST_STAGING=on`: tests of the staging path
+    /// on PoCL).
+    pub(super) stage_on_cpu: bool,
     pub(crate) queue: Queue,
     pub(crate) context: Context,
     info: DeviceInfo,
@@ -46,6 +52,43 @@ pub struct Session {
     cpu: bool,
     /// Times the host has waited for the device ([`Session::device_waits`]).
     waits: std::cell::Cell<u64>,
+    /// Where this session's runs spent their host time ([`Session::run_split`]).
+    split: std::cell::Cell<RunSplit>,
+}
+
+/// Where the runs of a [`Session`] spent their host time, summed, in nanoseconds. Why: a
+/// replay far slower than its kernels (`replay --timing`) must say whether the driver's
+/// object creation, the enqueues or the round trips to the device cost it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunSplit {
+    /// Getting the kernel object (and its argument count).
+    pub kernel_ns: u64,
+    /// Creating (and uploading) the memory objects not bound from the device.
+    pub objects_ns: u64,
+    /// Setting the arguments, enqueuing the kernel, its reads and what rides with them.
+    pub enqueue_ns: u64,
+    /// Waiting for the device to finish them.
+    pub wait_ns: u64,
+}
+
+impl RunSplit {
+    /// The sums of `self` since `earlier`.
+    pub fn since(&self, earlier: &RunSplit) -> RunSplit {
+        RunSplit {
+            kernel_ns: self.kernel_ns.saturating_sub(earlier.kernel_ns),
+            objects_ns: self.objects_ns.saturating_sub(earlier.objects_ns),
+            enqueue_ns: self.enqueue_ns.saturating_sub(earlier.enqueue_ns),
+            wait_ns: self.wait_ns.saturating_sub(earlier.wait_ns),
+        }
+    }
+
+    /// Adds `other`'s sums to these.
+    pub fn add(&mut self, other: &RunSplit) {
+        self.kernel_ns += other.kernel_ns;
+        self.objects_ns += other.objects_ns;
+        self.enqueue_ns += other.enqueue_ns;
+        self.wait_ns += other.wait_ns;
+    }
 }
 
 fn matches(sel: &str, index: usize, name: &str) -> bool {
@@ -229,12 +272,15 @@ impl Session {
         crate::heap::session_opened(cpu);
         Ok(Session {
             device,
+            staging: std::cell::OnceCell::new(),
+            stage_on_cpu: std::env::var("CLTRAP_TEST_STAGING").is_ok_and(|v| v.trim() == "on"),
             queue,
             context,
             info,
             cpu,
             sub_buffer_align: super::guard::sub_buffer_align(device),
             waits: std::cell::Cell::new(0),
+            split: std::cell::Cell::new(RunSplit::default()),
         })
     }
 
@@ -244,6 +290,29 @@ impl Session {
     /// `replay --timing` reports how many a replay made per launch.
     pub fn device_waits(&self) -> u64 {
         self.waits.get()
+    }
+
+    /// The pinned staging area for the reads of a trip, made at the first call; None on a CPU
+    /// device or where the driver refuses it ([`super::staging`]).
+    pub(super) fn staging(&self) -> Option<&super::staging::Staging> {
+        if self.cpu && !self.stage_on_cpu {
+            return None;
+        }
+        self.staging
+            .get_or_init(|| super::staging::Staging::open(self.context.raw(), self.queue.raw()))
+            .as_ref()
+    }
+
+    /// Where this session's runs spent their host time so far ([`RunSplit`]).
+    pub fn run_split(&self) -> RunSplit {
+        self.split.get()
+    }
+
+    /// Adds `f`'s change to this session's [`RunSplit`].
+    pub(crate) fn note_split(&self, f: impl FnOnce(&mut RunSplit)) {
+        let mut s = self.split.get();
+        f(&mut s);
+        self.split.set(s);
     }
 
     /// Counts one wait of the host for the device ([`Session::device_waits`]).

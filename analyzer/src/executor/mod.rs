@@ -39,11 +39,12 @@ mod program;
 mod readback;
 mod resident;
 mod run;
+mod staging;
 
 pub use chain::{Chain, Plan, Ran, Traffic};
 pub use cl::error_name;
 pub use derive::{Deriver, CACHE_BYTES};
-pub use device::{list_devices, DeviceInfo, DeviceSelector, Session};
+pub use device::{list_devices, DeviceInfo, DeviceSelector, RunSplit, Session};
 pub use devverify::{DeviceVerification, Mode as DeviceVerifyMode};
 pub use guard::GuardBreach;
 pub use input::{image_bytes, image_region, Expected, InputArg, LaunchInput};

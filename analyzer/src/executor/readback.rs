@@ -38,6 +38,8 @@ struct Pending {
     /// What the read is, for its error.
     what: String,
     event: Event,
+    /// Where it lands in the batch's staging lease (None: in `out` itself).
+    staged: Option<usize>,
 }
 
 /// The reads of one run's outputs, enqueued behind its kernel.
@@ -48,6 +50,9 @@ pub(super) struct Batch<'s> {
     done: Vec<(Dest, Vec<u8>)>,
     /// Reads added with [`Batch::extra`] so far.
     extras: usize,
+    /// The session's pinned staging area while this batch reads into it (taken at its first
+    /// read; given back after [`Batch::drop`] drained what may still write into it).
+    lease: Option<super::staging::Lease<'s>>,
 }
 
 /// What a trip brought back ([`Batch::wait`]).
@@ -82,6 +87,7 @@ impl<'s> Batch<'s> {
             pending: Vec::new(),
             done: Vec::new(),
             extras: 0,
+            lease: None,
         }
     }
 
@@ -100,15 +106,24 @@ impl<'s> Batch<'s> {
             self.done.push((into, out));
             return Ok(());
         }
-        let event = enqueue(out.as_mut_ptr().cast::<c_void>()).map_err(cl_err(what.clone()))?;
-        // `out` is kept, unmoved on the heap and untouched, in `self.pending` until the read
-        // completed ([`Batch::wait`], or the queue drained by [`Batch::drop`]).
+        if self.lease.is_none() {
+            self.lease = self.session.staging().and_then(|s| s.lease());
+        }
+        let staged = self.lease.as_mut().and_then(|l| l.take(len));
+        let dst = match (staged, &self.lease) {
+            (Some(at), Some(lease)) => lease.at(at),
+            _ => out.as_mut_ptr(),
+        };
+        let event = enqueue(dst.cast::<c_void>()).map_err(cl_err(what.clone()))?;
+        // `out` (or the lease's room) is kept, unmoved and untouched, in `self.pending` until
+        // the read completed ([`Batch::wait`], or the queue drained by [`Batch::drop`]).
         self.pending.push(Pending {
             into,
             out,
             len,
             what,
             event: Event(event),
+            staged,
         });
         Ok(())
     }
@@ -246,11 +261,15 @@ impl<'s> Batch<'s> {
         };
         let done = std::mem::take(&mut self.done);
         let pending = std::mem::take(&mut self.pending);
+        let lease = self.lease.as_ref();
         let finished = pending.into_iter().map(|mut p| {
-            // SAFETY: the read of `len` bytes into `out` completed successfully (its status
-            // is not an error and the wait for it returned), so all `len` bytes are
-            // initialised.
-            unsafe { p.out.set_len(p.len) };
+            // SAFETY: the read of `len` bytes into `out` (or into the lease's room, then
+            // copied into `out`) completed successfully (its status is not an error and the
+            // wait for it returned), so all `len` bytes are initialised.
+            match (p.staged, lease) {
+                (Some(at), Some(lease)) => unsafe { lease.copy_out(at, p.len, &mut p.out) },
+                _ => unsafe { p.out.set_len(p.len) },
+            }
             (p.into, p.out)
         });
         for (into, out) in done.into_iter().chain(finished) {
@@ -358,6 +377,66 @@ mod tests {
         let landed = trip.wait(None).expect("landed");
         assert_eq!(landed.objects, vec![(3, bytes.clone())]);
         assert_eq!(landed.extras, vec![bytes[..8].to_vec()]);
+    }
+
+    /// Reads staged in pinned memory land as unstaged ones do: each where it belongs, whole;
+    /// a read that no longer fits in the staging area lands in its own allocation; the area
+    /// is free again for the next trip, also after a trip given up on.
+    #[test]
+    fn staged_reads_land_whole_and_a_read_past_the_area_goes_direct() {
+        let Ok(mut session) = Session::open(&DeviceSelector::default()) else {
+            return;
+        };
+        session.stage_on_cpu = true;
+        let staging_len = super::super::staging::STAGING_BYTES;
+        let big: Vec<u8> = (0..staging_len - 100)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        let small = ints(&[5, 6, 7, 8, 9]);
+        let buffer = |bytes: &[u8]| {
+            super::Mem(
+                // SAFETY: a buffer of ours initialised from `bytes`, copied at creation.
+                unsafe {
+                    cl3::memory::create_buffer(
+                        session.context.raw(),
+                        CL_MEM_READ_WRITE | opencl_sys::CL_MEM_COPY_HOST_PTR,
+                        bytes.len(),
+                        bytes.as_ptr() as *mut std::ffi::c_void,
+                    )
+                }
+                .expect("buffer"),
+            )
+        };
+        let (big_mem, small_mem) = (buffer(&big), buffer(&small));
+        for _ in 0..2 {
+            let mut trip = super::Batch::new(&session);
+            trip.read(1, &small_mem, small.len(), 1, &mut Vec::new())
+                .expect("read enqueued");
+            // Past what is left of the area: its own allocation.
+            trip.read(0, &big_mem, big.len(), 0, &mut Vec::new())
+                .expect("read enqueued");
+            trip.extra(&small_mem, 8, "a read riding along")
+                .expect("extra");
+            let staged: Vec<bool> = trip.pending.iter().map(|p| p.staged.is_some()).collect();
+            assert_eq!(staged, vec![true, false, true]);
+            let mut landed = trip.wait(None).expect("landed");
+            landed.objects.sort_by_key(|(slot, _)| *slot);
+            assert_eq!(landed.objects, vec![(0, big.clone()), (1, small.clone())]);
+            assert_eq!(landed.extras, vec![small[..8].to_vec()]);
+        }
+        // A trip given up on gives the area back.
+        let mut trip = super::Batch::new(&session);
+        trip.read(1, &small_mem, small.len(), 1, &mut Vec::new())
+            .expect("read enqueued");
+        drop(trip);
+        let mut trip = super::Batch::new(&session);
+        trip.read(1, &small_mem, small.len(), 1, &mut Vec::new())
+            .expect("read enqueued");
+        assert!(
+            trip.pending[0].staged.is_some(),
+            "the area was not given back"
+        );
+        assert_eq!(trip.wait(None).expect("landed").objects, vec![(1, small)]);
     }
 
     fn ints(v: &[i32]) -> Vec<u8> {

@@ -384,6 +384,8 @@ impl Session {
         behind: Behind<'_>,
         spare: &mut Vec<Vec<u8>>,
     ) -> Result<Ran, ExecError> {
+        let ns = |t: std::time::Instant| t.elapsed().as_nanos() as u64;
+        let started = std::time::Instant::now();
         let kernel = self.create_kernel(program, &input.kernel)?;
         let all: Vec<&InputArg> = input.args.iter().chain(extras.iter()).collect();
         let num_args = cl3::kernel::get_kernel_data(kernel.raw(), CL_KERNEL_NUM_ARGS)
@@ -402,6 +404,8 @@ impl Session {
             }
         }
 
+        self.note_split(|s| s.kernel_ns += ns(started));
+        let started = std::time::Instant::now();
         // Memory objects: one per distinct mem id (aliasing), one per anonymous argument.
         let mut shared: HashMap<MemId, usize> = HashMap::new();
         let mut mems: Vec<Mem> = Vec::new();
@@ -508,6 +512,8 @@ impl Session {
             mem_of[i] = Some(s);
         }
 
+        self.note_split(|s| s.objects_ns += ns(started));
+        let started = std::time::Instant::now();
         let set_err = |i: usize| {
             let kernel = input.kernel.clone();
             move |c: i32| ExecError::SetArg {
@@ -624,8 +630,11 @@ impl Session {
         }
         let objects_of: Vec<Option<&Mem>> = mem_of.iter().map(|s| s.map(|s| &mems[s])).collect();
         behind(&objects_of, &mut batch)?;
+        self.note_split(|s| s.enqueue_ns += ns(started));
+        let started = std::time::Instant::now();
         // One wait for the kernel, its reads and whatever rode along.
         let landed = batch.wait(Some(&ev))?;
+        self.note_split(|s| s.wait_ns += ns(started));
         let stamp = |what| {
             cl3::event::get_event_profiling_data(ev.raw(), what)
                 .ok()
