@@ -380,16 +380,17 @@ mod tests {
     }
 
     /// Reads staged in pinned memory land as unstaged ones do: each where it belongs, whole;
-    /// a read that no longer fits in the staging area lands in its own allocation; the area
-    /// is free again for the next trip, also after a trip given up on.
+    /// a read larger than a staged read may be, or one that no longer fits in the staging
+    /// area, lands in its own allocation; the area is free again for the next trip, also
+    /// after a trip given up on.
     #[test]
     fn staged_reads_land_whole_and_a_read_past_the_area_goes_direct() {
         let Ok(mut session) = Session::open(&DeviceSelector::default()) else {
             return;
         };
         session.stage_on_cpu = true;
-        let staging_len = super::super::staging::STAGING_BYTES;
-        let big: Vec<u8> = (0..staging_len - 100)
+        use super::super::staging::{MAX_STAGED_READ, STAGING_BYTES};
+        let big: Vec<u8> = (0..MAX_STAGED_READ + 1)
             .map(|i| (i * 7 % 251) as u8)
             .collect();
         let small = ints(&[5, 6, 7, 8, 9]);
@@ -412,17 +413,28 @@ mod tests {
             let mut trip = super::Batch::new(&session);
             trip.read(1, &small_mem, small.len(), 1, &mut Vec::new())
                 .expect("read enqueued");
-            // Past what is left of the area: its own allocation.
+            // Larger than a staged read: its own allocation.
             trip.read(0, &big_mem, big.len(), 0, &mut Vec::new())
                 .expect("read enqueued");
             trip.extra(&small_mem, 8, "a read riding along")
                 .expect("extra");
+            // Staged reads until the area is full, then their own allocations.
+            let fill = STAGING_BYTES / MAX_STAGED_READ;
+            for _ in 0..fill {
+                trip.extra(&big_mem, MAX_STAGED_READ, "a read filling the area")
+                    .expect("extra");
+            }
             let staged: Vec<bool> = trip.pending.iter().map(|p| p.staged.is_some()).collect();
-            assert_eq!(staged, vec![true, false, true]);
+            let mut want = vec![true, false, true];
+            want.extend((0..fill).map(|i| i + 1 < fill));
+            assert_eq!(staged, want);
             let mut landed = trip.wait(None).expect("landed");
             landed.objects.sort_by_key(|(slot, _)| *slot);
             assert_eq!(landed.objects, vec![(0, big.clone()), (1, small.clone())]);
-            assert_eq!(landed.extras, vec![small[..8].to_vec()]);
+            assert_eq!(landed.extras[0], small[..8].to_vec());
+            for e in &landed.extras[1..] {
+                assert_eq!(e, &big[..MAX_STAGED_READ]);
+            }
         }
         // A trip given up on gives the area back.
         let mut trip = super::Batch::new(&session);
