@@ -388,10 +388,17 @@ impl Contents {
                 hash: hash.to_string(),
             });
         }
-        // Room for at most 64 MiB before any chunk is checked: the size is the index's word.
-        let mut bytes = Vec::with_capacity((size as usize).min(64 << 20));
+        // Each distinct chunk is read once (a content often repeats a chunk: a periodic
+        // signal, zeroed rows), then decoded and checked, on several threads for a large
+        // content: an in-order replay of a stencil restored 8 MB checkpoints from 43 MB of
+        // chunks, one zstd frame and one blake3 after another.
+        let mut first: HashMap<(&str, usize), usize> = HashMap::new();
+        let mut encoded: Vec<(&crate::chunks::ChunkRef, Vec<u8>)> = Vec::new();
         let mut packs: HashMap<&str, fs::File> = HashMap::new();
         for c in &chunks {
+            if first.contains_key(&(c.hash.as_str(), c.len)) {
+                continue;
+            }
             let damaged = || ReadError::DamagedBlob {
                 hash: c.hash.clone(),
             };
@@ -412,11 +419,31 @@ impl Contents {
                     }
                 }
             };
-            let chunk = crate::chunks::decode(&file, c.len).map_err(|_| damaged())?;
-            if digest(&chunk) != c.hash {
-                return Err(damaged());
+            first.insert((c.hash.as_str(), c.len), encoded.len());
+            encoded.push((c, file));
+        }
+        let distinct: usize = encoded.iter().map(|(c, _)| c.len).sum();
+        let decoded = crate::parallel::for_each(
+            encoded.len(),
+            distinct >= crate::parallel::PARALLEL_MIN,
+            |i| {
+                let (c, file) = &encoded[i];
+                let damaged = || ReadError::DamagedBlob {
+                    hash: c.hash.clone(),
+                };
+                let chunk = crate::chunks::decode(file, c.len).map_err(|_| damaged())?;
+                if digest(&chunk) != c.hash {
+                    return Err(damaged());
+                }
+                Ok(chunk)
+            },
+        )?;
+        // Room for at most 64 MiB before the chunks were checked: the size is the index's word.
+        let mut bytes = Vec::with_capacity((size as usize).min(64 << 20));
+        for c in &chunks {
+            if let Some(i) = first.get(&(c.hash.as_str(), c.len)) {
+                bytes.extend_from_slice(&decoded[*i]);
             }
-            bytes.extend_from_slice(&chunk);
         }
         Ok(bytes)
     }

@@ -952,6 +952,53 @@ mod tests {
         assert!(c.blob(&hash).unwrap() == bytes);
     }
 
+    /// A content that repeats its chunks (a periodic signal) reads back whole, each distinct
+    /// chunk decoded once; a damaged chunk it repeats is still found.
+    #[test]
+    fn a_content_repeating_its_chunks_reads_back_and_a_damaged_one_is_found() {
+        let t = tempfile::tempdir().unwrap();
+        let w = CaptureWriter::create(t.path(), &manifest()).unwrap();
+        let period = crate::chunks::tests::noise(3 << 20, 11);
+        let mut bytes = Vec::new();
+        for _ in 0..4 {
+            bytes.extend_from_slice(&period);
+        }
+        let hash = digest(&bytes);
+        let cuts = crate::parallel::cut_and_hash(&bytes);
+        let distinct: std::collections::HashSet<_> = cuts.iter().map(|c| c.hash.clone()).collect();
+        assert!(
+            distinct.len() * 2 < cuts.len(),
+            "{} of {}",
+            distinct.len(),
+            cuts.len()
+        );
+        let mut batch = PackBatch::default();
+        w.blobs
+            .put_content_batched(&mut batch, &hash, &bytes, &cuts)
+            .unwrap();
+        w.blobs.flush_batch(&mut batch).unwrap();
+        drop(w);
+        let c = crate::Capture::open(t.path()).unwrap();
+        assert!(c.blob(&hash).unwrap() == bytes);
+        // One byte of every pack flipped in the middle: a chunk used four times is damaged.
+        for d in fs::read_dir(t.path().join("blobs")).unwrap().flatten() {
+            for f in fs::read_dir(d.path()).unwrap().flatten() {
+                if f.path().extension().is_some_and(|e| e == "pack") {
+                    let mut p = fs::read(f.path()).unwrap();
+                    let mid = p.len() / 2;
+                    p[mid] ^= 0x55;
+                    fs::write(f.path(), p).unwrap();
+                }
+            }
+        }
+        let c = crate::Capture::open(t.path()).unwrap();
+        let err = c.blob(&hash).err().expect("a damaged chunk is found");
+        assert!(
+            matches!(err, crate::reader::ReadError::DamagedBlob { .. }),
+            "{err}"
+        );
+    }
+
     fn launch(program: &str) -> LaunchRecord {
         use crate::model::*;
         LaunchRecord {
