@@ -347,18 +347,7 @@ mod tests {
         let failed = super::Event(raw);
         cl3::event::set_user_event_status(raw, opencl_sys::CL_OUT_OF_RESOURCES).expect("set");
         let bytes = ints(&[1, 2, 3, 4]);
-        // SAFETY: a buffer of ours initialised from `bytes`, copied at creation.
-        let mem = super::Mem(
-            unsafe {
-                cl3::memory::create_buffer(
-                    session.context.raw(),
-                    CL_MEM_READ_WRITE | opencl_sys::CL_MEM_COPY_HOST_PTR,
-                    bytes.len(),
-                    bytes.as_ptr() as *mut std::ffi::c_void,
-                )
-            }
-            .expect("buffer"),
-        );
+        let mem = buffer(&session, &bytes);
         let waits = session.device_waits();
         let mut trip = super::Batch::new(&session);
         trip.read(0, &mem, bytes.len(), 0, &mut Vec::new())
@@ -394,21 +383,7 @@ mod tests {
             .map(|i| (i * 7 % 251) as u8)
             .collect();
         let small = ints(&[5, 6, 7, 8, 9]);
-        let buffer = |bytes: &[u8]| {
-            super::Mem(
-                // SAFETY: a buffer of ours initialised from `bytes`, copied at creation.
-                unsafe {
-                    cl3::memory::create_buffer(
-                        session.context.raw(),
-                        CL_MEM_READ_WRITE | opencl_sys::CL_MEM_COPY_HOST_PTR,
-                        bytes.len(),
-                        bytes.as_ptr() as *mut std::ffi::c_void,
-                    )
-                }
-                .expect("buffer"),
-            )
-        };
-        let (big_mem, small_mem) = (buffer(&big), buffer(&small));
+        let (big_mem, small_mem) = (buffer(&session, &big), buffer(&session, &small));
         for _ in 0..2 {
             let mut trip = super::Batch::new(&session);
             trip.read(1, &small_mem, small.len(), 1, &mut Vec::new())
@@ -449,6 +424,22 @@ mod tests {
             "the area was not given back"
         );
         assert_eq!(trip.wait(None).expect("landed").objects, vec![(1, small)]);
+    }
+
+    /// A buffer of `session` initialised from `bytes`.
+    fn buffer(session: &Session, bytes: &[u8]) -> super::Mem {
+        super::Mem(
+            // SAFETY: a buffer of ours initialised from `bytes`, copied at creation.
+            unsafe {
+                cl3::memory::create_buffer(
+                    session.context.raw(),
+                    CL_MEM_READ_WRITE | opencl_sys::CL_MEM_COPY_HOST_PTR,
+                    bytes.len(),
+                    bytes.as_ptr() as *mut std::ffi::c_void,
+                )
+            }
+            .expect("buffer"),
+        )
     }
 
     fn ints(v: &[i32]) -> Vec<u8> {
