@@ -62,6 +62,13 @@ fn hash_mode_records_the_device_digest_which_is_the_host_dd128_of_the_same_bytes
     assert_eq!(counter(&dev, "content_reads"), 0, "{dev}");
     assert!(counter(&dev, "device_digests") >= 12, "{dev}");
     assert_eq!(counter(&dev, "snapshot_reads"), 0, "{dev}");
+    // In its in-order queue a digest and the read of its partials follow each other without
+    // events of their own: at most one event per launch (its last read's).
+    assert!(
+        counter(&dev, "events") <= hashed.launches.len() as u64,
+        "{} launches: {dev}",
+        hashed.launches.len()
+    );
     let (a, b) = (sides(&full), sides(&hashed));
     assert_eq!(a.len(), b.len());
     assert!(a.len() >= 24);

@@ -525,11 +525,16 @@ impl Engine {
     /// Enqueues, in `queue` after `wait`: the digest of `mem` (`bytes` long) into `side`'s
     /// slot, the copy into its snapshot if any, and the read of the partials into `dst`
     /// (room for `groups(bytes)` × 16 bytes). Returns the read's event when `want_event`
-    /// (its completion means all three completed). On an error, commands already enqueued
-    /// may still use the side's slot and snapshot: the caller must forget them, not free them.
+    /// (its completion means all three completed). In an `in_order` queue the three follow
+    /// each other without events of their own: on NVIDIA every event the capture creates and
+    /// releases costs the launching thread microseconds (see `flight`'s riders), as much as a
+    /// stencil step's launch. On an error, commands already enqueued may still use the side's
+    /// slot and snapshot: the caller must forget them, not free them.
+    #[allow(clippy::too_many_arguments)]
     pub fn enqueue(
         &self,
         queue: cl_command_queue,
+        in_order: bool,
         mem: cl_mem,
         bytes: usize,
         side: &Side,
@@ -580,7 +585,7 @@ impl Engine {
             if let Some(bad) = set.iter().find(|r| **r != CL_SUCCESS) {
                 return Err(*bad);
             }
-            let r = super::contents::enqueued(wait, true, |n, list, ev| unsafe {
+            let r = super::contents::enqueued(wait, !in_order, |n, list, ev| unsafe {
                 // SAFETY: our kernel over the application's buffer in its own queue.
                 run(
                     queue,
@@ -610,10 +615,12 @@ impl Engine {
             super::stats::add(&super::stats::PARTIAL_BYTES, (groups * 16) as u64);
             ev
         };
+        // What the next command waits for: nothing in an in-order queue.
+        let after = |ev: cl_event| if ev.is_null() { Vec::new() } else { vec![ev] };
         let mut last = digest_ev;
         if let Some(snap) = &side.snapshot {
             let copy = self.calls.copy.ok_or(CL_INVALID_OPERATION)?;
-            let r = super::contents::enqueued(&[last], true, |n, list, ev| unsafe {
+            let r = super::contents::enqueued(&after(last), !in_order, |n, list, ev| unsafe {
                 // SAFETY: device-side copy of the whole buffer into our snapshot of its size.
                 copy(queue, mem, snap.mem as cl_mem, 0, 0, bytes, n, list, ev)
             });
@@ -621,7 +628,7 @@ impl Engine {
         }
         let read = self.calls.read.ok_or(CL_INVALID_OPERATION)?;
         let offset = index as usize * SLOT_BYTES;
-        let r = super::contents::enqueued(&[last], want_event, |n, list, ev| unsafe {
+        let r = super::contents::enqueued(&after(last), want_event, |n, list, ev| unsafe {
             // SAFETY: `dst` has room for `groups` partials and stays allocated until the read
             // completed (the flight owns it); our own slots buffer.
             read(queue, out, CL_FALSE, offset, groups * 16, dst, n, list, ev)

@@ -321,6 +321,7 @@ impl<'a> Around<'a> {
             if let Some(s) = side {
                 let r = dev.engine.enqueue(
                     self.queue,
+                    !self.out_of_order,
                     mem,
                     bytes,
                     s,
