@@ -286,21 +286,22 @@ impl<'c> Replayer<'c> {
     /// Replays `l` on `session` (always the same session for one replayer) and counts it.
     pub fn one(&mut self, session: &Session, l: &LaunchRecord) -> LaunchResult {
         say_fallback(session, &self.chain);
-        let waits = session.device_waits();
         let mut other_mismatches = Vec::new();
-        let outcome = replay_one(
-            session,
-            self.capture,
-            l,
-            self.closeness,
-            &mut other_mismatches,
-            &mut self.programs,
-            &mut self.summary,
-            &mut self.deriver,
-            &mut self.chain,
-            &mut self.phases,
-        );
-        self.chain.traffic.waits += session.device_waits().saturating_sub(waits);
+        let (outcome, waits) = session.waited(|| {
+            replay_one(
+                session,
+                self.capture,
+                l,
+                self.closeness,
+                &mut other_mismatches,
+                &mut self.programs,
+                &mut self.summary,
+                &mut self.deriver,
+                &mut self.chain,
+                &mut self.phases,
+            )
+        });
+        self.chain.traffic.waits += waits;
         match &outcome {
             Outcome::Ok { .. } => self.summary.ok += 1,
             Outcome::Mismatch(_) => self.summary.mismatches += 1,
@@ -477,14 +478,15 @@ fn replay_one(
     let started = Instant::now();
     let split = session.run_split();
     let run = if input.stand_ins.is_empty() {
-        chain.run(session, program, l, &input, &plan)
+        let (ran, waits) = session.waited(|| chain.run(session, program, l, &input, &plan));
+        chain.traffic.run_waits += waits;
+        ran
     } else {
         let filled = chain.fill(session, &mut input, &mut plan);
         chain.clear();
         filled.and_then(|()| {
-            let waits = session.device_waits();
-            let out = session.run(program, &input, &[]);
-            chain.traffic.run_waits += session.device_waits().saturating_sub(waits);
+            let (out, waits) = session.waited(|| session.run(program, &input, &[]));
+            chain.traffic.run_waits += waits;
             out.map(|out| Ran {
                 out,
                 objects: Vec::new(),
@@ -511,9 +513,10 @@ fn replay_one(
     }
     if !input.stand_ins.is_empty() {
         let started = Instant::now();
-        let (waits, split) = (session.device_waits(), session.run_split());
-        let other = session.run(program, &input.with_stand_in_fill(0xa5), &[]);
-        chain.traffic.run_waits += session.device_waits().saturating_sub(waits);
+        let split = session.run_split();
+        let (other, waits) =
+            session.waited(|| session.run(program, &input.with_stand_in_fill(0xa5), &[]));
+        chain.traffic.run_waits += waits;
         phases.run_ns += ns(started);
         phases.split.add(&session.run_split().since(&split));
         let other = match other {

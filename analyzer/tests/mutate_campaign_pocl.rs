@@ -59,6 +59,20 @@ fn args(f: &Fixture, json: &Path, extra: &[&str]) -> Vec<String> {
     a
 }
 
+/// The reference for the schema tests: the campaign compiled one mutant at a time, its report
+/// in `per-mutant.json`; returns the report's path and the run's stdout.
+fn per_mutant_reference(f: &Fixture, env: &[(&str, &str)]) -> (std::path::PathBuf, String) {
+    let json = f.dir.join("per-mutant.json");
+    let dir = f.dir.join("per-mutant-campaign");
+    let extra = [
+        "--per-mutant-compile",
+        "--campaign-dir",
+        dir.to_str().unwrap(),
+    ];
+    let out = run(&args(f, &json, &extra), env);
+    (json, out)
+}
+
 fn run(a: &[String], env: &[(&str, &str)]) -> String {
     let v: Vec<&str> = a.iter().map(String::as_str).collect();
     let (code, out, err) = cltrap(&v, env);
@@ -373,20 +387,7 @@ fn verdicts(json: &str) -> Vec<(String, String)> {
 #[test]
 fn a_schema_the_driver_cannot_run_falls_back_to_one_compile_per_mutant() {
     let f = suite("campaign-schema-fallback");
-    let per_mutant = f.dir.join("per-mutant.json");
-    let dir = f.dir.join("per-mutant-campaign");
-    run(
-        &args(
-            &f,
-            &per_mutant,
-            &[
-                "--per-mutant-compile",
-                "--campaign-dir",
-                dir.to_str().unwrap(),
-            ],
-        ),
-        ENV,
-    );
+    let (per_mutant, _) = per_mutant_reference(&f, ENV);
     // The knob makes every run of the original through the schema crash its worker, as a
     // driver that cannot run the schema would.
     let json = f.dir.join("fallback.json");
@@ -419,22 +420,9 @@ fn a_schema_the_driver_cannot_run_falls_back_to_one_compile_per_mutant() {
 fn without_a_coverage_build_a_crashing_schema_costs_no_test_case() {
     let f = suite("campaign-no-coverage-build");
     let fail = ("CLTRAP_TEST_COVERAGE_BUILD_FAIL", "1");
-    let per_mutant = f.dir.join("per-mutant.json");
-    let dir = f.dir.join("per-mutant-campaign");
     let mut env = ENV.to_vec();
     env.push(fail);
-    let want = run(
-        &args(
-            &f,
-            &per_mutant,
-            &[
-                "--per-mutant-compile",
-                "--campaign-dir",
-                dir.to_str().unwrap(),
-            ],
-        ),
-        &env,
-    );
+    let (per_mutant, want) = per_mutant_reference(&f, &env);
     let json = f.dir.join("crashing.json");
     let dir = f.dir.join("crashing-campaign");
     env.push(("CLTRAP_TEST_SCHEMA_CRASH", "1"));

@@ -211,23 +211,25 @@ pub fn cltrap_lines(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The `cltrap replay --timing` summary line of `out`'s stderr (`replay timing: ...`).
-pub fn replay_timing_line(out: &Outcome) -> String {
+/// The first `cltrap:` line of `out`'s stderr that contains `needle` (the test fails if
+/// there is none).
+pub fn cltrap_line(out: &Outcome, needle: &str) -> String {
     cltrap_lines(&out.stderr)
         .into_iter()
-        .find(|l| l.contains("replay timing:"))
-        .unwrap_or_else(|| panic!("no timing line\n{}", out.describe()))
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle:?}\n{}", out.describe()))
         .to_string()
+}
+
+/// The `cltrap replay --timing` summary line of `out`'s stderr (`replay timing: ...`).
+pub fn replay_timing_line(out: &Outcome) -> String {
+    cltrap_line(out, "replay timing:")
 }
 
 /// The `cltrap: replay device waits: N for M launch(es)` line of a `cltrap replay --timing`'s
 /// stderr (the test fails if there is none).
 pub fn replay_waits_line(out: &Outcome) -> String {
-    cltrap_lines(&out.stderr)
-        .into_iter()
-        .find(|l| l.contains("replay device waits:"))
-        .unwrap_or_else(|| panic!("no device waits line\n{}", out.describe()))
-        .to_string()
+    cltrap_line(out, "replay device waits:")
 }
 
 /// The count written just before `word` in `line` (`12 bound on the device` → 12).

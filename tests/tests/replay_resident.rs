@@ -28,11 +28,7 @@ fn replay_timed(dir: &Path, ids: &[String]) -> (Outcome, u64, u64) {
     let line = replay_timing_line(&out);
     let count = |word: &str| count_before(&line, word);
     // The host time of the launches, by phase, on a line of its own.
-    let phases = cltrap_lines(&out.stderr)
-        .into_iter()
-        .find(|l| l.contains("replay time per launch:"))
-        .unwrap_or_else(|| panic!("no per-launch time line\n{}", out.describe()))
-        .to_string();
+    let phases = cltrap_line(&out, "replay time per launch:");
     for phase in [
         "restore ",
         "run ",

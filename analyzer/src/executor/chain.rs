@@ -363,23 +363,9 @@ impl Chain {
     /// output the record holds nothing of (neither bytes nor digest) is not read back: nothing
     /// would compare or keep it. The kernel, the reads of its outputs and the digests of
     /// those verified on the device go to the device in one trip, waited for once
-    /// ([`Session::run_riding`]); only an output whose digest differs costs another wait.
+    /// ([`Session::run_riding`]); only an output whose digest differs costs another wait
+    /// (counted by the caller: [`Session::waited`]).
     pub fn run(
-        &mut self,
-        session: &Session,
-        program: &BuiltProgram,
-        l: &LaunchRecord,
-        input: &LaunchInput,
-        plan: &Plan,
-    ) -> Result<Ran, ExecError> {
-        let waits = session.device_waits();
-        let ran = self.run_counted(session, program, l, input, plan);
-        self.traffic.run_waits += session.device_waits().saturating_sub(waits);
-        ran
-    }
-
-    /// [`Chain::run`], but for counting its waits.
-    fn run_counted(
         &mut self,
         session: &Session,
         program: &BuiltProgram,

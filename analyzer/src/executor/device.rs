@@ -315,6 +315,14 @@ impl Session {
         self.split.set(s);
     }
 
+    /// Runs `f` and says how many times the host waited for the device meanwhile
+    /// ([`Session::device_waits`]).
+    pub fn waited<T>(&self, f: impl FnOnce() -> T) -> (T, u64) {
+        let before = self.device_waits();
+        let out = f();
+        (out, self.device_waits().saturating_sub(before))
+    }
+
     /// Counts one wait of the host for the device ([`Session::device_waits`]).
     pub(crate) fn note_wait(&self) {
         self.waits.set(self.waits.get() + 1);
