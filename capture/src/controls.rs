@@ -94,7 +94,7 @@ pub const CONTROLS: &[Control] = &[
         flag: "max-mb",
         value_name: "MB|auto",
         default: "auto",
-        help: "Disk budget for stored contents (spooled bytes and compressed chunks); past `--derive-after-mb` (at most half of it) a launch stores only the inputs that the previous launch did not leave (the others are re-created at replay by re-executing it, with a stored checkpoint every 64 launches) and digests of its outputs, so every launch stays replayable; past all of it, launches whose inputs all derive from earlier ones and one launch per kernel (said once on stderr; `cltrap list` marks derived `(d)` and blocked `(!)` launches). `auto`: a quarter of the free space of the capture's filesystem, between 256 MB and 64 GB (4096 when the free space is not known).",
+        help: "Disk budget for stored contents (spooled bytes and compressed chunks); past `--derive-after-mb` (at most half of it) a launch stores only the inputs that the previous launch did not leave (the others are re-created at replay by re-executing it, with a stored checkpoint every 64 to 1024 launches, spaced so that storing checkpoints costs at most a fifth of the run) and digests of its outputs, so every launch stays replayable; past all of it, launches whose inputs all derive from earlier ones and one launch per kernel (said once on stderr; `cltrap list` marks derived `(d)` and blocked `(!)` launches). `auto`: a quarter of the free space of the capture's filesystem, between 256 MB and 64 GB (4096 when the free space is not known).",
     },
     Control {
         env: "CLTRAP_DERIVE_AFTER_MB",

@@ -201,11 +201,40 @@ pub enum Keep {
 /// replayable in 0.7 GB when it derives past 512 MB.
 const SOFT_SHARE: u64 = 2;
 
-/// Longest chain of launches a replay re-executes to re-create one launch's inputs: a launch
-/// whose inputs would need a longer one reads and stores them instead (a checkpoint), while
-/// the budget lasts. 64 launches of a 4 MB Gaussian-elimination step replay in seconds on a
-/// CPU device, and a checkpoint every 64 launches costs a sixty-fourth of storing everything.
+/// Shortest chain of launches after which a launch with derived inputs may store them (a
+/// checkpoint): 64 launches of a 4 MB Gaussian-elimination step replay in seconds on a CPU
+/// device, and a checkpoint every 64 launches costs a sixty-fourth of storing everything.
 pub const CHECKPOINT_EVERY: u32 = 64;
+
+/// Longest chain of launches a replay re-executes to re-create one launch's inputs, however
+/// cheap the launches: a random-access replay of a launch storm re-executes at most this many.
+pub const CHECKPOINT_MAX: u32 = 1024;
+
+/// Bytes per second the capture reads back and spools a checkpoint at, for its cost
+/// (an H200 read contents back at 4.4 GB/s and spooled them at 2.3 GB/s: about 1.5 GB/s
+/// together; 2 GB/s errs on the side of more checkpoints).
+const CHECKPOINT_BYTES_PER_S: f64 = 2e9;
+
+/// A chain runs at least this many times as long as storing its checkpoint takes.
+const CHECKPOINT_COST_SHARE: f64 = 4.0;
+
+/// Whether a launch whose inputs (`bytes` of them) derive along `chain` stores them instead:
+/// once the chain is [`CHECKPOINT_EVERY`] launches long *and* the application spent at least
+/// [`CHECKPOINT_COST_SHARE`] times as long on it as storing the inputs costs, or once it is
+/// [`CHECKPOINT_MAX`] long. Why by cost: a 1-D stencil of 20 000 launches of 40 µs over two
+/// 4 MB buffers stored 2.5 GB of checkpoints every 64 launches, reading and spooling which
+/// tripled its run, while re-executing 64 of its launches at replay costs 3 ms; spacing them
+/// by cost keeps checkpoints under a fifth of the run whatever the launches cost.
+pub fn checkpoint_due(chain: super::known::Chain, bytes: u64) -> bool {
+    if chain.depth >= CHECKPOINT_MAX {
+        return true;
+    }
+    if chain.depth < CHECKPOINT_EVERY {
+        return false;
+    }
+    let cost = bytes as f64 / CHECKPOINT_BYTES_PER_S;
+    chain.since.elapsed().as_secs_f64() >= CHECKPOINT_COST_SHARE * cost
+}
 
 /// Per kernel: launches planned with contents to replay them.
 #[derive(Default)]
@@ -255,7 +284,7 @@ pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
     drop(counts);
     if keep != Keep::All && !DERIVING_SAID.swap(true, Ordering::Relaxed) {
         crate::say::say(&format!(
-            "the capture kept {} MB of contents (CLTRAP_DERIVE_AFTER_MB {} MB, CLTRAP_MAX_MB {} MB); from now on it stores only the contents before a launch that the previous launch did not leave there (the others are re-created at replay by re-executing that launch, with a stored checkpoint every {CHECKPOINT_EVERY} launches) and digests of the contents after, so every launch stays replayable; past the whole budget only contents that re-executing earlier launches re-creates stay replayable, plus one launch per kernel (`cltrap list` marks which launches are)",
+            "the capture kept {} MB of contents (CLTRAP_DERIVE_AFTER_MB {} MB, CLTRAP_MAX_MB {} MB); from now on it stores only the contents before a launch that the previous launch did not leave there (the others are re-created at replay by re-executing that launch, with a stored checkpoint every {CHECKPOINT_EVERY} to {CHECKPOINT_MAX} launches, spaced so storing them costs at most a fifth of the run) and digests of the contents after, so every launch stays replayable; past the whole budget only contents that re-executing earlier launches re-creates stay replayable, plus one launch per kernel (`cltrap list` marks which launches are)",
             contents.max(used) >> 20,
             settings.derive_after_bytes >> 20,
             max >> 20
@@ -447,5 +476,61 @@ fn put(
             };
             (missing, false)
         }
+    }
+}
+
+#[cfg(test)]
+mod checkpoint_tests {
+    use super::{checkpoint_due, CHECKPOINT_EVERY, CHECKPOINT_MAX};
+    use crate::core::known::Chain;
+    use std::time::{Duration, Instant};
+
+    /// A chain of `depth` launches whose first one ran `ago` before now.
+    fn chain(depth: u32, ago: Duration) -> Chain {
+        let now = Instant::now();
+        Chain {
+            depth,
+            since: now.checked_sub(ago).unwrap_or(now),
+        }
+    }
+
+    const MB8: u64 = 8 << 20;
+
+    #[test]
+    fn a_short_chain_never_stores_a_checkpoint() {
+        assert!(!checkpoint_due(
+            chain(CHECKPOINT_EVERY - 1, Duration::from_secs(60)),
+            MB8
+        ));
+    }
+
+    #[test]
+    fn a_long_chain_of_slow_launches_stores_one_at_the_floor() {
+        // 64 launches over a second: storing 8 MB (4 ms at 2 GB/s) is cheap next to them.
+        assert!(checkpoint_due(
+            chain(CHECKPOINT_EVERY, Duration::from_secs(1)),
+            MB8
+        ));
+    }
+
+    #[test]
+    fn a_chain_of_fast_launches_waits_until_storing_costs_a_fifth_of_it() {
+        // A launch storm: 64 launches in a millisecond do not pay for 8 MB of checkpoint...
+        assert!(!checkpoint_due(
+            chain(CHECKPOINT_EVERY, Duration::ZERO),
+            MB8
+        ));
+        assert!(!checkpoint_due(chain(500, Duration::from_millis(10)), MB8));
+        // ... until the chain ran four times as long as storing it takes (16.8 ms).
+        assert!(checkpoint_due(chain(500, Duration::from_millis(20)), MB8));
+    }
+
+    #[test]
+    fn no_chain_grows_past_the_cap() {
+        assert!(checkpoint_due(chain(CHECKPOINT_MAX, Duration::ZERO), MB8));
+        assert!(checkpoint_due(
+            chain(CHECKPOINT_MAX, Duration::ZERO),
+            u64::MAX
+        ));
     }
 }

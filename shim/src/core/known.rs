@@ -41,8 +41,43 @@ struct Seen {
     generation: u64,
     epoch: u64,
     cell: Cell,
-    /// Launches a replay re-executes to re-create that content (0: it is stored).
-    depth: u32,
+    /// How a replay re-creates that content.
+    chain: Chain,
+}
+
+/// How a replay re-creates a launch's contents after: by re-executing `depth` launches (0:
+/// they are stored), the first of which the application made at `since`. A launch whose
+/// inputs derive along a chain that is long, and long-running enough that storing its inputs
+/// costs little next to it, stores them instead (a checkpoint: [`super::contents::checkpoint_due`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Chain {
+    pub depth: u32,
+    pub since: std::time::Instant,
+}
+
+impl Chain {
+    /// A chain that starts at this launch: its contents after are stored (`stored`) or
+    /// re-created by re-executing it alone.
+    pub fn start(stored: bool) -> Chain {
+        Chain {
+            depth: u32::from(!stored),
+            since: std::time::Instant::now(),
+        }
+    }
+
+    /// The chain of a launch whose inputs derive along `from` (the longest one, and the
+    /// oldest start among them): one launch longer. None: nothing derived.
+    pub fn after<'a>(from: impl Iterator<Item = &'a Chain>) -> Option<Chain> {
+        from.fold(None, |acc: Option<Chain>, c| {
+            Some(match acc {
+                None => *c,
+                Some(a) => Chain {
+                    depth: a.depth.max(c.depth),
+                    since: a.since.min(c.since),
+                },
+            })
+        })
+    }
 }
 
 /// Per memory object: whether it can ever be known, and its root.
@@ -68,9 +103,9 @@ static KNOWN: once_cell::sync::Lazy<Mutex<Known>> = once_cell::sync::Lazy::new(D
 /// A decision to take an object's pre-launch contents from an earlier launch.
 pub(super) struct Reuse {
     pub cell: Cell,
-    /// Launches a replay re-executes to re-create the content (0: stored), so a launch can
-    /// tell when its chain of derived inputs grows too long and store a checkpoint.
-    pub depth: u32,
+    /// How a replay re-creates the content, so a launch can tell when its chain of derived
+    /// inputs grows too long and store a checkpoint.
+    pub chain: Chain,
     generation: u64,
     epoch: u64,
 }
@@ -106,7 +141,7 @@ impl Known {
         let generation = self.generation(mem);
         (s.queue == queue && s.generation == generation && s.epoch == self.epoch).then(|| Reuse {
             cell: s.cell.clone(),
-            depth: s.depth,
+            chain: s.chain,
             generation,
             epoch: self.epoch,
         })
@@ -191,13 +226,13 @@ pub(super) fn reuse(mems: impl Iterator<Item = usize>, queue: usize) -> Vec<Opti
 
 /// After a recorded launch was enqueued: notes what it may have written and, when its reads
 /// are in an in-order `queue` (`remember`), what it will have read, for later launches, with
-/// `depth`: the launches a replay re-executes to re-create its contents after (0: stored).
+/// `chain`: how a replay re-creates its contents after.
 /// Returns, per entry of `reused`, whether a write slipped in since the decision (that
 /// launch's pre-launch content is then unknown).
 pub(super) fn after_launch(
     queue: usize,
     remember: bool,
-    depth: u32,
+    chain: Chain,
     reads: &[Read<'_>],
     reused: &[(usize, &Reuse)],
 ) -> Vec<bool> {
@@ -216,7 +251,7 @@ pub(super) fn after_launch(
                 generation: k.generation(r.mem),
                 epoch: k.epoch,
                 cell: r.cell.clone(),
-                depth,
+                chain,
             };
             k.seen.insert(r.mem, seen);
         } else {

@@ -71,8 +71,8 @@ pub(super) struct Plan {
     read_only: Vec<bool>,
     /// Host bytes reserved for the reads.
     reserved: usize,
-    /// Launches a replay re-executes to re-create this launch's contents after (0: stored).
-    depth: u32,
+    /// How a replay re-creates this launch's contents after.
+    chain: known::Chain,
     /// Why contents are missing, when they are.
     missing: String,
 }
@@ -208,7 +208,7 @@ impl Plan {
             reads,
             read_only,
             reserved: 0,
-            depth: 0,
+            chain: known::Chain::start(true),
             missing: String::new(),
         })
     }
@@ -244,17 +244,26 @@ impl Plan {
         } else {
             known::reuse(self.reads.iter().map(|(mem, _)| *mem), queue as usize)
         };
-        let chain = reuse.iter().flatten().map(|r| r.depth).max().unwrap_or(0);
-        if self.mode == contents::Keep::Inputs && chain >= contents::CHECKPOINT_EVERY {
+        let derived = known::Chain::after(reuse.iter().flatten().map(|r| &r.chain));
+        let inputs: u64 = self.reads.iter().map(|(_, s)| s.bytes() as u64).sum();
+        if self.mode == contents::Keep::Inputs
+            && derived.is_some_and(|c| contents::checkpoint_due(c, inputs))
+        {
             // A checkpoint: this launch's inputs are read and stored, so no replay re-executes
-            // more than CHECKPOINT_EVERY launches to re-create an input.
+            // a chain longer than `contents::checkpoint_due` allows to re-create an input.
             self.mode = contents::Keep::Befores;
             reuse = none();
         }
         // What a replay re-executes to re-create this launch's contents after.
-        self.depth = match self.mode {
-            contents::Keep::All => 0,
-            _ => 1 + reuse.iter().flatten().map(|r| r.depth).max().unwrap_or(0),
+        self.chain = match self.mode {
+            contents::Keep::All => known::Chain::start(true),
+            _ => match known::Chain::after(reuse.iter().flatten().map(|r| &r.chain)) {
+                Some(c) => known::Chain {
+                    depth: c.depth.saturating_add(1),
+                    since: c.since,
+                },
+                None => known::Chain::start(false),
+            },
         };
         // An engine only for launches with a buffer to digest on the device: launches over
         // small buffers alone put nothing of ours into the application's context.
@@ -373,7 +382,7 @@ impl Plan {
         }
         let tracked = rider || !final_event.is_null();
         let remember = in_order && succeeded && tracked;
-        note_known(&mut around, queue, remember, self.depth);
+        note_known(&mut around, queue, remember, self.chain);
         if !tracked {
             // Our reads can no longer be tracked: keep their memory alive for good (the driver
             // may still write into it) and record the contents as missing.
@@ -447,7 +456,12 @@ impl Plan {
 
 /// Tells [`known`] what this launch may write and (`remember`) which contents later launches
 /// on `queue` may take from it; marks reused contents that a concurrent write made unknown.
-fn note_known(around: &mut Around<'_>, queue: cl_command_queue, remember: bool, depth: u32) {
+fn note_known(
+    around: &mut Around<'_>,
+    queue: cl_command_queue,
+    remember: bool,
+    chain: known::Chain,
+) {
     let reads: Vec<known::Read<'_>> = around
         .items
         .iter()
@@ -462,7 +476,7 @@ fn note_known(around: &mut Around<'_>, queue: cl_command_queue, remember: bool, 
         .iter()
         .filter_map(|i| Some((i.mem, i.reuse.as_ref()?)))
         .collect();
-    let raced = known::after_launch(queue as usize, remember, depth, &reads, &reused);
+    let raced = known::after_launch(queue as usize, remember, chain, &reads, &reused);
     let mut raced = raced.into_iter();
     for item in around.items.iter_mut().filter(|i| i.reuse.is_some()) {
         item.raced = raced.next().unwrap_or(true);
