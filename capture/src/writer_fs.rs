@@ -196,6 +196,17 @@ pub fn is_regular(path: &Path) -> bool {
 /// temporary name in the same folder, then renamed over `path` (a link there is replaced,
 /// never followed), so a reader never sees half of it.
 pub fn write_new(path: &Path, bytes: &[u8], access: Access) -> std::io::Result<()> {
+    write_new_then(path, bytes, access, |_| {})
+}
+
+/// [`write_new`], calling `written` with the new file once its bytes are in it (before it is
+/// renamed): a compactor starts the file's write-back there.
+pub fn write_new_then(
+    path: &Path,
+    bytes: &[u8],
+    access: Access,
+    written: impl FnOnce(&std::fs::File),
+) -> std::io::Result<()> {
     static N: AtomicU64 = AtomicU64::new(0);
     let parent = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().unwrap_or_default().to_string_lossy();
@@ -212,12 +223,14 @@ pub fn write_new(path: &Path, bytes: &[u8], access: Access) -> std::io::Result<(
             .open(&tmp)
         {
             Ok(mut f) => {
-                let written = f.write_all(bytes);
-                drop(f);
-                if let Err(e) = written {
+                let done = f.write_all(bytes);
+                if let Err(e) = done {
+                    drop(f);
                     let _ = std::fs::remove_file(&tmp);
                     return Err(e);
                 }
+                written(&f);
+                drop(f);
                 break tmp;
             }
             // Names taken by someone else: try the next, but not for ever.
