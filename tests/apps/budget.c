@@ -1,13 +1,15 @@
 /* Fixture: ROUNDS launches of `scramble`, each turning a 1 MiB buffer into new incompressible
- * words (clFinish after each, as many real applications do), then two launches of `fold`
- * that read it. Under a small CLTRAP_MAX_MB the capture must degrade without costing any
- * kernel all of its replayable launches. Usage: budget [ROUNDS]   (default 24) */
+ * words (clFinish after each, as many real applications do; with `storm`, all enqueued
+ * without waiting, as a time-stepping loop does), then two launches of `fold` that read it.
+ * Under a small CLTRAP_MAX_MB the capture must degrade without costing any kernel all of its
+ * replayable launches. Usage: budget [ROUNDS] [storm]   (default 24) */
 #include "common.h"
 
 enum { WORDS = 1 << 18, OUT = 256 };
 
 int main(int argc, char **argv) {
     int rounds = argc > 1 ? atoi(argv[1]) : 24;
+    int storm = argc > 2 && strcmp(argv[2], "storm") == 0;
     cl_device_id dev;
     cl_context ctx;
     cl_command_queue q;
@@ -28,7 +30,7 @@ int main(int argc, char **argv) {
     for (cl_uint r = 0; r < (cl_uint)rounds; r++) {
         CHECK(clSetKernelArg(scramble, 1, sizeof r, &r));
         CHECK(clEnqueueNDRangeKernel(q, scramble, 1, NULL, &g, NULL, 0, NULL, NULL));
-        CHECK(clFinish(q));
+        if (!storm) CHECK(clFinish(q));
         for (cl_uint i = 0; i < WORDS; i++) host[i] = mix(host[i] ^ (r * 0x9e3779b9U) ^ i);
     }
     cl_uint width = WORDS / OUT;

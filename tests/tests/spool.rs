@@ -385,6 +385,45 @@ fn the_derive_threshold_counts_patched_versions_at_their_whole_size() {
     );
 }
 
+/// The derive threshold counts the contents that launches still in flight will store: a
+/// storm of launches that each rewrite a 1 MiB buffer, enqueued without waiting, spools about
+/// the threshold's worth of whole versions, not every version the in-flight read cap lets
+/// through before the first derived launch is written (48 of 48 before the threshold counted
+/// them), and every launch stays replayable.
+#[test]
+fn the_derive_threshold_counts_the_contents_of_launches_in_flight() {
+    let exe = fixture("budget");
+    let dir = fresh_capture_dir("storm-derive");
+    let args = ["48", "storm"];
+    let native = run_native(&exe, &args).expect_success();
+    let captured = run_preloaded(
+        &dir,
+        &[("CLTRAP_DERIVE_AFTER_MB", std::ffi::OsStr::new("4"))],
+        &exe,
+        &args,
+    );
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    let versions = all_records(&dir).len();
+    // Four 1 MiB versions reach the threshold; a launch planned while the fourth was being
+    // written may add one more.
+    assert!(
+        (4..=6).contains(&versions),
+        "{versions} versions spooled under a 4 MB derive threshold\n{}",
+        captured.describe()
+    );
+    let list = cltrap_on("list", &dir).expect_success().stdout_text();
+    assert!(
+        list.contains("50 of 50 launch(es) can be replayed"),
+        "{list}"
+    );
+    let replay = cltrap_on("replay", &dir).expect_success().stdout_text();
+    assert!(
+        replay.contains("50 matched, 0 mismatched, 0 skipped, 0 failed"),
+        "{replay}"
+    );
+}
+
 /// Every record of every segment of the spool of `dir`, with its segment.
 fn all_records(dir: &Path) -> Vec<(PathBuf, spool::Record)> {
     let mut out = Vec::new();

@@ -252,7 +252,17 @@ static DERIVING_SAID: AtomicBool = AtomicBool::new(false);
 /// every launch stays replayable. Past the whole budget: only a kernel without any replayable
 /// launch yet gets one ([`Keep::Befores`]); the others keep digests (still replayable where
 /// all their inputs are derived). Said once on stderr.
-pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
+///
+/// `in_flight`: the bytes launches in flight have reserved for their reads, which they may
+/// store once written. Why count them: a 1-D stencil whose launches each rewrite two 4 MB
+/// buffers had 512 MB of reads in flight when it crossed a 1 GB threshold, and stored half
+/// as much again as the threshold before its first derived launch was written.
+pub fn plan(
+    writer: &CaptureWriter,
+    settings: &Settings,
+    kernel: &str,
+    in_flight: impl FnOnce() -> u64,
+) -> Keep {
     match settings.buffers {
         BufferMode::None => return Keep::Nothing,
         BufferMode::Hash => return Keep::Digests,
@@ -260,9 +270,11 @@ pub fn plan(writer: &CaptureWriter, settings: &Settings, kernel: &str) -> Keep {
     }
     let max = settings.max_bytes;
     // The disk budget counts what is on disk; the derive threshold counts contents at their
-    // whole size, spooled patches included (`BlobStore::content_bytes`).
-    let used = writer.blobs.bytes_written();
-    let contents = writer.blobs.content_bytes();
+    // whole size, spooled patches included (`BlobStore::content_bytes`); both count what
+    // launches in flight may add.
+    let in_flight = in_flight();
+    let used = writer.blobs.bytes_written().saturating_add(in_flight);
+    let contents = writer.blobs.content_bytes().saturating_add(in_flight);
     let soft = (max / SOFT_SHARE).min(settings.derive_after_bytes);
     let mut counts = lock(&COUNTS);
     let c = match counts.get_mut(kernel) {

@@ -202,7 +202,7 @@ impl Plan {
             record,
             writer,
             settings,
-            mode: contents::plan(writer, settings, &k.name),
+            mode: contents::plan(writer, settings, &k.name, flight::in_flight_bytes),
             queue: facts,
             slots,
             reads,

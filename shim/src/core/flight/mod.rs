@@ -98,7 +98,7 @@ pub(in crate::core) use admission::{admit, submit, unreserve, Full};
 pub(in crate::core) use handoff::{Calls, DevItem, Flight, Item};
 pub(crate) use registry::watch_forks;
 pub(in crate::core) use registry::{
-    available, current_ticket, MAX_INFLIGHT_BYTES, MAX_INFLIGHT_LAUNCHES,
+    available, current_ticket, in_flight_bytes, MAX_INFLIGHT_BYTES, MAX_INFLIGHT_LAUNCHES,
 };
 pub(in crate::core) use riders::rides;
 pub(in crate::core) use sync_points::{

@@ -285,6 +285,13 @@ pub(in crate::core) fn current_ticket() -> u64 {
     TICKETS.load(Ordering::Acquire)
 }
 
+/// Bytes launches in flight have reserved for their reads (host memory, and the device
+/// snapshots of buffers digested there): contents they may store once written, which the
+/// disk budget counts before they are ([`crate::core::contents::plan`]).
+pub(in crate::core) fn in_flight_bytes() -> u64 {
+    lock(&REGISTRY.state).bytes as u64
+}
+
 /// The queues with launches in flight that the writer may flush, with their `clFlush`.
 pub(super) fn queues_of(st: &State) -> Vec<(usize, clFlush_t)> {
     let mut v: Vec<(usize, clFlush_t)> = Vec::new();
