@@ -43,7 +43,7 @@ COLUMNS = {
               ("log_b_per_launch", "log B/launch"), ("replayable", "replayable"),
               ("replayed", "replayed")],
     "spool": [("app", "application"), ("native_s", "native s"), ("off", "off"),
-              ("hash", "`hash`"), ("full", "`full`"), ("base_full", "`full`, compressing in the app"),
+              ("hash", "`hash`"), ("full", "`full`"), ("base_full", "`full`, baseline shim (BASELINE_SHIM)"),
               ("admit_pct", "admit %"), ("spooled_mb", "spooled MB"),
               ("compact_mb_s", "compaction MB/s"), ("spool_peak_mb", "spool peak MB"),
               ("stored_mb", "stored MB"), ("replay_s", "replay s"),
