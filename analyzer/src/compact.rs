@@ -16,7 +16,8 @@
 //! be deleted), and only then are the pass's segments deleted. Each file's write-back starts
 //! as soon as it is written (the store does that for a compactor), so the disk works while
 //! the next contents are cut and compressed: on an H200 host that made compacting FDTD's
-//! 1.6 GB spool 1.31 s → 0.87 s and Gaussian elimination's 592 MB 1.12 s → 0.80 s. A compaction killed at any point leaves every
+//! 1.6 GB spool 1.31 s → 0.87 s and Gaussian elimination's 592 MB 1.12 s → 0.80 s. A
+//! compaction killed at any point leaves every
 //! content in the spool or in the store (both, at worst); the next one skips contents whose
 //! index exists and drops the segment, so compacting again is idempotent. Half-written
 //! packs (temporary names) of a killed compactor are left behind, unnamed by any index.

@@ -254,9 +254,9 @@ static DERIVING_SAID: AtomicBool = AtomicBool::new(false);
 /// all their inputs are derived). Said once on stderr.
 ///
 /// `in_flight`: the bytes launches in flight have reserved for their reads, which they may
-/// store once written. Why count them: a 1-D stencil whose launches each rewrite two 4 MB
-/// buffers had 512 MB of reads in flight when it crossed a 1 GB threshold, and stored half
-/// as much again as the threshold before its first derived launch was written.
+/// store once written. Why count them: an FDTD whose launches run ahead of the capture's
+/// writer has up to 512 MB of reads in flight; not counted, it spooled 1.56 GB under a 1 GB
+/// threshold, counted 1.08 GB (H200).
 pub fn plan(
     writer: &CaptureWriter,
     settings: &Settings,
