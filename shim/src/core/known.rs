@@ -65,18 +65,21 @@ impl Chain {
         }
     }
 
-    /// The chain of a launch whose inputs derive along `from` (the longest one, and the
-    /// oldest start among them): one launch longer. None: nothing derived.
-    pub fn after<'a>(from: impl Iterator<Item = &'a Chain>) -> Option<Chain> {
-        from.fold(None, |acc: Option<Chain>, c| {
-            Some(match acc {
-                None => *c,
-                Some(a) => Chain {
-                    depth: a.depth.max(c.depth),
-                    since: a.since.min(c.since),
-                },
-            })
+    /// The longest of the chains `from` (with the oldest start among them): what a launch
+    /// whose inputs derive along them depends on. None: nothing derived.
+    pub fn longest<'a>(from: impl Iterator<Item = &'a Chain>) -> Option<Chain> {
+        from.copied().reduce(|a, c| Chain {
+            depth: a.depth.max(c.depth),
+            since: a.since.min(c.since),
         })
+    }
+
+    /// The chain of a launch whose inputs derive along this one: one launch longer.
+    pub fn extended(self) -> Chain {
+        Chain {
+            depth: self.depth.saturating_add(1),
+            since: self.since,
+        }
     }
 }
 

@@ -244,26 +244,22 @@ impl Plan {
         } else {
             known::reuse(self.reads.iter().map(|(mem, _)| *mem), queue as usize)
         };
-        let derived = known::Chain::after(reuse.iter().flatten().map(|r| &r.chain));
-        let inputs: u64 = self.reads.iter().map(|(_, s)| s.bytes() as u64).sum();
-        if self.mode == contents::Keep::Inputs
-            && derived.is_some_and(|c| contents::checkpoint_due(c, inputs))
-        {
+        // The longest chain this launch's inputs derive along.
+        let derived = known::Chain::longest(reuse.iter().flatten().map(|r| &r.chain));
+        let inputs = || self.reads.iter().map(|(_, s)| s.bytes() as u64).sum();
+        let checkpoint = self.mode == contents::Keep::Inputs
+            && derived.is_some_and(|c| contents::checkpoint_due(c, inputs()));
+        if checkpoint {
             // A checkpoint: this launch's inputs are read and stored, so no replay re-executes
             // a chain longer than `contents::checkpoint_due` allows to re-create an input.
             self.mode = contents::Keep::Befores;
             reuse = none();
         }
         // What a replay re-executes to re-create this launch's contents after.
-        self.chain = match self.mode {
-            contents::Keep::All => known::Chain::start(true),
-            _ => match known::Chain::after(reuse.iter().flatten().map(|r| &r.chain)) {
-                Some(c) => known::Chain {
-                    depth: c.depth.saturating_add(1),
-                    since: c.since,
-                },
-                None => known::Chain::start(false),
-            },
+        self.chain = match (self.mode, derived) {
+            (contents::Keep::All, _) => known::Chain::start(true),
+            (_, Some(c)) if !checkpoint => c.extended(),
+            _ => known::Chain::start(false),
         };
         // An engine only for launches with a buffer to digest on the device: launches over
         // small buffers alone put nothing of ours into the application's context.
