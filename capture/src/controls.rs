@@ -111,6 +111,13 @@ pub const CONTROLS: &[Control] = &[
         help: "In buffer mode `full` the application appends new contents raw to the capture's spool and a `cltrap` process compacts them (chunks, compression); while one does (`cltrap run`), an application whose spool holds more than this waits for compaction (`CLTRAP_STATS` says how long: `spool.wait_ns`). `auto`: an eighth of the free space of the capture's filesystem, between 64 MB and 8 GB (1024 when the free space is not known). 0: no bound.",
     },
     Control {
+        env: "CLTRAP_SPOOL_LANES",
+        flag: "spool-lanes",
+        value_name: "N|auto",
+        default: "auto",
+        help: "In buffer mode `full`, threads of the application's process that copy large new contents (1 MB and more) into the spool, several at once into separate files, while the capture's writer goes on with the next launches; a launch's record is written once its contents are. `auto`: a quarter of the machine's cores, between 1 and 4. 0: the writer copies them itself.",
+    },
+    Control {
         env: "CLTRAP_STATS",
         flag: "stats",
         value_name: "FILE",
@@ -212,6 +219,8 @@ pub struct Settings {
     /// `CLTRAP_SPOOL_MAX_MB`: bytes the spool may hold before the application waits for a
     /// running compactor (0: no bound).
     pub spool_max_bytes: u64,
+    /// `CLTRAP_SPOOL_LANES`: threads that write large spooled contents (None: `auto`).
+    pub spool_lanes: Option<usize>,
     /// Free bytes of the capture's filesystem, when a budget control was `auto` and they
     /// were known (what [`Settings::budget_line`] says the defaults came from).
     pub free_bytes: Option<u64>,
@@ -357,6 +366,16 @@ impl Settings {
         let max_bytes = max_mb.map_or(budget.0, |m| m.saturating_mul(1 << 20));
         let derive_after_bytes = derive_mb.map_or(budget.1, |m| m.saturating_mul(1 << 20));
         let spool_max_bytes = spool_mb.map_or(budget.2, |m| m.saturating_mul(1 << 20));
+        let lanes_s = get("CLTRAP_SPOOL_LANES");
+        let spool_lanes = match lanes_s.trim() {
+            "" | "auto" => None,
+            v => Some(
+                v.parse::<usize>()
+                    .ok()
+                    .filter(|n| *n < crate::spool::LANES)
+                    .ok_or_else(|| bad("CLTRAP_SPOOL_LANES", &lanes_s, "0 to 4, or auto"))?,
+            ),
+        };
         let coverage = match get("CLTRAP_COVERAGE").trim() {
             "on" | "1" | "true" => true,
             "off" | "0" | "false" | "" => false,
@@ -399,6 +418,7 @@ impl Settings {
             max_bytes,
             derive_after_bytes,
             spool_max_bytes,
+            spool_lanes,
             free_bytes,
             device_digest,
             at_finish,

@@ -68,6 +68,16 @@ fn with_suffix(path: PathBuf, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// How [`BlobStore::put_content_planned`] stored a content.
+#[derive(Debug)]
+pub enum Put {
+    /// Stored now or before: the bytes written, and whether this call stored a large content.
+    Done(u64, bool),
+    /// A large new content planned as a spool record and counted as stored: the caller
+    /// writes it ([`BlobStore::write_planned`]) before any record naming it is appended.
+    Planned(crate::spool::Planned),
+}
+
 /// An earlier version of a content that [`BlobStore::put_content_spooled`] is given: the
 /// content's next version differs from it only in `region` (first byte, one past the last:
 /// [`crate::parallel::changed_region`]).
@@ -243,7 +253,7 @@ impl BlobStore {
         bytes: &[u8],
         like: Option<Like<'_>>,
     ) -> Result<(u64, bool), WriteError> {
-        if let Some(done) = self.put_uncut(hash, bytes, like)? {
+        if let Some(done) = self.put_uncut_now(hash, bytes, like)? {
             return Ok(done);
         }
         let before = self.bytes_written();
@@ -251,54 +261,118 @@ impl BlobStore {
         Ok((self.bytes_written() - before, true))
     }
 
-    /// What storing a content does before cutting it: a small content is stored whole, a
-    /// content stored already costs nothing, and with the spool on a large one is spooled.
-    /// Returns the bytes written and whether this call stored a large content; None: the
-    /// content is large and new, and no spool takes it (the caller cuts it, or stores it
-    /// whole).
-    fn put_uncut(
+    /// [`BlobStore::put_uncut`], a spool record written at once (lane 0): the bytes written
+    /// and whether this call stored a large content; None as there.
+    fn put_uncut_now(
         &self,
         hash: &str,
         bytes: &[u8],
         like: Option<Like<'_>>,
     ) -> Result<Option<(u64, bool)>, WriteError> {
+        Ok(match self.put_uncut(hash, bytes, like)? {
+            Some(Put::Done(written, large)) => Some((written, large)),
+            Some(Put::Planned(planned)) => {
+                self.write_planned(0, &planned, bytes)?;
+                Some((planned.bytes(), true))
+            }
+            None => None,
+        })
+    }
+
+    /// [`BlobStore::put_content_spooled`], except that a large new content the spool takes is
+    /// only planned ([`Put::Planned`]): counted as stored from now on, for the caller to write
+    /// with [`BlobStore::write_planned`] on a thread of its own. Why: copying gigabytes into
+    /// the page cache is one thread's work per file, and an application that rewrites large
+    /// buffers waited for it.
+    pub fn put_content_planned(
+        &self,
+        hash: &str,
+        bytes: &[u8],
+        like: Option<Like<'_>>,
+    ) -> Result<Put, WriteError> {
+        match self.put_uncut(hash, bytes, like)? {
+            Some(put) => Ok(put),
+            None => {
+                let before = self.bytes_written();
+                self.put_with_hash(hash, bytes)?;
+                Ok(Put::Done(self.bytes_written() - before, true))
+            }
+        }
+    }
+
+    /// Writes a record [`BlobStore::put_content_planned`] planned, for the same `bytes`, to
+    /// the spool's `lane` ([`crate::spool::LANES`]). Until it returns, no launch record may
+    /// name the content (a reader would not find it).
+    pub fn write_planned(
+        &self,
+        lane: usize,
+        planned: &crate::spool::Planned,
+        bytes: &[u8],
+    ) -> Result<(), WriteError> {
+        let spool_dir = || self.dir.join(crate::spool::SPOOL_DIR);
+        let Some(spool) = self.spool.get() else {
+            return Err(WriteError::Write {
+                path: spool_dir(),
+                source: std::io::Error::other("the capture's spool is off"),
+            });
+        };
+        spool
+            .write_planned(lane, planned, bytes)
+            .map(drop)
+            .map_err(|source| WriteError::Write {
+                path: spool_dir(),
+                source,
+            })
+    }
+
+    /// What storing a content does before cutting it: a small content is stored whole, a
+    /// content stored already costs nothing, and with the spool on a large one is planned as
+    /// a spool record (counted as written). None: the content is large and new, and no spool
+    /// takes it (the caller cuts it, or stores it whole).
+    fn put_uncut(
+        &self,
+        hash: &str,
+        bytes: &[u8],
+        like: Option<Like<'_>>,
+    ) -> Result<Option<Put>, WriteError> {
         if bytes.len() < crate::chunks::MIN_CHUNKED {
             let before = self.bytes_written();
             self.put_with_hash(hash, bytes)?;
-            return Ok(Some((self.bytes_written() - before, false)));
+            return Ok(Some(Put::Done(self.bytes_written() - before, false)));
         }
         if self.is_known(hash) {
-            return Ok(Some((0, false)));
+            return Ok(Some(Put::Done(0, false)));
         }
         let index = index_path(&self.dir, hash);
         if writer_fs::is_regular(&index) || writer_fs::is_regular(&blob_path(&self.dir, hash)) {
             self.remember(hash);
-            return Ok(Some((0, false)));
+            return Ok(Some(Put::Done(0, false)));
         }
         if let Some(spool) = self.spool.get() {
             // The next version of a content this writer spooled: only the changed region.
-            let put = match like {
-                Some(l) => {
-                    let (lo, hi) = l.region;
-                    let ranges = if l.old.len() == bytes.len() {
-                        crate::spool::changed_ranges(bytes, l.old, l.region)
-                    } else {
-                        vec![(lo, hi.saturating_sub(lo))]
-                    };
-                    spool.put_version(hash, bytes, l.base, &ranges)
-                }
-                None => spool.put(hash, bytes),
-            };
-            let written = put.map_err(|source| WriteError::Write {
-                path: self.dir.join(crate::spool::SPOOL_DIR),
-                source,
-            })?;
+            let ranges = like.map(|l| {
+                let (lo, hi) = l.region;
+                let ranges = if l.old.len() == bytes.len() {
+                    crate::spool::changed_ranges(bytes, l.old, l.region)
+                } else {
+                    vec![(lo, hi.saturating_sub(lo))]
+                };
+                (l.base, ranges)
+            });
+            let version = ranges.as_ref().map(|(base, r)| (*base, r.as_slice()));
+            let planned = spool
+                .plan(hash, bytes, version)
+                .map_err(|source| WriteError::Write {
+                    path: self.dir.join(crate::spool::SPOOL_DIR),
+                    source,
+                })?;
+            let written = planned.bytes();
             self.bytes_written.fetch_add(written, Ordering::Relaxed);
             self.spooled_written.fetch_add(written, Ordering::Relaxed);
             self.spooled_whole
                 .fetch_add(bytes.len() as u64, Ordering::Relaxed);
             self.remember(hash);
-            return Ok(Some((written, true)));
+            return Ok(Some(Put::Planned(planned)));
         }
         Ok(None)
     }

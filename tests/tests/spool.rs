@@ -92,26 +92,33 @@ fn a_full_capture_is_spooled_and_replays_bit_exact_before_and_after_compaction()
         store_files(&dir, ".pack")
     );
     assert!(store_files(&dir, ".chunks").is_empty());
-    let launches = open_capture(&dir).launches.len();
-    let before = all_contents(&dir);
+    replays_before_and_after_compaction(&dir);
+    assert!(!store_files(&dir, ".pack").is_empty(), "no pack written");
+}
+
+/// A spooled capture of `dir` holds a large content, every launch replays bit-exact while a
+/// compactor holds the lock (the spool read as it is, left alone), `cltrap compact` empties
+/// the spool without changing any content, and every launch replays bit-exact again.
+fn replays_before_and_after_compaction(dir: &Path) {
+    let launches = open_capture(dir).launches.len();
+    let before = all_contents(dir);
     assert!(
         before.iter().any(|(_, b)| b.len() >= 1 << 20),
         "no large content"
     );
     {
-        let _held = hold_compaction(&dir);
-        assert_replays_ok(&dir, launches);
+        let _held = hold_compaction(dir);
+        assert_replays_ok(dir, launches);
         assert!(
-            !segments(&dir).is_empty(),
+            !segments(dir).is_empty(),
             "compacted although a compactor held the lock"
         );
     }
-    let out = cltrap_on("compact", &dir);
+    let out = cltrap_on("compact", dir);
     assert!(out.success(), "{}", out.describe());
-    assert!(segments(&dir).is_empty(), "segments left after compaction");
-    assert!(!store_files(&dir, ".pack").is_empty(), "no pack written");
-    assert_eq!(all_contents(&dir), before, "contents changed by compaction");
-    assert_replays_ok(&dir, launches);
+    assert!(segments(dir).is_empty(), "segments left after compaction");
+    assert_eq!(all_contents(dir), before, "contents changed by compaction");
+    assert_replays_ok(dir, launches);
 }
 
 #[test]
@@ -330,17 +337,25 @@ const SLICES_BUFFER: u64 = 4 << 20;
 /// A capture of the `slices` fixture under a bare `LD_PRELOAD` (nobody compacts it), with
 /// its `CLTRAP_STATS` counters.
 fn sliced(label: &str) -> (TestDir, serde_json::Value) {
-    let exe = fixture("slices");
-    let dir = fresh_capture_dir(label);
     let rounds = SLICE_ROUNDS.to_string();
-    let native = run_native(&exe, &[&rounds]).expect_success();
+    captured_with_stats(label, "slices", &[&rounds], &[])
+}
+
+/// A capture of fixture `exe` run with `args` under a bare `LD_PRELOAD` (nobody compacts it)
+/// and the controls `env`, behaving as natively, with its `CLTRAP_STATS` counters.
+fn captured_with_stats(
+    label: &str,
+    exe: &str,
+    args: &[&str],
+    env: &[(&str, &OsStr)],
+) -> (TestDir, serde_json::Value) {
+    let exe = fixture(exe);
+    let dir = fresh_capture_dir(label);
+    let native = run_native(&exe, args).expect_success();
     let stats = dir.with_extension("stats.json");
-    let captured = run_preloaded(
-        &dir,
-        &[("CLTRAP_STATS", stats.as_os_str())],
-        &exe,
-        &[&rounds],
-    );
+    let mut env = env.to_vec();
+    env.push(("CLTRAP_STATS", stats.as_os_str()));
+    let captured = run_preloaded(&dir, &env, &exe, args);
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
     let counters = std::fs::read_to_string(&stats)
@@ -640,4 +655,57 @@ fn without_a_spool_large_contents_are_stored_whole_and_replay_bit_exact() {
         .count();
     assert!(whole > 0, "no large content stored");
     assert_replays_ok(&dir, open_capture(&dir).launches.len());
+}
+
+/// A capture made under a bare `LD_PRELOAD` with `CLTRAP_SPOOL_LANES` = `lanes` (no spool
+/// bound, so that a segment rotates only past 64 MB), and its `CLTRAP_STATS` counters.
+fn with_lanes(label: &str, lanes: &str, exe: &str, args: &[&str]) -> (TestDir, serde_json::Value) {
+    let env = [
+        ("CLTRAP_SPOOL_LANES", OsStr::new(lanes)),
+        ("CLTRAP_SPOOL_MAX_MB", OsStr::new("0")),
+    ];
+    captured_with_stats(label, exe, args, &env)
+}
+
+/// Calls of one timed phase in `CLTRAP_STATS` counters.
+fn phase_calls(stats: &serde_json::Value, phase: &str) -> u64 {
+    stats["time"][phase]["calls"].as_u64().unwrap_or(0)
+}
+
+/// With four spool lanes, large new contents are written by the lanes, into a segment per
+/// lane, while the writer goes on: a storm of launches rewriting a 1 MiB buffer and a buffer
+/// changed in a slice per launch (patch records, whose base another lane may have written)
+/// are spread over several segments, every content reads back before and after compaction,
+/// and every launch replays bit-exact. Without lanes the writer writes them all itself, into
+/// one segment.
+#[test]
+fn spool_lanes_write_large_contents_into_separate_segments_and_the_capture_replays_bit_exact() {
+    let (alone, stats) = with_lanes("lanes-0", "0", "budget", &["24", "storm"]);
+    assert_eq!(phase_calls(&stats, "lane_write"), 0, "{stats}");
+    assert_eq!(segments(&alone).len(), 1, "{:?}", segments(&alone));
+    for (label, exe, args) in [
+        ("lanes-storm", "budget", vec!["24", "storm"]),
+        ("lanes-slices", "slices", vec!["24"]),
+    ] {
+        let (dir, stats) = with_lanes(label, "4", exe, &args);
+        let records = all_records(&dir);
+        assert_eq!(
+            phase_calls(&stats, "lane_write") as usize,
+            records.len(),
+            "every large content written by a lane: {stats}"
+        );
+        let used: std::collections::BTreeSet<_> = records.iter().map(|(s, _)| s).collect();
+        assert!(
+            used.len() >= 2,
+            "{label}: one segment for {} records",
+            records.len()
+        );
+        if label == "lanes-slices" {
+            assert!(
+                records.iter().any(|(_, r)| r.patch.is_some()),
+                "no patch record"
+            );
+        }
+        replays_before_and_after_compaction(&dir);
+    }
 }

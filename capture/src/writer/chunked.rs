@@ -15,7 +15,7 @@ impl BlobStore {
     /// the spool on, a large one is spooled ([`BlobStore::put_content_spooled`]). Returns the
     /// bytes this call wrote to disk (0 when the content was stored already).
     pub fn put_content(&self, hash: &str, bytes: &[u8]) -> Result<u64, WriteError> {
-        if let Some((written, _)) = self.put_uncut(hash, bytes, None)? {
+        if let Some((written, _)) = self.put_uncut_now(hash, bytes, None)? {
             return Ok(written);
         }
         let index = index_path(&self.dir, hash);
@@ -53,7 +53,7 @@ impl BlobStore {
         cuts: &[crate::parallel::Cut],
     ) -> Result<u64, WriteError> {
         // Small, known or stored already (the compactor's store keeps no spool).
-        if let Some((written, _)) = self.put_uncut(hash, bytes, None)? {
+        if let Some((written, _)) = self.put_uncut_now(hash, bytes, None)? {
             return Ok(written);
         }
         let covered = cuts

@@ -336,7 +336,7 @@ fn stores(keep: Keep, after: bool) -> bool {
 /// spooled as a patch on it; it is kept as that version. Returns the
 /// content and bytes the caller may reuse (these, or the version they replaced).
 pub fn store_version(
-    writer: &CaptureWriter,
+    writer: &'static CaptureWriter,
     keep: Keep,
     after: bool,
     bytes: Vec<u8>,
@@ -378,7 +378,10 @@ pub fn store_version(
             (parallel::root(&leaves, bytes.len()), leaves, None)
         }
     };
-    let (content, stored_now) = put(writer, hash.clone(), &bytes, like);
+    let bytes = std::sync::Arc::new(bytes);
+    let (content, stored_now) = put_later(writer, hash.clone(), &bytes, like, mem);
+    // Bytes no lane holds any more go back to the caller for reuse.
+    let mine = |b: std::sync::Arc<Vec<u8>>| std::sync::Arc::try_unwrap(b).ok();
     match stored_now {
         true => {
             let new = versions::Version {
@@ -387,14 +390,14 @@ pub fn store_version(
                 leaves,
             };
             let displaced = versions::put(mem, new);
-            (content, old.map(|v| v.bytes).or(displaced))
+            (content, old.map(|v| v.bytes).or(displaced).and_then(mine))
         }
         false => {
             // Stored already (or not stored): the old version stays the reference.
             if let Some(v) = old {
                 versions::put(mem, v);
             }
-            (content, Some(bytes))
+            (content, mine(bytes))
         }
     }
 }
@@ -419,7 +422,8 @@ pub(super) mod versions {
     /// One stored content of a memory object: its bytes, digest and the chaining
     /// values of its blake3 leaves ([`cltrap_capture::parallel::leaves`]).
     pub struct Version {
-        pub bytes: Vec<u8>,
+        /// Shared with a spool lane until it has written them ([`crate::core::spool_lanes`]).
+        pub bytes: std::sync::Arc<Vec<u8>>,
         pub hash: cltrap_capture::Hash,
         pub leaves: Vec<cltrap_capture::parallel::ChainingValue>,
     }
@@ -445,7 +449,7 @@ pub(super) mod versions {
     }
 
     /// Keeps `v` as the version of `mem`; returns the bytes of a version dropped for room.
-    pub fn put(mem: usize, v: Version) -> Option<Vec<u8>> {
+    pub fn put(mem: usize, v: Version) -> Option<std::sync::Arc<Vec<u8>>> {
         if v.bytes.capacity() > MAX_BYTES {
             return Some(v.bytes);
         }
@@ -479,8 +483,40 @@ fn put(
     like: Option<cltrap_capture::writer::Like<'_>>,
 ) -> (Content, bool) {
     let size = bytes.len() as u64;
+    let _put = super::stats::span(super::stats::Phase::StorePut);
     match writer.blobs.put_content_spooled(&hash, bytes, like) {
         Ok((_, stored_now)) => (Content::Blob { hash, size }, stored_now),
+        Err(e) => {
+            crate::sink::fail(&e);
+            let missing = Content::Missing {
+                note: format!("not stored: {e}"),
+            };
+            (missing, false)
+        }
+    }
+}
+
+/// [`put`] for a large content read from memory object `mem`: where the spool takes it, its
+/// record is planned here and written by a spool lane ([`super::spool_lanes`]), so the
+/// landing goes on while it is copied; the record naming it is appended after
+/// ([`super::spool_lanes::settle`]).
+fn put_later(
+    writer: &'static CaptureWriter,
+    hash: cltrap_capture::Hash,
+    bytes: &std::sync::Arc<Vec<u8>>,
+    like: Option<cltrap_capture::writer::Like<'_>>,
+    mem: usize,
+) -> (Content, bool) {
+    let size = bytes.len() as u64;
+    let _put = super::stats::span(super::stats::Phase::StorePut);
+    match writer.blobs.put_content_planned(&hash, bytes, like) {
+        Ok(cltrap_capture::writer::Put::Done(_, stored_now)) => {
+            (Content::Blob { hash, size }, stored_now)
+        }
+        Ok(cltrap_capture::writer::Put::Planned(planned)) => {
+            super::spool_lanes::submit(writer, mem, planned, bytes.clone());
+            (Content::Blob { hash, size }, true)
+        }
         Err(e) => {
             crate::sink::fail(&e);
             let missing = Content::Missing {

@@ -35,6 +35,7 @@ mod readahead;
 mod record;
 mod refcount;
 mod room;
+mod spool_lanes;
 mod stats;
 mod sync;
 mod track;

@@ -60,6 +60,13 @@ phases! {
     SnapshotRead => "snapshot_read",
     /// Storing a large content read back (hashing, cutting, compressing, writing).
     Store => "store",
+    /// Of [`Phase::Store`] and the small contents stored whole: handing a content to the
+    /// blob store (the spool's append, or a small blob's file), hashing excluded.
+    StorePut => "store_put",
+    /// A spool lane writing a planned record ([`super::spool_lanes`]), on its own thread.
+    LaneWrite => "lane_write",
+    /// Waiting for the spool lanes before a batch's records are appended.
+    LaneSettle => "lane_settle",
     /// Waiting for (or doing) a snapshot's read ahead ([`super::readahead`]).
     SnapshotWait => "snapshot_wait",
 }

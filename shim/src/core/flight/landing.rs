@@ -61,8 +61,12 @@ pub(super) fn land_all(batch: Batch, mut freed: impl FnMut(usize)) -> Vec<(u64, 
     if let Some((ra, _)) = &ahead {
         ra.cancel_rest();
     }
-    // One write for the whole batch.
+    // One write for the whole batch, once the contents its records name are written.
     if let Some(w) = writer {
+        {
+            let _settle = crate::core::stats::span(crate::core::stats::Phase::LaneSettle);
+            crate::core::spool_lanes::settle();
+        }
         if crate::sink::healthy() {
             let _append = crate::core::stats::span(crate::core::stats::Phase::Append);
             if let Err(e) = w.append_numbered(records) {

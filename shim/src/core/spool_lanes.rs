@@ -1,0 +1,230 @@
+//! Spool lanes: threads that copy large planned contents into the spool's segments
+//! ([`cltrap_capture::spool::LANES`]), so that the thread landing launches goes on hashing
+//! the next content while the last ones are written, and several are written at once.
+//!
+//! Why: landing one launch after another, the writer spent most of its time copying contents
+//! into the page cache, one thread at 2–4 GB/s (FDTD's first gigabyte of contents on an H200
+//! host: 441 ms of its 641 ms), and the application waited for it. Writers to separate files
+//! scale with their number (two made 7.5 GB/s there, four 13.9 GB/s).
+//!
+//! Job: write records [`BlobStore::put_content_planned`](cltrap_capture::BlobStore) planned,
+//! and tell a lander when every record planned before it asked is written ([`settle`]). It
+//! knows nothing of launches or records; a write that fails stops the capture
+//! ([`crate::sink::fail`]), as a failed write on the landing thread does.
+//!
+//! Invariants:
+//! * A record is written only after every record of the same memory object submitted
+//!   before it (a patch after its base): while one of an object's records waits or is being
+//!   written, its next ones go to the same lane, whose records are written in order.
+//! * No log line names a content before its record is written: the one place that appends
+//!   records ([`super::flight`]'s landing) calls [`settle`] first.
+//! * Bounded: submitting waits while [`PENDING_MAX`] bytes of contents are waiting.
+//! * Only the process that started the threads submits to them (a forked child writes on
+//!   its own thread, as without lanes).
+
+use super::track::lock;
+use cltrap_capture::spool::Planned;
+use cltrap_capture::CaptureWriter;
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex};
+
+/// Most bytes of contents waiting for (or being written by) a lane; past it, submitting
+/// waits. The contents are the versions the landing keeps anyway (shared, not copied).
+pub const PENDING_MAX: usize = 512 << 20;
+
+/// One record to write.
+struct Job {
+    writer: &'static CaptureWriter,
+    planned: Planned,
+    bytes: Arc<Vec<u8>>,
+    mem: usize,
+}
+
+/// One lane: its queue, and how many records were submitted to it and written.
+#[derive(Default)]
+struct Lane {
+    queue: VecDeque<Job>,
+    submitted: u64,
+    written: u64,
+    /// Bytes queued or being written.
+    bytes: usize,
+}
+
+struct Lanes {
+    lanes: Vec<Lane>,
+    /// The process that started the lanes' threads (0: not started).
+    pid: u32,
+    /// (memory object, its lane, its records waiting or being written): the objects with
+    /// records not written yet (a few: at most [`PENDING_MAX`] over the smallest large
+    /// content).
+    chains: Vec<(usize, usize, usize)>,
+    pending: usize,
+    /// The lane that took the last new chain.
+    turn: usize,
+}
+
+static LANES: Mutex<Lanes> = Mutex::new(Lanes {
+    lanes: Vec::new(),
+    pid: 0,
+    chains: Vec::new(),
+    pending: 0,
+    turn: 0,
+});
+static CHANGED: Condvar = Condvar::new();
+
+/// How many lane threads the capture gets (`CLTRAP_SPOOL_LANES`; `auto`: a quarter of the
+/// machine's cores, one to `LANES - 1`: lane 0 is the landing thread's own).
+fn threads() -> usize {
+    let most = cltrap_capture::spool::LANES - 1;
+    match crate::state::settings().and_then(|s| s.spool_lanes) {
+        Some(n) => n.min(most),
+        None => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (cores / 4).clamp(1, most)
+        }
+    }
+}
+
+/// Has the record `planned` (of content `bytes`, read from memory object `mem`) written by
+/// a lane; the content counts as stored from now on. Where no lane thread can run (none
+/// could be started, or this is a forked child), writes it now on this thread.
+pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, bytes: Arc<Vec<u8>>) {
+    let pid = std::process::id();
+    let mut l = lock(&LANES);
+    if l.pid == 0 {
+        l.pid = pid;
+        let n = threads();
+        let mut started = 0;
+        for i in 0..n {
+            let spawned = std::thread::Builder::new()
+                .name(format!("cltrap-spool{}", i + 1))
+                .spawn(move || run(i));
+            if spawned.is_ok() {
+                started += 1;
+            } else {
+                break;
+            }
+        }
+        l.lanes = (0..started).map(|_| Lane::default()).collect();
+    }
+    if l.pid != pid || l.lanes.is_empty() {
+        drop(l);
+        write(&Job {
+            writer,
+            planned,
+            bytes,
+            mem,
+        });
+        return;
+    }
+    let size = bytes.len();
+    while l.pending > 0 && l.pending + size > PENDING_MAX {
+        l = CHANGED.wait(l).unwrap_or_else(|p| p.into_inner());
+    }
+    let lane = match l.chains.iter_mut().find(|c| c.0 == mem) {
+        Some(chain) => {
+            chain.2 += 1;
+            chain.1
+        }
+        None => {
+            // The lane with the fewest bytes waiting, the next one in turn among equals (so
+            // that idle lanes take turns and their segments fill alike).
+            let n = l.lanes.len();
+            l.turn = (l.turn + 1) % n;
+            let turn = l.turn;
+            let lane = (0..n)
+                .map(|k| (turn + k) % n)
+                .min_by_key(|&i| l.lanes[i].bytes)
+                .unwrap_or(0);
+            l.chains.push((mem, lane, 1));
+            lane
+        }
+    };
+    l.pending += size;
+    let q = &mut l.lanes[lane];
+    q.bytes += size;
+    q.submitted += 1;
+    q.queue.push_back(Job {
+        writer,
+        planned,
+        bytes,
+        mem,
+    });
+    drop(l);
+    CHANGED.notify_all();
+}
+
+/// Waits until every record submitted before this call is written (or failed, which
+/// stopped the capture). Returns at once when none waits.
+pub fn settle() {
+    let mut l = lock(&LANES);
+    if l.pid != std::process::id() {
+        return;
+    }
+    let targets: Vec<u64> = l.lanes.iter().map(|q| q.submitted).collect();
+    while l.lanes.iter().zip(&targets).any(|(q, &t)| q.written < t) {
+        l = CHANGED.wait(l).unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+/// Lane `i`'s thread: writes its queue's records in order, forever.
+fn run(i: usize) {
+    let lane = i + 1;
+    loop {
+        let job = {
+            let mut l = lock(&LANES);
+            loop {
+                if let Some(job) = l.lanes.get_mut(i).and_then(|q| q.queue.pop_front()) {
+                    break job;
+                }
+                l = CHANGED.wait(l).unwrap_or_else(|p| p.into_inner());
+            }
+        };
+        {
+            let _span = super::stats::span(super::stats::Phase::LaneWrite);
+            write_on(lane, &job);
+        }
+        let size = job.bytes.len();
+        let mem = job.mem;
+        drop(job);
+        let mut l = lock(&LANES);
+        if let Some(q) = l.lanes.get_mut(i) {
+            q.written += 1;
+            q.bytes -= size;
+        }
+        l.pending -= size;
+        if let Some(at) = l.chains.iter().position(|c| c.0 == mem) {
+            l.chains[at].2 -= 1;
+            if l.chains[at].2 == 0 {
+                l.chains.swap_remove(at);
+            }
+        }
+        drop(l);
+        CHANGED.notify_all();
+    }
+}
+
+/// Writes a job's record on the landing thread's lane.
+fn write(job: &Job) {
+    write_on(0, job);
+}
+
+/// Writes a job's record on `lane`; a failure stops the capture, said once.
+fn write_on(lane: usize, job: &Job) {
+    if !crate::sink::healthy() {
+        return;
+    }
+    let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        job.writer
+            .blobs
+            .write_planned(lane, &job.planned, &job.bytes)
+    }));
+    match written {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => crate::sink::fail(&e),
+        Err(_) => crate::sink::fail(&cltrap_capture::WriteError::Write {
+            path: job.writer.dir().join(cltrap_capture::spool::SPOOL_DIR),
+            source: std::io::Error::other("writing a spool record panicked"),
+        }),
+    }
+}
