@@ -709,3 +709,55 @@ fn spool_lanes_write_large_contents_into_separate_segments_and_the_capture_repla
         replays_before_and_after_compaction(&dir);
     }
 }
+
+/// A spool write that fails (here: past the file size limit, `EFBIG`) stops the capture,
+/// said once on stderr, and the application carries on unchanged; every launch record that
+/// was written names only contents that read back, and replays bit-exact. With spool lanes
+/// the failure happens on a lane's thread, and the records of the launches waiting for it are
+/// not written. (`SIGXFSZ` is ignored, as an application that writes large files may do, so
+/// the limit fails the write instead of killing the process.)
+#[test]
+fn a_failed_spool_write_stops_the_capture_once_and_every_record_written_reads_back() {
+    let exe = fixture("budget");
+    // A `clFinish` after each launch: the launches before the failure are written.
+    let args = ["48"];
+    let native = run_native(&exe, &args).expect_success();
+    // The launch log's journal takes 4 MiB; a spool segment holds four 1 MiB records.
+    let limited = format!(
+        "trap '' XFSZ; exec prlimit --fsize={} \"$0\" \"$@\"",
+        5 << 20
+    );
+    for lanes in ["0", "4"] {
+        let dir = fresh_capture_dir(&format!("spool-efbig-{lanes}"));
+        let mut argv = vec!["-c", limited.as_str(), exe.to_str().expect("a path")];
+        argv.extend(args);
+        let captured = run_preloaded(
+            &dir,
+            &[("CLTRAP_SPOOL_LANES", OsStr::new(lanes))],
+            "sh",
+            &argv,
+        );
+        captured.assert_no_panic();
+        assert_same_behaviour(&native, &captured);
+        assert_eq!(
+            captured
+                .stderr
+                .matches("capture stopped, the application continues unchanged")
+                .count(),
+            1,
+            "lanes {lanes}: {}",
+            captured.describe()
+        );
+        let launches = open_capture(&dir).launches.len();
+        assert!(
+            (1..50).contains(&launches),
+            "lanes {lanes}: {launches} launches recorded"
+        );
+        let contents = all_contents(&dir);
+        assert!(
+            contents.iter().any(|(_, b)| b.len() >= 1 << 20),
+            "lanes {lanes}: no large content recorded"
+        );
+        assert_replays_ok(&dir, launches);
+    }
+}
