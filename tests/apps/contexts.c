@@ -14,12 +14,15 @@
  *   "contexts cycles=N destroyed=N sum=S"
  * With argv[2] = "rss" it also prints the resident memory (VmRSS) after WARM cycles and at
  * the end ("rss_start_kb=A rss_end_kb=B"), which a native run cannot reproduce byte for
- * byte: the transparency test runs without it. */
+ * byte: the transparency test runs without it. With argv[2] = "finish" the buffer is 1 MiB
+ * and a clFinish follows the launch (the capture then lands it on the application's thread,
+ * where it reads contents into memory of its own context: that memory must not keep the
+ * context alive either). */
 #include "common.h"
 #include <stdatomic.h>
 #include <unistd.h>
 
-enum { N = 16384, WARM = 20 };
+enum { N = 16384, LARGE = 1 << 18, WARM = 20 };
 
 static const char *SRC =
     "__kernel void twice(__global float *a, float k) {\n"
@@ -46,10 +49,12 @@ static long rss_kb(void) {
 int main(int argc, char **argv) {
     long cycles = argc > 1 ? atol(argv[1]) : 40;
     int rss = argc > 2 && strcmp(argv[2], "rss") == 0;
+    int fin = argc > 2 && strcmp(argv[2], "finish") == 0;
+    int n = fin ? LARGE : N;
     cl_platform_id plat;
     cl_device_id dev;
     pick_device(&plat, &dev);
-    static float host[N];
+    static float host[LARGE];
     double sum = 0;
     long rss_start = rss_kb();
     for (long c = 0; c < cycles; c++) {
@@ -62,24 +67,25 @@ int main(int argc, char **argv) {
         CHECK_ERR(err);
         cl_program p = build_source(ctx, dev, SRC, "", "contexts.c");
         cl_kernel k = make_kernel(p, "twice");
-        for (int i = 0; i < N; i++) host[i] = (float)(i % 97);
-        cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof host,
-                                  host, &err);
+        for (int i = 0; i < n; i++) host[i] = (float)(i % 97);
+        cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                  n * sizeof host[0], host, &err);
         CHECK_ERR(err);
         float kf = (float)(c % 5);
         CHECK(clSetKernelArg(k, 0, sizeof b, &b));
         CHECK(clSetKernelArg(k, 1, sizeof kf, &kf));
-        size_t g = N;
+        size_t g = n;
         CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, NULL));
-        CHECK(clEnqueueReadBuffer(q, b, CL_TRUE, 0, sizeof host, host, 0, NULL, NULL));
-        for (int i = 0; i < N; i++) {
+        if (fin) CHECK(clFinish(q));
+        CHECK(clEnqueueReadBuffer(q, b, CL_TRUE, 0, n * sizeof host[0], host, 0, NULL, NULL));
+        for (int i = 0; i < n; i++) {
             float want = 2.0f * (float)(i % 97) + kf;
             if (host[i] != want) {
                 fprintf(stderr, "cycle %ld: a[%d] = %g, expected %g\n", c, i, host[i], want);
                 return 1;
             }
         }
-        sum += host[N - 1];
+        sum += host[n - 1];
         switch (c % 3) {
         case 0: /* The context first: its objects keep it alive. */
             CHECK(clReleaseContext(ctx));

@@ -217,6 +217,25 @@ fn contexts_the_application_releases_are_destroyed_under_the_capture() {
             assert_replays_ok(&dir, CONTEXT_CYCLES as usize);
         }
     }
+    // With a `clFinish` after each 1 MiB launch, the capture lands it on the application's
+    // thread and reads its new contents into mapped memory of the engine, in the context:
+    // kept as the buffer's last version until the application releases the buffer, it must
+    // not keep the context alive.
+    let fin_args = [cycles.as_str(), "finish"];
+    let native_fin = run_native(&exe, &fin_args).expect_success();
+    let dir = fresh_capture_dir("dd-contexts-finish");
+    let flags = ["--buffers", "full", "--device-digest", "on"];
+    let (captured, dev) = run_captured_with_stats(&dir, &flags, &exe, &fin_args);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native_fin, &captured);
+    assert_eq!(counter(&dev, "engines_released"), CONTEXT_CYCLES, "{dev}");
+    // Each cycle's new contents, read by its `clFinish` (the application's thread), land in
+    // mapped memory; the writer thread may have landed a launch first, never all of them.
+    assert!(counter(&dev, "finish_written") > 0, "{dev}");
+    assert!(counter(&dev, "snapshot_reads_mapped") > 0, "{dev}");
+    let cap = open_capture(&dir);
+    assert_full_contents(&cap);
+    assert_replays_ok(&dir, CONTEXT_CYCLES as usize);
     // The loader-layer door counts the same contexts.
     let dir = fresh_capture_dir("dd-contexts-layer");
     let layered = run_with_env(

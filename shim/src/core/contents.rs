@@ -3,6 +3,7 @@
 //! budget nears, only contents that no earlier launch re-creates are stored ([`plan`]), so
 //! every launch stays replayable instead of every later launch losing its contents.
 
+use super::landed::Landed;
 use super::track::lock;
 use crate::Next;
 use cltrap_capture::{parallel, writer::digest, BufferMode, CaptureWriter, Content, Settings};
@@ -339,11 +340,11 @@ pub fn store_version(
     writer: &'static CaptureWriter,
     keep: Keep,
     after: bool,
-    bytes: Vec<u8>,
+    bytes: Landed,
     mem: usize,
 ) -> (Content, Option<Vec<u8>>) {
     if bytes.len() < versions::MIN_BYTES || !stores(keep, after) {
-        return (store(writer, keep, after, &bytes), Some(bytes));
+        return (store(writer, keep, after, &bytes), bytes.into_vec());
     }
     let _store = super::stats::span(super::stats::Phase::Store);
     let size = bytes.len() as u64;
@@ -361,7 +362,7 @@ pub fn store_version(
             if let Some(v) = old {
                 versions::put(mem, v);
             }
-            return (Content::Blob { hash, size }, Some(bytes));
+            return (Content::Blob { hash, size }, bytes.into_vec());
         }
         Some((v, Some(region))) => {
             let leaves = parallel::leaves_like(&bytes, &v.leaves, region);
@@ -381,7 +382,7 @@ pub fn store_version(
     let bytes = std::sync::Arc::new(bytes);
     let (content, stored_now) = put_later(writer, hash.clone(), &bytes, like, mem);
     // Bytes no lane holds any more go back to the caller for reuse.
-    let mine = |b: std::sync::Arc<Vec<u8>>| std::sync::Arc::try_unwrap(b).ok();
+    let mine = |b: std::sync::Arc<Landed>| std::sync::Arc::try_unwrap(b).ok()?.into_vec();
     match stored_now {
         true => {
             let new = versions::Version {
@@ -409,6 +410,7 @@ pub fn store_version(
 /// forgotten when the application releases the object.
 pub(super) mod versions {
     use super::lock;
+    use super::Landed;
     use std::sync::Mutex;
 
     /// Contents smaller than this are hashed whole (cheap enough). More than one blake3 leaf
@@ -423,7 +425,7 @@ pub(super) mod versions {
     /// values of its blake3 leaves ([`cltrap_capture::parallel::leaves`]).
     pub struct Version {
         /// Shared with a spool lane until it has written them ([`crate::core::spool_lanes`]).
-        pub bytes: std::sync::Arc<Vec<u8>>,
+        pub bytes: std::sync::Arc<Landed>,
         pub hash: cltrap_capture::Hash,
         pub leaves: Vec<cltrap_capture::parallel::ChainingValue>,
     }
@@ -444,23 +446,23 @@ pub(super) mod versions {
         let mut k = lock(&KEPT);
         let i = k.list.iter().position(|(m, _)| *m == mem)?;
         let (_, v) = k.list.remove(i);
-        k.bytes -= v.bytes.capacity();
+        k.bytes -= v.bytes.footprint();
         Some(v)
     }
 
     /// Keeps `v` as the version of `mem`; returns the bytes of a version dropped for room.
-    pub fn put(mem: usize, v: Version) -> Option<std::sync::Arc<Vec<u8>>> {
-        if v.bytes.capacity() > MAX_BYTES {
+    pub fn put(mem: usize, v: Version) -> Option<std::sync::Arc<Landed>> {
+        if v.bytes.footprint() > MAX_BYTES {
             return Some(v.bytes);
         }
         let mut k = lock(&KEPT);
         let mut dropped = None;
-        while k.bytes + v.bytes.capacity() > MAX_BYTES && !k.list.is_empty() {
+        while k.bytes + v.bytes.footprint() > MAX_BYTES && !k.list.is_empty() {
             let (_, old) = k.list.remove(0);
-            k.bytes -= old.bytes.capacity();
+            k.bytes -= old.bytes.footprint();
             dropped = Some(old.bytes);
         }
-        k.bytes += v.bytes.capacity();
+        k.bytes += v.bytes.footprint();
         k.list.push((mem, v));
         dropped
     }
@@ -503,7 +505,7 @@ fn put(
 fn put_later(
     writer: &'static CaptureWriter,
     hash: cltrap_capture::Hash,
-    bytes: &std::sync::Arc<Vec<u8>>,
+    bytes: &std::sync::Arc<Landed>,
     like: Option<cltrap_capture::writer::Like<'_>>,
     mem: usize,
 ) -> (Content, bool) {

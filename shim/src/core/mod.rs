@@ -24,6 +24,7 @@ mod info;
 mod inqueue;
 mod kernel;
 mod known;
+mod landed;
 mod launch;
 mod lifetime;
 mod mem;

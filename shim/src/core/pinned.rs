@@ -270,57 +270,9 @@ impl Pool {
     }
 
     fn map_slab(&self) -> Option<(usize, usize)> {
-        let (create, map) = (self.calls.create_buffer?, self.calls.map?);
-        let mut err = CL_SUCCESS;
-        // SAFETY: a buffer of our own in the application's live context (the pool's queue
-        // keeps it alive).
-        let buffer = Hold::Child(Child::Buffer, self.device);
-        let mem = super::held::take(self.context, buffer, || {
-            let m = unsafe {
-                create(
-                    self.context as cl_context,
-                    CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE,
-                    SLAB,
-                    std::ptr::null_mut(),
-                    &mut err,
-                )
-            };
-            (!m.is_null()).then_some(m)
-        })?;
-        if err != CL_SUCCESS {
-            super::held::give(self.context, buffer, || {
-                if let Some(rel) = self.calls.release_mem {
-                    // SAFETY: our own buffer, never used.
-                    unsafe { rel(mem) };
-                }
-            });
-            return None;
-        }
-        // SAFETY: blocking map of our own buffer on our own queue (nothing else in it).
-        let ptr = unsafe {
-            map(
-                self.queue as cl_command_queue,
-                mem,
-                CL_TRUE,
-                CL_MAP_READ | CL_MAP_WRITE,
-                0,
-                SLAB,
-                0,
-                std::ptr::null(),
-                std::ptr::null_mut(),
-                &mut err,
-            )
-        };
-        if ptr.is_null() || err != CL_SUCCESS {
-            super::held::give(self.context, buffer, || {
-                if let Some(rel) = self.calls.release_mem {
-                    // SAFETY: our own buffer, never used.
-                    unsafe { rel(mem) };
-                }
-            });
-            return None;
-        }
-        Some((mem as usize, ptr as usize))
+        let c = &self.calls;
+        let calls = (c.create_buffer, c.map, c.release_mem);
+        map_host_buffer(calls, self.context, self.device, self.queue, SLAB)
     }
 
     /// Unmaps and releases every slab and the queue, once (no chunk is in use: called when
@@ -400,4 +352,67 @@ pub(super) fn trim() {
             .collect()
     };
     drop(idle);
+}
+
+/// The driver's entry points [`map_host_buffer`] calls: create a buffer, map it, release it.
+pub(super) type MapCalls = (clCreateBuffer_t, clEnqueueMapBuffer_t, clReleaseMemObject_t);
+
+/// A new `CL_MEM_ALLOC_HOST_PTR` buffer of `bytes` in `context`, its hold of the context
+/// registered under `device` ([`super::held`]), mapped for reading and writing on `queue`
+/// (blocking: nothing else of ours may be in that queue): (buffer, mapped pointer). None: it
+/// could not be made or mapped (then nothing of it is left). Why host buffers of the
+/// context: the driver copies into them directly, without a staging copy of its own.
+pub(super) fn map_host_buffer(
+    (create, map, release): MapCalls,
+    context: usize,
+    device: usize,
+    queue: usize,
+    bytes: usize,
+) -> Option<(usize, usize)> {
+    let (create, map) = (create?, map?);
+    let mut err = CL_SUCCESS;
+    let buffer = Hold::Child(Child::Buffer, device);
+    let mem = super::held::take(context, buffer, || {
+        // SAFETY: a buffer of our own in the application's live context (the caller's queue
+        // keeps it alive).
+        let m = unsafe {
+            create(
+                context as cl_context,
+                CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE,
+                bytes.max(1),
+                std::ptr::null_mut(),
+                &mut err,
+            )
+        };
+        (!m.is_null()).then_some(m)
+    })?;
+    let ptr = if err == CL_SUCCESS {
+        // SAFETY: blocking map of our own buffer on our own queue.
+        unsafe {
+            map(
+                queue as cl_command_queue,
+                mem,
+                CL_TRUE,
+                CL_MAP_READ | CL_MAP_WRITE,
+                0,
+                bytes.max(1),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                &mut err,
+            )
+        }
+    } else {
+        std::ptr::null_mut()
+    };
+    if ptr.is_null() || err != CL_SUCCESS {
+        super::held::give(context, buffer, || {
+            if let Some(rel) = release {
+                // SAFETY: our own buffer, never used.
+                unsafe { rel(mem) };
+            }
+        });
+        return None;
+    }
+    Some((mem as usize, ptr as usize))
 }

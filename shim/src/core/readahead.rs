@@ -24,6 +24,7 @@
 //! * At most [`AHEAD_MAX`] bytes are read ahead per batch; later snapshots are read when
 //!   needed, as before.
 
+use super::landed::Landed;
 use super::room::spare;
 use super::track::lock;
 use opencl_sys::cl_int;
@@ -35,12 +36,15 @@ pub(super) const AHEAD_MAX: usize = 256 << 20;
 /// Something a read-ahead can read back: a device-side snapshot of the capture's own.
 pub(super) trait ReadBack {
     /// Reads the whole contents back (blocking), or says which OpenCL error stopped it.
-    fn read(&self) -> Result<Vec<u8>, cl_int>;
+    /// Reads it back (`urgent`: a thread waits for it; faster, scarcer memory may be used).
+    fn read(&self, urgent: bool) -> Result<Landed, cl_int>;
 }
 
 /// A batch's snapshots to read, in order, and what became of each read.
 pub(super) struct ReadAhead<S: ReadBack> {
     snapshots: Vec<S>,
+    /// A thread waits for the batch ([`ReadBack::read`]'s `urgent`).
+    urgent: bool,
     states: Mutex<Vec<State>>,
     changed: Condvar,
 }
@@ -48,7 +52,7 @@ pub(super) struct ReadAhead<S: ReadBack> {
 enum State {
     Waiting,
     Reading,
-    Done(Result<Vec<u8>, cl_int>),
+    Done(Result<Landed, cl_int>),
     Taken,
 }
 
@@ -59,12 +63,14 @@ pub(super) struct Ahead<S: ReadBack> {
 }
 
 impl<S: ReadBack> ReadAhead<S> {
-    /// A read-ahead of `snapshots` (in the order they will be needed), and each one's place.
-    pub fn new(snapshots: Vec<S>) -> (Arc<ReadAhead<S>>, Vec<Ahead<S>>) {
+    /// A read-ahead of `snapshots` (in the order they will be needed), and each one's place;
+    /// `urgent`: an application's thread waits for the batch.
+    pub fn new(snapshots: Vec<S>, urgent: bool) -> (Arc<ReadAhead<S>>, Vec<Ahead<S>>) {
         let n = snapshots.len();
         super::stats::add(&super::stats::SNAPSHOTS_READ_AHEAD, n as u64);
         let of = Arc::new(ReadAhead {
             snapshots,
+            urgent,
             states: Mutex::new((0..n).map(|_| State::Waiting).collect()),
             changed: Condvar::new(),
         });
@@ -107,7 +113,7 @@ impl<S: ReadBack> ReadAhead<S> {
     /// the read panicked, so no side waits for it forever).
     fn read(&self, i: usize) {
         let s = &self.snapshots[i];
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.read()))
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.read(self.urgent)))
             .unwrap_or(Err(opencl_sys::CL_OUT_OF_HOST_MEMORY));
         lock(&self.states)[i] = State::Done(r);
         self.changed.notify_all();
@@ -117,7 +123,7 @@ impl<S: ReadBack> ReadAhead<S> {
 impl<S: ReadBack> Ahead<S> {
     /// The snapshot's contents: read by the reader (waiting for it while it reads), or read
     /// here when the reader has not come to it.
-    pub fn take(self) -> Result<Vec<u8>, cl_int> {
+    pub fn take(self) -> Result<Landed, cl_int> {
         let _wait = super::stats::span(super::stats::Phase::SnapshotWait);
         let ra = &self.of;
         let mut st = lock(&ra.states);
@@ -146,7 +152,10 @@ impl<S: ReadBack> Drop for ReadAhead<S> {
         let states = self.states.get_mut().unwrap_or_else(|e| e.into_inner());
         for s in states.drain(..) {
             if let State::Done(Ok(v)) = s {
-                spare::give(v);
+                // Held memory goes back to its holder as it drops.
+                if let Some(v) = v.into_vec() {
+                    spare::give(v);
+                }
             }
         }
     }

@@ -22,6 +22,7 @@
 //! * Only the process that started the threads submits to them (a forked child writes on
 //!   its own thread, as without lanes).
 
+use super::landed::Landed;
 use super::track::lock;
 use cltrap_capture::spool::Planned;
 use cltrap_capture::CaptureWriter;
@@ -36,7 +37,7 @@ pub const PENDING_MAX: usize = 512 << 20;
 struct Job {
     writer: &'static CaptureWriter,
     planned: Planned,
-    bytes: Arc<Vec<u8>>,
+    bytes: Arc<Landed>,
     mem: usize,
 }
 
@@ -88,7 +89,7 @@ fn threads() -> usize {
 /// Has the record `planned` (of content `bytes`, read from memory object `mem`) written by
 /// a lane; the content counts as stored from now on. Where no lane thread can run (none
 /// could be started, or this is a forked child), writes it now on this thread.
-pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, bytes: Arc<Vec<u8>>) {
+pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, bytes: Arc<Landed>) {
     let pid = std::process::id();
     let mut l = lock(&LANES);
     if l.pid == 0 {

@@ -58,6 +58,9 @@ phases! {
     LandRelease => "land_release",
     /// Reading a device-side snapshot back (a content the capture has not stored yet).
     SnapshotRead => "snapshot_read",
+    /// Of [`Phase::SnapshotRead`]: finding room for it (a kept vector, or fresh memory
+    /// touched first).
+    SnapshotRoom => "snapshot_room",
     /// Storing a large content read back (hashing, cutting, compressing, writing).
     Store => "store",
     /// Of [`Phase::Store`] and the small contents stored whole: handing a content to the
@@ -110,6 +113,9 @@ pub(super) static PARTIAL_BYTES: AtomicU64 = AtomicU64::new(0);
 pub(super) static SNAPSHOT_READS: AtomicU64 = AtomicU64::new(0);
 /// See [`SNAPSHOT_READS`].
 pub(super) static SNAPSHOT_READ_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Of [`SNAPSHOT_READS`], those read into an engine's mapped host memory (the driver copies
+/// straight into it), not the heap.
+pub(super) static SNAPSHOT_READS_MAPPED: AtomicU64 = AtomicU64::new(0);
 /// Launches an application's `clFinish` wrote itself (`--at-finish write`) or handed to the
 /// writer thread (`--at-finish hand`).
 pub(super) static FINISH_WRITTEN: AtomicU64 = AtomicU64::new(0);
@@ -152,13 +158,14 @@ pub(super) fn write(path: &std::path::Path) {
         .collect();
     // The counters, named as in the file, in its order (one list: names and values cannot
     // drift apart).
-    let counters: [(&str, &AtomicU64); 14] = [
+    let counters: [(&str, &AtomicU64); 15] = [
         ("content_reads", &CONTENT_READS),
         ("content_read_bytes", &CONTENT_READ_BYTES),
         ("device_digests", &DEVICE_DIGESTS),
         ("partial_bytes", &PARTIAL_BYTES),
         ("snapshot_reads", &SNAPSHOT_READS),
         ("snapshot_read_bytes", &SNAPSHOT_READ_BYTES),
+        ("snapshot_reads_mapped", &SNAPSHOT_READS_MAPPED),
         ("snapshots_read_ahead", &SNAPSHOTS_READ_AHEAD),
         ("finish_written", &FINISH_WRITTEN),
         ("finish_handed", &FINISH_HANDED),

@@ -33,13 +33,25 @@ use std::thread::JoinHandle;
 /// flight, status, final event, completion inferred from a later launch of the lane).
 pub(super) type Batch = Vec<(u64, usize, Flight, cl_int, usize, bool)>;
 
+thread_local! {
+    /// Whether the batch this thread lands is one an application's thread waits for: its
+    /// snapshots are read into an engine's mapped memory where it has some to spare
+    /// ([`crate::core::digest`]), the fastest way back, which is scarce.
+    static WAITED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Lands a batch of completed flights (see [`land`]) and appends their records in one write.
-/// `freed(bytes)` is called as soon as a landed flight's reserved host memory is no longer
-/// used (only when it reserved some). Returns each flight's (ticket, lane), in batch order, for
-/// the caller to forget them.
-pub(super) fn land_all(batch: Batch, mut freed: impl FnMut(usize)) -> Vec<(u64, usize)> {
+/// `waited`: an application's thread waits for it. `freed(bytes)` is called as soon as a
+/// landed flight's reserved host memory is no longer used (only when it reserved some).
+/// Returns each flight's (ticket, lane), in batch order, for the caller to forget them.
+pub(super) fn land_all(
+    batch: Batch,
+    waited: bool,
+    mut freed: impl FnMut(usize),
+) -> Vec<(u64, usize)> {
     let mut batch = batch;
-    let ahead = read_ahead(&mut batch);
+    WAITED.with(|w| w.set(waited));
+    let ahead = read_ahead(&mut batch, waited);
     let mut written = Vec::with_capacity(batch.len());
     let mut records = Vec::with_capacity(batch.len());
     let mut writer = None;
@@ -89,7 +101,7 @@ type Reading = (Arc<ReadAhead<Snapshot>>, Option<JoinHandle<()>>);
 /// stored (a single one gains nothing from another thread): those whose digests are neither
 /// stored nor an earlier side's of the batch, up to [`crate::core::readahead::AHEAD_MAX`] bytes.
 /// Their sides then take the contents from the read-ahead. Returns it and its reader.
-fn read_ahead(batch: &mut Batch) -> Option<Reading> {
+fn read_ahead(batch: &mut Batch, waited: bool) -> Option<Reading> {
     use crate::core::digest::Side;
     let mut wanted: Vec<(&mut Side, usize)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -150,7 +162,7 @@ fn read_ahead(batch: &mut Batch) -> Option<Reading> {
     for (side, _) in wanted.iter_mut() {
         snapshots.extend(side.snapshot.take());
     }
-    let (ra, places) = ReadAhead::new(snapshots);
+    let (ra, places) = ReadAhead::new(snapshots, waited);
     for ((side, _), place) in wanted.into_iter().zip(places) {
         side.ahead = Some(place);
     }
@@ -241,6 +253,7 @@ fn content(
     // SAFETY: the read of `bytes` bytes into this buffer completed (status CL_COMPLETE of
     // the event that follows every read of the launch).
     if let Some(v) = unsafe { landing.take_filled(bytes) } {
+        let v = crate::core::landed::Landed::Heap(v);
         let (content, spare) = contents::store_version(f.writer, f.mode, after, v, mem);
         if let Some(v) = spare {
             spare::give(v);
@@ -280,7 +293,7 @@ fn device_content(
     }
     let read = match (side.ahead.take(), &side.snapshot) {
         (Some(ahead), _) => ahead.take(),
-        (None, Some(snapshot)) => snapshot.read(),
+        (None, Some(snapshot)) => snapshot.read(WAITED.with(|w| w.get())),
         // Neither: returned above.
         (None, None) => Err(CL_INVALID_OPERATION),
     };

@@ -1,0 +1,144 @@
+//! Mapped host memory of an engine: `CL_MEM_ALLOC_HOST_PTR` buffers of the engine's context,
+//! mapped once, that a snapshot is read into.
+//!
+//! Why: a read into ordinary memory goes through the driver's own staging buffer and a copy on
+//! the reading thread. On the H200 host a 16 MB read came back at 7–13 GB/s into ordinary
+//! memory and at 49–54 GB/s into mapped memory (`bench/dev`-style measurement of
+//! `clEnqueueReadBuffer`, 2026-11-29); the capture's snapshot reads ran at 4–5 GB/s while the
+//! spool lanes and the hashing used the same memory bus. Read into mapped memory, a content
+//! costs the bus and no copy; it then stays there as the version kept for the next launch's
+//! comparison and while a spool lane writes it ([`crate::core::landed`]).
+//!
+//! Invariants:
+//! * A [`Mapped`] holds its engine (an `Arc`), like a snapshot: the engine's objects, and with
+//!   them its hold of the application's context, go only after the last one is dropped.
+//! * Mapped memory is made only while the engine holds less than [`MAPPED_MAX`]; past it a
+//!   snapshot is read into the heap, as before.
+//! * Each buffer is mapped once, when made, and unmapped (on the engine's own queue) right
+//!   before it is released; dropped memory goes back to the engine's pool while the pool holds
+//!   less than [`POOLED_MAPPED_BYTES`], and the pool gives back what it did not use for
+//!   [`super::IDLE`] ([`super::trim`]).
+
+use super::{Child, Engine};
+use opencl_sys::*;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Mapped host memory an engine may hold in all (in use and pooled). Small: making and
+/// releasing mapped memory costs the driver about 0.4 ms per MB on the H200 host (pinning its
+/// pages), two to four times what a read into the heap costs, and pays only where it is used
+/// again; the buffers that rewrite at every launch are few (a stencil's two, an FDTD's three).
+pub(super) const MAPPED_MAX: usize = 64 << 20;
+/// Mapped host memory an engine keeps pooled for reuse: all of it (each release costs).
+const POOLED_MAPPED_BYTES: usize = MAPPED_MAX;
+
+/// A mapped buffer of an engine holding `bytes` bytes of contents read back.
+pub(in crate::core) struct Mapped {
+    engine: Arc<Engine>,
+    mem: usize,
+    ptr: usize,
+    bytes: usize,
+}
+
+// SAFETY: the mapped pointer is written only by the read that filled it, before the value is
+// shared; after that it is only read.
+unsafe impl Send for Mapped {}
+unsafe impl Sync for Mapped {}
+
+impl Mapped {
+    /// Where a read of `bytes` bytes lands.
+    pub(super) fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr as *mut u8
+    }
+}
+
+impl crate::core::landed::Held for Mapped {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `bytes` bytes mapped at `ptr` while this value lives (see the `Send` note).
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.bytes) }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        let e = &self.engine;
+        let mut st = crate::core::track::lock(&e.state);
+        st.last_used = Some(Instant::now());
+        let pooled: usize = st.free_mapped.iter().map(|m| m.0).sum();
+        if !st.closed && pooled + self.bytes <= POOLED_MAPPED_BYTES {
+            st.free_mapped.push((self.bytes, self.mem, self.ptr));
+            return;
+        }
+        st.mapped_bytes = st.mapped_bytes.saturating_sub(self.bytes);
+        drop(st);
+        e.unmap_and_release(self.mem, self.ptr);
+    }
+}
+
+impl Engine {
+    /// Mapped memory for `bytes` bytes: pooled, or made and mapped now (None: the engine holds
+    /// [`MAPPED_MAX`] already, or it could not be made).
+    pub(super) fn mapped(self: &Arc<Engine>, bytes: usize) -> Option<Mapped> {
+        let mut st = crate::core::track::lock(&self.state);
+        if st.closed {
+            return None;
+        }
+        if let Some(i) = st.free_mapped.iter().position(|m| m.0 == bytes) {
+            let (bytes, mem, ptr) = st.free_mapped.swap_remove(i);
+            return Some(Mapped {
+                engine: self.clone(),
+                mem,
+                ptr,
+                bytes,
+            });
+        }
+        if st.mapped_bytes + bytes > MAPPED_MAX {
+            return None;
+        }
+        st.mapped_bytes += bytes;
+        drop(st);
+        let made = self.make_mapped(bytes);
+        if made.is_none() {
+            let mut st = crate::core::track::lock(&self.state);
+            st.mapped_bytes = st.mapped_bytes.saturating_sub(bytes);
+        }
+        let (mem, ptr) = made?;
+        Some(Mapped {
+            engine: self.clone(),
+            mem,
+            ptr,
+            bytes,
+        })
+    }
+
+    /// A new `CL_MEM_ALLOC_HOST_PTR` buffer of `bytes` in the engine's context, mapped on the
+    /// engine's queue: (buffer, mapped pointer).
+    fn make_mapped(&self, bytes: usize) -> Option<(usize, usize)> {
+        let c = &self.calls;
+        let calls = (c.create_buffer, c.map, c.release_mem);
+        crate::core::pinned::map_host_buffer(calls, self.context, self.device, self.queue, bytes)
+    }
+
+    /// Unmaps (when `ptr` is not 0) and releases a mapped buffer of ours.
+    pub(super) fn unmap_and_release(&self, mem: usize, ptr: usize) {
+        // SAFETY: our own buffer and its mapping; nothing of ours uses either any more (the
+        // read that filled it completed, the value holding it was dropped).
+        unsafe {
+            if let (Some(unmap), true) = (self.calls.unmap, ptr != 0) {
+                unmap(
+                    self.queue as cl_command_queue,
+                    mem as cl_mem,
+                    ptr as *mut libc::c_void,
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                );
+            }
+            if let Some(rel) = self.calls.release_mem {
+                self.gone(Child::Buffer, || {
+                    rel(mem as cl_mem);
+                });
+            }
+        }
+    }
+}
