@@ -675,11 +675,10 @@ fn phase_calls(stats: &serde_json::Value, phase: &str) -> u64 {
 }
 
 /// With four spool lanes, large new contents are written by the lanes, into a segment per
-/// lane, while the writer goes on: Gaussian elimination's two 1 MiB buffers (a lane each at
-/// least: a memory object's records go to the lane with the fewest bytes waiting, the next in
-/// turn among equals, unless one of its records still waits) and a buffer changed in a slice
-/// per launch (patch records, whose base another lane may have written) read back before and
-/// after compaction, and every launch replays bit-exact. Without lanes the writer writes them
+/// lane, while the writer goes on: Gaussian elimination's two 1 MiB buffers (each memory
+/// object has a lane of its own, given in turn) and a buffer changed in a slice per launch
+/// (patch records after their base, on its lane) read back before and after compaction, and
+/// every launch replays bit-exact. Without lanes the writer writes them
 /// all itself, into one segment.
 #[test]
 fn spool_lanes_write_large_contents_into_separate_segments_and_the_capture_replays_bit_exact() {

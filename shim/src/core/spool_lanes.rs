@@ -15,7 +15,9 @@
 //! Invariants:
 //! * A record is written only after every record of the same memory object submitted
 //!   before it (a patch after its base): while one of an object's records waits or is being
-//!   written, its next ones go to the same lane, whose records are written in order.
+//!   written, its next ones go to the same lane, whose records are written in order. Each
+//!   object has a lane of its own otherwise too (given in turn), so that its versions follow
+//!   each other in one segment, as compaction rebuilds patches fastest.
 //! * No log line names a content before its record is written: the one place that appends
 //!   records ([`super::flight`]'s landing) calls [`settle`] first.
 //! * Bounded: submitting waits while [`PENDING_MAX`] bytes of contents are waiting.
@@ -59,15 +61,25 @@ struct Lanes {
     /// records not written yet (a few: at most [`PENDING_MAX`] over the smallest large
     /// content).
     chains: Vec<(usize, usize, usize)>,
+    /// (memory object, its lane): the lane each object's records go to, so that its versions
+    /// stay in one segment after another and compaction rebuilds each patch from the version
+    /// just before it, kept in memory (spread over lanes, compaction read each base back from
+    /// the store: Gaussian elimination and a wavefront captured slower on the H200 host).
+    /// Bounded ([`HOMES_MAX`]: then it starts over).
+    homes: Vec<(usize, usize)>,
     pending: usize,
-    /// The lane that took the last new chain.
+    /// The lane given to the last object seen first.
     turn: usize,
 }
+
+/// Most memory objects whose lane [`Lanes::homes`] remembers.
+const HOMES_MAX: usize = 1024;
 
 static LANES: Mutex<Lanes> = Mutex::new(Lanes {
     lanes: Vec::new(),
     pid: 0,
     chains: Vec::new(),
+    homes: Vec::new(),
     pending: 0,
     turn: 0,
 });
@@ -122,21 +134,26 @@ pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, byte
     while l.pending > 0 && l.pending + size > PENDING_MAX {
         l = CHANGED.wait(l).unwrap_or_else(|p| p.into_inner());
     }
+    // While records of `mem` wait, its next one follows them on their lane; else it goes to
+    // the object's own lane, given in turn when it is first seen.
     let lane = match l.chains.iter_mut().find(|c| c.0 == mem) {
         Some(chain) => {
             chain.2 += 1;
             chain.1
         }
         None => {
-            // The lane with the fewest bytes waiting, the next one in turn among equals (so
-            // that idle lanes take turns and their segments fill alike).
-            let n = l.lanes.len();
-            l.turn = (l.turn + 1) % n;
-            let turn = l.turn;
-            let lane = (0..n)
-                .map(|k| (turn + k) % n)
-                .min_by_key(|&i| l.lanes[i].bytes)
-                .unwrap_or(0);
+            let lane = match l.homes.iter().find(|h| h.0 == mem) {
+                Some(h) => h.1,
+                None => {
+                    if l.homes.len() >= HOMES_MAX {
+                        l.homes.clear();
+                    }
+                    l.turn = (l.turn + 1) % l.lanes.len();
+                    let lane = l.turn;
+                    l.homes.push((mem, lane));
+                    lane
+                }
+            };
             l.chains.push((mem, lane, 1));
             lane
         }
