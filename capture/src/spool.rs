@@ -826,14 +826,16 @@ impl SpoolWriter {
         if *self.estimate.lock().unwrap_or_else(|p| p.into_inner()) + need <= self.bound {
             return;
         }
-        // Not holding the estimate: a lane takes its segment's lock, then the estimate's.
-        self.seal();
-        let mut est = self.estimate.lock().unwrap_or_else(|p| p.into_inner());
         let start = Instant::now();
         let mut waited = false;
         loop {
-            *est = live_bytes(&self.dir);
-            if *est == 0 || *est + need <= self.bound || !compactor_attached(&self.dir) {
+            // Every segment sealed again (another lane may have opened one meanwhile), so a
+            // compactor can take all that is there; the estimate is not held while sealing or
+            // sleeping (a lane takes its segment's lock, then the estimate's).
+            self.seal();
+            let live = live_bytes(&self.dir);
+            *self.estimate.lock().unwrap_or_else(|p| p.into_inner()) = live;
+            if live == 0 || live + need <= self.bound || !compactor_attached(&self.dir) {
                 break;
             }
             waited = true;

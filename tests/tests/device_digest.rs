@@ -217,10 +217,10 @@ fn contexts_the_application_releases_are_destroyed_under_the_capture() {
             assert_replays_ok(&dir, CONTEXT_CYCLES as usize);
         }
     }
-    // With a `clFinish` after each 1 MiB launch, the capture lands it on the application's
-    // thread and reads its new contents into mapped memory of the engine, in the context:
-    // kept as the buffer's last version until the application releases the buffer, it must
-    // not keep the context alive.
+    // With a 1 MiB buffer released before the `clFinish` that ends its launch, the capture
+    // lands the launch on the application's thread after the release and reads its new
+    // contents into mapped memory of the engine, in the context: not kept as the buffer's
+    // version (the buffer is gone), it must not keep the context alive.
     let fin_args = [cycles.as_str(), "finish"];
     let native_fin = run_native(&exe, &fin_args).expect_success();
     let dir = fresh_capture_dir("dd-contexts-finish");

@@ -390,8 +390,18 @@ pub fn store_version(
                 hash,
                 leaves,
             };
-            let displaced = versions::put(mem, new);
-            (content, old.map(|v| v.bytes).or(displaced).and_then(mine))
+            let mut spare = None;
+            for b in old
+                .map(|v| v.bytes)
+                .into_iter()
+                .chain(versions::put(mem, new))
+            {
+                // One vector back for reuse; the others dropped here, no lock held.
+                if spare.is_none() {
+                    spare = mine(b);
+                }
+            }
+            (content, spare)
         }
         false => {
             // Stored already (or not stored): the old version stays the reference.
@@ -450,17 +460,25 @@ pub(super) mod versions {
         Some(v)
     }
 
-    /// Keeps `v` as the version of `mem`; returns the bytes of a version dropped for room.
-    pub fn put(mem: usize, v: Version) -> Option<std::sync::Arc<Landed>> {
+    /// Keeps `v` as the version of `mem`; returns the bytes it did not keep: versions dropped
+    /// for room, or `v`'s own when it is too large or the application released `mem` already
+    /// (a launch landed after the release: kept, its bytes would stay until pushed out, and
+    /// memory of a digest engine would keep the context alive). The caller drops them, with
+    /// no lock of ours held (dropping the last hold of an engine releases its objects).
+    pub fn put(mem: usize, v: Version) -> Vec<std::sync::Arc<Landed>> {
         if v.bytes.footprint() > MAX_BYTES {
-            return Some(v.bytes);
+            return vec![v.bytes];
         }
         let mut k = lock(&KEPT);
-        let mut dropped = None;
+        // Under the lock: `forget` (after the tables forgot `mem`) takes the lock too.
+        if crate::core::track::tables().mem_released(mem) {
+            return vec![v.bytes];
+        }
+        let mut dropped = Vec::new();
         while k.bytes + v.bytes.footprint() > MAX_BYTES && !k.list.is_empty() {
             let (_, old) = k.list.remove(0);
             k.bytes -= old.bytes.footprint();
-            dropped = Some(old.bytes);
+            dropped.push(old.bytes);
         }
         k.bytes += v.bytes.footprint();
         k.list.push((mem, v));

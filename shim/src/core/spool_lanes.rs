@@ -204,7 +204,6 @@ fn run(i: usize) {
         }
         let size = job.bytes.len();
         let mem = job.mem;
-        drop(job);
         let mut l = lock(&LANES);
         if let Some(q) = l.lanes.get_mut(i) {
             q.written += 1;
@@ -219,6 +218,10 @@ fn run(i: usize) {
         }
         drop(l);
         CHANGED.notify_all();
+        // Only now: its bytes may be the last hold of a digest engine, whose release may run
+        // the application's context destructor on this thread, which must not keep a lander
+        // waiting in `settle`.
+        drop(job);
     }
 }
 
