@@ -202,28 +202,35 @@ fn the_first_command_that_opens_a_spooled_capture_compacts_it_once_and_says_so()
 #[test]
 fn past_a_tiny_spool_bound_the_application_waits_for_compaction_and_finishes() {
     let exe = fixture("budget");
-    let native = run_native(&exe, &[ROUNDS]).expect_success();
-    let dir = fresh_capture_dir("bound");
-    let (captured, stats) =
-        run_captured_with_stats(&dir, &["--spool-max-mb", "1"], &exe, &[ROUNDS]);
-    captured.assert_no_panic();
-    assert_same_behaviour(&native, &captured);
-    let spool = &stats["spool"];
-    assert_eq!(spool["bound"].as_u64(), Some(1 << 20), "{stats}");
-    assert!(
-        spool["waits"].as_u64().unwrap_or(0) >= 1 && spool["wait_ns"].as_u64().unwrap_or(0) > 0,
-        "the application never waited for compaction: {stats}\n{}",
-        captured.describe()
-    );
-    // `cltrap run` compacted everything after the application exited.
-    assert!(segments(&dir).is_empty(), "{}", captured.describe());
-    assert!(
-        captured.stderr.contains("compacted the spool"),
-        "{}",
-        captured.describe()
-    );
-    let launches = open_capture(&dir).launches.len();
-    assert_replays_ok(&dir, launches);
+    // Also with four spool lanes and launches enqueued without waiting: several lanes wait
+    // for room at once, each sealing the others' segments for the compactor.
+    for (label, lanes, args) in [
+        ("bound", "auto", vec![ROUNDS]),
+        ("bound-lanes", "4", vec!["12", "storm"]),
+    ] {
+        let native = run_native(&exe, &args).expect_success();
+        let dir = fresh_capture_dir(label);
+        let flags = ["--spool-max-mb", "1", "--spool-lanes", lanes];
+        let (captured, stats) = run_captured_with_stats(&dir, &flags, &exe, &args);
+        captured.assert_no_panic();
+        assert_same_behaviour(&native, &captured);
+        let spool = &stats["spool"];
+        assert_eq!(spool["bound"].as_u64(), Some(1 << 20), "{stats}");
+        assert!(
+            spool["waits"].as_u64().unwrap_or(0) >= 1 && spool["wait_ns"].as_u64().unwrap_or(0) > 0,
+            "{label}: the application never waited for compaction: {stats}\n{}",
+            captured.describe()
+        );
+        // `cltrap run` compacted everything after the application exited.
+        assert!(segments(&dir).is_empty(), "{}", captured.describe());
+        assert!(
+            captured.stderr.contains("compacted the spool"),
+            "{}",
+            captured.describe()
+        );
+        let launches = open_capture(&dir).launches.len();
+        assert_replays_ok(&dir, launches);
+    }
 }
 
 /// The spool's first segment and its records.
