@@ -24,8 +24,9 @@
 //! [`PATCH_CHAIN_MAX`] patches deep (then a whole record again), so a reader rebuilds any
 //! content from at most that many records; readers refuse longer chains, cycles, missing
 //! bases and ranges past the content's end with one sentence each. A writer holds
-//! an exclusive `flock` on the segment it appends to; a segment nobody holds is *sealed* (its
-//! writer moved on to a new one, exited or died) and may be compacted. The writer of a
+//! an exclusive `flock` on each segment it appends to (one per *lane*, [`LANES`]: records
+//! planned on one thread may be written on others, each lane's in order); a segment nobody
+//! holds is *sealed* (its writer moved on to a new one, exited or died) and may be compacted. The writer of a
 //! launch record appends the contents it names before the record, so a record's contents are
 //! always whole in a segment or in the store: a spooled content is valid content, and a
 //! capture is readable at every moment. A record cut off at a segment's end (its writer died
