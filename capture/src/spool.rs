@@ -26,15 +26,15 @@
 //! bases and ranges past the content's end with one sentence each. A writer holds
 //! an exclusive `flock` on each segment it appends to (one per *lane*, [`LANES`]: records
 //! planned on one thread may be written on others, each lane's in order); a segment nobody
-//! holds is *sealed* (its writer moved on to a new one, exited or died) and may be compacted. The writer of a
-//! launch record appends the contents it names before the record, so a record's contents are
-//! always whole in a segment or in the store: a spooled content is valid content, and a
-//! capture is readable at every moment. A record cut off at a segment's end (its writer died
+//! holds is *sealed* (its writer moved on to a new one, exited or died) and may be
+//! compacted. The writer of a launch record appends the contents it names before the
+//! record, so a record's contents are always whole in a segment or in the store: a spooled
+//! content is valid content, and a capture is readable at every moment. A record cut off at a segment's end (its writer died
 //! mid-write) names no launch and is dropped with its segment.
 //!
 //! A compactor holds an exclusive `flock` on `spool/compactor.lock` while it runs; the
-//! writer's back-pressure ([`SpoolWriter::put`]) waits for room only while one does (an
-//! application under a bare `LD_PRELOAD` has nobody to wait for: its spool is bounded by the
+//! writer's back-pressure ([`SpoolWriter::write_planned`]) waits for room only while one
+//! does (an application under a bare `LD_PRELOAD` has nobody to wait for: its spool is bounded by the
 //! disk budget instead, and compacted by the first `cltrap` command that opens it).
 //!
 //! Readers ([`crate::reader`]) find a content whole, chunked, or else in the spool, by
@@ -524,9 +524,9 @@ fn check_digest(hash: &str) -> std::io::Result<()> {
 /// Most contents whose patch depth a writer remembers (a few MB): past it, it starts over.
 const DEPTHS_MAX: usize = 1 << 16;
 
-/// Segments a writer may have open at once: lane 0 for the records written on the caller's
-/// thread ([`SpoolWriter::put`], [`SpoolWriter::put_version`]), and one per thread that
-/// writes records planned earlier ([`SpoolWriter::write_planned`]). Why several: one thread
+/// Segments a writer may have open at once: lane 0 for the records written on the thread that
+/// planned them, and one per thread that writes records planned elsewhere
+/// ([`SpoolWriter::write_planned`]). Why several: one thread
 /// copies into the page cache at 2–4 GB/s, and on an H200 host two writers to separate files
 /// made 7.5 GB/s, four 13.9 GB/s (writers to one file queue on its inode's lock).
 pub const LANES: usize = 5;
@@ -542,14 +542,16 @@ pub struct Planned {
     ranges: Option<Vec<(usize, usize)>>,
     /// The content's whole size.
     content: u64,
-    /// The record's bytes, header included.
-    need: u64,
 }
 
 impl Planned {
     /// The bytes the record takes in the spool, header included.
     pub fn bytes(&self) -> u64 {
-        self.need
+        let body = match &self.ranges {
+            None => self.content,
+            Some(ranges) => ranges.iter().map(|&(_, n)| n as u64).sum(),
+        };
+        self.header.len() as u64 + body
     }
 }
 
@@ -612,36 +614,11 @@ impl SpoolWriter {
         })
     }
 
-    /// Appends the content `bytes` whose digest is `hash` (computed by the caller) as one
-    /// record; returns the bytes it took. When the spool would pass its bound and a
-    /// compactor runs, first seals this writer's segment and waits until compaction made
-    /// room (counted in [`SpoolStats`]). When this returns, the record is whole in the page
-    /// cache: it survives the process dying in any way.
-    pub fn put(&self, hash: &str, bytes: &[u8]) -> std::io::Result<u64> {
-        let planned = self.plan(hash, bytes, None)?;
-        self.write_planned(0, &planned, bytes)
-    }
-
-    /// Appends the content `bytes` whose digest is `hash`, the next version of content
-    /// `base` that differs from it only in `ranges` ((offset, length), ascending:
-    /// [`changed_ranges`]), as a patch record of those ranges when this writer wrote `base`
-    /// itself, at most [`PATCH_CHAIN_MAX`] patches deep, and the ranges hold at most three
-    /// quarters of the content; else as a whole record ([`SpoolWriter::put`]). Returns the
-    /// bytes it took.
-    pub fn put_version(
-        &self,
-        hash: &str,
-        bytes: &[u8],
-        base: &str,
-        ranges: &[(usize, usize)],
-    ) -> std::io::Result<u64> {
-        let planned = self.plan(hash, bytes, Some((base, ranges)))?;
-        self.write_planned(0, &planned, bytes)
-    }
-
     /// Plans the record of content `bytes` whose digest is `hash`: whole, or given
-    /// `version` (`base`, `ranges`) a patch record as [`SpoolWriter::put_version`] says, and
-    /// counts it as spooled by this writer from now on. Whoever plans a patch must have it
+    /// `version` (`base`, `ranges`: the next version of content `base`, differing from it only
+    /// in `ranges`, ascending: [`changed_ranges`]) a patch record when this writer wrote `base`
+    /// itself, at most [`PATCH_CHAIN_MAX`] patches deep, and the ranges hold at most three
+    /// quarters of the content (else a whole record); and counts it as spooled by this writer from now on. Whoever plans a patch must have it
     /// written after its base's record (one lane, in order, or after the base's write
     /// returned): a reader rebuilds a patch from its base.
     pub fn plan(
@@ -672,7 +649,6 @@ impl SpoolWriter {
             header[72..].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
             self.learn(hash, 0);
             return Ok(Planned {
-                need: (HEADER + bytes.len()) as u64,
                 header,
                 ranges: None,
                 content: bytes.len() as u64,
@@ -692,7 +668,6 @@ impl SpoolWriter {
         }
         self.learn(hash, depth + 1);
         Ok(Planned {
-            need: (header.len() + held) as u64,
             header,
             ranges: Some(ranges.to_vec()),
             content: bytes.len() as u64,
@@ -700,8 +675,11 @@ impl SpoolWriter {
     }
 
     /// Writes a record [`SpoolWriter::plan`] planned for the same `bytes` to the segment of
-    /// `lane` (below [`LANES`]; each lane's records are appended in the order written), as
-    /// [`SpoolWriter::put`] does; returns the bytes it took.
+    /// `lane` (below [`LANES`]; each lane's records are appended in the order written): when
+    /// the spool would pass its bound and a compactor runs, first seals this writer's
+    /// segments and waits until compaction made room (counted in [`SpoolStats`]). When this
+    /// returns, the record is whole in the page cache: it survives the process dying in any
+    /// way. Returns the bytes it took.
     pub fn write_planned(
         &self,
         lane: usize,
@@ -718,9 +696,7 @@ impl SpoolWriter {
             None => std::borrow::Cow::Borrowed(bytes),
             Some([(at, n)]) => std::borrow::Cow::Borrowed(&bytes[*at..at + n]),
             Some(ranges) => {
-                let mut data = Vec::with_capacity(
-                    (planned.need as usize).saturating_sub(planned.header.len()),
-                );
+                let mut data = Vec::with_capacity(ranges.iter().map(|&(_, n)| n).sum());
                 for &(at, n) in ranges {
                     data.extend_from_slice(&bytes[at..at + n]);
                 }
@@ -892,6 +868,38 @@ impl SpoolWriter {
             peak_bytes: get(&self.peak),
             bound: self.bound,
         }
+    }
+}
+
+/// The record-at-once forms the tests use (the store plans records and writes them, on lane 0
+/// or a lane thread: [`SpoolWriter::plan`], [`SpoolWriter::write_planned`]).
+#[cfg(test)]
+impl SpoolWriter {
+    /// Appends the content `bytes` whose digest is `hash` (computed by the caller) as one
+    /// record; returns the bytes it took. When the spool would pass its bound and a
+    /// compactor runs, first seals this writer's segment and waits until compaction made
+    /// room (counted in [`SpoolStats`]). When this returns, the record is whole in the page
+    /// cache: it survives the process dying in any way.
+    pub fn put(&self, hash: &str, bytes: &[u8]) -> std::io::Result<u64> {
+        let planned = self.plan(hash, bytes, None)?;
+        self.write_planned(0, &planned, bytes)
+    }
+
+    /// Appends the content `bytes` whose digest is `hash`, the next version of content
+    /// `base` that differs from it only in `ranges` ((offset, length), ascending:
+    /// [`changed_ranges`]), as a patch record of those ranges when this writer wrote `base`
+    /// itself, at most [`PATCH_CHAIN_MAX`] patches deep, and the ranges hold at most three
+    /// quarters of the content; else as a whole record ([`SpoolWriter::put`]). Returns the
+    /// bytes it took.
+    pub fn put_version(
+        &self,
+        hash: &str,
+        bytes: &[u8],
+        base: &str,
+        ranges: &[(usize, usize)],
+    ) -> std::io::Result<u64> {
+        let planned = self.plan(hash, bytes, Some((base, ranges)))?;
+        self.write_planned(0, &planned, bytes)
     }
 }
 

@@ -253,12 +253,8 @@ impl BlobStore {
         bytes: &[u8],
         like: Option<Like<'_>>,
     ) -> Result<(u64, bool), WriteError> {
-        if let Some(done) = self.put_uncut_now(hash, bytes, like)? {
-            return Ok(done);
-        }
-        let before = self.bytes_written();
-        self.put_with_hash(hash, bytes)?;
-        Ok((self.bytes_written() - before, true))
+        let put = self.put_content_planned(hash, bytes, like)?;
+        self.write_now(put, bytes)
     }
 
     /// [`BlobStore::put_uncut`], a spool record written at once (lane 0): the bytes written
@@ -269,14 +265,21 @@ impl BlobStore {
         bytes: &[u8],
         like: Option<Like<'_>>,
     ) -> Result<Option<(u64, bool)>, WriteError> {
-        Ok(match self.put_uncut(hash, bytes, like)? {
-            Some(Put::Done(written, large)) => Some((written, large)),
-            Some(Put::Planned(planned)) => {
+        self.put_uncut(hash, bytes, like)?
+            .map(|put| self.write_now(put, bytes))
+            .transpose()
+    }
+
+    /// Finishes a [`Put`] on this thread: a planned spool record of `bytes` is written now
+    /// (lane 0). Returns the bytes written and whether a large content was stored.
+    fn write_now(&self, put: Put, bytes: &[u8]) -> Result<(u64, bool), WriteError> {
+        match put {
+            Put::Done(written, large) => Ok((written, large)),
+            Put::Planned(planned) => {
                 self.write_planned(0, &planned, bytes)?;
-                Some((planned.bytes(), true))
+                Ok((planned.bytes(), true))
             }
-            None => None,
-        })
+        }
     }
 
     /// [`BlobStore::put_content_spooled`], except that a large new content the spool takes is

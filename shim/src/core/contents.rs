@@ -504,8 +504,19 @@ fn put(
 ) -> (Content, bool) {
     let size = bytes.len() as u64;
     let _put = super::stats::span(super::stats::Phase::StorePut);
-    match writer.blobs.put_content_spooled(&hash, bytes, like) {
-        Ok((_, stored_now)) => (Content::Blob { hash, size }, stored_now),
+    let stored = writer.blobs.put_content_spooled(&hash, bytes, like);
+    outcome(hash, size, stored.map(|(_, stored_now)| stored_now))
+}
+
+/// The content a store gave (`Ok(stored_now)`), or, when it failed, the note why it is
+/// missing; a failure is reported once ([`crate::sink::fail`]).
+fn outcome(
+    hash: cltrap_capture::Hash,
+    size: u64,
+    stored: Result<bool, cltrap_capture::WriteError>,
+) -> (Content, bool) {
+    match stored {
+        Ok(stored_now) => (Content::Blob { hash, size }, stored_now),
         Err(e) => {
             crate::sink::fail(&e);
             let missing = Content::Missing {
@@ -529,22 +540,17 @@ fn put_later(
 ) -> (Content, bool) {
     let size = bytes.len() as u64;
     let _put = super::stats::span(super::stats::Phase::StorePut);
-    match writer.blobs.put_content_planned(&hash, bytes, like) {
-        Ok(cltrap_capture::writer::Put::Done(_, stored_now)) => {
-            (Content::Blob { hash, size }, stored_now)
-        }
-        Ok(cltrap_capture::writer::Put::Planned(planned)) => {
-            super::spool_lanes::submit(writer, mem, planned, bytes.clone());
-            (Content::Blob { hash, size }, true)
-        }
-        Err(e) => {
-            crate::sink::fail(&e);
-            let missing = Content::Missing {
-                note: format!("not stored: {e}"),
-            };
-            (missing, false)
-        }
-    }
+    let stored = writer
+        .blobs
+        .put_content_planned(&hash, bytes, like)
+        .map(|put| match put {
+            cltrap_capture::writer::Put::Done(_, stored_now) => stored_now,
+            cltrap_capture::writer::Put::Planned(planned) => {
+                super::spool_lanes::submit(writer, mem, planned, bytes.clone());
+                true
+            }
+        });
+    outcome(hash, size, stored)
 }
 
 #[cfg(test)]

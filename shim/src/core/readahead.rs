@@ -35,8 +35,8 @@ pub(super) const AHEAD_MAX: usize = 256 << 20;
 
 /// Something a read-ahead can read back: a device-side snapshot of the capture's own.
 pub(super) trait ReadBack {
-    /// Reads the whole contents back (blocking), or says which OpenCL error stopped it.
-    /// Reads it back (`urgent`: a thread waits for it; faster, scarcer memory may be used).
+    /// Reads the whole contents back (blocking), or says which OpenCL error stopped it
+    /// (`urgent`: a thread waits for it; faster, scarcer memory may be used).
     fn read(&self, urgent: bool) -> Result<Landed, cl_int>;
 }
 

@@ -67,7 +67,6 @@ struct Lanes {
     /// the store: Gaussian elimination and a wavefront captured slower on the H200 host).
     /// Bounded ([`HOMES_MAX`]: then it starts over).
     homes: Vec<(usize, usize)>,
-    pending: usize,
     /// The lane given to the last object seen first.
     turn: usize,
 }
@@ -80,10 +79,16 @@ static LANES: Mutex<Lanes> = Mutex::new(Lanes {
     pid: 0,
     chains: Vec::new(),
     homes: Vec::new(),
-    pending: 0,
     turn: 0,
 });
 static CHANGED: Condvar = Condvar::new();
+
+impl Lanes {
+    /// Bytes of contents waiting for (or being written by) a lane.
+    fn pending(&self) -> usize {
+        self.lanes.iter().map(|q| q.bytes).sum()
+    }
+}
 
 /// How many lane threads the capture gets (`CLTRAP_SPOOL_LANES`; `auto`: a quarter of the
 /// machine's cores, one to `LANES - 1`: lane 0 is the landing thread's own).
@@ -122,16 +127,19 @@ pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, byte
     }
     if l.pid != pid || l.lanes.is_empty() {
         drop(l);
-        write(&Job {
-            writer,
-            planned,
-            bytes,
-            mem,
-        });
+        write_on(
+            0,
+            &Job {
+                writer,
+                planned,
+                bytes,
+                mem,
+            },
+        );
         return;
     }
     let size = bytes.len();
-    while l.pending > 0 && l.pending + size > PENDING_MAX {
+    while l.pending() > 0 && l.pending() + size > PENDING_MAX {
         l = CHANGED.wait(l).unwrap_or_else(|p| p.into_inner());
     }
     // While records of `mem` wait, its next one follows them on their lane; else it goes to
@@ -158,7 +166,6 @@ pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, byte
             lane
         }
     };
-    l.pending += size;
     let q = &mut l.lanes[lane];
     q.bytes += size;
     q.submitted += 1;
@@ -209,7 +216,6 @@ fn run(i: usize) {
             q.written += 1;
             q.bytes -= size;
         }
-        l.pending -= size;
         if let Some(at) = l.chains.iter().position(|c| c.0 == mem) {
             l.chains[at].2 -= 1;
             if l.chains[at].2 == 0 {
@@ -223,11 +229,6 @@ fn run(i: usize) {
         // waiting in `settle`.
         drop(job);
     }
-}
-
-/// Writes a job's record on the landing thread's lane.
-fn write(job: &Job) {
-    write_on(0, job);
 }
 
 /// Writes a job's record on `lane`; a failure stops the capture, said once.

@@ -15,9 +15,8 @@
 //! * Mapped memory is made only while the engine holds less than [`MAPPED_MAX`]; past it a
 //!   snapshot is read into the heap, as before.
 //! * Each buffer is mapped once, when made, and unmapped (on the engine's own queue) right
-//!   before it is released; dropped memory goes back to the engine's pool while the pool holds
-//!   less than [`POOLED_MAPPED_BYTES`], and the pool gives back what it did not use for
-//!   [`super::IDLE`] ([`super::trim`]).
+//!   before it is released; dropped memory goes back to the engine's pool, which gives back
+//!   what it did not use for [`super::IDLE`] ([`super::trim`]).
 
 use super::{Child, Engine};
 use opencl_sys::*;
@@ -29,8 +28,6 @@ use std::time::Instant;
 /// pages), two to four times what a read into the heap costs, and pays only where it is used
 /// again; the buffers that rewrite at every launch are few (a stencil's two, an FDTD's three).
 pub(super) const MAPPED_MAX: usize = 64 << 20;
-/// Mapped host memory an engine keeps pooled for reuse: all of it (each release costs).
-const POOLED_MAPPED_BYTES: usize = MAPPED_MAX;
 
 /// A mapped buffer of an engine holding `bytes` bytes of contents read back.
 pub(in crate::core) struct Mapped {
@@ -64,8 +61,9 @@ impl Drop for Mapped {
         let e = &self.engine;
         let mut st = crate::core::track::lock(&e.state);
         st.last_used = Some(Instant::now());
-        let pooled: usize = st.free_mapped.iter().map(|m| m.0).sum();
-        if !st.closed && pooled + self.bytes <= POOLED_MAPPED_BYTES {
+        // Pooled whole (each release costs the driver; the writer's trim gives back what
+        // stays unused): the engine holds at most `MAPPED_MAX` in all.
+        if !st.closed {
             st.free_mapped.push((self.bytes, self.mem, self.ptr));
             return;
         }
