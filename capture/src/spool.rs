@@ -871,9 +871,9 @@ impl SpoolWriter {
     }
 }
 
-/// The record-at-once forms the tests use (the store plans records and writes them, on lane 0
-/// or a lane thread: [`SpoolWriter::plan`], [`SpoolWriter::write_planned`]).
-#[cfg(test)]
+/// Records planned and written at once, on lane 0: what the tests (here and the compactor's)
+/// spool with (the store plans records and writes them, on lane 0 or a lane thread:
+/// [`SpoolWriter::plan`], [`SpoolWriter::write_planned`]).
 impl SpoolWriter {
     /// Appends the content `bytes` whose digest is `hash` (computed by the caller) as one
     /// record; returns the bytes it took. When the spool would pass its bound and a
