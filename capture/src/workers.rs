@@ -92,7 +92,8 @@ where
 }
 
 /// The process's worker threads for large contents: [`threads`] of them, started at the first
-/// parallel [`for_each`] and kept (a second pool of every core after [`allow_all_cores`]). Why kept: starting and joining seven threads cost about
+/// parallel [`for_each`] and kept (a second pool of every core after [`allow_all_cores`],
+/// started by the first thread that uses it, whose CPU priority its threads inherit). Why kept: starting and joining seven threads cost about
 /// 0.3 ms on the 16-core GPU machine, and a large content's store runs five parallel steps,
 /// so a buffer-heavy capture spent about half its store time starting threads.
 /// None in a child forked after the pool started (its threads are not there; the child
@@ -112,8 +113,10 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
     if threads() < 2 || ALIVE.try_with(|_| ()).is_err() {
         return None;
     }
-    // A second pool only where every core is more than the first one has.
-    let wide = WIDE.load(Ordering::Relaxed) && threads() > narrow();
+    // After `allow_all_cores`, a second pool, also where it has no more threads than the first:
+    // its threads take the priority of the thread that starts it (`cltrap run` compacts
+    // beside the application at the lowest priority, then the rest at its own).
+    let wide = WIDE.load(Ordering::Relaxed);
     let kept = if wide { &WIDE_POOL } else { &POOL };
     let (pid, pool) = kept
         .get_or_init(|| {

@@ -259,6 +259,7 @@ impl BlobStore {
 
     /// [`BlobStore::put_uncut`], a spool record written at once (lane 0): the bytes written
     /// and whether this call stored a large content; None as there.
+    #[cfg(feature = "compact")]
     fn put_uncut_now(
         &self,
         hash: &str,

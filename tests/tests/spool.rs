@@ -771,3 +771,41 @@ fn a_failed_spool_write_stops_the_capture_once_and_every_record_written_reads_ba
         assert_replays_ok(&dir, launches);
     }
 }
+
+/// `cltrap run`'s background compactor (its thread `cltrap-compact`) runs at the lowest CPU
+/// priority, nice 19, beside the application, so it takes only the cores the application
+/// leaves idle.
+#[test]
+fn the_background_compactor_runs_at_the_lowest_cpu_priority() {
+    let dir = fresh_capture_dir("nice");
+    let mut child = std::process::Command::new(&tools().cltrap)
+        .args(["run", "--buffers", "full", "--out"])
+        .arg(dir.as_os_str())
+        .args(["--", "sleep", "3"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("cltrap run starts");
+    let tasks = std::path::PathBuf::from(format!("/proc/{}/task", child.id()));
+    // The thread starts before the application does; looked for until `cltrap run` ends.
+    let mut nice = None;
+    while nice.is_none() && child.try_wait().expect("cltrap run").is_none() {
+        for task in std::fs::read_dir(&tasks).into_iter().flatten().flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if comm.trim() != "cltrap-compact" {
+                continue;
+            }
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            // Fields after the command name's closing parenthesis start at field 3 (state);
+            // field 19 is the nice value.
+            nice = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(16))
+                .and_then(|n| n.parse::<i32>().ok());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let status = child.wait().expect("cltrap run ends");
+    assert!(status.success(), "cltrap run: {status}");
+    assert_eq!(nice, Some(19), "the background compactor's nice value");
+}

@@ -349,6 +349,7 @@ pub fn store_version(
     let _store = super::stats::span(super::stats::Phase::Store);
     let size = bytes.len() as u64;
     let old = versions::take(mem);
+    let hashing = super::stats::span(super::stats::Phase::StoreHash);
     // A version of another length (the object was re-created at the same handle) is no
     // reference: the content is hashed whole.
     let region = old
@@ -379,6 +380,7 @@ pub fn store_version(
             (parallel::root(&leaves, bytes.len()), leaves, None)
         }
     };
+    drop(hashing);
     let bytes = std::sync::Arc::new(bytes);
     let (content, stored_now) = put_later(writer, hash.clone(), &bytes, like, mem);
     // Bytes no lane holds any more go back to the caller for reuse.

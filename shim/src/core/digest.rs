@@ -135,16 +135,16 @@ pub(super) struct Snapshot {
 
 impl Snapshot {
     /// Reads the snapshot back (blocking, on the engine's own queue: never the application's),
-    /// into the engine's mapped host memory ([`mapped`]) when `urgent`, else (or when it has
-    /// none to spare) into heap memory whose pages are mapped already
-    /// ([`super::room::spare::mapped`]). Urgent: an application's thread waits for the batch
-    /// (its `clFinish`); mapped memory is scarce, and on the writer thread, with the
-    /// read-ahead, heap reads overlap with storing (measured on the H200 host: a stencil's
-    /// `clFinish` per step 8% faster with mapped reads, Gaussian elimination's writer no
-    /// faster, its heap room taken).
-    pub fn read(&self, urgent: bool) -> Result<Landed, cl_int> {
+    /// into the engine's mapped host memory ([`mapped`]), or, when the engine has none to
+    /// spare, into heap memory whose pages are mapped already ([`super::room::spare::mapped`]).
+    /// Why mapped memory for every read, not only for those an application's `clFinish` waits
+    /// for: side by side on the H200 host (3 rounds, 2026-11-29), reads ahead on the writer's
+    /// side into mapped memory made a DP wavefront's whole capture 12% shorter and left the
+    /// other benchmark patterns as they were (the engine's pool is reused, so its cost of
+    /// making mapped memory is paid about once per buffer).
+    pub fn read(&self) -> Result<Landed, cl_int> {
         let _read = super::stats::span(super::stats::Phase::SnapshotRead);
-        if let Some(mut m) = urgent.then(|| self.engine.mapped(self.bytes)).flatten() {
+        if let Some(mut m) = self.engine.mapped(self.bytes) {
             // SAFETY: mapped memory of `bytes` bytes, ours until dropped.
             unsafe { self.read_into(m.as_mut_ptr()) }?;
             super::stats::add(&super::stats::SNAPSHOT_READS_MAPPED, 1);
@@ -194,8 +194,8 @@ impl Snapshot {
 }
 
 impl ReadBack for Snapshot {
-    fn read(&self, urgent: bool) -> Result<Landed, cl_int> {
-        Snapshot::read(self, urgent)
+    fn read(&self) -> Result<Landed, cl_int> {
+        Snapshot::read(self)
     }
 }
 

@@ -35,16 +35,13 @@ pub(super) const AHEAD_MAX: usize = 256 << 20;
 
 /// Something a read-ahead can read back: a device-side snapshot of the capture's own.
 pub(super) trait ReadBack {
-    /// Reads the whole contents back (blocking), or says which OpenCL error stopped it
-    /// (`urgent`: a thread waits for it; faster, scarcer memory may be used).
-    fn read(&self, urgent: bool) -> Result<Landed, cl_int>;
+    /// Reads the whole contents back (blocking), or says which OpenCL error stopped it.
+    fn read(&self) -> Result<Landed, cl_int>;
 }
 
 /// A batch's snapshots to read, in order, and what became of each read.
 pub(super) struct ReadAhead<S: ReadBack> {
     snapshots: Vec<S>,
-    /// A thread waits for the batch ([`ReadBack::read`]'s `urgent`).
-    urgent: bool,
     states: Mutex<Vec<State>>,
     changed: Condvar,
 }
@@ -63,14 +60,12 @@ pub(super) struct Ahead<S: ReadBack> {
 }
 
 impl<S: ReadBack> ReadAhead<S> {
-    /// A read-ahead of `snapshots` (in the order they will be needed), and each one's place;
-    /// `urgent`: an application's thread waits for the batch.
-    pub fn new(snapshots: Vec<S>, urgent: bool) -> (Arc<ReadAhead<S>>, Vec<Ahead<S>>) {
+    /// A read-ahead of `snapshots` (in the order they will be needed), and each one's place.
+    pub fn new(snapshots: Vec<S>) -> (Arc<ReadAhead<S>>, Vec<Ahead<S>>) {
         let n = snapshots.len();
         super::stats::add(&super::stats::SNAPSHOTS_READ_AHEAD, n as u64);
         let of = Arc::new(ReadAhead {
             snapshots,
-            urgent,
             states: Mutex::new((0..n).map(|_| State::Waiting).collect()),
             changed: Condvar::new(),
         });
@@ -113,7 +108,7 @@ impl<S: ReadBack> ReadAhead<S> {
     /// the read panicked, so no side waits for it forever).
     fn read(&self, i: usize) {
         let s = &self.snapshots[i];
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.read(self.urgent)))
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.read()))
             .unwrap_or(Err(opencl_sys::CL_OUT_OF_HOST_MEMORY));
         lock(&self.states)[i] = State::Done(r);
         self.changed.notify_all();

@@ -139,9 +139,11 @@ pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, byte
         return;
     }
     let size = bytes.len();
+    let room = super::stats::span(super::stats::Phase::LaneRoom);
     while l.pending() > 0 && l.pending() + size > PENDING_MAX {
         l = CHANGED.wait(l).unwrap_or_else(|p| p.into_inner());
     }
+    drop(room);
     // While records of `mem` wait, its next one follows them on their lane; else it goes to
     // the object's own lane, given in turn when it is first seen.
     let lane = match l.chains.iter_mut().find(|c| c.0 == mem) {

@@ -72,6 +72,11 @@ phases! {
     LaneSettle => "lane_settle",
     /// Waiting for (or doing) a snapshot's read ahead ([`super::readahead`]).
     SnapshotWait => "snapshot_wait",
+    /// Of [`Phase::Store`]: finding where a large content changed since its last version and
+    /// hashing it (there, or whole).
+    StoreHash => "store_hash",
+    /// Of [`Phase::StorePut`]: waiting for the spool lanes to have room for a content.
+    LaneRoom => "lane_room",
 }
 
 static TIMING: AtomicBool = AtomicBool::new(false);

@@ -27,6 +27,7 @@ use std::time::Instant;
 /// releasing mapped memory costs the driver about 0.4 ms per MB on the H200 host (pinning its
 /// pages), two to four times what a read into the heap costs, and pays only where it is used
 /// again; the buffers that rewrite at every launch are few (a stencil's two, an FDTD's three).
+/// 256 MB made none of the benchmark patterns faster on the H200 host (2026-11-29).
 pub(super) const MAPPED_MAX: usize = 64 << 20;
 
 /// A mapped buffer of an engine holding `bytes` bytes of contents read back.

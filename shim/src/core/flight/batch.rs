@@ -107,16 +107,15 @@ pub(super) fn take_finished_lane(st: &mut State, lane: usize, upto: u64) -> Batc
 }
 
 /// Lands a batch of completed flights, appends their records in one write and forgets them.
-/// The caller holds the [`Turn`](super::registry::Turn). `waited`: an application's thread
-/// waits for it (its own `clFinish`).
-pub(super) fn write_batch(reg: &Registry, batch: Batch, waited: bool) {
+/// The caller holds the [`Turn`](super::registry::Turn).
+pub(super) fn write_batch(reg: &Registry, batch: Batch) {
     if batch.is_empty() {
         return;
     }
     // Its reads' memory is free once a launch is landed: a launch waiting for room goes on
     // while the rest of the batch is stored (given back at the batch's end, a CPU device sat
     // idle while the writer stored a batch, and the writer while the device ran the next).
-    let written = land_all(batch, waited, |reserved| {
+    let written = land_all(batch, |reserved| {
         let mut st = lock(&reg.state);
         st.bytes = st.bytes.saturating_sub(reserved);
         progress_made(reg, &st);

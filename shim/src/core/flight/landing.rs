@@ -33,25 +33,13 @@ use std::thread::JoinHandle;
 /// flight, status, final event, completion inferred from a later launch of the lane).
 pub(super) type Batch = Vec<(u64, usize, Flight, cl_int, usize, bool)>;
 
-thread_local! {
-    /// Whether the batch this thread lands is one an application's thread waits for: its
-    /// snapshots are read into an engine's mapped memory where it has some to spare
-    /// ([`crate::core::digest`]), the fastest way back, which is scarce.
-    static WAITED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
 /// Lands a batch of completed flights (see [`land`]) and appends their records in one write.
-/// `waited`: an application's thread waits for it. `freed(bytes)` is called as soon as a
+/// `freed(bytes)` is called as soon as a
 /// landed flight's reserved host memory is no longer used (only when it reserved some).
 /// Returns each flight's (ticket, lane), in batch order, for the caller to forget them.
-pub(super) fn land_all(
-    batch: Batch,
-    waited: bool,
-    mut freed: impl FnMut(usize),
-) -> Vec<(u64, usize)> {
+pub(super) fn land_all(batch: Batch, mut freed: impl FnMut(usize)) -> Vec<(u64, usize)> {
     let mut batch = batch;
-    WAITED.with(|w| w.set(waited));
-    let ahead = read_ahead(&mut batch, waited);
+    let ahead = read_ahead(&mut batch);
     let mut written = Vec::with_capacity(batch.len());
     let mut records = Vec::with_capacity(batch.len());
     let mut writer = None;
@@ -101,7 +89,7 @@ type Reading = (Arc<ReadAhead<Snapshot>>, Option<JoinHandle<()>>);
 /// stored (a single one gains nothing from another thread): those whose digests are neither
 /// stored nor an earlier side's of the batch, up to [`crate::core::readahead::AHEAD_MAX`] bytes.
 /// Their sides then take the contents from the read-ahead. Returns it and its reader.
-fn read_ahead(batch: &mut Batch, waited: bool) -> Option<Reading> {
+fn read_ahead(batch: &mut Batch) -> Option<Reading> {
     use crate::core::digest::Side;
     let mut wanted: Vec<(&mut Side, usize)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -162,7 +150,7 @@ fn read_ahead(batch: &mut Batch, waited: bool) -> Option<Reading> {
     for (side, _) in wanted.iter_mut() {
         snapshots.extend(side.snapshot.take());
     }
-    let (ra, places) = ReadAhead::new(snapshots, waited);
+    let (ra, places) = ReadAhead::new(snapshots);
     for ((side, _), place) in wanted.into_iter().zip(places) {
         side.ahead = Some(place);
     }
@@ -293,7 +281,7 @@ fn device_content(
     }
     let read = match (side.ahead.take(), &side.snapshot) {
         (Some(ahead), _) => ahead.take(),
-        (None, Some(snapshot)) => snapshot.read(WAITED.with(|w| w.get())),
+        (None, Some(snapshot)) => snapshot.read(),
         // Neither: returned above.
         (None, None) => Err(CL_INVALID_OPERATION),
     };

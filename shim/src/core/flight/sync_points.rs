@@ -60,7 +60,7 @@ pub(in crate::core) fn finished_queue(queue: cl_command_queue, upto: u64) {
     let batch = take_finished_lane(&mut st, lane, upto);
     drop(st);
     crate::core::stats::add(&crate::core::stats::FINISH_WRITTEN, batch.len() as u64);
-    write_batch(reg, batch, true);
+    write_batch(reg, batch);
     drop(turn);
 }
 
@@ -175,7 +175,7 @@ pub(in crate::core) fn settle() {
     let batch = take_batch(&mut st);
     let late = std::mem::take(&mut st.to_release);
     drop(st);
-    write_batch(reg, batch, true);
+    write_batch(reg, batch);
     for (ev, release) in late {
         if let Some(rel) = release {
             // SAFETY: our own final event, kept until its late callback came.

@@ -254,7 +254,7 @@ fn writer_loop() {
             drop(st);
             let _batch = (!batch.is_empty())
                 .then(|| crate::core::stats::span(crate::core::stats::Phase::WriterBatch));
-            write_batch(reg, batch, false);
+            write_batch(reg, batch);
             drop(turn);
         }
     }
