@@ -34,8 +34,35 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::Arc;
 
-/// Bytes of re-created contents kept between launches of one command.
-pub const CACHE_BYTES: usize = 256 << 20;
+/// Bytes of re-created and verified contents kept between launches of one command: an eighth
+/// of the machine's memory, between [`CACHE_MIN`] and [`CACHE_MAX`] ([`CACHE_MIN`] where the
+/// memory is not known). Why not a fixed 256 MB: clpeak's single-precision compute test
+/// (Debian's clpeak, 160 launches each reading the 277 MB its predecessor wrote), captured
+/// `full` on the H200 host, did not fit, so every launch of its replay read its input back
+/// from the store again.
+pub fn cache_bytes() -> usize {
+    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| {
+        // SAFETY: plain queries of system constants.
+        let (pages, page) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        match (usize::try_from(pages), usize::try_from(page)) {
+            (Ok(n), Ok(p)) if n > 0 && p > 0 => {
+                (n.saturating_mul(p) / 8).clamp(CACHE_MIN, CACHE_MAX)
+            }
+            _ => CACHE_MIN,
+        }
+    })
+}
+
+/// The least [`cache_bytes`] keeps.
+pub const CACHE_MIN: usize = 256 << 20;
+/// The most [`cache_bytes`] keeps.
+pub const CACHE_MAX: usize = 4 << 30;
 /// `dd128` sums kept ([`Deriver::verify_output`]); 16 bytes each, dropped all at once past it.
 const SUMS_MAX: usize = 4096;
 
@@ -58,7 +85,7 @@ pub(super) fn content_key(c: &Content) -> Option<Key> {
     }
 }
 
-/// Re-created contents by digest, least recently used evicted first past [`CACHE_BYTES`].
+/// Re-created contents by digest, least recently used evicted first past [`cache_bytes`].
 #[derive(Default)]
 struct Cache {
     entries: HashMap<Key, (Arc<Vec<u8>>, u64)>,
@@ -88,14 +115,15 @@ impl Cache {
     }
 
     fn put(&mut self, k: Key, bytes: Arc<Vec<u8>>) {
-        if self.entries.contains_key(&k) || bytes.len() > CACHE_BYTES {
+        let most = cache_bytes();
+        if self.entries.contains_key(&k) || bytes.len() > most {
             return;
         }
         self.tick += 1;
         self.bytes += bytes.len();
         self.order.insert(self.tick, k.clone());
         self.entries.insert(k, (bytes, self.tick));
-        while self.bytes > CACHE_BYTES {
+        while self.bytes > most {
             let Some((_, old)) = self.order.pop_first() else {
                 break;
             };
@@ -577,6 +605,24 @@ impl<'c> Deriver<'c> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cache is an eighth of the machine's memory (as `/proc/meminfo` counts it, to within
+    /// a page count's rounding), within its bounds.
+    #[test]
+    fn the_cache_is_an_eighth_of_the_memory_within_its_bounds() {
+        let meminfo = std::fs::read_to_string("/proc/meminfo").expect("/proc/meminfo");
+        let kib: usize = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("MemTotal");
+        let want = (kib * 1024 / 8).clamp(CACHE_MIN, CACHE_MAX);
+        let got = cache_bytes();
+        assert!(
+            got.abs_diff(want) <= 1 << 20,
+            "cache {got} bytes, an eighth of the memory is {want}"
+        );
+    }
     use cltrap_capture::devdigest::dd128;
 
     fn key(bytes: &[u8]) -> Key {

@@ -43,7 +43,7 @@ mod staging;
 
 pub use chain::{Chain, Plan, Ran, Traffic};
 pub use cl::error_name;
-pub use derive::{Deriver, CACHE_BYTES};
+pub use derive::{cache_bytes, Deriver};
 pub use device::{list_devices, DeviceInfo, DeviceSelector, RunSplit, Session};
 pub use devverify::{DeviceVerification, Mode as DeviceVerifyMode};
 pub use guard::GuardBreach;
