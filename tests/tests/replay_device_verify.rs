@@ -108,6 +108,16 @@ fn replay(dir: &Path, mode: &str, ids: &[String], env: &[(&str, &str)]) -> Repla
     }
 }
 
+/// The replay exited 0 with all `n` launches matched.
+fn assert_all_matched(r: &Replay, n: usize) {
+    assert_eq!(r.out.code, Some(0), "{}", r.out.describe());
+    assert!(
+        r.stdout.contains(&format!("{n} matched, 0 mismatched")),
+        "{}",
+        r.out.describe()
+    );
+}
+
 /// The ids `from..to` as words.
 fn ids(range: impl Iterator<Item = usize>) -> Vec<String> {
     range.map(|i| i.to_string()).collect()
@@ -119,13 +129,7 @@ fn dd128_outputs_are_verified_on_the_device_and_bound_as_the_next_inputs() {
     let host = replay(&dir, "off", &[], &[]);
     let device = replay(&dir, "on", &[], &[]);
     for r in [&host, &device] {
-        assert_eq!(r.out.code, Some(0), "{}", r.out.describe());
-        assert!(
-            r.stdout
-                .contains(&format!("{LAUNCHES} matched, 0 mismatched")),
-            "{}",
-            r.out.describe()
-        );
+        assert_all_matched(r, LAUNCHES);
     }
     assert_eq!(host.stdout, device.stdout, "the same verdicts");
     assert_eq!(host.on_device, 0);
@@ -315,4 +319,56 @@ fn replay_refused(dir: &Path, mode: &str) -> Outcome {
     );
     out.assert_no_panic();
     out
+}
+
+/// An output recorded as a stored blob (buffer mode `full`) that a replay found equal to that
+/// blob on the host teaches the replay the blob's `dd128` digest, computed on the device in
+/// the same trip: the next outputs recorded as that blob are verified on the device instead of
+/// read back, with the verdicts of a replay that reads every output back. The capture: 20
+/// launches each writing the same sums into a 1 MiB buffer, with `clFinish` after each.
+#[test]
+fn repeated_stored_outputs_are_verified_on_the_device_once_learned() {
+    const REWRITES: usize = 20;
+    let exe = fixture("rewrites");
+    let native = run_native(&exe, &[] as &[&str]).expect_success();
+    let dir = fresh_capture_dir("dv-blob");
+    let captured = run_captured(&dir, &["--buffers", "full"], &exe, &[] as &[&str]);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    let cap = open_capture(&dir);
+    assert_eq!(cap.launches.len(), REWRITES);
+    let sums: std::collections::HashSet<&str> = cap
+        .launches
+        .iter()
+        .filter_map(|l| match &l.args[2] {
+            ArgRecord::Buffer {
+                after: Content::Blob { hash, .. },
+                ..
+            } => Some(hash.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sums.len(), 1, "c after every launch is one stored blob");
+    let host = replay(&dir, "off", &[], &[]);
+    let device = replay(&dir, "on", &[], &[]);
+    for r in [&host, &device] {
+        assert_all_matched(r, REWRITES);
+    }
+    assert_eq!(host.stdout, device.stdout, "the same verdicts");
+    assert_eq!(host.on_device, 0);
+    // The first launch's outputs are read back and teach their digests; the others are
+    // verified on the device: c, and a and b, whose contents the capture records after each
+    // launch too.
+    assert_eq!(
+        device.on_device,
+        3 * (REWRITES as u64 - 1),
+        "{}",
+        device.out.describe()
+    );
+    assert!(
+        device.read_back_bytes * 4.0 < host.read_back_bytes,
+        "{} MB read back on the device path, {} MB reading everything back",
+        device.read_back_bytes,
+        host.read_back_bytes
+    );
 }

@@ -38,6 +38,15 @@
 //! launch that cannot use its placeholders (stand-in buffers, producers re-executed) has
 //! them filled from their objects first ([`Chain::fill`]).
 //!
+//! Outputs recorded as stored blobs (named by blake3, which no device computes) are verified
+//! the same way once the chain knows the blob's `dd128` digest: an output of at least
+//! [`LEARN_MIN`] bytes recorded as a blob it does not know yet is read back and checked on the
+//! host as before, and digested on the device in the same trip; found equal to its blob
+//! ([`Chain::keep`]), its device digest is the blob's, learned for the next outputs recorded as
+//! that blob. Why: a launch that rewrites a large buffer with the contents it held (clpeak's
+//! compute tests write the same 277 MB at each of their 160 launches, captured `full` on the
+//! H200) had every output read back and compared on the host, most of its replay's time.
+//!
 //! Outputs read back go into the launch's host allocations of its predecessor's inputs
 //! ([`Chain::recycle`]), so a long replay faults in no fresh pages.
 
@@ -54,6 +63,22 @@ use std::collections::{HashMap, HashSet};
 /// Smallest allocation worth recycling ([`Chain::recycle`]): smaller ones cost little to
 /// map afresh.
 const SPARE_MIN: usize = 64 << 10;
+
+/// Smallest output recorded as a stored blob whose `dd128` digest a chain learns
+/// ([`Chain::keep`]), so that the next outputs with the same content are verified on the
+/// device: a smaller one costs about as much to read back as to digest.
+const LEARN_MIN: usize = 1 << 20;
+
+/// Digests learned at most ([`Chain::keep`]); past it they are forgotten all at once.
+const LEARNED_MAX: usize = 4096;
+
+/// How [`Chain::run`] judges an output on the device: against this `dd128` digest (recorded,
+/// or learned for the blob recorded), or by learning the digest of the blob recorded (the
+/// output is read back and verified on the host as without a digest).
+enum Judge {
+    Expect(String),
+    Learn(String),
+}
 
 /// A buffer object held between runs: its object, kernel-access flags and size.
 struct Held {
@@ -176,6 +201,11 @@ pub struct Chain {
     /// The `dd128` engine on the chain's session ([`super::devverify`]), decided at its
     /// first use.
     digest: std::cell::OnceCell<State>,
+    /// The `dd128` digests of stored blobs (by blake3 digest) that earlier outputs were found
+    /// equal to on the host ([`Chain::keep`]).
+    learned: HashMap<String, String>,
+    /// The last run's outputs digested to learn: (argument, blob, `dd128` digest).
+    learning: Vec<(usize, String, String)>,
 }
 
 /// The memory object of argument `i` when it is a plain buffer argument of its own: no
@@ -392,37 +422,48 @@ impl Chain {
                 }
             }
         };
-        // Outputs to verify on the device: recorded as a `dd128`, in an object of their own.
+        // Outputs to verify on the device, in an object of their own: recorded as a `dd128`,
+        // or as a stored blob whose `dd128` an earlier output taught the chain; a large blob it
+        // does not know yet is digested too, to learn it.
+        self.learning.clear();
         let engine = self.digest.get_or_init(|| State::of(session)).engine();
-        let sizes: Vec<Option<usize>> = (0..l.args.len())
+        let learned = &self.learned;
+        let judged: Vec<Option<(usize, Judge)>> = (0..l.args.len())
             .map(|i| {
-                engine?;
+                let engine = engine?;
                 own_object(input, i)?;
-                let Some(Content::Digest {
-                    algo: DigestKind::Dd128,
-                    size,
-                    ..
-                }) = content(l, i, false)
-                else {
-                    return None;
-                };
                 // The object's size: its host copy's, or for a placeholder the bound object's.
                 let object = match input.args.get(i) {
                     Some(InputArg::Buffer { bytes, .. }) if !bytes.is_empty() => bytes.len() as u64,
                     _ => plan.resident.iter().find(|(r, _)| *r == i)?.1 .2,
                 };
-                let big = object as usize >= engine.map_or(usize::MAX, |e| e.min_bytes);
-                (*size > 0 && *size == object && big).then_some(object as usize)
+                let big = object as usize >= engine.min_bytes;
+                let fits = |size: u64| size > 0 && size == object && big;
+                match content(l, i, false)? {
+                    Content::Digest {
+                        algo: DigestKind::Dd128,
+                        size,
+                        hash,
+                    } if fits(*size) => Some((object as usize, Judge::Expect(hash.clone()))),
+                    Content::Blob { hash, size } if fits(*size) && object as usize >= LEARN_MIN => {
+                        let judge = match learned.get(hash) {
+                            Some(d) => Judge::Expect(d.clone()),
+                            None => Judge::Learn(hash.clone()),
+                        };
+                        Some((object as usize, judge))
+                    }
+                    _ => None,
+                }
             })
             .collect();
         let read = |i: usize| {
-            sizes.get(i).is_none_or(Option::is_none)
+            !matches!(judged.get(i), Some(Some((_, Judge::Expect(_)))))
                 && !matches!(content(l, i, false), Some(Content::Missing { .. }))
         };
-        let wanted: Vec<(usize, usize)> = sizes
+        let wanted: Vec<(usize, usize)> = judged
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| s.map(|s| (i, s)))
+            .filter_map(|(i, j)| j.as_ref().map(|(s, _)| (i, *s)))
             .collect();
         // The digests ride in the kernel's trip: enqueued behind it and its reads, waited for
         // with them.
@@ -465,8 +506,18 @@ impl Chain {
         let digests = digesting.map(|d| d.finish(&extras)).unwrap_or_default();
         let mut on_device = vec![false; l.args.len()];
         for (n, (i, size)) in wanted.iter().enumerate() {
-            let expected = content(l, *i, false).and_then(Content::hash);
-            if digests.get(n).is_some_and(|d| Some(d.as_str()) == expected) {
+            let expected = match judged.get(*i) {
+                Some(Some((_, Judge::Expect(d)))) => d,
+                Some(Some((_, Judge::Learn(blob)))) => {
+                    // Read back with the other outputs; learned once verified on the host.
+                    if let Some(d) = digests.get(n) {
+                        self.learning.push((*i, blob.clone(), d.clone()));
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            if digests.get(n) == Some(expected) {
                 on_device[*i] = true;
                 self.traffic.device_verified += 1;
                 continue;
@@ -518,6 +569,16 @@ impl Chain {
         verified: &[bool],
         on_device: &[bool],
     ) {
+        // An output found equal to its stored blob on the host: its device digest is the
+        // blob's, and the next output recorded as that blob is verified on the device.
+        for (i, blob, d) in std::mem::take(&mut self.learning) {
+            if verified.get(i).copied().unwrap_or(false) {
+                if self.learned.len() >= LEARNED_MAX {
+                    self.learned.clear();
+                }
+                self.learned.insert(blob, d);
+            }
+        }
         self.held.clear();
         for (i, mem) in objects.into_iter().enumerate() {
             let (Some(mem), true) = (mem, verified.get(i).copied().unwrap_or(false)) else {
