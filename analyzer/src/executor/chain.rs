@@ -323,20 +323,21 @@ impl Chain {
 
     /// Reads back, into `deriver`'s cache, every unread held object that `plan` does not
     /// bind as resident and whose contents some launch of the capture derives its input
-    /// from: before such an object is released, its contents reach the host, as they would
-    /// have had the output been read back when it was verified. They are read in one trip,
-    /// waited for once. Read-back failures leave the contents to be derived again (by
-    /// re-execution), as after a cache eviction.
+    /// from or restores a stored input from ([`Deriver::wants`]): before such an object is
+    /// released, its contents reach the host, as they would have had the output been read
+    /// back when it was verified. They are read in one trip, waited for once. Read-back
+    /// failures leave the contents to be derived again (by re-execution) or read from the
+    /// capture, as after a cache eviction.
     pub fn settle(&mut self, session: &Session, plan: &Plan, deriver: &mut Deriver<'_>) {
         let keep: HashSet<&Key> = plan.resident.iter().map(|(_, k)| k).collect();
         // All of them in one trip to the device, waited for once.
         let mut trip = Batch::new(session);
         let mut reading: Vec<(Key, usize)> = Vec::new();
         for (k, h) in &self.held {
-            if !h.unread || keep.contains(k) || !deriver.derives_from(k) {
+            if !h.unread || keep.contains(k) || !deriver.wants(k) {
                 continue;
             }
-            let what = "reading back an output a later launch derives its input from";
+            let what = "reading back an output a later launch takes its input from";
             match trip.extra(&h.mem, h.size, what) {
                 Ok(n) => reading.push((k.clone(), n)),
                 Err(_) => break,

@@ -23,7 +23,7 @@
 //! An output verified on the device ([`super::devverify`]) has no bytes on the host to offer:
 //! it stays on the device for the next launch, which restores no host copy of it
 //! ([`Deriver::input_except`]), and reaches this cache only when it leaves the device unbound
-//! while some launch derives from its content ([`Deriver::derives_from`], read back by
+//! while some launch derives from its content or restores it ([`Deriver::wants`], read back by
 //! [`super::Chain::settle`]).
 
 use super::{BuildOptions, BuiltProgram, ExecError, LaunchInput, RunOutput, Session};
@@ -201,9 +201,10 @@ pub struct Deriver<'c> {
     /// The `dd128` sums of contents verified by digest: an output whose record keeps a
     /// `dd128` is verified from the blocks where it differs from the content it ran with.
     sums: Sums,
-    /// The contents some launch of the capture derives an input from: an output holding
-    /// one must reach the host before it leaves the device ([`super::Chain::settle`]).
-    derived_keys: HashSet<Key>,
+    /// The contents some launch of the capture derives an input from, or restores one from
+    /// (a stored content): an output holding one must reach the host before it leaves the
+    /// device ([`super::Chain::settle`]).
+    wanted_keys: HashSet<Key>,
     /// Producer launches re-executed so far (for reports and tests of the cost).
     pub executed: u64,
 }
@@ -228,15 +229,23 @@ impl<'c> Deriver<'c> {
     /// A resolver over the whole of `capture` (one pass over its launches).
     pub fn new(capture: &'c Capture) -> Deriver<'c> {
         let index = ReplayIndex::of(&capture.launches);
-        let mut derived_keys = HashSet::new();
+        let mut wanted_keys = HashSet::new();
         for l in &capture.launches {
+            // A stored input: restored from this cache before the store.
+            for a in &l.args {
+                if let ArgRecord::Buffer { before, .. } | ArgRecord::Image { before, .. } = a {
+                    if let Content::Blob { .. } = before {
+                        wanted_keys.extend(content_key(before));
+                    }
+                }
+            }
             if let Some(Replayability::Derived { inputs, .. }) = index.get(l.id) {
                 for d in inputs {
                     if let Some(
                         ArgRecord::Buffer { before, .. } | ArgRecord::Image { before, .. },
                     ) = l.args.get(d.arg as usize)
                     {
-                        derived_keys.extend(key(before));
+                        wanted_keys.extend(key(before));
                     }
                 }
             }
@@ -244,7 +253,7 @@ impl<'c> Deriver<'c> {
         Deriver {
             capture,
             index,
-            derived_keys,
+            wanted_keys,
             pos: capture
                 .launches
                 .iter()
@@ -330,9 +339,10 @@ impl<'c> Deriver<'c> {
                 .any(|(_, k)| !self.cache.entries.contains_key(k))
     }
 
-    /// Whether some launch of the capture derives an input from the content `k`.
-    pub(super) fn derives_from(&self, k: &Key) -> bool {
-        self.derived_keys.contains(k)
+    /// Whether some launch of the capture derives an input from the content `k`, or restores
+    /// a stored input holding it (which this cache spares reading from the store).
+    pub(super) fn wants(&self, k: &Key) -> bool {
+        self.wanted_keys.contains(k)
     }
 
     /// Keeps the content `k`, verified, for the launches that derive from it (an output
