@@ -688,7 +688,7 @@ type Compacted = Result<(Report, Option<Handover>), CompactError>;
 
 impl Background {
     /// Starts compacting capture folder `dir` (waiting for the application to make its
-    /// spool), one pass every few milliseconds, at the lowest CPU priority ([`lowest_priority`]).
+    /// spool), one pass every few milliseconds, at a low CPU priority ([`low_priority`]).
     pub fn start(dir: &Path) -> Background {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = Arc::clone(&stop);
@@ -697,7 +697,7 @@ impl Background {
             .name(THREAD_NAME.into())
             .spawn(move || {
                 let dir = owned;
-                lowest_priority();
+                low_priority();
                 // The application makes the capture folder and its spool at its first launch.
                 let lock = loop {
                     if dir.join(SPOOL_DIR).is_dir() {
@@ -727,6 +727,11 @@ impl Background {
                     }
                 }
             });
+        if let Err(e) = &thread {
+            eprintln!(
+                "cltrap: the background compactor could not start ({e}); the spool is compacted once the application exits"
+            );
+        }
         Background {
             stop,
             thread: thread.ok(),
@@ -734,9 +739,10 @@ impl Background {
         }
     }
 
-    /// After the application exited: compacts what is left, on this thread at its own
-    /// priority (and, after [`parallel::allow_all_cores`], on worker threads it starts), and
-    /// returns what was done.
+    /// After the application exited: compacts what is left on every core, on this thread at
+    /// its own priority and on worker threads it starts (every core is allowed only once the
+    /// background thread ended, so none of its low-priority threads starts the pool of every
+    /// core), and returns what was done.
     pub fn finish(self) -> Result<Report, CompactError> {
         self.stop.store(true, Ordering::Relaxed);
         let Some(thread) = self.thread else {
@@ -745,7 +751,9 @@ impl Background {
             }
             return compact(&self.dir);
         };
-        let (mut total, rest) = thread.join().unwrap_or_else(|_| {
+        let joined = thread.join();
+        parallel::allow_all_cores();
+        let (mut total, rest) = joined.unwrap_or_else(|_| {
             Err(CompactError::Io {
                 path: PathBuf::new(),
                 source: std::io::Error::other("the compaction thread panicked"),
@@ -758,18 +766,23 @@ impl Background {
     }
 }
 
+/// The nice value of the background compactor's threads ([`low_priority`]).
+pub const NICE: i32 = 10;
+
 /// Gives the calling thread, and the worker threads it starts from now on (they inherit it),
-/// the lowest CPU priority (nice 19; on Linux a thread's own). Why: compacting beside a
-/// running application took cores from it (its hashing and spool lanes); at the lowest
-/// priority compaction runs on the cores the application leaves idle. Side by side on the
-/// H200 host (16 cores, 3 rounds, 2026-11-29) the whole `cltrap run` got 2-9% shorter on
-/// all five spool benchmark patterns (median). Raising the priority back is not allowed to
-/// an ordinary user, so the pass after the application exited runs on another thread
+/// a low CPU priority: nice [`NICE`] (on Linux a thread's own). Why: compacting beside a
+/// running application took cores from it (its hashing and spool lanes). Side by side on the
+/// H200 host (16 cores, 3 rounds, 2026-11-29; medians of the whole `cltrap run`), nice 10
+/// made wavefront, Gaussian elimination, FDTD and buffer-heavy 4-12% shorter and stencil1d
+/// neither; nice 19 gained about as much, but a compactor that an application waits for (past
+/// the spool's bound) must not starve behind that application's own threads, and at nice 10
+/// it keeps about a tenth of a contended core. Raising the priority back is not allowed to an
+/// ordinary user, so the pass after the application exited runs on another thread
 /// ([`Background::finish`]). A failure leaves the priority as it was.
-fn lowest_priority() {
+fn low_priority() {
     // SAFETY: a plain system call on the calling thread (`who` 0), no memory passed.
     unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+        libc::setpriority(libc::PRIO_PROCESS, 0, NICE);
     }
 }
 

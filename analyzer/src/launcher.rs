@@ -279,8 +279,8 @@ pub fn run(req: &RunRequest) -> Result<RunReport, LaunchError> {
         libc::signal(libc::SIGQUIT, old.1);
     }
     if let Some(c) = compactor {
-        // The application is gone: what is left of the spool is all the work there is.
-        cltrap_capture::parallel::allow_all_cores();
+        // The application is gone: what is left of the spool is all the work there is (on
+        // every core: `finish` allows them).
         match c.finish() {
             Ok(r) if r.contents > 0 || r.segments > 0 || !r.problems.is_empty() => {
                 eprintln!("cltrap: {}", r.line(&dir));

@@ -395,10 +395,10 @@ fn replay_one(
     // what it holds that this launch does not bind reaches the host first where a later
     // launch derives from it.
     let mut plan = chain.plan(l);
-    chain.settle(session, &plan, deriver);
+    chain.settle(session, &plan, deriver, l.id);
     if deriver.will_execute(l, &plan.resident()) {
         plan.restore_all();
-        chain.settle(session, &plan, deriver);
+        chain.settle(session, &plan, deriver, l.id);
     }
     let restored = deriver.input_except(session, l, &plan.resident());
     phases.restore_ns += ns(started);
@@ -406,7 +406,7 @@ fn replay_one(
         Ok(i) => i,
         Err(e) => {
             plan.restore_all();
-            chain.settle(session, &plan, deriver);
+            chain.settle(session, &plan, deriver, l.id);
             chain.clear();
             return error(&e);
         }

@@ -115,7 +115,7 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
     }
     // After `allow_all_cores`, a second pool, also where it has no more threads than the first:
     // its threads take the priority of the thread that starts it (`cltrap run` compacts
-    // beside the application at the lowest priority, then the rest at its own).
+    // beside the application at a low priority, then the rest at its own).
     let wide = WIDE.load(Ordering::Relaxed);
     let kept = if wide { &WIDE_POOL } else { &POOL };
     let (pid, pool) = kept

@@ -372,3 +372,52 @@ fn repeated_stored_outputs_are_verified_on_the_device_once_learned() {
         host.read_back_bytes
     );
 }
+
+/// A later output that differs from the stored blob its record names is a mismatch when that
+/// blob's digest was learned, with the details of a replay that reads every output back: the
+/// capture of `rewrites` with launch 10's record naming `a`'s contents (another stored blob of
+/// the same size, learned at launch 0) as c's contents after it.
+#[test]
+fn an_output_that_differs_from_a_learned_blob_is_a_mismatch() {
+    let exe = fixture("rewrites");
+    let dir = fresh_capture_dir("dv-blob-bad");
+    let captured = run_captured(&dir, &["--buffers", "full"], &exe, &[] as &[&str]);
+    captured.assert_no_panic();
+    let cap = open_capture(&dir);
+    let ArgRecord::Buffer {
+        after: Content::Blob { hash: a, .. },
+        ..
+    } = &cap.launches[0].args[0]
+    else {
+        panic!("a's contents after launch 0 are stored");
+    };
+    let log = dir.join(cltrap_capture::LAUNCHES_FILE);
+    let text = std::fs::read_to_string(&log).expect("launch log");
+    let forged: Vec<String> = text
+        .lines()
+        .map(|line| match line.starts_with("{\"id\":10,") {
+            true => format!(
+                "{{\"id\":10,\"base\":9,\"patch\":{{\"seq\":10,\"args\":{{\"2\":{{\"after\":{{\"hash\":\"{a}\"}}}}}}}}}}"
+            ),
+            false => line.to_string(),
+        })
+        .collect();
+    assert_ne!(
+        forged.join("\n") + "\n",
+        text,
+        "launch 10's line is a delta of launch 9"
+    );
+    std::fs::write(&log, forged.join("\n") + "\n").expect("forged log");
+    let host = replay(&dir, "off", &[], &[]);
+    let device = replay(&dir, "on", &[], &[]);
+    // Launches 11 to 19 are recorded as deltas of launch 10: they name `a` too.
+    for r in [&host, &device] {
+        assert!(
+            r.stdout.contains("10 matched, 10 mismatched"),
+            "{}",
+            r.out.describe()
+        );
+    }
+    assert_eq!(host.stdout, device.stdout, "the same verdicts and details");
+    assert!(device.on_device > 0, "{}", device.out.describe());
+}

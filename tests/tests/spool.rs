@@ -772,11 +772,11 @@ fn a_failed_spool_write_stops_the_capture_once_and_every_record_written_reads_ba
     }
 }
 
-/// `cltrap run`'s background compactor (its thread `cltrap-compact`) runs at the lowest CPU
-/// priority, nice 19, beside the application, so it takes only the cores the application
+/// `cltrap run`'s background compactor (its thread `cltrap-compact`) runs at a low CPU
+/// priority, nice 10, beside the application, so it takes mostly the cores the application
 /// leaves idle.
 #[test]
-fn the_background_compactor_runs_at_the_lowest_cpu_priority() {
+fn the_background_compactor_runs_at_a_low_cpu_priority() {
     let dir = fresh_capture_dir("nice");
     let mut child = std::process::Command::new(&tools().cltrap)
         .args(["run", "--buffers", "full", "--out"])
@@ -787,9 +787,10 @@ fn the_background_compactor_runs_at_the_lowest_cpu_priority() {
         .spawn()
         .expect("cltrap run starts");
     let tasks = std::path::PathBuf::from(format!("/proc/{}/task", child.id()));
-    // The thread starts before the application does; looked for until `cltrap run` ends.
+    // The thread starts before the application does, and lowers its priority first thing;
+    // looked at until it has, or `cltrap run` ends.
     let mut nice = None;
-    while nice.is_none() && child.try_wait().expect("cltrap run").is_none() {
+    while nice != Some(10) && child.try_wait().expect("cltrap run").is_none() {
         for task in std::fs::read_dir(&tasks).into_iter().flatten().flatten() {
             let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
             if comm.trim() != "cltrap-compact" {
@@ -807,5 +808,5 @@ fn the_background_compactor_runs_at_the_lowest_cpu_priority() {
     }
     let status = child.wait().expect("cltrap run ends");
     assert!(status.success(), "cltrap run: {status}");
-    assert_eq!(nice, Some(19), "the background compactor's nice value");
+    assert_eq!(nice, Some(10), "the background compactor's nice value");
 }

@@ -204,8 +204,9 @@ pub struct Chain {
     /// The `dd128` digests of stored blobs (by blake3 digest) that earlier outputs were found
     /// equal to on the host ([`Chain::keep`]).
     learned: HashMap<String, String>,
-    /// The last run's outputs digested to learn: (argument, blob, `dd128` digest).
-    learning: Vec<(usize, String, String)>,
+    /// The last run's outputs digested to learn, their device digest found equal to the
+    /// digest of the bytes read back: (launch id, argument, blob, `dd128` digest).
+    learning: Vec<(u64, usize, String, String)>,
 }
 
 /// The memory object of argument `i` when it is a plain buffer argument of its own: no
@@ -272,6 +273,7 @@ impl Chain {
     /// may derive from them.
     pub fn clear(&mut self) {
         self.held.clear();
+        self.learning.clear();
     }
 
     /// Which of `l`'s buffer arguments will bind held objects ([`Chain::run`] binds exactly
@@ -321,20 +323,26 @@ impl Chain {
         plan
     }
 
-    /// Reads back, into `deriver`'s cache, every unread held object that `plan` does not
-    /// bind as resident and whose contents some launch of the capture derives its input
-    /// from or restores a stored input from ([`Deriver::wants`]): before such an object is
-    /// released, its contents reach the host, as they would have had the output been read
-    /// back when it was verified. They are read in one trip, waited for once. Read-back
+    /// Reads back, into `deriver`'s cache, every unread held object that `plan` (of launch
+    /// `launch`) does not bind as resident and whose contents some launch of the capture
+    /// derives its input from, or this or a later launch restores a stored input from
+    /// ([`Deriver::wants`]): before such an object is released, its contents reach the host,
+    /// as they would have had the output been read back when it was verified. They are read in one trip, waited for once. Read-back
     /// failures leave the contents to be derived again (by re-execution) or read from the
     /// capture, as after a cache eviction.
-    pub fn settle(&mut self, session: &Session, plan: &Plan, deriver: &mut Deriver<'_>) {
+    pub fn settle(
+        &mut self,
+        session: &Session,
+        plan: &Plan,
+        deriver: &mut Deriver<'_>,
+        launch: u64,
+    ) {
         let keep: HashSet<&Key> = plan.resident.iter().map(|(_, k)| k).collect();
         // All of them in one trip to the device, waited for once.
         let mut trip = Batch::new(session);
         let mut reading: Vec<(Key, usize)> = Vec::new();
         for (k, h) in &self.held {
-            if !h.unread || keep.contains(k) || !deriver.wants(k) {
+            if !h.unread || keep.contains(k) || !deriver.wants(k, launch) {
                 continue;
             }
             let what = "reading back an output a later launch takes its input from";
@@ -510,9 +518,14 @@ impl Chain {
             let expected = match judged.get(*i) {
                 Some(Some((_, Judge::Expect(d)))) => d,
                 Some(Some((_, Judge::Learn(blob)))) => {
-                    // Read back with the other outputs; learned once verified on the host.
-                    if let Some(d) = digests.get(n) {
-                        self.learning.push((*i, blob.clone(), d.clone()));
+                    // Read back with the other outputs. The device's digest must be the one of
+                    // the bytes read back (a digest kernel that misread them would otherwise
+                    // pass other bytes later); learned once they are found equal to the blob.
+                    let read = out.outputs.get(*i).and_then(Option::as_deref);
+                    if let (Some(d), Some(bytes)) = (digests.get(n), read) {
+                        if cltrap_capture::devdigest::dd128(bytes) == *d {
+                            self.learning.push((l.id, *i, blob.clone(), d.clone()));
+                        }
                     }
                     continue;
                 }
@@ -572,8 +585,8 @@ impl Chain {
     ) {
         // An output found equal to its stored blob on the host: its device digest is the
         // blob's, and the next output recorded as that blob is verified on the device.
-        for (i, blob, d) in std::mem::take(&mut self.learning) {
-            if verified.get(i).copied().unwrap_or(false) {
+        for (id, i, blob, d) in std::mem::take(&mut self.learning) {
+            if id == l.id && verified.get(i).copied().unwrap_or(false) {
                 if self.learned.len() >= LEARNED_MAX {
                     self.learned.clear();
                 }

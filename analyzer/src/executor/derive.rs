@@ -35,7 +35,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 /// Bytes of re-created and verified contents kept between launches of one command: an eighth
-/// of the machine's memory, between [`CACHE_MIN`] and [`CACHE_MAX`] ([`CACHE_MIN`] where the
+/// of the machine's memory (or of its cgroup's limit, where lower), between [`CACHE_MIN`] and [`CACHE_MAX`] ([`CACHE_MIN`] where the
 /// memory is not known). Why not a fixed 256 MB: clpeak's single-precision compute test
 /// (Debian's clpeak, 160 launches each reading the 277 MB its predecessor wrote), captured
 /// `full` on the H200 host, did not fit, so every launch of its replay read its input back
@@ -50,13 +50,21 @@ pub fn cache_bytes() -> usize {
                 libc::sysconf(libc::_SC_PAGESIZE),
             )
         };
-        match (usize::try_from(pages), usize::try_from(page)) {
-            (Ok(n), Ok(p)) if n > 0 && p > 0 => {
-                (n.saturating_mul(p) / 8).clamp(CACHE_MIN, CACHE_MAX)
-            }
-            _ => CACHE_MIN,
-        }
+        let physical = match (usize::try_from(pages), usize::try_from(page)) {
+            (Ok(n), Ok(p)) if n > 0 && p > 0 => n.saturating_mul(p),
+            _ => return CACHE_MIN,
+        };
+        (physical.min(cgroup_limit()) / 8).clamp(CACHE_MIN, CACHE_MAX)
     })
+}
+
+/// The memory limit of this process's cgroup (v2 `memory.max`), or `usize::MAX` where there is
+/// none or it cannot be read.
+fn cgroup_limit() -> usize {
+    std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(usize::MAX)
 }
 
 /// The least [`cache_bytes`] keeps.
@@ -201,10 +209,11 @@ pub struct Deriver<'c> {
     /// The `dd128` sums of contents verified by digest: an output whose record keeps a
     /// `dd128` is verified from the blocks where it differs from the content it ran with.
     sums: Sums,
-    /// The contents some launch of the capture derives an input from, or restores one from
-    /// (a stored content): an output holding one must reach the host before it leaves the
-    /// device ([`super::Chain::settle`]).
-    wanted_keys: HashSet<Key>,
+    /// The contents some launch of the capture derives an input from (any launch: a producer
+    /// may be re-executed for any later one), or restores one from (a stored content: the last
+    /// such launch's position), so that an output holding one reaches the host before it
+    /// leaves the device ([`super::Chain::settle`]).
+    wanted_keys: HashMap<Key, usize>,
     /// Producer launches re-executed so far (for reports and tests of the cost).
     pub executed: u64,
 }
@@ -229,13 +238,14 @@ impl<'c> Deriver<'c> {
     /// A resolver over the whole of `capture` (one pass over its launches).
     pub fn new(capture: &'c Capture) -> Deriver<'c> {
         let index = ReplayIndex::of(&capture.launches);
-        let mut wanted_keys = HashSet::new();
-        for l in &capture.launches {
+        let mut wanted_keys: HashMap<Key, usize> = HashMap::new();
+        for (at, l) in capture.launches.iter().enumerate() {
             // A stored input: restored from this cache before the store.
             for a in &l.args {
                 if let ArgRecord::Buffer { before, .. } | ArgRecord::Image { before, .. } = a {
-                    if let Content::Blob { .. } = before {
-                        wanted_keys.extend(content_key(before));
+                    if let (Content::Blob { .. }, Some(k)) = (before, content_key(before)) {
+                        let last = wanted_keys.entry(k).or_insert(at);
+                        *last = (*last).max(at);
                     }
                 }
             }
@@ -245,7 +255,9 @@ impl<'c> Deriver<'c> {
                         ArgRecord::Buffer { before, .. } | ArgRecord::Image { before, .. },
                     ) = l.args.get(d.arg as usize)
                     {
-                        wanted_keys.extend(key(before));
+                        if let Some(k) = key(before) {
+                            wanted_keys.insert(k, usize::MAX);
+                        }
                     }
                 }
             }
@@ -296,7 +308,6 @@ impl<'c> Deriver<'c> {
                 continue;
             };
             if resident.contains(&i) {
-                got.insert(i as u32, Arc::new(Vec::new()));
                 continue;
             }
             if let (Content::Blob { .. }, Some(k)) = (before, content_key(before)) {
@@ -308,7 +319,7 @@ impl<'c> Deriver<'c> {
                 }
             }
         }
-        LaunchInput::from_record_with(self.capture, l, &mut |arg, _| {
+        LaunchInput::from_record_except(self.capture, l, resident, &mut |arg, _| {
             got.remove(&arg)
                 .map(|b| Arc::try_unwrap(b).unwrap_or_else(|shared| shared.as_ref().clone()))
         })
@@ -339,10 +350,12 @@ impl<'c> Deriver<'c> {
                 .any(|(_, k)| !self.cache.entries.contains_key(k))
     }
 
-    /// Whether some launch of the capture derives an input from the content `k`, or restores
-    /// a stored input holding it (which this cache spares reading from the store).
-    pub(super) fn wants(&self, k: &Key) -> bool {
-        self.wanted_keys.contains(k)
+    /// Whether some launch of the capture derives an input from the content `k`, or launch
+    /// `id` or a later one restores a stored input holding it (which this cache spares
+    /// reading from the store).
+    pub(super) fn wants(&self, k: &Key, id: u64) -> bool {
+        let at = self.pos.get(&id).copied().unwrap_or(0);
+        self.wanted_keys.get(k).is_some_and(|&last| last >= at)
     }
 
     /// Keeps the content `k`, verified, for the launches that derive from it (an output
@@ -617,7 +630,7 @@ mod tests {
     use super::*;
 
     /// The cache is an eighth of the machine's memory (as `/proc/meminfo` counts it, to within
-    /// a page count's rounding), within its bounds.
+    /// a page count's rounding; or of the cgroup's limit, where lower), within its bounds.
     #[test]
     fn the_cache_is_an_eighth_of_the_memory_within_its_bounds() {
         let meminfo = std::fs::read_to_string("/proc/meminfo").expect("/proc/meminfo");
@@ -626,7 +639,7 @@ mod tests {
             .find_map(|l| l.strip_prefix("MemTotal:"))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .expect("MemTotal");
-        let want = (kib * 1024 / 8).clamp(CACHE_MIN, CACHE_MAX);
+        let want = ((kib * 1024).min(cgroup_limit()) / 8).clamp(CACHE_MIN, CACHE_MAX);
         let got = cache_bytes();
         assert!(
             got.abs_diff(want) <= 1 << 20,

@@ -110,9 +110,7 @@ fn restore(
     deriving: bool,
 ) -> Result<Vec<u8>, ExecError> {
     if let Content::Blob { size: s, .. } = c {
-        // Its bytes, or an empty placeholder: the argument binds an object that holds them on
-        // the device, verified there (`super::Chain`), and nothing on the host has them.
-        if let Some(bytes) = derive(arg, c).filter(|b| b.len() as u64 == *s || b.is_empty()) {
+        if let Some(bytes) = derive(arg, c).filter(|b| b.len() as u64 == *s) {
             return Ok(bytes);
         }
     }
@@ -174,7 +172,7 @@ impl LaunchInput {
     /// pre-launch contents. Fails with a skip-kind error ([`ExecError::is_skip`]) when the
     /// launch is marked not replayable or its inputs were not recorded.
     pub fn from_record(capture: &Capture, l: &LaunchRecord) -> Result<LaunchInput, ExecError> {
-        Self::restored(capture, l, &mut |_, _| None, false)
+        Self::restored(capture, l, &[], &mut |_, _| None, false)
     }
 
     /// [`LaunchInput::from_record`] where `derive(argument index, content)` may supply the
@@ -185,13 +183,27 @@ impl LaunchInput {
         l: &LaunchRecord,
         derive: &mut dyn FnMut(u32, &Content) -> Option<Vec<u8>>,
     ) -> Result<LaunchInput, ExecError> {
-        Self::restored(capture, l, derive, true)
+        Self::restored(capture, l, &[], derive, true)
     }
 
-    /// The launch restored; `deriving`: the caller re-creates derived inputs through `derive`.
+    /// [`LaunchInput::from_record_with`] where the buffer arguments `resident` get an empty
+    /// placeholder instead of their contents: each binds an object that holds them on the
+    /// device, verified there, and nothing on the host has them ([`super::Chain`]).
+    pub fn from_record_except(
+        capture: &Capture,
+        l: &LaunchRecord,
+        resident: &[usize],
+        derive: &mut dyn FnMut(u32, &Content) -> Option<Vec<u8>>,
+    ) -> Result<LaunchInput, ExecError> {
+        Self::restored(capture, l, resident, derive, true)
+    }
+
+    /// The launch restored (`resident`: see [`LaunchInput::from_record_except`]); `deriving`:
+    /// the caller re-creates derived inputs through `derive`.
     fn restored(
         capture: &Capture,
         l: &LaunchRecord,
+        resident: &[usize],
         derive: &mut dyn FnMut(u32, &Content) -> Option<Vec<u8>>,
         deriving: bool,
     ) -> Result<LaunchInput, ExecError> {
@@ -255,17 +267,20 @@ impl LaunchInput {
                     ..
                 } => {
                     let what = format!("the pre-launch contents of {}", name(a));
-                    let bytes =
-                        match restore(capture, before, *size, &what, i as u32, derive, deriving) {
-                            Ok(b) => b,
-                            Err(ExecError::Capture(ReadError::NotRecorded { .. }))
-                                if flags & opencl_sys::CL_MEM_WRITE_ONLY != 0 =>
-                            {
-                                stand_ins.push(i);
-                                zeroed(*size, &name(a))?
-                            }
-                            Err(e) => return Err(e),
-                        };
+                    let restored = match resident.contains(&i) {
+                        true => Ok(Vec::new()),
+                        false => restore(capture, before, *size, &what, i as u32, derive, deriving),
+                    };
+                    let bytes = match restored {
+                        Ok(b) => b,
+                        Err(ExecError::Capture(ReadError::NotRecorded { .. }))
+                            if flags & opencl_sys::CL_MEM_WRITE_ONLY != 0 =>
+                        {
+                            stand_ins.push(i);
+                            zeroed(*size, &name(a))?
+                        }
+                        Err(e) => return Err(e),
+                    };
                     InputArg::Buffer {
                         mem: Some(*mem),
                         flags: *flags,
