@@ -327,9 +327,9 @@ impl Chain {
     /// `launch`) does not bind as resident and whose contents some launch of the capture
     /// derives its input from, or this or a later launch restores a stored input from
     /// ([`Deriver::wants`]): before such an object is released, its contents reach the host,
-    /// as they would have had the output been read back when it was verified. They are read in one trip, waited for once. Read-back
-    /// failures leave the contents to be derived again (by re-execution) or read from the
-    /// capture, as after a cache eviction.
+    /// as they would have had the output been read back when it was verified. They are read
+    /// in one trip, waited for once. Read-back failures leave the contents to be derived
+    /// again (by re-execution) or read from the capture, as after a cache eviction.
     pub fn settle(
         &mut self,
         session: &Session,

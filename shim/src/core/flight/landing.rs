@@ -34,8 +34,8 @@ use std::thread::JoinHandle;
 pub(super) type Batch = Vec<(u64, usize, Flight, cl_int, usize, bool)>;
 
 /// Lands a batch of completed flights (see [`land`]) and appends their records in one write.
-/// `freed(bytes)` is called as soon as a
-/// landed flight's reserved host memory is no longer used (only when it reserved some).
+/// `freed(bytes)` is called as soon as a landed flight's reserved host memory is no longer
+/// used (only when it reserved some).
 /// Returns each flight's (ticket, lane), in batch order, for the caller to forget them.
 pub(super) fn land_all(batch: Batch, mut freed: impl FnMut(usize)) -> Vec<(u64, usize)> {
     let mut batch = batch;
