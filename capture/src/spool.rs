@@ -29,13 +29,15 @@
 //! holds is *sealed* (its writer moved on to a new one, exited or died) and may be
 //! compacted. The writer of a launch record appends the contents it names before the
 //! record, so a record's contents are always whole in a segment or in the store: a spooled
-//! content is valid content, and a capture is readable at every moment. A record cut off at a segment's end (its writer died
-//! mid-write) names no launch and is dropped with its segment.
+//! content is valid content, and a capture is readable at every moment. A record cut off at
+//! a segment's end (its writer died mid-write) names no launch and is dropped with its
+//! segment.
 //!
 //! A compactor holds an exclusive `flock` on `spool/compactor.lock` while it runs; the
 //! writer's back-pressure ([`SpoolWriter::write_planned`]) waits for room only while one
-//! does (an application under a bare `LD_PRELOAD` has nobody to wait for: its spool is bounded by the
-//! disk budget instead, and compacted by the first `cltrap` command that opens it).
+//! does (an application under a bare `LD_PRELOAD` has nobody to wait for: its spool is
+//! bounded by the disk budget instead, and compacted by the first `cltrap` command that
+//! opens it).
 //!
 //! Readers ([`crate::reader`]) find a content whole, chunked, or else in the spool, by
 //! scanning the segments' record headers ([`scan`]); a segment is untrusted input like any
@@ -618,9 +620,10 @@ impl SpoolWriter {
     /// `version` (`base`, `ranges`: the next version of content `base`, differing from it only
     /// in `ranges`, ascending: [`changed_ranges`]) a patch record when this writer wrote `base`
     /// itself, at most [`PATCH_CHAIN_MAX`] patches deep, and the ranges hold at most three
-    /// quarters of the content (else a whole record); and counts it as spooled by this writer from now on. Whoever plans a patch must have it
-    /// written after its base's record (one lane, in order, or after the base's write
-    /// returned): a reader rebuilds a patch from its base.
+    /// quarters of the content (else a whole record); and counts it as spooled by this writer
+    /// from now on. Whoever plans a patch must have it written after its base's record (one
+    /// lane, in order, or after the base's write returned): a reader rebuilds a patch from its
+    /// base.
     pub fn plan(
         &self,
         hash: &str,

@@ -93,9 +93,10 @@ where
 
 /// The process's worker threads for large contents: [`threads`] of them, started at the first
 /// parallel [`for_each`] and kept (a second pool of every core after [`allow_all_cores`],
-/// started by the first thread that uses it, whose CPU priority its threads inherit). Why kept: starting and joining seven threads cost about
-/// 0.3 ms on the 16-core GPU machine, and a large content's store runs five parallel steps,
-/// so a buffer-heavy capture spent about half its store time starting threads.
+/// started by the first thread that uses it, whose CPU priority its threads inherit). Why
+/// kept: starting and joining seven threads cost about 0.3 ms on the 16-core GPU machine, and
+/// a large content's store runs five parallel steps, so a buffer-heavy capture spent about
+/// half its store time starting threads.
 /// None in a child forked after the pool started (its threads are not there; the child
 /// works serially), on one core, and on a thread whose thread-locals are being destroyed
 /// (the shim may store from an application's `clFinish` run by a destructor at exit).

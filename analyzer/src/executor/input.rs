@@ -183,7 +183,7 @@ impl LaunchInput {
         l: &LaunchRecord,
         derive: &mut dyn FnMut(u32, &Content) -> Option<Vec<u8>>,
     ) -> Result<LaunchInput, ExecError> {
-        Self::restored(capture, l, &[], derive, true)
+        Self::from_record_except(capture, l, &[], derive)
     }
 
     /// [`LaunchInput::from_record_with`] where the buffer arguments `resident` get an empty
