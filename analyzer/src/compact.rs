@@ -246,6 +246,11 @@ impl Compactor {
                 },
             )?;
         }
+        // The sealed segments, locked (no other compactor takes them) until dropped below;
+        // `live`: a writer holds one still, so a content spooled in parts whose parts are
+        // not all there may yet be completed (its segment waits for a later pass).
+        let mut sealed = Vec::new();
+        let mut live = false;
         for name in segments {
             let path = spool_dir.join(&name);
             let file =
@@ -263,10 +268,14 @@ impl Compactor {
                 };
             // Held by a live writer: not sealed yet.
             if file.try_lock().is_err() {
+                live = true;
                 continue;
             }
+            sealed.push((path, file));
+        }
+        for (path, file) in sealed {
             let started = Instant::now();
-            if self.segment(&path, &file, &mut report)? {
+            if self.segment(&path, &file, live, &mut report)? {
                 // Kept locked (no other compactor takes it) until it is dropped below.
                 done.push((path, file));
             }
@@ -289,11 +298,13 @@ impl Compactor {
         Ok(report)
     }
 
-    /// Stores the contents of one locked segment; false when one is damaged (it stays).
+    /// Stores the contents of one locked segment; false when one is damaged, or (`live`: a
+    /// writer holds another segment) spooled in parts not all written yet: it stays.
     fn segment(
         &self,
         path: &Path,
         file: &std::fs::File,
+        live: bool,
         report: &mut Report,
     ) -> Result<bool, CompactError> {
         let io = |source| CompactError::Io {
@@ -352,7 +363,7 @@ impl Compactor {
                     // Kept in memory as a base: a record of the chain follows it, or the
                     // chain is one of patches and may go on in the next segment.
                     let base = i + 1 < chain.len() || chain.iter().any(|r| r.patch.is_some());
-                    ok &= self.record(path, file, r, base, &mut batch, &mut part)?;
+                    ok &= self.record(path, file, r, base, live, &mut batch, &mut part)?;
                 }
             }
             part.stored_bytes += self.store.flush_batch(&mut batch).map_err(store_error)?;
@@ -372,13 +383,16 @@ impl Compactor {
 
     /// Stores the content of record `r` of segment `file` (unless the store has it), and
     /// keeps it in memory when it may be the `base` of a patch record to come; false when it
-    /// is damaged (said in `report`).
+    /// is damaged (said in `report`), or cannot be read while a writer is `live` (said in the
+    /// last pass, when it still cannot: a part or base not written yet is no damage).
+    #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
         path: &Path,
         file: &std::fs::File,
         r: &spool::Record,
         base: bool,
+        live: bool,
         batch: &mut writer::PackBatch,
         report: &mut Report,
     ) -> Result<bool, CompactError> {
@@ -387,6 +401,7 @@ impl Compactor {
         }
         let rebuilt = match self.rebuild(file, r) {
             Ok(v) => v,
+            Err(_) if live => return Ok(false),
             Err(why) => {
                 report.problems.push(format!(
                     "{}: content {} at byte {}: {why}; the segment is kept",
@@ -453,6 +468,18 @@ impl Compactor {
                 .map_err(|e| format!("its bytes cannot be read ({e})"))?;
             Ok(bytes)
         };
+        if let Some(part) = r.part {
+            // Put together from every part (this one and those in other segments), checked.
+            let bytes = self
+                .contents
+                .blob_of_size(&r.hash, part.total)
+                .map_err(|e| format!("it is spooled in parts, and they cannot be read: {e}"))?;
+            return Ok(Rebuilt {
+                bytes,
+                leaves: None,
+                like: None,
+            });
+        }
         let Some(p) = &r.patch else {
             let bytes = read(r.len, r.offset)?;
             let leaves = (bytes.len() > parallel::LEAF).then(|| parallel::leaves(&bytes));
@@ -901,6 +928,7 @@ mod tests {
             offset: 0,
             len,
             patch: None,
+            part: None,
         };
         let records: Vec<spool::Record> = (0..50).map(|i| record(1000 + i * 37)).collect();
         for threads in [1, 2, 3, 16] {
@@ -912,6 +940,61 @@ mod tests {
             assert!(runs.iter().all(|r| !r.is_empty()));
         }
         assert!(groups(&[], 4).is_empty());
+    }
+
+    /// A content spooled in three parts on three lanes: while its writer lives and a part is
+    /// missing, compaction leaves the parts' segments for later without a word; once every
+    /// part is written the content reads back from the spool, and compaction stores it
+    /// (once) and drops every segment. Parts whose writer died before writing them all are
+    /// said and kept.
+    #[test]
+    fn a_content_in_parts_is_compacted_once_every_part_is_written() {
+        let a: Vec<u8> = (0..3u32 << 20)
+            .map(|i| (i.wrapping_mul(2654435761) >> 7) as u8)
+            .collect();
+        let hash = writer::digest(&a);
+        let t = tempfile::tempdir().unwrap();
+        let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+        let parts = w.plan(&hash, &a, None).unwrap().parts(3).unwrap();
+        assert_eq!(parts.len(), 3);
+        w.write_planned(1, &parts[0], &a).unwrap();
+        w.write_planned(2, &parts[2], &a).unwrap();
+        w.seal();
+        // A live writer: another record, in a segment it holds.
+        let other = vec![7u8; 1 << 16];
+        w.put(&writer::digest(&other), &other).unwrap();
+        let missing = Contents::new(t.path()).blob_of_size(&hash, a.len() as u64);
+        assert!(
+            missing
+                .as_ref()
+                .is_err_and(|e| e.to_string().contains("in parts")),
+            "{missing:?}"
+        );
+        let r = Compactor::new(t.path()).pass().unwrap();
+        assert_eq!((r.segments, r.contents), (0, 0), "{r:?}");
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert_eq!(spool::segments(t.path()).unwrap().len(), 3);
+        w.write_planned(3, &parts[1], &a).unwrap();
+        assert_eq!(read(t.path(), &a), a);
+        drop(w);
+        let r = Compactor::new(t.path()).pass().unwrap();
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert_eq!((r.segments, r.contents), (4, 2), "{r:?}");
+        assert!(spool::segments(t.path()).unwrap().is_empty());
+        assert_eq!(read(t.path(), &a), a);
+
+        let t = tempfile::tempdir().unwrap();
+        let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+        w.write_planned(1, &parts[0], &a).unwrap();
+        drop(w);
+        let r = Compactor::new(t.path()).pass().unwrap();
+        assert_eq!(r.segments, 0, "{r:?}");
+        assert!(
+            r.problems.len() == 1 && r.problems[0].contains("in parts"),
+            "{:?}",
+            r.problems
+        );
+        assert_eq!(spool::segments(t.path()).unwrap().len(), 1);
     }
 
     #[test]

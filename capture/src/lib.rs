@@ -69,10 +69,13 @@ pub const FORMAT_NAME: &str = "cltrap-capture";
 /// version), which an older reader would report as missing blobs; everything version 4
 /// holds is still valid version 5. Version 6 adds encoding `r` of a chunk (its bytes as they
 /// are, for a chunk zstd would not shrink by a tenth: [`chunks`]), which an older reader would
-/// report as damaged; everything version 5 holds is still valid version 6.
-pub const FORMAT_VERSION: u32 = 6;
+/// report as damaged; everything version 5 holds is still valid version 6. Version 7 adds
+/// part records to the spool ([`spool`]: one large content in parts written at once by
+/// several threads), which an older reader would report as missing blobs; everything
+/// version 6 holds is still valid version 7.
+pub const FORMAT_VERSION: u32 = 7;
 /// The versions this crate reads: older captures read unchanged.
-pub const READABLE_VERSIONS: [u32; 6] = [1, 2, 3, 4, 5, 6];
+pub const READABLE_VERSIONS: [u32; 7] = [1, 2, 3, 4, 5, 6, 7];
 /// The append-only launch log inside a capture directory (one JSON record per line), named
 /// once because the writer, the reader and `cltrap run`'s summary all open it.
 pub const LAUNCHES_FILE: &str = "launches.jsonl";

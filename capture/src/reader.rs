@@ -131,8 +131,10 @@ pub struct Capture {
 /// The records of a capture's spool segments, by content digest.
 #[derive(Debug, Default)]
 struct SpoolIndex {
-    /// Digest → (segment name, its record).
+    /// Digest → (segment name, its record), of whole and patch records.
     places: HashMap<String, (String, crate::spool::Record)>,
+    /// Digest → (segment name, record) of each part record of the content.
+    parts: HashMap<String, Vec<(String, crate::spool::Record)>>,
     /// Digest → what is wrong with the record that claims it (a cut-off record).
     cut: HashMap<String, (String, String)>,
     /// Segments whose records end in something that is not a record: (segment, why).
@@ -469,6 +471,11 @@ impl Contents {
                 source,
             })?;
             for r in scan.records {
+                if r.part.is_some() {
+                    let parts = index.parts.entry(r.hash.clone()).or_default();
+                    parts.push((name.clone(), r));
+                    continue;
+                }
                 index
                     .places
                     .entry(r.hash.clone())
@@ -516,7 +523,7 @@ impl Contents {
         retry: bool,
     ) -> Result<Option<Vec<u8>>, ReadError> {
         let Some((name, record)) = self.spool_place(hash)? else {
-            return Ok(None);
+            return self.parted(hash, want, max, retry);
         };
         let path = self.dir.join(crate::spool::SPOOL_DIR).join(&name);
         let len = record.content_len();
@@ -625,11 +632,87 @@ impl Contents {
         Ok(Some(bytes))
     }
 
+    /// A content spooled as part records ([`crate::spool`]), put together (not yet checked
+    /// against its digest); None when its parts do not cover it (a writer is writing them, or
+    /// died while it did), or none is spooled. The parts found first from each offset are
+    /// taken; the content's size, from the parts that all must say the same, is checked
+    /// against `want` and `max` before anything is read.
+    fn parted(
+        &self,
+        hash: &str,
+        want: Option<u64>,
+        max: u64,
+        retry: bool,
+    ) -> Result<Option<Vec<u8>>, ReadError> {
+        let parts = {
+            let guard = self.spool.lock().unwrap_or_else(|p| p.into_inner());
+            guard.as_ref().and_then(|i| i.parts.get(hash).cloned())
+        };
+        let Some(mut parts) = parts.filter(|p| !p.is_empty()) else {
+            return Ok(None);
+        };
+        let total = parts[0].1.content_len();
+        if let Some((name, r)) = parts.iter().find(|(_, r)| r.content_len() != total) {
+            return Err(ReadError::Corrupt {
+                path: self.dir.join(crate::spool::SPOOL_DIR).join(name),
+                message: format!(
+                    "the part records of content {hash} disagree about its length ({} and {total} bytes)",
+                    r.content_len()
+                ),
+            });
+        }
+        if want.is_some_and(|w| w != total) || total > want.unwrap_or(max) {
+            return Err(ReadError::DamagedBlob {
+                hash: hash.to_string(),
+            });
+        }
+        let at = |r: &crate::spool::Record| r.part.map_or(0, |p| p.at);
+        parts.sort_by_key(|(_, r)| at(r));
+        let mut cover = Vec::new();
+        let mut end = 0u64;
+        for (name, r) in &parts {
+            if at(r) == end {
+                end += r.len;
+                cover.push((name, r));
+            }
+        }
+        if end != total {
+            // Parts written since the scan, or not (yet) all there.
+            if !retry {
+                return Ok(None);
+            }
+            *self.spool.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            return self.spooled_try(hash, want, max, false);
+        }
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(total as usize)
+            .map_err(|_| ReadError::DamagedBlob {
+                hash: hash.to_string(),
+            })?;
+        for (name, r) in cover {
+            let Some(part) = self.record_bytes(name, r)? else {
+                // Its segment was compacted since the spool was scanned: scanned again (the
+                // content itself may be in the store now, which the caller looks at).
+                if !retry {
+                    return Ok(None);
+                }
+                *self.spool.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                return self.spooled_try(hash, want, max, false);
+            };
+            bytes.extend_from_slice(&part);
+        }
+        Ok(Some(bytes))
+    }
+
     /// Where the spool holds content `hash` (scanned again once when it is not known).
     fn spool_place(&self, hash: &str) -> Result<Option<(String, crate::spool::Record)>, ReadError> {
         let mut guard = self.spool.lock().unwrap_or_else(|p| p.into_inner());
         let mut place = guard.as_ref().and_then(|i| i.places.get(hash).cloned());
-        if place.is_none() {
+        // Spooled in parts: no other record is looked for ([`Contents::parted`] scans again
+        // when the parts it knows do not cover the content).
+        let parted = guard.as_ref().is_some_and(|i| i.parts.contains_key(hash));
+        if place.is_none() && !parted {
             *guard = Some(self.scan_spool()?);
             place = guard.as_ref().and_then(|i| i.places.get(hash).cloned());
         }
@@ -682,6 +765,14 @@ impl Contents {
                 return ReadError::Corrupt {
                     path: spool.join(name),
                     message: why.clone(),
+                };
+            }
+            if let Some((name, _)) = index.parts.get(hash).and_then(|p| p.first()) {
+                return ReadError::Corrupt {
+                    path: spool.join(name),
+                    message: format!(
+                        "content {hash} is spooled in parts that do not cover it (their writer died while it wrote them)"
+                    ),
                 };
             }
             if let Some((name, why)) = index.bad.first() {

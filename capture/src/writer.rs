@@ -180,6 +180,15 @@ impl BlobStore {
         self.spool.get().map(|s| s.stats())
     }
 
+    /// Waits, when the spool is on, until it has room for `bytes` more
+    /// ([`crate::spool::SpoolWriter::make_room`]): what whoever cuts a planned record into
+    /// parts does once for all of them, before handing them to lanes.
+    pub fn make_spool_room(&self, bytes: u64) {
+        if let Some(s) = self.spool.get() {
+            s.make_room(bytes);
+        }
+    }
+
     /// Learns where the chunks of the contents already stored in packs lie (their indexes),
     /// so that storing a content reuses them instead of writing them again: what a compactor
     /// does before compacting into a capture that holds packs already. Unreadable indexes
@@ -872,8 +881,8 @@ const MANIFEST_MAX: u64 = 1 << 20;
 /// must not sit under a manifest whose version an older reader takes for one it reads
 /// whole). Everything version 1 holds is valid version 2 (which adds chunked contents and
 /// deltas), version 2 valid version 3 (the digest kind of `Content::Digest`), version 3
-/// valid version 4 (packs of chunks), version 4 valid version 5 (the spool), and version 5
-/// valid version 6 (raw chunks).
+/// valid version 4 (packs of chunks), version 4 valid version 5 (the spool), version 5
+/// valid version 6 (raw chunks), and version 6 valid version 7 (part records in the spool).
 /// Refused: a manifest of another format, a newer version, or damage; no manifest at all
 /// (a bare spool folder) is left as it is.
 pub fn upgrade_manifest(dir: &Path, access: Access) -> Result<(), WriteError> {

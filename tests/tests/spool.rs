@@ -597,6 +597,43 @@ fn hostile_patch_records_give_clear_errors() {
     assert_patch_error(&dir, "no longer match their digest");
 }
 
+/// Forged part records: parts that disagree about their content's length, a part's bytes
+/// changed, a part moved so that the parts leave a gap. Reading names what is wrong, and
+/// compaction keeps the segment and says why (exit status 2), never a panic.
+#[test]
+fn hostile_part_records_give_clear_errors() {
+    use std::os::unix::fs::FileExt;
+    let forge = |seg: &Path, at: u64, bytes: &[u8]| {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(seg)
+            .expect("open");
+        f.write_all_at(bytes, at).expect("forge");
+    };
+    // A part record's header ends with the content's length, the part's offset and length.
+    let field = |r: &spool::Record, i: u64| r.offset - 24 + 8 * i;
+    let cases: [(&str, &str); 3] = [
+        ("parts-length", "disagree about its length"),
+        ("parts-bytes", "no longer match their digest"),
+        ("parts-gap", "do not cover it"),
+    ];
+    for (label, expect) in cases {
+        let (dir, _) = with_lanes(label, "4", "gauss", &["1024"]);
+        let parts: Vec<(PathBuf, spool::Record)> = all_records(&dir)
+            .into_iter()
+            .filter(|(_, r)| r.part.is_some_and(|p| p.at > 0 && p.at + r.len < p.total))
+            .collect();
+        let (seg, r) = parts.first().expect("a part in the middle of its content");
+        let part = r.part.expect("a part");
+        match label {
+            "parts-length" => forge(seg, field(r, 0), &(part.total + 4096).to_le_bytes()),
+            "parts-bytes" => forge(seg, r.offset + 100, b"forged!"),
+            _ => forge(seg, field(r, 1), &(part.at + 4096).to_le_bytes()),
+        }
+        assert_patch_error(&dir, expect);
+    }
+}
+
 /// The application's process only spools: cutting (FastCDC) and compressing (zstd) belong to
 /// compaction in a `cltrap` process, and the shim is built without them (cltrap-capture's
 /// `compact` feature), so none of that code can run, or cost memory, in an application.
@@ -683,10 +720,11 @@ fn phase_calls(stats: &serde_json::Value, phase: &str) -> u64 {
 
 /// With four spool lanes, large new contents are written by the lanes, into a segment per
 /// lane, while the writer goes on: Gaussian elimination's two 1 MiB buffers (each memory
-/// object has a lane of its own, given in turn) and a buffer changed in a slice per launch
-/// (patch records after their base, on its lane) read back before and after compaction, and
-/// every launch replays bit-exact. Without lanes the writer writes them
-/// all itself, into one segment.
+/// object has a lane of its own, given in turn), a buffer changed in a slice per launch
+/// (patch records after their base, on its lane), and its 4 MiB matrix (each new whole
+/// content cut into parts written on four lanes at once, its next versions patches on it)
+/// read back before and after compaction, and every launch replays bit-exact. Without lanes
+/// the writer writes them all itself, into one segment.
 #[test]
 fn spool_lanes_write_large_contents_into_separate_segments_and_the_capture_replays_bit_exact() {
     let (alone, stats) = with_lanes("lanes-0", "0", "budget", &["24", "storm"]);
@@ -695,6 +733,7 @@ fn spool_lanes_write_large_contents_into_separate_segments_and_the_capture_repla
     for (label, exe, args) in [
         ("lanes-gauss", "gauss", vec!["512"]),
         ("lanes-slices", "slices", vec!["24"]),
+        ("lanes-parts", "gauss", vec!["1024"]),
     ] {
         let (dir, stats) = with_lanes(label, "4", exe, &args);
         let records = all_records(&dir);
@@ -704,7 +743,35 @@ fn spool_lanes_write_large_contents_into_separate_segments_and_the_capture_repla
             "every large content written by a lane: {stats}"
         );
         let used: std::collections::BTreeSet<_> = records.iter().map(|(s, _)| s).collect();
-        if label == "lanes-gauss" {
+        if label == "lanes-parts" {
+            // Every part of a content in a segment of its own, and patches on such contents.
+            let mut parts: std::collections::BTreeMap<&str, Vec<&PathBuf>> = Default::default();
+            for (seg, r) in records.iter().filter(|(_, r)| r.part.is_some()) {
+                parts.entry(r.hash.as_str()).or_default().push(seg);
+            }
+            assert!(!parts.is_empty(), "no part record: {stats}");
+            for (hash, segs) in &parts {
+                let distinct: std::collections::BTreeSet<_> = segs.iter().collect();
+                assert!(
+                    segs.len() == 4 && distinct.len() == 4,
+                    "content {hash} in {} parts in {} segments",
+                    segs.len(),
+                    distinct.len()
+                );
+            }
+            assert_eq!(
+                stats["spool"]["parts"].as_u64(),
+                Some(4 * parts.len() as u64),
+                "{stats}"
+            );
+            assert!(
+                records.iter().any(|(_, r)| r
+                    .patch
+                    .as_ref()
+                    .is_some_and(|p| parts.contains_key(p.base.as_str()))),
+                "no patch on a content in parts"
+            );
+        } else if label == "lanes-gauss" {
             assert!(
                 used.len() >= 2,
                 "{label}: one segment for {} records",

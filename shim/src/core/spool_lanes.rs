@@ -12,12 +12,23 @@
 //! knows nothing of launches or records; a write that fails stops the capture
 //! ([`crate::sink::fail`]), as a failed write on the landing thread does.
 //!
+//! A large new whole record (two [`PART_MIN`](cltrap_capture::spool::PART_MIN) or more)
+//! goes as part records to as many lanes, the first on the object's lane: one thread copies
+//! into one file at a few GB/s, several into several files scale (an application's
+//! `clFinish` that waits for a 4 MB content waited for that copy).
+//!
 //! Invariants:
 //! * A record is written only after every record of the same memory object submitted
-//!   before it (a patch after its base): while one of an object's records waits or is being
-//!   written, its next ones go to the same lane, whose records are written in order. Each
-//!   object has a lane of its own otherwise too (given in turn), so that its versions follow
-//!   each other in one segment, as compaction rebuilds patches fastest.
+//!   before it (a patch after its base), parts other than the first excepted: while one of
+//!   an object's records waits or is being written, its next ones go to the same lane, whose
+//!   records are written in order. Each object has a lane of its own otherwise too (given in
+//!   turn), so that its versions follow each other in one segment, as compaction rebuilds
+//!   patches fastest. A patch may so be written before the other parts of its base: no
+//!   launch record names it before [`settle`], and a compactor leaves a segment whose
+//!   content it cannot rebuild yet for a later pass while a writer lives.
+//! * Room in the spool ([`cltrap_capture::spool::SpoolWriter::make_room`]) is made for all
+//!   of a record's parts before any is submitted; a part never waits for it (a compactor
+//!   cannot take a content before all its parts are written).
 //! * No log line names a content before its record is written: the one place that appends
 //!   records ([`super::flight`]'s landing) calls [`settle`] first.
 //! * Bounded: submitting waits while [`PENDING_MAX`] bytes of contents are waiting.
@@ -40,7 +51,12 @@ struct Job {
     writer: &'static CaptureWriter,
     planned: Planned,
     bytes: Arc<Landed>,
+    /// The memory object it was read from (0: a part other than the first, which no chain
+    /// counts).
     mem: usize,
+    /// Bytes it counts as pending (the content's; 0 for a part other than the first, whose
+    /// bytes the first counts).
+    size: usize,
 }
 
 /// One lane: its queue, and how many records were submitted to it and written.
@@ -127,6 +143,7 @@ pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, byte
     }
     if l.pid != pid || l.lanes.is_empty() {
         drop(l);
+        let size = bytes.len();
         write_on(
             0,
             &Job {
@@ -134,9 +151,18 @@ pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, byte
                 planned,
                 bytes,
                 mem,
+                size,
             },
         );
         return;
+    }
+    // A large whole record goes as parts to several lanes, written at once; room in the
+    // spool is made for all of them first (a part never waits for it).
+    let parts = planned.parts(l.lanes.len());
+    if parts.is_some() {
+        drop(l);
+        writer.blobs.make_spool_room(planned.bytes());
+        l = lock(&LANES);
     }
     let size = bytes.len();
     let room = super::stats::span(super::stats::Phase::LaneRoom);
@@ -168,15 +194,44 @@ pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, byte
             lane
         }
     };
-    let q = &mut l.lanes[lane];
-    q.bytes += size;
-    q.submitted += 1;
-    q.queue.push_back(Job {
-        writer,
-        planned,
-        bytes,
-        mem,
-    });
+    let jobs: Vec<(usize, Job)> = match parts {
+        // The first part on the object's lane (counted in its chain), the others on the
+        // next lanes in turn.
+        Some(parts) => {
+            let n = l.lanes.len();
+            parts
+                .into_iter()
+                .enumerate()
+                .map(|(i, planned)| {
+                    let first = i == 0;
+                    let job = Job {
+                        writer,
+                        planned,
+                        bytes: bytes.clone(),
+                        mem: if first { mem } else { 0 },
+                        size: if first { size } else { 0 },
+                    };
+                    ((lane + i) % n, job)
+                })
+                .collect()
+        }
+        None => vec![(
+            lane,
+            Job {
+                writer,
+                planned,
+                bytes,
+                mem,
+                size,
+            },
+        )],
+    };
+    for (lane, job) in jobs {
+        let q = &mut l.lanes[lane];
+        q.bytes += job.size;
+        q.submitted += 1;
+        q.queue.push_back(job);
+    }
     drop(l);
     CHANGED.notify_all();
 }
@@ -211,14 +266,14 @@ fn run(i: usize) {
             let _span = super::stats::span(super::stats::Phase::LaneWrite);
             write_on(lane, &job);
         }
-        let size = job.bytes.len();
+        let size = job.size;
         let mem = job.mem;
         let mut l = lock(&LANES);
         if let Some(q) = l.lanes.get_mut(i) {
             q.written += 1;
             q.bytes -= size;
         }
-        if let Some(at) = l.chains.iter().position(|c| c.0 == mem) {
+        if let Some(at) = l.chains.iter().position(|c| mem != 0 && c.0 == mem) {
             l.chains[at].2 -= 1;
             if l.chains[at].2 == 0 {
                 l.chains.swap_remove(at);

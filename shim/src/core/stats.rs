@@ -189,8 +189,8 @@ pub(super) fn write(path: &std::path::Path) {
         .and_then(|w| w.blobs.spool_stats())
         .map(|s| {
             format!(
-                "\"spool\":{{\"records\":{},\"patches\":{},\"bytes\":{},\"waits\":{},\"wait_ns\":{},\"peak_bytes\":{},\"bound\":{}}},",
-                s.records, s.patches, s.bytes, s.waits, s.wait_ns, s.peak_bytes, s.bound
+                "\"spool\":{{\"records\":{},\"patches\":{},\"parts\":{},\"bytes\":{},\"waits\":{},\"wait_ns\":{},\"peak_bytes\":{},\"bound\":{}}},",
+                s.records, s.patches, s.parts, s.bytes, s.waits, s.wait_ns, s.peak_bytes, s.bound
             )
         })
         .unwrap_or_default();
