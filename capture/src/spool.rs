@@ -222,6 +222,42 @@ impl Patch {
     }
 }
 
+/// Whether a sample of the 64-byte blocks of `hull` ([`SAMPLED_BLOCKS`] of them, at
+/// pseudo-random places) says that nearly all of them changed (all but one in sixteen), and the hull holds
+/// more than three quarters of the content: then the ranges would hold more than
+/// [`SpoolWriter::plan`] takes for a patch, and the next version is written whole without
+/// comparing every block. Why: a stencil that rewrites all of a 4 MB buffer at each launch
+/// compared both versions block by block (8 MB read) only to learn that. Where at most three
+/// quarters of the blocks changed, 240 of 256 random ones changed has a chance below
+/// 1e-12; a wrong guess would only make a whole record where a patch would have been
+/// smaller, never a wrong content.
+pub fn mostly_changed(new: &[u8], old: &[u8], hull: (usize, usize)) -> bool {
+    let (lo, hi) = hull;
+    if new.len() != old.len() || hi > new.len() || lo >= hi || (hi - lo) * 4 <= new.len() * 3 {
+        return false;
+    }
+    let blocks = (hi - lo) / RANGE_BLOCK;
+    if blocks < SAMPLED_BLOCKS {
+        return false;
+    }
+    // Blocks at pseudo-random places (a fixed sequence): evenly spaced ones would all fall
+    // on the same column of a grid whose rows are a multiple of the spacing.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let changed = (0..SAMPLED_BLOCKS)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            lo + (x % blocks as u64) as usize * RANGE_BLOCK
+        })
+        .filter(|&at| new[at..at + RANGE_BLOCK] != old[at..at + RANGE_BLOCK])
+        .count();
+    changed * 16 >= SAMPLED_BLOCKS * 15
+}
+
+/// Blocks [`mostly_changed`] looks at.
+pub const SAMPLED_BLOCKS: usize = 256;
+
 /// The ranges where `new` differs from `old` (of the same length) inside `hull` (from
 /// [`crate::parallel::changed_region`]), in blocks of [`RANGE_BLOCK`] bytes, adjacent ones
 /// merged; at most [`RANGES_MAX`] (past it, the whole hull). Compared on several threads
@@ -1103,6 +1139,35 @@ mod tests {
         f.write_all_at(&(1u64 << 40).to_le_bytes(), 80).unwrap();
         let s = scan(&File::open(&path).unwrap()).unwrap();
         assert_eq!((s.records.len(), s.tail), (0, Tail::Bad { at: 0 }));
+    }
+
+    #[test]
+    fn a_version_changed_nearly_everywhere_is_told_apart_by_a_sample() {
+        let old: Vec<u8> = (0..4u32 << 20).map(|i| (i % 253) as u8).collect();
+        let all: Vec<u8> = old.iter().map(|b| b ^ 1).collect();
+        let whole = (0, old.len());
+        assert!(mostly_changed(&all, &old, whole));
+        // One block in eight changed (an anti-diagonal, a row in eight): ranges are found.
+        let mut sparse = old.clone();
+        for at in (0..old.len()).step_by(8 * RANGE_BLOCK) {
+            sparse[at] ^= 1;
+        }
+        assert!(!mostly_changed(&sparse, &old, whole));
+        // One column of a grid of 4 KiB rows: evenly spaced samples would all see it.
+        let mut column = old.clone();
+        for at in (0..old.len()).step_by(4096) {
+            column[at] ^= 1;
+        }
+        assert!(!mostly_changed(&column, &old, whole));
+        // All of a hull that is not more than three quarters of the content.
+        let mut part = old.clone();
+        for b in &mut part[..3 << 20] {
+            *b ^= 1;
+        }
+        assert!(!mostly_changed(&part, &old, (0, 3 << 20)));
+        // Small contents and other lengths are never sampled.
+        assert!(!mostly_changed(&all[..4096], &old[..4096], (0, 4096)));
+        assert!(!mostly_changed(&all, &old[1..], whole));
     }
 
     #[test]

@@ -363,6 +363,8 @@ impl BlobStore {
         }
         if let Some(spool) = self.spool.get() {
             // The next version of a content this writer spooled: only the changed region.
+            // Changed nearly everywhere: a whole record, without finding every range.
+            let like = like.filter(|l| !crate::spool::mostly_changed(bytes, l.old, l.region));
             let ranges = like.map(|l| {
                 let (lo, hi) = l.region;
                 let ranges = if l.old.len() == bytes.len() {
