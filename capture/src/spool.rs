@@ -24,8 +24,10 @@
 //! [`PATCH_CHAIN_MAX`] patches deep (then a whole record again), so a reader rebuilds any
 //! content from at most that many records; readers refuse longer chains, cycles, missing
 //! bases and ranges past the content's end with one sentence each. A *part* record
-//! ([`PART_MAGIC`], format version 7): the content's digest, its length, the offset and
-//! length of the part (three u64, little-endian), then the part's bytes; the parts of one
+//! ([`PART_MAGIC`], format version 7): the content's length, the offset and length of the
+//! part (three u64, little-endian), the part's bytes, then the content's digest (64 hex
+//! digits, last: a writer may start copying a part before the digest is known, and hash the
+//! content meanwhile); the parts of one
 //! content lie in segments of different lanes, so that several threads copy one large
 //! content into the page cache at once (one thread copying into one file ran at 3.3–4.9 GB/s
 //! on an H200 host, four threads into four files at 16 GB/s), and the content is found once
@@ -79,9 +81,11 @@ pub const PATCH_MAGIC: &[u8; 8] = b"cltspl02";
 pub const PATCH_HEADER: usize = 8 + 64 + 64 + 3 * 8;
 /// The first bytes of every part record (see the module doc).
 pub const PART_MAGIC: &[u8; 8] = b"cltspl03";
-/// Bytes of a part record's header: magic, digest in hex, the content's length, the part's
-/// offset in it and its length.
-pub const PART_HEADER: usize = 8 + 64 + 3 * 8;
+/// Bytes of a part record's header: magic, the content's length, the part's offset in it
+/// and its length. The part's bytes follow, then [`PART_TRAILER`].
+pub const PART_HEADER: usize = 8 + 3 * 8;
+/// Bytes after a part's: the content's digest in hex.
+pub const PART_TRAILER: usize = 64;
 /// Least bytes of one part: a content is cut into parts only where each holds at least
 /// this much (a smaller part costs a record and a write more than it saves).
 pub const PART_MIN: usize = 1 << 20;
@@ -388,23 +392,45 @@ pub fn scan(file: &File) -> std::io::Result<Scan> {
         }
         let header = &mut header[..size];
         file.read_exact_at(header, at)?;
+        if size == PART_HEADER {
+            let (total, from, n) = (u64_at(header, 8), u64_at(header, 16), u64_at(header, 24));
+            // A part inside its content, not empty: else no record starts here.
+            if n == 0 || from.checked_add(n).is_none_or(|end| end > total) {
+                break Tail::Bad { at };
+            }
+            let offset = at + size as u64;
+            let claimed = n.saturating_add(PART_TRAILER as u64);
+            if claimed > len - offset {
+                break Tail::Cut {
+                    hash: String::new(),
+                    at,
+                    claimed,
+                    have: len - offset,
+                };
+            }
+            let mut digest = [0u8; PART_TRAILER];
+            file.read_exact_at(&mut digest, offset + n)?;
+            if !is_hex(&digest) {
+                break Tail::Bad { at: offset + n };
+            }
+            records.push(Record {
+                hash: String::from_utf8_lossy(&digest).into_owned(),
+                offset,
+                len: n,
+                patch: None,
+                part: Some(Part { total, at: from }),
+            });
+            at = offset + claimed;
+            continue;
+        }
         let hash = &header[8..72];
         if !is_hex(hash) {
             break Tail::Bad { at };
         }
         let hash = String::from_utf8_lossy(hash).into_owned();
         let mut offset = at + size as u64;
-        let mut part = None;
         let (claimed, patch) = if size == HEADER {
             (u64_at(header, 72), None)
-        } else if size == PART_HEADER {
-            let (total, from, n) = (u64_at(header, 72), u64_at(header, 80), u64_at(header, 88));
-            // A part inside its content, not empty: else no record starts here.
-            if n == 0 || from.checked_add(n).is_none_or(|end| end > total) {
-                break Tail::Bad { at };
-            }
-            part = Some(Part { total, at: from });
-            (n, None)
         } else {
             let base = &header[72..136];
             if !is_hex(base) {
@@ -450,7 +476,7 @@ pub fn scan(file: &File) -> std::io::Result<Scan> {
             offset,
             len: claimed,
             patch,
-            part,
+            part: None,
         });
         at = offset + claimed;
     };
@@ -628,42 +654,62 @@ pub struct Planned {
     /// A part record ([`Planned::parts`]): written without waiting for room, which
     /// whoever cut the parts made for all of them ([`SpoolWriter::make_room`]).
     part: bool,
+    /// A part's digest, written after its bytes (None: not known yet, given when it is
+    /// written: [`SpoolWriter::write_part_named`]).
+    digest: Option<String>,
 }
 
 impl Planned {
+    /// The part records of a new whole content of `total` bytes whose digest is not known
+    /// yet, as [`Planned::parts`] cuts them: their bytes can be copied while the content is
+    /// hashed, and the digest written after each ([`SpoolWriter::write_part_named`]). None
+    /// where it is too small for two parts.
+    pub fn unnamed_parts(total: u64, n: usize) -> Option<Vec<Planned>> {
+        Self::cut(total, n, None)
+    }
+
+    /// `total` bytes in `n` parts (fewer where too small), each naming `digest`.
+    fn cut(total: u64, n: usize, digest: Option<String>) -> Option<Vec<Planned>> {
+        let size = usize::try_from(total).ok()?;
+        let n = n.min(size / PART_MIN);
+        if n < 2 {
+            return None;
+        }
+        // Parts of whole pages, the last one taking the rest.
+        let step = (size / n) & !4095;
+        Some(
+            (0..n)
+                .map(|i| {
+                    let at = i * step;
+                    let len = if i + 1 == n { size - at } else { step };
+                    let mut header = Vec::with_capacity(PART_HEADER);
+                    header.extend_from_slice(PART_MAGIC);
+                    for v in [size, at, len] {
+                        header.extend_from_slice(&(v as u64).to_le_bytes());
+                    }
+                    Planned {
+                        header,
+                        ranges: Some(vec![(at, len)]),
+                        content: total,
+                        part: true,
+                        digest: digest.clone(),
+                    }
+                })
+                .collect(),
+        )
+    }
+
     /// This whole record as `n` part records of at least [`PART_MIN`] bytes each (fewer
     /// where the content is too small for `n`), to be written on different lanes; None for a
     /// patch record, a part, or a content too small for two parts. Why: one thread copies
     /// into one file at a few GB/s, and an application's `clFinish` that waits for a large new
     /// content waits for that copy.
     pub fn parts(&self, n: usize) -> Option<Vec<Planned>> {
-        let total = usize::try_from(self.content).ok()?;
-        let n = n.min(total / PART_MIN);
-        if self.ranges.is_some() || self.part || n < 2 {
+        if self.ranges.is_some() || self.part {
             return None;
         }
-        // Parts of whole pages, the last one taking the rest.
-        let step = (total / n) & !4095;
-        Some(
-            (0..n)
-                .map(|i| {
-                    let at = i * step;
-                    let len = if i + 1 == n { total - at } else { step };
-                    let mut header = Vec::with_capacity(PART_HEADER);
-                    header.extend_from_slice(PART_MAGIC);
-                    header.extend_from_slice(&self.header[8..72]);
-                    for v in [total, at, len] {
-                        header.extend_from_slice(&(v as u64).to_le_bytes());
-                    }
-                    Planned {
-                        header,
-                        ranges: Some(vec![(at, len)]),
-                        content: self.content,
-                        part: true,
-                    }
-                })
-                .collect(),
-        )
+        let digest = String::from_utf8_lossy(&self.header[8..72]).into_owned();
+        Self::cut(self.content, n, Some(digest))
     }
 
     /// The bytes the record takes in the spool, header included.
@@ -672,7 +718,8 @@ impl Planned {
             None => self.content,
             Some(ranges) => ranges.iter().map(|&(_, n)| n as u64).sum(),
         };
-        self.header.len() as u64 + body
+        let trailer = if self.part { PART_TRAILER as u64 } else { 0 };
+        self.header.len() as u64 + body + trailer
     }
 }
 
@@ -777,6 +824,7 @@ impl SpoolWriter {
                 ranges: None,
                 content: bytes.len() as u64,
                 part: false,
+                digest: None,
             });
         };
         check_digest(base)?;
@@ -797,6 +845,7 @@ impl SpoolWriter {
             ranges: Some(ranges.to_vec()),
             content: bytes.len() as u64,
             part: false,
+            digest: None,
         })
     }
 
@@ -811,6 +860,54 @@ impl SpoolWriter {
         lane: usize,
         planned: &Planned,
         bytes: &[u8],
+    ) -> std::io::Result<u64> {
+        match (planned.part, &planned.digest) {
+            (true, Some(digest)) => {
+                let digest = digest.clone();
+                self.write_part_named(lane, planned, bytes, move || digest)
+            }
+            (true, None) => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a part whose digest is not known is written with write_part_named",
+            )),
+            (false, _) => self.write(lane, planned, bytes, None),
+        }
+    }
+
+    /// Writes part record `planned` (of [`Planned::parts`] or [`Planned::unnamed_parts`])
+    /// of content `bytes` to the segment of `lane`: its bytes first, then the digest that
+    /// `name` gives (it may wait for whoever hashes the content meanwhile). A digest that is
+    /// not 64 hex digits fails the write and seals the lane's segment, so that the record it
+    /// leaves cut off is its last. Returns the bytes it took.
+    pub fn write_part_named(
+        &self,
+        lane: usize,
+        planned: &Planned,
+        bytes: &[u8],
+        name: impl FnOnce() -> String,
+    ) -> std::io::Result<u64> {
+        if !planned.part {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "only a part record is written with write_part_named",
+            ));
+        }
+        let mut name = Some(name);
+        let mut trailer = || -> std::io::Result<Vec<u8>> {
+            let digest = name.take().map(|n| n()).unwrap_or_default();
+            check_digest(&digest)?;
+            Ok(digest.into_bytes())
+        };
+        self.write(lane, planned, bytes, Some(&mut trailer))
+    }
+
+    /// [`SpoolWriter::write_planned`], with a part's `trailer`.
+    fn write(
+        &self,
+        lane: usize,
+        planned: &Planned,
+        bytes: &[u8],
+        trailer: Option<&mut dyn FnMut() -> std::io::Result<Vec<u8>>>,
     ) -> std::io::Result<u64> {
         if bytes.len() as u64 != planned.content || lane >= LANES {
             return Err(std::io::Error::new(
@@ -835,7 +932,7 @@ impl SpoolWriter {
             true => (body.len() as u64, false),
             false => (planned.content, true),
         };
-        let need = self.append(lane, &planned.header, &body, content, room)?;
+        let need = self.append(lane, &planned.header, &body, content, room, trailer)?;
         if planned.part {
             self.parts.fetch_add(1, Ordering::Relaxed);
         } else if planned.ranges.is_some() {
@@ -850,6 +947,13 @@ impl SpoolWriter {
         for lane in &self.lanes {
             *lane.lock().unwrap_or_else(|p| p.into_inner()) = None;
         }
+    }
+
+    /// Remembers that this writer spooled content `hash` whole (in parts whose digest was
+    /// given after their bytes: [`Planned::unnamed_parts`]), so its next version may be a
+    /// patch on it.
+    pub fn learn_whole(&self, hash: &str) {
+        self.learn(hash, 0);
     }
 
     /// How many patch records content `hash` is from a whole record, when this writer
@@ -883,8 +987,10 @@ impl SpoolWriter {
         body: &[u8],
         content: u64,
         room: bool,
+        trailer: Option<&mut dyn FnMut() -> std::io::Result<Vec<u8>>>,
     ) -> std::io::Result<u64> {
-        let need = (header.len() + body.len()) as u64;
+        let extra = if trailer.is_some() { PART_TRAILER } else { 0 };
+        let need = (header.len() + body.len() + extra) as u64;
         if room {
             self.make_room(need);
         }
@@ -920,6 +1026,22 @@ impl SpoolWriter {
             body
         };
         seg.file.write_all(buf)?;
+        if let Some(trailer) = trailer {
+            // Nothing may follow a record left without its digest: the segment is sealed.
+            match trailer() {
+                Ok(t) if t.len() == PART_TRAILER => seg.file.write_all(&t)?,
+                Ok(_) => {
+                    *current = None;
+                    return Err(std::io::Error::other(
+                        "a part's digest has the wrong length",
+                    ));
+                }
+                Err(e) => {
+                    *current = None;
+                    return Err(e);
+                }
+            }
+        }
         seg.len += need;
         seg.content = seg.content.saturating_add(content);
         drop(current);
@@ -1136,9 +1258,48 @@ mod tests {
         assert_eq!(end, bytes.len() as u64);
         // A part that claims to end past its content: no record starts there.
         let f = OpenOptions::new().write(true).open(&path).unwrap();
-        f.write_all_at(&(1u64 << 40).to_le_bytes(), 80).unwrap();
+        f.write_all_at(&(1u64 << 40).to_le_bytes(), 24).unwrap();
         let s = scan(&File::open(&path).unwrap()).unwrap();
         assert_eq!((s.records.len(), s.tail), (0, Tail::Bad { at: 0 }));
+    }
+
+    #[test]
+    fn parts_copied_before_their_digest_is_known_are_named_after_their_bytes() {
+        let t = tempfile::tempdir().unwrap();
+        let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+        let bytes: Vec<u8> = (0..3u32 << 20).map(|i| (i % 241) as u8).collect();
+        let hash = crate::writer::digest(&bytes);
+        assert!(Planned::unnamed_parts(PART_MIN as u64, 4).is_none());
+        let parts = Planned::unnamed_parts(bytes.len() as u64, 4).unwrap();
+        assert_eq!(parts.len(), 3);
+        // Unnamed, a part cannot be written as a planned record.
+        assert!(w.write_planned(1, &parts[0], &bytes).is_err());
+        for (i, p) in parts.iter().enumerate() {
+            w.write_part_named(1 + i, p, &bytes, || hash.clone())
+                .unwrap();
+        }
+        // A digest that is no digest: refused, and its segment sealed behind the cut record.
+        let again = Planned::unnamed_parts(bytes.len() as u64, 2).unwrap();
+        assert!(w
+            .write_part_named(4, &again[0], &bytes, || "nope".into())
+            .is_err());
+        drop(w);
+        let mut found = 0;
+        for name in segments(t.path()).unwrap() {
+            let s = scan(&File::open(t.path().join(SPOOL_DIR).join(name)).unwrap()).unwrap();
+            for r in &s.records {
+                assert_eq!(r.hash, hash);
+                found += 1;
+            }
+            if s.records.is_empty() {
+                assert!(matches!(s.tail, Tail::Cut { .. }), "{:?}", s.tail);
+            }
+        }
+        assert_eq!(found, 3);
+        let read = crate::reader::Contents::new(t.path())
+            .blob_of_size(&hash, bytes.len() as u64)
+            .unwrap();
+        assert!(read == bytes);
     }
 
     #[test]

@@ -180,6 +180,49 @@ impl BlobStore {
         self.spool.get().map(|s| s.stats())
     }
 
+    /// Writes part record `planned` ([`crate::spool::Planned::unnamed_parts`]) of content
+    /// `bytes` to the spool's `lane`, its digest given by `name` once its bytes are written
+    /// ([`crate::spool::SpoolWriter::write_part_named`]). Until it returns, no launch record
+    /// may name the content.
+    pub fn write_part_named(
+        &self,
+        lane: usize,
+        planned: &crate::spool::Planned,
+        bytes: &[u8],
+        name: impl FnOnce() -> String,
+    ) -> Result<(), WriteError> {
+        let spool_dir = || self.dir.join(crate::spool::SPOOL_DIR);
+        let Some(spool) = self.spool.get() else {
+            return Err(WriteError::Write {
+                path: spool_dir(),
+                source: std::io::Error::other("the capture's spool is off"),
+            });
+        };
+        spool
+            .write_part_named(lane, planned, bytes, name)
+            .map(drop)
+            .map_err(|source| WriteError::Write {
+                path: spool_dir(),
+                source,
+            })
+    }
+
+    /// Counts a content of `len` bytes spooled as unnamed parts of `record_bytes` in all, now
+    /// that its digest `hash` is known (what [`BlobStore::put_content_planned`] counts when it
+    /// plans a record), so the disk budget, the derive threshold and later patches on it see
+    /// it as any spooled content.
+    pub fn spooled_as(&self, hash: &str, len: u64, record_bytes: u64) {
+        if let Some(s) = self.spool.get() {
+            s.learn_whole(hash);
+        }
+        self.bytes_written
+            .fetch_add(record_bytes, Ordering::Relaxed);
+        self.spooled_written
+            .fetch_add(record_bytes, Ordering::Relaxed);
+        self.spooled_whole.fetch_add(len, Ordering::Relaxed);
+        self.remember(hash);
+    }
+
     /// Waits, when the spool is on, until it has room for `bytes` more
     /// ([`crate::spool::SpoolWriter::make_room`]): what whoever cuts a planned record into
     /// parts does once for all of them, before handing them to lanes.

@@ -787,6 +787,44 @@ fn spool_lanes_write_large_contents_into_separate_segments_and_the_capture_repla
     }
 }
 
+/// Contents read back from device-side snapshots (digests on the device, forced on PoCL's
+/// CPU device) are new: with four lanes a 4 MiB matrix is copied as parts while it is hashed,
+/// each part's digest written after its bytes. Every part record names its content, the
+/// parts of each cover it, and the capture reads back and replays bit-exact before and after
+/// compaction.
+#[test]
+fn new_contents_are_copied_as_parts_while_they_are_hashed_and_replay_bit_exact() {
+    let env = [
+        ("CLTRAP_SPOOL_LANES", OsStr::new("4")),
+        ("CLTRAP_SPOOL_MAX_MB", OsStr::new("0")),
+        ("CLTRAP_LAUNCHES", OsStr::new("0..40")),
+        ("CLTRAP_DEVICE_DIGEST", OsStr::new("on")),
+    ];
+    let (dir, stats) = captured_with_stats("parts-hashed", "gauss", &["1024"], &env);
+    assert!(
+        stats["copied_while_hashed"].as_u64().unwrap_or(0) >= 1,
+        "no content copied while hashed: {stats}"
+    );
+    let mut parts: std::collections::BTreeMap<String, Vec<(u64, u64)>> = Default::default();
+    for (_, r) in all_records(&dir) {
+        if let Some(p) = r.part {
+            parts.entry(r.hash.clone()).or_default().push((p.at, r.len));
+            assert_eq!(p.total, 4 << 20);
+        }
+    }
+    assert!(!parts.is_empty(), "no part record: {stats}");
+    for (hash, mut ranges) in parts {
+        ranges.sort();
+        let mut end = 0;
+        for (at, len) in ranges {
+            assert_eq!(at, end, "content {hash}: a gap or an overlap");
+            end += len;
+        }
+        assert_eq!(end, 4 << 20, "content {hash}: parts do not cover it");
+    }
+    replays_before_and_after_compaction(&dir);
+}
+
 /// A spool write that fails (here: past the file size limit, `EFBIG`) stops the capture,
 /// said once on stderr, and the application carries on unchanged; every launch record that
 /// was written names only contents that read back, and replays bit-exact. With spool lanes

@@ -334,14 +334,19 @@ fn stores(keep: Keep, after: bool) -> bool {
 /// [`store`] for the bytes read from memory object `mem`, taken by value: a large content
 /// that is stored is compared with the last version of `mem` stored ([`versions`]) and,
 /// where the two differ in one region, hashed only there ([`parallel::leaves_like`]) and
-/// spooled as a patch on it; it is kept as that version. Returns the
-/// content and bytes the caller may reuse (these, or the version they replaced).
+/// spooled as a patch on it; it is kept as that version. `fresh`: the bytes are almost surely
+/// new (read back because their device digest names no stored content); where they would be
+/// a whole record, spool lanes copy them as parts while they are hashed
+/// ([`super::spool_lanes::submit_unnamed`]; in the rare case that the capture holds them
+/// already, the spool holds them twice until compaction). Returns the content and bytes the
+/// caller may reuse (these, or the version they replaced).
 pub fn store_version(
     writer: &'static CaptureWriter,
     keep: Keep,
     after: bool,
     bytes: Landed,
     mem: usize,
+    fresh: bool,
 ) -> (Content, Option<Vec<u8>>) {
     if bytes.len() < versions::MIN_BYTES || !stores(keep, after) {
         return (store(writer, keep, after, &bytes), bytes.into_vec());
@@ -356,15 +361,30 @@ pub fn store_version(
         .as_ref()
         .filter(|v| v.bytes.len() == bytes.len())
         .map(|v| (v, parallel::changed_region(&bytes, &v.bytes)));
-    let (hash, leaves, like) = match region {
-        // Unchanged since the version stored: the same content.
-        Some((v, None)) => {
-            let hash = v.hash.clone();
-            if let Some(v) = old {
-                versions::put(mem, v);
-            }
-            return (Content::Blob { hash, size }, bytes.into_vec());
+    // Unchanged since the version stored: the same content.
+    if let Some((v, None)) = region {
+        let hash = v.hash.clone();
+        if let Some(v) = old {
+            versions::put(mem, v);
         }
+        return (Content::Blob { hash, size }, bytes.into_vec());
+    }
+    // New and a whole record: copied by the lanes while it is hashed here.
+    let whole = match region {
+        Some((v, Some(r))) => cltrap_capture::spool::mostly_changed(&bytes, &v.bytes, r),
+        _ => true,
+    };
+    let bytes = std::sync::Arc::new(bytes);
+    drop(hashing);
+    let unnamed = (fresh && whole)
+        .then(|| {
+            let _put = super::stats::span(super::stats::Phase::StorePut);
+            super::spool_lanes::submit_unnamed(writer, mem, &bytes)
+        })
+        .flatten();
+    let hashing = super::stats::span(super::stats::Phase::StoreHash);
+    // (An unchanged content returned above.)
+    let (hash, leaves, like) = match region.filter(|_| unnamed.is_none()) {
         Some((v, Some(region))) => {
             let leaves = parallel::leaves_like(&bytes, &v.leaves, region);
             let hash = parallel::root(&leaves, bytes.len());
@@ -375,14 +395,27 @@ pub fn store_version(
             };
             (hash, leaves, Some(like))
         }
-        None => {
+        _ => {
             let leaves = parallel::leaves(&bytes);
             (parallel::root(&leaves, bytes.len()), leaves, None)
         }
     };
     drop(hashing);
-    let bytes = std::sync::Arc::new(bytes);
-    let (content, stored_now) = put_later(writer, hash.clone(), &bytes, like, mem);
+    let (content, stored_now) = match unnamed {
+        Some((naming, record_bytes)) => {
+            naming.set(&hash);
+            super::stats::add(&super::stats::COPIED_WHILE_HASHED, 1);
+            writer.blobs.spooled_as(&hash, size, record_bytes);
+            (
+                Content::Blob {
+                    hash: hash.clone(),
+                    size,
+                },
+                true,
+            )
+        }
+        None => put_later(writer, hash.clone(), &bytes, like, mem),
+    };
     // Bytes no lane holds any more go back to the caller for reuse.
     let mine = |b: std::sync::Arc<Landed>| std::sync::Arc::try_unwrap(b).ok()?.into_vec();
     match stored_now {

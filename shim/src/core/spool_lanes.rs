@@ -57,6 +57,8 @@ struct Job {
     /// Bytes it counts as pending (the content's; 0 for a part other than the first, whose
     /// bytes the first counts).
     size: usize,
+    /// For a part whose digest is given after its bytes ([`submit_unnamed`]).
+    name: Option<Arc<Name>>,
 }
 
 /// One lane: its queue, and how many records were submitted to it and written.
@@ -119,10 +121,9 @@ fn threads() -> usize {
     }
 }
 
-/// Has the record `planned` (of content `bytes`, read from memory object `mem`) written by
-/// a lane; the content counts as stored from now on. Where no lane thread can run (none
-/// could be started, or this is a forked child), writes it now on this thread.
-pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, bytes: Arc<Landed>) {
+/// The lanes, their threads started by the first caller; None where no lane thread can run
+/// (none could be started, or this is a forked child).
+fn started() -> Option<std::sync::MutexGuard<'static, Lanes>> {
     let pid = std::process::id();
     let mut l = lock(&LANES);
     if l.pid == 0 {
@@ -141,21 +142,26 @@ pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, byte
         }
         l.lanes = (0..started).map(|_| Lane::default()).collect();
     }
-    if l.pid != pid || l.lanes.is_empty() {
-        drop(l);
+    (l.pid == pid && !l.lanes.is_empty()).then_some(l)
+}
+
+/// Has the record `planned` (of content `bytes`, read from memory object `mem`) written by
+/// a lane; the content counts as stored from now on. Where no lane thread can run (none
+/// could be started, or this is a forked child), writes it now on this thread.
+pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, bytes: Arc<Landed>) {
+    let Some(mut l) = started() else {
         let size = bytes.len();
-        write_on(
-            0,
-            &Job {
-                writer,
-                planned,
-                bytes,
-                mem,
-                size,
-            },
-        );
+        let job = Job {
+            writer,
+            planned,
+            bytes,
+            mem,
+            size,
+            name: None,
+        };
+        write_on(0, &job);
         return;
-    }
+    };
     // A large whole record goes as parts to several lanes, written at once; room in the
     // spool is made for all of them first (a part never waits for it).
     let parts = planned.parts(l.lanes.len());
@@ -164,6 +170,49 @@ pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, byte
         writer.blobs.make_spool_room(planned.bytes());
         l = lock(&LANES);
     }
+    let jobs = match parts {
+        Some(parts) => parts,
+        None => vec![planned],
+    };
+    queue(l, writer, mem, jobs, bytes, None);
+}
+
+/// Has new content `bytes` (read from memory object `mem`), whose digest is not known yet,
+/// written by several lanes as parts ([`Planned::unnamed_parts`]) while the caller hashes it:
+/// each lane copies its part, then waits for the digest the returned [`Naming`] gives.
+/// Returns it with the bytes the records take, or None (nothing submitted) where the lanes
+/// cannot take it: fewer than two lane threads, a forked child, a content too small for two
+/// parts. Why: an application's `clFinish` that waits for a large new content waited for
+/// the hash, then for the copy; now for the longer of the two.
+pub fn submit_unnamed(
+    writer: &'static CaptureWriter,
+    mem: usize,
+    bytes: &Arc<Landed>,
+) -> Option<(Naming, u64)> {
+    let l = started()?;
+    if l.lanes.len() < 2 {
+        return None;
+    }
+    let parts = Planned::unnamed_parts(bytes.len() as u64, l.lanes.len())?;
+    let total: u64 = parts.iter().map(Planned::bytes).sum();
+    drop(l);
+    writer.blobs.make_spool_room(total);
+    let name = Arc::new(Name::default());
+    queue(lock(&LANES), writer, mem, parts, bytes.clone(), Some(&name));
+    Some((Naming(name), total))
+}
+
+/// Queues the records of one content (`jobs`: one record, or its parts) on lanes: the first
+/// on the lane of memory object `mem` (counted in its chain), the others on the next lanes
+/// in turn; waits first while the lanes hold [`PENDING_MAX`] bytes.
+fn queue(
+    mut l: std::sync::MutexGuard<'static, Lanes>,
+    writer: &'static CaptureWriter,
+    mem: usize,
+    jobs: Vec<Planned>,
+    bytes: Arc<Landed>,
+    name: Option<&Arc<Name>>,
+) {
     let size = bytes.len();
     let room = super::stats::span(super::stats::Phase::LaneRoom);
     while l.pending() > 0 && l.pending() + size > PENDING_MAX {
@@ -194,46 +243,76 @@ pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, byte
             lane
         }
     };
-    let jobs: Vec<(usize, Job)> = match parts {
-        // The first part on the object's lane (counted in its chain), the others on the
-        // next lanes in turn.
-        Some(parts) => {
-            let n = l.lanes.len();
-            parts
-                .into_iter()
-                .enumerate()
-                .map(|(i, planned)| {
-                    let first = i == 0;
-                    let job = Job {
-                        writer,
-                        planned,
-                        bytes: bytes.clone(),
-                        mem: if first { mem } else { 0 },
-                        size: if first { size } else { 0 },
-                    };
-                    ((lane + i) % n, job)
-                })
-                .collect()
-        }
-        None => vec![(
-            lane,
-            Job {
-                writer,
-                planned,
-                bytes,
-                mem,
-                size,
-            },
-        )],
-    };
-    for (lane, job) in jobs {
-        let q = &mut l.lanes[lane];
+    let n = l.lanes.len();
+    for (i, planned) in jobs.into_iter().enumerate() {
+        let first = i == 0;
+        let job = Job {
+            writer,
+            planned,
+            bytes: bytes.clone(),
+            mem: if first { mem } else { 0 },
+            size: if first { size } else { 0 },
+            name: name.cloned(),
+        };
+        let q = &mut l.lanes[(lane + i) % n];
         q.bytes += job.size;
         q.submitted += 1;
         q.queue.push_back(job);
     }
     drop(l);
     CHANGED.notify_all();
+}
+
+/// The digest of a content whose parts lanes copy while another thread hashes it: None
+/// until given; then Some(digest), or Some(None) when whoever hashed gave up (the lane then
+/// hashes the content itself, so its records stay whole).
+#[derive(Default)]
+pub struct Name {
+    digest: Mutex<Option<Option<String>>>,
+    given: Condvar,
+}
+
+impl Name {
+    /// The digest, once given (or, given up, computed here from `bytes`).
+    fn wait(&self, bytes: &[u8]) -> String {
+        let mut d = lock(&self.digest);
+        while d.is_none() {
+            d = self.given.wait(d).unwrap_or_else(|p| p.into_inner());
+        }
+        match d.clone().flatten() {
+            Some(digest) => digest,
+            None => {
+                drop(d);
+                cltrap_capture::parallel::digest(bytes)
+            }
+        }
+    }
+
+    fn give(&self, digest: Option<String>) {
+        let mut d = lock(&self.digest);
+        if d.is_none() {
+            *d = Some(digest);
+        }
+        drop(d);
+        self.given.notify_all();
+    }
+}
+
+/// What the caller of [`submit_unnamed`] gives its lanes the digest with; dropped without
+/// [`Naming::set`] (a panic while hashing), it lets them hash the content themselves.
+pub struct Naming(Arc<Name>);
+
+impl Naming {
+    /// Gives the lanes the content's digest.
+    pub fn set(self, digest: &str) {
+        self.0.give(Some(digest.to_string()));
+    }
+}
+
+impl Drop for Naming {
+    fn drop(&mut self) {
+        self.0.give(None);
+    }
 }
 
 /// Waits until every record submitted before this call is written (or failed, which
@@ -293,10 +372,15 @@ fn write_on(lane: usize, job: &Job) {
     if !crate::sink::healthy() {
         return;
     }
-    let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        job.writer
+    let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job.name {
+        Some(name) => job
+            .writer
             .blobs
-            .write_planned(lane, &job.planned, &job.bytes)
+            .write_part_named(lane, &job.planned, &job.bytes, || name.wait(&job.bytes)),
+        None => job
+            .writer
+            .blobs
+            .write_planned(lane, &job.planned, &job.bytes),
     }));
     match written {
         Ok(Ok(())) => {}

@@ -128,6 +128,9 @@ pub(super) static FINISH_WRITTEN: AtomicU64 = AtomicU64::new(0);
 pub(super) static FINISH_HANDED: AtomicU64 = AtomicU64::new(0);
 /// Snapshots whose reads were started ahead, on a thread of their own ([`super::readahead`]).
 pub(super) static SNAPSHOTS_READ_AHEAD: AtomicU64 = AtomicU64::new(0);
+/// New contents spool lanes copied as parts while the landing hashed them
+/// ([`super::spool_lanes::submit_unnamed`]).
+pub(super) static COPIED_WHILE_HASHED: AtomicU64 = AtomicU64::new(0);
 
 /// Events the capture created for its own commands (reads, copies, digests, markers): on
 /// NVIDIA each costs the launching thread microseconds, so most launches have none (riders).
@@ -163,7 +166,7 @@ pub(super) fn write(path: &std::path::Path) {
         .collect();
     // The counters, named as in the file, in its order (one list: names and values cannot
     // drift apart).
-    let counters: [(&str, &AtomicU64); 15] = [
+    let counters: [(&str, &AtomicU64); 16] = [
         ("content_reads", &CONTENT_READS),
         ("content_read_bytes", &CONTENT_READ_BYTES),
         ("device_digests", &DEVICE_DIGESTS),
@@ -172,6 +175,7 @@ pub(super) fn write(path: &std::path::Path) {
         ("snapshot_read_bytes", &SNAPSHOT_READ_BYTES),
         ("snapshot_reads_mapped", &SNAPSHOT_READS_MAPPED),
         ("snapshots_read_ahead", &SNAPSHOTS_READ_AHEAD),
+        ("copied_while_hashed", &COPIED_WHILE_HASHED),
         ("finish_written", &FINISH_WRITTEN),
         ("finish_handed", &FINISH_HANDED),
         ("engines_built", &ENGINES_BUILT),

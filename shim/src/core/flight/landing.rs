@@ -242,7 +242,7 @@ fn content(
     // the event that follows every read of the launch).
     if let Some(v) = unsafe { landing.take_filled(bytes) } {
         let v = crate::core::landed::Landed::Heap(v);
-        let (content, spare) = contents::store_version(f.writer, f.mode, after, v, mem);
+        let (content, spare) = contents::store_version(f.writer, f.mode, after, v, mem, false);
         if let Some(v) = spare {
             spare::give(v);
         }
@@ -287,7 +287,7 @@ fn device_content(
     };
     match read {
         Ok(b) => {
-            let (c, reusable) = contents::store_version(f.writer, f.mode, after, b, mem);
+            let (c, reusable) = contents::store_version(f.writer, f.mode, after, b, mem, true);
             if let Some(v) = reusable {
                 spare::give(v);
             }
