@@ -139,6 +139,8 @@ struct SpoolIndex {
     cut: HashMap<String, (String, String)>,
     /// Segments whose records end in something that is not a record: (segment, why).
     bad: Vec<(String, String)>,
+    /// Segment → where the scan of its records ended: the next scan reads on from there.
+    scanned: HashMap<String, u64>,
 }
 
 impl Capture {
@@ -450,15 +452,21 @@ impl Contents {
         Ok(bytes)
     }
 
-    /// Scans the spool's segments ([`crate::spool::scan`]) into an index.
-    fn scan_spool(&self) -> Result<SpoolIndex, ReadError> {
+    /// Scans the spool's segments ([`crate::spool::scan`]) into an index, reading on from
+    /// where `before` (an earlier index) ended in each segment it knows. Records of segments
+    /// gone since stay in it: reading one finds its segment gone, and the caller scans again
+    /// from nothing.
+    fn scan_spool(&self, before: Option<SpoolIndex>) -> Result<SpoolIndex, ReadError> {
         let spool_path = self.dir.join(crate::spool::SPOOL_DIR);
         let names = crate::spool::segments(&self.dir).map_err(|e| ReadError::Refused {
             path: spool_path.clone(),
             why: e.to_string(),
         })?;
-        let mut index = SpoolIndex::default();
-        for name in names {
+        let mut index = before.unwrap_or_default();
+        let listed: std::collections::HashSet<&String> = names.iter().collect();
+        index.scanned.retain(|n, _| listed.contains(n));
+        for name in &names {
+            let name = name.clone();
             let path = spool_path.join(&name);
             let file = match open_inside(&self.dir, &[crate::spool::SPOOL_DIR, &name], u64::MAX) {
                 Ok(f) => f,
@@ -466,10 +474,15 @@ impl Contents {
                 Err(OpenError::NotFound) => continue,
                 Err(e) => return Err(e.at(path, |_| unreachable_missing())),
             };
-            let scan = crate::spool::scan(&file).map_err(|source| ReadError::Io {
+            let from = index.scanned.get(&name).copied().unwrap_or(0);
+            let scan = crate::spool::scan_from(&file, from).map_err(|source| ReadError::Io {
                 path: path.clone(),
                 source,
             })?;
+            index.scanned.insert(name.clone(), scan.end);
+            // What this segment's end said before is said again below, if still true.
+            index.cut.retain(|_, (n, _)| *n != name);
+            index.bad.retain(|(n, _)| *n != name);
             for r in scan.records {
                 if r.part.is_some() {
                     let parts = index.parts.entry(r.hash.clone()).or_default();
@@ -677,11 +690,14 @@ impl Contents {
             }
         }
         if end != total {
-            // Parts written since the scan, or not (yet) all there.
+            // Parts written since the scan (read on from where it ended), or not all there.
             if !retry {
                 return Ok(None);
             }
-            *self.spool.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            {
+                let mut guard = self.spool.lock().unwrap_or_else(|p| p.into_inner());
+                *guard = Some(self.scan_spool(guard.take())?);
+            }
             return self.spooled_try(hash, want, max, false);
         }
         let mut bytes = Vec::new();
@@ -713,7 +729,7 @@ impl Contents {
         // when the parts it knows do not cover the content).
         let parted = guard.as_ref().is_some_and(|i| i.parts.contains_key(hash));
         if place.is_none() && !parted {
-            *guard = Some(self.scan_spool()?);
+            *guard = Some(self.scan_spool(guard.take())?);
             place = guard.as_ref().and_then(|i| i.places.get(hash).cloned());
         }
         Ok(place)

@@ -325,6 +325,9 @@ pub enum Tail {
 pub struct Scan {
     pub records: Vec<Record>,
     pub tail: Tail,
+    /// Where the records read end: a later scan of the same segment may start here
+    /// ([`scan_from`]) to find only the records appended since.
+    pub end: u64,
 }
 
 impl Tail {
@@ -348,9 +351,16 @@ impl Tail {
 /// Reads the record headers of an open segment (one `pread` per record, the contents are
 /// not read), up to the file's current length.
 pub fn scan(file: &File) -> std::io::Result<Scan> {
+    scan_from(file, 0)
+}
+
+/// [`scan`] from offset `from`, where an earlier scan ended ([`Scan::end`]). Why: a reader
+/// looking for a content spooled since its last scan (a compactor, for the parts of each new
+/// content) read every header of every segment again each time.
+pub fn scan_from(file: &File, from: u64) -> std::io::Result<Scan> {
     let len = file.metadata()?.len();
     let mut records = Vec::new();
-    let mut at = 0u64;
+    let mut at = from.min(len);
     let mut header = [0u8; PATCH_HEADER];
     let is_hex = |h: &[u8]| {
         h.iter()
@@ -480,7 +490,11 @@ pub fn scan(file: &File) -> std::io::Result<Scan> {
         });
         at = offset + claimed;
     };
-    Ok(Scan { records, tail })
+    Ok(Scan {
+        records,
+        tail,
+        end: at,
+    })
 }
 
 /// Whether `name` is a segment's name as writers make them (plain, no leading dot).

@@ -1217,7 +1217,7 @@ mod tests {
     fn a_newer_or_foreign_manifest_is_refused_and_left_alone() {
         let t = tempfile::tempdir().unwrap();
         for text in [
-            r#"{"format":"cltrap-capture","version":7,"writer":"x","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}"#,
+            r#"{"format":"cltrap-capture","version":8,"writer":"x","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}"#,
             r#"{"format":"something-else","version":1}"#,
             "not json",
         ] {

@@ -404,17 +404,17 @@ fn a_fifo_in_a_capture_folder_does_not_hang_the_application() {
     }
 }
 
-/// A capture whose manifest says a format version this shim cannot write (6) is refused,
+/// A capture whose manifest says a format version this shim cannot write (8) is refused,
 /// not appended to (the launches would be unreadable), and its manifest is left as it was.
 #[test]
 fn a_capture_of_a_newer_format_is_refused_not_appended_to() {
     let base = fresh_dir("caps", "newer-format");
     let dir = base.join("cap");
     std::fs::create_dir(&dir).expect("dir");
-    let manifest = r#"{"format":"cltrap-capture","version":7,"writer":"a later cltrap","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}"#;
+    let manifest = r#"{"format":"cltrap-capture","version":8,"writer":"a later cltrap","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}"#;
     std::fs::write(dir.join("manifest.json"), manifest).expect("manifest");
     let pre = run_on_prepared(&dir);
-    assert!(pre.stderr.contains("version 7"), "{}", pre.describe());
+    assert!(pre.stderr.contains("version 8"), "{}", pre.describe());
     assert_eq!(
         std::fs::read_to_string(dir.join("manifest.json")).unwrap(),
         manifest
