@@ -435,7 +435,12 @@ impl Compactor {
                 source,
             })?;
         report.contents += 1;
-        report.raw_bytes += r.len;
+        // A content in parts is stored once, from all of its parts' bytes.
+        report.raw_bytes += if r.part.is_some() {
+            r.content_len()
+        } else {
+            r.len
+        };
         report.stored_bytes += written;
         if r.patch.is_some() {
             report.patches += 1;
@@ -980,6 +985,8 @@ mod tests {
         let r = Compactor::new(t.path()).pass().unwrap();
         assert!(r.problems.is_empty(), "{:?}", r.problems);
         assert_eq!((r.segments, r.contents), (4, 2), "{r:?}");
+        // The content counts with all of its bytes, once.
+        assert_eq!(r.raw_bytes, (a.len() + other.len()) as u64, "{r:?}");
         assert!(spool::segments(t.path()).unwrap().is_empty());
         assert_eq!(read(t.path(), &a), a);
 
