@@ -115,7 +115,7 @@ pub const CONTROLS: &[Control] = &[
         flag: "spool-lanes",
         value_name: "N|auto",
         default: "auto",
-        help: "In buffer mode `full`, threads of the application's process that copy large new contents (1 MB and more) into the spool, several at once into separate files, while the capture's writer goes on with the next launches; a launch's record is written once its contents are. `auto`: a quarter of the machine's cores, between 1 and 4. 0: the writer copies them itself.",
+        help: "In buffer mode `full`, threads of the application's process that copy large new contents (1 MB and more) into the spool, several at once into separate files (a content of 2 MB and more in parts on all of them at once), while the capture's writer goes on with the next launches; a launch's record is written once its contents are. `auto`: a quarter of the machine's cores, between 1 and 4. 0: the writer copies them itself.",
     },
     Control {
         env: "CLTRAP_STATS",

@@ -15,7 +15,9 @@
 //! A large new whole record (two [`PART_MIN`](cltrap_capture::spool::PART_MIN) or more)
 //! goes as part records to as many lanes, the first on the object's lane: one thread copies
 //! into one file at a few GB/s, several into several files scale (an application's
-//! `clFinish` that waits for a 4 MB content waited for that copy).
+//! `clFinish` that waits for a 4 MB content waited for that copy). A content read back from
+//! a device snapshot goes there before it is hashed ([`submit_unnamed`]): each lane copies its
+//! part, then waits for the digest the lander gives ([`Naming`]), which it writes last.
 //!
 //! Invariants:
 //! * A record is written only after every record of the same memory object submitted
