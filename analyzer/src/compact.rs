@@ -247,8 +247,9 @@ impl Compactor {
             )?;
         }
         // The sealed segments, locked (no other compactor takes them) until dropped below;
-        // `live`: a writer holds one still, so a content spooled in parts whose parts are
-        // not all there may yet be completed (its segment waits for a later pass).
+        // `live`: a writer holds one still, or the process that wrote one runs, so a content
+        // spooled in parts whose parts are not all there may yet be completed (its segment
+        // waits for a later pass).
         let mut sealed = Vec::new();
         let mut live = false;
         for name in segments {
@@ -271,6 +272,7 @@ impl Compactor {
                 live = true;
                 continue;
             }
+            live |= spool::writer_alive(&name);
             sealed.push((path, file));
         }
         for (path, file) in sealed {
@@ -399,7 +401,7 @@ impl Compactor {
         if self.stored(&r.hash) {
             return Ok(true);
         }
-        let rebuilt = match self.rebuild(file, r) {
+        let mut rebuilt = match self.rebuild(file, r) {
             Ok(v) => v,
             Err(_) if live => return Ok(false),
             Err(why) => {
@@ -412,6 +414,11 @@ impl Compactor {
                 return Ok(false);
             }
         };
+        // A content put together from parts is hashed here only when a patch may follow it
+        // (kept as the base that patch is rebuilt from).
+        if base && rebuilt.leaves.is_none() && rebuilt.bytes.len() > parallel::LEAF {
+            rebuilt.leaves = Some(parallel::leaves(&rebuilt.bytes));
+        }
         // Cut (only the changed region again, when the base is the version kept here).
         let cuts = (rebuilt.bytes.len() >= cltrap_capture::chunks::MIN_CHUNKED).then(|| {
             rebuilt

@@ -504,6 +504,25 @@ pub fn is_segment_name(name: &str) -> bool {
     })
 }
 
+/// Whether the process that named segment `name` (`<pid>-…`) still runs, other than this
+/// one (a `cltrap` process compacts; it never writes segments of its own). Why: a live
+/// writer may hold none of its segments for a moment (it sealed them all for a compactor,
+/// or between two), and a content whose parts it has not all written yet is then no damage.
+/// A reused pid or a forged name only makes a compactor leave a segment for later.
+pub fn writer_alive(name: &str) -> bool {
+    let Some(pid) = name
+        .split('-')
+        .next()
+        .and_then(|p| p.parse::<i32>().ok())
+        .filter(|p| *p > 0 && *p as u32 != std::process::id())
+    else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists and may be signalled.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 /// The names of the segments in the capture folder `dir`, sorted (empty when it has no
 /// spool). Err: `spool` is not a real folder (a link is refused, never followed).
 pub fn segments(dir: &Path) -> std::io::Result<Vec<String>> {
@@ -1343,6 +1362,16 @@ mod tests {
         // Small contents and other lengths are never sampled.
         assert!(!mostly_changed(&all[..4096], &old[..4096], (0, 4096)));
         assert!(!mostly_changed(&all, &old[1..], whole));
+    }
+
+    #[test]
+    fn a_segment_names_a_running_writer_by_its_pid() {
+        // This process, a process that runs (init), one that cannot exist, and no pid.
+        assert!(!writer_alive(&format!("{}-1-0.spool", std::process::id())));
+        assert!(writer_alive("1-1-0.spool"));
+        assert!(!writer_alive("2147483647-1-0.spool"));
+        assert!(!writer_alive("x-1-0.spool"));
+        assert!(!writer_alive("0-1-0.spool"));
     }
 
     #[test]
