@@ -700,14 +700,18 @@ impl Contents {
             }
             return self.spooled_try(hash, want, max, false);
         }
+        // Each part read straight into its place (a content of gigabytes is not copied twice).
         let mut bytes = Vec::new();
         bytes
             .try_reserve_exact(total as usize)
             .map_err(|_| ReadError::DamagedBlob {
                 hash: hash.to_string(),
             })?;
+        bytes.resize(total as usize, 0);
+        let mut at = 0usize;
         for (name, r) in cover {
-            let Some(part) = self.record_bytes(name, r)? else {
+            let end = at + r.len as usize;
+            if !self.read_record_into(name, r, &mut bytes[at..end])? {
                 // Its segment was compacted since the spool was scanned: scanned again (the
                 // content itself may be in the store now, which the caller looks at).
                 if !retry {
@@ -715,8 +719,8 @@ impl Contents {
                 }
                 *self.spool.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 return self.spooled_try(hash, want, max, false);
-            };
-            bytes.extend_from_slice(&part);
+            }
+            at = end;
         }
         Ok(Some(bytes))
     }
@@ -742,29 +746,42 @@ impl Contents {
         name: &str,
         record: &crate::spool::Record,
     ) -> Result<Option<Vec<u8>>, ReadError> {
-        use std::os::unix::fs::FileExt;
-        let path = self.dir.join(crate::spool::SPOOL_DIR).join(name);
-        let (hash, offset, len) = (&record.hash, record.offset, record.len);
-        let file = match open_inside(&self.dir, &[crate::spool::SPOOL_DIR, name], u64::MAX) {
-            Ok(f) => f,
-            Err(OpenError::NotFound) => return Ok(None),
-            Err(e) => return Err(e.at(path, |_| unreachable_missing())),
-        };
+        let (hash, len) = (&record.hash, record.len);
         let mut bytes = Vec::new();
         bytes
             .try_reserve_exact(len as usize)
             .map_err(|_| ReadError::Corrupt {
-                path: path.clone(),
+                path: self.dir.join(crate::spool::SPOOL_DIR).join(name),
                 message: format!(
                     "its record of content {hash} claims {len} bytes, more than fit in memory"
                 ),
             })?;
         bytes.resize(len as usize, 0);
-        match file.read_exact_at(&mut bytes, offset) {
-            Ok(()) => Ok(Some(bytes)),
+        Ok(self
+            .read_record_into(name, record, &mut bytes)?
+            .then_some(bytes))
+    }
+
+    /// Reads the bytes a record of segment `name` holds into `into` (of the record's length);
+    /// false when the segment is gone (compacted since it was scanned).
+    fn read_record_into(
+        &self,
+        name: &str,
+        record: &crate::spool::Record,
+        into: &mut [u8],
+    ) -> Result<bool, ReadError> {
+        use std::os::unix::fs::FileExt;
+        let path = self.dir.join(crate::spool::SPOOL_DIR).join(name);
+        let file = match open_inside(&self.dir, &[crate::spool::SPOOL_DIR, name], u64::MAX) {
+            Ok(f) => f,
+            Err(OpenError::NotFound) => return Ok(false),
+            Err(e) => return Err(e.at(path, |_| unreachable_missing())),
+        };
+        match file.read_exact_at(into, record.offset) {
+            Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(ReadError::Corrupt {
                 path,
-                message: format!("its record of content {hash} is cut off"),
+                message: format!("its record of content {} is cut off", record.hash),
             }),
             Err(source) => Err(ReadError::Io { path, source }),
         }
