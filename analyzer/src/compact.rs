@@ -246,12 +246,13 @@ impl Compactor {
                 },
             )?;
         }
-        // The sealed segments, locked (no other compactor takes them) until dropped below;
-        // `live`: a writer holds one still, or the process that wrote one runs, so a content
-        // spooled in parts whose parts are not all there may yet be completed (its segment
-        // waits for a later pass).
+        // The sealed segments, locked (no other compactor takes them) until dropped below,
+        // each with whether its writer lives: it holds another segment still, or its process
+        // (the pid the segment is named after) runs. A content it spooled in parts not all
+        // written yet may then still be completed (its segment waits for a later pass).
         let mut sealed = Vec::new();
-        let mut live = false;
+        let mut holding = std::collections::HashSet::new();
+        let writer_of = |name: &str| name.split('-').next().unwrap_or("").to_string();
         for name in segments {
             let path = spool_dir.join(&name);
             let file =
@@ -269,13 +270,13 @@ impl Compactor {
                 };
             // Held by a live writer: not sealed yet.
             if file.try_lock().is_err() {
-                live = true;
+                holding.insert(writer_of(&name));
                 continue;
             }
-            live |= spool::writer_alive(&name);
-            sealed.push((path, file));
+            sealed.push((path, file, name));
         }
-        for (path, file) in sealed {
+        for (path, file, name) in sealed {
+            let live = holding.contains(&writer_of(&name)) || spool::writer_alive(&name);
             let started = Instant::now();
             if self.segment(&path, &file, live, &mut report)? {
                 // Kept locked (no other compactor takes it) until it is dropped below.
@@ -300,8 +301,8 @@ impl Compactor {
         Ok(report)
     }
 
-    /// Stores the contents of one locked segment; false when one is damaged, or (`live`: a
-    /// writer holds another segment) spooled in parts not all written yet: it stays.
+    /// Stores the contents of one locked segment; false when one is damaged, or (`live`: its
+    /// writer lives) spooled in parts not all written yet: it stays.
     fn segment(
         &self,
         path: &Path,
@@ -385,8 +386,10 @@ impl Compactor {
 
     /// Stores the content of record `r` of segment `file` (unless the store has it), and
     /// keeps it in memory when it may be the `base` of a patch record to come; false when it
-    /// is damaged (said in `report`), or cannot be read while a writer is `live` (said in the
-    /// last pass, when it still cannot: a part or base not written yet is no damage).
+    /// is damaged (said in `report`), or is (or patches) a content spooled in parts not all
+    /// written yet while its writer is `live` (a later pass takes it). Such parts left by a
+    /// writer that died name no launch (every part is written before a launch record names
+    /// its content): said, and dropped with the segment, as a cut record is.
     #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
@@ -401,9 +404,29 @@ impl Compactor {
         if self.stored(&r.hash) {
             return Ok(true);
         }
+        // The content, or the base a patch is rebuilt from, spooled in parts that do not
+        // cover it (and not stored: a compacted part's segment is gone once it is).
+        let in_parts = match (&r.part, &r.patch) {
+            (Some(_), _) => Some(r.hash.as_str()),
+            (None, Some(p)) if !self.stored(&p.base) => Some(p.base.as_str()),
+            _ => None,
+        };
+        if let Some(h) = in_parts {
+            if let Ok(Some(false)) = self.contents.parts_cover(h) {
+                if live {
+                    return Ok(false);
+                }
+                report.problems.push(format!(
+                    "{}: content {} at byte {}: content {h} is spooled in parts that do not cover it (their writer died while it wrote them; no launch names it); dropped with the segment",
+                    path.display(),
+                    r.hash,
+                    r.offset
+                ));
+                return Ok(true);
+            }
+        }
         let mut rebuilt = match self.rebuild(file, r) {
             Ok(v) => v,
-            Err(_) if live => return Ok(false),
             Err(why) => {
                 report.problems.push(format!(
                     "{}: content {} at byte {}: {why}; the segment is kept",
@@ -957,8 +980,8 @@ mod tests {
     /// A content spooled in three parts on three lanes: while its writer lives and a part is
     /// missing, compaction leaves the parts' segments for later without a word; once every
     /// part is written the content reads back from the spool, and compaction stores it
-    /// (once) and drops every segment. Parts whose writer died before writing them all are
-    /// said and kept.
+    /// (once) and drops every segment. Parts whose writer died before writing them all name
+    /// no launch: said, and dropped with their segment, as a cut record is.
     #[test]
     fn a_content_in_parts_is_compacted_once_every_part_is_written() {
         let a: Vec<u8> = (0..3u32 << 20)
@@ -1002,13 +1025,13 @@ mod tests {
         w.write_planned(1, &parts[0], &a).unwrap();
         drop(w);
         let r = Compactor::new(t.path()).pass().unwrap();
-        assert_eq!(r.segments, 0, "{r:?}");
+        assert_eq!(r.segments, 1, "{r:?}");
         assert!(
-            r.problems.len() == 1 && r.problems[0].contains("in parts"),
+            r.problems.len() == 1 && r.problems[0].contains("do not cover it"),
             "{:?}",
             r.problems
         );
-        assert_eq!(spool::segments(t.path()).unwrap().len(), 1);
+        assert!(spool::segments(t.path()).unwrap().is_empty());
     }
 
     #[test]

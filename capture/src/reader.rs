@@ -463,8 +463,16 @@ impl Contents {
             why: e.to_string(),
         })?;
         let mut index = before.unwrap_or_default();
+        // What segments gone since held is forgotten (read, it would only say they are gone).
         let listed: std::collections::HashSet<&String> = names.iter().collect();
         index.scanned.retain(|n, _| listed.contains(n));
+        index.places.retain(|_, (n, _)| listed.contains(n));
+        index.parts.retain(|_, parts| {
+            parts.retain(|(n, _)| listed.contains(n));
+            !parts.is_empty()
+        });
+        index.cut.retain(|_, (n, _)| listed.contains(n));
+        index.bad.retain(|(n, _)| listed.contains(n));
         for name in &names {
             let name = name.clone();
             let path = spool_path.join(&name);
@@ -679,17 +687,8 @@ impl Contents {
                 hash: hash.to_string(),
             });
         }
-        let at = |r: &crate::spool::Record| r.part.map_or(0, |p| p.at);
-        parts.sort_by_key(|(_, r)| at(r));
-        let mut cover = Vec::new();
-        let mut end = 0u64;
-        for (name, r) in &parts {
-            if at(r) == end {
-                end += r.len;
-                cover.push((name, r));
-            }
-        }
-        if end != total {
+        let cover = cover(&mut parts, total);
+        let Some(cover) = cover else {
             // Parts written since the scan (read on from where it ended), or not all there.
             if !retry {
                 return Ok(None);
@@ -699,7 +698,7 @@ impl Contents {
                 *guard = Some(self.scan_spool(guard.take())?);
             }
             return self.spooled_try(hash, want, max, false);
-        }
+        };
         // Each part read straight into its place (a content of gigabytes is not copied twice).
         let mut bytes = Vec::new();
         bytes
@@ -723,6 +722,23 @@ impl Contents {
             at = end;
         }
         Ok(Some(bytes))
+    }
+
+    /// Whether the spool's part records of content `hash` cover it (None: it has none), read
+    /// on from the last scan first. Why: a compactor tells a content whose writer has not
+    /// written all of its parts yet (or died before it did) from a damaged one.
+    pub fn parts_cover(&self, hash: &str) -> Result<Option<bool>, ReadError> {
+        let covers = |index: &Option<SpoolIndex>| {
+            let mut parts = index.as_ref()?.parts.get(hash)?.clone();
+            let total = parts.first().map_or(0, |(_, r)| r.content_len());
+            Some(cover(&mut parts, total).is_some())
+        };
+        let mut guard = self.spool.lock().unwrap_or_else(|p| p.into_inner());
+        if covers(&guard) == Some(true) {
+            return Ok(Some(true));
+        }
+        *guard = Some(self.scan_spool(guard.take())?);
+        Ok(covers(&guard))
     }
 
     /// Where the spool holds content `hash` (scanned again once when it is not known).
@@ -871,6 +887,43 @@ impl Contents {
 /// lines (`{"id", "base", "patch"}`, see [`crate::delta`]) applied to their base, which must
 /// be an earlier line; every record checked ([`LaunchRecord::validate`]). Lines that are not
 /// usable launches come back apart, with why: a delta whose base is damaged is damaged too.
+/// Parts (sorted here by offset) that cover a content of `total` bytes from 0 to its end
+/// without a gap or an overlap, in order; None when none do. Several copies of a content cut
+/// at other places may be mixed: offsets reached from 0 are followed part by part (each
+/// offset once), so a complete set is found wherever one exists.
+fn cover(
+    parts: &mut [(String, crate::spool::Record)],
+    total: u64,
+) -> Option<Vec<(&String, &crate::spool::Record)>> {
+    let at = |r: &crate::spool::Record| r.part.map_or(0, |p| p.at);
+    parts.sort_by_key(|(_, r)| at(r));
+    // Offset reached → the part that reached it (None for 0).
+    let mut reached: HashMap<u64, Option<usize>> = HashMap::from([(0, None)]);
+    for (i, (_, r)) in parts.iter().enumerate() {
+        let end = at(r).saturating_add(r.len);
+        if reached.contains_key(&at(r)) && end <= total {
+            reached.entry(end).or_insert(Some(i));
+        }
+    }
+    let mut chain = Vec::new();
+    let mut end = total;
+    while end > 0 {
+        let i = (*reached.get(&end)?)?;
+        chain.push(i);
+        end = at(&parts[i].1);
+    }
+    if total == 0 {
+        return None;
+    }
+    chain.reverse();
+    Some(
+        chain
+            .into_iter()
+            .map(|i| (&parts[i].0, &parts[i].1))
+            .collect(),
+    )
+}
+
 fn parse_log(lines: &[&[u8]]) -> (Vec<LaunchRecord>, Vec<DamagedLaunch>) {
     let mut log = Log::default();
     let mut damaged = Vec::new();

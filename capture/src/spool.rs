@@ -421,6 +421,27 @@ mod tests {
     }
 
     #[test]
+    fn a_content_cut_into_parts_twice_reads_back_from_the_copy_that_is_whole() {
+        let t = tempfile::tempdir().unwrap();
+        let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+        let bytes: Vec<u8> = (0..3u32 << 20).map(|i| (i % 239) as u8).collect();
+        let hash = crate::writer::digest(&bytes);
+        // The first part of a copy in two parts (the rest never written), then a whole copy
+        // in three: the first part found at offset 0 leads nowhere.
+        let two = Planned::unnamed_parts(bytes.len() as u64, 2).unwrap();
+        w.write_part_named(1, &two[0], &bytes, || hash.clone())
+            .unwrap();
+        for p in Planned::unnamed_parts(bytes.len() as u64, 3).unwrap() {
+            w.write_part_named(1, &p, &bytes, || hash.clone()).unwrap();
+        }
+        drop(w);
+        let read = crate::reader::Contents::new(t.path())
+            .blob_of_size(&hash, bytes.len() as u64)
+            .unwrap();
+        assert!(read == bytes);
+    }
+
+    #[test]
     fn a_segment_is_locked_before_it_appears_under_a_segment_name() {
         let t = tempfile::tempdir().unwrap();
         let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();

@@ -223,6 +223,11 @@ impl BlobStore {
         self.remember(hash);
     }
 
+    /// Whether new large contents go to the spool (it could be opened).
+    pub fn spooling(&self) -> bool {
+        self.spool.get().is_some()
+    }
+
     /// Waits, when the spool is on, until it has room for `bytes` more
     /// ([`crate::spool::SpoolWriter::make_room`]): what whoever cuts a planned record into
     /// parts does once for all of them, before handing them to lanes.

@@ -507,6 +507,11 @@ fn a_buffer_changed_in_a_slice_per_launch_spools_only_the_slices_and_replays_bit
 /// The error reading every content of `dir` gives (through the library, as every command
 /// reads them), and what `cltrap compact` says; neither panics. Both must say `expect`.
 fn assert_patch_error(dir: &Path, expect: &str) {
+    assert_spool_error(dir, expect, "the segment is kept");
+}
+
+/// [`assert_patch_error`], compaction saying `compacted` of the segment.
+fn assert_spool_error(dir: &Path, expect: &str, compacted: &str) {
     {
         let _held = hold_compaction(dir);
         let cap = open_capture(dir);
@@ -531,7 +536,7 @@ fn assert_patch_error(dir: &Path, expect: &str) {
     compact.assert_no_panic();
     assert!(compact.code == Some(2), "compact: {}", compact.describe());
     assert!(
-        compact.stderr.contains("the segment is kept"),
+        compact.stderr.contains(compacted),
         "compact: {}",
         compact.describe()
     );
@@ -599,7 +604,8 @@ fn hostile_patch_records_give_clear_errors() {
 
 /// Forged part records: parts that disagree about their content's length, a part's bytes
 /// changed, a part moved so that the parts leave a gap. Reading names what is wrong, and
-/// compaction keeps the segment and says why (exit status 2), never a panic.
+/// compaction says why (exit status 2), never a panic: it keeps a damaged segment, and drops
+/// parts that leave a gap as those of a writer that died while writing them.
 #[test]
 fn hostile_part_records_give_clear_errors() {
     use std::os::unix::fs::FileExt;
@@ -612,12 +618,20 @@ fn hostile_part_records_give_clear_errors() {
     };
     // A part record's header ends with the content's length, the part's offset and length.
     let field = |r: &spool::Record, i: u64| r.offset - 24 + 8 * i;
-    let cases: [(&str, &str); 3] = [
-        ("parts-length", "disagree about its length"),
-        ("parts-bytes", "no longer match their digest"),
-        ("parts-gap", "do not cover it"),
+    let cases: [(&str, &str, &str); 3] = [
+        (
+            "parts-length",
+            "disagree about its length",
+            "the segment is kept",
+        ),
+        (
+            "parts-bytes",
+            "no longer match their digest",
+            "the segment is kept",
+        ),
+        ("parts-gap", "do not cover it", "dropped with the segment"),
     ];
-    for (label, expect) in cases {
+    for (label, expect, compacted) in cases {
         let (dir, _) = with_lanes(label, "4", "gauss", &["1024"]);
         let parts: Vec<(PathBuf, spool::Record)> = all_records(&dir)
             .into_iter()
@@ -630,7 +644,7 @@ fn hostile_part_records_give_clear_errors() {
             "parts-bytes" => forge(seg, r.offset + 100, b"forged!"),
             _ => forge(seg, field(r, 1), &(part.at + 4096).to_le_bytes()),
         }
-        assert_patch_error(&dir, expect);
+        assert_spool_error(&dir, expect, compacted);
     }
 }
 

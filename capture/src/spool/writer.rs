@@ -77,9 +77,20 @@ pub struct Planned {
     /// A part's digest, written after its bytes (None: not known yet, given when it is
     /// written: [`SpoolWriter::write_part_named`]).
     digest: Option<String>,
+    /// Room in the spool was made for it by whoever planned it ([`Planned::room_made`]).
+    room_made: bool,
 }
 
 impl Planned {
+    /// This record, written without waiting for room in the spool: whoever hands it to
+    /// another thread made room for it first ([`SpoolWriter::make_room`]). Why: a lane
+    /// thread waiting for room could hold up a part of a content that a compactor waits
+    /// for, and the room it waits for would never come.
+    pub fn room_made(mut self) -> Planned {
+        self.room_made = true;
+        self
+    }
+
     /// The part records of a new whole content of `total` bytes whose digest is not known
     /// yet, as [`Planned::parts`] cuts them: their bytes can be copied while the content is
     /// hashed, and the digest written after each ([`SpoolWriter::write_part_named`]). None
@@ -113,6 +124,7 @@ impl Planned {
                         content: total,
                         part: true,
                         digest: digest.clone(),
+                        room_made: false,
                     }
                 })
                 .collect(),
@@ -245,6 +257,7 @@ impl SpoolWriter {
                 content: bytes.len() as u64,
                 part: false,
                 digest: None,
+                room_made: false,
             });
         };
         check_digest(base)?;
@@ -266,6 +279,7 @@ impl SpoolWriter {
             content: bytes.len() as u64,
             part: false,
             digest: None,
+            room_made: false,
         })
     }
 
@@ -350,7 +364,7 @@ impl SpoolWriter {
         // segments), and its room was made before the parts were cut.
         let (content, room) = match planned.part {
             true => (body.len() as u64, false),
-            false => (planned.content, true),
+            false => (planned.content, !planned.room_made),
         };
         let need = self.append(lane, &planned.header, &body, content, room, trailer)?;
         if planned.part {
@@ -434,34 +448,45 @@ impl SpoolWriter {
         let Some(seg) = current.as_mut() else {
             return Err(std::io::Error::other("no spool segment"));
         };
-        // One write for both (a short write is completed by `write_all`).
-        let mut record = Vec::with_capacity(0);
-        let buf: &[u8] = if body.len() <= 1 << 16 {
-            record.reserve_exact(header.len() + body.len());
-            record.extend_from_slice(header);
-            record.extend_from_slice(body);
-            &record
-        } else {
-            seg.file.write_all(header)?;
-            body
-        };
-        seg.file.write_all(buf)?;
-        if let Some(trailer) = trailer {
-            // Nothing may follow a record left without its digest: the segment is sealed.
-            match trailer() {
-                Ok(t) if t.len() == PART_TRAILER => seg.file.write_all(&t)?,
-                Ok(_) => {
-                    *current = None;
+        let file = &mut seg.file;
+        let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // One write for both (a short write is completed by `write_all`).
+            let mut record = Vec::with_capacity(0);
+            let buf: &[u8] = if body.len() <= 1 << 16 {
+                record.reserve_exact(header.len() + body.len());
+                record.extend_from_slice(header);
+                record.extend_from_slice(body);
+                &record
+            } else {
+                file.write_all(header)?;
+                body
+            };
+            file.write_all(buf)?;
+            if let Some(trailer) = trailer {
+                let t = trailer()?;
+                if t.len() != PART_TRAILER {
                     return Err(std::io::Error::other(
                         "a part's digest has the wrong length",
                     ));
                 }
-                Err(e) => {
-                    *current = None;
-                    return Err(e);
-                }
+                file.write_all(&t)?;
             }
+            Ok(())
+        }));
+        // Nothing may follow a record left unfinished (a failed write, a digest not given):
+        // the segment is sealed, so that the cut record is its last.
+        let failed = match written {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e),
+            Err(_) => Some(std::io::Error::other("writing a spool record panicked")),
+        };
+        if let Some(e) = failed {
+            *current = None;
+            return Err(e);
         }
+        let Some(seg) = current.as_mut() else {
+            return Err(std::io::Error::other("no spool segment"));
+        };
         seg.len += need;
         seg.content = seg.content.saturating_add(content);
         drop(current);
@@ -475,10 +500,10 @@ impl SpoolWriter {
 
     /// Waits while the spool holds more than its bound minus `need` and a compactor runs,
     /// sealing this writer's segments first so that the compactor can take them. Called by
-    /// [`SpoolWriter::write_planned`] for a whole or patch record, and by whoever cuts a
-    /// record into [`Planned::parts`] for all of them before any is written: a part never
-    /// waits for room, since a compactor cannot take a content before all its parts are
-    /// written.
+    /// [`SpoolWriter::write_planned`] for a whole or patch record, unless whoever planned it
+    /// made room already ([`Planned::room_made`]), and by whoever cuts a record into
+    /// [`Planned::parts`] for all of them before any is written: a part never waits for
+    /// room, since a compactor cannot take a content before all its parts are written.
     pub fn make_room(&self, need: u64) {
         if self.bound == 0 {
             return;

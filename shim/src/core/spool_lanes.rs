@@ -28,9 +28,10 @@
 //!   patches fastest. A patch may so be written before the other parts of its base: no
 //!   launch record names it before [`settle`], and a compactor leaves a segment whose
 //!   content it cannot rebuild yet for a later pass while a writer lives.
-//! * Room in the spool ([`cltrap_capture::spool::SpoolWriter::make_room`]) is made for all
-//!   of a record's parts before any is submitted; a part never waits for it (a compactor
-//!   cannot take a content before all its parts are written).
+//! * Room in the spool ([`cltrap_capture::spool::SpoolWriter::make_room`]) is made by the
+//!   submitting thread, for a record or all of its parts, before it is queued; a lane never
+//!   waits for it (it could hold up a part that a compactor waits for, behind a record
+//!   waiting for the room that compacting that part would free).
 //! * No log line names a content before its record is written: the one place that appends
 //!   records ([`super::flight`]'s landing) calls [`settle`] first.
 //! * Bounded: submitting waits while [`PENDING_MAX`] bytes of contents are waiting.
@@ -56,8 +57,7 @@ struct Job {
     /// The memory object it was read from (0: a part other than the first, which no chain
     /// counts).
     mem: usize,
-    /// Bytes it counts as pending (the content's; 0 for a part other than the first, whose
-    /// bytes the first counts).
+    /// Bytes it counts as pending (the content's, or a part's own).
     size: usize,
     /// For a part whose digest is given after its bytes ([`submit_unnamed`]).
     name: Option<Arc<Name>>,
@@ -151,7 +151,7 @@ fn started() -> Option<std::sync::MutexGuard<'static, Lanes>> {
 /// a lane; the content counts as stored from now on. Where no lane thread can run (none
 /// could be started, or this is a forked child), writes it now on this thread.
 pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, bytes: Arc<Landed>) {
-    let Some(mut l) = started() else {
+    let Some(l) = started() else {
         let size = bytes.len();
         let job = Job {
             writer,
@@ -164,19 +164,17 @@ pub fn submit(writer: &'static CaptureWriter, mem: usize, planned: Planned, byte
         write_on(0, &job);
         return;
     };
-    // A large whole record goes as parts to several lanes, written at once; room in the
-    // spool is made for all of them first (a part never waits for it).
+    // A large whole record goes as parts to several lanes, written at once. Room in the
+    // spool is made here, for all of it: a lane never waits for room (it could hold up a
+    // part that a compactor waits for, behind a record waiting for the room it would free).
     let parts = planned.parts(l.lanes.len());
-    if parts.is_some() {
-        drop(l);
-        writer.blobs.make_spool_room(planned.bytes());
-        l = lock(&LANES);
-    }
+    drop(l);
+    writer.blobs.make_spool_room(planned.bytes());
     let jobs = match parts {
         Some(parts) => parts,
-        None => vec![planned],
+        None => vec![planned.room_made()],
     };
-    queue(l, writer, mem, jobs, bytes, None);
+    queue(lock(&LANES), writer, mem, jobs, bytes, None);
 }
 
 /// Has new content `bytes` (read from memory object `mem`), whose digest is not known yet,
@@ -192,7 +190,7 @@ pub fn submit_unnamed(
     bytes: &Arc<Landed>,
 ) -> Option<(Naming, u64)> {
     let l = started()?;
-    if l.lanes.len() < 2 {
+    if l.lanes.len() < 2 || !writer.blobs.spooling() {
         return None;
     }
     let parts = Planned::unnamed_parts(bytes.len() as u64, l.lanes.len())?;
@@ -246,14 +244,21 @@ fn queue(
         }
     };
     let n = l.lanes.len();
+    let parts = jobs.len() > 1;
     for (i, planned) in jobs.into_iter().enumerate() {
         let first = i == 0;
+        // A part counts its own bytes, released as it is written.
+        let size = if parts {
+            planned.bytes() as usize
+        } else {
+            size
+        };
         let job = Job {
             writer,
             planned,
             bytes: bytes.clone(),
             mem: if first { mem } else { 0 },
-            size: if first { size } else { 0 },
+            size,
             name: name.cloned(),
         };
         let q = &mut l.lanes[(lane + i) % n];
