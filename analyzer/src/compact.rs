@@ -412,7 +412,7 @@ impl Compactor {
             _ => None,
         };
         if let Some(h) = in_parts {
-            if let Ok(Some(false)) = self.contents.parts_cover(h) {
+            if let Ok(true) = self.contents.parts_missing(h) {
                 if live {
                     return Ok(false);
                 }

@@ -724,21 +724,26 @@ impl Contents {
         Ok(Some(bytes))
     }
 
-    /// Whether the spool's part records of content `hash` cover it (None: it has none), read
-    /// on from the last scan first. Why: a compactor tells a content whose writer has not
-    /// written all of its parts yet (or died before it did) from a damaged one.
-    pub fn parts_cover(&self, hash: &str) -> Result<Option<bool>, ReadError> {
-        let covers = |index: &Option<SpoolIndex>| {
+    /// Whether the spool holds part records of content `hash` that agree about its length and
+    /// leave a gap (read on from the last scan first): their writer has not written them all
+    /// yet, or died before it did. Parts that disagree about the length are no such thing
+    /// but damage, which reading the content says. Why: a compactor tells a content still
+    /// being written, or left by a writer that died, from a damaged one.
+    pub fn parts_missing(&self, hash: &str) -> Result<bool, ReadError> {
+        let missing = |index: &Option<SpoolIndex>| {
             let mut parts = index.as_ref()?.parts.get(hash)?.clone();
-            let total = parts.first().map_or(0, |(_, r)| r.content_len());
-            Some(cover(&mut parts, total).is_some())
+            let total = parts.first()?.1.content_len();
+            if parts.iter().any(|(_, r)| r.content_len() != total) {
+                return Some(false);
+            }
+            Some(cover(&mut parts, total).is_none())
         };
         let mut guard = self.spool.lock().unwrap_or_else(|p| p.into_inner());
-        if covers(&guard) == Some(true) {
-            return Ok(Some(true));
+        if missing(&guard) == Some(false) {
+            return Ok(false);
         }
         *guard = Some(self.scan_spool(guard.take())?);
-        Ok(covers(&guard))
+        Ok(missing(&guard).unwrap_or(false))
     }
 
     /// Where the spool holds content `hash` (scanned again once when it is not known).
