@@ -252,7 +252,6 @@ impl Compactor {
         // written yet may then still be completed (its segment waits for a later pass).
         let mut sealed = Vec::new();
         let mut holding = std::collections::HashSet::new();
-        let writer_of = |name: &str| name.split('-').next().unwrap_or("").to_string();
         for name in segments {
             let path = spool_dir.join(&name);
             let file =
@@ -270,13 +269,13 @@ impl Compactor {
                 };
             // Held by a live writer: not sealed yet.
             if file.try_lock().is_err() {
-                holding.insert(writer_of(&name));
+                holding.insert(spool::segment_writer(&name).to_string());
                 continue;
             }
             sealed.push((path, file, name));
         }
         for (path, file, name) in sealed {
-            let live = holding.contains(&writer_of(&name)) || spool::writer_alive(&name);
+            let live = holding.contains(spool::segment_writer(&name)) || spool::writer_alive(&name);
             let started = Instant::now();
             if self.segment(&path, &file, live, &mut report)? {
                 // Kept locked (no other compactor takes it) until it is dropped below.

@@ -655,9 +655,9 @@ impl Contents {
 
     /// A content spooled as part records ([`crate::spool`]), put together (not yet checked
     /// against its digest); None when its parts do not cover it (a writer is writing them, or
-    /// died while it did), or none is spooled. The parts found first from each offset are
-    /// taken; the content's size, from the parts that all must say the same, is checked
-    /// against `want` and `max` before anything is read.
+    /// died while it did), or none is spooled. The parts are those of a cover ([`cover`]);
+    /// the content's size, from the parts that all must say the same, is checked against
+    /// `want` and `max` before anything is read.
     fn parted(
         &self,
         hash: &str,

@@ -120,16 +120,21 @@ pub fn is_segment_name(name: &str) -> bool {
     })
 }
 
+/// The writer a segment's name says (its leading `<pid>`, as text): segments of one writer
+/// share it.
+pub fn segment_writer(name: &str) -> &str {
+    name.split('-').next().unwrap_or("")
+}
+
 /// Whether the process that named segment `name` (`<pid>-…`) still runs, other than this
 /// one (a `cltrap` process compacts; it never writes segments of its own). Why: a live
 /// writer may hold none of its segments for a moment (it sealed them all for a compactor,
 /// or between two), and a content whose parts it has not all written yet is then no damage.
 /// A reused pid or a forged name only makes a compactor leave a segment for later.
 pub fn writer_alive(name: &str) -> bool {
-    let Some(pid) = name
-        .split('-')
-        .next()
-        .and_then(|p| p.parse::<i32>().ok())
+    let Some(pid) = segment_writer(name)
+        .parse::<i32>()
+        .ok()
         .filter(|p| *p > 0 && *p as u32 != std::process::id())
     else {
         return false;

@@ -191,20 +191,7 @@ impl BlobStore {
         bytes: &[u8],
         name: impl FnOnce() -> String,
     ) -> Result<(), WriteError> {
-        let spool_dir = || self.dir.join(crate::spool::SPOOL_DIR);
-        let Some(spool) = self.spool.get() else {
-            return Err(WriteError::Write {
-                path: spool_dir(),
-                source: std::io::Error::other("the capture's spool is off"),
-            });
-        };
-        spool
-            .write_part_named(lane, planned, bytes, name)
-            .map(drop)
-            .map_err(|source| WriteError::Write {
-                path: spool_dir(),
-                source,
-            })
+        self.with_spool(|spool| spool.write_part_named(lane, planned, bytes, name))
     }
 
     /// Counts a content of `len` bytes spooled as unnamed parts of `record_bytes` in all, now
@@ -221,6 +208,25 @@ impl BlobStore {
             .fetch_add(record_bytes, Ordering::Relaxed);
         self.spooled_whole.fetch_add(len, Ordering::Relaxed);
         self.remember(hash);
+    }
+
+    /// Runs a write on the spool, its failure (or a spool that is off) as a [`WriteError`]
+    /// naming the spool's folder.
+    fn with_spool(
+        &self,
+        write: impl FnOnce(&crate::spool::SpoolWriter) -> std::io::Result<u64>,
+    ) -> Result<(), WriteError> {
+        let source = match self.spool.get() {
+            Some(spool) => match write(spool) {
+                Ok(_) => return Ok(()),
+                Err(e) => e,
+            },
+            None => std::io::Error::other("the capture's spool is off"),
+        };
+        Err(WriteError::Write {
+            path: self.dir.join(crate::spool::SPOOL_DIR),
+            source,
+        })
     }
 
     /// Whether new large contents go to the spool (it could be opened).
@@ -370,20 +376,7 @@ impl BlobStore {
         planned: &crate::spool::Planned,
         bytes: &[u8],
     ) -> Result<(), WriteError> {
-        let spool_dir = || self.dir.join(crate::spool::SPOOL_DIR);
-        let Some(spool) = self.spool.get() else {
-            return Err(WriteError::Write {
-                path: spool_dir(),
-                source: std::io::Error::other("the capture's spool is off"),
-            });
-        };
-        spool
-            .write_planned(lane, planned, bytes)
-            .map(drop)
-            .map_err(|source| WriteError::Write {
-                path: spool_dir(),
-                source,
-            })
+        self.with_spool(|spool| spool.write_planned(lane, planned, bytes))
     }
 
     /// What storing a content does before cutting it: a small content is stored whole, a

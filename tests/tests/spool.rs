@@ -504,6 +504,16 @@ fn a_buffer_changed_in_a_slice_per_launch_spools_only_the_slices_and_replays_bit
     assert_replays_ok(&dir, launches);
 }
 
+/// Writes `bytes` over segment `seg` at offset `at` (a forged record).
+fn forge(seg: &Path, at: u64, bytes: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(seg)
+        .expect("open");
+    f.write_all_at(bytes, at).expect("forge");
+}
+
 /// The error reading every content of `dir` gives (through the library, as every command
 /// reads them), and what `cltrap compact` says; neither panics. Both must say `expect`.
 fn assert_patch_error(dir: &Path, expect: &str) {
@@ -544,7 +554,6 @@ fn assert_spool_error(dir: &Path, expect: &str, compacted: &str) {
 
 #[test]
 fn hostile_patch_records_give_clear_errors() {
-    use std::os::unix::fs::FileExt;
     // The header fields of a patch record, from the start of its region bytes.
     let base_at = |r: &spool::Record| {
         let table = 16 * r.patch.as_ref().expect("patch").ranges.len() as u64;
@@ -557,13 +566,6 @@ fn hostile_patch_records_give_clear_errors() {
             .into_iter()
             .filter(|(_, r)| r.patch.is_some())
             .collect()
-    };
-    let forge = |seg: &Path, at: u64, bytes: &[u8]| {
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(seg)
-            .expect("open");
-        f.write_all_at(bytes, at).expect("forge");
     };
 
     // Its base is in neither the spool nor the store.
@@ -608,14 +610,6 @@ fn hostile_patch_records_give_clear_errors() {
 /// parts that leave a gap as those of a writer that died while writing them.
 #[test]
 fn hostile_part_records_give_clear_errors() {
-    use std::os::unix::fs::FileExt;
-    let forge = |seg: &Path, at: u64, bytes: &[u8]| {
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(seg)
-            .expect("open");
-        f.write_all_at(bytes, at).expect("forge");
-    };
     // A part record's header ends with the content's length, the part's offset and length.
     let field = |r: &spool::Record, i: u64| r.offset - 24 + 8 * i;
     let cases: [(&str, &str, &str); 3] = [
