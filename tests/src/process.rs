@@ -249,6 +249,14 @@ pub fn run_captured<S: AsRef<OsStr>>(
     cltrap(&all)
 }
 
+/// Counter `name` of the `CLTRAP_STATS` JSON that [`run_captured_with_stats`] returns (the
+/// test fails if it is not there).
+pub fn counter(stats: &serde_json::Value, name: &str) -> u64 {
+    stats[name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no counter {name} in {stats}"))
+}
+
 /// [`run_captured`] with `--stats FILE` added: the outcome and the shim's counters (the JSON it
 /// writes at exit; Null when it wrote none, which the caller's assertions then show).
 pub fn run_captured_with_stats<S: AsRef<OsStr>>(

@@ -23,12 +23,6 @@ fn capture(name: &str, label: &str, flags: &[&str]) -> (TestDir, Capture, serde_
     (dir, cap, counters)
 }
 
-fn counter(v: &serde_json::Value, name: &str) -> u64 {
-    v[name]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no counter {name} in {v}"))
-}
-
 /// Every (launch, argument, side) content of a capture, in enqueue order.
 fn sides(cap: &Capture) -> Vec<(u64, u32, &'static str, &Content)> {
     let mut v = Vec::new();

@@ -463,3 +463,34 @@ fn programs_of_several_source_strings_and_headers_replay_ok() {
         cover.describe()
     );
 }
+
+/// A `__global int *src` that a kernel's source only reads (no `const`) is read once per
+/// launch, as a `const` one is: `reads` costs the capture as many reads as `reads_const`,
+/// and fewer than `reads_maybe`, which could write it. Every way `unwritten.cl` writes its
+/// `src` (a helper, macros, `*(p + i)`, a parenthesised element, an alias, `vstore`, an
+/// atomic, a vector component, one buffer as both arguments) is read after the launch:
+/// each of those launches replays `ok`, which a stale record of `src` would not.
+#[test]
+fn pointers_the_kernel_source_never_writes_are_read_once_and_written_ones_after() {
+    let exe = fixture("unwritten");
+    let (mut reads, mut by_source) = (Vec::new(), Vec::new());
+    for kernel in ["reads_const", "reads", "reads_maybe"] {
+        let dir = fresh_capture_dir(kernel);
+        let (out, stats) = run_captured_with_stats(&dir, &[], &exe, &[kernel, "5"]);
+        assert!(out.success(), "{}", out.describe());
+        assert_replays_ok(&dir, 5);
+        reads.push(counter(&stats, "content_reads"));
+        by_source.push(counter(&stats, "unwritten_by_source"));
+    }
+    assert_eq!(by_source, [0, 5, 0], "reads_const, reads, reads_maybe");
+    assert_eq!(
+        reads[0], reads[1],
+        "reads_const, reads, reads_maybe: {reads:?}"
+    );
+    assert!(
+        reads[2] >= reads[1] + 5,
+        "reads_const, reads, reads_maybe: {reads:?}"
+    );
+    let (_dir, cap) = round_trip("unwritten", &["all"], &[]);
+    assert_eq!(cap.launches.len(), 10);
+}

@@ -157,6 +157,7 @@ fn run(
     let swap = geo
         .and_then(|g| quietly(|| crate::swap::before_enqueue(next, queue, kernel, &g.view())))
         .flatten();
+    let swapped = swap.is_some();
     let forward = |n: cl_uint, list: *const cl_event, ev: *mut cl_event| {
         let Some(s) = swap else {
             return enqueue(kernel, None, n, list, ev);
@@ -182,6 +183,9 @@ fn run(
         quietly(|| known::kernel_may_write(kernel as usize));
         return forward(num_events, events, app_event);
     };
+    if swapped {
+        plan.kernel_swapped();
+    }
     let app_wait: &[cl_event] = if num_events == 0 || events.is_null() {
         &[]
     } else {

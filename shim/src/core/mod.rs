@@ -40,6 +40,7 @@ mod spool_lanes;
 mod stats;
 mod sync;
 mod track;
+mod unwritten;
 mod writes;
 
 pub(crate) use callback::clSetEventCallback;

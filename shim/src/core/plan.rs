@@ -27,7 +27,8 @@ use super::inqueue::Around;
 use super::kernel::describe;
 use super::known;
 use super::stats::{self, Phase};
-use super::track::{lock, tables};
+use super::track::{lock, tables, Origin};
+use super::unwritten;
 use crate::Next;
 use cltrap_capture::{CaptureWriter, LaunchApi, LaunchRecord, Settings};
 use opencl_sys::*;
@@ -69,6 +70,9 @@ pub(super) struct Plan {
     reads: Vec<(usize, Shape)>,
     /// Per read: the kernel cannot change it (its contents after = before, not read again).
     read_only: Vec<bool>,
+    /// Per read: read-only because the kernel's source never writes it, though its type
+    /// would allow it ([`Plan::kernel_swapped`] takes that back).
+    by_source: Vec<bool>,
     /// Host bytes reserved for the reads.
     reserved: usize,
     /// How a replay re-creates this launch's contents after.
@@ -126,6 +130,16 @@ impl Plan {
                 i
             }
         };
+        let unwritten = match &k.unwritten {
+            Some(u) => u.clone(),
+            None => {
+                let u = Arc::new(unwritten_params(k.program, &k.name, arg_info.as_deref()));
+                if let Some(entry) = lock(&tables().kernels).get_mut(&(kernel as usize)) {
+                    entry.unwritten = Some(u.clone());
+                }
+                u
+            }
+        };
         let num_args = match k.num_args {
             Some(n) => n,
             None => {
@@ -150,17 +164,25 @@ impl Plan {
         let mut reads: Vec<(usize, Shape)> = Vec::new();
         // Per read: whether every argument naming it is read-only for the kernel.
         let mut read_only: Vec<bool> = Vec::new();
+        // Per read: whether an argument naming it is read-only by its source, not its type.
+        let mut by_source: Vec<bool> = Vec::new();
         for i in 0..num_args {
             let info = arg_info.as_ref().and_then(|v| v.get(i));
             let value = k.args.get(i).and_then(|v| v.as_ref());
             let (rec, mem) = classify(next, i as u32, info, value, &mut notes);
             if let Some((h, shape)) = mem {
-                let ro = info.is_some_and(kernel_cannot_write);
+                let declared = info.is_some_and(kernel_cannot_write);
+                let from_source = !declared && unwritten.get(i) == Some(&true);
+                let ro = declared || from_source;
                 match reads.iter().position(|(m, _)| *m == h) {
-                    Some(j) => read_only[j] &= ro,
+                    Some(j) => {
+                        read_only[j] &= ro;
+                        by_source[j] |= from_source;
+                    }
                     None => {
                         reads.push((h, shape));
                         read_only.push(ro);
+                        by_source.push(from_source);
                     }
                 }
             }
@@ -207,6 +229,7 @@ impl Plan {
             slots,
             reads,
             read_only,
+            by_source,
             reserved: 0,
             chain: known::Chain::start(true),
             missing: String::new(),
@@ -217,6 +240,15 @@ impl Plan {
     /// of its own for its reads to wait on).
     pub(super) fn out_of_order(&self) -> bool {
         self.queue.properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0
+    }
+
+    /// The launch runs a swapped kernel (instrumented, or a mutant): what the application's
+    /// source never writes, the swapped one might, so only declarations keep an argument
+    /// read-only.
+    pub(super) fn kernel_swapped(&mut self) {
+        for (ro, by_source) in self.read_only.iter_mut().zip(&self.by_source) {
+            *ro &= !by_source;
+        }
     }
 
     /// Enqueues the pre-launch reads (None: nothing to read, or not allowed to).
@@ -305,6 +337,13 @@ impl Plan {
             return None;
         }
         self.reserved = bytes;
+        let by_source = self
+            .read_only
+            .iter()
+            .zip(&self.by_source)
+            .filter(|(ro, src)| **ro && **src)
+            .count();
+        stats::add(&stats::UNWRITTEN_BY_SOURCE, by_source as u64);
         let mut around = Around::new(
             next,
             queue,
@@ -479,6 +518,57 @@ fn note_known(
     }
 }
 
+/// Per argument of kernel `name` of `program`: a `__global` pointer (not an image) that the
+/// program's source never writes through ([`unwritten::unwritten`]); all false for a program
+/// not built from source in this process, or without argument names.
+fn unwritten_params(
+    program: usize,
+    name: &str,
+    info: Option<&Vec<cltrap_capture::ArgInfo>>,
+) -> Vec<bool> {
+    let Some(info) = info else {
+        return Vec::new();
+    };
+    let (origin, options) = match lock(&tables().programs).get(&program) {
+        Some(p) => (p.origin.clone(), p.options.clone()),
+        None => return vec![false; info.len()],
+    };
+    let Origin::Source(sources) = &*origin else {
+        return vec![false; info.len()];
+    };
+    let texts: Vec<&[u8]> = sources.iter().map(Vec::as_slice).collect();
+    let names: Vec<&str> = info.iter().map(|a| &*a.name).collect();
+    let mut flags = unwritten::unwritten(&texts, &options, name, &names);
+    for (f, a) in flags.iter_mut().zip(info) {
+        *f &= &*a.address_space == "global"
+            && a.type_name.strip_suffix('*').is_some_and(builtin_element);
+    }
+    flags
+}
+
+/// Whether `name` is a built-in scalar or vector type (`float`, `uint4`, …): an element of
+/// one is a value, where a struct's member could be an array that decays to a pointer into
+/// the buffer (and a typedef could hide either).
+fn builtin_element(name: &str) -> bool {
+    let name = name.trim();
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    let width = &name[base.len()..];
+    matches!(
+        base,
+        "char"
+            | "uchar"
+            | "short"
+            | "ushort"
+            | "int"
+            | "uint"
+            | "long"
+            | "ulong"
+            | "float"
+            | "double"
+            | "half"
+    ) && matches!(width, "" | "2" | "3" | "4" | "8" | "16")
+}
+
 /// Whether the argument's declaration forbids the kernel to write what it points to:
 /// `__constant`, a pointer to `const`, a `read_only` image.
 fn kernel_cannot_write(info: &cltrap_capture::ArgInfo) -> bool {
@@ -545,6 +635,29 @@ fn release(settings: &Settings, name: &str) {
     if settings.per_kernel.is_some() {
         if let Some(c) = lock(&tables().per_kernel).get_mut(name) {
             *c = c.saturating_sub(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::builtin_element;
+
+    #[test]
+    fn only_built_in_scalars_and_vectors_are_elements_read_as_values() {
+        for t in ["float", "uint4", "char16", "double3", "half", "long8"] {
+            assert!(builtin_element(t), "{t}");
+        }
+        for t in [
+            "struct particle",
+            "real",
+            "float5",
+            "uint32",
+            "image2d_t",
+            "",
+            "int*",
+        ] {
+            assert!(!builtin_element(t), "{t}");
         }
     }
 }

@@ -131,6 +131,9 @@ pub(super) static SNAPSHOTS_READ_AHEAD: AtomicU64 = AtomicU64::new(0);
 /// New contents spool lanes copied as parts while the landing hashed them
 /// ([`super::spool_lanes::submit_unnamed`]).
 pub(super) static COPIED_WHILE_HASHED: AtomicU64 = AtomicU64::new(0);
+/// Memory objects a launch read only before it because its kernel's source never writes
+/// them, though their type would allow it ([`super::unwritten`]).
+pub(super) static UNWRITTEN_BY_SOURCE: AtomicU64 = AtomicU64::new(0);
 
 /// Events the capture created for its own commands (reads, copies, digests, markers): on
 /// NVIDIA each costs the launching thread microseconds, so most launches have none (riders).
@@ -166,7 +169,7 @@ pub(super) fn write(path: &std::path::Path) {
         .collect();
     // The counters, named as in the file, in its order (one list: names and values cannot
     // drift apart).
-    let counters: [(&str, &AtomicU64); 16] = [
+    let counters: [(&str, &AtomicU64); 17] = [
         ("content_reads", &CONTENT_READS),
         ("content_read_bytes", &CONTENT_READ_BYTES),
         ("device_digests", &DEVICE_DIGESTS),
@@ -176,6 +179,7 @@ pub(super) fn write(path: &std::path::Path) {
         ("snapshot_reads_mapped", &SNAPSHOT_READS_MAPPED),
         ("snapshots_read_ahead", &SNAPSHOTS_READ_AHEAD),
         ("copied_while_hashed", &COPIED_WHILE_HASHED),
+        ("unwritten_by_source", &UNWRITTEN_BY_SOURCE),
         ("finish_written", &FINISH_WRITTEN),
         ("finish_handed", &FINISH_HANDED),
         ("engines_built", &ENGINES_BUILT),

@@ -105,6 +105,9 @@ pub struct Kernel {
     pub info: Option<Option<Arc<Vec<cltrap_capture::ArgInfo>>>>,
     /// CL_KERNEL_NUM_ARGS, once asked.
     pub num_args: Option<u32>,
+    /// Per argument: a `__global` pointer the kernel's source never writes through
+    /// ([`super::unwritten`]), worked out at the first recorded launch.
+    pub unwritten: Option<Arc<Vec<bool>>>,
 }
 
 struct MemEntry {

@@ -1,0 +1,601 @@
+//! Which pointer parameters a kernel's OpenCL C source never writes through, read from the
+//! program's own text: a `__global float *in` that the kernel only indexes to read is as
+//! unchanged by a launch as a `const` one, so the capture reads it once (before the launch)
+//! instead of twice. Real code often leaves out `const` (Rodinia's Gaussian elimination passes
+//! all three matrices without it); each such argument cost a read back and a hash per launch.
+//!
+//! Job: a conservative token scan, no parser, no preprocessor: a parameter counts as unwritten
+//! only when every use of its name in the kernel's body is `name[…]` read as a value, or the
+//! pointer handed to a `vload` function. Anything else (the bare pointer assigned, offset,
+//! passed to a function or a macro, `&name[i]`, an indexed element assigned or incremented,
+//! indexed inside the arguments of a macro, or the name mentioned by any `#define` or `-D`
+//! option) counts as a possible write, as does a program that `#include`s a file, pastes
+//! tokens (`##`), or defines the kernel other than exactly once. A wrong "unwritten" would
+//! record stale contents, so every doubt answers "may write".
+//!
+//! Invariants:
+//! * Pure: text in, flags out; nothing here calls OpenCL or allocates more than the tokens.
+//! * "Unwritten" is only said of a name that is a parameter of the one definition found.
+
+/// For each of `params` (names as `CL_KERNEL_ARG_NAME` gives them), whether kernel `kernel`
+/// of the program made of `sources` (concatenated as `clCreateProgramWithSource` does) and
+/// built with `options` provably never writes through it. Empty names answer false.
+pub fn unwritten(sources: &[&[u8]], options: &str, kernel: &str, params: &[&str]) -> Vec<bool> {
+    let no = vec![false; params.len()];
+    let text: Vec<u8> = sources.concat();
+    let Some(lexed) = lex(&text) else {
+        return no;
+    };
+    // C++ for OpenCL has references (`int &r = p[i]; r = 1;`): not a language this scan reads.
+    if lexed.blocked || options.contains("##") || options.to_ascii_lowercase().contains("c++") {
+        return no;
+    }
+    let mut macros: Vec<&str> = lexed.macros.iter().map(String::as_str).collect();
+    let option_macros = option_macros(options);
+    macros.extend(option_macros.iter().map(String::as_str));
+    let Some((params_range, body)) = definition(&lexed.tokens, kernel) else {
+        return no;
+    };
+    let toks = &lexed.tokens;
+    params
+        .iter()
+        .map(|&p| {
+            !p.is_empty()
+                && toks[params_range.clone()].iter().any(|t| t.is_ident(p))
+                && !lexed.directive_idents.iter().any(|d| d == p)
+                && !mentions(options, p)
+                && body
+                    .clone()
+                    .filter(|&i| toks[i].is_ident(p))
+                    .all(|i| read_only_use(toks, body.clone(), i, &macros))
+        })
+        .collect()
+}
+
+/// One token of the program's text (comments and literals reduced to what matters here).
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Ident(String),
+    Punct(&'static str),
+    /// A number, string or character literal, or a byte that is none of the above.
+    Other,
+}
+
+impl Tok {
+    fn is_ident(&self, name: &str) -> bool {
+        matches!(self, Tok::Ident(n) if n == name)
+    }
+    fn is(&self, p: &str) -> bool {
+        matches!(self, Tok::Punct(q) if *q == p)
+    }
+    fn ident(&self) -> Option<&str> {
+        match self {
+            Tok::Ident(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+/// The program's tokens outside preprocessor directives, and what the directives say.
+struct Lexed {
+    tokens: Vec<Tok>,
+    /// Every identifier any directive mentions.
+    directive_idents: Vec<String>,
+    /// Names the program `#define`s (object-like or function-like alike).
+    macros: Vec<String>,
+    /// An `#include`/`#import`, or `##` in a directive: text this scan cannot see or follow.
+    blocked: bool,
+}
+
+/// Punctuators, longest first so that `+=` is not read as `+` then `=`.
+const PUNCTS: [&str; 48] = [
+    "<<=", ">>=", "...", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "*=",
+    "/=", "%=", "+=", "-=", "&=", "^=", "|=", "##", "[", "]", "(", ")", "{", "}", ".", "&", "*",
+    "+", "-", "~", "!", "/", "%", "<", ">", "^", "|", "?", ":", ";", "=", ",", "#",
+];
+
+/// Splits the text into tokens (after joining lines ended by a backslash); None if a comment
+/// or literal never ends.
+fn lex(raw: &[u8]) -> Option<Lexed> {
+    let mut text = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'\\' && raw.get(i + 1) == Some(&b'\n') {
+            i += 2;
+        } else if raw[i] == b'\\'
+            && raw.get(i + 1) == Some(&b'\r')
+            && raw.get(i + 2) == Some(&b'\n')
+        {
+            i += 3;
+        } else {
+            text.push(raw[i]);
+            i += 1;
+        }
+    }
+    let mut out = Lexed {
+        tokens: Vec::new(),
+        directive_idents: Vec::new(),
+        macros: Vec::new(),
+        blocked: false,
+    };
+    let mut line_start = true;
+    // Tokens of the directive being read (None outside one).
+    let mut directive: Option<Vec<Tok>> = None;
+    let mut i = 0;
+    while i < text.len() {
+        let c = text[i];
+        if c == b'\n' {
+            if let Some(d) = directive.take() {
+                end_directive(&mut out, d);
+            }
+            line_start = true;
+            i += 1;
+            continue;
+        }
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        if text[i..].starts_with(b"//") {
+            while i < text.len() && text[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if text[i..].starts_with(b"/*") {
+            let end = text[i + 2..].windows(2).position(|w| w == b"*/")?;
+            i += 2 + end + 2;
+            continue;
+        }
+        if c == b'#' && line_start && directive.is_none() {
+            directive = Some(Vec::new());
+            line_start = false;
+            i += 1;
+            continue;
+        }
+        line_start = false;
+        let (tok, len) = if c == b'"' || c == b'\'' {
+            (Tok::Other, literal(&text[i..], c)?)
+        } else if c.is_ascii_digit()
+            || (c == b'.' && text.get(i + 1).is_some_and(u8::is_ascii_digit))
+        {
+            (Tok::Other, number(&text[i..]))
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            let len = text[i..]
+                .iter()
+                .position(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+                .unwrap_or(text.len() - i);
+            let name = String::from_utf8_lossy(&text[i..i + len]).into_owned();
+            (Tok::Ident(name), len)
+        } else if let Some(p) = PUNCTS.iter().find(|p| text[i..].starts_with(p.as_bytes())) {
+            (Tok::Punct(p), p.len())
+        } else {
+            (Tok::Other, 1)
+        };
+        i += len;
+        match &mut directive {
+            Some(d) => d.push(tok),
+            None => out.tokens.push(tok),
+        }
+    }
+    if let Some(d) = directive.take() {
+        end_directive(&mut out, d);
+    }
+    Some(out)
+}
+
+/// Takes note of one directive's tokens (the `#` already dropped).
+fn end_directive(out: &mut Lexed, d: Vec<Tok>) {
+    match d.first().and_then(Tok::ident) {
+        Some("include" | "import") => out.blocked = true,
+        Some("define") => {
+            if let Some(name) = d.get(1).and_then(Tok::ident) {
+                out.macros.push(name.to_string());
+            }
+        }
+        _ => {}
+    }
+    if d.iter().any(|t| t.is("##")) {
+        out.blocked = true;
+    }
+    out.directive_idents
+        .extend(d.iter().filter_map(Tok::ident).map(str::to_string));
+}
+
+/// The length of the string or character literal at the start of `t` (quote `q`).
+fn literal(t: &[u8], q: u8) -> Option<usize> {
+    let mut i = 1;
+    while i < t.len() {
+        match t[i] {
+            b'\\' => i += 2,
+            b'\n' => return None,
+            b if b == q => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The length of the number at the start of `t` (a C preprocessing number).
+fn number(t: &[u8]) -> usize {
+    let mut i = 1;
+    while i < t.len() {
+        let b = t[i];
+        let exponent_sign =
+            (b == b'+' || b == b'-') && matches!(t[i - 1], b'e' | b'E' | b'p' | b'P');
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || exponent_sign {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    i
+}
+
+/// Names defined by `-D` options (`-D NAME`, `-DNAME=…`, `-DNAME(x)=…`).
+fn option_macros(options: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = options;
+    while let Some(at) = rest.find("-D") {
+        rest = rest[at + 2..].trim_start();
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if !name.is_empty() {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// Whether `name` occurs in `text` as a whole identifier.
+fn mentions(text: &str, name: &str) -> bool {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(at, _)| {
+        !text[..at].chars().next_back().is_some_and(is_ident)
+            && !text[at + name.len()..].chars().next().is_some_and(is_ident)
+    })
+}
+
+/// The index of the token closing the bracket opened at `open` (None if it never closes).
+fn closing(toks: &[Tok], open: usize) -> Option<usize> {
+    let (o, c) = match &toks[open] {
+        Tok::Punct("(") => ("(", ")"),
+        Tok::Punct("[") => ("[", "]"),
+        Tok::Punct("{") => ("{", "}"),
+        _ => return None,
+    };
+    let mut depth = 0usize;
+    for (i, t) in toks.iter().enumerate().skip(open) {
+        if t.is(o) {
+            depth += 1;
+        } else if t.is(c) {
+            depth -= 1;
+            if depth == 0 {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
+/// The one definition of function `name`: the range of its parameter tokens and of its body's
+/// (between the braces). None unless exactly one definition is found.
+fn definition(
+    toks: &[Tok],
+    name: &str,
+) -> Option<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+    let mut found = None;
+    for i in 0..toks.len().saturating_sub(1) {
+        if !toks[i].is_ident(name) || !toks[i + 1].is("(") {
+            continue;
+        }
+        let close = closing(toks, i + 1)?;
+        let mut k = close + 1;
+        // `__attribute__((…))` between the parameters and the body.
+        while toks.get(k).is_some_and(|t| t.is_ident("__attribute__")) {
+            k = closing(toks, k + 1)? + 1;
+        }
+        if toks.get(k).is_some_and(|t| t.is("{")) {
+            let end = closing(toks, k)?;
+            if found.is_some() {
+                return None;
+            }
+            found = Some((i + 2..close, k + 1..end));
+        }
+    }
+    found
+}
+
+/// What may follow a value read from `p[…]` (after member and index selections).
+const AFTER_READ: [&str; 25] = [
+    ")", "]", ";", ",", "+", "-", "*", "/", "%", "<", ">", "<=", ">=", "==", "!=", "&&", "||", "&",
+    "|", "^", "?", ":", "<<", ">>", "}",
+];
+
+/// Whether the use of the parameter at token `at` (inside `body`) only reads through it.
+fn read_only_use(toks: &[Tok], body: std::ops::Range<usize>, at: usize, macros: &[&str]) -> bool {
+    let prev = at.checked_sub(1).map(|i| &toks[i]);
+    // `s.name` or `s->name`: a member of that name, not the parameter.
+    if prev.is_some_and(|t| t.is(".") || t.is("->")) {
+        return true;
+    }
+    if inside_macro_arguments(toks, body.start, at, macros) {
+        return false;
+    }
+    match toks.get(at + 1) {
+        Some(t) if t.is("[") => {
+            if prev.is_some_and(|t| t.is("&") || t.is("++") || t.is("--")) {
+                return false;
+            }
+            let Some(close) = closing(toks, at + 1) else {
+                return false;
+            };
+            value_context(toks, body.start, close + 1)
+        }
+        _ => deref_read(toks, body.start, at) || vload_pointer(toks, body.start, at),
+    }
+}
+
+/// Whether the bare pointer at `at` is dereferenced to be read: `*p` or `*(p + k)` used as a
+/// value, with nothing that assigns inside the parentheses. (A `*` before a pointer can only
+/// be a dereference: a pointer cannot be multiplied.)
+fn deref_read(toks: &[Tok], start: usize, at: usize) -> bool {
+    let Some(prev) = at.checked_sub(1) else {
+        return false;
+    };
+    if toks[prev].is("*") {
+        return value_context(toks, start, at + 1);
+    }
+    if !(toks[prev].is("(") && prev > start && toks[prev - 1].is("*")) {
+        return false;
+    }
+    let Some(close) = closing(toks, prev) else {
+        return false;
+    };
+    assigns_nothing(&toks[at + 1..close]) && value_context(toks, start, close + 1)
+}
+
+/// Tokens that assign, or end an argument (after which anything may follow).
+const WRITES: [&str; 14] = [
+    "=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--", ",",
+];
+
+/// Whether the expression that ends just before token `next` is used as a value: skips
+/// member and index selections, then looks at what follows; a closing parenthesis of a
+/// grouping (not a call) hands the question to what follows the group.
+fn value_context(toks: &[Tok], start: usize, mut next: usize) -> bool {
+    loop {
+        match toks.get(next) {
+            Some(t) if t.is("[") => match closing(toks, next) {
+                Some(c) => next = c + 1,
+                None => return false,
+            },
+            Some(t) if t.is(".") && toks.get(next + 1).and_then(Tok::ident).is_some() => next += 2,
+            Some(t) if t.is(")") => {
+                let Some(open) = enclosing(toks, start, next) else {
+                    return false;
+                };
+                let before = open.checked_sub(1).map(|i| &toks[i]);
+                if before.is_some_and(|t| t.ident().is_some_and(|n| !is_keyword(n))) {
+                    return true;
+                }
+                // `&(p[i])`, `++(p[i])`: the group is an lvalue taken or changed.
+                if before.is_some_and(|t| t.is("&") || t.is("++") || t.is("--")) {
+                    return false;
+                }
+                next += 1;
+            }
+            Some(t) => return AFTER_READ.iter().any(|p| t.is(p)),
+            None => return false,
+        }
+    }
+}
+
+/// Keywords that may stand before a parenthesis that groups rather than calls.
+fn is_keyword(name: &str) -> bool {
+    matches!(
+        name,
+        "return" | "if" | "while" | "for" | "switch" | "sizeof" | "do" | "else" | "case"
+    )
+}
+
+/// Whether token `at` lies inside the parentheses of a call to a macro the program or its
+/// options define (its expansion could assign to anything it is given).
+fn inside_macro_arguments(toks: &[Tok], start: usize, at: usize, macros: &[&str]) -> bool {
+    let mut pos = at;
+    while let Some(open) = enclosing(toks, start, pos) {
+        let callee = open.checked_sub(1).and_then(|j| toks[j].ident());
+        if callee.is_some_and(|n| macros.contains(&n)) {
+            return true;
+        }
+        pos = open;
+    }
+    false
+}
+
+/// The innermost `(` left open before token `at`, looking no further back than `start` (for
+/// a `)` at `at`: the `(` it closes).
+fn enclosing(toks: &[Tok], start: usize, at: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for i in (start..at).rev() {
+        if toks[i].is(")") {
+            depth += 1;
+        } else if toks[i].is("(") {
+            if depth == 0 {
+                return Some(i);
+            }
+            depth -= 1;
+        }
+    }
+    None
+}
+
+/// Whether none of `toks` assigns, increments, or ends an argument.
+fn assigns_nothing(toks: &[Tok]) -> bool {
+    toks.iter().all(|t| !WRITES.iter().any(|w| t.is(w)))
+}
+
+/// Whether the bare pointer at `at` is the pointer argument of a `vload` function (which only
+/// reads): `vloadN(offset, p)` or `vloadN(offset, p + k)`, with nothing that assigns between
+/// the pointer and the call's closing parenthesis.
+fn vload_pointer(toks: &[Tok], start: usize, at: usize) -> bool {
+    if !at.checked_sub(1).is_some_and(|i| toks[i].is(",")) {
+        return false;
+    }
+    let Some(open) = enclosing(toks, start, at) else {
+        return false;
+    };
+    let callee = open.checked_sub(1).and_then(|i| toks[i].ident());
+    if !callee.is_some_and(|n| n.starts_with("vload")) {
+        return false;
+    }
+    closing(toks, open).is_some_and(|close| assigns_nothing(&toks[at + 1..close]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unwritten;
+
+    fn check(src: &str, kernel: &str, params: &[&str]) -> Vec<bool> {
+        unwritten(&[src.as_bytes()], "", kernel, params)
+    }
+
+    /// Rodinia's Gaussian elimination (`gaussianElim_kernels.cl`, as the project's bench
+    /// carries it): Fan1 writes only `m`, Fan2 writes `a` and `b` and only reads `m`.
+    #[test]
+    fn rodinia_gaussian_elimination() {
+        let src = "__kernel void Fan1(__global float *m_dev, __global float *a_dev,\n\
+                   __global float *b_dev, const int size, const int t) {\n\
+                   int globalId = get_global_id(0);\n\
+                   if (globalId < size-1-t) {\n\
+                   *(m_dev + size * (globalId + t + 1)+t) = *(a_dev + size * (globalId + t + 1) + t) / *(a_dev + size * t + t);\n\
+                   }\n}\n\
+                   __kernel void Fan2(__global float *m_dev, __global float *a_dev,\n\
+                   __global float *b_dev, const int size, const int t) {\n\
+                   int globalId = get_global_id(0); int globalIdx = get_global_id(0);\n\
+                   int globalIdy = get_global_id(1);\n\
+                   if (globalIdx < size-1-t && globalIdy < size-t) {\n\
+                   a_dev[size*(globalIdx+1+t)+(globalIdy+t)] -= m_dev[size*(globalIdx+1+t)+t] * a_dev[size*t+(globalIdy+t)];\n\
+                   if(globalIdy == 0){\n\
+                   b_dev[globalIdx+1+t] -= m_dev[size*(globalIdx+1+t)+(globalIdy+t)] * b_dev[t];\n\
+                   }\n}\n}\n";
+        let p = ["m_dev", "a_dev", "b_dev", "size", "t"];
+        // Fan1 reads and writes through `*(p + …)`.
+        assert_eq!(check(src, "Fan1", &p), [false, true, true, false, false]);
+        assert_eq!(check(src, "Fan2", &p), [true, false, false, false, false]);
+    }
+
+    #[test]
+    fn indexed_reads_count_and_every_kind_of_write_does_not() {
+        let reads = "__kernel void k(__global float *in, __global float4 *v, __global float *out) {\n\
+                     int i = get_global_id(0);\n\
+                     float x = in[i] + (in[i+1]) * -in[i-1] ? in[0] : in[1];\n\
+                     float4 y = v[i]; float z = v[i].x + v[i].s0 + vload4(0, in + 4 * i).y;\n\
+                     out[i] = x + max(in[i], 0.0f) + (float)in[2] + sizeof(in[0]) + *in + *(in + i * 2);\n}";
+        assert_eq!(check(reads, "k", &["in", "v", "out"]), [true, true, false]);
+        for write in [
+            "in[i] = 1;",
+            "in[i] += 1;",
+            "in[i]++;",
+            "++in[i];",
+            "--in[i];",
+            "(in[i]) = 2;",
+            "((in[i])) *= 2;",
+            "in[i] <<= 1;",
+            "*in = 3;",
+            "*(in + i) = 3;",
+            "*(in + i) += 3;",
+            "(*in)++;",
+            "atomic_inc(&(in[i]));",
+            "++(in[i]);",
+            "*(in + i++) = 3;",
+            "__global float *q = in; q[i] = 1;",
+            "helper(in, i);",
+            "vstore4(x, 0, in);",
+            "atomic_add((__global int *)&in[i], 1);",
+            "atomic_inc(in + i);",
+            "v[i].x = 1;",
+            "v[i].s01 = (float2)(1);",
+            "v[i] = 0;",
+            "SET(in[i]);",
+            "vload4(0, in = in + 1);",
+            "in[i] OPERATOR 3;",
+        ] {
+            let src = format!(
+                "#define SET(x) x = 0\n#define OPERATOR =\n\
+                 void helper(__global float *p, int i) {{ p[i] = 0; }}\n\
+                 __kernel void k(__global float *in, __global float4 *v) {{\n\
+                 int i = get_global_id(0); float4 x = 0;\n{write}\n}}"
+            );
+            let got = check(&src, "k", &["in", "v"]);
+            assert!(!(got[0] && got[1]), "{write}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn the_preprocessor_makes_it_answer_may_write() {
+        let body = "__kernel void k(__global float *in, __global float *out) {\n\
+                    out[0] = in[0];\n}";
+        assert_eq!(check(body, "k", &["in", "out"]), [true, false]);
+        // A macro that names the parameter, a header, token pasting, `-D` naming it.
+        for pre in [
+            "#define W in[1] = 0\n",
+            "#include \"defs.h\"\n",
+            "#define CAT(a, b) a ## b\n",
+        ] {
+            let src = format!("{pre}{body}");
+            assert_eq!(check(&src, "k", &["in", "out"]), [false, false], "{pre}");
+        }
+        let with_option = unwritten(&[body.as_bytes()], "-D W=in[1]", "k", &["in", "out"]);
+        assert_eq!(with_option, [false, false]);
+        // A continued directive line still belongs to the directive.
+        let continued = format!("#define W \\\n in[1] = 0\n{body}");
+        assert_eq!(check(&continued, "k", &["in", "out"]), [false, false]);
+        // A macro from the options used around an element.
+        let cpp = unwritten(&[body.as_bytes()], "-cl-std=CLC++", "k", &["in", "out"]);
+        assert_eq!(cpp, [false, false]);
+        let opt = unwritten(
+            &["__kernel void k(__global float *in) { Z(in[0]); }".as_bytes()],
+            "-DZ(x)=x=0",
+            "k",
+            &["in"],
+        );
+        assert_eq!(opt, [false]);
+    }
+
+    #[test]
+    fn several_source_strings_comments_and_literals() {
+        let a = "// in[0] = 1 in a comment\n/* in[0] = 2; */\n__kernel void k(__global float *in,";
+        let b = " __global float *out) { out[0] = in[0]; printf(\"in[0] = %f\", in[0]); }";
+        assert_eq!(
+            unwritten(&[a.as_bytes(), b.as_bytes()], "", "k", &["in", "out"]),
+            [true, false]
+        );
+    }
+
+    #[test]
+    fn unknown_kernels_and_names_answer_may_write() {
+        let src = "__kernel void k(__global float *in) { float x = in[0]; }";
+        assert_eq!(check(src, "other", &["in"]), [false]);
+        assert_eq!(check(src, "k", &["", "nope"]), [false, false]);
+        let twice = format!("{src}\n{src}");
+        assert_eq!(check(&twice, "k", &["in"]), [false]);
+        assert_eq!(
+            check(
+                "__kernel void k(__global float *in) { /* never",
+                "k",
+                &["in"]
+            ),
+            [false]
+        );
+        // A member of the same name is not the parameter.
+        let member = "typedef struct { float in[4]; } S;\n\
+                      __kernel void k(__global float *in, __global S *s) { s->in[0] = in[0]; }";
+        assert_eq!(check(member, "k", &["in", "s"]), [true, false]);
+        // Attributes between the parameters and the body.
+        let attr = "__kernel void k(__global float *in, __global float *o) __attribute__((reqd_work_group_size(1,1,1))) { o[0] = in[0]; }";
+        assert_eq!(check(attr, "k", &["in", "o"]), [true, false]);
+    }
+}
