@@ -24,7 +24,11 @@ int main(int argc, char **argv) {
     cl_context ctx;
     cl_command_queue q;
     open_queue(&dev, &ctx, &q);
-    cl_program p = build_program(ctx, dev, "unwritten.cl", "");
+    /* The kernel file includes unwritten.h from the same folder. */
+    const char *dir = getenv("FIXTURE_KERNEL_DIR");
+    char options[4200];
+    snprintf(options, sizeof options, "-I %s", dir && *dir ? dir : KERNEL_DIR);
+    cl_program p = build_program(ctx, dev, "unwritten.cl", options);
     int host[N], out[N];
     for (int i = 0; i < N; i++) host[i] = (int)(mix((cl_uint)i) % 1000);
     cl_int err;

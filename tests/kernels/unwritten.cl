@@ -1,9 +1,10 @@
 /* Kernels whose `__global int *src` is declared without `const`. `reads` and `reads_const`
  * only read it (the capture reads it once per launch, as for a `const` pointer); every other
  * kernel writes it in a way a token scan could miss: the capture must read it after the
- * launch, or its record of `src` would be stale and the launch would not replay. */
-#define BUMP(p, i) (p)[i] += 1
-#define INC(x) x += 1
+ * launch, or its record of `src` would be stale and the launch would not replay. The macros
+ * some of them write through live in a header (unwritten.h, found through `-I`): the capture
+ * reads the headers it found with the program. */
+#include "unwritten.h"
 
 void helper(__global int *p, int i) { p[i] += 1; }
 

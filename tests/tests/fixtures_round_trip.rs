@@ -469,7 +469,9 @@ fn programs_of_several_source_strings_and_headers_replay_ok() {
 /// and fewer than `reads_maybe`, which could write it. Every way `unwritten.cl` writes its
 /// `src` (a helper, macros, `*(p + i)`, a parenthesised element, an alias, `vstore`, an
 /// atomic, a vector component, one buffer as both arguments) is read after the launch:
-/// each of those launches replays `ok`, which a stale record of `src` would not.
+/// each of those launches replays `ok`, which a stale record of `src` would not. The macros
+/// come from a header the program includes through `-I`: the capture reads it with the
+/// program (an unread `#include` would make every parameter "may write").
 #[test]
 fn pointers_the_kernel_source_never_writes_are_read_once_and_written_ones_after() {
     let exe = fixture("unwritten");

@@ -27,7 +27,7 @@ use super::inqueue::Around;
 use super::kernel::describe;
 use super::known;
 use super::stats::{self, Phase};
-use super::track::{lock, tables, Origin};
+use super::track::{lock, tables, Origin, Scanned};
 use super::unwritten;
 use crate::Next;
 use cltrap_capture::{CaptureWriter, LaunchApi, LaunchRecord, Settings};
@@ -529,21 +529,42 @@ fn unwritten_params(
     let Some(info) = info else {
         return Vec::new();
     };
-    let (origin, options) = match lock(&tables().programs).get(&program) {
-        Some(p) => (p.origin.clone(), p.options.clone()),
+    let (origin, options, includes) = match lock(&tables().programs).get(&program) {
+        Some(p) => (p.origin.clone(), p.options.clone(), p.includes.clone()),
         None => return vec![false; info.len()],
     };
     let Origin::Source(sources) = &*origin else {
         return vec![false; info.len()];
     };
     let texts: Vec<&[u8]> = sources.iter().map(Vec::as_slice).collect();
+    let headers = includes.as_deref().and_then(every_header);
     let names: Vec<&str> = info.iter().map(|a| &*a.name).collect();
-    let mut flags = unwritten::unwritten(&texts, &options, name, &names);
+    let mut flags = unwritten::unwritten(&texts, headers.as_deref(), &options, name, &names);
     for (f, a) in flags.iter_mut().zip(info) {
         *f &= &*a.address_space == "global"
             && a.type_name.strip_suffix('*').is_some_and(builtin_element);
     }
     flags
+}
+
+/// The text of every file a program included, when the build-time scan found each one and
+/// read it (None: one was not found, named by a macro, or past the scan's limits).
+fn every_header(scanned: &Scanned) -> Option<Vec<&[u8]>> {
+    let mut texts = Vec::new();
+    for f in &scanned.files {
+        let path = f.path.as_ref()?;
+        match &f.bytes {
+            Some(b) => texts.push(b.as_slice()),
+            // Read once per path: an earlier entry of the same path carries it.
+            None => {
+                scanned
+                    .files
+                    .iter()
+                    .find(|g| g.path.as_ref() == Some(path) && g.bytes.is_some())?;
+            }
+        }
+    }
+    Some(texts)
 }
 
 /// Whether `name` is a built-in scalar or vector type (`float`, `uint4`, …): an element of

@@ -9,8 +9,9 @@
 //! pointer handed to a `vload` function. Anything else (the bare pointer assigned, offset,
 //! passed to a function or a macro, `&name[i]`, an indexed element assigned or incremented,
 //! indexed inside the arguments of a macro, or the name mentioned by any `#define` or `-D`
-//! option) counts as a possible write, as does a program that `#include`s a file, pastes
-//! tokens (`##`), or defines the kernel other than exactly once. A wrong "unwritten" would
+//! option) counts as a possible write, as does a program that `#include`s a file not given
+//! (headers are read with the program when the capture found every one), pastes tokens
+//! (`##`), or defines the kernel other than exactly once. A wrong "unwritten" would
 //! record stale contents, so every doubt answers "may write".
 //!
 //! Invariants:
@@ -19,15 +20,33 @@
 
 /// For each of `params` (names as `CL_KERNEL_ARG_NAME` gives them), whether kernel `kernel`
 /// of the program made of `sources` (concatenated as `clCreateProgramWithSource` does) and
-/// built with `options` provably never writes through it. Empty names answer false.
-pub fn unwritten(sources: &[&[u8]], options: &str, kernel: &str, params: &[&str]) -> Vec<bool> {
+/// built with `options` provably never writes through it. `headers`: the text of every file
+/// the program includes, directly or not, when all were found (None: an `#include` answers
+/// "may write" for every parameter). Empty names answer false.
+pub fn unwritten(
+    sources: &[&[u8]],
+    headers: Option<&[&[u8]]>,
+    options: &str,
+    kernel: &str,
+    params: &[&str],
+) -> Vec<bool> {
     let no = vec![false; params.len()];
-    let text: Vec<u8> = sources.concat();
+    let mut text: Vec<u8> = sources.concat();
+    for h in headers.unwrap_or_default() {
+        text.push(b'\n');
+        text.extend_from_slice(h);
+        text.push(b'\n');
+    }
     let Some(lexed) = lex(&text) else {
         return no;
     };
+    let includes_unknown = lexed.includes && headers.is_none();
     // C++ for OpenCL has references (`int &r = p[i]; r = 1;`): not a language this scan reads.
-    if lexed.blocked || options.contains("##") || options.to_ascii_lowercase().contains("c++") {
+    if lexed.blocked
+        || includes_unknown
+        || options.contains("##")
+        || options.to_ascii_lowercase().contains("c++")
+    {
         return no;
     }
     let mut macros: Vec<&str> = lexed.macros.iter().map(String::as_str).collect();
@@ -83,8 +102,10 @@ struct Lexed {
     directive_idents: Vec<String>,
     /// Names the program `#define`s (object-like or function-like alike).
     macros: Vec<String>,
-    /// An `#include`/`#import`, or `##` in a directive: text this scan cannot see or follow.
+    /// `##` in a directive: tokens this scan cannot follow.
     blocked: bool,
+    /// An `#include` or `#import`: text this scan sees only if the caller gave it.
+    includes: bool,
 }
 
 /// Punctuators, longest first so that `+=` is not read as `+` then `=`.
@@ -117,6 +138,7 @@ fn lex(raw: &[u8]) -> Option<Lexed> {
         directive_idents: Vec::new(),
         macros: Vec::new(),
         blocked: false,
+        includes: false,
     };
     let mut line_start = true;
     // Tokens of the directive being read (None outside one).
@@ -187,7 +209,7 @@ fn lex(raw: &[u8]) -> Option<Lexed> {
 /// Takes note of one directive's tokens (the `#` already dropped).
 fn end_directive(out: &mut Lexed, d: Vec<Tok>) {
     match d.first().and_then(Tok::ident) {
-        Some("include" | "import") => out.blocked = true,
+        Some("include" | "import") => out.includes = true,
         Some("define") => {
             if let Some(name) = d.get(1).and_then(Tok::ident) {
                 out.macros.push(name.to_string());
@@ -459,7 +481,7 @@ mod tests {
     use super::unwritten;
 
     fn check(src: &str, kernel: &str, params: &[&str]) -> Vec<bool> {
-        unwritten(&[src.as_bytes()], "", kernel, params)
+        unwritten(&[src.as_bytes()], None, "", kernel, params)
     }
 
     /// Rodinia's Gaussian elimination (`gaussianElim_kernels.cl`, as the project's bench
@@ -548,16 +570,23 @@ mod tests {
             let src = format!("{pre}{body}");
             assert_eq!(check(&src, "k", &["in", "out"]), [false, false], "{pre}");
         }
-        let with_option = unwritten(&[body.as_bytes()], "-D W=in[1]", "k", &["in", "out"]);
+        let with_option = unwritten(&[body.as_bytes()], None, "-D W=in[1]", "k", &["in", "out"]);
         assert_eq!(with_option, [false, false]);
         // A continued directive line still belongs to the directive.
         let continued = format!("#define W \\\n in[1] = 0\n{body}");
         assert_eq!(check(&continued, "k", &["in", "out"]), [false, false]);
         // A macro from the options used around an element.
-        let cpp = unwritten(&[body.as_bytes()], "-cl-std=CLC++", "k", &["in", "out"]);
+        let cpp = unwritten(
+            &[body.as_bytes()],
+            None,
+            "-cl-std=CLC++",
+            "k",
+            &["in", "out"],
+        );
         assert_eq!(cpp, [false, false]);
         let opt = unwritten(
             &["__kernel void k(__global float *in) { Z(in[0]); }".as_bytes()],
+            None,
             "-DZ(x)=x=0",
             "k",
             &["in"],
@@ -565,12 +594,37 @@ mod tests {
         assert_eq!(opt, [false]);
     }
 
+    /// With the headers given, an `#include` no longer blocks; a header's macro that names
+    /// the parameter, or a kernel defined in a header, are read as if in the program.
+    #[test]
+    fn included_headers_are_read_with_the_program() {
+        let main = "#include \"defs.h\"\n\
+                    __kernel void k(__global float *in, __global float *out) { out[0] = SCALE * in[0]; }";
+        let params = ["in", "out"];
+        let plain: &[&[u8]] = &[b"#define SCALE 2.0f\n"];
+        assert_eq!(
+            unwritten(&[main.as_bytes()], Some(plain), "", "k", &params),
+            [true, false]
+        );
+        let naming: &[&[u8]] = &[b"#define SCALE (in[1] = 2.0f)\n"];
+        assert_eq!(
+            unwritten(&[main.as_bytes()], Some(naming), "", "k", &params),
+            [false, false]
+        );
+        let in_header: &[&[u8]] =
+            &[b"__kernel void h(__global float *in, __global float *out) { out[0] = in[0]; }"];
+        assert_eq!(
+            unwritten(&[b"#include \"h.h\"\n"], Some(in_header), "", "h", &params),
+            [true, false]
+        );
+    }
+
     #[test]
     fn several_source_strings_comments_and_literals() {
         let a = "// in[0] = 1 in a comment\n/* in[0] = 2; */\n__kernel void k(__global float *in,";
         let b = " __global float *out) { out[0] = in[0]; printf(\"in[0] = %f\", in[0]); }";
         assert_eq!(
-            unwritten(&[a.as_bytes(), b.as_bytes()], "", "k", &["in", "out"]),
+            unwritten(&[a.as_bytes(), b.as_bytes()], None, "", "k", &["in", "out"]),
             [true, false]
         );
     }
