@@ -15,9 +15,9 @@ Usage: bench/spool.py                       (ROUNDS=3; binaries in target/bench,
                                              libcltrap.so in target/release or $BENCH_BIN)
        APPS="stencil1d wavefront" bench/spool.py
        BENCH_PLATFORM=1 bench/spool.py      (OpenCL platform index or part of its name)
-       BASELINE_SHIM=old/libcltrap.so MODES="native hash full base-full" bench/spool.py
-                                            (base-full: `full` with another build of the shim,
-                                             e.g. one that compresses in the application)
+       BASELINE_SHIM=old/libcltrap.so MODES="native hash full base-hash base-full" bench/spool.py
+                                            (base-hash, base-full: `hash`, `full` with another
+                                             build of the shim, side by side in the same rounds)
        BENCH_SIZE=gpu bench/spool.py        (the issue's sizes: 20 000-step stencil over 4 MB,
                                              16 MB wavefront, 4 MB Gaussian elimination, FDTD
                                              over 3 x 4 MB; default `light`, for a shared CPU)
@@ -74,8 +74,9 @@ def run(app, args, mode, cap, stats):
         cmd = [exe] + args
     elif mode == "off":
         cmd = [CLTRAP, "run", "--out", cap, "--capture", "off", "--", exe] + args
-    elif mode == "base-full":
-        cmd = [CLTRAP, "run", "--shim", os.environ["BASELINE_SHIM"], "--out", cap, "--buffers", "full", "--", exe] + args
+    elif mode in ("base-hash", "base-full"):
+        buffers = mode.removeprefix("base-")
+        cmd = [CLTRAP, "run", "--shim", os.environ["BASELINE_SHIM"], "--out", cap, "--buffers", buffers, "--", exe] + args
     else:
         cmd = [CLTRAP, "run", "--out", cap, "--buffers", mode, "--stats", stats, "--", exe] + args
     start = time.monotonic()
