@@ -18,6 +18,8 @@
 //! * Pure: text in, flags out; nothing here calls OpenCL or allocates more than the tokens.
 //! * "Unwritten" is only said of a name that is a parameter of the one definition found.
 
+mod expand;
+
 /// For each of `params` (names as `CL_KERNEL_ARG_NAME` gives them), whether kernel `kernel`
 /// of the program made of `sources` (concatenated as `clCreateProgramWithSource` does) and
 /// built with `options` provably never writes through it. `headers`: the text of every file
@@ -49,31 +51,50 @@ pub fn unwritten(
     {
         return no;
     }
-    let mut macros: Vec<&str> = lexed.macros.iter().map(String::as_str).collect();
-    let option_macros = option_macros(options);
-    macros.extend(option_macros.iter().map(String::as_str));
     let Some((params_range, body)) = definition(&lexed.tokens, kernel) else {
         return no;
     };
-    let toks = &lexed.tokens;
+    // A macro is expanded in the kernel's body when every definition of its name comes
+    // before the body and says the same (so no `#if` can pick another), and no `#undef` of it
+    // follows one; the others stay names whose arguments may be written.
+    let expandable = |d: &Define| {
+        let same_name = || lexed.defines.iter().filter(|e| e.name == d.name);
+        let first = same_name().map(|e| e.seq).min().unwrap_or(d.seq);
+        !d.unusual
+            && same_name().all(|e| e.at <= body.start && e.params == d.params && e.body == d.body)
+            && !lexed
+                .undefs
+                .iter()
+                .any(|(n, seq)| *n == d.name && *seq > first)
+    };
+    let (expanded, kept): (Vec<&Define>, Vec<&Define>) =
+        lexed.defines.iter().partition(|d| expandable(d));
+    let option_macros = option_macros(options);
+    let mut macros: Vec<&str> = kept.iter().map(|d| d.name.as_str()).collect();
+    macros.extend(option_macros.iter().map(String::as_str));
+    let Some(toks) = expand::expand(&lexed.tokens[body.clone()], &expanded) else {
+        return no;
+    };
+    let whole = 0..toks.len();
+    let params_toks = &lexed.tokens[params_range];
     params
         .iter()
         .map(|&p| {
             !p.is_empty()
-                && toks[params_range.clone()].iter().any(|t| t.is_ident(p))
-                && !lexed.directive_idents.iter().any(|d| d == p)
+                && params_toks.iter().any(|t| t.is_ident(p))
+                && !kept.iter().any(|d| d.mentions(p))
                 && !mentions(options, p)
-                && body
+                && whole
                     .clone()
                     .filter(|&i| toks[i].is_ident(p))
-                    .all(|i| read_only_use(toks, body.clone(), i, &macros))
+                    .all(|i| read_only_use(&toks, whole.clone(), i, &macros))
         })
         .collect()
 }
 
 /// One token of the program's text (comments and literals reduced to what matters here).
 #[derive(Debug, Clone, PartialEq)]
-enum Tok {
+pub(super) enum Tok {
     Ident(String),
     Punct(&'static str),
     /// A number, string or character literal, or a byte that is none of the above.
@@ -81,13 +102,13 @@ enum Tok {
 }
 
 impl Tok {
-    fn is_ident(&self, name: &str) -> bool {
+    pub(super) fn is_ident(&self, name: &str) -> bool {
         matches!(self, Tok::Ident(n) if n == name)
     }
-    fn is(&self, p: &str) -> bool {
+    pub(super) fn is(&self, p: &str) -> bool {
         matches!(self, Tok::Punct(q) if *q == p)
     }
-    fn ident(&self) -> Option<&str> {
+    pub(super) fn ident(&self) -> Option<&str> {
         match self {
             Tok::Ident(n) => Some(n),
             _ => None,
@@ -98,14 +119,38 @@ impl Tok {
 /// The program's tokens outside preprocessor directives, and what the directives say.
 struct Lexed {
     tokens: Vec<Tok>,
-    /// Every identifier any directive mentions.
-    directive_idents: Vec<String>,
-    /// Names the program `#define`s (object-like or function-like alike).
-    macros: Vec<String>,
+    /// Every `#define`, in the order of the text.
+    defines: Vec<Define>,
+    /// Every `#undef`: the name, and how many directives come before it.
+    undefs: Vec<(String, usize)>,
+    /// Directives read so far.
+    directives: usize,
     /// `##` in a directive: tokens this scan cannot follow.
     blocked: bool,
     /// An `#include` or `#import`: text this scan sees only if the caller gave it.
     includes: bool,
+}
+
+/// One `#define`.
+pub(super) struct Define {
+    pub(super) name: String,
+    /// The parameters of a function-like macro (None: object-like).
+    pub(super) params: Option<Vec<String>>,
+    /// `...` among the parameters, or `#` in the body: not expanded here.
+    unusual: bool,
+    pub(super) body: Vec<Tok>,
+    /// How many of the program's tokens come before it.
+    at: usize,
+    /// How many directives come before it.
+    seq: usize,
+}
+
+impl Define {
+    /// Whether the macro mentions `name` (as a parameter or in its body).
+    fn mentions(&self, name: &str) -> bool {
+        self.params.iter().flatten().any(|p| p == name)
+            || self.body.iter().any(|t| t.is_ident(name))
+    }
 }
 
 /// Punctuators, longest first so that `+=` is not read as `+` then `=`.
@@ -135,20 +180,23 @@ fn lex(raw: &[u8]) -> Option<Lexed> {
     }
     let mut out = Lexed {
         tokens: Vec::new(),
-        directive_idents: Vec::new(),
-        macros: Vec::new(),
+        defines: Vec::new(),
+        undefs: Vec::new(),
+        directives: 0,
         blocked: false,
         includes: false,
     };
     let mut line_start = true;
-    // Tokens of the directive being read (None outside one).
+    // Tokens of the directive being read (None outside one), and whether a `(` follows the
+    // name of a `#define` at once (a function-like macro).
     let mut directive: Option<Vec<Tok>> = None;
+    let mut function_like = false;
     let mut i = 0;
     while i < text.len() {
         let c = text[i];
         if c == b'\n' {
             if let Some(d) = directive.take() {
-                end_directive(&mut out, d);
+                end_directive(&mut out, d, function_like);
             }
             line_start = true;
             i += 1;
@@ -171,6 +219,7 @@ fn lex(raw: &[u8]) -> Option<Lexed> {
         }
         if c == b'#' && line_start && directive.is_none() {
             directive = Some(Vec::new());
+            function_like = false;
             line_start = false;
             i += 1;
             continue;
@@ -196,32 +245,65 @@ fn lex(raw: &[u8]) -> Option<Lexed> {
         };
         i += len;
         match &mut directive {
-            Some(d) => d.push(tok),
+            Some(d) => {
+                d.push(tok);
+                if d.len() == 2 && d[0].is_ident("define") {
+                    function_like = text.get(i) == Some(&b'(');
+                }
+            }
             None => out.tokens.push(tok),
         }
     }
     if let Some(d) = directive.take() {
-        end_directive(&mut out, d);
+        end_directive(&mut out, d, function_like);
     }
     Some(out)
 }
 
 /// Takes note of one directive's tokens (the `#` already dropped).
-fn end_directive(out: &mut Lexed, d: Vec<Tok>) {
-    match d.first().and_then(Tok::ident) {
-        Some("include" | "import") => out.includes = true,
-        Some("define") => {
-            if let Some(name) = d.get(1).and_then(Tok::ident) {
-                out.macros.push(name.to_string());
-            }
-        }
-        _ => {}
-    }
+fn end_directive(out: &mut Lexed, d: Vec<Tok>, function_like: bool) {
     if d.iter().any(|t| t.is("##")) {
         out.blocked = true;
     }
-    out.directive_idents
-        .extend(d.iter().filter_map(Tok::ident).map(str::to_string));
+    match (
+        d.first().and_then(Tok::ident),
+        d.get(1).and_then(Tok::ident),
+    ) {
+        (Some("include" | "import"), _) => out.includes = true,
+        (Some("undef"), Some(name)) => out.undefs.push((name.to_string(), out.directives)),
+        (Some("define"), Some(name)) => {
+            let name = name.to_string();
+            let (params, body_at, mut unusual) = if function_like {
+                let close = d.iter().position(|t| t.is(")")).unwrap_or(d.len());
+                let list = &d[3.min(d.len())..close];
+                let names: Vec<String> = list
+                    .iter()
+                    .filter_map(Tok::ident)
+                    .map(str::to_string)
+                    .collect();
+                let variadic = list.iter().any(|t| t.is("..."));
+                (
+                    Some(names),
+                    (close + 1).min(d.len()),
+                    variadic || close == d.len(),
+                )
+            } else {
+                (None, 2, false)
+            };
+            let body = d[body_at..].to_vec();
+            unusual |= body.iter().any(|t| t.is("#"));
+            out.defines.push(Define {
+                name,
+                params,
+                unusual,
+                body,
+                at: out.tokens.len(),
+                seq: out.directives,
+            });
+        }
+        _ => {}
+    }
+    out.directives += 1;
 }
 
 /// The length of the string or character literal at the start of `t` (quote `q`).
@@ -557,41 +639,82 @@ mod tests {
     }
 
     #[test]
-    fn the_preprocessor_makes_it_answer_may_write() {
-        let body = "__kernel void k(__global float *in, __global float *out) {\n\
-                    out[0] = in[0];\n}";
-        assert_eq!(check(body, "k", &["in", "out"]), [true, false]);
-        // A macro that names the parameter, a header, token pasting, `-D` naming it.
-        for pre in [
-            "#define W in[1] = 0\n",
-            "#include \"defs.h\"\n",
-            "#define CAT(a, b) a ## b\n",
+    fn macros_are_expanded_or_answer_may_write() {
+        let kernel = |body: &str| {
+            format!("__kernel void k(__global float *in, __global float *out) {{\n{body}\nout[0] = in[0];\n}}")
+        };
+        let p = ["in", "out"];
+        assert_eq!(check(&kernel(""), "k", &p), [true, false]);
+        // Expanded: a macro defined once before the kernel, its writes seen through it.
+        for (pre, use_) in [
+            ("#define W in[1] = 0\n", "W;"),
+            ("#define W \\\n in[1] = 0\n", "W;"),
+            ("#define SET(x) x = 0\n", "SET(in[2]);"),
+            ("#define AT(p, i) (p)[i]\n", "AT(in, 2) += 1;"),
+            ("#define PTR(p) p\n", "__global float *q = PTR(in);"),
         ] {
-            let src = format!("{pre}{body}");
-            assert_eq!(check(&src, "k", &["in", "out"]), [false, false], "{pre}");
+            let src = format!("{pre}{}", kernel(use_));
+            assert_eq!(check(&src, "k", &p), [false, false], "{pre}{use_}");
         }
-        let with_option = unwritten(&[body.as_bytes()], None, "-D W=in[1]", "k", &["in", "out"]);
-        assert_eq!(with_option, [false, false]);
-        // A continued directive line still belongs to the directive.
-        let continued = format!("#define W \\\n in[1] = 0\n{body}");
-        assert_eq!(check(&continued, "k", &["in", "out"]), [false, false]);
-        // A macro from the options used around an element.
-        let cpp = unwritten(
-            &[body.as_bytes()],
-            None,
-            "-cl-std=CLC++",
-            "k",
-            &["in", "out"],
+        // clpeak's bandwidth kernels read through nested macros that take the pointer.
+        let clpeak = "#define FETCH_2(sum, id, A, jumpBy) sum += A[id]; id += jumpBy; sum += A[id]; id += jumpBy;\n\
+                      #define FETCH_4(sum, id, A, jumpBy) FETCH_2(sum, id, A, jumpBy); FETCH_2(sum, id, A, jumpBy);\n\
+                      __kernel void bw(__global float *A, __global float *B) {\n\
+                      int id = get_global_id(0); float sum = 0;\n\
+                      for (int i = 0; i < 4; i++) { FETCH_4(sum, id, A, get_local_size(0)); }\n\
+                      B[get_global_id(0)] = sum;\n}";
+        assert_eq!(check(clpeak, "bw", &["A", "B"]), [true, false]);
+        // As clpeak writes it: `#undef` first, and a macro defined twice alike under `#if`.
+        let guarded = format!(
+            "#undef FETCH_2\n#if defined(X)\n#define FETCH_2(s, i, A, j) s += A[i];\n#endif\n{clpeak}"
         );
+        let guarded = guarded.replacen("#define FETCH_2(sum, id, A, jumpBy) sum += A[id]; id += jumpBy; sum += A[id]; id += jumpBy;", "#define FETCH_2(s, i, A, j) s += A[i];", 1);
+        assert_eq!(
+            check(&guarded, "bw", &["A", "B"]),
+            [true, false],
+            "{guarded}"
+        );
+        // Not expanded, so "may write": defined after the kernel, twice, or undefined; with
+        // `#` or `...`; from the options; a header (`#include` unknown); token pasting.
+        for src in [
+            format!("{}\n#define W in[1] = 0\n", kernel("")),
+            format!("#define W 1\n#define W in[1] = 0\n{}", kernel("W;")),
+            format!(
+                "#if A\n#define W 1\n#else\n#define W in[1] = 0\n#endif\n{}",
+                kernel("W;")
+            ),
+            format!(
+                "#define W 1\n#undef W\n#define W in[1] = 0\n{}",
+                kernel("W;")
+            ),
+            format!("#define W in[1] = 0\n#undef W\n{}", kernel("")),
+            format!("#define S(x) #x\n#define N in\n{}", kernel("S(in[0]);")),
+            format!("#define V(...) __VA_ARGS__ = 0\n{}", kernel("V(in[0]);")),
+            format!("#include \"defs.h\"\n{}", kernel("")),
+            format!("#define CAT(a, b) a ## b\n{}", kernel("")),
+        ] {
+            let got = check(&src, "k", &p);
+            assert!(!got[0], "{src}: {got:?}");
+        }
+        let with_option = unwritten(&[kernel("").as_bytes()], None, "-D W=in[1]", "k", &p);
+        assert_eq!(with_option, [false, false]);
+        let cpp = unwritten(&[kernel("").as_bytes()], None, "-cl-std=CLC++", "k", &p);
         assert_eq!(cpp, [false, false]);
         let opt = unwritten(
-            &["__kernel void k(__global float *in) { Z(in[0]); }".as_bytes()],
+            &[kernel("Z(in[0]);").as_bytes()],
             None,
             "-DZ(x)=x=0",
             "k",
-            &["in"],
+            &p,
         );
-        assert_eq!(opt, [false]);
+        assert_eq!(opt, [false, false]);
+        // An invocation whose arguments never close, or with too few: give up.
+        for src in [
+            format!("#define F(a, b) a\n{}", kernel("F(in[0]);")),
+            "#define F(a) a\n__kernel void k(__global float *in, __global float *out) { out[0] = F(in[0]; }".to_string(),
+        ] {
+            assert_eq!(check(&src, "k", &p), [false, false], "{src}");
+        }
     }
 
     /// With the headers given, an `#include` no longer blocks; a header's macro that names
