@@ -17,16 +17,19 @@ const MOST_TOKENS: usize = 1 << 20;
 pub(super) fn expand(body: &[Tok], defines: &[&Define]) -> Option<Vec<Tok>> {
     let mut out = Vec::with_capacity(body.len());
     let mut hidden = Vec::new();
-    rescan(body, defines, &mut hidden, &mut out)?;
+    rescan(body, defines, &mut hidden, &mut out, false)?;
     Some(out)
 }
 
-/// Appends `toks` to `out`, expanding the macros of `defines` not in `hidden`.
+/// Appends `toks` to `out`, expanding the macros of `defines` not in `hidden`. `nested`: `toks`
+/// is a replacement, whose last name could take its arguments from what follows it in the
+/// text (`#define F G` then `F(x)`): that gives up rather than guess.
 fn rescan<'a>(
     toks: &[Tok],
     defines: &[&'a Define],
     hidden: &mut Vec<&'a str>,
     out: &mut Vec<Tok>,
+    nested: bool,
 ) -> Option<()> {
     let mut i = 0;
     while i < toks.len() {
@@ -45,6 +48,9 @@ fn rescan<'a>(
                 d.body.clone()
             }
             Some(params) => {
+                if nested && i + 1 == toks.len() {
+                    return None;
+                }
                 // A function-like macro's name without `(` after it is just a name.
                 if !toks.get(i + 1).is_some_and(|t| t.is("(")) {
                     out.push(toks[i].clone());
@@ -62,7 +68,7 @@ fn rescan<'a>(
             }
         };
         hidden.push(&d.name);
-        let done = rescan(&replacement, defines, hidden, out);
+        let done = rescan(&replacement, defines, hidden, out, true);
         hidden.pop();
         done?;
         if out.len() > MOST_TOKENS {

@@ -83,6 +83,7 @@ pub fn unwritten(
             !p.is_empty()
                 && params_toks.iter().any(|t| t.is_ident(p))
                 && !kept.iter().any(|d| d.mentions(p))
+                && !lexed.defines.iter().any(|d| d.name == p)
                 && !mentions(options, p)
                 && whole
                     .clone()
@@ -690,6 +691,8 @@ mod tests {
             format!("#define W in[1] = 0\n#undef W\n{}", kernel("")),
             format!("#define S(x) #x\n#define N in\n{}", kernel("S(in[0]);")),
             format!("#define V(...) __VA_ARGS__ = 0\n{}", kernel("V(in[0]);")),
+            format!("#define F G\n#define G(x) x = 0\n{}", kernel("F(in[0]);")),
+            format!("#define in in\n{}", kernel("")),
             format!("#include \"defs.h\"\n{}", kernel("")),
             format!("#define CAT(a, b) a ## b\n{}", kernel("")),
         ] {
