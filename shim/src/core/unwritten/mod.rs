@@ -4,15 +4,17 @@
 //! instead of twice. Real code often leaves out `const` (Rodinia's Gaussian elimination passes
 //! all three matrices without it); each such argument cost a read back and a hash per launch.
 //!
-//! Job: a conservative token scan, no parser, no preprocessor: a parameter counts as unwritten
-//! only when every use of its name in the kernel's body is `name[…]` read as a value, or the
-//! pointer handed to a `vload` function. Anything else (the bare pointer assigned, offset,
-//! passed to a function or a macro, `&name[i]`, an indexed element assigned or incremented,
-//! indexed inside the arguments of a macro, or the name mentioned by any `#define` or `-D`
-//! option) counts as a possible write, as does a program that `#include`s a file not given
-//! (headers are read with the program when the capture found every one), pastes tokens
-//! (`##`), or defines the kernel other than exactly once. A wrong "unwritten" would
-//! record stale contents, so every doubt answers "may write".
+//! Job: a conservative token scan, no parser: the program's own macros are expanded in the
+//! kernel's body ([`expand`]: those defined before it, alike in every definition, never
+//! undefined after, without `#`, `##` or `...`), then a parameter counts as unwritten only
+//! when every use of its name is an element read as a value (`name[…]`, `*name`,
+//! `*(name + k)`) or the pointer handed to a `vload` function. Anything else (the bare pointer
+//! assigned, offset, passed to a function; `&name[i]`; an element assigned, incremented or
+//! indexed inside the arguments of a macro not expanded; the name mentioned by such a macro
+//! or a `-D` option) counts as a possible write, as does a program that `#include`s a file not
+//! given (headers are read with the program when the capture found every one), pastes tokens
+//! (`##`), is C++ for OpenCL, or defines the kernel other than exactly once. A wrong
+//! "unwritten" would record stale contents, so every doubt answers "may write".
 //!
 //! Invariants:
 //! * Pure: text in, flags out; nothing here calls OpenCL or allocates more than the tokens.
