@@ -1,8 +1,8 @@
 /* Fixture: kernels whose pointer parameters lack `const` (tests/kernels/unwritten.cl), for the
  * capture's reading of which ones a kernel's source never writes.
  *
- * Usage: unwritten KERNEL ROUNDS  runs one of `reads_const`, `reads`, `reads_maybe` ROUNDS
- *                                 times over the same two buffers;
+ * Usage: unwritten KERNEL ROUNDS  runs one of `reads_const`, `reads`, `reads_through_macro`,
+ *                                 `reads_maybe` ROUNDS times over the same two buffers;
  *        unwritten all            runs every kernel that writes `src` once in turn, then
  *                                 `doubles` with one buffer as both arguments (it then
  *                                 writes it).
@@ -11,7 +11,8 @@
 
 enum { N = 256 };
 
-static const char *WRITERS[] = {"via_helper", "via_macro", "via_macro_element", "via_deref",
+static const char *WRITERS[] = {"via_helper", "via_macro", "via_expanded_macro",
+                                "via_macro_element", "via_deref",
                                 "via_parentheses", "via_alias", "via_vstore", "via_atomic",
                                 "via_component"};
 

@@ -5,6 +5,9 @@
  * some of them write through live in a header (unwritten.h, found through `-I`): the capture
  * reads the headers it found with the program. */
 #include "unwritten.h"
+/* Macros of the program itself: the capture expands them in the kernels. */
+#define AT(p, i) ((p)[i])
+#define PUT(p, i, v) (p)[i] = (v)
 
 void helper(__global int *p, int i) { p[i] += 1; }
 
@@ -24,6 +27,12 @@ __kernel void doubles(__global int *src, __global int *dst) {
     dst[i] = src[i] * 2;
 }
 
+/* Reads `src` through a macro of the program. */
+__kernel void reads_through_macro(__global int *src, __global int *dst) {
+    int i = get_global_id(0);
+    dst[i] = AT(src, i) * 3 + AT(src, 1);
+}
+
 /* Writes `src` only when n < 0, which never happens: still a possible write. */
 __kernel void reads_maybe(__global int *src, __global int *dst, int n) {
     int i = get_global_id(0);
@@ -40,6 +49,12 @@ __kernel void via_helper(__global int *src, __global int *dst) {
 __kernel void via_macro(__global int *src, __global int *dst) {
     int i = get_global_id(0);
     BUMP(src, i);
+    dst[i] = i;
+}
+
+__kernel void via_expanded_macro(__global int *src, __global int *dst) {
+    int i = get_global_id(0);
+    PUT(src, i, AT(src, i) + 1);
     dst[i] = i;
 }
 

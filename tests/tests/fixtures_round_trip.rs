@@ -465,9 +465,11 @@ fn programs_of_several_source_strings_and_headers_replay_ok() {
 }
 
 /// A `__global int *src` that a kernel's source only reads (no `const`) is read once per
-/// launch, as a `const` one is: `reads` costs the capture as many reads as `reads_const`,
+/// launch, as a `const` one is: `reads`, and `reads_through_macro` (which indexes it through
+/// a macro of the program), cost the capture as many reads as `reads_const`,
 /// and fewer than `reads_maybe`, which could write it. Every way `unwritten.cl` writes its
-/// `src` (a helper, macros, `*(p + i)`, a parenthesised element, an alias, `vstore`, an
+/// `src` (a helper, macros of a header and of the program, `*(p + i)`, a parenthesised
+/// element, an alias, `vstore`, an
 /// atomic, a vector component, one buffer as both arguments) is read after the launch:
 /// each of those launches replays `ok`, which a stale record of `src` would not. The macros
 /// come from a header the program includes through `-I`: the capture reads it with the
@@ -476,7 +478,7 @@ fn programs_of_several_source_strings_and_headers_replay_ok() {
 fn pointers_the_kernel_source_never_writes_are_read_once_and_written_ones_after() {
     let exe = fixture("unwritten");
     let (mut reads, mut by_source) = (Vec::new(), Vec::new());
-    for kernel in ["reads_const", "reads", "reads_maybe"] {
+    for kernel in ["reads_const", "reads", "reads_through_macro", "reads_maybe"] {
         let dir = fresh_capture_dir(kernel);
         let (out, stats) = run_captured_with_stats(&dir, &[], &exe, &[kernel, "5"]);
         assert!(out.success(), "{}", out.describe());
@@ -484,15 +486,11 @@ fn pointers_the_kernel_source_never_writes_are_read_once_and_written_ones_after(
         reads.push(counter(&stats, "content_reads"));
         by_source.push(counter(&stats, "unwritten_by_source"));
     }
-    assert_eq!(by_source, [0, 5, 0], "reads_const, reads, reads_maybe");
-    assert_eq!(
-        reads[0], reads[1],
-        "reads_const, reads, reads_maybe: {reads:?}"
-    );
-    assert!(
-        reads[2] >= reads[1] + 5,
-        "reads_const, reads, reads_maybe: {reads:?}"
-    );
+    let names = "reads_const, reads, reads_through_macro, reads_maybe";
+    assert_eq!(by_source, [0, 5, 5, 0], "{names}");
+    assert_eq!(reads[0], reads[1], "{names}: {reads:?}");
+    assert_eq!(reads[0], reads[2], "{names}: {reads:?}");
+    assert!(reads[3] >= reads[1] + 5, "{names}: {reads:?}");
     let (_dir, cap) = round_trip("unwritten", &["all"], &[]);
-    assert_eq!(cap.launches.len(), 10);
+    assert_eq!(cap.launches.len(), 11);
 }

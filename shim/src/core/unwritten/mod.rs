@@ -423,37 +423,55 @@ const AFTER_READ: [&str; 25] = [
 
 /// Whether the use of the parameter at token `at` (inside `body`) only reads through it.
 fn read_only_use(toks: &[Tok], body: std::ops::Range<usize>, at: usize, macros: &[&str]) -> bool {
-    let prev = at.checked_sub(1).map(|i| &toks[i]);
     // `s.name` or `s->name`: a member of that name, not the parameter.
-    if prev.is_some_and(|t| t.is(".") || t.is("->")) {
+    if at
+        .checked_sub(1)
+        .is_some_and(|i| toks[i].is(".") || toks[i].is("->"))
+    {
         return true;
     }
     if inside_macro_arguments(toks, body.start, at, macros) {
         return false;
     }
-    match toks.get(at + 1) {
+    // `(p)`, `((p))` (as macros write their parameters) stand for `p`.
+    let (mut first, mut last) = (at, at);
+    while first > body.start + 1
+        && toks[first - 1].is("(")
+        && toks.get(last + 1).is_some_and(|t| t.is(")"))
+        && !(toks[first - 2].ident().is_some_and(|n| !is_keyword(n))
+            || toks[first - 2].is(")")
+            || toks[first - 2].is("]"))
+    {
+        first -= 1;
+        last += 1;
+    }
+    let prev = first.checked_sub(1).map(|i| &toks[i]);
+    match toks.get(last + 1) {
         Some(t) if t.is("[") => {
             if prev.is_some_and(|t| t.is("&") || t.is("++") || t.is("--")) {
                 return false;
             }
-            let Some(close) = closing(toks, at + 1) else {
+            let Some(close) = closing(toks, last + 1) else {
                 return false;
             };
             value_context(toks, body.start, close + 1)
         }
-        _ => deref_read(toks, body.start, at) || vload_pointer(toks, body.start, at),
+        _ => {
+            deref_read(toks, body.start, first, last)
+                || vload_pointer(toks, body.start, first, last)
+        }
     }
 }
 
-/// Whether the bare pointer at `at` is dereferenced to be read: `*p` or `*(p + k)` used as a
-/// value, with nothing that assigns inside the parentheses. (A `*` before a pointer can only
-/// be a dereference: a pointer cannot be multiplied.)
-fn deref_read(toks: &[Tok], start: usize, at: usize) -> bool {
-    let Some(prev) = at.checked_sub(1) else {
+/// Whether the bare pointer spanning tokens `first..=last` is dereferenced to be read: `*p` or
+/// `*(p + k)` used as a value, with nothing that assigns inside the parentheses. (A `*` before
+/// a pointer can only be a dereference: a pointer cannot be multiplied.)
+fn deref_read(toks: &[Tok], start: usize, first: usize, last: usize) -> bool {
+    let Some(prev) = first.checked_sub(1) else {
         return false;
     };
     if toks[prev].is("*") {
-        return value_context(toks, start, at + 1);
+        return value_context(toks, start, last + 1);
     }
     if !(toks[prev].is("(") && prev > start && toks[prev - 1].is("*")) {
         return false;
@@ -461,7 +479,7 @@ fn deref_read(toks: &[Tok], start: usize, at: usize) -> bool {
     let Some(close) = closing(toks, prev) else {
         return false;
     };
-    assigns_nothing(&toks[at + 1..close]) && value_context(toks, start, close + 1)
+    assigns_nothing(&toks[last + 1..close]) && value_context(toks, start, close + 1)
 }
 
 /// Tokens that assign, or end an argument (after which anything may follow).
@@ -544,21 +562,21 @@ fn assigns_nothing(toks: &[Tok]) -> bool {
     toks.iter().all(|t| !WRITES.iter().any(|w| t.is(w)))
 }
 
-/// Whether the bare pointer at `at` is the pointer argument of a `vload` function (which only
+/// Whether the bare pointer spanning `first..=last` is the pointer argument of a `vload` function (which only
 /// reads): `vloadN(offset, p)` or `vloadN(offset, p + k)`, with nothing that assigns between
 /// the pointer and the call's closing parenthesis.
-fn vload_pointer(toks: &[Tok], start: usize, at: usize) -> bool {
-    if !at.checked_sub(1).is_some_and(|i| toks[i].is(",")) {
+fn vload_pointer(toks: &[Tok], start: usize, first: usize, last: usize) -> bool {
+    if !first.checked_sub(1).is_some_and(|i| toks[i].is(",")) {
         return false;
     }
-    let Some(open) = enclosing(toks, start, at) else {
+    let Some(open) = enclosing(toks, start, first) else {
         return false;
     };
     let callee = open.checked_sub(1).and_then(|i| toks[i].ident());
     if !callee.is_some_and(|n| n.starts_with("vload")) {
         return false;
     }
-    closing(toks, open).is_some_and(|close| assigns_nothing(&toks[at + 1..close]))
+    closing(toks, open).is_some_and(|close| assigns_nothing(&toks[last + 1..close]))
 }
 
 #[cfg(test)]
@@ -660,6 +678,22 @@ mod tests {
             assert_eq!(check(&src, "k", &p), [false, false], "{pre}{use_}");
         }
         // clpeak's bandwidth kernels read through nested macros that take the pointer.
+        // Macros that parenthesise their parameters.
+        let paren = format!(
+            "#define AT(p, i) ((p)[i])\n{}",
+            kernel("out[1] = AT(in, 2) + *((in)) + *((in) + 1);")
+        );
+        assert_eq!(check(&paren, "k", &p), [true, false]);
+        for write in [
+            "(in)[0] = 1;",
+            "((in))[0]++;",
+            "*((in)) = 1;",
+            "f((in));",
+            "__global float *q = (in);",
+            "(float *)(in);",
+        ] {
+            assert_eq!(check(&kernel(write), "k", &p), [false, false], "{write}");
+        }
         let clpeak = "#define FETCH_2(sum, id, A, jumpBy) sum += A[id]; id += jumpBy; sum += A[id]; id += jumpBy;\n\
                       #define FETCH_4(sum, id, A, jumpBy) FETCH_2(sum, id, A, jumpBy); FETCH_2(sum, id, A, jumpBy);\n\
                       __kernel void bw(__global float *A, __global float *B) {\n\
