@@ -53,6 +53,10 @@ pub fn unwritten(
     {
         return no;
     }
+    // A macro named like the kernel renames it.
+    if lexed.defines.iter().any(|d| d.name == kernel) {
+        return no;
+    }
     let Some((params_range, body)) = definition(&lexed.tokens, kernel) else {
         return no;
     };
@@ -128,7 +132,8 @@ struct Lexed {
     undefs: Vec<(String, usize)>,
     /// Directives read so far.
     directives: usize,
-    /// `##` in a directive: tokens this scan cannot follow.
+    /// `##` in a directive, or the digraph `%:` (a `#` this scan does not read as one):
+    /// tokens this scan cannot follow.
     blocked: bool,
     /// An `#include` or `#import`: text this scan sees only if the caller gave it.
     includes: bool,
@@ -157,10 +162,10 @@ impl Define {
 }
 
 /// Punctuators, longest first so that `+=` is not read as `+` then `=`.
-const PUNCTS: [&str; 48] = [
-    "<<=", ">>=", "...", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "*=",
-    "/=", "%=", "+=", "-=", "&=", "^=", "|=", "##", "[", "]", "(", ")", "{", "}", ".", "&", "*",
-    "+", "-", "~", "!", "/", "%", "<", ">", "^", "|", "?", ":", ";", "=", ",", "#",
+const PUNCTS: [&str; 49] = [
+    "%:", "<<=", ">>=", "...", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||",
+    "*=", "/=", "%=", "+=", "-=", "&=", "^=", "|=", "##", "[", "]", "(", ")", "{", "}", ".", "&",
+    "*", "+", "-", "~", "!", "/", "%", "<", ">", "^", "|", "?", ":", ";", "=", ",", "#",
 ];
 
 /// Splits the text into tokens (after joining lines ended by a backslash); None if a comment
@@ -247,6 +252,9 @@ fn lex(raw: &[u8]) -> Option<Lexed> {
             (Tok::Other, 1)
         };
         i += len;
+        if tok.is("%:") {
+            out.blocked = true;
+        }
         match &mut directive {
             Some(d) => {
                 d.push(tok);
@@ -729,6 +737,8 @@ mod tests {
             format!("#define V(...) __VA_ARGS__ = 0\n{}", kernel("V(in[0]);")),
             format!("#define F G\n#define G(x) x = 0\n{}", kernel("F(in[0]);")),
             format!("#define in in\n{}", kernel("")),
+            format!("%:define W in[0] = 1\n{}", kernel("W;")),
+            format!("#define k k2\n{}", kernel("")),
             format!("#include \"defs.h\"\n{}", kernel("")),
             format!("#define CAT(a, b) a ## b\n{}", kernel("")),
         ] {
