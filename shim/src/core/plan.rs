@@ -539,7 +539,7 @@ fn unwritten_params(
     let texts: Vec<&[u8]> = sources.iter().map(Vec::as_slice).collect();
     let headers = includes.as_deref().and_then(every_header);
     let names: Vec<&str> = info.iter().map(|a| &*a.name).collect();
-    let mut flags = unwritten::unwritten(&texts, headers.as_deref(), &options, name, &names);
+    let mut flags = unwritten::unwritten(&texts, headers.as_ref(), &options, name, &names);
     for (f, a) in flags.iter_mut().zip(info) {
         *f &= &*a.address_space == "global"
             && a.type_name.strip_suffix('*').is_some_and(builtin_element);
@@ -549,7 +549,7 @@ fn unwritten_params(
 
 /// The text of every file a program included, when the build-time scan found each one and
 /// read it (None: one was not found, named by a macro, or past the scan's limits).
-fn every_header(scanned: &Scanned) -> Option<Vec<&[u8]>> {
+fn every_header(scanned: &Scanned) -> Option<unwritten::Headers<'_>> {
     let mut texts = Vec::new();
     for f in &scanned.files {
         let path = f.path.as_ref()?;
@@ -564,7 +564,10 @@ fn every_header(scanned: &Scanned) -> Option<Vec<&[u8]>> {
             }
         }
     }
-    Some(texts)
+    Some(unwritten::Headers {
+        texts,
+        directives: scanned.files.len(),
+    })
 }
 
 /// Whether `name` is a built-in scalar or vector type (`float`, `uint4`, …): an element of

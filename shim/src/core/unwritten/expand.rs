@@ -64,7 +64,15 @@ fn rescan<'a>(
                     return None;
                 }
                 i = close + 1;
-                substitute(&d.body, params, &args)
+                // Each argument is expanded on its own first, as the preprocessor does
+                // (`ID(ID(x))`), then put in place of its parameter and rescanned.
+                let mut expanded = Vec::with_capacity(args.len());
+                for a in &args {
+                    let mut e = Vec::with_capacity(a.len());
+                    rescan(a, defines, hidden, &mut e, true)?;
+                    expanded.push(e);
+                }
+                substitute(&d.body, params, &expanded)
             }
         };
         hidden.push(&d.name);

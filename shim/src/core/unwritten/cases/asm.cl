@@ -1,0 +1,4 @@
+__kernel void k(__global float *in, __global float *out) {
+  int i = get_global_id(0);
+  __asm__ volatile ("" : "+r"(in[i]));
+}

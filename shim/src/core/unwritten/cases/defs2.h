@@ -1,0 +1,1 @@
+#define STORE(x) x = 1.0f

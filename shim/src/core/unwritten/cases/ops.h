@@ -1,0 +1,1 @@
+#define BUMP(i) A(i) += 1.0f

@@ -1,0 +1,3 @@
+__kernel void k(__global float *in, __global float *out) {
+int i = get_global_id(0); ++*in; out[i] = in[i];
+}
