@@ -51,11 +51,10 @@ fn rescan<'a>(
                 if nested && i + 1 == toks.len() {
                     return None;
                 }
-                // A function-like macro's name without `(` after it is just a name.
+                // A function-like macro's name without `(` after it could be handed to
+                // another macro that calls it (`REPEAT4(CLEAR)`): give up.
                 if !toks.get(i + 1).is_some_and(|t| t.is("(")) {
-                    out.push(toks[i].clone());
-                    i += 1;
-                    continue;
+                    return None;
                 }
                 let (args, close) = arguments(toks, i + 1)?;
                 let args_match = args.len() == params.len()

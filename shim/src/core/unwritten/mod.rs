@@ -48,7 +48,8 @@ pub fn unwritten(
     // OpenCL (references: `int &r = p[i]; r = 1;`), are not read.
     let lower = options.to_ascii_lowercase();
     let unread_options = [
-        "##", "c++", "-include", "-imacros", "--define", "-u", "\"", "'", "{", "}",
+        "##", "c++", "-include", "-imacros", "--define", "-u", "\"", "'", "{", "}", "$", "-xclang",
+        "-wp", "@", "\\",
     ];
     if unread_options.iter().any(|o| lower.contains(o)) {
         return no;
@@ -82,11 +83,20 @@ pub fn unwritten(
     let Some((params_range, body)) = definition(&lexed.tokens, kernel) else {
         return no;
     };
-    // An `#include` inside the kernel's body brings code this scan did not place there.
-    if lexed
-        .include_at
+    // An `#include` from the kernel's name to the end of its body brings code this scan did
+    // not place there; an `#if` around or inside the kernel may drop what this scan reads
+    // (`#if 0` … `}` …), or hide another definition.
+    let name_at = params_range.start - 2;
+    let within = |at: usize| at >= name_at && at <= body.end;
+    let depth_at_name: i64 = lexed
+        .conditionals
         .iter()
-        .any(|&at| at >= body.start && at <= body.end)
+        .filter(|(at, _)| *at <= name_at)
+        .map(|(_, d)| d)
+        .sum();
+    if lexed.include_at.iter().any(|&at| within(at))
+        || lexed.conditionals.iter().any(|(at, _)| within(*at))
+        || depth_at_name > 0
     {
         return no;
     }
@@ -115,14 +125,39 @@ pub fn unwritten(
     let Some(toks) = expand::expand(&lexed.tokens[body.clone()], &expanded) else {
         return no;
     };
-    // A function or macro of the program named like a `vload` built-in.
-    let user_vload = lexed.defines.iter().any(|d| is_vload(&d.name))
-        || lexed.tokens.windows(2).enumerate().any(|(i, w)| {
-            w[0].ident().is_some_and(is_vload)
-                && w[1].is("(")
-                && closing(&lexed.tokens, i + 1)
-                    .is_some_and(|c| lexed.tokens.get(c + 1).is_some_and(|t| t.is("{")))
-        });
+    // A function or macro of the program that could be named like a `vload` built-in: a
+    // `vload…` name outside every function body, or in any macro.
+    let vload_named = |t: &Tok| t.ident().is_some_and(|n| n.contains("vload"));
+    // A program-scope variable in the global address space (OpenCL 2.0) can hold a pointer a
+    // launch stored (`gptr = p;`) for another to write through: every parameter may be
+    // written, named or not.
+    let (mut braces, mut parens) = (0usize, 0usize);
+    for t in &lexed.tokens {
+        match t {
+            Tok::Punct("{") => braces += 1,
+            Tok::Punct("}") => braces = braces.saturating_sub(1),
+            Tok::Punct("(") => parens += 1,
+            Tok::Punct(")") => parens = parens.saturating_sub(1),
+            Tok::Ident(n) if braces == 0 && parens == 0 && (n == "global" || n == "__global") => {
+                return no;
+            }
+            _ => {}
+        }
+    }
+    let mut depth = 0usize;
+    let mut user_vload = lexed
+        .defines
+        .iter()
+        .any(|d| d.name.contains("vload") || d.body.iter().any(vload_named));
+    for t in &lexed.tokens {
+        if t.is("{") {
+            depth += 1;
+        } else if t.is("}") {
+            depth = depth.saturating_sub(1);
+        } else if depth == 0 && vload_named(t) {
+            user_vload = true;
+        }
+    }
     let cx = Context {
         macros: &macros,
         builtin_vload: !user_vload,
@@ -216,6 +251,9 @@ struct Lexed {
     include_at: Vec<usize>,
     /// `#if`s open at this point of the text.
     conditional: usize,
+    /// Every conditional directive: where it stands (tokens before it), and +1 for `#if…`,
+    /// -1 for `#endif`, 0 for `#else`/`#elif`.
+    conditionals: Vec<(usize, i64)>,
 }
 
 /// One `#define`.
@@ -260,6 +298,11 @@ impl Lexed {
         self.includes += more.includes;
         self.include_at
             .extend(more.include_at.into_iter().map(|at| at + tokens));
+        self.conditionals.extend(
+            more.conditionals
+                .into_iter()
+                .map(|(at, d)| (at + tokens, d)),
+        );
     }
 }
 
@@ -322,6 +365,7 @@ fn lex(raw: &[u8]) -> Option<Lexed> {
         includes: 0,
         include_at: Vec::new(),
         conditional: 0,
+        conditionals: Vec::new(),
     };
     let mut line_start = true;
     // Tokens of the directive being read (None outside one), and whether a `(` follows the
@@ -378,16 +422,18 @@ fn lex(raw: &[u8]) -> Option<Lexed> {
         } else if let Some(p) = PUNCTS.iter().find(|p| text[i..].starts_with(p.as_bytes())) {
             (Tok::Punct(p), p.len())
         } else {
-            // A byte outside ASCII in the code (a no-break space, a letter of a name): how a
-            // compiler reads it is not this scan's to guess.
-            if !c.is_ascii() {
+            // A byte outside ASCII in the code (a no-break space, a letter of a name), or a
+            // backslash (`\u00e9`, a letter of a name): how a compiler reads it is not this
+            // scan's to guess.
+            if !c.is_ascii() || c == b'\\' {
                 out.blocked = true;
             }
             (Tok::Other, 1)
         };
         i += len;
-        // Digraphs (`%:` is a `#`, `<%` a `{`): not read as what they stand for here.
-        if ["%:", "<%", "%>", "<:", ":>"].iter().any(|d| tok.is(d)) {
+        // Digraphs (`%:` is a `#`, `<%` a `{`): not read as what they stand for here; nor
+        // `_Pragma("push_macro(…)")`, a directive in disguise.
+        if ["%:", "<%", "%>", "<:", ":>"].iter().any(|d| tok.is(d)) || tok.is_ident("_Pragma") {
             out.blocked = true;
         }
         match &mut directive {
@@ -412,10 +458,15 @@ fn end_directive(out: &mut Lexed, d: Vec<Tok>, function_like: bool) {
         out.blocked = true;
     }
     let first = d.first().and_then(Tok::ident);
-    match first {
-        Some("if" | "ifdef" | "ifndef") => out.conditional += 1,
-        Some("endif") => out.conditional = out.conditional.saturating_sub(1),
-        _ => {}
+    let delta: Option<i64> = match first {
+        Some("if" | "ifdef" | "ifndef") => Some(1),
+        Some("elif" | "else" | "elifdef" | "elifndef") => Some(0),
+        Some("endif") => Some(-1),
+        _ => None,
+    };
+    if let Some(d) = delta {
+        out.conditional = out.conditional.saturating_add_signed(d as isize);
+        out.conditionals.push((out.tokens.len(), d));
     }
     // `#pragma push_macro` / `pop_macro` bring back definitions this scan does not track.
     if first == Some("pragma")
@@ -614,12 +665,32 @@ struct Context<'a> {
     builtin_vload: bool,
 }
 
-/// Whether token `t` may change what follows it: a prefix `&`, `++`, `--`, or a macro's name
-/// (which could stand for one of them).
-fn changes_what_follows(t: Option<&Tok>, cx: &Context) -> bool {
-    t.is_some_and(|t| {
-        t.is("&") || t.is("++") || t.is("--") || t.ident().is_some_and(|n| cx.macros.contains(&n))
-    })
+/// Whether `name` may be a macro: the program's or an option's, a compiler construct
+/// (`__builtin_…`, `_Generic`), or a name in capitals the program does not define, as
+/// drivers' headers name theirs (`ATOMIC_VAR_INIT(x)` is `(x)`).
+fn macro_like(name: &str, cx: &Context) -> bool {
+    cx.macros.contains(&name)
+        || name.starts_with('_')
+        || (name.bytes().any(|b| b.is_ascii_uppercase())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'))
+}
+
+/// Whether the token at `i` may change what follows it: a prefix `&`, `++`, `--`, a macro's
+/// name, or the `)` that closes a macro's arguments (either could stand for one of them).
+fn changes_what_follows(toks: &[Tok], start: usize, i: Option<usize>, cx: &Context) -> bool {
+    let Some(i) = i else {
+        return false;
+    };
+    let t = &toks[i];
+    if t.is(")") {
+        return enclosing(toks, start, i)
+            .and_then(|open| open.checked_sub(1))
+            .and_then(|j| toks[j].ident())
+            .is_some_and(|n| macro_like(n, cx));
+    }
+    t.is("&") || t.is("++") || t.is("--") || t.ident().is_some_and(|n| macro_like(n, cx))
 }
 
 fn read_only_use(toks: &[Tok], body: std::ops::Range<usize>, at: usize, cx: &Context) -> bool {
@@ -630,7 +701,7 @@ fn read_only_use(toks: &[Tok], body: std::ops::Range<usize>, at: usize, cx: &Con
     {
         return true;
     }
-    if inside_macro_arguments(toks, body.start, at, cx.macros) {
+    if inside_macro_arguments(toks, body.start, at, cx) {
         return false;
     }
     // `(p)`, `((p))` (as macros write their parameters) stand for `p`.
@@ -645,10 +716,9 @@ fn read_only_use(toks: &[Tok], body: std::ops::Range<usize>, at: usize, cx: &Con
         first -= 1;
         last += 1;
     }
-    let prev = first.checked_sub(1).map(|i| &toks[i]);
     match toks.get(last + 1) {
         Some(t) if t.is("[") => {
-            if changes_what_follows(prev, cx) {
+            if changes_what_follows(toks, body.start, first.checked_sub(1), cx) {
                 return false;
             }
             let Some(close) = closing(toks, last + 1) else {
@@ -670,15 +740,15 @@ fn deref_read(toks: &[Tok], start: usize, first: usize, last: usize, cx: &Contex
     let Some(prev) = first.checked_sub(1) else {
         return false;
     };
-    let before = |i: usize| i.checked_sub(1).map(|j| &toks[j]);
     if toks[prev].is("*") {
         // `++*p`, `&*p`: the element changed, or its address taken.
-        return !changes_what_follows(before(prev), cx) && value_context(toks, start, last + 1);
+        return !changes_what_follows(toks, start, prev.checked_sub(1), cx)
+            && value_context(toks, start, last + 1);
     }
     if !(toks[prev].is("(") && prev > start && toks[prev - 1].is("*")) {
         return false;
     }
-    if changes_what_follows(before(prev - 1), cx) {
+    if changes_what_follows(toks, start, (prev - 1).checked_sub(1), cx) {
         return false;
     }
     let Some(close) = closing(toks, prev) else {
@@ -747,11 +817,11 @@ fn is_keyword(name: &str) -> bool {
 /// options define (its expansion could assign to anything it is given), or of a compiler's
 /// own construct (`__builtin_choose_expr(c, a, b) = v`, `_Generic`, `__extension__`): those
 /// can make an lvalue of an argument.
-fn inside_macro_arguments(toks: &[Tok], start: usize, at: usize, macros: &[&str]) -> bool {
+fn inside_macro_arguments(toks: &[Tok], start: usize, at: usize, cx: &Context) -> bool {
     let mut pos = at;
     while let Some(open) = enclosing(toks, start, pos) {
         let callee = open.checked_sub(1).and_then(|j| toks[j].ident());
-        if callee.is_some_and(|n| macros.contains(&n) || n.starts_with('_')) {
+        if callee.is_some_and(|n| macro_like(n, cx)) {
             return true;
         }
         pos = open;

@@ -1,0 +1,3 @@
+__kernel void k(__global float *in, __global float *out) {
+  W$(in[0]);
+}

@@ -1,0 +1,5 @@
+__kernel void k(__global float *in, __global float *out
+#include "more.h"
+) {
+  out[0] = in[0];
+}

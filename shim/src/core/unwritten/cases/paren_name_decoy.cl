@@ -1,0 +1,4 @@
+#if 0
+__kernel void k(__global float *in, __global float *out) { out[0] = in[0]; }
+#endif
+__kernel void (k)(__global float *in, __global float *out) { in[0] = 1.0f; }
