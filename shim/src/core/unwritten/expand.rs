@@ -6,7 +6,7 @@
 //! rescanned), nothing else: no `#`, `##` or `...` (those macros are never given), no
 //! conditionals. Anything it cannot follow gives up (None), and the caller answers "may write".
 
-use super::{Define, Tok};
+use super::lex::{Define, Tok};
 
 /// Most tokens an expanded body may have: past it, the caller gives up.
 const MOST_TOKENS: usize = 1 << 20;
