@@ -520,7 +520,8 @@ fn note_known(
 
 /// Per argument of kernel `name` of `program`: a `__global` pointer (not an image) that the
 /// program's source never writes through ([`unwritten::unwritten`]); all false for a program
-/// not built from source in this process, or without argument names.
+/// not built from source in this process, whose last build failed (its options are not the
+/// executable's), or without argument names.
 fn unwritten_params(
     program: usize,
     name: &str,
@@ -530,8 +531,10 @@ fn unwritten_params(
         return Vec::new();
     };
     let (origin, options, includes) = match lock(&tables().programs).get(&program) {
-        Some(p) => (p.origin.clone(), p.options.clone(), p.includes.clone()),
-        None => return vec![false; info.len()],
+        Some(p) if !p.last_build_failed => {
+            (p.origin.clone(), p.options.clone(), p.includes.clone())
+        }
+        _ => return vec![false; info.len()],
     };
     let Origin::Source(sources) = &*origin else {
         return vec![false; info.len()];

@@ -315,6 +315,7 @@ pub unsafe fn clBuildProgram(
                 .or_insert_with(|| Program::new(Origin::Source(Vec::new()), Vec::new(), None));
             p.options = opts.clone();
             p.options_extended = extended;
+            p.last_build_failed = false;
             p.devices = devices;
             p.includes = includes;
             p.record = None;
@@ -342,6 +343,7 @@ fn failed_with(program: cl_program, options: String, extended: bool, compile: bo
             p.compile_options = options;
         } else {
             p.options = options;
+            p.last_build_failed = true;
         }
         p.options_extended = extended;
         p.record = None;

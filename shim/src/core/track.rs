@@ -57,6 +57,9 @@ pub struct Program {
     pub includes: Option<Arc<Scanned>>,
     /// Whether the driver got options other than the application's (`-cl-kernel-arg-info`).
     pub options_extended: bool,
+    /// The last clBuildProgram failed: `options` are what it was asked, not what the
+    /// program's executable (an earlier build's, if any) was built with.
+    pub last_build_failed: bool,
     pub devices: Vec<String>,
     pub site: Option<Site>,
     /// The stored ProgramRecord blob, once a launch needed it.
@@ -73,6 +76,7 @@ impl Program {
             headers: Vec::new(),
             includes: None,
             options_extended: false,
+            last_build_failed: false,
             devices,
             site,
             record: None,

@@ -221,7 +221,7 @@ pub(super) fn lex(raw: &[u8]) -> Option<Lexed> {
             // A byte outside ASCII in the code (a no-break space, a letter of a name), or a
             // backslash (`\u00e9`, a letter of a name): how a compiler reads it is not this
             // scan's to guess.
-            if !c.is_ascii() || c == b'\\' {
+            if !c.is_ascii() || c == b'\\' || c.is_ascii_control() {
                 out.blocked = true;
             }
             (Tok::Other, 1)
@@ -229,7 +229,10 @@ pub(super) fn lex(raw: &[u8]) -> Option<Lexed> {
         i += len;
         // Digraphs (`%:` is a `#`, `<%` a `{`): not read as what they stand for here; nor
         // `_Pragma("push_macro(…)")`, a directive in disguise.
-        if ["%:", "<%", "%>", "<:", ":>"].iter().any(|d| tok.is(d)) || tok.is_ident("_Pragma") {
+        if ["%:", "<%", "%>", "<:", ":>"].iter().any(|d| tok.is(d))
+            || tok.is_ident("_Pragma")
+            || tok.is_ident("__pragma")
+        {
             out.blocked = true;
         }
         match &mut directive {

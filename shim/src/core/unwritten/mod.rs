@@ -56,8 +56,28 @@ pub fn unwritten(
     // OpenCL (references: `int &r = p[i]; r = 1;`), are not read.
     let lower = options.to_ascii_lowercase();
     let unread_options = [
-        "##", "c++", "-include", "-imacros", "--define", "-u", "\"", "'", "{", "}", "$", "-xclang",
-        "-wp", "@", "\\",
+        "##",
+        "c++",
+        "-include",
+        "-imacros",
+        "--define",
+        "-u",
+        "\"",
+        "'",
+        "{",
+        "}",
+        "$",
+        "-xclang",
+        "-wp",
+        "@",
+        "\\",
+        "clcpp",
+        "-x",
+        "-fms",
+        // OpenCL C 2.0 and 3.0 allow program-scope and `static` pointers to global memory,
+        // which carry a pointer from one launch to another unnamed.
+        "-cl-std=cl2",
+        "-cl-std=cl3",
     ];
     if unread_options.iter().any(|o| lower.contains(o)) {
         return no;
@@ -91,10 +111,24 @@ pub fn unwritten(
     let Some((params_range, body)) = definition(&lexed.tokens, kernel) else {
         return no;
     };
+    // The kernel's name once in the text, outside any parentheses or braces: a second
+    // mention (`KERNEL(k)`, `(k)(…)`, a decoy in a macro's ignored argument) could be the
+    // definition the compiler keeps.
+    let name_at = params_range.start - 2;
+    let mentions_of_name = lexed.tokens.iter().filter(|t| t.is_ident(kernel)).count();
+    let nested = lexed.tokens[..name_at]
+        .iter()
+        .fold(0i64, |depth, t| match t {
+            Tok::Punct("(" | "{") => depth + 1,
+            Tok::Punct(")" | "}") => depth - 1,
+            _ => depth,
+        });
+    if mentions_of_name != 1 || nested != 0 {
+        return no;
+    }
     // An `#include` from the kernel's name to the end of its body brings code this scan did
     // not place there; an `#if` around or inside the kernel may drop what this scan reads
     // (`#if 0` … `}` …), or hide another definition.
-    let name_at = params_range.start - 2;
     let within = |at: usize| at >= name_at && at <= body.end;
     let depth_at_name: i64 = lexed
         .conditionals
