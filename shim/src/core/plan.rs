@@ -539,6 +539,20 @@ fn unwritten_params(
     let Origin::Source(sources) = &*origin else {
         return vec![false; info.len()];
     };
+    // Options a driver adds from its environment are options the scan does not see.
+    const DRIVER_OPTIONS: [&str; 5] = [
+        "POCL_EXTRA_BUILD_FLAGS",
+        "AMD_OCL_BUILD_OPTIONS",
+        "AMD_OCL_BUILD_OPTIONS_APPEND",
+        "CLOVER_EXTRA_BUILD_OPTIONS",
+        "CLOVER_EXTRA_COMPILE_OPTIONS",
+    ];
+    if DRIVER_OPTIONS
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|o| !o.is_empty()))
+    {
+        return vec![false; info.len()];
+    }
     let texts: Vec<&[u8]> = sources.iter().map(Vec::as_slice).collect();
     let headers = includes.as_deref().and_then(every_header);
     let names: Vec<&str> = info.iter().map(|a| &*a.name).collect();
