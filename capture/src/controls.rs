@@ -153,6 +153,13 @@ pub const CONTROLS: &[Control] = &[
         help: "Make every `clCreateProgramWithBinary` fail with `CL_INVALID_BINARY`, so an application that caches compiled kernels on disk builds them from source and the capture holds sources the analyses can read. Risk: an application with no fallback to source (or with binaries only) fails where it would have run.",
     },
     Control {
+        env: "CLTRAP_DECLARED_ONLY",
+        flag: "declared-only",
+        value_name: "",
+        default: "off",
+        help: "Trust only declarations for what a kernel cannot change: every buffer argument not declared `__constant` or `const` is read after each launch too. By default the shim also scans the program's OpenCL C text and reads a `__global` pointer the kernel provably never writes through only before each launch (`CLTRAP_STATS`: `unwritten_by_source`); the scan answers \"may write\" at every doubt, and this turns it off should it ever be wrong about a program (a replay of the launch that wrote such a buffer would mismatch).",
+    },
+    Control {
         env: "CLTRAP_TEST_DIGEST_BUILD",
         flag: "test-digest-build",
         value_name: "ok|fail",
@@ -244,6 +251,9 @@ pub struct Settings {
     pub share: bool,
     /// `CLTRAP_REFUSE_BINARIES`: `clCreateProgramWithBinary` fails with `CL_INVALID_BINARY`.
     pub refuse_binaries: bool,
+    /// `CLTRAP_DECLARED_ONLY`: only declarations say what a kernel cannot change (no scan of
+    /// its source).
+    pub declared_only: bool,
 }
 
 impl Settings {
@@ -401,6 +411,7 @@ impl Settings {
         };
         let share = switch("CLTRAP_SHARE")?;
         let refuse_binaries = switch("CLTRAP_REFUSE_BINARIES")?;
+        let declared_only = switch("CLTRAP_DECLARED_ONLY")?;
         if coverage && permute.is_some() {
             return Err("CLTRAP_COVERAGE and CLTRAP_PERMUTE cannot be combined: choose one".into());
         }
@@ -409,6 +420,7 @@ impl Settings {
             permute,
             share,
             refuse_binaries,
+            declared_only,
             dir,
             capture,
             kernels,

@@ -473,7 +473,8 @@ fn programs_of_several_source_strings_and_headers_replay_ok() {
 /// atomic, a vector component, one buffer as both arguments) is read after the launch:
 /// each of those launches replays `ok`, which a stale record of `src` would not. The macros
 /// come from a header the program includes through `-I`: the capture reads it with the
-/// program (an unread `#include` would make every parameter "may write").
+/// program (an unread `#include` would make every parameter "may write"). `--declared-only`
+/// turns the scan off.
 #[test]
 fn pointers_the_kernel_source_never_writes_are_read_once_and_written_ones_after() {
     let exe = fixture("unwritten");
@@ -491,6 +492,12 @@ fn pointers_the_kernel_source_never_writes_are_read_once_and_written_ones_after(
     assert_eq!(reads[0], reads[1], "{names}: {reads:?}");
     assert_eq!(reads[0], reads[2], "{names}: {reads:?}");
     assert!(reads[3] >= reads[1] + 5, "{names}: {reads:?}");
+    // `--declared-only` turns the scan off: `reads` costs what `reads_maybe` does.
+    let dir = fresh_capture_dir("declared-only");
+    let (out, stats) = run_captured_with_stats(&dir, &["--declared-only"], &exe, &["reads", "5"]);
+    assert!(out.success(), "{}", out.describe());
+    assert_eq!(counter(&stats, "unwritten_by_source"), 0);
+    assert_eq!(counter(&stats, "content_reads"), reads[3]);
     let (_dir, cap) = round_trip("unwritten", &["all"], &[]);
     assert_eq!(cap.launches.len(), 11);
 }

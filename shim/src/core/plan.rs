@@ -131,6 +131,7 @@ impl Plan {
             }
         };
         let unwritten = match &k.unwritten {
+            _ if settings.declared_only => Arc::new(Vec::new()),
             Some(u) => u.clone(),
             None => {
                 let u = Arc::new(unwritten_params(k.program, &k.name, arg_info.as_deref()));
