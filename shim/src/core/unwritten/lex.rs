@@ -138,8 +138,9 @@ pub(super) fn lex(raw: &[u8]) -> Option<Lexed> {
                 .take_while(|b| matches!(b, b' ' | b'\t' | b'\x0B' | b'\x0C'))
                 .count();
             match raw.get(next + blanks) {
+                // `\n\r` after a backslash is one line end to a compiler, as `\r\n` is.
                 Some(b'\n') => {
-                    i = next + blanks + 1;
+                    i = next + blanks + 1 + usize::from(raw.get(next + blanks + 1) == Some(&b'\r'));
                     continue;
                 }
                 Some(b'\r') => {

@@ -186,6 +186,11 @@ pub fn unwritten(
             _ => {}
         }
     }
+    // A cast to a global pointer (`(__global float *)addr[0]`) makes a pointer from a number
+    // another launch may have taken from any buffer: every parameter may be written.
+    if casts_to_global_pointer(&lexed.tokens) {
+        return no;
+    }
     let mut depth = 0usize;
     let mut user_vload = lexed
         .defines
@@ -229,6 +234,35 @@ pub fn unwritten(
                     .all(|i| read_only_use(&toks, whole.clone(), i, &cx))
         })
         .collect()
+}
+
+/// Whether the program casts to a `__global` pointer anywhere: a parenthesised group that
+/// starts with `global`/`__global`, holds no `,`, and ends with `*` and qualifiers only (a
+/// parameter list ends with a name instead).
+fn casts_to_global_pointer(toks: &[Tok]) -> bool {
+    toks.iter().enumerate().any(|(i, t)| {
+        let opens_global = t.is("(")
+            && toks
+                .get(i + 1)
+                .is_some_and(|g| g.is_ident("global") || g.is_ident("__global"));
+        if !opens_global {
+            return false;
+        }
+        let Some(close) = closing(toks, i) else {
+            return true;
+        };
+        let group = &toks[i + 1..close];
+        let qualifier = |t: &Tok| {
+            t.ident()
+                .is_some_and(|n| matches!(n, "const" | "restrict" | "volatile" | "__restrict"))
+        };
+        !group.iter().any(|t| t.is(","))
+            && group
+                .iter()
+                .rev()
+                .find(|t| !qualifier(t))
+                .is_some_and(|t| t.is("*"))
+    })
 }
 
 /// The macros whose expansion can produce `name`: those that mention it, and those that
