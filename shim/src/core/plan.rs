@@ -134,7 +134,7 @@ impl Plan {
             _ if settings.declared_only => Arc::new(Vec::new()),
             Some(u) => u.clone(),
             None => {
-                let u = Arc::new(unwritten_params(k.program, &k.name, arg_info.as_deref()));
+                let u = unwritten_params(k.program, &k.name, arg_info.as_deref());
                 if let Some(entry) = lock(&tables().kernels).get_mut(&(kernel as usize)) {
                     entry.unwritten = Some(u.clone());
                 }
@@ -527,17 +527,41 @@ fn unwritten_params(
     program: usize,
     name: &str,
     info: Option<&Vec<cltrap_capture::ArgInfo>>,
-) -> Vec<bool> {
+) -> Arc<Vec<bool>> {
     let Some(info) = info else {
-        return Vec::new();
+        return Arc::new(Vec::new());
     };
     let (origin, options, includes) = match lock(&tables().programs).get(&program) {
         Some(p) if !p.last_build_failed => {
+            if let Some((_, u)) = p.unwritten.iter().find(|(n, _)| n == name) {
+                return u.clone();
+            }
             (p.origin.clone(), p.options.clone(), p.includes.clone())
         }
-        _ => return vec![false; info.len()],
+        _ => return Arc::new(vec![false; info.len()]),
     };
-    let Origin::Source(sources) = &*origin else {
+    let flags = Arc::new(scan_params(
+        &origin,
+        &options,
+        includes.as_deref(),
+        name,
+        info,
+    ));
+    if let Some(p) = lock(&tables().programs).get_mut(&program) {
+        p.unwritten.push((name.to_string(), flags.clone()));
+    }
+    flags
+}
+
+/// [`unwritten_params`] for a program not scanned yet.
+fn scan_params(
+    origin: &Origin,
+    options: &str,
+    includes: Option<&Scanned>,
+    name: &str,
+    info: &[cltrap_capture::ArgInfo],
+) -> Vec<bool> {
+    let Origin::Source(sources) = origin else {
         return vec![false; info.len()];
     };
     // Options a driver adds from its environment are options the scan does not see.
@@ -555,9 +579,9 @@ fn unwritten_params(
         return vec![false; info.len()];
     }
     let texts: Vec<&[u8]> = sources.iter().map(Vec::as_slice).collect();
-    let headers = includes.as_deref().and_then(every_header);
+    let headers = includes.and_then(every_header);
     let names: Vec<&str> = info.iter().map(|a| &*a.name).collect();
-    let mut flags = unwritten::unwritten(&texts, headers.as_ref(), &options, name, &names);
+    let mut flags = unwritten::unwritten(&texts, headers.as_ref(), options, name, &names);
     for (f, a) in flags.iter_mut().zip(info) {
         *f &= &*a.address_space == "global"
             && a.type_name.strip_suffix('*').is_some_and(builtin_element);

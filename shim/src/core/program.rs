@@ -319,6 +319,7 @@ pub unsafe fn clBuildProgram(
             p.devices = devices;
             p.includes = includes;
             p.record = None;
+            p.unwritten.clear();
             // Live instrumentation (`--coverage`, `--permute`): build the shadow program.
             if crate::swap::pass().is_some() {
                 let source = match &*p.origin {
@@ -347,6 +348,7 @@ fn failed_with(program: cl_program, options: String, extended: bool, compile: bo
         }
         p.options_extended = extended;
         p.record = None;
+        p.unwritten.clear();
     }
 }
 
@@ -410,6 +412,7 @@ pub unsafe fn clCompileProgram(
             p.includes = includes;
             p.options_extended = extended;
             p.record = None;
+            p.unwritten.clear();
         });
     }
     ret

@@ -64,6 +64,9 @@ pub struct Program {
     pub site: Option<Site>,
     /// The stored ProgramRecord blob, once a launch needed it.
     pub record: Option<Hash>,
+    /// Per kernel name, what [`super::unwritten`] found (scanned once per program, not once
+    /// per kernel object: some applications create a kernel object per launch).
+    pub unwritten: Vec<(String, Arc<Vec<bool>>)>,
 }
 
 impl Program {
@@ -80,6 +83,7 @@ impl Program {
             devices,
             site,
             record: None,
+            unwritten: Vec::new(),
         }
     }
 }

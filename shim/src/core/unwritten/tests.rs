@@ -223,50 +223,26 @@ fn programs_that_really_write_answer_may_write() {
 /// the parameter, or a kernel defined in a header, are read as if in the program.
 #[test]
 fn included_headers_are_read_with_the_program() {
-    let main = "#include \"defs.h\"\n\
+    let with_header = |main: &[u8], header: &[u8], kernel: &str| {
+        let headers = Headers {
+            texts: vec![header],
+            directives: 1,
+        };
+        unwritten(&[main], Some(&headers), "", kernel, &["in", "out"])
+    };
+    let main = b"#include \"defs.h\"\n\
                 __kernel void k(__global float *in, __global float *out) { out[0] = SCALE * in[0]; }";
-    let params = ["in", "out"];
-    let plain: &[&[u8]] = &[b"#define SCALE 2.0f\n"];
     assert_eq!(
-        unwritten(
-            &[main.as_bytes()],
-            Some(&Headers {
-                texts: plain.to_vec(),
-                directives: 1
-            }),
-            "",
-            "k",
-            &params
-        ),
+        with_header(main, b"#define SCALE 2.0f\n", "k"),
         [true, false]
     );
-    let naming: &[&[u8]] = &[b"#define SCALE (in[1] = 2.0f)\n"];
     assert_eq!(
-        unwritten(
-            &[main.as_bytes()],
-            Some(&Headers {
-                texts: naming.to_vec(),
-                directives: 1
-            }),
-            "",
-            "k",
-            &params
-        ),
+        with_header(main, b"#define SCALE (in[1] = 2.0f)\n", "k"),
         [false, false]
     );
-    let in_header: &[&[u8]] =
-        &[b"__kernel void h(__global float *in, __global float *out) { out[0] = in[0]; }"];
+    let in_header = b"__kernel void h(__global float *in, __global float *out) { out[0] = in[0]; }";
     assert_eq!(
-        unwritten(
-            &[b"#include \"h.h\"\n"],
-            Some(&Headers {
-                texts: in_header.to_vec(),
-                directives: 1
-            }),
-            "",
-            "h",
-            &params
-        ),
+        with_header(b"#include \"h.h\"\n", in_header, "h"),
         [true, false]
     );
 }
