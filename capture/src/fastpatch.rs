@@ -89,7 +89,7 @@ pub fn write_storm_patch(base: &LaunchRecord, new: &LaunchRecord, out: &mut Vec<
 }
 
 /// `n` in decimal, as JSON writes it.
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {

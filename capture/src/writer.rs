@@ -834,7 +834,7 @@ impl CaptureWriter {
         if records.is_empty() {
             return Ok(());
         }
-        let path = self.dir.join(crate::LAUNCHES_FILE);
+        let path = || self.dir.join(crate::LAUNCHES_FILE);
         // Taken out while in use: a concurrent call finds no bases and writes whole records.
         let mut bases = std::mem::take(&mut *match self.bases.lock() {
             Ok(b) => b,
@@ -846,15 +846,7 @@ impl CaptureWriter {
             // as a JSON value (the same bytes: `crate::fastpatch`).
             if let Some(base) = bases.get(&record.kernel) {
                 let start = lines.len();
-                write!(
-                    lines,
-                    "{{\"id\":{},\"base\":{},\"patch\":",
-                    record.id, base.id
-                )
-                .map_err(|source| WriteError::Write {
-                    path: path.clone(),
-                    source,
-                })?;
+                patch_head(&mut lines, record.id, base.id);
                 if crate::fastpatch::write_storm_patch(base, &record, &mut lines) {
                     lines.extend_from_slice(b"}\n");
                     if let Some(b) = bases.get_mut(&record.kernel) {
@@ -869,12 +861,7 @@ impl CaptureWriter {
                 .and_then(|base| Some((base.id, crate::delta::record_patch(base, &record).ok()?)));
             match patch {
                 Some((base, patch)) => {
-                    write!(lines, "{{\"id\":{},\"base\":{base},\"patch\":", record.id).map_err(
-                        |source| WriteError::Write {
-                            path: path.clone(),
-                            source,
-                        },
-                    )?;
+                    patch_head(&mut lines, record.id, base);
                     serde_json::to_writer(&mut lines, &patch)?;
                     lines.push(b'}');
                 }
@@ -892,8 +879,10 @@ impl CaptureWriter {
             Ok(l) => l,
             Err(p) => p.into_inner(),
         };
-        log.write(&lines)
-            .map_err(|source| WriteError::Write { path, source })?;
+        log.write(&lines).map_err(|source| WriteError::Write {
+            path: path(),
+            source,
+        })?;
         drop(log);
         // Only launches that are in the log may be bases (after a failed write: none).
         if let Ok(mut b) = self.bases.lock() {
@@ -901,6 +890,16 @@ impl CaptureWriter {
         }
         Ok(())
     }
+}
+
+/// Starts a launch written as a change of `base`: `{"id":ID,"base":BASE,"patch":` (what
+/// `write!` wrote, without the formatting machinery: it ran at every launch's landing).
+fn patch_head(lines: &mut Vec<u8>, id: u64, base: u64) {
+    lines.extend_from_slice(b"{\"id\":");
+    crate::fastpatch::push_u64(lines, id);
+    lines.extend_from_slice(b",\"base\":");
+    crate::fastpatch::push_u64(lines, base);
+    lines.extend_from_slice(b",\"patch\":");
 }
 
 impl Drop for CaptureWriter {

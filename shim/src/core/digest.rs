@@ -459,6 +459,27 @@ impl Engine {
             return Err(format!("creating its buffer failed (OpenCL error {err})"));
         }
         e.slots = slots as usize;
+        // The arguments that never change, set once: each `clSetKernelArg` is a driver call
+        // on the launching thread ([`Engine::enqueue`] sets the other three per digest).
+        let set_arg = next.clSetKernelArg.ok_or_else(missing)?;
+        let local = e.group * 16;
+        // SAFETY: our own kernel; argument sizes as the kernel declares them.
+        let set = unsafe {
+            [
+                set_arg(
+                    kernel,
+                    2,
+                    size_of::<cl_mem>(),
+                    (&slots as *const cl_mem).cast(),
+                ),
+                set_arg(kernel, 4, local, std::ptr::null()),
+            ]
+        };
+        if let Some(bad) = set.iter().find(|r| **r != CL_SUCCESS) {
+            return Err(format!(
+                "setting its kernel's arguments failed (OpenCL error {bad})"
+            ));
+        }
         // SAFETY: a plain in-order queue of ours in the application's context.
         let q = e
             .made(Child::Queue, || unsafe {
@@ -597,7 +618,8 @@ impl Engine {
         };
         let digest_ev = {
             let _one = lock(&self.enqueue);
-            // SAFETY: our own kernel; argument sizes as the kernel declares them.
+            // SAFETY: our own kernel; argument sizes as the kernel declares them (arguments 2
+            // and 4, the slots and the local scratch, were set once when it was built).
             let set = unsafe {
                 [
                     set_arg(
@@ -607,14 +629,7 @@ impl Engine {
                         (&mem as *const cl_mem).cast(),
                     ),
                     set_arg(kernel, 1, size_of::<u64>(), (&len as *const u64).cast()),
-                    set_arg(
-                        kernel,
-                        2,
-                        size_of::<cl_mem>(),
-                        (&out as *const cl_mem).cast(),
-                    ),
                     set_arg(kernel, 3, size_of::<u32>(), (&index as *const u32).cast()),
-                    set_arg(kernel, 4, local * 16, std::ptr::null()),
                 ]
             };
             if let Some(bad) = set.iter().find(|r| **r != CL_SUCCESS) {
