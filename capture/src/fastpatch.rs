@@ -55,10 +55,13 @@ pub fn write_storm_patch(base: &LaunchRecord, new: &LaunchRecord, out: &mut Vec<
     out.push(b'{');
     // Changed arguments, keyed as the patch keys them: decimal indices, in text order
     // (numeric order up to 10 arguments).
-    let mut order: Vec<usize> = (0..args.len()).collect();
+    // Up to 10 arguments their numeric order is their text order: no list to make.
+    let mut sorted: Vec<usize> = Vec::new();
     if args.len() > 10 {
-        order.sort_by_key(|i| i.to_string());
+        sorted = (0..args.len()).collect();
+        sorted.sort_by_key(|i| i.to_string());
     }
+    let order = (0..args.len()).map(|n| if sorted.is_empty() { n } else { sorted[n] });
     let mut any = false;
     for i in order {
         let (old, new) = (&base.args[i], &args[i]);

@@ -23,7 +23,6 @@ use crate::core::contents;
 use crate::core::digest::Snapshot;
 use crate::core::readahead::ReadAhead;
 use crate::core::room::{spare, Landing};
-use crate::handles::HandleMap;
 use cltrap_capture::{ArgRecord, Content, LaunchRecord};
 use opencl_sys::*;
 use std::sync::Arc;
@@ -305,8 +304,9 @@ fn device_content(
 /// Fills the record's buffer and image arguments with the contents of the flight's items
 /// (before and after), or the note why they are missing.
 fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
-    let mut before: HandleMap<usize, Content> = HandleMap::default();
-    let mut after: HandleMap<usize, Content> = HandleMap::default();
+    // Per memory object: its contents before and after (a launch names a few objects, so a
+    // list searched in order costs less than two hash maps made at every launch).
+    let mut contents: Vec<(usize, Content, Content)> = Vec::with_capacity(f.items.len());
     let mut items = std::mem::take(&mut f.items);
     for item in items.iter_mut() {
         let bytes = item.shape.bytes();
@@ -333,21 +333,19 @@ fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
             content(f, item.mem, &mut item.post, bytes, status, true, dev_post)
         };
         let _ = item.cell.set(post.clone());
-        before.insert(item.mem, pre);
-        after.insert(item.mem, post);
+        contents.push((item.mem, pre, post));
     }
     if status != CL_COMPLETE && !items.is_empty() {
         record.not_replayable.push(format!(
             "buffer contents were not recorded (OpenCL status {status})"
         ));
     }
-    let default_note = if f.missing.is_empty() {
-        "not read".to_string()
-    } else {
-        f.missing.clone()
-    };
     let missing = || Content::Missing {
-        note: default_note.clone(),
+        note: if f.missing.is_empty() {
+            "not read".to_string()
+        } else {
+            f.missing.clone()
+        },
     };
     for (arg, slot) in record.args.iter_mut().zip(&f.slots) {
         let Some(mem) = slot else { continue };
@@ -358,8 +356,9 @@ fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
             _ => continue,
         };
         if matches!(b, Content::Missing { note } if note.is_empty()) {
-            *b = before.get(mem).cloned().unwrap_or_else(missing);
-            *a = after.get(mem).cloned().unwrap_or_else(missing);
+            let found = contents.iter().find(|(m, _, _)| m == mem);
+            *b = found.map(|c| c.1.clone()).unwrap_or_else(missing);
+            *a = found.map(|c| c.2.clone()).unwrap_or_else(missing);
         }
     }
 }
