@@ -133,7 +133,7 @@ fn arg_patch(old: &ArgRecord, new: &ArgRecord) -> Result<Option<Value>, Unpatcha
                     p.insert(name.into(), content_patch(old, new)?);
                 }
             }
-            for (name, n) in numbers {
+            for (name, n) in numbers.into_iter().flatten() {
                 p.insert(name.into(), n.into());
             }
             Ok(Some(Value::Object(p)))
@@ -166,7 +166,7 @@ fn content_patch(old: &Content, new: &Content) -> Result<Value, Unpatchable> {
 /// anything else differs.
 pub(crate) type BufferChange<'a> = (
     [(&'static str, &'a Content, &'a Content); 2],
-    Vec<(&'static str, u64)>,
+    [Option<(&'static str, u64)>; 3],
 );
 
 /// See [`BufferChange`].
@@ -196,11 +196,9 @@ pub(crate) fn buffer_contents<'a>(
                 after,
             },
         ) if (i, o) == (info, sub_of) => {
+            // An array, not a list: this runs at every launch of a storm.
             let numbers = [("flags", f, flags), ("mem", m, mem), ("size", s, size)]
-                .into_iter()
-                .filter(|(_, old, new)| old != new)
-                .map(|(name, _, new)| (name, *new))
-                .collect();
+                .map(|(name, old, new)| (old != new).then_some((name, *new)));
             Some(([("after", a, after), ("before", b, before)], numbers))
         }
         _ => None,

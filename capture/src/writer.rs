@@ -840,7 +840,9 @@ impl CaptureWriter {
             Ok(b) => b,
             Err(p) => p.into_inner(),
         });
-        let mut lines = Vec::new();
+        // Room for a storm's patch per record up front (growing from nothing reallocated
+        // five times per launch).
+        let mut lines = Vec::with_capacity(256 * records.len());
         for record in records {
             // A storm's change (seq, scalars, contents) is written directly; anything else
             // as a JSON value (the same bytes: `crate::fastpatch`).

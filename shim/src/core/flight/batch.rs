@@ -95,7 +95,7 @@ pub(super) fn take_finished_lane(st: &mut State, lane: usize, upto: u64) -> Batc
     let Some(lane) = lanes.get(&lane) else {
         return Batch::new();
     };
-    let mut batch = Batch::new();
+    let mut batch = Batch::with_capacity(lane.len());
     for &t in lane.iter().take_while(|t| **t < upto) {
         let Some(s) = slots.get_mut(&t) else { break };
         s.finished_by_idle_queue();
