@@ -162,11 +162,11 @@ impl Plan {
         let mut notes = Vec::new();
         let mut args = Vec::with_capacity(num_args);
         let mut slots = Vec::with_capacity(num_args);
-        let mut reads: Vec<(usize, Shape)> = Vec::new();
+        let mut reads: Vec<(usize, Shape)> = Vec::with_capacity(num_args);
         // Per read: whether every argument naming it is read-only for the kernel.
-        let mut read_only: Vec<bool> = Vec::new();
+        let mut read_only: Vec<bool> = Vec::with_capacity(num_args);
         // Per read: whether an argument naming it is read-only by its source, not its type.
-        let mut by_source: Vec<bool> = Vec::new();
+        let mut by_source: Vec<bool> = Vec::with_capacity(num_args);
         for i in 0..num_args {
             let info = arg_info.as_ref().and_then(|v| v.get(i));
             let value = k.args.get(i).and_then(|v| v.as_ref());

@@ -347,7 +347,7 @@ fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
             f.missing.clone()
         },
     };
-    for (arg, slot) in record.args.iter_mut().zip(&f.slots) {
+    for (i, (arg, slot)) in record.args.iter_mut().zip(&f.slots).enumerate() {
         let Some(mem) = slot else { continue };
         let (b, a) = match arg {
             ArgRecord::Buffer { before, after, .. } | ArgRecord::Image { before, after, .. } => {
@@ -355,10 +355,32 @@ fn fill(record: &mut LaunchRecord, f: &mut Flight, status: cl_int) {
             }
             _ => continue,
         };
-        if matches!(b, Content::Missing { note } if note.is_empty()) {
-            let found = contents.iter().find(|(m, _, _)| m == mem);
-            *b = found.map(|c| c.1.clone()).unwrap_or_else(missing);
-            *a = found.map(|c| c.2.clone()).unwrap_or_else(missing);
+        if !matches!(b, Content::Missing { note } if note.is_empty()) {
+            continue;
+        }
+        let Some((_, pre, post)) = contents.iter_mut().find(|(m, _, _)| m == mem) else {
+            *b = missing();
+            *a = missing();
+            continue;
+        };
+        // The last argument naming the object takes its contents (most objects are named by
+        // one argument: no copy); the others copy them.
+        if f.slots[i + 1..].contains(slot) {
+            *b = pre.clone();
+            *a = post.clone();
+        } else {
+            *b = std::mem::replace(
+                pre,
+                Content::Missing {
+                    note: String::new(),
+                },
+            );
+            *a = std::mem::replace(
+                post,
+                Content::Missing {
+                    note: String::new(),
+                },
+            );
         }
     }
 }
