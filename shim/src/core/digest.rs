@@ -462,7 +462,7 @@ impl Engine {
         // The arguments that never change, set once: each `clSetKernelArg` is a driver call
         // on the launching thread ([`Engine::enqueue`] sets the other three per digest).
         let set_arg = next.clSetKernelArg.ok_or_else(missing)?;
-        let local = e.group * 16;
+        let scratch = e.group * 16;
         // SAFETY: our own kernel; argument sizes as the kernel declares them.
         let set = unsafe {
             [
@@ -472,7 +472,7 @@ impl Engine {
                     size_of::<cl_mem>(),
                     (&slots as *const cl_mem).cast(),
                 ),
-                set_arg(kernel, 4, local, std::ptr::null()),
+                set_arg(kernel, 4, scratch, std::ptr::null()),
             ]
         };
         if let Some(bad) = set.iter().find(|r| **r != CL_SUCCESS) {

@@ -170,9 +170,14 @@ pub fn unwritten(
     // A function or macro of the program that could be named like a `vload` built-in: a
     // `vload…` name outside every function body, or in any macro.
     let vload_named = |t: &Tok| t.ident().is_some_and(|n| n.contains("vload"));
-    // A program-scope variable in the global address space (OpenCL 2.0) can hold a pointer a
-    // launch stored (`gptr = p;`) for another to write through: every parameter may be
-    // written, named or not.
+    let mut user_vload = lexed
+        .defines
+        .iter()
+        .any(|d| d.name.contains("vload") || d.body.iter().any(vload_named));
+    // Outside every function body, in one pass: a program-scope variable in the global
+    // address space (OpenCL 2.0) can hold a pointer a launch stored (`gptr = p;`) for another
+    // to write through (every parameter may be written, named or not); a `vload…` name there
+    // is the program's own function.
     let (mut braces, mut parens) = (0usize, 0usize);
     for t in &lexed.tokens {
         match t {
@@ -183,6 +188,7 @@ pub fn unwritten(
             Tok::Ident(n) if braces == 0 && parens == 0 && (n == "global" || n == "__global") => {
                 return no;
             }
+            t if braces == 0 && vload_named(t) => user_vload = true,
             _ => {}
         }
     }
@@ -190,20 +196,6 @@ pub fn unwritten(
     // another launch may have taken from any buffer: every parameter may be written.
     if casts_to_global_pointer(&lexed.tokens) {
         return no;
-    }
-    let mut depth = 0usize;
-    let mut user_vload = lexed
-        .defines
-        .iter()
-        .any(|d| d.name.contains("vload") || d.body.iter().any(vload_named));
-    for t in &lexed.tokens {
-        if t.is("{") {
-            depth += 1;
-        } else if t.is("}") {
-            depth = depth.saturating_sub(1);
-        } else if depth == 0 && vload_named(t) {
-            user_vload = true;
-        }
     }
     let cx = Context {
         macros: &macros,

@@ -10,7 +10,6 @@ const AFTER_READ: [&str; 25] = [
     "|", "^", "?", ":", "<<", ">>", "}",
 ];
 
-/// Whether the use of the parameter at token `at` (inside `body`) only reads through it.
 /// What [`read_only_use`] needs to know of the program besides the tokens.
 pub(super) struct Context<'a> {
     /// Every macro name (defined in the program or by an option).
@@ -48,6 +47,7 @@ fn changes_what_follows(toks: &[Tok], start: usize, i: Option<usize>, cx: &Conte
     t.is("&") || t.is("++") || t.is("--") || t.ident().is_some_and(|n| macro_like(n, cx))
 }
 
+/// Whether the use of the parameter at token `at` (inside `body`) only reads through it.
 pub(super) fn read_only_use(
     toks: &[Tok],
     body: std::ops::Range<usize>,
