@@ -29,6 +29,7 @@ impl Tok {
 }
 
 /// The program's tokens outside preprocessor directives, and what the directives say.
+#[derive(Default)]
 pub(super) struct Lexed {
     pub(super) tokens: Vec<Tok>,
     /// Every `#define`, in the order of the text.
@@ -74,34 +75,6 @@ impl Define {
     }
 }
 
-impl Lexed {
-    /// Adds another file's tokens and directives after these.
-    pub(super) fn append(&mut self, more: Lexed) {
-        let (tokens, directives) = (self.tokens.len(), self.directives);
-        self.tokens.extend(more.tokens);
-        self.defines.extend(more.defines.into_iter().map(|mut d| {
-            d.at += tokens;
-            d.seq += directives;
-            d
-        }));
-        self.undefs.extend(
-            more.undefs
-                .into_iter()
-                .map(|(n, seq)| (n, seq + directives)),
-        );
-        self.directives += more.directives;
-        self.blocked |= more.blocked;
-        self.includes += more.includes;
-        self.include_at
-            .extend(more.include_at.into_iter().map(|at| at + tokens));
-        self.conditionals.extend(
-            more.conditionals
-                .into_iter()
-                .map(|(at, d)| (at + tokens, d)),
-        );
-    }
-}
-
 /// Punctuators, longest first so that `+=` is not read as `+` then `=`.
 const PUNCTS: [&str; 53] = [
     "%:", "<%", "%>", "<:", ":>", "<<=", ">>=", "...", "->", "++", "--", "<<", ">>", "<=", ">=",
@@ -113,11 +86,21 @@ const PUNCTS: [&str; 53] = [
 /// Splits the text into tokens (after joining lines ended by a backslash); None if a comment
 /// or literal never ends.
 pub(super) fn lex(raw: &[u8]) -> Option<Lexed> {
+    let mut out = Lexed::default();
+    lex_into(&mut out, raw)?;
+    Some(out)
+}
+
+/// [`lex`] of another file (a header after the program), its tokens and directives added
+/// after those `out` holds, in place: megabytes of headers are not copied again per file.
+pub(super) fn lex_into(out: &mut Lexed, raw: &[u8]) -> Option<()> {
     // Trigraphs (`??/` is a backslash, `??=` a `#`): text this scan does not translate.
     const TRIGRAPHS: [&[u8]; 9] = [
         b"??=", b"??/", b"??'", b"??(", b"??)", b"??!", b"??<", b"??>", b"??-",
     ];
-    if raw.windows(3).any(|w| TRIGRAPHS.contains(&w)) {
+    // Compared only at a `??`, not nine times at every byte.
+    let trigraph = |w: &[u8]| w[0] == b'?' && w[1] == b'?' && TRIGRAPHS.contains(&w);
+    if raw.windows(3).any(trigraph) {
         return None;
     }
     // A byte-order mark at the start is skipped, as compilers do.
@@ -153,17 +136,9 @@ pub(super) fn lex(raw: &[u8]) -> Option<Lexed> {
         text.push(c);
         i = next;
     }
-    let mut out = Lexed {
-        tokens: Vec::new(),
-        defines: Vec::new(),
-        undefs: Vec::new(),
-        directives: 0,
-        blocked: false,
-        includes: 0,
-        include_at: Vec::new(),
-        conditional: 0,
-        conditionals: Vec::new(),
-    };
+    // A file starts outside every `#if`, whatever the one before left open.
+    out.conditional = 0;
+    out.tokens.reserve(text.len() / 8);
     let mut line_start = true;
     // Tokens of the directive being read (None outside one), and whether a `(` follows the
     // name of a `#define` at once (a function-like macro).
@@ -174,7 +149,7 @@ pub(super) fn lex(raw: &[u8]) -> Option<Lexed> {
         let c = text[i];
         if c == b'\n' {
             if let Some(d) = directive.take() {
-                end_directive(&mut out, d, function_like);
+                end_directive(out, d, function_like);
             }
             line_start = true;
             i += 1;
@@ -184,14 +159,16 @@ pub(super) fn lex(raw: &[u8]) -> Option<Lexed> {
             i += 1;
             continue;
         }
-        if text[i..].starts_with(b"//") {
+        if c == b'/' && text.get(i + 1) == Some(&b'/') {
             while i < text.len() && text[i] != b'\n' {
                 i += 1;
             }
             continue;
         }
-        if text[i..].starts_with(b"/*") {
-            let end = text[i + 2..].windows(2).position(|w| w == b"*/")?;
+        if c == b'/' && text.get(i + 1) == Some(&b'*') {
+            let end = text[i + 2..]
+                .windows(2)
+                .position(|w| w[0] == b'*' && w[1] == b'/')?;
             i += 2 + end + 2;
             continue;
         }
@@ -214,9 +191,15 @@ pub(super) fn lex(raw: &[u8]) -> Option<Lexed> {
                 .iter()
                 .position(|b| !(b.is_ascii_alphanumeric() || *b == b'_' || *b == b'$'))
                 .unwrap_or(text.len() - i);
-            let name = String::from_utf8_lossy(&text[i..i + len]).into_owned();
+            // ASCII letters, digits, `_` and `$` only: always UTF-8.
+            let name = std::str::from_utf8(&text[i..i + len])
+                .unwrap_or_default()
+                .to_string();
             (Tok::Ident(name), len)
-        } else if let Some(p) = PUNCTS.iter().find(|p| text[i..].starts_with(p.as_bytes())) {
+        } else if let Some(p) = PUNCTS
+            .iter()
+            .find(|p| p.as_bytes()[0] == c && text[i..].starts_with(p.as_bytes()))
+        {
             (Tok::Punct(p), p.len())
         } else {
             // A byte outside ASCII in the code (a no-break space, a letter of a name), or a
@@ -230,9 +213,8 @@ pub(super) fn lex(raw: &[u8]) -> Option<Lexed> {
         i += len;
         // Digraphs (`%:` is a `#`, `<%` a `{`): not read as what they stand for here; nor
         // `_Pragma("push_macro(…)")`, a directive in disguise.
-        if ["%:", "<%", "%>", "<:", ":>"].iter().any(|d| tok.is(d))
-            || tok.is_ident("_Pragma")
-            || tok.is_ident("__pragma")
+        if matches!(tok, Tok::Punct("%:" | "<%" | "%>" | "<:" | ":>"))
+            || matches!(&tok, Tok::Ident(n) if n == "_Pragma" || n == "__pragma")
         {
             out.blocked = true;
         }
@@ -247,9 +229,9 @@ pub(super) fn lex(raw: &[u8]) -> Option<Lexed> {
         }
     }
     if let Some(d) = directive.take() {
-        end_directive(&mut out, d, function_like);
+        end_directive(out, d, function_like);
     }
-    Some(out)
+    Some(())
 }
 
 /// Takes note of one directive's tokens (the `#` already dropped).

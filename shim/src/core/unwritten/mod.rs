@@ -27,7 +27,7 @@ mod lex;
 mod tests;
 mod uses;
 
-use lex::{closing, lex, Define, Tok};
+use lex::{closing, lex, lex_into, Define, Tok};
 use uses::{read_only_use, Context};
 
 /// The files a program included, as the capture's build-time scan found them.
@@ -88,10 +88,9 @@ pub fn unwritten(
     for h in headers.map(|h| h.texts.as_slice()).unwrap_or_default() {
         // A header's text after the program's: its macros count as defined after every
         // kernel (never expanded), its `#include`s are counted with the program's.
-        let Some(more) = lex(h) else {
+        if lex_into(&mut lexed, h).is_none() {
             return no;
-        };
-        lexed.append(more);
+        }
     }
     let includes_seen = match headers {
         None => lexed.includes == 0,
@@ -111,6 +110,15 @@ pub fn unwritten(
     let Some((params_range, body)) = definition(&lexed.tokens, kernel) else {
         return no;
     };
+    // A parameter list that names none of the parameters (one a macro spells, as hashcat's
+    // `KERN_ATTR_VECTOR ()`) answers "may write" for each: nothing more to read.
+    let params_toks = &lexed.tokens[params_range.clone()];
+    if !params
+        .iter()
+        .any(|p| !p.is_empty() && params_toks.iter().any(|t| t.is_ident(p)))
+    {
+        return no;
+    }
     // The kernel's name once in the text, outside any parentheses or braces: a second
     // mention (`KERNEL(k)`, `(k)(…)`, a decoy in a macro's ignored argument) could be the
     // definition the compiler keeps.
@@ -209,7 +217,6 @@ pub fn unwritten(
         return no;
     }
     let whole = 0..toks.len();
-    let params_toks = &lexed.tokens[params_range];
     params
         .iter()
         .map(|&p| {
