@@ -1,0 +1,233 @@
+//! Compaction of spools written here: patch chains rebuilt from the version kept, runs of
+//! chains, damaged and cut-off records, idempotent passes.
+
+use super::*;
+use cltrap_capture::spool::SpoolWriter;
+
+/// A base and its next version (a 4 KiB region changed), 2 MiB each.
+fn two_versions() -> (Vec<u8>, Vec<u8>) {
+    let a: Vec<u8> = (0..2u32 << 20)
+        .map(|i| (i.wrapping_mul(2654435761) >> 11) as u8)
+        .collect();
+    let mut b = a.clone();
+    for x in &mut b[300_000..304_096] {
+        *x ^= 0x5a;
+    }
+    (a, b)
+}
+
+fn region(a: &[u8], b: &[u8]) -> (usize, usize) {
+    parallel::changed_region(b, a).unwrap()
+}
+
+/// A capture folder whose spool holds `a` whole in one segment and `b` as a patch on it in
+/// the next; returns the two segments' paths, in that order.
+fn spooled(dir: &Path, a: &[u8], b: &[u8]) -> (PathBuf, PathBuf, SpoolWriter) {
+    let w = SpoolWriter::new(dir, Access::PRIVATE, 0).unwrap();
+    w.put(&writer::digest(a), a).unwrap();
+    w.seal();
+    let ranges = spool::changed_ranges(b, a, region(a, b));
+    w.put_version(&writer::digest(b), b, &writer::digest(a), &ranges)
+        .unwrap();
+    let names = spool::segments(dir).unwrap();
+    assert_eq!(names.len(), 2);
+    let path = |n: &String| dir.join(SPOOL_DIR).join(n);
+    let (first, second) = (path(&names[0]), path(&names[1]));
+    let s = spool::scan(&std::fs::File::open(&second).unwrap()).unwrap();
+    assert!(s.records[0].patch.is_some(), "not a patch record");
+    (first, second, w)
+}
+
+fn read(dir: &Path, bytes: &[u8]) -> Vec<u8> {
+    Contents::new(dir)
+        .blob_of_size(&writer::digest(bytes), bytes.len() as u64)
+        .unwrap()
+}
+
+#[test]
+fn whole_records_share_packs_and_read_back() {
+    // 200 contents of 16 KiB in one segment: a chain each.
+    let t = tempfile::tempdir().unwrap();
+    let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+    let contents: Vec<Vec<u8>> = (0..200u32)
+        .map(|k| {
+            (0..16_384u32)
+                .map(|i| (i.wrapping_mul(2654435761 ^ k) >> 9) as u8)
+                .collect()
+        })
+        .collect();
+    for c in &contents {
+        w.put(&writer::digest(c), c).unwrap();
+    }
+    drop(w);
+    let r = Compactor::new(t.path()).pass().unwrap();
+    assert_eq!((r.segments, r.contents), (1, 200), "{r:?}");
+    let mut packs = 0;
+    let mut indexes = 0;
+    for d in std::fs::read_dir(t.path().join("blobs")).unwrap() {
+        for f in std::fs::read_dir(d.unwrap().path()).unwrap() {
+            let name = f.unwrap().file_name().into_string().unwrap();
+            packs += name.ends_with(".pack") as usize;
+            indexes += name.ends_with(".chunks") as usize;
+        }
+    }
+    assert_eq!(indexes, 200);
+    // At most about four runs of chains per thread, a pack each.
+    assert!(
+        packs <= 4 * parallel::threads() + 1,
+        "{packs} packs for 200 contents"
+    );
+    for c in &contents {
+        assert_eq!(&read(t.path(), c), c);
+    }
+}
+
+/// A capture of an older version whose spool is compacted now says the current version:
+/// compaction may store raw chunks, which an older reader would call damaged.
+#[test]
+fn compacting_an_older_capture_upgrades_its_manifest() {
+    let t = tempfile::tempdir().unwrap();
+    let m = |v: u32| {
+        format!(
+            r#"{{"format":"{}","version":{v},"writer":"x","pid":1,"argv":[],"started_unix":0,"buffer_mode":"full"}}"#,
+            cltrap_capture::FORMAT_NAME
+        )
+    };
+    std::fs::write(t.path().join("manifest.json"), m(5)).unwrap();
+    let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+    let c: Vec<u8> = (0..70_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    w.put(&writer::digest(&c), &c).unwrap();
+    drop(w);
+    Compactor::new(t.path()).pass().unwrap();
+    let text = std::fs::read_to_string(t.path().join("manifest.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["version"], cltrap_capture::FORMAT_VERSION, "{text}");
+    assert_eq!(read(t.path(), &c), c);
+}
+
+#[test]
+fn runs_of_chains_cover_every_chain_once_in_order() {
+    let record = |len: u64| spool::Record {
+        hash: String::new(),
+        offset: 0,
+        len,
+        patch: None,
+        part: None,
+    };
+    let records: Vec<spool::Record> = (0..50).map(|i| record(1000 + i * 37)).collect();
+    for threads in [1, 2, 3, 16] {
+        let chains: Vec<Vec<&spool::Record>> = records.iter().map(|r| vec![r]).collect();
+        let runs = groups(&chains, threads);
+        assert!(runs.len() <= 4 * threads + 1, "{threads}: {runs:?}");
+        let covered: Vec<usize> = runs.iter().flat_map(|r| r.clone()).collect();
+        assert_eq!(covered, (0..50).collect::<Vec<_>>());
+        assert!(runs.iter().all(|r| !r.is_empty()));
+    }
+    assert!(groups(&[], 4).is_empty());
+}
+
+/// A content spooled in three parts on three lanes: while its writer lives and a part is
+/// missing, compaction leaves the parts' segments for later without a word; once every
+/// part is written the content reads back from the spool, and compaction stores it
+/// (once) and drops every segment. Parts whose writer died before writing them all name
+/// no launch: said, and dropped with their segment, as a cut record is.
+#[test]
+fn a_content_in_parts_is_compacted_once_every_part_is_written() {
+    let a: Vec<u8> = (0..3u32 << 20)
+        .map(|i| (i.wrapping_mul(2654435761) >> 7) as u8)
+        .collect();
+    let hash = writer::digest(&a);
+    let t = tempfile::tempdir().unwrap();
+    let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+    let parts = w.plan(&hash, &a, None).unwrap().parts(3).unwrap();
+    assert_eq!(parts.len(), 3);
+    w.write_planned(1, &parts[0], &a).unwrap();
+    w.write_planned(2, &parts[2], &a).unwrap();
+    w.seal();
+    // A live writer: another record, in a segment it holds.
+    let other = vec![7u8; 1 << 16];
+    w.put(&writer::digest(&other), &other).unwrap();
+    let missing = Contents::new(t.path()).blob_of_size(&hash, a.len() as u64);
+    assert!(
+        missing
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("in parts")),
+        "{missing:?}"
+    );
+    let r = Compactor::new(t.path()).pass().unwrap();
+    assert_eq!((r.segments, r.contents), (0, 0), "{r:?}");
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert_eq!(spool::segments(t.path()).unwrap().len(), 3);
+    w.write_planned(3, &parts[1], &a).unwrap();
+    assert_eq!(read(t.path(), &a), a);
+    drop(w);
+    let r = Compactor::new(t.path()).pass().unwrap();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert_eq!((r.segments, r.contents), (4, 2), "{r:?}");
+    // The content counts with all of its bytes, once.
+    assert_eq!(r.raw_bytes, (a.len() + other.len()) as u64, "{r:?}");
+    assert!(spool::segments(t.path()).unwrap().is_empty());
+    assert_eq!(read(t.path(), &a), a);
+
+    let t = tempfile::tempdir().unwrap();
+    let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+    w.write_planned(1, &parts[0], &a).unwrap();
+    drop(w);
+    let r = Compactor::new(t.path()).pass().unwrap();
+    assert_eq!(r.segments, 1, "{r:?}");
+    assert!(
+        r.problems.len() == 1 && r.problems[0].contains("do not cover it"),
+        "{:?}",
+        r.problems
+    );
+    assert!(spool::segments(t.path()).unwrap().is_empty());
+}
+
+#[test]
+fn a_patch_finds_its_base_whichever_segment_is_compacted_first() {
+    let (a, b) = two_versions();
+    // The base's segment first (the patch's is still held by its writer): the base is
+    // stored before its segment goes, and the patch rebuilds from the store.
+    let t = tempfile::tempdir().unwrap();
+    let (first, second, w) = spooled(t.path(), &a, &b);
+    let r = Compactor::new(t.path()).pass().unwrap();
+    assert_eq!((r.segments, r.contents), (1, 1), "{r:?}");
+    assert!(!first.exists() && second.exists());
+    assert_eq!(read(t.path(), &b), b);
+    drop(w);
+    let r = Compactor::new(t.path()).pass().unwrap();
+    assert_eq!((r.segments, r.contents, r.patches), (1, 1, 1), "{r:?}");
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert_eq!(read(t.path(), &a), a);
+    assert_eq!(read(t.path(), &b), b);
+
+    // The patch's segment first (the base's held, as by a live writer): the base is read
+    // from the spool, and its segment stays until it is compacted itself.
+    let t = tempfile::tempdir().unwrap();
+    let (first, second, w) = spooled(t.path(), &a, &b);
+    drop(w);
+    let held = std::fs::File::open(&first).unwrap();
+    held.lock().unwrap();
+    let r = Compactor::new(t.path()).pass().unwrap();
+    assert_eq!((r.segments, r.patches), (1, 1), "{r:?}");
+    assert!(first.exists() && !second.exists());
+    assert_eq!(read(t.path(), &b), b);
+    drop(held);
+    let r = Compactor::new(t.path()).pass().unwrap();
+    assert_eq!(r.segments, 1, "{r:?}");
+    assert!(spool::segments(t.path()).unwrap().is_empty());
+    assert_eq!(read(t.path(), &a), a);
+    assert_eq!(read(t.path(), &b), b);
+
+    // Both in one pass: the patch is rebuilt from the version just stored, and only its
+    // region is written again (far less than a whole content).
+    let t = tempfile::tempdir().unwrap();
+    let (_, _, w) = spooled(t.path(), &a, &b);
+    drop(w);
+    let one = Compactor::new(t.path());
+    let r = one.pass().unwrap();
+    assert_eq!((r.segments, r.contents, r.patches), (2, 2, 1), "{r:?}");
+    assert_eq!(read(t.path(), &b), b);
+}
