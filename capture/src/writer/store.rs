@@ -1,7 +1,7 @@
 //! The blob store: each distinct content written once per capture, small ones as blobs, large
 //! ones into the spool (when on) or as chunks in packs (see [`crate::chunks`]).
 
-use super::{blob_path, digest, index_path, pack_path, WriteError};
+use super::{blob_path, digest, index_path, WriteError};
 use crate::model::Hash;
 use crate::writer_fs::{self, Access};
 use std::collections::{HashMap, HashSet};

@@ -3,7 +3,8 @@
 //! built only with the `compact` feature, so the shim, which stores contents uncut
 //! ([`BlobStore::put_content_spooled`]), never links a compressor or a chunker.
 
-use super::{digest, index_path, pack_path, BlobStore, WriteError};
+use super::{digest, index_path, BlobStore, WriteError};
+use crate::writer::pack_path;
 use crate::model::Hash;
 use crate::writer_fs;
 use std::collections::{HashMap, HashSet};
