@@ -49,6 +49,8 @@ COLUMNS = {
               ("compact_mb_s", "compaction MB/s"), ("spool_peak_mb", "spool peak MB"),
               ("stored_mb", "stored MB"), ("replay_s", "replay s"),
               ("replay_launches_per_s", "replayed launches/s"), ("replay_x", "replay / native")],
+    # Third-party programs (`APPS="clpeak:…" bench/spool.py`), the same columns.
+    "spool-apps": None,
     "replay": [("gauss_n", "gauss N"), ("launches", "launches"), ("native_s", "native s"),
                ("capture_s", "capture s"), ("stored_mb", "stored MB"), ("replay_s", "replay s"),
                ("launches_per_s", "launches/s"), ("ratio", "replay / native")],
@@ -94,6 +96,9 @@ COLUMNS = {
                          ("digested_s", "digested on the device, loop s")],
     "read-storm": [("variant", "variant"), ("loop_s", "loop s")],
 }
+
+
+COLUMNS["spool-apps"] = COLUMNS["spool"]
 
 
 def fmt(v):

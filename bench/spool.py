@@ -21,6 +21,12 @@ Usage: bench/spool.py                       (ROUNDS=3; binaries in target/bench,
        BENCH_SIZE=gpu bench/spool.py        (the issue's sizes: 20 000-step stencil over 4 MB,
                                              16 MB wavefront, 4 MB Gaussian elimination, FDTD
                                              over 3 x 4 MB; default `light`, for a shared CPU)
+       APPS="clpeak:compute-sp clpeak:global-bandwidth" bench/spool.py
+                                            (third-party programs: Debian's clpeak, one test
+                                             each (`--compute-sp`, ...), on platform
+                                             BENCH_PLATFORM (a number; default 0), device 0;
+                                             `clpeak` on PATH or BENCH_CLPEAK; their rows go to
+                                             bench/results/spool-apps-<machine>.json)
 Build the C programs first (cc -O2 bench/X.c -lOpenCL -lm -o target/bench/X, or
 scripts/build-c.sh bench for gauss and buffer-heavy).
 """
@@ -68,8 +74,24 @@ SIZES = {
 os.environ.setdefault("BENCH_CHECK", "0")
 
 
+def third_party(app):
+    """The command line of third-party application `app` (`clpeak:TEST`), or None when `app`
+    is one of this project's patterns. Exits when the program is not installed."""
+    if not app.startswith("clpeak:"):
+        return None
+    exe = os.environ.get("BENCH_CLPEAK") or shutil.which("clpeak")
+    if not exe:
+        sys.exit("bench: clpeak is not installed (apt-get install clpeak, or set BENCH_CLPEAK)")
+    platform = os.environ.get("BENCH_PLATFORM", "0")
+    platform = platform if platform.isdigit() else "0"
+    return [exe, "-p", platform, "-d", "0", "--" + app.removeprefix("clpeak:")]
+
+
 def run(app, args, mode, cap, stats):
     exe = os.path.join(APPS_DIR, app)
+    theirs = third_party(app)
+    if theirs:
+        exe, args = theirs[0], theirs[1:]
     if mode == "native":
         cmd = [exe] + args
     elif mode == "off":
@@ -82,7 +104,9 @@ def run(app, args, mode, cap, stats):
     start = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - start
-    if p.returncode != 0 or not ("check=ok" in p.stdout or "check=skipped" in p.stdout):
+    # A third-party program says nothing of its results to check: its exit status must be 0.
+    checked = theirs or "check=ok" in p.stdout or "check=skipped" in p.stdout
+    if p.returncode != 0 or not checked:
         sys.exit(f"bench: {' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
     return wall, p.stderr
 
@@ -129,9 +153,9 @@ def main():
                     cap = os.path.join(work, f"cap-{app}-{mode}")
                     stats = cap + ".stats.json"
                     shutil.rmtree(cap, ignore_errors=True)
-                    wall, err = run(app, sizes[app], mode, cap, stats)
+                    wall, err = run(app, sizes.get(app, []), mode, cap, stats)
                     walls[(app, mode)].append(wall)
-                    print(f"  round {r + 1} {app:13} {mode:6} {wall:8.3f} s", file=sys.stderr)
+                    print(f"  round {r + 1} {app:24} {mode:6} {wall:8.3f} s", file=sys.stderr)
                     if mode == "full":
                         s = json.load(open(stats))
                         m = re.search(
@@ -164,13 +188,13 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
 
     med = {k: statistics.median(v) for k, v in walls.items() if v}
-    head = f"{'application':13} {'native s':>9}" + "".join(f" {m:>6}" for m in MODES if m != "native")
+    head = f"{'application':24} {'native s':>9}" + "".join(f" {m:>6}" for m in MODES if m != "native")
     head += f" {'admit%':>7} {'spoolwait s':>11} {'store s':>8} {'spooled MB':>10} {'compact MB/s':>12} {'peak MB':>8} {'stored MB':>9}"
     head += f" {'replay s':>9} {'launch/s':>9} {'replay/native':>13}"
     print(head)
     for app in apps:
         nat = med.get((app, "native"))
-        line = f"{app:13} {nat:9.3f}" if nat else f"{app:13} {'-':>9}"
+        line = f"{app:24} {nat:9.3f}" if nat else f"{app:24} {'-':>9}"
         for m in MODES:
             if m == "native":
                 continue
@@ -185,11 +209,17 @@ def main():
         print(line)
     for app, (_, _, summary) in replays.items():
         print(f"replay {app}: {summary}")
-    write_results(apps, med, extra, replays)
+    ours = [a for a in apps if not third_party(a)]
+    theirs = [a for a in apps if third_party(a)]
+    if ours:
+        write_results("spool", ours, med, extra, replays)
+    if theirs:
+        write_results("spool-apps", theirs, med, extra, replays)
 
 
-def write_results(apps, med, extra, replays):
-    """Hands the table to bench/results.py (bench/results/spool-<machine>.json), from which
+def write_results(bench, apps, med, extra, replays):
+    """Hands the table to bench/results.py (bench/results/BENCH-<machine>.json: `spool` for
+    this project's patterns, `spool-apps` for third-party programs), from which
     bench/report.py renders BENCHMARKS.md."""
     rows = []
     for app in apps:
@@ -221,9 +251,11 @@ def write_results(apps, med, extra, replays):
     here = os.path.dirname(os.path.abspath(__file__))
     size = os.environ.get("BENCH_SIZE", "light")
     cmd = f"BENCH_SIZE={size} ROUNDS={ROUNDS} bench/spool.py"
+    if os.environ.get("APPS"):
+        cmd = f'APPS="{" ".join(apps)}" ' + cmd
     platform = ["--platform", os.environ["BENCH_PLATFORM"]] if os.environ.get("BENCH_PLATFORM") else []
     subprocess.run(
-        [sys.executable, os.path.join(here, "results.py"), "put", "spool", "--key", "app",
+        [sys.executable, os.path.join(here, "results.py"), "put", bench, "--key", "app",
          "--command", cmd, *platform],
         input="\n".join(rows) + "\n",
         text=True,
