@@ -5,10 +5,11 @@
 //! Uploading those bytes again from host memory (what [`Session::run`] does for every
 //! buffer) is a whole-buffer host-to-device copy per launch, most of a replay's cost on a
 //! GPU. A [`Chain`] keeps the buffer objects of the last launch run through it whose
-//! outputs were verified ([`Chain::keep`]), keyed by the content they hold, and the next
-//! launch binds each one to the argument whose recorded pre-launch content has that key
-//! (same size and kernel-access flags) instead of creating and uploading a new object
-//! ([`Chain::run`]).
+//! outputs were verified ([`Chain::keep`]), keyed by the content they hold (several objects
+//! may hold one content: clpeak's kernel-latency test passes an input and an output that
+//! both hold zeros), and the next launch binds each one to the argument whose recorded
+//! pre-launch content has that key (same size and kernel-access flags) instead of creating
+//! and uploading a new object ([`Chain::run`]).
 //!
 //! What keeps the verdicts identical to a replay that uploads everything:
 //! - only outputs whose bytes were read back after their run and found equal to their
@@ -99,15 +100,18 @@ pub struct Ran {
     pub on_device: Vec<bool>,
 }
 
+/// One held object: the content it holds, and which of the objects holding it.
+type HeldAt = (Key, usize);
+
 /// Which buffer arguments of a launch bind held objects, decided before its inputs are
 /// restored ([`Chain::plan`]), so the restore can leave out what stays on the device.
 #[derive(Debug, Default)]
 pub struct Plan {
-    /// Argument (the first of its memory object) → the key of the held object it binds.
-    binds: HashMap<usize, Key>,
-    /// Arguments whose object is an unread held one, with its key: their host copies are
+    /// Argument (the first of its memory object) → the held object it binds.
+    binds: HashMap<usize, HeldAt>,
+    /// Arguments whose object is an unread held one, with that object: their host copies are
     /// placeholders (no bytes), not restored.
-    resident: Vec<(usize, Key)>,
+    resident: Vec<(usize, HeldAt)>,
 }
 
 impl Plan {
@@ -193,7 +197,8 @@ impl Traffic {
 /// The verified output buffers of the last launch run, on the device, by content.
 #[derive(Default)]
 pub struct Chain {
-    held: HashMap<Key, Held>,
+    /// The objects kept by content; one taken by a run is None.
+    held: HashMap<Key, Vec<Option<Held>>>,
     /// Allocations of the last launch's inputs, for its successor's read-backs.
     spare: Vec<Vec<u8>>,
     /// How the buffer inputs of the launches run through the chain reached the device.
@@ -268,6 +273,11 @@ impl Chain {
             .verification()
     }
 
+    /// The held object `at`, unless a run took it.
+    fn get(&self, at: &HeldAt) -> Option<&Held> {
+        self.held.get(&at.0)?.get(at.1)?.as_ref()
+    }
+
     /// Releases every held object: the next launch restores its inputs from the host.
     /// Unread objects are lost with them: call [`Chain::settle`] first where a later launch
     /// may derive from them.
@@ -283,7 +293,7 @@ impl Chain {
     pub fn plan(&self, l: &LaunchRecord) -> Plan {
         let mut plan = Plan::default();
         let mut first_of: HashMap<MemId, usize> = HashMap::new();
-        let mut taken: HashSet<Key> = HashSet::new();
+        let mut taken: HashSet<HeldAt> = HashSet::new();
         for (i, a) in l.args.iter().enumerate() {
             let ArgRecord::Buffer {
                 mem, flags, before, ..
@@ -298,12 +308,18 @@ impl Chain {
             let Some(k) = content_key(before) else {
                 continue;
             };
-            let fits = self
-                .held
-                .get(&k)
-                .is_some_and(|h| h.flags == access_flags(*flags) && h.size as u64 == k.2);
-            if fits && taken.insert(k.clone()) {
-                plan.binds.insert(i, k);
+            // The first object holding it, with the argument's flags, not bound yet.
+            let fits = |h: &Held| h.flags == access_flags(*flags) && h.size as u64 == k.2;
+            let free = self.held.get(&k).and_then(|all| {
+                (all.iter().enumerate())
+                    .find(|(j, h)| {
+                        h.as_ref().is_some_and(fits) && !taken.contains(&(k.clone(), *j))
+                    })
+                    .map(|(j, _)| j)
+            });
+            if let Some(j) = free {
+                taken.insert((k.clone(), j));
+                plan.binds.insert(i, (k, j));
             }
         }
         for (i, a) in l.args.iter().enumerate() {
@@ -314,9 +330,9 @@ impl Chain {
                 continue;
             }
             let bound = first_of.get(mem).and_then(|f| plan.binds.get(f));
-            if let Some(k) = bound {
-                if self.held.get(k).is_some_and(|h| h.unread) {
-                    plan.resident.push((i, k.clone()));
+            if let Some(at) = bound {
+                if self.get(at).is_some_and(|h| h.unread) {
+                    plan.resident.push((i, at.clone()));
                 }
             }
         }
@@ -337,12 +353,19 @@ impl Chain {
         deriver: &mut Deriver<'_>,
         launch: u64,
     ) {
-        let keep: HashSet<&Key> = plan.resident.iter().map(|(_, k)| k).collect();
-        // All of them in one trip to the device, waited for once.
+        let keep: HashSet<&HeldAt> = plan.resident.iter().map(|(_, at)| at).collect();
+        // All of them in one trip to the device, waited for once; one object per content.
         let mut trip = Batch::new(session);
         let mut reading: Vec<(Key, usize)> = Vec::new();
-        for (k, h) in &self.held {
-            if !h.unread || keep.contains(k) || !deriver.wants(k, launch) {
+        for (k, all) in &self.held {
+            let resident = |j: usize| keep.contains(&(k.clone(), j));
+            let unread = (all.iter().enumerate())
+                .find(|(j, h)| h.as_ref().is_some_and(|h| h.unread) && !resident(*j));
+            let Some((_, Some(h))) = unread else {
+                continue;
+            };
+            // Bound as resident in another object: the launch reads that one's bytes.
+            if (0..all.len()).any(resident) || !deriver.wants(k, launch) {
                 continue;
             }
             let what = "reading back an output a later launch takes its input from";
@@ -358,14 +381,17 @@ impl Chain {
             return;
         };
         for (k, n) in reading {
-            let (Some(bytes), Some(h)) = (landed.extras.get_mut(n), self.held.get_mut(&k)) else {
+            let Some(bytes) = landed.extras.get_mut(n) else {
                 continue;
             };
             let bytes = std::mem::take(bytes);
             self.traffic.read_back += 1;
             self.traffic.read_back_bytes += bytes.len() as u64;
+            // Every object holding that content has it on the host now.
+            for h in self.held.get_mut(&k).into_iter().flatten().flatten() {
+                h.unread = false;
+            }
             deriver.put(k, bytes);
-            h.unread = false;
         }
     }
 
@@ -379,8 +405,8 @@ impl Chain {
         input: &mut LaunchInput,
         plan: &mut Plan,
     ) -> Result<(), ExecError> {
-        for (i, k) in std::mem::take(&mut plan.resident) {
-            let h = self.held.get(&k).ok_or_else(|| {
+        for (i, at) in std::mem::take(&mut plan.resident) {
+            let h = self.get(&at).ok_or_else(|| {
                 ExecError::NotReplayable(format!(
                     "argument {i}: its contents were on the device only, and are gone"
                 ))
@@ -418,7 +444,8 @@ impl Chain {
             let InputArg::Buffer { bytes, .. } = a else {
                 return None;
             };
-            match plan.binds.get(&i).and_then(|k| held.remove(k)) {
+            let take = |(k, j): &HeldAt| held.get_mut(k)?.get_mut(*j)?.take();
+            match plan.binds.get(&i).and_then(take) {
                 Some(h) => {
                     bound += 1;
                     bound_bytes += h.size as u64;
@@ -444,7 +471,7 @@ impl Chain {
                 // The object's size: its host copy's, or for a placeholder the bound object's.
                 let object = match input.args.get(i) {
                     Some(InputArg::Buffer { bytes, .. }) if !bytes.is_empty() => bytes.len() as u64,
-                    _ => plan.resident.iter().find(|(r, _)| *r == i)?.1 .2,
+                    _ => plan.resident.iter().find(|(r, _)| *r == i)?.1 .0 .2,
                 };
                 let big = object as usize >= engine.min_bytes;
                 let fits = |size: u64| size > 0 && size == object && big;
@@ -607,15 +634,12 @@ impl Chain {
             let Ok(size) = usize::try_from(key.2) else {
                 continue;
             };
-            self.held.insert(
-                key,
-                Held {
-                    mem,
-                    flags: access_flags(*flags),
-                    size,
-                    unread: on_device.get(i).copied().unwrap_or(false),
-                },
-            );
+            self.held.entry(key).or_default().push(Some(Held {
+                mem,
+                flags: access_flags(*flags),
+                size,
+                unread: on_device.get(i).copied().unwrap_or(false),
+            }));
         }
     }
 }
