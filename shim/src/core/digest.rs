@@ -49,6 +49,12 @@ const SLOTS: usize = 2048;
 const IDLE: Duration = Duration::from_secs(2);
 /// Snapshot bytes an engine keeps pooled for reuse.
 const POOLED_SNAPSHOT_BYTES: usize = 256 << 20;
+/// Launches in flight hold snapshots of at most a sixteenth of their device's memory
+/// ([`Engine::snapshot_cap`]), and never less than [`SNAPSHOT_CAP_MIN`].
+const SNAPSHOT_SHARE: u64 = 16;
+/// The least snapshot bytes in flight: the host's cap of reads in flight, which bounded
+/// snapshots too before each had its own.
+const SNAPSHOT_CAP_MIN: usize = 512 << 20;
 
 /// The entry points an engine needs after the launch call returned.
 #[derive(Clone, Copy)]
@@ -93,6 +99,8 @@ pub(super) struct Engine {
     slots: usize,
     /// Work-items per group (a power of two the kernel allows on this device).
     group: usize,
+    /// Snapshot bytes launches in flight may hold ([`Engine::snapshot_cap`]).
+    snapshot_cap: usize,
     calls: Calls,
     state: Mutex<EngineState>,
     /// One enqueue at a time: arguments of the shared kernel object are set, then enqueued.
@@ -349,6 +357,16 @@ fn cpu_device(next: &Next, device: usize) -> bool {
 }
 
 impl Engine {
+    /// Device bytes the snapshots of launches in flight may hold: a sixteenth of the device's
+    /// memory, at least 512 MB. Why a share of the device's memory: snapshots are device
+    /// memory the application did not ask for, and too many of them would make its own
+    /// allocations fail where they would not without the capture.
+    pub fn snapshot_cap(&self) -> usize {
+        self.snapshot_cap
+    }
+}
+
+impl Engine {
     /// Builds the digest program for the queue's device, its kernel, slots and own queue
     /// (`break_build`: with a line that cannot compile, for the test of the fallback).
     fn build(next: &Next, facts: QueueFacts, break_build: bool) -> Result<Engine, String> {
@@ -364,6 +382,13 @@ impl Engine {
         if little != Some(CL_TRUE) {
             return Err("the device is not little-endian".into());
         }
+        let memory = next.clGetDeviceInfo.and_then(|f| {
+            // SAFETY: a standard info query.
+            super::info::value::<cl_ulong>(|s, p, r| unsafe {
+                f(dev, CL_DEVICE_GLOBAL_MEM_SIZE, s, p, r)
+            })
+        });
+        let share = usize::try_from(memory.unwrap_or(0) / SNAPSHOT_SHARE).unwrap_or(usize::MAX);
         let calls = Calls {
             set_arg: next.clSetKernelArg,
             enqueue_kernel: next.clEnqueueNDRangeKernel,
@@ -391,6 +416,7 @@ impl Engine {
             kernel: 0,
             slots: 0,
             group: 1,
+            snapshot_cap: share.max(SNAPSHOT_CAP_MIN),
             calls,
             state: Mutex::new(EngineState {
                 free_slots: (0..SLOTS as u32).rev().collect(),

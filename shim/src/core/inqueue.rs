@@ -24,7 +24,7 @@
 use super::contents::{self, Keep, Shape};
 use super::device::QueueFacts;
 use super::digest::{self, Engine, Side};
-use super::flight::{DevItem, Item};
+use super::flight::{self, DevItem, Item};
 use super::known::Reuse;
 use super::room::Landing;
 use crate::Next;
@@ -120,30 +120,27 @@ impl<'a> Around<'a> {
         }
     }
 
-    /// Host bytes all reads need (objects the kernel cannot change are read once, objects
-    /// whose contents before are reused only after). Buffers digested on the device count
-    /// their snapshots' bytes (device memory, bounded by the same cap) and their partials.
+    /// Memory all reads need: host bytes of the reads back (objects the kernel cannot change
+    /// are read once, objects whose contents before are reused only after) and of the digest
+    /// partials; device bytes of the snapshots of buffers digested on the device.
     pub fn bytes(
         reads: &[(usize, Shape)],
         read_only: &[bool],
         reuse: &[Option<Reuse>],
         dev: &[Option<DevItem>],
-    ) -> usize {
-        let side = |s: Option<&Side>, n: usize| {
-            s.map_or(0, |s| {
-                s.snapshot.as_ref().map_or(0, |_| n) + cltrap_capture::devdigest::SLOT_BYTES
-            })
-        };
-        reads
-            .iter()
-            .zip(read_only)
-            .zip(reuse)
-            .zip(dev)
-            .map(|((((_, s), ro), re), d)| match d {
-                Some(d) => side(d.pre.as_ref(), s.bytes()) + side(d.post.as_ref(), s.bytes()),
-                None => s.bytes() * (usize::from(re.is_none()) + usize::from(!*ro)),
-            })
-            .sum()
+    ) -> flight::Reservation {
+        let mut r = flight::Reservation::default();
+        for ((((_, s), ro), re), d) in reads.iter().zip(read_only).zip(reuse).zip(dev) {
+            let Some(d) = d else {
+                r.host += s.bytes() * (usize::from(re.is_none()) + usize::from(!*ro));
+                continue;
+            };
+            for side in [&d.pre, &d.post].into_iter().flatten() {
+                r.host += cltrap_capture::devdigest::SLOT_BYTES;
+                r.device += side.snapshot.as_ref().map_or(0, |_| s.bytes());
+            }
+        }
+        r
     }
 
     /// Per read: whether it is digested on the device, with the slots (and, where `keep`

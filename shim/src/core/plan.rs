@@ -73,8 +73,8 @@ pub(super) struct Plan {
     /// Per read: read-only because the kernel's source never writes it, though its type
     /// would allow it ([`Plan::kernel_swapped`] takes that back).
     by_source: Vec<bool>,
-    /// Host bytes reserved for the reads.
-    reserved: usize,
+    /// Host and device memory reserved for the reads.
+    reserved: flight::Reservation,
     /// How a replay re-creates this launch's contents after.
     chain: known::Chain,
     /// Why contents are missing, when they are.
@@ -231,7 +231,7 @@ impl Plan {
             reads,
             read_only,
             by_source,
-            reserved: 0,
+            reserved: flight::Reservation::default(),
             chain: known::Chain::start(true),
             missing: String::new(),
         })
@@ -314,12 +314,16 @@ impl Plan {
             &reuse,
         );
         let bytes = Around::bytes(&self.reads, &self.read_only, &reuse, &dev);
-        if let Err(full) = flight::admit(bytes) {
+        let device_cap = engine
+            .as_ref()
+            .map_or(flight::MAX_INFLIGHT_BYTES, |e| e.snapshot_cap());
+        if let Err(full) = flight::admit(bytes, device_cap) {
             let (missing, why) = match full {
                 flight::Full::Bytes => (
                     format!(
-                        "not read: launches in flight already held {} MB of host memory",
-                        flight::MAX_INFLIGHT_BYTES >> 20
+                        "not read: launches in flight already held {} MB of host memory or {} MB of device snapshots",
+                        flight::MAX_INFLIGHT_BYTES >> 20,
+                        device_cap >> 20
                     ),
                     "in-flight memory cap reached",
                 ),
@@ -431,7 +435,7 @@ impl Plan {
             if succeeded {
                 let mut plan = self;
                 plan.missing = "not recorded: the capture's reads could not be tracked".into();
-                plan.reserved = 0;
+                plan.reserved = flight::Reservation::default();
                 flight::submit(
                     next,
                     plan.into_flight(None, next, true),

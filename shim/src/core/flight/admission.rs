@@ -8,14 +8,16 @@
 //!
 //! Invariants:
 //! * Host memory reserved for reads in flight stays under
-//!   [`MAX_INFLIGHT_BYTES`](super::registry::MAX_INFLIGHT_BYTES), launches in flight under
+//!   [`MAX_INFLIGHT_BYTES`](super::registry::MAX_INFLIGHT_BYTES), device memory reserved for
+//!   snapshots under the digest engine's cap (a share of the device's memory, never less than
+//!   the host cap), launches in flight under
 //!   [`MAX_INFLIGHT_LAUNCHES`](super::registry::MAX_INFLIGHT_LAUNCHES) (over the launch cap with
 //!   a user event unset: read anyway, the byte cap still holds).
 //! * The completion callback runs on a driver thread: it only marks its launch done and wakes
 //!   the writer; no OpenCL call and no heavy work ever runs in it.
 //! * The writer thread is started with the first submitted launch.
 
-use super::handoff::{Flight, WAIT_ON_WRITER};
+use super::handoff::{Flight, Reservation, WAIT_ON_WRITER};
 use super::registry::{
     flush, queues_of, wait_progress, wake_idle_writer, wake_writer, Slot, MAX_INFLIGHT_BYTES,
     MAX_INFLIGHT_LAUNCHES, REGISTRY, TICKETS,
@@ -46,24 +48,28 @@ static START: Once = Once::new();
 /// Why [`admit`] refused a launch's reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(in crate::core) enum Full {
-    /// Reads in flight held [`MAX_INFLIGHT_BYTES`] of host memory.
+    /// Reads in flight held [`MAX_INFLIGHT_BYTES`] of host memory, or snapshots in flight
+    /// their device's cap.
     Bytes,
     /// [`MAX_INFLIGHT_LAUNCHES`] launches were in flight.
     Launches,
 }
 
-/// Reserves host memory (and a place among the launches in flight) for a launch's reads.
-/// Over a cap it flushes the queues with launches in flight and waits (bounded) for older
-/// launches to be written. Err: the contents must not be read (over a cap, and waiting is
-/// impossible or did not help).
-pub(in crate::core) fn admit(bytes: usize) -> Result<(), Full> {
+/// Reserves host and device memory (and a place among the launches in flight) for a launch's
+/// reads; `device_cap`: the most snapshot bytes its device may hold in flight. Over a cap it
+/// flushes the queues with launches in flight and waits (bounded) for older launches to be
+/// written. Err: the contents must not be read (over a cap, and waiting is impossible or did
+/// not help).
+pub(in crate::core) fn admit(bytes: Reservation, device_cap: usize) -> Result<(), Full> {
     let _admit = crate::core::stats::span(crate::core::stats::Phase::Admit);
     let reg = &*REGISTRY;
     let deadline = Instant::now() + ADMIT_WAIT;
     let mut st = lock(&reg.state);
     let mut waiting = false;
     let verdict = loop {
-        let bytes_ok = st.bytes.saturating_add(bytes) <= MAX_INFLIGHT_BYTES || st.slots.is_empty();
+        let bytes_ok = (st.bytes.saturating_add(bytes.host) <= MAX_INFLIGHT_BYTES
+            && st.device_bytes.saturating_add(bytes.device) <= device_cap)
+            || st.slots.is_empty();
         // Once waiting for the launch cap, wait for a batch to be written (hysteresis).
         let launch_cap = if waiting {
             RESUME_LAUNCHES
@@ -104,15 +110,16 @@ pub(in crate::core) fn admit(bytes: usize) -> Result<(), Full> {
         st.waiters = st.waiters.saturating_sub(1);
     }
     if verdict.is_ok() {
-        st.bytes += bytes;
+        st.bytes += bytes.host;
+        st.device_bytes += bytes.device;
     }
     verdict
 }
 
 /// Gives back memory reserved by [`admit`] for a launch that will not be submitted.
-pub(in crate::core) fn unreserve(bytes: usize) {
+pub(in crate::core) fn unreserve(bytes: Reservation) {
     let mut st = lock(&REGISTRY.state);
-    st.bytes = st.bytes.saturating_sub(bytes);
+    st.give_back(bytes);
 }
 
 /// Hands a launch over. With `final_event`, it is written once that event completes (the

@@ -117,7 +117,7 @@ pub(super) fn write_batch(reg: &Registry, batch: Batch) {
     // idle while the writer stored a batch, and the writer while the device ran the next).
     let written = land_all(batch, |reserved| {
         let mut st = lock(&reg.state);
-        st.bytes = st.bytes.saturating_sub(reserved);
+        st.give_back(reserved);
         progress_made(reg, &st);
     });
     let mut st = lock(&reg.state);

@@ -71,8 +71,8 @@ pub(in crate::core) struct Flight {
     pub queue: cl_command_queue,
     pub writer: &'static CaptureWriter,
     pub mode: contents::Keep,
-    /// Host bytes reserved by [`admit`](super::admission::admit).
-    pub reserved: usize,
+    /// Memory reserved by [`admit`](super::admission::admit).
+    pub reserved: Reservation,
     /// The driver calls the writer needs to clean up.
     pub calls: Calls,
 }
@@ -179,4 +179,25 @@ fn pin_module(addr: usize) {
             libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE,
         )
     };
+}
+
+/// What a launch reserves while it is in flight ([`admit`](super::admission::admit)), given back once it is landed.
+/// Why two amounts: a launch whose buffers are digested on the device holds device-side
+/// snapshots of them, not host memory; counted against the host's cap alone, one launch of
+/// clpeak's `--compute-sp` (a 264 MiB output, snapshots before and after) filled it, so every
+/// launch waited until the one before was landed (49% of the capture's run in `admit` on
+/// the H200).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(in crate::core) struct Reservation {
+    /// Host memory of reads back and digest partials.
+    pub host: usize,
+    /// Device memory of snapshots.
+    pub device: usize,
+}
+
+impl Reservation {
+    /// Whether it reserves anything.
+    pub fn is_empty(&self) -> bool {
+        self.host == 0 && self.device == 0
+    }
 }

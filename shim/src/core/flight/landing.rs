@@ -33,10 +33,13 @@ use std::thread::JoinHandle;
 pub(super) type Batch = Vec<(u64, usize, Flight, cl_int, usize, bool)>;
 
 /// Lands a batch of completed flights (see [`land`]) and appends their records in one write.
-/// `freed(bytes)` is called as soon as a landed flight's reserved host memory is no longer
-/// used (only when it reserved some).
+/// `freed(reserved)` is called as soon as a landed flight's reserved host and device memory
+/// is no longer used (only when it reserved some).
 /// Returns each flight's (ticket, lane), in batch order, for the caller to forget them.
-pub(super) fn land_all(batch: Batch, mut freed: impl FnMut(usize)) -> Vec<(u64, usize)> {
+pub(super) fn land_all(
+    batch: Batch,
+    mut freed: impl FnMut(super::handoff::Reservation),
+) -> Vec<(u64, usize)> {
     let mut batch = batch;
     let ahead = read_ahead(&mut batch);
     let mut written = Vec::with_capacity(batch.len());
@@ -52,7 +55,7 @@ pub(super) fn land_all(batch: Batch, mut freed: impl FnMut(usize)) -> Vec<(u64, 
         if let Ok(Some(record)) = landed {
             records.push(record);
         }
-        if reserved > 0 {
+        if !reserved.is_empty() {
             freed(reserved);
         }
         written.push((ticket, lane));

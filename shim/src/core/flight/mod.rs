@@ -95,7 +95,7 @@ mod writer;
 
 // What the launch, synchronisation and info hooks use of the capture path.
 pub(in crate::core) use admission::{admit, submit, unreserve, Full};
-pub(in crate::core) use handoff::{Calls, DevItem, Flight, Item};
+pub(in crate::core) use handoff::{Calls, DevItem, Flight, Item, Reservation};
 pub(crate) use registry::watch_forks;
 pub(in crate::core) use registry::{
     available, current_ticket, in_flight_bytes, MAX_INFLIGHT_BYTES, MAX_INFLIGHT_LAUNCHES,

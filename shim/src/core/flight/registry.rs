@@ -15,7 +15,7 @@
 //!   enqueued before the call that read it.
 //! * In a child forked after the writer started ([`available`] false) nothing is recorded.
 
-use super::handoff::{writer_may_flush, Flight};
+use super::handoff::{writer_may_flush, Flight, Reservation};
 use crate::core::track::lock;
 use crate::handles::HandleMap;
 use opencl_sys::cl_function_types::*;
@@ -90,7 +90,10 @@ pub(super) struct State {
     pub(super) lanes: HandleMap<usize, VecDeque<u64>>,
     /// Completed tickets the writer has not looked at yet.
     pub(super) ready: Vec<u64>,
+    /// Host bytes launches in flight reserved ([`Reservation::host`]).
     pub(super) bytes: usize,
+    /// Device bytes of their snapshots ([`Reservation::device`]).
+    pub(super) device_bytes: usize,
     pub(super) writer_sleeping: bool,
     /// Threads waiting for records to be written (clFinish, exit, memory cap): while there
     /// are any, the writer does not nap.
@@ -289,7 +292,16 @@ pub(in crate::core) fn current_ticket() -> u64 {
 /// snapshots of buffers digested there): contents they may store once written, which the
 /// disk budget counts before they are ([`crate::core::contents::plan`]).
 pub(in crate::core) fn in_flight_bytes() -> u64 {
-    lock(&REGISTRY.state).bytes as u64
+    let st = lock(&REGISTRY.state);
+    st.bytes.saturating_add(st.device_bytes) as u64
+}
+
+impl State {
+    /// Gives back what a launch reserved in [`admit`](super::admission::admit).
+    pub(super) fn give_back(&mut self, r: Reservation) {
+        self.bytes = self.bytes.saturating_sub(r.host);
+        self.device_bytes = self.device_bytes.saturating_sub(r.device);
+    }
 }
 
 /// The queues with launches in flight that the writer may flush, with their `clFlush`.
