@@ -249,5 +249,9 @@ fn buffers_holding_the_same_content_are_each_bound_by_the_next_launch() {
         "every launch after the first binds both buffers\n{}",
         out.describe()
     );
-    assert!(summary(&out).contains(&format!("{TWINS} matched")), "{}", out.describe());
+    assert!(
+        summary(&out).contains(&format!("{TWINS} matched")),
+        "{}",
+        out.describe()
+    );
 }

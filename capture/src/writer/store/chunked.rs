@@ -4,8 +4,8 @@
 //! ([`BlobStore::put_content_spooled`]), never links a compressor or a chunker.
 
 use super::{digest, index_path, BlobStore, WriteError};
-use crate::writer::pack_path;
 use crate::model::Hash;
+use crate::writer::pack_path;
 use crate::writer_fs;
 use std::collections::{HashMap, HashSet};
 

@@ -181,8 +181,8 @@ fn pin_module(addr: usize) {
     };
 }
 
-/// What a launch reserves while it is in flight ([`admit`](super::admission::admit)), given back once it is landed.
-/// Why two amounts: a launch whose buffers are digested on the device holds device-side
+/// What a launch reserves while it is in flight ([`admit`](super::admission::admit)), given
+/// back once it is landed. Why two amounts: a launch whose buffers are digested on the device holds device-side
 /// snapshots of them, not host memory; counted against the host's cap alone, one launch of
 /// clpeak's `--compute-sp` (a 264 MiB output, snapshots before and after) filled it, so every
 /// launch waited until the one before was landed (49% of the capture's run in `admit` on
