@@ -1,13 +1,19 @@
-/* Fixture: ROUNDS launches of `band` over a 4 MiB buffer of incompressible words, each
+/* Fixture: ROUNDS launches of `band` over a buffer of MIB MiB of incompressible words, each
  * rewriting one 64 KiB slice (at a different place every round; clFinish after each), as a
  * solver that updates a band of its grid per step; checks the whole buffer against the host's
- * model at the end. Usage: slices [ROUNDS]   (default 24) */
+ * model at the end. Usage: slices [ROUNDS] [MIB]   (defaults 24 and 4) */
 #include "common.h"
 
-enum { WORDS = 1 << 20, SLICE = 1 << 14 };
+enum { SLICE = 1 << 14 };
 
 int main(int argc, char **argv) {
     int rounds = argc > 1 ? atoi(argv[1]) : 24;
+    long mib = argc > 2 ? atol(argv[2]) : 4;
+    if (rounds <= 0 || mib < 1 || mib > 4096) {
+        fprintf(stderr, "usage: slices [ROUNDS>0] [MIB 1..4096]\n");
+        return 2;
+    }
+    const cl_uint WORDS = (cl_uint)(mib << 18);
     cl_device_id dev;
     cl_context ctx;
     cl_command_queue q;

@@ -923,3 +923,35 @@ fn the_background_compactor_runs_at_a_low_cpu_priority() {
     assert!(status.success(), "cltrap run: {status}");
     assert_eq!(nice, Some(10), "the background compactor's nice value");
 }
+
+/// A buffer too large to keep whole as its last version (264 MiB, over the 256 MB of
+/// versions the shim keeps) changed in a slice per launch: its versions are spooled as patches
+/// over the 64 KiB leaves that changed, not whole (clpeak's `--global-bandwidth` spooled each
+/// new version of its 2 GiB output whole), and every launch replays bit-exact.
+#[test]
+fn a_buffer_too_large_to_keep_is_spooled_as_patches_over_the_leaves_that_changed() {
+    const ROUNDS: u64 = 6;
+    const MIB: u64 = 264;
+    let big = OsStr::new("65536");
+    let (dir, stats) = captured_with_stats(
+        "slices-large",
+        "slices",
+        &[&ROUNDS.to_string(), &MIB.to_string()],
+        // Every version stored: no derived inputs past a threshold.
+        &[("CLTRAP_DERIVE_AFTER_MB", big), ("CLTRAP_MAX_MB", big)],
+    );
+    let spool = &stats["spool"];
+    let bytes = spool["bytes"].as_u64().unwrap_or(u64::MAX);
+    // The first version whole, then one 64 KiB patch per launch.
+    assert!(
+        bytes < (MIB << 20) + (ROUNDS << 20),
+        "{bytes} bytes spooled for {ROUNDS} launches over a {MIB} MiB buffer: {stats}"
+    );
+    assert!(
+        spool["patches"].as_u64().unwrap_or(0) >= ROUNDS,
+        "{stats}"
+    );
+    let launches = open_capture(&dir).launches.len();
+    assert_eq!(launches as u64, ROUNDS);
+    assert_replays_ok(&dir, launches);
+}

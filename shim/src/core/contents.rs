@@ -356,11 +356,21 @@ pub fn store_version(
     let old = versions::take(mem);
     let hashing = super::stats::span(super::stats::Phase::StoreHash);
     // A version of another length (the object was re-created at the same handle) is no
-    // reference: the content is hashed whole.
-    let region = old
-        .as_ref()
-        .filter(|v| v.bytes.len() == bytes.len())
-        .map(|v| (v, parallel::changed_region(&bytes, &v.bytes)));
+    // reference: the content is hashed whole. A version kept by its leaves alone (too large
+    // to keep whole) is compared leaf by leaf once the content is hashed whole.
+    let mut hashed: Option<Vec<parallel::ChainingValue>> = None;
+    let region = old.as_ref().filter(|v| v.len == bytes.len()).map(|v| {
+        let r = match &v.bytes {
+            Some(b) => parallel::changed_region(&bytes, b),
+            None => {
+                let leaves = parallel::leaves(&bytes);
+                let r = versions::changed_leaves(&leaves, &v.leaves, bytes.len());
+                hashed = Some(leaves);
+                r
+            }
+        };
+        (v, r)
+    });
     // Unchanged since the version stored: the same content.
     if let Some((v, None)) = region {
         let hash = v.hash.clone();
@@ -371,7 +381,12 @@ pub fn store_version(
     }
     // New and a whole record: copied by the lanes while it is hashed here.
     let whole = match region {
-        Some((v, Some(r))) => cltrap_capture::spool::mostly_changed(&bytes, &v.bytes, r),
+        Some((v, Some(r))) => match &v.bytes {
+            Some(b) => cltrap_capture::spool::mostly_changed(&bytes, b, r),
+            // Leaves changed over more than three quarters: a whole record (as the spool
+            // would plan it).
+            None => (r.1 - r.0) * 4 > bytes.len() * 3,
+        },
         _ => true,
     };
     let bytes = std::sync::Arc::new(bytes);
@@ -386,17 +401,21 @@ pub fn store_version(
     // (An unchanged content returned above.)
     let (hash, leaves, like) = match region.filter(|_| unnamed.is_none()) {
         Some((v, Some(region))) => {
-            let leaves = parallel::leaves_like(&bytes, &v.leaves, region);
+            let leaves = match hashed.take() {
+                Some(l) => l,
+                None => parallel::leaves_like(&bytes, &v.leaves, region),
+            };
             let hash = parallel::root(&leaves, bytes.len());
+            // Without the old bytes the patch holds the whole changed region.
             let like = cltrap_capture::writer::Like {
                 base: &v.hash,
                 region,
-                old: &v.bytes,
+                old: v.bytes.as_deref().map_or(&[][..], |b| &b[..]),
             };
             (hash, leaves, Some(like))
         }
         _ => {
-            let leaves = parallel::leaves(&bytes);
+            let leaves = hashed.take().unwrap_or_else(|| parallel::leaves(&bytes));
             (parallel::root(&leaves, bytes.len()), leaves, None)
         }
     };
@@ -421,13 +440,14 @@ pub fn store_version(
     match stored_now {
         true => {
             let new = versions::Version {
-                bytes,
+                len: bytes.len(),
+                bytes: Some(bytes),
                 hash,
                 leaves,
             };
             let mut spare = None;
             for b in old
-                .map(|v| v.bytes)
+                .and_then(|v| v.bytes)
                 .into_iter()
                 .chain(versions::put(mem, new))
             {
@@ -451,11 +471,16 @@ pub fn store_version(
 /// The last large content stored per memory object, so the next version of the same buffer
 /// is hashed only where it changed and spooled as a patch on it
 /// (`BlobStore::put_content_spooled`). Why: a solver updating a slice of a 16 MB grid per
-/// launch had the writer hash all 16 MB again at every launch. Bounded ([`versions::MAX_BYTES`], oldest dropped first);
-/// forgotten when the application releases the object.
+/// launch had the writer hash all 16 MB again at every launch. Bounded
+/// ([`versions::MAX_BYTES`], oldest dropped first); a content larger than that is kept by its
+/// leaves alone (32 bytes per 64 KiB), so its next version is hashed whole but still spooled
+/// as a patch over the leaves that changed: clpeak's `--global-bandwidth` writes the first
+/// 128 MB of a 2 GiB output, which was spooled whole. Forgotten when the application releases
+/// the object.
 pub(super) mod versions {
     use super::lock;
     use super::Landed;
+    use cltrap_capture::parallel::ChainingValue;
     use std::sync::Mutex;
 
     /// Contents smaller than this are hashed whole (cheap enough). More than one blake3 leaf
@@ -466,13 +491,38 @@ pub(super) mod versions {
     /// content).
     pub const MAX_BYTES: usize = 256 << 20;
 
-    /// One stored content of a memory object: its bytes, digest and the chaining
+    /// One stored content of a memory object: its length, bytes, digest and the chaining
     /// values of its blake3 leaves ([`cltrap_capture::parallel::leaves`]).
     pub struct Version {
-        /// Shared with a spool lane until it has written them ([`crate::core::spool_lanes`]).
-        pub bytes: std::sync::Arc<Landed>,
+        pub len: usize,
+        /// Shared with a spool lane until it has written them ([`crate::core::spool_lanes`]);
+        /// None for a version too large to keep whole.
+        pub bytes: Option<std::sync::Arc<Landed>>,
         pub hash: cltrap_capture::Hash,
         pub leaves: Vec<cltrap_capture::parallel::ChainingValue>,
+    }
+
+    impl Version {
+        /// Memory it holds.
+        fn footprint(&self) -> usize {
+            let leaves = self.leaves.len() * std::mem::size_of::<ChainingValue>();
+            self.bytes.as_ref().map_or(0, |b| b.footprint()) + leaves
+        }
+    }
+
+    /// The region (first byte, one past the last) of the leaves that differ between `new`
+    /// and `old` (of a content of `len` bytes), None when none does.
+    pub fn changed_leaves(
+        new: &[ChainingValue],
+        old: &[ChainingValue],
+        len: usize,
+    ) -> Option<(usize, usize)> {
+        let differs = |i: &usize| new.get(*i) != old.get(*i);
+        let n = new.len().max(old.len());
+        let first = (0..n).find(differs)?;
+        let last = (0..n).rev().find(differs)?;
+        let leaf = cltrap_capture::parallel::LEAF;
+        Some((first * leaf, ((last + 1) * leaf).min(len)))
     }
 
     struct Kept {
@@ -491,7 +541,7 @@ pub(super) mod versions {
         let mut k = lock(&KEPT);
         let i = k.list.iter().position(|(m, _)| *m == mem)?;
         let (_, v) = k.list.remove(i);
-        k.bytes -= v.bytes.footprint();
+        k.bytes -= v.footprint();
         Some(v)
     }
 
@@ -500,22 +550,24 @@ pub(super) mod versions {
     /// (a launch landed after the release: kept, its bytes would stay until pushed out, and
     /// memory of a digest engine would keep the context alive). The caller drops them, with
     /// no lock of ours held (dropping the last hold of an engine releases its objects).
-    pub fn put(mem: usize, v: Version) -> Vec<std::sync::Arc<Landed>> {
-        if v.bytes.footprint() > MAX_BYTES {
-            return vec![v.bytes];
+    pub fn put(mem: usize, mut v: Version) -> Vec<std::sync::Arc<Landed>> {
+        let mut dropped = Vec::new();
+        if v.footprint() > MAX_BYTES {
+            // Too large to keep whole: kept by its leaves.
+            dropped.extend(v.bytes.take());
         }
         let mut k = lock(&KEPT);
         // Under the lock: `forget` (after the tables forgot `mem`) takes the lock too.
         if crate::core::track::tables().mem_released(mem) {
-            return vec![v.bytes];
+            dropped.extend(v.bytes);
+            return dropped;
         }
-        let mut dropped = Vec::new();
-        while k.bytes + v.bytes.footprint() > MAX_BYTES && !k.list.is_empty() {
+        while k.bytes + v.footprint() > MAX_BYTES && !k.list.is_empty() {
             let (_, old) = k.list.remove(0);
-            k.bytes -= old.bytes.footprint();
-            dropped.push(old.bytes);
+            k.bytes -= old.footprint();
+            dropped.extend(old.bytes);
         }
-        k.bytes += v.bytes.footprint();
+        k.bytes += v.footprint();
         k.list.push((mem, v));
         dropped
     }
