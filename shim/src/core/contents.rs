@@ -545,8 +545,9 @@ pub(super) mod versions {
         Some(v)
     }
 
-    /// Keeps `v` as the version of `mem`; returns the bytes it did not keep: versions dropped
-    /// for room, or `v`'s own when it is too large or the application released `mem` already
+    /// Keeps `v` as the version of `mem` (by its leaves alone when it is too large to keep
+    /// whole); returns the bytes it did not keep: versions dropped for room, `v`'s own when it
+    /// is too large, or all of `v` when the application released `mem` already
     /// (a launch landed after the release: kept, its bytes would stay until pushed out, and
     /// memory of a digest engine would keep the context alive). The caller drops them, with
     /// no lock of ours held (dropping the last hold of an engine releases its objects).
