@@ -343,8 +343,9 @@ impl Chain {
     /// `launch`) does not bind as resident and whose contents some launch of the capture
     /// derives its input from, or this or a later launch restores a stored input from
     /// ([`Deriver::wants`]): before such an object is released, its contents reach the host,
-    /// as they would have had the output been read back when it was verified. They are read
-    /// in one trip, waited for once. Read-back failures leave the contents to be derived
+    /// as they would have had the output been read back when it was verified. Of several
+    /// objects holding one content, one is read (and all count as read). They are read in one
+    /// trip, waited for once. Read-back failures leave the contents to be derived
     /// again (by re-execution) or read from the capture, as after a cache eviction.
     pub fn settle(
         &mut self,
@@ -364,8 +365,9 @@ impl Chain {
             let Some((_, Some(h))) = unread else {
                 continue;
             };
-            // Bound as resident in another object: the launch reads that one's bytes.
-            if (0..all.len()).any(resident) || !deriver.wants(k, launch) {
+            // Read even when another object holding it is bound as resident: the launch may
+            // write through that one, and the content would then be nowhere.
+            if !deriver.wants(k, launch) {
                 continue;
             }
             let what = "reading back an output a later launch takes its input from";

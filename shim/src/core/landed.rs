@@ -12,6 +12,10 @@
 pub trait Held: Send + Sync {
     /// The contents.
     fn bytes(&self) -> &[u8];
+    /// Bytes of memory it holds (at least the contents': a pooled buffer may be larger).
+    fn footprint(&self) -> usize {
+        self.bytes().len()
+    }
 }
 
 /// A content read back.
@@ -34,7 +38,7 @@ impl Landed {
     pub fn footprint(&self) -> usize {
         match self {
             Landed::Heap(v) => v.capacity(),
-            Landed::Held(h) => h.bytes().len(),
+            Landed::Held(h) => h.footprint(),
         }
     }
 }

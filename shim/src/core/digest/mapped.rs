@@ -56,6 +56,10 @@ impl crate::core::landed::Held for Mapped {
         // SAFETY: `bytes` bytes mapped at `ptr` while this value lives (see the `Send` note).
         unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.bytes) }
     }
+    fn footprint(&self) -> usize {
+        // The pooled buffer it holds (best fit: possibly larger than the contents).
+        self.cap
+    }
 }
 
 impl Drop for Mapped {

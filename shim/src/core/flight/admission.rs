@@ -67,8 +67,12 @@ pub(in crate::core) fn admit(bytes: Reservation, device_cap: usize) -> Result<()
     let mut st = lock(&reg.state);
     let mut waiting = false;
     let verdict = loop {
-        let bytes_ok = (st.bytes.saturating_add(bytes.host) <= MAX_INFLIGHT_BYTES
-            && st.device_bytes.saturating_add(bytes.device) <= device_cap)
+        // The device part only for a launch that reserves some: snapshots in flight (of any
+        // device: one total, under the admitting device's cap) never hold back a launch
+        // without any.
+        let device_ok =
+            bytes.device == 0 || st.device_bytes.saturating_add(bytes.device) <= device_cap;
+        let bytes_ok = (st.bytes.saturating_add(bytes.host) <= MAX_INFLIGHT_BYTES && device_ok)
             || st.slots.is_empty();
         // Once waiting for the launch cap, wait for a batch to be written (hysteresis).
         let launch_cap = if waiting {
