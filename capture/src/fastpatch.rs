@@ -61,7 +61,7 @@ pub fn write_storm_patch(base: &LaunchRecord, new: &LaunchRecord, out: &mut Vec<
         sorted = (0..args.len()).collect();
         sorted.sort_by_key(|i| i.to_string());
     }
-    let order = (0..args.len()).map(|n| if sorted.is_empty() { n } else { sorted[n] });
+    let order = (0..args.len()).map(|n| sorted.get(n).copied().unwrap_or(n));
     let mut any = false;
     for i in order {
         let (old, new) = (&base.args[i], &args[i]);

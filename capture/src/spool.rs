@@ -59,7 +59,7 @@ mod ranges;
 mod record;
 mod writer;
 
-pub use ranges::{changed_ranges, mostly_changed, SAMPLED_BLOCKS};
+pub use ranges::{changed_ranges, mostly_changed, patch_small_enough, SAMPLED_BLOCKS};
 pub use record::{scan, scan_from, Part, Patch, Record, Scan, Tail};
 pub use writer::{Planned, SpoolStats, SpoolWriter, LANES};
 

@@ -947,10 +947,7 @@ fn a_buffer_too_large_to_keep_is_spooled_as_patches_over_the_leaves_that_changed
         bytes < (MIB << 20) + (ROUNDS << 20),
         "{bytes} bytes spooled for {ROUNDS} launches over a {MIB} MiB buffer: {stats}"
     );
-    assert!(
-        spool["patches"].as_u64().unwrap_or(0) >= ROUNDS,
-        "{stats}"
-    );
+    assert!(spool["patches"].as_u64().unwrap_or(0) >= ROUNDS, "{stats}");
     let launches = open_capture(&dir).launches.len();
     assert_eq!(launches as u64, ROUNDS);
     assert_replays_ok(&dir, launches);

@@ -4,6 +4,12 @@
 
 use super::{RANGES_MAX, RANGE_BLOCK};
 
+/// Whether a patch holding `held` bytes of a content of `len` is small enough to spool
+/// ([`SpoolWriter::plan`]): at most three quarters of the content, else a whole record.
+pub fn patch_small_enough(held: usize, len: usize) -> bool {
+    held * 4 <= len * 3
+}
+
 /// Whether a sample of the 64-byte blocks of `hull` ([`SAMPLED_BLOCKS`] of them, at
 /// pseudo-random places) says that nearly all of them changed (all but one in sixteen), and the hull holds
 /// more than three quarters of the content: then the ranges would hold more than
@@ -15,7 +21,11 @@ use super::{RANGES_MAX, RANGE_BLOCK};
 /// smaller, never a wrong content.
 pub fn mostly_changed(new: &[u8], old: &[u8], hull: (usize, usize)) -> bool {
     let (lo, hi) = hull;
-    if new.len() != old.len() || hi > new.len() || lo >= hi || (hi - lo) * 4 <= new.len() * 3 {
+    if new.len() != old.len()
+        || hi > new.len()
+        || lo >= hi
+        || patch_small_enough(hi - lo, new.len())
+    {
         return false;
     }
     let blocks = (hi - lo) / RANGE_BLOCK;

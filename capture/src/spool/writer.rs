@@ -241,7 +241,7 @@ impl SpoolWriter {
                 from = at.saturating_add(n);
                 held += n;
             }
-            let small = valid && held * 4 <= bytes.len() * 3;
+            let small = valid && super::patch_small_enough(held, bytes.len());
             (small && depth < PATCH_CHAIN_MAX && base != hash)
                 .then_some((base, ranges, depth, held))
         });

@@ -383,9 +383,8 @@ pub fn store_version(
     let whole = match region {
         Some((v, Some(r))) => match &v.bytes {
             Some(b) => cltrap_capture::spool::mostly_changed(&bytes, b, r),
-            // Leaves changed over more than three quarters: a whole record (as the spool
-            // would plan it).
-            None => (r.1 - r.0) * 4 > bytes.len() * 3,
+            // Leaves changed over more than the spool takes as a patch: a whole record.
+            None => !cltrap_capture::spool::patch_small_enough(r.1 - r.0, bytes.len()),
         },
         _ => true,
     };

@@ -364,9 +364,7 @@ impl Engine {
     pub fn snapshot_cap(&self) -> usize {
         self.snapshot_cap
     }
-}
 
-impl Engine {
     /// Builds the digest program for the queue's device, its kernel, slots and own queue
     /// (`break_build`: with a line that cannot compile, for the test of the fallback).
     fn build(next: &Next, facts: QueueFacts, break_build: bool) -> Result<Engine, String> {
