@@ -23,6 +23,8 @@
 //! What this crate is not for: talking to OpenCL. It is pure data + file I/O, so the shim
 //! (which must stay thin) and the analyzer can both depend on it.
 
+#[cfg(feature = "compact")]
+pub mod bulk;
 pub mod chunks;
 pub mod controls;
 #[cfg(feature = "compact")]

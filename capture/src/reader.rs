@@ -442,12 +442,26 @@ impl Contents {
                 Ok(chunk)
             },
         )?;
-        // Room for at most 64 MiB before the chunks were checked: the size is the index's word.
-        let mut bytes = Vec::with_capacity((size as usize).min(64 << 20));
-        for c in &chunks {
-            if let Some(i) = first.get(&(c.hash.as_str(), c.len)) {
-                bytes.extend_from_slice(&decoded[*i]);
-            }
+        // In order, each chunk at its place; allocated once the chunks were checked and their
+        // lengths add up to the size (the index's word until then).
+        let parts: Vec<&[u8]> = chunks
+            .iter()
+            .filter_map(|c| first.get(&(c.hash.as_str(), c.len)))
+            .map(|&i| decoded[i].as_slice())
+            .collect();
+        let damaged = || ReadError::DamagedBlob {
+            hash: hash.to_string(),
+        };
+        let total = parts.iter().map(|p| p.len() as u64).sum::<u64>();
+        if total != size {
+            return Err(damaged());
+        }
+        let mut bytes = usize::try_from(size)
+            .ok()
+            .and_then(crate::bulk::zeroed)
+            .ok_or_else(damaged)?;
+        if !crate::bulk::concat_into(&mut bytes, &parts) {
+            return Err(damaged());
         }
         Ok(bytes)
     }
@@ -700,13 +714,12 @@ impl Contents {
             return self.spooled_try(hash, want, max, false);
         };
         // Each part read straight into its place (a content of gigabytes is not copied twice).
-        let mut bytes = Vec::new();
-        bytes
-            .try_reserve_exact(total as usize)
-            .map_err(|_| ReadError::DamagedBlob {
+        let mut bytes = usize::try_from(total)
+            .ok()
+            .and_then(crate::bulk::zeroed)
+            .ok_or_else(|| ReadError::DamagedBlob {
                 hash: hash.to_string(),
             })?;
-        bytes.resize(total as usize, 0);
         let mut at = 0usize;
         for (name, r) in cover {
             let end = at + r.len as usize;
@@ -768,16 +781,15 @@ impl Contents {
         record: &crate::spool::Record,
     ) -> Result<Option<Vec<u8>>, ReadError> {
         let (hash, len) = (&record.hash, record.len);
-        let mut bytes = Vec::new();
-        bytes
-            .try_reserve_exact(len as usize)
-            .map_err(|_| ReadError::Corrupt {
+        let mut bytes = usize::try_from(len)
+            .ok()
+            .and_then(crate::bulk::zeroed)
+            .ok_or_else(|| ReadError::Corrupt {
                 path: self.dir.join(crate::spool::SPOOL_DIR).join(name),
                 message: format!(
                     "its record of content {hash} claims {len} bytes, more than fit in memory"
                 ),
             })?;
-        bytes.resize(len as usize, 0);
         Ok(self
             .read_record_into(name, record, &mut bytes)?
             .then_some(bytes))
@@ -791,14 +803,13 @@ impl Contents {
         record: &crate::spool::Record,
         into: &mut [u8],
     ) -> Result<bool, ReadError> {
-        use std::os::unix::fs::FileExt;
         let path = self.dir.join(crate::spool::SPOOL_DIR).join(name);
         let file = match open_inside(&self.dir, &[crate::spool::SPOOL_DIR, name], u64::MAX) {
             Ok(f) => f,
             Err(OpenError::NotFound) => return Ok(false),
             Err(e) => return Err(e.at(path, |_| unreachable_missing())),
         };
-        match file.read_exact_at(into, record.offset) {
+        match crate::bulk::read_exact_at(&file, into, record.offset) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(ReadError::Corrupt {
                 path,

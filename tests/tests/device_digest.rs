@@ -142,6 +142,40 @@ fn full_mode_reads_back_only_contents_it_has_not_stored_and_replays_bit_for_bit(
 }
 
 #[test]
+fn a_snapshot_larger_than_mapped_memory_is_read_through_stages_into_the_same_bytes() {
+    // 72 MiB: more than an engine's mapped memory (64 MiB), read in 16 MiB pieces (the last
+    // one partial) through two stages; the same contents as a capture that read the
+    // application's buffer back without snapshots, and the launches replay.
+    let args = ["2", "72"];
+    let flags = ["--derive-after-mb", "4096", "--device-digest"];
+    let exe = fixture("slices");
+    let native = run_native(&exe, &args).expect_success();
+    let mut caps = Vec::new();
+    for (label, how) in [("dd-staged", "on"), ("dd-staged-ref", "off")] {
+        let dir = fresh_capture_dir(label);
+        let mut f = flags.to_vec();
+        f.push(how);
+        let (captured, counters) = run_captured_with_stats(&dir, &f, &exe, &args);
+        captured.assert_no_panic();
+        assert_same_behaviour(&native, &captured);
+        let mut cap = open_capture(&dir);
+        cap.launches.sort_by_key(|l| l.seq);
+        assert_eq!(cap.launches.len(), 2);
+        assert_full_contents(&cap);
+        caps.push((dir, cap, counters));
+    }
+    let dev = &caps[0].2;
+    assert!(counter(dev, "snapshot_reads_staged") >= 1, "{dev}");
+    assert_eq!(counter(&caps[1].2, "snapshot_reads_staged"), 0);
+    let (a, b) = (sides(&caps[0].1), sides(&caps[1].1));
+    assert_eq!(a.len(), 4);
+    for ((seq, arg, side, x), (_, _, _, y)) in a.iter().zip(&b) {
+        assert_eq!(x, y, "enqueue {seq} argument {arg} {side}");
+    }
+    assert_replays_ok(&caps[0].0, 2);
+}
+
+#[test]
 fn queues_events_sub_buffers_and_host_pointers_behave_and_replay_with_device_digests() {
     // Out-of-order queues with event chains, profiling, callbacks (queues); user events
     // (gated); sub-buffers, aliasing, CL_MEM_USE_HOST_PTR with map/unmap (memory); several

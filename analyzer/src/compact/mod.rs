@@ -53,7 +53,7 @@ use cltrap_capture::reader::Contents;
 use cltrap_capture::spool::{self, SPOOL_DIR};
 use cltrap_capture::writer::{self, BlobStore};
 use cltrap_capture::writer_fs::Access;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -496,12 +496,9 @@ impl Compactor {
     fn rebuild(&self, file: &std::fs::File, r: &spool::Record) -> Result<Rebuilt, String> {
         let read = |len: u64, offset: u64| -> Result<Vec<u8>, String> {
             let len = usize::try_from(len).unwrap_or(usize::MAX);
-            let mut bytes = Vec::new();
-            bytes
-                .try_reserve_exact(len)
-                .map_err(|_| format!("its record claims {len} bytes, more than fit in memory"))?;
-            bytes.resize(len, 0);
-            file.read_exact_at(&mut bytes, offset)
+            let mut bytes = cltrap_capture::bulk::zeroed(len)
+                .ok_or_else(|| format!("its record claims {len} bytes, more than fit in memory"))?;
+            cltrap_capture::bulk::read_exact_at(file, &mut bytes, offset)
                 .map_err(|e| format!("its bytes cannot be read ({e})"))?;
             Ok(bytes)
         };

@@ -143,8 +143,9 @@ pub(super) struct Snapshot {
 
 impl Snapshot {
     /// Reads the snapshot back (blocking, on the engine's own queue: never the application's),
-    /// into the engine's mapped host memory ([`mapped`]), or, when the engine has none to
-    /// spare, into heap memory whose pages are mapped already ([`super::room::spare::mapped`]).
+    /// into the engine's mapped host memory ([`mapped`]); a large one that finds none of its
+    /// size through two mapped stages into the heap ([`Engine::read_staged`]); else into heap
+    /// memory whose pages are mapped already ([`super::room::spare::mapped`]).
     /// Why mapped memory for every read, not only for those an application's `clFinish` waits
     /// for: side by side on the H200 host (3 rounds, 2026-11-29), reads ahead on the writer's
     /// side into mapped memory made a DP wavefront's whole capture 12% shorter and left the
@@ -157,6 +158,24 @@ impl Snapshot {
             unsafe { self.read_into(m.as_mut_ptr()) }?;
             super::stats::add(&super::stats::SNAPSHOT_READS_MAPPED, 1);
             return Ok(Landed::Held(Box::new(m)));
+        }
+        if self.bytes >= mapped::STAGED_MIN {
+            // Through two mapped stages, into room whose pages the copies touch first.
+            let mut v = super::room::spare::take(self.bytes).unwrap_or_default();
+            v.reserve_exact(self.bytes);
+            // SAFETY: our own snapshot buffer of `bytes` bytes; `v` has room for them.
+            if let Some(done) = unsafe {
+                self.engine
+                    .read_staged(self.mem, self.bytes, v.as_mut_ptr())
+            } {
+                done?;
+                // SAFETY: the staged read wrote all of them.
+                unsafe { v.set_len(self.bytes) };
+                super::stats::add(&super::stats::SNAPSHOT_READS, 1);
+                super::stats::add(&super::stats::SNAPSHOT_READ_BYTES, self.bytes as u64);
+                super::stats::add(&super::stats::SNAPSHOT_READS_STAGED, 1);
+                return Ok(Landed::Heap(v));
+            }
         }
         let room = super::stats::span(super::stats::Phase::SnapshotRoom);
         let mut v = super::room::spare::mapped(self.bytes);

@@ -121,6 +121,9 @@ pub(super) static SNAPSHOT_READ_BYTES: AtomicU64 = AtomicU64::new(0);
 /// Of [`SNAPSHOT_READS`], those read into an engine's mapped host memory (the driver copies
 /// straight into it), not the heap.
 pub(super) static SNAPSHOT_READS_MAPPED: AtomicU64 = AtomicU64::new(0);
+/// Of [`SNAPSHOT_READS`], those too large for mapped memory of their size read through two
+/// mapped stages into the heap ([`super::digest`]'s staged reads).
+pub(super) static SNAPSHOT_READS_STAGED: AtomicU64 = AtomicU64::new(0);
 /// Launches an application's `clFinish` wrote itself (`--at-finish write`) or handed to the
 /// writer thread (`--at-finish hand`).
 pub(super) static FINISH_WRITTEN: AtomicU64 = AtomicU64::new(0);
@@ -169,7 +172,7 @@ pub(super) fn write(path: &std::path::Path) {
         .collect();
     // The counters, named as in the file, in its order (one list: names and values cannot
     // drift apart).
-    let counters: [(&str, &AtomicU64); 17] = [
+    let counters: [(&str, &AtomicU64); 18] = [
         ("content_reads", &CONTENT_READS),
         ("content_read_bytes", &CONTENT_READ_BYTES),
         ("device_digests", &DEVICE_DIGESTS),
@@ -177,6 +180,7 @@ pub(super) fn write(path: &std::path::Path) {
         ("snapshot_reads", &SNAPSHOT_READS),
         ("snapshot_read_bytes", &SNAPSHOT_READ_BYTES),
         ("snapshot_reads_mapped", &SNAPSHOT_READS_MAPPED),
+        ("snapshot_reads_staged", &SNAPSHOT_READS_STAGED),
         ("snapshots_read_ahead", &SNAPSHOTS_READ_AHEAD),
         ("copied_while_hashed", &COPIED_WHILE_HASHED),
         ("unwritten_by_source", &UNWRITTEN_BY_SOURCE),
