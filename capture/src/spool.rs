@@ -294,6 +294,39 @@ mod tests {
     }
 
     #[test]
+    fn zero_blocks_of_a_large_record_are_holes_and_read_back_as_zeros() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile::tempdir().unwrap();
+        let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+        // Data, 8 MiB of zeros, data, zeros up to a tail of zeros (always written).
+        let mut bytes = vec![0u8; 10 << 20];
+        for (i, b) in bytes[..100_000].iter_mut().enumerate() {
+            *b = (i % 251) as u8 + 1;
+        }
+        bytes[(8 << 20) + 100_000 + 7] = 42;
+        let hash = crate::writer::digest(&bytes);
+        w.put(&hash, &bytes).unwrap();
+        drop(w);
+        let path = t
+            .path()
+            .join(SPOOL_DIR)
+            .join(&segments(t.path()).unwrap()[0]);
+        let f = File::open(&path).unwrap();
+        let s = scan(&f).unwrap();
+        assert_eq!(s.tail, Tail::Clean);
+        assert_eq!(s.records.len(), 1);
+        let r = &s.records[0];
+        assert_eq!((r.hash.as_str(), r.len), (hash.as_str(), bytes.len() as u64));
+        let mut back = vec![1u8; bytes.len()];
+        f.read_exact_at(&mut back, r.offset).unwrap();
+        assert!(back == bytes);
+        // Of its 10 MiB, under 3 MiB take room on disk.
+        let m = f.metadata().unwrap();
+        assert!(m.len() > 10 << 20);
+        assert!(m.blocks() * 512 < 3 << 20, "{} bytes allocated", m.blocks() * 512);
+    }
+
+    #[test]
     fn a_large_whole_record_is_cut_into_parts_of_whole_pages_and_scanned_back() {
         let t = tempfile::tempdir().unwrap();
         let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();

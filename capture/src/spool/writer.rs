@@ -450,18 +450,17 @@ impl SpoolWriter {
         };
         let file = &mut seg.file;
         let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            // One write for both (a short write is completed by `write_all`).
-            let mut record = Vec::with_capacity(0);
-            let buf: &[u8] = if body.len() <= 1 << 16 {
-                record.reserve_exact(header.len() + body.len());
+            // One write for both (a short write is completed by `write_all`); a large body
+            // after its header, its zero blocks left as holes.
+            if body.len() <= 1 << 16 {
+                let mut record = Vec::with_capacity(header.len() + body.len());
                 record.extend_from_slice(header);
                 record.extend_from_slice(body);
-                &record
+                file.write_all(&record)?;
             } else {
                 file.write_all(header)?;
-                body
-            };
-            file.write_all(buf)?;
+                write_with_holes(file, body)?;
+            }
             if let Some(trailer) = trailer {
                 let t = trailer()?;
                 if t.len() != PART_TRAILER {
@@ -610,4 +609,48 @@ impl SpoolWriter {
         let planned = self.plan(hash, bytes, Some((base, ranges)))?;
         self.write_planned(0, &planned, bytes)
     }
+}
+
+/// Bytes of a block [`write_with_holes`] leaves as a hole when all of them are zero.
+const HOLE_BLOCK: usize = 64 << 10;
+
+/// Appends `body` to `file` (opened to append), leaving each run of [`HOLE_BLOCK`]-byte blocks
+/// that are all zero as a hole (the file extended over it, nothing written) instead of
+/// writing it; reading a hole gives zeros. The last block is always written, so the file
+/// reaches the body's end only once all of it is there (a writer that dies midway leaves a
+/// record that is cut, as before).
+///
+/// Why: a buffer an application never wrote is zero; a `full` capture spools its first
+/// content like any other, and Debian's clpeak `--global-bandwidth` spooled 2 GB of zeros
+/// (its 2 GiB output before the first launch), which the spool lanes copied into the page
+/// cache and compaction read back.
+fn write_with_holes(file: &mut File, body: &[u8]) -> std::io::Result<()> {
+    let mut end = file.metadata()?.len();
+    // Data not written yet starts at `data`; the zero run before it has `zeros` bytes.
+    let (mut data, mut zeros) = (0, 0u64);
+    let mut at = 0;
+    while at < body.len() {
+        let next = (at + HOLE_BLOCK).min(body.len());
+        if next < body.len() && all_zero(&body[at..next]) {
+            if data < at {
+                file.write_all(&body[data..at])?;
+                end += (at - data) as u64;
+            }
+            zeros += (next - at) as u64;
+            data = next;
+        } else if zeros > 0 {
+            end += zeros;
+            file.set_len(end)?;
+            zeros = 0;
+        }
+        at = next;
+    }
+    file.write_all(&body[data..])
+}
+
+/// Whether every byte of `bytes` is zero (early out at the first 512 bytes that are not).
+fn all_zero(bytes: &[u8]) -> bool {
+    bytes
+        .chunks(512)
+        .all(|c| c.iter().fold(0u8, |acc, &b| acc | b) == 0)
 }
