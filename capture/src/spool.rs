@@ -316,14 +316,21 @@ mod tests {
         assert_eq!(s.tail, Tail::Clean);
         assert_eq!(s.records.len(), 1);
         let r = &s.records[0];
-        assert_eq!((r.hash.as_str(), r.len), (hash.as_str(), bytes.len() as u64));
+        assert_eq!(
+            (r.hash.as_str(), r.len),
+            (hash.as_str(), bytes.len() as u64)
+        );
         let mut back = vec![1u8; bytes.len()];
         f.read_exact_at(&mut back, r.offset).unwrap();
         assert!(back == bytes);
         // Of its 10 MiB, under 3 MiB take room on disk.
         let m = f.metadata().unwrap();
         assert!(m.len() > 10 << 20);
-        assert!(m.blocks() * 512 < 3 << 20, "{} bytes allocated", m.blocks() * 512);
+        assert!(
+            m.blocks() * 512 < 3 << 20,
+            "{} bytes allocated",
+            m.blocks() * 512
+        );
     }
 
     #[test]

@@ -23,11 +23,13 @@
 //! purpose, for the test of that path).
 
 mod mapped;
+mod snapshot;
+
+pub(super) use snapshot::Snapshot;
 
 use super::device::QueueFacts;
 use super::held::{Child, Hold};
-use super::landed::Landed;
-use super::readahead::{Ahead, ReadBack};
+use super::readahead::Ahead;
 use super::track::lock;
 use crate::Next;
 use cltrap_capture::devdigest::{self, GROUP_SIZE, KERNEL_NAME, KERNEL_SOURCE, SLOT_BYTES};
@@ -128,122 +130,6 @@ impl Drop for Slot {
         }
         st.in_use = st.in_use.saturating_sub(1);
         st.last_used = Some(Instant::now());
-    }
-}
-
-/// A device-side copy of a buffer's contents, given back to the engine's pool when dropped.
-pub(super) struct Snapshot {
-    engine: Arc<Engine>,
-    mem: usize,
-    bytes: usize,
-    /// A command of ours may still use it: released (the driver keeps it for that command),
-    /// never pooled.
-    abandoned: bool,
-}
-
-impl Snapshot {
-    /// Reads the snapshot back (blocking, on the engine's own queue: never the application's),
-    /// into the engine's mapped host memory ([`mapped`]); a large one that finds none of its
-    /// size through two mapped stages into the heap ([`Engine::read_staged`]); else into heap
-    /// memory whose pages are mapped already ([`super::room::spare::mapped`]).
-    /// Why mapped memory for every read, not only for those an application's `clFinish` waits
-    /// for: side by side on the H200 host (3 rounds, 2026-11-29), reads ahead on the writer's
-    /// side into mapped memory made a DP wavefront's whole capture 12% shorter and left the
-    /// other benchmark patterns as they were (the engine's pool is reused, so its cost of
-    /// making mapped memory is paid about once per buffer).
-    pub fn read(&self) -> Result<Landed, cl_int> {
-        let _read = super::stats::span(super::stats::Phase::SnapshotRead);
-        if let Some(mut m) = self.engine.mapped(self.bytes) {
-            // SAFETY: mapped memory of `bytes` bytes, ours until dropped.
-            unsafe { self.read_into(m.as_mut_ptr()) }?;
-            super::stats::add(&super::stats::SNAPSHOT_READS_MAPPED, 1);
-            return Ok(Landed::Held(Box::new(m)));
-        }
-        if self.bytes >= mapped::STAGED_MIN {
-            // Through two mapped stages, into room whose pages the copies touch first.
-            let mut v = super::room::spare::take(self.bytes).unwrap_or_default();
-            v.reserve_exact(self.bytes);
-            // SAFETY: our own snapshot buffer of `bytes` bytes; `v` has room for them.
-            if let Some(done) = unsafe {
-                self.engine
-                    .read_staged(self.mem, self.bytes, v.as_mut_ptr())
-            } {
-                done?;
-                // SAFETY: the staged read wrote all of them.
-                unsafe { v.set_len(self.bytes) };
-                super::stats::add(&super::stats::SNAPSHOT_READS, 1);
-                super::stats::add(&super::stats::SNAPSHOT_READ_BYTES, self.bytes as u64);
-                super::stats::add(&super::stats::SNAPSHOT_READS_STAGED, 1);
-                return Ok(Landed::Heap(v));
-            }
-        }
-        let room = super::stats::span(super::stats::Phase::SnapshotRoom);
-        let mut v = super::room::spare::mapped(self.bytes);
-        drop(room);
-        v.clear();
-        v.reserve_exact(self.bytes);
-        // SAFETY: `v` has room for `bytes` bytes.
-        unsafe { self.read_into(v.as_mut_ptr()) }?;
-        // SAFETY: the read wrote all of them.
-        unsafe { v.set_len(self.bytes) };
-        Ok(Landed::Heap(v))
-    }
-
-    /// Reads the snapshot's `bytes` bytes into `dst` (blocking, on the engine's own queue) and
-    /// counts them.
-    ///
-    /// # Safety
-    /// `dst` must be valid for writes of `bytes` bytes, used by nothing else meanwhile.
-    unsafe fn read_into(&self, dst: *mut u8) -> Result<(), cl_int> {
-        let read = self.engine.calls.read.ok_or(CL_INVALID_OPERATION)?;
-        // SAFETY: our own buffer of `bytes` bytes, our own queue, into room for that many
-        // (the caller's promise); a blocking read that succeeded wrote all of them.
-        let r = unsafe {
-            read(
-                self.engine.queue as cl_command_queue,
-                self.mem as cl_mem,
-                CL_TRUE,
-                0,
-                self.bytes,
-                dst.cast(),
-                0,
-                std::ptr::null(),
-                std::ptr::null_mut(),
-            )
-        };
-        if r != CL_SUCCESS {
-            return Err(r);
-        }
-        super::stats::add(&super::stats::SNAPSHOT_READS, 1);
-        super::stats::add(&super::stats::SNAPSHOT_READ_BYTES, self.bytes as u64);
-        Ok(())
-    }
-}
-
-impl ReadBack for Snapshot {
-    fn read(&self) -> Result<Landed, cl_int> {
-        Snapshot::read(self)
-    }
-}
-
-impl Drop for Snapshot {
-    fn drop(&mut self) {
-        let e = &self.engine;
-        let mut st = lock(&e.state);
-        st.in_use = st.in_use.saturating_sub(1);
-        st.last_used = Some(Instant::now());
-        let pooled: usize = st.free_snapshots.iter().map(|(b, _)| *b).sum();
-        if !self.abandoned && !st.closed && pooled + self.bytes <= POOLED_SNAPSHOT_BYTES {
-            st.free_snapshots.push((self.bytes, self.mem));
-            return;
-        }
-        drop(st);
-        if let Some(rel) = e.calls.release_mem {
-            // SAFETY: our own buffer; the commands using it completed (see `Digest`).
-            e.gone(Child::Buffer, || unsafe {
-                rel(self.mem as cl_mem);
-            });
-        }
     }
 }
 
