@@ -168,7 +168,7 @@ fn a_snapshot_larger_than_mapped_memory_is_read_through_stages_into_the_same_byt
     assert!(counter(dev, "snapshot_reads_staged") >= 1, "{dev}");
     assert_eq!(counter(&caps[1].2, "snapshot_reads_staged"), 0);
     let (a, b) = (sides(&caps[0].1), sides(&caps[1].1));
-    assert_eq!(a.len(), 4);
+    assert_eq!((a.len(), b.len()), (4, 4));
     for ((seq, arg, side, x), (_, _, _, y)) in a.iter().zip(&b) {
         assert_eq!(x, y, "enqueue {seq} argument {arg} {side}");
     }

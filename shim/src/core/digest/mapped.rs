@@ -93,6 +93,19 @@ impl Drop for Mapped {
     }
 }
 
+/// Finishes an engine's queue (`.0`, with its `clFinish`, `.1`) when dropped: what a staged
+/// read leaves behind if its copy unwinds.
+struct Finish(usize, opencl_sys::cl_function_types::clFinish_t);
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        if let Some(finish) = self.1 {
+            // SAFETY: the engine's own queue, alive while the engine is.
+            unsafe { finish(self.0 as cl_command_queue) };
+        }
+    }
+}
+
 impl Engine {
     /// Mapped memory for `bytes` bytes: pooled, or made and mapped now (None: the engine holds
     /// [`MAPPED_MAX`] already, or it could not be made).
@@ -156,6 +169,9 @@ impl Engine {
         dst: *mut u8,
     ) -> Option<Result<(), cl_int>> {
         use cltrap_capture::parallel::map_each;
+        if bytes == 0 {
+            return None;
+        }
         let (read, finish) = (self.calls.read?, self.calls.finish?);
         let mut stages = [self.mapped(STAGE)?, self.mapped(STAGE)?];
         // (Both go back to the engine's pool when dropped, after the last piece was copied.)
@@ -198,6 +214,9 @@ impl Engine {
             }
             let (offset, len) = piece(k);
             let (src, to) = (at[k % 2], dst as usize + offset);
+            // Should the copy unwind, the read into the other stage is waited for first, so
+            // the stages never go back to the pool with a read of ours in flight.
+            let pending = next.then(|| Finish(self.queue, self.calls.finish));
             map_each(len.div_ceil(STAGE_COPY), len > STAGE_COPY, |i| {
                 let o = i * STAGE_COPY;
                 // SAFETY: piece k was read into its stage (blocking, or finished below in the
@@ -211,6 +230,7 @@ impl Engine {
                     )
                 }
             });
+            std::mem::forget(pending);
             if next {
                 // SAFETY: the engine's own queue.
                 let r = unsafe { finish(self.queue as cl_command_queue) };

@@ -48,7 +48,10 @@ impl Snapshot {
                 self.engine
                     .read_staged(self.mem, self.bytes, v.as_mut_ptr())
             } {
-                done?;
+                if let Err(e) = done {
+                    crate::core::room::spare::give(v);
+                    return Err(e);
+                }
                 // SAFETY: the staged read wrote all of them.
                 unsafe { v.set_len(self.bytes) };
                 crate::core::stats::add(&crate::core::stats::SNAPSHOT_READS, 1);
@@ -59,6 +62,8 @@ impl Snapshot {
                 crate::core::stats::add(&crate::core::stats::SNAPSHOT_READS_STAGED, 1);
                 return Ok(Landed::Heap(v));
             }
+            // No stages to spare: the room goes back for the read below to take.
+            crate::core::room::spare::give(v);
         }
         let room = crate::core::stats::span(crate::core::stats::Phase::SnapshotRoom);
         let mut v = crate::core::room::spare::mapped(self.bytes);
