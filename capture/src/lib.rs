@@ -98,7 +98,9 @@ mod tests {
         }
     }
 
-    fn launch(program: &str) -> LaunchRecord {
+    /// A launch record of kernel `k` naming `program` (a digest, or a short name that stands
+    /// for one); the writer's tests use it too.
+    pub(crate) fn launch(program: &str) -> LaunchRecord {
         LaunchRecord {
             id: 99,
             seq: 0,

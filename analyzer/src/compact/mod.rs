@@ -406,6 +406,14 @@ impl Compactor {
         if self.stored(&r.hash) {
             return Ok(true);
         }
+        let problem = |what: String| {
+            format!(
+                "{}: content {} at byte {}: {what}",
+                path.display(),
+                r.hash,
+                r.offset
+            )
+        };
         // The content, or the base a patch is rebuilt from, spooled in parts that do not
         // cover it (and not stored: a compacted part's segment is gone once it is).
         let in_parts = match (&r.part, &r.patch) {
@@ -418,24 +426,18 @@ impl Compactor {
                 if live {
                     return Ok(false);
                 }
-                report.problems.push(format!(
-                    "{}: content {} at byte {}: content {h} is spooled in parts that do not cover it (their writer died while it wrote them; no launch names it); dropped with the segment",
-                    path.display(),
-                    r.hash,
-                    r.offset
-                ));
+                report.problems.push(problem(format!(
+                    "content {h} is spooled in parts that do not cover it (their writer died while it wrote them; no launch names it); dropped with the segment"
+                )));
                 return Ok(true);
             }
         }
         let mut rebuilt = match self.rebuild(file, r) {
             Ok(v) => v,
             Err(why) => {
-                report.problems.push(format!(
-                    "{}: content {} at byte {}: {why}; the segment is kept",
-                    path.display(),
-                    r.hash,
-                    r.offset
-                ));
+                report
+                    .problems
+                    .push(problem(format!("{why}; the segment is kept")));
                 return Ok(false);
             }
         };

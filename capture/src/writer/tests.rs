@@ -2,6 +2,7 @@
 //! between processes, continuing and upgrading captures, partial last lines.
 
 use super::*;
+use crate::tests::launch;
 use std::os::unix::fs::PermissionsExt;
 
 fn manifest() -> Manifest {
@@ -126,28 +127,6 @@ fn a_content_repeating_its_chunks_reads_back_and_a_damaged_one_is_found() {
         matches!(err, crate::reader::ReadError::DamagedBlob { .. }),
         "{err}"
     );
-}
-
-fn launch(program: &str) -> LaunchRecord {
-    use crate::model::*;
-    LaunchRecord {
-        id: 0,
-        seq: 0,
-        kernel: "k".into(),
-        program: program.into(),
-        api: LaunchApi::NdRange,
-        work_dim: 1,
-        global_offset: None,
-        global_size: vec![4],
-        local_size: None,
-        args: vec![],
-        device: DeviceRecord::default(),
-        queue_properties: 0,
-        launch_site: None,
-        thread: 0,
-        status: 0,
-        not_replayable: vec![],
-    }
 }
 
 fn mode(p: &Path) -> u32 {

@@ -6,6 +6,8 @@ use super::{mapped, Engine, POOLED_SNAPSHOT_BYTES};
 use crate::core::held::Child;
 use crate::core::landed::Landed;
 use crate::core::readahead::ReadBack;
+use crate::core::room::spare;
+use crate::core::stats;
 use crate::core::track::lock;
 use opencl_sys::*;
 use std::sync::Arc;
@@ -25,48 +27,27 @@ impl Snapshot {
     /// Reads the snapshot back (blocking, on the engine's own queue: never the application's),
     /// into the engine's mapped host memory ([`mapped`]); a large one that finds none of its
     /// size through two mapped stages into the heap ([`Engine::read_staged`]); else into heap
-    /// memory whose pages are mapped already ([`crate::core::room::spare::mapped`]).
+    /// memory whose pages are mapped already ([`spare::mapped`]).
     /// Why mapped memory for every read, not only for those an application's `clFinish` waits
     /// for: side by side on the H200 host (3 rounds, 2026-11-29), reads ahead on the writer's
     /// side into mapped memory made a DP wavefront's whole capture 12% shorter and left the
     /// other benchmark patterns as they were (the engine's pool is reused, so its cost of
     /// making mapped memory is paid about once per buffer).
     pub(in crate::core) fn read(&self) -> Result<Landed, cl_int> {
-        let _read = crate::core::stats::span(crate::core::stats::Phase::SnapshotRead);
+        let _read = stats::span(stats::Phase::SnapshotRead);
         if let Some(mut m) = self.engine.mapped(self.bytes) {
             // SAFETY: mapped memory of `bytes` bytes, ours until dropped.
             unsafe { self.read_into(m.as_mut_ptr()) }?;
-            crate::core::stats::add(&crate::core::stats::SNAPSHOT_READS_MAPPED, 1);
+            stats::add(&stats::SNAPSHOT_READS_MAPPED, 1);
             return Ok(Landed::Held(Box::new(m)));
         }
         if self.bytes >= mapped::STAGED_MIN {
-            // Through two mapped stages, into room whose pages the copies touch first.
-            let mut v = crate::core::room::spare::take(self.bytes).unwrap_or_default();
-            v.reserve_exact(self.bytes);
-            // SAFETY: our own snapshot buffer of `bytes` bytes; `v` has room for them.
-            if let Some(done) = unsafe {
-                self.engine
-                    .read_staged(self.mem, self.bytes, v.as_mut_ptr())
-            } {
-                if let Err(e) = done {
-                    crate::core::room::spare::give(v);
-                    return Err(e);
-                }
-                // SAFETY: the staged read wrote all of them.
-                unsafe { v.set_len(self.bytes) };
-                crate::core::stats::add(&crate::core::stats::SNAPSHOT_READS, 1);
-                crate::core::stats::add(
-                    &crate::core::stats::SNAPSHOT_READ_BYTES,
-                    self.bytes as u64,
-                );
-                crate::core::stats::add(&crate::core::stats::SNAPSHOT_READS_STAGED, 1);
-                return Ok(Landed::Heap(v));
+            if let Some(done) = self.read_through_stages() {
+                return done;
             }
-            // No stages to spare: the room goes back for the read below to take.
-            crate::core::room::spare::give(v);
         }
-        let room = crate::core::stats::span(crate::core::stats::Phase::SnapshotRoom);
-        let mut v = crate::core::room::spare::mapped(self.bytes);
+        let room = stats::span(stats::Phase::SnapshotRoom);
+        let mut v = spare::mapped(self.bytes);
         drop(room);
         v.clear();
         v.reserve_exact(self.bytes);
@@ -75,6 +56,42 @@ impl Snapshot {
         // SAFETY: the read wrote all of them.
         unsafe { v.set_len(self.bytes) };
         Ok(Landed::Heap(v))
+    }
+
+    /// Reads the snapshot through two mapped stages ([`Engine::read_staged`]) into heap room
+    /// whose pages the copies touch first (a kept vector when there is one); None when the
+    /// engine has no two stages to spare. The room goes back to the kept ones unless returned.
+    fn read_through_stages(&self) -> Option<Result<Landed, cl_int>> {
+        let mut v = spare::take(self.bytes).unwrap_or_default();
+        v.reserve_exact(self.bytes);
+        // SAFETY: our own snapshot buffer of `bytes` bytes; `v` has room for them.
+        let done = unsafe {
+            self.engine
+                .read_staged(self.mem, self.bytes, v.as_mut_ptr())
+        };
+        match done {
+            Some(Ok(())) => {
+                // SAFETY: the staged read wrote all of them.
+                unsafe { v.set_len(self.bytes) };
+                self.counted();
+                stats::add(&stats::SNAPSHOT_READS_STAGED, 1);
+                Some(Ok(Landed::Heap(v)))
+            }
+            Some(Err(e)) => {
+                spare::give(v);
+                Some(Err(e))
+            }
+            None => {
+                spare::give(v);
+                None
+            }
+        }
+    }
+
+    /// Counts one snapshot read back, of `bytes` bytes.
+    fn counted(&self) {
+        stats::add(&stats::SNAPSHOT_READS, 1);
+        stats::add(&stats::SNAPSHOT_READ_BYTES, self.bytes as u64);
     }
 
     /// Reads the snapshot's `bytes` bytes into `dst` (blocking, on the engine's own queue) and
@@ -102,8 +119,7 @@ impl Snapshot {
         if r != CL_SUCCESS {
             return Err(r);
         }
-        crate::core::stats::add(&crate::core::stats::SNAPSHOT_READS, 1);
-        crate::core::stats::add(&crate::core::stats::SNAPSHOT_READ_BYTES, self.bytes as u64);
+        self.counted();
         Ok(())
     }
 }
