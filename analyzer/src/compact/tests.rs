@@ -231,3 +231,45 @@ fn a_patch_finds_its_base_whichever_segment_is_compacted_first() {
     assert_eq!((r.segments, r.contents, r.patches), (2, 2, 1), "{r:?}");
     assert_eq!(read(t.path(), &b), b);
 }
+
+/// The same content spooled twice, in two segments compacted in one pass: stored once, both
+/// segments dropped. With the first copy damaged, the second is stored all the same and
+/// only the damaged copy's segment stays (said).
+#[test]
+fn a_content_spooled_twice_is_stored_once_and_a_damaged_copy_does_not_hide_a_good_one() {
+    let (a, _) = two_versions();
+    let hash = writer::digest(&a);
+    for damaged in [false, true] {
+        let t = tempfile::tempdir().unwrap();
+        for _ in 0..2 {
+            let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+            w.put(&hash, &a).unwrap();
+        }
+        let names = spool::segments(t.path()).unwrap();
+        assert_eq!(names.len(), 2, "{names:?}");
+        let first = t.path().join(SPOOL_DIR).join(&names[0]);
+        if damaged {
+            let s = spool::scan(&std::fs::File::open(&first).unwrap()).unwrap();
+            let at = s.records[0].offset + 1000;
+            let mut bytes = std::fs::read(&first).unwrap();
+            bytes[at as usize] ^= 0xff;
+            std::fs::write(&first, bytes).unwrap();
+        }
+        let r = Compactor::new(t.path()).pass().unwrap();
+        assert_eq!(r.contents, 1, "damaged {damaged}: {r:?}");
+        assert_eq!(r.raw_bytes, a.len() as u64, "damaged {damaged}: {r:?}");
+        assert_eq!(read(t.path(), &a), a);
+        let left = spool::segments(t.path()).unwrap();
+        if damaged {
+            assert_eq!(left, vec![names[0].clone()], "{r:?}");
+            assert!(
+                r.problems.len() == 1 && r.problems[0].contains("does not match its digest"),
+                "{:?}",
+                r.problems
+            );
+        } else {
+            assert!(left.is_empty(), "{left:?}");
+            assert!(r.problems.is_empty(), "{:?}", r.problems);
+        }
+    }
+}
