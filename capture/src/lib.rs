@@ -602,6 +602,19 @@ mod tests {
         .unwrap();
         let e = Capture::open(&dir).unwrap_err().to_string();
         assert!(e.contains("change of launch 2"), "{e}");
+        // A change that is not a set of fields (a number, a string, a list, true) is damage
+        // the reader names, never a panic.
+        let first = log.split(|b| *b == b'\n').next().unwrap();
+        let first = format!("{}\n", String::from_utf8(first.to_vec()).unwrap());
+        for patch in ["68719476736", "\"x\"", "[1,2]", "true"] {
+            let text = format!("{first}{{\"id\":1,\"base\":0,\"patch\":{patch}}}\n");
+            std::fs::write(dir.join(LAUNCHES_FILE), text).unwrap();
+            let e = Capture::open(&dir).unwrap_err().to_string();
+            assert!(
+                e.contains("line 2 (launch 1): its change is not a set of fields"),
+                "{patch}: {e}"
+            );
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 
