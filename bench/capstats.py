@@ -10,7 +10,7 @@ Prints one JSON object:
   other_on_disk   bytes of the other blobs (program sources, program records)
   log_bytes       size of launches.jsonl + manifest.json
   written         everything under the capture directory
-The dedup target of issue 2 is content_on_disk <= content_unique.
+The dedup target is content_on_disk <= content_unique.
 """
 import json
 import os

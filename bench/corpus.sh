@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real-kernel corpus benchmark (issue 10 item 5): `cltrap fuzz --solve` on every kernel of
+# The real-kernel corpus benchmark: `cltrap fuzz --solve` on every kernel of
 # bench/corpus/<project>/ (one interface file per kernel: <file>.<kernel>.json, the kernel
 # file <file>.cl next to it or under the folder its project's SOURCES file names inside the
 # fetch cache), `cltrap cover` on every generated suite (what fuzz reports covered must be what

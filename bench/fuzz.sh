@@ -14,11 +14,12 @@
 #        SEED=5 bench/fuzz.sh
 #        REDUCED_BUDGET=20s bench/fuzz.sh   (time per campaign of the reduced-execution part)
 #
-# Then (worker mode, needs cc) the reduced executions of issue 10 item 6, side by side in
-# the same run: captured launches of >= 1M work-items from real host programs, each fuzzed
-# for REDUCED_BUDGET (default 10s, --exhaust-budget: a fixed time, no early stop) with the
-# default reduction and with --full-launches, printing executions per second of the fuzzing
-# loop (the confirming runs on the whole launch are counted apart) and their ratio:
+# Then (worker mode, needs cc) the reduced executions (fuzzing on a subset of the
+# work-groups), side by side in the same run: captured launches of >= 1M work-items from
+# real host programs, each fuzzed for REDUCED_BUDGET (default 10s, --exhaust-budget: a
+# fixed time, no early stop) with the default reduction and with --full-launches, printing
+# executions per second of the fuzzing loop (the confirming runs on the whole launch are
+# counted apart) and their ratio:
 #   - bench/fuzz_apps.c `edges`: an image filter over a 1920x1080 RGBA frame (2 073 600
 #     work-items, NULL local size), and `dense`: a neural-network layer (1 048 576 work-items);
 #     each by default and with --captured-ranges (scalars kept to the captured values, so no

@@ -1,6 +1,6 @@
 /*
  * Two large launches as real applications make them, for `bench/fuzz.sh`'s reduced-execution
- * comparison (issue 10, item 6) and the reduced-fuzzing tests:
+ * comparison and the reduced-fuzzing tests:
  *
  *  - `edges`: an image filter (gradient magnitude with clamp-to-edge borders and a noise
  *    threshold) over a 1920x1080 RGBA8 frame held in buffers, launched with a NULL local

@@ -9,7 +9,7 @@ run, the time it waited for compaction (`spool.wait_ns`, back-pressure), the com
 throughput and the spool's peak size (from `cltrap run`'s compaction line), and the bytes
 stored after compaction. The last round's `full` capture of each application is then replayed
 in order (`cltrap replay`, REPLAY=0 to skip): launches replayed per second and the replay's
-wall time as a ratio to the native run (issue 23's target: <= 10x).
+wall time as a ratio to the native run (target: <= 10x).
 
 Usage: bench/spool.py                       (ROUNDS=3; binaries in target/bench, cltrap and
                                              libcltrap.so in target/release or $BENCH_BIN)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Capture storage benchmark (issue 12, items 2 and 3): what a `full` capture costs on disk
-# and in time for the patterns that used to blow the disk budget, measured side by side with
-# a baseline build ("today") in one run. Modes, alternating within each round (the order
+# Capture storage benchmark: what a `full` capture costs on disk and in time for the
+# patterns that fill the disk budget fastest, measured side by side with a baseline build
+# in one run. Modes, alternating within each round (the order
 # rotates every round, like bench/run.sh):
 #   native   the program alone
 #   base     `cltrap run --buffers full` with the baseline build (BASE_CLTRAP: a `cltrap`

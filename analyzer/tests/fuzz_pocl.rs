@@ -612,10 +612,10 @@ fn a_program_that_does_not_build_is_said_once_without_a_misleading_report_error(
 /// darktable's retouch kernels index a float4 buffer with offsets read from a region buffer
 /// (`in[dest_index].w = w`, dest_index from `roi_in->x`, `roi_in->width`, ...). A case whose
 /// region puts the write gigabytes away crashes (or silently corrupts) whatever process runs
-/// it. Fuzzing keeps it as a finding; `cltrap mutate` over that finding used to check it with
-/// the instrumented original in its own process and died of it (SIGSEGV, or "double free or
-/// corruption" for the darktable corpus kernel): the original now runs in a worker, and the
-/// case is named as "not a test case".
+/// it. Fuzzing keeps it as a finding; `cltrap mutate` over that finding runs the instrumented
+/// original in a worker, not in its own process (which such a case kills: SIGSEGV, or "double
+/// free or corruption" for the darktable corpus kernel), survives it, and names the case as
+/// "not a test case".
 #[test]
 fn mutate_survives_a_case_that_writes_gigabytes_out_of_bounds() {
     let dir = common::temp_dir("far-write");

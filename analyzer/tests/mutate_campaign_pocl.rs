@@ -456,8 +456,8 @@ fn without_a_coverage_build_a_crashing_schema_costs_no_test_case() {
 /// A mutant whose run writes into a guard zone is a RUNTIME-ERROR whose worker retires after
 /// it (`Campaign::spent`): the mutant after it runs in a fresh worker, whatever the number of
 /// workers, and one worker writes the mutation JSON of three. On a GPU such a run can leave
-/// the process's device context broken for every later run (CUDA's sticky errors), which made
-/// a verdict depend on which mutant had run before it in the same worker.
+/// the process's device context broken for every later run (CUDA's sticky errors), which would
+/// make a verdict depend on which mutant ran before it in the same worker.
 #[test]
 fn a_mutant_that_writes_into_a_guard_zone_retires_its_worker() {
     let f = suite("campaign-retire");

@@ -601,7 +601,7 @@ fn a_program_the_driver_cannot_run_as_a_schema_is_evaluated_one_compile_per_muta
         .filter(|s| *s == "RUNTIME-ERROR")
         .count();
     // Either PoCL runs the schema, or the campaign said so and compiled each mutant: most
-    // mutants get real verdicts either way (without the fallback, every one was a crash).
+    // mutants get real verdicts either way (without the fallback, every one would be a crash).
     assert!(crashed * 2 < m.len(), "{crashed} of {}\n{out}", m.len());
     if out.contains("driver cannot run the original through the mutant schema") {
         assert!(

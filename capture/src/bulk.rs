@@ -2,12 +2,12 @@
 //! memory that is zero without being written ([`zeroed`]), filled from a file
 //! ([`read_exact_at`]) or from pieces ([`concat_into`]) by several threads at once.
 //!
-//! Why: reading a 2 GB spooled content into a vector zeroed first, with one `pread`, touched
-//! every page twice on one thread (the zeroing faulted in 512 Ki pages, the copy out of the
-//! page cache ran on one core). Compacting the spool of Debian's clpeak `--global-bandwidth`
-//! (4.2 GB, contents of 2 GiB) on a 16-core H200 host spent 30% of its CPU time on its main
-//! thread, most of it there, while the workers waited. A page is now first touched by the
-//! thread that copies into it, and the copies run side by side.
+//! Why: reading a 2 GB spooled content into a vector zeroed first, with one `pread`, touches
+//! every page twice on one thread (the zeroing faults in 512 Ki pages, the copy out of the
+//! page cache runs on one core). Compacting the spool of Debian's clpeak `--global-bandwidth`
+//! (4.2 GB, contents of 2 GiB) that way on a 16-core H200 host spent 30% of its CPU time on
+//! its main thread, most of it there, while the workers waited. Here a page is first touched
+//! by the thread that copies into it, and the copies run side by side.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;

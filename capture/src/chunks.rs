@@ -26,7 +26,7 @@
 //!   ... which groups the exponent bytes of float data and compresses it better; `r`: the
 //!   bytes themselves, for data zstd would shrink by less than a tenth; chosen per chunk on
 //!   samples), then the zstd frame (`z`, `s`) or the raw bytes (`r`). Readers of every
-//!   version accept all three, so packs written before `r` existed read as they did.
+//!   version accept all three, so packs without `r` chunks read unchanged.
 //!
 //! A reader checks every chunk against its digest and the reassembled content against `H`.
 

@@ -472,9 +472,10 @@ impl Settings {
 /// The `auto` budget (max, derive-after, spool bound; bytes) for a filesystem with `free`
 /// bytes free: a quarter of it at most (between 256 MB and 64 GB), derive after a
 /// sixty-fourth of it (between 512 MB and 8 GB: long chains of launches replay faster the
-/// more is stored, but every spooled byte is compacted again), a spool of an eighth of it (between 64 MB and 8 GB). Why from the free space: the
-/// fixed 4 GB / 512 MB were too little on a large disk (long chains of derived contents,
-/// slow replays) and too much on a small one. Unknown free space: the former fixed values.
+/// more is stored, but every spooled byte is compacted again), a spool of an eighth of it
+/// (between 64 MB and 8 GB). Why from the free space: a fixed 4 GB / 512 MB is too little on
+/// a large disk (long chains of derived contents, slow replays) and too much on a small one.
+/// Unknown free space: 4 GB, 512 MB and a 1 GB spool.
 pub fn auto_budget(free: Option<u64>) -> (u64, u64, u64) {
     const MB: u64 = 1 << 20;
     match free {
@@ -623,7 +624,7 @@ mod tests {
         assert_eq!(auto_budget(Some(free)), (free / 4, free / 64, 8 << 30));
         // 40 GB free: a spool of an eighth of it.
         assert_eq!(auto_budget(Some(40 << 30)).2, 5 << 30);
-        // A small disk: the floors; an unknown one: the former fixed values.
+        // A small disk: the floors; an unknown one: 4 GB, 512 MB and a 1 GB spool.
         assert_eq!(auto_budget(Some(100 * MB)), (256 * MB, 512 * MB, 64 * MB));
         assert_eq!(auto_budget(None), (4096 * MB, 512 * MB, 1024 * MB));
         let s = Settings::from_values(&HashMap::new()).expect("defaults parse");

@@ -1,12 +1,13 @@
 //! The chunks of a large content ([`crate::chunks::cut`]: FastCDC 2020 as the `fastcdc` crate
 //! cuts) found by several threads at once, exactly the same chunks.
 //!
-//! Why: cutting was the one serial pass left in storing a new content. The earlier parallel
-//! cut (threads cutting from evenly spaced starts, followed from byte 0 through the chunks
-//! they found) stays serial on periodic data — a float pattern repeating every 4 KB, a
-//! matrix — where every cut point lies on one lattice and a thread that started elsewhere
-//! never meets the true sequence; storing buffer-heavy's new contents on the H200 ran at the
-//! speed of one thread's FastCDC, about 2 GB/s.
+//! Why: cutting is a pass of storing a new content that the other parallel steps leave
+//! serial, and a plain parallel cut (threads cutting from evenly spaced starts, followed from
+//! byte 0 through the chunks they found) stays serial on periodic data — a float pattern
+//! repeating every 4 KB, a matrix — where every cut point lies on one lattice and a thread
+//! that started elsewhere never meets the true sequence; with that cut, storing
+//! buffer-heavy's new contents on the H200 ran at the speed of one thread's FastCDC, about
+//! 2 GB/s.
 //!
 //! How: FastCDC ends a chunk at the first byte, past the chunk's minimum size, where a gear
 //! hash (`h = (h << 1) + GEAR[byte]`, restarted at the minimum size of each chunk) has no bit

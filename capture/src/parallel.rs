@@ -4,13 +4,13 @@
 //! workers; and what lets the next version of a large buffer cost only its changed region
 //! (its leaves and chunks are reused).
 //!
-//! Why: a content the capture has not stored yet costs a digest of all its bytes, a
-//! FastCDC pass and, per chunk, a digest and zstd; one writer thread did all of it serially,
-//! which bounded a buffer-heavy capture on a 16-core GPU machine to one core (issue 12,
-//! item 5). The results are those of the serial code: the same digest (blake3's tree, merged
-//! with its `hazmat` functions, checked against `blake3::hash` by the tests) and the same
-//! chunks in the same order; only who computes them changes. Contents below
-//! [`PARALLEL_MIN`] and machines with one core stay serial.
+//! Why: a content the capture has not stored yet costs a digest of all its bytes, a FastCDC
+//! pass and, per chunk, a digest and zstd; done serially on the one writer thread, that work
+//! bounds a buffer-heavy capture on a 16-core GPU machine to one core. The results are those of
+//! the serial code: the same digest (blake3's tree, merged with its `hazmat` functions, checked
+//! against `blake3::hash` by the tests) and the same chunks in the same order; only who
+//! computes them changes. Contents below [`PARALLEL_MIN`] and machines with one core stay
+//! serial.
 
 use crate::hex::Hash;
 pub use crate::workers::{allow_all_cores, for_each, map_each, threads};

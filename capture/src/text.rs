@@ -2,11 +2,11 @@
 //! a kernel (argument names, types, qualifiers; the device's names).
 //!
 //! Why: the shim builds one [`crate::LaunchRecord`] per launch on the application's thread and
-//! its writer thread drops it; with `String` fields that was a dozen allocations and frees per
-//! launch for the same few words, across two threads (glibc's allocator then contends), a
-//! measurable part of what a launch storm's capture costs. Cloning a `Text` is a reference
-//! count. It reads like a `&str` (it derefs to one, compares with one) and is written to JSON
-//! as a plain string, so the capture format is unchanged.
+//! its writer thread drops it; with `String` fields that would be a dozen allocations and
+//! frees per launch for the same few words, across two threads (glibc's allocator then
+//! contends), a measurable part of what a launch storm's capture costs. Cloning a `Text` is a
+//! reference count. It reads like a `&str` (it derefs to one, compares with one) and is
+//! written to JSON as a plain string, so the capture format is unchanged.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;

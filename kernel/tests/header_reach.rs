@@ -1,8 +1,8 @@
 //! Passes rewrite only what a kernel can run: a function defined in an included header that no
-//! kernel calls is left as written (it used to make the schedule permutation and the coverage
-//! pass refuse the whole program, at "0:0"), and a header function a kernel does reach is
-//! refused at the main-file call that reaches it. Built and run on PoCL: the rewritten
-//! programs give the original outputs.
+//! kernel calls is left as written (so the schedule permutation and the coverage pass do not
+//! refuse the whole program, at "0:0", over code no kernel runs), and a header function a
+//! kernel does reach is refused at the main-file call that reaches it. Built and run on PoCL:
+//! the rewritten programs give the original outputs.
 
 mod common;
 use common::{buffer, bytes_of, kernels_dir, launch, session, to_words, words, DEVICE};

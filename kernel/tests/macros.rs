@@ -1,8 +1,8 @@
-//! Macros and typedefs in every pass (issue 10): the interface types arguments by their
-//! canonical type, the model carries the operators, literals and swizzles macros write, the
-//! solver reasons over the expanded code, and coverage and mutation either instrument code
-//! inside a macro correctly or leave it out with a note — the programs they hand the driver
-//! build and run on PoCL. Fixture: `tests/kernels/macros.cl`, one kernel per kind of use.
+//! Macros and typedefs in every pass: the interface types arguments by their canonical type,
+//! the model carries the operators, literals and swizzles macros write, the solver reasons over
+//! the expanded code, and coverage and mutation either instrument code inside a macro correctly
+//! or leave it out with a note — the programs they hand the driver build and run on PoCL.
+//! Fixture: `tests/kernels/macros.cl`, one kernel per kind of use.
 
 mod common;
 use common::{buffer, bytes_of, fixture, launch, session, words, DEVICE};

@@ -1,4 +1,4 @@
-//! The solver's breadth (issue 10, item 3), checked end to end: for every `if` / `&&` side of
+//! The solver's breadth, checked end to end: for every `if` / `&&` side of
 //! `tests/kernels/solve_breadth.cl` the solver answers (no "unsupported"), and every answer for
 //! the exactly modelled constructs — `true`, vector arguments and element access, casts
 //! through typedefs, `convert_*` (saturating, rounding), `as_*`, `fabs`/`fmin`/`fmax`/`min`/

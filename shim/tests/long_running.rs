@@ -10,11 +10,11 @@ use swap_support::{build, shim, tmp};
 
 use std::process::Command;
 
-/// Cycles of the run (the hour-long application, compressed).
+/// Cycles of the run (an hour-long application, compressed).
 const CYCLES: u64 = 100_000;
-/// Resident memory the shim may add between cycle 2 000 and the end. The shim before object
-/// pruning added about 80 bytes per cycle here (7-8 MB over the run, on top of what
-/// PoCL's handle reuse hid); what remains now is allocator noise.
+/// Resident memory the shim may add between cycle 2 000 and the end: room for allocator
+/// noise. A shim that kept released objects would add about 80 bytes per cycle here (7-8 MB
+/// over the run, on top of what PoCL's handle reuse hides), past the limit.
 const MAX_GROWTH_KB: i64 = 4 << 10;
 
 fn field(line: &str, name: &str) -> i64 {

@@ -1,11 +1,11 @@
 #!/bin/sh
 # Device memory of an application that creates, uses and releases contexts in a loop
-# (tests/apps/contexts.c), natively and under libcltrap.so with device-side digests (issue 12
-# item 4): the process's GPU memory is sampled with nvidia-smi every 2 s while it runs, and
-# must stay flat under the shim as natively (before the fix every context stayed alive with
-# the digest engine's objects, about 8 MB of device memory per context).
-# No cargo needed: carry target/release/libcltrap.so (and, for a before/after comparison, an
-# older build named by BASELINE_SHIM). Usage:
+# (tests/apps/contexts.c), natively and under libcltrap.so with device-side digests: the
+# process's GPU memory is sampled with nvidia-smi every 2 s while it runs, and must stay flat
+# under the shim as natively (a context kept alive with the digest engine's objects would
+# hold about 8 MB of device memory per context).
+# No cargo needed: carry target/release/libcltrap.so (and, for a comparison, a baseline build
+# named by BASELINE_SHIM). Usage:
 #   sh shim/tools/context_memory.sh [CYCLES [OUTDIR]]
 set -u
 N=${1:-400}

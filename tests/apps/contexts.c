@@ -1,5 +1,5 @@
-/* Fixture: an application that creates, uses and releases whole contexts in a loop (issue 12
- * item 4: the shim's own objects must not outlive the application's context).
+/* Fixture: an application that creates, uses and releases whole contexts in a loop (the
+ * shim's own objects must not outlive the application's context).
  *
  * argv[1]: cycles (default 40). Each cycle creates a context with a destructor callback
  * (clSetContextDestructorCallback, OpenCL 3.0) that counts destroyed contexts, a queue, a

@@ -3,7 +3,7 @@
 //! with Oclgrind as the reference), fuzz one kernel, mutate one kernel, export and run the
 //! reproducers — asserting what each must do on correct third-party code.
 //!
-//! Why one pipeline: each analysis was seen to fail on real code in its own way (a crash on
+//! Why one pipeline: each analysis can fail on real code in its own way (a crash on
 //! programs of several strings, races that do not exist, instrumentation the driver rejects,
 //! mutation scores without test cases). A step that goes wrong is collected, not fatal, so
 //! one run of an application reports every step that failed.

@@ -19,8 +19,8 @@
 //!   accesses of one macro use that are not checked are each counted, per reason too; a race
 //!   between groups is named on the lines Oclgrind names (each group's first access).
 //! - The Oclgrind vendors folder and the native engine's cache cannot be prepared by another
-//!   user: a folder or link at the old predictable paths is not used, and a cached file
-//!   changed after it was stored is not trusted.
+//!   user: a folder or link planted at a predictable path (`$TMPDIR/cltrap-check-<pid>`) is
+//!   not used, and a cached file changed after it was stored is not trusted.
 
 use cltrap_e2e::*;
 use serde_json::Value;

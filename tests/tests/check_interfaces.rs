@@ -1,7 +1,7 @@
-//! The interfaces around `cltrap check` (issue 11), end to end on PoCL + Oclgrind: the HTML
-//! report, the race check inside `replay --schedules`, the overrunning line of `fuzz` and
-//! `mutate` findings, and API-misuse findings. The host program is tests/apps/check.c with
-//! the kernels of tests/kernels/check.cl. Skipped (with a message) without Debian's oclgrind.
+//! The interfaces around `cltrap check`, end to end on PoCL + Oclgrind: the HTML report, the
+//! race check inside `replay --schedules`, the overrunning line of `fuzz` and `mutate`
+//! findings, and API-misuse findings. The host program is tests/apps/check.c with the kernels
+//! of tests/kernels/check.cl. Skipped (with a message) without Debian's oclgrind.
 
 use cltrap_e2e::*;
 use serde_json::Value;

@@ -305,8 +305,8 @@ fn a_third_party_kernel_is_checked_clean_clpeak() {
 }
 
 /// The shim is transparent on the Oclgrind platform too: Oclgrind's `clFlush` runs the queued
-/// commands on the calling thread, so a flush from the capture's writer thread ran a kernel
-/// while the application's thread ran another and Oclgrind aborted the application
+/// commands on the calling thread, so a flush from the capture's writer thread would run a
+/// kernel while the application's thread runs another, and Oclgrind aborts the application
 /// (`m_kernelInvocation == NULL`, or heap corruption). The application captured with full
 /// contents on Oclgrind must end and print exactly as natively there, and its launches must
 /// replay on PoCL.
@@ -318,8 +318,8 @@ fn an_application_on_the_oclgrind_platform_runs_unchanged_under_capture() {
     let vendors = fresh_dir("vendors", "oclgrind-only");
     std::fs::write(vendors.join("oclgrind.icd"), format!("{ICD}\n")).expect("write the icd file");
     let env = [("OCL_ICD_VENDORS", vendors.as_os_str())];
-    // The bundled example app: its kernels run long enough on Oclgrind for the old writer's
-    // flush to meet them every time (a small fixture met them one run in three).
+    // The bundled example app: its kernels run long enough on Oclgrind for a flush from the
+    // writer thread to meet them every time (a small fixture meets them one run in three).
     let root = workspace_root();
     let built = std::process::Command::new(root.join("scripts/build-c.sh"))
         .arg("demo")

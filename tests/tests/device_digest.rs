@@ -215,8 +215,9 @@ const CONTEXT_CYCLES: u64 = 30;
 fn contexts_the_application_releases_are_destroyed_under_the_capture() {
     // Every cycle of `contexts` creates a context with a destructor callback, launches once
     // over a buffer digested on the device and releases everything; natively every callback
-    // fires. Before the shim gave back its digest engine with the context, none fired under
-    // the capture (the engine's objects kept every context alive) and the fixture failed.
+    // fires. The shim gives its digest engine back with the context: an engine kept past it
+    // would keep every context alive, no callback would fire under the capture, and the
+    // fixture would fail.
     let exe = fixture("contexts");
     let cycles = CONTEXT_CYCLES.to_string();
     let args = [cycles.as_str()];
@@ -282,9 +283,9 @@ fn contexts_the_application_releases_are_destroyed_under_the_capture() {
 }
 
 /// Context cycles of the memory test, and what its resident memory may grow by between
-/// cycle 20 and the end. Before the fix each cycle's context stayed alive with the digest
-/// engine's objects (about 1.1 MB of resident memory per cycle on PoCL); now the growth is
-/// what a native run shows (a few hundred kB: BENCHMARKS.md, "Memory of long-running applications").
+/// cycle 20 and the end: what a native run shows (a few hundred kB: BENCHMARKS.md, "Memory of
+/// long-running applications"). A context kept alive with the digest engine's objects would
+/// add about 1.1 MB of resident memory per cycle on PoCL, far past the limit.
 const MEMORY_CYCLES: u64 = 200;
 const MAX_GROWTH_KB: i64 = 6 << 10;
 
@@ -353,9 +354,9 @@ fn a_digest_program_that_does_not_build_leaves_launches_on_the_read_path() {
 #[test]
 fn a_launch_from_an_event_callback_reads_back_and_the_engine_is_built_on_the_main_thread() {
     // The first launch of `callback_launch` is enqueued from a completion callback, where
-    // building a program is undefined: that launch's buffer is read back (before the fix the
-    // engine was built inside the callback and nothing was read back), and the launches that
-    // follow on the main thread build the engine and digest on the device.
+    // building a program is undefined: that launch's buffer is read back (no engine is built
+    // inside the callback), and the launches that follow on the main thread build the engine
+    // and digest on the device.
     let (dir, cap, dev) = capture("callback_launch", "dd-callback", &["--device-digest", "on"]);
     assert_eq!(cap.launches.len(), 4);
     assert_eq!(counter(&dev, "content_reads"), 2, "{dev}");

@@ -425,7 +425,7 @@ fn early_released_objects_and_launches_from_event_callbacks_are_captured_and_rep
 /// Programs made of several source strings (NUL-terminated, length-delimited) and a unit
 /// compiled with two headers replay in a worker and in-process, and `--schedules` and
 /// `cover` rebuild them too: the executor hands the driver one pointer per string (the
-/// `cl3` crate's slice casts had made the second string's address a length: SIGSEGV).
+/// `cl3` crate's slice casts would make the second string's address a length: SIGSEGV).
 #[test]
 fn programs_of_several_source_strings_and_headers_replay_ok() {
     let (dir, cap) = round_trip("multistring", &[], &[]);

@@ -1,7 +1,7 @@
-//! Fuzzing a captured launch of 2^20 work-items on a subset of its work-groups (issue 10,
-//! item 6): the reduced executions drive the campaign, every kept case is confirmed on the
-//! whole launch (what the suite records), an input that fails only in a group outside the
-//! subset is a finding and not a suite case, and the same seed gives the same campaign.
+//! Fuzzing a captured launch of 2^20 work-items on a subset of its work-groups: the reduced
+//! executions drive the campaign, every kept case is confirmed on the whole launch (what the
+//! suite records), an input that fails only in a group outside the subset is a finding and not
+//! a suite case, and the same seed gives the same campaign.
 
 use cltrap_e2e::*;
 use serde_json::Value;

@@ -486,8 +486,8 @@ impl Maker<'_> {
                 write_log(d, &l)
             });
         }
-        // The bit flip that renames `local_size` by one letter (read as a NULL local size,
-        // the launch replayed `ok`, before unknown fields were refused).
+        // The bit flip that renames `local_size` by one letter (were unknown fields accepted,
+        // it would read as a NULL local size and the launch would replay `ok`).
         if let Some(i) = lines.iter().position(|l| l.contains("\"local_size\"")) {
             let mut l = lines.clone();
             l[i] = l[i].replacen("\"local_size\"", "\"local_sizm\"", 1);

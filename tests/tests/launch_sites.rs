@@ -1,6 +1,6 @@
 //! Launch sites in a program without debug information: `cltrap list` names the module and
 //! offset, and never a function that does not hold the call. (`addr2line` without line
-//! information answers the nearest preceding symbol: CLBlast's stripped tuners were listed
+//! information answers the nearest preceding symbol: CLBlast's stripped tuners would be listed
 //! as launching from `clblast::BLASError::~BLASError()`.)
 
 use cltrap_e2e::*;

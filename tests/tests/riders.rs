@@ -1,4 +1,4 @@
-//! Launches without an event of their own ("riders", `shim/src/core/flight.rs`): on an
+//! Launches without an event of their own ("riders", `shim/src/core/flight/`): on an
 //! in-order queue most recorded launches get no event (each one the capture creates, asks
 //! about and releases cost the launching thread microseconds on NVIDIA). Their completion
 //! is learned from a later event of the same thread, a `clFinish` or blocking read, or a

@@ -53,8 +53,8 @@ pub const WATCHDOG_WORDS: usize = 3;
 /// in any run where the barrier is legal, every work-item of a group passes it equally often,
 /// so the counters agree and the `break` is uniform. The limit is a run-time value
 /// (`__cltrap_wd[1]`) because the right one depends on the suite; the original records its
-/// need in `__cltrap_wd[2]`. (Before, such loops had no watchdog, and an endless one cost
-/// the whole run deadline plus a worker restart.)
+/// need in `__cltrap_wd[2]`. (Without a watchdog, an endless barrier loop would cost the
+/// whole run deadline plus a worker restart.)
 ///
 /// The rule: 64 times the original's need, and at least 4096 (for loops whose count grows
 /// with the launch size, as under a launch-geometry mutant). A mutant is stopped only after

@@ -1,4 +1,4 @@
-// Every kind of macro and typedef use cltrap's passes must see through (issue 10).
+// Every kind of macro and typedef use cltrap's passes must see through.
 typedef float DATA_TYPE;
 typedef float4 VEC;
 typedef uint COUNT;

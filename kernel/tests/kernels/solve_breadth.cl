@@ -1,4 +1,4 @@
-// What the solver models beyond plain arithmetic (issue 10, item 3): true/false, vector
+// What the solver models beyond plain arithmetic: true/false, vector
 // arguments and element access, casts through typedefs, convert_* / as_*, math built-ins.
 typedef float real;
 typedef int idx_t;

@@ -470,12 +470,12 @@ pub fn store_version(
 /// The last large content stored per memory object, so the next version of the same buffer
 /// is hashed only where it changed and spooled as a patch on it
 /// (`BlobStore::put_content_spooled`). Why: a solver updating a slice of a 16 MB grid per
-/// launch had the writer hash all 16 MB again at every launch. Bounded
+/// launch would otherwise have the writer hash all 16 MB again at every launch. Bounded
 /// ([`versions::MAX_BYTES`], oldest dropped first); a content larger than that is kept by its
 /// leaves alone (32 bytes per 64 KiB), so its next version is hashed whole but still spooled
 /// as a patch over the leaves that changed: clpeak's `--global-bandwidth` writes the first
-/// 128 MB of a 2 GiB output, which was spooled whole. Forgotten when the application releases
-/// the object.
+/// 128 MB of a 2 GiB output, which would otherwise be spooled whole. Forgotten when the
+/// application releases the object.
 pub(super) mod versions {
     use super::lock;
     use super::Landed;

@@ -54,8 +54,7 @@ const POOLED_SNAPSHOT_BYTES: usize = 256 << 20;
 /// Launches in flight hold snapshots of at most a sixteenth of their device's memory
 /// ([`Engine::snapshot_cap`]), and never less than [`SNAPSHOT_CAP_MIN`].
 const SNAPSHOT_SHARE: u64 = 16;
-/// The least snapshot bytes in flight: the host's cap of reads in flight, which bounded
-/// snapshots too before each had its own.
+/// The least snapshot bytes in flight: the same as the host's cap of reads in flight.
 const SNAPSHOT_CAP_MIN: usize = 512 << 20;
 
 /// The entry points an engine needs after the launch call returned.
@@ -710,8 +709,8 @@ pub(super) fn stored(dd: &str, hash: &str, size: u64) {
 /// Releases the pooled snapshot buffers of engines not used for [`IDLE`] (called by the
 /// writer thread). The engines themselves stay while the application holds their context
 /// ([`retire`]): releasing one while the application keeps launching in its context is
-/// exactly the driver traffic that coincided with the one crash seen on NVIDIA while this was
-/// built, and an engine costs its context only the slots buffer and a program.
+/// exactly the driver traffic that coincided with a crash seen on NVIDIA, and an engine
+/// costs its context only the slots buffer and a program.
 pub(super) fn trim() {
     let engines: Vec<Arc<Engine>> = lock(&ENGINES).values().flatten().cloned().collect();
     for e in engines {

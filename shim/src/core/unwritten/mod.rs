@@ -2,7 +2,8 @@
 //! program's own text: a `__global float *in` that the kernel only indexes to read is as
 //! unchanged by a launch as a `const` one, so the capture reads it once (before the launch)
 //! instead of twice. Real code often leaves out `const` (Rodinia's Gaussian elimination passes
-//! all three matrices without it); each such argument cost a read back and a hash per launch.
+//! all three matrices without it); each such argument would otherwise cost a read back and a
+//! hash per launch.
 //!
 //! Job: a conservative token scan, no parser, in three steps: [`lex`] (tokens and
 //! directives, marking every spelling a compiler would read otherwise), [`expand`] (the
@@ -15,7 +16,7 @@
 //! kernel, an `#if` around or within the kernel, a program-scope `__global` variable, C++ for
 //! OpenCL, inline assembly, a kernel defined other than exactly once. A wrong "unwritten"
 //! would record stale contents, so every doubt answers "may write"; `cases/` holds programs
-//! that hid a write from earlier versions, each a test.
+//! that hide a write from a naive scan, each a test.
 //!
 //! Invariants:
 //! * Pure: text in, flags out; nothing here calls OpenCL or allocates more than the tokens.

@@ -175,8 +175,9 @@ fn macros_are_expanded_or_answer_may_write() {
     }
 }
 
-/// `cases/`: programs that really write a parameter in ways an earlier version of this
-/// scan missed (a review's findings, each confirmed with clang-15).
+/// `cases/`: programs that really write a parameter in ways a naive scan misses (each write
+/// confirmed with clang-15); the scan must answer "may write" for every one, or the capture
+/// would record stale contents.
 #[test]
 fn programs_that_really_write_answer_may_write() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core/unwritten/cases");
