@@ -413,3 +413,99 @@ fn fuzz_accepts_a_kernel_file_with_a_latin1_comment() {
     out.assert_no_panic();
     assert!(out.success(), "{}", out.describe());
 }
+
+/// The process ids whose parent is `parent` and whose command line holds `word`.
+fn children_with(parent: u32, word: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // The parent is the fourth field, after the command's closing parenthesis.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if ppid == Some(parent) && String::from_utf8_lossy(&cmdline).contains(word) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Whether process `pid` is gone (or a zombie waiting to be reaped).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// A `cltrap` killed outright (SIGKILL: no handler runs) while a worker runs a kernel that
+/// never ends takes the worker with it: the worker does not run on for minutes until its
+/// watchdog, burning a core with no one to report to.
+#[test]
+fn a_replay_killed_outright_leaves_no_worker_running() {
+    let dir = small_capture("killed-runner");
+    let cap = open_capture(&dir);
+    let old_prog_hash = cap.launches[0].program.clone();
+    let mut prog = cap.program(&old_prog_hash).expect("program record");
+    let cltrap_capture::ProgramOrigin::Source { sources } = &mut prog.origin else {
+        panic!("sequence.cl is built from source: {:?}", prog.origin)
+    };
+    let text = cap.source_text(&sources[0]).expect("source");
+    // A loop that never ends and keeps writing (so no compiler may drop it).
+    let endless = text.replace(
+        "out[g] = v + (int)g;",
+        "for (int k = 0;; k++) out[g] = v + k;",
+    );
+    assert_ne!(endless, text, "the edit applied");
+    let store = cltrap_capture::BlobStore::new(&dir);
+    sources[0] = store.put(endless.as_bytes()).expect("store source");
+    let new_prog_hash = store
+        .put(&serde_json::to_vec(&prog).expect("encode program"))
+        .expect("store program");
+    let log = dir.join("launches.jsonl");
+    let text = std::fs::read_to_string(&log).expect("read log");
+    std::fs::write(&log, text.replace(&old_prog_hash, &new_prog_hash)).expect("write log");
+
+    let mut runner = std::process::Command::new(&tools().cltrap)
+        .args([OsStr::new("replay"), dir.as_os_str(), OsStr::new("0")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("cltrap starts");
+    let patience = std::time::Duration::from_secs(120);
+    let started = std::time::Instant::now();
+    let worker = loop {
+        if let Some(&w) = children_with(runner.id(), "--unit-worker").first() {
+            break w;
+        }
+        assert!(
+            started.elapsed() < patience && runner.try_wait().unwrap().is_none(),
+            "no worker started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // Let it reach the kernel, then kill the runner with no chance to clean up.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    runner.kill().unwrap();
+    runner.wait().unwrap();
+    let killed = std::time::Instant::now();
+    while !gone(worker) && killed.elapsed() < patience {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let left = !gone(worker);
+    if left {
+        // SAFETY: a plain kill of the test's own grandchild.
+        unsafe { libc::kill(worker as i32, libc::SIGKILL) };
+    }
+    assert!(
+        !left,
+        "the worker {worker} ran on after its runner was killed"
+    );
+}

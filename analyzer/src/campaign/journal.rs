@@ -64,6 +64,18 @@ impl std::fmt::Display for JournalError {
     }
 }
 
+/// Makes `path` hold `bytes`: a new file of a name no one else can have made (`O_EXCL`, in
+/// `path`'s folder) renamed over it. Why: a campaign folder sits in a capture, which may come
+/// from elsewhere; a file written in place (or a fixed temporary name) would be written
+/// through a link planted there, into a file outside the campaign.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
 /// Reads the journal in `dir`.
 pub fn read(dir: &Path) -> Result<Journal, JournalError> {
     let path = dir.join(FILE);
@@ -139,12 +151,9 @@ impl Writer {
             return Ok(w);
         }
         // A fresh journal replaces an older one whole: written aside, then renamed.
-        let tmp = dir.join(format!(".{FILE}.{}", std::process::id()));
-        let mut file = File::create(&tmp)?;
         let mut line = serde_json::to_string(header).map_err(std::io::Error::other)?;
         line.push('\n');
-        file.write_all(line.as_bytes())?;
-        std::fs::rename(&tmp, &path)?;
+        replace_file(&path, line.as_bytes())?;
         let file = OpenOptions::new().append(true).open(&path)?;
         Ok(Writer { file, path })
     }
@@ -165,6 +174,26 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A campaign folder's files are replaced, never written through a link planted at
+    /// their name: a hard link's other name and a symbolic link's target keep their bytes.
+    #[test]
+    fn a_file_replaced_in_a_campaign_folder_never_writes_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "precious").unwrap();
+        let hard = dir.path().join("stats.json");
+        std::fs::hard_link(&outside, &hard).unwrap();
+        replace_file(&hard, b"{}").unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+        assert_eq!(std::fs::read_to_string(&hard).unwrap(), "{}");
+        let soft = dir.path().join(FILE);
+        std::os::unix::fs::symlink(&outside, &soft).unwrap();
+        let w = Writer::open(dir.path(), &header(), false).unwrap();
+        drop(w);
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+        assert!(!std::fs::symlink_metadata(&soft).unwrap().is_symlink());
+    }
 
     fn header() -> Header {
         Header {

@@ -210,9 +210,13 @@ pub fn drive(
     if stats.units > 0 {
         if let Some(w) = &writer {
             if let Some(d) = w.path().parent() {
-                let _ = std::fs::write(
-                    d.join(STATS_FILE),
-                    serde_json::to_string_pretty(&stats).unwrap_or_default(),
+                // A new file renamed over the old one: never written through a link that a
+                // hostile campaign folder put there.
+                let _ = crate::campaign::journal::replace_file(
+                    &d.join(STATS_FILE),
+                    serde_json::to_string_pretty(&stats)
+                        .unwrap_or_default()
+                        .as_bytes(),
                 );
             }
         }
@@ -535,6 +539,27 @@ impl Worker {
             // Its own process group: a hung worker is killed with the children it started,
             // and Ctrl-C reaches the runner, which stops the workers itself.
             .process_group(0);
+        // A runner killed outright (SIGKILL, or SIGTERM: no handler stops the workers) takes
+        // its workers with it: one compiling or running a kernel for minutes does not read
+        // the closed stdin that would end it. The signal follows the thread that started the
+        // worker, a slot's thread, which outlives its workers (it closes them before ending).
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: getpid is async-signal-safe; called here, before the fork.
+            let parent = unsafe { libc::getpid() };
+            // SAFETY: prctl and getppid are async-signal-safe and touch only the child being
+            // set up; a runner that died before the prctl leaves a child with another parent,
+            // which does not start.
+            unsafe {
+                cmd.pre_exec(move || {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    if libc::getppid() != parent {
+                        return Err(std::io::Error::other("the runner exited"));
+                    }
+                    Ok(())
+                });
+            }
+        }
         if let Some(p) = pin {
             cmd.env(devices::ENV, p.env());
             cmd.env(devices::NAME_ENV, &p.name);
