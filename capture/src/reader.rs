@@ -1031,7 +1031,10 @@ impl Log {
                 // A change that is not an object replaced the whole record (damage): there is
                 // no record to give the id to.
                 let Some(fields) = value.as_object_mut() else {
-                    return Err((id, "its change is not a set of fields (damaged)".to_string()));
+                    return Err((
+                        id,
+                        "its change is not a set of fields (damaged)".to_string(),
+                    ));
                 };
                 fields.insert("id".to_string(), d.id.into());
                 let record = LaunchRecord::deserialize(&value).map_err(|e| (id, e.to_string()))?;

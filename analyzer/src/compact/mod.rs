@@ -403,7 +403,7 @@ impl Compactor {
         batch: &mut writer::PackBatch,
         report: &mut Report,
     ) -> Result<bool, CompactError> {
-        if self.stored(&r.hash) {
+        if self.stored_whole(&r.hash, r.content_len()) {
             return Ok(true);
         }
         let problem = |what: String| {
@@ -456,6 +456,16 @@ impl Compactor {
                 })
                 .unwrap_or_else(|| parallel::cut_and_hash(&rebuilt.bytes))
         });
+        // A file of its name that is no good copy (damaged, or planted: `stored_whole` said so)
+        // goes, so that the store writes the content instead of taking that file for it.
+        for bad in [
+            writer::index_path(&self.dir, &r.hash),
+            writer::blob_path(&self.dir, &r.hash),
+        ] {
+            if std::fs::symlink_metadata(&bad).is_ok() {
+                let _ = std::fs::remove_file(&bad);
+            }
+        }
         let written = self
             .store
             .put_content_batched(
@@ -586,6 +596,47 @@ impl Compactor {
             leaves,
             like,
         })
+    }
+
+    /// Whether the store holds content `hash` of `len` bytes already, so that its spooled
+    /// copy may go: stored by this compactor, or found on disk as a whole blob of that length
+    /// or a chunk index that reads as one for that length, each of its chunks within a pack
+    /// or chunk file that is there. Why not the index's name alone: a damaged or planted
+    /// index of that name (a capture from elsewhere) would have the spool's good copy
+    /// deleted and the content lost. (The chunks' bytes are not read again here: that costs
+    /// reading every content a capture appended to holds once more.)
+    fn stored_whole(&self, hash: &str, len: u64) -> bool {
+        if self.store.is_known(hash) {
+            return true;
+        }
+        let regular_len = |p: &Path| {
+            std::fs::symlink_metadata(p)
+                .ok()
+                .filter(|m| m.file_type().is_file())
+                .map(|m| m.len())
+        };
+        if regular_len(&writer::blob_path(&self.dir, hash)) == Some(len) {
+            return true;
+        }
+        let Ok(text) =
+            cltrap_capture::safe_open::read_regular(&writer::index_path(&self.dir, hash), 1 << 26)
+        else {
+            return false;
+        };
+        let Some((size, chunks)) = std::str::from_utf8(&text)
+            .ok()
+            .and_then(|t| cltrap_capture::chunks::parse_index(t).ok())
+        else {
+            return false;
+        };
+        let total: u64 = chunks.iter().map(|c| c.len as u64).sum();
+        size == len
+            && total == len
+            && chunks.iter().all(|c| match &c.at {
+                Some(at) => regular_len(&writer::pack_path(&self.dir, &at.pack))
+                    .is_some_and(|n| at.offset.saturating_add(at.stored as u64) <= n),
+                None => regular_len(&writer::chunk_path(&self.dir, &c.hash)).is_some(),
+            })
     }
 
     /// Whether the store holds content `hash` already (whole, or its chunk index).

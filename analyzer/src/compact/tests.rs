@@ -273,3 +273,34 @@ fn a_content_spooled_twice_is_stored_once_and_a_damaged_copy_does_not_hide_a_goo
         }
     }
 }
+
+/// A chunk index already at a spooled content's name that is no good copy of it (garbage,
+/// or a valid index of another length, or one naming a pack that is not there) does not
+/// make compaction take the content for stored and drop its only good copy: the content is
+/// stored over it and reads back.
+#[test]
+fn a_bad_index_in_the_store_does_not_make_compaction_drop_the_spooled_copy() {
+    let (a, _) = two_versions();
+    let hash = writer::digest(&a);
+    let other = format!(
+        "{}\nsize {}\npack {}\n{} {} 0 0 10\n",
+        "cltrap-chunks 2",
+        a.len(),
+        "ab".repeat(32),
+        "cd".repeat(32),
+        a.len()
+    );
+    for planted in ["garbage\n".to_string(), other] {
+        let t = tempfile::tempdir().unwrap();
+        let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+        w.put(&hash, &a).unwrap();
+        drop(w);
+        let index = writer::index_path(t.path(), &hash);
+        std::fs::create_dir_all(index.parent().unwrap()).unwrap();
+        std::fs::write(&index, &planted).unwrap();
+        let r = Compactor::new(t.path()).pass().unwrap();
+        assert_eq!((r.segments, r.contents), (1, 1), "{planted}: {r:?}");
+        assert!(spool::segments(t.path()).unwrap().is_empty());
+        assert_eq!(read(t.path(), &a), a, "{planted}");
+    }
+}

@@ -190,7 +190,13 @@ impl BlobStore {
     /// does before compacting into a capture that holds packs already. Unreadable indexes
     /// are skipped (their chunks are only stored again).
     pub fn learn_stored_chunks(&self) {
-        let Ok(prefixes) = fs::read_dir(self.dir.join("blobs")) else {
+        // A `blobs` that is a link (a capture from elsewhere) names chunks outside it: none
+        // learned (reads and writes below refuse it too).
+        let blobs = self.dir.join("blobs");
+        if !fs::symlink_metadata(&blobs).is_ok_and(|m| m.is_dir()) {
+            return;
+        }
+        let Ok(prefixes) = fs::read_dir(blobs) else {
             return;
         };
         let mut known = self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
@@ -469,3 +475,38 @@ impl BlobStore {
 mod chunked;
 #[cfg(feature = "compact")]
 pub use chunked::{PackBatch, BATCH_MAX, GROUP_RAW_MAX};
+
+#[cfg(test)]
+mod learn_tests {
+    use super::*;
+
+    /// Chunks are learned from the capture's own `blobs` folder only: a `blobs` that is a
+    /// link to another folder (a capture from elsewhere) teaches none, so nothing outside
+    /// the capture is read or reused.
+    #[test]
+    fn chunks_are_learned_from_the_captures_own_blobs_folder_only() {
+        let index = format!(
+            "cltrap-chunks 2\nsize 10\npack {}\n{} 10 0 0 10\n",
+            "ab".repeat(32),
+            "cd".repeat(32)
+        );
+        let outside = tempfile::tempdir().unwrap();
+        let name = format!("{}.chunks", "ef".repeat(32));
+        std::fs::create_dir_all(outside.path().join("ef")).unwrap();
+        std::fs::write(outside.path().join("ef").join(&name), &index).unwrap();
+        for linked in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let blobs = dir.path().join("blobs");
+            if linked {
+                std::os::unix::fs::symlink(outside.path(), &blobs).unwrap();
+            } else {
+                std::fs::create_dir_all(blobs.join("ef")).unwrap();
+                std::fs::write(blobs.join("ef").join(&name), &index).unwrap();
+            }
+            let store = BlobStore::new(dir.path());
+            store.learn_stored_chunks();
+            let learned = store.known_chunks.lock().unwrap().len();
+            assert_eq!(learned, usize::from(!linked), "linked {linked}");
+        }
+    }
+}
