@@ -16,12 +16,41 @@ use std::sync::Mutex;
 /// Bytes one thread copies at a time.
 const PIECE: usize = 8 << 20;
 
+/// Allocations at least this large are checked against the memory the machine has free.
+const CHECKED: usize = 1 << 30;
+
+/// Whether `len` bytes fit in the memory this machine has available now (`MemAvailable` of
+/// `/proc/meminfo`; true where that cannot be read, and for anything under [`CHECKED`]).
+/// Why: a capture's sizes are bounded (64 GiB), not by this machine's memory, and a sparse
+/// file of a few kilobytes on disk may claim gigabytes of zeros: allocated lazily, they
+/// would be faulted in as they are filled until the kernel's OOM killer ends the process
+/// (or another one), instead of one clear error.
+pub fn fits_in_memory(len: usize) -> bool {
+    if len < CHECKED {
+        return true;
+    }
+    let Ok(info) = std::fs::read_to_string("/proc/meminfo") else {
+        return true;
+    };
+    let available_kb = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    match available_kb {
+        Some(kb) => (len as u64) <= kb.saturating_mul(1024),
+        None => true,
+    }
+}
+
 /// `len` zero bytes, allocated without being written (large allocations come from fresh
 /// pages, which are zero; the thread that first writes a page faults it in), or None when
-/// they cannot be allocated.
+/// they cannot be allocated or do not fit in the memory available ([`fits_in_memory`]).
 pub fn zeroed(len: usize) -> Option<Vec<u8>> {
     if len == 0 {
         return Some(Vec::new());
+    }
+    if !fits_in_memory(len) {
+        return None;
     }
     let layout = std::alloc::Layout::array::<u8>(len).ok()?;
     // SAFETY: `layout` has a non-zero size (checked above).
@@ -88,6 +117,23 @@ mod tests {
 
     fn pattern(len: usize) -> Vec<u8> {
         (0..len).map(|i| (i * 7 + i / 4093) as u8).collect()
+    }
+
+    #[test]
+    fn an_allocation_larger_than_the_memory_available_is_refused() {
+        // More than any machine running the tests has free: refused before it is made (a
+        // lazy allocation would be granted, then faulted in until the OOM killer).
+        assert!(!fits_in_memory(usize::MAX / 2));
+        assert!(fits_in_memory(1 << 20));
+        // A gigabyte more than is available now: an allocator that overcommits grants it
+        // (nothing is touched here), the check does not.
+        let info = std::fs::read_to_string("/proc/meminfo").unwrap();
+        let kb: usize = info
+            .lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        assert!(zeroed(kb * 1024 + (1 << 30)).is_none());
     }
 
     #[test]

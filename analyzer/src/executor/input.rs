@@ -411,6 +411,11 @@ impl LaunchInput {
 /// capture's sizes are bounded, not by this machine's memory).
 fn zeroed(size: u64, what: &str) -> Result<Vec<u8>, ExecError> {
     let n = usize::try_from(size).unwrap_or(usize::MAX);
+    if !cltrap_capture::bulk::fits_in_memory(n) {
+        return Err(ExecError::NotReplayable(format!(
+            "{what} is a buffer of {size} bytes, more than this machine has memory available"
+        )));
+    }
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| {
         ExecError::NotReplayable(format!(
