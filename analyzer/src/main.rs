@@ -322,11 +322,11 @@ fn command() -> clap::Command {
     })
 }
 
-fn parse_selection(ids: &[String]) -> Result<Option<Vec<u64>>, String> {
+fn parse_selection(ids: &[String], capture: &Capture) -> Result<Option<Vec<u64>>, String> {
     if ids.is_empty() {
         Ok(None)
     } else {
-        ids::parse_ids(&ids.join(","))
+        ids::parse_ids_in(&ids.join(","), capture)
             .map(Some)
             .map_err(|e| e.to_string())
     }
@@ -398,7 +398,7 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
             .filter_map(|(on, f)| on.then_some(f))
             .collect();
             let opts = CheckOptions {
-                ids: damage::drop_damaged(&capture, parse_selection(&ids)?)?,
+                ids: damage::drop_damaged(&capture, parse_selection(&ids, &capture)?)?,
                 families,
                 quick,
                 deadline: std::time::Duration::from_secs(deadline.max(1)),
@@ -453,7 +453,7 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
                 }
             }
             replay_has_launches(&dir, &capture)?;
-            let ids = parse_selection(&ids)?;
+            let ids = parse_selection(&ids, &capture)?;
             let damaged = capture.damaged.iter().map(|d| d.to_string()).collect();
             let watchdog = std::time::Duration::from_secs_f64(watchdog.max(0.1));
             let c: Box<dyn Campaign> = match schedules {
@@ -513,7 +513,7 @@ fn campaign_of(cmd: Cmd) -> Option<Result<CampaignRun, String>> {
             if let Some(why) = damage::nothing_left(&capture) {
                 return Err(why);
             }
-            let ids = damage::drop_damaged(&capture, parse_selection(&ids)?)?;
+            let ids = damage::drop_damaged(&capture, parse_selection(&ids, &capture)?)?;
             let mut c = cover::campaign::CoverCampaign::new(&dir, capture, ids, instrument_cache);
             c.paths = ReportPaths { lcov, html, json };
             c.timing = timing;
@@ -657,7 +657,9 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             if let Some(d) = capture.damaged.iter().find(|d| d.id == Some(id)) {
                 return Err(format!("launch {id} cannot be shown: {d}"));
             }
-            let launch = capture.launch(id).map_err(|e| e.to_string())?;
+            let launch = capture
+                .launch(id)
+                .map_err(|_| ids::IdsError::not_in(&capture, id).to_string())?;
             if json {
                 let program = capture.program(&launch.program).ok();
                 let replay = cltrap_capture::replayable::ReplayIndex::of(&capture.launches)

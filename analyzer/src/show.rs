@@ -1,6 +1,6 @@
 //! `cltrap show`: everything the capture knows about one launch, for a person.
 
-use crate::list::{format_dims, format_offset, format_scalars};
+use crate::list::{escape_controls, format_dims, format_offset, format_scalars};
 use crate::site::Resolver;
 use crate::values::{human_bytes, unhex};
 use cltrap_capture::replayable::Replayability;
@@ -94,7 +94,9 @@ fn queue_props(p: u64) -> String {
 
 fn content(c: &Content) -> String {
     match c {
-        Content::Blob { hash, size } => format!("{} stored ({})", short(hash), human_bytes(*size)),
+        Content::Blob { hash, size } => {
+            format!("{} stored ({})", short(hash), human_bytes(*size))
+        }
         Content::Digest {
             hash,
             size,
@@ -106,12 +108,36 @@ fn content(c: &Content) -> String {
             human_bytes(*size)
         ),
         Content::Missing { note } if note.is_empty() => "not recorded".into(),
-        Content::Missing { note } => format!("not recorded ({note})"),
+        Content::Missing { note } => format!("not recorded ({})", esc(note)),
     }
 }
 
-fn short(h: &str) -> &str {
-    h.get(..12).unwrap_or(h)
+/// The first 12 characters of a digest (escaped: a damaged capture's "digest" may be any
+/// text).
+fn short(h: &str) -> String {
+    esc(h.get(..12).unwrap_or(h))
+}
+
+/// A capture's string as `show` prints it: control characters escaped
+/// ([`escape_controls`], as `cltrap list` does), so that a capture cannot break a line of
+/// the description or drive the terminal.
+fn esc(s: &str) -> String {
+    escape_controls(s)
+}
+
+/// The last guard on the whole description: every control character but the line breaks
+/// `render` writes itself is escaped (each capture string is already escaped by [`esc`]
+/// where it is printed; this keeps one that a later change forgets off the terminal).
+fn escape_all_but_newlines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\n' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn image_type(t: u32) -> String {
@@ -172,17 +198,24 @@ fn describe_origin(
                             "{indent}  source[{i}]: {} lines, {}, blobs/{}/{}",
                             text.lines().count(),
                             human_bytes(text.len() as u64),
-                            h.get(..2).unwrap_or(""),
-                            h
+                            esc(h.get(..2).unwrap_or("")),
+                            esc(h)
                         );
                         if let Some(l) = kernel_definition_line(&text, kernel) {
-                            let code = text.lines().nth(l - 1).unwrap_or("").trim();
-                            let _ =
-                                writeln!(out, "{indent}    `{kernel}` defined at line {l}: {code}");
+                            let code = esc(text.lines().nth(l - 1).unwrap_or("").trim());
+                            let _ = writeln!(
+                                out,
+                                "{indent}    `{}` defined at line {l}: {code}",
+                                esc(kernel)
+                            );
                         }
                     }
                     Err(e) => {
-                        let _ = writeln!(out, "{indent}  source[{i}]: unreadable: {e}");
+                        let _ = writeln!(
+                            out,
+                            "{indent}  source[{i}]: unreadable: {}",
+                            esc(&e.to_string())
+                        );
                     }
                 }
             }
@@ -240,7 +273,7 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
     let mut o = String::new();
     let l = launch;
     let _ = writeln!(o, "launch {} (enqueue #{} of the application)", l.id, l.seq);
-    let _ = writeln!(o, "kernel: {}", l.kernel);
+    let _ = writeln!(o, "kernel: {}", esc(&l.kernel));
     let _ = writeln!(o, "api: {:?}, enqueue returned {}", l.api, l.status);
     let _ = writeln!(
         o,
@@ -257,7 +290,7 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
     let mut param_types = crate::param_types::ParamTypes::default();
     let scalars = format_scalars(capture, l, &mut param_types);
     if !scalars.is_empty() {
-        let _ = writeln!(o, "scalars: {scalars}");
+        let _ = writeln!(o, "scalars: {}", esc(&scalars));
     }
     let d = &l.device;
     let facts: Vec<String> = [
@@ -268,12 +301,12 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
     ]
     .iter()
     .filter(|(v, _)| !v.is_empty())
-    .map(|(v, label)| format!("{label}{v}"))
+    .map(|(v, label)| format!("{label}{}", esc(v)))
     .collect();
     let name = if d.name.is_empty() {
-        "unknown"
+        "unknown".to_string()
     } else {
-        &d.name
+        esc(&d.name)
     };
     if facts.is_empty() {
         let _ = writeln!(o, "device: {name}");
@@ -285,7 +318,7 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
     let site = l
         .launch_site
         .as_ref()
-        .map(|s| resolver.describe(s))
+        .map(|s| esc(&resolver.describe(s)))
         .unwrap_or_else(|| "unknown".into());
     let _ = writeln!(o, "launched at: {site}");
     let _ = writeln!(o, "program {}:", short(&l.program));
@@ -293,17 +326,18 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
         Ok(p) => {
             describe_origin(&mut o, capture, &p.origin, &l.kernel, "  ");
             let _ = writeln!(o, "  options: {:?}", p.options);
-            let _ = writeln!(o, "  devices: {}", p.devices.join(", "));
+            let devices: Vec<String> = p.devices.iter().map(|d| esc(d)).collect();
+            let _ = writeln!(o, "  devices: {}", devices.join(", "));
             let built = p
                 .build_site
                 .as_ref()
-                .map(|s| resolver.describe(s))
+                .map(|s| esc(&resolver.describe(s)))
                 .unwrap_or_else(|| "unknown".into());
             let _ = writeln!(o, "  built at: {built}");
             describe_includes(&mut o, &p.includes);
         }
         Err(e) => {
-            let _ = writeln!(o, "  unreadable: {e}");
+            let _ = writeln!(o, "  unreadable: {}", esc(&e.to_string()));
         }
     }
     let _ = writeln!(o, "arguments:");
@@ -313,25 +347,25 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
             "  [{}] {}",
             info.index,
             if info.name.is_empty() {
-                "?"
+                "?".to_string()
             } else {
-                &info.name
+                esc(&info.name)
             }
         );
         let mut quals = Vec::new();
         if !info.address_space.is_empty() && info.address_space != "private" {
-            quals.push(info.address_space.clone());
+            quals.push(esc(&info.address_space));
         }
         if !info.qualifiers.is_empty() {
-            quals.push(info.qualifiers.clone());
+            quals.push(esc(&info.qualifiers));
         }
         let _ = write!(
             head,
             ": {}",
             if info.type_name.is_empty() {
-                "?"
+                "?".to_string()
             } else {
-                &info.type_name
+                esc(&info.type_name)
             }
         );
         if !quals.is_empty() {
@@ -344,13 +378,18 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
                     // the type clang gives the parameter, from the program's own text.
                     match param_types.decode(capture, l, info.index, &info.type_name, &b) {
                         (v, Some(ty)) => format!(
-                            "value {v} (`{}` is `{ty}`; {} bytes in memory order: {bytes})",
-                            info.type_name,
-                            b.len()
+                            "value {} (`{}` is `{}`; {} bytes in memory order: {})",
+                            esc(&v),
+                            esc(&info.type_name),
+                            esc(&ty),
+                            b.len(),
+                            esc(bytes)
                         ),
                         (shown, None) => format!(
-                            "value {shown} ({} bytes in memory order: {bytes})",
-                            b.len()
+                            "value {} ({} bytes in memory order: {})",
+                            esc(&shown),
+                            b.len(),
+                            esc(bytes)
                         ),
                     }
                 }
@@ -417,7 +456,7 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
                     args.get(i as usize)
                         .map(|a| a.info().name.clone())
                         .filter(|n| !n.is_empty())
-                        .map_or(format!("argument {i}"), |n| format!("`{n}`"))
+                        .map_or(format!("argument {i}"), |n| format!("`{}`", esc(&n)))
                 };
                 let _ = writeln!(
                     o,
@@ -431,14 +470,14 @@ pub fn render(capture: &Capture, launch: &LaunchRecord, resolver: &mut Resolver)
         Some(Replayability::Blocked { why }) => {
             let _ = writeln!(o, "replayable: no");
             for r in why {
-                let _ = writeln!(o, "  - {r}");
+                let _ = writeln!(o, "  - {}", esc(&r.to_string()));
             }
         }
         None => {
             let _ = writeln!(o, "replayable: no (the launch is not in the capture's log)");
         }
     }
-    o
+    escape_all_but_newlines(&o)
 }
 
 /// The files the program included, as captured, and those that were not found.
@@ -446,16 +485,16 @@ fn describe_includes(o: &mut impl Write, includes: &cltrap_capture::Includes) {
     if includes.is_empty() {
         return;
     }
-    let _ = writeln!(o, "  built in: {}", includes.build_dir);
+    let _ = writeln!(o, "  built in: {}", esc(&includes.build_dir));
     for f in &includes.files {
         let from = f
             .from
             .as_deref()
-            .map(|p| format!(" (from {p})"))
+            .map(|p| format!(" (from {})", esc(p)))
             .unwrap_or_default();
         let what = match (&f.path, &f.content) {
-            (Some(p), Some(h)) => format!("{p}, captured ({})", short(h)),
-            (Some(p), None) => format!("{p}, as above"),
+            (Some(p), Some(h)) => format!("{}, captured ({})", esc(p), short(h)),
+            (Some(p), None) => format!("{}, as above", esc(p)),
             (None, _) if f.form == cltrap_capture::IncludeForm::Macro => {
                 "a macro include that did not expand to an existing file at capture".into()
             }

@@ -38,7 +38,7 @@ pub enum ReadError {
         found: String,
         version: u32,
     },
-    #[error("launch {id} is not in this capture ({count} launches: ids 0..{count})")]
+    #[error("launch {id} is not in this capture (it holds {count} launch(es); `cltrap list` shows their ids)")]
     NoSuchLaunch { id: u64, count: usize },
     #[error("blob {hash} is missing from the capture (was it copied incompletely?)")]
     MissingBlob { hash: String },

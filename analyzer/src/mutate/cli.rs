@@ -108,7 +108,10 @@ pub fn campaign(
         let ids = if args.ids.is_empty() {
             None
         } else {
-            Some(crate::ids::parse_ids(&args.ids.join(",")).map_err(|e| e.to_string())?)
+            Some(
+                crate::ids::parse_ids_in(&args.ids.join(","), &capture)
+                    .map_err(|e| e.to_string())?,
+            )
         };
         let ids = crate::damage::drop_damaged(&capture, ids)?;
         (Some(capture), ids, damaged)
