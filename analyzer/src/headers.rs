@@ -15,8 +15,14 @@
 //!   happens at all — not even in the directory cltrap runs in, which PoCL searches first;
 //! - the build options' `-I` directories and the build directory are rewritten to their
 //!   mirrors ([`Headers::options`]), for libclang (which parses the user's own text) and
-//!   for includes the capture could not resolve (an `#include MACRO` that did not expand to
-//!   a file name at capture).
+//!   for plain relative names the capture did not find;
+//! - last, every text handed to a compiler (source, parse text, each copy) is checked as
+//!   clang's lexer reads it — trigraphs, digraphs, line splices, comments, `#import`,
+//!   `#include_next`, `__has_include`, file-naming pragmas ([`confine_includes`]): a plain
+//!   name that leaves the mirror points at a file that cannot exist, and a name the capture
+//!   did not resolve to a copy (an `#include MACRO` it could not expand) is refused in place
+//!   with an `#error` naming the directive and its line, so nothing outside the capture is
+//!   ever opened.
 
 use cltrap_capture::includes::{directives, Found};
 use cltrap_capture::options::rewrite_include_dirs;
@@ -25,6 +31,11 @@ use cltrap_capture::{Capture, Hash, IncludeForm, IncludedFile, Includes, ReadErr
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
+
+mod confine;
+use confine::confine_includes;
+#[cfg(test)]
+use confine::{line_breaks, Lexed, FILE_DIRECTIVES, FILE_QUERIES, REFUSED};
 
 /// Why captured headers could not be laid out.
 #[derive(Debug, thiserror::Error)]
@@ -265,7 +276,9 @@ impl Headers {
             at = d.range.end;
         }
         out.extend_from_slice(&text[at..]);
-        Ok(out)
+        // Whatever the rewriting above did or did not recognise, the text the compiler gets
+        // names no file outside the mirror.
+        Ok(confine_includes(&out, Some(root)))
     }
 
     /// The program text for the driver: includes pointed at the copies. (Every recorded
@@ -452,19 +465,11 @@ fn write_atomically(dest: &Path, bytes: &[u8]) -> Result<(), HeaderError> {
 /// capture resolved to no file is pointed at: below `/dev/null`, so it can never exist.
 const UNRECORDED: &str = "/dev/null/cltrap-unrecorded-include.h";
 
-/// `text` with every escaping `#include` pointed at [`UNRECORDED`] (a program whose capture
-/// recorded no headers at all).
+/// `text` with every escaping `#include` pointed at [`UNRECORDED`] and every include the
+/// capture cannot have resolved refused (a program whose capture recorded no headers at
+/// all): [`confine_includes`] without a mirror.
 fn without_escaping_includes(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    for d in directives(bytes).into_iter().filter(|d| escapes(&d.name)) {
-        out.extend_from_slice(&bytes[at..d.range.start]);
-        out.extend_from_slice(format!("\"{UNRECORDED}\"").as_bytes());
-        at = d.range.end;
-    }
-    out.extend_from_slice(&bytes[at..]);
-    String::from_utf8_lossy(&out).into_owned()
+    String::from_utf8_lossy(&confine_includes(text.as_bytes(), None)).into_owned()
 }
 
 /// Whether an include name could reach a file outside the mirror's search path on the
@@ -646,5 +651,377 @@ mod tests {
         let base = h.root.as_ref().unwrap().parent().unwrap();
         let mode = std::fs::metadata(base).unwrap().permissions().mode();
         assert_eq!(mode & 0o077, 0, "{mode:o}");
+    }
+
+    /// A file outside every mirror that each hostile spelling below names.
+    const OUTSIDE: &str = "/tmp/cltrap-outside-test/hdr.h";
+
+    /// What a hostile spelling must become.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Becomes {
+        /// Its name points at [`UNRECORDED`].
+        Sentinel,
+        /// The directive is an `#error` naming it and its line.
+        Refused,
+        /// `__has_include` with a computed name is renamed.
+        Renamed,
+        /// A `dependency` pragma outside a directive is a `GCC error` pragma.
+        PragmaError,
+    }
+
+    /// Sources that made clang 15 (PoCL's) open `OUTSIDE` (checked with `clang -E -x cl`
+    /// under strace) before their directives were found as clang's lexer reads them.
+    fn hostile_spellings() -> Vec<(&'static str, String, Becomes)> {
+        use Becomes::*;
+        let o = OUTSIDE;
+        let spliced = o.replace("outside", "out\\\nside");
+        vec![
+            (
+                "object-like macro",
+                format!("#define P \"{o}\"\n#include P\n"),
+                Refused,
+            ),
+            (
+                "function-like macro",
+                format!("#define S(x) #x\n#include S({o})\n"),
+                Refused,
+            ),
+            (
+                "angled macro",
+                format!("#define A <{o}>\n#include A\n"),
+                Refused,
+            ),
+            ("digraph", format!("%:include \"{o}\"\n"), Sentinel),
+            (
+                "digraph, blanks",
+                format!("  %:  include <{o}>\n"),
+                Sentinel,
+            ),
+            ("trigraph", format!("??=include \"{o}\"\n"), Sentinel),
+            (
+                "trigraph, macro",
+                format!("#define P \"{o}\"\n??=include P\n"),
+                Refused,
+            ),
+            ("import", format!("#import \"{o}\"\n"), Sentinel),
+            ("include_next", format!("#include_next <{o}>\n"), Sentinel),
+            (
+                "include_next, macro",
+                format!("#define P \"{o}\"\n#include_next P\n"),
+                Refused,
+            ),
+            (
+                "splice in the name",
+                format!("#inc\\\nlude \"{o}\"\n"),
+                Sentinel,
+            ),
+            (
+                "splice after #",
+                format!("#\\\n include \"{o}\"\n"),
+                Sentinel,
+            ),
+            (
+                "splice, blanks",
+                format!("#inc\\  \nlude \"{o}\"\n"),
+                Sentinel,
+            ),
+            (
+                "splice, CRLF",
+                format!("#inc\\\r\nlude \"{o}\"\r\n"),
+                Sentinel,
+            ),
+            (
+                "splice in the path",
+                format!("#include \"{spliced}\"\n"),
+                Sentinel,
+            ),
+            (
+                "trigraph splice",
+                format!("#inc??/\nlude \"{o}\"\n"),
+                Sentinel,
+            ),
+            (
+                "comment after #",
+                format!("#/*\n*/include \"{o}\"\n"),
+                Sentinel,
+            ),
+            (
+                "comment before #",
+                format!("/* a\n*/ #include \"{o}\"\n"),
+                Sentinel,
+            ),
+            (
+                "comment before name",
+                format!("#include /*\n*/ \"{o}\"\n"),
+                Sentinel,
+            ),
+            ("lone CR", format!("int x;\r#include \"{o}\"\r"), Sentinel),
+            ("NUL", format!("#\0include \"{o}\"\n"), Sentinel),
+            (
+                "escaped quote",
+                format!("#include \"a\\\"/../../../../../../..{o}\"\n"),
+                Sentinel,
+            ),
+            (
+                "escaped bracket",
+                format!("#include <a\\>/../../../../../../..{o}>\n"),
+                Sentinel,
+            ),
+            (
+                "__has_include",
+                format!("#if __has_include(\"{o}\")\n#endif\n"),
+                Sentinel,
+            ),
+            (
+                "__has_include, macro",
+                format!("#define H(x) __has_include(x)\n#if H(\"{o}\")\n#endif\n"),
+                Renamed,
+            ),
+            (
+                "pragma dependency",
+                format!("#pragma GCC dependency \"{o}\"\n"),
+                Refused,
+            ),
+            (
+                "digraph pragma",
+                format!("%:pragma GCC dependency <{o}>\n"),
+                Refused,
+            ),
+            (
+                "_Pragma dependency",
+                format!("_Pragma(\"GCC dependency \\\"{o}\\\"\")\n"),
+                PragmaError,
+            ),
+            (
+                "pragma through a macro",
+                format!("#define PR(x) _Pragma(#x)\nPR(GCC dependency \"{o}\")\n"),
+                PragmaError,
+            ),
+        ]
+    }
+
+    /// Whether `text`, as clang's lexer reads it, still has a directive naming `OUTSIDE`
+    /// (checked line by line on the text with trigraphs, splices and comments gone; not
+    /// through `file_edits`).
+    fn names_outside_in_a_directive(text: &str) -> bool {
+        let chars = Lexed::new(text.as_bytes()).chars;
+        let mut plain = String::from_utf8_lossy(&chars).replace('\0', " ");
+        while let Some(a) = plain.find("/*") {
+            let b = plain[a + 2..]
+                .find("*/")
+                .map_or(plain.len(), |b| a + 2 + b + 2);
+            plain.replace_range(a..b, " ");
+        }
+        plain.split(['\n', '\r']).any(|line| {
+            let line = line.trim_start();
+            let Some(rest) = line.strip_prefix('#').or_else(|| line.strip_prefix("%:")) else {
+                return false;
+            };
+            let rest = rest.trim_start();
+            let query = FILE_QUERIES.iter().any(|q| {
+                rest.match_indices(q).any(|(i, _)| {
+                    !rest[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                })
+            });
+            let opens = FILE_DIRECTIVES.iter().any(|d| rest.starts_with(d))
+                || (rest.starts_with("if") || rest.starts_with("elif")) && query
+                || rest.starts_with("pragma");
+            opens && rest.contains("cltrap-outside")
+        })
+    }
+
+    fn assert_confined(what: &str, source: &str, out: &str, becomes: Becomes) {
+        let found = match becomes {
+            Becomes::Sentinel => out.contains(UNRECORDED),
+            Becomes::Refused => out.contains(&format!("#error \"{REFUSED} the ")),
+            Becomes::Renamed => out.contains("cltrap_refuses_a_computed___has_include"),
+            Becomes::PragmaError => out.contains("GCC error") && !out.contains("dependency"),
+        };
+        assert!(found, "{what}: expected {becomes:?}:\n{out}");
+        assert!(!names_outside_in_a_directive(out), "{what}:\n{out}");
+        assert_eq!(
+            line_breaks(out.as_bytes()),
+            line_breaks(source.as_bytes()),
+            "{what}: lines moved:\n{out}"
+        );
+        // Checked again, nothing changes.
+        assert_eq!(
+            String::from_utf8_lossy(&confine_includes(out.as_bytes(), None)),
+            out,
+            "{what}"
+        );
+    }
+
+    /// A hostile capture's source (and its recorded headers) cannot make the compiler open a
+    /// file outside the mirror in any spelling clang accepts: the directive is refused with
+    /// a sentence naming it and its line, or its name points at the sentinel.
+    #[test]
+    fn no_spelling_of_an_include_reaches_a_file_outside_the_mirror() {
+        let h = recorded("/app", "/app/x.h", b"#define X 1\n")
+            .materialize(true)
+            .unwrap();
+        for (what, src, becomes) in hostile_spellings() {
+            for out in [
+                h.source(&src),
+                h.parse_source(&src),
+                without_escaping_includes(&src),
+            ] {
+                assert_confined(what, &src, &out, becomes);
+            }
+            // The same text as a recorded header: its copy in the mirror is confined too.
+            let header = recorded("/app", "/app/hostile.h", src.as_bytes())
+                .materialize(true)
+                .unwrap();
+            let copy = Headers::mirror(header.root.as_ref().unwrap(), "/app/hostile.h").unwrap();
+            assert_confined(what, &src, &std::fs::read_to_string(copy).unwrap(), becomes);
+        }
+    }
+
+    #[test]
+    fn a_refusal_names_the_directive_and_its_line() {
+        let h = recorded("/app", "/app/x.h", b"#define X 1\n")
+            .materialize(true)
+            .unwrap();
+        let src =
+            "kernel void k() {}\n#define P \"/etc/passwd\"\n\n#inc\\\nlude_next P // x\nint y;\n";
+        let out = h.source(src);
+        assert!(
+            out.contains("#error \"cltrap refuses the include_next directive on line 4: its file is named by a macro"),
+            "{out}"
+        );
+        assert!(out.contains("\\\n P // x\nint y;\n"), "{out}");
+        assert_eq!(out.lines().count(), src.lines().count());
+    }
+
+    /// A recorded header's name that the rewriting pointed at a copy, but whose copy path
+    /// clang would read differently (a backslash before the closing quote), is not trusted:
+    /// the name clang reads climbs out of the mirror, so it is pointed at the sentinel.
+    #[test]
+    fn a_name_that_reads_differently_to_clang_is_checked_as_clang_reads_it() {
+        let dots = "../".repeat(40);
+        let h = recorded("/app", "/app/a\\", b"#define X 1\n")
+            .materialize(true)
+            .unwrap();
+        let src = format!("#include \"x.h\\\"/{dots}etc/passwd\"\n");
+        let mut h2 = h.clone();
+        h2.includes.files[0].name = "x.h\\".into();
+        let out = h2.source(&src);
+        assert_eq!(out, format!("#include \"{UNRECORDED}\"\n"));
+    }
+
+    /// Programs that include only what their capture recorded build as before: quoted,
+    /// angled and macro includes (the hashcat pattern: a function-like macro through `-D`,
+    /// and a macro defined in a header) point at the copies, nothing is refused, and the
+    /// rest of the text is left byte for byte.
+    #[test]
+    fn recorded_includes_of_every_form_still_point_at_their_copies() {
+        let base =
+            std::env::temp_dir().join(format!("cltrap-headers-legit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let lib = base.join("share/OpenCL");
+        std::fs::create_dir_all(base.join("app/inc")).unwrap();
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(lib.join("inc_vendor.h"), "#define V 1\n").unwrap();
+        std::fs::write(
+            lib.join("inc_common.cl"),
+            "#define NEXT M2S(INCLUDE_PATH/inc_types.h)\n#include NEXT // trailing\n",
+        )
+        .unwrap();
+        std::fs::write(lib.join("inc_types.h"), "typedef ulong u64;\n").unwrap();
+        std::fs::write(
+            base.join("app/main.h"),
+            "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n",
+        )
+        .unwrap();
+        std::fs::write(
+            base.join("app/inc/defs.h"),
+            "#include \"main.h\"\n#define B 2\n",
+        )
+        .unwrap();
+        let src = "#include M2S(INCLUDE_PATH/inc_vendor.h)\n#include M2S(INCLUDE_PATH/inc_common.cl)\n\
+                   #include \"main.h\"\n#include <defs.h>\n#if defined(__has_include)\n#ifdef __has_include\n\
+                   #if __has_include(\"main.h\") && __has_include(<defs.h>)\n#endif\n#endif\n#endif\n\
+                   #define PRAGMA(x) _Pragma(#x)\n/* a comment ??= */\n\
+                   kernel void k(global int *dependency) {\n  const char *s = \"??= #include X\";\n\
+                   #pragma unroll 4\n  for (int i = 0; i < 4; i++) dependency[i] = V + B;\n  PRAGMA(unroll)\n}\n";
+        let app = base.join("app");
+        let options = format!(
+            "-I inc -D INCLUDE_PATH={} -D XM2S(x)=#x -D M2S(x)=XM2S(x)",
+            lib.display()
+        );
+        let found = cltrap_capture::includes::scan(
+            &[src.as_bytes()],
+            &[],
+            &options,
+            &app,
+            Default::default(),
+        );
+        assert!(found.iter().all(|f| f.path.is_some()), "{found:?}");
+        let h = Headers::from_found(&app, found).materialize(false).unwrap();
+        std::fs::remove_dir_all(&base).unwrap();
+        let root = h.root.clone().unwrap();
+        let copy = |p: &Path| Headers::mirror(&root, &p.to_string_lossy()).unwrap();
+        for out in [h.source(src), h.parse_source(src)] {
+            assert!(!out.contains(REFUSED) && !out.contains(UNRECORDED), "{out}");
+            assert_eq!(out.lines().count(), src.lines().count());
+            for (a, b) in src.lines().zip(out.lines()) {
+                if !a.starts_with("#include") {
+                    assert_eq!(a, b);
+                }
+            }
+            assert!(
+                out.contains(&format!(
+                    "#include \"{}\"",
+                    copy(&lib.join("inc_vendor.h")).display()
+                )),
+                "{out}"
+            );
+            assert!(
+                out.contains(&format!(
+                    "#include \"{}\"",
+                    copy(&lib.join("inc_common.cl")).display()
+                )),
+                "{out}"
+            );
+        }
+        assert!(h.source(src).contains(&format!(
+            "#include \"{}\"",
+            copy(&app.join("inc/defs.h")).display()
+        )));
+        let common = std::fs::read_to_string(copy(&lib.join("inc_common.cl"))).unwrap();
+        assert_eq!(
+            common,
+            format!(
+                "#define NEXT M2S(INCLUDE_PATH/inc_types.h)\n#include \"{}\" // trailing\n",
+                copy(&lib.join("inc_types.h")).display()
+            )
+        );
+        let defs = std::fs::read_to_string(copy(&app.join("inc/defs.h"))).unwrap();
+        assert!(
+            defs.contains(&format!("\"{}\"", copy(&app.join("main.h")).display())),
+            "{defs}"
+        );
+    }
+
+    /// A text that keeps the scan going over the same stretch is refused whole, quickly.
+    #[test]
+    fn a_text_built_to_slow_the_scan_is_refused_whole() {
+        let mut src = "#include /*\n".repeat(50_000);
+        src.push_str("*/ ");
+        src.push_str(&"/**/".repeat(200_000));
+        src.push_str(" P\n");
+        let t = std::time::Instant::now();
+        let out = without_escaping_includes(&src);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(20),
+            "{:?}",
+            t.elapsed()
+        );
+        assert!(
+            out.starts_with(&format!("#error \"{REFUSED} ")),
+            "{}",
+            &out[..200]
+        );
+        assert_eq!(line_breaks(out.as_bytes()), line_breaks(src.as_bytes()));
     }
 }
