@@ -157,7 +157,7 @@ pub fn describe_launch_ids(ids: &[u64]) -> String {
     if n == 1 {
         return format!("1 launch: id {first}");
     }
-    if last - first + 1 == n as u64 {
+    if last - first == (n - 1) as u64 {
         return format!("{n} launches: ids {first} to {last}");
     }
     let runs = 1 + ids.windows(2).filter(|w| w[1] != w[0] + 1).count();

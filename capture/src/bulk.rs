@@ -19,27 +19,40 @@ const PIECE: usize = 8 << 20;
 /// Allocations at least this large are checked against the memory the machine has free.
 const CHECKED: usize = 1 << 30;
 
-/// Whether `len` bytes fit in the memory this machine has available now (`MemAvailable` of
-/// `/proc/meminfo`; true where that cannot be read, and for anything under [`CHECKED`]).
+/// Whether `len` bytes fit in the memory this process may still use: what `/proc/meminfo`
+/// calls `MemAvailable` plus `SwapFree`, and no more than its cgroup (v2) leaves it below
+/// `memory.max` (true where neither can be read, and for anything under [`CHECKED`]).
 /// Why: a capture's sizes are bounded (64 GiB), not by this machine's memory, and a sparse
 /// file of a few kilobytes on disk may claim gigabytes of zeros: allocated lazily, they
 /// would be faulted in as they are filled until the kernel's OOM killer ends the process
-/// (or another one), instead of one clear error.
+/// (or another one), instead of one clear error. Each allocation is checked alone.
 pub fn fits_in_memory(len: usize) -> bool {
     if len < CHECKED {
         return true;
     }
-    let Ok(info) = std::fs::read_to_string("/proc/meminfo") else {
-        return true;
+    let len = len as u64;
+    let field = |text: &str, name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kb| kb.saturating_mul(1024))
     };
-    let available_kb = info
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
-    match available_kb {
-        Some(kb) => (len as u64) <= kb.saturating_mul(1024),
-        None => true,
+    let mut room: Option<u64> = None;
+    if let Ok(info) = std::fs::read_to_string("/proc/meminfo") {
+        if let Some(available) = field(&info, "MemAvailable:") {
+            room = Some(available.saturating_add(field(&info, "SwapFree:").unwrap_or(0)));
+        }
     }
+    let cgroup = |name: &str| {
+        std::fs::read_to_string(format!("/sys/fs/cgroup/{name}"))
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+    };
+    if let (Some(max), Some(current)) = (cgroup("memory.max"), cgroup("memory.current")) {
+        let left = max.saturating_sub(current);
+        room = Some(room.map_or(left, |r| r.min(left)));
+    }
+    room.is_none_or(|r| len <= r)
 }
 
 /// `len` zero bytes, allocated without being written (large allocations come from fresh
@@ -125,15 +138,17 @@ mod tests {
         // lazy allocation would be granted, then faulted in until the OOM killer).
         assert!(!fits_in_memory(usize::MAX / 2));
         assert!(fits_in_memory(1 << 20));
-        // A gigabyte more than is available now: an allocator that overcommits grants it
-        // (nothing is touched here), the check does not.
+        // A gigabyte more than the machine has, memory and swap together: an allocator that
+        // overcommits may grant it (nothing is touched here), the check does not.
         let info = std::fs::read_to_string("/proc/meminfo").unwrap();
-        let kb: usize = info
-            .lines()
-            .find_map(|l| l.strip_prefix("MemAvailable:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap();
-        assert!(zeroed(kb * 1024 + (1 << 30)).is_none());
+        let kb = |name: &str| -> usize {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap()
+        };
+        let all = (kb("MemTotal:") + kb("SwapTotal:")) * 1024;
+        assert!(zeroed(all + (1 << 30)).is_none());
     }
 
     #[test]

@@ -42,6 +42,8 @@ pub enum ReadError {
     NoSuchLaunch { id: u64, count: usize },
     #[error("blob {hash} is missing from the capture (was it copied incompletely?)")]
     MissingBlob { hash: String },
+    #[error("content {hash} is {bytes} bytes, more than this machine has memory available to read it into")]
+    TooLarge { hash: String, bytes: u64 },
     #[error("blob {hash} is damaged: its contents no longer match their digest")]
     DamagedBlob { hash: String },
     #[error("{what} was not recorded ({why})")]
@@ -456,10 +458,7 @@ impl Contents {
         if total != size {
             return Err(damaged());
         }
-        let mut bytes = usize::try_from(size)
-            .ok()
-            .and_then(crate::bulk::zeroed)
-            .ok_or_else(damaged)?;
+        let mut bytes = room_for(hash, size)?;
         if !crate::bulk::concat_into(&mut bytes, &parts) {
             return Err(damaged());
         }
@@ -714,12 +713,7 @@ impl Contents {
             return self.spooled_try(hash, want, max, false);
         };
         // Each part read straight into its place (a content of gigabytes is not copied twice).
-        let mut bytes = usize::try_from(total)
-            .ok()
-            .and_then(crate::bulk::zeroed)
-            .ok_or_else(|| ReadError::DamagedBlob {
-                hash: hash.to_string(),
-            })?;
+        let mut bytes = room_for(hash, total)?;
         let mut at = 0usize;
         for (name, r) in cover {
             let end = at + r.len as usize;
@@ -781,15 +775,7 @@ impl Contents {
         record: &crate::spool::Record,
     ) -> Result<Option<Vec<u8>>, ReadError> {
         let (hash, len) = (&record.hash, record.len);
-        let mut bytes = usize::try_from(len)
-            .ok()
-            .and_then(crate::bulk::zeroed)
-            .ok_or_else(|| ReadError::Corrupt {
-                path: self.dir.join(crate::spool::SPOOL_DIR).join(name),
-                message: format!(
-                    "its record of content {hash} claims {len} bytes, more than fit in memory"
-                ),
-            })?;
+        let mut bytes = room_for(hash, len)?;
         Ok(self
             .read_record_into(name, record, &mut bytes)?
             .then_some(bytes))
@@ -1083,4 +1069,17 @@ fn unreachable_missing() -> ReadError {
         what: "a blob".into(),
         why: "it is missing".into(),
     }
+}
+
+/// Zeroed memory for content `hash` of `bytes` bytes (filled by the caller), or why there is
+/// none: more than this machine has available ([`crate::bulk::fits_in_memory`]) is a
+/// [`ReadError::TooLarge`], never reported as damage of the capture.
+fn room_for(hash: &str, bytes: u64) -> Result<Vec<u8>, ReadError> {
+    usize::try_from(bytes)
+        .ok()
+        .and_then(crate::bulk::zeroed)
+        .ok_or_else(|| ReadError::TooLarge {
+            hash: hash.to_string(),
+            bytes,
+        })
 }

@@ -69,8 +69,17 @@ impl std::fmt::Display for JournalError {
 /// from elsewhere; a file written in place (or a fixed temporary name) would be written
 /// through a link planted there, into a file outside the campaign.
 pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    // The mode a file written in place had: the old file's, else what `File::create` gives
+    // (0666 less the umask, which the folder's own mode stands in for: 0700 or 0755).
+    let mode = match std::fs::metadata(path) {
+        Ok(m) => m.permissions().mode() & 0o777,
+        Err(_) => std::fs::metadata(dir).map_or(0o600, |m| m.permissions().mode() & 0o666),
+    };
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))?;
     tmp.write_all(bytes)?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())

@@ -554,7 +554,8 @@ impl Worker {
                 cmd.pre_exec(move || {
                     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                     if libc::getppid() != parent {
-                        return Err(std::io::Error::other("the runner exited"));
+                        // No allocation after the fork: an error made from a number.
+                        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
                     }
                     Ok(())
                 });

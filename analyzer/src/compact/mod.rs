@@ -19,7 +19,9 @@
 //! 1.6 GB spool 1.31 s → 0.87 s and Gaussian elimination's 592 MB 1.12 s → 0.80 s. A
 //! compaction killed at any point leaves every
 //! content in the spool or in the store (both, at worst); the next one skips contents whose
-//! index exists and drops the segment, so compacting again is idempotent. Half-written
+//! index (or whole blob) is there and reads as the content (`Compactor::stored_whole`; a
+//! damaged or planted one is replaced) and drops the segment, so compacting again is
+//! idempotent. Half-written
 //! packs (temporary names) of a killed compactor are left behind, unnamed by any index.
 //! A content whose bytes do not match its digest (damage, or a forged spool) is not stored
 //! and its segment is kept; a record cut off at a segment's end (its writer died while
@@ -599,9 +601,9 @@ impl Compactor {
     }
 
     /// Whether the store holds content `hash` of `len` bytes already, so that its spooled
-    /// copy may go: stored by this compactor, or found on disk as a whole blob of that length
-    /// or a chunk index that reads as one for that length, each of its chunks within a pack
-    /// or chunk file that is there. Why not the index's name alone: a damaged or planted
+    /// copy may go: stored by this compactor, or found on disk as a whole blob with that
+    /// digest, or (no blob of its name) a chunk index that parses for that length, each of its
+    /// chunks within a pack or chunk file that is there. Why not the index's name alone: a damaged or planted
     /// index of that name (a capture from elsewhere) would have the spool's good copy
     /// deleted and the content lost. (The chunks' bytes are not read again here: that costs
     /// reading every content a capture appended to holds once more.)
@@ -615,8 +617,13 @@ impl Compactor {
                 .filter(|m| m.file_type().is_file())
                 .map(|m| m.len())
         };
-        if regular_len(&writer::blob_path(&self.dir, hash)) == Some(len) {
-            return true;
+        // A whole blob is what readers try first: it must be the content (its digest checked),
+        // and anything else at its name (of another length, damaged, not a file) means no.
+        let blob = writer::blob_path(&self.dir, hash);
+        if std::fs::symlink_metadata(&blob).is_ok() {
+            return regular_len(&blob) == Some(len)
+                && cltrap_capture::safe_open::read_regular(&blob, len)
+                    .is_ok_and(|bytes| writer::digest(&bytes) == hash);
         }
         let Ok(text) =
             cltrap_capture::safe_open::read_regular(&writer::index_path(&self.dir, hash), 1 << 26)

@@ -274,33 +274,57 @@ fn a_content_spooled_twice_is_stored_once_and_a_damaged_copy_does_not_hide_a_goo
     }
 }
 
-/// A chunk index already at a spooled content's name that is no good copy of it (garbage,
-/// or a valid index of another length, or one naming a pack that is not there) does not
-/// make compaction take the content for stored and drop its only good copy: the content is
-/// stored over it and reads back.
+/// A chunk index or whole blob already at a spooled content's name that is no good copy of it
+/// (a garbage index; a well-formed index naming a pack that is not there, or of another
+/// length; a good index beside a whole blob of another length, which readers try first) does
+/// not make compaction take the content for stored and drop its only good copy: the content
+/// is stored over it and reads back.
 #[test]
-fn a_bad_index_in_the_store_does_not_make_compaction_drop_the_spooled_copy() {
+fn a_bad_index_or_blob_in_the_store_does_not_make_compaction_drop_the_spooled_copy() {
     let (a, _) = two_versions();
     let hash = writer::digest(&a);
-    let other = format!(
-        "{}\nsize {}\npack {}\n{} {} 0 0 10\n",
-        "cltrap-chunks 2",
-        a.len(),
-        "ab".repeat(32),
-        "cd".repeat(32),
-        a.len()
-    );
-    for planted in ["garbage\n".to_string(), other] {
+    // Chunks of at most 64 KiB (within the chunker's maximum), adding up to `total`.
+    let index = |total: usize, pack: &str| {
+        let mut text = format!("cltrap-chunks 2\nsize {total}\npack {pack}\n");
+        let (mut at, mut offset) = (0, 0);
+        while at < total {
+            let n = (total - at).min(1 << 16);
+            text.push_str(&format!("{} {n} 0 {offset} {n}\n", "cd".repeat(32)));
+            at += n;
+            offset += n;
+        }
+        text
+    };
+    let missing_pack = index(a.len(), &"ab".repeat(32));
+    assert!(cltrap_capture::chunks::parse_index(&missing_pack).is_ok());
+    let other_length = index(a.len() - 1, &"ab".repeat(32));
+    assert!(cltrap_capture::chunks::parse_index(&other_length).is_ok());
+    let cases: [(&str, Option<String>, Option<Vec<u8>>); 4] = [
+        ("garbage index", Some("garbage\n".into()), None),
+        ("index naming a missing pack", Some(missing_pack), None),
+        ("index of another length", Some(other_length), None),
+        (
+            "whole blob of another length",
+            None,
+            Some(a[..100].to_vec()),
+        ),
+    ];
+    for (what, planted_index, planted_blob) in cases {
         let t = tempfile::tempdir().unwrap();
         let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
         w.put(&hash, &a).unwrap();
         drop(w);
-        let index = writer::index_path(t.path(), &hash);
-        std::fs::create_dir_all(index.parent().unwrap()).unwrap();
-        std::fs::write(&index, &planted).unwrap();
+        let index_path = writer::index_path(t.path(), &hash);
+        std::fs::create_dir_all(index_path.parent().unwrap()).unwrap();
+        if let Some(text) = &planted_index {
+            std::fs::write(&index_path, text).unwrap();
+        }
+        if let Some(bytes) = &planted_blob {
+            std::fs::write(writer::blob_path(t.path(), &hash), bytes).unwrap();
+        }
         let r = Compactor::new(t.path()).pass().unwrap();
-        assert_eq!((r.segments, r.contents), (1, 1), "{planted}: {r:?}");
+        assert_eq!((r.segments, r.contents), (1, 1), "{what}: {r:?}");
         assert!(spool::segments(t.path()).unwrap().is_empty());
-        assert_eq!(read(t.path(), &a), a, "{planted}");
+        assert_eq!(read(t.path(), &a), a, "{what}");
     }
 }
