@@ -2,6 +2,7 @@
 //! every string a capture gives `show` is printed with its control characters escaped, and a
 //! selection's ranges are bounded by the capture's launch ids before they are expanded.
 
+mod common;
 use cltrap_analyzer::ids::{self, IdsError};
 use cltrap_analyzer::show;
 use cltrap_analyzer::site::Resolver;
@@ -46,30 +47,15 @@ fn info(index: u32, name: &str, ty: &str, space: &str, quals: &str) -> ArgInfo {
 }
 
 fn record(kernel: &str, program: Hash, args: Vec<ArgRecord>, device: &str) -> LaunchRecord {
-    LaunchRecord {
-        id: 0,
-        seq: 0,
-        kernel: kernel.into(),
-        program,
-        api: LaunchApi::NdRange,
-        work_dim: 1,
-        global_offset: None,
-        global_size: vec![4],
-        local_size: None,
-        args,
-        device: DeviceRecord {
-            name: device.into(),
-            vendor: device.into(),
-            platform: device.into(),
-            version: device.into(),
-            driver_version: device.into(),
-        },
-        queue_properties: 0,
-        launch_site: None,
-        thread: 1,
-        status: 0,
-        not_replayable: vec![],
-    }
+    let mut r = common::ndrange_record(kernel, program, vec![4], None, None, args);
+    r.device = DeviceRecord {
+        name: device.into(),
+        vendor: device.into(),
+        platform: device.into(),
+        version: device.into(),
+        driver_version: device.into(),
+    };
+    r
 }
 
 /// A capture whose every string `show` prints holds [`HOSTILE`]: launch 0.

@@ -100,29 +100,33 @@ fn a_launch_id_out_of_range_is_one_clear_error() {
     assert!(!out.success(), "{}", out.describe());
 }
 
-#[test]
-fn a_kernel_edited_so_it_no_longer_builds_fails_replay_clearly() {
-    let dir = small_capture("edited");
-    let cap = open_capture(&dir);
+/// Replaces `from` by `to` in the source of the capture's program and points its launches at
+/// the edited program, the way a user editing a capture by hand (or a tool) would.
+fn edit_source(dir: &std::path::Path, from: &str, to: &str) {
+    let cap = open_capture(dir);
     let old_prog_hash = cap.launches[0].program.clone();
     let mut prog = cap.program(&old_prog_hash).expect("program record");
     let cltrap_capture::ProgramOrigin::Source { sources } = &mut prog.origin else {
         panic!("sequence.cl is built from source: {:?}", prog.origin)
     };
     let text = cap.source_text(&sources[0]).expect("source");
-    let broken = text.replace("out[g] = v + (int)g;", "out[g] = v + ;");
-    assert_ne!(broken, text, "the edit applied");
-    // Store the edited source and program as new blobs and point the launches at them, the
-    // way a user editing a capture by hand (or a tool) would.
-    let store = cltrap_capture::BlobStore::new(&dir);
-    sources[0] = store.put(broken.as_bytes()).expect("store source");
+    let edited = text.replace(from, to);
+    assert_ne!(edited, text, "the edit applied");
+    let store = cltrap_capture::BlobStore::new(dir);
+    sources[0] = store.put(edited.as_bytes()).expect("store source");
     let new_prog_hash = store
         .put(&serde_json::to_vec(&prog).expect("encode program"))
         .expect("store program");
     let log = dir.join("launches.jsonl");
     let text = std::fs::read_to_string(&log).expect("read log");
     std::fs::write(&log, text.replace(&old_prog_hash, &new_prog_hash)).expect("write log");
-    assert_eq!(open_capture(&dir).launches[0].program, new_prog_hash);
+    assert_eq!(open_capture(dir).launches[0].program, new_prog_hash);
+}
+
+#[test]
+fn a_kernel_edited_so_it_no_longer_builds_fails_replay_clearly() {
+    let dir = small_capture("edited");
+    edit_source(&dir, "out[g] = v + (int)g;", "out[g] = v + ;");
 
     let out = cmd(&[OsStr::new("replay"), dir.as_os_str(), OsStr::new("0")]);
     out.assert_no_panic();
@@ -451,27 +455,12 @@ fn gone(pid: u32) -> bool {
 #[test]
 fn a_replay_killed_outright_leaves_no_worker_running() {
     let dir = small_capture("killed-runner");
-    let cap = open_capture(&dir);
-    let old_prog_hash = cap.launches[0].program.clone();
-    let mut prog = cap.program(&old_prog_hash).expect("program record");
-    let cltrap_capture::ProgramOrigin::Source { sources } = &mut prog.origin else {
-        panic!("sequence.cl is built from source: {:?}", prog.origin)
-    };
-    let text = cap.source_text(&sources[0]).expect("source");
     // A loop that never ends and keeps writing (so no compiler may drop it).
-    let endless = text.replace(
+    edit_source(
+        &dir,
         "out[g] = v + (int)g;",
         "for (int k = 0;; k++) out[g] = v + k;",
     );
-    assert_ne!(endless, text, "the edit applied");
-    let store = cltrap_capture::BlobStore::new(&dir);
-    sources[0] = store.put(endless.as_bytes()).expect("store source");
-    let new_prog_hash = store
-        .put(&serde_json::to_vec(&prog).expect("encode program"))
-        .expect("store program");
-    let log = dir.join("launches.jsonl");
-    let text = std::fs::read_to_string(&log).expect("read log");
-    std::fs::write(&log, text.replace(&old_prog_hash, &new_prog_hash)).expect("write log");
 
     let mut runner = std::process::Command::new(&tools().cltrap)
         .args([OsStr::new("replay"), dir.as_os_str(), OsStr::new("0")])
