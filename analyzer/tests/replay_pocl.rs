@@ -772,6 +772,53 @@ fn compiled_and_linked_programs_replay_with_their_embedded_headers() {
 }
 
 #[test]
+fn an_embedded_header_named_outside_its_folder_is_refused_before_any_compiler_sees_it() {
+    // PoCL writes each embedded header of clCompileProgram to TMP/NAME, creating folders: a
+    // capture naming `../../../x` would make replay write the header's text anywhere.
+    let outside = temp_dir("linked-outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let planted = outside.join("planted.h");
+    let hostile = format!(
+        "{}{}",
+        "../".repeat(24),
+        planted.display().to_string().trim_start_matches('/')
+    );
+    let dir = temp_dir("linked-hostile");
+    let b = Builder::new(&dir);
+    let put = |s: &str| b.w.blobs.put(s.as_bytes()).unwrap();
+    let rec = ProgramRecord {
+        origin: ProgramOrigin::Linked {
+            inputs: vec![CompiledInput {
+                origin: Box::new(ProgramOrigin::Source {
+                    sources: vec![put(LINK_MAIN)],
+                }),
+                compile_options: String::new(),
+                headers: vec![
+                    (hostile, put("#define PLANTED 1\n")),
+                    ("mix_helper.h".into(), put(LINK_HEADER)),
+                ],
+            }],
+        },
+        options: String::new(),
+        devices: vec![],
+        build_site: None,
+        includes: Default::default(),
+    };
+    let p = b.w.blobs.put(&serde_json::to_vec(&rec).unwrap()).unwrap();
+    b.launch("mix", &p, vec![64], None, mix_args(&b));
+    let r = replay_all(&dir, 0);
+    match &r[0].outcome {
+        Outcome::Error { full, .. } => assert!(
+            full.contains("is not a relative path without `..`"),
+            "{full}"
+        ),
+        other => panic!("the hostile header name was not refused: {other:?}"),
+    }
+    assert!(!planted.exists(), "replay wrote {}", planted.display());
+    let _ = std::fs::remove_dir_all(&outside);
+}
+
+#[test]
 fn programs_from_binaries_replay_on_a_device_that_accepts_them() {
     let session = Session::open(&DeviceSelector::default()).unwrap();
     let built = session.build_source(VADD, "").unwrap();

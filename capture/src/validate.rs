@@ -62,6 +62,20 @@ pub fn is_confined_absolute(p: &str) -> bool {
             .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
 }
 
+/// Whether `name` is a relative path below the folder it is put in: not empty, not absolute,
+/// no `..` component, no NUL, of sane length. Why: an in-memory header's name passed to
+/// `clCompileProgram` becomes a file that implementations write into a temporary folder
+/// (PoCL writes `TMP/NAME`, creating its folders), so `../../x` would write outside it.
+pub fn is_confined_relative(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('/')
+        && name.len() <= MAX_TEXT
+        && !name.contains('\0')
+        && Path::new(name)
+            .components()
+            .all(|c| matches!(c, Component::CurDir | Component::Normal(_)))
+}
+
 fn text(what: &str, s: &str) -> Result<(), String> {
     if s.len() > MAX_TEXT {
         return Err(format!(
@@ -416,7 +430,13 @@ fn origin(o: &ProgramOrigin) -> Result<(), String> {
                 crate::options::check_build_options(&input.compile_options)?;
                 count("in-memory headers", input.headers.len(), MAX_ITEMS)?;
                 for (name, hash) in &input.headers {
-                    text("an in-memory header's name", name)?;
+                    if !is_confined_relative(name) {
+                        return Err(format!(
+                            "an in-memory header's name {:?} is not a relative path without `..` \
+                             (a compiler would write that header outside its folder)",
+                            clip(name)
+                        ));
+                    }
                     digest("an in-memory header", hash)?;
                 }
             }
@@ -513,6 +533,25 @@ mod tests {
         assert!(is_confined_absolute("/home/a/inc/x.h"));
         for bad in ["inc/x.h", "/home/../etc/x", "/..", "/a/b/..", "", "/a\0b"] {
             assert!(!is_confined_absolute(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn header_names_stay_below_the_folder_they_are_written_in() {
+        for good in ["x.h", "inc/x.h", "./inc/x.h", "a/./b.h", "a..b.h", "..h"] {
+            assert!(is_confined_relative(good), "{good:?}");
+        }
+        for bad in [
+            "",
+            "/etc/profile",
+            "../x.h",
+            "inc/../../x.h",
+            "a/..",
+            "..",
+            "a\0b",
+            &"a".repeat(MAX_TEXT + 1),
+        ] {
+            assert!(!is_confined_relative(bad), "{bad:?}");
         }
     }
 }
