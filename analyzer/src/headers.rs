@@ -893,6 +893,34 @@ mod tests {
         assert_eq!(out.lines().count(), src.lines().count());
     }
 
+    /// A text cannot take back the definitions that keep inline assembly out of a CPU
+    /// device's build (`executor::cpu_code`), in any spelling of the directive.
+    #[test]
+    fn no_text_redefines_the_assembly_keyword() {
+        for (what, src) in [
+            ("define", "#define __asm__ __asm__\nkernel void k() {}\n"),
+            ("undef", "#undef asm\nkernel void k() {}\n"),
+            ("digraph", "%:undef __asm\nkernel void k() {}\n"),
+            ("trigraph", "??=define asm __asm__\nkernel void k() {}\n"),
+            ("splice", "#unde\\\nf __asm__\nkernel void k() {}\n"),
+            (
+                "comment",
+                "# /* x */ define /* y */ __asm__ __asm__\nkernel void k() {}\n",
+            ),
+        ] {
+            let out = without_escaping_includes(src);
+            assert!(
+                out.contains("#error \"cltrap refuses the ")
+                    && out.contains("directive on line 1: it redefines the assembly keyword"),
+                "{what}: {out}"
+            );
+            assert_eq!(out.lines().count(), src.lines().count(), "{what}");
+        }
+        // Other macros, and the word elsewhere, are left alone.
+        let plain = "#define asmx 1\n#define N __asm__\nint y;\n";
+        assert_eq!(without_escaping_includes(plain), plain);
+    }
+
     /// A recorded header's name that the rewriting pointed at a copy, but whose copy path
     /// clang would read differently (a backslash before the closing quote), is not trusted:
     /// the name clang reads climbs out of the mirror, so it is pointed at the sentinel.

@@ -859,7 +859,27 @@ fn programs_from_binaries_replay_on_a_device_that_accepts_them() {
         Some(vec![64]),
         vadd_args(&b, 1000, None),
     );
-    let r = replay_all(&dir, 0);
+    // A CPU device runs a binary as native code in this process: only when trusted.
+    let capture = Capture::open(&dir).unwrap();
+    let launches = select(&capture, None).unwrap();
+    let mut session = Session::open(&DeviceSelector::default()).unwrap();
+    let replay = |session: &Session| {
+        let mut r = Vec::new();
+        replay_on(session, &capture, &launches, 0u64, |x| r.push(x.clone()));
+        r
+    };
+    for r in replay(&session) {
+        assert!(
+            r.to_string().contains(
+                "skipped: its program is a binary, which a CPU device runs as \
+                 native code in cltrap's own process; replay it on a GPU, or set \
+                 CLTRAP_TRUST_BINARIES=1"
+            ),
+            "{r}"
+        );
+    }
+    session.trust_binaries(true);
+    let r = replay(&session);
     assert!(matches!(r[0].outcome, Outcome::Ok { .. }), "{}", r[0]);
     match &r[1].outcome {
         Outcome::Error { line, .. } => assert!(
@@ -868,6 +888,56 @@ fn programs_from_binaries_replay_on_a_device_that_accepts_them() {
         ),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn inline_assembly_never_builds_for_a_cpu_device_however_it_is_spelled() {
+    // PoCL compiles `__asm__` in OpenCL C and runs it in this process (a `syscall` included).
+    let session = Session::open(&DeviceSelector::default()).unwrap();
+    assert!(
+        session.runs_in_this_process(),
+        "PoCL's CPU device is the test device"
+    );
+    let body = "(\"nop\"); x[0] = 1; }";
+    for (what, text) in [
+        (
+            "asm",
+            format!("kernel void k(global int *x) {{ asm volatile{body}"),
+        ),
+        (
+            "__asm",
+            format!("kernel void k(global int *x) {{ __asm volatile{body}"),
+        ),
+        (
+            "__asm__",
+            format!("kernel void k(global int *x) {{ __asm__ volatile{body}"),
+        ),
+        (
+            "pasted",
+            format!(
+                "#define P(a, b) a##b\nkernel void k(global int *x) {{ P(__as, m__) volatile{body}"
+            ),
+        ),
+        (
+            "register",
+            "kernel void k(global int *x) { register int r __asm__(\"rsp\"); x[0] = r; }".into(),
+        ),
+    ] {
+        match session.build_source(&text, "") {
+            // An asm label after a declarator fails as a syntax error, without the name.
+            Err(e) => assert!(
+                e.to_string()
+                    .contains("cltrap_refuses_inline_assembly_on_a_cpu_device")
+                    || (what == "register" && e.to_string().contains("expected ';'")),
+                "{what}: {e}"
+            ),
+            Ok(_) => panic!("{what}: inline assembly was built for the CPU device"),
+        }
+    }
+    // Plain OpenCL C builds as before.
+    session
+        .build_source("kernel void k(global int *x) { x[0] = 1; }", "")
+        .unwrap();
 }
 
 #[test]

@@ -50,6 +50,10 @@ pub struct Session {
     pub(crate) sub_buffer_align: usize,
     /// A CPU device ([`Session::runs_in_this_process`]).
     cpu: bool,
+    /// Build a capture's binary and IL programs on a CPU device too ([`cpu_code`]).
+    ///
+    /// [`cpu_code`]: super::cpu_code
+    trust_binaries: bool,
     /// Times the host has waited for the device ([`Session::device_waits`]).
     waits: std::cell::Cell<u64>,
     /// Where this session's runs spent their host time ([`Session::run_split`]).
@@ -278,6 +282,7 @@ impl Session {
             context,
             info,
             cpu,
+            trust_binaries: super::cpu_code::binaries_trusted_by_env(),
             sub_buffer_align: super::guard::sub_buffer_align(device),
             waits: std::cell::Cell::new(0),
             split: std::cell::Cell::new(RunSplit::default()),
@@ -337,6 +342,32 @@ impl Session {
     /// that writes out of bounds can reach this process's own memory. A GPU's cannot.
     pub fn runs_in_this_process(&self) -> bool {
         self.cpu
+    }
+
+    /// Lets (or stops) this session build a capture's binary and IL programs on a CPU device,
+    /// which runs them as native code in this process. Why a switch: only the user knows
+    /// whether a capture comes from a source they trust; the CLI sets it from
+    /// `CLTRAP_TRUST_BINARIES`, which [`Session::open`] reads.
+    pub fn trust_binaries(&mut self, trusted: bool) {
+        self.trust_binaries = trusted;
+    }
+
+    /// Extra build options for an OpenCL C text from a capture on this device.
+    pub(super) fn guard_options(&self) -> &'static str {
+        if self.cpu {
+            super::cpu_code::NO_ASM_OPTIONS
+        } else {
+            ""
+        }
+    }
+
+    /// Refuses a binary or IL program (`what`) on a CPU device unless trusted.
+    pub(super) fn may_run_binary(&self, what: &str) -> Result<(), ExecError> {
+        if self.cpu && !self.trust_binaries {
+            Err(super::cpu_code::untrusted(what))
+        } else {
+            Ok(())
+        }
     }
 }
 

@@ -28,6 +28,7 @@
 mod arrays;
 mod chain;
 mod cl;
+mod cpu_code;
 mod derive;
 mod device;
 mod devverify;

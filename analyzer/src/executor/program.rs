@@ -114,7 +114,7 @@ impl Session {
             super::arrays::create_program_with_source(self.context.raw(), sources)
                 .map_err(cl_err("clCreateProgramWithSource"))?,
         );
-        let opts = join_options(options, "")?;
+        let opts = join_options(options, self.guard_options())?;
         cl3::program::build_program(
             program.raw(),
             &[self.device],
@@ -196,6 +196,7 @@ impl Session {
     ) -> Result<Program, ExecError> {
         match origin {
             ProgramOrigin::Binary { binaries } => {
+                self.may_run_binary("a binary")?;
                 let pick = record
                     .devices
                     .iter()
@@ -217,6 +218,7 @@ impl Session {
                 Ok(Program(p))
             }
             ProgramOrigin::Il { il } => {
+                self.may_run_binary("SPIR-V")?;
                 let bytes = capture.blob(il)?;
                 Ok(Program(
                     cl3::program::create_program_with_il(self.context.raw(), &bytes).map_err(
@@ -276,7 +278,8 @@ impl Session {
                 }
                 let raw_headers: Vec<cl_program> = headers.iter().map(Program::raw).collect();
                 let name_refs: Vec<&CStr> = names.iter().map(CString::as_c_str).collect();
-                let copts = join_options(&files.options(&input.compile_options), "")?;
+                let copts =
+                    join_options(&files.options(&input.compile_options), self.guard_options())?;
                 super::arrays::compile_program(
                     program.raw(),
                     &[self.device],

@@ -25,6 +25,10 @@ pub(super) const FILE_DIRECTIVES: [&str; 5] = [
 /// Operators of `#if` that look a file up (`open`) where they are evaluated.
 pub(super) const FILE_QUERIES: [&str; 3] = ["__has_include", "__has_include_next", "__has_embed"];
 
+/// The spellings of the assembly keyword, which a build for a CPU device defines away
+/// (`executor::cpu_code`): a text may not define or undefine them back.
+pub(super) const ASM_WORDS: [&str; 3] = ["asm", "__asm", "__asm__"];
+
 /// How every refusal written into a text begins.
 pub(super) const REFUSED: &str = "cltrap refuses";
 
@@ -45,7 +49,9 @@ pub(super) const CONFINE_PASSES: usize = 4;
 ///   `__debug` after `GCC`/`clang` anywhere else (a `_Pragma` string, a macro's
 ///   arguments) become `error`, which fails the build without opening anything;
 /// - `__has_include("...")` (and kin) with an escaping name is pointed at [`UNRECORDED`];
-///   with any other operand the operator is renamed, so `#if` fails on it.
+///   with any other operand the operator is renamed, so `#if` fails on it;
+/// - `#define` or `#undef` of a spelling of the assembly keyword ([`ASM_WORDS`]) is refused
+///   the same way, so the definitions a CPU device's build adds stay.
 ///
 /// Lines keep their numbers: a replaced stretch that held line ends keeps them as splices.
 /// Every replacement is checked again; a text that still needs edits after
@@ -523,6 +529,17 @@ pub(super) fn file_edits(text: &[u8], root: Option<&Path>) -> Option<Vec<Edit>> 
                          angled name of a header the capture recorded",
                     )),
                 }
+            } else if (name == b"define" || name == b"undef")
+                && ASM_WORDS.iter().any(|w| {
+                    let at = scan.blank(name_end);
+                    w.as_bytes() == &c[at..word_end(c, at)]
+                })
+            {
+                edits.push(refuse(
+                    std::str::from_utf8(name).unwrap_or("define"),
+                    "it redefines the assembly keyword, which a build for a CPU device defines \
+                     away (its kernels run in cltrap's own process)",
+                ));
             } else if name == b"pragma"
                 && scan
                     .directive_words(name_end)
