@@ -48,9 +48,21 @@ fn numbers(line: &str) -> Vec<u64> {
 }
 
 /// Replays every launch of the capture and checks that each one is reported `ok`, that
-/// there are exactly `expected` of them, and that the replay exits 0.
+/// there are exactly `expected` of them, and that the replay exits 0. The tests replay only
+/// captures they made, so they trust them: a program the application loaded from a binary
+/// replays on PoCL too (`CLTRAP_TRUST_BINARIES`; without it such launches are skipped on a
+/// CPU device).
 pub fn assert_replays_ok(dir: &Path, expected: usize) -> Outcome {
-    let out = cltrap(&[OsStr::new("replay"), dir.as_os_str()]);
+    let t = crate::paths::tools();
+    let out = crate::process::run_with_env(
+        &t.cltrap,
+        &[OsStr::new("replay"), dir.as_os_str()],
+        &[
+            ("CLTRAP_SHIM", t.shim.as_os_str()),
+            ("CLTRAP_TRUST_BINARIES", OsStr::new("1")),
+        ],
+        None,
+    );
     out.assert_no_panic();
     assert!(out.success(), "cltrap replay failed\n{}", out.describe());
     let ok = ok_lines(&out.stdout_text());

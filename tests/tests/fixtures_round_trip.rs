@@ -196,7 +196,7 @@ fn one_two_and_three_dimensional_ranges_with_offsets_and_tasks_are_recorded_exac
 
 #[test]
 fn several_programs_and_a_compiled_and_linked_program_are_captured_and_replay_ok() {
-    let (_dir, cap) = round_trip("programs", &[], &[]);
+    let (dir, cap) = round_trip("programs", &[], &[]);
     let seq = kernel_sequence(&cap);
     let prog = |i: usize| {
         cap.program(&cap.launches[i].program)
@@ -219,6 +219,18 @@ fn several_programs_and_a_compiled_and_linked_program_are_captured_and_replay_ok
         matches!(prog(5).origin, ProgramOrigin::Binary { .. }),
         "a program from a binary is recorded as one: {:?}",
         prog(5).origin
+    );
+    // Untrusted (the default), a CPU device does not run the capture's binary.
+    let untrusted = cltrap(&[OsStr::new("replay"), dir.as_os_str()]);
+    assert!(untrusted.success(), "{}", untrusted.describe());
+    let binary_id = cap.launches[5].id;
+    assert!(
+        untrusted.stdout_text().contains(&format!(
+            "launch {binary_id} times_two: skipped: its program is a binary, which a CPU device \
+             runs as native code in cltrap's own process"
+        )),
+        "{}",
+        untrusted.describe()
     );
     // The second context: same source, its own program object.
     assert_eq!(seq[6], "times_two", "{seq:?}");

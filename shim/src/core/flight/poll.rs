@@ -41,8 +41,9 @@ const POLL_BUSY: Duration = Duration::from_micros(200);
 /// Launches per out-of-order queue whose status one poll asks about (the oldest).
 const POLL_PER_LANE: usize = 16;
 
-/// The same while a thread waits for launches to be written.
-const POLL_PER_LANE_BUSY: usize = MAX_INFLIGHT_LAUNCHES;
+/// The same while a thread waits for launches to be written (a quarter of the launch cap:
+/// one poll asks about a batch, not about every launch in flight).
+const POLL_PER_LANE_BUSY: usize = MAX_INFLIGHT_LAUNCHES / 4;
 
 /// When the writer asks the driver next: in-order queues are polled often while polls find
 /// completions and less often while they do not; out-of-order queues (which have callbacks)
