@@ -228,27 +228,8 @@ pub fn run(req: &RunRequest) -> Result<RunReport, LaunchError> {
     cmd.env("LD_PRELOAD", prepend("LD_PRELOAD", &req.shim));
     cmd.env("OPENCL_LAYERS", prepend("OPENCL_LAYERS", &req.shim));
     // If cltrap itself is killed (a harness timeout), the application must not live on
-    // unsupervised: the kernel sends it SIGTERM when its parent dies. A parent that died
-    // between the fork and the prctl sends nothing: the child sees a new parent and does
-    // not start the application.
-    {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: getpid is async-signal-safe; called here, before the fork.
-        let parent = unsafe { libc::getpid() };
-        // SAFETY: prctl and getppid are async-signal-safe and touch only the child being
-        // set up.
-        unsafe {
-            cmd.pre_exec(move || {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                if libc::getppid() != parent {
-                    return Err(std::io::Error::other(
-                        "cltrap exited before the application started",
-                    ));
-                }
-                Ok(())
-            });
-        }
-    }
+    // unsupervised: the kernel sends it SIGTERM when its parent dies.
+    crate::orphan::end_with_parent(&mut cmd, libc::SIGTERM);
     // `full`: the application spools its contents raw; this process compacts them on its
     // own threads while it runs, and says at the start what disk budget it has.
     seen.insert("CLTRAP_DIR", dir.to_string_lossy().into_owned());

@@ -37,6 +37,7 @@ pub mod ids;
 pub mod launcher;
 pub mod list;
 pub mod mutate;
+pub mod orphan;
 pub mod param_types;
 pub mod replay;
 pub mod replay_campaign;

@@ -449,6 +449,62 @@ fn gone(pid: u32) -> bool {
     }
 }
 
+/// The same for the processes a campaign's worker starts itself: a fuzzer killed outright
+/// while its execution worker (`fuzz --worker`) runs a kernel that never ends leaves none of
+/// them running (no watchdog is left to stop it).
+#[test]
+fn a_fuzzer_killed_outright_leaves_no_execution_worker_running() {
+    let dir = small_capture("killed-fuzzer");
+    edit_source(
+        &dir,
+        "out[g] = v + (int)g;",
+        "for (int k = 0;; k++) out[g] = v + k;",
+    );
+    let mut runner = std::process::Command::new(&tools().cltrap)
+        .args([
+            OsStr::new("fuzz"),
+            dir.as_os_str(),
+            OsStr::new("--watchdog"),
+            OsStr::new("600"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("cltrap starts");
+    let patience = std::time::Duration::from_secs(120);
+    let started = std::time::Instant::now();
+    let worker = loop {
+        let found = children_with(runner.id(), "--unit-worker")
+            .into_iter()
+            .flat_map(|u| children_with(u, "--worker"))
+            .next();
+        if let Some(w) = found {
+            break w;
+        }
+        assert!(
+            started.elapsed() < patience && runner.try_wait().unwrap().is_none(),
+            "no execution worker started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    runner.kill().unwrap();
+    runner.wait().unwrap();
+    let killed = std::time::Instant::now();
+    while !gone(worker) && killed.elapsed() < patience {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let left = !gone(worker);
+    if left {
+        // SAFETY: a plain kill of the test's own great-grandchild.
+        unsafe { libc::kill(worker as i32, libc::SIGKILL) };
+    }
+    assert!(
+        !left,
+        "the execution worker {worker} ran on after its fuzzer was killed"
+    );
+}
+
 /// A `cltrap` killed outright (SIGKILL: no handler runs) while a worker runs a kernel that
 /// never ends takes the worker with it: the worker does not run on for minutes until its
 /// watchdog, burning a core with no one to report to.

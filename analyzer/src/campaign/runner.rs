@@ -543,24 +543,7 @@ impl Worker {
         // its workers with it: one compiling or running a kernel for minutes does not read
         // the closed stdin that would end it. The signal follows the thread that started the
         // worker, a slot's thread, which outlives its workers (it closes them before ending).
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: getpid is async-signal-safe; called here, before the fork.
-            let parent = unsafe { libc::getpid() };
-            // SAFETY: prctl and getppid are async-signal-safe and touch only the child being
-            // set up; a runner that died before the prctl leaves a child with another parent,
-            // which does not start.
-            unsafe {
-                cmd.pre_exec(move || {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    if libc::getppid() != parent {
-                        // No allocation after the fork: an error made from a number.
-                        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-                    }
-                    Ok(())
-                });
-            }
-        }
+        crate::orphan::end_with_parent(&mut cmd, libc::SIGKILL);
         if let Some(p) = pin {
             cmd.env(devices::ENV, p.env());
             cmd.env(devices::NAME_ENV, &p.name);

@@ -367,6 +367,7 @@ fn run_native(
         cmd.args(["--device", d]);
     }
     cmd.env_remove("LD_PRELOAD").env_remove("OPENCL_LAYERS");
+    crate::orphan::end_with_parent(&mut cmd, libc::SIGKILL);
     let done = run_with_deadline(cmd, deadline, false);
     let reply: Option<native::NativeReply> = done
         .stdout
@@ -596,6 +597,7 @@ impl Child<'_> {
         cmd.env_remove("LD_PRELOAD")
             .env_remove("OPENCL_LAYERS")
             .env_remove("OCL_ICD_FILENAMES");
+        crate::orphan::end_with_parent(&mut cmd, libc::SIGKILL);
         let done = run_with_deadline(cmd, self.deadline, self.first_overrun);
         // The worker says its buffers before the run (`running`), then how the run ended.
         let replies: Vec<WorkerReply> = done

@@ -223,6 +223,9 @@ impl Worker {
         if let Some(d) = &self.device.device {
             cmd.args(["--device", d]);
         }
+        // Ends with this thread, which owns the worker: a fuzzer killed outright does not
+        // leave it in an endless kernel with no watchdog.
+        crate::orphan::end_with_parent(&mut cmd, libc::SIGKILL);
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
