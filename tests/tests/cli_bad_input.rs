@@ -2,6 +2,7 @@
 
 use cltrap_e2e::*;
 use std::ffi::OsStr;
+use std::path::Path;
 
 /// Asserts a failed command explained itself in exactly one stderr line mentioning `about`.
 fn assert_one_clear_line(out: &Outcome, about: &str) {
@@ -449,24 +450,14 @@ fn gone(pid: u32) -> bool {
     }
 }
 
-/// The same for the processes a campaign's worker starts itself: a fuzzer killed outright
-/// while its execution worker (`fuzz --worker`) runs a kernel that never ends leaves none of
-/// them running (no watchdog is left to stop it).
-#[test]
-fn a_fuzzer_killed_outright_leaves_no_execution_worker_running() {
-    let dir = small_capture("killed-fuzzer");
-    edit_source(
-        &dir,
-        "out[g] = v + (int)g;",
-        "for (int k = 0;; k++) out[g] = v + k;",
-    );
+/// Starts `cltrap ARGS` on `dir` (a capture whose kernel never ends), waits for the process
+/// `find` names among its descendants, kills `cltrap` outright (SIGKILL: no handler runs)
+/// and asserts that process ends too.
+fn killed_runner_takes(dir: &Path, args: &[&str], what: &str, find: impl Fn(u32) -> Option<u32>) {
     let mut runner = std::process::Command::new(&tools().cltrap)
-        .args([
-            OsStr::new("fuzz"),
-            dir.as_os_str(),
-            OsStr::new("--watchdog"),
-            OsStr::new("600"),
-        ])
+        .arg(args[0])
+        .arg(dir)
+        .args(&args[1..])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -474,65 +465,12 @@ fn a_fuzzer_killed_outright_leaves_no_execution_worker_running() {
     let patience = std::time::Duration::from_secs(120);
     let started = std::time::Instant::now();
     let worker = loop {
-        let found = children_with(runner.id(), "--unit-worker")
-            .into_iter()
-            .flat_map(|u| children_with(u, "--worker"))
-            .next();
-        if let Some(w) = found {
+        if let Some(w) = find(runner.id()) {
             break w;
         }
         assert!(
             started.elapsed() < patience && runner.try_wait().unwrap().is_none(),
-            "no execution worker started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    std::thread::sleep(std::time::Duration::from_secs(2));
-    runner.kill().unwrap();
-    runner.wait().unwrap();
-    let killed = std::time::Instant::now();
-    while !gone(worker) && killed.elapsed() < patience {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let left = !gone(worker);
-    if left {
-        // SAFETY: a plain kill of the test's own great-grandchild.
-        unsafe { libc::kill(worker as i32, libc::SIGKILL) };
-    }
-    assert!(
-        !left,
-        "the execution worker {worker} ran on after its fuzzer was killed"
-    );
-}
-
-/// A `cltrap` killed outright (SIGKILL: no handler runs) while a worker runs a kernel that
-/// never ends takes the worker with it: the worker does not run on for minutes until its
-/// watchdog, burning a core with no one to report to.
-#[test]
-fn a_replay_killed_outright_leaves_no_worker_running() {
-    let dir = small_capture("killed-runner");
-    // A loop that never ends and keeps writing (so no compiler may drop it).
-    edit_source(
-        &dir,
-        "out[g] = v + (int)g;",
-        "for (int k = 0;; k++) out[g] = v + k;",
-    );
-
-    let mut runner = std::process::Command::new(&tools().cltrap)
-        .args([OsStr::new("replay"), dir.as_os_str(), OsStr::new("0")])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("cltrap starts");
-    let patience = std::time::Duration::from_secs(120);
-    let started = std::time::Instant::now();
-    let worker = loop {
-        if let Some(&w) = children_with(runner.id(), "--unit-worker").first() {
-            break w;
-        }
-        assert!(
-            started.elapsed() < patience && runner.try_wait().unwrap().is_none(),
-            "no worker started"
+            "no {what} started"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
@@ -546,11 +484,50 @@ fn a_replay_killed_outright_leaves_no_worker_running() {
     }
     let left = !gone(worker);
     if left {
-        // SAFETY: a plain kill of the test's own grandchild.
+        // SAFETY: a plain kill of one of the test's own descendants.
         unsafe { libc::kill(worker as i32, libc::SIGKILL) };
     }
-    assert!(
-        !left,
-        "the worker {worker} ran on after its runner was killed"
+    assert!(!left, "the {what} {worker} ran on after cltrap was killed");
+}
+
+/// A capture of three launches whose kernel loops forever, writing all along (so no
+/// compiler may drop the loop).
+fn endless_capture(label: &str) -> TestDir {
+    let dir = small_capture(label);
+    edit_source(
+        &dir,
+        "out[g] = v + (int)g;",
+        "for (int k = 0;; k++) out[g] = v + k;",
+    );
+    dir
+}
+
+/// A `cltrap` killed outright while a worker runs a kernel that never ends takes the worker
+/// with it: the worker does not run on for minutes until its watchdog, burning a core with
+/// no one to report to.
+#[test]
+fn a_replay_killed_outright_leaves_no_worker_running() {
+    let dir = endless_capture("killed-runner");
+    killed_runner_takes(&dir, &["replay", "0"], "worker", |runner| {
+        children_with(runner, "--unit-worker").first().copied()
+    });
+}
+
+/// The same for the processes a campaign's worker starts itself: a fuzzer killed outright
+/// while its execution worker (`fuzz --worker`) runs a kernel that never ends leaves none of
+/// them running (no watchdog is left to stop it).
+#[test]
+fn a_fuzzer_killed_outright_leaves_no_execution_worker_running() {
+    let dir = endless_capture("killed-fuzzer");
+    killed_runner_takes(
+        &dir,
+        &["fuzz", "--watchdog", "600"],
+        "execution worker",
+        |runner| {
+            children_with(runner, "--unit-worker")
+                .into_iter()
+                .flat_map(|u| children_with(u, "--worker"))
+                .next()
+        },
     );
 }
