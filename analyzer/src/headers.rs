@@ -467,8 +467,9 @@ const UNRECORDED: &str = "/dev/null/cltrap-unrecorded-include.h";
 
 /// `text` with every escaping `#include` pointed at [`UNRECORDED`] and every include the
 /// capture cannot have resolved refused (a program whose capture recorded no headers at
-/// all): [`confine_includes`] without a mirror.
-fn without_escaping_includes(text: &str) -> String {
+/// all): [`confine_includes`] without a mirror. Public for the texts that leave cltrap for
+/// another compiler (an export's reproducer builds them with the user's driver).
+pub fn without_escaping_includes(text: &str) -> String {
     String::from_utf8_lossy(&confine_includes(text.as_bytes(), None)).into_owned()
 }
 

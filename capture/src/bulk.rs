@@ -27,10 +27,15 @@ const CHECKED: usize = 1 << 30;
 /// would be faulted in as they are filled until the kernel's OOM killer ends the process
 /// (or another one), instead of one clear error. Each allocation is checked alone.
 pub fn fits_in_memory(len: usize) -> bool {
-    if len < CHECKED {
-        return true;
-    }
-    let len = len as u64;
+    len < CHECKED || has_room(len as u64)
+}
+
+/// Whether `len` more bytes fit in the memory this process may still use now (as
+/// [`fits_in_memory`], for an allocation of any size; reads `/proc/meminfo`). Why: a caller
+/// that makes many allocations under [`fits_in_memory`]'s threshold, each filled at once
+/// (an export copying every content of a launch), checks each so the sum cannot run the
+/// machine out of memory.
+pub fn has_room(len: u64) -> bool {
     let field = |text: &str, name: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(name))

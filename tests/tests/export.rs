@@ -1007,3 +1007,109 @@ fn exports_refuse_programs_that_include_a_header_the_capture_did_not_record() {
     let text = std::fs::read_to_string(gv.join("scaled.0.cl")).expect("kernel file");
     assert!(text.contains("#define SCALE 3"), "{text}");
 }
+
+/// A hostile capture's program cannot make a reproducer's build (the user's own driver, PoCL
+/// here) open a file outside its folder, whatever spelling of an include it uses, in the
+/// program's text or in a unit of a linked program whose in-memory header has the outside
+/// file's base name: the reproducer fails to build on the unrecorded-include sentinel.
+#[test]
+fn reproducers_of_hostile_programs_open_no_file_outside_their_folder() {
+    let dir = capture_headers_fixture("export-hostile");
+    let outside = tempfile::tempdir().expect("temporary folder");
+    let secret = outside.path().join("secret.h");
+    std::fs::write(&secret, "#define SECRET_READ 1\n").unwrap();
+    let s = secret.display().to_string();
+    let log = dir.join("launches.jsonl");
+    let first: Value = serde_json::from_str(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let blob = |h: &str| dir.join("blobs").join(&h[..2]).join(h);
+    let put = |bytes: &[u8]| {
+        let h = cltrap_capture::writer::digest(bytes);
+        std::fs::create_dir_all(blob(&h).parent().unwrap()).unwrap();
+        std::fs::write(blob(&h), bytes).unwrap();
+        h
+    };
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(blob(first["program"].as_str().unwrap())).unwrap())
+            .unwrap();
+    let source = {
+        let h = record["origin"]["sources"][0].as_str().unwrap();
+        String::from_utf8(std::fs::read(blob(h)).unwrap()).unwrap()
+    };
+    let guard = "#ifdef SECRET_READ\n#error the outside file was read\n#endif\n";
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    let mut cases = Vec::new();
+    for (k, (what, prelude)) in [
+        ("digraph", format!("%:include \"{s}\"\n")),
+        ("lone CR", format!("int dummy_;\r#include \"{s}\"\n")),
+        ("include_next", format!("#include_next \"{s}\"\n")),
+        ("import", format!("#import \"{s}\"\n")),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut r = record.clone();
+        r["origin"]["sources"][0] = json!(put(format!("{prelude}{guard}{source}").as_bytes()));
+        cases.push((what.to_string(), 100 + k as u64, r));
+    }
+    // A linked program: its unit includes the outside file by its full name, and carries an
+    // in-memory header of the same base name.
+    let mut linked = record.clone();
+    let kernel = &source[source.find("kernel void").unwrap()..];
+    let unit = put(format!(
+        "#include \"{s}\"\n{guard}#define SCALE 3\n#define OFFSET 7\n#define EXTRA 0\n\
+             #define LIMIT 100\n{kernel}"
+    )
+    .as_bytes());
+    linked["origin"] = json!({"kind": "linked", "inputs": [{
+        "origin": {"kind": "source", "sources": [unit]},
+        "compile_options": "",
+        "headers": [["secret.h", put(b"/* harmless */\n")]],
+    }]});
+    cases.push(("linked unit".into(), 110, linked));
+    for (_, id, r) in &cases {
+        let mut l = first.clone();
+        l["id"] = json!(id);
+        l["program"] = json!(put(&serde_json::to_vec(r).unwrap()));
+        text.push_str(&format!("{l}\n"));
+    }
+    std::fs::write(&log, text).unwrap();
+    for (what, id, _) in &cases {
+        let (out_dir, _) = export_to(&dir, Some(*id), "--c", &format!("hostile-{id}"));
+        for f in std::fs::read_dir(&out_dir).unwrap().flatten() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".cl") || name.ends_with(".h") {
+                let t = std::fs::read_to_string(f.path()).unwrap();
+                assert!(
+                    !t.contains(&s),
+                    "{what}: {name} still names the outside file:\n{t}"
+                );
+            }
+        }
+        let exe = out_dir.join("repro");
+        let built = run_native(
+            "cc",
+            &[
+                out_dir.join("main.c").as_os_str(),
+                OsStr::new("-o"),
+                exe.as_os_str(),
+                OsStr::new("-lOpenCL"),
+            ],
+        );
+        assert!(built.success(), "{what}: {}", built.describe());
+        let run = run_native(&exe, &["0", "0"]);
+        assert!(!run.success(), "{what}: {}", run.describe());
+        assert!(
+            run.stderr.contains("cltrap-unrecorded-include.h")
+                && !run.stderr.contains("the outside file was read"),
+            "{what}: {}",
+            run.describe()
+        );
+    }
+}

@@ -50,6 +50,16 @@ pub enum ExportError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The data files would not fit on the output folder's filesystem.
+    #[error("the reproducer's data files take {needed} bytes, more than the {free} bytes free where {dir} is")]
+    NoRoom {
+        /// The output folder.
+        dir: PathBuf,
+        /// Bytes of data files.
+        needed: u64,
+        /// Bytes free on its filesystem.
+        free: u64,
+    },
     /// The capture holds no launch to export.
     #[error("the capture holds no launch of a kernel built from OpenCL C source to export")]
     Nothing,
@@ -180,6 +190,21 @@ pub fn cli(args: &ExportArgs, out: &mut impl std::io::Write) -> Result<u8, Strin
     Ok(crate::damage::exit_code(status, damaged))
 }
 
+/// Bytes free to this user on the filesystem of `dir` (or of its nearest existing folder
+/// above); `None` when it cannot be told.
+pub(crate) fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = std::path::absolute(dir).ok()?;
+    let existing = dir.ancestors().find(|d| d.is_dir())?;
+    let path = std::ffi::CString::new(existing.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs writes only into `st`; `path` is a NUL-terminated string.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
 /// Writes `bytes` to `dir/name`, creating `dir`.
 pub(crate) fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ExportError> {
     let path = dir.join(name);
@@ -220,14 +245,18 @@ pub fn inline_headers(text: &str, headers: &[(String, String)], main_name: &str)
             });
             match found {
                 Some((name, body)) if !stack.contains(name) => {
-                    out.push_str(&format!("#line 1 \"{name}\"\n"));
+                    out.push_str(&format!("#line 1 {}\n", reproducer_c::c_string(name)));
                     stack.push(name.clone());
                     go(body, headers, name, stack, out);
                     stack.pop();
                     if !out.ends_with('\n') {
                         out.push('\n');
                     }
-                    out.push_str(&format!("#line {} \"{file}\"\n", n + 2));
+                    out.push_str(&format!(
+                        "#line {} {}\n",
+                        n + 2,
+                        reproducer_c::c_string(file)
+                    ));
                 }
                 _ => out.push_str(line),
             }
@@ -316,10 +345,12 @@ pub fn program_text(
         }
         _ => text,
     };
-    // An include left in the text names a file the export does not have.
+    // An include left in the text names a file the export does not have. What the driver
+    // builds is checked as clang's lexer reads it: no spelling of an include opens a file
+    // outside the reproducer's folder ([`crate::headers::without_escaping_includes`]).
     Ok(match unrecorded::first_reached(&text, &record.options) {
         Some((header, unchecked)) => Err(NoText::Unrecorded { header, unchecked }),
-        None => Ok(text),
+        None => Ok(crate::headers::without_escaping_includes(&text)),
     })
 }
 

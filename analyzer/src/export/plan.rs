@@ -138,12 +138,14 @@ fn units(
         for h in sources {
             source.push_str(&capture.source_text(h)?);
         }
+        // Built by the user's driver as they are: confined as every text a compiler sees.
+        let confined = crate::headers::without_escaping_includes;
         let mut headers = Vec::new();
         for (name, h) in &input.headers {
-            headers.push((name.clone(), capture.source_text(h)?));
+            headers.push((name.clone(), confined(&capture.source_text(h)?)));
         }
         out.push(Unit {
-            source,
+            source: confined(&source),
             options: input.compile_options.clone(),
             headers,
         });
@@ -189,6 +191,23 @@ pub struct Plan {
     /// What the program prints before running: inputs that are stand-ins for what the
     /// capture did not record.
     pub notes: Vec<String>,
+}
+
+/// A copy of argument `i`'s contents for the reproducer's data files. Why checked: a capture
+/// of a few kilobytes may claim thousands of buffers of zeros (stand-ins of up to 1 GiB
+/// each), and every copy is filled at once: each copy of 16 MiB or more must fit in the
+/// memory still available, so their sum cannot run the machine out of memory.
+fn copy_content(l: &LaunchRecord, i: usize, bytes: &[u8]) -> Result<Vec<u8>, ExportError> {
+    if bytes.len() >= 16 << 20 && !cltrap_capture::bulk::has_room(bytes.len() as u64) {
+        return Err(unsupported(
+            l,
+            format!(
+                "argument {i}'s contents ({} bytes) do not fit in the memory still available",
+                bytes.len()
+            ),
+        ));
+    }
+    Ok(bytes.to_vec())
 }
 
 fn unsupported(l: &LaunchRecord, why: impl Into<String>) -> ExportError {
@@ -296,7 +315,7 @@ pub fn plan(capture: &Capture, id: u64) -> Result<Plan, ExportError> {
                         flags: access_flags(*flags),
                         size: bytes.len() as u64,
                     });
-                    contents.push((id, bytes.clone()));
+                    contents.push((id, copy_content(l, i, bytes)?));
                 }
                 PlanArg::Mem(id)
             }
@@ -338,7 +357,7 @@ pub fn plan(capture: &Capture, id: u64) -> Result<Plan, ExportError> {
                         flags: access_flags(*flags),
                         image: image.clone(),
                     });
-                    contents.push((id, bytes.clone()));
+                    contents.push((id, copy_content(l, i, bytes)?));
                 }
                 PlanArg::Mem(id)
             }
@@ -431,6 +450,21 @@ pub fn plan(capture: &Capture, id: u64) -> Result<Plan, ExportError> {
 /// Writes the data files every reproducer variant reads: `program.cl`, `mem<M>.bin`,
 /// `arg<I>.expected.bin`.
 pub fn write_data(plan: &Plan, dir: &Path) -> Result<(), ExportError> {
+    // Refused before anything is written when the files would not fit on the folder's
+    // filesystem (a capture may claim gigabytes of zeros in a few kilobytes).
+    let total: u64 = plan
+        .contents
+        .iter()
+        .map(|(_, b)| b.len() as u64)
+        .chain(plan.checks.iter().map(|(_, b)| b.len() as u64))
+        .sum();
+    if let Some(free) = super::free_bytes(dir).filter(|&f| total > f) {
+        return Err(ExportError::NoRoom {
+            dir: dir.to_path_buf(),
+            needed: total,
+            free,
+        });
+    }
     write_file(dir, "program.cl", plan.source.as_bytes())?;
     for (i, u) in plan.units.iter().enumerate() {
         write_file(dir, &format!("unit{i}.cl"), u.source.as_bytes())?;

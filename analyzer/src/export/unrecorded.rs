@@ -47,6 +47,9 @@ pub fn first_reached(text: &str, options: &str) -> Option<(String, Option<&'stat
         at = d.range.end;
     }
     renamed.push_str(&text[at..]);
+    // What the scan does not see as an include (a digraph `%:include`, `#import`, a name
+    // split by a line splice) must not make clang open a file either.
+    let renamed = crate::headers::without_escaping_includes(&renamed);
     let stderr = preprocess(&clang.program, &renamed, &macro_options(options))?;
     let k: usize = stderr
         .split(PLACEHOLDER)
