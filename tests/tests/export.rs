@@ -921,18 +921,17 @@ fn python_reproducer_without_pyopencl_exits_2() {
 /// the kernel (exit 2) instead of writing files that cannot compile, and still export the
 /// launches of a complete program of the same capture. The program's other unrecorded
 /// include (`absent.h`, in a branch the build skips) refuses nothing.
+/// The first line of a launch log, as JSON.
+fn first_launch(log: &Path) -> Value {
+    let text = std::fs::read_to_string(log).unwrap();
+    serde_json::from_str(text.lines().next().unwrap()).unwrap()
+}
+
 #[test]
 fn exports_refuse_programs_that_include_a_header_the_capture_did_not_record() {
     let dir = capture_headers_fixture("export-unrecorded");
     let log = dir.join("launches.jsonl");
-    let first: Value = serde_json::from_str(
-        std::fs::read_to_string(&log)
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let first = first_launch(&log);
     let program = first["program"].as_str().unwrap().to_string();
     let blob = |h: &str| dir.join("blobs").join(&h[..2]).join(h);
     let mut record: Value =
@@ -1020,14 +1019,7 @@ fn reproducers_of_hostile_programs_open_no_file_outside_their_folder() {
     std::fs::write(&secret, "#define SECRET_READ 1\n").unwrap();
     let s = secret.display().to_string();
     let log = dir.join("launches.jsonl");
-    let first: Value = serde_json::from_str(
-        std::fs::read_to_string(&log)
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let first = first_launch(&log);
     let blob = |h: &str| dir.join("blobs").join(&h[..2]).join(h);
     let put = |bytes: &[u8]| {
         let h = cltrap_capture::writer::digest(bytes);
