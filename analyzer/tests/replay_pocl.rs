@@ -891,6 +891,47 @@ fn programs_from_binaries_replay_on_a_device_that_accepts_them() {
 }
 
 #[test]
+fn a_launch_claiming_more_memory_than_the_machine_has_is_skipped_before_anything_is_restored() {
+    // Eight buffers of 64 GiB, each "the digest of all zeros" in a record of a few hundred
+    // bytes: restoring them lazily, then copying them to the device, would end at the OOM
+    // killer.
+    let dir = temp_dir("huge-zeros");
+    let b = Builder::new(&dir);
+    let n = 8u32;
+    let params: Vec<String> = (0..n).map(|i| format!("global int *a{i}")).collect();
+    let src = format!("kernel void huge({}) {{ a0[0] = 1; }}\n", params.join(", "));
+    let p = b.program(&src, "");
+    let size = 1u64 << 36;
+    let zeros = Content::Digest {
+        hash: "0".repeat(64),
+        size,
+        algo: Default::default(),
+    };
+    let args = (0..n)
+        .map(|i| ArgRecord::Buffer {
+            info: arg_info(i, &format!("a{i}"), "int*", "global"),
+            mem: u64::from(i) + 1,
+            flags: 1,
+            size,
+            sub_of: None,
+            before: zeros.clone(),
+            after: zeros.clone(),
+        })
+        .collect();
+    b.launch("huge", &p, vec![1], None, args);
+    let r = replay_all(&dir, 0);
+    assert!(
+        r[0].to_string().contains(&format!(
+            "skipped: its buffers take {} bytes, twice that (a host and a device copy) is more \
+             than the memory available",
+            size * u64::from(n)
+        )),
+        "{}",
+        r[0]
+    );
+}
+
+#[test]
 fn inline_assembly_never_builds_for_a_cpu_device_however_it_is_spelled() {
     // PoCL compiles `__asm__` in OpenCL C and runs it in this process (a `syscall` included).
     let session = Session::open(&DeviceSelector::default()).unwrap();

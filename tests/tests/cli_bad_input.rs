@@ -531,3 +531,93 @@ fn a_fuzzer_killed_outright_leaves_no_execution_worker_running() {
         },
     );
 }
+
+/// A campaign folder that came with a capture cannot make `fuzz` delete or write elsewhere:
+/// its per-kernel folder replaced by a link to another folder is refused, and what that
+/// folder holds stays.
+#[test]
+fn fuzz_refuses_a_planted_link_in_the_captures_campaign_folder() {
+    let dir = small_capture("fuzz-link");
+    let suite = dir.with_file_name("fuzz-link-suite");
+    let _ = std::fs::remove_dir_all(&suite);
+    let args = [
+        OsStr::new("fuzz"),
+        dir.as_os_str(),
+        OsStr::new("--budget"),
+        OsStr::new("20"),
+        OsStr::new("--no-locate"),
+        OsStr::new("--out"),
+        suite.as_os_str(),
+    ];
+    let first = cmd(&args);
+    first.assert_no_panic();
+    let units = std::fs::read_dir(dir.join("campaigns"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("fuzz-units-")
+        })
+        .unwrap_or_else(|| panic!("no fuzz units folder\n{}", first.describe()));
+    let victim = dir.with_file_name("fuzz-link-victim");
+    let _ = std::fs::remove_dir_all(&victim);
+    std::fs::rename(&units, &victim).unwrap();
+    let mut planted = Vec::new();
+    for e in std::fs::read_dir(&victim).unwrap().flatten() {
+        if e.path().is_dir() {
+            let p = e.path().join("precious.txt");
+            std::fs::write(&p, "precious").unwrap();
+            planted.push(p);
+        }
+    }
+    assert!(!planted.is_empty(), "the first run made per-kernel folders");
+    std::os::unix::fs::symlink(&victim, &units).unwrap();
+    let again = cmd(&args);
+    again.assert_no_panic();
+    assert!(!again.success(), "{}", again.describe());
+    assert!(
+        format!("{}{}", again.stdout_text(), again.stderr).contains("fuzz-units-")
+            && again.stdout_text().contains("is a symbolic link"),
+        "{}",
+        again.describe()
+    );
+    for p in &planted {
+        assert_eq!(
+            std::fs::read_to_string(p).unwrap(),
+            "precious",
+            "{}",
+            p.display()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&victim);
+    let _ = std::fs::remove_dir_all(&suite);
+}
+
+/// `mutate` writes into the capture by default (`CAP/mutate`): a link planted there is
+/// refused, and nothing is written through it.
+#[test]
+fn mutate_refuses_a_planted_link_as_its_output_folder() {
+    let dir = small_capture("mutate-link");
+    let victim = dir.with_file_name("mutate-link-victim");
+    let _ = std::fs::remove_dir_all(&victim);
+    std::fs::create_dir_all(&victim).unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("mutate")).unwrap();
+    let out = cmd(&[OsStr::new("mutate"), dir.as_os_str()]);
+    out.assert_no_panic();
+    assert!(!out.success(), "{}", out.describe());
+    assert!(
+        out.stderr
+            .contains("is a symbolic link: give --out a folder of your own"),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(
+        std::fs::read_dir(&victim).unwrap().count(),
+        0,
+        "written through the link"
+    );
+    let _ = std::fs::remove_dir_all(&victim);
+}

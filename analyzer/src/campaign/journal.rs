@@ -85,13 +85,32 @@ pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Whether `unit` can name a folder below the campaign's: not empty, no `/` or NUL, not `.`
+/// or `..` (unit names are `launch-3`, `kernel-vec_add`, `mutant-0-12`...).
+fn is_plain_name(unit: &str) -> bool {
+    !unit.is_empty() && unit != "." && unit != ".." && !unit.contains(['/', '\0'])
+}
+
 /// Reads the journal in `dir`.
 pub fn read(dir: &Path) -> Result<Journal, JournalError> {
+    use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join(FILE);
-    let file = File::open(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => JournalError::Missing(dir.to_path_buf()),
-        _ => JournalError::Unreadable(path.clone(), e.to_string()),
-    })?;
+    // A journal travels with a capture (`campaigns/`): not through a link, and never a FIFO
+    // that would block the read (O_NONBLOCK, then a regular file is required).
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => JournalError::Missing(dir.to_path_buf()),
+            _ => JournalError::Unreadable(path.clone(), e.to_string()),
+        })?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(JournalError::Unreadable(
+            path,
+            "it is not a regular file".into(),
+        ));
+    }
     let mut lines = BufReader::new(file);
     let mut first = String::new();
     (&mut lines)
@@ -125,6 +144,16 @@ pub fn read(dir: &Path) -> Result<Journal, JournalError> {
             break;
         }
         if let Ok(f) = serde_json::from_str::<Finished>(line.trim_end()) {
+            // A unit's name becomes a folder of the campaign: one plain name, never a path.
+            if !is_plain_name(&f.unit) {
+                return Err(JournalError::Unreadable(
+                    path,
+                    format!(
+                        "it names a unit {:?}, which is not a plain name",
+                        crate::list::clip(&f.unit, 64)
+                    ),
+                ));
+            }
             finished.insert(f.unit.clone(), f);
         }
     }
@@ -244,6 +273,32 @@ mod tests {
         // Not resuming starts over.
         Writer::open(dir.path(), &header(), false).unwrap();
         assert!(read(dir.path()).unwrap().finished.is_empty());
+    }
+
+    /// A journal that came with a capture is untrusted: a unit row naming a path, a FIFO
+    /// and a link at the journal's name are refused in one sentence, without blocking.
+    #[test]
+    fn a_forged_journal_is_refused_not_followed() {
+        for unit in ["../../victim/planted", "/tmp/x", "..", "a/b", ""] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut w = Writer::open(dir.path(), &header(), false).unwrap();
+            w.append(&fin("launch-0")).unwrap();
+            w.append(&fin(unit)).unwrap();
+            let e = read(dir.path()).unwrap_err().to_string();
+            assert!(e.contains("which is not a plain name"), "{unit:?}: {e}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = std::ffi::CString::new(dir.path().join(FILE).to_str().unwrap()).unwrap();
+        // SAFETY: a FIFO made at a path of this test's own temporary folder.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        let e = read(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.jsonl");
+        Writer::open(dir.path(), &header(), false).unwrap();
+        std::fs::rename(dir.path().join(FILE), &real).unwrap();
+        std::os::unix::fs::symlink(&real, dir.path().join(FILE)).unwrap();
+        assert!(read(dir.path()).is_err());
     }
 
     #[test]

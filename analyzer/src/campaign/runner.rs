@@ -33,8 +33,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Fails when `dir`, or a folder between `home`'s parent and it, or its journal or stats
-/// file, is a symbolic link.
-fn refuse_links(home: &Path, dir: &Path) -> Result<(), String> {
+/// file, is a symbolic link. Why: a campaign folder may come with a capture (`campaigns/`),
+/// and a link planted there would make the campaign write, or delete, elsewhere.
+pub(crate) fn refuse_links(home: &Path, dir: &Path) -> Result<(), String> {
     let mut paths: Vec<PathBuf> = dir
         .ancestors()
         .take_while(|p| Some(*p) != home.parent())

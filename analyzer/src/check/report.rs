@@ -30,7 +30,9 @@ pub fn title_of(f: &Finding) -> String {
 
 /// The `file:line:col` label of a program's source.
 pub fn source_name(program: &str) -> String {
-    format!("program-{}.cl", &program[..program.len().min(12)])
+    // A digest is ASCII; a forged one in a resumed journal may not be (no char boundary).
+    let short: String = program.chars().take(12).collect();
+    format!("program-{short}.cl")
 }
 
 /// Writes one source line with a caret under `a.column`, and `note` after the caret.
@@ -239,5 +241,22 @@ fn native_notes(out: &mut String, report: &CheckReport) {
             out,
             "note: barrier divergence is checked by --engine oclgrind only"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A program digest from a resumed journal may be anything: its label never panics.
+    #[test]
+    fn a_source_label_is_cut_on_characters() {
+        assert_eq!(
+            super::source_name("0123456789abcdef"),
+            "program-0123456789ab.cl"
+        );
+        assert_eq!(
+            super::source_name("aaaaaaaaaaaébbbb"),
+            "program-aaaaaaaaaaaé.cl"
+        );
+        assert_eq!(super::source_name(""), "program-.cl");
     }
 }

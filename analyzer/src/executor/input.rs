@@ -224,6 +224,26 @@ impl LaunchInput {
             l.local_size.as_deref(),
         )
         .map_err(ExecError::Geometry)?;
+        // A record of kilobytes may claim thousands of buffers of zeros (up to 1 GiB each,
+        // restored lazily, then copied by the device: on a CPU device into this process's
+        // memory). Counted twice (host and device copies) against the memory available
+        // before anything is restored, so it is one clear error, not the OOM killer.
+        let buffers: u64 = l
+            .args
+            .iter()
+            .map(|a| match a {
+                ArgRecord::Buffer {
+                    size, sub_of: None, ..
+                } => *size,
+                _ => 0,
+            })
+            .fold(0u64, u64::saturating_add);
+        if buffers >= 1 << 30 && !cltrap_capture::bulk::has_room(buffers.saturating_mul(2)) {
+            return Err(ExecError::NotReplayable(format!(
+                "its buffers take {buffers} bytes, twice that (a host and a device copy) is more \
+                 than the memory available"
+            )));
+        }
         let mut args = Vec::with_capacity(l.args.len());
         let mut stand_ins = Vec::new();
         for (i, a) in l.args.iter().enumerate() {

@@ -486,19 +486,50 @@ fn copy_new_files(from: &Path, to: &Path) -> Result<(), FuzzError> {
     Ok(())
 }
 
-/// Reads the suite's report (empty when absent).
+/// Most bytes of a suite's report read back.
+const MAX_REPORT: u64 = 256 << 20;
+
+/// Reads the suite's report (empty when absent or unreadable). A suite is a capture, so
+/// untrusted: its report is read as the reader reads a capture's files (not through a link,
+/// a FIFO refused without blocking, its size bounded).
 pub fn read_report(dir: &Path) -> SuiteReport {
-    std::fs::read(dir.join(REPORT))
+    cltrap_capture::safe_open::read_inside(dir, &[REPORT], MAX_REPORT)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default()
 }
 
-/// Writes the suite's report.
+/// Writes the suite's report: a new file renamed over the old name, so a link planted there
+/// is replaced, never written through.
 pub fn write_report(dir: &Path, r: &SuiteReport) -> Result<(), FuzzError> {
     let text = serde_json::to_vec_pretty(r).map_err(|e| FuzzError::Interface(e.to_string()))?;
     let path = dir.join(REPORT);
     std::fs::create_dir_all(dir)
-        .and_then(|_| std::fs::write(&path, text))
+        .and_then(|_| crate::campaign::journal::replace_file(&path, &text))
         .map_err(|e| FuzzError::Interface(format!("cannot write {}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod report_file_tests {
+    use super::*;
+
+    /// A suite is a capture, so untrusted: its report is never written through a link
+    /// planted at its name, and a FIFO there is not waited on.
+    #[test]
+    fn the_report_is_replaced_not_written_through_and_a_fifo_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "precious").unwrap();
+        let suite = dir.path().join("suite");
+        std::fs::create_dir_all(&suite).unwrap();
+        std::os::unix::fs::symlink(&outside, suite.join(REPORT)).unwrap();
+        assert_eq!(read_report(&suite).kernels.len(), 0);
+        write_report(&suite, &SuiteReport::default()).unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+        std::fs::remove_file(suite.join(REPORT)).unwrap();
+        let path = std::ffi::CString::new(suite.join(REPORT).to_str().unwrap()).unwrap();
+        // SAFETY: a FIFO made at a path of this test's own temporary folder.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        assert_eq!(read_report(&suite).kernels.len(), 0);
+    }
 }

@@ -435,6 +435,9 @@ impl campaign::Campaign for FuzzUnits {
                 }
                 let session = self.session.as_ref().ok_or("no device")?;
                 let udir = self.units_dir.join(&unit.id);
+                // Never through a link planted in a campaign folder that came with the input.
+                let home = self.units_dir.parent().unwrap_or(&self.units_dir);
+                crate::campaign::runner::refuse_links(home, &udir)?;
                 // What an earlier, killed run of this unit left.
                 let _ = std::fs::remove_dir_all(&udir);
                 kernel(session, t, &settings, &self.args, &udir)
@@ -489,6 +492,8 @@ impl campaign::Campaign for FuzzUnits {
                 continue;
             }
             let udir = self.units_dir.join(&u.id);
+            let home = self.units_dir.parent().unwrap_or(&self.units_dir);
+            crate::campaign::runner::refuse_links(home, &udir)?;
             let fdir = self
                 .args
                 .out

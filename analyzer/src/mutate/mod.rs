@@ -324,6 +324,20 @@ pub fn prepare_campaign(
     opts: &MutateOptions,
     at: &cases::CaseRun,
 ) -> Result<Prepared, MutateError> {
+    // The default output folder is inside the capture, which is untrusted: never through a
+    // link planted there (files in it are replaced, not written through).
+    for d in [
+        opts.out_dir.clone(),
+        opts.out_dir.join("src"),
+        opts.out_dir.join("inputs"),
+    ] {
+        if std::fs::symlink_metadata(&d).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(MutateError::Io(format!(
+                "{} is a symbolic link: give --out a folder of your own",
+                d.display()
+            )));
+        }
+    }
     std::fs::create_dir_all(opts.out_dir.join("src")).map_err(io(&opts.out_dir))?;
     let mut report = CampaignReport::default();
     // 1. Test cases, by program and kernel.
@@ -659,9 +673,7 @@ fn write_input(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let part = path.with_extension("part");
-    std::fs::write(&part, bytes)?;
-    std::fs::rename(&part, path)
+    crate::campaign::journal::replace_file(path, bytes)
 }
 
 /// Parent-side preparation of one program: renders and checks the schema, measures coverage,
@@ -782,7 +794,7 @@ fn prepare(
             Err(e) if !opts.per_mutant_compile => {
                 let text = e.to_string();
                 let log = opts.out_dir.join("src").join(format!("{tag}-schema.log"));
-                let kept = std::fs::write(&log, &text).is_ok();
+                let kept = crate::campaign::journal::replace_file(&log, text.as_bytes()).is_ok();
                 report.notes.push(format!(
                     "{file}: the mutant schema does not compile ({}); falling back to one compile per mutant{}",
                     name_driver_file(error_line(&text).unwrap_or(""), &base_name),
@@ -1199,7 +1211,7 @@ impl CoverageRun {
 /// Writes a program's source (original, schema or mutant) as `<out>/src/<name>`.
 fn write_source(opts: &MutateOptions, name: &str, text: &str) -> Result<PathBuf, MutateError> {
     let p = opts.out_dir.join("src").join(name);
-    std::fs::write(&p, text).map_err(io(&p))?;
+    crate::campaign::journal::replace_file(&p, text.as_bytes()).map_err(io(&p))?;
     Ok(p)
 }
 

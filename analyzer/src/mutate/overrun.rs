@@ -73,7 +73,8 @@ pub(super) fn locate(
                 super::short(&plan.hash),
                 m.mutant.number
             ));
-            if let Err(e) = std::fs::write(&path, &single.source) {
+            if let Err(e) = crate::campaign::journal::replace_file(&path, single.source.as_bytes())
+            {
                 notes.push(format!("{}: {e}", path.display()));
                 break 'programs;
             }

@@ -30,25 +30,28 @@ impl Drop for Redirect {
 /// opened or the descriptor not redirected, `f` runs with standard error as it is.
 pub(crate) fn stderr_to<T>(log: &Path, f: impl FnOnce() -> T) -> T {
     let _ = std::io::stderr().flush();
-    let guard = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .ok()
-        .and_then(|file| {
-            // SAFETY: plain descriptor calls; `file` stays open until `dup2` has copied it.
-            unsafe {
-                let saved = libc::dup(2);
-                if saved < 0 {
-                    return None;
-                }
-                if libc::dup2(file.as_raw_fd(), 2) < 0 {
-                    libc::close(saved);
-                    return None;
-                }
-                Some(Redirect { saved })
+    // Not through a link planted at the log's name (the default output folder is inside the
+    // capture, which is untrusted); a FIFO there is not waited on.
+    let guard = std::os::unix::fs::OpenOptionsExt::custom_flags(
+        std::fs::OpenOptions::new().create(true).append(true),
+        libc::O_NOFOLLOW | libc::O_NONBLOCK,
+    )
+    .open(log)
+    .ok()
+    .and_then(|file| {
+        // SAFETY: plain descriptor calls; `file` stays open until `dup2` has copied it.
+        unsafe {
+            let saved = libc::dup(2);
+            if saved < 0 {
+                return None;
             }
-        });
+            if libc::dup2(file.as_raw_fd(), 2) < 0 {
+                libc::close(saved);
+                return None;
+            }
+            Some(Redirect { saved })
+        }
+    });
     let out = f();
     drop(guard);
     out
