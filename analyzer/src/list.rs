@@ -82,6 +82,21 @@ pub fn escape_controls(s: &str) -> String {
     out
 }
 
+/// `s` with control characters escaped as [`escape_controls`] does, except line ends and
+/// tabs: a text of several lines (a build log) from a capture keeps its lines but cannot
+/// drive the terminal (an escape sequence, a carriage return rewriting a line).
+pub fn escape_controls_keep_lines(s: &str) -> String {
+    s.split('\n')
+        .map(|line| {
+            line.split('\t')
+                .map(escape_controls)
+                .collect::<Vec<_>>()
+                .join("\t")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `s` fit for one cell of at most `max` characters: control characters escaped
 /// ([`escape_controls`]), then cut with an ellipsis when too long.
 pub fn clip(s: &str, max: usize) -> String {
@@ -244,6 +259,15 @@ pub fn render(capture: &Capture, resolver: &mut Resolver) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_keeps_its_lines_but_not_its_escape_sequences() {
+        let log = "error: x\n\tat line 3\r\u{1b}[2Kfake: all launches matched\n";
+        assert_eq!(
+            escape_controls_keep_lines(log),
+            "error: x\n\tat line 3\\r\\u{1b}[2Kfake: all launches matched\n"
+        );
+    }
 
     #[test]
     fn dims_print_compactly() {

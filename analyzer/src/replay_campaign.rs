@@ -227,7 +227,8 @@ impl Campaign for ReplayCampaign {
                     u.id
                 )
             })?;
-            let _ = writeln!(out, "{}", r.line);
+            // Lines hold the capture's strings (reasons, logs): never raw to a terminal.
+            let _ = writeln!(out, "{}", crate::list::escape_controls(&r.line));
             match r.verdict {
                 Verdict::Ok => summary.ok += 1,
                 Verdict::Mismatch => summary.mismatches += 1,
@@ -237,7 +238,12 @@ impl Campaign for ReplayCampaign {
             }
             if let Some(full) = &r.full {
                 if told.insert(full.clone()) {
-                    eprintln!("cltrap: launch {} ({}): {full}", r.launch, r.kernel);
+                    eprintln!(
+                        "cltrap: launch {} ({}): {}",
+                        r.launch,
+                        crate::list::escape_controls(&r.kernel),
+                        crate::list::escape_controls_keep_lines(full)
+                    );
                 }
             }
             built.extend(r.built);

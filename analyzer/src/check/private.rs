@@ -71,11 +71,19 @@ pub fn native_cache_dir() -> Result<PathBuf, String> {
         private_folder(&dir, uid)?;
         return Ok(dir);
     }
+    private_cache_dir("native")
+}
+
+/// `cltrap/<name>` under the user's cache folder (`$XDG_CACHE_HOME`, `~/.cache`), each level
+/// of it private to this user ([`private_folder`]): where cltrap keeps what must not sit at a
+/// predictable path in `/tmp` (another user could prepare it).
+pub fn private_cache_dir(name: &str) -> Result<PathBuf, String> {
+    let uid = euid();
     let base = dirs::cache_dir().ok_or("the user has no cache folder ($XDG_CACHE_HOME, $HOME)")?;
     std::fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
     let root = base.join("cltrap");
     private_folder(&root, uid)?;
-    let dir = root.join("native");
+    let dir = root.join(name);
     private_folder(&dir, uid)?;
     Ok(dir)
 }

@@ -371,10 +371,14 @@ pub struct Residency {
 struct ContentDir(std::path::PathBuf);
 
 impl ContentDir {
+    /// Made at once, exclusively and private (mode 0700): a predictable name in `/tmp` would
+    /// let another user plant the files a worker reads as a kernel's inputs. Where none can
+    /// be made, a path no file can be written below (contents then travel inline).
     fn new() -> ContentDir {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        ContentDir(std::env::temp_dir().join(format!("cltrap-fuzz-{}-{n}", std::process::id())))
+        match crate::check::private::temp_dir("cltrap-fuzz-") {
+            Ok(d) => ContentDir(d.keep()),
+            Err(_) => ContentDir(std::path::PathBuf::from("/dev/null/cltrap-fuzz")),
+        }
     }
 }
 

@@ -13,8 +13,8 @@
 //! `--out`, the worker also writes the kernel's kept cases and its findings' inputs as two
 //! captures into the unit's folder, `<home>/fuzz-units-<key>/<unit id>/{cases,findings}`
 //! (`home`: the capture's `campaigns/`; for a kernel file the suite's `campaigns/`, or the
-//! temporary folder's `cltrap-campaigns/` without `--out`; `key`: a digest of the command's
-//! arguments, so every process of the campaign, shards and `cltrap merge` included, finds
+//! user's own `$XDG_CACHE_HOME/cltrap/campaigns/` (private, 0700) without `--out`; `key`: a
+//! digest of the command's arguments, so every process of the campaign, shards and `cltrap merge` included, finds
 //! them there whatever `--campaign-dir` says). The report
 //! ([`crate::campaign::Campaign::report`]) appends them to the suite
 //! ([`suite::append_capture`]) in kernel order and renumbers the report's launch ids, so the
@@ -172,7 +172,8 @@ impl FuzzUnits {
         let home = match (&capture, &args.out) {
             (Some(_), _) => input.join("campaigns"),
             (None, Some(out)) => out.join("campaigns"),
-            (None, None) => std::env::temp_dir().join("cltrap-campaigns"),
+            // Not `/tmp/cltrap-campaigns`: another user could prepare it.
+            (None, None) => crate::check::private::private_cache_dir("campaigns")?,
         };
         let units_dir = home.join(format!("fuzz-units-{}", key(args)));
         Ok(FuzzUnits {

@@ -455,7 +455,9 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:6px
             let _ = write!(out, "<pre>{}</pre>", escape(&diff(p, m)));
         }
     }
-    let json = stryker_json(r).to_string().replace("</", "<\\/");
+    // No `<` at all inside the script element (`</script>`, `<!--` would end it or change
+    // how the parser reads it): `\u003c` in JSON strings, where alone it can occur.
+    let json = stryker_json(r).to_string().replace('<', "\\u003c");
     let _ = writeln!(
         out,
         "<script type=\"application/json\" id=\"report\">{json}</script></body></html>"
