@@ -48,6 +48,12 @@ pub const TEST_KNOB: &str = "CLTRAP_TEST_KEEP_FREED_MEMORY";
 static CPU_IN_PROCESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 static APPLIED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Whether a session on a CPU device (whose buffers live in this process's memory) has
+/// opened in this process.
+pub fn cpu_in_process() -> bool {
+    CPU_IN_PROCESS.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Called when a session opens: applies [`keep_freed_memory`] for a device whose kernels run
 /// elsewhere, unless a session on a CPU device has opened in this process. A CPU session
 /// opened after the settings were applied puts glibc's initial thresholds back (128 KiB), so

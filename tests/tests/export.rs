@@ -915,18 +915,18 @@ fn python_reproducer_without_pyopencl_exits_2() {
     );
 }
 
-/// A program whose source includes a header the capture did not record (here `./main.h`, taken
-/// out of a captured program's record as an older or partial capture leaves it): the C,
-/// Python and GPUVerify exports refuse that program in one sentence naming the header and
-/// the kernel (exit 2) instead of writing files that cannot compile, and still export the
-/// launches of a complete program of the same capture. The program's other unrecorded
-/// include (`absent.h`, in a branch the build skips) refuses nothing.
 /// The first line of a launch log, as JSON.
 fn first_launch(log: &Path) -> Value {
     let text = std::fs::read_to_string(log).unwrap();
     serde_json::from_str(text.lines().next().unwrap()).unwrap()
 }
 
+/// A program whose source includes a header the capture did not record (here `./main.h`, taken
+/// out of a captured program's record as an older or partial capture leaves it): the C,
+/// Python and GPUVerify exports refuse that program in one sentence naming the header and
+/// the kernel (exit 2) instead of writing files that cannot compile, and still export the
+/// launches of a complete program of the same capture. The program's other unrecorded
+/// include (`absent.h`, in a branch the build skips) refuses nothing.
 #[test]
 fn exports_refuse_programs_that_include_a_header_the_capture_did_not_record() {
     let dir = capture_headers_fixture("export-unrecorded");

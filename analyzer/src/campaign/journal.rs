@@ -70,16 +70,22 @@ impl std::fmt::Display for JournalError {
 /// through a link planted there, into a file outside the campaign.
 pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    // The mode a file written in place had: the old file's, else what `File::create` gives
-    // (0666 less the umask, which the folder's own mode stands in for: 0700 or 0755).
-    let mode = match std::fs::metadata(path) {
-        Ok(m) => m.permissions().mode() & 0o777,
-        Err(_) => std::fs::metadata(dir).map_or(0o600, |m| m.permissions().mode() & 0o666),
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
     };
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))?;
+    // The mode a file written in place had: the old file's, else what `File::create` gives
+    // (0666 less the umask, which the kernel applies to the new file's mode).
+    let old = std::fs::metadata(path)
+        .ok()
+        .map(|m| m.permissions().mode() & 0o777);
+    let mut tmp = tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(old.unwrap_or(0o666)))
+        .tempfile_in(dir)?;
+    if let Some(mode) = old {
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))?;
+    }
     tmp.write_all(bytes)?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
@@ -93,24 +99,18 @@ fn is_plain_name(unit: &str) -> bool {
 
 /// Reads the journal in `dir`.
 pub fn read(dir: &Path) -> Result<Journal, JournalError> {
-    use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join(FILE);
     // A journal travels with a capture (`campaigns/`): not through a link, and never a FIFO
-    // that would block the read (O_NONBLOCK, then a regular file is required).
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&path)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => JournalError::Missing(dir.to_path_buf()),
-            _ => JournalError::Unreadable(path.clone(), e.to_string()),
-        })?;
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return Err(JournalError::Unreadable(
-            path,
-            "it is not a regular file".into(),
-        ));
-    }
+    // that would block the read (a regular file is required).
+    let file = cltrap_capture::safe_open::open_regular(
+        &path,
+        cltrap_capture::safe_open::Open::Read,
+        cltrap_capture::writer_fs::Access::PRIVATE,
+    )
+    .map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => JournalError::Missing(dir.to_path_buf()),
+        _ => JournalError::Unreadable(path.clone(), e.to_string()),
+    })?;
     let mut lines = BufReader::new(file);
     let mut first = String::new();
     (&mut lines)

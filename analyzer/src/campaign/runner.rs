@@ -54,6 +54,14 @@ pub(crate) fn refuse_links(home: &Path, dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The folder of unit `id` below a campaign's `units_dir` (fuzz's and solve's per-kernel
+/// folders), refused when it or a folder above it up to the campaigns folder is a link.
+pub(crate) fn unit_folder(units_dir: &Path, id: &str) -> Result<PathBuf, String> {
+    let udir = units_dir.join(id);
+    refuse_links(units_dir.parent().unwrap_or(units_dir), &udir)?;
+    Ok(udir)
+}
+
 /// How long a worker may take to end after its last unit.
 const EXIT_GRACE: Duration = Duration::from_secs(30);
 

@@ -4,9 +4,6 @@
 
 use super::report::{json, lcov};
 use super::CoverageReport;
-// Reports are new files renamed over their names: a link planted at a name in a folder
-// inside the capture is replaced, never written through.
-use crate::campaign::journal::replace_file;
 use std::path::{Path, PathBuf};
 
 /// Which report files to write (`None` = not wanted).
@@ -56,7 +53,7 @@ fn write_sources(report: &CoverageReport, dir: &Path) -> Result<Vec<PathBuf>, Re
     let mut files = Vec::new();
     for p in &report.programs {
         let f = absolute(&dir.join(format!("{}.cl", p.short_name())));
-        replace_file(&f, p.source.as_bytes()).map_err(io(&f))?;
+        std::fs::write(&f, &p.source).map_err(io(&f))?;
         files.push(f);
     }
     Ok(files)
@@ -89,13 +86,13 @@ pub fn write(report: &CoverageReport, paths: &ReportPaths) -> Result<Vec<PathBuf
     };
     if let (Some(l), Some(files)) = (&paths.lcov, &sources) {
         create_parent(l)?;
-        replace_file(l, lcov(report, files).as_bytes()).map_err(io(l))?;
+        std::fs::write(l, lcov(report, files)).map_err(io(l))?;
         written.push(l.clone());
     }
     if let Some(h) = &paths.html {
         std::fs::create_dir_all(h).map_err(io(h))?;
         let index = h.join("index.html");
-        replace_file(&index, super::html::render(report).as_bytes()).map_err(io(&index))?;
+        std::fs::write(&index, super::html::render(report)).map_err(io(&index))?;
         written.push(index);
     }
     if let Some(j) = &paths.json {
@@ -106,7 +103,7 @@ pub fn write(report: &CoverageReport, paths: &ReportPaths) -> Result<Vec<PathBuf
         };
         let text = serde_json::to_string_pretty(&json(report, &files))
             .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-        replace_file(j, (text + "\n").as_bytes()).map_err(io(j))?;
+        std::fs::write(j, text + "\n").map_err(io(j))?;
         written.push(j.clone());
     }
     Ok(written)

@@ -7,9 +7,11 @@
 //! assembly; OpenCL C may hold `__asm__` (PoCL compiles and runs a `syscall`). So on a CPU
 //! device a binary or IL program is built only when the user trusts the capture's origin
 //! ([`TRUST_BINARIES`]), and every OpenCL C text is compiled with the assembly keywords
-//! defined away ([`NO_ASM_OPTIONS`]: a keyword pasted together by a macro expands too; a text
-//! that redefines or undefines them is refused by `headers::confine`). On a GPU neither
-//! applies: its kernels run on the device, and inline PTX is ordinary there (hashcat).
+//! defined away ([`NO_ASM_OPTIONS`]: a keyword pasted together by a macro expands too). On a
+//! GPU neither applies: its kernels run on the device, and inline PTX is ordinary there
+//! (hashcat). A text that defines or undefines those keywords is refused on every device
+//! (`headers::confine`, which checks texts without knowing the device; in a branch the
+//! build skips the refusal is skipped too).
 
 /// The variable that lets binary and IL programs of a capture run on a CPU device.
 pub const TRUST_BINARIES: &str = "CLTRAP_TRUST_BINARIES";
@@ -20,7 +22,8 @@ pub(super) const NO_ASM_OPTIONS: &str = "-Dasm=cltrap_refuses_inline_assembly_on
      -D__asm=cltrap_refuses_inline_assembly_on_a_cpu_device \
      -D__asm__=cltrap_refuses_inline_assembly_on_a_cpu_device";
 
-/// Whether the environment trusts a capture's binaries on a CPU device (`1`, `yes`, `on`).
+/// Whether the environment trusts a capture's binaries on a CPU device (`1`, `yes`, `on`,
+/// `true`).
 pub(super) fn binaries_trusted_by_env() -> bool {
     std::env::var(TRUST_BINARIES).is_ok_and(|v| {
         matches!(

@@ -226,22 +226,31 @@ impl LaunchInput {
         .map_err(ExecError::Geometry)?;
         // A record of kilobytes may claim thousands of buffers of zeros (up to 1 GiB each,
         // restored lazily, then copied by the device: on a CPU device into this process's
-        // memory). Counted twice (host and device copies) against the memory available
-        // before anything is restored, so it is one clear error, not the OOM killer.
+        // memory, so counted twice there), each memory object once. Checked against the
+        // memory available before anything is restored: one clear error, not the OOM killer.
+        let mut seen = std::collections::HashSet::new();
         let buffers: u64 = l
             .args
             .iter()
-            .map(|a| match a {
+            .filter_map(|a| match a {
                 ArgRecord::Buffer {
-                    size, sub_of: None, ..
-                } => *size,
-                _ => 0,
+                    mem,
+                    size,
+                    sub_of: None,
+                    ..
+                } if seen.insert(*mem) => Some(*size),
+                _ => None,
             })
             .fold(0u64, u64::saturating_add);
-        if buffers >= 1 << 30 && !cltrap_capture::bulk::has_room(buffers.saturating_mul(2)) {
+        let copies = if crate::heap::cpu_in_process() { 2 } else { 1 };
+        if buffers >= 1 << 30 && !cltrap_capture::bulk::has_room(buffers.saturating_mul(copies)) {
             return Err(ExecError::NotReplayable(format!(
-                "its buffers take {buffers} bytes, twice that (a host and a device copy) is more \
-                 than the memory available"
+                "its buffers take {buffers} bytes, more than the memory available{}",
+                if copies == 2 {
+                    " for them and the CPU device's copy"
+                } else {
+                    ""
+                }
             )));
         }
         let mut args = Vec::with_capacity(l.args.len());

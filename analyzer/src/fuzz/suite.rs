@@ -518,14 +518,23 @@ mod report_file_tests {
     #[test]
     fn the_report_is_replaced_not_written_through_and_a_fifo_is_not_read() {
         let dir = tempfile::tempdir().unwrap();
-        let outside = dir.path().join("outside.txt");
-        std::fs::write(&outside, "precious").unwrap();
+        // A valid report of another suite: read through the link, it would have one kernel.
+        let other = dir.path().join("other");
+        let one: SuiteReport = serde_json::from_value(serde_json::json!({"kernels": [{
+            "kernel": "k", "slots": [], "cases": [], "findings": [], "executions": 0,
+            "compile_ms": 0.0, "run_ms": 0.0, "saturation_ms": 0.0
+        }]}))
+        .unwrap();
+        write_report(&other, &one).unwrap();
+        let outside = other.join(REPORT);
+        let precious = std::fs::read(&outside).unwrap();
+        assert_eq!(read_report(&other).kernels.len(), 1);
         let suite = dir.path().join("suite");
         std::fs::create_dir_all(&suite).unwrap();
         std::os::unix::fs::symlink(&outside, suite.join(REPORT)).unwrap();
         assert_eq!(read_report(&suite).kernels.len(), 0);
         write_report(&suite, &SuiteReport::default()).unwrap();
-        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+        assert_eq!(std::fs::read(&outside).unwrap(), precious);
         std::fs::remove_file(suite.join(REPORT)).unwrap();
         let path = std::ffi::CString::new(suite.join(REPORT).to_str().unwrap()).unwrap();
         // SAFETY: a FIFO made at a path of this test's own temporary folder.

@@ -172,7 +172,7 @@ impl FuzzUnits {
         let home = match (&capture, &args.out) {
             (Some(_), _) => input.join("campaigns"),
             (None, Some(out)) => out.join("campaigns"),
-            // Not `/tmp/cltrap-campaigns`: another user could prepare it.
+            // Private to the user: a fixed folder in `/tmp` another user could prepare.
             (None, None) => crate::check::private::private_cache_dir("campaigns")?,
         };
         let units_dir = home.join(format!("fuzz-units-{}", key(args)));
@@ -435,10 +435,8 @@ impl campaign::Campaign for FuzzUnits {
                     self.session = Some(Session::open(cx.device).map_err(|e| e.to_string())?);
                 }
                 let session = self.session.as_ref().ok_or("no device")?;
-                let udir = self.units_dir.join(&unit.id);
                 // Never through a link planted in a campaign folder that came with the input.
-                let home = self.units_dir.parent().unwrap_or(&self.units_dir);
-                crate::campaign::runner::refuse_links(home, &udir)?;
+                let udir = crate::campaign::runner::unit_folder(&self.units_dir, &unit.id)?;
                 // What an earlier, killed run of this unit left.
                 let _ = std::fs::remove_dir_all(&udir);
                 kernel(session, t, &settings, &self.args, &udir)
@@ -492,9 +490,8 @@ impl campaign::Campaign for FuzzUnits {
                 let _ = writeln!(out, "kernel {}: {e}", r.row);
                 continue;
             }
-            let udir = self.units_dir.join(&u.id);
-            let home = self.units_dir.parent().unwrap_or(&self.units_dir);
-            crate::campaign::runner::refuse_links(home, &udir)?;
+            // Never through a link planted in a campaign folder that came with the input.
+            let udir = crate::campaign::runner::unit_folder(&self.units_dir, &u.id)?;
             let fdir = self
                 .args
                 .out

@@ -324,14 +324,17 @@ pub fn prepare_campaign(
     opts: &MutateOptions,
     at: &cases::CaseRun,
 ) -> Result<Prepared, MutateError> {
-    // The default output folder is inside the capture, which is untrusted: never through a
-    // link planted there (files in it are replaced, not written through).
-    for d in [
+    // An output folder inside the capture (the default, `CAP/mutate`) is untrusted: never
+    // through a link planted there (its files are replaced, not written through). A folder
+    // the user named elsewhere may be a link of theirs.
+    let inside = opts.out_dir.starts_with(capture.dir());
+    let planted = [
         opts.out_dir.clone(),
         opts.out_dir.join("src"),
         opts.out_dir.join("inputs"),
-    ] {
-        if std::fs::symlink_metadata(&d).is_ok_and(|m| m.file_type().is_symlink()) {
+    ];
+    for d in planted.iter().filter(|_| inside) {
+        if std::fs::symlink_metadata(d).is_ok_and(|m| m.file_type().is_symlink()) {
             return Err(MutateError::Io(format!(
                 "{} is a symbolic link: give --out a folder of your own",
                 d.display()

@@ -32,11 +32,11 @@ pub(crate) fn stderr_to<T>(log: &Path, f: impl FnOnce() -> T) -> T {
     let _ = std::io::stderr().flush();
     // Not through a link planted at the log's name (the default output folder is inside the
     // capture, which is untrusted); a FIFO there is not waited on.
-    let guard = std::os::unix::fs::OpenOptionsExt::custom_flags(
-        std::fs::OpenOptions::new().create(true).append(true),
-        libc::O_NOFOLLOW | libc::O_NONBLOCK,
+    let guard = cltrap_capture::safe_open::open_regular(
+        log,
+        cltrap_capture::safe_open::Open::Append,
+        cltrap_capture::writer_fs::Access::PRIVATE,
     )
-    .open(log)
     .ok()
     .and_then(|file| {
         // SAFETY: plain descriptor calls; `file` stays open until `dup2` has copied it.

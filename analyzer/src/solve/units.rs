@@ -189,10 +189,8 @@ impl campaign::Campaign for SolveUnits {
             .ok_or_else(|| format!("the suite has no kernel {row} at {index} any more"))?;
         let settings = self.settings(cx.device)?;
         let session = self.session.as_ref().ok_or("no device")?;
-        let udir = self.units_dir.join(&unit.id);
         // Never through a link planted in a campaign folder that came with the input.
-        let home = self.units_dir.parent().unwrap_or(&self.units_dir);
-        crate::campaign::runner::refuse_links(home, &udir)?;
+        let udir = crate::campaign::runner::unit_folder(&self.units_dir, &unit.id)?;
         // What an earlier, killed run of this unit left.
         let _ = std::fs::remove_dir_all(&udir);
         serde_json::to_value(kernel(session, t, &settings, &udir)).map_err(|e| e.to_string())

@@ -31,10 +31,10 @@ pub(in crate::core) const MAX_INFLIGHT_BYTES: usize = 512 << 20;
 /// Launches in flight (enqueued, not yet written) before a new launch with reads waits for
 /// older ones to be written. Why a count and not only bytes: tiny launches hold almost no
 /// memory but each holds driver events, callbacks and commands (NVIDIA's driver stopped
-/// making progress with tens of thousands outstanding). Why this many: with 1 024, Gaussian
-/// elimination's 2 046 launches over 4 MB (`bench/gauss.c`, `full`) waited 150-206 ms in
-/// `admit` on an H200; with 4 096 they wait only at their `clFinish` (95-162 ms), and the
-/// application's run is 5-13% shorter (BENCHMARKS.md).
+/// making progress with tens of thousands outstanding). Why this many: an application that
+/// enqueues a few thousand launches before its `clFinish` (Gaussian elimination's 2 046,
+/// `bench/gauss.c`) then waits once, at its `clFinish`, not at every launch past the cap;
+/// the measurements are in BENCHMARKS.md.
 pub(in crate::core) const MAX_INFLIGHT_LAUNCHES: usize = 4096;
 
 /// How long the writer waits for a completion callback (out-of-order queues) before asking
