@@ -93,6 +93,11 @@ pub fn check_build_options(options: &str) -> Result<(), String> {
     if options.contains('\0') {
         return Err("the build options hold a NUL byte".into());
     }
+    if !closes_quotes(options) {
+        // Drivers split such a string in different ways: words cltrap appends (a CPU
+        // device's `-D` guards) could end up inside the open quote.
+        return Err("the build options leave a quote open or end with a backslash".into());
+    }
     let words = split_options(options);
     let mut i = 0;
     while i < words.len() {
@@ -128,6 +133,27 @@ pub fn check_build_options(options: &str) -> Result<(), String> {
         i += 1;
     }
     Ok(())
+}
+
+/// Whether `options` closes every quote it opens and does not end with an escaping
+/// backslash, read as [`split_options`] reads it.
+fn closes_quotes(options: &str) -> bool {
+    let mut quote: Option<char> = None;
+    let mut chars = options.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"') | None, '\\') => {
+                if chars.next().is_none() {
+                    return false;
+                }
+            }
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, _) => {}
+        }
+    }
+    quote.is_none()
 }
 
 /// `options` with every `-I DIR` replaced by `-I NEW` (`map(DIR)`), other words kept as they
@@ -231,6 +257,19 @@ mod tests {
         ] {
             let e = check_build_options(bad).unwrap_err();
             assert!(e.contains(&format!("`{named}")), "{bad}: {e}");
+        }
+    }
+
+    /// An open quote or a last backslash could swallow the words cltrap appends, in a driver
+    /// that splits options as a shell does.
+    #[test]
+    fn options_that_leave_a_quote_open_are_refused() {
+        for bad in ["-DX=\"", "-DX='a b", "-DX=\\", "-DX=\"a\\\""] {
+            let e = check_build_options(bad).unwrap_err();
+            assert!(e.contains("leave a quote open"), "{bad}: {e}");
+        }
+        for good in ["-DX=\"a\\\"b\"", "-DX='a\"b'", "-DX=a\\ b", "-DX=\"\""] {
+            assert_eq!(check_build_options(good), Ok(()), "{good}");
         }
     }
 
