@@ -34,6 +34,7 @@ use std::sync::Arc;
 
 mod confine;
 use confine::confine_includes;
+pub use confine::ASM_WORDS;
 #[cfg(test)]
 use confine::{line_breaks, Lexed, FILE_DIRECTIVES, FILE_QUERIES, REFUSED};
 

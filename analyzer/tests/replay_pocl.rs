@@ -736,35 +736,38 @@ fn mix_args(b: &Builder) -> Vec<ArgRecord> {
     ]
 }
 
+/// A program linked from `inputs`, each compiled by `clCompileProgram`.
+fn linked(inputs: Vec<CompiledInput>) -> ProgramRecord {
+    ProgramRecord {
+        origin: ProgramOrigin::Linked { inputs },
+        options: String::new(),
+        devices: vec![],
+        build_site: None,
+        includes: Default::default(),
+    }
+}
+
 #[test]
 fn compiled_and_linked_programs_replay_with_their_embedded_headers() {
     let dir = temp_dir("linked");
     let b = Builder::new(&dir);
     let put = |s: &str| b.w.blobs.put(s.as_bytes()).unwrap();
-    let rec = ProgramRecord {
-        origin: ProgramOrigin::Linked {
-            inputs: vec![
-                CompiledInput {
-                    origin: Box::new(ProgramOrigin::Source {
-                        sources: vec![put(LINK_MAIN)],
-                    }),
-                    compile_options: "-cl-std=CL1.2".into(),
-                    headers: vec![("mix_helper.h".into(), put(LINK_HEADER))],
-                },
-                CompiledInput {
-                    origin: Box::new(ProgramOrigin::Source {
-                        sources: vec![put(LINK_LIB)],
-                    }),
-                    compile_options: String::new(),
-                    headers: vec![],
-                },
-            ],
+    let rec = linked(vec![
+        CompiledInput {
+            origin: Box::new(ProgramOrigin::Source {
+                sources: vec![put(LINK_MAIN)],
+            }),
+            compile_options: "-cl-std=CL1.2".into(),
+            headers: vec![("mix_helper.h".into(), put(LINK_HEADER))],
         },
-        options: String::new(),
-        devices: vec![],
-        build_site: None,
-        includes: Default::default(),
-    };
+        CompiledInput {
+            origin: Box::new(ProgramOrigin::Source {
+                sources: vec![put(LINK_LIB)],
+            }),
+            compile_options: String::new(),
+            headers: vec![],
+        },
+    ]);
     let p = b.w.blobs.put(&serde_json::to_vec(&rec).unwrap()).unwrap();
     b.launch("mix", &p, vec![64], None, mix_args(&b));
     let r = replay_all(&dir, 0);
@@ -786,24 +789,16 @@ fn an_embedded_header_named_outside_its_folder_is_refused_before_any_compiler_se
     let dir = temp_dir("linked-hostile");
     let b = Builder::new(&dir);
     let put = |s: &str| b.w.blobs.put(s.as_bytes()).unwrap();
-    let rec = ProgramRecord {
-        origin: ProgramOrigin::Linked {
-            inputs: vec![CompiledInput {
-                origin: Box::new(ProgramOrigin::Source {
-                    sources: vec![put(LINK_MAIN)],
-                }),
-                compile_options: String::new(),
-                headers: vec![
-                    (hostile, put("#define PLANTED 1\n")),
-                    ("mix_helper.h".into(), put(LINK_HEADER)),
-                ],
-            }],
-        },
-        options: String::new(),
-        devices: vec![],
-        build_site: None,
-        includes: Default::default(),
-    };
+    let rec = linked(vec![CompiledInput {
+        origin: Box::new(ProgramOrigin::Source {
+            sources: vec![put(LINK_MAIN)],
+        }),
+        compile_options: String::new(),
+        headers: vec![
+            (hostile, put("#define PLANTED 1\n")),
+            ("mix_helper.h".into(), put(LINK_HEADER)),
+        ],
+    }]);
     let p = b.w.blobs.put(&serde_json::to_vec(&rec).unwrap()).unwrap();
     b.launch("mix", &p, vec![64], None, mix_args(&b));
     let r = replay_all(&dir, 0);

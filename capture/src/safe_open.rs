@@ -52,6 +52,13 @@ pub enum OpenError {
     Io(std::io::Error),
 }
 
+/// Whether `name` is one plain file name: not empty, not `.` or `..`, no `/` or NUL. Why: a
+/// name from a capture (a part of a path to open, a campaign unit that becomes a folder)
+/// must stay in the folder it is joined to.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
+}
+
 /// Opens the regular file `dir/parts[0]/parts[1]/…` for reading, where `dir` is the capture
 /// folder the user named and each part one plain name: no part may be a symbolic link (each
 /// is opened with `O_NOFOLLOW` relative to the one before, so nothing outside `dir` is
@@ -71,7 +78,7 @@ pub fn open_inside(dir: &Path, parts: &[&str], max: u64) -> Result<File, OpenErr
     let mut fd = OwnedFd::from(root);
     for (k, part) in parts.iter().enumerate() {
         let last = k + 1 == parts.len();
-        if part.is_empty() || *part == "." || *part == ".." || part.contains('/') {
+        if !is_plain_name(part) {
             return Err(OpenError::Refused(format!("{part:?} is not a plain name")));
         }
         let name = std::ffi::CString::new(*part)

@@ -91,12 +91,6 @@ pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Whether `unit` can name a folder below the campaign's: not empty, no `/` or NUL, not `.`
-/// or `..` (unit names are `launch-3`, `kernel-vec_add`, `mutant-0-12`...).
-fn is_plain_name(unit: &str) -> bool {
-    !unit.is_empty() && unit != "." && unit != ".." && !unit.contains(['/', '\0'])
-}
-
 /// Reads the journal in `dir`.
 pub fn read(dir: &Path) -> Result<Journal, JournalError> {
     let path = dir.join(FILE);
@@ -145,7 +139,7 @@ pub fn read(dir: &Path) -> Result<Journal, JournalError> {
         }
         if let Ok(f) = serde_json::from_str::<Finished>(line.trim_end()) {
             // A unit's name becomes a folder of the campaign: one plain name, never a path.
-            if !is_plain_name(&f.unit) {
+            if !cltrap_capture::safe_open::is_plain_name(&f.unit) {
                 return Err(JournalError::Unreadable(
                     path,
                     format!(

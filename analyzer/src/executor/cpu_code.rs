@@ -16,11 +16,16 @@
 /// The variable that lets binary and IL programs of a capture run on a CPU device.
 pub const TRUST_BINARIES: &str = "CLTRAP_TRUST_BINARIES";
 
-/// Build options that make each spelling of the assembly keyword an undeclared identifier
+/// Build options that make each spelling of the assembly keyword
+/// ([`crate::headers::ASM_WORDS`], the words no text may redefine) an undeclared identifier
 /// whose name says why the build failed.
-pub(super) const NO_ASM_OPTIONS: &str = "-Dasm=cltrap_refuses_inline_assembly_on_a_cpu_device \
-     -D__asm=cltrap_refuses_inline_assembly_on_a_cpu_device \
-     -D__asm__=cltrap_refuses_inline_assembly_on_a_cpu_device";
+pub(super) static NO_ASM_OPTIONS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    crate::headers::ASM_WORDS
+        .iter()
+        .map(|w| format!("-D{w}=cltrap_refuses_inline_assembly_on_a_cpu_device"))
+        .collect::<Vec<_>>()
+        .join(" ")
+});
 
 /// Whether the environment trusts a capture's binaries on a CPU device (`1`, `yes`, `on`,
 /// `true`).

@@ -355,7 +355,7 @@ impl Session {
     /// Extra build options for an OpenCL C text from a capture on this device.
     pub(super) fn guard_options(&self) -> &'static str {
         if self.cpu {
-            super::cpu_code::NO_ASM_OPTIONS
+            super::cpu_code::NO_ASM_OPTIONS.as_str()
         } else {
             ""
         }

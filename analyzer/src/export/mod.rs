@@ -190,21 +190,6 @@ pub fn cli(args: &ExportArgs, out: &mut impl std::io::Write) -> Result<u8, Strin
     Ok(crate::damage::exit_code(status, damaged))
 }
 
-/// Bytes free to this user on the filesystem of `dir` (or of its nearest existing folder
-/// above); `None` when it cannot be told.
-pub(crate) fn free_bytes(dir: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let dir = std::path::absolute(dir).ok()?;
-    let existing = dir.ancestors().find(|d| d.is_dir())?;
-    let path = std::ffi::CString::new(existing.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs writes only into `st`; `path` is a NUL-terminated string.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
-}
-
 /// Writes `bytes` to `dir/name`, creating `dir`.
 pub(crate) fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ExportError> {
     let path = dir.join(name);

@@ -458,7 +458,7 @@ pub fn write_data(plan: &Plan, dir: &Path) -> Result<(), ExportError> {
         .map(|(_, b)| b.len() as u64)
         .chain(plan.checks.iter().map(|(_, b)| b.len() as u64))
         .sum();
-    if let Some(free) = super::free_bytes(dir).filter(|&f| total > f) {
+    if let Some(free) = cltrap_capture::spool::free_bytes(dir).filter(|&f| total > f) {
         return Err(ExportError::NoRoom {
             dir: dir.to_path_buf(),
             needed: total,

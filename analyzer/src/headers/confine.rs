@@ -27,7 +27,7 @@ pub(super) const FILE_QUERIES: [&str; 3] = ["__has_include", "__has_include_next
 
 /// The spellings of the assembly keyword, which a build for a CPU device defines away
 /// (`executor::cpu_code`): a text may not define or undefine them back.
-pub(super) const ASM_WORDS: [&str; 3] = ["asm", "__asm", "__asm__"];
+pub const ASM_WORDS: [&str; 3] = ["asm", "__asm", "__asm__"];
 
 /// How every refusal written into a text begins.
 pub(super) const REFUSED: &str = "cltrap refuses";
