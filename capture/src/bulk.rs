@@ -60,6 +60,16 @@ pub fn has_room(len: u64) -> bool {
     room.is_none_or(|r| len <= r)
 }
 
+/// This process's resident memory in bytes (`/proc/self/statm`), None where it cannot be read.
+/// Why: what a parse of untrusted input costs in memory is measured, not guessed from sizes.
+pub fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages.saturating_mul(u64::try_from(page).ok().filter(|p| *p > 0)?))
+}
+
 /// `len` zero bytes, allocated without being written (large allocations come from fresh
 /// pages, which are zero; the thread that first writes a page faults it in), or None when
 /// they cannot be allocated or do not fit in the memory available ([`fits_in_memory`]).

@@ -44,6 +44,12 @@ pub enum ReadError {
     MissingBlob { hash: String },
     #[error("content {hash} is {bytes} bytes, more than this machine has memory available to read it into")]
     TooLarge { hash: String, bytes: u64 },
+    #[error("the launch log {path} holds {lines} lines; reading them as launches would take about {need_mb} MB of memory, more than this machine has available")]
+    LogTooLarge {
+        path: PathBuf,
+        lines: usize,
+        need_mb: u64,
+    },
     #[error("blob {hash} is damaged: its contents no longer match their digest")]
     DamagedBlob { hash: String },
     #[error("{what} was not recorded ({why})")]
@@ -219,7 +225,11 @@ impl Capture {
         // The piece after the last newline is empty, or a partial record of a writer that died.
         lines.pop();
         lines.extend(pending.split(|b| *b == b'\n').filter(|l| !l.is_empty()));
-        let (mut launches, damaged) = parse_log(&lines);
+        let (mut launches, damaged) = parse_log(&lines).map_err(|need| ReadError::LogTooLarge {
+            path: log_path.clone(),
+            lines: lines.len(),
+            need_mb: need >> 20,
+        })?;
         // Writers that record launches as they complete write them out of id order; ids are
         // the order the application enqueued them.
         launches.sort_by_key(|l| l.id);
@@ -926,10 +936,38 @@ fn cover(
     )
 }
 
-fn parse_log(lines: &[&[u8]]) -> (Vec<LaunchRecord>, Vec<DamagedLaunch>) {
+/// Lines of the launch log parsed between two looks at this process's memory ([`parse_log`]).
+const LOOK_EVERY: usize = 1 << 14;
+
+/// The launches of the log's lines, and the lines that are damaged. Err: the bytes of memory
+/// the whole log would take as launches, when they do not fit in what this machine has
+/// available. Why: a launch takes far more memory than its line (a delta line of 40 bytes
+/// becomes a whole record of about 3 KB: 300 000 such lines, a 15 MB log, took 1 GB), so a
+/// small hostile log could otherwise run the machine out of memory. Every [`LOOK_EVERY`]
+/// lines the growth of this process's resident memory so far is projected over the lines
+/// left.
+fn parse_log(lines: &[&[u8]]) -> Result<(Vec<LaunchRecord>, Vec<DamagedLaunch>), u64> {
+    parse_log_within(lines, crate::bulk::has_room)
+}
+
+/// [`parse_log`] with `room(bytes)` saying whether that much more memory is available.
+fn parse_log_within(
+    lines: &[&[u8]],
+    room: impl Fn(u64) -> bool,
+) -> Result<(Vec<LaunchRecord>, Vec<DamagedLaunch>), u64> {
     let mut log = Log::default();
     let mut damaged = Vec::new();
+    let start = crate::bulk::resident_bytes();
     for (n, line) in lines.iter().enumerate() {
+        if n > 0 && n % LOOK_EVERY == 0 {
+            if let (Some(start), Some(now)) = (start, crate::bulk::resident_bytes()) {
+                let grown = now.saturating_sub(start);
+                let rest = (grown / n as u64).saturating_mul((lines.len() - n) as u64);
+                if !room(rest) {
+                    return Err(grown.saturating_add(rest));
+                }
+            }
+        }
         if line.is_empty() {
             continue;
         }
@@ -945,7 +983,7 @@ fn parse_log(lines: &[&[u8]]) -> (Vec<LaunchRecord>, Vec<DamagedLaunch>) {
             });
         }
     }
-    (log.launches, damaged)
+    Ok((log.launches, damaged))
 }
 
 /// The state of [`parse_log`] between lines.
@@ -1082,4 +1120,43 @@ fn room_for(hash: &str, bytes: u64) -> Result<Vec<u8>, ReadError> {
             hash: hash.to_string(),
             bytes,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log of `n` launches: one whole record, then each launch a change of the one before.
+    fn storm_log(n: u64) -> Vec<Vec<u8>> {
+        let mut first = crate::tests::launch(&"0".repeat(64));
+        first.id = 0;
+        let mut lines = vec![serde_json::to_vec(&first).expect("serialises")];
+        for k in 1..n {
+            let base = k - 1;
+            lines.push(format!(r#"{{"id":{k},"base":{base},"patch":{{"seq":{k}}}}}"#).into_bytes());
+        }
+        lines
+    }
+
+    #[test]
+    fn a_log_whose_launches_would_not_fit_in_memory_is_refused_before_they_are_read() {
+        let owned = storm_log(3 * LOOK_EVERY as u64 + 5);
+        let lines: Vec<&[u8]> = owned.iter().map(|l| &l[..]).collect();
+        let (launches, damaged) = parse_log_within(&lines, |_| true).expect("room enough");
+        assert_eq!(launches.len(), lines.len());
+        assert!(damaged.is_empty());
+        assert_eq!(launches[lines.len() - 1].seq, lines.len() as u64 - 1);
+        // Where the machine has no room for the rest, the first look ends the parse.
+        let looks = std::cell::Cell::new(0);
+        let refused = parse_log_within(&lines, |_| {
+            looks.set(looks.get() + 1);
+            false
+        });
+        assert!(refused.is_err());
+        assert_eq!(looks.get(), 1);
+        // A log shorter than one look is never measured.
+        let short: Vec<&[u8]> = lines[..LOOK_EVERY].to_vec();
+        let (launches, _) = parse_log_within(&short, |_| false).expect("not measured");
+        assert_eq!(launches.len(), LOOK_EVERY);
+    }
 }
