@@ -621,3 +621,71 @@ fn mutate_refuses_a_planted_link_as_its_output_folder() {
     );
     let _ = std::fs::remove_dir_all(&victim);
 }
+
+/// Makes the first launch of `dir` claim 64 GiB for each of its memory objects of `kind`
+/// (`buffer` or `image`), contents recorded as digests of that size; returns the bytes claimed.
+fn claim_giant_objects(dir: &Path, kind: &str) -> u64 {
+    const GIANT: u64 = 64 << 30;
+    let log = dir.join("launches.jsonl");
+    let text = std::fs::read_to_string(&log).expect("read log");
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let mut record: serde_json::Value = serde_json::from_str(&lines[0]).expect("a whole record");
+    let mut claimed = 0;
+    let args = record["args"].as_array_mut().expect("args");
+    for a in args.iter_mut().filter(|a| a["kind"] == kind) {
+        if kind == "buffer" {
+            a["size"] = serde_json::json!(GIANT);
+        } else {
+            // A 2-D image of 65 536 x 65 536 elements of 16 bytes.
+            a["image"] = serde_json::json!({
+                "image_type": 0x10F1, "channel_order": 0x10B5, "channel_data_type": 0x10DE,
+                "width": 65536, "height": 65536, "depth": 0, "array_size": 0, "element_size": 16
+            });
+        }
+        let digest = serde_json::json!({"kind": "digest", "hash": "ab".repeat(32), "size": GIANT});
+        a["before"] = digest.clone();
+        a["after"] = digest;
+        claimed += GIANT;
+    }
+    lines[0] = record.to_string();
+    std::fs::write(&log, lines.join("\n") + "\n").expect("write log");
+    claimed
+}
+
+#[test]
+fn a_launch_claiming_more_memory_than_the_machine_has_is_skipped_with_its_reason() {
+    // A record of a few hundred bytes may claim objects of up to 64 GiB each: replay says so
+    // before anything is restored, instead of being ended by the OOM killer.
+    for (name, kind) in [("sequence", "buffer"), ("images", "image")] {
+        let exe = fixture(name);
+        let native = run_native(&exe, &[] as &[&str]).expect_success();
+        if native.stdout_text().contains("not supported") {
+            continue;
+        }
+        let dir = fresh_capture_dir(&format!("giant-{kind}"));
+        run_captured(&dir, &["--per-kernel", "1"], &exe, &[] as &[&str]).expect_success();
+        let launches = open_capture(&dir).launches.len();
+        let claimed = claim_giant_objects(&dir, kind);
+        assert!(
+            claimed >= 64 << 30,
+            "{kind}: the first launch has no {kind}"
+        );
+        let still = open_capture(&dir).launches.len();
+        assert_eq!(still, launches, "{kind}: the record stays valid");
+        let out = cmd(&[OsStr::new("replay"), dir.as_os_str(), OsStr::new("0")]);
+        out.assert_no_panic();
+        assert!(out.code.is_some(), "{}", out.describe());
+        // (A machine with that much memory would try to replay it.)
+        if cltrap_capture::bulk::has_room(claimed) {
+            continue;
+        }
+        let all = format!("{}{}", out.stdout_text(), out.stderr);
+        assert!(
+            all.contains(&format!(
+                "take {claimed} bytes, more than the memory available"
+            )),
+            "{kind}: the launch should be skipped for its memory\n{}",
+            out.describe()
+        );
+    }
+}

@@ -224,12 +224,12 @@ impl LaunchInput {
             l.local_size.as_deref(),
         )
         .map_err(ExecError::Geometry)?;
-        // A record of kilobytes may claim thousands of buffers of zeros (up to 1 GiB each,
+        // A record of kilobytes may claim buffers and images of zeros (up to 64 GiB each,
         // restored lazily, then copied by the device: on a CPU device into this process's
         // memory, so counted twice there), each memory object once. Checked against the
         // memory available before anything is restored: one clear error, not the OOM killer.
         let mut seen = std::collections::HashSet::new();
-        let buffers: u64 = l
+        let objects: u64 = l
             .args
             .iter()
             .filter_map(|a| match a {
@@ -239,13 +239,16 @@ impl LaunchInput {
                     sub_of: None,
                     ..
                 } if seen.insert(*mem) => Some(*size),
+                ArgRecord::Image { mem, image, .. } if seen.insert(*mem) => {
+                    Some(image.packed_size())
+                }
                 _ => None,
             })
             .fold(0u64, u64::saturating_add);
         let copies = if crate::heap::cpu_in_process() { 2 } else { 1 };
-        if buffers >= 1 << 30 && !cltrap_capture::bulk::has_room(buffers.saturating_mul(copies)) {
+        if objects >= 1 << 30 && !cltrap_capture::bulk::has_room(objects.saturating_mul(copies)) {
             return Err(ExecError::NotReplayable(format!(
-                "its buffers take {buffers} bytes, more than the memory available{}",
+                "its buffers and images take {objects} bytes, more than the memory available{}",
                 if copies == 2 {
                     " for them and the CPU device's copy"
                 } else {
