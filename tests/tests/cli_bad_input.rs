@@ -584,6 +584,12 @@ fn fuzz_refuses_a_planted_link_in_the_captures_campaign_folder() {
         "{}",
         again.describe()
     );
+    // A refusal, said as one: no worker crashed.
+    assert!(
+        again.stdout_text().contains("could not run") && !again.stdout_text().contains("crashed"),
+        "{}",
+        again.describe()
+    );
     for p in &planted {
         assert_eq!(
             std::fs::read_to_string(p).unwrap(),

@@ -24,7 +24,7 @@ pub fn run(
         };
         let result = match c.run_unit(&unit, &cx) {
             Ok(v) => v,
-            Err(why) => c.lost(&unit, &Lost::Crashed(why)),
+            Err(why) => c.lost(&unit, &Lost::Failed(why)),
         };
         let done = Finished {
             unit: unit.id.clone(),

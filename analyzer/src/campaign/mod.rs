@@ -48,6 +48,9 @@ pub struct Unit {
 pub enum Lost {
     /// The worker died (a signal, an exit) while running it: the reason.
     Crashed(String),
+    /// The unit failed in a way its analysis could not put in a result
+    /// ([`Campaign::run_unit`]'s `Err`: an input it cannot read, a folder it refuses): why.
+    Failed(String),
     /// The worker stayed silent past the unit's deadline and was killed.
     TimedOut(Duration),
 }
@@ -56,6 +59,7 @@ impl std::fmt::Display for Lost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Lost::Crashed(why) => write!(f, "the worker crashed: {why}"),
+            Lost::Failed(why) => write!(f, "it could not run: {why}"),
             Lost::TimedOut(d) => write!(f, "timed out after {} s", d.as_secs()),
         }
     }
@@ -153,7 +157,7 @@ pub trait Campaign {
     /// default prepares nothing.
     fn warm_up(&mut self, _like: &Unit, _cx: &UnitContext) {}
     /// Runs one unit in this process (a worker). `Err` is a failure of the unit that the
-    /// analysis could not express in its result; it is recorded like [`Lost::Crashed`].
+    /// analysis could not express in its result; it is recorded as [`Lost::Failed`].
     fn run_unit(&mut self, unit: &Unit, cx: &UnitContext) -> Result<Value, String>;
     /// Whether this worker process must not run another unit, asked after each unit that has
     /// a result: the unit's kernel faulted on the device or wrote outside its memory, and

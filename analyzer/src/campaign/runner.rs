@@ -796,7 +796,7 @@ fn slot_loop(
                     }
                     Event::Failed { reason, retire } => {
                         retiring = retire;
-                        break Some(lost(Lost::Crashed(reason)));
+                        break Some(lost(Lost::Failed(reason)));
                     }
                 },
                 Ok(Some(_)) => {}
@@ -1039,10 +1039,7 @@ done
             .map(|o| match o {
                 Outcome::Done(u, _) => (u.id, true),
                 Outcome::Lost(u, why, _, _) => {
-                    assert!(
-                        matches!(&why, Lost::Crashed(r) if r == "faulted"),
-                        "{why:?}"
-                    );
+                    assert!(matches!(&why, Lost::Failed(r) if r == "faulted"), "{why:?}");
                     (u.id, false)
                 }
             })

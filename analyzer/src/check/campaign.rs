@@ -113,7 +113,7 @@ impl Campaign for CheckCampaign {
 
     fn retry(&self, unit: &Unit, why: &Lost) -> Option<Unit> {
         // A launch whose instrumented run crashed its worker goes to Oclgrind, once.
-        let Lost::Crashed(reason) = why else {
+        let (Lost::Crashed(reason) | Lost::Failed(reason)) = why else {
             return None;
         };
         if unit.payload.get("fallback").is_some() || self.opts.engine != super::Engine::Native {
@@ -132,6 +132,9 @@ impl Campaign for CheckCampaign {
             },
             Lost::Crashed(w) => LaunchStatus::Failed {
                 reason: format!("the check's worker ended without a result: {w}"),
+            },
+            Lost::Failed(w) => LaunchStatus::Failed {
+                reason: format!("the check could not run: {w}"),
             },
         };
         match self.launch_of(unit) {

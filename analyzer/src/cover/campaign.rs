@@ -101,6 +101,7 @@ impl Campaign for CoverCampaign {
         };
         let why = match why {
             Lost::Crashed(w) => format!("crashed the cover worker ({w})"),
+            Lost::Failed(w) => format!("could not be covered: {w}"),
             Lost::TimedOut(d) => format!(
                 "hung (no progress within {} s; the watchdog stopped the cover worker)",
                 d.as_secs()

@@ -330,6 +330,11 @@ impl Campaign for MutateCampaign {
                 detail: died(w),
                 runs: 0,
             },
+            Lost::Failed(w) => JobResult {
+                status: Status::RuntimeError,
+                detail: format!("the mutant could not run: {w}"),
+                runs: 0,
+            },
             Lost::TimedOut(d) => JobResult {
                 status: Status::Timeout,
                 detail: format!(

@@ -135,6 +135,7 @@ impl CaseResult {
     pub fn lost(job: &CaseJob, why: &Lost) -> CaseResult {
         let e = match why {
             Lost::Crashed(w) => format!("the original crashed the worker ({w})"),
+            Lost::Failed(w) => format!("the original could not run: {w}"),
             Lost::TimedOut(d) => format!("the original ran past {} s", d.as_secs()),
         };
         CaseResult::dropped(format!(

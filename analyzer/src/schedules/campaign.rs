@@ -271,6 +271,7 @@ impl Campaign for ScheduleCampaign {
         };
         let line = match why {
             Lost::Crashed(w) => format!("the kernel crashed the replay worker ({w})"),
+            Lost::Failed(w) => format!("could not be replayed: {w}"),
             Lost::TimedOut(d) => format!(
                 "hung: no result within {} s, the watchdog stopped the replay worker",
                 d.as_secs()
