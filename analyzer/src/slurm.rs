@@ -389,7 +389,9 @@ fn write_scripts(plan: &Plan) -> Result<(), String> {
     std::fs::create_dir_all(&logs).map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
     for (name, text) in [(TASKS_FILE, tasks), (MERGE_FILE, merge)] {
         let path = plan.dir.join(name);
-        std::fs::write(&path, text)
+        // Replaced, never written through a link planted there (a campaign folder on a
+        // shared filesystem).
+        crate::campaign::journal::replace_file(&path, text.as_bytes())
             .and_then(|_| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }

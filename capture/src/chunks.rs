@@ -59,6 +59,13 @@ const INDEX_MAGIC: &str = "cltrap-chunks 2";
 /// Most bytes an encoded chunk can take: the encoding byte and zstd's bound for
 /// [`CHUNK_MAX`] bytes (a reader refuses a larger stored length before reading it).
 pub const STORED_MAX: usize = 1 + CHUNK_MAX + CHUNK_MAX / 128 + 1024;
+/// Most bytes a chunk of `len` bytes can take encoded (as [`STORED_MAX`] for a chunk of
+/// [`CHUNK_MAX`]). Why per chunk: an index of 1-byte chunks each claiming [`STORED_MAX`]
+/// stored bytes made a reader hold 1 700 times the index's size before decoding anything.
+pub fn stored_bound(len: usize) -> usize {
+    1 + len + len / 128 + 1024
+}
+
 /// Most uncompressed bytes of new chunks that go into one pack: bounds the memory a writer
 /// holds for a pack before writing it.
 pub const PACK_RAW_MAX: usize = 64 << 20;
@@ -175,8 +182,10 @@ pub fn parse_index(text: &str) -> Result<(u64, Vec<ChunkRef>), String> {
                 .and_then(|p| packs.get(p))
                 .ok_or_else(|| format!("chunk line {line:?} names no pack of the index"))?;
             let stored = usize::try_from(stored).unwrap_or(usize::MAX);
-            if !(2..=STORED_MAX).contains(&stored) {
-                return Err(format!("stored length {stored} is out of range"));
+            if !(2..=stored_bound(len)).contains(&stored) {
+                return Err(format!(
+                    "stored length {stored} is out of range for a chunk of {len} bytes"
+                ));
             }
             Some(PackSlot {
                 pack: Arc::clone(pack),
@@ -545,6 +554,14 @@ pub(crate) mod tests {
             "no pack 1"
         );
         assert!(parse_index(&text.replace(" 7 12", " 7 99999999")).is_err());
+        // A chunk of 10 bytes takes at most its bound encoded, however small the bound of
+        // the largest chunk (`STORED_MAX`) would let it claim.
+        let most = stored_bound(10);
+        assert!(most < STORED_MAX);
+        assert!(parse_index(&text.replace(" 7 12", &format!(" 7 {most}"))).is_ok());
+        let e = parse_index(&text.replace(" 7 12", &format!(" 7 {}", most + 1))).unwrap_err();
+        assert!(e.contains("stored length"), "{e}");
+        assert_eq!(stored_bound(CHUNK_MAX), STORED_MAX);
         assert!(parse_index(&text.replace(" 7 12", " 7")).is_err());
         assert!(parse_index(&text.replace(" 7 12", &format!(" {} 12", u64::MAX))).is_err());
         assert!(parse_index("nonsense").is_err());

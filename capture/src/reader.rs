@@ -404,6 +404,22 @@ impl Contents {
                 hash: hash.to_string(),
             });
         }
+        // The distinct chunks are held encoded until they are decoded into the content:
+        // both must fit in the memory available before any is read.
+        let mut distinct = std::collections::HashSet::new();
+        let held: u64 = (chunks.iter())
+            .filter(|c| distinct.insert((c.hash.as_str(), c.len)))
+            .map(|c| {
+                c.at.as_ref()
+                    .map_or(crate::chunks::STORED_MAX, |a| a.stored) as u64
+            })
+            .fold(size, u64::saturating_add);
+        if !crate::bulk::fits_in_memory(usize::try_from(held).unwrap_or(usize::MAX)) {
+            return Err(ReadError::TooLarge {
+                hash: hash.to_string(),
+                bytes: held,
+            });
+        }
         // Each distinct chunk is read once (a content often repeats a chunk: a periodic
         // signal, zeroed rows), then decoded and checked, on several threads for a large
         // content: an in-order replay of a stencil restored 8 MB checkpoints from 43 MB of

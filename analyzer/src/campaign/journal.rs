@@ -35,6 +35,14 @@ pub struct Header {
     pub units: usize,
 }
 
+impl Header {
+    /// The recorded command line for a message, its control characters escaped: a journal
+    /// that came with a capture could otherwise rewrite the terminal's lines.
+    pub fn shown_args(&self) -> String {
+        crate::list::escape_controls(&self.args.join(" "))
+    }
+}
+
 /// A journal read back.
 #[derive(Debug)]
 pub struct Journal {
@@ -105,6 +113,15 @@ pub fn read(dir: &Path) -> Result<Journal, JournalError> {
         std::io::ErrorKind::NotFound => JournalError::Missing(dir.to_path_buf()),
         _ => JournalError::Unreadable(path.clone(), e.to_string()),
     })?;
+    // Each line becomes a value of about sixteen times its size: a journal that would not
+    // fit in memory so is refused with one sentence, not read until the OOM killer.
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if !cltrap_capture::bulk::has_room(size.saturating_mul(16)) {
+        return Err(JournalError::Unreadable(
+            path,
+            format!("it is {size} bytes, more than this machine has memory to read"),
+        ));
+    }
     let mut lines = BufReader::new(file);
     let mut first = String::new();
     (&mut lines)
@@ -303,5 +320,33 @@ mod tests {
         std::fs::write(dir.path().join(FILE), "not json\n").unwrap();
         let e = read(dir.path()).unwrap_err().to_string();
         assert!(e.contains("not a header"), "{e}");
+    }
+
+    #[test]
+    fn a_journal_too_large_to_hold_in_memory_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = serde_json::to_string(&header()).unwrap();
+        text.push('\n');
+        let path = dir.path().join(FILE);
+        std::fs::write(&path, &text).unwrap();
+        assert!(read(dir.path()).is_ok());
+        // A sparse file of 4 TiB: nothing on disk, and read as values far past any memory.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(4 << 40)
+            .unwrap();
+        let e = read(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("more than this machine has memory"), "{e}");
+    }
+
+    #[test]
+    fn a_recorded_command_line_is_shown_with_its_control_characters_escaped() {
+        let mut h = header();
+        h.args = vec!["replay".into(), "cap\u{1b}[2J\rcltrap: all verified".into()];
+        let shown = h.shown_args();
+        assert!(!shown.chars().any(|c| c.is_control()), "{shown:?}");
+        assert!(shown.starts_with("replay cap"), "{shown:?}");
     }
 }

@@ -38,9 +38,9 @@ pub fn merge(
                     return Err(format!(
                         "{} holds a campaign of `cltrap {}` but {} one of `cltrap {}`: shards of different commands cannot be merged",
                         d0.display(),
-                        h0.args.join(" "),
+                        h0.shown_args(),
                         dir.display(),
-                        j.header.args.join(" ")
+                        j.header.shown_args()
                     ));
                 }
                 if h0.shard.map(|s| s.count) != j.header.shard.map(|s| s.count) {
@@ -83,7 +83,7 @@ pub fn merge(
     std::env::set_current_dir(&header.cwd).map_err(|e| {
         format!(
             "cannot enter {}, where the shards ran (the capture must be on a filesystem this machine sees): {e}",
-            header.cwd.display()
+            crate::list::escape_controls(&header.cwd.display().to_string())
         )
     })?;
     let mut c = build(&header.args)?;
@@ -114,9 +114,17 @@ pub fn merge(
             missing.len()
         ));
     }
+    // Every report goes into the merge's folder, under its own name; a recorded path with
+    // none (ending in `..`) would otherwise be written where the shards' header says.
     for p in c.report_files() {
-        if let Some(name) = p.file_name() {
-            *p = out_dir.join(name);
+        match p.file_name() {
+            Some(name) => *p = out_dir.join(name),
+            None => {
+                return Err(format!(
+                    "the shards' command names a report {}, which has no file name: run the campaign again with a report file named",
+                    crate::list::escape_controls(&p.display().to_string())
+                ))
+            }
         }
     }
     let whole = Header {

@@ -133,7 +133,7 @@ pub fn drive(
                     return Err(format!(
                         "--resume: the campaign in {} was run as `cltrap {}`{}, not as this command",
                         dir.display(),
-                        j.header.args.join(" "),
+                        j.header.shown_args(),
                         j.header.shard.map(|s| format!(" --shard {s}")).unwrap_or_default()
                     ));
                 }

@@ -14,6 +14,7 @@ use cltrap_capture::{
 };
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+use std::time::Duration;
 
 /// How one slot ended up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,6 +135,12 @@ pub fn row_names(ids: &[(&str, Option<&str>)]) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// A campaign result's milliseconds as a duration: none when negative or not a number,
+/// the longest one when too large (a result read back from a journal is input).
+pub fn millis(ms: f64) -> Duration {
+    Duration::try_from_secs_f64(ms.max(0.0) / 1e3).unwrap_or(Duration::MAX)
 }
 
 /// The folder name under `findings/` for a kernel of row name `row` (its words joined by
@@ -451,6 +458,17 @@ pub fn append_capture(
     from: &Path,
     to: &Path,
 ) -> Result<std::collections::BTreeMap<u64, u64>, FuzzError> {
+    // A campaign's unit folder may have come with its input: its captures and their blobs
+    // are read where they are, never through a link planted there (which would copy the
+    // user's own files into the suite).
+    for p in [from.to_path_buf(), from.join("blobs")] {
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(FuzzError::Interface(format!(
+                "{} is a symbolic link: a campaign's folders are read only where they are",
+                p.display()
+            )));
+        }
+    }
     let capture = cltrap_capture::Capture::open(from)?;
     let w = CaptureWriter::create(to, &manifest())?;
     copy_new_files(&from.join("blobs"), &to.join("blobs"))?;
@@ -512,6 +530,36 @@ pub fn write_report(dir: &Path, r: &SuiteReport) -> Result<(), FuzzError> {
 #[cfg(test)]
 mod report_file_tests {
     use super::*;
+
+    #[test]
+    fn a_results_milliseconds_never_panic() {
+        assert_eq!(millis(1500.0), Duration::from_millis(1500));
+        assert_eq!(millis(-3.0), Duration::ZERO);
+        assert_eq!(millis(f64::NAN), Duration::ZERO);
+        assert_eq!(millis(1e300), Duration::MAX);
+        assert_eq!(millis(f64::INFINITY), Duration::MAX);
+    }
+
+    /// A unit folder that came with a campaign is read where it is: a capture or a `blobs`
+    /// folder planted there as a link to the user's own files is refused, nothing copied.
+    #[test]
+    fn cases_are_never_appended_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::create_dir_all(&secret).unwrap();
+        std::fs::write(secret.join("id_rsa"), "key").unwrap();
+        let suite = dir.path().join("suite");
+        let linked = dir.path().join("cases");
+        std::os::unix::fs::symlink(&secret, &linked).unwrap();
+        let e = append_capture(&linked, &suite).unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        let cases = dir.path().join("unit-cases");
+        std::fs::create_dir_all(&cases).unwrap();
+        std::os::unix::fs::symlink(&secret, cases.join("blobs")).unwrap();
+        let e = append_capture(&cases, &suite).unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert!(!suite.join("blobs").join("id_rsa").exists());
+    }
 
     /// A suite is a capture, so untrusted: its report is never written through a link
     /// planted at its name, and a FIFO there is not waited on.

@@ -492,11 +492,22 @@ impl campaign::Campaign for FuzzUnits {
             }
             // Never through a link planted in a campaign folder that came with the input.
             let udir = crate::campaign::runner::unit_folder(&self.units_dir, &u.id)?;
+            // The folder is named from the target this run computed, never from a result that
+            // may have been read back from a journal (a forged row named a path anywhere).
+            let row = u.payload["row"].as_str().unwrap_or(&u.id);
+            let findings = suite::findings_dir_name(row);
+            if !cltrap_capture::safe_open::is_plain_name(&findings) {
+                return Err(format!(
+                    "kernel {}: its findings folder would be named {:?}, which is not a plain name",
+                    crate::list::clip(row, 64),
+                    crate::list::clip(&findings, 64)
+                ));
+            }
             let fdir = self
                 .args
                 .out
                 .as_ref()
-                .map(|d| d.join("findings").join(suite::findings_dir_name(&r.row)));
+                .map(|d| d.join("findings").join(&findings));
             let mut fids = BTreeMap::new();
             if let (Some(_), Some(fdir), true) = (&suite_dir, &fdir, r.wrote_findings) {
                 fids = suite::append_capture(&udir.join("findings"), fdir)
@@ -533,7 +544,7 @@ impl campaign::Campaign for FuzzUnits {
                     c.0 = *ids.get(&c.0).unwrap_or(&c.0);
                 }
             }
-            rows.push((r.cases, Duration::from_secs_f64(r.total_ms.max(0.0) / 1e3)));
+            rows.push((r.cases, suite::millis(r.total_ms)));
             reports.push(report);
         }
         if !unfuzzed.is_empty() {

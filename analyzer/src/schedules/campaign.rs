@@ -355,14 +355,16 @@ impl Campaign for ScheduleCampaign {
             if device.is_none() {
                 device.clone_from(&c.device);
             }
-            total.instrument += c.timing.instrument;
-            total.compile += c.timing.compile;
+            // Saturating: a result read back from a journal is input (a forged one claimed
+            // durations whose sum overflows).
+            total.instrument = total.instrument.saturating_add(c.timing.instrument);
+            total.compile = total.compile.saturating_add(c.timing.compile);
             total.runs.extend(c.timing.runs.iter().copied());
             total.kernel_ns.extend(c.timing.kernel_ns.iter().copied());
         }
         summary.programs_built = built.len();
         if self.timing {
-            let wall: Duration = total.runs.iter().sum();
+            let wall = (total.runs.iter()).fold(Duration::ZERO, |a, r| a.saturating_add(*r));
             let _ = writeln!(
                 out,
                 "timing total: instrument {:.1} ms, compile {:.1} ms ({} program(s)), {} runs {:.1} ms wall ({:.3} ms each), kernels {:.3} ms",

@@ -229,11 +229,10 @@ impl campaign::Campaign for SolveUnits {
                 .ok_or_else(|| format!("the campaign's result for {} has no report", u.id))?;
             let mut solved: Vec<_> = report.cases.split_off(r.from.min(report.cases.len()));
             if complete {
-                let ids = suite::append_capture(
-                    &self.units_dir.join(&u.id).join("cases"),
-                    &self.args.suite,
-                )
-                .map_err(|e| format!("kernel {}: its cases: {e}", r.row))?;
+                // Never through a link planted in a campaign folder that came with the suite.
+                let udir = crate::campaign::runner::unit_folder(&self.units_dir, &u.id)?;
+                let ids = suite::append_capture(&udir.join("cases"), &self.args.suite)
+                    .map_err(|e| format!("kernel {}: its cases: {e}", r.row))?;
                 for c in solved.iter_mut() {
                     c.0 = *ids.get(&c.0).unwrap_or(&c.0);
                 }
@@ -242,7 +241,7 @@ impl campaign::Campaign for SolveUnits {
                 report.cases = old.cases.clone();
             }
             report.cases.extend(solved);
-            rows.push((r.cases, Duration::from_secs_f64(r.total_ms.max(0.0) / 1e3)));
+            rows.push((r.cases, suite::millis(r.total_ms)));
             reports.push(report);
         }
         fuzz::print_slots(out, &reports);
