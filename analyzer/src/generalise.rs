@@ -325,23 +325,25 @@ pub fn generalise(kernel: &str, launches: &[&LaunchRecord]) -> KernelParams {
         .unwrap_or(0);
     let observed: Vec<Vec<(String, Option<Value>)>> =
         launches.iter().map(|l| observe(l, dims)).collect();
-    // Names in first-seen order; a quantity missing from a launch is absent there.
+    // Names in first-seen order; a quantity missing from a launch is absent there. Looked up
+    // through maps: a capture's launches may have thousands of arguments each.
     let mut names: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for o in &observed {
         for (n, _) in o {
-            if !names.contains(n) {
+            if seen.insert(n) {
                 names.push(n.clone());
             }
         }
     }
+    let by_name: Vec<std::collections::HashMap<&str, &Option<Value>>> = observed
+        .iter()
+        .map(|o| o.iter().rev().map(|(n, v)| (n.as_str(), v)).collect())
+        .collect();
     let column = |name: &str| -> Vec<Option<Value>> {
-        observed
+        by_name
             .iter()
-            .map(|o| {
-                o.iter()
-                    .find(|(n, _)| n == name)
-                    .and_then(|(_, v)| v.clone())
-            })
+            .map(|o| o.get(name).and_then(|v| (*v).clone()))
             .collect()
     };
     let columns: Vec<(String, Vec<Option<Value>>)> =
@@ -386,28 +388,50 @@ fn relations(columns: &[(String, Vec<Option<Value>>)], dims: usize) -> Vec<Relat
         .collect();
     let varies = |v: &[i128]| v.windows(2).any(|w| w[0] != w[1]);
     let mut out = Vec::new();
-    let mut equal_to: Vec<(&str, &str)> = Vec::new();
-    for (i, (a, va)) in numeric.iter().enumerate() {
-        for (b, vb) in numeric.iter().skip(i + 1) {
-            if !(varies(va) || varies(vb)) {
-                continue;
-            }
-            if va == vb {
-                out.push(Relation::Equal {
-                    left: a.to_string(),
-                    right: b.to_string(),
-                });
-                equal_to.push((a, b));
-            }
+    // Equal varying quantities form classes: each is said equal to its class's stand-in (a
+    // scalar argument where the class has one: `n` rather than `a.elements`), and only the
+    // stand-ins take part in the relations below. Why: every pair, from a capture whose
+    // launches pass thousands of equal scalars, was millions of relations.
+    let mut classes: Vec<Vec<usize>> = Vec::new();
+    let mut class_of: std::collections::HashMap<&[i128], usize> = std::collections::HashMap::new();
+    for (i, (_, va)) in numeric.iter().enumerate() {
+        if varies(va) {
+            let c = *class_of.entry(va.as_slice()).or_insert_with(|| {
+                classes.push(Vec::new());
+                classes.len() - 1
+            });
+            classes[c].push(i);
         }
     }
+    let plain = |n: &str| !n.contains(['.', '[']);
+    let mut stand_in = vec![true; numeric.len()];
+    for members in &classes {
+        let rep = (members.iter())
+            .copied()
+            .find(|&i| plain(numeric[i].0))
+            .unwrap_or(members[0]);
+        for &m in members.iter().filter(|&&m| m != rep) {
+            stand_in[m] = false;
+            let (l, r) = (rep.min(m), rep.max(m));
+            out.push(Relation::Equal {
+                left: numeric[l].0.to_string(),
+                right: numeric[r].0.to_string(),
+            });
+        }
+    }
+    let firsts: Vec<(&str, Vec<i128>)> = (numeric.iter().zip(&stand_in))
+        .filter(|(_, keep)| **keep)
+        .map(|((n, v), _)| (*n, v.clone()))
+        .collect();
+    let all = &numeric;
+    let numeric = firsts;
     // global[d] = round_up(x, local[d]) where it is not plain equality for every launch.
     for d in 0..dims {
         let g = format!("global[{d}]");
         let lo = format!("local[{d}]");
         let (Some((_, vg)), Some((_, vl))) = (
-            numeric.iter().find(|(n, _)| *n == g),
-            numeric.iter().find(|(n, _)| *n == lo),
+            all.iter().find(|(n, _)| *n == g),
+            all.iter().find(|(n, _)| *n == lo),
         ) else {
             continue;
         };
@@ -683,6 +707,36 @@ mod tests {
             status: 0,
             not_replayable: vec![],
         }
+    }
+
+    /// A launch passing `count` scalars `s0`, `s1`, ... all of value `v`.
+    fn many_scalars(id: u64, count: u32, v: u32) -> LaunchRecord {
+        let mut l = launch(id, 100, 64);
+        l.args = (0..count)
+            .map(|i| ArgRecord::Scalar {
+                info: ArgInfo {
+                    index: i,
+                    name: format!("s{i}").into(),
+                    type_name: "uint".into(),
+                    address_space: "private".into(),
+                    qualifiers: Default::default(),
+                },
+                bytes: cltrap_capture::hex::encode(&v.to_le_bytes()),
+            })
+            .collect();
+        l
+    }
+
+    #[test]
+    fn equal_quantities_are_related_through_one_stand_in_not_pairwise() {
+        // 3 000 scalars equal in both launches: one relation each, not 4.5 million pairs.
+        let ls = [many_scalars(0, 3000, 1), many_scalars(1, 3000, 2)];
+        let p = generalise("k", &ls.iter().collect::<Vec<_>>());
+        assert_eq!(p.relations.len(), 2999);
+        assert!(p.relations.iter().all(|r| matches!(
+            r,
+            Relation::Equal { left, .. } if left == "s0"
+        )));
     }
 
     #[test]
