@@ -917,7 +917,7 @@ fn a_launch_claiming_more_memory_than_the_machine_has_is_skipped_before_anything
     let r = replay_all(&dir, 0);
     assert!(
         r[0].to_string().contains(&format!(
-            "skipped: its buffers take {} bytes, more than the memory available for them and \
+            "skipped: its buffers and images take {} bytes, more than the memory available for them and \
              the CPU device's copy",
             size * u64::from(n)
         )),
