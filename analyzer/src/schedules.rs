@@ -677,7 +677,7 @@ pub fn timing_line(r: &ScheduleResult) -> String {
     } else {
         format!(
             "{:.3} ms",
-            t.kernel_ns.iter().sum::<u64>() as f64 / t.kernel_ns.len() as f64 / 1e6
+            t.kernel_ns.iter().map(|&n| n as f64).sum::<f64>() / t.kernel_ns.len() as f64 / 1e6
         )
     };
     format!(

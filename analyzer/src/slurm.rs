@@ -382,7 +382,6 @@ fn normalise(p: &Path) -> PathBuf {
 
 /// Writes both scripts (executable) into the campaign folder, with its logs folder.
 fn write_scripts(plan: &Plan) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
     let tasks = plan.tasks_script()?;
     let merge = plan.merge_script()?;
     let logs = plan.logs_dir();
@@ -390,9 +389,8 @@ fn write_scripts(plan: &Plan) -> Result<(), String> {
     for (name, text) in [(TASKS_FILE, tasks), (MERGE_FILE, merge)] {
         let path = plan.dir.join(name);
         // Replaced, never written through a link planted there (a campaign folder on a
-        // shared filesystem).
-        crate::campaign::journal::replace_file(&path, text.as_bytes())
-            .and_then(|_| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)))
+        // shared filesystem), and executable before it takes the name.
+        crate::campaign::journal::replace_file_with_mode(&path, text.as_bytes(), Some(0o755))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(())

@@ -58,11 +58,11 @@ const INDEX_MAGIC_FILES: &str = "cltrap-chunks 1";
 const INDEX_MAGIC: &str = "cltrap-chunks 2";
 /// Most bytes an encoded chunk can take: the encoding byte and zstd's bound for
 /// [`CHUNK_MAX`] bytes (a reader refuses a larger stored length before reading it).
-pub const STORED_MAX: usize = 1 + CHUNK_MAX + CHUNK_MAX / 128 + 1024;
-/// Most bytes a chunk of `len` bytes can take encoded (as [`STORED_MAX`] for a chunk of
-/// [`CHUNK_MAX`]). Why per chunk: an index of 1-byte chunks each claiming [`STORED_MAX`]
-/// stored bytes made a reader hold 1 700 times the index's size before decoding anything.
-pub fn stored_bound(len: usize) -> usize {
+pub const STORED_MAX: usize = stored_bound(CHUNK_MAX);
+/// Most bytes a chunk of `len` bytes can take encoded: the encoding byte and at least zstd's
+/// bound ([`STORED_MAX`] for a chunk of [`CHUNK_MAX`]). Checked per chunk, so an index's
+/// small chunks cannot claim the stored length of the largest one.
+pub const fn stored_bound(len: usize) -> usize {
     1 + len + len / 128 + 1024
 }
 

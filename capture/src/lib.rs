@@ -422,13 +422,28 @@ mod tests {
             let read = std::panic::catch_unwind(|| c.blob(&h));
             assert!(matches!(read, Ok(Err(_))), "offset {off}: {read:?}");
         }
-        // A slot of another chunk: damaged (or, stored longer than this chunk can be, refused
-        // with the index), never returned.
-        let other = chunks[1].at.clone().unwrap();
+        // A slot of another chunk (one stored no longer than this chunk can be): damaged,
+        // never returned.
+        let other = (chunks[1..].iter())
+            .filter_map(|c| c.at.clone())
+            .find(|a| a.stored <= chunks::stored_bound(chunks[0].len))
+            .expect("another chunk of noise stored no longer than the first can be");
         let bad = good.replacen(&orig, &format!(" 0 {} {}\n", other.offset, other.stored), 1);
         std::fs::write(&ipath, bad).unwrap();
+        assert!(c.blob(&h).unwrap_err().to_string().contains("damaged"));
+        // One stored longer than that: refused with the index.
+        let bad = good.replacen(
+            &orig,
+            &format!(
+                " 0 {} {}\n",
+                at.offset,
+                chunks::stored_bound(chunks[0].len) + 1
+            ),
+            1,
+        );
+        std::fs::write(&ipath, bad).unwrap();
         let e = c.blob(&h).unwrap_err().to_string();
-        assert!(e.contains("damaged") || e.contains("stored length"), "{e}");
+        assert!(e.contains("stored length"), "{e}");
         std::fs::write(&ipath, good).unwrap();
         assert_eq!(c.blob(&h).unwrap(), v);
         let _ = std::fs::remove_dir_all(&dir);

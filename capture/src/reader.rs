@@ -404,16 +404,16 @@ impl Contents {
                 hash: hash.to_string(),
             });
         }
-        // The distinct chunks are held encoded until they are decoded into the content:
-        // both must fit in the memory available before any is read.
+        // The distinct chunks are held encoded, then decoded, then copied into the content:
+        // all of it must fit in the memory available before any chunk is read.
         let mut distinct = std::collections::HashSet::new();
         let held: u64 = (chunks.iter())
             .filter(|c| distinct.insert((c.hash.as_str(), c.len)))
             .map(|c| {
                 c.at.as_ref()
-                    .map_or(crate::chunks::STORED_MAX, |a| a.stored) as u64
+                    .map_or(crate::chunks::stored_bound(c.len), |a| a.stored) as u64
             })
-            .fold(size, u64::saturating_add);
+            .fold(size.saturating_mul(2), u64::saturating_add);
         if !crate::bulk::fits_in_memory(usize::try_from(held).unwrap_or(usize::MAX)) {
             return Err(ReadError::TooLarge {
                 hash: hash.to_string(),
@@ -961,12 +961,15 @@ const LOOK_EVERY: usize = 1 << 14;
 /// becomes a whole record of about 3 KB: 300 000 such lines, a 15 MB log, took 1 GB), so a
 /// small hostile log could otherwise run the machine out of memory. Every [`LOOK_EVERY`]
 /// lines the growth of this process's resident memory so far is projected over the lines
-/// left.
+/// left; the parse ends when two looks in a row project more than the memory available (and
+/// at least [`crate::bulk::fits_in_memory`]'s threshold: smaller needs are never refused).
 fn parse_log(lines: &[&[u8]]) -> Result<(Vec<LaunchRecord>, Vec<DamagedLaunch>), u64> {
-    parse_log_within(lines, crate::bulk::has_room)
+    parse_log_within(lines, |rest| {
+        crate::bulk::fits_in_memory(usize::try_from(rest).unwrap_or(usize::MAX))
+    })
 }
 
-/// [`parse_log`] with `room(bytes)` saying whether that much more memory is available.
+/// [`parse_log`] with `room(bytes)` saying whether that much more memory may be used.
 fn parse_log_within(
     lines: &[&[u8]],
     room: impl Fn(u64) -> bool,
@@ -974,14 +977,17 @@ fn parse_log_within(
     let mut log = Log::default();
     let mut damaged = Vec::new();
     let start = crate::bulk::resident_bytes();
+    let mut short_before = false;
     for (n, line) in lines.iter().enumerate() {
         if n > 0 && n % LOOK_EVERY == 0 {
             if let (Some(start), Some(now)) = (start, crate::bulk::resident_bytes()) {
                 let grown = now.saturating_sub(start);
                 let rest = (grown / n as u64).saturating_mul((lines.len() - n) as u64);
-                if !room(rest) {
+                let short = !room(rest);
+                if short && short_before {
                     return Err(grown.saturating_add(rest));
                 }
+                short_before = short;
             }
         }
         if line.is_empty() {
@@ -1162,17 +1168,26 @@ mod tests {
         assert_eq!(launches.len(), lines.len());
         assert!(damaged.is_empty());
         assert_eq!(launches[lines.len() - 1].seq, lines.len() as u64 - 1);
-        // Where the machine has no room for the rest, the first look ends the parse.
+        // Where the machine has no room for the rest at two looks in a row, the second ends
+        // the parse.
         let looks = std::cell::Cell::new(0);
         let refused = parse_log_within(&lines, |_| {
             looks.set(looks.get() + 1);
             false
         });
         assert!(refused.is_err());
-        assert_eq!(looks.get(), 1);
-        // A log shorter than one look is never measured.
-        let short: Vec<&[u8]> = lines[..LOOK_EVERY].to_vec();
-        let (launches, _) = parse_log_within(&short, |_| false).expect("not measured");
-        assert_eq!(launches.len(), LOOK_EVERY);
+        assert_eq!(looks.get(), 2);
+        // One look short of room (the first) is not enough.
+        let looks = std::cell::Cell::new(0);
+        let (launches, _) = parse_log_within(&lines, |_| {
+            looks.set(looks.get() + 1);
+            looks.get() != 1
+        })
+        .expect("room at the second look");
+        assert_eq!(launches.len(), lines.len());
+        // A log shorter than two looks is never refused.
+        let short: Vec<&[u8]> = lines[..2 * LOOK_EVERY].to_vec();
+        let (launches, _) = parse_log_within(&short, |_| false).expect("one look only");
+        assert_eq!(launches.len(), 2 * LOOK_EVERY);
     }
 }

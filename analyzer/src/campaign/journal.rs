@@ -77,6 +77,12 @@ impl std::fmt::Display for JournalError {
 /// from elsewhere; a file written in place (or a fixed temporary name) would be written
 /// through a link planted there, into a file outside the campaign.
 pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace_file_with_mode(path, bytes, None)
+}
+
+/// [`replace_file`] with the new file's mode set before it takes the name (`None`: the old
+/// file's, else 0666 less the umask), so nothing is done through the name afterwards.
+pub fn replace_file_with_mode(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -84,9 +90,11 @@ pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     };
     // The mode a file written in place had: the old file's, else what `File::create` gives
     // (0666 less the umask, which the kernel applies to the new file's mode).
-    let old = std::fs::metadata(path)
-        .ok()
-        .map(|m| m.permissions().mode() & 0o777);
+    let old = mode.or_else(|| {
+        std::fs::metadata(path)
+            .ok()
+            .map(|m| m.permissions().mode() & 0o777)
+    });
     let mut tmp = tempfile::Builder::new()
         .permissions(std::fs::Permissions::from_mode(old.unwrap_or(0o666)))
         .tempfile_in(dir)?;
@@ -116,7 +124,8 @@ pub fn read(dir: &Path) -> Result<Journal, JournalError> {
     // Each line becomes a value of about sixteen times its size: a journal that would not
     // fit in memory so is refused with one sentence, not read until the OOM killer.
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if !cltrap_capture::bulk::has_room(size.saturating_mul(16)) {
+    let need = usize::try_from(size.saturating_mul(16)).unwrap_or(usize::MAX);
+    if !cltrap_capture::bulk::fits_in_memory(need) {
         return Err(JournalError::Unreadable(
             path,
             format!("it is {size} bytes, more than this machine has memory to read"),

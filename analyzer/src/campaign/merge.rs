@@ -115,17 +115,13 @@ pub fn merge(
         ));
     }
     // Every report goes into the merge's folder, under its own name; a recorded path with
-    // none (ending in `..`) would otherwise be written where the shards' header says.
+    // none (`.`, or ending in `..`) is the merge's folder itself, never where the shards'
+    // header says.
     for p in c.report_files() {
-        match p.file_name() {
-            Some(name) => *p = out_dir.join(name),
-            None => {
-                return Err(format!(
-                    "the shards' command names a report {}, which has no file name: run the campaign again with a report file named",
-                    crate::list::escape_controls(&p.display().to_string())
-                ))
-            }
-        }
+        *p = match p.file_name() {
+            Some(name) => out_dir.join(name),
+            None => out_dir.clone(),
+        };
     }
     let whole = Header {
         shard: None,

@@ -112,7 +112,8 @@ impl Campaign for CheckCampaign {
     }
 
     fn retry(&self, unit: &Unit, why: &Lost) -> Option<Unit> {
-        // A launch whose instrumented run crashed its worker goes to Oclgrind, once.
+        // A launch whose instrumented run crashed its worker, or failed in it, goes to
+        // Oclgrind, once.
         let (Lost::Crashed(reason) | Lost::Failed(reason)) = why else {
             return None;
         };

@@ -555,7 +555,7 @@ fn failure(e: impl Into<VariantError>) -> Failure {
 }
 
 fn mean(v: &[u64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<u64>() as f64 / v.len() as f64)
+    (!v.is_empty()).then(|| v.iter().map(|&n| n as f64).sum::<f64>() / v.len() as f64)
 }
 
 fn mean_wall(v: &[Duration]) -> Option<f64> {
@@ -589,7 +589,12 @@ pub fn timing_line(t: &CoverTiming) -> String {
 /// `timing total: instrument X ms, compile Y ms, plain kernels A ms, instrumented kernels B ms (Rx)`.
 pub fn timing_total(times: &[CoverTiming]) -> String {
     let sum = |f: fn(&CoverTiming) -> &Vec<u64>| -> f64 {
-        times.iter().flat_map(|t| f(t).iter()).sum::<u64>() as f64 / 1e6
+        times
+            .iter()
+            .flat_map(|t| f(t).iter())
+            .map(|&n| n as f64)
+            .sum::<f64>()
+            / 1e6
     };
     let (plain, ins) = (sum(|t| &t.plain_ns), sum(|t| &t.instrumented_ns));
     let ratio = if plain > 0.0 {

@@ -487,13 +487,18 @@ impl campaign::Campaign for FuzzUnits {
             }
             if let Some(e) = &r.error {
                 failed = true;
-                let _ = writeln!(out, "kernel {}: {e}", r.row);
+                let _ = writeln!(
+                    out,
+                    "kernel {}: {}",
+                    crate::list::escape_controls(&r.row),
+                    crate::list::escape_controls(e)
+                );
                 continue;
             }
             // Never through a link planted in a campaign folder that came with the input.
             let udir = crate::campaign::runner::unit_folder(&self.units_dir, &u.id)?;
             // The folder is named from the target this run computed, never from a result that
-            // may have been read back from a journal (a forged row named a path anywhere).
+            // may have been read back from a journal (input: its row may name any path).
             let row = u.payload["row"].as_str().unwrap_or(&u.id);
             let findings = suite::findings_dir_name(row);
             if !cltrap_capture::safe_open::is_plain_name(&findings) {
@@ -519,14 +524,15 @@ impl campaign::Campaign for FuzzUnits {
                 .unwrap_or_default();
             for s in &r.said {
                 let _ = match s {
-                    Said::Line(l) => writeln!(out, "{l}"),
+                    Said::Line(l) => writeln!(out, "{}", crate::list::escape_controls(l)),
                     Said::AtFindings { before, after } => {
                         writeln!(out, "{before}{shown_fdir}{after}")
                     }
                     Said::Located { shown, launch } => writeln!(
                         out,
-                        "finding in {}: {shown} (its input: launch {} of {shown_fdir})",
-                        r.row,
+                        "finding in {}: {} (its input: launch {} of {shown_fdir})",
+                        crate::list::escape_controls(&r.row),
+                        crate::list::escape_controls(shown),
                         fids.get(launch).unwrap_or(launch)
                     ),
                 };

@@ -377,7 +377,7 @@ impl Campaign for MutateCampaign {
                 .and_then(|&(i, b)| by_batch.get_mut(i)?.get_mut(b))
                 .ok_or_else(|| format!("the campaign has no unit {}", u.id))?;
             *slot = Some(r);
-            eval_ms += f.millis;
+            eval_ms = eval_ms.saturating_add(f.millis);
         }
         // A mutant's batches give the verdict of its sequential walk; one that the batches
         // finished so far cannot decide has none (an interrupted campaign: not evaluated).

@@ -327,7 +327,7 @@ impl Campaign for ScheduleCampaign {
                     let _ = writeln!(out, "{r}");
                 }
                 _ => {
-                    let _ = writeln!(out, "{}", c.line);
+                    let _ = writeln!(out, "{}", crate::list::escape_controls(&c.line));
                 }
             }
             if self.timing && !matches!(c.kind, Kind::SameAs | Kind::OverLimit) {
@@ -355,8 +355,8 @@ impl Campaign for ScheduleCampaign {
             if device.is_none() {
                 device.clone_from(&c.device);
             }
-            // Saturating: a result read back from a journal is input (a forged one claimed
-            // durations whose sum overflows).
+            // Saturating: a result read back from a journal is input, and its durations may
+            // add up past what a duration holds.
             total.instrument = total.instrument.saturating_add(c.timing.instrument);
             total.compile = total.compile.saturating_add(c.timing.compile);
             total.runs.extend(c.timing.runs.iter().copied());
@@ -374,7 +374,7 @@ impl Campaign for ScheduleCampaign {
                 total.runs.len(),
                 ms(wall),
                 mean_ms(&total.runs),
-                total.kernel_ns.iter().sum::<u64>() as f64 / 1e6
+                total.kernel_ns.iter().map(|&n| n as f64).sum::<f64>() / 1e6
             );
         }
         let device = device.unwrap_or_else(|| "unknown (no launch was classified)".into());

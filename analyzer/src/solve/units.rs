@@ -221,7 +221,12 @@ impl campaign::Campaign for SolveUnits {
             })?;
             if let Some(e) = &r.error {
                 failed = true;
-                let _ = writeln!(out, "kernel {}: {e}", r.row);
+                let _ = writeln!(
+                    out,
+                    "kernel {}: {}",
+                    crate::list::escape_controls(&r.row),
+                    crate::list::escape_controls(e)
+                );
                 continue;
             }
             let mut report = r
