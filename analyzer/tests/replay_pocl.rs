@@ -503,16 +503,7 @@ fn extra_trailing_arguments_and_overridden_sources_run_through_the_executor() {
         args: vec![extra.clone()],
         stand_ins: vec![],
     };
-    let rss = || -> u64 {
-        let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-        statm
-            .split_whitespace()
-            .nth(1)
-            .unwrap()
-            .parse::<u64>()
-            .unwrap()
-            * 4096
-    };
+    let rss = || -> u64 { cltrap_capture::bulk::resident_bytes().expect("/proc/self/statm") };
     for _ in 0..20 {
         session
             .run(&touch, &touch_input, std::slice::from_ref(&big))

@@ -404,11 +404,21 @@ impl Contents {
                 hash: hash.to_string(),
             });
         }
-        // The distinct chunks are held encoded, then decoded, then copied into the content:
-        // all of it must fit in the memory available before any chunk is read.
-        let mut distinct = std::collections::HashSet::new();
-        let held: u64 = (chunks.iter())
-            .filter(|c| distinct.insert((c.hash.as_str(), c.len)))
+        // Each distinct chunk is read once (a content often repeats a chunk: a periodic
+        // signal, zeroed rows), then decoded and checked, on several threads for a large
+        // content: an in-order replay of a stencil restored 8 MB checkpoints from 43 MB of
+        // chunks, one zstd frame and one blake3 after another.
+        let mut first: HashMap<(&str, usize), usize> = HashMap::new();
+        let mut unique: Vec<&crate::chunks::ChunkRef> = Vec::new();
+        for c in &chunks {
+            first.entry((c.hash.as_str(), c.len)).or_insert_with(|| {
+                unique.push(c);
+                unique.len() - 1
+            });
+        }
+        // They are held encoded, then decoded, then copied into the content: all of it must
+        // fit in the memory available before any chunk is read.
+        let held: u64 = (unique.iter())
             .map(|c| {
                 c.at.as_ref()
                     .map_or(crate::chunks::stored_bound(c.len), |a| a.stored) as u64
@@ -420,24 +430,18 @@ impl Contents {
                 bytes: held,
             });
         }
-        // Each distinct chunk is read once (a content often repeats a chunk: a periodic
-        // signal, zeroed rows), then decoded and checked, on several threads for a large
-        // content: an in-order replay of a stencil restored 8 MB checkpoints from 43 MB of
-        // chunks, one zstd frame and one blake3 after another.
-        let mut first: HashMap<(&str, usize), usize> = HashMap::new();
-        let mut encoded: Vec<(&crate::chunks::ChunkRef, Vec<u8>)> = Vec::new();
+        let mut encoded: Vec<(&crate::chunks::ChunkRef, Vec<u8>)> =
+            Vec::with_capacity(unique.len());
         let mut packs: HashMap<&str, fs::File> = HashMap::new();
-        for c in &chunks {
-            if first.contains_key(&(c.hash.as_str(), c.len)) {
-                continue;
-            }
+        for c in unique {
             let damaged = || ReadError::DamagedBlob {
                 hash: c.hash.clone(),
             };
             let file = match &c.at {
                 Some(at) => self.packed(&mut packs, at)?,
                 None => {
-                    let stored = crate::chunks::STORED_MAX as u64;
+                    // No more than the memory check above counted for it.
+                    let stored = crate::chunks::stored_bound(c.len) as u64;
                     match read_blob_file(&self.dir, &c.hash, ".chunk", stored) {
                         Ok(f) => f,
                         Err(OpenError::NotFound) => return Err(missing(&c.hash)),
@@ -451,7 +455,6 @@ impl Contents {
                     }
                 }
             };
-            first.insert((c.hash.as_str(), c.len), encoded.len());
             encoded.push((c, file));
         }
         let distinct: usize = encoded.iter().map(|(c, _)| c.len).sum();

@@ -52,6 +52,13 @@ pub enum OpenError {
     Io(std::io::Error),
 }
 
+/// Whether `path` is itself a symbolic link (not followed; false where nothing is there). Why:
+/// a folder that came with a capture (a campaign's, an output folder inside it) is refused
+/// where a link was planted, before anything is read or written through it.
+pub fn is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
 /// Whether `name` is one plain file name: not empty, not `.` or `..`, no `/` or NUL. Why: a
 /// name from a capture (a part of a path to open, a campaign unit that becomes a folder)
 /// must stay in the folder it is joined to.

@@ -44,7 +44,7 @@ pub(crate) fn refuse_links(home: &Path, dir: &Path) -> Result<(), String> {
     paths.push(dir.join(journal::FILE));
     paths.push(dir.join(STATS_FILE));
     for p in paths {
-        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+        if cltrap_capture::safe_open::is_link(&p) {
             return Err(format!(
                 "{} is a symbolic link: a capture's campaign folder must be its own (or give --campaign-dir)",
                 p.display()

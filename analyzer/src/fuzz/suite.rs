@@ -462,7 +462,7 @@ pub fn append_capture(
     // are read where they are, never through a link planted there (which would copy the
     // user's own files into the suite).
     for p in [from.to_path_buf(), from.join("blobs")] {
-        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+        if cltrap_capture::safe_open::is_link(&p) {
             return Err(FuzzError::Interface(format!(
                 "{} is a symbolic link: a campaign's folders are read only where they are",
                 p.display()

@@ -587,7 +587,7 @@ pub fn run_cases(jobs: &[CaseJob], at: &CaseRun) -> Result<HashMap<String, CaseR
         match at.own {
             Some(own) if !merging => {
                 let dir = own.join(CASES_DIR);
-                if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+                if cltrap_capture::safe_open::is_link(&dir) {
                     return Err(format!(
                         "{} is a symbolic link: a campaign folder must be its own",
                         dir.display()

@@ -334,7 +334,7 @@ pub fn prepare_campaign(
         opts.out_dir.join("inputs"),
     ];
     for d in planted.iter().filter(|_| inside) {
-        if std::fs::symlink_metadata(d).is_ok_and(|m| m.file_type().is_symlink()) {
+        if cltrap_capture::safe_open::is_link(d) {
             return Err(MutateError::Io(format!(
                 "{} is a symbolic link: give --out a folder of your own",
                 d.display()
