@@ -149,6 +149,14 @@ struct SpoolIndex {
     bad: Vec<(String, String)>,
     /// Segment → where the scan of its records ended: the next scan reads on from there.
     scanned: HashMap<String, u64>,
+    /// Segments scanned after their writer was gone ([`crate::spool::writer_may_append`]):
+    /// nothing can be appended to them any more, so later scans do not open them again.
+    /// Why: a content found nowhere scans the spool again, and a spool of thousands of
+    /// segments (damaged or forged) was opened and read at every such content (4 000
+    /// segments and 400 launches: 63 s).
+    settled: std::collections::HashSet<String>,
+    /// Segment files opened by scans (for the tests: settled segments are opened once).
+    opened: u64,
 }
 
 impl Capture {
@@ -508,6 +516,7 @@ impl Contents {
         // What segments gone since held is forgotten (read, it would only say they are gone).
         let listed: std::collections::HashSet<&String> = names.iter().collect();
         index.scanned.retain(|n, _| listed.contains(n));
+        index.settled.retain(|n| listed.contains(n));
         index.places.retain(|_, (n, _)| listed.contains(n));
         index.parts.retain(|_, parts| {
             parts.retain(|(n, _)| listed.contains(n));
@@ -516,8 +525,14 @@ impl Contents {
         index.cut.retain(|_, (n, _)| listed.contains(n));
         index.bad.retain(|(n, _)| listed.contains(n));
         for name in &names {
+            if index.settled.contains(name) {
+                continue;
+            }
             let name = name.clone();
             let path = spool_path.join(&name);
+            // Asked before the scan: a writer that is gone then appended everything it will.
+            let settled = !crate::spool::writer_may_append(&name);
+            index.opened += 1;
             let file = match open_inside(&self.dir, &[crate::spool::SPOOL_DIR, &name], u64::MAX) {
                 Ok(f) => f,
                 // Compacted and dropped since it was listed.
@@ -530,6 +545,9 @@ impl Contents {
                 source,
             })?;
             index.scanned.insert(name.clone(), scan.end);
+            if settled {
+                index.settled.insert(name.clone());
+            }
             // What this segment's end said before is said again below, if still true.
             index.cut.retain(|_, (n, _)| *n != name);
             index.bad.retain(|(n, _)| *n != name);
@@ -1161,6 +1179,55 @@ mod tests {
             lines.push(format!(r#"{{"id":{k},"base":{base},"patch":{{"seq":{k}}}}}"#).into_bytes());
         }
         lines
+    }
+
+    /// A whole spool record of `bytes` (see the spool module's layout).
+    fn whole_record(bytes: &[u8]) -> (String, Vec<u8>) {
+        let hash = crate::writer::digest(bytes);
+        let mut r = crate::spool::MAGIC.to_vec();
+        r.extend_from_slice(hash.as_bytes());
+        r.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        r.extend_from_slice(bytes);
+        (hash, r)
+    }
+
+    #[test]
+    fn segments_of_writers_that_are_gone_are_scanned_once_and_a_live_one_again() {
+        let t = tempfile::tempdir().unwrap();
+        let spool = t.path().join(crate::spool::SPOOL_DIR);
+        std::fs::create_dir(&spool).unwrap();
+        // 40 damaged segments and one good one of a writer that cannot run (past any pid_max),
+        // and one of this process (a writer that may still append).
+        let dead = i32::MAX - 1;
+        for i in 0..40 {
+            std::fs::write(spool.join(format!("{dead}-{i}-0.spool")), b"not a record at all")
+                .unwrap();
+        }
+        let (kept, record) = whole_record(b"a content spooled by a writer that is gone");
+        std::fs::write(spool.join(format!("{dead}-99-0.spool")), &record).unwrap();
+        let own = spool.join(format!("{}-1-0.spool", std::process::id()));
+        std::fs::write(&own, b"").unwrap();
+        let contents = Contents::new(t.path());
+        let missing: Vec<String> = (0..50u32)
+            .map(|i| crate::writer::digest(&i.to_le_bytes()))
+            .collect();
+        for h in &missing {
+            assert!(contents.blob_of_size(h, 4).is_err(), "content {h} is nowhere");
+        }
+        let opened = |c: &Contents| {
+            let g = c.spool.lock().unwrap();
+            g.as_ref().map_or(0, |i| i.opened)
+        };
+        // Each settled segment once; this process's segment at each of the 50 scans.
+        assert_eq!(opened(&contents), 41 + 50);
+        let want = b"a content spooled by a writer that is gone";
+        assert_eq!(contents.blob_of_size(&kept, want.len() as u64).unwrap(), want);
+        // A record appended to the live writer's segment after the scans is found.
+        let (late, record) = whole_record(b"appended after fifty scans");
+        std::fs::write(&own, &record).unwrap();
+        let late_bytes = b"appended after fifty scans";
+        assert_eq!(contents.blob_of_size(&late, late_bytes.len() as u64).unwrap(), late_bytes);
+        assert_eq!(opened(&contents), 41 + 51);
     }
 
     #[test]

@@ -328,3 +328,49 @@ fn a_bad_index_or_blob_in_the_store_does_not_make_compaction_drop_the_spooled_co
         assert_eq!(read(t.path(), &a), a, "{what}");
     }
 }
+
+/// A segment, named after a writer that cannot run, of `n` part records of 1 KiB each that
+/// cover a content of `n` KiB (plus `gap` bytes none of them holds) named `hash`.
+fn parts_segment(dir: &Path, hash: &str, n: u64, gap: u64) -> Vec<u8> {
+    let spool_dir = dir.join(SPOOL_DIR);
+    std::fs::create_dir_all(&spool_dir).unwrap();
+    let total = n * 1024 + gap;
+    let mut seg = Vec::new();
+    let mut content = Vec::new();
+    for k in 0..n {
+        let bytes: Vec<u8> = (0..1024u64).map(|i| (k * 7 + i) as u8).collect();
+        seg.extend_from_slice(spool::PART_MAGIC);
+        for v in [total, k * 1024, 1024] {
+            seg.extend_from_slice(&v.to_le_bytes());
+        }
+        seg.extend_from_slice(&bytes);
+        seg.extend_from_slice(hash.as_bytes());
+        content.extend_from_slice(&bytes);
+    }
+    let name = format!("{}-1-0.spool", i32::MAX - 1);
+    std::fs::write(spool_dir.join(name), seg).unwrap();
+    content
+}
+
+/// Part records of one content are judged once per pass, however many there are: a content
+/// whose 3 000 parts do not match its digest is one problem (not one per part, each putting
+/// the whole content together again), and one whose parts leave a gap is one too.
+#[test]
+fn many_parts_of_one_bad_content_are_judged_once() {
+    let t = tempfile::tempdir().unwrap();
+    let wrong = writer::digest(b"not these bytes");
+    let content = parts_segment(t.path(), &wrong, 3000, 0);
+    assert_ne!(writer::digest(&content), wrong);
+    let r = Compactor::new(t.path()).pass().unwrap();
+    assert_eq!(r.problems.len(), 1, "{:?}", &r.problems[..r.problems.len().min(3)]);
+    assert!(r.problems[0].contains("cannot be read"), "{:?}", r.problems);
+    assert_eq!((r.segments, r.contents), (0, 0), "{r:?}");
+
+    let t = tempfile::tempdir().unwrap();
+    parts_segment(t.path(), &wrong, 3000, 512);
+    let r = Compactor::new(t.path()).pass().unwrap();
+    assert_eq!(r.problems.len(), 1, "{:?}", &r.problems[..r.problems.len().min(3)]);
+    assert!(r.problems[0].contains("do not cover it"), "{:?}", r.problems);
+    // Dropped with its segment, as parts left by a writer that died are.
+    assert_eq!((r.segments, r.contents), (1, 0), "{r:?}");
+}
