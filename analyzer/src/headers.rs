@@ -86,11 +86,24 @@ pub struct Headers {
 impl Headers {
     /// The headers of a captured program, laid out on disk.
     pub fn from_capture(capture: &Capture, includes: &Includes) -> Result<Headers, HeaderError> {
+        // Each file read once; all of them bounded together as one program's texts are
+        // ([`Capture::source_texts`]): distinct large headers that share their chunks take
+        // little room in a capture and much in memory.
         let mut blobs = HashMap::new();
+        let mut total = 0usize;
         for f in &includes.files {
             if let Some(h) = &f.content {
                 if !blobs.contains_key(h) {
-                    blobs.insert(h.clone(), capture.blob(h)?);
+                    let bytes = capture.blob(h)?;
+                    total = total.saturating_add(bytes.len());
+                    if total > cltrap_capture::reader::MAX_TEXTS {
+                        return Err(ReadError::TextsTooLarge {
+                            count: blobs.len() + 1,
+                            max_mb: (cltrap_capture::reader::MAX_TEXTS >> 20) as u64,
+                        }
+                        .into());
+                    }
+                    blobs.insert(h.clone(), bytes);
                 }
             }
         }

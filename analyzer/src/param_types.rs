@@ -128,11 +128,9 @@ impl TextTypes {
         let mut texts: Vec<String> = crate::variant::program_source(capture, &record)
             .into_iter()
             .collect();
-        for f in &record.includes.files {
-            if let Some(Ok(t)) = f.content.as_ref().map(|h| capture.source_text(h)) {
-                texts.push(t);
-            }
-        }
+        // Every captured header, each read once (best effort: none when one cannot be read).
+        let headers = (record.includes.files.iter()).filter_map(|f| f.content.as_deref());
+        texts.extend(capture.source_texts(headers).unwrap_or_default());
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         TextTypes::scan(&refs, &record.options)
     }

@@ -71,12 +71,9 @@ impl VariantError {
 /// translation unit, concatenated as OpenCL does), which every pass rewrites.
 pub fn program_source(capture: &Capture, record: &ProgramRecord) -> Result<String, VariantError> {
     let unit = record.source_unit().map_err(VariantError::NotSource)?;
-    let texts = unit
-        .sources
-        .iter()
-        .map(|h| capture.source_text(h))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(texts.concat())
+    Ok(capture
+        .source_texts(unit.sources.iter().map(String::as_str))?
+        .concat())
 }
 
 /// The options a pass parses (and a worker builds) a captured program's rewritten source

@@ -86,7 +86,7 @@ pub const LAUNCHES_FILE: &str = "launches.jsonl";
 mod tests {
     use super::*;
 
-    fn manifest() -> Manifest {
+    pub(crate) fn manifest() -> Manifest {
         Manifest {
             format: FORMAT_NAME.into(),
             version: FORMAT_VERSION,

@@ -19,6 +19,9 @@ const MAX_INDEX: u64 = 1 << 26;
 const MAX_PROGRAM: u64 = 1 << 26;
 /// Largest source, header, binary or other blob read without a size stated by a record.
 const MAX_SOURCE: u64 = 1 << 28;
+/// Most bytes the texts of one program may hold together: its source strings, or its
+/// headers ([`Capture::source_texts`]).
+pub const MAX_TEXTS: usize = MAX_SOURCE as usize;
 
 /// Why a capture could not be read; each variant renders as one sentence for the CLI.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +53,8 @@ pub enum ReadError {
         lines: usize,
         need_mb: u64,
     },
+    #[error("the {count} texts of one program (its source strings, or its headers) add up to more than {max_mb} MB, more than any program cltrap builds")]
+    TextsTooLarge { count: usize, max_mb: u64 },
     #[error("blob {hash} is damaged: its contents no longer match their digest")]
     DamagedBlob { hash: String },
     #[error("{what} was not recorded ({why})")]
@@ -326,6 +331,51 @@ impl Capture {
     /// A source blob as text (OpenCL C sources are bytes; invalid UTF-8 is replaced).
     pub fn source_text(&self, hash: &str) -> Result<String, ReadError> {
         Ok(String::from_utf8_lossy(&self.read_blob(hash, None, MAX_SOURCE)?).into_owned())
+    }
+
+    /// The texts of blobs `hashes` in their order ([`Capture::source_text`] each): a
+    /// program's source strings, or its headers. Each distinct blob is read once, and all of
+    /// them together may hold at most what one may (256 MiB). Why: a program record may name
+    /// one blob any number of times, and reading it whole at each (twenty names of a 256 MiB
+    /// source) took gigabytes for a record of a few kilobytes.
+    pub fn source_texts<'h>(
+        &self,
+        hashes: impl IntoIterator<Item = &'h str>,
+    ) -> Result<Vec<String>, ReadError> {
+        self.source_texts_within(hashes, MAX_TEXTS as u64)
+    }
+
+    /// [`Capture::source_texts`], holding at most `max` bytes together.
+    fn source_texts_within<'h>(
+        &self,
+        hashes: impl IntoIterator<Item = &'h str>,
+        max: u64,
+    ) -> Result<Vec<String>, ReadError> {
+        let mut read: HashMap<&str, usize> = HashMap::new();
+        let mut texts: Vec<String> = Vec::new();
+        let mut total = 0u64;
+        for h in hashes {
+            let text = match read.get(h) {
+                Some(&i) => {
+                    total = total.saturating_add(texts[i].len() as u64);
+                    (total <= max).then(|| texts[i].clone())
+                }
+                None => {
+                    let t = self.source_text(h)?;
+                    total = total.saturating_add(t.len() as u64);
+                    read.insert(h, texts.len());
+                    (total <= max).then_some(t)
+                }
+            };
+            let Some(text) = text else {
+                return Err(ReadError::TextsTooLarge {
+                    count: texts.len() + 1,
+                    max_mb: max >> 20,
+                });
+            };
+            texts.push(text);
+        }
+        Ok(texts)
     }
 }
 
@@ -1189,6 +1239,30 @@ mod tests {
         r.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
         r.extend_from_slice(bytes);
         (hash, r)
+    }
+
+    #[test]
+    fn the_texts_of_one_program_are_bounded_in_total_however_often_it_names_one() {
+        let t = tempfile::tempdir().unwrap();
+        let w = crate::CaptureWriter::create(t.path(), &crate::tests::manifest()).unwrap();
+        let big = w.blobs.put(&vec![b'x'; 3 << 20]).unwrap();
+        let small = w.blobs.put(b"kernel void k() {}").unwrap();
+        w.append(crate::tests::launch(&small)).unwrap();
+        let c = Capture::open(t.path()).unwrap();
+        let names = [small.as_str(), big.as_str(), small.as_str(), big.as_str()];
+        let texts = c.source_texts_within(names, 8 << 20).unwrap();
+        assert_eq!(texts.len(), 4);
+        assert_eq!((texts[0].as_str(), texts[3].len()), ("kernel void k() {}", 3 << 20));
+        // Three names of the 3 MiB source pass 8 MiB: refused, in one sentence.
+        let e = c.source_texts_within([big.as_str(); 20], 8 << 20).unwrap_err();
+        assert!(matches!(e, ReadError::TextsTooLarge { count: 3, max_mb: 8 }), "{e}");
+        assert!(e.to_string().contains("add up to more than 8 MB"), "{e}");
+        // A missing blob is its own error, not the bound's.
+        let missing = crate::writer::digest(b"nowhere");
+        assert!(matches!(
+            c.source_texts([missing.as_str()]),
+            Err(ReadError::MissingBlob { .. })
+        ));
     }
 
     #[test]

@@ -157,10 +157,11 @@ impl Session {
         }
         match &record.origin {
             ProgramOrigin::Source { sources } => {
-                let texts = sources
+                let texts: Vec<String> = capture
+                    .source_texts(sources.iter().map(String::as_str))?
                     .iter()
-                    .map(|h| capture.source_text(h).map(|t| headers.source(&t)))
-                    .collect::<Result<Vec<_>, _>>()?;
+                    .map(|t| headers.source(t))
+                    .collect();
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                 self.build_from_sources(&refs, &options_s)
             }
@@ -227,10 +228,11 @@ impl Session {
                 ))
             }
             ProgramOrigin::Source { sources } => {
-                let texts = sources
+                let texts: Vec<String> = capture
+                    .source_texts(sources.iter().map(String::as_str))?
                     .iter()
-                    .map(|h| capture.source_text(h).map(|t| headers.source(&t)))
-                    .collect::<Result<Vec<_>, _>>()?;
+                    .map(|t| headers.source(t))
+                    .collect();
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                 Ok(Program(
                     super::arrays::create_program_with_source(self.context.raw(), &refs)
@@ -265,8 +267,9 @@ impl Session {
             if !matches!(*input.origin, ProgramOrigin::Binary { .. }) {
                 let mut headers = Vec::new();
                 let mut names = Vec::new();
-                for (name, hash) in &input.headers {
-                    let text = files.source(&capture.source_text(hash)?);
+                let texts = capture.source_texts(input.headers.iter().map(|(_, h)| h.as_str()))?;
+                for ((name, _), text) in input.headers.iter().zip(texts) {
+                    let text = files.source(&text);
                     headers.push(Program(
                         super::arrays::create_program_with_source(
                             self.context.raw(),

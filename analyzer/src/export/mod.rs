@@ -281,16 +281,14 @@ pub fn program_text(
         headers: &[(String, Hash)],
         main_name: &str,
     ) -> Result<Result<String, String>, ReadError> {
-        let mut loaded = Vec::new();
-        for (name, h) in headers {
-            loaded.push((name.clone(), capture.source_text(h)?));
-        }
+        let texts = capture.source_texts(headers.iter().map(|(_, h)| h.as_str()))?;
+        let loaded: Vec<(String, String)> =
+            (headers.iter().map(|(name, _)| name.clone())).zip(texts).collect();
         Ok(match origin {
             ProgramOrigin::Source { sources } => {
-                let mut text = String::new();
-                for h in sources {
-                    text.push_str(&capture.source_text(h)?);
-                }
+                let text = capture
+                    .source_texts(sources.iter().map(String::as_str))?
+                    .concat();
                 Ok(inline_headers(&text, &loaded, main_name))
             }
             ProgramOrigin::Linked { inputs } => {

@@ -134,16 +134,16 @@ fn units(
                 "an input of its clLinkProgram was not compiled from source".into(),
             ));
         };
-        let mut source = String::new();
-        for h in sources {
-            source.push_str(&capture.source_text(h)?);
-        }
+        let source = capture
+            .source_texts(sources.iter().map(String::as_str))?
+            .concat();
         // Built by the user's driver as they are: confined as every text a compiler sees.
         let confined = crate::headers::without_escaping_includes;
-        let mut headers = Vec::new();
-        for (name, h) in &input.headers {
-            headers.push((name.clone(), confined(&capture.source_text(h)?)));
-        }
+        let texts = capture.source_texts(input.headers.iter().map(|(_, h)| h.as_str()))?;
+        let headers: Vec<(String, String)> = (input.headers.iter())
+            .zip(texts)
+            .map(|((name, _), t)| (name.clone(), confined(&t)))
+            .collect();
         out.push(Unit {
             source: confined(&source),
             options: input.compile_options.clone(),
