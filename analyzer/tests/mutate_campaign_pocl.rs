@@ -162,6 +162,24 @@ fn three_shards_merged_write_the_reports_of_one_run() {
     // The report file the shards' command names, written into the merge's folder.
     let merged_json = std::fs::read_to_string(merged.join("shard.json")).unwrap();
     assert_eq!(merged_json, json, "the merge's mutation JSON");
+
+    // A shard's test-case journal planted as a link is refused, said, and the cases it held
+    // run again in the merge: the same reports.
+    let cases = shards[0].join("cases").join("units.jsonl");
+    let real = shards[0].join("cases-real.jsonl");
+    std::fs::rename(&cases, &real).unwrap();
+    std::os::unix::fs::symlink(&real, &cases).unwrap();
+    let again = f.dir.join("merged-again");
+    m[1] = again.to_str().unwrap().to_string();
+    let v: Vec<&str> = m.iter().map(String::as_str).collect();
+    let (code, again_out, err) = cltrap(&v, ENV);
+    assert_eq!(code, 0, "{again_out}\n{err}");
+    assert_eq!(again_out, out, "the merge's terminal report");
+    assert!(
+        err.contains("symbolic link") && err.contains("run again"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(again.join("shard.json")).unwrap(), json);
 }
 
 #[test]

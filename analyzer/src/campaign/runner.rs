@@ -731,7 +731,8 @@ fn slot_loop(
                     started_workers += 1;
                 }
                 Err(e) => {
-                    let _ = tx.send(lost(Lost::Crashed(e)));
+                    // No worker ran it: nothing crashed.
+                    let _ = tx.send(lost(Lost::Failed(e)));
                     continue;
                 }
             }
@@ -923,8 +924,13 @@ done
     /// Runs one slot over units with these ids (in order, no payloads) whose workers are the
     /// shell script `worker`: what the slot sent the main thread, and its counts.
     fn run_slot(worker: &str, ids: &[&str]) -> (Vec<Outcome>, Starts) {
+        run_slot_of("/bin/sh", worker, ids)
+    }
+
+    /// [`run_slot`] with workers started from program `exe`.
+    fn run_slot_of(exe: &str, worker: &str, ids: &[&str]) -> (Vec<Outcome>, Starts) {
         let run = Run {
-            exe: "/bin/sh".into(),
+            exe: exe.into(),
             args: vec!["-c".into(), worker.into()],
             // Only reached when a worker waits for a line never sent.
             deadline: Duration::from_secs(20),
@@ -944,6 +950,22 @@ done
         slot_loop(&run, None, &queue, &tx, &stop, &pending, &starts);
         drop(tx);
         (rx.iter().collect(), starts)
+    }
+
+    #[test]
+    fn a_worker_that_cannot_start_loses_its_units_as_not_run_not_as_crashed() {
+        let (outcomes, starts) = run_slot_of("/nonexistent/cltrap", WORKER, &["a", "b"]);
+        assert_eq!(outcomes.len(), 2);
+        for o in outcomes {
+            match o {
+                Outcome::Lost(u, Lost::Failed(why), _, _) => {
+                    assert!(why.contains("cannot start a worker"), "{}: {why}", u.id)
+                }
+                Outcome::Lost(u, why, _, _) => panic!("{}: {why:?}", u.id),
+                Outcome::Done(u, _) => panic!("{} ran", u.id),
+            }
+        }
+        assert_eq!(starts.started.load(Ordering::SeqCst), 0);
     }
 
     #[test]

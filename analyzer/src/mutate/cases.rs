@@ -570,12 +570,21 @@ pub struct CaseRun<'a> {
 pub fn run_cases(jobs: &[CaseJob], at: &CaseRun) -> Result<HashMap<String, CaseResult>, String> {
     let mut known: BTreeMap<String, CaseResult> = BTreeMap::new();
     for dir in at.earlier {
-        if let Ok(j) = journal::read(&dir.join(CASES_DIR)) {
-            for (id, f) in j.finished {
-                if let Ok(r) = serde_json::from_value::<CaseResult>(f.result) {
-                    known.entry(id).or_insert(r);
+        match journal::read(&dir.join(CASES_DIR)) {
+            Ok(j) => {
+                for (id, f) in j.finished {
+                    if let Ok(r) = serde_json::from_value::<CaseResult>(f.result) {
+                        known.entry(id).or_insert(r);
+                    }
                 }
             }
+            // No earlier run of the cases there: they run now.
+            Err(journal::JournalError::Missing(_)) => {}
+            // Refused or damaged: said, and the cases it would have held run again.
+            Err(e) => eprintln!(
+                "cltrap: {}; the test cases it holds are run again",
+                crate::list::escape_controls(&e.to_string())
+            ),
         }
     }
     let merging = at.own.is_some_and(|o| at.earlier.iter().any(|e| e != o));
