@@ -165,27 +165,25 @@ struct Compactor {
     judged: Judged,
 }
 
-/// What a pass decided about contents spooled in parts, by content digest: whether their
-/// parts leave a gap, and how the first part record of each came out (true: stored or
-/// dropped, false: its segment is kept). Why: every part record names its whole content,
-/// and judging it again at each of them put the content together once per part, and looked
-/// for gaps over all of its parts once per part: a spool of 20 000 part records of one
-/// damaged content took compaction over 120 s.
+/// What a pass found about contents spooled in parts, by content digest: whether their parts
+/// leave a gap, and which could not be put together or did not match their digest. Why: every
+/// part record names its whole content, and judging it again at each of them put the content
+/// together once per part, and looked for gaps over all of its parts once per part: a spool
+/// of 20 000 part records of one damaged content took compaction over 120 s. Within a segment
+/// only the first part record of a content is compacted ([`Compactor::segment`]); across the
+/// pass's segments (compacted one after another) these verdicts are reused. Neither depends
+/// on whether a segment's writer lives, which decides per segment what a gap means. No lock
+/// of it is held while a content is read or stored.
 #[derive(Default)]
 struct Judged {
     gaps: std::sync::Mutex<std::collections::HashMap<String, bool>>,
-    /// One slot per content, locked while its first part record is judged: the other
-    /// threads of the pass wait for that verdict instead of judging it too.
-    outcomes: std::sync::Mutex<std::collections::HashMap<String, Outcome>>,
+    damaged: std::sync::Mutex<std::collections::HashSet<String>>,
 }
-
-/// How the first part record of a content came out, once it is known.
-type Outcome = std::sync::Arc<std::sync::Mutex<Option<bool>>>;
 
 impl Judged {
     fn clear(&self) {
         lock(&self.gaps).clear();
-        lock(&self.outcomes).clear();
+        lock(&self.damaged).clear();
     }
 }
 
@@ -377,7 +375,13 @@ impl Compactor {
         // several threads (the store is shared: each content and chunk is stored once).
         let mut chain_of: std::collections::HashMap<&str, usize> = Default::default();
         let mut chains: Vec<Vec<&spool::Record>> = Vec::new();
+        // A content in parts is compacted at its first part record here: the others name the
+        // same content, and would come out the same ([`Judged`]).
+        let mut parted: std::collections::HashSet<&str> = Default::default();
         for r in &scan.records {
+            if r.part.is_some() && !parted.insert(&r.hash) {
+                continue;
+            }
             let joined = r
                 .patch
                 .as_ref()
@@ -428,37 +432,8 @@ impl Compactor {
     /// written yet while its writer is `live` (a later pass takes it). Such parts left by a
     /// writer that died name no launch (every part is written before a launch record names
     /// its content): said, and dropped with the segment, as a cut record is.
-    /// A content in parts is judged at its first part record only ([`Judged`]).
     #[allow(clippy::too_many_arguments)]
     fn record(
-        &self,
-        path: &Path,
-        file: &std::fs::File,
-        r: &spool::Record,
-        base: bool,
-        live: bool,
-        batch: &mut writer::PackBatch,
-        report: &mut Report,
-    ) -> Result<bool, CompactError> {
-        if r.part.is_none() {
-            return self.record_once(path, file, r, base, live, batch, report);
-        }
-        let slot = lock(&self.judged.outcomes)
-            .entry(r.hash.clone())
-            .or_default()
-            .clone();
-        let mut outcome = lock(&slot);
-        if let Some(ok) = *outcome {
-            return Ok(ok);
-        }
-        let ok = self.record_once(path, file, r, base, live, batch, report)?;
-        *outcome = Some(ok);
-        Ok(ok)
-    }
-
-    /// [`Compactor::record`] of one record.
-    #[allow(clippy::too_many_arguments)]
-    fn record_once(
         &self,
         path: &Path,
         file: &std::fs::File,
@@ -506,9 +481,16 @@ impl Compactor {
                 return Ok(true);
             }
         }
+        // Found damaged in an earlier segment of this pass: said there.
+        if r.part.is_some() && lock(&self.judged.damaged).contains(&r.hash) {
+            return Ok(false);
+        }
         let mut rebuilt = match self.rebuild(file, r) {
             Ok(v) => v,
             Err(why) => {
+                if r.part.is_some() {
+                    lock(&self.judged.damaged).insert(r.hash.clone());
+                }
                 report
                     .problems
                     .push(problem(format!("{why}; the segment is kept")));

@@ -329,6 +329,18 @@ fn a_bad_index_or_blob_in_the_store_does_not_make_compaction_drop_the_spooled_co
     }
 }
 
+/// A part record of content `hash` (`total` bytes): 1 KiB of it from `at` on.
+fn part_record(hash: &str, total: u64, at: u64) -> (Vec<u8>, Vec<u8>) {
+    let bytes: Vec<u8> = (0..1024u64).map(|i| (at / 1024 * 7 + i) as u8).collect();
+    let mut r = spool::PART_MAGIC.to_vec();
+    for v in [total, at, 1024] {
+        r.extend_from_slice(&v.to_le_bytes());
+    }
+    r.extend_from_slice(&bytes);
+    r.extend_from_slice(hash.as_bytes());
+    (r, bytes)
+}
+
 /// A segment, named after a writer that cannot run, of `n` part records of 1 KiB each that
 /// cover a content of `n` KiB (plus `gap` bytes none of them holds) named `hash`.
 fn parts_segment(dir: &Path, hash: &str, n: u64, gap: u64) -> Vec<u8> {
@@ -338,18 +350,35 @@ fn parts_segment(dir: &Path, hash: &str, n: u64, gap: u64) -> Vec<u8> {
     let mut seg = Vec::new();
     let mut content = Vec::new();
     for k in 0..n {
-        let bytes: Vec<u8> = (0..1024u64).map(|i| (k * 7 + i) as u8).collect();
-        seg.extend_from_slice(spool::PART_MAGIC);
-        for v in [total, k * 1024, 1024] {
-            seg.extend_from_slice(&v.to_le_bytes());
-        }
-        seg.extend_from_slice(&bytes);
-        seg.extend_from_slice(hash.as_bytes());
+        let (record, bytes) = part_record(hash, total, k * 1024);
+        seg.extend_from_slice(&record);
         content.extend_from_slice(&bytes);
     }
     let name = format!("{}-1-0.spool", i32::MAX - 1);
     std::fs::write(spool_dir.join(name), seg).unwrap();
     content
+}
+
+/// Parts of one content that leave a gap, in a segment of a writer that died and in one of a
+/// writer that lives (pid 1): the first is dropped (said), the second kept for a later pass,
+/// whichever is compacted first.
+#[test]
+fn parts_with_a_gap_are_dropped_for_a_dead_writer_and_kept_for_a_live_one() {
+    let t = tempfile::tempdir().unwrap();
+    let spool_dir = t.path().join(SPOOL_DIR);
+    std::fs::create_dir_all(&spool_dir).unwrap();
+    let hash = writer::digest(b"a content of three parts, one not written yet");
+    // "0-…" (no writer) sorts before "1-…" (pid 1, which always runs).
+    std::fs::write(spool_dir.join("0-1-0.spool"), part_record(&hash, 3072, 0).0).unwrap();
+    std::fs::write(spool_dir.join("1-1-0.spool"), part_record(&hash, 3072, 1024).0).unwrap();
+    let r = Compactor::new(t.path()).pass().unwrap();
+    assert_eq!(r.segments, 1, "{r:?}");
+    assert!(
+        r.problems.len() == 1 && r.problems[0].contains("do not cover it"),
+        "{:?}",
+        r.problems
+    );
+    assert_eq!(spool::segments(t.path()).unwrap(), vec!["1-1-0.spool".to_string()]);
 }
 
 /// Part records of one content are judged once per pass, however many there are: a content
