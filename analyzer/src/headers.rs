@@ -99,7 +99,7 @@ impl Headers {
                     if total > cltrap_capture::reader::MAX_TEXTS {
                         return Err(ReadError::TextsTooLarge {
                             count: blobs.len() + 1,
-                            max_mb: (cltrap_capture::reader::MAX_TEXTS >> 20) as u64,
+                            max_mib: (cltrap_capture::reader::MAX_TEXTS >> 20) as u64,
                         }
                         .into());
                     }

@@ -128,9 +128,20 @@ impl TextTypes {
         let mut texts: Vec<String> = crate::variant::program_source(capture, &record)
             .into_iter()
             .collect();
-        // Every captured header, each read once (best effort: none when one cannot be read).
-        let headers = (record.includes.files.iter()).filter_map(|f| f.content.as_deref());
-        texts.extend(capture.source_texts(headers).unwrap_or_default());
+        // Every captured header, each read once, within one budget (best effort: one that
+        // cannot be read is left out; past the budget, the rest are).
+        let mut seen = std::collections::HashSet::new();
+        let mut budget = cltrap_capture::reader::TextBudget::default();
+        for h in (record.includes.files.iter()).filter_map(|f| f.content.as_deref()) {
+            if !seen.insert(h) {
+                continue;
+            }
+            match capture.source_texts_in([h], &mut budget) {
+                Ok(t) => texts.extend(t),
+                Err(cltrap_capture::ReadError::TextsTooLarge { .. }) => break,
+                Err(_) => {}
+            }
+        }
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         TextTypes::scan(&refs, &record.options)
     }

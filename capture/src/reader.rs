@@ -19,8 +19,7 @@ const MAX_INDEX: u64 = 1 << 26;
 const MAX_PROGRAM: u64 = 1 << 26;
 /// Largest source, header, binary or other blob read without a size stated by a record.
 const MAX_SOURCE: u64 = 1 << 28;
-/// Most bytes the texts of one program may hold together: its source strings, or its
-/// headers ([`Capture::source_texts`]).
+/// Most bytes the texts of one program may hold together ([`TextBudget`]).
 pub const MAX_TEXTS: usize = MAX_SOURCE as usize;
 
 /// Why a capture could not be read; each variant renders as one sentence for the CLI.
@@ -53,8 +52,8 @@ pub enum ReadError {
         lines: usize,
         need_mb: u64,
     },
-    #[error("the {count} texts of one program (its source strings, or its headers) add up to more than {max_mb} MB, more than any program cltrap builds")]
-    TextsTooLarge { count: usize, max_mb: u64 },
+    #[error("the first {count} texts of one program (its source strings and headers) already add up to more than {max_mib} MiB, more than any program cltrap builds")]
+    TextsTooLarge { count: usize, max_mib: u64 },
     #[error("blob {hash} is damaged: its contents no longer match their digest")]
     DamagedBlob { hash: String },
     #[error("{what} was not recorded ({why})")]
@@ -154,11 +153,14 @@ struct SpoolIndex {
     bad: Vec<(String, String)>,
     /// Segment → where the scan of its records ended: the next scan reads on from there.
     scanned: HashMap<String, u64>,
-    /// Segments scanned after their writer was gone ([`crate::spool::writer_may_append`]):
-    /// nothing can be appended to them any more, so later scans do not open them again.
-    /// Why: a content found nowhere scans the spool again, and a spool of thousands of
-    /// segments (damaged or forged) was opened and read at every such content (4 000
-    /// segments and 400 launches: 63 s).
+    /// Segments scanned once no writer held them: a writer appends only to a segment it
+    /// holds locked, from before the segment appears until it seals it for good
+    /// ([`crate::spool`]), so nothing can be appended to these any more and later scans do
+    /// not open them again. Why: a content found nowhere scans the spool again, and a spool
+    /// of thousands of segments (damaged or forged) was opened and read at every such
+    /// content (4 000 segments and 400 launches: 63 s). Why the lock and not the pid in the
+    /// name: a name can say any pid (pid 1 always runs), and a pid means nothing in another
+    /// pid namespace.
     settled: std::collections::HashSet<String>,
     /// Segment files opened by scans (for the tests: settled segments are opened once).
     opened: u64,
@@ -334,48 +336,71 @@ impl Capture {
     }
 
     /// The texts of blobs `hashes` in their order ([`Capture::source_text`] each): a
-    /// program's source strings, or its headers. Each distinct blob is read once, and all of
-    /// them together may hold at most what one may (256 MiB). Why: a program record may name
-    /// one blob any number of times, and reading it whole at each (twenty names of a 256 MiB
-    /// source) took gigabytes for a record of a few kilobytes.
+    /// program's source strings, or its headers, within a [`TextBudget`] of their own.
     pub fn source_texts<'h>(
         &self,
         hashes: impl IntoIterator<Item = &'h str>,
     ) -> Result<Vec<String>, ReadError> {
-        self.source_texts_within(hashes, MAX_TEXTS as u64)
+        self.source_texts_in(hashes, &mut TextBudget::default())
     }
 
-    /// [`Capture::source_texts`], holding at most `max` bytes together.
-    fn source_texts_within<'h>(
+    /// [`Capture::source_texts`] within `budget`, which the other texts of the same program
+    /// (the inputs of a linked program, their headers) share. Each distinct blob of the list
+    /// is read once; every text returned counts, copies included.
+    pub fn source_texts_in<'h>(
         &self,
         hashes: impl IntoIterator<Item = &'h str>,
-        max: u64,
+        budget: &mut TextBudget,
     ) -> Result<Vec<String>, ReadError> {
         let mut read: HashMap<&str, usize> = HashMap::new();
         let mut texts: Vec<String> = Vec::new();
-        let mut total = 0u64;
         for h in hashes {
             let text = match read.get(h) {
-                Some(&i) => {
-                    total = total.saturating_add(texts[i].len() as u64);
-                    (total <= max).then(|| texts[i].clone())
-                }
+                Some(&i) => texts[i].clone(),
                 None => {
-                    let t = self.source_text(h)?;
-                    total = total.saturating_add(t.len() as u64);
                     read.insert(h, texts.len());
-                    (total <= max).then_some(t)
+                    self.source_text(h)?
                 }
             };
-            let Some(text) = text else {
+            budget.texts += 1;
+            budget.bytes = budget.bytes.saturating_add(text.len() as u64);
+            if budget.bytes > budget.max {
                 return Err(ReadError::TextsTooLarge {
-                    count: texts.len() + 1,
-                    max_mb: max >> 20,
+                    count: budget.texts,
+                    max_mib: budget.max >> 20,
                 });
-            };
+            }
             texts.push(text);
         }
         Ok(texts)
+    }
+}
+
+/// What the texts of one program (its source strings, its headers, those of every input of a
+/// linked program) may hold together: [`MAX_TEXTS`] bytes. Why: a program record may name one
+/// blob any number of times, and each name becomes a copy handed to a compiler (twenty names
+/// of a 256 MiB source took gigabytes for a record of a few kilobytes).
+#[derive(Debug, Clone)]
+pub struct TextBudget {
+    texts: usize,
+    bytes: u64,
+    max: u64,
+}
+
+impl Default for TextBudget {
+    fn default() -> TextBudget {
+        TextBudget::within(MAX_TEXTS as u64)
+    }
+}
+
+impl TextBudget {
+    /// A budget of `max` bytes.
+    pub fn within(max: u64) -> TextBudget {
+        TextBudget {
+            texts: 0,
+            bytes: 0,
+            max,
+        }
     }
 }
 
@@ -580,8 +605,6 @@ impl Contents {
             }
             let name = name.clone();
             let path = spool_path.join(&name);
-            // Asked before the scan: a writer that is gone then appended everything it will.
-            let settled = !crate::spool::writer_may_append(&name);
             index.opened += 1;
             let file = match open_inside(&self.dir, &[crate::spool::SPOOL_DIR, &name], u64::MAX) {
                 Ok(f) => f,
@@ -589,6 +612,13 @@ impl Contents {
                 Err(OpenError::NotFound) => continue,
                 Err(e) => return Err(e.at(path, |_| unreachable_missing())),
             };
+            // Asked before the scan: a segment no writer holds then has all it will ever
+            // have. The lock is let go at once (a compactor takes a segment only when it can
+            // lock it alone).
+            let settled = file.try_lock_shared().is_ok();
+            if settled {
+                let _ = file.unlock();
+            }
             let from = index.scanned.get(&name).copied().unwrap_or(0);
             let scan = crate::spool::scan_from(&file, from).map_err(|source| ReadError::Io {
                 path: path.clone(),
@@ -1250,13 +1280,23 @@ mod tests {
         w.append(crate::tests::launch(&small)).unwrap();
         let c = Capture::open(t.path()).unwrap();
         let names = [small.as_str(), big.as_str(), small.as_str(), big.as_str()];
-        let texts = c.source_texts_within(names, 8 << 20).unwrap();
+        let texts = c.source_texts_in(names, &mut TextBudget::within(8 << 20)).unwrap();
         assert_eq!(texts.len(), 4);
         assert_eq!((texts[0].as_str(), texts[3].len()), ("kernel void k() {}", 3 << 20));
         // Three names of the 3 MiB source pass 8 MiB: refused, in one sentence.
-        let e = c.source_texts_within([big.as_str(); 20], 8 << 20).unwrap_err();
-        assert!(matches!(e, ReadError::TextsTooLarge { count: 3, max_mb: 8 }), "{e}");
-        assert!(e.to_string().contains("add up to more than 8 MB"), "{e}");
+        let e = c
+            .source_texts_in([big.as_str(); 20], &mut TextBudget::within(8 << 20))
+            .unwrap_err();
+        assert!(matches!(e, ReadError::TextsTooLarge { count: 3, max_mib: 8 }), "{e}");
+        assert!(e.to_string().contains("add up to more than 8 MiB"), "{e}");
+        // One budget shared by several lists (the inputs of a linked program): each list
+        // alone fits, together they do not.
+        let mut shared = TextBudget::within(8 << 20);
+        for _ in 0..2 {
+            c.source_texts_in([big.as_str()], &mut shared).unwrap();
+        }
+        let e = c.source_texts_in([big.as_str()], &mut shared).unwrap_err();
+        assert!(matches!(e, ReadError::TextsTooLarge { count: 3, .. }), "{e}");
         // A missing blob is its own error, not the bound's.
         let missing = crate::writer::digest(b"nowhere");
         assert!(matches!(
@@ -1266,21 +1306,21 @@ mod tests {
     }
 
     #[test]
-    fn segments_of_writers_that_are_gone_are_scanned_once_and_a_live_one_again() {
+    fn segments_no_writer_holds_are_scanned_once_and_a_held_one_again() {
         let t = tempfile::tempdir().unwrap();
         let spool = t.path().join(crate::spool::SPOOL_DIR);
         std::fs::create_dir(&spool).unwrap();
-        // 40 damaged segments and one good one of a writer that cannot run (past any pid_max),
-        // and one of this process (a writer that may still append).
-        let dead = i32::MAX - 1;
+        // 40 damaged segments and one good one that no writer holds, named after pid 1 (which
+        // always runs: a name proves nothing), and one a writer holds locked (this test).
         for i in 0..40 {
-            std::fs::write(spool.join(format!("{dead}-{i}-0.spool")), b"not a record at all")
-                .unwrap();
+            std::fs::write(spool.join(format!("1-{i}-0.spool")), b"not a record at all").unwrap();
         }
-        let (kept, record) = whole_record(b"a content spooled by a writer that is gone");
-        std::fs::write(spool.join(format!("{dead}-99-0.spool")), &record).unwrap();
-        let own = spool.join(format!("{}-1-0.spool", std::process::id()));
-        std::fs::write(&own, b"").unwrap();
+        let want = b"a content spooled by a writer that sealed its segment";
+        let (kept, record) = whole_record(want);
+        std::fs::write(spool.join("1-99-0.spool"), &record).unwrap();
+        let own = spool.join("2-1-0.spool");
+        let held = std::fs::File::create(&own).unwrap();
+        held.lock().unwrap();
         let contents = Contents::new(t.path());
         let missing: Vec<String> = (0..50u32)
             .map(|i| crate::writer::digest(&i.to_le_bytes()))
@@ -1292,17 +1332,17 @@ mod tests {
             let g = c.spool.lock().unwrap();
             g.as_ref().map_or(0, |i| i.opened)
         };
-        // Each settled segment once; this process's segment at each of the 50 scans.
+        // Each sealed segment once; the held one at each of the 50 scans.
         assert_eq!(opened(&contents), 41 + 50);
-        let want = b"a content spooled by a writer that is gone";
         assert_eq!(contents.blob_of_size(&kept, want.len() as u64).unwrap(), want);
-        // A record appended to the live writer's segment after the scans is found.
-        let (late, record) = whole_record(b"appended after fifty scans");
-        std::fs::write(&own, &record).unwrap();
+        // A record its writer appends after the scans is found.
         let late_bytes = b"appended after fifty scans";
+        let (late, record) = whole_record(late_bytes);
+        std::io::Write::write_all(&mut &held, &record).unwrap();
         assert_eq!(contents.blob_of_size(&late, late_bytes.len() as u64).unwrap(), late_bytes);
         assert_eq!(opened(&contents), 41 + 51);
     }
+
 
     #[test]
     fn a_log_whose_launches_would_not_fit_in_memory_is_refused_before_they_are_read() {

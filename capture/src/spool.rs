@@ -144,14 +144,6 @@ pub fn writer_alive(name: &str) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// Whether records may still be appended to segment `name`: its writer (the pid its name
-/// says) still runs, or is this process. A name that says no pid has no writer. Why: a
-/// reader opens a segment again, to read on where it stopped, only while this is true.
-pub fn writer_may_append(name: &str) -> bool {
-    let own = segment_writer(name).parse::<u32>().ok() == Some(std::process::id());
-    own || writer_alive(name)
-}
-
 /// The names of the segments in the capture folder `dir`, sorted (empty when it has no
 /// spool). Err: `spool` is not a real folder (a link is refused, never followed).
 pub fn segments(dir: &Path) -> std::io::Result<Vec<String>> {

@@ -3,6 +3,7 @@
 use super::cl::{info_string, Program};
 use super::{cl_err, ExecError, Session};
 use crate::headers::Headers;
+use cltrap_capture::reader::TextBudget;
 use cltrap_capture::{Capture, CompiledInput, ProgramOrigin, ProgramRecord};
 use opencl_sys::{cl_program, CL_PROGRAM_BUILD_LOG};
 use std::ffi::{CStr, CString};
@@ -166,7 +167,9 @@ impl Session {
                 self.build_from_sources(&refs, &options_s)
             }
             ProgramOrigin::Binary { .. } | ProgramOrigin::Il { .. } => {
-                let program = self.create_non_source(capture, record, &record.origin, &headers)?;
+                let budget = &mut TextBudget::default();
+                let program =
+                    self.create_non_source(capture, record, &record.origin, &headers, budget)?;
                 cl3::program::build_program(
                     program.raw(),
                     &[self.device],
@@ -188,12 +191,15 @@ impl Session {
 
     /// A program object from a binary (the one for a device of the same name when there are
     /// several) or from SPIR-V.
+    /// `budget`: what the texts of the whole program may still hold (the inputs of a linked
+    /// program share it).
     fn create_non_source(
         &self,
         capture: &Capture,
         record: &ProgramRecord,
         origin: &ProgramOrigin,
         headers: &Headers,
+        budget: &mut TextBudget,
     ) -> Result<Program, ExecError> {
         match origin {
             ProgramOrigin::Binary { binaries } => {
@@ -229,7 +235,7 @@ impl Session {
             }
             ProgramOrigin::Source { sources } => {
                 let texts: Vec<String> = capture
-                    .source_texts(sources.iter().map(String::as_str))?
+                    .source_texts_in(sources.iter().map(String::as_str), budget)?
                     .iter()
                     .map(|t| headers.source(t))
                     .collect();
@@ -262,12 +268,15 @@ impl Session {
             ));
         }
         let mut compiled = Vec::new();
+        // One budget for the texts of every input and their headers.
+        let budget = &mut TextBudget::default();
         for input in inputs {
-            let program = self.create_non_source(capture, record, &input.origin, files)?;
+            let program = self.create_non_source(capture, record, &input.origin, files, budget)?;
             if !matches!(*input.origin, ProgramOrigin::Binary { .. }) {
                 let mut headers = Vec::new();
                 let mut names = Vec::new();
-                let texts = capture.source_texts(input.headers.iter().map(|(_, h)| h.as_str()))?;
+                let digests = input.headers.iter().map(|(_, h)| h.as_str());
+                let texts = capture.source_texts_in(digests, budget)?;
                 for ((name, _), text) in input.headers.iter().zip(texts) {
                     let text = files.source(&text);
                     headers.push(Program(

@@ -22,6 +22,7 @@ pub mod reproducer_py;
 pub mod unrecorded;
 
 use cltrap_capture::includes::directives;
+use cltrap_capture::reader::TextBudget;
 use cltrap_capture::{Capture, Hash, Includes, ProgramOrigin, ProgramRecord, ReadError};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -280,21 +281,22 @@ pub fn program_text(
         origin: &ProgramOrigin,
         headers: &[(String, Hash)],
         main_name: &str,
+        budget: &mut TextBudget,
     ) -> Result<Result<String, String>, ReadError> {
-        let texts = capture.source_texts(headers.iter().map(|(_, h)| h.as_str()))?;
+        let texts = capture.source_texts_in(headers.iter().map(|(_, h)| h.as_str()), budget)?;
         let loaded: Vec<(String, String)> =
             (headers.iter().map(|(name, _)| name.clone())).zip(texts).collect();
         Ok(match origin {
             ProgramOrigin::Source { sources } => {
                 let text = capture
-                    .source_texts(sources.iter().map(String::as_str))?
+                    .source_texts_in(sources.iter().map(String::as_str), budget)?
                     .concat();
                 Ok(inline_headers(&text, &loaded, main_name))
             }
             ProgramOrigin::Linked { inputs } => {
                 let mut text = String::new();
                 for i in inputs {
-                    match origin_text(capture, &i.origin, &i.headers, main_name)? {
+                    match origin_text(capture, &i.origin, &i.headers, main_name, budget)? {
                         Ok(t) => {
                             text.push_str(&t);
                             if !text.ends_with('\n') {
@@ -315,7 +317,9 @@ pub fn program_text(
         ProgramOrigin::Linked { .. } => Vec::new(), // each input inlines its own
         o => program_headers(o),
     };
-    let text = match origin_text(capture, &record.origin, &headers, main_name)? {
+    // One budget for every text of the program, those of a linked program's inputs too.
+    let budget = &mut TextBudget::default();
+    let text = match origin_text(capture, &record.origin, &headers, main_name, budget)? {
         Ok(t) => t,
         Err(why) => return Ok(Err(NoText::Other(why))),
     };

@@ -128,6 +128,8 @@ fn units(
         return Ok(Ok(Vec::new()));
     };
     let mut out = Vec::new();
+    // One budget for the texts of every input.
+    let budget = &mut cltrap_capture::reader::TextBudget::default();
     for input in inputs {
         let ProgramOrigin::Source { sources } = input.origin.as_ref() else {
             return Ok(Err(
@@ -135,11 +137,12 @@ fn units(
             ));
         };
         let source = capture
-            .source_texts(sources.iter().map(String::as_str))?
+            .source_texts_in(sources.iter().map(String::as_str), budget)?
             .concat();
         // Built by the user's driver as they are: confined as every text a compiler sees.
         let confined = crate::headers::without_escaping_includes;
-        let texts = capture.source_texts(input.headers.iter().map(|(_, h)| h.as_str()))?;
+        let names = input.headers.iter().map(|(_, h)| h.as_str());
+        let texts = capture.source_texts_in(names, budget)?;
         let headers: Vec<(String, String)> = (input.headers.iter())
             .zip(texts)
             .map(|((name, _), t)| (name.clone(), confined(&t)))
