@@ -336,6 +336,9 @@ enum Outcome {
     Done(Unit, Finished),
     /// A unit lost with its worker.
     Lost(Unit, Lost, String, u64),
+    /// A unit no worker could be started for (why): it did not run, and the campaign stops
+    /// (nothing of the unit, or of the kernel it tests, made that happen).
+    Unstarted(Unit, String),
 }
 
 static INTERRUPT: AtomicBool = AtomicBool::new(false);
@@ -447,6 +450,15 @@ fn run_units(
         };
         let (unit, f) = match outcome {
             Outcome::Done(unit, f) => (unit, f),
+            Outcome::Unstarted(unit, why) => {
+                // Not journaled: `--resume` runs it.
+                failure.get_or_insert(format!(
+                    "{why}, for unit {}; the units finished are in the campaign journal, and the same command with --resume goes on",
+                    unit.id
+                ));
+                stop.store(true, Ordering::SeqCst);
+                continue;
+            }
             Outcome::Lost(unit, why, device, millis) => {
                 if !retried.contains(&unit.id) {
                     if let Some(again) = c.retry(&unit, &why) {
@@ -731,9 +743,9 @@ fn slot_loop(
                     started_workers += 1;
                 }
                 Err(e) => {
-                    // No worker ran it: nothing crashed.
-                    let _ = tx.send(lost(Lost::Failed(e)));
-                    continue;
+                    // No worker ran it: no verdict on it; this slot ends.
+                    let _ = tx.send(Outcome::Unstarted(unit.clone(), e));
+                    break;
                 }
             }
             if lost_one {
@@ -953,17 +965,16 @@ done
     }
 
     #[test]
-    fn a_worker_that_cannot_start_loses_its_units_as_not_run_not_as_crashed() {
+    fn a_worker_that_cannot_start_gives_its_unit_no_verdict_and_ends_the_slot() {
         let (outcomes, starts) = run_slot_of("/nonexistent/cltrap", WORKER, &["a", "b"]);
-        assert_eq!(outcomes.len(), 2);
-        for o in outcomes {
-            match o {
-                Outcome::Lost(u, Lost::Failed(why), _, _) => {
-                    assert!(why.contains("cannot start a worker"), "{}: {why}", u.id)
-                }
-                Outcome::Lost(u, why, _, _) => panic!("{}: {why:?}", u.id),
-                Outcome::Done(u, _) => panic!("{} ran", u.id),
+        assert_eq!(outcomes.len(), 1);
+        match &outcomes[0] {
+            Outcome::Unstarted(u, why) => {
+                assert_eq!(u.id, "a");
+                assert!(why.contains("cannot start a worker"), "{why}");
             }
+            Outcome::Lost(u, why, _, _) => panic!("{}: {why:?}", u.id),
+            Outcome::Done(u, _) => panic!("{} ran", u.id),
         }
         assert_eq!(starts.started.load(Ordering::SeqCst), 0);
     }
@@ -980,6 +991,7 @@ done
                     assert!(matches!(why, Lost::Crashed(_)), "{}: {why:?}", u.id);
                     (u.id, None)
                 }
+                Outcome::Unstarted(u, why) => panic!("{} did not start: {why}", u.id),
             })
             .collect();
         let order: Vec<&str> = got.iter().map(|(id, _)| id.as_str()).collect();
@@ -1018,6 +1030,7 @@ done
             .map(|o| match o {
                 Outcome::Done(u, f) => (u.id, f.result["pid"].as_u64().unwrap_or(0)),
                 Outcome::Lost(u, why, _, _) => panic!("{} was lost: {why}", u.id),
+                Outcome::Unstarted(u, why) => panic!("{} did not start: {why}", u.id),
             })
             .collect();
         let order: Vec<&str> = got.iter().map(|(id, _)| id.as_str()).collect();
@@ -1064,6 +1077,7 @@ done
                     assert!(matches!(&why, Lost::Failed(r) if r == "faulted"), "{why:?}");
                     (u.id, false)
                 }
+                Outcome::Unstarted(u, why) => panic!("{} did not start: {why}", u.id),
             })
             .collect();
         // `f` is its own failure; `n`, sent ahead to the retiring worker, ran on the next.
