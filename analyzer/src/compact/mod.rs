@@ -87,6 +87,9 @@ pub struct Report {
     /// Of the contents, those spooled as patch records, and the bytes they were rebuilt to.
     pub patches: usize,
     pub rebuilt_bytes: u64,
+    /// Of the patch records, those whose base was read back (from the store or the spool),
+    /// not found among the versions kept in memory.
+    pub bases_read: usize,
     /// Seconds spent compacting (not waiting for segments).
     pub busy_secs: f64,
     /// The most bytes seen in the spool at the start of a pass.
@@ -103,6 +106,7 @@ impl Report {
         self.stored_bytes += other.stored_bytes;
         self.patches += other.patches;
         self.rebuilt_bytes += other.rebuilt_bytes;
+        self.bases_read += other.bases_read;
         self.busy_secs += other.busy_secs;
         self.peak_spool_bytes = self.peak_spool_bytes.max(other.peak_spool_bytes);
         for p in other.problems {
@@ -192,6 +196,17 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Where a record stands in its chain ([`Compactor::record`]).
+#[derive(Clone, Copy)]
+struct Placed {
+    /// It may be the base of a patch record to come: kept in memory once stored.
+    base: bool,
+    /// A patch record whose base another patch record of the chain names after it.
+    again: bool,
+    /// The segment's writer lives ([`Compactor::pass`]).
+    live: bool,
+}
+
 /// A content as compaction rebuilt it, checked against its digest.
 struct Rebuilt {
     bytes: Vec<u8>,
@@ -221,17 +236,27 @@ struct Recent(std::sync::Mutex<std::collections::VecDeque<Version>>);
 const RECENT_MAX: usize = 256 << 20;
 
 impl Recent {
-    /// Takes the version `hash` out.
-    fn take(&self, hash: &str) -> Option<Version> {
+    /// Takes the version `hash` out, or a copy of it when `again` (another patch record
+    /// will be rebuilt from it).
+    fn take(&self, hash: &str, again: bool) -> Option<Version> {
         let mut list = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let i = list.iter().position(|v| v.hash == hash)?;
+        if again {
+            let v = &list[i];
+            return Some(Version {
+                hash: v.hash.clone(),
+                bytes: v.bytes.clone(),
+                leaves: v.leaves.clone(),
+                cuts: v.cuts.clone(),
+            });
+        }
         list.remove(i)
     }
 
-    /// Keeps `v`, dropping the oldest versions past [`RECENT_MAX`].
-    fn keep(&self, v: Version) {
+    /// Keeps `v`, dropping the oldest versions past [`RECENT_MAX`] (false: too large to keep).
+    fn keep(&self, v: Version) -> bool {
         if v.bytes.len() > RECENT_MAX {
-            return;
+            return false;
         }
         let mut list = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let mut held: usize = list.iter().map(|v| v.bytes.len()).sum();
@@ -242,6 +267,7 @@ impl Recent {
             }
         }
         list.push_back(v);
+        true
     }
 }
 
@@ -392,6 +418,11 @@ impl Compactor {
             });
             chains[c].push(r);
             chain_of.insert(&r.hash, c);
+            // Other patch records on the same base (in the store, or an earlier segment) go
+            // into this chain too, so that the base is read back once for all of them.
+            if let Some(p) = &r.patch {
+                chain_of.entry(p.base.as_str()).or_insert(c);
+            }
         }
         let store_error = |source| CompactError::Store {
             dir: self.dir.clone(),
@@ -404,11 +435,24 @@ impl Compactor {
             // The group's new chunks share packs; its indexes are written once their pack is.
             let mut batch = writer::PackBatch::default();
             for chain in &chains[groups[g].clone()] {
+                // Patch records still to come of each base: a base that several patch
+                // records name (buffers that started as one content) is copied for all
+                // but the last, not read back from the store for each.
+                let mut to_come: std::collections::HashMap<&str, usize> = Default::default();
+                for p in chain.iter().filter_map(|r| r.patch.as_ref()) {
+                    *to_come.entry(p.base.as_str()).or_default() += 1;
+                }
                 for (i, r) in chain.iter().enumerate() {
                     // Kept in memory as a base: a record of the chain follows it, or the
                     // chain is one of patches and may go on in the next segment.
                     let base = i + 1 < chain.len() || chain.iter().any(|r| r.patch.is_some());
-                    ok &= self.record(path, file, r, base, live, &mut batch, &mut part)?;
+                    let again = r.patch.as_ref().is_some_and(|p| {
+                        let n = to_come.entry(p.base.as_str()).or_default();
+                        *n = n.saturating_sub(1);
+                        *n > 0
+                    });
+                    let at = Placed { base, again, live };
+                    ok &= self.record(path, file, r, at, &mut batch, &mut part)?;
                 }
             }
             part.stored_bytes += self.store.flush_batch(&mut batch).map_err(store_error)?;
@@ -421,6 +465,7 @@ impl Compactor {
             report.stored_bytes += part.stored_bytes;
             report.patches += part.patches;
             report.rebuilt_bytes += part.rebuilt_bytes;
+            report.bases_read += part.bases_read;
             report.problems.extend(part.problems);
         }
         Ok(whole)
@@ -432,17 +477,16 @@ impl Compactor {
     /// written yet while its writer is `live` (a later pass takes it). Such parts left by a
     /// writer that died name no launch (every part is written before a launch record names
     /// its content): said, and dropped with the segment, as a cut record is.
-    #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
         path: &Path,
         file: &std::fs::File,
         r: &spool::Record,
-        base: bool,
-        live: bool,
+        at: Placed,
         batch: &mut writer::PackBatch,
         report: &mut Report,
     ) -> Result<bool, CompactError> {
+        let Placed { base, again, live } = at;
         if self.stored_whole(&r.hash, r.content_len()) {
             return Ok(true);
         }
@@ -485,7 +529,7 @@ impl Compactor {
         if r.part.is_some() && lock(&self.judged.damaged).contains(&r.hash) {
             return Ok(false);
         }
-        let mut rebuilt = match self.rebuild(file, r) {
+        let mut rebuilt = match self.rebuild(file, r, again, report) {
             Ok(v) => v,
             Err(why) => {
                 if r.part.is_some() {
@@ -561,7 +605,13 @@ impl Compactor {
     /// or rebuilt from its base (the last version this compactor stored when it is that
     /// one, else read from the store or the spool) and its region. Err: why not, as a
     /// sentence part.
-    fn rebuild(&self, file: &std::fs::File, r: &spool::Record) -> Result<Rebuilt, String> {
+    fn rebuild(
+        &self,
+        file: &std::fs::File,
+        r: &spool::Record,
+        again: bool,
+        report: &mut Report,
+    ) -> Result<Rebuilt, String> {
         let read = |len: u64, offset: u64| -> Result<Vec<u8>, String> {
             let len = usize::try_from(len).unwrap_or(usize::MAX);
             let mut bytes = cltrap_capture::bulk::zeroed(len)
@@ -605,9 +655,26 @@ impl Compactor {
             .map_err(|_| "its length does not fit in memory".to_string())?;
         let data = read(r.len, r.offset)?;
         let (at, end) = p.hull().ok_or_else(|| "it has no ranges".to_string())?;
-        let (mut bytes, old) = match self.recent.take(&p.base).filter(|v| v.bytes.len() == total) {
+        let mut kept = self.recent.take(&p.base, again);
+        if kept.is_none() && again && total > parallel::LEAF {
+            // Read back once, and kept for the other patch records of the chain on it.
+            report.bases_read += 1;
+            let bytes = self
+                .contents
+                .blob_of_size(&p.base, p.total)
+                .map_err(|e| format!("its base, content {}, cannot be read: {e}", p.base))?;
+            let v = Version {
+                hash: p.base.clone(),
+                leaves: parallel::leaves(&bytes),
+                cuts: parallel::cut_and_hash(&bytes),
+                bytes,
+            };
+            kept = self.recent.keep(v).then(|| self.recent.take(&p.base, true)).flatten();
+        }
+        let (mut bytes, old) = match kept.filter(|v| v.bytes.len() == total) {
             Some(v) => (v.bytes, Some((v.leaves, v.cuts))),
             None => {
+                report.bases_read += 1;
                 let base = self
                     .contents
                     .blob_of_size(&p.base, p.total)

@@ -403,3 +403,37 @@ fn many_parts_of_one_bad_content_are_judged_once() {
     // Dropped with its segment, as parts left by a writer that died are.
     assert_eq!((r.segments, r.contents), (1, 0), "{r:?}");
 }
+
+/// Twenty patch records on one stored base (buffers that started as one content, each
+/// changed in its own place) read the base back once, not once each, and each reads back.
+#[test]
+fn patch_records_on_one_stored_base_read_it_back_once() {
+    let (a, _) = two_versions();
+    let t = tempfile::tempdir().unwrap();
+    let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+    w.put(&writer::digest(&a), &a).unwrap();
+    w.seal();
+    let first = Compactor::new(t.path()).pass().unwrap();
+    assert_eq!((first.contents, first.segments), (1, 1), "{first:?}");
+    let versions: Vec<Vec<u8>> = (0..20usize)
+        .map(|k| {
+            let mut b = a.clone();
+            for x in &mut b[k * 90_000..k * 90_000 + 4096] {
+                *x ^= 0x5a;
+            }
+            b
+        })
+        .collect();
+    for b in &versions {
+        let ranges = spool::changed_ranges(b, &a, region(&a, b));
+        w.put_version(&writer::digest(b), b, &writer::digest(&a), &ranges)
+            .unwrap();
+    }
+    drop(w);
+    let r = Compactor::new(t.path()).pass().unwrap();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert_eq!((r.contents, r.patches, r.bases_read), (20, 20, 1), "{r:?}");
+    for b in &versions {
+        assert!(read(t.path(), b) == *b);
+    }
+}
