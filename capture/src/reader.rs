@@ -164,6 +164,9 @@ struct SpoolIndex {
     settled: std::collections::HashSet<String>,
     /// Segment files opened by scans (for the tests: settled segments are opened once).
     opened: u64,
+    /// Segments known sealed for good although this process may hold them locked itself
+    /// ([`Contents::settle`]): settled at their next scan.
+    sealed: std::collections::HashSet<String>,
 }
 
 impl Capture {
@@ -355,21 +358,30 @@ impl Capture {
         let mut read: HashMap<&str, usize> = HashMap::new();
         let mut texts: Vec<String> = Vec::new();
         for h in hashes {
-            let text = match read.get(h) {
-                Some(&i) => texts[i].clone(),
-                None => {
-                    read.insert(h, texts.len());
-                    self.source_text(h)?
-                }
+            let refused = |b: &TextBudget| ReadError::TextsTooLarge {
+                count: b.texts,
+                max_mib: b.max >> 20,
             };
             budget.texts += 1;
-            budget.bytes = budget.bytes.saturating_add(text.len() as u64);
-            if budget.bytes > budget.max {
-                return Err(ReadError::TextsTooLarge {
-                    count: budget.texts,
-                    max_mib: budget.max >> 20,
-                });
-            }
+            let text = match read.get(h) {
+                Some(&i) => {
+                    // Counted before it is copied.
+                    budget.bytes = budget.bytes.saturating_add(texts[i].len() as u64);
+                    if budget.bytes > budget.max {
+                        return Err(refused(budget));
+                    }
+                    texts[i].clone()
+                }
+                None => {
+                    read.insert(h, texts.len());
+                    let t = self.source_text(h)?;
+                    budget.bytes = budget.bytes.saturating_add(t.len() as u64);
+                    if budget.bytes > budget.max {
+                        return Err(refused(budget));
+                    }
+                    t
+                }
+            };
             texts.push(text);
         }
         Ok(texts)
@@ -592,6 +604,7 @@ impl Contents {
         let listed: std::collections::HashSet<&String> = names.iter().collect();
         index.scanned.retain(|n, _| listed.contains(n));
         index.settled.retain(|n| listed.contains(n));
+        index.sealed.retain(|n| listed.contains(n));
         index.places.retain(|_, (n, _)| listed.contains(n));
         index.parts.retain(|_, parts| {
             parts.retain(|(n, _)| listed.contains(n));
@@ -615,8 +628,8 @@ impl Contents {
             // Asked before the scan: a segment no writer holds then has all it will ever
             // have. The lock is let go at once (a compactor takes a segment only when it can
             // lock it alone).
-            let settled = file.try_lock_shared().is_ok();
-            if settled {
+            let settled = index.sealed.contains(&name) || file.try_lock_shared().is_ok();
+            if settled && !index.sealed.contains(&name) {
                 let _ = file.unlock();
             }
             let from = index.scanned.get(&name).copied().unwrap_or(0);
@@ -856,6 +869,22 @@ impl Contents {
             at = end;
         }
         Ok(Some(bytes))
+    }
+
+    /// Takes segments `names` as settled: sealed for good, each scanned once more at most.
+    /// Why: a compactor holds the segments it compacts locked alone, so its own reader could
+    /// not tell them sealed by their locks, and opened every one again at each content it
+    /// looked for.
+    pub fn settle<'n>(&self, names: impl IntoIterator<Item = &'n str>) {
+        let mut guard = self.spool.lock().unwrap_or_else(|p| p.into_inner());
+        let index = guard.get_or_insert_with(SpoolIndex::default);
+        index.sealed.extend(names.into_iter().map(str::to_string));
+    }
+
+    /// Segment files the spool's scans opened so far (a measure of their cost, for tests).
+    pub fn segments_opened(&self) -> u64 {
+        let guard = self.spool.lock().unwrap_or_else(|p| p.into_inner());
+        guard.as_ref().map_or(0, |i| i.opened)
     }
 
     /// Whether the spool holds part records of content `hash` that agree about its length and

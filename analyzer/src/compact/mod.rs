@@ -191,6 +191,23 @@ impl Judged {
     }
 }
 
+/// Locks segment `file` alone, trying again for a few milliseconds while a reader holds it
+/// shared (a reader holds it only to see whether a writer does). False: not locked.
+fn lock_alone(file: &std::fs::File) -> bool {
+    for _ in 0..20 {
+        match file.try_lock() {
+            Ok(()) => return true,
+            Err(_) if file.try_lock_shared().is_ok() => {
+                // Only readers: they let go at once.
+                let _ = file.unlock();
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
 /// A lock of this module's, its holder never panics with it held: a poisoned one is taken.
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -225,6 +242,17 @@ struct Version {
     cuts: Vec<parallel::Cut>,
 }
 
+impl Version {
+    fn copy(&self) -> Version {
+        Version {
+            hash: self.hash.clone(),
+            bytes: self.bytes.clone(),
+            leaves: self.leaves.clone(),
+            cuts: self.cuts.clone(),
+        }
+    }
+}
+
 /// The last versions stored ([`RECENT_MAX`] bytes at most, oldest dropped first): a patch
 /// record's base is usually the content stored just before it for the same buffer, so its
 /// rebuild copies no more than the region, its digest hashes only the region's leaves, and
@@ -241,16 +269,21 @@ impl Recent {
     fn take(&self, hash: &str, again: bool) -> Option<Version> {
         let mut list = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let i = list.iter().position(|v| v.hash == hash)?;
-        if again {
-            let v = &list[i];
-            return Some(Version {
-                hash: v.hash.clone(),
-                bytes: v.bytes.clone(),
-                leaves: v.leaves.clone(),
-                cuts: v.cuts.clone(),
-            });
+        let v = list.remove(i)?;
+        if !again {
+            return Some(v);
         }
-        list.remove(i)
+        // Kept as the newest: the versions rebuilt from it do not push it out first.
+        let copy = v.copy();
+        list.push_back(v);
+        Some(copy)
+    }
+
+    /// Keeps `v` ([`Recent::keep`]) and returns a copy of it, under one lock (None: too large
+    /// to keep).
+    fn keep_copy(&self, v: Version) -> Option<Version> {
+        let copy = (v.bytes.len() <= RECENT_MAX).then(|| v.copy())?;
+        self.keep(v).then_some(copy)
     }
 
     /// Keeps `v`, dropping the oldest versions past [`RECENT_MAX`] (false: too large to keep).
@@ -330,13 +363,22 @@ impl Compactor {
                     }
                     Err(cltrap_capture::reader::OpenError::Io(e)) => return Err(io(&path)(e)),
                 };
-            // Held by a live writer: not sealed yet.
-            if file.try_lock().is_err() {
-                holding.insert(spool::segment_writer(&name).to_string());
+            // Held by a live writer: not sealed yet. A reader's shared lock is held only
+            // for a moment: tried again, and never taken for a writer's.
+            if !lock_alone(&file) {
+                if file.try_lock_shared().is_err() {
+                    holding.insert(spool::segment_writer(&name).to_string());
+                } else {
+                    let _ = file.unlock();
+                }
                 continue;
             }
             sealed.push((path, file, name));
         }
+        // Sealed for good: this compactor's reader need not look at them again (it cannot
+        // tell by their locks, which this pass holds).
+        self.contents
+            .settle(sealed.iter().map(|(_, _, name)| name.as_str()));
         for (path, file, name) in sealed {
             let live = holding.contains(spool::segment_writer(&name)) || spool::writer_alive(&name);
             let started = Instant::now();
@@ -656,7 +698,8 @@ impl Compactor {
         let data = read(r.len, r.offset)?;
         let (at, end) = p.hull().ok_or_else(|| "it has no ranges".to_string())?;
         let mut kept = self.recent.take(&p.base, again);
-        if kept.is_none() && again && total > parallel::LEAF {
+        // (Only a base the versions rebuilt from it leave room for in memory.)
+        if kept.is_none() && again && total > parallel::LEAF && total <= RECENT_MAX / 2 {
             // Read back once, and kept for the other patch records of the chain on it.
             report.bases_read += 1;
             let bytes = self
@@ -669,7 +712,7 @@ impl Compactor {
                 cuts: parallel::cut_and_hash(&bytes),
                 bytes,
             };
-            kept = self.recent.keep(v).then(|| self.recent.take(&p.base, true)).flatten();
+            kept = self.recent.keep_copy(v);
         }
         let (mut bytes, old) = match kept.filter(|v| v.bytes.len() == total) {
             Some(v) => (v.bytes, Some((v.leaves, v.cuts))),

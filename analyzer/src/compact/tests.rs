@@ -437,3 +437,23 @@ fn patch_records_on_one_stored_base_read_it_back_once() {
         assert!(read(t.path(), b) == *b);
     }
 }
+
+/// The segments a pass holds locked are sealed for good: its reader opens each once however
+/// many contents it looks for (here a content in parts with a gap in each of 30 segments,
+/// each looked for in all of them).
+#[test]
+fn a_pass_opens_each_segment_it_holds_once() {
+    let t = tempfile::tempdir().unwrap();
+    let spool_dir = t.path().join(SPOOL_DIR);
+    std::fs::create_dir_all(&spool_dir).unwrap();
+    for i in 0..30u32 {
+        let hash = writer::digest(&i.to_le_bytes());
+        let name = format!("0-{i}-0.spool");
+        std::fs::write(spool_dir.join(name), part_record(&hash, 3072, 0).0).unwrap();
+    }
+    let c = Compactor::new(t.path());
+    let r = c.pass().unwrap();
+    assert_eq!((r.segments, r.problems.len()), (30, 30), "{r:?}");
+    let opened = c.contents.segments_opened();
+    assert!(opened <= 60, "{opened} segment files opened for 30 segments");
+}
