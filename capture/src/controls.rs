@@ -108,7 +108,7 @@ pub const CONTROLS: &[Control] = &[
         flag: "spool-max-mb",
         value_name: "MB|auto",
         default: "auto",
-        help: "In buffer mode `full` the application appends new contents raw to the capture's spool and a `cltrap` process compacts them (chunks, compression); while one does (`cltrap run`), an application whose spool takes more than this on disk (zero blocks, left as holes, take none) waits for compaction (`CLTRAP_STATS` says how long: `spool.wait_ns`). `auto`: an eighth of the free space of the capture's filesystem, between 64 MB and 8 GB (1024 when the free space is not known). 0: no bound.",
+        help: "In buffer mode `full` the application appends new contents raw to the capture's spool and a `cltrap` process compacts them (chunks, compression); while one does (`cltrap run`), an application whose spool holds more than this waits for compaction (`CLTRAP_STATS` says how long: `spool.wait_ns`). `auto`: an eighth of the free space of the capture's filesystem, between 64 MB and 8 GB (1024 when the free space is not known). 0: no bound.",
     },
     Control {
         env: "CLTRAP_SPOOL_LANES",
