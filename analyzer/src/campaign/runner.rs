@@ -452,10 +452,11 @@ fn run_units(
             Outcome::Done(unit, f) => (unit, f),
             Outcome::Unstarted(unit, why) => {
                 // Not journaled: `--resume` runs it.
-                failure.get_or_insert(format!(
-                    "{why}, for unit {}; the units finished are in the campaign journal, and the same command with --resume goes on",
-                    unit.id
-                ));
+                let next = match &writer {
+                    Some(_) => "the units finished are in the campaign journal, and the same command with --resume goes on",
+                    None => "no campaign journal keeps the units finished",
+                };
+                failure.get_or_insert(format!("{why}, for unit {}; {next}", unit.id));
                 stop.store(true, Ordering::SeqCst);
                 continue;
             }
