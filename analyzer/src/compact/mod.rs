@@ -218,7 +218,7 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 struct Placed {
     /// It may be the base of a patch record to come: kept in memory once stored.
     base: bool,
-    /// A patch record whose base another patch record of the chain names after it.
+    /// A patch record whose base another patch record of the segment names after it.
     again: bool,
     /// The segment's writer lives ([`Compactor::pass`]).
     live: bool,
@@ -460,12 +460,16 @@ impl Compactor {
             });
             chains[c].push(r);
             chain_of.insert(&r.hash, c);
-            // Other patch records on the same base (in the store, or an earlier segment) go
-            // into this chain too, so that the base is read back once for all of them.
-            if let Some(p) = &r.patch {
-                chain_of.entry(p.base.as_str()).or_insert(c);
-            }
         }
+        // Patch records still to come of each base, over the whole segment: a base that
+        // several name (buffers that started as one content, in chains of their own that
+        // run side by side) is kept in memory and copied for all but the last, not read
+        // back from the store for each.
+        let mut to_come: std::collections::HashMap<&str, usize> = Default::default();
+        for p in scan.records.iter().filter_map(|r| r.patch.as_ref()) {
+            *to_come.entry(p.base.as_str()).or_default() += 1;
+        }
+        let to_come = std::sync::Mutex::new(to_come);
         let store_error = |source| CompactError::Store {
             dir: self.dir.clone(),
             source,
@@ -477,18 +481,12 @@ impl Compactor {
             // The group's new chunks share packs; its indexes are written once their pack is.
             let mut batch = writer::PackBatch::default();
             for chain in &chains[groups[g].clone()] {
-                // Patch records still to come of each base: a base that several patch
-                // records name (buffers that started as one content) is copied for all
-                // but the last, not read back from the store for each.
-                let mut to_come: std::collections::HashMap<&str, usize> = Default::default();
-                for p in chain.iter().filter_map(|r| r.patch.as_ref()) {
-                    *to_come.entry(p.base.as_str()).or_default() += 1;
-                }
                 for (i, r) in chain.iter().enumerate() {
                     // Kept in memory as a base: a record of the chain follows it, or the
                     // chain is one of patches and may go on in the next segment.
                     let base = i + 1 < chain.len() || chain.iter().any(|r| r.patch.is_some());
                     let again = r.patch.as_ref().is_some_and(|p| {
+                        let mut to_come = lock(&to_come);
                         let n = to_come.entry(p.base.as_str()).or_default();
                         *n = n.saturating_sub(1);
                         *n > 0

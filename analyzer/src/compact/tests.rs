@@ -405,9 +405,10 @@ fn many_parts_of_one_bad_content_are_judged_once() {
 }
 
 /// Twenty patch records on one stored base (buffers that started as one content, each
-/// changed in its own place) read the base back once, not once each, and each reads back.
+/// changed in its own place) read the base back once per worker thread at most (threads
+/// that start at once may each read it), not once each, and each reads back.
 #[test]
-fn patch_records_on_one_stored_base_read_it_back_once() {
+fn patch_records_on_one_stored_base_read_it_back_once_per_thread_at_most() {
     let (a, _) = two_versions();
     let t = tempfile::tempdir().unwrap();
     let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
@@ -432,7 +433,9 @@ fn patch_records_on_one_stored_base_read_it_back_once() {
     drop(w);
     let r = Compactor::new(t.path()).pass().unwrap();
     assert!(r.problems.is_empty(), "{:?}", r.problems);
-    assert_eq!((r.contents, r.patches, r.bases_read), (20, 20, 1), "{r:?}");
+    assert_eq!((r.contents, r.patches), (20, 20), "{r:?}");
+    let most = parallel::threads().min(20);
+    assert!(r.bases_read >= 1 && r.bases_read <= most, "{r:?}");
     for b in &versions {
         assert!(read(t.path(), b) == *b);
     }
