@@ -90,19 +90,12 @@ impl Headers {
         // ([`Capture::source_texts`]): distinct large headers that share their chunks take
         // little room in a capture and much in memory.
         let mut blobs = HashMap::new();
-        let mut total = 0usize;
+        let mut budget = cltrap_capture::reader::TextBudget::default();
         for f in &includes.files {
             if let Some(h) = &f.content {
                 if !blobs.contains_key(h) {
                     let bytes = capture.blob(h)?;
-                    total = total.saturating_add(bytes.len());
-                    if total > cltrap_capture::reader::MAX_TEXTS {
-                        return Err(ReadError::TextsTooLarge {
-                            count: blobs.len() + 1,
-                            max_mib: (cltrap_capture::reader::MAX_TEXTS >> 20) as u64,
-                        }
-                        .into());
-                    }
+                    budget.charge(bytes.len())?;
                     blobs.insert(h.clone(), bytes);
                 }
             }

@@ -358,27 +358,16 @@ impl Capture {
         let mut read: HashMap<&str, usize> = HashMap::new();
         let mut texts: Vec<String> = Vec::new();
         for h in hashes {
-            let refused = |b: &TextBudget| ReadError::TextsTooLarge {
-                count: b.texts,
-                max_mib: b.max >> 20,
-            };
-            budget.texts += 1;
             let text = match read.get(h) {
                 Some(&i) => {
                     // Counted before it is copied.
-                    budget.bytes = budget.bytes.saturating_add(texts[i].len() as u64);
-                    if budget.bytes > budget.max {
-                        return Err(refused(budget));
-                    }
+                    budget.charge(texts[i].len())?;
                     texts[i].clone()
                 }
                 None => {
                     read.insert(h, texts.len());
                     let t = self.source_text(h)?;
-                    budget.bytes = budget.bytes.saturating_add(t.len() as u64);
-                    if budget.bytes > budget.max {
-                        return Err(refused(budget));
-                    }
+                    budget.charge(t.len())?;
                     t
                 }
             };
@@ -413,6 +402,19 @@ impl TextBudget {
             bytes: 0,
             max,
         }
+    }
+
+    /// Counts one more text of `bytes` bytes; Err once the texts counted pass the budget.
+    pub fn charge(&mut self, bytes: usize) -> Result<(), ReadError> {
+        self.texts += 1;
+        self.bytes = self.bytes.saturating_add(bytes as u64);
+        if self.bytes > self.max {
+            return Err(ReadError::TextsTooLarge {
+                count: self.texts,
+                max_mib: self.max >> 20,
+            });
+        }
+        Ok(())
     }
 }
 

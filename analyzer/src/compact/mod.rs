@@ -267,7 +267,7 @@ impl Recent {
     /// Takes the version `hash` out, or a copy of it when `again` (another patch record
     /// will be rebuilt from it).
     fn take(&self, hash: &str, again: bool) -> Option<Version> {
-        let mut list = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut list = lock(&self.0);
         let i = list.iter().position(|v| v.hash == hash)?;
         let v = list.remove(i)?;
         if !again {
@@ -291,7 +291,7 @@ impl Recent {
         if v.bytes.len() > RECENT_MAX {
             return false;
         }
-        let mut list = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut list = lock(&self.0);
         let mut held: usize = list.iter().map(|v| v.bytes.len()).sum();
         while held + v.bytes.len() > RECENT_MAX {
             match list.pop_front() {
