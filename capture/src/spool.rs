@@ -38,7 +38,8 @@
 //! an exclusive `flock` on each segment it appends to (one per *lane*, [`LANES`]: records
 //! planned on one thread may be written on others, each lane's in order); a segment nobody
 //! holds is *sealed* (its writer moved on to a new one, exited or died) and may be
-//! compacted. The writer of a launch record appends the contents it names before the
+//! compacted. A child forked without exec lets go of its parent's segments at once
+//! (`held.rs`: the lock goes with the open file, which the fork shares). The writer of a launch record appends the contents it names before the
 //! record, so a record's contents are always whole in a segment or in the store: a spooled
 //! content is valid content, and a capture is readable at every moment. A record cut off at
 //! a segment's end (its writer died mid-write) names no launch and is dropped with its
@@ -55,6 +56,7 @@
 //! file of a capture: opened without following links ([`crate::safe_open`]), every length
 //! checked against the file, every content checked against its digest.
 
+mod held;
 mod ranges;
 mod record;
 mod writer;

@@ -2,14 +2,22 @@
  * words (clFinish after each, as many real applications do; with `storm`, all enqueued
  * without waiting, as a time-stepping loop does), then two launches of `fold` that read it.
  * Under a small CLTRAP_MAX_MB the capture must degrade without costing any kernel all of its
- * replayable launches. Usage: budget [ROUNDS] [storm]   (default 24) */
+ * replayable launches. With `fork`, a child is forked (no exec) after the first round and
+ * lives, calling no OpenCL, until the parent has finished every round: a forking server or
+ * Python's multiprocessing; the parent must not wait on anything the child holds.
+ * Usage: budget [ROUNDS] [storm|fork]   (default 24) */
 #include "common.h"
+#include <sys/wait.h>
+#include <unistd.h>
 
 enum { WORDS = 1 << 18, OUT = 256 };
 
 int main(int argc, char **argv) {
     int rounds = argc > 1 ? atoi(argv[1]) : 24;
     int storm = argc > 2 && strcmp(argv[2], "storm") == 0;
+    int forks = argc > 2 && strcmp(argv[2], "fork") == 0;
+    int gate[2] = {-1, -1};
+    pid_t child = -1;
     cl_device_id dev;
     cl_context ctx;
     cl_command_queue q;
@@ -32,6 +40,28 @@ int main(int argc, char **argv) {
         CHECK(clEnqueueNDRangeKernel(q, scramble, 1, NULL, &g, NULL, 0, NULL, NULL));
         if (!storm) CHECK(clFinish(q));
         for (cl_uint i = 0; i < WORDS; i++) host[i] = mix(host[i] ^ (r * 0x9e3779b9U) ^ i);
+        if (forks && r == 0) {
+            /* The child waits until the parent closes the gate's write end. */
+            EXPECT(pipe(gate) == 0, "pipe");
+            fflush(NULL);
+            child = fork();
+            EXPECT(child >= 0, "fork");
+            if (child == 0) {
+                char c;
+                close(gate[1]);
+                while (read(gate[0], &c, 1) > 0) {
+                }
+                _exit(0);
+            }
+            close(gate[0]);
+        }
+    }
+    if (child > 0) {
+        int status = 0;
+        close(gate[1]);
+        EXPECT(waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+                   WEXITSTATUS(status) == 0,
+               "the forked child ended with status %d", status);
     }
     cl_uint width = WORDS / OUT;
     CHECK(clSetKernelArg(fold, 0, sizeof x, &x));

@@ -233,6 +233,31 @@ fn past_a_tiny_spool_bound_the_application_waits_for_compaction_and_finishes() {
     }
 }
 
+#[test]
+fn a_child_forked_without_exec_does_not_keep_the_parent_waiting_for_room() {
+    // The child (a forking server, Python's multiprocessing) lives, calling no OpenCL, until
+    // the parent has finished all its rounds; it inherited the parent's open segment, whose
+    // lock goes with the open file. Were the child still holding it, no compactor could take
+    // that segment and the parent, past the tiny bound, would wait for it for ever (the
+    // harness kills it after its timeout and the test fails).
+    let exe = fixture("budget");
+    let args = ["6", "fork"];
+    let native = run_native(&exe, &args).expect_success();
+    let dir = fresh_capture_dir("forked");
+    let flags = ["--spool-max-mb", "1"];
+    let (captured, stats) = run_captured_with_stats(&dir, &flags, &exe, &args);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    assert!(
+        stats["spool"]["waits"].as_u64().unwrap_or(0) >= 1,
+        "the parent never waited for compaction, so the case was not tested: {stats}"
+    );
+    assert!(segments(&dir).is_empty(), "{}", captured.describe());
+    let launches = open_capture(&dir).launches.len();
+    assert_eq!(launches, 8, "six rounds and two folds, all the parent's");
+    assert_replays_ok(&dir, launches);
+}
+
 /// The spool's first segment and its records.
 fn first_segment(dir: &Path) -> (PathBuf, spool::Scan) {
     let seg = segments(dir).into_iter().next().expect("a segment");

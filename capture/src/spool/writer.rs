@@ -6,6 +6,7 @@ use super::{
     PATCH_CHAIN_MAX, PATCH_HEADER, PATCH_MAGIC, RANGES_MAX, SEGMENT_CONTENT_FACTOR, SEGMENT_MAX,
     SEGMENT_SUFFIX, SPOOL_DIR,
 };
+use super::held::HeldFile;
 use crate::writer_fs::{self, Access};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -157,7 +158,7 @@ impl Planned {
 
 /// The segment a writer appends to.
 struct Segment {
-    file: File,
+    file: HeldFile,
     len: u64,
     /// Bytes of the contents its records name (see [`SEGMENT_CONTENT_FACTOR`]).
     content: u64,
@@ -545,12 +546,14 @@ impl SpoolWriter {
         let name = format!("{}-{nanos}-{n}{SEGMENT_SUFFIX}", std::process::id());
         let path = self.dir.join(SPOOL_DIR).join(&name);
         let hidden = self.dir.join(SPOOL_DIR).join(format!(".{name}"));
-        let file = OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .mode(self.access.file_mode())
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&hidden)?;
+        let file = HeldFile::open(|| {
+            OpenOptions::new()
+                .append(true)
+                .create_new(true)
+                .mode(self.access.file_mode())
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&hidden)
+        })?;
         let visible = file.lock().and_then(|()| std::fs::rename(&hidden, &path));
         if let Err(e) = visible {
             let _ = std::fs::remove_file(&hidden);

@@ -1,0 +1,204 @@
+//! The segments a process holds open, each under its exclusive `flock`, known to a
+//! `pthread_atfork` child handler so that a child forked without exec (a forking server,
+//! Python's `multiprocessing`) lets go of them at once.
+//!
+//! Why: a `flock` belongs to the open file description, which a fork shares. While a child
+//! kept its copy of a segment's descriptor, the parent sealing (closing) the segment would not
+//! release the lock, no compactor could take the segment, and a parent waiting for room in a
+//! bounded spool would wait as long as the child lived — for ever when the child waits for the
+//! parent. The child handler puts `/dev/null` over each held descriptor (`dup2`, which is
+//! async-signal-safe, and leaves the number open, so the child's copy of the parent's memory
+//! never closes a number reused for something else).
+//!
+//! Invariants:
+//! * A descriptor is registered in the same critical section as the `open` that made it, and
+//!   unregistered in the same one as its `close`; the fork's prepare handler takes that
+//!   section, so a fork never sees a held segment unregistered or a registered number closed.
+//! * At most [`SLOTS`] segments are known at once (a writer holds one per lane); one past that
+//!   is held as before (a child forked meanwhile keeps its lock while it lives).
+
+use std::fs::File;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Once;
+
+/// Segments known at once: several writers of [`super::LANES`] lanes each.
+const SLOTS: usize = 64;
+
+/// Descriptors of the held segments (-1: a free slot).
+static HELD: [AtomicI32; SLOTS] = [const { AtomicI32::new(-1) }; SLOTS];
+
+/// The critical section (a spin lock: the fork handlers cannot use a `Mutex` guard across
+/// `fork`) around an `open` and its registering, an unregistering and its `close`, and a fork.
+static SECTION: AtomicBool = AtomicBool::new(false);
+
+/// Whether the prepare handler took [`SECTION`] for the fork in progress.
+static PREPARED: AtomicBool = AtomicBool::new(false);
+
+/// Takes [`SECTION`], giving up after `spins` tries (false); `usize::MAX`: waits.
+fn enter(spins: usize) -> bool {
+    let mut n = 0usize;
+    while SECTION
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        n += 1;
+        if n >= spins {
+            return false;
+        }
+        if n.is_multiple_of(64) {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+    true
+}
+
+fn leave() {
+    SECTION.store(false, Ordering::Release);
+}
+
+/// Before a fork: waits for an `open` or `close` of a segment in progress to finish. Bounded,
+/// so that a fork from a signal handler that interrupted such a section cannot hang: the
+/// child then puts `/dev/null` over what it finds registered, as ever.
+extern "C" fn prepare() {
+    if enter(1 << 22) {
+        PREPARED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// After a fork, in the parent.
+extern "C" fn parent() {
+    if PREPARED.swap(false, Ordering::Relaxed) {
+        leave();
+    }
+}
+
+/// After a fork, in the child: `/dev/null` over every held segment (async-signal-safe calls
+/// only: `open`, `dup2`, `close`).
+extern "C" fn child() {
+    // SAFETY: open/dup2/close on descriptor numbers; no memory is touched.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if null >= 0 {
+            for slot in &HELD {
+                let fd = slot.swap(-1, Ordering::Relaxed);
+                if fd >= 0 {
+                    libc::dup2(null, fd);
+                }
+            }
+            libc::close(null);
+        }
+    }
+    if PREPARED.swap(false, Ordering::Relaxed) {
+        leave();
+    }
+}
+
+/// Registers the fork handlers, once per process.
+fn watch_forks() {
+    static WATCH: Once = Once::new();
+    WATCH.call_once(|| {
+        // SAFETY: registers handlers that touch only atomics and descriptor numbers.
+        unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    });
+}
+
+/// A segment's file, known to the fork handlers while it is open.
+pub(super) struct HeldFile {
+    file: ManuallyDrop<File>,
+    /// Its slot in [`HELD`] (None: all were taken).
+    slot: Option<usize>,
+}
+
+impl HeldFile {
+    /// Opens a segment with `open` and registers its descriptor, in one critical section.
+    pub(super) fn open(open: impl FnOnce() -> std::io::Result<File>) -> std::io::Result<HeldFile> {
+        watch_forks();
+        enter(usize::MAX);
+        let file = open();
+        let held = file.map(|file| {
+            let fd = file.as_raw_fd();
+            let slot = HELD.iter().position(|s| {
+                s.compare_exchange(-1, fd, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            });
+            HeldFile {
+                file: ManuallyDrop::new(file),
+                slot,
+            }
+        });
+        leave();
+        held
+    }
+}
+
+impl Deref for HeldFile {
+    type Target = File;
+    fn deref(&self) -> &File {
+        &self.file
+    }
+}
+
+impl DerefMut for HeldFile {
+    fn deref_mut(&mut self) -> &mut File {
+        &mut self.file
+    }
+}
+
+impl Drop for HeldFile {
+    /// Unregisters and closes, in one critical section.
+    fn drop(&mut self) {
+        enter(usize::MAX);
+        if let Some(slot) = self.slot {
+            let fd = self.file.as_raw_fd();
+            // Only its own number (a forked child's handler cleared the slots).
+            let _ = HELD[slot].compare_exchange(fd, -1, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        // SAFETY: dropped once, here; never used after.
+        unsafe { ManuallyDrop::drop(&mut self.file) };
+        leave();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A child forked while a segment is held has `/dev/null` in its place: the parent's
+    /// closing releases the lock, which another descriptor can then take.
+    #[test]
+    fn a_forked_child_lets_go_of_a_held_segments_lock() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("seg");
+        let held = HeldFile::open(|| File::create(&path)).expect("open");
+        held.lock().expect("lock");
+        let (mut to_parent, from_child) = std::os::unix::net::UnixStream::pair().expect("pair");
+        // SAFETY: the child only writes a byte and sleeps (no allocation, no locks).
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork");
+        if pid == 0 {
+            let _ = to_parent.write_all(b"x");
+            // SAFETY: sleeps, then leaves without running the parent's destructors.
+            unsafe {
+                libc::sleep(30);
+                libc::_exit(0);
+            }
+        }
+        let mut byte = [0u8; 1];
+        std::io::Read::read_exact(&mut &from_child, &mut byte).expect("the child started");
+        drop(held);
+        let other = File::open(&path).expect("reopen");
+        let free = other.try_lock().is_ok();
+        // SAFETY: the child made above.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+        assert!(free, "the forked child still holds the segment's lock");
+    }
+}
