@@ -263,7 +263,7 @@ pub fn run(req: &RunRequest) -> Result<RunReport, LaunchError> {
         // The application is gone: what is left of the spool is all the work there is (on
         // every core: `finish` allows them).
         match c.finish() {
-            Ok(r) if r.contents > 0 || r.segments > 0 || !r.problems.is_empty() => {
+            Ok(r) if r.said() => {
                 eprintln!("cltrap: {}", r.line(&dir));
                 for p in &r.problems {
                     eprintln!("cltrap: {p}");

@@ -44,7 +44,9 @@ enum Cmd {
     },
     /// Compact a capture's spool (contents the application stored raw) into compressed,
     /// deduplicated chunks; other commands do it once on their own, `cltrap run` while the
-    /// application runs.
+    /// application runs. It leaves 512 MB free on the capture's filesystem
+    /// ($CLTRAP_COMPACT_KEEP_FREE_MB): short of that it stops, exit status 2, and the rest
+    /// stays in the spool, readable as it is.
     Compact {
         /// Capture directory.
         dir: PathBuf,
@@ -596,7 +598,11 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             for p in &r.problems {
                 eprintln!("cltrap: {p}");
             }
-            Ok(if r.problems.is_empty() { 0 } else { 2 })
+            Ok(if r.problems.is_empty() && r.short_of_space.is_none() {
+                0
+            } else {
+                2
+            })
         }
         Cmd::Run { shim, command } => {
             let sub = matches.subcommand_matches("run");

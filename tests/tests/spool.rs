@@ -258,6 +258,75 @@ fn a_child_forked_without_exec_does_not_keep_the_parent_waiting_for_room() {
     assert_replays_ok(&dir, launches);
 }
 
+/// `cltrap ARGS` with the free space compaction leaves set past any disk's.
+fn cltrap_short_of_space(args: &[&OsStr]) -> Outcome {
+    let t = tools();
+    run_with_env(
+        &t.cltrap,
+        args,
+        &[
+            ("CLTRAP_SHIM", t.shim.as_os_str()),
+            ("CLTRAP_TRUST_BINARIES", OsStr::new("1")),
+            ("CLTRAP_COMPACT_KEEP_FREE_MB", OsStr::new("1000000000")),
+        ],
+        None,
+    )
+}
+
+#[test]
+fn compaction_short_of_free_space_stops_says_so_and_leaves_a_readable_spool() {
+    // What compaction writes is not bounded by what the spool holds (patches over large
+    // contents), so it leaves free space on the capture's filesystem; here more than any disk
+    // has, so it stores nothing.
+    let dir = spooled("keep-free");
+    let before = segments(&dir);
+    assert!(!before.is_empty());
+    let out = cltrap_short_of_space(&[OsStr::new("compact"), dir.as_os_str()]);
+    out.assert_no_panic();
+    assert_eq!(out.code, Some(2), "{}", out.describe());
+    let line = cltrap_line(&out, "compacted the spool");
+    assert!(
+        line.contains("stopped with") && line.contains("CLTRAP_COMPACT_KEEP_FREE_MB"),
+        "{line}"
+    );
+    assert_eq!(segments(&dir), before, "the spool is kept as it was");
+    assert!(store_files(&dir, ".pack").is_empty(), "nothing was stored");
+    // Read from the spool (the implicit compaction stops too, and says so).
+    let launches = open_capture(&dir).launches.len();
+    let replay = cltrap_short_of_space(&[OsStr::new("replay"), dir.as_os_str()]);
+    assert!(replay.success(), "{}", replay.describe());
+    assert_eq!(ok_lines(&replay.stdout_text()), launches, "{}", replay.describe());
+    assert!(replay.stderr.contains("stopped with"), "{}", replay.describe());
+    // With room, compaction goes on.
+    let again = cltrap_on("compact", &dir);
+    assert!(again.success(), "{}", again.describe());
+    assert!(segments(&dir).is_empty(), "{}", again.describe());
+    assert_replays_ok(&dir, launches);
+}
+
+#[test]
+fn an_application_past_its_spool_bound_does_not_wait_for_a_compactor_short_of_space() {
+    // `cltrap run`'s compactor stops short of free space and lets go of the compactor lock,
+    // so the application, past a tiny spool bound, goes on instead of waiting for it for
+    // ever (the harness would kill it after its timeout and the test fail).
+    let exe = fixture("budget");
+    let native = run_native(&exe, &[ROUNDS]).expect_success();
+    let dir = fresh_capture_dir("keep-free-run");
+    let mut args: Vec<&OsStr> = ["run", "--spool-max-mb", "1", "--out"]
+        .iter()
+        .map(OsStr::new)
+        .collect();
+    args.extend([dir.as_os_str(), OsStr::new("--"), exe.as_os_str(), OsStr::new(ROUNDS)]);
+    let captured = cltrap_short_of_space(&args);
+    captured.assert_no_panic();
+    assert_eq!(captured.code, native.code, "{}", captured.describe());
+    assert!(captured.stderr.contains("stopped with"), "{}", captured.describe());
+    assert!(!segments(&dir).is_empty(), "{}", captured.describe());
+    let launches = open_capture(&dir).launches.len();
+    assert_eq!(launches, 8, "{}", captured.describe());
+    assert_replays_ok(&dir, launches);
+}
+
 /// The spool's first segment and its records.
 fn first_segment(dir: &Path) -> (PathBuf, spool::Scan) {
     let seg = segments(dir).into_iter().next().expect("a segment");

@@ -62,7 +62,13 @@ impl Background {
                     }
                     let r = compactor.pass()?;
                     let idle = r.segments == 0 && r.contents == 0;
+                    let short = r.short_of_space.is_some();
                     total.add(r);
+                    if short {
+                        // Out of room: the compactor lock goes, so the application no longer
+                        // waits for room in its spool (its disk budget bounds it instead).
+                        return Ok((total, None));
+                    }
                     if idle {
                         std::thread::sleep(Duration::from_millis(2));
                     }

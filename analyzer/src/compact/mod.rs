@@ -96,6 +96,9 @@ pub struct Report {
     pub peak_spool_bytes: u64,
     /// Contents left in the spool because they are damaged, each as one sentence.
     pub problems: Vec<String>,
+    /// Set when compaction stopped short of the free space it leaves on the capture's
+    /// filesystem ([`KeepFree`]): the bytes free then. The rest stays spooled.
+    pub short_of_space: Option<u64>,
 }
 
 impl Report {
@@ -109,11 +112,20 @@ impl Report {
         self.bases_read += other.bases_read;
         self.busy_secs += other.busy_secs;
         self.peak_spool_bytes = self.peak_spool_bytes.max(other.peak_spool_bytes);
+        self.short_of_space = other.short_of_space.or(self.short_of_space);
         for p in other.problems {
             if !self.problems.contains(&p) {
                 self.problems.push(p);
             }
         }
+    }
+
+    /// Whether there is anything to say on stderr: work done, a problem, or a stop.
+    pub fn said(&self) -> bool {
+        self.contents > 0
+            || self.segments > 0
+            || !self.problems.is_empty()
+            || self.short_of_space.is_some()
     }
 
     /// Compaction throughput in MB/s of spooled bytes (0 when nothing was compacted).
@@ -144,7 +156,38 @@ impl Report {
                 self.rebuilt_bytes as f64 / (1 << 20) as f64
             ));
         }
+        if let Some(free) = self.short_of_space {
+            line.push_str(&format!(
+                "; stopped with {} MB free on the capture's filesystem, where compaction leaves at least {} MB ({KEEP_FREE_ENV}): the rest stays in the spool, readable as it is, and `cltrap compact` goes on once there is room",
+                free >> 20,
+                KeepFree::from_env().0 >> 20
+            ));
+        }
         line
+    }
+}
+
+/// The variable that sets [`KeepFree`], in MB.
+pub const KEEP_FREE_ENV: &str = "CLTRAP_COMPACT_KEEP_FREE_MB";
+
+/// The free space compaction leaves on the capture's filesystem (512 MB unless
+/// [`KEEP_FREE_ENV`] says otherwise). Why: what compaction writes is not bounded by what the
+/// spool holds: each range a patch record changes costs at least the chunks it overlaps, so
+/// a spool of many small patches over large contents grows many times when compacted, and a
+/// hostile one could fill the disk. Before each content it stores, compaction checks the free
+/// space less that content's whole size (what its chunks may take at most); short of it, it
+/// stops and leaves the rest in the spool, which readers read as it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeepFree(pub u64);
+
+impl KeepFree {
+    /// From [`KEEP_FREE_ENV`] (MB; unset or unreadable: 512).
+    pub fn from_env() -> KeepFree {
+        let mb = std::env::var(KEEP_FREE_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(512);
+        KeepFree(mb.saturating_mul(1 << 20))
     }
 }
 
@@ -167,6 +210,10 @@ struct Compactor {
     recent: Recent,
     /// This pass's verdicts on contents spooled in parts ([`Judged`]).
     judged: Judged,
+    keep_free: KeepFree,
+    /// The free bytes seen when compaction stopped short of [`KeepFree`] (u64::MAX: not
+    /// stopped); once stopped it stays stopped.
+    short: std::sync::atomic::AtomicU64,
 }
 
 /// What a pass found about contents spooled in parts, by content digest: whether their parts
@@ -315,7 +362,37 @@ impl Compactor {
             contents: Contents::new(dir),
             recent: Recent::default(),
             judged: Judged::default(),
+            keep_free: KeepFree::from_env(),
+            short: std::sync::atomic::AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// Whether the capture's filesystem has room for a content of `bytes` and the free space
+    /// compaction leaves ([`KeepFree`]); false from the first time it had not. A filesystem
+    /// whose free space is not known has room.
+    fn room_for(&self, bytes: u64) -> bool {
+        use std::sync::atomic::Ordering;
+        if self.short.load(Ordering::Relaxed) != u64::MAX {
+            return false;
+        }
+        match spool::free_bytes(&self.dir) {
+            Some(free) if free < self.keep_free.0.saturating_add(bytes) => {
+                let _ = self.short.compare_exchange(
+                    u64::MAX,
+                    free,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// The free bytes seen when compaction stopped short of room (None: it did not).
+    fn short_of_space(&self) -> Option<u64> {
+        let free = self.short.load(std::sync::atomic::Ordering::Relaxed);
+        (free != u64::MAX).then_some(free)
     }
 
     /// Compacts every sealed segment once (segments a writer holds are left for later).
@@ -380,6 +457,9 @@ impl Compactor {
         self.contents
             .settle(sealed.iter().map(|(_, _, name)| name.as_str()));
         for (path, file, name) in sealed {
+            if self.short_of_space().is_some() {
+                break;
+            }
             let live = holding.contains(spool::segment_writer(&name)) || spool::writer_alive(&name);
             let started = Instant::now();
             if self.segment(&path, &file, live, &mut report)? {
@@ -402,6 +482,7 @@ impl Compactor {
             report.segments += done.len();
             report.busy_secs += started.elapsed().as_secs_f64();
         }
+        report.short_of_space = self.short_of_space();
         Ok(report)
     }
 
@@ -529,6 +610,10 @@ impl Compactor {
         let Placed { base, again, live } = at;
         if self.stored_whole(&r.hash, r.content_len()) {
             return Ok(true);
+        }
+        // No room: the segment stays (its contents are read from the spool).
+        if !self.room_for(r.content_len()) {
+            return Ok(false);
         }
         let problem = |what: String| {
             format!(
@@ -870,7 +955,7 @@ pub fn implicit(dir: &Path) {
     };
     parallel::allow_all_cores();
     match Compactor::new(dir).pass() {
-        Ok(r) if r.contents > 0 || r.segments > 0 || !r.problems.is_empty() => {
+        Ok(r) if r.said() => {
             eprintln!("cltrap: {}", r.line(dir));
             for p in &r.problems {
                 eprintln!("cltrap: {p}");

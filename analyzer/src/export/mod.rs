@@ -214,15 +214,27 @@ pub fn program_headers(origin: &ProgramOrigin) -> Vec<(String, Hash)> {
 /// component) is one of `headers` by that header's text, recursively (a header already being
 /// inlined is not inlined again inside itself). `#line` directives around each inlined
 /// header keep compiler and verifier messages pointing at the user's own files and lines:
-/// the header's lines under its own name, the rest under `main_name`.
-pub fn inline_headers(text: &str, headers: &[(String, String)], main_name: &str) -> String {
+/// the header's lines under its own name, the rest under `main_name`. `Err` with the reason
+/// once the result would pass [`MAX_INLINED_BYTES`] (a header is copied wherever it is
+/// included, so headers that include each other twice would double at every level) or
+/// [`MAX_INCLUDE_DEPTH`] nested includes.
+pub fn inline_headers(
+    text: &str,
+    headers: &[(String, String)],
+    main_name: &str,
+) -> Result<String, String> {
     fn go(
         text: &str,
         headers: &[(String, String)],
         file: &str,
         stack: &mut Vec<String>,
         out: &mut String,
-    ) {
+    ) -> Result<(), String> {
+        if stack.len() > MAX_INCLUDE_DEPTH {
+            return Err(format!(
+                "its includes nest deeper than {MAX_INCLUDE_DEPTH} files"
+            ));
+        }
         for (n, line) in text.split_inclusive('\n').enumerate() {
             let found = included_name(line).and_then(|inc| {
                 headers.iter().find(|(name, _)| {
@@ -233,7 +245,7 @@ pub fn inline_headers(text: &str, headers: &[(String, String)], main_name: &str)
                 Some((name, body)) if !stack.contains(name) => {
                     out.push_str(&format!("#line 1 {}\n", reproducer_c::c_string(name)));
                     stack.push(name.clone());
-                    go(body, headers, name, stack, out);
+                    go(body, headers, name, stack, out)?;
                     stack.pop();
                     if !out.ends_with('\n') {
                         out.push('\n');
@@ -246,11 +258,23 @@ pub fn inline_headers(text: &str, headers: &[(String, String)], main_name: &str)
                 }
                 _ => out.push_str(line),
             }
+            if out.len() > MAX_INLINED_BYTES {
+                return Err(too_large());
+            }
         }
+        Ok(())
     }
     let mut out = String::new();
-    go(text, headers, main_name, &mut Vec::new(), &mut out);
-    out
+    go(text, headers, main_name, &mut Vec::new(), &mut out)?;
+    Ok(out)
+}
+
+/// Why an export has no text: [`MAX_INLINED_BYTES`] passed.
+fn too_large() -> String {
+    format!(
+        "its text with the included headers inlined exceeds {} MiB",
+        MAX_INLINED_BYTES >> 20
+    )
 }
 
 /// The NAME of an `#include "NAME"` or `#include <NAME>` line.
@@ -291,7 +315,7 @@ pub fn program_text(
                 let text = capture
                     .source_texts_in(sources.iter().map(String::as_str), budget)?
                     .concat();
-                Ok(inline_headers(&text, &loaded, main_name))
+                inline_headers(&text, &loaded, main_name)
             }
             ProgramOrigin::Linked { inputs } => {
                 let mut text = String::new();
@@ -367,6 +391,9 @@ pub fn inline_captured(
         /// Blob of each captured path (the first entry that reached it holds it).
         content: HashMap<&'a str, &'a Hash>,
         texts: HashMap<String, String>,
+        /// What the texts read so far may hold together (a chain of 200 distinct headers of
+        /// 256 MiB each would otherwise be held at once).
+        budget: TextBudget,
         stack: Vec<String>,
         once: HashSet<String>,
         out: String,
@@ -379,7 +406,9 @@ pub fn inline_captured(
             let Some(h) = self.content.get(path) else {
                 return Ok(None);
             };
-            let t = self.capture.source_text(h)?;
+            let t = (self.capture.source_texts_in([h.as_str()], &mut self.budget)?)
+                .pop()
+                .unwrap_or_default();
             self.texts.insert(path.to_string(), t.clone());
             Ok(Some(t))
         }
@@ -442,10 +471,7 @@ pub fn inline_captured(
                 }
                 at = end;
                 if self.out.len() > MAX_INLINED_BYTES {
-                    return Ok(Err(format!(
-                        "its text with the included headers inlined exceeds {} MiB",
-                        MAX_INLINED_BYTES >> 20
-                    )));
+                    return Ok(Err(too_large()));
                 }
             }
             self.out.push_str(&text[at..]);
@@ -474,6 +500,7 @@ pub fn inline_captured(
         includes,
         content,
         texts: HashMap::new(),
+        budget: TextBudget::default(),
         stack: Vec::new(),
         once: HashSet::new(),
         out: String::new(),
@@ -553,7 +580,7 @@ mod tests {
             ("util.h".to_string(), "#define TWO 2\n".to_string()),
         ];
         let src = "#include \"mix.h\"\n#include <stdint.h>\nkernel void k() {}\n";
-        let out = inline_headers(src, &headers, "k.cl");
+        let out = inline_headers(src, &headers, "k.cl").expect("small");
         assert_eq!(
             out,
             "#line 1 \"inc/mix.h\"\n#line 1 \"util.h\"\n#define TWO 2\n#line 2 \"inc/mix.h\"\nint mix(int);\n#line 2 \"k.cl\"\n#include <stdint.h>\nkernel void k() {}\n"
@@ -563,9 +590,30 @@ mod tests {
     #[test]
     fn a_header_including_itself_is_not_inlined_forever() {
         let headers = vec![("a.h".to_string(), "#include \"a.h\"\nx\n".to_string())];
-        let out = inline_headers("#include \"a.h\"\n", &headers, "m.cl");
+        let out = inline_headers("#include \"a.h\"\n", &headers, "m.cl").expect("small");
         assert_eq!(out.matches("#line 1 \"a.h\"").count(), 1);
         assert!(out.contains("#include \"a.h\"\nx\n"));
+    }
+
+    #[test]
+    fn headers_that_include_each_other_twice_are_refused_before_they_grow_exponentially() {
+        // h0 includes h1 twice, h1 includes h2 twice, ...: 2^40 copies of h40 when inlined.
+        let headers: Vec<(String, String)> = (0..40)
+            .map(|i| {
+                let next = format!("#include \"h{}.h\"\n", i + 1);
+                (format!("h{i}.h"), format!("{next}{next}int v{i};\n"))
+            })
+            .chain([("h40.h".to_string(), "x".repeat(1 << 10))])
+            .collect();
+        let why = inline_headers("#include \"h0.h\"\n", &headers, "m.cl")
+            .expect_err("refused past the bound");
+        assert!(why.contains("exceeds 64 MiB"), "{why}");
+        // A chain deeper than the nesting bound (distinct headers, so no cycle) is refused too.
+        let deep: Vec<(String, String)> = (0..=MAX_INCLUDE_DEPTH + 1)
+            .map(|i| (format!("d{i}.h"), format!("#include \"d{}.h\"\n", i + 1)))
+            .collect();
+        let why = inline_headers("#include \"d0.h\"\n", &deep, "m.cl").expect_err("too deep");
+        assert!(why.contains("nest deeper"), "{why}");
     }
 
     #[test]
