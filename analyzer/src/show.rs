@@ -193,26 +193,28 @@ fn describe_origin(
             // What each distinct source says, read once: a record may name one many times.
             let mut said: std::collections::HashMap<&str, String> = Default::default();
             for (i, h) in sources.iter().enumerate() {
-                let what = said.entry(h).or_insert_with(|| match capture.source_text(h) {
-                    Ok(text) => {
-                        let mut what = format!(
-                            "{} lines, {}, blobs/{}/{}",
-                            text.lines().count(),
-                            human_bytes(text.len() as u64),
-                            esc(h.get(..2).unwrap_or("")),
-                            esc(h)
-                        );
-                        if let Some(l) = kernel_definition_line(&text, kernel) {
-                            let code = esc(text.lines().nth(l - 1).unwrap_or("").trim());
-                            what.push_str(&format!(
-                                "\n{indent}    `{}` defined at line {l}: {code}",
-                                esc(kernel)
-                            ));
+                let what = said
+                    .entry(h)
+                    .or_insert_with(|| match capture.source_text(h) {
+                        Ok(text) => {
+                            let mut what = format!(
+                                "{} lines, {}, blobs/{}/{}",
+                                text.lines().count(),
+                                human_bytes(text.len() as u64),
+                                esc(h.get(..2).unwrap_or("")),
+                                esc(h)
+                            );
+                            if let Some(l) = kernel_definition_line(&text, kernel) {
+                                let code = esc(text.lines().nth(l - 1).unwrap_or("").trim());
+                                what.push_str(&format!(
+                                    "\n{indent}    `{}` defined at line {l}: {code}",
+                                    esc(kernel)
+                                ));
+                            }
+                            what
                         }
-                        what
-                    }
-                    Err(e) => format!("unreadable: {}", esc(&e.to_string())),
-                });
+                        Err(e) => format!("unreadable: {}", esc(&e.to_string())),
+                    });
                 let _ = writeln!(out, "{indent}  source[{i}]: {what}");
             }
         }

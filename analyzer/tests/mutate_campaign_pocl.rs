@@ -179,7 +179,10 @@ fn three_shards_merged_write_the_reports_of_one_run() {
         err.contains("symbolic link") && err.contains("run again"),
         "{err}"
     );
-    assert_eq!(std::fs::read_to_string(again.join("shard.json")).unwrap(), json);
+    assert_eq!(
+        std::fs::read_to_string(again.join("shard.json")).unwrap(),
+        json
+    );
 }
 
 #[test]

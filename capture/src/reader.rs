@@ -1311,14 +1311,28 @@ mod tests {
         w.append(crate::tests::launch(&small)).unwrap();
         let c = Capture::open(t.path()).unwrap();
         let names = [small.as_str(), big.as_str(), small.as_str(), big.as_str()];
-        let texts = c.source_texts_in(names, &mut TextBudget::within(8 << 20)).unwrap();
+        let texts = c
+            .source_texts_in(names, &mut TextBudget::within(8 << 20))
+            .unwrap();
         assert_eq!(texts.len(), 4);
-        assert_eq!((texts[0].as_str(), texts[3].len()), ("kernel void k() {}", 3 << 20));
+        assert_eq!(
+            (texts[0].as_str(), texts[3].len()),
+            ("kernel void k() {}", 3 << 20)
+        );
         // Three names of the 3 MiB source pass 8 MiB: refused, in one sentence.
         let e = c
             .source_texts_in([big.as_str(); 20], &mut TextBudget::within(8 << 20))
             .unwrap_err();
-        assert!(matches!(e, ReadError::TextsTooLarge { count: 3, max_mib: 8 }), "{e}");
+        assert!(
+            matches!(
+                e,
+                ReadError::TextsTooLarge {
+                    count: 3,
+                    max_mib: 8
+                }
+            ),
+            "{e}"
+        );
         assert!(e.to_string().contains("add up to more than 8 MiB"), "{e}");
         // One budget shared by several lists (the inputs of a linked program): each list
         // alone fits, together they do not.
@@ -1327,7 +1341,10 @@ mod tests {
             c.source_texts_in([big.as_str()], &mut shared).unwrap();
         }
         let e = c.source_texts_in([big.as_str()], &mut shared).unwrap_err();
-        assert!(matches!(e, ReadError::TextsTooLarge { count: 3, .. }), "{e}");
+        assert!(
+            matches!(e, ReadError::TextsTooLarge { count: 3, .. }),
+            "{e}"
+        );
         // A missing blob is its own error, not the bound's.
         let missing = crate::writer::digest(b"nowhere");
         assert!(matches!(
@@ -1357,7 +1374,10 @@ mod tests {
             .map(|i| crate::writer::digest(&i.to_le_bytes()))
             .collect();
         for h in &missing {
-            assert!(contents.blob_of_size(h, 4).is_err(), "content {h} is nowhere");
+            assert!(
+                contents.blob_of_size(h, 4).is_err(),
+                "content {h} is nowhere"
+            );
         }
         let opened = |c: &Contents| {
             let g = c.spool.lock().unwrap();
@@ -1365,15 +1385,22 @@ mod tests {
         };
         // Each sealed segment once; the held one at each of the 50 scans.
         assert_eq!(opened(&contents), 41 + 50);
-        assert_eq!(contents.blob_of_size(&kept, want.len() as u64).unwrap(), want);
+        assert_eq!(
+            contents.blob_of_size(&kept, want.len() as u64).unwrap(),
+            want
+        );
         // A record its writer appends after the scans is found.
         let late_bytes = b"appended after fifty scans";
         let (late, record) = whole_record(late_bytes);
         std::io::Write::write_all(&mut &held, &record).unwrap();
-        assert_eq!(contents.blob_of_size(&late, late_bytes.len() as u64).unwrap(), late_bytes);
+        assert_eq!(
+            contents
+                .blob_of_size(&late, late_bytes.len() as u64)
+                .unwrap(),
+            late_bytes
+        );
         assert_eq!(opened(&contents), 41 + 51);
     }
-
 
     #[test]
     fn a_log_whose_launches_would_not_fit_in_memory_is_refused_before_they_are_read() {

@@ -295,8 +295,17 @@ fn compaction_short_of_free_space_stops_says_so_and_leaves_a_readable_spool() {
     let launches = open_capture(&dir).launches.len();
     let replay = cltrap_short_of_space(&[OsStr::new("replay"), dir.as_os_str()]);
     assert!(replay.success(), "{}", replay.describe());
-    assert_eq!(ok_lines(&replay.stdout_text()), launches, "{}", replay.describe());
-    assert!(replay.stderr.contains("stopped with"), "{}", replay.describe());
+    assert_eq!(
+        ok_lines(&replay.stdout_text()),
+        launches,
+        "{}",
+        replay.describe()
+    );
+    assert!(
+        replay.stderr.contains("stopped with"),
+        "{}",
+        replay.describe()
+    );
     // With room, compaction goes on.
     let again = cltrap_on("compact", &dir);
     assert!(again.success(), "{}", again.describe());
@@ -316,11 +325,20 @@ fn an_application_past_its_spool_bound_does_not_wait_for_a_compactor_short_of_sp
         .iter()
         .map(OsStr::new)
         .collect();
-    args.extend([dir.as_os_str(), OsStr::new("--"), exe.as_os_str(), OsStr::new(ROUNDS)]);
+    args.extend([
+        dir.as_os_str(),
+        OsStr::new("--"),
+        exe.as_os_str(),
+        OsStr::new(ROUNDS),
+    ]);
     let captured = cltrap_short_of_space(&args);
     captured.assert_no_panic();
     assert_eq!(captured.code, native.code, "{}", captured.describe());
-    assert!(captured.stderr.contains("stopped with"), "{}", captured.describe());
+    assert!(
+        captured.stderr.contains("stopped with"),
+        "{}",
+        captured.describe()
+    );
     assert!(!segments(&dir).is_empty(), "{}", captured.describe());
     let launches = open_capture(&dir).launches.len();
     assert_eq!(launches, 8, "{}", captured.describe());

@@ -375,11 +375,18 @@ fn parts_with_a_gap_are_dropped_for_a_dead_writer_and_kept_for_a_live_one() {
     let hash = writer::digest(b"a content of three parts, one not written yet");
     // "0-…" (no writer) sorts before "1-…" (pid 1, which always runs).
     std::fs::write(spool_dir.join("0-1-0.spool"), part_record(&hash, 3072, 0).0).unwrap();
-    std::fs::write(spool_dir.join("1-1-0.spool"), part_record(&hash, 3072, 1024).0).unwrap();
+    std::fs::write(
+        spool_dir.join("1-1-0.spool"),
+        part_record(&hash, 3072, 1024).0,
+    )
+    .unwrap();
     let r = Compactor::new(t.path()).pass().unwrap();
     assert_eq!(r.segments, 1, "{r:?}");
     assert_one_gap_said(&r);
-    assert_eq!(spool::segments(t.path()).unwrap(), vec!["1-1-0.spool".to_string()]);
+    assert_eq!(
+        spool::segments(t.path()).unwrap(),
+        vec!["1-1-0.spool".to_string()]
+    );
 }
 
 /// Part records of one content are judged once per pass, however many there are: a content
@@ -392,15 +399,29 @@ fn many_parts_of_one_bad_content_are_judged_once() {
     let content = parts_segment(t.path(), &wrong, 3000, 0);
     assert_ne!(writer::digest(&content), wrong);
     let r = Compactor::new(t.path()).pass().unwrap();
-    assert_eq!(r.problems.len(), 1, "{:?}", &r.problems[..r.problems.len().min(3)]);
+    assert_eq!(
+        r.problems.len(),
+        1,
+        "{:?}",
+        &r.problems[..r.problems.len().min(3)]
+    );
     assert!(r.problems[0].contains("cannot be read"), "{:?}", r.problems);
     assert_eq!((r.segments, r.contents), (0, 0), "{r:?}");
 
     let t = tempfile::tempdir().unwrap();
     parts_segment(t.path(), &wrong, 3000, 512);
     let r = Compactor::new(t.path()).pass().unwrap();
-    assert_eq!(r.problems.len(), 1, "{:?}", &r.problems[..r.problems.len().min(3)]);
-    assert!(r.problems[0].contains("do not cover it"), "{:?}", r.problems);
+    assert_eq!(
+        r.problems.len(),
+        1,
+        "{:?}",
+        &r.problems[..r.problems.len().min(3)]
+    );
+    assert!(
+        r.problems[0].contains("do not cover it"),
+        "{:?}",
+        r.problems
+    );
     // Dropped with its segment, as parts left by a writer that died are.
     assert_eq!((r.segments, r.contents), (1, 0), "{r:?}");
 }
@@ -459,5 +480,8 @@ fn a_pass_opens_each_segment_it_holds_once() {
     let r = c.pass().unwrap();
     assert_eq!((r.segments, r.problems.len()), (30, 30), "{r:?}");
     let opened = c.contents.segments_opened();
-    assert!(opened <= 60, "{opened} segment files opened for 30 segments");
+    assert!(
+        opened <= 60,
+        "{opened} segment files opened for 30 segments"
+    );
 }

@@ -308,8 +308,9 @@ pub fn program_text(
         budget: &mut TextBudget,
     ) -> Result<Result<String, String>, ReadError> {
         let texts = capture.source_texts_in(headers.iter().map(|(_, h)| h.as_str()), budget)?;
-        let loaded: Vec<(String, String)> =
-            (headers.iter().map(|(name, _)| name.clone())).zip(texts).collect();
+        let loaded: Vec<(String, String)> = (headers.iter().map(|(name, _)| name.clone()))
+            .zip(texts)
+            .collect();
         Ok(match origin {
             ProgramOrigin::Source { sources } => {
                 let text = capture
@@ -406,9 +407,11 @@ pub fn inline_captured(
             let Some(h) = self.content.get(path) else {
                 return Ok(None);
             };
-            let t = (self.capture.source_texts_in([h.as_str()], &mut self.budget)?)
-                .pop()
-                .unwrap_or_default();
+            let t = (self
+                .capture
+                .source_texts_in([h.as_str()], &mut self.budget)?)
+            .pop()
+            .unwrap_or_default();
             self.texts.insert(path.to_string(), t.clone());
             Ok(Some(t))
         }

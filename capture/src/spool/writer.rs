@@ -1,12 +1,12 @@
 //! A process's side of the spool: planning records ([`Planned`]: whole, patch or parts) and
 //! appending them to its segments, one per lane ([`SpoolWriter`]).
 
+use super::held::HeldFile;
 use super::{
     compactor_attached, live_bytes, HEADER, MAGIC, PART_HEADER, PART_MAGIC, PART_MIN, PART_TRAILER,
     PATCH_CHAIN_MAX, PATCH_HEADER, PATCH_MAGIC, RANGES_MAX, SEGMENT_CONTENT_FACTOR, SEGMENT_MAX,
     SEGMENT_SUFFIX, SPOOL_DIR,
 };
-use super::held::HeldFile;
 use crate::writer_fs::{self, Access};
 use std::fs::{File, OpenOptions};
 use std::io::Write;

@@ -41,6 +41,12 @@ pub struct BlobStore {
     /// Chunks this process stored, and where (see [`crate::chunks`]): a chunk of a later
     /// content names the same place instead of being stored again.
     known_chunks: Mutex<HashMap<Hash, crate::chunks::PackSlot>>,
+    /// Chunks found in the capture's packs before this process stored anything
+    /// ([`BlobStore::learn_stored_chunks`]), not trusted yet: a chunk joins `known_chunks`
+    /// once its stored bytes were read back and found equal to the bytes about to reuse it
+    /// (a damaged or forged pack would otherwise make every later content that shares the
+    /// chunk unreadable), else it is stored again.
+    learned_chunks: Mutex<HashMap<Hash, crate::chunks::PackSlot>>,
     bytes_written: AtomicU64,
     /// Of `bytes_written`, the spool's; and the whole sizes of the contents spooled (see
     /// [`BlobStore::content_bytes`]).
@@ -72,6 +78,7 @@ impl BlobStore {
             dir: dir.to_path_buf(),
             known: Mutex::new(HashSet::new()),
             known_chunks: Mutex::new(HashMap::new()),
+            learned_chunks: Mutex::new(HashMap::new()),
             bytes_written: AtomicU64::new(0),
             spooled_written: AtomicU64::new(0),
             spooled_whole: AtomicU64::new(0),
@@ -188,7 +195,8 @@ impl BlobStore {
     /// Learns where the chunks of the contents already stored in packs lie (their indexes),
     /// so that storing a content reuses them instead of writing them again: what a compactor
     /// does before compacting into a capture that holds packs already. Unreadable indexes
-    /// are skipped (their chunks are only stored again).
+    /// are skipped (their chunks are only stored again); a chunk learned is reused only once
+    /// its stored bytes proved equal to the new content's (`learned_chunks`).
     pub fn learn_stored_chunks(&self) {
         // A `blobs` that is a link (a capture from elsewhere) names chunks outside it: none
         // learned (reads and writes below refuse it too).
@@ -199,7 +207,10 @@ impl BlobStore {
         let Ok(prefixes) = fs::read_dir(blobs) else {
             return;
         };
-        let mut known = self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
+        let mut known = self
+            .learned_chunks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         for prefix in prefixes.filter_map(|e| e.ok()) {
             if !prefix.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
@@ -505,7 +516,7 @@ mod learn_tests {
             }
             let store = BlobStore::new(dir.path());
             store.learn_stored_chunks();
-            let learned = store.known_chunks.lock().unwrap().len();
+            let learned = store.learned_chunks.lock().unwrap().len();
             assert_eq!(learned, usize::from(!linked), "linked {linked}");
         }
     }

@@ -66,6 +66,7 @@ impl BlobStore {
                 source: std::io::Error::other("the chunks given do not cover the content"),
             });
         }
+        self.vouch_for_learned(bytes, cuts);
         let new: Vec<&crate::parallel::Cut> = {
             let known = self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
             let mut seen = HashSet::new();
@@ -115,6 +116,53 @@ impl BlobStore {
             return Ok(written + self.flush_batch(batch)?);
         }
         Ok(written)
+    }
+
+    /// Chunks of `cuts` learned from the capture's packs and not known yet: each whose stored
+    /// bytes (read back, decoded) equal its bytes in `bytes` becomes known, so it is reused;
+    /// the others are forgotten, so they are stored again. Each learned chunk is read once.
+    fn vouch_for_learned(&self, bytes: &[u8], cuts: &[crate::parallel::Cut]) {
+        let candidates: Vec<(&crate::parallel::Cut, crate::chunks::PackSlot)> = {
+            let mut learned = self
+                .learned_chunks
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if learned.is_empty() {
+                return;
+            }
+            let known = self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
+            cuts.iter()
+                .filter(|c| !known.contains_key(&c.hash))
+                .filter_map(|c| learned.remove(&c.hash).map(|at| (c, at)))
+                .collect()
+        };
+        for (c, at) in candidates {
+            let chunk = &bytes[c.offset..c.offset + c.len];
+            if self.slot_holds(&at, chunk) {
+                let mut known = self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
+                known.entry(c.hash.clone()).or_insert(at);
+            }
+        }
+    }
+
+    /// Whether pack slot `at` of this capture decodes to `chunk`.
+    fn slot_holds(&self, at: &crate::chunks::PackSlot, chunk: &[u8]) -> bool {
+        use std::os::unix::fs::FileExt;
+        let prefix = at.pack.get(..2).unwrap_or("xx");
+        let name = format!("{}.pack", at.pack);
+        let Ok(file) =
+            crate::safe_open::open_inside(&self.dir, &["blobs", prefix, &name], u64::MAX)
+        else {
+            return false;
+        };
+        if at.stored > crate::chunks::stored_bound(chunk.len()) {
+            return false;
+        }
+        let mut encoded = vec![0u8; at.stored];
+        if file.read_exact_at(&mut encoded, at.offset).is_err() {
+            return false;
+        }
+        crate::chunks::decode(&encoded, chunk.len()).is_ok_and(|d| d == chunk)
     }
 
     /// Writes `batch`'s pack, then the indexes of the contents waiting for it, and empties
@@ -198,6 +246,7 @@ impl BlobStore {
         bytes: &[u8],
         cuts: &[crate::parallel::Cut],
     ) -> Result<(u64, Vec<crate::chunks::PackSlot>), WriteError> {
+        self.vouch_for_learned(bytes, cuts);
         let lock = || self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
         let new: Vec<&crate::parallel::Cut> = {
             let known = lock();
@@ -315,4 +364,65 @@ fn probe(
     }
     let raw = probed.iter().all(|(_, e)| e.first() == Some(&b'r'));
     Ok((probed, raw))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::writer::BlobStore;
+
+    /// Incompressible words: chunks that stay the same size once stored.
+    fn noise(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    /// A content that shares chunks with one stored earlier, whose pack was damaged since,
+    /// is stored with its own copies of those chunks: it reads back whole.
+    #[test]
+    fn a_learned_chunk_is_reused_only_once_its_stored_bytes_proved_good() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let first = noise(4 << 20, 7);
+        let mut second = first.clone();
+        let end = second.len();
+        second[end - 1000..].fill(0x5a);
+        let put = |bytes: &[u8]| {
+            let store = BlobStore::new(dir.path());
+            store.learn_stored_chunks();
+            let hash = crate::writer::digest(bytes);
+            let cuts = crate::parallel::cut_and_hash(bytes);
+            let mut batch = crate::writer::PackBatch::default();
+            store
+                .put_content_batched(&mut batch, &hash, bytes, &cuts)
+                .expect("stored");
+            store.flush_batch(&mut batch).expect("flushed");
+            hash
+        };
+        let read =
+            |hash: &str| crate::reader::Contents::new(dir.path()).blob_of_size(hash, 4 << 20);
+        let h1 = put(&first);
+        assert_eq!(read(&h1).expect("the first reads back"), first);
+        // Every pack damaged in place: bytes of each flipped, the length kept.
+        for d in std::fs::read_dir(dir.path().join("blobs")).expect("blobs") {
+            for f in std::fs::read_dir(d.expect("entry").path()).expect("prefix") {
+                let p = f.expect("entry").path();
+                if p.extension().is_some_and(|e| e == "pack") {
+                    let mut b = std::fs::read(&p).expect("pack");
+                    for i in (0..b.len()).step_by(512) {
+                        b[i] ^= 0xff;
+                    }
+                    std::fs::write(&p, b).expect("damaged");
+                }
+            }
+        }
+        assert!(read(&h1).is_err(), "the damage is seen");
+        let h2 = put(&second);
+        assert_eq!(read(&h2).expect("the second reads back"), second);
+    }
 }
