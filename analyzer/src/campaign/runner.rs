@@ -341,6 +341,17 @@ enum Outcome {
     Unstarted(Unit, String),
 }
 
+/// How the main thread ends a campaign's slots early.
+#[derive(Default)]
+struct Halt {
+    /// Now: units in flight are abandoned (not journaled) and their workers killed (Ctrl-C,
+    /// a journal that cannot be written).
+    stop: AtomicBool,
+    /// Once the units handed to a worker finish: no slot takes another (a worker that cannot
+    /// be started; the other slots' units in flight keep their work).
+    drain: AtomicBool,
+}
+
 static INTERRUPT: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_sigint(_: libc::c_int) {
@@ -399,7 +410,8 @@ fn run_units(
     let began = Instant::now();
     let queue = Arc::new(Mutex::new(todo));
     let (tx, rx) = channel::<Outcome>();
-    let stop = Arc::new(AtomicBool::new(false));
+    let halt = Arc::new(Halt::default());
+    let stop = &halt.stop;
     // Units without a final result: slots wait for a retried unit while it is not zero.
     let pending = Arc::new(AtomicUsize::new(total));
     let starts = Arc::new(Starts::default());
@@ -422,7 +434,7 @@ fn run_units(
         let pin = pins[slot % pins.len()].clone();
         let queue = queue.clone();
         let tx = tx.clone();
-        let stop = stop.clone();
+        let halt = halt.clone();
         let pending = pending.clone();
         let starts = starts.clone();
         let run = Run {
@@ -431,7 +443,7 @@ fn run_units(
             deadline: run.deadline,
         };
         handles.push(std::thread::spawn(move || {
-            slot_loop(&run, pin, &queue, &tx, &stop, &pending, &starts)
+            slot_loop(&run, pin, &queue, &tx, &halt, &pending, &starts)
         }));
     }
     drop(tx);
@@ -457,7 +469,8 @@ fn run_units(
                     None => "no campaign journal keeps the units finished",
                 };
                 failure.get_or_insert(format!("{why}, for unit {}; {next}", unit.id));
-                stop.store(true, Ordering::SeqCst);
+                // The units other slots run now finish and are journaled; none starts after.
+                halt.drain.store(true, Ordering::SeqCst);
                 continue;
             }
             Outcome::Lost(unit, why, device, millis) => {
@@ -664,7 +677,8 @@ fn describe(s: std::process::ExitStatus) -> String {
     }
 }
 
-/// One worker slot: takes units from the queue until it is empty or the campaign stops.
+/// One worker slot: takes units from the queue until it is empty or the campaign stops
+/// ([`Halt::stop`]: at once; [`Halt::drain`]: once the units handed to its worker finish).
 ///
 /// Once a worker of the slot has died (a crash, a hang: mutants that loop forever kill
 /// theirs one after the other) or retired (its `done` said `retire`: mutants that fault the
@@ -676,10 +690,11 @@ fn slot_loop(
     pin: Option<Pinned>,
     queue: &Mutex<VecDeque<(usize, Unit)>>,
     tx: &Sender<Outcome>,
-    stop: &AtomicBool,
+    halt: &Halt,
     pending: &AtomicUsize,
     starts: &Starts,
 ) {
+    let stop = &halt.stop;
     let device = pin.as_ref().map(|p| p.name.clone()).unwrap_or_default();
     let mut worker: Option<Worker> = None;
     let mut spare: Option<Worker> = None;
@@ -691,7 +706,9 @@ fn slot_loop(
     // threads per unit, most of a campaign of short units); with the worker it was sent to.
     let mut ahead: Option<(Unit, u64)> = None;
     loop {
-        if stop.load(Ordering::SeqCst) {
+        // Draining: a unit sent ahead to the worker still runs (it was handed over).
+        let draining = halt.drain.load(Ordering::SeqCst);
+        if stop.load(Ordering::SeqCst) || (draining && ahead.is_none()) {
             break;
         }
         // A unit sent ahead to a worker since lost is sent again, to the next one.
@@ -765,7 +782,12 @@ fn slot_loop(
         }
         // The next unit goes behind this one now; a worker that cannot take it is found
         // out by this unit's wait (it is sent again to the next worker).
-        if let Some((_, next)) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
+        let next = if halt.drain.load(Ordering::SeqCst) {
+            None
+        } else {
+            queue.lock().ok().and_then(|mut q| q.pop_front())
+        };
+        if let Some((_, next)) = next {
             let to = if w.send(&ToWorker::Run(next.clone())).is_ok() {
                 started_workers
             } else {
@@ -957,12 +979,73 @@ done
         });
         let queue = Mutex::new(units.collect());
         let (tx, rx) = channel();
-        let stop = AtomicBool::new(false);
+        let halt = Halt::default();
         let pending = AtomicUsize::new(0);
         let starts = Starts::default();
-        slot_loop(&run, None, &queue, &tx, &stop, &pending, &starts);
+        slot_loop(&run, None, &queue, &tx, &halt, &pending, &starts);
         drop(tx);
         (rx.iter().collect(), starts)
+    }
+
+    /// Draining (another slot's worker could not start) lets the unit in flight finish with
+    /// its result, and the unit already sent ahead to the worker; no other unit starts.
+    #[test]
+    fn a_draining_slot_finishes_its_unit_in_flight_and_takes_no_other() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let d = dir.path().display();
+        let worker = format!(
+            r#"
+while read -r line; do
+    id=$(printf '%s' "$line" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+    if [ "$id" = slow ]; then
+        : > '{d}/started'
+        while [ ! -e '{d}/go' ]; do sleep 0.01; done
+    fi
+    printf '{{"cltrap_unit":"unit","id":"%s","event":"done","result":{{}},"device":""}}\n' "$id"
+done
+"#
+        );
+        let run = Run {
+            exe: "/bin/sh".into(),
+            args: vec!["-c".into(), worker],
+            deadline: Duration::from_secs(60),
+        };
+        let ids = ["slow", "n1", "n2", "n3"];
+        let units = ids.iter().enumerate().map(|(i, id)| {
+            let unit = Unit {
+                id: id.to_string(),
+                payload: serde_json::Value::Null,
+            };
+            (i, unit)
+        });
+        let queue = Arc::new(Mutex::new(units.collect::<VecDeque<_>>()));
+        let halt = Arc::new(Halt::default());
+        let (tx, rx) = channel();
+        let slot = {
+            let (queue, halt) = (queue.clone(), halt.clone());
+            std::thread::spawn(move || {
+                let (pending, starts) = (AtomicUsize::new(0), Starts::default());
+                slot_loop(&run, None, &queue, &tx, &halt, &pending, &starts);
+            })
+        };
+        while !dir.path().join("started").exists() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        halt.drain.store(true, Ordering::SeqCst);
+        std::fs::write(dir.path().join("go"), b"").expect("go");
+        slot.join().expect("the slot ends");
+        let ran: Vec<String> = rx
+            .iter()
+            .map(|o| match o {
+                Outcome::Done(u, _) => u.id,
+                Outcome::Lost(u, why, _, _) => panic!("{} lost: {why:?}", u.id),
+                Outcome::Unstarted(u, why) => panic!("{} did not start: {why}", u.id),
+            })
+            .collect();
+        // `n1` may have been sent ahead before the drain began: it ran, as handed over.
+        assert!(ran == ["slow"] || ran == ["slow", "n1"], "{ran:?}");
+        let left = queue.lock().expect("queue").len();
+        assert_eq!(left + ran.len(), ids.len(), "no unit was dropped or run past the drain");
     }
 
     #[test]
