@@ -345,6 +345,33 @@ fn an_application_past_its_spool_bound_does_not_wait_for_a_compactor_short_of_sp
     assert_replays_ok(&dir, launches);
 }
 
+#[test]
+fn an_application_past_its_spool_bound_stops_waiting_for_a_compactor_that_frees_nothing() {
+    // A compactor that holds its lock and frees nothing (one on NFS, which cannot lock the
+    // segments; here this test holding the lock) must not hang the application: past its
+    // bound it waits for it a while, says so once, and goes on.
+    let exe = fixture("budget");
+    let native = run_native(&exe, &[ROUNDS]).expect_success();
+    let dir = fresh_capture_dir("stalled");
+    std::fs::create_dir_all(&*dir).expect("the capture folder");
+    let held = spool::lock_compactor(&dir, cltrap_capture::writer_fs::Access::PRIVATE)
+        .expect("the compactor lock");
+    let bound = OsStr::new("1");
+    let captured = run_preloaded(&dir, &[("CLTRAP_SPOOL_MAX_MB", bound)], &exe, &[ROUNDS]);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    let said = captured
+        .stderr
+        .lines()
+        .filter(|l| l.contains("compactor freed nothing"))
+        .count();
+    assert_eq!(said, 1, "{}", captured.describe());
+    drop(held);
+    let launches = open_capture(&dir).launches.len();
+    assert_eq!(launches, 8, "{}", captured.describe());
+    assert_replays_ok(&dir, launches);
+}
+
 /// The spool's first segment and its records.
 fn first_segment(dir: &Path) -> (PathBuf, spool::Scan) {
     let seg = segments(dir).into_iter().next().expect("a segment");

@@ -1045,7 +1045,11 @@ done
         // `n1` may have been sent ahead before the drain began: it ran, as handed over.
         assert!(ran == ["slow"] || ran == ["slow", "n1"], "{ran:?}");
         let left = queue.lock().expect("queue").len();
-        assert_eq!(left + ran.len(), ids.len(), "no unit was dropped or run past the drain");
+        assert_eq!(
+            left + ran.len(),
+            ids.len(),
+            "no unit was dropped or run past the drain"
+        );
     }
 
     #[test]

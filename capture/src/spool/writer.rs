@@ -186,7 +186,15 @@ pub struct SpoolWriter {
     waits: AtomicU64,
     wait_ns: AtomicU64,
     peak: AtomicU64,
+    /// Set once the compactor made no room for [`STALL`]: this writer waits no more.
+    stalled: std::sync::atomic::AtomicBool,
 }
+
+/// How long a writer past its spool's bound waits for a compactor that frees nothing before
+/// it stops waiting for good (said once on stderr): a compactor that cannot take segments
+/// (on NFS, `flock` is emulated with `fcntl` locks, which an exclusive lock on a read-only
+/// descriptor cannot take) or holds its lock without working must not hang the application.
+pub const STALL: Duration = Duration::from_secs(10);
 
 impl SpoolWriter {
     /// The spool of capture folder `dir` (its folder made now), bounded to `bound` bytes
@@ -214,6 +222,7 @@ impl SpoolWriter {
             waits: AtomicU64::new(0),
             wait_ns: AtomicU64::new(0),
             peak: AtomicU64::new(0),
+            stalled: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -498,14 +507,15 @@ impl SpoolWriter {
         Ok(need)
     }
 
-    /// Waits while the spool holds more than its bound minus `need` and a compactor runs,
-    /// sealing this writer's segments first so that the compactor can take them. Called by
+    /// Waits while the spool holds more than its bound minus `need` and a compactor runs
+    /// (and frees space: [`STALL`]), sealing this writer's segments first so that the
+    /// compactor can take them. Called by
     /// [`SpoolWriter::write_planned`] for a whole or patch record, unless whoever planned it
     /// made room already ([`Planned::room_made`]), and by whoever cuts a record into
     /// [`Planned::parts`] for all of them before any is written: a part never waits for
     /// room, since a compactor cannot take a content before all its parts are written.
     pub fn make_room(&self, need: u64) {
-        if self.bound == 0 {
+        if self.bound == 0 || self.stalled.load(Ordering::Relaxed) {
             return;
         }
         if *self.estimate.lock().unwrap_or_else(|p| p.into_inner()) + need <= self.bound {
@@ -513,6 +523,8 @@ impl SpoolWriter {
         }
         let start = Instant::now();
         let mut waited = false;
+        // When the spool last shrank, and to what.
+        let (mut progress, mut least) = (Instant::now(), u64::MAX);
         loop {
             // Every segment sealed again (another lane may have opened one meanwhile), so a
             // compactor can take all that is there; the estimate is not held while sealing or
@@ -521,6 +533,21 @@ impl SpoolWriter {
             let live = live_bytes(&self.dir);
             *self.estimate.lock().unwrap_or_else(|p| p.into_inner()) = live;
             if live == 0 || live + need <= self.bound || !compactor_attached(&self.dir) {
+                break;
+            }
+            if live < least {
+                (progress, least) = (Instant::now(), live);
+            } else if progress.elapsed() >= STALL {
+                if !self.stalled.swap(true, Ordering::Relaxed) {
+                    use std::io::Write;
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "cltrap: the spool's compactor freed nothing for {} s; the capture goes on past the spool's bound of {} MB",
+                        STALL.as_secs(),
+                        self.bound >> 20
+                    );
+                }
+                waited = true;
                 break;
             }
             waited = true;
