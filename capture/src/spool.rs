@@ -229,6 +229,35 @@ pub fn compactor_attached(dir: &Path) -> bool {
     )
 }
 
+/// Says that a compactor of capture folder `dir` is at work: sets the modification time of
+/// its lock file to now (the file itself, never through a link). Why: a writer past the
+/// spool's bound waits for room only while a compactor makes progress ([`SpoolWriter`]'s
+/// stall check), and a pass frees its segments only at its end, after making what it wrote
+/// durable, which may take longer than that check waits.
+pub fn heartbeat(dir: &Path) {
+    let path = dir.join(SPOOL_DIR).join(COMPACTOR_LOCK);
+    let Ok(c) = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()))
+    else {
+        return;
+    };
+    // SAFETY: a NUL-terminated path; null times mean now; AT_SYMLINK_NOFOLLOW: the link itself.
+    unsafe {
+        libc::utimensat(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            std::ptr::null(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        );
+    }
+}
+
+/// The last [`heartbeat`] of capture folder `dir`'s compactor (None: no lock file).
+pub fn last_heartbeat(dir: &Path) -> Option<std::time::SystemTime> {
+    std::fs::symlink_metadata(dir.join(SPOOL_DIR).join(COMPACTOR_LOCK))
+        .and_then(|m| m.modified())
+        .ok()
+}
+
 /// Free bytes (for this user) of the filesystem that holds `path`, or of the nearest folder
 /// above it that exists (a capture folder is made at the first launch). None: not known.
 pub fn free_bytes(path: &Path) -> Option<u64> {

@@ -7,6 +7,7 @@
  * Python's multiprocessing; the parent must not wait on anything the child holds.
  * Usage: budget [ROUNDS] [storm|fork]   (default 24) */
 #include "common.h"
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,7 +43,7 @@ int main(int argc, char **argv) {
         for (cl_uint i = 0; i < WORDS; i++) host[i] = mix(host[i] ^ (r * 0x9e3779b9U) ^ i);
         if (forks && r == 0) {
             /* The child waits until the parent closes the gate's write end. */
-            EXPECT(pipe(gate) == 0, "pipe");
+            EXPECT(pipe2(gate, O_CLOEXEC) == 0, "pipe");
             fflush(NULL);
             child = fork();
             EXPECT(child >= 0, "fork");

@@ -766,7 +766,8 @@ fn slot_loop(
                     break;
                 }
             }
-            if lost_one {
+            // Draining: no unit follows this one, so no spare is warmed for it.
+            if lost_one && !halt.drain.load(Ordering::SeqCst) {
                 spare = Worker::warmed(run, &pin, &unit);
                 if spare.is_some() {
                     starts.started.fetch_add(1, Ordering::SeqCst);

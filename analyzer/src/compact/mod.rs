@@ -96,9 +96,21 @@ pub struct Report {
     pub peak_spool_bytes: u64,
     /// Contents left in the spool because they are damaged, each as one sentence.
     pub problems: Vec<String>,
-    /// Set when compaction stopped short of the free space it leaves on the capture's
-    /// filesystem ([`KeepFree`]): the bytes free then. The rest stays spooled.
-    pub short_of_space: Option<u64>,
+    /// Set when compaction left contents in the spool to keep the free space it leaves on
+    /// the capture's filesystem ([`KeepFree`]).
+    pub short_of_space: Option<ShortOfSpace>,
+}
+
+/// Why compaction left contents in the spool for lack of room ([`KeepFree`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShortOfSpace {
+    /// Bytes free on the capture's filesystem then.
+    pub free: u64,
+    /// The free space compaction leaves ([`KeepFree`]).
+    pub keep: u64,
+    /// The largest content left for its size alone (free space above `keep`, but not
+    /// enough for it); None: the free space had fallen below `keep`, and compaction stopped.
+    pub need: Option<u64>,
 }
 
 impl Report {
@@ -112,7 +124,11 @@ impl Report {
         self.bases_read += other.bases_read;
         self.busy_secs += other.busy_secs;
         self.peak_spool_bytes = self.peak_spool_bytes.max(other.peak_spool_bytes);
-        self.short_of_space = other.short_of_space.or(self.short_of_space);
+        self.short_of_space = match (self.short_of_space, other.short_of_space) {
+            // A stop (no `need`) says more than a content left for its size.
+            (Some(a), Some(_)) if a.need.is_none() => Some(a),
+            (a, b) => b.or(a),
+        };
         for p in other.problems {
             if !self.problems.contains(&p) {
                 self.problems.push(p);
@@ -156,11 +172,15 @@ impl Report {
                 self.rebuilt_bytes as f64 / (1 << 20) as f64
             ));
         }
-        if let Some(free) = self.short_of_space {
+        if let Some(s) = self.short_of_space {
+            let what = match s.need {
+                None => "stopped".to_string(),
+                Some(need) => format!("left a content of {} MB in the spool", need >> 20),
+            };
             line.push_str(&format!(
-                "; stopped with {} MB free on the capture's filesystem, where compaction leaves at least {} MB ({KEEP_FREE_ENV}): the rest stays in the spool, readable as it is, and `cltrap compact` goes on once there is room",
-                free >> 20,
-                KeepFree::from_env().0 >> 20
+                "; {what}: {} MB free on the capture's filesystem, and compaction leaves at least {} MB ({KEEP_FREE_ENV}); what is left stays in the spool, readable as it is, and `cltrap compact` goes on once there is room",
+                s.free >> 20,
+                s.keep >> 20
             ));
         }
         line
@@ -174,14 +194,16 @@ pub const KEEP_FREE_ENV: &str = "CLTRAP_COMPACT_KEEP_FREE_MB";
 /// [`KEEP_FREE_ENV`] says otherwise). Why: what compaction writes is not bounded by what the
 /// spool holds: each range a patch record changes costs at least the chunks it overlaps, so
 /// a spool of many small patches over large contents grows many times when compacted, and a
-/// hostile one could fill the disk. Before each content it stores, compaction checks the free
-/// space less that content's whole size (what its chunks may take at most); short of it, it
-/// stops and leaves the rest in the spool, which readers read as it is.
+/// hostile one could fill the disk. Before it stores a content (rebuilt and checked against
+/// its digest), compaction checks the free space: below this it stops and leaves the rest in
+/// the spool, which readers read as it is; above it but without room for the content's
+/// whole size as well (what its chunks may take at most), it leaves that content (and its
+/// segment) in the spool and goes on with the others.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeepFree(pub u64);
 
 impl KeepFree {
-    /// From [`KEEP_FREE_ENV`] (MB; unset or unreadable: 512).
+    /// From [`KEEP_FREE_ENV`] (a whole number of MB; unset or anything else: 512).
     pub fn from_env() -> KeepFree {
         let mb = std::env::var(KEEP_FREE_ENV)
             .ok()
@@ -211,9 +233,13 @@ struct Compactor {
     /// This pass's verdicts on contents spooled in parts ([`Judged`]).
     judged: Judged,
     keep_free: KeepFree,
-    /// The free bytes seen when compaction stopped short of [`KeepFree`] (u64::MAX: not
+    /// The free bytes seen when the free space fell below [`KeepFree`] (u64::MAX: not
     /// stopped); once stopped it stays stopped.
-    short: std::sync::atomic::AtomicU64,
+    stopped: std::sync::atomic::AtomicU64,
+    /// The free space, and the largest content left in the spool for its size alone.
+    left: std::sync::Mutex<Option<(u64, u64)>>,
+    /// When this compactor last said it is at work ([`Compactor::beat`]).
+    beaten: std::sync::Mutex<Option<Instant>>,
 }
 
 /// What a pass found about contents spooled in parts, by content digest: whether their parts
@@ -363,36 +389,71 @@ impl Compactor {
             recent: Recent::default(),
             judged: Judged::default(),
             keep_free: KeepFree::from_env(),
-            short: std::sync::atomic::AtomicU64::new(u64::MAX),
+            stopped: std::sync::atomic::AtomicU64::new(u64::MAX),
+            left: std::sync::Mutex::new(None),
+            beaten: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Says that this compactor is at work ([`spool::heartbeat`]), at most every 100 ms: a
+    /// writer waiting for room counts it as progress while a pass has freed nothing yet.
+    fn beat(&self) {
+        let mut beaten = lock(&self.beaten);
+        if beaten.is_none_or(|t| t.elapsed() >= std::time::Duration::from_millis(100)) {
+            *beaten = Some(Instant::now());
+            spool::heartbeat(&self.dir);
         }
     }
 
     /// Whether the capture's filesystem has room for a content of `bytes` and the free space
-    /// compaction leaves ([`KeepFree`]); false from the first time it had not. A filesystem
-    /// whose free space is not known has room.
+    /// compaction leaves ([`KeepFree`]). Below that free space, compaction stops for good
+    /// ([`Compactor::stopped`]); with too little room for this content alone, it is left (and
+    /// remembered for the report). A filesystem whose free space is not known has room.
     fn room_for(&self, bytes: u64) -> bool {
         use std::sync::atomic::Ordering;
-        if self.short.load(Ordering::Relaxed) != u64::MAX {
+        if self.stopped() {
             return false;
         }
-        match spool::free_bytes(&self.dir) {
-            Some(free) if free < self.keep_free.0.saturating_add(bytes) => {
-                let _ = self.short.compare_exchange(
-                    u64::MAX,
-                    free,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
-                false
-            }
-            _ => true,
+        let Some(free) = spool::free_bytes(&self.dir) else {
+            return true;
+        };
+        if free < self.keep_free.0 {
+            let _ =
+                self.stopped
+                    .compare_exchange(u64::MAX, free, Ordering::Relaxed, Ordering::Relaxed);
+            return false;
         }
+        if free < self.keep_free.0.saturating_add(bytes) {
+            let mut left = lock(&self.left);
+            if left.is_none_or(|(_, need)| need < bytes) {
+                *left = Some((free, bytes));
+            }
+            return false;
+        }
+        true
     }
 
-    /// The free bytes seen when compaction stopped short of room (None: it did not).
-    fn short_of_space(&self) -> Option<u64> {
-        let free = self.short.load(std::sync::atomic::Ordering::Relaxed);
-        (free != u64::MAX).then_some(free)
+    /// Whether the free space fell below [`KeepFree`]: nothing more is compacted.
+    fn stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::Relaxed) != u64::MAX
+    }
+
+    /// Why contents were left in the spool for lack of room (None: none were).
+    fn short_of_space(&self) -> Option<ShortOfSpace> {
+        let keep = self.keep_free.0;
+        let stopped = self.stopped.load(std::sync::atomic::Ordering::Relaxed);
+        if stopped != u64::MAX {
+            return Some(ShortOfSpace {
+                free: stopped,
+                keep,
+                need: None,
+            });
+        }
+        (*lock(&self.left)).map(|(free, need)| ShortOfSpace {
+            free,
+            keep,
+            need: Some(need),
+        })
     }
 
     /// Compacts every sealed segment once (segments a writer holds are left for later).
@@ -457,7 +518,7 @@ impl Compactor {
         self.contents
             .settle(sealed.iter().map(|(_, _, name)| name.as_str()));
         for (path, file, name) in sealed {
-            if self.short_of_space().is_some() {
+            if self.stopped() {
                 break;
             }
             let live = holding.contains(spool::segment_writer(&name)) || spool::writer_alive(&name);
@@ -472,7 +533,7 @@ impl Compactor {
             // Everything they hold is in the store: make what this pass wrote durable, then
             // drop the segments (their pages, never written back, go with them).
             let started = Instant::now();
-            sync_written(&self.dir, self.store.take_written())?;
+            sync_written(&self.dir, self.store.take_written(), &|| self.beat())?;
             for (path, _file) in &done {
                 std::fs::remove_file(path).map_err(io(path))?;
             }
@@ -611,8 +672,8 @@ impl Compactor {
         if self.stored_whole(&r.hash, r.content_len()) {
             return Ok(true);
         }
-        // No room: the segment stays (its contents are read from the spool).
-        if !self.room_for(r.content_len()) {
+        // Out of room: the segment stays (its contents are read from the spool).
+        if self.stopped() {
             return Ok(false);
         }
         let problem = |what: String| {
@@ -666,6 +727,10 @@ impl Compactor {
                 return Ok(false);
             }
         };
+        // Room for it, at the size it proved to have: the segment stays when there is none.
+        if !self.room_for(rebuilt.bytes.len() as u64) {
+            return Ok(false);
+        }
         // A content put together from parts is hashed here only when a patch may follow it
         // (kept as the base that patch is rebuilt from).
         if base && rebuilt.leaves.is_none() && rebuilt.bytes.len() > parallel::LEAF {
@@ -704,6 +769,7 @@ impl Compactor {
                 source,
             })?;
         report.contents += 1;
+        self.beat();
         // A content in parts is stored once, from all of its parts' bytes.
         report.raw_bytes += if r.part.is_some() {
             r.content_len()

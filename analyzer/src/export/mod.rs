@@ -23,7 +23,9 @@ pub mod unrecorded;
 
 use cltrap_capture::includes::directives;
 use cltrap_capture::reader::TextBudget;
-use cltrap_capture::{Capture, Hash, Includes, ProgramOrigin, ProgramRecord, ReadError};
+use cltrap_capture::{
+    Capture, Hash, IncludeForm, Includes, ProgramOrigin, ProgramRecord, ReadError,
+};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -327,6 +329,10 @@ pub fn program_text(
                             if !text.ends_with('\n') {
                                 text.push('\n');
                             }
+                            // Each input is bounded; so are all of them together.
+                            if text.len() > MAX_INLINED_BYTES {
+                                return Ok(Err(too_large()));
+                            }
                         }
                         Err(why) => return Ok(Err(why)),
                     }
@@ -386,34 +392,50 @@ pub fn inline_captured(
     text: &str,
     main_name: &str,
 ) -> Result<Result<String, String>, ReadError> {
+    use std::rc::Rc;
+    /// A captured header's text (its `#pragma once` lines blanked) and whether it had one.
+    struct Header {
+        kept: Rc<str>,
+        pragma_once: bool,
+    }
     struct Inliner<'a> {
         capture: &'a Capture,
-        includes: &'a Includes,
+        /// Where each directive the capture resolved led, by (file holding it, name, form).
+        found: HashMap<(Option<&'a str>, &'a str, IncludeForm), Option<&'a str>>,
         /// Blob of each captured path (the first entry that reached it holds it).
         content: HashMap<&'a str, &'a Hash>,
-        texts: HashMap<String, String>,
-        /// What the texts read so far may hold together (a chain of 200 distinct headers of
+        /// Each header read, once ([`TextBudget`]: a chain of 200 distinct headers of
         /// 256 MiB each would otherwise be held at once).
+        texts: HashMap<String, Rc<Header>>,
         budget: TextBudget,
         stack: Vec<String>,
         once: HashSet<String>,
         out: String,
     }
     impl Inliner<'_> {
-        fn text_of(&mut self, path: &str) -> Result<Option<String>, ReadError> {
-            if let Some(t) = self.texts.get(path) {
-                return Ok(Some(t.clone()));
+        fn header(&mut self, path: &str) -> Result<Option<Rc<Header>>, ReadError> {
+            if let Some(h) = self.texts.get(path) {
+                return Ok(Some(h.clone()));
             }
             let Some(h) = self.content.get(path) else {
                 return Ok(None);
             };
-            let t = (self
+            let body = (self
                 .capture
                 .source_texts_in([h.as_str()], &mut self.budget)?)
             .pop()
             .unwrap_or_default();
-            self.texts.insert(path.to_string(), t.clone());
-            Ok(Some(t))
+            let pragma_once = body.lines().any(is_pragma_once);
+            let kept: String = body
+                .split_inclusive('\n')
+                .map(|l| if is_pragma_once(l) { "\n" } else { l })
+                .collect();
+            let header = Rc::new(Header {
+                kept: kept.into(),
+                pragma_once,
+            });
+            self.texts.insert(path.to_string(), header.clone());
+            Ok(Some(header))
         }
 
         fn go(
@@ -428,17 +450,15 @@ pub fn inline_captured(
                 )));
             }
             let mut at = 0;
+            // Lines up to `counted`, counted as the directives go (not from the start each time).
+            let (mut counted, mut lines) = (0, 0);
             for d in directives(text.as_bytes()) {
-                let path = self
-                    .includes
-                    .files
-                    .iter()
-                    .find(|f| f.from.as_deref() == from && f.name == d.name && f.form == d.form)
-                    .and_then(|f| f.path.clone());
-                let Some(path) = path else { continue };
-                let Some(body) = self.text_of(&path)? else {
+                let Some(&Some(path)) = self.found.get(&(from, d.name.as_str(), d.form)) else {
                     continue;
                 };
+                if !self.content.contains_key(path) {
+                    continue;
+                }
                 let start = text[..d.range.start].rfind('\n').map_or(0, |p| p + 1);
                 let end = text[d.range.end..]
                     .find('\n')
@@ -447,20 +467,22 @@ pub fn inline_captured(
                     continue;
                 }
                 self.out.push_str(&text[at..start]);
-                let next_line = text[..end].matches('\n').count() + 1;
-                let pragma_once = body.lines().any(|l| is_pragma_once(l));
-                if self.stack.contains(&path) || (pragma_once && self.once.contains(&path)) {
+                lines += text[counted..end].matches('\n').count();
+                counted = end;
+                let next_line = lines + 1;
+                // A cycle, or a `#pragma once` header inlined already: an empty line, decided
+                // before its text is touched again.
+                let repeat = self.stack.iter().any(|p| p == path)
+                    || (self.once.contains(path)
+                        && self.texts.get(path).is_some_and(|h| h.pragma_once));
+                if repeat {
                     self.out.push('\n');
-                } else {
-                    self.once.insert(path.clone());
+                } else if let Some(header) = self.header(path)? {
+                    self.once.insert(path.to_string());
                     self.out
-                        .push_str(&format!("#line 1 {}\n", reproducer_c::c_string(&path)));
-                    self.stack.push(path.clone());
-                    let kept: String = body
-                        .split_inclusive('\n')
-                        .map(|l| if is_pragma_once(l) { "\n" } else { l })
-                        .collect();
-                    if let Err(why) = self.go(&kept, Some(&path), &path)? {
+                        .push_str(&format!("#line 1 {}\n", reproducer_c::c_string(path)));
+                    self.stack.push(path.to_string());
+                    if let Err(why) = self.go(&header.kept, Some(path), path)? {
                         return Ok(Err(why));
                     }
                     self.stack.pop();
@@ -478,6 +500,9 @@ pub fn inline_captured(
                 }
             }
             self.out.push_str(&text[at..]);
+            if self.out.len() > MAX_INLINED_BYTES {
+                return Ok(Err(too_large()));
+            }
             Ok(Ok(()))
         }
     }
@@ -493,14 +518,19 @@ pub fn inline_captured(
         return Ok(Ok(text.to_string()));
     }
     let mut content = HashMap::new();
+    let mut found = HashMap::new();
     for f in &includes.files {
         if let (Some(p), Some(h)) = (&f.path, &f.content) {
             content.entry(p.as_str()).or_insert(h);
         }
+        // The first entry of a directive wins (found or not), as a search of the list did.
+        found
+            .entry((f.from.as_deref(), f.name.as_str(), f.form))
+            .or_insert(f.path.as_deref());
     }
     let mut inliner = Inliner {
         capture,
-        includes,
+        found,
         content,
         texts: HashMap::new(),
         budget: TextBudget::default(),

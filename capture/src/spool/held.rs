@@ -37,6 +37,10 @@ static SECTION: AtomicBool = AtomicBool::new(false);
 /// Whether the prepare handler took [`SECTION`] for the fork in progress.
 static PREPARED: AtomicBool = AtomicBool::new(false);
 
+/// `/dev/null`, opened (close-on-exec) when the handlers are registered, so the child handler
+/// only duplicates it (-1: it could not be opened; the child then opens it itself).
+static NULL: AtomicI32 = AtomicI32::new(-1);
+
 /// Takes [`SECTION`], giving up after `spins` tries (false); `usize::MAX`: waits.
 fn enter(spins: usize) -> bool {
     let mut n = 0usize;
@@ -77,33 +81,44 @@ extern "C" fn parent() {
     }
 }
 
-/// After a fork, in the child: `/dev/null` over every held segment (async-signal-safe calls
-/// only: `open`, `dup2`, `close`).
+/// After a fork, in the child: `/dev/null` over every held segment, close-on-exec as the
+/// segment was (`dup3`; async-signal-safe calls only). The child has one thread: the section
+/// is free there whoever held it in the parent.
 extern "C" fn child() {
-    // SAFETY: open/dup2/close on descriptor numbers; no memory is touched.
+    // SAFETY: open/dup3/close on descriptor numbers; no memory is touched.
     unsafe {
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        let mut null = NULL.load(Ordering::Relaxed);
+        let opened = null < 0;
+        if opened {
+            null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        }
         if null >= 0 {
             for slot in &HELD {
                 let fd = slot.swap(-1, Ordering::Relaxed);
-                if fd >= 0 {
-                    libc::dup2(null, fd);
+                if fd >= 0 && fd != null {
+                    libc::dup3(null, fd, libc::O_CLOEXEC);
                 }
             }
-            libc::close(null);
+            if opened {
+                libc::close(null);
+            }
         }
     }
-    if PREPARED.swap(false, Ordering::Relaxed) {
-        leave();
-    }
+    PREPARED.store(false, Ordering::Relaxed);
+    leave();
 }
 
 /// Registers the fork handlers, once per process.
 fn watch_forks() {
     static WATCH: Once = Once::new();
     WATCH.call_once(|| {
-        // SAFETY: registers handlers that touch only atomics and descriptor numbers.
-        unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+        // SAFETY: opens a descriptor kept for the process's life; registers handlers that
+        // touch only atomics and descriptor numbers.
+        unsafe {
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+            NULL.store(null, Ordering::Relaxed);
+            libc::pthread_atfork(Some(prepare), Some(parent), Some(child));
+        }
     });
 }
 
@@ -182,7 +197,15 @@ mod tests {
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0, "fork");
         if pid == 0 {
-            let _ = to_parent.write_all(b"x");
+            // The segment's number now holds `/dev/null`, close-on-exec as the segment was.
+            // SAFETY: fcntl on a descriptor number.
+            let flags = unsafe { libc::fcntl(held.as_raw_fd(), libc::F_GETFD) };
+            let byte: &[u8] = if flags >= 0 && flags & libc::FD_CLOEXEC != 0 {
+                b"x"
+            } else {
+                b"!"
+            };
+            let _ = to_parent.write_all(byte);
             // SAFETY: sleeps, then leaves without running the parent's destructors.
             unsafe {
                 libc::sleep(30);
@@ -191,6 +214,7 @@ mod tests {
         }
         let mut byte = [0u8; 1];
         std::io::Read::read_exact(&mut &from_child, &mut byte).expect("the child started");
+        assert_eq!(&byte, b"x", "the child's descriptor is not close-on-exec");
         drop(held);
         let other = File::open(&path).expect("reopen");
         let free = other.try_lock().is_ok();

@@ -3,9 +3,9 @@
 
 use super::held::HeldFile;
 use super::{
-    compactor_attached, live_bytes, HEADER, MAGIC, PART_HEADER, PART_MAGIC, PART_MIN, PART_TRAILER,
-    PATCH_CHAIN_MAX, PATCH_HEADER, PATCH_MAGIC, RANGES_MAX, SEGMENT_CONTENT_FACTOR, SEGMENT_MAX,
-    SEGMENT_SUFFIX, SPOOL_DIR,
+    compactor_attached, last_heartbeat, live_bytes, HEADER, MAGIC, PART_HEADER, PART_MAGIC,
+    PART_MIN, PART_TRAILER, PATCH_CHAIN_MAX, PATCH_HEADER, PATCH_MAGIC, RANGES_MAX,
+    SEGMENT_CONTENT_FACTOR, SEGMENT_MAX, SEGMENT_SUFFIX, SPOOL_DIR,
 };
 use crate::writer_fs::{self, Access};
 use std::fs::{File, OpenOptions};
@@ -190,10 +190,12 @@ pub struct SpoolWriter {
     stalled: std::sync::atomic::AtomicBool,
 }
 
-/// How long a writer past its spool's bound waits for a compactor that frees nothing before
-/// it stops waiting for good (said once on stderr): a compactor that cannot take segments
-/// (on NFS, `flock` is emulated with `fcntl` locks, which an exclusive lock on a read-only
-/// descriptor cannot take) or holds its lock without working must not hang the application.
+/// How long a writer past its spool's bound waits for a compactor that shows no progress (the
+/// spool shrank, or its [`super::heartbeat`]: it stores contents and makes them durable)
+/// before it stops waiting for good (said once on stderr): a compactor that cannot take
+/// segments (on NFS, `flock` is emulated with `fcntl` locks, which an exclusive lock on a
+/// read-only descriptor cannot take) or holds its lock without working must not hang the
+/// application.
 pub const STALL: Duration = Duration::from_secs(10);
 
 impl SpoolWriter {
@@ -523,9 +525,13 @@ impl SpoolWriter {
         }
         let start = Instant::now();
         let mut waited = false;
-        // When the spool last shrank, and to what.
-        let (mut progress, mut least) = (Instant::now(), u64::MAX);
+        // When the compactor last showed progress, and what it showed.
+        let (mut progress, mut last, mut beat) = (Instant::now(), u64::MAX, None);
         loop {
+            // Another lane stopped waiting for good meanwhile.
+            if self.stalled.load(Ordering::Relaxed) {
+                break;
+            }
             // Every segment sealed again (another lane may have opened one meanwhile), so a
             // compactor can take all that is there; the estimate is not held while sealing or
             // sleeping (a lane takes its segment's lock, then the estimate's).
@@ -535,14 +541,19 @@ impl SpoolWriter {
             if live == 0 || live + need <= self.bound || !compactor_attached(&self.dir) {
                 break;
             }
-            if live < least {
-                (progress, least) = (Instant::now(), live);
+            // Progress: the spool shrank since the last look (other writers may grow it
+            // meanwhile), or the compactor's heartbeat moved.
+            let now_beat = last_heartbeat(&self.dir);
+            let moved = live < last || now_beat != beat;
+            (last, beat) = (live, now_beat);
+            if moved {
+                progress = Instant::now();
             } else if progress.elapsed() >= STALL {
                 if !self.stalled.swap(true, Ordering::Relaxed) {
                     use std::io::Write;
                     let _ = writeln!(
                         std::io::stderr(),
-                        "cltrap: the spool's compactor freed nothing for {} s; the capture goes on past the spool's bound of {} MB",
+                        "cltrap: the spool's compactor showed no progress for {} s; the capture goes on past the spool's bound of {} MB",
                         STALL.as_secs(),
                         self.bound >> 20
                     );

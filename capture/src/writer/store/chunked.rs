@@ -120,10 +120,12 @@ impl BlobStore {
 
     /// Chunks of `cuts` learned from the capture's packs and not known yet: each whose stored
     /// bytes (read back, decoded) equal its bytes in `bytes` becomes known, so it is reused;
-    /// the others are forgotten, so they are stored again. Each learned chunk is read once.
+    /// the others are forgotten, so they are stored again. A chunk stays learned while it is
+    /// read back, so a thread storing another content with it meanwhile reads it back too
+    /// instead of storing it again.
     fn vouch_for_learned(&self, bytes: &[u8], cuts: &[crate::parallel::Cut]) {
         let candidates: Vec<(&crate::parallel::Cut, crate::chunks::PackSlot)> = {
-            let mut learned = self
+            let learned = self
                 .learned_chunks
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
@@ -131,14 +133,19 @@ impl BlobStore {
                 return;
             }
             let known = self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
+            let mut seen = HashSet::new();
             cuts.iter()
-                .filter(|c| !known.contains_key(&c.hash))
-                .filter_map(|c| learned.remove(&c.hash).map(|at| (c, at)))
+                .filter(|c| !known.contains_key(&c.hash) && seen.insert(c.hash.as_str()))
+                .filter_map(|c| learned.get(&c.hash).map(|at| (c, at.clone())))
                 .collect()
         };
         for (c, at) in candidates {
-            let chunk = &bytes[c.offset..c.offset + c.len];
-            if self.slot_holds(&at, chunk) {
+            let good = self.slot_holds(&at, &bytes[c.offset..c.offset + c.len]);
+            let mut learned = self
+                .learned_chunks
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if learned.remove(&c.hash).is_some() && good {
                 let mut known = self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
                 known.entry(c.hash.clone()).or_insert(at);
             }
@@ -174,7 +181,7 @@ impl BlobStore {
         if !pack.is_empty() {
             let name: std::sync::Arc<str> = digest(&pack).into();
             let path = pack_path(&self.dir, &name);
-            if !writer_fs::is_regular(&path) {
+            if !holds(&path, &pack) {
                 self.write_new(&path, &pack)?;
                 written += pack.len() as u64;
             }
@@ -279,7 +286,7 @@ impl BlobStore {
             drop(encoded);
             let name: std::sync::Arc<str> = digest(&pack).into();
             let path = pack_path(&self.dir, &name);
-            if !writer_fs::is_regular(&path) {
+            if !holds(&path, &pack) {
                 self.write_new(&path, &pack)?;
                 written += pack.len() as u64;
             }
@@ -366,6 +373,14 @@ fn probe(
     Ok((probed, raw))
 }
 
+/// Whether `path` is a regular file that holds exactly `bytes`. A pack is named by its
+/// digest, so a file of that name is the same pack unless it was damaged or planted; such a
+/// file is replaced (written anew over it), not taken for the pack.
+fn holds(path: &std::path::Path, bytes: &[u8]) -> bool {
+    writer_fs::is_regular(path)
+        && writer_fs::read_regular(path, bytes.len() as u64 + 1).is_ok_and(|b| b == bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::writer::BlobStore;
@@ -408,8 +423,15 @@ mod tests {
             |hash: &str| crate::reader::Contents::new(dir.path()).blob_of_size(hash, 4 << 20);
         let h1 = put(&first);
         assert_eq!(read(&h1).expect("the first reads back"), first);
-        // Every pack damaged in place: bytes of each flipped, the length kept.
-        for d in std::fs::read_dir(dir.path().join("blobs")).expect("blobs") {
+        damage_packs(dir.path());
+        assert!(read(&h1).is_err(), "the damage is seen");
+        let h2 = put(&second);
+        assert_eq!(read(&h2).expect("the second reads back"), second);
+    }
+
+    /// Every pack file of the store in `dir`, its bytes flipped every 512 (length kept).
+    fn damage_packs(dir: &std::path::Path) {
+        for d in std::fs::read_dir(dir.join("blobs")).expect("blobs") {
             for f in std::fs::read_dir(d.expect("entry").path()).expect("prefix") {
                 let p = f.expect("entry").path();
                 if p.extension().is_some_and(|e| e == "pack") {
@@ -421,8 +443,29 @@ mod tests {
                 }
             }
         }
-        assert!(read(&h1).is_err(), "the damage is seen");
-        let h2 = put(&second);
-        assert_eq!(read(&h2).expect("the second reads back"), second);
+    }
+
+    /// A content stored again into a store whose pack of the same name (the same chunks,
+    /// so the same digest) was damaged: the pack is written anew over it, not taken for it.
+    #[test]
+    fn a_damaged_pack_of_the_name_about_to_be_written_is_replaced() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let bytes = noise(4 << 20, 11);
+        let hash = crate::writer::digest(&bytes);
+        let cuts = crate::parallel::cut_and_hash(&bytes);
+        let put = || {
+            let store = BlobStore::new(dir.path());
+            let mut batch = crate::writer::PackBatch::default();
+            store
+                .put_content_batched(&mut batch, &hash, &bytes, &cuts)
+                .expect("stored");
+            store.flush_batch(&mut batch).expect("flushed");
+        };
+        let read = || crate::reader::Contents::new(dir.path()).blob_of_size(&hash, 4 << 20);
+        put();
+        damage_packs(dir.path());
+        std::fs::remove_file(crate::writer::index_path(dir.path(), &hash)).expect("index");
+        put();
+        assert_eq!(read().expect("it reads back"), bytes);
     }
 }
