@@ -85,3 +85,46 @@ fn list_shows_scalars_of_macro_and_typedef_types_by_value_when_clang_cannot_tell
         list.describe()
     );
 }
+
+/// pyopencl with Python's `multiprocessing` (start method `fork`): worker processes forked
+/// after the first kernel live, calling no OpenCL, while the parent rewrites a 4 MB buffer
+/// under a 1 MB spool bound. The children let go of the spool segments they inherited, so
+/// the compactor takes them and the parent waits only for it (not rescued by the writer's
+/// stall check, not hung until the harness's timeout), and every launch replays.
+#[test]
+fn a_pyopencl_script_that_forks_workers_is_not_kept_waiting_by_them() {
+    let python = match venv_python() {
+        Ok(p) => p,
+        Err(why) => {
+            skip(
+                "a_pyopencl_script_that_forks_workers_is_not_kept_waiting_by_them",
+                &why,
+            );
+            return;
+        }
+    };
+    let script = fixture_source_dir("py").join("pyopencl_fork.py");
+    let args = [script.as_os_str()];
+    let native = run_native(&python, &args).expect_success();
+    assert!(
+        native.stdout_text().contains("checksum"),
+        "{}",
+        native.describe()
+    );
+    let dir = fresh_capture_dir("pyopencl-fork");
+    let (captured, stats) =
+        run_captured_with_stats(&dir, &["--spool-max-mb", "1"], &python, &args);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    assert!(
+        stats["spool"]["waits"].as_u64().unwrap_or(0) >= 1,
+        "the parent never waited for compaction, so the case was not tested: {stats}"
+    );
+    assert!(
+        !captured.stderr.contains("showed no progress"),
+        "{}",
+        captured.describe()
+    );
+    assert_eq!(open_capture(&dir).launches.len(), 12);
+    assert_replays_ok(&dir, 12);
+}
