@@ -363,24 +363,44 @@ fn a_merge_takes_the_test_cases_from_the_shards_journals() {
         !merged.join("cases").exists(),
         "the merge ran no test case itself"
     );
-    // A case result planted in the shards' journals is what the merge reports: it read them
-    // rather than running the original again.
-    for dir in &shards {
-        let path = dir.join("cases").join("units.jsonl");
-        let text = std::fs::read_to_string(&path).unwrap();
-        let planted: Vec<String> = text
-            .lines()
-            .map(|l| {
-                let mut v: Value = serde_json::from_str(l).unwrap();
-                if v["unit"] == "case-0" {
+    // A case result planted in the shards' journals, each line sealed with this user's key as
+    // cltrap seals it, is what the merge reports: it read them rather than running the
+    // original again. Planted without a seal (a journal from elsewhere), it is refused, said,
+    // and the cases run again: the true report.
+    let key = cltrap_analyzer::campaign::seal::Seal::get().expect("the journal key");
+    let plant = |sealed: bool| {
+        for dir in &shards {
+            let path = dir.join("cases").join("units.jsonl");
+            let text = std::fs::read_to_string(&path).unwrap();
+            let planted: Vec<String> = text
+                .lines()
+                .map(|l| {
+                    let mut v: Value = serde_json::from_str(l).unwrap();
+                    if v["unit"] != "case-0" {
+                        return l.to_string();
+                    }
                     v["result"]["dropped"] =
                         Value::String("launch 0 (threshold): not a test case: planted".into());
-                }
-                v.to_string()
-            })
-            .collect();
-        std::fs::write(&path, planted.join("\n") + "\n").unwrap();
-    }
+                    v.as_object_mut().unwrap().remove("seal");
+                    if sealed {
+                        key.seal(&v.to_string())
+                    } else {
+                        v.to_string()
+                    }
+                })
+                .collect();
+            std::fs::write(&path, planted.join("\n") + "\n").unwrap();
+        }
+    };
+    plant(false);
+    let forged = f.dir.join("merged-forged");
+    m[1] = forged.to_str().unwrap().to_string();
+    let v: Vec<&str> = m.iter().map(String::as_str).collect();
+    let (code, forged_out, err) = cltrap(&v, ENV);
+    assert_eq!(code, 0, "{forged_out}\n{err}");
+    assert_eq!(forged_out, out, "the forged case result was used");
+    assert!(err.contains("carry no seal of your journal key"), "{err}");
+    plant(true);
     let again = f.dir.join("merged-again");
     m[1] = again.to_str().unwrap().to_string();
     let replanted = run(&m, ENV);

@@ -273,3 +273,52 @@ fn a_campaigns_link_in_a_capture_is_not_followed() {
         "nothing written through the link"
     );
 }
+
+/// A journal line changed after cltrap wrote it (a forged result), or a journal cltrap did not
+/// write at all (no seal of this user's key, as one that came with a capture), is not taken
+/// by `--resume`: the changed unit runs again, said, and the report is the true one; a
+/// journal whose header carries no seal is refused with one sentence.
+#[test]
+fn a_forged_journal_is_not_resumed() {
+    let dir = capture("campaign-check-forged");
+    let camp = dir.join("camp");
+    let args = ["check", s(&dir), "--json", "--campaign-dir", s(&camp)];
+    let clean = run(&args);
+    let (code, expected) = report(&clean);
+    let path = camp.join("units.jsonl");
+    let text = std::fs::read_to_string(&path).expect("the journal");
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 9, "a header and eight results: {text}");
+    let mut forged: Value = serde_json::from_str(&lines[1]).expect("a result line");
+    forged["result"] = serde_json::json!({"forged": true});
+    lines[1] = forged.to_string();
+    std::fs::write(&path, lines.join("\n") + "\n").expect("forged");
+    let mut resume = args.to_vec();
+    resume.push("--resume");
+    let resumed = run(&resume);
+    let (rcode, got) = report(&resumed);
+    assert_eq!((rcode, got), (code, expected), "{}", resumed.describe());
+    assert!(
+        resumed
+            .stderr
+            .contains("1 result line(s) of the journal in"),
+        "{}",
+        resumed.stderr
+    );
+    assert_eq!(finished_before(&resumed.stderr), 7, "{}", resumed.stderr);
+    // A header without a seal: the journal is not this user's cltrap's.
+    let text = std::fs::read_to_string(&path).expect("the journal");
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut header: Value = serde_json::from_str(&lines[0]).expect("the header");
+    header.as_object_mut().expect("an object").remove("seal");
+    lines[0] = header.to_string();
+    std::fs::write(&path, lines.join("\n") + "\n").expect("unsealed");
+    let refused = run(&resume);
+    assert_eq!(refused.code, Some(2), "{}", refused.describe());
+    assert!(
+        refused.stderr.contains("was not written by your cltrap")
+            && refused.stderr.contains("to run the campaign afresh"),
+        "{}",
+        refused.stderr
+    );
+}

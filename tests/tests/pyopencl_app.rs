@@ -112,8 +112,7 @@ fn a_pyopencl_script_that_forks_workers_is_not_kept_waiting_by_them() {
         native.describe()
     );
     let dir = fresh_capture_dir("pyopencl-fork");
-    let (captured, stats) =
-        run_captured_with_stats(&dir, &["--spool-max-mb", "1"], &python, &args);
+    let (captured, stats) = run_captured_with_stats(&dir, &["--spool-max-mb", "1"], &python, &args);
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
     assert!(

@@ -4,8 +4,11 @@
 //! Append-only, one `write` per line: a campaign killed at any moment leaves whole lines and
 //! at most a torn last line, which reading ignores. `--resume` reads it back and skips the
 //! units it holds; `cltrap merge` reads the shards' journals. A journal is input from disk:
-//! a line that does not parse is skipped, and lines are bounded in size.
+//! a line that does not parse is skipped, and lines are bounded in size. Every line is sealed
+//! with this user's journal key ([`Seal`]): a journal whose header carries no such seal is
+//! refused, and result lines without one are left out (counted).
 
+use super::seal::Seal;
 use super::{Finished, Shard};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -50,6 +53,8 @@ pub struct Journal {
     pub header: Header,
     /// Finished units by id (the last line wins when a unit was written twice).
     pub finished: BTreeMap<String, Finished>,
+    /// Result lines left out because they carry no seal of this user's key ([`Seal`]).
+    pub refused: usize,
 }
 
 /// Errors of reading a journal, as one sentence each.
@@ -59,6 +64,8 @@ pub enum JournalError {
     Missing(PathBuf),
     /// The file cannot be read or its header is not one.
     Unreadable(PathBuf, String),
+    /// Its header carries no seal of this user's journal key ([`Seal`]).
+    Foreign(PathBuf),
 }
 
 impl std::fmt::Display for JournalError {
@@ -68,6 +75,11 @@ impl std::fmt::Display for JournalError {
             JournalError::Unreadable(p, why) => {
                 write!(f, "cannot read the campaign journal {}: {why}", p.display())
             }
+            JournalError::Foreign(p) => write!(
+                f,
+                "the campaign journal {} was not written by your cltrap (it carries no seal of your journal key: it came from elsewhere, or from a cltrap older than seals), so its results are not used",
+                p.display()
+            ),
         }
     }
 }
@@ -137,12 +149,16 @@ pub fn read(dir: &Path) -> Result<Journal, JournalError> {
         .take(MAX_LINE)
         .read_line(&mut first)
         .map_err(|e| JournalError::Unreadable(path.clone(), e.to_string()))?;
+    let seal = Seal::get().map_err(|why| JournalError::Unreadable(path.clone(), why))?;
     let header: Header = serde_json::from_str(first.trim_end()).map_err(|e| {
         JournalError::Unreadable(
             path.clone(),
             format!("its first line is not a header ({e})"),
         )
     })?;
+    if !seal.check(first.trim_end()) {
+        return Err(JournalError::Foreign(path));
+    }
     if header.cltrap_campaign != 1 {
         return Err(JournalError::Unreadable(
             path,
@@ -150,6 +166,7 @@ pub fn read(dir: &Path) -> Result<Journal, JournalError> {
         ));
     }
     let mut finished = BTreeMap::new();
+    let mut refused = 0;
     loop {
         let mut line = String::new();
         let n = (&mut lines)
@@ -162,6 +179,10 @@ pub fn read(dir: &Path) -> Result<Journal, JournalError> {
         // A torn last line (killed mid-write) has no newline; it is not a finished unit.
         if !line.ends_with('\n') {
             break;
+        }
+        if !seal.check(line.trim_end()) {
+            refused += 1;
+            continue;
         }
         if let Ok(f) = serde_json::from_str::<Finished>(line.trim_end()) {
             // A unit's name becomes a folder of the campaign: one plain name, never a path.
@@ -177,7 +198,18 @@ pub fn read(dir: &Path) -> Result<Journal, JournalError> {
             finished.insert(f.unit.clone(), f);
         }
     }
-    Ok(Journal { header, finished })
+    Ok(Journal {
+        header,
+        finished,
+        refused,
+    })
+}
+
+/// `value` as one journal line (no newline), sealed with this user's key ([`Seal`]).
+fn sealed(value: &impl Serialize) -> std::io::Result<String> {
+    let seal = Seal::get().map_err(std::io::Error::other)?;
+    let line = serde_json::to_string(value).map_err(std::io::Error::other)?;
+    Ok(seal.seal(&line))
 }
 
 /// A journal being written.
@@ -209,7 +241,7 @@ impl Writer {
             return Ok(w);
         }
         // A fresh journal replaces an older one whole: written aside, then renamed.
-        let mut line = serde_json::to_string(header).map_err(std::io::Error::other)?;
+        let mut line = sealed(header)?;
         line.push('\n');
         replace_file(&path, line.as_bytes())?;
         let file = OpenOptions::new().append(true).open(&path)?;
@@ -218,7 +250,7 @@ impl Writer {
 
     /// Appends one finished unit (one `write` of a whole line).
     pub fn append(&mut self, f: &Finished) -> std::io::Result<()> {
-        let mut line = serde_json::to_string(f).map_err(std::io::Error::other)?;
+        let mut line = sealed(f)?;
         line.push('\n');
         self.file.write_all(line.as_bytes())
     }
@@ -334,7 +366,7 @@ mod tests {
     #[test]
     fn a_journal_too_large_to_hold_in_memory_is_refused_before_it_is_read() {
         let dir = tempfile::tempdir().unwrap();
-        let mut text = serde_json::to_string(&header()).unwrap();
+        let mut text = sealed(&header()).unwrap();
         text.push('\n');
         let path = dir.path().join(FILE);
         std::fs::write(&path, &text).unwrap();

@@ -31,6 +31,13 @@ pub fn merge(
     let mut results: BTreeMap<String, Finished> = BTreeMap::new();
     for dir in shards {
         let j = journal::read(dir).map_err(|e| e.to_string())?;
+        if j.refused > 0 {
+            return Err(format!(
+                "{} holds {} result line(s) that carry no seal of your journal key (written elsewhere, or changed since): shards must come from your own runs",
+                dir.display(),
+                j.refused
+            ));
+        }
         match &first {
             None => first = Some((dir.clone(), j.header.clone())),
             Some((d0, h0)) => {

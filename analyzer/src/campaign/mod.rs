@@ -22,6 +22,7 @@ pub mod kept;
 pub mod merge;
 pub mod protocol;
 pub mod runner;
+pub mod seal;
 
 pub use args::{CampaignArgs, Shard};
 

@@ -137,7 +137,20 @@ pub fn drive(
                         j.header.shard.map(|s| format!(" --shard {s}")).unwrap_or_default()
                     ));
                 }
+                if j.refused > 0 {
+                    eprintln!(
+                        "cltrap: --resume: {} result line(s) of the journal in {} carry no seal of your journal key and are not used; their units run again",
+                        j.refused,
+                        dir.display()
+                    );
+                }
                 done = j.finished;
+            }
+            Err(e @ journal::JournalError::Foreign(_)) => {
+                return Err(format!(
+                    "--resume: {e}; remove {} to run the campaign afresh",
+                    dir.display()
+                ))
             }
             Err(journal::JournalError::Missing(_)) => {
                 eprintln!(

@@ -572,6 +572,13 @@ pub fn run_cases(jobs: &[CaseJob], at: &CaseRun) -> Result<HashMap<String, CaseR
     for dir in at.earlier {
         match journal::read(&dir.join(CASES_DIR)) {
             Ok(j) => {
+                if j.refused > 0 {
+                    eprintln!(
+                        "cltrap: {} test-case result line(s) in {} carry no seal of your journal key; those cases are run again",
+                        j.refused,
+                        dir.display()
+                    );
+                }
                 for (id, f) in j.finished {
                     if let Ok(r) = serde_json::from_value::<CaseResult>(f.result) {
                         known.entry(id).or_insert(r);
