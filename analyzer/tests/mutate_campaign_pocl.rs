@@ -367,11 +367,13 @@ fn a_merge_takes_the_test_cases_from_the_shards_journals() {
     // cltrap seals it, is what the merge reports: it read them rather than running the
     // original again. Planted without a seal (a journal from elsewhere), it is refused, said,
     // and the cases run again: the true report.
-    let key = cltrap_analyzer::campaign::seal::Seal::get().expect("the journal key");
+    use cltrap_analyzer::campaign::seal::Seal;
     let plant = |sealed: bool| {
         for dir in &shards {
             let path = dir.join("cases").join("units.jsonl");
             let text = std::fs::read_to_string(&path).unwrap();
+            // Result lines are sealed in the context of their header's seal.
+            let context = Seal::of(text.lines().next().unwrap()).unwrap().to_string();
             let planted: Vec<String> = text
                 .lines()
                 .map(|l| {
@@ -383,7 +385,7 @@ fn a_merge_takes_the_test_cases_from_the_shards_journals() {
                         Value::String("launch 0 (threshold): not a test case: planted".into());
                     v.as_object_mut().unwrap().remove("seal");
                     if sealed {
-                        key.seal(&v.to_string())
+                        Seal::get().seal(&context, &v.to_string())
                     } else {
                         v.to_string()
                     }

@@ -317,7 +317,7 @@ fn a_forged_journal_is_not_resumed() {
     assert_eq!(refused.code, Some(2), "{}", refused.describe());
     assert!(
         refused.stderr.contains("was not written by your cltrap")
-            && refused.stderr.contains("to run the campaign afresh"),
+            && refused.stderr.contains("without --resume to start afresh"),
         "{}",
         refused.stderr
     );

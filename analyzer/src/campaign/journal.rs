@@ -149,16 +149,18 @@ pub fn read(dir: &Path) -> Result<Journal, JournalError> {
         .take(MAX_LINE)
         .read_line(&mut first)
         .map_err(|e| JournalError::Unreadable(path.clone(), e.to_string()))?;
-    let seal = Seal::get().map_err(|why| JournalError::Unreadable(path.clone(), why))?;
+    let seal = Seal::get();
     let header: Header = serde_json::from_str(first.trim_end()).map_err(|e| {
         JournalError::Unreadable(
             path.clone(),
             format!("its first line is not a header ({e})"),
         )
     })?;
-    if !seal.check(first.trim_end()) {
+    if !seal.check("", first.trim_end()) {
         return Err(JournalError::Foreign(path));
     }
+    // Result lines are sealed in the context of their header's seal.
+    let context = Seal::of(first.trim_end()).unwrap_or_default().to_string();
     if header.cltrap_campaign != 1 {
         return Err(JournalError::Unreadable(
             path,
@@ -180,11 +182,15 @@ pub fn read(dir: &Path) -> Result<Journal, JournalError> {
         if !line.ends_with('\n') {
             break;
         }
-        if !seal.check(line.trim_end()) {
+        let Ok(f) = serde_json::from_str::<Finished>(line.trim_end()) else {
+            // Not a result (damage): skipped, as ever.
+            continue;
+        };
+        if !seal.check(&context, line.trim_end()) {
             refused += 1;
             continue;
         }
-        if let Ok(f) = serde_json::from_str::<Finished>(line.trim_end()) {
+        {
             // A unit's name becomes a folder of the campaign: one plain name, never a path.
             if !cltrap_capture::safe_open::is_plain_name(&f.unit) {
                 return Err(JournalError::Unreadable(
@@ -205,17 +211,12 @@ pub fn read(dir: &Path) -> Result<Journal, JournalError> {
     })
 }
 
-/// `value` as one journal line (no newline), sealed with this user's key ([`Seal`]).
-fn sealed(value: &impl Serialize) -> std::io::Result<String> {
-    let seal = Seal::get().map_err(std::io::Error::other)?;
-    let line = serde_json::to_string(value).map_err(std::io::Error::other)?;
-    Ok(seal.seal(&line))
-}
-
 /// A journal being written.
 pub struct Writer {
     file: File,
     path: PathBuf,
+    /// The seal of its header: the context its result lines are sealed in ([`Seal`]).
+    context: String,
 }
 
 impl Writer {
@@ -226,31 +227,57 @@ impl Writer {
         let path = dir.join(FILE);
         if resume && path.exists() {
             let file = OpenOptions::new().append(true).open(&path)?;
-            // A torn last line would glue onto the next one: end it first.
-            let len = file.metadata()?.len();
-            let mut w = Writer { file, path };
-            if len > 0 {
-                let mut last = [0u8; 1];
-                let mut f = File::open(&w.path)?;
-                std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(len - 1))?;
-                f.read_exact(&mut last)?;
-                if last[0] != b'\n' {
-                    w.file.write_all(b"\n")?;
-                }
+            let bytes = std::fs::read(&path)?;
+            // A torn last line is cut off (not ended with a newline, which would make it a
+            // line without a seal).
+            let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            if whole < bytes.len() {
+                file.set_len(whole as u64)?;
             }
-            return Ok(w);
+            let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+            let context = std::str::from_utf8(first)
+                .ok()
+                .and_then(Seal::of)
+                .ok_or_else(|| std::io::Error::other("its first line carries no seal"))?
+                .to_string();
+            return Ok(Writer {
+                file,
+                path,
+                context,
+            });
         }
-        // A fresh journal replaces an older one whole: written aside, then renamed.
-        let mut line = sealed(header)?;
+        // A fresh journal replaces an older one whole: written aside, then renamed. Its
+        // header line carries a random id, so no two journals share a context.
+        let line = serde_json::to_string(header).map_err(std::io::Error::other)?;
+        let mut id = [0u8; 16];
+        // SAFETY: writes at most 16 bytes into `id`; a short or failed read leaves zeros,
+        // and the time below still tells journals apart.
+        unsafe { libc::getrandom(id.as_mut_ptr().cast(), id.len(), 0) };
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let id = blake3::hash(&[&id[..], &nanos.to_le_bytes()].concat()).to_hex();
+        let line = match line.strip_prefix('{') {
+            Some(rest) => format!("{{\"journal\":\"{}\",{rest}", &id[..32]),
+            None => line,
+        };
+        let mut line = Seal::get().seal("", &line);
+        let context = Seal::of(&line).unwrap_or_default().to_string();
         line.push('\n');
         replace_file(&path, line.as_bytes())?;
         let file = OpenOptions::new().append(true).open(&path)?;
-        Ok(Writer { file, path })
+        Ok(Writer {
+            file,
+            path,
+            context,
+        })
     }
 
     /// Appends one finished unit (one `write` of a whole line).
     pub fn append(&mut self, f: &Finished) -> std::io::Result<()> {
-        let mut line = sealed(f)?;
+        let line = serde_json::to_string(f).map_err(std::io::Error::other)?;
+        let mut line = Seal::get().seal(&self.context, &line);
         line.push('\n');
         self.file.write_all(line.as_bytes())
     }
@@ -322,6 +349,24 @@ mod tests {
         w.append(&fin("b")).unwrap();
         let j = read(dir.path()).unwrap();
         assert_eq!(j.finished.keys().collect::<Vec<_>>(), vec!["a", "b"]);
+        // The torn half-line was cut off, not ended: no line without a seal is left.
+        assert_eq!(j.refused, 0);
+        // A result line moved from another journal (sealed, but in that journal's context)
+        // is not a result here.
+        let other = tempfile::tempdir().unwrap();
+        let mut w2 = Writer::open(other.path(), &header(), false).unwrap();
+        w2.append(&fin("c")).unwrap();
+        let moved = std::fs::read_to_string(other.path().join(FILE)).unwrap();
+        let line = moved.lines().nth(1).unwrap().to_string();
+        OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .unwrap()
+            .write_all(format!("{line}\n").as_bytes())
+            .unwrap();
+        let j = read(dir.path()).unwrap();
+        assert_eq!(j.finished.keys().collect::<Vec<_>>(), vec!["a", "b"]);
+        assert_eq!(j.refused, 1);
         // Not resuming starts over.
         Writer::open(dir.path(), &header(), false).unwrap();
         assert!(read(dir.path()).unwrap().finished.is_empty());
@@ -366,10 +411,8 @@ mod tests {
     #[test]
     fn a_journal_too_large_to_hold_in_memory_is_refused_before_it_is_read() {
         let dir = tempfile::tempdir().unwrap();
-        let mut text = sealed(&header()).unwrap();
-        text.push('\n');
+        drop(Writer::open(dir.path(), &header(), false).unwrap());
         let path = dir.path().join(FILE);
-        std::fs::write(&path, &text).unwrap();
         assert!(read(dir.path()).is_ok());
         // A sparse file of 4 TiB: nothing on disk, and read as values far past any memory.
         std::fs::OpenOptions::new()

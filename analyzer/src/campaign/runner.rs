@@ -129,12 +129,18 @@ pub fn drive(
     if flags.resume {
         match journal::read(&dir) {
             Ok(j) => {
-                if j.header.fingerprint != fingerprint || j.header.shard != flags.shard {
+                if j.header.fingerprint != fingerprint
+                    || j.header.shard != flags.shard
+                    || j.header.cwd != header.cwd
+                    || j.header.units != header.units
+                {
                     return Err(format!(
-                        "--resume: the campaign in {} was run as `cltrap {}`{}, not as this command",
+                        "--resume: the campaign in {} was run as `cltrap {}`{} in {} over {} unit(s), not as this command",
                         dir.display(),
                         j.header.shown_args(),
-                        j.header.shard.map(|s| format!(" --shard {s}")).unwrap_or_default()
+                        j.header.shard.map(|s| format!(" --shard {s}")).unwrap_or_default(),
+                        crate::list::escape_controls(&j.header.cwd.display().to_string()),
+                        j.header.units
                     ));
                 }
                 if j.refused > 0 {
@@ -148,8 +154,7 @@ pub fn drive(
             }
             Err(e @ journal::JournalError::Foreign(_)) => {
                 return Err(format!(
-                    "--resume: {e}; remove {} to run the campaign afresh",
-                    dir.display()
+                    "--resume: {e}; run the same command without --resume to start afresh (its journal is replaced)"
                 ))
             }
             Err(journal::JournalError::Missing(_)) => {

@@ -7,16 +7,21 @@
 //! launches that replayed), and a resumed run would report them as its own.
 //!
 //! The key: 32 random bytes in `$CLTRAP_JOURNAL_KEY` (a file), else
-//! `$XDG_STATE_HOME/cltrap/journal.key`, else `~/.local/state/cltrap/journal.key`; made
-//! when first needed (mode 0600, in a folder of mode 0700), refused when it is a link, not
-//! this user's, or readable by others. Machines that share the home folder (a cluster's
-//! nodes) share it; on others, copy it.
+//! `$XDG_STATE_HOME/cltrap/journal.key` (an absolute one), else
+//! `~/.local/state/cltrap/journal.key`; made when first needed (mode 0600, in a folder of
+//! mode 0700), refused when it is a link, not this user's, or readable by others. Machines
+//! that share the home folder (a cluster's nodes) share it; on others, copy it. Where no key
+//! can be read or made, a key of this process alone is used (said once): its journals cannot
+//! be resumed or merged by another run.
 //!
 //! A sealed line is the line as written before, with `"seal":"<64 hex digits>",` put after
-//! its opening brace; the seal is the key's blake3 keyed hash of the line without it.
+//! its opening brace; the seal is the key's blake3 keyed hash of its *context* and the line
+//! without it. A journal's header is sealed in no context and carries a random id; each
+//! result line is sealed in the context of its header's seal, so lines cannot be moved from
+//! one journal into another.
 
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -26,38 +31,68 @@ pub const KEY_ENV: &str = "CLTRAP_JOURNAL_KEY";
 /// The prefix a sealed line starts with.
 const PREFIX: &str = "{\"seal\":\"";
 
-/// This user's journal key.
+/// A journal key.
 pub struct Seal {
     key: [u8; 32],
 }
 
 impl Seal {
-    /// The key of this process (loaded or made once); Err: why there is none.
-    pub fn get() -> Result<&'static Seal, String> {
-        static SEAL: OnceLock<Result<Seal, String>> = OnceLock::new();
+    /// The key of this process: the user's (loaded or made once), else one of this process
+    /// alone, said once on stderr.
+    pub fn get() -> &'static Seal {
+        static SEAL: OnceLock<Seal> = OnceLock::new();
         SEAL.get_or_init(|| {
-            let path = key_path().ok_or_else(|| {
-                format!("no journal key: neither {KEY_ENV}, XDG_STATE_HOME nor HOME is set")
-            })?;
-            load_or_make(&path)
-                .map(|key| Seal { key })
-                .map_err(|e| format!("no journal key: {}: {e}", path.display()))
+            let user = match key_path() {
+                Some(path) => load_or_make(&path).map_err(|e| format!("{}: {e}", path.display())),
+                None => Err(format!(
+                    "neither {KEY_ENV}, an absolute XDG_STATE_HOME nor HOME is set"
+                )),
+            };
+            let key = user.or_else(|why| {
+                eprintln!(
+                    "cltrap: no journal key ({why}); this run's campaign journals cannot be resumed or merged by another run"
+                );
+                random_key().map_err(|e| e.to_string())
+            });
+            Seal {
+                // Without even randomness: a key no other process derives the same way.
+                key: key.unwrap_or_else(|_| {
+                    let t = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_nanos())
+                        .unwrap_or(0);
+                    *blake3::hash(format!("{}-{t}", std::process::id()).as_bytes()).as_bytes()
+                }),
+            }
         })
-        .as_ref()
-        .map_err(Clone::clone)
     }
 
-    /// `line` (one JSON object, no newline) sealed.
-    pub fn seal(&self, line: &str) -> String {
-        let mac = blake3::keyed_hash(&self.key, line.as_bytes()).to_hex();
+    /// The seal of a sealed line (None: it has none): the context of the result lines that
+    /// follow a journal's header.
+    pub fn of(line: &str) -> Option<&str> {
+        line.strip_prefix(PREFIX)?.get(..64)
+    }
+
+    /// The keyed hash of `line` in `context`.
+    fn mac(&self, context: &str, line: &str) -> blake3::Hash {
+        let mut h = blake3::Hasher::new_keyed(&self.key);
+        h.update(context.as_bytes());
+        h.update(&[0]);
+        h.update(line.as_bytes());
+        h.finalize()
+    }
+
+    /// `line` (one JSON object, no newline) sealed in `context`.
+    pub fn seal(&self, context: &str, line: &str) -> String {
+        let mac = self.mac(context, line).to_hex();
         match line.strip_prefix('{') {
             Some("}") | None => format!("{PREFIX}{mac}\"}}"),
             Some(rest) => format!("{PREFIX}{mac}\",{rest}"),
         }
     }
 
-    /// Whether `line` (no newline) carries this key's seal.
-    pub fn check(&self, line: &str) -> bool {
+    /// Whether `line` (no newline) carries this key's seal in `context`.
+    pub fn check(&self, context: &str, line: &str) -> bool {
         let Some(rest) = line.strip_prefix(PREFIX) else {
             return false;
         };
@@ -71,12 +106,13 @@ impl Seal {
                 None => return false,
             },
         };
-        let want = blake3::keyed_hash(&self.key, unsealed.as_bytes());
+        let want = self.mac(context, &unsealed);
         blake3::Hash::from_hex(mac).is_ok_and(|got| got == want)
     }
 }
 
-/// Where the key lives ([`KEY_ENV`], else the XDG state folder, else `~/.local/state`).
+/// Where the key lives ([`KEY_ENV`], else the XDG state folder, else `~/.local/state`; a
+/// relative XDG_STATE_HOME is ignored, as the XDG specification says).
 fn key_path() -> Option<PathBuf> {
     let set = |v: &str| {
         std::env::var_os(v)
@@ -86,7 +122,9 @@ fn key_path() -> Option<PathBuf> {
     if let Some(p) = set(KEY_ENV) {
         return Some(p);
     }
-    let state = set("XDG_STATE_HOME").or_else(|| set("HOME").map(|h| h.join(".local/state")))?;
+    let state = set("XDG_STATE_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| set("HOME").map(|h| h.join(".local/state")))?;
     Some(state.join("cltrap").join("journal.key"))
 }
 
@@ -102,20 +140,7 @@ fn load_or_make(path: &std::path::Path) -> std::io::Result<[u8; 32]> {
             .mode(0o700)
             .create(dir)?;
     }
-    let mut key = [0u8; 32];
-    let mut got = 0;
-    while got < key.len() {
-        // SAFETY: writes at most the rest of `key`'s bytes.
-        let n = unsafe { libc::getrandom(key[got..].as_mut_ptr().cast(), key.len() - got, 0) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        got += n as usize;
-    }
+    let key = random_key()?;
     // Written aside and linked to its name only if none is there: two processes making it
     // at once both end up with the one that won.
     let dir = path.parent().unwrap_or(std::path::Path::new("."));
@@ -131,14 +156,32 @@ fn load_or_make(path: &std::path::Path) -> std::io::Result<[u8; 32]> {
     }
 }
 
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+/// 32 random bytes from the kernel.
+fn random_key() -> std::io::Result<[u8; 32]> {
+    let mut key = [0u8; 32];
+    let mut got = 0;
+    while got < key.len() {
+        // SAFETY: writes at most the rest of `key`'s bytes.
+        let n = unsafe { libc::getrandom(key[got..].as_mut_ptr().cast(), key.len() - got, 0) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        got += n as usize;
+    }
+    Ok(key)
+}
 
 /// The key at `path`: a regular file (not a link) of this user, readable by no one else,
 /// of exactly 32 bytes.
 fn read_key(path: &std::path::Path) -> std::io::Result<[u8; 32]> {
     let mut f = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        // Not through a link, and never waiting on a FIFO planted at its name.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)?;
     let m = f.metadata()?;
     // SAFETY: geteuid has no preconditions.
@@ -171,15 +214,20 @@ mod tests {
     fn a_sealed_line_checks_and_any_change_breaks_its_seal() {
         let s = Seal { key: [7; 32] };
         let line = r#"{"unit":"a","device":"d","millis":3,"result":{"killed":true}}"#;
-        let sealed = s.seal(line);
+        let sealed = s.seal("h", line);
         assert!(sealed.starts_with(PREFIX));
-        assert!(s.check(&sealed));
+        assert!(s.check("h", &sealed));
         let v: serde_json::Value = serde_json::from_str(&sealed).expect("still JSON");
         assert_eq!(v["unit"], "a");
-        assert!(!s.check(&sealed.replace("true", "false")));
-        assert!(!s.check(line), "an unsealed line");
-        assert!(!Seal { key: [8; 32] }.check(&sealed), "another key's seal");
-        assert!(s.check(&s.seal("{}")));
+        assert!(!s.check("h", &sealed.replace("true", "false")));
+        assert!(!s.check("h", line), "an unsealed line");
+        assert!(!s.check("other", &sealed), "a line of another journal");
+        assert!(
+            !Seal { key: [8; 32] }.check("h", &sealed),
+            "another key's seal"
+        );
+        assert!(s.check("", &s.seal("", "{}")));
+        assert_eq!(Seal::of(&sealed).map(str::len), Some(64));
     }
 
     #[test]

@@ -715,6 +715,7 @@ impl Compactor {
         if r.part.is_some() && lock(&self.judged.damaged).contains(&r.hash) {
             return Ok(false);
         }
+        self.beat();
         let mut rebuilt = match self.rebuild(file, r, again, report) {
             Ok(v) => v,
             Err(why) => {

@@ -186,8 +186,10 @@ pub struct SpoolWriter {
     waits: AtomicU64,
     wait_ns: AtomicU64,
     peak: AtomicU64,
-    /// Set once the compactor made no room for [`STALL`]: this writer waits no more.
+    /// Set once the compactor showed no progress for [`STALL`]: this writer waits no more,
+    /// until the compactor's heartbeat moves on from the one seen then (`stalled_at`).
     stalled: std::sync::atomic::AtomicBool,
+    stalled_at: Mutex<Option<std::time::SystemTime>>,
 }
 
 /// How long a writer past its spool's bound waits for a compactor that shows no progress (the
@@ -225,6 +227,7 @@ impl SpoolWriter {
             wait_ns: AtomicU64::new(0),
             peak: AtomicU64::new(0),
             stalled: std::sync::atomic::AtomicBool::new(false),
+            stalled_at: Mutex::new(None),
         })
     }
 
@@ -517,11 +520,19 @@ impl SpoolWriter {
     /// [`Planned::parts`] for all of them before any is written: a part never waits for
     /// room, since a compactor cannot take a content before all its parts are written.
     pub fn make_room(&self, need: u64) {
-        if self.bound == 0 || self.stalled.load(Ordering::Relaxed) {
+        if self.bound == 0 {
             return;
         }
         if *self.estimate.lock().unwrap_or_else(|p| p.into_inner()) + need <= self.bound {
             return;
+        }
+        if self.stalled.load(Ordering::Relaxed) {
+            // Waiting again only once the compactor works again.
+            let at = *self.stalled_at.lock().unwrap_or_else(|p| p.into_inner());
+            if last_heartbeat(&self.dir) == at {
+                return;
+            }
+            self.stalled.store(false, Ordering::Relaxed);
         }
         let start = Instant::now();
         let mut waited = false;
@@ -549,6 +560,7 @@ impl SpoolWriter {
             if moved {
                 progress = Instant::now();
             } else if progress.elapsed() >= STALL {
+                *self.stalled_at.lock().unwrap_or_else(|p| p.into_inner()) = now_beat;
                 if !self.stalled.swap(true, Ordering::Relaxed) {
                     use std::io::Write;
                     let _ = writeln!(
