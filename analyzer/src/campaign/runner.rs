@@ -97,6 +97,13 @@ pub fn drive(
     if flags.campaign_dir.is_none() {
         refuse_links(&c.home(), &dir)?;
     }
+    // A journal this user's cltrap did not write is refused before any work: the units
+    // (mutate's test cases) are not computed only to be refused after.
+    if flags.resume {
+        if let Err(e @ journal::JournalError::Foreign(_)) = journal::read(&dir) {
+            return Err(foreign(&e));
+        }
+    }
     let earlier = if flags.resume {
         vec![dir.clone()]
     } else {
@@ -152,11 +159,7 @@ pub fn drive(
                 }
                 done = j.finished;
             }
-            Err(e @ journal::JournalError::Foreign(_)) => {
-                return Err(format!(
-                    "--resume: {e}; run the same command without --resume to start afresh (its journal is replaced)"
-                ))
-            }
+            Err(e @ journal::JournalError::Foreign(_)) => return Err(foreign(&e)),
             Err(journal::JournalError::Missing(_)) => {
                 eprintln!(
                     "cltrap: --resume: {} has no journal yet; running every unit",
@@ -357,6 +360,13 @@ enum Outcome {
     /// A unit no worker could be started for (why): it did not run, and the campaign stops
     /// (nothing of the unit, or of the kernel it tests, made that happen).
     Unstarted(Unit, String),
+}
+
+/// What `--resume` says of a journal this user's cltrap did not write.
+fn foreign(e: &journal::JournalError) -> String {
+    format!(
+        "--resume: {e}; run the same command without --resume to start afresh (its journal is replaced)"
+    )
 }
 
 /// How the main thread ends a campaign's slots early.
