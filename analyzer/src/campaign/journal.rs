@@ -249,10 +249,8 @@ impl Writer {
         // A fresh journal replaces an older one whole: written aside, then renamed. Its
         // header line carries a random id, so no two journals share a context.
         let line = serde_json::to_string(header).map_err(std::io::Error::other)?;
-        let mut id = [0u8; 16];
-        // SAFETY: writes at most 16 bytes into `id`; a short or failed read leaves zeros,
-        // and the time below still tells journals apart.
-        unsafe { libc::getrandom(id.as_mut_ptr().cast(), id.len(), 0) };
+        // The time still tells journals apart if the kernel gives no random bytes.
+        let id = super::seal::random_key().unwrap_or_default();
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())

@@ -156,8 +156,8 @@ fn load_or_make(path: &std::path::Path) -> std::io::Result<[u8; 32]> {
     }
 }
 
-/// 32 random bytes from the kernel.
-fn random_key() -> std::io::Result<[u8; 32]> {
+/// 32 random bytes from the kernel: the user's key, and a journal's id.
+pub(super) fn random_key() -> std::io::Result<[u8; 32]> {
     let mut key = [0u8; 32];
     let mut got = 0;
     while got < key.len() {
