@@ -90,6 +90,22 @@ pub struct PackSlot {
     pub stored: usize,
 }
 
+/// The encoded chunk at `at` in its open pack `file`, or None when the pack is shorter than
+/// the slot says (a damaged pack). The one place the reader and the compactor's check of a
+/// learned chunk read a slot.
+pub(crate) fn read_slot(file: &std::fs::File, at: &PackSlot) -> std::io::Result<Option<Vec<u8>>> {
+    use std::os::unix::fs::FileExt;
+    if at.offset.saturating_add(at.stored as u64) > file.metadata()?.len() {
+        return Ok(None);
+    }
+    let mut encoded = vec![0u8; at.stored];
+    match file.read_exact_at(&mut encoded, at.offset) {
+        Ok(()) => Ok(Some(encoded)),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(feature = "compact")]
 /// The chunks of a content: `(offset, length)` pairs covering `bytes` in order.
 pub fn cut(bytes: &[u8]) -> Vec<(usize, usize)> {

@@ -1003,7 +1003,6 @@ impl Contents {
         packs: &mut HashMap<&'a str, fs::File>,
         at: &'a crate::chunks::PackSlot,
     ) -> Result<Vec<u8>, ReadError> {
-        use std::os::unix::fs::FileExt;
         let path = blob_file_path(&self.dir, &at.pack, ".pack");
         let damaged = || ReadError::DamagedBlob {
             hash: at.pack.to_string(),
@@ -1024,20 +1023,9 @@ impl Contents {
                 }
             }
         };
-        let len = file
-            .metadata()
-            .map_err(|source| ReadError::Io {
-                path: path.clone(),
-                source,
-            })?
-            .len();
-        if at.offset.saturating_add(at.stored as u64) > len {
-            return Err(damaged());
-        }
-        let mut encoded = vec![0u8; at.stored];
-        match file.read_exact_at(&mut encoded, at.offset) {
-            Ok(()) => Ok(encoded),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(damaged()),
+        match crate::chunks::read_slot(file, at) {
+            Ok(Some(encoded)) => Ok(encoded),
+            Ok(None) => Err(damaged()),
             Err(source) => Err(ReadError::Io { path, source }),
         }
     }

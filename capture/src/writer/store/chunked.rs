@@ -154,22 +154,22 @@ impl BlobStore {
 
     /// Whether pack slot `at` of this capture decodes to `chunk`.
     fn slot_holds(&self, at: &crate::chunks::PackSlot, chunk: &[u8]) -> bool {
-        use std::os::unix::fs::FileExt;
         let prefix = at.pack.get(..2).unwrap_or("xx");
         let name = format!("{}.pack", at.pack);
+        if at.stored > crate::chunks::stored_bound(chunk.len()) {
+            return false;
+        }
         let Ok(file) =
             crate::safe_open::open_inside(&self.dir, &["blobs", prefix, &name], u64::MAX)
         else {
             return false;
         };
-        if at.stored > crate::chunks::stored_bound(chunk.len()) {
-            return false;
+        match crate::chunks::read_slot(&file, at) {
+            Ok(Some(encoded)) => {
+                crate::chunks::decode(&encoded, chunk.len()).is_ok_and(|d| d == chunk)
+            }
+            _ => false,
         }
-        let mut encoded = vec![0u8; at.stored];
-        if file.read_exact_at(&mut encoded, at.offset).is_err() {
-            return false;
-        }
-        crate::chunks::decode(&encoded, chunk.len()).is_ok_and(|d| d == chunk)
     }
 
     /// Writes `batch`'s pack, then the indexes of the contents waiting for it, and empties
