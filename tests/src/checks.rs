@@ -289,3 +289,21 @@ pub fn installed(prog: &str, package: &str) -> Option<std::path::PathBuf> {
         None
     }
 }
+
+/// Asserts that no wait of a capture run under a spool bound ended through the writer's
+/// stall check (the compactor made room, or let go of its lock, as it should), and, given the
+/// run's `CLTRAP_STATS`, that it waited at all: otherwise the bound was never reached and the
+/// case was not tested.
+pub fn assert_waited_for_compaction(captured: &Outcome, stats: Option<&serde_json::Value>) {
+    if let Some(stats) = stats {
+        assert!(
+            stats["spool"]["waits"].as_u64().unwrap_or(0) >= 1,
+            "the application never waited for compaction, so the case was not tested: {stats}"
+        );
+    }
+    assert!(
+        !captured.stderr.contains("showed no progress"),
+        "rescued by the writer's stall check rather than by the compactor: {}",
+        captured.describe()
+    );
+}
