@@ -14,6 +14,9 @@
 //! * A descriptor is registered in the same critical section as the `open` that made it, and
 //!   unregistered in the same one as its `close`; the fork's prepare handler takes that
 //!   section, so a fork never sees a held segment unregistered or a registered number closed.
+//! * The child touches a registered number only while it still names the segment registered
+//!   (same device and inode): an application that closed our descriptor itself and reused its
+//!   number keeps what it put there.
 //! * At most [`SLOTS`] segments are known at once (a writer holds one per lane); one past that
 //!   is held as before (a child forked meanwhile keeps its lock while it lives).
 
@@ -21,7 +24,7 @@ use std::fs::File;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Once;
 
 /// Segments known at once: several writers of [`super::LANES`] lanes each.
@@ -29,6 +32,10 @@ const SLOTS: usize = 64;
 
 /// Descriptors of the held segments (-1: a free slot).
 static HELD: [AtomicI32; SLOTS] = [const { AtomicI32::new(-1) }; SLOTS];
+
+/// The device and inode of each held segment, set before its number in [`HELD`].
+static HELD_DEV: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
+static HELD_INO: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 
 /// The critical section (a spin lock: the fork handlers cannot use a `Mutex` guard across
 /// `fork`) around an `open` and its registering, an unregistering and its `close`, and a fork.
@@ -38,7 +45,8 @@ static SECTION: AtomicBool = AtomicBool::new(false);
 static PREPARED: AtomicBool = AtomicBool::new(false);
 
 /// `/dev/null`, opened (close-on-exec) when the handlers are registered, so the child handler
-/// only duplicates it (-1: it could not be opened; the child then opens it itself).
+/// only duplicates it (-1: it could not be opened; a child then keeps the segments, and their
+/// locks, as it would without cltrap).
 static NULL: AtomicI32 = AtomicI32::new(-1);
 
 /// Takes [`SECTION`], giving up after `spins` tries (false); `usize::MAX`: waits.
@@ -85,22 +93,21 @@ extern "C" fn parent() {
 /// segment was (`dup3`; async-signal-safe calls only). The child has one thread: the section
 /// is free there whoever held it in the parent.
 extern "C" fn child() {
-    // SAFETY: open/dup3/close on descriptor numbers; no memory is touched.
-    unsafe {
-        let mut null = NULL.load(Ordering::Relaxed);
-        let opened = null < 0;
-        if opened {
-            null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+    let null = NULL.load(Ordering::Relaxed);
+    for (i, slot) in HELD.iter().enumerate() {
+        let fd = slot.swap(-1, Ordering::Relaxed);
+        if null < 0 || fd < 0 || fd == null {
+            continue;
         }
-        if null >= 0 {
-            for slot in &HELD {
-                let fd = slot.swap(-1, Ordering::Relaxed);
-                if fd >= 0 && fd != null {
-                    libc::dup3(null, fd, libc::O_CLOEXEC);
-                }
-            }
-            if opened {
-                libc::close(null);
+        // SAFETY: fstat into a local buffer and dup3 on descriptor numbers, both
+        // async-signal-safe.
+        unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            let same = libc::fstat(fd, &mut st) == 0
+                && st.st_dev == HELD_DEV[i].load(Ordering::Relaxed)
+                && st.st_ino == HELD_INO[i].load(Ordering::Relaxed);
+            if same {
+                libc::dup3(null, fd, libc::O_CLOEXEC);
             }
         }
     }
@@ -137,9 +144,14 @@ impl HeldFile {
         let file = open();
         let held = file.map(|file| {
             let fd = file.as_raw_fd();
-            let slot = HELD.iter().position(|s| {
-                s.compare_exchange(-1, fd, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
+            // Unknown identity: never registered (a child keeps it, as without cltrap).
+            let slot = file.metadata().ok().and_then(|m| {
+                use std::os::unix::fs::MetadataExt;
+                let slot = HELD.iter().position(|s| s.load(Ordering::Relaxed) == -1)?;
+                HELD_DEV[slot].store(m.dev(), Ordering::Relaxed);
+                HELD_INO[slot].store(m.ino(), Ordering::Relaxed);
+                HELD[slot].store(fd, Ordering::Relaxed);
+                Some(slot)
             });
             HeldFile {
                 file: ManuallyDrop::new(file),
@@ -224,5 +236,40 @@ mod tests {
             libc::waitpid(pid, std::ptr::null_mut(), 0);
         }
         assert!(free, "the forked child still holds the segment's lock");
+    }
+
+    /// An application that closed a segment's descriptor itself and opened something else at
+    /// its number keeps that in a forked child: the child handler leaves a number alone once
+    /// it names another file.
+    #[test]
+    fn a_reused_number_is_left_alone_in_a_forked_child() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let held = HeldFile::open(|| File::create(dir.path().join("seg"))).expect("open");
+        let fd = held.as_raw_fd();
+        let theirs = File::create(dir.path().join("theirs")).expect("create");
+        let ino = theirs.metadata().expect("stat").ino();
+        // SAFETY: puts the application's file at our number (as a close and an open that
+        // reused the number would); our HeldFile then closes that number once, below.
+        assert_eq!(unsafe { libc::dup2(theirs.as_raw_fd(), fd) }, fd);
+        // SAFETY: the child only stats a number and leaves.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork");
+        if pid == 0 {
+            // SAFETY: fstat into a local buffer; leaves without running destructors.
+            unsafe {
+                let mut st: libc::stat = std::mem::zeroed();
+                let kept = libc::fstat(fd, &mut st) == 0 && st.st_ino == ino;
+                libc::_exit(if kept { 0 } else { 1 });
+            }
+        }
+        let mut status = 0;
+        // SAFETY: the child made above.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        drop(held);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child found /dev/null where the application had its own file"
+        );
     }
 }
