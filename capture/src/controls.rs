@@ -101,7 +101,7 @@ pub const CONTROLS: &[Control] = &[
         flag: "derive-after-mb",
         value_name: "MB|auto",
         default: "auto",
-        help: "Contents kept (compressed chunks, and spooled contents at their whole size even where the spool holds only what changed) up to which every content is stored; past it (or past half of `--max-mb`, whichever comes first) inputs that the previous launch left are derived, i.e. re-created at replay by re-executing that launch. Larger: faster replays of long chains, bigger captures. `auto`: a sixty-fourth of the free space of the capture's filesystem, between 512 MB and 8 GB (512 when the free space is not known).",
+        help: "Contents kept (compressed chunks, and spooled contents at their whole size even where the spool holds only what changed) up to which every content is stored; past it (or past half of `--max-mb`, whichever comes first) inputs that the previous launch left are derived, i.e. re-created at replay by re-executing that launch. Larger: faster replays of long chains, more launches replayable on other devices, bigger captures and slower ones. `auto`: paced by the run, 256 MB and 128 MB per second after the first launch, so storing keeps up with the application, at most a sixty-fourth of the free space of the capture's filesystem, between 512 MB and 8 GB (512 when the free space is not known).",
     },
     Control {
         env: "CLTRAP_SPOOL_MAX_MB",
@@ -232,8 +232,12 @@ pub struct Settings {
     /// were known (what [`Settings::budget_line`] says the defaults came from).
     pub free_bytes: Option<u64>,
     /// `CLTRAP_DERIVE_AFTER_MB`: stored bytes past which inputs are derived where they can be
-    /// (or past half of [`Settings::max_bytes`], whichever is less).
+    /// (or past half of [`Settings::max_bytes`], whichever is less). Under `auto`, the most
+    /// the paced threshold ([`Settings::derive_threshold`]) grows to.
     pub derive_after_bytes: u64,
+    /// `CLTRAP_DERIVE_AFTER_MB` is `auto`: the threshold grows with the run
+    /// ([`Settings::derive_threshold`]).
+    pub derive_paced: bool,
     /// `CLTRAP_DEVICE_DIGEST`: digests computed on the device.
     pub device_digest: DeviceDigest,
     /// `CLTRAP_AT_FINISH`: who writes the launches an application's `clFinish` finished.
@@ -429,6 +433,7 @@ impl Settings {
             buffers,
             max_bytes,
             derive_after_bytes,
+            derive_paced: derive_mb.is_none(),
             spool_max_bytes,
             spool_lanes,
             free_bytes,
@@ -439,6 +444,36 @@ impl Settings {
                 .filter(|s| !s.trim().is_empty())
                 .map(PathBuf::from),
         })
+    }
+
+    /// Contents stored past which inputs are derived, `run` after the capture's first launch
+    /// that plans its contents. A number given: that number. `auto`: [`PACE_FLOOR`] plus
+    /// [`PACE_BYTES_PER_S`] per second of the run, at most [`Settings::derive_after_bytes`].
+    /// Why paced: storing a content costs its copy into the spool and its compaction, about
+    /// a second per GB on an H200 host; an FDTD of 0.4 s that stored its first 1 GB ran 3.2×
+    /// its native time, 1.8× with 256 MB. A short run stores what it can afford and derives
+    /// the rest; a long one stores up to the free-space share, with more stored launches
+    /// (replayable alone and on other devices) the longer it runs.
+    pub fn derive_threshold(&self, run: std::time::Duration) -> u64 {
+        if !self.derive_paced {
+            return self.derive_after_bytes;
+        }
+        let paced = PACE_FLOOR as f64 + PACE_BYTES_PER_S as f64 * run.as_secs_f64();
+        (paced.min(u64::MAX as f64) as u64).min(self.derive_after_bytes)
+    }
+
+    /// How the derive threshold is chosen, in words (the budget line and the shim's notice).
+    pub fn derive_words(&self) -> String {
+        let ceiling = self.derive_after_bytes.min(self.max_bytes / 2) >> 20;
+        if self.derive_paced {
+            format!(
+                "{} MB and {} MB per second of the run after its first launch, at most {ceiling} MB",
+                PACE_FLOOR >> 20,
+                PACE_BYTES_PER_S >> 20
+            )
+        } else {
+            format!("{ceiling} MB")
+        }
     }
 
     /// One line saying the disk budget and spool bound this capture uses, and where their
@@ -453,8 +488,8 @@ impl Settings {
             None => String::new(),
         };
         format!(
-            "capture budget: every content stored up to {} MB, contents at most {} MB, spool at most {} MB{from}",
-            self.derive_after_bytes.min(self.max_bytes / 2) >> 20,
+            "capture budget: every content stored up to {}, contents at most {} MB, spool at most {} MB{from}",
+            self.derive_words(),
             self.max_bytes >> 20,
             self.spool_max_bytes >> 20,
         )
@@ -468,6 +503,14 @@ impl Settings {
             && (self.kernels.is_empty() || self.kernels.iter().any(|g| glob_match(g, name)))
     }
 }
+
+/// Contents every capture under `CLTRAP_DERIVE_AFTER_MB=auto` stores before deriving.
+pub const PACE_FLOOR: u64 = 256 << 20;
+
+/// What the `auto` derive threshold grows by per second of the run (see
+/// [`Settings::derive_threshold`]): a sixth of the rate the H200 host copied contents into
+/// the spool and compacted them beside the application.
+pub const PACE_BYTES_PER_S: u64 = 128 << 20;
 
 /// The `auto` budget (max, derive-after, spool bound; bytes) for a filesystem with `free`
 /// bytes free: a quarter of it at most (between 256 MB and 64 GB), derive after a
@@ -646,6 +689,19 @@ mod tests {
             s.free_bytes, None,
             "no default was taken from the free space"
         );
+        // A number is not paced; `auto` is, up to its ceiling.
+        let late = std::time::Duration::from_secs(3600);
+        assert_eq!(s.derive_threshold(std::time::Duration::ZERO), 2 * MB);
+        assert_eq!(s.derive_threshold(late), 2 * MB);
+        let auto = Settings::from_values(&HashMap::new()).expect("defaults parse");
+        assert!(auto.derive_paced);
+        assert_eq!(auto.derive_threshold(std::time::Duration::ZERO), PACE_FLOOR);
+        assert_eq!(
+            auto.derive_threshold(std::time::Duration::from_secs(2)),
+            PACE_FLOOR + 2 * PACE_BYTES_PER_S
+        );
+        assert_eq!(auto.derive_threshold(late), auto.derive_after_bytes);
+        assert!(auto.budget_line().contains("128 MB per second"));
         let bad: HashMap<&str, String> = [("CLTRAP_SPOOL_MAX_MB", "lots".to_string())]
             .into_iter()
             .collect();

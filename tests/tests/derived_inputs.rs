@@ -150,10 +150,10 @@ fn gaussian_elimination_under_a_tiny_budget_keeps_every_launch_replayable() {
     );
 }
 
-/// Under the default 4 GB budget, deriving starts past `--derive-after-mb` (default 512 MB:
-/// a Gaussian elimination over a 4 MB matrix keeps its 2 046 launches replayable in 0.7 GB
-/// instead of storing 2.2 GB). The fixture is small, so the threshold is set to 1 MB here;
-/// with the default threshold, it stores everything.
+/// Under the default budget, deriving starts past `--derive-after-mb` (`auto`: 256 MB and
+/// more as the run goes on: a Gaussian elimination over a 4 MB matrix keeps its 2 046
+/// launches replayable without storing 2.2 GB). The fixture is small, so the threshold is set
+/// to 1 MB here; with the default threshold, it stores everything.
 #[test]
 fn deriving_starts_past_the_derive_threshold_under_the_default_budget() {
     let (dir, cap) = capture_gauss_with("derived-threshold", &["--derive-after-mb", "1"], &[]);

@@ -248,7 +248,8 @@ static COUNTS: once_cell::sync::Lazy<Mutex<HashMap<String, Counts>>> =
 static DERIVING_SAID: AtomicBool = AtomicBool::new(false);
 
 /// What a launch of `kernel` keeps, given the buffer mode and how much of the disk budget
-/// this process has used. Under half the budget (and under `CLTRAP_DERIVE_AFTER_MB`):
+/// this process has used. Under half the budget (and under the derive threshold,
+/// [`Settings::derive_threshold`], which `auto` paces by the time since the first launch):
 /// everything. Past it: [`Keep::Inputs`], so
 /// every launch stays replayable. Past the whole budget: only a kernel without any replayable
 /// launch yet gets one ([`Keep::Befores`]); the others keep digests (still replayable where
@@ -276,7 +277,10 @@ pub fn plan(
     let in_flight = in_flight();
     let used = writer.blobs.bytes_written().saturating_add(in_flight);
     let contents = writer.blobs.content_bytes().saturating_add(in_flight);
-    let soft = (max / SOFT_SHARE).min(settings.derive_after_bytes);
+    // The run starts at the first launch that plans its contents.
+    static FIRST: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let run = FIRST.get_or_init(std::time::Instant::now).elapsed();
+    let soft = (max / SOFT_SHARE).min(settings.derive_threshold(run));
     let mut counts = lock(&COUNTS);
     let c = match counts.get_mut(kernel) {
         Some(c) => c,
@@ -297,9 +301,9 @@ pub fn plan(
     drop(counts);
     if keep != Keep::All && !DERIVING_SAID.swap(true, Ordering::Relaxed) {
         crate::say::say(&format!(
-            "the capture kept {} MB of contents (CLTRAP_DERIVE_AFTER_MB {} MB, CLTRAP_MAX_MB {} MB); from now on it stores only the contents before a launch that the previous launch did not leave there (the others are re-created at replay by re-executing that launch, with a stored checkpoint every {CHECKPOINT_EVERY} to {CHECKPOINT_MAX} launches, spaced so storing them costs at most a fifth of the run) and digests of the contents after, so every launch stays replayable; past the whole budget only contents that re-executing earlier launches re-creates stay replayable, plus one launch per kernel (`cltrap list` marks which launches are)",
+            "the capture kept {} MB of contents (CLTRAP_DERIVE_AFTER_MB {}, CLTRAP_MAX_MB {} MB); from now on it stores only the contents before a launch that the previous launch did not leave there (the others are re-created at replay by re-executing that launch, with a stored checkpoint every {CHECKPOINT_EVERY} to {CHECKPOINT_MAX} launches, spaced so storing them costs at most a fifth of the run) and digests of the contents after, so every launch stays replayable; past the whole budget only contents that re-executing earlier launches re-creates stay replayable, plus one launch per kernel (`cltrap list` marks which launches are)",
             contents.max(used) >> 20,
-            settings.derive_after_bytes >> 20,
+            settings.derive_words(),
             max >> 20
         ));
     }
