@@ -462,17 +462,26 @@ impl Settings {
         (paced.min(u64::MAX as f64) as u64).min(self.derive_after_bytes)
     }
 
+    /// Whether the derive threshold in force grows with the run: `auto`, and half the disk
+    /// budget leaves it room to grow past [`PACE_FLOOR`].
+    pub fn derive_grows(&self) -> bool {
+        self.derive_paced && self.derive_after_bytes.min(self.max_bytes / 2) > PACE_FLOOR
+    }
+
     /// How the derive threshold is chosen, in words (the budget line and the shim's notice).
     pub fn derive_words(&self) -> String {
-        let ceiling = self.derive_after_bytes.min(self.max_bytes / 2) >> 20;
-        if self.derive_paced {
+        let ceiling = self.derive_after_bytes.min(self.max_bytes / 2);
+        if self.derive_grows() {
             format!(
-                "{} MB and {} MB per second of the run after its first launch, at most {ceiling} MB",
-                PACE_FLOOR >> 20,
-                PACE_BYTES_PER_S >> 20
+                "{} and {} per second of the run after its first launch, at most {}",
+                size_words(PACE_FLOOR),
+                size_words(PACE_BYTES_PER_S),
+                size_words(ceiling)
             )
+        } else if ceiling < self.derive_after_bytes {
+            format!("{} (half of the disk budget)", size_words(ceiling))
         } else {
-            format!("{ceiling} MB")
+            size_words(ceiling)
         }
     }
 
@@ -501,6 +510,15 @@ impl Settings {
         seq >= self.launches.0
             && seq < self.launches.1
             && (self.kernels.is_empty() || self.kernels.iter().any(|g| glob_match(g, name)))
+    }
+}
+
+/// `bytes` in words: whole MB, or KB below 1 MB (so a tiny budget never reads "0 MB").
+fn size_words(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{} MB", bytes >> 20)
+    } else {
+        format!("{} KB", bytes.div_ceil(1 << 10))
     }
 }
 
@@ -702,6 +720,13 @@ mod tests {
         );
         assert_eq!(auto.derive_threshold(late), auto.derive_after_bytes);
         assert!(auto.budget_line().contains("128 MB per second"));
+        // Half a small disk budget leaves the pace no room: the words say what binds.
+        let small: HashMap<&str, String> =
+            [("CLTRAP_MAX_MB", "1".to_string())].into_iter().collect();
+        let small = Settings::from_values(&small).expect("parses");
+        assert!(!small.derive_grows());
+        assert_eq!(small.derive_words(), "512 KB (half of the disk budget)");
+        assert_eq!(s.derive_words(), "2 MB");
         let bad: HashMap<&str, String> = [("CLTRAP_SPOOL_MAX_MB", "lots".to_string())]
             .into_iter()
             .collect();

@@ -18,7 +18,7 @@ fn capture_gauss(label: &str, extra: &[&str]) -> (TestDir, Capture) {
 }
 
 /// Captures `gauss N [extra]` with the capture flags `flags`; the shim says once that it
-/// derives from now on.
+/// derives past its threshold.
 fn capture_gauss_with(label: &str, flags: &[&str], extra: &[&str]) -> (TestDir, Capture) {
     let exe = fixture("gauss");
     let args: Vec<&str> = std::iter::once(N).chain(extra.iter().copied()).collect();
@@ -175,7 +175,7 @@ fn deriving_starts_past_the_derive_threshold_under_the_default_budget() {
     list_says_all_replayable(&dir, &cap);
     assert_replays_ok(&dir, LAUNCHES);
 
-    // The default threshold (512 MB) is far away: every content stored, nothing said.
+    // The default threshold (at least 256 MB) is far away: every content stored, nothing said.
     let exe = fixture("gauss");
     let plain = fresh_capture_dir("derived-threshold-default");
     let captured = run_captured(&plain, &[] as &[&str], &exe, &[N]);
@@ -443,4 +443,52 @@ fn fuzz_and_mutate_re_create_derived_inputs() {
             && !state.contains("derived input"),
         "{state}"
     );
+}
+
+/// The `auto` derive threshold is paced by the run: a launch that passes 256 MB soon after the
+/// first derives its inputs, and one made after a pause, when the threshold has grown past
+/// what is stored, stores everything again, reusing no derived content (its inputs read and
+/// stored, not re-created from the launch before). The pause (3 s) and the fixture's 192 MiB
+/// buffer leave a margin of a second each way: the second and third launches must be planned
+/// within a second of the first, the fourth comes 3 s later at least.
+#[test]
+fn the_auto_derive_threshold_grows_with_the_run() {
+    let exe = fixture("paced");
+    let args = ["192", "3"];
+    let native = run_native(&exe, &args).expect_success();
+    let dir = fresh_capture_dir("derived-paced");
+    // A disk budget whose half stays out of the way (`auto` could be small on a small disk).
+    let captured = run_captured(&dir, &["--max-mb", "4096"], &exe, &args);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    assert!(
+        captured.stderr.contains(
+            "derive threshold 256 MB and 128 MB per second of the run after its first launch"
+        ) && captured
+            .stderr
+            .contains("while the threshold stays below what is stored"),
+        "the capture did not say it derives under the paced threshold: {}",
+        captured.describe()
+    );
+    let cap = open_capture(&dir);
+    assert_eq!(cap.launches.len(), 4, "{}", captured.describe());
+    let index = ReplayIndex::of(&cap.launches);
+    let kinds: Vec<&'static str> = cap
+        .launches
+        .iter()
+        .map(|l| match index.get(l.id) {
+            Some(Replayability::Stored) => "stored",
+            Some(Replayability::Derived { .. }) => "derived",
+            _ => "other",
+        })
+        .collect();
+    // The first stores both its versions; the second's input is the first's stored output;
+    // the third's is the second's, kept only as a digest; the fourth stores its input again.
+    assert_eq!(
+        kinds,
+        ["stored", "stored", "derived", "stored"],
+        "{}",
+        captured.describe()
+    );
+    assert_replays_ok(&dir, 4);
 }

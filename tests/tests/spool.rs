@@ -531,7 +531,7 @@ fn the_derive_threshold_counts_patched_versions_at_their_whole_size() {
     assert!(
         captured
             .stderr
-            .contains("MB of contents (CLTRAP_DERIVE_AFTER_MB 16 MB"),
+            .contains("MB of contents (derive threshold 16 MB,"),
         "the capture never started deriving: {}",
         captured.describe()
     );

@@ -6,7 +6,7 @@
 //! kept its copy of a segment's descriptor, the parent sealing (closing) the segment would not
 //! release the lock, no compactor could take the segment, and a parent waiting for room in a
 //! bounded spool would wait as long as the child lived — for ever when the child waits for the
-//! parent. The child handler puts `/dev/null` over each held descriptor (`dup2`, which is
+//! parent. The child handler puts `/dev/null` over each held descriptor (`dup3`, which is
 //! async-signal-safe, and leaves the number open, so the child's copy of the parent's memory
 //! never closes a number reused for something else).
 //!
@@ -44,9 +44,9 @@ static SECTION: AtomicBool = AtomicBool::new(false);
 /// Whether the prepare handler took [`SECTION`] for the fork in progress.
 static PREPARED: AtomicBool = AtomicBool::new(false);
 
-/// `/dev/null`, opened (close-on-exec) when the handlers are registered, so the child handler
-/// only duplicates it (-1: it could not be opened; a child then keeps the segments, and their
-/// locks, as it would without cltrap).
+/// `/dev/null`, opened (close-on-exec) when the handlers are registered, or at a later
+/// segment's open if it could not be then, so the child handler only duplicates it (-1: not
+/// open yet; a child then keeps the segments, and their locks, as it would without cltrap).
 static NULL: AtomicI32 = AtomicI32::new(-1);
 
 /// Takes [`SECTION`], giving up after `spins` tries (false); `usize::MAX`: waits.
@@ -95,7 +95,8 @@ extern "C" fn parent() {
 extern "C" fn child() {
     let null = NULL.load(Ordering::Relaxed);
     for (i, slot) in HELD.iter().enumerate() {
-        let fd = slot.swap(-1, Ordering::Relaxed);
+        // Acquire: the device and inode stored before this number are seen with it.
+        let fd = slot.swap(-1, Ordering::Acquire);
         if null < 0 || fd < 0 || fd == null {
             continue;
         }
@@ -141,6 +142,12 @@ impl HeldFile {
     pub(super) fn open(open: impl FnOnce() -> std::io::Result<File>) -> std::io::Result<HeldFile> {
         watch_forks();
         enter(usize::MAX);
+        if NULL.load(Ordering::Relaxed) < 0 {
+            // Not opened before (out of descriptors then): tried again, in the section.
+            // SAFETY: opens a descriptor kept for the process's life.
+            let null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+            NULL.store(null, Ordering::Relaxed);
+        }
         let file = open();
         let held = file.map(|file| {
             let fd = file.as_raw_fd();
@@ -150,7 +157,8 @@ impl HeldFile {
                 let slot = HELD.iter().position(|s| s.load(Ordering::Relaxed) == -1)?;
                 HELD_DEV[slot].store(m.dev(), Ordering::Relaxed);
                 HELD_INO[slot].store(m.ino(), Ordering::Relaxed);
-                HELD[slot].store(fd, Ordering::Relaxed);
+                // Release: published after its device and inode.
+                HELD[slot].store(fd, Ordering::Release);
                 Some(slot)
             });
             HeldFile {
@@ -265,7 +273,8 @@ mod tests {
         }
         let mut status = 0;
         // SAFETY: the child made above.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
+        let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert_eq!(waited, pid, "waitpid");
         drop(held);
         assert!(
             libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,

@@ -301,10 +301,15 @@ pub fn plan(
     drop(counts);
     if keep != Keep::All && !DERIVING_SAID.swap(true, Ordering::Relaxed) {
         crate::say::say(&format!(
-            "the capture kept {} MB of contents (CLTRAP_DERIVE_AFTER_MB {}, CLTRAP_MAX_MB {} MB); from now on it stores only the contents before a launch that the previous launch did not leave there (the others are re-created at replay by re-executing that launch, with a stored checkpoint every {CHECKPOINT_EVERY} to {CHECKPOINT_MAX} launches, spaced so storing them costs at most a fifth of the run) and digests of the contents after, so every launch stays replayable; past the whole budget only contents that re-executing earlier launches re-creates stay replayable, plus one launch per kernel (`cltrap list` marks which launches are)",
+            "the capture kept {} MB of contents (derive threshold {}, CLTRAP_MAX_MB {} MB); {} it stores only the contents before a launch that the previous launch did not leave there (the others are re-created at replay by re-executing that launch, with a stored checkpoint every {CHECKPOINT_EVERY} to {CHECKPOINT_MAX} launches, spaced so storing them costs at most a fifth of the run) and digests of the contents after, so every launch stays replayable; past the whole budget only contents that re-executing earlier launches re-creates stay replayable, plus one launch per kernel (`cltrap list` marks which launches are)",
             contents.max(used) >> 20,
             settings.derive_words(),
-            max >> 20
+            max >> 20,
+            if settings.derive_grows() {
+                "while the threshold stays below what is stored,"
+            } else {
+                "from now on"
+            }
         ));
     }
     keep

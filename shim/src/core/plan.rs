@@ -277,6 +277,15 @@ impl Plan {
         } else {
             known::reuse(self.reads.iter().map(|(mem, _)| *mem), queue as usize)
         };
+        if self.mode == contents::Keep::All {
+            // A launch that stores everything reuses only stored contents: under the paced
+            // `auto` threshold it may follow launches that kept only digests of theirs.
+            for r in reuse.iter_mut() {
+                if r.as_ref().is_some_and(|r| r.chain.depth > 0) {
+                    *r = None;
+                }
+            }
+        }
         // The longest chain this launch's inputs derive along.
         let derived = known::Chain::longest(reuse.iter().flatten().map(|r| &r.chain));
         let inputs = || self.reads.iter().map(|(_, s)| s.bytes() as u64).sum();
