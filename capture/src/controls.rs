@@ -104,6 +104,13 @@ pub const CONTROLS: &[Control] = &[
         help: "Contents kept (compressed chunks, and spooled contents at their whole size even where the spool holds only what changed) up to which every content is stored; past it (or past half of `--max-mb`, whichever comes first) inputs that the previous launch left are derived, i.e. re-created at replay by re-executing that launch. Larger: faster replays of long chains, more launches replayable on other devices, bigger captures and slower ones. `auto`: paced by the run, 256 MB and 128 MB per second after the first launch, so storing keeps up with the application, at most a sixty-fourth of the free space of the capture's filesystem, between 512 MB and 8 GB (512 when the free space is not known).",
     },
     Control {
+        env: "CLTRAP_DERIVE_PACE",
+        flag: "derive-pace",
+        value_name: "MB,MB/s",
+        default: "256,128",
+        help: "How the `auto` derive threshold grows with the run: every content is stored up to the first number (MB), and up to the second (MB) more per second after the first launch, at most `--derive-after-mb`'s `auto` value. Smaller: a short run that rewrites large buffers slows down less, and more of its launches derive their inputs. Ignored when `--derive-after-mb` is a number.",
+    },
+    Control {
         env: "CLTRAP_SPOOL_MAX_MB",
         flag: "spool-max-mb",
         value_name: "MB|auto",
@@ -238,6 +245,9 @@ pub struct Settings {
     /// `CLTRAP_DERIVE_AFTER_MB` is `auto`: the threshold grows with the run
     /// ([`Settings::derive_threshold`]).
     pub derive_paced: bool,
+    /// `CLTRAP_DERIVE_PACE`: the paced threshold's floor (bytes) and growth (bytes per
+    /// second of the run).
+    pub derive_pace: (u64, u64),
     /// `CLTRAP_DEVICE_DIGEST`: digests computed on the device.
     pub device_digest: DeviceDigest,
     /// `CLTRAP_AT_FINISH`: who writes the launches an application's `clFinish` finished.
@@ -380,6 +390,23 @@ impl Settings {
         let max_bytes = max_mb.map_or(budget.0, |m| m.saturating_mul(1 << 20));
         let derive_after_bytes = derive_mb.map_or(budget.1, |m| m.saturating_mul(1 << 20));
         let spool_max_bytes = spool_mb.map_or(budget.2, |m| m.saturating_mul(1 << 20));
+        let pace_s = get("CLTRAP_DERIVE_PACE");
+        let derive_pace = match pace_s.trim() {
+            "" => (PACE_FLOOR, PACE_BYTES_PER_S),
+            v => v
+                .split_once(',')
+                .and_then(|(a, b)| {
+                    Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?))
+                })
+                .map(|(a, b)| (a.saturating_mul(1 << 20), b.saturating_mul(1 << 20)))
+                .ok_or_else(|| {
+                    bad(
+                        "CLTRAP_DERIVE_PACE",
+                        &pace_s,
+                        "two numbers of megabytes, as in 256,128",
+                    )
+                })?,
+        };
         let lanes_s = get("CLTRAP_SPOOL_LANES");
         let spool_lanes = match lanes_s.trim() {
             "" | "auto" => None,
@@ -434,6 +461,7 @@ impl Settings {
             max_bytes,
             derive_after_bytes,
             derive_paced: derive_mb.is_none(),
+            derive_pace,
             spool_max_bytes,
             spool_lanes,
             free_bytes,
@@ -447,8 +475,9 @@ impl Settings {
     }
 
     /// Contents stored past which inputs are derived, `run` after the capture's first launch
-    /// that plans its contents. A number given: that number. `auto`: [`PACE_FLOOR`] plus
-    /// [`PACE_BYTES_PER_S`] per second of the run, at most [`Settings::derive_after_bytes`].
+    /// that plans its contents. A number given: that number. `auto`: the pace's floor
+    /// ([`PACE_FLOOR`] unless `CLTRAP_DERIVE_PACE` says otherwise) plus its growth
+    /// ([`PACE_BYTES_PER_S`]) per second of the run, at most [`Settings::derive_after_bytes`].
     /// Why paced: storing a content costs its copy into the spool and its compaction, about
     /// a second per GB on an H200 host; an FDTD of 0.4 s that stored its first 1 GB ran 3.2×
     /// its native time, 1.8× with 256 MB. A short run stores what it can afford and derives
@@ -458,14 +487,15 @@ impl Settings {
         if !self.derive_paced {
             return self.derive_after_bytes;
         }
-        let paced = PACE_FLOOR as f64 + PACE_BYTES_PER_S as f64 * run.as_secs_f64();
+        let (floor, growth) = self.derive_pace;
+        let paced = floor as f64 + growth as f64 * run.as_secs_f64();
         (paced.min(u64::MAX as f64) as u64).min(self.derive_after_bytes)
     }
 
     /// Whether the derive threshold in force grows with the run: `auto`, and half the disk
-    /// budget leaves it room to grow past [`PACE_FLOOR`].
+    /// budget leaves it room to grow past the pace's floor.
     pub fn derive_grows(&self) -> bool {
-        self.derive_paced && self.derive_after_bytes.min(self.max_bytes / 2) > PACE_FLOOR
+        self.derive_paced && self.derive_after_bytes.min(self.max_bytes / 2) > self.derive_pace.0
     }
 
     /// How the derive threshold is chosen, in words (the budget line and the shim's notice).
@@ -474,8 +504,8 @@ impl Settings {
         if self.derive_grows() {
             format!(
                 "{} and {} per second of the run after its first launch, at most {}",
-                size_words(PACE_FLOOR),
-                size_words(PACE_BYTES_PER_S),
+                size_words(self.derive_pace.0),
+                size_words(self.derive_pace.1),
                 size_words(ceiling)
             )
         } else if ceiling < self.derive_after_bytes {
@@ -720,6 +750,24 @@ mod tests {
         );
         assert_eq!(auto.derive_threshold(late), auto.derive_after_bytes);
         assert!(auto.budget_line().contains("128 MB per second"));
+        let paced: HashMap<&str, String> = [("CLTRAP_DERIVE_PACE", "8, 4".to_string())]
+            .into_iter()
+            .collect();
+        let paced = Settings::from_values(&paced).expect("parses");
+        assert_eq!(
+            paced.derive_threshold(std::time::Duration::from_secs(1)),
+            12 * MB
+        );
+        assert!(paced
+            .budget_line()
+            .contains("up to 8 MB and 4 MB per second"));
+        for bad in ["8", "8,", "x,4", "8;4"] {
+            let v: HashMap<&str, String> = [("CLTRAP_DERIVE_PACE", bad.to_string())]
+                .into_iter()
+                .collect();
+            let e = Settings::from_values(&v).unwrap_err();
+            assert!(e.contains("CLTRAP_DERIVE_PACE"), "{e}");
+        }
         // Half a small disk budget leaves the pace no room: the words say what binds.
         let small: HashMap<&str, String> =
             [("CLTRAP_MAX_MB", "1".to_string())].into_iter().collect();

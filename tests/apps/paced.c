@@ -1,9 +1,9 @@
 /* Fixture: one buffer of MB MiB (a ramp of words), three launches of `bump` enqueued without
  * waiting, a clFinish, a pause of PAUSE seconds, a fourth launch, then a read-back that checks
- * every word went up by four. Under `--buffers full` with the paced `auto` derive threshold
- * (256 MB, then 128 MB per second after the first launch) the first launch stores its two
- * versions (2 x MB), the next two pass the threshold and derive, and the fourth, after the
- * pause, finds the threshold grown past what is stored and stores everything again.
+ * every word went up by four. Under `--buffers full` with a paced `auto` derive threshold
+ * (`--derive-pace`) the first launch stores its two versions (2 x MB), the next two pass the
+ * threshold and derive, and the fourth, after the pause, finds the threshold grown past what
+ * is stored and stores everything again.
  * Usage: paced [MB] [PAUSE]   (default 192 MiB, 3 s) */
 #include "common.h"
 #include <unistd.h>

@@ -445,25 +445,25 @@ fn fuzz_and_mutate_re_create_derived_inputs() {
     );
 }
 
-/// The `auto` derive threshold is paced by the run: a launch that passes 256 MB soon after the
+/// The `auto` derive threshold is paced by the run: a launch that passes it soon after the
 /// first derives its inputs, and one made after a pause, when the threshold has grown past
 /// what is stored, stores everything again, reusing no derived content (its inputs read and
-/// stored, not re-created from the launch before). The pause (3 s) and the fixture's 192 MiB
-/// buffer leave a margin of a second each way: the second and third launches must be planned
-/// within a second of the first, the fourth comes 3 s later at least.
+/// stored, not re-created from the launch before). With a pace of 1 MB and 4 MB per second
+/// and the fixture's 8 MiB buffer (16 MiB counted after the first launch), the threshold
+/// passes what is stored about 3.75 s after the first launch: the second and third launches,
+/// enqueued right after it, come well before, the fourth (after a 6 s pause) well after.
 #[test]
 fn the_auto_derive_threshold_grows_with_the_run() {
     let exe = fixture("paced");
-    let args = ["192", "3"];
+    let args = ["8", "6"];
     let native = run_native(&exe, &args).expect_success();
     let dir = fresh_capture_dir("derived-paced");
-    // A disk budget whose half stays out of the way (`auto` could be small on a small disk).
-    let captured = run_captured(&dir, &["--max-mb", "4096"], &exe, &args);
+    let captured = run_captured(&dir, &["--derive-pace", "1,4"], &exe, &args);
     captured.assert_no_panic();
     assert_same_behaviour(&native, &captured);
     assert!(
         captured.stderr.contains(
-            "derive threshold 256 MB and 128 MB per second of the run after its first launch"
+            "derive threshold 1 MB and 4 MB per second of the run after its first launch"
         ) && captured
             .stderr
             .contains("while the threshold stays below what is stored"),
