@@ -552,12 +552,14 @@ fn size_words(bytes: u64) -> String {
     }
 }
 
-/// Contents every capture under `CLTRAP_DERIVE_AFTER_MB=auto` stores before deriving.
+/// Contents every capture under `CLTRAP_DERIVE_AFTER_MB=auto` stores before deriving
+/// (`CLTRAP_DERIVE_PACE` overrides it).
 pub const PACE_FLOOR: u64 = 256 << 20;
 
 /// What the `auto` derive threshold grows by per second of the run (see
-/// [`Settings::derive_threshold`]): a sixth of the rate the H200 host copied contents into
-/// the spool and compacted them beside the application.
+/// [`Settings::derive_threshold`]; `CLTRAP_DERIVE_PACE` overrides it): about an eighth of
+/// the rate (about 1 GB/s) at which the H200 host copied contents into the spool and
+/// compacted them beside the application, so storing adds a small share to a run's time.
 pub const PACE_BYTES_PER_S: u64 = 128 << 20;
 
 /// The `auto` budget (max, derive-after, spool bound; bytes) for a filesystem with `free`
