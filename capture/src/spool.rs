@@ -68,6 +68,7 @@ pub use writer::{Planned, SpoolStats, SpoolWriter, LANES};
 use crate::writer_fs::{self, Access};
 use std::fs::File;
 use std::path::Path;
+use std::sync::Mutex;
 
 /// The spool's folder inside a capture folder.
 pub const SPOOL_DIR: &str = "spool";
@@ -230,11 +231,20 @@ pub fn compactor_attached(dir: &Path) -> bool {
 }
 
 /// Says that a compactor of capture folder `dir` is at work: sets the modification time of
-/// its lock file to now (the file itself, never through a link). Why: a writer past the
-/// spool's bound waits for room only while a compactor makes progress ([`SpoolWriter`]'s
-/// stall check), and a pass frees its segments only at its end, after making what it wrote
-/// durable, which may take longer than that check waits.
+/// its lock file to now (the file itself, never through a link), at most every 100 ms in
+/// this process, so callers beat wherever work is done without timing it themselves. Why: a
+/// writer past the spool's bound waits for room only while a compactor makes progress
+/// ([`SpoolWriter`]'s stall check, 10 s), and a pass frees its segments only at
+/// its end, after making what it wrote durable, which may take longer than that check waits.
 pub fn heartbeat(dir: &Path) {
+    static LAST: Mutex<Option<std::time::Instant>> = Mutex::new(None);
+    {
+        let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_some_and(|t| t.elapsed() < std::time::Duration::from_millis(100)) {
+            return;
+        }
+        *last = Some(std::time::Instant::now());
+    }
     let path = dir.join(SPOOL_DIR).join(COMPACTOR_LOCK);
     let Ok(c) = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()))
     else {

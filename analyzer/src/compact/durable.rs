@@ -15,13 +15,9 @@ use std::path::{Path, PathBuf};
 /// `fsync`ed (the new names). Why not `syncfs`: it also wrote back the spool's segments,
 /// gigabytes of pages about to be deleted (3 of a compaction's 4.4 s on an H200 host, 6 GB
 /// spooled). Where `sync_file_range` is not offered (some network and FUSE filesystems),
-/// the `fdatasync` does all of it. `beat` is called after each file (the compactor's
-/// heartbeat: syncing gigabytes takes seconds).
-pub(super) fn sync_written(
-    dir: &Path,
-    written: Vec<PathBuf>,
-    beat: &(dyn Fn() + Sync),
-) -> Result<(), CompactError> {
+/// the `fdatasync` does all of it. The compactor's heartbeat ([`cltrap_capture::spool::heartbeat`]) beats
+/// after each file: syncing gigabytes takes seconds.
+pub(super) fn sync_written(dir: &Path, written: Vec<PathBuf>) -> Result<(), CompactError> {
     let mut folders: std::collections::BTreeSet<PathBuf> = Default::default();
     for f in &written {
         // The file's folder, and the folder above it (`blobs/`), which a new one joined.
@@ -59,7 +55,7 @@ pub(super) fn sync_written(
         // file's size and blocks): fdatasync commits that, and with the data already written
         // the commits of all files coalesce into few journal transactions.
         f.sync_data().map_err(failed(path))?;
-        beat();
+        cltrap_capture::spool::heartbeat(dir);
         Ok(())
     })?;
     for d in &folders {

@@ -238,8 +238,6 @@ struct Compactor {
     stopped: std::sync::atomic::AtomicU64,
     /// The free space, and the largest content left in the spool for its size alone.
     left: std::sync::Mutex<Option<(u64, u64)>>,
-    /// When this compactor last said it is at work ([`Compactor::beat`]).
-    beaten: std::sync::Mutex<Option<Instant>>,
 }
 
 /// What a pass found about contents spooled in parts, by content digest: whether their parts
@@ -391,18 +389,13 @@ impl Compactor {
             keep_free: KeepFree::from_env(),
             stopped: std::sync::atomic::AtomicU64::new(u64::MAX),
             left: std::sync::Mutex::new(None),
-            beaten: std::sync::Mutex::new(None),
         }
     }
 
-    /// Says that this compactor is at work ([`spool::heartbeat`]), at most every 100 ms: a
-    /// writer waiting for room counts it as progress while a pass has freed nothing yet.
+    /// Says that this compactor is at work ([`spool::heartbeat`]): a writer waiting for room
+    /// counts it as progress while a pass has freed nothing yet.
     fn beat(&self) {
-        let mut beaten = lock(&self.beaten);
-        if beaten.is_none_or(|t| t.elapsed() >= std::time::Duration::from_millis(100)) {
-            *beaten = Some(Instant::now());
-            spool::heartbeat(&self.dir);
-        }
+        spool::heartbeat(&self.dir);
     }
 
     /// Whether the capture's filesystem has room for a content of `bytes` and the free space
@@ -533,7 +526,7 @@ impl Compactor {
             // Everything they hold is in the store: make what this pass wrote durable, then
             // drop the segments (their pages, never written back, go with them).
             let started = Instant::now();
-            sync_written(&self.dir, self.store.take_written(), &|| self.beat())?;
+            sync_written(&self.dir, self.store.take_written())?;
             for (path, _file) in &done {
                 std::fs::remove_file(path).map_err(io(path))?;
             }

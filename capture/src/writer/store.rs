@@ -211,14 +211,10 @@ impl BlobStore {
             .learned_chunks
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        // A compactor's heartbeat while it reads a large store's indexes (a writer waiting
-        // for room counts it as progress: `spool::heartbeat`).
-        let mut beaten = std::time::Instant::now();
         for prefix in prefixes.filter_map(|e| e.ok()) {
-            if beaten.elapsed() >= std::time::Duration::from_millis(100) {
-                crate::spool::heartbeat(&self.dir);
-                beaten = std::time::Instant::now();
-            }
+            // A compactor's heartbeat while it reads a large store's indexes (a writer
+            // waiting for room counts it as progress).
+            crate::spool::heartbeat(&self.dir);
             if !prefix.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }
