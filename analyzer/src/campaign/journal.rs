@@ -190,19 +190,17 @@ pub fn read(dir: &Path) -> Result<Journal, JournalError> {
             refused += 1;
             continue;
         }
-        {
-            // A unit's name becomes a folder of the campaign: one plain name, never a path.
-            if !cltrap_capture::safe_open::is_plain_name(&f.unit) {
-                return Err(JournalError::Unreadable(
-                    path,
-                    format!(
-                        "it names a unit {:?}, which is not a plain name",
-                        crate::list::clip(&f.unit, 64)
-                    ),
-                ));
-            }
-            finished.insert(f.unit.clone(), f);
+        // A unit's name becomes a folder of the campaign: one plain name, never a path.
+        if !cltrap_capture::safe_open::is_plain_name(&f.unit) {
+            return Err(JournalError::Unreadable(
+                path,
+                format!(
+                    "it names a unit {:?}, which is not a plain name",
+                    crate::list::clip(&f.unit, 64)
+                ),
+            ));
         }
+        finished.insert(f.unit.clone(), f);
     }
     Ok(Journal {
         header,
@@ -249,13 +247,7 @@ impl Writer {
         // A fresh journal replaces an older one whole: written aside, then renamed. Its
         // header line carries a random id, so no two journals share a context.
         let line = serde_json::to_string(header).map_err(std::io::Error::other)?;
-        // The time still tells journals apart if the kernel gives no random bytes.
-        let id = super::seal::random_key().unwrap_or_default();
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let id = blake3::hash(&[&id[..], &nanos.to_le_bytes()].concat()).to_hex();
+        let id = blake3::Hash::from_bytes(super::seal::fresh_bytes()).to_hex();
         let line = match line.strip_prefix('{') {
             Some(rest) => format!("{{\"journal\":\"{}\",{rest}", &id[..32]),
             None => line,

@@ -48,22 +48,13 @@ impl Seal {
                     "neither {KEY_ENV}, an absolute XDG_STATE_HOME nor HOME is set"
                 )),
             };
-            let key = user.or_else(|why| {
+            let key = user.unwrap_or_else(|why| {
                 eprintln!(
                     "cltrap: no journal key ({why}); this run's campaign journals cannot be resumed or merged by another run"
                 );
-                random_key().map_err(|e| e.to_string())
+                fresh_bytes()
             });
-            Seal {
-                // Without even randomness: a key no other process derives the same way.
-                key: key.unwrap_or_else(|_| {
-                    let t = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map(|d| d.as_nanos())
-                        .unwrap_or(0);
-                    *blake3::hash(format!("{}-{t}", std::process::id()).as_bytes()).as_bytes()
-                }),
-            }
+            Seal { key }
         })
     }
 
@@ -156,8 +147,20 @@ fn load_or_make(path: &std::path::Path) -> std::io::Result<[u8; 32]> {
     }
 }
 
-/// 32 random bytes from the kernel: the user's key, and a journal's id.
-pub(super) fn random_key() -> std::io::Result<[u8; 32]> {
+/// 32 bytes no other process comes by: random, or (without randomness from the kernel) a
+/// digest of this process's id and the time. A run-only key, and a journal's id.
+pub(super) fn fresh_bytes() -> [u8; 32] {
+    random_key().unwrap_or_else(|_| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        *blake3::hash(format!("{}-{t}", std::process::id()).as_bytes()).as_bytes()
+    })
+}
+
+/// 32 random bytes from the kernel: the user's key.
+fn random_key() -> std::io::Result<[u8; 32]> {
     let mut key = [0u8; 32];
     let mut got = 0;
     while got < key.len() {
