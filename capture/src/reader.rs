@@ -78,7 +78,7 @@ impl OpenError {
 }
 
 /// The path parts of the file of blob `name` (`blobs/ab/NAME`) plus `suffix`.
-fn blob_parts(name: &str, suffix: &str) -> [String; 3] {
+pub(crate) fn blob_parts(name: &str, suffix: &str) -> [String; 3] {
     [
         "blobs".into(),
         name.get(..2).unwrap_or("xx").into(),

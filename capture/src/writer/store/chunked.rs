@@ -154,14 +154,12 @@ impl BlobStore {
 
     /// Whether pack slot `at` of this capture decodes to `chunk`.
     fn slot_holds(&self, at: &crate::chunks::PackSlot, chunk: &[u8]) -> bool {
-        let prefix = at.pack.get(..2).unwrap_or("xx");
-        let name = format!("{}.pack", at.pack);
         if at.stored > crate::chunks::stored_bound(chunk.len()) {
             return false;
         }
-        let Ok(file) =
-            crate::safe_open::open_inside(&self.dir, &["blobs", prefix, &name], u64::MAX)
-        else {
+        let parts = crate::reader::blob_parts(&at.pack, ".pack");
+        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        let Ok(file) = crate::safe_open::open_inside(&self.dir, &refs, u64::MAX) else {
             return false;
         };
         match crate::chunks::read_slot(&file, at) {
