@@ -2,20 +2,28 @@
 //! under the shim, and its launches are captured and replay ok.
 
 use cltrap_e2e::*;
+use std::path::PathBuf;
+
+/// The test venv's Python and the script `name` of `tests/py/`, or None when the venv cannot
+/// be made (`test` is skipped, and says why).
+fn python_script(test: &str, name: &str) -> Option<(PathBuf, PathBuf)> {
+    match venv_python() {
+        Ok(python) => Some((python, fixture_source_dir("py").join(name))),
+        Err(why) => {
+            skip(test, &why);
+            None
+        }
+    }
+}
 
 #[test]
 fn a_pyopencl_script_runs_unchanged_and_its_launches_replay_ok() {
-    let python = match venv_python() {
-        Ok(p) => p,
-        Err(why) => {
-            skip(
-                "a_pyopencl_script_runs_unchanged_and_its_launches_replay_ok",
-                &why,
-            );
-            return;
-        }
+    let Some((python, script)) = python_script(
+        "a_pyopencl_script_runs_unchanged_and_its_launches_replay_ok",
+        "pyopencl_app.py",
+    ) else {
+        return;
     };
-    let script = fixture_source_dir("py").join("pyopencl_app.py");
     let args = [script.as_os_str()];
     let native = run_native(&python, &args).expect_success();
     assert!(
@@ -57,17 +65,12 @@ fn a_pyopencl_script_runs_unchanged_and_its_launches_replay_ok() {
 /// not the bytes in memory order (`scale=0x00002040` for 2.5).
 #[test]
 fn list_shows_scalars_of_macro_and_typedef_types_by_value_when_clang_cannot_tell() {
-    let python = match venv_python() {
-        Ok(p) => p,
-        Err(why) => {
-            skip(
-                "list_shows_scalars_of_macro_and_typedef_types_by_value_when_clang_cannot_tell",
-                &why,
-            );
-            return;
-        }
+    let Some((python, script)) = python_script(
+        "list_shows_scalars_of_macro_and_typedef_types_by_value_when_clang_cannot_tell",
+        "macro_types.py",
+    ) else {
+        return;
     };
-    let script = fixture_source_dir("py").join("macro_types.py");
     let args = [script.as_os_str()];
     let dir = fresh_capture_dir("pyopencl-macro-types");
     let captured = run_captured(&dir, &[], &python, &args);
@@ -93,17 +96,12 @@ fn list_shows_scalars_of_macro_and_typedef_types_by_value_when_clang_cannot_tell
 /// stall check, not hung until the harness's timeout), and every launch replays.
 #[test]
 fn a_pyopencl_script_that_forks_workers_is_not_kept_waiting_by_them() {
-    let python = match venv_python() {
-        Ok(p) => p,
-        Err(why) => {
-            skip(
-                "a_pyopencl_script_that_forks_workers_is_not_kept_waiting_by_them",
-                &why,
-            );
-            return;
-        }
+    let Some((python, script)) = python_script(
+        "a_pyopencl_script_that_forks_workers_is_not_kept_waiting_by_them",
+        "pyopencl_fork.py",
+    ) else {
+        return;
     };
-    let script = fixture_source_dir("py").join("pyopencl_fork.py");
     let args = [script.as_os_str()];
     let native = run_native(&python, &args).expect_success();
     assert!(
