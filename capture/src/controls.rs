@@ -78,9 +78,9 @@ pub const CONTROLS: &[Control] = &[
     Control {
         env: "CLTRAP_DEVICE_DIGEST",
         flag: "device-digest",
-        value_name: "auto|on|off",
+        value_name: "auto|on|host|off",
         default: "auto",
-        help: "Digest buffer contents on the device (a small kernel in the application's queue) and read back only the digest, plus contents not stored yet in `full` mode. `auto`: buffers of 64 KiB or more on non-CPU devices; `on`: every buffer on every device; `off`: always read contents back.",
+        help: "Digest buffer contents where they are instead of reading them back: on a GPU, a small kernel in the application's queue digests them on the device and only the digest (plus contents not stored yet in `full` mode) is read back; on a CPU device, a native kernel hashes them in place in host memory, for contents the launch does not store (`hash` mode, derived launches). `auto`: buffers of 64 KiB or more, in place on CPU devices and on the device elsewhere; `on`: every buffer on every device with the device kernel; `host`: every buffer in place on CPU devices, read back elsewhere; `off`: always read contents back.",
     },
     Control {
         env: "CLTRAP_AT_FINISH",
@@ -204,6 +204,9 @@ pub enum DeviceDigest {
     Auto,
     /// On every device, for every buffer (what the tests use on PoCL's CPU device).
     On,
+    /// In place, for every buffer, on devices that compute in host memory and run native
+    /// kernels (a CPU device); read back elsewhere (what the tests use for that path).
+    Host,
     /// Never: contents are always read back.
     Off,
 }
@@ -352,7 +355,8 @@ impl Settings {
             "auto" | "" => DeviceDigest::Auto,
             "on" | "1" | "true" => DeviceDigest::On,
             "off" | "0" | "false" => DeviceDigest::Off,
-            v => return Err(bad("CLTRAP_DEVICE_DIGEST", v, "auto, on or off")),
+            "host" => DeviceDigest::Host,
+            v => return Err(bad("CLTRAP_DEVICE_DIGEST", v, "auto, on, host or off")),
         };
         let at_finish = match get("CLTRAP_AT_FINISH").trim() {
             "write" | "" => AtFinish::Write,

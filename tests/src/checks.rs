@@ -3,7 +3,7 @@
 
 use crate::fixtures::fixture;
 use crate::paths::{fresh_capture_dir, TestDir};
-use crate::process::{cltrap, run_captured, run_native, Outcome};
+use crate::process::{cltrap, run_captured, run_captured_with_stats, run_native, Outcome};
 use crate::records::{contents, open_capture};
 use cltrap_capture::{Capture, Content};
 use std::collections::HashMap;
@@ -188,6 +188,26 @@ pub fn round_trip(name: &str, args: &[&str], flags: &[&str]) -> (TestDir, Captur
     assert_list_shows(&dir, &cap);
     assert_replays_ok(&dir, cap.launches.len());
     (dir, cap)
+}
+
+/// Captures fixture `name` (no arguments) with `flags` plus `--stats` into a fresh folder
+/// labelled `label`, checks it behaves as natively and says nothing, and returns the capture
+/// (launches in enqueue order) and the shim's counters.
+pub fn capture_with_stats(
+    name: &str,
+    label: &str,
+    flags: &[&str],
+) -> (TestDir, Capture, serde_json::Value) {
+    let exe = fixture(name);
+    let native = run_native(&exe, &[] as &[&str]).expect_success();
+    let dir = fresh_capture_dir(label);
+    let (captured, counters) = run_captured_with_stats(&dir, flags, &exe, &[] as &[&str]);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    assert_quiet_capture(&native, &captured);
+    let mut cap = open_capture(&dir);
+    cap.launches.sort_by_key(|l| l.seq);
+    (dir, cap, counters)
 }
 
 /// In the default buffer mode every buffer and image argument of a replayable launch has

@@ -43,6 +43,21 @@ pub fn kernel_sequence(cap: &Capture) -> Vec<String> {
     cap.launches.iter().map(|l| l.kernel.clone()).collect()
 }
 
+/// Every (launch's enqueue number, argument, side) content of a capture, in its launches'
+/// order.
+pub fn content_sides(cap: &Capture) -> Vec<(u64, u32, &'static str, &Content)> {
+    let mut v = Vec::new();
+    for l in &cap.launches {
+        for a in &l.args {
+            if let Some((before, after)) = contents(a) {
+                v.push((l.seq, a.info().index, "before", before));
+                v.push((l.seq, a.info().index, "after", after));
+            }
+        }
+    }
+    v
+}
+
 /// The launches of one kernel, in capture order.
 pub fn launches_of<'a>(cap: &'a Capture, kernel: &str) -> Vec<&'a LaunchRecord> {
     cap.launches.iter().filter(|l| l.kernel == kernel).collect()

@@ -8,35 +8,6 @@ use cltrap_capture::{Capture, Content, DigestKind};
 use cltrap_e2e::*;
 use std::path::Path;
 
-/// Captures fixture `name` with `flags` plus `--stats`, checks it behaves as natively, and
-/// returns the capture (launches in enqueue order) and the shim's counters.
-fn capture(name: &str, label: &str, flags: &[&str]) -> (TestDir, Capture, serde_json::Value) {
-    let exe = fixture(name);
-    let native = run_native(&exe, &[] as &[&str]).expect_success();
-    let dir = fresh_capture_dir(label);
-    let (captured, counters) = run_captured_with_stats(&dir, flags, &exe, &[] as &[&str]);
-    captured.assert_no_panic();
-    assert_same_behaviour(&native, &captured);
-    assert_quiet_capture(&native, &captured);
-    let mut cap = open_capture(&dir);
-    cap.launches.sort_by_key(|l| l.seq);
-    (dir, cap, counters)
-}
-
-/// Every (launch, argument, side) content of a capture, in enqueue order.
-fn sides(cap: &Capture) -> Vec<(u64, u32, &'static str, &Content)> {
-    let mut v = Vec::new();
-    for l in &cap.launches {
-        for a in &l.args {
-            if let Some((before, after)) = contents(a) {
-                v.push((l.seq, a.info().index, "before", before));
-                v.push((l.seq, a.info().index, "after", after));
-            }
-        }
-    }
-    v
-}
-
 fn blob_bytes(_dir: &Path, cap: &Capture, c: &Content) -> Vec<u8> {
     cap.content(c, "test").expect("stored contents read back")
 }
@@ -44,11 +15,12 @@ fn blob_bytes(_dir: &Path, cap: &Capture, c: &Content) -> Vec<u8> {
 #[test]
 fn hash_mode_records_the_device_digest_which_is_the_host_dd128_of_the_same_bytes() {
     // The same deterministic application, once with every content stored and read back...
-    let (full_dir, full, read) = capture("sequence", "dd-ref", &["--device-digest", "off"]);
+    let (full_dir, full, read) =
+        capture_with_stats("sequence", "dd-ref", &["--device-digest", "off"]);
     assert!(counter(&read, "content_reads") > 0);
     assert_eq!(counter(&read, "device_digests"), 0);
     // ... and once with digests computed on the device: nothing but digests crosses the bus.
-    let (dir, hashed, dev) = capture(
+    let (dir, hashed, dev) = capture_with_stats(
         "sequence",
         "dd-hash",
         &["--buffers", "hash", "--device-digest", "on"],
@@ -63,7 +35,7 @@ fn hash_mode_records_the_device_digest_which_is_the_host_dd128_of_the_same_bytes
         "{} launches: {dev}",
         hashed.launches.len()
     );
-    let (a, b) = (sides(&full), sides(&hashed));
+    let (a, b) = (content_sides(&full), content_sides(&hashed));
     assert_eq!(a.len(), b.len());
     assert!(a.len() >= 24);
     for ((seq, arg, side, stored), (_, _, _, digest)) in a.iter().zip(&b) {
@@ -113,7 +85,7 @@ fn hash_mode_records_the_device_digest_which_is_the_host_dd128_of_the_same_bytes
 #[test]
 fn full_mode_reads_back_only_contents_it_has_not_stored_and_replays_bit_for_bit() {
     // 100 launches over one unchanged 1 MiB input and a small output.
-    let (dir, cap, dev) = capture("dedup", "dd-full", &["--device-digest", "on"]);
+    let (dir, cap, dev) = capture_with_stats("dedup", "dd-full", &["--device-digest", "on"]);
     assert_eq!(cap.launches.len(), 100);
     assert_full_contents(&cap);
     assert_eq!(counter(&dev, "content_reads"), 0, "{dev}");
@@ -129,8 +101,9 @@ fn full_mode_reads_back_only_contents_it_has_not_stored_and_replays_bit_for_bit(
     );
     assert_replays_ok(&dir, 100);
     // The same blobs as a capture that read every content back.
-    let (_ref_dir, reference, _) = capture("dedup", "dd-full-ref", &["--device-digest", "off"]);
-    let (a, b) = (sides(&reference), sides(&cap));
+    let (_ref_dir, reference, _) =
+        capture_with_stats("dedup", "dd-full-ref", &["--device-digest", "off"]);
+    let (a, b) = (content_sides(&reference), content_sides(&cap));
     assert_eq!(a.len(), b.len());
     for ((seq, arg, side, x), (_, _, _, y)) in a.iter().zip(&b) {
         // The output buffer is never initialised: what it held before the first launch is
@@ -167,7 +140,7 @@ fn a_snapshot_larger_than_mapped_memory_is_read_through_stages_into_the_same_byt
     let dev = &caps[0].2;
     assert!(counter(dev, "snapshot_reads_staged") >= 1, "{dev}");
     assert_eq!(counter(&caps[1].2, "snapshot_reads_staged"), 0);
-    let (a, b) = (sides(&caps[0].1), sides(&caps[1].1));
+    let (a, b) = (content_sides(&caps[0].1), content_sides(&caps[1].1));
     assert_eq!((a.len(), b.len()), (4, 4));
     for ((seq, arg, side, x), (_, _, _, y)) in a.iter().zip(&b) {
         assert_eq!(x, y, "enqueue {seq} argument {arg} {side}");
@@ -188,7 +161,7 @@ fn queues_events_sub_buffers_and_host_pointers_behave_and_replay_with_device_dig
 
 #[test]
 fn images_stay_on_the_read_path() {
-    let (dir, cap, dev) = capture("images", "dd-images", &["--device-digest", "on"]);
+    let (dir, cap, dev) = capture_with_stats("images", "dd-images", &["--device-digest", "on"]);
     assert!(counter(&dev, "content_reads") > 0, "{dev}");
     assert_full_contents(&cap);
     assert_replays_ok(&dir, cap.launches.len());
@@ -199,7 +172,7 @@ fn an_idle_digest_engine_gives_back_its_snapshots_and_is_used_again() {
     // Pauses of 4 s between launches over a 1 MiB buffer: the writer releases the idle
     // engine's pooled snapshot buffers, and the next launch digests with the same engine,
     // while another thread keeps launching on its own queue.
-    let (dir, cap, dev) = capture("idle", "dd-idle", &["--device-digest", "on"]);
+    let (dir, cap, dev) = capture_with_stats("idle", "dd-idle", &["--device-digest", "on"]);
     assert_eq!(cap.launches.len(), 53);
     assert_eq!(counter(&dev, "engines_built"), 1, "{dev}");
     assert!(counter(&dev, "snapshots_released") >= 1, "{dev}");
@@ -357,7 +330,8 @@ fn a_launch_from_an_event_callback_reads_back_and_the_engine_is_built_on_the_mai
     // building a program is undefined: that launch's buffer is read back (no engine is built
     // inside the callback), and the launches that follow on the main thread build the engine
     // and digest on the device.
-    let (dir, cap, dev) = capture("callback_launch", "dd-callback", &["--device-digest", "on"]);
+    let (dir, cap, dev) =
+        capture_with_stats("callback_launch", "dd-callback", &["--device-digest", "on"]);
     assert_eq!(cap.launches.len(), 4);
     assert_eq!(counter(&dev, "content_reads"), 2, "{dev}");
     assert_eq!(counter(&dev, "engines_built"), 1, "{dev}");

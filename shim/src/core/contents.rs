@@ -332,7 +332,7 @@ pub fn store(writer: &CaptureWriter, keep: Keep, after: bool, bytes: &[u8]) -> C
 }
 
 /// Whether a launch that keeps `keep` stores this side of its contents.
-fn stores(keep: Keep, after: bool) -> bool {
+pub(super) fn stores(keep: Keep, after: bool) -> bool {
     match keep {
         Keep::All => true,
         Keep::Inputs | Keep::Befores => !after,

@@ -172,7 +172,11 @@ pub(super) fn engine_for(
     settings: &Settings,
     facts: QueueFacts,
 ) -> Option<Arc<Engine>> {
-    if settings.device_digest == DeviceDigest::Off || facts.context == 0 || facts.device == 0 {
+    let dd128 = matches!(
+        settings.device_digest,
+        DeviceDigest::Auto | DeviceDigest::On
+    );
+    if !dd128 || facts.context == 0 || facts.device == 0 {
         return None;
     }
     let key = (facts.context, facts.device);
@@ -240,11 +244,12 @@ pub(super) fn retire(context: usize) {
     drop(gone);
 }
 
-/// Whether a buffer of `bytes` is digested on the device under the settings.
+/// Whether a buffer of `bytes` is digested on the device (or, on a device that computes in
+/// host memory, in place: [`super::inplace`]) under the settings.
 pub(super) fn wanted(settings: &Settings, bytes: usize) -> bool {
     match settings.device_digest {
         DeviceDigest::Off => false,
-        DeviceDigest::On => true,
+        DeviceDigest::On | DeviceDigest::Host => true,
         DeviceDigest::Auto => bytes >= AUTO_MIN_BYTES,
     }
 }

@@ -25,12 +25,20 @@ use super::contents::{self, Keep, Shape};
 use super::device::QueueFacts;
 use super::digest::{self, Engine, Side};
 use super::flight::{self, DevItem, Item};
+use super::inplace;
 use super::known::Reuse;
 use super::room::Landing;
 use crate::Next;
 use cltrap_capture::Settings;
 use opencl_sys::*;
 use std::sync::Arc;
+
+/// The sides of one read digested in place ([`super::inplace`]) instead of read back.
+#[derive(Clone, Copy, Default)]
+pub(super) struct InPlace {
+    pub pre: bool,
+    pub post: bool,
+}
 
 #[derive(Clone, Copy)]
 enum Phase {
@@ -57,6 +65,7 @@ impl<'a> Around<'a> {
     /// `facts`: the queue's, as the launch looked them up (not asked again here).
     /// `reuse`: per read, contents before that an earlier launch left (not read again).
     /// `dev`: per read, its device-side digest plan ([`Around::device_sides`]).
+    /// `in_place`: per read, the sides digested in place ([`Around::in_place_sides`]).
     pub fn new(
         next: &'a Next,
         queue: cl_command_queue,
@@ -65,6 +74,7 @@ impl<'a> Around<'a> {
         read_only: &[bool],
         reuse: Vec<Option<Reuse>>,
         dev: Vec<Option<DevItem>>,
+        in_place: &[InPlace],
     ) -> Around<'a> {
         let room = |i: usize, bytes: usize, pre: bool| match &dev[i] {
             Some(d) => {
@@ -100,11 +110,18 @@ impl<'a> Around<'a> {
                 .enumerate()
                 .map(|(i, ((((mem, shape), ro), reuse), dev))| {
                     let (pre, post) = rooms[i];
+                    let landing = |in_place: bool, n: usize| {
+                        if in_place {
+                            Landing::digest_in_place()
+                        } else {
+                            Landing::with_room(n, pool)
+                        }
+                    };
                     Item {
                         mem: *mem,
                         shape: *shape,
-                        pre: Landing::with_room(if reuse.is_some() { 0 } else { pre }, pool),
-                        post: Landing::with_room(if *ro { 0 } else { post }, pool),
+                        pre: landing(in_place[i].pre, if reuse.is_some() { 0 } else { pre }),
+                        post: landing(in_place[i].post, if *ro { 0 } else { post }),
                         post_is_pre: *ro,
                         reuse,
                         raced: false,
@@ -128,11 +145,20 @@ impl<'a> Around<'a> {
         read_only: &[bool],
         reuse: &[Option<Reuse>],
         dev: &[Option<DevItem>],
+        in_place: &[InPlace],
     ) -> flight::Reservation {
         let mut r = flight::Reservation::default();
-        for ((((_, s), ro), re), d) in reads.iter().zip(read_only).zip(reuse).zip(dev) {
+        let reads = reads
+            .iter()
+            .zip(read_only)
+            .zip(reuse)
+            .zip(dev)
+            .zip(in_place);
+        for ((((&(_, s), ro), re), d), here) in reads {
             let Some(d) = d else {
-                r.host += s.bytes() * (usize::from(re.is_none()) + usize::from(!*ro));
+                let pre = re.is_none() && !here.pre;
+                let post = !*ro && !here.post;
+                r.host += s.bytes() * (usize::from(pre) + usize::from(post));
                 continue;
             };
             for side in [&d.pre, &d.post].into_iter().flatten() {
@@ -194,6 +220,44 @@ impl<'a> Around<'a> {
                     pre,
                     post,
                 })
+            })
+            .collect()
+    }
+
+    /// Per read: the sides digested in place ([`super::inplace`]) instead of read back:
+    /// buffers that `--device-digest auto` would digest on a GPU (`host`: every buffer), on
+    /// a device that computes in host memory and runs native kernels, not digested on the
+    /// device, on a side the launch reads and does not store (`keep`).
+    pub fn in_place_sides(
+        next: &Next,
+        facts: QueueFacts,
+        settings: &Settings,
+        keep: Keep,
+        reads: &[(usize, Shape)],
+        read_only: &[bool],
+        reuse: &[Option<Reuse>],
+        dev: &[Option<DevItem>],
+    ) -> Vec<InPlace> {
+        let wanted = |shape: &Shape| matches!(*shape, Shape::Buffer { size } if size > 0 && digest::wanted(settings, size));
+        use cltrap_capture::DeviceDigest;
+        let usable = matches!(
+            settings.device_digest,
+            DeviceDigest::Auto | DeviceDigest::Host
+        ) && reads.iter().any(|(_, s)| wanted(s))
+            && inplace::usable(next, facts.device);
+        reads
+            .iter()
+            .zip(read_only)
+            .zip(reuse)
+            .zip(dev)
+            .map(|((((_, shape), ro), re), d)| {
+                if !usable || d.is_some() || !wanted(shape) {
+                    return InPlace::default();
+                }
+                InPlace {
+                    pre: re.is_none() && !contents::stores(keep, false),
+                    post: !*ro && !contents::stores(keep, true),
+                }
             })
             .collect()
     }
@@ -308,6 +372,16 @@ impl<'a> Around<'a> {
         };
         if bytes == 0 {
             return None;
+        }
+        if let Some(slot) = landing.digest_slot() {
+            let r = inplace::enqueue(self.next, self.queue, mem, bytes, slot, wait, want_event);
+            return match r {
+                Ok(ev) => self.keep(ev),
+                Err(e) => {
+                    landing.err = Some(format!("digesting it in place failed (OpenCL error {e})"));
+                    None
+                }
+            };
         }
         let dst = landing.as_mut_ptr().cast();
         if let Some(dev) = &mut item.dev {

@@ -21,6 +21,7 @@ mod flight;
 mod guard;
 mod held;
 mod info;
+mod inplace;
 mod inqueue;
 mod kernel;
 mod known;

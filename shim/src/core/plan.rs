@@ -322,7 +322,17 @@ impl Plan {
             &self.read_only,
             &reuse,
         );
-        let bytes = Around::bytes(&self.reads, &self.read_only, &reuse, &dev);
+        let in_place = Around::in_place_sides(
+            next,
+            self.queue,
+            self.settings,
+            self.mode,
+            &self.reads,
+            &self.read_only,
+            &reuse,
+            &dev,
+        );
+        let bytes = Around::bytes(&self.reads, &self.read_only, &reuse, &dev, &in_place);
         let device_cap = engine
             .as_ref()
             .map_or(flight::MAX_INFLIGHT_BYTES, |e| e.snapshot_cap());
@@ -366,6 +376,7 @@ impl Plan {
             &self.read_only,
             reuse,
             dev,
+            &in_place,
         );
         around.before(app_wait);
         Some(around)

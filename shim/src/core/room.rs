@@ -1,6 +1,7 @@
 //! Host memory that one in-queue read of the capture lands in: a chunk of pinned memory
 //! ([`super::pinned`]) where the driver profits from it, else a heap vector, and the large
-//! heap vectors kept for reuse ([`spare`]).
+//! heap vectors kept for reuse ([`spare`]); or, for a side digested in place
+//! ([`super::inplace`]), only the slot its digest lands in.
 //!
 //! Job: own the bytes a read writes until the landing stage takes them. It must not enqueue
 //! anything, look at a launch or its record, or know the registry of launches in flight.
@@ -126,11 +127,18 @@ pub(in crate::core) mod spare {
     }
 }
 
-/// Pinned memory where the driver profits from it ([`super::pinned`]), else the heap.
+/// Where a digest computed in place lands ([`super::inplace`]): set once by the native
+/// kernel on a driver thread, read by the landing stage once the launch's final event
+/// completed.
+pub(in crate::core) type DigestSlot = std::sync::Arc<std::sync::OnceLock<cltrap_capture::Hash>>;
+
+/// Pinned memory where the driver profits from it ([`super::pinned`]), else the heap; or no
+/// bytes at all, only the slot of a digest computed in place.
 enum Room {
     /// Capacity = the object's size; the length is set once the read completed.
     Heap(Vec<u8>),
     Pinned(Chunk),
+    Digest(DigestSlot),
 }
 
 impl Landing {
@@ -144,11 +152,28 @@ impl Landing {
         Landing { room, err: None }
     }
 
-    /// Where the driver writes.
+    /// No bytes: the side's digest is computed in place ([`super::inplace`]) into a slot.
+    pub(in crate::core) fn digest_in_place() -> Landing {
+        Landing {
+            room: Room::Digest(Default::default()),
+            err: None,
+        }
+    }
+
+    /// The slot of a side digested in place (None: its bytes are read back).
+    pub(in crate::core) fn digest_slot(&self) -> Option<&DigestSlot> {
+        match &self.room {
+            Room::Digest(slot) => Some(slot),
+            _ => None,
+        }
+    }
+
+    /// Where the driver writes (null for a side digested in place).
     pub(in crate::core) fn as_mut_ptr(&mut self) -> *mut u8 {
         match &mut self.room {
             Room::Heap(v) => v.as_mut_ptr(),
             Room::Pinned(c) => c.as_mut_ptr(),
+            Room::Digest(_) => std::ptr::null_mut(),
         }
     }
 
@@ -164,7 +189,7 @@ impl Landing {
                 unsafe { v.set_len(n) };
                 Some(std::mem::take(v))
             }
-            Room::Pinned(_) => None,
+            Room::Pinned(_) | Room::Digest(_) => None,
         }
     }
 
@@ -181,6 +206,7 @@ impl Landing {
             }
             // SAFETY: as above.
             Room::Pinned(c) => unsafe { c.bytes(n) },
+            Room::Digest(_) => &[],
         }
     }
 }

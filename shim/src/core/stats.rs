@@ -77,6 +77,8 @@ phases! {
     StoreHash => "store_hash",
     /// Of [`Phase::StorePut`]: waiting for the spool lanes to have room for a content.
     LaneRoom => "lane_room",
+    /// A digest computed in place by a native kernel ([`super::inplace`]), on a driver thread.
+    InPlace => "in_place",
 }
 
 static TIMING: AtomicBool = AtomicBool::new(false);
@@ -114,6 +116,11 @@ pub(super) static CONTENT_READ_BYTES: AtomicU64 = AtomicU64::new(0);
 pub(super) static DEVICE_DIGESTS: AtomicU64 = AtomicU64::new(0);
 /// Bytes of digest partials read back.
 pub(super) static PARTIAL_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Digests computed in place by a native kernel on a host-memory device
+/// ([`super::inplace`]), and their bytes.
+pub(super) static DIGESTS_IN_PLACE: AtomicU64 = AtomicU64::new(0);
+/// See [`DIGESTS_IN_PLACE`].
+pub(super) static DIGESTED_IN_PLACE_BYTES: AtomicU64 = AtomicU64::new(0);
 /// Snapshots read back (contents not stored yet in `full` mode), and their bytes.
 pub(super) static SNAPSHOT_READS: AtomicU64 = AtomicU64::new(0);
 /// See [`SNAPSHOT_READS`].
@@ -172,11 +179,13 @@ pub(super) fn write(path: &std::path::Path) {
         .collect();
     // The counters, named as in the file, in its order (one list: names and values cannot
     // drift apart).
-    let counters: [(&str, &AtomicU64); 18] = [
+    let counters: [(&str, &AtomicU64); 20] = [
         ("content_reads", &CONTENT_READS),
         ("content_read_bytes", &CONTENT_READ_BYTES),
         ("device_digests", &DEVICE_DIGESTS),
         ("partial_bytes", &PARTIAL_BYTES),
+        ("digests_in_place", &DIGESTS_IN_PLACE),
+        ("digested_in_place_bytes", &DIGESTED_IN_PLACE_BYTES),
         ("snapshot_reads", &SNAPSHOT_READS),
         ("snapshot_read_bytes", &SNAPSHOT_READ_BYTES),
         ("snapshot_reads_mapped", &SNAPSHOT_READS_MAPPED),

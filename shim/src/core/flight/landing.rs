@@ -240,6 +240,9 @@ fn content(
     if let Some(side) = dev.and_then(Option::take) {
         return device_content(f, mem, landing, bytes, after, side);
     }
+    if let Some(slot) = landing.digest_slot() {
+        return digested_in_place(f, slot.get().cloned(), bytes as u64);
+    }
     // SAFETY: the read of `bytes` bytes into this buffer completed (status CL_COMPLETE of
     // the event that follows every read of the launch).
     if let Some(v) = unsafe { landing.take_filled(bytes) } {
@@ -253,6 +256,22 @@ fn content(
     // SAFETY: as above.
     let bytes = unsafe { landing.filled(bytes) };
     contents::store(f.writer, f.mode, after, bytes)
+}
+
+/// The content of a side digested in place ([`crate::core::inplace`]): its digest, or the
+/// stored blob when the capture stored that content already (as [`contents::store`] names it).
+fn digested_in_place(f: &Flight, hash: Option<cltrap_capture::Hash>, size: u64) -> Content {
+    match hash {
+        Some(hash) if f.writer.blobs.is_known(&hash) => Content::Blob { hash, size },
+        Some(hash) => Content::Digest {
+            hash,
+            size,
+            algo: Default::default(),
+        },
+        None => Content::Missing {
+            note: "its digest in place was not computed (the device did not run it)".into(),
+        },
+    }
 }
 
 /// The content of a side digested on the device: its `dd128` digest, or (when the launch keeps

@@ -1,0 +1,133 @@
+//! Digests computed in place on a CPU device: a native kernel in the application's queue
+//! hashes a buffer where it is instead of the capture reading it back (`--device-digest
+//! host` for every buffer; what `auto` does on a CPU device for buffers of 64 KiB or more,
+//! on the sides a launch does not store). The digests are those a read back gives, the
+//! application behaves as without the shim (in-order and out-of-order queues, user events,
+//! sub-buffers, host pointers, threads), and replay compares with them.
+
+use cltrap_capture::{ArgRecord, Content, DigestKind};
+use cltrap_e2e::*;
+use std::ffi::OsStr;
+
+/// Asserts that two captures of the same deterministic application hold the same contents,
+/// side by side, every one a blake3 digest; except the contents before of `uninitialised`
+/// (enqueue, argument) pairs: buffers the application never wrote, whose bytes are whatever
+/// the allocator left.
+fn assert_same_digests(
+    name: &str,
+    reference: &cltrap_capture::Capture,
+    cap: &cltrap_capture::Capture,
+    uninitialised: &[(u64, u32)],
+) {
+    let (a, b) = (content_sides(reference), content_sides(cap));
+    assert_eq!(a.len(), b.len(), "{name}");
+    for ((seq, arg, side, x), (_, _, _, y)) in a.iter().zip(&b) {
+        if *side != "before" || !uninitialised.contains(&(*seq, *arg)) {
+            assert_eq!(x, y, "{name}: enqueue {seq} argument {arg} {side}");
+        }
+        assert!(
+            matches!(
+                y,
+                Content::Digest {
+                    algo: DigestKind::Blake3,
+                    ..
+                }
+            ),
+            "{name}: enqueue {seq} argument {arg} {side}: {y:?}"
+        );
+    }
+}
+
+#[test]
+fn hash_mode_digests_in_place_what_a_read_back_digests_and_replay_compares_them() {
+    let read_back = ["--buffers", "hash", "--device-digest", "off"];
+    let (_ref_dir, reference, read) = capture_with_stats("sequence", "ip-ref", &read_back);
+    assert!(counter(&read, "content_reads") > 0, "{read}");
+    assert_eq!(counter(&read, "digests_in_place"), 0, "{read}");
+    let in_place = ["--buffers", "hash", "--device-digest", "host"];
+    let (dir, cap, st) = capture_with_stats("sequence", "ip-hash", &in_place);
+    // Nothing is read back: every side the launches read is hashed where it is.
+    assert_eq!(counter(&st, "content_reads"), 0, "{st}");
+    assert!(counter(&st, "digests_in_place") >= 12, "{st}");
+    assert!(content_sides(&cap).len() >= 24);
+    assert_same_digests("sequence", &reference, &cap, &[]);
+    // `fill`'s only buffer is cleared before each launch (restorable from its digest): its
+    // output is compared with the digest computed in place...
+    let fills: Vec<u64> = launches_of(&cap, "fill").iter().map(|l| l.id).collect();
+    assert_eq!(fills.len(), 4);
+    assert_replay_ids_ok(&dir, &fills);
+    // ... and really compared: a wrong recorded digest is a mismatch.
+    rewrite_launch(&dir, fills[1], |l| {
+        for a in &mut l.args {
+            if let ArgRecord::Buffer {
+                after: Content::Digest { hash, .. },
+                ..
+            } = a
+            {
+                *hash = cltrap_capture::writer::digest(b"not the output");
+            }
+        }
+    });
+    let out = cltrap(&[
+        OsStr::new("replay"),
+        dir.as_os_str(),
+        OsStr::new(&fills[1].to_string()),
+    ]);
+    out.assert_no_panic();
+    assert_eq!(out.code, Some(1), "{}", out.describe());
+}
+
+#[test]
+fn queues_events_sub_buffers_host_pointers_and_threads_behave_with_digests_in_place() {
+    // Out-of-order queues with event chains, profiling and callbacks (queues); user events
+    // (gated); sub-buffers, aliasing, CL_MEM_USE_HOST_PTR with map/unmap (memory): the
+    // application's results are unchanged and the digests are those a read back gives.
+    // Buffers none of them initialises before their first kernel: (enqueue, argument).
+    let uninitialised: [(&str, &[(u64, u32)]); 3] = [
+        ("queues", &[(0, 0), (1, 0), (2, 2)]),
+        ("gated", &[(0, 0), (2, 0)]),
+        ("memory", &[(0, 1), (1, 2), (4, 2)]),
+    ];
+    for (name, uninitialised) in uninitialised {
+        let off = ["--buffers", "hash", "--device-digest", "off"];
+        let (_r, reference, _) = capture_with_stats(name, &format!("ip-{name}-ref"), &off);
+        let host = ["--buffers", "hash", "--device-digest", "host"];
+        let (_d, cap, st) = capture_with_stats(name, &format!("ip-{name}"), &host);
+        assert!(counter(&st, "digests_in_place") > 0, "{name}: {st}");
+        assert_same_digests(name, &reference, &cap, uninitialised);
+    }
+    // Several threads launching at once (their order differs between runs): every side of
+    // every launch has its digest.
+    let host = ["--buffers", "hash", "--device-digest", "host"];
+    let (_d, cap, st) = capture_with_stats("threads", "ip-threads", &host);
+    assert!(counter(&st, "digests_in_place") > 0, "{st}");
+    for (seq, arg, side, c) in content_sides(&cap) {
+        assert!(
+            matches!(c, Content::Digest { .. } | Content::Blob { .. }),
+            "enqueue {seq} argument {arg} {side}: {c:?}"
+        );
+    }
+}
+
+#[test]
+fn auto_digests_large_buffers_in_place_on_a_cpu_device_and_reads_small_ones() {
+    // `dedup`: a 1 MiB input the kernel only reads and a 256-byte output, 100 launches.
+    let (_dir, cap, st) = capture_with_stats("dedup", "ip-auto", &["--buffers", "hash"]);
+    assert_eq!(cap.launches.len(), 100);
+    // The input once (the later launches know it is unchanged), in place; the small output
+    // read back at every launch.
+    assert!(counter(&st, "digests_in_place") >= 1, "{st}");
+    assert_eq!(
+        counter(&st, "digested_in_place_bytes") % (1 << 20),
+        0,
+        "{st}"
+    );
+    assert!(counter(&st, "content_reads") >= 100, "{st}");
+    assert!(counter(&st, "content_read_bytes") < 100 * 1024, "{st}");
+    let first = &cap.launches[0];
+    let input = contents(&first.args[0]).expect("the input's contents").0;
+    assert!(
+        matches!(input, Content::Digest { size, .. } if *size == 1 << 20),
+        "{input:?}"
+    );
+}
