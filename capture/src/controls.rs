@@ -200,7 +200,8 @@ impl BufferMode {
 /// Where the capture computes buffer digests (`CLTRAP_DEVICE_DIGEST`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceDigest {
-    /// On non-CPU devices, for buffers at least the shim's threshold in size.
+    /// For buffers at least the shim's threshold in size: on the device on non-CPU devices, in
+    /// place on CPU devices (the sides a launch does not store).
     Auto,
     /// On every device, for every buffer (what the tests use on PoCL's CPU device).
     On,

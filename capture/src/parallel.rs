@@ -13,7 +13,7 @@
 //! serial.
 
 use crate::hex::Hash;
-pub use crate::workers::{allow_all_cores, for_each, map_each, threads};
+pub use crate::workers::{allow_all_cores, for_each, map_each, start_pool, threads};
 pub use blake3::hazmat::ChainingValue;
 use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, merge_subtrees_root};
 use blake3::hazmat::{HasherExt, Mode};

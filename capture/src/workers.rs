@@ -49,6 +49,14 @@ pub fn allow_all_cores() {
     WIDE.store(true, Ordering::Relaxed);
 }
 
+/// Starts the pool now, from this thread, unless it runs already. Why: its threads inherit
+/// the CPU affinity of the thread that starts them, and its size is fixed from that thread's
+/// (see [`threads`]); the shim starts it from an application's thread before a driver's
+/// thread, which may be pinned to one core, would start it at its first use.
+pub fn start_pool() {
+    let _ = pool();
+}
+
 /// Runs `work(i)` for every `i` in `0..n` on up to [`threads`] threads of the [`pool`], and
 /// returns the results in index order, or the error of the lowest failed index. Serial when
 /// `parallel` is false, and where there is no pool (one core; a forked child; a thread whose

@@ -3,7 +3,9 @@
 //! host` for every buffer; what `auto` does on a CPU device for buffers of 64 KiB or more,
 //! on the sides a launch does not store). The digests are those a read back gives, the
 //! application behaves as without the shim (in-order and out-of-order queues, user events,
-//! sub-buffers, host pointers, threads), and replay compares with them.
+//! sub-buffers, host pointers, threads), and replay compares with them. Sub-buffers and the
+//! buffers they are cut from are read back (PoCL hands a native kernel the wrong address for
+//! them: the test of `memory` saw it).
 
 use cltrap_capture::{ArgRecord, Content, DigestKind};
 use cltrap_e2e::*;
@@ -75,6 +77,11 @@ fn hash_mode_digests_in_place_what_a_read_back_digests_and_replay_compares_them(
     ]);
     out.assert_no_panic();
     assert_eq!(out.code, Some(1), "{}", out.describe());
+    assert!(
+        out.stdout_text().contains("1 mismatched"),
+        "{}",
+        out.describe()
+    );
 }
 
 #[test]
@@ -82,18 +89,25 @@ fn queues_events_sub_buffers_host_pointers_and_threads_behave_with_digests_in_pl
     // Out-of-order queues with event chains, profiling and callbacks (queues); user events
     // (gated); sub-buffers, aliasing, CL_MEM_USE_HOST_PTR with map/unmap (memory): the
     // application's results are unchanged and the digests are those a read back gives.
-    // Buffers none of them initialises before their first kernel: (enqueue, argument).
-    let uninitialised: [(&str, &[(u64, u32)]); 3] = [
-        ("queues", &[(0, 0), (1, 0), (2, 2)]),
-        ("gated", &[(0, 0), (2, 0)]),
-        ("memory", &[(0, 1), (1, 2), (4, 2)]),
+    // Buffers none of them initialises before their first kernel: (enqueue, argument); and
+    // whether every side is digested in place (`memory`'s sub-buffers, and the buffers they
+    // are cut from, are read back).
+    let cases: [(&str, &[(u64, u32)], bool); 3] = [
+        ("queues", &[(0, 0), (1, 0), (2, 2)], true),
+        ("gated", &[(0, 0), (2, 0)], true),
+        ("memory", &[(0, 1), (1, 2), (4, 2)], false),
     ];
-    for (name, uninitialised) in uninitialised {
+    for (name, uninitialised, all_in_place) in cases {
         let off = ["--buffers", "hash", "--device-digest", "off"];
         let (_r, reference, _) = capture_with_stats(name, &format!("ip-{name}-ref"), &off);
         let host = ["--buffers", "hash", "--device-digest", "host"];
         let (_d, cap, st) = capture_with_stats(name, &format!("ip-{name}"), &host);
         assert!(counter(&st, "digests_in_place") > 0, "{name}: {st}");
+        assert_eq!(
+            counter(&st, "content_reads") == 0,
+            all_in_place,
+            "{name}: {st}"
+        );
         assert_same_digests(name, &reference, &cap, uninitialised);
     }
     // Several threads launching at once (their order differs between runs): every side of

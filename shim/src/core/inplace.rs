@@ -12,12 +12,15 @@
 //! over several cores while the queue waits for it.
 //!
 //! Used only for sides whose bytes the launch does not store (`hash` mode, and the derived
-//! launches of `full`): a digest is all such a side records. Only under `--device-digest auto`
-//! (`off` reads back, `on` runs the `dd128` kernel of [`super::digest`] on every device), for
-//! buffers of [`super::digest::AUTO_MIN_BYTES`] or more, on CPU devices that say they run
-//! native kernels.
+//! launches of `full`): a digest is all such a side records. Under `--device-digest auto`
+//! for buffers of [`super::digest::AUTO_MIN_BYTES`] or more, under `host` for every buffer
+//! (`off` reads back, `on` runs the `dd128` kernel of [`super::digest`] on every device); on
+//! CPU devices that say they run native kernels, alone in their context ([`usable`]); never
+//! for sub-buffers and the buffers they are cut from ([`alone`]). A device that refuses the
+//! native kernel is read back from then on ([`refuse`]).
 //!
-//! Must not: block the driver's thread on anything but hashing, or let a panic reach it.
+//! Must not: block the driver's thread on anything but hashing (the capture's hashing threads
+//! never wait for a driver), or let a panic reach it.
 //!
 //! Invariants:
 //! * The callback holds a reference of its own to the slot (given at the enqueue, taken back
@@ -32,37 +35,88 @@ use super::track::lock;
 use crate::Next;
 use libc::c_void;
 use opencl_sys::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-/// Per device: whether it computes in host memory and runs native kernels (asked once).
-static USABLE: once_cell::sync::Lazy<Mutex<HashMap<usize, bool>>> =
+/// Per (context, device): whether buffers there can be digested in place (asked once; a
+/// refused enqueue turns it off).
+static USABLE: once_cell::sync::Lazy<Mutex<HashMap<(usize, usize), bool>>> =
     once_cell::sync::Lazy::new(Default::default);
 
-/// Whether `device` can have its buffers digested in place: a CPU device that runs native
-/// kernels, behind a door that forwards `clEnqueueNativeKernel`.
-pub(super) fn usable(next: &Next, device: usize) -> bool {
-    if device == 0 || next.clEnqueueNativeKernel.is_none() {
+/// Memory objects that are, or have, a sub-buffer or an image made from them: read back,
+/// never digested in place. Why: PoCL (since 4.0) gives a native kernel a buffer that has
+/// sub-buffers as the pieces its sub-buffers cut it into, one address per piece written into
+/// an array sized for the one buffer it was given, and PoCL 3.1 gives a sub-buffer its
+/// parent's address (its digest came out of the parent's first bytes).
+static RELATED: once_cell::sync::Lazy<Mutex<HashSet<usize>>> =
+    once_cell::sync::Lazy::new(Default::default);
+
+/// Whether the queue's device in its context can have buffers digested in place: a CPU
+/// device that runs native kernels, the only device of its context (a native kernel counts
+/// as a writer of its buffers, and a context of several devices would then move them between
+/// devices where the application's own commands did not), behind a door that forwards
+/// `clEnqueueNativeKernel`. Asked on the application's thread, which also starts the
+/// capture's hashing threads here when it is yes (they inherit the CPU affinity of the thread
+/// that starts them, and a driver's thread may be pinned to one core).
+pub(super) fn usable(next: &Next, context: usize, device: usize) -> bool {
+    if context == 0 || device == 0 || next.clEnqueueNativeKernel.is_none() {
         return false;
     }
-    if let Some(known) = lock(&USABLE).get(&device) {
+    if let Some(known) = lock(&USABLE).get(&(context, device)) {
         return *known;
     }
-    let Some(f) = next.clGetDeviceInfo else {
+    let (Some(dev_info), Some(ctx_info)) = (next.clGetDeviceInfo, next.clGetContextInfo) else {
         return false;
     };
     let dev = device as cl_device_id;
-    // SAFETY: standard info queries on the application's live device.
-    let kind =
-        super::info::value::<cl_device_type>(|s, p, r| unsafe { f(dev, CL_DEVICE_TYPE, s, p, r) });
+    // SAFETY: standard info queries on the application's live device and context.
+    let kind = super::info::value::<cl_device_type>(|s, p, r| unsafe {
+        dev_info(dev, CL_DEVICE_TYPE, s, p, r)
+    });
     // SAFETY: as above.
     let exec = super::info::value::<cl_device_exec_capabilities>(|s, p, r| unsafe {
-        f(dev, CL_DEVICE_EXECUTION_CAPABILITIES, s, p, r)
+        dev_info(dev, CL_DEVICE_EXECUTION_CAPABILITIES, s, p, r)
+    });
+    // SAFETY: as above.
+    let devices = super::info::value::<cl_uint>(|s, p, r| unsafe {
+        ctx_info(context as cl_context, CL_CONTEXT_NUM_DEVICES, s, p, r)
     });
     let yes = kind.is_some_and(|k| k & CL_DEVICE_TYPE_CPU != 0)
-        && exec.is_some_and(|e| e & CL_EXEC_NATIVE_KERNEL != 0);
-    lock(&USABLE).insert(device, yes);
+        && exec.is_some_and(|e| e & CL_EXEC_NATIVE_KERNEL != 0)
+        && devices == Some(1);
+    if yes {
+        cltrap_capture::parallel::start_pool();
+    }
+    lock(&USABLE).insert((context, device), yes);
     yes
+}
+
+/// A native kernel could not be enqueued there: its buffers are read back from now on.
+pub(super) fn refuse(context: usize, device: usize) {
+    lock(&USABLE).insert((context, device), false);
+}
+
+/// The application released `context`: its answers go (the handle may name another one).
+pub(super) fn retire(context: usize) {
+    lock(&USABLE).retain(|(c, _), _| *c != context);
+}
+
+/// A memory object `mem` was made from `parent` (a sub-buffer, an image from a buffer):
+/// neither is digested in place.
+pub(super) fn related(mem: usize, parent: usize) {
+    let mut r = lock(&RELATED);
+    r.insert(mem);
+    r.insert(parent);
+}
+
+/// The application released `mem` for good.
+pub(super) fn forget(mem: usize) {
+    lock(&RELATED).remove(&mem);
+}
+
+/// Whether `mem` may be digested in place (not a sub-buffer, nor the parent of one).
+pub(super) fn alone(mem: usize) -> bool {
+    !lock(&RELATED).contains(&mem)
 }
 
 /// What the native kernel is given: the runtime copies it and puts the buffer's host address
@@ -70,8 +124,6 @@ pub(super) fn usable(next: &Next, device: usize) -> bool {
 #[repr(C)]
 struct Args {
     mem: cl_mem,
-    /// Where the bytes start in `mem` (a sub-buffer's origin in its parent).
-    offset: usize,
     len: usize,
     slot: *const std::sync::OnceLock<cltrap_capture::Hash>,
 }
@@ -90,16 +142,16 @@ pub(super) fn enqueue(
     let Some(f) = next.clEnqueueNativeKernel else {
         return Err(CL_INVALID_OPERATION);
     };
-    let (target, offset) = parent_of(next, mem);
     let given = Arc::into_raw(slot.clone());
     let mut args = Args {
-        mem: target,
-        offset,
+        mem,
         len: bytes,
         slot: given,
     };
-    let mems = [target];
-    let mut locs = [std::ptr::addr_of!(args.mem).cast::<c_void>()];
+    let mems = [mem];
+    let mut locs = [std::ptr::addr_of_mut!(args.mem)
+        .cast::<c_void>()
+        .cast_const()];
     let args_ptr = std::ptr::addr_of_mut!(args).cast::<c_void>();
     // SAFETY: the application's queue and buffer; `args` (copied by the runtime before the
     // call returns) holds `mem` at the one location named; the callback never unwinds.
@@ -131,28 +183,6 @@ pub(super) fn enqueue(
     }
 }
 
-/// The buffer a native kernel is given for `mem`, and where `mem`'s bytes start in it: a
-/// sub-buffer's parent and origin. Why not the sub-buffer itself: PoCL 3.1 hands a native
-/// kernel its parent's address for a sub-buffer (its digest came out of the parent's first
-/// bytes); the parent's address plus the origin is right whichever address a driver gives.
-fn parent_of(next: &Next, mem: cl_mem) -> (cl_mem, usize) {
-    let Some(f) = next.clGetMemObjectInfo else {
-        return (mem, 0);
-    };
-    // SAFETY: standard info queries on the application's live buffer.
-    let parent = super::info::value::<cl_mem>(|s, p, r| unsafe {
-        f(mem, CL_MEM_ASSOCIATED_MEMOBJECT, s, p, r)
-    });
-    let Some(parent) = parent.filter(|p| !p.is_null()) else {
-        return (mem, 0);
-    };
-    // SAFETY: as above.
-    match super::info::value::<usize>(|s, p, r| unsafe { f(mem, CL_MEM_OFFSET, s, p, r) }) {
-        Some(offset) => (parent, offset),
-        None => (mem, 0),
-    }
-}
-
 /// The native kernel: hashes the buffer where it is and fills the slot.
 unsafe extern "C" fn digest_here(args: *mut c_void) {
     let _ = std::panic::catch_unwind(|| {
@@ -167,13 +197,9 @@ unsafe extern "C" fn digest_here(args: *mut c_void) {
         if a.mem.is_null() {
             return;
         }
-        // SAFETY: the runtime put the address of the buffer in host memory where the handle
-        // was, and its bytes `offset..offset + len` are the ones digested; the queue runs
-        // nothing else on it until this returns.
-        let bytes = unsafe {
-            let at = a.mem.cast::<u8>().cast_const().add(a.offset);
-            std::slice::from_raw_parts(at, a.len)
-        };
+        // SAFETY: the runtime put the address of the buffer's `len` bytes in host memory
+        // where the handle was; the queue runs nothing else on it until this returns.
+        let bytes = unsafe { std::slice::from_raw_parts(a.mem.cast::<u8>().cast_const(), a.len) };
         let _ = slot.set(cltrap_capture::writer::digest(bytes));
     });
 }

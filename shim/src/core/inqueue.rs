@@ -17,6 +17,10 @@
 //! those of a read (each step waits for the one before it, so the last read's event answers
 //! for all of them).
 //!
+//! On a CPU device, sides a launch does not store get a native kernel that hashes the buffer
+//! where it is ([`super::inplace`]) in place of the read, in the same place and with the same
+//! waits; a side whose native kernel is refused is read back.
+//!
 //! Objects the host may not read are copied into a device-side staging buffer first. Objects
 //! the kernel cannot change (`__constant`, pointers to `const`, `read_only` images, and no
 //! writable argument overlapping them) are read once: their contents after are those before.
@@ -50,6 +54,7 @@ enum Phase {
 pub(super) struct Around<'a> {
     next: &'a Next,
     queue: cl_command_queue,
+    facts: QueueFacts,
     out_of_order: bool,
     pub items: Vec<Item>,
     staged: Vec<cl_mem>,
@@ -101,6 +106,7 @@ impl<'a> Around<'a> {
         Around {
             next,
             queue,
+            facts,
             out_of_order: facts.properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0,
             items: reads
                 .iter()
@@ -227,7 +233,8 @@ impl<'a> Around<'a> {
     /// Per read: the sides digested in place ([`super::inplace`]) instead of read back:
     /// buffers that `--device-digest auto` would digest on a GPU (`host`: every buffer), on
     /// a device that computes in host memory and runs native kernels, not digested on the
-    /// device, on a side the launch reads and does not store (`keep`).
+    /// device, not a sub-buffer nor cut into some, on a side the launch reads and does not
+    /// store (`keep`).
     pub fn in_place_sides(
         next: &Next,
         facts: QueueFacts,
@@ -238,20 +245,25 @@ impl<'a> Around<'a> {
         reuse: &[Option<Reuse>],
         dev: &[Option<DevItem>],
     ) -> Vec<InPlace> {
-        let wanted = |shape: &Shape| matches!(*shape, Shape::Buffer { size } if size > 0 && digest::wanted(settings, size));
         use cltrap_capture::DeviceDigest;
-        let usable = matches!(
+        let wanted = |shape: &Shape| match *shape {
+            Shape::Buffer { size } => size > 0 && digest::wanted(settings, size),
+            Shape::Image { .. } => false,
+        };
+        let modes = matches!(
             settings.device_digest,
             DeviceDigest::Auto | DeviceDigest::Host
-        ) && reads.iter().any(|(_, s)| wanted(s))
-            && inplace::usable(next, facts.device);
+        );
+        let usable = modes
+            && reads.iter().any(|(_, s)| wanted(s))
+            && inplace::usable(next, facts.context, facts.device);
         reads
             .iter()
             .zip(read_only)
             .zip(reuse)
             .zip(dev)
-            .map(|((((_, shape), ro), re), d)| {
-                if !usable || d.is_some() || !wanted(shape) {
+            .map(|(((&(mem, ref shape), ro), re), d)| {
+                if !usable || d.is_some() || !wanted(shape) || !inplace::alone(mem) {
                     return InPlace::default();
                 }
                 InPlace {
@@ -375,13 +387,15 @@ impl<'a> Around<'a> {
         }
         if let Some(slot) = landing.digest_slot() {
             let r = inplace::enqueue(self.next, self.queue, mem, bytes, slot, wait, want_event);
-            return match r {
-                Ok(ev) => self.keep(ev),
-                Err(e) => {
-                    landing.err = Some(format!("digesting it in place failed (OpenCL error {e})"));
-                    None
+            match r {
+                Ok(ev) => return self.keep(ev),
+                // Refused: this side and, from now on, the device's launches are read back
+                // (this read's host memory was not counted against the in-flight cap).
+                Err(_) => {
+                    inplace::refuse(self.facts.context, self.facts.device);
+                    *landing = Landing::with_room(bytes, None);
                 }
-            };
+            }
         }
         let dst = landing.as_mut_ptr().cast();
         if let Some(dev) = &mut item.dev {

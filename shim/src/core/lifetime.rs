@@ -63,12 +63,14 @@ fn forget_all(gone: &[(usize, Kind)]) {
                 tables().forget(*h);
                 super::known::forget(*h);
                 super::contents::versions::forget(*h);
+                super::inplace::forget(*h);
                 crate::swap::forget(*h);
             }
             Kind::Queue => super::queue_ref::app_released(*h),
             Kind::Context => {
                 super::digest::retire(*h);
                 super::pinned::retire(*h);
+                super::inplace::retire(*h);
             }
         }
     }

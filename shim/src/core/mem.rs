@@ -16,6 +16,9 @@ fn created(mem: cl_mem, flags: cl_mem_flags, parent: cl_mem) -> cl_mem {
         quietly(|| {
             tables().mem_created(mem as usize);
             let parent = (!parent.is_null()).then_some(parent as usize);
+            if let Some(p) = parent {
+                super::inplace::related(mem as usize, p);
+            }
             super::known::created(mem as usize, flags & CL_MEM_USE_HOST_PTR != 0, parent);
             super::lifetime::born(mem as usize, parent);
         });
