@@ -80,7 +80,7 @@ pub const CONTROLS: &[Control] = &[
         flag: "device-digest",
         value_name: "auto|on|host|off",
         default: "auto",
-        help: "Digest buffer contents where they are instead of reading them back: on a GPU, a small kernel in the application's queue digests them on the device and only the digest (plus contents not stored yet in `full` mode) is read back; on a CPU device, a native kernel hashes them in place in host memory, for contents the launch does not store (`hash` mode, derived launches). `auto`: buffers of 64 KiB or more, in place on CPU devices and on the device elsewhere; `on`: every buffer on every device with the device kernel; `host`: every buffer in place on CPU devices, read back elsewhere; `off`: always read contents back.",
+        help: "Digest buffer contents where they are instead of reading them back: on a GPU, a small kernel in the application's queue digests them on the device and only the digest (plus contents not stored yet in `full` mode) is read back; on a CPU device, a native kernel hashes them in place in host memory and copies only contents the launch stores and the capture does not hold yet. `auto`: buffers of 64 KiB or more, in place on CPU devices and on the device elsewhere; `on`: every buffer on every device with the device kernel; `host`: every buffer in place on CPU devices, read back elsewhere; `off`: always read contents back.",
     },
     Control {
         env: "CLTRAP_AT_FINISH",
@@ -201,7 +201,7 @@ impl BufferMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceDigest {
     /// For buffers at least the shim's threshold in size: on the device on non-CPU devices, in
-    /// place on CPU devices (the sides a launch does not store).
+    /// place on CPU devices.
     Auto,
     /// On every device, for every buffer (what the tests use on PoCL's CPU device).
     On,

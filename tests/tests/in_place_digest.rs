@@ -1,7 +1,7 @@
 //! Digests computed in place on a CPU device: a native kernel in the application's queue
 //! hashes a buffer where it is instead of the capture reading it back (`--device-digest
-//! host` for every buffer; what `auto` does on a CPU device for buffers of 64 KiB or more,
-//! on the sides a launch does not store). The digests are those a read back gives, the
+//! host` for every buffer; what `auto` does on a CPU device for buffers of 64 KiB or more),
+//! copying only new contents a launch stores. The digests are those a read back gives, the
 //! application behaves as without the shim (in-order and out-of-order queues, user events,
 //! sub-buffers, host pointers, threads), and replay compares with them. Sub-buffers and the
 //! buffers they are cut from are read back (PoCL hands a native kernel the wrong address for
@@ -144,4 +144,37 @@ fn auto_digests_large_buffers_in_place_on_a_cpu_device_and_reads_small_ones() {
         matches!(input, Content::Digest { size, .. } if *size == 1 << 20),
         "{input:?}"
     );
+}
+
+#[test]
+fn full_mode_copies_in_place_only_contents_the_capture_does_not_hold_and_replays_bit_for_bit() {
+    // `dedup`: 100 launches over one unchanged 1 MiB input, whose output is the same each time.
+    let host = ["--device-digest", "host"];
+    let (dir, cap, st) = capture_with_stats("dedup", "ip-full", &host);
+    assert_eq!(cap.launches.len(), 100);
+    assert_full_contents(&cap);
+    assert_eq!(counter(&st, "content_reads"), 0, "{st}");
+    assert!(counter(&st, "digests_in_place") >= 100, "{st}");
+    // The input once, the output once, and what the output held before the first launch: a
+    // content left again by a launch in flight shares the first one's copy.
+    assert!(counter(&st, "copied_in_place") <= 3, "{st}");
+    assert_replays_ok(&dir, 100);
+    // The same blobs as a capture that read every content back.
+    let off = ["--device-digest", "off"];
+    let (_r, reference, _) = capture_with_stats("dedup", "ip-full-ref", &off);
+    let (a, b) = (content_sides(&reference), content_sides(&cap));
+    assert_eq!(a.len(), b.len());
+    for ((seq, arg, side, x), (_, _, _, y)) in a.iter().zip(&b) {
+        // The output buffer is never initialised: what it held before the first launch is
+        // whatever the allocator left.
+        if (*seq, *arg, *side) != (0, 1, "before") {
+            assert_eq!(x, y, "enqueue {seq} argument {arg} {side}");
+        }
+    }
+    // Out-of-order queues, user events, sub-buffers, host pointers and threads: stored
+    // contents, the application's results unchanged, every launch replayed.
+    for name in ["queues", "gated", "memory", "threads"] {
+        let (_dir, cap) = round_trip(name, &[], &host);
+        assert_full_contents(&cap);
+    }
 }

@@ -7,12 +7,14 @@
 //!
 //! Why: on such a device a read back is a copy of the whole buffer in the application's queue
 //! (PoCL copies on one thread), which every later command of the queue waits for, and the
-//! writer then hashes the copy. A wavefront that changes one anti-diagonal of a 4 MB matrix per
+//! writer then hashes the copy, even of contents the capture holds already. A wavefront that changes one anti-diagonal of a 4 MB matrix per
 //! launch paid a 4 MB copy per launch. Hashing in place makes no copy and spreads the hashing
 //! over several cores while the queue waits for it.
 //!
-//! Used only for sides whose bytes the launch does not store (`hash` mode, and the derived
-//! launches of `full`): a digest is all such a side records. Under `--device-digest auto`
+//! A side the launch does not store (`hash` mode, and the derived launches of `full`) records
+//! only the digest; a side it stores is copied too, by the same native kernel and threads, when
+//! the capture does not hold a content with that digest yet (unchanged contents are never
+//! copied, as on a GPU they are never read back). Under `--device-digest auto`
 //! for buffers of [`super::digest::AUTO_MIN_BYTES`] or more, under `host` for every buffer
 //! (`off` reads back, `on` runs the `dd128` kernel of [`super::digest`] on every device); on
 //! CPU devices that say they run native kernels, alone in their context ([`usable`]); never
@@ -26,17 +28,18 @@
 //! * The callback holds a reference of its own to the slot (given at the enqueue, taken back
 //!   by the callback), so the slot outlives it whatever happens to the launch; a native kernel
 //!   the driver never runs (a failed launch before it) keeps one slot alive for good.
-//! * The landing reads a slot only after the launch's final event completed, which follows the
+//! * The landing takes a slot only after the launch's final event completed, which follows the
 //!   native kernel in queue order (or by its wait list); an empty slot then is a side whose
-//!   digest was not computed, recorded as missing.
+//!   digest was not computed, recorded as missing. Host memory for a copy is reserved against
+//!   the in-flight cap like a read's ([`super::inqueue`]).
 
-use super::room::DigestSlot;
+use super::room::{DigestSlot, InPlaced};
 use super::track::lock;
 use crate::Next;
 use libc::c_void;
 use opencl_sys::*;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 /// Per (context, device): whether buffers there can be digested in place (asked once; a
 /// refused enqueue turns it off).
@@ -50,6 +53,31 @@ static USABLE: once_cell::sync::Lazy<Mutex<HashMap<(usize, usize), bool>>> =
 /// parent's address (its digest came out of the parent's first bytes).
 static RELATED: once_cell::sync::Lazy<Mutex<HashSet<usize>>> =
     once_cell::sync::Lazy::new(Default::default);
+
+/// Copies of new contents made in place and not landed yet, by digest: a later launch that
+/// leaves the same content before the first one's record is written shares the copy instead
+/// of making another (launches enqueued back to back all run before the writer stores any).
+static PENDING: once_cell::sync::Lazy<Mutex<HashMap<cltrap_capture::Hash, Weak<Vec<u8>>>>> =
+    once_cell::sync::Lazy::new(Default::default);
+
+/// Copies [`PENDING`] may name before the ones already landed are dropped from it.
+const PENDING_PRUNE: usize = 256;
+
+/// A copy of the new content `bytes` whose digest is `hash`: one a launch in flight made
+/// already, else a fresh one.
+fn copy_pending(hash: &cltrap_capture::Hash, bytes: &[u8]) -> Arc<Vec<u8>> {
+    if let Some(v) = lock(&PENDING).get(hash).and_then(Weak::upgrade) {
+        return v;
+    }
+    super::stats::add(&super::stats::COPIED_IN_PLACE, 1);
+    let v = Arc::new(copy_of(bytes));
+    let mut p = lock(&PENDING);
+    if p.len() >= PENDING_PRUNE {
+        p.retain(|_, w| w.strong_count() > 0);
+    }
+    p.insert(hash.clone(), Arc::downgrade(&v));
+    v
+}
 
 /// Whether the queue's device in its context can have buffers digested in place: a CPU
 /// device that runs native kernels, the only device of its context (a native kernel counts
@@ -125,27 +153,32 @@ pub(super) fn alone(mem: usize) -> bool {
 struct Args {
     mem: cl_mem,
     len: usize,
-    slot: *const std::sync::OnceLock<cltrap_capture::Hash>,
+    /// Copy the bytes when the capture does not hold them yet.
+    copy_new: bool,
+    slot: *const Mutex<Option<InPlaced>>,
 }
 
-/// Enqueues the digest of the `bytes` bytes of buffer `mem` into `slot`, after `wait`;
-/// returns its event when `want_event`, or the enqueue's error.
+/// Enqueues the digest of the `bytes` bytes of buffer `mem` into the slot of `to` (and, where
+/// its flag says so, a copy of new bytes), after `wait`; returns its event when
+/// `want_event`, or the enqueue's error.
 pub(super) fn enqueue(
     next: &Next,
     queue: cl_command_queue,
     mem: cl_mem,
     bytes: usize,
-    slot: &DigestSlot,
+    to: (&DigestSlot, bool),
     wait: &[cl_event],
     want_event: bool,
 ) -> Result<cl_event, cl_int> {
     let Some(f) = next.clEnqueueNativeKernel else {
         return Err(CL_INVALID_OPERATION);
     };
+    let (slot, copy_new) = to;
     let given = Arc::into_raw(slot.clone());
     let mut args = Args {
         mem,
         len: bytes,
+        copy_new,
         slot: given,
     };
     let mems = [mem];
@@ -183,7 +216,33 @@ pub(super) fn enqueue(
     }
 }
 
-/// The native kernel: hashes the buffer where it is and fills the slot.
+/// A copy of `bytes` made by the capture's hashing threads, a piece each (fresh memory
+/// faults in on several cores, not one).
+fn copy_of(bytes: &[u8]) -> Vec<u8> {
+    use cltrap_capture::parallel::{map_each, PARALLEL_MIN};
+    const PIECE: usize = 256 << 10;
+    let n = bytes.len();
+    let mut v = super::room::spare::take(n).unwrap_or_else(|| Vec::with_capacity(n));
+    let (from, to) = (bytes.as_ptr() as usize, v.as_mut_ptr() as usize);
+    map_each(n.div_ceil(PIECE), n >= PARALLEL_MIN, |i| {
+        let at = i * PIECE;
+        // SAFETY: bytes `at..at + len` lie in both `bytes` and `v`'s capacity of at least
+        // `n`; each piece is written by one thread.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (from + at) as *const u8,
+                (to + at) as *mut u8,
+                PIECE.min(n - at),
+            )
+        };
+    });
+    // SAFETY: all `n` bytes were written above.
+    unsafe { v.set_len(n) };
+    v
+}
+
+/// The native kernel: hashes the buffer where it is and fills the slot (with a copy of the
+/// bytes when asked and the capture does not hold them yet).
 unsafe extern "C" fn digest_here(args: *mut c_void) {
     let _ = std::panic::catch_unwind(|| {
         let _span = super::stats::span(super::stats::Phase::InPlace);
@@ -200,6 +259,9 @@ unsafe extern "C" fn digest_here(args: *mut c_void) {
         // SAFETY: the runtime put the address of the buffer's `len` bytes in host memory
         // where the handle was; the queue runs nothing else on it until this returns.
         let bytes = unsafe { std::slice::from_raw_parts(a.mem.cast::<u8>().cast_const(), a.len) };
-        let _ = slot.set(cltrap_capture::writer::digest(bytes));
+        let hash = cltrap_capture::writer::digest(bytes);
+        let held = || crate::sink::existing_writer().is_some_and(|w| w.blobs.is_known(&hash));
+        let bytes = (a.copy_new && !held()).then(|| copy_pending(&hash, bytes));
+        *lock(&slot) = Some(InPlaced { hash, bytes });
     });
 }

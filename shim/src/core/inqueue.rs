@@ -17,9 +17,10 @@
 //! those of a read (each step waits for the one before it, so the last read's event answers
 //! for all of them).
 //!
-//! On a CPU device, sides a launch does not store get a native kernel that hashes the buffer
-//! where it is ([`super::inplace`]) in place of the read, in the same place and with the same
-//! waits; a side whose native kernel is refused is read back.
+//! On a CPU device, large buffers get a native kernel that hashes the buffer where it is (and
+//! copies it when the launch stores it and the capture does not hold it yet,
+//! [`super::inplace`]) in place of the read, in the same place and with the same waits; a side
+//! whose native kernel is refused is read back.
 //!
 //! Objects the host may not read are copied into a device-side staging buffer first. Objects
 //! the kernel cannot change (`__constant`, pointers to `const`, `read_only` images, and no
@@ -37,11 +38,24 @@ use cltrap_capture::Settings;
 use opencl_sys::*;
 use std::sync::Arc;
 
-/// The sides of one read digested in place ([`super::inplace`]) instead of read back.
+/// How one side of a read is taken.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub(super) enum Take {
+    /// Read back.
+    #[default]
+    Read,
+    /// Hashed in place ([`super::inplace`]): only its digest is recorded.
+    Digest,
+    /// Hashed in place, and copied when the capture does not hold that content yet (a side
+    /// the launch stores).
+    Store,
+}
+
+/// How the two sides of one read are taken.
 #[derive(Clone, Copy, Default)]
 pub(super) struct InPlace {
-    pub pre: bool,
-    pub post: bool,
+    pub pre: Take,
+    pub post: Take,
 }
 
 #[derive(Clone, Copy)]
@@ -116,12 +130,10 @@ impl<'a> Around<'a> {
                 .enumerate()
                 .map(|(i, ((((mem, shape), ro), reuse), dev))| {
                     let (pre, post) = rooms[i];
-                    let landing = |in_place: bool, n: usize| {
-                        if in_place {
-                            Landing::digest_in_place()
-                        } else {
-                            Landing::with_room(n, pool)
-                        }
+                    let landing = |take: Take, n: usize| match take {
+                        Take::Read => Landing::with_room(n, pool),
+                        Take::Digest => Landing::digest_in_place(false),
+                        Take::Store => Landing::digest_in_place(true),
                     };
                     Item {
                         mem: *mem,
@@ -162,8 +174,9 @@ impl<'a> Around<'a> {
             .zip(in_place);
         for ((((&(_, s), ro), re), d), here) in reads {
             let Some(d) = d else {
-                let pre = re.is_none() && !here.pre;
-                let post = !*ro && !here.post;
+                // A side hashed in place holds host memory only for a copy of new bytes.
+                let pre = re.is_none() && here.pre != Take::Digest;
+                let post = !*ro && here.post != Take::Digest;
                 r.host += s.bytes() * (usize::from(pre) + usize::from(post));
                 continue;
             };
@@ -233,8 +246,8 @@ impl<'a> Around<'a> {
     /// Per read: the sides digested in place ([`super::inplace`]) instead of read back:
     /// buffers that `--device-digest auto` would digest on a GPU (`host`: every buffer), on
     /// a device that computes in host memory and runs native kernels, not digested on the
-    /// device, not a sub-buffer nor cut into some, on a side the launch reads and does not
-    /// store (`keep`).
+    /// device, not a sub-buffer nor cut into some, on a side the launch reads; copied too when
+    /// new where the launch stores it (`keep`).
     pub fn in_place_sides(
         next: &Next,
         facts: QueueFacts,
@@ -266,9 +279,14 @@ impl<'a> Around<'a> {
                 if !usable || d.is_some() || !wanted(shape) || !inplace::alone(mem) {
                     return InPlace::default();
                 }
+                let take = |read: bool, after: bool| match (read, contents::stores(keep, after)) {
+                    (false, _) => Take::Read,
+                    (true, false) => Take::Digest,
+                    (true, true) => Take::Store,
+                };
                 InPlace {
-                    pre: re.is_none() && !contents::stores(keep, false),
-                    post: !*ro && !contents::stores(keep, true),
+                    pre: take(re.is_none(), false),
+                    post: take(!*ro, true),
                 }
             })
             .collect()
@@ -385,8 +403,16 @@ impl<'a> Around<'a> {
         if bytes == 0 {
             return None;
         }
-        if let Some(slot) = landing.digest_slot() {
-            let r = inplace::enqueue(self.next, self.queue, mem, bytes, slot, wait, want_event);
+        if let Some((slot, copy_new)) = landing.digest_slot() {
+            let r = inplace::enqueue(
+                self.next,
+                self.queue,
+                mem,
+                bytes,
+                (slot, copy_new),
+                wait,
+                want_event,
+            );
             match r {
                 Ok(ev) => return self.keep(ev),
                 // Refused: this side and, from now on, the device's launches are read back

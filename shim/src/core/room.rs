@@ -127,10 +127,17 @@ pub(in crate::core) mod spare {
     }
 }
 
-/// Where a digest computed in place lands ([`super::inplace`]): set once by the native
-/// kernel on a driver thread, read by the landing stage once the launch's final event
-/// completed.
-pub(in crate::core) type DigestSlot = std::sync::Arc<std::sync::OnceLock<cltrap_capture::Hash>>;
+/// What a digest computed in place leaves ([`super::inplace`]): the digest, and a copy of the
+/// bytes where the side is stored and the capture did not hold that content yet.
+pub(in crate::core) struct InPlaced {
+    pub hash: cltrap_capture::Hash,
+    /// Shared with later launches that left the same new content before it was stored.
+    pub bytes: Option<std::sync::Arc<Vec<u8>>>,
+}
+
+/// Where a digest computed in place lands: set once by the native kernel on a driver thread,
+/// taken by the landing stage once the launch's final event completed.
+pub(in crate::core) type DigestSlot = std::sync::Arc<std::sync::Mutex<Option<InPlaced>>>;
 
 /// Pinned memory where the driver profits from it ([`super::pinned`]), else the heap; or no
 /// bytes at all, only the slot of a digest computed in place.
@@ -138,7 +145,8 @@ enum Room {
     /// Capacity = the object's size; the length is set once the read completed.
     Heap(Vec<u8>),
     Pinned(Chunk),
-    Digest(DigestSlot),
+    /// The slot, and whether a new content's bytes are copied into it (the side is stored).
+    Digest(DigestSlot, bool),
 }
 
 impl Landing {
@@ -152,18 +160,20 @@ impl Landing {
         Landing { room, err: None }
     }
 
-    /// No bytes: the side's digest is computed in place ([`super::inplace`]) into a slot.
-    pub(in crate::core) fn digest_in_place() -> Landing {
+    /// No room: the side's digest is computed in place ([`super::inplace`]) into a slot,
+    /// with a copy of its bytes when `copy_new` and the capture does not hold them yet.
+    pub(in crate::core) fn digest_in_place(copy_new: bool) -> Landing {
         Landing {
-            room: Room::Digest(Default::default()),
+            room: Room::Digest(Default::default(), copy_new),
             err: None,
         }
     }
 
-    /// The slot of a side digested in place (None: its bytes are read back).
-    pub(in crate::core) fn digest_slot(&self) -> Option<&DigestSlot> {
+    /// The slot of a side digested in place and whether new bytes are copied into it (None:
+    /// its bytes are read back).
+    pub(in crate::core) fn digest_slot(&self) -> Option<(&DigestSlot, bool)> {
         match &self.room {
-            Room::Digest(slot) => Some(slot),
+            Room::Digest(slot, copy_new) => Some((slot, *copy_new)),
             _ => None,
         }
     }
@@ -173,7 +183,7 @@ impl Landing {
         match &mut self.room {
             Room::Heap(v) => v.as_mut_ptr(),
             Room::Pinned(c) => c.as_mut_ptr(),
-            Room::Digest(_) => std::ptr::null_mut(),
+            Room::Digest(..) => std::ptr::null_mut(),
         }
     }
 
@@ -189,7 +199,7 @@ impl Landing {
                 unsafe { v.set_len(n) };
                 Some(std::mem::take(v))
             }
-            Room::Pinned(_) | Room::Digest(_) => None,
+            Room::Pinned(_) | Room::Digest(..) => None,
         }
     }
 
@@ -206,7 +216,7 @@ impl Landing {
             }
             // SAFETY: as above.
             Room::Pinned(c) => unsafe { c.bytes(n) },
-            Room::Digest(_) => &[],
+            Room::Digest(..) => &[],
         }
     }
 }

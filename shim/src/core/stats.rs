@@ -121,6 +121,9 @@ pub(super) static PARTIAL_BYTES: AtomicU64 = AtomicU64::new(0);
 pub(super) static DIGESTS_IN_PLACE: AtomicU64 = AtomicU64::new(0);
 /// See [`DIGESTS_IN_PLACE`].
 pub(super) static DIGESTED_IN_PLACE_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Of [`DIGESTS_IN_PLACE`], those whose bytes were copied: a stored side whose content the
+/// capture did not hold yet.
+pub(super) static COPIED_IN_PLACE: AtomicU64 = AtomicU64::new(0);
 /// Snapshots read back (contents not stored yet in `full` mode), and their bytes.
 pub(super) static SNAPSHOT_READS: AtomicU64 = AtomicU64::new(0);
 /// See [`SNAPSHOT_READS`].
@@ -179,13 +182,14 @@ pub(super) fn write(path: &std::path::Path) {
         .collect();
     // The counters, named as in the file, in its order (one list: names and values cannot
     // drift apart).
-    let counters: [(&str, &AtomicU64); 20] = [
+    let counters: [(&str, &AtomicU64); 21] = [
         ("content_reads", &CONTENT_READS),
         ("content_read_bytes", &CONTENT_READ_BYTES),
         ("device_digests", &DEVICE_DIGESTS),
         ("partial_bytes", &PARTIAL_BYTES),
         ("digests_in_place", &DIGESTS_IN_PLACE),
         ("digested_in_place_bytes", &DIGESTED_IN_PLACE_BYTES),
+        ("copied_in_place", &COPIED_IN_PLACE),
         ("snapshot_reads", &SNAPSHOT_READS),
         ("snapshot_read_bytes", &SNAPSHOT_READ_BYTES),
         ("snapshot_reads_mapped", &SNAPSHOT_READS_MAPPED),

@@ -240,8 +240,9 @@ fn content(
     if let Some(side) = dev.and_then(Option::take) {
         return device_content(f, mem, landing, bytes, after, side);
     }
-    if let Some(slot) = landing.digest_slot() {
-        return digested_in_place(f, slot.get().cloned(), bytes as u64);
+    if let Some((slot, _)) = landing.digest_slot() {
+        let got = crate::core::track::lock(slot).take();
+        return digested_in_place(f, mem, after, got, bytes as u64);
     }
     // SAFETY: the read of `bytes` bytes into this buffer completed (status CL_COMPLETE of
     // the event that follows every read of the launch).
@@ -258,19 +259,51 @@ fn content(
     contents::store(f.writer, f.mode, after, bytes)
 }
 
-/// The content of a side digested in place ([`crate::core::inplace`]): its digest, or the
-/// stored blob when the capture stored that content already (as [`contents::store`] names it).
-fn digested_in_place(f: &Flight, hash: Option<cltrap_capture::Hash>, size: u64) -> Content {
-    match hash {
-        Some(hash) if f.writer.blobs.is_known(&hash) => Content::Blob { hash, size },
-        Some(hash) => Content::Digest {
-            hash,
-            size,
-            algo: Default::default(),
-        },
-        None => Content::Missing {
+/// A copy made in place ([`crate::core::inplace`]), which launches in flight may share.
+struct Shared(std::sync::Arc<Vec<u8>>);
+
+impl crate::core::landed::Held for Shared {
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// The content of a side digested in place ([`crate::core::inplace`]): stored from the copy
+/// made there when the capture did not hold it, else the stored blob (as [`contents::store`]
+/// names one), else its digest.
+fn digested_in_place(
+    f: &Flight,
+    mem: usize,
+    after: bool,
+    got: Option<crate::core::room::InPlaced>,
+    size: u64,
+) -> Content {
+    let Some(got) = got else {
+        return Content::Missing {
             note: "its digest in place was not computed (the device did not run it)".into(),
-        },
+        };
+    };
+    if let Some(v) = got.bytes {
+        // Owned alone (launches in flight that share a copy land after the one that made
+        // it): a heap vector, which goes back to the spare room once stored.
+        let v = match std::sync::Arc::try_unwrap(v) {
+            Ok(v) => crate::core::landed::Landed::Heap(v),
+            Err(v) => crate::core::landed::Landed::Held(Box::new(Shared(v))),
+        };
+        let (content, spare) = contents::store_version(f.writer, f.mode, after, v, mem, true);
+        if let Some(v) = spare {
+            spare::give(v);
+        }
+        return content;
+    }
+    let hash = got.hash;
+    if f.writer.blobs.is_known(&hash) {
+        return Content::Blob { hash, size };
+    }
+    Content::Digest {
+        hash,
+        size,
+        algo: Default::default(),
     }
 }
 
