@@ -219,23 +219,19 @@ pub(super) fn enqueue(
 /// A copy of `bytes` made by the capture's hashing threads, a piece each (fresh memory
 /// faults in on several cores, not one).
 fn copy_of(bytes: &[u8]) -> Vec<u8> {
-    use cltrap_capture::parallel::{map_each, PARALLEL_MIN};
-    const PIECE: usize = 256 << 10;
+    use cltrap_capture::parallel::PARALLEL_MIN;
     let n = bytes.len();
     let mut v = super::room::spare::take(n).unwrap_or_else(|| Vec::with_capacity(n));
-    let (from, to) = (bytes.as_ptr() as usize, v.as_mut_ptr() as usize);
-    map_each(n.div_ceil(PIECE), n >= PARALLEL_MIN, |i| {
-        let at = i * PIECE;
-        // SAFETY: bytes `at..at + len` lie in both `bytes` and `v`'s capacity of at least
-        // `n`; each piece is written by one thread.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                (from + at) as *const u8,
-                (to + at) as *mut u8,
-                PIECE.min(n - at),
-            )
-        };
-    });
+    // SAFETY: `v` has room for `n` bytes, written here only.
+    unsafe {
+        super::room::copy_in_pieces(
+            bytes.as_ptr(),
+            v.as_mut_ptr(),
+            n,
+            256 << 10,
+            n >= PARALLEL_MIN,
+        )
+    };
     // SAFETY: all `n` bytes were written above.
     unsafe { v.set_len(n) };
     v

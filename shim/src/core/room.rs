@@ -127,6 +127,35 @@ pub(in crate::core) mod spare {
     }
 }
 
+/// Copies `n` bytes from `from` to `to` in pieces of `piece` bytes, each piece on one of the
+/// capture's hashing threads when `parallel` (fresh memory faults in on several cores, and
+/// one core copies at a fraction of the memory's bandwidth).
+///
+/// # Safety
+/// `from` and `to` are valid for `n` bytes each and do not overlap; nothing else writes
+/// `to`'s bytes meanwhile.
+pub(in crate::core) unsafe fn copy_in_pieces(
+    from: *const u8,
+    to: *mut u8,
+    n: usize,
+    piece: usize,
+    parallel: bool,
+) {
+    let (from, to) = (from as usize, to as usize);
+    cltrap_capture::parallel::map_each(n.div_ceil(piece), parallel, |i| {
+        let at = i * piece;
+        // SAFETY: bytes `at..at + len` lie within both ranges (the caller's promise); each
+        // piece is copied by one thread.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (from + at) as *const u8,
+                (to + at) as *mut u8,
+                piece.min(n - at),
+            )
+        };
+    });
+}
+
 /// What a digest computed in place leaves ([`super::inplace`]): the digest, and a copy of the
 /// bytes where the side is stored and the capture did not hold that content yet.
 pub(in crate::core) struct InPlaced {

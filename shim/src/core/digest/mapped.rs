@@ -168,7 +168,6 @@ impl Engine {
         bytes: usize,
         dst: *mut u8,
     ) -> Option<Result<(), cl_int>> {
-        use cltrap_capture::parallel::map_each;
         if bytes == 0 {
             return None;
         }
@@ -217,19 +216,17 @@ impl Engine {
             // Should the copy unwind, the read into the other stage is waited for first, so
             // the stages never go back to the pool with a read of ours in flight.
             let pending = next.then(|| Finish(self.queue, self.calls.finish));
-            map_each(len.div_ceil(STAGE_COPY), len > STAGE_COPY, |i| {
-                let o = i * STAGE_COPY;
-                // SAFETY: piece k was read into its stage (blocking, or finished below in the
-                // round before); `to + o..` lies within `dst`'s `bytes` (the caller's
-                // promise); each range is copied by one thread.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        (src + o) as *const u8,
-                        (to + o) as *mut u8,
-                        STAGE_COPY.min(len - o),
-                    )
-                }
-            });
+            // SAFETY: piece k was read into its stage (blocking, or finished below in the
+            // round before); `to..to + len` lies within `dst`'s `bytes` (the caller's promise).
+            unsafe {
+                crate::core::room::copy_in_pieces(
+                    src as *const u8,
+                    to as *mut u8,
+                    len,
+                    STAGE_COPY,
+                    len > STAGE_COPY,
+                )
+            };
             std::mem::forget(pending);
             if next {
                 // SAFETY: the engine's own queue.
