@@ -156,8 +156,10 @@ fn full_mode_copies_in_place_only_contents_the_capture_does_not_hold_and_replays
     assert_eq!(counter(&st, "content_reads"), 0, "{st}");
     assert!(counter(&st, "digests_in_place") >= 100, "{st}");
     // The input once, the output once, and what the output held before the first launch: a
-    // content left again by a launch in flight shares the first one's copy.
-    assert!(counter(&st, "copied_in_place") <= 3, "{st}");
+    // content left again by a launch in flight shares the first one's copy (or, once stored,
+    // is not copied). A few more where a launch hashed it between its copy's landing and its
+    // store; without the sharing, every one of the 100 outputs was copied.
+    assert!(counter(&st, "copied_in_place") <= 10, "{st}");
     assert_replays_ok(&dir, 100);
     // The same blobs as a capture that read every content back.
     let off = ["--device-digest", "off"];
@@ -174,7 +176,9 @@ fn full_mode_copies_in_place_only_contents_the_capture_does_not_hold_and_replays
     // Out-of-order queues, user events, sub-buffers, host pointers and threads: stored
     // contents, the application's results unchanged, every launch replayed.
     for name in ["queues", "gated", "memory", "threads"] {
-        let (_dir, cap) = round_trip(name, &[], &host);
+        let (dir, cap, st) = capture_with_stats(name, &format!("ip-full-{name}"), &host);
+        assert!(counter(&st, "digests_in_place") > 0, "{name}: {st}");
         assert_full_contents(&cap);
+        assert_replays_ok(&dir, cap.launches.len());
     }
 }

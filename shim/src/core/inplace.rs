@@ -8,8 +8,8 @@
 //! Why: on such a device a read back is a copy of the whole buffer in the application's queue
 //! (PoCL copies on one thread), which every later command of the queue waits for, and the
 //! writer then hashes the copy, even of contents the capture holds already. A wavefront that changes one anti-diagonal of a 4 MB matrix per
-//! launch paid a 4 MB copy per launch. Hashing in place makes no copy and spreads the hashing
-//! over several cores while the queue waits for it.
+//! launch paid a 4 MB copy per launch. Hashing in place copies only new contents a launch
+//! stores and spreads the hashing over several cores while the queue waits for it.
 //!
 //! A side the launch does not store (`hash` mode, and the derived launches of `full`) records
 //! only the digest; a side it stores is copied too, by the same native kernel and threads, when
@@ -21,8 +21,9 @@
 //! for sub-buffers and the buffers they are cut from ([`alone`]). A device that refuses the
 //! native kernel is read back from then on ([`refuse`]).
 //!
-//! Must not: block the driver's thread on anything but hashing (the capture's hashing threads
-//! never wait for a driver), or let a panic reach it.
+//! Must not: block the driver's thread on anything but hashing and copying (the capture's
+//! hashing threads never wait for a driver; the locks it takes are held for map lookups only),
+//! or let a panic reach it.
 //!
 //! Invariants:
 //! * The callback holds a reference of its own to the slot (given at the enqueue, taken back

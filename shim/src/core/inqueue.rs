@@ -416,7 +416,8 @@ impl<'a> Around<'a> {
             match r {
                 Ok(ev) => return self.keep(ev),
                 // Refused: this side and, from now on, the device's launches are read back
-                // (this read's host memory was not counted against the in-flight cap).
+                // (a side that was to be digested only had no host memory counted against the
+                // in-flight cap for this read).
                 Err(_) => {
                     inplace::refuse(self.facts.context, self.facts.device);
                     *landing = Landing::with_room(bytes, None);

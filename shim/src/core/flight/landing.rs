@@ -268,9 +268,9 @@ impl crate::core::landed::Held for Shared {
     }
 }
 
-/// The content of a side digested in place ([`crate::core::inplace`]): stored from the copy
-/// made there when the capture did not hold it, else the stored blob (as [`contents::store`]
-/// names one), else its digest.
+/// The content of a side digested in place ([`crate::core::inplace`]): the stored blob when
+/// the capture holds its digest by now (as [`contents::store`] names one), else stored from
+/// the copy made there, else its digest.
 fn digested_in_place(
     f: &Flight,
     mem: usize,
@@ -283,27 +283,38 @@ fn digested_in_place(
             note: "its digest in place was not computed (the device did not run it)".into(),
         };
     };
-    if let Some(v) = got.bytes {
-        // Owned alone (launches in flight that share a copy land after the one that made
-        // it): a heap vector, which goes back to the spare room once stored.
-        let v = match std::sync::Arc::try_unwrap(v) {
-            Ok(v) => crate::core::landed::Landed::Heap(v),
-            Err(v) => crate::core::landed::Landed::Held(Box::new(Shared(v))),
-        };
-        let (content, spare) = contents::store_version(f.writer, f.mode, after, v, mem, true);
-        if let Some(v) = spare {
-            spare::give(v);
-        }
-        return content;
-    }
     let hash = got.hash;
+    // Stored meanwhile (another launch that left the same content landed first): named, not
+    // stored again.
     if f.writer.blobs.is_known(&hash) {
         return Content::Blob { hash, size };
     }
-    Content::Digest {
-        hash,
-        size,
-        algo: Default::default(),
+    let Some(v) = got.bytes else {
+        return Content::Digest {
+            hash,
+            size,
+            algo: Default::default(),
+        };
+    };
+    // Owned alone (no launch in flight shares the copy): a heap vector, which goes back to
+    // the spare room once stored.
+    let v = match std::sync::Arc::try_unwrap(v) {
+        Ok(v) => crate::core::landed::Landed::Heap(v),
+        Err(v) => crate::core::landed::Landed::Held(Box::new(Shared(v))),
+    };
+    let (content, spare) = contents::store_version(f.writer, f.mode, after, v, mem, true);
+    if let Some(v) = spare {
+        spare::give(v);
+    }
+    match content {
+        // The copy is not the content hashed: the application wrote the buffer while the
+        // launch's own commands ran (a race of its own), and the copy may be another
+        // launch's that shared it.
+        Content::Blob { hash: stored, .. } if stored != hash => Content::Missing {
+            note: "it changed while the capture hashed and copied it (written during the launch)"
+                .into(),
+        },
+        content => content,
     }
 }
 
