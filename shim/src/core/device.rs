@@ -51,6 +51,18 @@ pub(super) fn forget_queue(queue: usize) {
     lock(&QUEUES).remove(&queue);
 }
 
+/// Whether `device` is a CPU device (one that computes in host memory, such as PoCL's), as
+/// its driver says (None: it does not say). One query for the capture's choices that depend
+/// on it: digest engines, pinned pools and in-place digests.
+pub(super) fn is_cpu(next: &Next, device: usize) -> Option<bool> {
+    let f = next.clGetDeviceInfo?;
+    // SAFETY: a standard info query on the application's live device.
+    let kind = info::value::<cl_device_type>(|s, p, r| unsafe {
+        f(device as cl_device_id, CL_DEVICE_TYPE, s, p, r)
+    })?;
+    Some(kind & CL_DEVICE_TYPE_CPU != 0)
+}
+
 /// Platform and device names and versions of `dev` (a queue's [`QueueFacts::device`]).
 pub(super) fn device_record(next: &Next, dev: usize) -> DeviceRecord {
     if dev == 0 {

@@ -200,7 +200,10 @@ pub(super) fn engine_for(
     if !super::refcount::context_held(facts.context) {
         return None;
     }
-    let made = if settings.device_digest == DeviceDigest::Auto && cpu_device(next, facts.device) {
+    // Under `auto` a CPU device (or one that does not say) gets no engine: its digests are
+    // computed in place or its buffers read back.
+    let auto = settings.device_digest == DeviceDigest::Auto;
+    let made = if auto && super::device::is_cpu(next, facts.device).unwrap_or(true) {
         None
     } else {
         match Engine::build(next, facts, settings.test_digest_build_fails) {
@@ -252,17 +255,6 @@ pub(super) fn wanted(settings: &Settings, bytes: usize) -> bool {
         DeviceDigest::On | DeviceDigest::Host => true,
         DeviceDigest::Auto => bytes >= AUTO_MIN_BYTES,
     }
-}
-
-fn cpu_device(next: &Next, device: usize) -> bool {
-    let Some(f) = next.clGetDeviceInfo else {
-        return true;
-    };
-    // SAFETY: a standard info query on the application's live device.
-    let kind = super::info::value::<cl_device_type>(|s, p, r| unsafe {
-        f(device as cl_device_id, CL_DEVICE_TYPE, s, p, r)
-    });
-    kind.is_none_or(|k| k & CL_DEVICE_TYPE_CPU != 0)
 }
 
 impl Engine {

@@ -99,10 +99,6 @@ pub(super) fn usable(next: &Next, context: usize, device: usize) -> bool {
     };
     let dev = device as cl_device_id;
     // SAFETY: standard info queries on the application's live device and context.
-    let kind = super::info::value::<cl_device_type>(|s, p, r| unsafe {
-        dev_info(dev, CL_DEVICE_TYPE, s, p, r)
-    });
-    // SAFETY: as above.
     let exec = super::info::value::<cl_device_exec_capabilities>(|s, p, r| unsafe {
         dev_info(dev, CL_DEVICE_EXECUTION_CAPABILITIES, s, p, r)
     });
@@ -110,7 +106,7 @@ pub(super) fn usable(next: &Next, context: usize, device: usize) -> bool {
     let devices = super::info::value::<cl_uint>(|s, p, r| unsafe {
         ctx_info(context as cl_context, CL_CONTEXT_NUM_DEVICES, s, p, r)
     });
-    let yes = kind.is_some_and(|k| k & CL_DEVICE_TYPE_CPU != 0)
+    let yes = super::device::is_cpu(next, device) == Some(true)
         && exec.is_some_and(|e| e & CL_EXEC_NATIVE_KERNEL != 0)
         && devices == Some(1);
     if yes {

@@ -121,19 +121,6 @@ impl Drop for Chunk {
 static POOLS: once_cell::sync::Lazy<Mutex<HashMap<usize, Option<Arc<Pool>>>>> =
     once_cell::sync::Lazy::new(Default::default);
 
-/// Whether `device` computes in host memory (a CPU device such as PoCL's), where pinned
-/// memory buys nothing. Unknown answers count as not: the pool is only a speed-up.
-fn host_memory_device(next: &Next, device: usize) -> bool {
-    let Some(f) = next.clGetDeviceInfo else {
-        return false;
-    };
-    // SAFETY: a standard info query on the application's live device.
-    let kind = super::info::value::<cl_device_type>(|s, p, r| unsafe {
-        f(device as cl_device_id, CL_DEVICE_TYPE, s, p, r)
-    });
-    kind.is_some_and(|k| k & CL_DEVICE_TYPE_CPU != 0)
-}
-
 fn class_of(bytes: usize) -> Option<usize> {
     if bytes == 0 || bytes > MAX_CHUNK {
         return None;
@@ -157,7 +144,9 @@ pub(super) fn pool_for(next: &Next, facts: QueueFacts) -> Option<Arc<Pool>> {
     if !super::refcount::context_held(context) || super::callback::inside() {
         return None;
     }
-    if host_memory_device(next, device) {
+    // A device that computes in host memory gains nothing from pinned memory (unknown
+    // answers count as not: the pool is only a speed-up).
+    if super::device::is_cpu(next, device) == Some(true) {
         // Reads into pageable memory cost a CPU device nothing extra, and a pool would put a
         // queue and buffers of ours into the application's context for no gain.
         let mut pools = lock(&POOLS);
