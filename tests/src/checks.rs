@@ -4,8 +4,8 @@
 use crate::fixtures::fixture;
 use crate::paths::{fresh_capture_dir, TestDir};
 use crate::process::{cltrap, run_captured, run_captured_with_stats, run_native, Outcome};
-use crate::records::{contents, open_capture};
-use cltrap_capture::{Capture, Content};
+use crate::records::{content_sides, contents, open_capture, rewrite_launch};
+use cltrap_capture::{ArgRecord, Capture, Content};
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::Path;
@@ -208,6 +208,50 @@ pub fn capture_with_stats(
     let mut cap = open_capture(&dir);
     cap.launches.sort_by_key(|l| l.seq);
     (dir, cap, counters)
+}
+
+/// Asserts that two captures of the same deterministic application (`name`) hold the same
+/// contents, side by side, except the contents before of the `uninitialised` (enqueue,
+/// argument) pairs: buffers the application never wrote before their first kernel, whose
+/// bytes are whatever the allocator left.
+pub fn assert_same_contents(
+    name: &str,
+    reference: &Capture,
+    cap: &Capture,
+    uninitialised: &[(u64, u32)],
+) {
+    let (a, b) = (content_sides(reference), content_sides(cap));
+    assert_eq!(a.len(), b.len(), "{name}");
+    for ((seq, arg, side, x), (_, _, _, y)) in a.iter().zip(&b) {
+        if *side != "before" || !uninitialised.contains(&(*seq, *arg)) {
+            assert_eq!(x, y, "{name}: enqueue {seq} argument {arg} {side}");
+        }
+    }
+}
+
+/// Makes every digest recorded for launch `id`'s contents after `wrong` and replays it: the
+/// replay must find the launch mismatched (exit status 1), which shows that it compares
+/// outputs with the recorded digests. Returns the replay's outcome.
+pub fn assert_wrong_digest_mismatches(dir: &Path, id: u64, wrong: &str) -> Outcome {
+    rewrite_launch(dir, id, |l| {
+        for a in &mut l.args {
+            if let ArgRecord::Buffer {
+                after: Content::Digest { hash, .. },
+                ..
+            } = a
+            {
+                *hash = wrong.to_string();
+            }
+        }
+    });
+    let out = cltrap(&[
+        OsStr::new("replay"),
+        dir.as_os_str(),
+        OsStr::new(&id.to_string()),
+    ]);
+    out.assert_no_panic();
+    assert_eq!(out.code, Some(1), "{}", out.describe());
+    out
 }
 
 /// In the default buffer mode every buffer and image argument of a replayable launch has
