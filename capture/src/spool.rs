@@ -108,6 +108,12 @@ pub const PATCH_CHAIN_MAX: usize = 256;
 /// Most bytes one segment takes before its writer starts another (so compaction can take the
 /// sealed one while the application runs).
 pub const SEGMENT_MAX: u64 = 64 << 20;
+/// How long a segment stays open while a compactor is attached (`cltrap run`) before its
+/// writer seals it at its next record, however little it holds. Why: segments sealed only
+/// by size ([`SEGMENT_MAX`], [`SEGMENT_CONTENT_FACTOR`]) were sealed only at exit where an
+/// application spools less than that per lane (Gaussian elimination's 115 MB of patch
+/// records over four lanes), so all of its compaction came after the application ended.
+pub const SEGMENT_AGE: std::time::Duration = std::time::Duration::from_millis(100);
 /// Most bytes of contents one segment names (a patch record names its whole content) per
 /// byte it may take ([`SEGMENT_MAX`] or the writer's own): compaction rebuilds, hashes and
 /// cuts every content it names. Why: a wavefront whose launches each change one
@@ -332,6 +338,38 @@ mod tests {
             s.tail
         );
         assert!(s.tail.problem().unwrap().contains(&b));
+    }
+
+    /// A segment open for [`SEGMENT_AGE`] is sealed at the next record while a compactor is
+    /// attached, however little it holds, and only then: without one, records go on into it.
+    #[test]
+    fn a_segment_is_sealed_for_its_age_only_while_a_compactor_is_attached() {
+        for attached in [false, true] {
+            let t = tempfile::tempdir().unwrap();
+            let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+            let _lock = attached.then(|| {
+                try_lock_compactor(t.path(), Access::PRIVATE)
+                    .unwrap()
+                    .expect("the compactor lock")
+            });
+            let put = |byte: u8| {
+                let bytes = [byte; 100];
+                w.put(&crate::writer::digest(&bytes), &bytes).unwrap();
+            };
+            put(1);
+            std::thread::sleep(SEGMENT_AGE + std::time::Duration::from_millis(20));
+            put(2);
+            let names = segments(t.path()).unwrap();
+            let counts: Vec<usize> = names
+                .iter()
+                .map(|n| {
+                    let f = File::open(t.path().join(SPOOL_DIR).join(n)).unwrap();
+                    scan(&f).unwrap().records.len()
+                })
+                .collect();
+            let want = if attached { vec![1, 1] } else { vec![2] };
+            assert_eq!(counts, want, "attached {attached}: {names:?}");
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::held::HeldFile;
 use super::{
     compactor_attached, last_heartbeat, live_bytes, HEADER, MAGIC, PART_HEADER, PART_MAGIC,
-    PART_MIN, PART_TRAILER, PATCH_CHAIN_MAX, PATCH_HEADER, PATCH_MAGIC, RANGES_MAX,
+    PART_MIN, PART_TRAILER, PATCH_CHAIN_MAX, PATCH_HEADER, PATCH_MAGIC, RANGES_MAX, SEGMENT_AGE,
     SEGMENT_CONTENT_FACTOR, SEGMENT_MAX, SEGMENT_SUFFIX, SPOOL_DIR,
 };
 use crate::writer_fs::{self, Access};
@@ -162,6 +162,8 @@ struct Segment {
     len: u64,
     /// Bytes of the contents its records name (see [`SEGMENT_CONTENT_FACTOR`]).
     content: u64,
+    /// When it is next due to be sealed for its age ([`SEGMENT_AGE`]).
+    due: Instant,
 }
 
 /// A process's side of the spool: appends contents to its own segment, waiting for a
@@ -445,11 +447,12 @@ impl SpoolWriter {
         }
         let mut current = self.lanes[lane].lock().unwrap_or_else(|p| p.into_inner());
         let content_max = self.segment_max.saturating_mul(SEGMENT_CONTENT_FACTOR);
-        if current.as_ref().is_some_and(|s| {
+        let full = current.as_ref().is_some_and(|s| {
             s.len > 0
                 && (s.len + need > self.segment_max
                     || s.content.saturating_add(content) > content_max)
-        }) {
+        });
+        if full || current.as_mut().is_some_and(|s| self.aged(s)) {
             // Sealed: the lock goes with the descriptor, and a compactor may take it.
             *current = None;
         }
@@ -510,6 +513,22 @@ impl SpoolWriter {
         *est += need;
         self.peak.fetch_max(*est, Ordering::Relaxed);
         Ok(need)
+    }
+
+    /// Whether segment `s` (not empty) has been open for [`SEGMENT_AGE`] while a compactor
+    /// is attached to the spool: then it is sealed, so the compactor can take it. Otherwise
+    /// the next look is put off by as long, so the compactor's lock is looked at no more than
+    /// that often per lane.
+    fn aged(&self, s: &mut Segment) -> bool {
+        if s.len == 0 {
+            return false;
+        }
+        let now = Instant::now();
+        if now < s.due {
+            return false;
+        }
+        s.due = now + SEGMENT_AGE;
+        compactor_attached(&self.dir)
     }
 
     /// Waits while the spool holds more than its bound minus `need` and a compactor runs
@@ -613,6 +632,7 @@ impl SpoolWriter {
             file,
             len: 0,
             content: 0,
+            due: Instant::now() + SEGMENT_AGE,
         })
     }
 
