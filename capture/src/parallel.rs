@@ -9,24 +9,24 @@
 //! bounds a buffer-heavy capture on a 16-core GPU machine to one core. The results are those of
 //! the serial code: the same digest (blake3's tree, merged with its `hazmat` functions, checked
 //! against `blake3::hash` by the tests) and the same chunks in the same order; only who
-//! computes them changes. Contents below [`PARALLEL_MIN`] and machines with one core stay
+//! computes them changes. Contents below [`parallel_min`] and machines with one core stay
 //! serial.
 
 use crate::hex::Hash;
-pub use crate::workers::{allow_all_cores, for_each, map_each, start_pool, threads};
+pub use crate::workers::{
+    allow_all_cores, finer, for_each, map_each, parallel_min, split_finer, start_pool, threads,
+    PARALLEL_MIN,
+};
 pub use blake3::hazmat::ChainingValue;
 use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, merge_subtrees_root};
 use blake3::hazmat::{HasherExt, Mode};
 
-/// Contents at least this large are hashed and stored by several threads: below it,
-/// starting threads costs about what they save.
-pub const PARALLEL_MIN: usize = 1 << 20;
 /// Bytes one hashing thread takes at least (smaller subtrees are hashed where they are).
 const HASH_PART_MIN: usize = 256 << 10;
 /// blake3 of `bytes`, on up to [`threads`] threads when the content is large (merged from
 /// its [`leaves`]).
 pub fn digest(bytes: &[u8]) -> Hash {
-    if bytes.len() < PARALLEL_MIN {
+    if bytes.len() < parallel_min() {
         return blake3::hash(bytes).to_hex().to_string();
     }
     root(&leaves(bytes), bytes.len())
@@ -108,9 +108,14 @@ fn leaves_in(bytes: &[u8], first: usize, end: usize) -> Vec<ChainingValue> {
             .finalize_non_root()
     };
     let n = end.saturating_sub(first);
-    let per_run = (HASH_PART_MIN / LEAF).max(1);
+    // A leaf per run when finer ([`split_finer`]): a half-megabyte region on eight threads.
+    let per_run = if finer() {
+        1
+    } else {
+        (HASH_PART_MIN / LEAF).max(1)
+    };
     let runs = n.div_ceil(per_run);
-    let parallel = runs > 1 && n * LEAF >= PARALLEL_MIN;
+    let parallel = runs > 1 && n * LEAF >= parallel_min();
     map_each(runs, parallel, |r| {
         let a = first + r * per_run;
         (a..(a + per_run).min(end)).map(one).collect::<Vec<_>>()
@@ -165,14 +170,14 @@ pub fn cut_and_hash(bytes: &[u8]) -> Vec<Cut> {
 
 #[cfg(feature = "compact")]
 /// The digests of chunks `cuts` of `bytes`, on up to [`threads`] threads when they cover at
-/// least [`PARALLEL_MIN`] bytes.
+/// least [`parallel_min`] bytes.
 fn hash_cuts(bytes: &[u8], cuts: &[(usize, usize)]) -> Vec<Cut> {
-    /// Chunks one work item hashes (about 512 KiB).
-    const PER_ITEM: usize = 16;
+    // Chunks one work item hashes (about 512 KiB; 4 when finer: `split_finer`).
+    let per_item: usize = if finer() { 4 } else { 16 };
     let covered: usize = cuts.iter().map(|(_, l)| l).sum();
-    let items = cuts.len().div_ceil(PER_ITEM);
-    map_each(items, covered >= PARALLEL_MIN, |k| {
-        let mine = &cuts[k * PER_ITEM..((k + 1) * PER_ITEM).min(cuts.len())];
+    let items = cuts.len().div_ceil(per_item);
+    map_each(items, covered >= parallel_min(), |k| {
+        let mine = &cuts[k * per_item..((k + 1) * per_item).min(cuts.len())];
         mine.iter()
             .map(|&(offset, len)| Cut {
                 offset,

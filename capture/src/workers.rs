@@ -49,6 +49,39 @@ pub fn allow_all_cores() {
     WIDE.store(true, Ordering::Relaxed);
 }
 
+/// Set by [`split_finer`].
+static FINE: AtomicBool = AtomicBool::new(false);
+
+/// Contents at least this large are hashed and stored by several threads: below it,
+/// starting threads costs about what they save (see [`parallel_min`]).
+pub const PARALLEL_MIN: usize = 1 << 20;
+/// [`PARALLEL_MIN`] after [`split_finer`].
+const FINE_PARALLEL_MIN: usize = 256 << 10;
+
+/// Lets this process split smaller contents' work over the pool ([`parallel_min`]): for a
+/// `cltrap` process compacting a spool, where a chain of versions of one buffer (each
+/// rebuilt from the one before) is one thread's work however many cores there are, and each
+/// version's changed region (Gaussian elimination's: half a megabyte) was too small to
+/// split. The shim never calls it: there the application's own threads need the cores.
+pub fn split_finer() {
+    FINE.store(true, Ordering::Relaxed);
+}
+
+/// Bytes of work from which a content's hashing, cutting and encoding go to several
+/// threads: 1 MiB, or 256 KiB after [`split_finer`].
+pub fn parallel_min() -> usize {
+    if FINE.load(Ordering::Relaxed) {
+        FINE_PARALLEL_MIN
+    } else {
+        PARALLEL_MIN
+    }
+}
+
+/// Whether [`split_finer`] was called.
+pub fn finer() -> bool {
+    FINE.load(Ordering::Relaxed)
+}
+
 /// Starts the pool now, from this thread, unless it runs already. Why: its threads inherit
 /// the CPU affinity of the thread that starts them, and its size is fixed from that thread's
 /// (see [`threads`]); the shim starts it from an application's thread before a driver's

@@ -27,17 +27,20 @@
 //! and its segment is kept; a record cut off at a segment's end (its writer died while
 //! writing it: no launch names it) is dropped with its segment; the compaction says which.
 //!
-//! Work split: a segment's chains (below) go to the worker pool in runs of consecutive
+//! Work split: a pass's chains (below) go to the worker pool in runs of consecutive
 //! chains, about four runs per thread (on every core for `cltrap compact` and the implicit
 //! compaction, where no application runs beside it; for `cltrap run`'s, at most 8 while
 //! the application runs beside it, then every core once it exited); each run gathers its new chunks into packs of about 2 MB (a large content encoded 16 MiB at a time)
 //! ([`writer::PackBatch`]) and writes its indexes once their pack exists, so a segment of
 //! many small contents makes a pack per run, not one per content. Chunks zstd would shrink
-//! by less than a tenth are stored raw ([`cltrap_capture::chunks`]).
+//! by less than a tenth are stored raw ([`cltrap_capture::chunks`]). A chain being one
+//! thread's work, a compacting process splits each version's hashing and encoding over the
+//! pool from 256 KiB of work on ([`parallel::split_finer`]; the shim, from 1 MiB).
 //!
-//! Patch records (a changed region on an earlier version, see the spool module): a segment's
-//! records are compacted in order, and a patch record is rebuilt from the version stored
-//! just before it when that is its base (kept in memory with its blake3 leaves and chunks,
+//! Patch records (a changed region on an earlier version, see the spool module): a pass's
+//! records are compacted in chains across its segments (a patch after its base, on one
+//! thread), and a patch record is rebuilt from the version stored just before it when that
+//! is its base (kept in memory with its blake3 leaves and chunks,
 //! so only the region is hashed, cut and compressed again), else from its base read from the
 //! store or the spool (chains checked as any reader checks them). A segment is dropped only
 //! once every content it holds is in the store and synced (or was there already), so a
@@ -284,6 +287,14 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A segment a pass took: locked alone (no writer holds it), with whether its writer lives
+/// ([`Compactor::pass`]).
+struct Sealed {
+    path: PathBuf,
+    file: std::fs::File,
+    live: bool,
+}
+
 /// Where a record stands in its chain ([`Compactor::record`]).
 #[derive(Clone, Copy)]
 struct Placed {
@@ -377,6 +388,8 @@ impl Recent {
 
 impl Compactor {
     fn new(dir: &Path) -> Compactor {
+        // A chain of versions is one thread's work: its versions' steps are split finer.
+        parallel::split_finer();
         let store = BlobStore::with_access(dir, access_of(dir));
         store.learn_stored_chunks();
         store.track_written();
@@ -510,15 +523,22 @@ impl Compactor {
         // tell by their locks, which this pass holds).
         self.contents
             .settle(sealed.iter().map(|(_, _, name)| name.as_str()));
-        for (path, file, name) in sealed {
-            if self.stopped() {
-                break;
-            }
-            let live = holding.contains(spool::segment_writer(&name)) || spool::writer_alive(&name);
+        let sealed: Vec<Sealed> = sealed
+            .into_iter()
+            .map(|(path, file, name)| {
+                let live =
+                    holding.contains(spool::segment_writer(&name)) || spool::writer_alive(&name);
+                Sealed { path, file, live }
+            })
+            .collect();
+        if !sealed.is_empty() && !self.stopped() {
             let started = Instant::now();
-            if self.segment(&path, &file, live, &mut report)? {
-                // Kept locked (no other compactor takes it) until it is dropped below.
-                done.push((path, file));
+            let whole = self.segments(&sealed, &mut report)?;
+            for (seg, whole) in sealed.into_iter().zip(whole) {
+                if whole {
+                    // Kept locked (no other compactor takes it) until it is dropped below.
+                    done.push((seg.path, seg.file));
+                }
             }
             report.busy_secs += started.elapsed().as_secs_f64();
         }
@@ -540,68 +560,84 @@ impl Compactor {
         Ok(report)
     }
 
-    /// Stores the contents of one locked segment; false when one is damaged, or (`live`: its
+    /// Stores the contents of locked segments `sealed` (in the order their writers made
+    /// them); for each, whether it may go: false when a content of it is damaged, or (its
     /// writer lives) spooled in parts not all written yet: it stays.
-    fn segment(
-        &self,
-        path: &Path,
-        file: &std::fs::File,
-        live: bool,
-        report: &mut Report,
-    ) -> Result<bool, CompactError> {
-        let io = |source| CompactError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let scan = spool::scan(file).map_err(io)?;
-        let mut whole = true;
-        match scan.tail {
-            spool::Tail::Clean => {}
-            spool::Tail::Bad { .. } => {
-                report.problems.push(format!(
-                    "{}: {}; the segment is kept",
-                    path.display(),
+    ///
+    /// Chains of versions run across the segments: a patch record whose base is an earlier
+    /// record of the pass (in its segment or an earlier one: a lane's segments, sealed every
+    /// [`spool::SEGMENT_AGE`] while a compactor runs, split one buffer's versions), and a
+    /// record of a content an earlier record names too (another copy, another part), go
+    /// after it on the same thread; chains are independent and compacted on several threads (the store is shared:
+    /// each content and chunk is stored once). Why across segments: compacted one segment
+    /// after another, the versions of two buffers spooled by two lanes (Gaussian
+    /// elimination's matrix and its multipliers) were never compacted side by side.
+    fn segments(&self, sealed: &[Sealed], report: &mut Report) -> Result<Vec<bool>, CompactError> {
+        let mut whole = vec![true; sealed.len()];
+        let mut scans = Vec::with_capacity(sealed.len());
+        for (k, seg) in sealed.iter().enumerate() {
+            let scan = spool::scan(&seg.file).map_err(|source| CompactError::Io {
+                path: seg.path.clone(),
+                source,
+            })?;
+            match scan.tail {
+                spool::Tail::Clean => {}
+                spool::Tail::Bad { .. } => {
+                    report.problems.push(format!(
+                        "{}: {}; the segment is kept",
+                        seg.path.display(),
+                        scan.tail.problem().unwrap_or_default()
+                    ));
+                    whole[k] = false;
+                }
+                // Its writer died while writing it (or the file was damaged): the bytes are
+                // not there to store. Said, and dropped with the segment.
+                spool::Tail::Cut { .. } => report.problems.push(format!(
+                    "{}: {}; the cut record is dropped with the segment",
+                    seg.path.display(),
                     scan.tail.problem().unwrap_or_default()
-                ));
-                whole = false;
+                )),
             }
-            // Its writer died while writing it (or the file was damaged): the bytes are not
-            // there to store. Said, and dropped with the segment.
-            spool::Tail::Cut { .. } => report.problems.push(format!(
-                "{}: {}; the cut record is dropped with the segment",
-                path.display(),
-                scan.tail.problem().unwrap_or_default()
-            )),
+            scans.push(scan);
         }
-        // Chains of versions: a patch record whose base is an earlier record of this segment
-        // goes after it, on the same thread; chains are independent and compacted on
-        // several threads (the store is shared: each content and chunk is stored once).
+        // Each record with its segment's index, in chains.
         let mut chain_of: std::collections::HashMap<&str, usize> = Default::default();
-        let mut chains: Vec<Vec<&spool::Record>> = Vec::new();
-        // A content in parts is compacted at its first part record here: the others name the
-        // same content, and would come out the same ([`Judged`]).
-        let mut parted: std::collections::HashSet<&str> = Default::default();
-        for r in &scan.records {
-            if r.part.is_some() && !parted.insert(&r.hash) {
-                continue;
+        let mut chains: Vec<Vec<(usize, &spool::Record)>> = Vec::new();
+        // A content in parts is compacted at its first part record in each segment: the
+        // others there name the same content, and would come out the same ([`Judged`]). Each
+        // segment still compacts it once, so a segment whose part is not all there yet stays.
+        let mut parted: std::collections::HashSet<(usize, &str)> = Default::default();
+        for (k, scan) in scans.iter().enumerate() {
+            for r in &scan.records {
+                if r.part.is_some() && !parted.insert((k, &r.hash)) {
+                    continue;
+                }
+                // After its base; else after another record of the same content (stored
+                // once, the second finding it stored).
+                let joined = r
+                    .patch
+                    .as_ref()
+                    .and_then(|p| chain_of.get(p.base.as_str()))
+                    .or_else(|| chain_of.get(r.hash.as_str()))
+                    .copied();
+                let c = joined.unwrap_or_else(|| {
+                    chains.push(Vec::new());
+                    chains.len() - 1
+                });
+                chains[c].push((k, r));
+                chain_of.insert(&r.hash, c);
             }
-            let joined = r
-                .patch
-                .as_ref()
-                .and_then(|p| chain_of.get(p.base.as_str()).copied());
-            let c = joined.unwrap_or_else(|| {
-                chains.push(Vec::new());
-                chains.len() - 1
-            });
-            chains[c].push(r);
-            chain_of.insert(&r.hash, c);
         }
-        // Patch records still to come of each base, over the whole segment: a base that
-        // several name (buffers that started as one content, in chains of their own that
-        // run side by side) is kept in memory and copied for all but the last, not read
-        // back from the store for each.
+        // Patch records still to come of each base, over the whole pass: a base that several
+        // name (buffers that started as one content, in chains of their own that run side by
+        // side) is kept in memory and copied for all but the last, not read back from the
+        // store for each.
         let mut to_come: std::collections::HashMap<&str, usize> = Default::default();
-        for p in scan.records.iter().filter_map(|r| r.patch.as_ref()) {
+        for p in scans
+            .iter()
+            .flat_map(|s| &s.records)
+            .filter_map(|r| r.patch.as_ref())
+        {
             *to_come.entry(p.base.as_str()).or_default() += 1;
         }
         let to_come = std::sync::Mutex::new(to_come);
@@ -612,29 +648,39 @@ impl Compactor {
         let groups = groups(&chains, parallel::threads());
         let done = parallel::for_each(groups.len(), groups.len() > 1, |g| {
             let mut part = Report::default();
-            let mut ok = true;
+            // The segments with a content that must stay.
+            let mut kept = Vec::new();
             // The group's new chunks share packs; its indexes are written once their pack is.
             let mut batch = writer::PackBatch::default();
             for chain in &chains[groups[g].clone()] {
-                for (i, r) in chain.iter().enumerate() {
+                for (i, &(k, r)) in chain.iter().enumerate() {
                     // Kept in memory as a base: a record of the chain follows it, or the
-                    // chain is one of patches and may go on in the next segment.
-                    let base = i + 1 < chain.len() || chain.iter().any(|r| r.patch.is_some());
+                    // chain is one of patches and may go on in the next pass.
+                    let base = i + 1 < chain.len() || chain.iter().any(|(_, r)| r.patch.is_some());
                     let again = r.patch.as_ref().is_some_and(|p| {
                         let mut to_come = lock(&to_come);
                         let n = to_come.entry(p.base.as_str()).or_default();
                         *n = n.saturating_sub(1);
                         *n > 0
                     });
-                    let at = Placed { base, again, live };
-                    ok &= self.record(path, file, r, at, &mut batch, &mut part)?;
+                    let seg = &sealed[k];
+                    let at = Placed {
+                        base,
+                        again,
+                        live: seg.live,
+                    };
+                    if !self.record(&seg.path, &seg.file, r, at, &mut batch, &mut part)? {
+                        kept.push(k);
+                    }
                 }
             }
             part.stored_bytes += self.store.flush_batch(&mut batch).map_err(store_error)?;
-            Ok::<_, CompactError>((part, ok))
+            Ok::<_, CompactError>((part, kept))
         })?;
-        for (part, ok) in done {
-            whole &= ok;
+        for (part, kept) in done {
+            for k in kept {
+                whole[k] = false;
+            }
             report.contents += part.contents;
             report.raw_bytes += part.raw_bytes;
             report.stored_bytes += part.stored_bytes;
@@ -662,7 +708,8 @@ impl Compactor {
         report: &mut Report,
     ) -> Result<bool, CompactError> {
         let Placed { base, again, live } = at;
-        if self.stored_whole(&r.hash, r.content_len()) {
+        // (Stored by this thread a moment ago: its index waits for its pack.)
+        if batch.holds(&r.hash) || self.stored_whole(&r.hash, r.content_len()) {
             return Ok(true);
         }
         // Out of room: the segment stays (its contents are read from the spool).
@@ -967,8 +1014,9 @@ impl Compactor {
 /// thread busy), none cut inside a chain (its versions go in order). Why runs, not a
 /// thread per chain: a segment of whole records is a chain per record, and a pack per
 /// record made creating files most of a compaction's time.
-fn groups(chains: &[Vec<&spool::Record>], threads: usize) -> Vec<std::ops::Range<usize>> {
-    let size = |c: &Vec<&spool::Record>| c.iter().map(|r| r.content_len()).sum::<u64>();
+fn groups(chains: &[Vec<(usize, &spool::Record)>], threads: usize) -> Vec<std::ops::Range<usize>> {
+    let size =
+        |c: &Vec<(usize, &spool::Record)>| c.iter().map(|(_, r)| r.content_len()).sum::<u64>();
     let total: u64 = chains.iter().map(size).sum();
     let target = (total / (4 * threads.max(1) as u64)).max(1);
     let mut out = Vec::new();

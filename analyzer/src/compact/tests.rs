@@ -127,7 +127,8 @@ fn runs_of_chains_cover_every_chain_once_in_order() {
     };
     let records: Vec<spool::Record> = (0..50).map(|i| record(1000 + i * 37)).collect();
     for threads in [1, 2, 3, 16] {
-        let chains: Vec<Vec<&spool::Record>> = records.iter().map(|r| vec![r]).collect();
+        let chains: Vec<Vec<(usize, &spool::Record)>> =
+            records.iter().map(|r| vec![(0, r)]).collect();
         let runs = groups(&chains, threads);
         assert!(runs.len() <= 4 * threads + 1, "{threads}: {runs:?}");
         let covered: Vec<usize> = runs.iter().flat_map(|r| r.clone()).collect();
@@ -226,14 +227,16 @@ fn a_patch_finds_its_base_whichever_segment_is_compacted_first() {
     assert_eq!(read(t.path(), &a), a);
     assert_eq!(read(t.path(), &b), b);
 
-    // Both in one pass: the patch is rebuilt from the version just stored, and only its
-    // region is written again (far less than a whole content).
+    // Both in one pass: the patch, in the next segment, is rebuilt from the version just
+    // stored (its base is not read back), and only its region is written again (far less
+    // than a whole content).
     let t = tempfile::tempdir().unwrap();
     let (_, _, w) = spooled(t.path(), &a, &b);
     drop(w);
     let one = Compactor::new(t.path());
     let r = one.pass().unwrap();
     assert_eq!((r.segments, r.contents, r.patches), (2, 2, 1), "{r:?}");
+    assert_eq!(r.bases_read, 0, "{r:?}");
     assert_eq!(read(t.path(), &b), b);
 }
 

@@ -229,7 +229,7 @@ impl BlobStore {
             source,
         };
         let (probed, raw_rest) = probe(bytes, new).map_err(io)?;
-        let parallel = new.iter().map(|c| c.len).sum::<usize>() >= crate::parallel::PARALLEL_MIN;
+        let parallel = new.iter().map(|c| c.len).sum::<usize>() >= crate::parallel::parallel_min();
         crate::parallel::for_each(new.len(), parallel, |i| {
             let c = new[i];
             let chunk = &bytes[c.offset..c.offset + c.len];
@@ -341,6 +341,12 @@ impl PackBatch {
     pub fn is_empty(&self) -> bool {
         self.waiting.is_empty()
     }
+
+    /// Whether content `hash` waits in it: stored once it is flushed, so not to be stored
+    /// again meanwhile.
+    pub fn holds(&self, hash: &str) -> bool {
+        self.waiting.iter().any(|(h, _, _)| h == hash)
+    }
 }
 
 /// Chunks of a content [`probe`] encodes first: with fewer new chunks than this, each is
@@ -359,14 +365,15 @@ fn probe(
     if new.len() <= PROBES {
         return Ok((Vec::new(), false));
     }
-    let mut probed = Vec::with_capacity(PROBES);
-    for k in [0, new.len() / 2, new.len() - 1] {
-        let c = new[k];
-        probed.push((
-            k,
+    // Side by side when the process splits work finer (a compactor's chain of versions).
+    let probes = [0, new.len() / 2, new.len() - 1];
+    let probed = crate::parallel::for_each(probes.len(), crate::parallel::finer(), |i| {
+        let c = new[probes[i]];
+        Ok::<_, std::io::Error>((
+            probes[i],
             crate::chunks::encode(&bytes[c.offset..c.offset + c.len])?,
-        ));
-    }
+        ))
+    })?;
     let raw = probed.iter().all(|(_, e)| e.first() == Some(&b'r'));
     Ok((probed, raw))
 }
