@@ -288,12 +288,24 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// A segment a pass took: locked alone (no writer holds it), with whether its writer lives
-/// ([`Compactor::pass`]).
+/// ([`Compactor::pass`]) and its length.
 struct Sealed {
     path: PathBuf,
     file: std::fs::File,
     live: bool,
+    bytes: u64,
 }
+
+/// Most segments one pass takes (each stays open, locked, until the pass drops it): a
+/// compactor that fell behind writers sealing a segment every [`spool::SEGMENT_AGE`] must
+/// not run out of file descriptors (1 024 by default).
+const SEGMENTS_PER_PASS: usize = 256;
+
+/// Most bytes of segments a pass compacts together, in chains across them
+/// ([`Compactor::segments`]); the next ones follow, the versions kept in memory carrying
+/// the chains on. Why a bound: every record header of the segments taken together is held
+/// at once, and a forged spool may hold millions of tiny records.
+const TOGETHER_MAX: u64 = 256 << 20;
 
 /// Where a record stands in its chain ([`Compactor::record`]).
 #[derive(Clone, Copy)]
@@ -462,8 +474,23 @@ impl Compactor {
         })
     }
 
-    /// Compacts every sealed segment once (segments a writer holds are left for later).
+    /// Compacts every sealed segment once (segments a writer holds are left for later), at
+    /// most [`SEGMENTS_PER_PASS`] at a time, as long as each such round drops some.
     fn pass(&self) -> Result<Report, CompactError> {
+        let mut total = Report::default();
+        loop {
+            let (r, more) = self.pass_some()?;
+            let dropped = r.segments;
+            total.add(r);
+            if !more || dropped == 0 || self.stopped() {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// [`Compactor::pass`] over the first [`SEGMENTS_PER_PASS`] sealed segments; true when
+    /// others were left for the next round.
+    fn pass_some(&self) -> Result<(Report, bool), CompactError> {
         // Parts written since the last pass may fill a gap.
         self.judged.clear();
         let io = |path: &Path| {
@@ -491,6 +518,7 @@ impl Compactor {
         // (the pid the segment is named after) runs. A content it spooled in parts not all
         // written yet may then still be completed (its segment waits for a later pass).
         let mut sealed = Vec::new();
+        let mut more = false;
         let mut holding = std::collections::HashSet::new();
         for name in segments {
             let path = spool_dir.join(&name);
@@ -507,6 +535,17 @@ impl Compactor {
                     }
                     Err(cltrap_capture::reader::OpenError::Io(e)) => return Err(io(&path)(e)),
                 };
+            // Enough for this pass (each taken stays open until the pass ends): the others
+            // wait for the next; only whether a writer holds them counts now.
+            if sealed.len() >= SEGMENTS_PER_PASS {
+                more = true;
+                if file.try_lock_shared().is_err() {
+                    holding.insert(spool::segment_writer(&name).to_string());
+                } else {
+                    let _ = file.unlock();
+                }
+                continue;
+            }
             // Held by a live writer: not sealed yet. A reader's shared lock is held only
             // for a moment: tried again, and never taken for a writer's.
             if !lock_alone(&file) {
@@ -523,18 +562,33 @@ impl Compactor {
         // tell by their locks, which this pass holds).
         self.contents
             .settle(sealed.iter().map(|(_, _, name)| name.as_str()));
-        let sealed: Vec<Sealed> = sealed
+        let mut sealed = sealed
             .into_iter()
             .map(|(path, file, name)| {
                 let live =
                     holding.contains(spool::segment_writer(&name)) || spool::writer_alive(&name);
-                Sealed { path, file, live }
+                let bytes = file.metadata().map_or(0, |m| m.len());
+                Sealed {
+                    path,
+                    file,
+                    live,
+                    bytes,
+                }
             })
-            .collect();
-        if !sealed.is_empty() && !self.stopped() {
+            .peekable();
+        while sealed.peek().is_some() && !self.stopped() {
+            // Segments taken together: up to TOGETHER_MAX bytes of them, at least one.
+            let mut together: Vec<Sealed> = Vec::new();
+            let mut bytes = 0u64;
+            while let Some(seg) = sealed
+                .next_if(|s| together.is_empty() || bytes.saturating_add(s.bytes) <= TOGETHER_MAX)
+            {
+                bytes = bytes.saturating_add(seg.bytes);
+                together.push(seg);
+            }
             let started = Instant::now();
-            let whole = self.segments(&sealed, &mut report)?;
-            for (seg, whole) in sealed.into_iter().zip(whole) {
+            let whole = self.segments(&together, &mut report)?;
+            for (seg, whole) in together.into_iter().zip(whole) {
                 if whole {
                     // Kept locked (no other compactor takes it) until it is dropped below.
                     done.push((seg.path, seg.file));
@@ -557,21 +611,21 @@ impl Compactor {
             report.busy_secs += started.elapsed().as_secs_f64();
         }
         report.short_of_space = self.short_of_space();
-        Ok(report)
+        Ok((report, more))
     }
 
     /// Stores the contents of locked segments `sealed` (in the order their writers made
     /// them); for each, whether it may go: false when a content of it is damaged, or (its
     /// writer lives) spooled in parts not all written yet: it stays.
     ///
-    /// Chains of versions run across the segments: a patch record whose base is an earlier
-    /// record of the pass (in its segment or an earlier one: a lane's segments, sealed every
-    /// [`spool::SEGMENT_AGE`] while a compactor runs, split one buffer's versions), and a
-    /// record of a content an earlier record names too (another copy, another part), go
-    /// after it on the same thread; chains are independent and compacted on several threads (the store is shared:
-    /// each content and chunk is stored once). Why across segments: compacted one segment
-    /// after another, the versions of two buffers spooled by two lanes (Gaussian
-    /// elimination's matrix and its multipliers) were never compacted side by side.
+    /// Chains of versions run across the segments ([`chains`]): a patch record goes after
+    /// its base (a lane's segments, sealed every [`spool::SEGMENT_AGE`] while a compactor
+    /// runs, split one buffer's versions), and a record of a content an earlier record names
+    /// too (another copy, another part) after it, on the same thread; chains are independent
+    /// and compacted on several threads (the store is shared: each chunk is stored once).
+    /// Why across segments: compacted one segment after another, the versions of two buffers
+    /// spooled by two lanes (Gaussian elimination's matrix and its multipliers) were never
+    /// compacted side by side.
     fn segments(&self, sealed: &[Sealed], report: &mut Report) -> Result<Vec<bool>, CompactError> {
         let mut whole = vec![true; sealed.len()];
         let mut scans = Vec::with_capacity(sealed.len());
@@ -600,38 +654,21 @@ impl Compactor {
             }
             scans.push(scan);
         }
-        // Each record with its segment's index, in chains.
-        let mut chain_of: std::collections::HashMap<&str, usize> = Default::default();
-        let mut chains: Vec<Vec<(usize, &spool::Record)>> = Vec::new();
-        // A content in parts is compacted at its first part record in each segment: the
-        // others there name the same content, and would come out the same ([`Judged`]). Each
-        // segment still compacts it once, so a segment whose part is not all there yet stays.
+        // Each record with its segment's index, in the order written. A content in parts is
+        // compacted at its first part record in each segment: the others there name the same
+        // content, and would come out the same ([`Judged`]). Each segment still compacts it
+        // once, so a segment whose part is not all there yet stays.
         let mut parted: std::collections::HashSet<(usize, &str)> = Default::default();
-        for (k, scan) in scans.iter().enumerate() {
-            for r in &scan.records {
-                if r.part.is_some() && !parted.insert((k, &r.hash)) {
-                    continue;
-                }
-                // After its base; else after another record of the same content (stored
-                // once, the second finding it stored).
-                let joined = r
-                    .patch
-                    .as_ref()
-                    .and_then(|p| chain_of.get(p.base.as_str()))
-                    .or_else(|| chain_of.get(r.hash.as_str()))
-                    .copied();
-                let c = joined.unwrap_or_else(|| {
-                    chains.push(Vec::new());
-                    chains.len() - 1
-                });
-                chains[c].push((k, r));
-                chain_of.insert(&r.hash, c);
-            }
-        }
+        let records: Vec<(usize, &spool::Record)> = scans
+            .iter()
+            .enumerate()
+            .flat_map(|(k, scan)| scan.records.iter().map(move |r| (k, r)))
+            .filter(|(k, r)| r.part.is_none() || parted.insert((*k, r.hash.as_str())))
+            .collect();
+        let chains = chains(&records);
         // Patch records still to come of each base, over the whole pass: a base that several
-        // name (buffers that started as one content, in chains of their own that run side by
-        // side) is kept in memory and copied for all but the last, not read back from the
-        // store for each.
+        // name (buffers that started as one content) is kept in memory and copied for all but
+        // the last, not read back from the store for each.
         let mut to_come: std::collections::HashMap<&str, usize> = Default::default();
         for p in scans
             .iter()
@@ -792,7 +829,10 @@ impl Compactor {
         for bad in [
             writer::index_path(&self.dir, &r.hash),
             writer::blob_path(&self.dir, &r.hash),
-        ] {
+        ]
+        .into_iter()
+        .filter(|_| !self.store.is_known(&r.hash))
+        {
             if std::fs::symlink_metadata(&bad).is_ok() {
                 let _ = std::fs::remove_file(&bad);
             }
@@ -1007,6 +1047,45 @@ impl Compactor {
             || is(writer::index_path(&self.dir, hash))
             || is(writer::blob_path(&self.dir, hash))
     }
+}
+
+/// `records` (each with its segment's index, in the order written) in chains: every record
+/// that names a content another names too, as its own or as its base, goes in one chain
+/// with it, in the order written. Why: a chain is one thread's work, so a patch is rebuilt
+/// after its base, and a content is stored by one thread once (the others find it stored),
+/// never by two at once (each would take the other's half-written index for a damaged one).
+fn chains<'a>(records: &[(usize, &'a spool::Record)]) -> Vec<Vec<(usize, &'a spool::Record)>> {
+    // Union-find over the records: each joins the first record that named each of its names.
+    let mut parent: Vec<usize> = (0..records.len()).collect();
+    fn root(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    let mut first: std::collections::HashMap<&str, usize> = Default::default();
+    for (i, (_, r)) in records.iter().enumerate() {
+        let names =
+            std::iter::once(r.hash.as_str()).chain(r.patch.as_ref().map(|p| p.base.as_str()));
+        for name in names {
+            let j = *first.entry(name).or_insert(i);
+            let (a, b) = (root(&mut parent, i), root(&mut parent, j));
+            // The earlier record's root stays the root (the chain's place among chains).
+            parent[a.max(b)] = a.min(b);
+        }
+    }
+    let mut chain_at: std::collections::HashMap<usize, usize> = Default::default();
+    let mut chains: Vec<Vec<(usize, &spool::Record)>> = Vec::new();
+    for (i, &rec) in records.iter().enumerate() {
+        let r = root(&mut parent, i);
+        let c = *chain_at.entry(r).or_insert_with(|| {
+            chains.push(Vec::new());
+            chains.len() - 1
+        });
+        chains[c].push(rec);
+    }
+    chains
 }
 
 /// Chains of records split into runs of consecutive chains, each compacted by one thread

@@ -492,3 +492,60 @@ fn a_pass_opens_each_segment_it_holds_once() {
         "{opened} segment files opened for 30 segments"
     );
 }
+
+/// A content spooled whole in one segment and rebuilt from a patch in a later one (on
+/// another base, spooled in between) is one chain with that base: stored once, by one
+/// thread, and every segment dropped.
+#[test]
+fn a_content_spooled_whole_and_as_a_patch_elsewhere_is_stored_once() {
+    let (a, b) = two_versions();
+    let t = tempfile::tempdir().unwrap();
+    let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+    w.put(&writer::digest(&b), &b).unwrap();
+    w.seal();
+    w.put(&writer::digest(&a), &a).unwrap();
+    w.seal();
+    let ranges = spool::changed_ranges(&b, &a, region(&a, &b));
+    w.put_version(&writer::digest(&b), &b, &writer::digest(&a), &ranges)
+        .unwrap();
+    drop(w);
+    let names = spool::segments(t.path()).unwrap();
+    assert_eq!(names.len(), 3, "{names:?}");
+    let last = spool::scan(&std::fs::File::open(t.path().join(SPOOL_DIR).join(&names[2])).unwrap())
+        .unwrap();
+    assert!(last.records[0].patch.is_some(), "not a patch record");
+    let r = Compactor::new(t.path()).pass().unwrap();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert_eq!((r.segments, r.contents), (3, 2), "{r:?}");
+    assert_eq!(read(t.path(), &a), a);
+    assert_eq!(read(t.path(), &b), b);
+}
+
+/// More sealed segments than one round takes (each stays open until its round ends): one
+/// pass still compacts them all.
+#[test]
+fn a_pass_compacts_more_segments_than_one_round_takes() {
+    let t = tempfile::tempdir().unwrap();
+    let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+    let contents: Vec<Vec<u8>> = (0..SEGMENTS_PER_PASS + 20)
+        .map(|i| {
+            let c = vec![(i % 251) as u8 + 1; (8 << 10) + i];
+            w.put(&writer::digest(&c), &c).unwrap();
+            w.seal();
+            c
+        })
+        .collect();
+    drop(w);
+    assert_eq!(spool::segments(t.path()).unwrap().len(), contents.len());
+    let r = Compactor::new(t.path()).pass().unwrap();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert_eq!(
+        (r.segments, r.contents),
+        (contents.len(), contents.len()),
+        "{r:?}"
+    );
+    assert!(spool::segments(t.path()).unwrap().is_empty());
+    for c in &contents {
+        assert_eq!(&read(t.path(), c), c);
+    }
+}

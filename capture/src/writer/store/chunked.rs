@@ -107,6 +107,7 @@ impl BlobStore {
                 written += self.flush_batch(batch)?;
             }
         }
+        batch.names.insert(hash.to_string());
         batch.waiting.push((
             hash.to_string(),
             bytes.len() as u64,
@@ -192,6 +193,7 @@ impl BlobStore {
                 });
             }
         }
+        batch.names.clear();
         for (hash, size, chunks) in std::mem::take(&mut batch.waiting) {
             let slots: Vec<crate::chunks::PackSlot> = {
                 let known = self.known_chunks.lock().unwrap_or_else(|p| p.into_inner());
@@ -334,6 +336,9 @@ pub struct PackBatch {
     placed: HashMap<Hash, (u64, usize)>,
     /// Contents waiting for the pack: digest, size, chunks (digest, length) in order.
     waiting: Vec<(Hash, u64, Vec<(Hash, usize)>)>,
+    /// The digests of `waiting`: contents that add no chunk leave the pack as it is, so the
+    /// list may grow long before it is flushed.
+    names: HashSet<Hash>,
 }
 
 impl PackBatch {
@@ -345,7 +350,7 @@ impl PackBatch {
     /// Whether content `hash` waits in it: stored once it is flushed, so not to be stored
     /// again meanwhile.
     pub fn holds(&self, hash: &str) -> bool {
-        self.waiting.iter().any(|(h, _, _)| h == hash)
+        self.names.contains(hash)
     }
 }
 
