@@ -690,10 +690,11 @@ impl Compactor {
             // The group's new chunks share packs; its indexes are written once their pack is.
             let mut batch = writer::PackBatch::default();
             for chain in &chains[groups[g].clone()] {
+                let patches = chain.iter().any(|(_, r)| r.patch.is_some());
                 for (i, &(k, r)) in chain.iter().enumerate() {
                     // Kept in memory as a base: a record of the chain follows it, or the
                     // chain is one of patches and may go on in the next pass.
-                    let base = i + 1 < chain.len() || chain.iter().any(|(_, r)| r.patch.is_some());
+                    let base = i + 1 < chain.len() || patches;
                     let again = r.patch.as_ref().is_some_and(|p| {
                         let mut to_come = lock(&to_come);
                         let n = to_come.entry(p.base.as_str()).or_default();
