@@ -294,6 +294,7 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 struct Sealed {
     path: PathBuf,
     file: std::fs::File,
+    name: String,
     live: bool,
     bytes: u64,
 }
@@ -480,19 +481,24 @@ impl Compactor {
     /// most [`SEGMENTS_PER_PASS`] at a time, as long as each such round drops some.
     fn pass(&self) -> Result<Report, CompactError> {
         let mut total = Report::default();
+        // Segments an earlier round kept (damaged, or parts not all written): the next round
+        // takes others, so damage never holds back the segments after it.
+        let mut kept = std::collections::HashSet::new();
         loop {
-            let (r, more) = self.pass_some()?;
-            let dropped = r.segments;
+            let (r, more) = self.pass_some(&mut kept)?;
             total.add(r);
-            if !more || dropped == 0 || self.stopped() {
+            if !more || self.stopped() {
                 return Ok(total);
             }
         }
     }
 
-    /// [`Compactor::pass`] over the first [`SEGMENTS_PER_PASS`] sealed segments; true when
-    /// others were left for the next round.
-    fn pass_some(&self) -> Result<(Report, bool), CompactError> {
+    /// [`Compactor::pass`] over the first [`SEGMENTS_PER_PASS`] sealed segments not in
+    /// `kept`, adding those it keeps to it; true when others were left for the next round.
+    fn pass_some(
+        &self,
+        kept: &mut std::collections::HashSet<String>,
+    ) -> Result<(Report, bool), CompactError> {
         // Parts written since the last pass may fill a gap.
         self.judged.clear();
         let io = |path: &Path| {
@@ -523,6 +529,9 @@ impl Compactor {
         let mut more = false;
         let mut holding = std::collections::HashSet::new();
         for name in segments {
+            if kept.contains(&name) {
+                continue;
+            }
             let path = spool_dir.join(&name);
             let file =
                 match cltrap_capture::reader::open_inside(&self.dir, &[SPOOL_DIR, &name], u64::MAX)
@@ -573,6 +582,7 @@ impl Compactor {
                 Sealed {
                     path,
                     file,
+                    name,
                     live,
                     bytes,
                 }
@@ -594,6 +604,8 @@ impl Compactor {
                 if whole {
                     // Kept locked (no other compactor takes it) until it is dropped below.
                     done.push((seg.path, seg.file));
+                } else {
+                    kept.insert(seg.name);
                 }
             }
             report.busy_secs += started.elapsed().as_secs_f64();

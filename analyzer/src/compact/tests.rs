@@ -549,3 +549,45 @@ fn a_pass_compacts_more_segments_than_one_round_takes() {
         assert_eq!(&read(t.path(), c), c);
     }
 }
+
+/// A round's worth of damaged segments (kept, each said) does not hold back the segments
+/// written after them: the next round takes those.
+#[test]
+fn damaged_segments_do_not_hold_back_the_ones_after_them() {
+    let t = tempfile::tempdir().unwrap();
+    let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+    let contents: Vec<Vec<u8>> = (0..SEGMENTS_PER_PASS + 5)
+        .map(|i| {
+            let c = vec![(i % 251) as u8 + 1; (8 << 10) + i];
+            w.put(&writer::digest(&c), &c).unwrap();
+            w.seal();
+            c
+        })
+        .collect();
+    drop(w);
+    let names = spool::segments(t.path()).unwrap();
+    assert_eq!(names.len(), contents.len());
+    for name in &names[..SEGMENTS_PER_PASS] {
+        let path = t.path().join(SPOOL_DIR).join(name);
+        let s = spool::scan(&std::fs::File::open(&path).unwrap()).unwrap();
+        let at = s.records[0].offset as usize + 100;
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[at] ^= 0xff;
+        std::fs::write(&path, bytes).unwrap();
+    }
+    let r = Compactor::new(t.path()).pass().unwrap();
+    assert_eq!((r.segments, r.contents), (5, 5), "{r:?}");
+    assert_eq!(
+        r.problems.len(),
+        SEGMENTS_PER_PASS,
+        "{:?}",
+        &r.problems[..3]
+    );
+    assert_eq!(
+        spool::segments(t.path()).unwrap(),
+        names[..SEGMENTS_PER_PASS].to_vec()
+    );
+    for c in &contents[SEGMENTS_PER_PASS..] {
+        assert_eq!(&read(t.path(), c), c);
+    }
+}
