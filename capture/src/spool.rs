@@ -206,15 +206,34 @@ fn compactor_file(dir: &Path, access: Access) -> std::io::Result<File> {
     )
 }
 
-/// Takes the compactor lock of capture folder `dir` without waiting: None when another
-/// compactor holds it.
+/// How many times [`try_lock_compactor`] tries again while only writers' looks
+/// ([`compactor_attached`]: a shared lock held for a few microseconds) hold the lock.
+const LOOKS_WAITED: u32 = 1000;
+
+/// Takes the compactor lock of capture folder `dir` without waiting for another compactor:
+/// None when one holds it. A writer that looks whether a compactor is attached holds the
+/// lock shared for a moment; such a look is waited out (up to [`LOOKS_WAITED`] tries 1 ms
+/// apart), so that it does not pass for a compactor at work and the first command that opens
+/// a capture does not skip its compaction for it.
 pub fn try_lock_compactor(dir: &Path, access: Access) -> std::io::Result<Option<CompactorLock>> {
+    use std::fs::TryLockError;
     let file = compactor_file(dir, access)?;
-    match file.try_lock() {
-        Ok(()) => Ok(Some(CompactorLock { _file: file })),
-        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    for _ in 0..LOOKS_WAITED {
+        match file.try_lock() {
+            Ok(()) => return Ok(Some(CompactorLock { _file: file })),
+            Err(TryLockError::Error(e)) => return Err(e),
+            Err(TryLockError::WouldBlock) => {}
+        }
+        // Held: exclusively by a compactor (a shared lock cannot be had), or shared by looks.
+        let probe = compactor_file(dir, access)?;
+        match probe.try_lock_shared() {
+            Ok(()) => drop(probe),
+            Err(TryLockError::WouldBlock) => return Ok(None),
+            Err(TryLockError::Error(e)) => return Err(e),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
+    Ok(None)
 }
 
 /// Takes the compactor lock of capture folder `dir`, waiting for another compactor to finish.
@@ -338,6 +357,34 @@ mod tests {
             s.tail
         );
         assert!(s.tail.problem().unwrap().contains(&b));
+    }
+
+    /// A writer's look at the compactor lock (a shared lock for a moment) is waited out, not
+    /// taken for a compactor at work; a compactor's exclusive lock is not.
+    #[test]
+    fn a_writers_look_does_not_pass_for_a_compactor() {
+        let t = tempfile::tempdir().unwrap();
+        let held = try_lock_compactor(t.path(), Access::PRIVATE).unwrap();
+        assert!(held.is_some());
+        assert!(compactor_attached(t.path()));
+        assert!(try_lock_compactor(t.path(), Access::PRIVATE)
+            .unwrap()
+            .is_none());
+        drop(held);
+        assert!(!compactor_attached(t.path()));
+        // A look held for 20 ms: the lock is had once it goes.
+        let look = compactor_file(t.path(), Access::PRIVATE).unwrap();
+        look.try_lock_shared().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let lets_go = std::thread::spawn(move || {
+            rx.recv().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            drop(look);
+        });
+        tx.send(()).unwrap();
+        let lock = try_lock_compactor(t.path(), Access::PRIVATE).unwrap();
+        lets_go.join().unwrap();
+        assert!(lock.is_some(), "a look passed for a compactor at work");
     }
 
     /// A segment open for [`SEGMENT_AGE`] is sealed at the next record while a compactor is

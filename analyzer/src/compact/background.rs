@@ -60,7 +60,7 @@ impl Background {
                     if stopping.load(Ordering::Relaxed) {
                         return Ok((total, Some((compactor, lock))));
                     }
-                    let r = compactor.pass()?;
+                    let r = compactor.pass_until(&stopping)?;
                     let idle = r.segments == 0 && r.contents == 0;
                     let short = r.short_of_space.is_some();
                     total.add(r);

@@ -134,8 +134,9 @@ impl Report {
             (Some(a), Some(_)) if a.need.is_none() => Some(a),
             (a, b) => b.or(a),
         };
+        let mut said: std::collections::HashSet<String> = self.problems.iter().cloned().collect();
         for p in other.problems {
-            if !self.problems.contains(&p) {
+            if said.insert(p.clone()) {
                 self.problems.push(p);
             }
         }
@@ -299,7 +300,8 @@ struct Sealed {
     bytes: u64,
 }
 
-/// Most segments one pass takes (each stays open, locked, until the pass drops it): a
+/// Most segments one round of a pass takes (each stays open, locked, until the round drops
+/// it; a pass goes on in rounds while segments were left: [`Compactor::pass`]): a
 /// compactor that fell behind writers sealing a segment every [`spool::SEGMENT_AGE`] must
 /// not run out of file descriptors (1 024 by default).
 const SEGMENTS_PER_PASS: usize = 256;
@@ -477,9 +479,18 @@ impl Compactor {
         })
     }
 
-    /// Compacts every sealed segment once (segments a writer holds are left for later), at
-    /// most [`SEGMENTS_PER_PASS`] at a time, as long as each such round drops some.
+    /// Compacts every sealed segment once (segments a writer holds are left for later), in
+    /// rounds of at most [`SEGMENTS_PER_PASS`], as long as a round left sealed segments it
+    /// did not take.
     fn pass(&self) -> Result<Report, CompactError> {
+        self.pass_until(&std::sync::atomic::AtomicBool::new(false))
+    }
+
+    /// [`Compactor::pass`], ending after the round in which `stop` is set: what is left goes
+    /// to the next pass. Why: writers that seal segments as fast as rounds take them would
+    /// otherwise hold a pass, and `cltrap run`'s low-priority compactor, past the
+    /// application's exit ([`background`]).
+    fn pass_until(&self, stop: &std::sync::atomic::AtomicBool) -> Result<Report, CompactError> {
         let mut total = Report::default();
         // Segments an earlier round kept (damaged, or parts not all written): the next round
         // takes others, so damage never holds back the segments after it.
@@ -487,7 +498,7 @@ impl Compactor {
         loop {
             let (r, more) = self.pass_some(&mut kept)?;
             total.add(r);
-            if !more || self.stopped() {
+            if !more || self.stopped() || stop.load(std::sync::atomic::Ordering::Relaxed) {
                 return Ok(total);
             }
         }
