@@ -543,6 +543,24 @@ impl Compactor {
             if kept.contains(&name) {
                 continue;
             }
+            if sealed.len() >= SEGMENTS_PER_PASS {
+                // Enough for this round (each taken stays open until the round ends): the
+                // others wait for the next. Only whether a writer holds one counts now, and
+                // only for a writer of a segment taken that is not seen alive otherwise:
+                // opened for that alone, so that a backlog is not opened at every round.
+                more = true;
+                let writer = spool::segment_writer(&name);
+                let asked = holding.contains(writer)
+                    || !sealed
+                        .iter()
+                        .any(|(_, _, n): &(PathBuf, std::fs::File, String)| {
+                            spool::segment_writer(n) == writer
+                        })
+                    || spool::writer_alive(&name);
+                if asked {
+                    continue;
+                }
+            }
             let path = spool_dir.join(&name);
             let file =
                 match cltrap_capture::reader::open_inside(&self.dir, &[SPOOL_DIR, &name], u64::MAX)
@@ -557,10 +575,7 @@ impl Compactor {
                     }
                     Err(cltrap_capture::reader::OpenError::Io(e)) => return Err(io(&path)(e)),
                 };
-            // Enough for this pass (each taken stays open until the pass ends): the others
-            // wait for the next; only whether a writer holds them counts now.
             if sealed.len() >= SEGMENTS_PER_PASS {
-                more = true;
                 if file.try_lock_shared().is_err() {
                     holding.insert(spool::segment_writer(&name).to_string());
                 } else {
