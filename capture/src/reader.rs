@@ -140,6 +140,12 @@ pub struct Capture {
     contents: Contents,
 }
 
+/// Most spool records a reader keeps in its index ([`ReadError::Refused`] past it). Each
+/// costs about 400 bytes (its digest, its segment's name, its record), so the index of a
+/// forged spool stays under about 800 MB; a writer's spool past it (over 16 GB of contents
+/// of 8 KiB or more) is compacted by the first command that opens it where it can be written.
+const SPOOL_RECORDS_MAX: usize = 2 << 20;
+
 /// The records of a capture's spool segments, by content digest.
 #[derive(Debug, Default)]
 struct SpoolIndex {
@@ -427,6 +433,8 @@ pub struct Contents {
     /// Where spooled contents lie ([`crate::spool`]): scanned at the first content not
     /// found in the store, again when one is not found in it (a writer may have appended).
     spool: std::sync::Mutex<Option<SpoolIndex>>,
+    /// Spool records its index may hold ([`SPOOL_RECORDS_MAX`]; fewer in tests).
+    records_max: usize,
 }
 
 impl Contents {
@@ -435,6 +443,7 @@ impl Contents {
         Contents {
             dir: dir.to_path_buf(),
             spool: std::sync::Mutex::new(None),
+            records_max: SPOOL_RECORDS_MAX,
         }
     }
 
@@ -614,6 +623,7 @@ impl Contents {
         });
         index.cut.retain(|_, (n, _)| listed.contains(n));
         index.bad.retain(|(n, _)| listed.contains(n));
+        let mut held = index.places.len() + index.parts.values().map(Vec::len).sum::<usize>();
         for name in &names {
             if index.settled.contains(name) {
                 continue;
@@ -639,7 +649,12 @@ impl Contents {
                 path: path.clone(),
                 source,
             })?;
-            index.scanned.insert(name.clone(), scan.end);
+            // A crowded segment is not read on (its next records would fill the memory).
+            let end = match scan.tail {
+                crate::spool::Tail::Crowded { .. } => u64::MAX,
+                _ => scan.end,
+            };
+            index.scanned.insert(name.clone(), end);
             if settled {
                 index.settled.insert(name.clone());
             }
@@ -647,15 +662,27 @@ impl Contents {
             index.cut.retain(|_, (n, _)| *n != name);
             index.bad.retain(|(n, _)| *n != name);
             for r in scan.records {
+                if held >= self.records_max {
+                    return Err(ReadError::Refused {
+                        path: spool_path,
+                        why: format!(
+                            "it holds more than {} records not compacted yet, more than a reader keeps in memory (compact the capture first: cltrap compact DIR)",
+                            self.records_max
+                        ),
+                    });
+                }
                 if r.part.is_some() {
                     let parts = index.parts.entry(r.hash.clone()).or_default();
                     parts.push((name.clone(), r));
+                    held += 1;
                     continue;
                 }
-                index
-                    .places
-                    .entry(r.hash.clone())
-                    .or_insert((name.clone(), r));
+                if let std::collections::hash_map::Entry::Vacant(e) =
+                    index.places.entry(r.hash.clone())
+                {
+                    e.insert((name.clone(), r));
+                    held += 1;
+                }
             }
             match &scan.tail {
                 crate::spool::Tail::Clean => {}
@@ -663,7 +690,7 @@ impl Contents {
                     let why = scan.tail.problem().unwrap_or_default();
                     index.cut.insert(hash.clone(), (name.clone(), why));
                 }
-                crate::spool::Tail::Bad { .. } => {
+                crate::spool::Tail::Bad { .. } | crate::spool::Tail::Crowded { .. } => {
                     index
                         .bad
                         .push((name.clone(), scan.tail.problem().unwrap_or_default()));
@@ -1339,6 +1366,41 @@ mod tests {
             c.source_texts([missing.as_str()]),
             Err(ReadError::MissingBlob { .. })
         ));
+    }
+
+    /// A spool of more records than a reader keeps is refused with a sentence that says so,
+    /// not read into memory; one within the bound is read.
+    #[test]
+    fn a_spool_of_more_records_than_a_reader_keeps_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let spool = t.path().join(crate::spool::SPOOL_DIR);
+        std::fs::create_dir(&spool).unwrap();
+        let mut segment = Vec::new();
+        let mut names = Vec::new();
+        for i in 0..30u32 {
+            let (hash, record) = whole_record(&i.to_le_bytes());
+            segment.extend_from_slice(&record);
+            names.push(hash);
+        }
+        std::fs::write(spool.join("1-1-0.spool"), &segment).unwrap();
+        let within = Contents {
+            records_max: 30,
+            ..Contents::new(t.path())
+        };
+        assert_eq!(
+            within.blob_of_size(&names[29], 4).unwrap(),
+            29u32.to_le_bytes()
+        );
+        let past = Contents {
+            records_max: 29,
+            ..Contents::new(t.path())
+        };
+        let err = past.blob_of_size(&names[0], 4).unwrap_err().to_string();
+        assert!(
+            err.contains("more than 29 records not compacted yet")
+                && err.contains("cltrap compact"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -62,7 +62,7 @@ mod record;
 mod writer;
 
 pub use ranges::{changed_ranges, mostly_changed, patch_small_enough, SAMPLED_BLOCKS};
-pub use record::{scan, scan_from, Part, Patch, Record, Scan, Tail};
+pub use record::{scan, scan_from, Part, Patch, Record, Scan, Tail, RECORDS_MAX};
 pub use writer::{Planned, SpoolStats, SpoolWriter, LANES};
 
 use crate::writer_fs::{self, Access};
@@ -357,6 +357,34 @@ mod tests {
             s.tail
         );
         assert!(s.tail.problem().unwrap().contains(&b));
+    }
+
+    /// A segment of more records than a scan reads ends crowded where the first record not
+    /// read starts, and says so; one of that many records exactly is clean.
+    #[test]
+    fn a_segment_of_more_records_than_a_scan_reads_ends_crowded() {
+        let t = tempfile::tempdir().unwrap();
+        let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+        for i in 0..5u8 {
+            let bytes = [i; 100];
+            w.put(&crate::writer::digest(&bytes), &bytes).unwrap();
+        }
+        drop(w);
+        let name = segments(t.path()).unwrap().remove(0);
+        let f = File::open(t.path().join(SPOOL_DIR).join(name)).unwrap();
+        let all = scan(&f).unwrap();
+        assert_eq!((all.records.len(), &all.tail), (5, &Tail::Clean));
+        let exact = record::scan_at_most(&f, 0, 5).unwrap();
+        assert_eq!(exact.tail, Tail::Clean);
+        let crowded = record::scan_at_most(&f, 0, 3).unwrap();
+        assert_eq!(crowded.records.len(), 3);
+        assert_eq!(
+            crowded.tail,
+            Tail::Crowded {
+                at: all.records[3].offset - HEADER as u64
+            }
+        );
+        assert!(crowded.tail.problem().unwrap().contains("more than"));
     }
 
     /// A writer's look at the compactor lock (a shared lock for a moment) is waited out, not

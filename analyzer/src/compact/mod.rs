@@ -676,7 +676,7 @@ impl Compactor {
             })?;
             match scan.tail {
                 spool::Tail::Clean => {}
-                spool::Tail::Bad { .. } => {
+                spool::Tail::Bad { .. } | spool::Tail::Crowded { .. } => {
                     report.problems.push(format!(
                         "{}: {}; the segment is kept",
                         seg.path.display(),

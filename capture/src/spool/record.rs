@@ -139,7 +139,16 @@ pub enum Tail {
     },
     /// At `at` no record starts (no magic, or a digest that is not hex).
     Bad { at: u64 },
+    /// The segment holds more than [`RECORDS_MAX`] records, which no writer makes: the
+    /// records from `at` on are not read (a forged segment must not fill the memory).
+    Crowded { at: u64 },
 }
+
+/// Most records one scan of a segment reads ([`Tail::Crowded`] past it). A writer's segment
+/// ends at 64 MiB (one record past it at most), and its smallest record, a patch of one byte,
+/// takes 177 bytes: about 380 000 records. Each record read costs a reader or a compactor
+/// about 150 bytes of memory, so a forged segment costs at most about 160 MB.
+pub const RECORDS_MAX: usize = 1 << 20;
 
 /// The records of one segment, in order, and how they end.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,6 +174,9 @@ impl Tail {
                 "the record of content {hash} at byte {at} claims {claimed} bytes but only {have} follow (cut off or forged)"
             )),
             Tail::Bad { at } => Some(format!("no spool record starts at byte {at}")),
+            Tail::Crowded { at } => Some(format!(
+                "the segment holds more than {RECORDS_MAX} records, more than a writer makes (forged?): its records from byte {at} on are not read"
+            )),
         }
     }
 }
@@ -179,6 +191,11 @@ pub fn scan(file: &File) -> std::io::Result<Scan> {
 /// looking for a content spooled since its last scan (a compactor, for the parts of each new
 /// content) read every header of every segment again each time.
 pub fn scan_from(file: &File, from: u64) -> std::io::Result<Scan> {
+    scan_at_most(file, from, RECORDS_MAX)
+}
+
+/// [`scan_from`], reading at most `max` records ([`Tail::Crowded`] past them).
+pub(super) fn scan_at_most(file: &File, from: u64, max: usize) -> std::io::Result<Scan> {
     let len = file.metadata()?.len();
     let mut records = Vec::new();
     let mut at = from.min(len);
@@ -195,6 +212,9 @@ pub fn scan_from(file: &File, from: u64) -> std::io::Result<Scan> {
     let tail = loop {
         if at == len {
             break Tail::Clean;
+        }
+        if records.len() >= max {
+            break Tail::Crowded { at };
         }
         // The magic says which header follows.
         let mut magic = [0u8; 8];
