@@ -92,7 +92,8 @@ pub struct PackSlot {
 
 /// The encoded chunk at `at` in its open pack `file`, or None when the pack is shorter than
 /// the slot says (a damaged pack). The one place the reader and the compactor's check of a
-/// learned chunk read a slot.
+/// learned chunk read a slot (neither is in a build without the `compact` feature).
+#[cfg_attr(not(feature = "compact"), allow(dead_code))]
 pub(crate) fn read_slot(file: &std::fs::File, at: &PackSlot) -> std::io::Result<Option<Vec<u8>>> {
     use std::os::unix::fs::FileExt;
     if at.offset.saturating_add(at.stored as u64) > file.metadata()?.len() {

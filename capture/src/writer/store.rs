@@ -39,7 +39,9 @@ pub struct BlobStore {
     dir: PathBuf,
     known: Mutex<HashSet<Hash>>,
     /// Chunks this process stored, and where (see [`crate::chunks`]): a chunk of a later
-    /// content names the same place instead of being stored again.
+    /// content names the same place instead of being stored again (only a compacting
+    /// build stores chunks).
+    #[cfg_attr(not(feature = "compact"), allow(dead_code))]
     known_chunks: Mutex<HashMap<Hash, crate::chunks::PackSlot>>,
     /// Chunks found in the capture's packs before this process stored anything
     /// ([`BlobStore::learn_stored_chunks`]), not trusted yet: a chunk joins `known_chunks`

@@ -266,6 +266,10 @@ impl crate::core::landed::Held for Shared {
     fn bytes(&self) -> &[u8] {
         &self.0
     }
+    fn footprint(&self) -> usize {
+        // A spare vector taken for the copy may be larger than the contents.
+        self.0.capacity()
+    }
 }
 
 /// The content of a side digested in place ([`crate::core::inplace`]): the stored blob when
