@@ -36,28 +36,45 @@ pub fn fits_in_memory(len: usize) -> bool {
 /// (an export copying every content of a launch), checks each so the sum cannot run the
 /// machine out of memory.
 pub fn has_room(len: u64) -> bool {
-    let field = |text: &str, name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map(|kb| kb.saturating_mul(1024))
-    };
     let mut room: Option<u64> = None;
     if let Ok(info) = std::fs::read_to_string("/proc/meminfo") {
-        if let Some(available) = field(&info, "MemAvailable:") {
-            room = Some(available.saturating_add(field(&info, "SwapFree:").unwrap_or(0)));
+        if let Some(available) = meminfo_field(&info, "MemAvailable:") {
+            room = Some(available.saturating_add(meminfo_field(&info, "SwapFree:").unwrap_or(0)));
         }
     }
-    let cgroup = |name: &str| {
-        std::fs::read_to_string(format!("/sys/fs/cgroup/{name}"))
-            .ok()
-            .and_then(|t| t.trim().parse::<u64>().ok())
-    };
     if let (Some(max), Some(current)) = (cgroup("memory.max"), cgroup("memory.current")) {
         let left = max.saturating_sub(current);
         room = Some(room.map_or(left, |r| r.min(left)));
     }
     room.is_none_or(|r| len <= r)
+}
+
+/// The machine's memory in bytes (`MemTotal`), or its cgroup's (v2) `memory.max` where lower;
+/// None where neither can be read. Why: a bound on what a reader keeps of untrusted input
+/// ([`crate::reader`]'s spool index) that grows with the machine, not a fixed guess.
+pub fn memory_total() -> Option<u64> {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| meminfo_field(&info, "MemTotal:"));
+    match (total, cgroup("memory.max")) {
+        (Some(t), Some(m)) => Some(t.min(m)),
+        (t, m) => t.or(m),
+    }
+}
+
+/// A field of `/proc/meminfo`'s text in bytes.
+fn meminfo_field(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb.saturating_mul(1024))
+}
+
+/// A number in this process's cgroup (v2) folder (`max` and the like are None).
+fn cgroup(name: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/sys/fs/cgroup/{name}"))
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
 }
 
 /// This process's resident memory in bytes (`/proc/self/statm`), None where it cannot be read.

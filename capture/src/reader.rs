@@ -140,11 +140,24 @@ pub struct Capture {
     contents: Contents,
 }
 
-/// Most spool records a reader keeps in its index ([`ReadError::Refused`] past it). Each
-/// costs about 400 bytes (its digest, its segment's name, its record), so the index of a
-/// forged spool stays under about 800 MB; a writer's spool past it (over 16 GB of contents
-/// of 8 KiB or more) is compacted by the first command that opens it where it can be written.
-const SPOOL_RECORDS_MAX: usize = 2 << 20;
+/// Bytes of memory a record in a reader's spool index costs, about (its digest, its
+/// segment's name, the record).
+const SPOOL_RECORD_BYTES: u64 = 400;
+
+/// Most spool records a reader keeps in its index ([`ReadError::Refused`] past it): those
+/// of an eighth of the machine's memory (or of its cgroup's limit, where lower), at least
+/// 2 097 152 (about 800 MB). Why a bound: a forged spool must not fill the memory. Why so
+/// large: a writer's spool that was never compacted (a bare `LD_PRELOAD` capture) may hold a
+/// patch record of a few hundred bytes per launch, and the compactor reads through this
+/// index too; a spool past it is compacted a part at a time, its index shrinking as the
+/// segments compacted go.
+fn spool_records_max() -> usize {
+    let least = 2usize << 20;
+    let memory = crate::bulk::memory_total().unwrap_or(0);
+    usize::try_from(memory / 8 / SPOOL_RECORD_BYTES)
+        .unwrap_or(usize::MAX)
+        .max(least)
+}
 
 /// The records of a capture's spool segments, by content digest.
 #[derive(Debug, Default)]
@@ -433,8 +446,10 @@ pub struct Contents {
     /// Where spooled contents lie ([`crate::spool`]): scanned at the first content not
     /// found in the store, again when one is not found in it (a writer may have appended).
     spool: std::sync::Mutex<Option<SpoolIndex>>,
-    /// Spool records its index may hold ([`SPOOL_RECORDS_MAX`]; fewer in tests).
+    /// Spool records its index may hold ([`spool_records_max`]; fewer in tests).
     records_max: usize,
+    /// Records a scan reads of one segment ([`crate::spool::RECORDS_MAX`]; fewer in tests).
+    segment_records_max: usize,
 }
 
 impl Contents {
@@ -443,7 +458,8 @@ impl Contents {
         Contents {
             dir: dir.to_path_buf(),
             spool: std::sync::Mutex::new(None),
-            records_max: SPOOL_RECORDS_MAX,
+            records_max: spool_records_max(),
+            segment_records_max: crate::spool::RECORDS_MAX,
         }
     }
 
@@ -600,17 +616,18 @@ impl Contents {
         Ok(bytes)
     }
 
-    /// Scans the spool's segments ([`crate::spool::scan`]) into an index, reading on from
-    /// where `before` (an earlier index) ended in each segment it knows. Records of segments
-    /// gone since stay in it: reading one finds its segment gone, and the caller scans again
-    /// from nothing.
-    fn scan_spool(&self, before: Option<SpoolIndex>) -> Result<SpoolIndex, ReadError> {
+    /// Scans the spool's segments ([`crate::spool::scan`]) into the index in `slot` (made when
+    /// there is none), reading on from where it ended in each segment it knows. Records of
+    /// segments gone since stay in it: reading one finds its segment gone, and the caller
+    /// scans again from nothing. On an error the index keeps what it had and the segments
+    /// scanned before it (so the next scan reads on, not from nothing).
+    fn scan_spool(&self, slot: &mut Option<SpoolIndex>) -> Result<(), ReadError> {
+        let index = slot.get_or_insert_with(SpoolIndex::default);
         let spool_path = self.dir.join(crate::spool::SPOOL_DIR);
         let names = crate::spool::segments(&self.dir).map_err(|e| ReadError::Refused {
             path: spool_path.clone(),
             why: e.to_string(),
         })?;
-        let mut index = before.unwrap_or_default();
         // What segments gone since held is forgotten (read, it would only say they are gone).
         let listed: std::collections::HashSet<&String> = names.iter().collect();
         index.scanned.retain(|n, _| listed.contains(n));
@@ -645,16 +662,46 @@ impl Contents {
                 let _ = file.unlock();
             }
             let from = index.scanned.get(&name).copied().unwrap_or(0);
-            let scan = crate::spool::scan_from(&file, from).map_err(|source| ReadError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            // A crowded segment is not read on (its next records would fill the memory).
-            let end = match scan.tail {
-                crate::spool::Tail::Crowded { .. } => u64::MAX,
-                _ => scan.end,
-            };
-            index.scanned.insert(name.clone(), end);
+            let scan = crate::spool::scan_at_most(&file, from, self.segment_records_max).map_err(
+                |source| ReadError::Io {
+                    path: path.clone(),
+                    source,
+                },
+            )?;
+            if let crate::spool::Tail::Crowded { .. } = scan.tail {
+                // Forged: none of its records is taken (nothing a writer made is in it), and it
+                // is not opened again.
+                index.places.retain(|_, (n, _)| *n != name);
+                index.parts.retain(|_, parts| {
+                    parts.retain(|(n, _)| *n != name);
+                    !parts.is_empty()
+                });
+                index.cut.retain(|_, (n, _)| *n != name);
+                index.bad.retain(|(n, _)| *n != name);
+                index
+                    .bad
+                    .push((name.clone(), scan.tail.problem().unwrap_or_default()));
+                index.settled.insert(name);
+                held = index.places.len() + index.parts.values().map(Vec::len).sum::<usize>();
+                continue;
+            }
+            // Refused before any of this segment's records is taken, so that a scan once
+            // compaction made room reads them from where this one stopped.
+            let adding = scan
+                .records
+                .iter()
+                .filter(|r| r.part.is_some() || !index.places.contains_key(&r.hash))
+                .count();
+            if held + adding > self.records_max {
+                return Err(ReadError::Refused {
+                    path: spool_path,
+                    why: format!(
+                        "it holds more than {} records not compacted yet, more than a reader keeps in memory here (compact the capture first: cltrap compact DIR)",
+                        self.records_max
+                    ),
+                });
+            }
+            index.scanned.insert(name.clone(), scan.end);
             if settled {
                 index.settled.insert(name.clone());
             }
@@ -662,15 +709,6 @@ impl Contents {
             index.cut.retain(|_, (n, _)| *n != name);
             index.bad.retain(|(n, _)| *n != name);
             for r in scan.records {
-                if held >= self.records_max {
-                    return Err(ReadError::Refused {
-                        path: spool_path,
-                        why: format!(
-                            "it holds more than {} records not compacted yet, more than a reader keeps in memory (compact the capture first: cltrap compact DIR)",
-                            self.records_max
-                        ),
-                    });
-                }
                 if r.part.is_some() {
                     let parts = index.parts.entry(r.hash.clone()).or_default();
                     parts.push((name.clone(), r));
@@ -697,7 +735,7 @@ impl Contents {
                 }
             }
         }
-        Ok(index)
+        Ok(())
     }
 
     /// A content from the spool (not yet checked against its digest), None when no whole
@@ -877,7 +915,7 @@ impl Contents {
             }
             {
                 let mut guard = self.spool.lock().unwrap_or_else(|p| p.into_inner());
-                *guard = Some(self.scan_spool(guard.take())?);
+                self.scan_spool(&mut guard)?;
             }
             return self.spooled_try(hash, want, max, false);
         };
@@ -934,7 +972,7 @@ impl Contents {
         if missing(&guard) == Some(false) {
             return Ok(false);
         }
-        *guard = Some(self.scan_spool(guard.take())?);
+        self.scan_spool(&mut guard)?;
         Ok(missing(&guard).unwrap_or(false))
     }
 
@@ -946,7 +984,7 @@ impl Contents {
         // when the parts it knows do not cover the content).
         let parted = guard.as_ref().is_some_and(|i| i.parts.contains_key(hash));
         if place.is_none() && !parted {
-            *guard = Some(self.scan_spool(guard.take())?);
+            self.scan_spool(&mut guard)?;
             place = guard.as_ref().and_then(|i| i.places.get(hash).cloned());
         }
         Ok(place)
@@ -1395,12 +1433,62 @@ mod tests {
             records_max: 29,
             ..Contents::new(t.path())
         };
-        let err = past.blob_of_size(&names[0], 4).unwrap_err().to_string();
+        for _ in 0..2 {
+            let err = past.blob_of_size(&names[0], 4).unwrap_err().to_string();
+            assert!(
+                err.contains("more than 29 records not compacted yet")
+                    && err.contains("cltrap compact"),
+                "{err}"
+            );
+        }
+        // Once compaction made room (here: the segment went, another came), the same reader
+        // reads on.
+        std::fs::remove_file(spool.join("1-1-0.spool")).unwrap();
+        let (late, record) = whole_record(b"late");
+        std::fs::write(spool.join("1-2-0.spool"), &record).unwrap();
+        assert_eq!(past.blob_of_size(&late, 4).unwrap(), b"late");
+    }
+
+    /// A segment of more records than a scan reads is crowded: none of its records is
+    /// taken, it is said among the spool's problems, and it is not opened again.
+    #[test]
+    fn a_crowded_segment_is_taken_for_forged_and_not_read_again() {
+        let t = tempfile::tempdir().unwrap();
+        let spool = t.path().join(crate::spool::SPOOL_DIR);
+        std::fs::create_dir(&spool).unwrap();
+        let mut segment = Vec::new();
+        let mut names = Vec::new();
+        for i in 0..10u32 {
+            let (hash, record) = whole_record(&i.to_le_bytes());
+            segment.extend_from_slice(&record);
+            names.push(hash);
+        }
+        std::fs::write(spool.join("1-1-0.spool"), &segment).unwrap();
+        let (good, record) = whole_record(b"good");
+        std::fs::write(spool.join("1-2-0.spool"), &record).unwrap();
+        let contents = Contents {
+            segment_records_max: 5,
+            ..Contents::new(t.path())
+        };
+        assert_eq!(contents.blob_of_size(&good, 4).unwrap(), b"good");
+        for h in [&names[0], &names[9]] {
+            assert!(
+                contents.blob_of_size(h, 4).is_err(),
+                "a crowded segment's record was read"
+            );
+        }
+        let g = contents.spool.lock().unwrap();
+        let index = g.as_ref().unwrap();
         assert!(
-            err.contains("more than 29 records not compacted yet")
-                && err.contains("cltrap compact"),
-            "{err}"
+            index
+                .bad
+                .iter()
+                .any(|(n, why)| n == "1-1-0.spool" && why.contains("more than 1048576 records")),
+            "{:?}",
+            index.bad
         );
+        // Each opened once: the scans for the two missing contents open neither again.
+        assert_eq!(index.opened, 2);
     }
 
     #[test]

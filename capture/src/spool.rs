@@ -62,7 +62,7 @@ mod record;
 mod writer;
 
 pub use ranges::{changed_ranges, mostly_changed, patch_small_enough, SAMPLED_BLOCKS};
-pub use record::{scan, scan_from, Part, Patch, Record, Scan, Tail, RECORDS_MAX};
+pub use record::{scan, scan_at_most, scan_from, Part, Patch, Record, Scan, Tail, RECORDS_MAX};
 pub use writer::{Planned, SpoolStats, SpoolWriter, LANES};
 
 use crate::writer_fs::{self, Access};

@@ -244,6 +244,8 @@ struct Compactor {
     stopped: std::sync::atomic::AtomicU64,
     /// The free space, and the largest content left in the spool for its size alone.
     left: std::sync::Mutex<Option<(u64, u64)>>,
+    /// Records a scan reads of one segment ([`spool::RECORDS_MAX`]; fewer in tests).
+    segment_records_max: usize,
 }
 
 /// What a pass found about contents spooled in parts, by content digest: whether their parts
@@ -298,6 +300,17 @@ struct Sealed {
     name: String,
     live: bool,
     bytes: u64,
+}
+
+/// What a pass's rounds learn for the rounds after them.
+#[derive(Default)]
+struct Rounds {
+    /// Segments a round kept (damaged, or parts not all written): the next round takes
+    /// others, so damage never holds back the segments after it.
+    kept: std::collections::HashSet<String>,
+    /// Segments past a round's share found sealed (no writer holds them): not opened again
+    /// to ask, so a backlog of segments is opened once per pass, not once per round.
+    unheld: std::collections::HashSet<String>,
 }
 
 /// Most segments one round of a pass takes (each stays open, locked, until the round drops
@@ -419,6 +432,7 @@ impl Compactor {
             keep_free: KeepFree::from_env(),
             stopped: std::sync::atomic::AtomicU64::new(u64::MAX),
             left: std::sync::Mutex::new(None),
+            segment_records_max: spool::RECORDS_MAX,
         }
     }
 
@@ -492,11 +506,9 @@ impl Compactor {
     /// application's exit ([`background`]).
     fn pass_until(&self, stop: &std::sync::atomic::AtomicBool) -> Result<Report, CompactError> {
         let mut total = Report::default();
-        // Segments an earlier round kept (damaged, or parts not all written): the next round
-        // takes others, so damage never holds back the segments after it.
-        let mut kept = std::collections::HashSet::new();
+        let mut rounds = Rounds::default();
         loop {
-            let (r, more) = self.pass_some(&mut kept)?;
+            let (r, more) = self.pass_some(&mut rounds)?;
             total.add(r);
             if !more || self.stopped() || stop.load(std::sync::atomic::Ordering::Relaxed) {
                 return Ok(total);
@@ -505,11 +517,9 @@ impl Compactor {
     }
 
     /// [`Compactor::pass`] over the first [`SEGMENTS_PER_PASS`] sealed segments not in
-    /// `kept`, adding those it keeps to it; true when others were left for the next round.
-    fn pass_some(
-        &self,
-        kept: &mut std::collections::HashSet<String>,
-    ) -> Result<(Report, bool), CompactError> {
+    /// `rounds.kept`, adding those it keeps to it; true when others were left for the next
+    /// round.
+    fn pass_some(&self, rounds: &mut Rounds) -> Result<(Report, bool), CompactError> {
         // Parts written since the last pass may fill a gap.
         self.judged.clear();
         let io = |path: &Path| {
@@ -540,7 +550,7 @@ impl Compactor {
         let mut more = false;
         let mut holding = std::collections::HashSet::new();
         for name in segments {
-            if kept.contains(&name) {
+            if rounds.kept.contains(&name) {
                 continue;
             }
             if sealed.len() >= SEGMENTS_PER_PASS {
@@ -550,7 +560,8 @@ impl Compactor {
                 // opened for that alone, so that a backlog is not opened at every round.
                 more = true;
                 let writer = spool::segment_writer(&name);
-                let asked = holding.contains(writer)
+                let asked = rounds.unheld.contains(&name)
+                    || holding.contains(writer)
                     || !sealed
                         .iter()
                         .any(|(_, _, n): &(PathBuf, std::fs::File, String)| {
@@ -579,7 +590,9 @@ impl Compactor {
                 if file.try_lock_shared().is_err() {
                     holding.insert(spool::segment_writer(&name).to_string());
                 } else {
+                    // Sealed: a writer never locks a segment again once it let go of it.
                     let _ = file.unlock();
+                    rounds.unheld.insert(name);
                 }
                 continue;
             }
@@ -631,7 +644,7 @@ impl Compactor {
                     // Kept locked (no other compactor takes it) until it is dropped below.
                     done.push((seg.path, seg.file));
                 } else {
-                    kept.insert(seg.name);
+                    rounds.kept.insert(seg.name);
                 }
             }
             report.busy_secs += started.elapsed().as_secs_f64();
@@ -670,13 +683,26 @@ impl Compactor {
         let mut whole = vec![true; sealed.len()];
         let mut scans = Vec::with_capacity(sealed.len());
         for (k, seg) in sealed.iter().enumerate() {
-            let scan = spool::scan(&seg.file).map_err(|source| CompactError::Io {
-                path: seg.path.clone(),
-                source,
-            })?;
+            let mut scan =
+                spool::scan_at_most(&seg.file, 0, self.segment_records_max).map_err(|source| {
+                    CompactError::Io {
+                        path: seg.path.clone(),
+                        source,
+                    }
+                })?;
             match scan.tail {
                 spool::Tail::Clean => {}
-                spool::Tail::Bad { .. } | spool::Tail::Crowded { .. } => {
+                // Forged: nothing a writer made is in it, nothing of it is taken.
+                spool::Tail::Crowded { .. } => {
+                    report.problems.push(format!(
+                        "{}: {}; the segment is kept",
+                        seg.path.display(),
+                        scan.tail.problem().unwrap_or_default()
+                    ));
+                    scan.records.clear();
+                    whole[k] = false;
+                }
+                spool::Tail::Bad { .. } => {
                     report.problems.push(format!(
                         "{}: {}; the segment is kept",
                         seg.path.display(),

@@ -591,3 +591,35 @@ fn damaged_segments_do_not_hold_back_the_ones_after_them() {
         assert_eq!(&read(t.path(), c), c);
     }
 }
+
+/// A segment of more records than a scan reads is crowded (forged): said, kept, none of its
+/// records stored; the segment beside it is compacted as usual.
+#[test]
+fn a_crowded_segment_is_kept_and_nothing_of_it_is_stored() {
+    let t = tempfile::tempdir().unwrap();
+    let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
+    let many: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i + 1; 9000]).collect();
+    for c in &many {
+        w.put(&writer::digest(c), c).unwrap();
+    }
+    w.seal();
+    let alone = vec![99u8; 9000];
+    w.put(&writer::digest(&alone), &alone).unwrap();
+    drop(w);
+    let names = spool::segments(t.path()).unwrap();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let mut c = Compactor::new(t.path());
+    c.segment_records_max = 5;
+    let r = c.pass().unwrap();
+    assert_eq!((r.segments, r.contents), (1, 1), "{r:?}");
+    assert!(
+        r.problems.len() == 1
+            && r.problems[0].contains("records")
+            && r.problems[0].contains("kept"),
+        "{:?}",
+        r.problems
+    );
+    assert_eq!(spool::segments(t.path()).unwrap(), vec![names[0].clone()]);
+    assert!(!c.store.is_known(&writer::digest(&many[0])));
+    assert_eq!(read(t.path(), &alone), alone);
+}

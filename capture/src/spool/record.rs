@@ -195,7 +195,7 @@ pub fn scan_from(file: &File, from: u64) -> std::io::Result<Scan> {
 }
 
 /// [`scan_from`], reading at most `max` records ([`Tail::Crowded`] past them).
-pub(super) fn scan_at_most(file: &File, from: u64, max: usize) -> std::io::Result<Scan> {
+pub fn scan_at_most(file: &File, from: u64, max: usize) -> std::io::Result<Scan> {
     let len = file.metadata()?.len();
     let mut records = Vec::new();
     let mut at = from.min(len);
