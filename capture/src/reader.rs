@@ -1406,21 +1406,28 @@ mod tests {
         ));
     }
 
-    /// A spool of more records than a reader keeps is refused with a sentence that says so,
-    /// not read into memory; one within the bound is read.
-    #[test]
-    fn a_spool_of_more_records_than_a_reader_keeps_is_refused() {
+    /// A capture folder whose spool holds one segment (`1-1-0.spool`) of `n` whole records,
+    /// the 4 bytes of 0, 1, ...; with the spool's path and the records' digests.
+    fn spool_of_one_segment(n: u32) -> (tempfile::TempDir, PathBuf, Vec<String>) {
         let t = tempfile::tempdir().unwrap();
         let spool = t.path().join(crate::spool::SPOOL_DIR);
         std::fs::create_dir(&spool).unwrap();
         let mut segment = Vec::new();
         let mut names = Vec::new();
-        for i in 0..30u32 {
+        for i in 0..n {
             let (hash, record) = whole_record(&i.to_le_bytes());
             segment.extend_from_slice(&record);
             names.push(hash);
         }
         std::fs::write(spool.join("1-1-0.spool"), &segment).unwrap();
+        (t, spool, names)
+    }
+
+    /// A spool of more records than a reader keeps is refused with a sentence that says so,
+    /// not read into memory; one within the bound is read.
+    #[test]
+    fn a_spool_of_more_records_than_a_reader_keeps_is_refused() {
+        let (t, spool, names) = spool_of_one_segment(30);
         let within = Contents {
             records_max: 30,
             ..Contents::new(t.path())
@@ -1453,17 +1460,7 @@ mod tests {
     /// taken, it is said among the spool's problems, and it is not opened again.
     #[test]
     fn a_crowded_segment_is_taken_for_forged_and_not_read_again() {
-        let t = tempfile::tempdir().unwrap();
-        let spool = t.path().join(crate::spool::SPOOL_DIR);
-        std::fs::create_dir(&spool).unwrap();
-        let mut segment = Vec::new();
-        let mut names = Vec::new();
-        for i in 0..10u32 {
-            let (hash, record) = whole_record(&i.to_le_bytes());
-            segment.extend_from_slice(&record);
-            names.push(hash);
-        }
-        std::fs::write(spool.join("1-1-0.spool"), &segment).unwrap();
+        let (t, spool, names) = spool_of_one_segment(10);
         let (good, record) = whole_record(b"good");
         std::fs::write(spool.join("1-2-0.spool"), &record).unwrap();
         let contents = Contents {
