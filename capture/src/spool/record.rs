@@ -145,9 +145,10 @@ pub enum Tail {
 }
 
 /// Most records one scan of a segment reads ([`Tail::Crowded`] past it). A writer's segment
-/// ends at 64 MiB (one record past it at most), and its smallest record, a patch of one byte,
-/// takes 177 bytes: about 380 000 records. Each record read costs a reader or a compactor
-/// about 150 bytes of memory, so a forged segment costs at most about 160 MB.
+/// ends at 64 MiB (one record past it at most), and its smallest record, a whole record of no
+/// bytes, takes 80: at most 838 861 records (the store spools nothing under 8 KiB, so its
+/// segments hold far fewer). Each record read costs a reader or a compactor about 150 bytes
+/// of memory, so a forged segment costs at most about 160 MB.
 pub const RECORDS_MAX: usize = 1 << 20;
 
 /// The records of one segment, in order, and how they end.
