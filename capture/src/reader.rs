@@ -1456,6 +1456,30 @@ mod tests {
         assert_eq!(past.blob_of_size(&late, 4).unwrap(), b"late");
     }
 
+    /// The segments a scan took before it was refused stay in the index: their contents are
+    /// read, the refused segment's are not.
+    #[test]
+    fn a_refused_scan_keeps_the_segments_it_took() {
+        let (t, spool, first) = spool_of_one_segment(20);
+        let mut second = Vec::new();
+        let mut names = Vec::new();
+        for i in 100..120u32 {
+            let (hash, record) = whole_record(&i.to_le_bytes());
+            second.extend_from_slice(&record);
+            names.push(hash);
+        }
+        std::fs::write(spool.join("1-2-0.spool"), &second).unwrap();
+        let contents = Contents {
+            records_max: 30,
+            ..Contents::new(t.path())
+        };
+        assert!(contents.blob_of_size(&names[0], 4).is_err());
+        assert_eq!(
+            contents.blob_of_size(&first[19], 4).unwrap(),
+            19u32.to_le_bytes()
+        );
+    }
+
     /// A segment of more records than a scan reads is crowded: none of its records is
     /// taken, it is said among the spool's problems, and it is not opened again.
     #[test]
