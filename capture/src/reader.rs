@@ -1412,15 +1412,22 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let spool = t.path().join(crate::spool::SPOOL_DIR);
         std::fs::create_dir(&spool).unwrap();
+        let (segment, names) = segment_of(0..n);
+        std::fs::write(spool.join("1-1-0.spool"), &segment).unwrap();
+        (t, spool, names)
+    }
+
+    /// A segment of whole records of the 4 bytes of each number in `numbers`, and their
+    /// digests.
+    fn segment_of(numbers: std::ops::Range<u32>) -> (Vec<u8>, Vec<String>) {
         let mut segment = Vec::new();
         let mut names = Vec::new();
-        for i in 0..n {
+        for i in numbers {
             let (hash, record) = whole_record(&i.to_le_bytes());
             segment.extend_from_slice(&record);
             names.push(hash);
         }
-        std::fs::write(spool.join("1-1-0.spool"), &segment).unwrap();
-        (t, spool, names)
+        (segment, names)
     }
 
     /// A spool of more records than a reader keeps is refused with a sentence that says so,
@@ -1461,13 +1468,7 @@ mod tests {
     #[test]
     fn a_refused_scan_keeps_the_segments_it_took() {
         let (t, spool, first) = spool_of_one_segment(20);
-        let mut second = Vec::new();
-        let mut names = Vec::new();
-        for i in 100..120u32 {
-            let (hash, record) = whole_record(&i.to_le_bytes());
-            second.extend_from_slice(&record);
-            names.push(hash);
-        }
+        let (second, names) = segment_of(100..120);
         std::fs::write(spool.join("1-2-0.spool"), &second).unwrap();
         let contents = Contents {
             records_max: 30,
