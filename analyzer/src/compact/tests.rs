@@ -521,13 +521,12 @@ fn a_content_spooled_whole_and_as_a_patch_elsewhere_is_stored_once() {
     assert_eq!(read(t.path(), &b), b);
 }
 
-/// More sealed segments than one round takes (each stays open until its round ends): one
-/// pass still compacts them all.
-#[test]
-fn a_pass_compacts_more_segments_than_one_round_takes() {
+/// A capture folder whose spool holds `n` sealed segments of one whole record each (contents
+/// of 8 KiB and more, all different), with those contents in order.
+fn segment_per_content(n: usize) -> (tempfile::TempDir, Vec<Vec<u8>>) {
     let t = tempfile::tempdir().unwrap();
     let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
-    let contents: Vec<Vec<u8>> = (0..SEGMENTS_PER_PASS + 20)
+    let contents: Vec<Vec<u8>> = (0..n)
         .map(|i| {
             let c = vec![(i % 251) as u8 + 1; (8 << 10) + i];
             w.put(&writer::digest(&c), &c).unwrap();
@@ -535,7 +534,14 @@ fn a_pass_compacts_more_segments_than_one_round_takes() {
             c
         })
         .collect();
-    drop(w);
+    (t, contents)
+}
+
+/// More sealed segments than one round takes (each stays open until its round ends): one
+/// pass still compacts them all.
+#[test]
+fn a_pass_compacts_more_segments_than_one_round_takes() {
+    let (t, contents) = segment_per_content(SEGMENTS_PER_PASS + 20);
     assert_eq!(spool::segments(t.path()).unwrap().len(), contents.len());
     let r = Compactor::new(t.path()).pass().unwrap();
     assert!(r.problems.is_empty(), "{:?}", r.problems);
@@ -554,17 +560,7 @@ fn a_pass_compacts_more_segments_than_one_round_takes() {
 /// written after them: the next round takes those.
 #[test]
 fn damaged_segments_do_not_hold_back_the_ones_after_them() {
-    let t = tempfile::tempdir().unwrap();
-    let w = SpoolWriter::new(t.path(), Access::PRIVATE, 0).unwrap();
-    let contents: Vec<Vec<u8>> = (0..SEGMENTS_PER_PASS + 5)
-        .map(|i| {
-            let c = vec![(i % 251) as u8 + 1; (8 << 10) + i];
-            w.put(&writer::digest(&c), &c).unwrap();
-            w.seal();
-            c
-        })
-        .collect();
-    drop(w);
+    let (t, contents) = segment_per_content(SEGMENTS_PER_PASS + 5);
     let names = spool::segments(t.path()).unwrap();
     assert_eq!(names.len(), contents.len());
     for name in &names[..SEGMENTS_PER_PASS] {
