@@ -188,6 +188,24 @@ struct SpoolIndex {
     sealed: std::collections::HashSet<String>,
 }
 
+impl SpoolIndex {
+    /// Forgets the records and verdicts of the segments `keep` says no to.
+    fn keep_segments(&mut self, keep: impl Fn(&str) -> bool) {
+        self.places.retain(|_, (n, _)| keep(n));
+        self.parts.retain(|_, parts| {
+            parts.retain(|(n, _)| keep(n));
+            !parts.is_empty()
+        });
+        self.cut.retain(|_, (n, _)| keep(n));
+        self.bad.retain(|(n, _)| keep(n));
+    }
+
+    /// The records it holds (what [`spool_records_max`] bounds).
+    fn records(&self) -> usize {
+        self.places.len() + self.parts.values().map(Vec::len).sum::<usize>()
+    }
+}
+
 impl Capture {
     /// Opens the capture in `dir`, checking the format version and every launch line; a
     /// damaged launch line refuses the whole capture (for commands whose result would be
@@ -629,18 +647,12 @@ impl Contents {
             why: e.to_string(),
         })?;
         // What segments gone since held is forgotten (read, it would only say they are gone).
-        let listed: std::collections::HashSet<&String> = names.iter().collect();
-        index.scanned.retain(|n, _| listed.contains(n));
-        index.settled.retain(|n| listed.contains(n));
-        index.sealed.retain(|n| listed.contains(n));
-        index.places.retain(|_, (n, _)| listed.contains(n));
-        index.parts.retain(|_, parts| {
-            parts.retain(|(n, _)| listed.contains(n));
-            !parts.is_empty()
-        });
-        index.cut.retain(|_, (n, _)| listed.contains(n));
-        index.bad.retain(|(n, _)| listed.contains(n));
-        let mut held = index.places.len() + index.parts.values().map(Vec::len).sum::<usize>();
+        let listed: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
+        index.scanned.retain(|n, _| listed.contains(n.as_str()));
+        index.settled.retain(|n| listed.contains(n.as_str()));
+        index.sealed.retain(|n| listed.contains(n.as_str()));
+        index.keep_segments(|n| listed.contains(n));
+        let mut held = index.records();
         for name in &names {
             if index.settled.contains(name) {
                 continue;
@@ -671,18 +683,12 @@ impl Contents {
             if let crate::spool::Tail::Crowded { .. } = scan.tail {
                 // Forged: none of its records is taken (nothing a writer made is in it), and it
                 // is not opened again.
-                index.places.retain(|_, (n, _)| *n != name);
-                index.parts.retain(|_, parts| {
-                    parts.retain(|(n, _)| *n != name);
-                    !parts.is_empty()
-                });
-                index.cut.retain(|_, (n, _)| *n != name);
-                index.bad.retain(|(n, _)| *n != name);
+                index.keep_segments(|n| n != name);
                 index
                     .bad
                     .push((name.clone(), scan.tail.problem().unwrap_or_default()));
                 index.settled.insert(name);
-                held = index.places.len() + index.parts.values().map(Vec::len).sum::<usize>();
+                held = index.records();
                 continue;
             }
             // Refused before any of this segment's records is taken, so that a scan once

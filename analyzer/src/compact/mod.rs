@@ -692,23 +692,18 @@ impl Compactor {
                 })?;
             match scan.tail {
                 spool::Tail::Clean => {}
-                // Forged: nothing a writer made is in it, nothing of it is taken.
-                spool::Tail::Crowded { .. } => {
-                    report.problems.push(format!(
-                        "{}: {}; the segment is kept",
-                        seg.path.display(),
-                        scan.tail.problem().unwrap_or_default()
-                    ));
-                    scan.records.clear();
-                    whole[k] = false;
-                }
-                spool::Tail::Bad { .. } => {
+                spool::Tail::Bad { .. } | spool::Tail::Crowded { .. } => {
                     report.problems.push(format!(
                         "{}: {}; the segment is kept",
                         seg.path.display(),
                         scan.tail.problem().unwrap_or_default()
                     ));
                     whole[k] = false;
+                    // A crowded one is forged: nothing a writer made is in it, nothing of it
+                    // is taken.
+                    if matches!(scan.tail, spool::Tail::Crowded { .. }) {
+                        scan.records.clear();
+                    }
                 }
                 // Its writer died while writing it (or the file was damaged): the bytes are
                 // not there to store. Said, and dropped with the segment.
