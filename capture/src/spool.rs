@@ -218,6 +218,8 @@ const LOOKS_WAITED: u32 = 1000;
 pub fn try_lock_compactor(dir: &Path, access: Access) -> std::io::Result<Option<CompactorLock>> {
     use std::fs::TryLockError;
     let file = compactor_file(dir, access)?;
+    // A second open file of the lock (a lock belongs to the open file): opened when needed.
+    let mut probe: Option<File> = None;
     for _ in 0..LOOKS_WAITED {
         match file.try_lock() {
             Ok(()) => return Ok(Some(CompactorLock { _file: file })),
@@ -225,12 +227,16 @@ pub fn try_lock_compactor(dir: &Path, access: Access) -> std::io::Result<Option<
             Err(TryLockError::WouldBlock) => {}
         }
         // Held: exclusively by a compactor (a shared lock cannot be had), or shared by looks.
-        let probe = compactor_file(dir, access)?;
-        match probe.try_lock_shared() {
-            Ok(()) => drop(probe),
+        let look = match probe.take() {
+            Some(f) => f,
+            None => compactor_file(dir, access)?,
+        };
+        match look.try_lock_shared() {
+            Ok(()) => look.unlock()?,
             Err(TryLockError::WouldBlock) => return Ok(None),
             Err(TryLockError::Error(e)) => return Err(e),
         }
+        probe = Some(look);
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     Ok(None)
