@@ -82,6 +82,11 @@ pub const READABLE_VERSIONS: [u32; 7] = [1, 2, 3, 4, 5, 6, 7];
 /// once because the writer, the reader and `cltrap run`'s summary all open it.
 pub const LAUNCHES_FILE: &str = "launches.jsonl";
 
+/// Held by the tests that fork, one at a time: a child forked by one test holds copies of
+/// every descriptor the others have open at that moment (their segments' locks among them).
+#[cfg(test)]
+pub(crate) static FORKS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[cfg(test)]
 mod tests {
     use super::*;

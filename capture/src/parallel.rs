@@ -517,6 +517,7 @@ mod tests {
 
     #[test]
     fn a_forked_child_works_without_the_parents_threads() {
+        let _one = crate::FORKS.lock().unwrap_or_else(|p| p.into_inner());
         assert_eq!(for_each(50, true, Ok::<_, ()>), Ok((0..50).collect()));
         // SAFETY: the child only computes, checks and leaves with `_exit`.
         let pid = unsafe { libc::fork() };

@@ -208,6 +208,7 @@ mod tests {
     /// closing releases the lock, which another descriptor can then take.
     #[test]
     fn a_forked_child_lets_go_of_a_held_segments_lock() {
+        let _one = crate::FORKS.lock().unwrap_or_else(|p| p.into_inner());
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("seg");
         let held = HeldFile::open(|| File::create(&path)).expect("open");
@@ -251,6 +252,7 @@ mod tests {
     /// it names another file.
     #[test]
     fn a_reused_number_is_left_alone_in_a_forked_child() {
+        let _one = crate::FORKS.lock().unwrap_or_else(|p| p.into_inner());
         use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().expect("temp dir");
         let held = HeldFile::open(|| File::create(dir.path().join("seg"))).expect("open");
