@@ -32,7 +32,9 @@ mkdir -p "$OUT"
 PLAT=()
 if [ -n "${BENCH_PLATFORM:-}" ]; then PLAT=(--platform "$BENCH_PLATFORM"); fi
 
-# Every buffer version stored: each launch's inputs are in the capture, none re-derived.
+# The capture's own defaults: past its derive threshold (256 MB of contents on a large disk; GAUSS_N=400
+# stores about 280 MB) the inputs a launch's predecessor left are kept as digests, and the workers
+# re-create them by re-executing that launch (the executor's deriver), as for any long capture.
 "$CLTRAP" run --out "$CAP" --buffers full -- "$TARGET/bench/gauss" "$GAUSS_N" >"$OUT/app.txt" 2>"$OUT/app.err"
 launches=$(grep -c . "$CAP/launches.jsonl")
 # Devices of the platform: the `device N:` lines under the chosen platform.

@@ -150,6 +150,11 @@ impl Campaign for ReplayCampaign {
         "replay"
     }
 
+    /// Launches in order: the worker's deriver and resident contents carry from one to the next.
+    fn contiguous(&self) -> bool {
+        true
+    }
+
     fn units(&mut self) -> Result<Vec<Unit>, String> {
         Unit::launches(self.capture, self.ids.as_deref())
     }

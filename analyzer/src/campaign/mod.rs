@@ -21,6 +21,7 @@ pub mod journal;
 pub mod kept;
 pub mod merge;
 pub mod protocol;
+mod queue;
 pub mod runner;
 pub mod seal;
 
@@ -217,5 +218,13 @@ pub trait Campaign {
     /// campaign.
     fn phase(&self) -> Option<&'static str> {
         None
+    }
+    /// Whether neighbouring units share work a worker keeps, so each worker should take a run
+    /// of neighbours rather than every n-th unit ([`queue`]): units that are launches in
+    /// order, whose inputs the capture may hold only as digests and the worker's deriver
+    /// re-creates by re-executing the launches before them. The default: no (one shared
+    /// queue in the campaign's order, which mutate's batches rely on).
+    fn contiguous(&self) -> bool {
+        false
     }
 }

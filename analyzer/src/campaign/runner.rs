@@ -2,8 +2,9 @@
 //! deadline per unit, a fresh worker after a crash or a hang, one progress bar, Ctrl-C that
 //! keeps what finished, and the journal written as units finish.
 //!
-//! Units are handed out from one shared queue (a worker that finishes early takes the next
-//! one, wherever it is), so devices of different speeds stay busy. Each worker slot is a
+//! Units are handed out dynamically ([`super::queue`]: from one shared queue, or from one run
+//! of neighbouring units per slot that an idle slot halves), so a worker that finishes early
+//! takes more and devices of different speeds stay busy. Each worker slot is a
 //! thread that owns at most one live worker process at a time; the main thread owns the
 //! [`Campaign`], the journal and the bar.
 //!
@@ -20,6 +21,7 @@
 use super::devices::{self, Pinned};
 use super::journal::{self, Header, Writer};
 use super::protocol::{Event, FromWorker, ToWorker};
+use super::queue::Queue;
 use super::{args, Campaign, CampaignArgs, Finished, Lost, Unit, UnitContext};
 use crate::executor::DeviceSelector;
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -436,7 +438,11 @@ fn run_units(
         ..Stats::default()
     };
     let began = Instant::now();
-    let queue = Arc::new(Mutex::new(todo));
+    let queue = Arc::new(Mutex::new(if c.contiguous() {
+        Queue::contiguous(todo, slots)
+    } else {
+        Queue::shared(todo)
+    }));
     let (tx, rx) = channel::<Outcome>();
     let halt = Arc::new(Halt::default());
     let stop = &halt.stop;
@@ -471,7 +477,7 @@ fn run_units(
             deadline: run.deadline,
         };
         handles.push(std::thread::spawn(move || {
-            slot_loop(&run, pin, &queue, &tx, &halt, &pending, &starts)
+            slot_loop(&run, slot, pin, &queue, &tx, &halt, &pending, &starts)
         }));
     }
     drop(tx);
@@ -506,7 +512,7 @@ fn run_units(
                     if let Some(again) = c.retry(&unit, &why) {
                         retried.insert(unit.id.clone());
                         if let Ok(mut q) = queue.lock() {
-                            q.push_front((0, again));
+                            q.again((0, again));
                         }
                         continue;
                     }
@@ -577,11 +583,9 @@ fn run_units(
 
 /// Takes the units named in `ids` out of the queue (those not handed out yet); returns how
 /// many it took.
-fn drop_queued(queue: &Mutex<VecDeque<(usize, Unit)>>, ids: &[String]) -> usize {
+fn drop_queued(queue: &Mutex<Queue>, ids: &[String]) -> usize {
     let Ok(mut q) = queue.lock() else { return 0 };
-    let before = q.len();
-    q.retain(|(_, u)| !ids.contains(&u.id));
-    before - q.len()
+    q.drop_where(|u| ids.contains(&u.id))
 }
 
 /// A live worker process.
@@ -713,10 +717,12 @@ fn describe(s: std::process::ExitStatus) -> String {
 /// device retire theirs one after the other), the slot keeps a spare: started and warmed up
 /// ([`ToWorker::Warm`]) while the units run, so the next replacement has its device open and
 /// its inputs read instead of paying for them inside a unit.
+#[allow(clippy::too_many_arguments)]
 fn slot_loop(
     run: &Run,
+    slot: usize,
     pin: Option<Pinned>,
-    queue: &Mutex<VecDeque<(usize, Unit)>>,
+    queue: &Mutex<Queue>,
     tx: &Sender<Outcome>,
     halt: &Halt,
     pending: &AtomicUsize,
@@ -743,7 +749,7 @@ fn slot_loop(
         let (unit, sent) = match ahead.take() {
             Some((unit, to)) => (unit, worker.is_some() && to == started_workers),
             None => {
-                let next = queue.lock().ok().and_then(|mut q| q.pop_front());
+                let next = queue.lock().ok().and_then(|mut q| q.pop(slot));
                 let Some((_, unit)) = next else {
                     // Another slot's unit may still come back to be tried again.
                     if pending.load(Ordering::SeqCst) == 0 {
@@ -814,7 +820,7 @@ fn slot_loop(
         let next = if halt.drain.load(Ordering::SeqCst) {
             None
         } else {
-            queue.lock().ok().and_then(|mut q| q.pop_front())
+            queue.lock().ok().and_then(|mut q| q.pop(slot))
         };
         if let Some((_, next)) = next {
             let to = if w.send(&ToWorker::Run(next.clone())).is_ok() {
@@ -1006,12 +1012,12 @@ done
             };
             (i, unit)
         });
-        let queue = Mutex::new(units.collect());
+        let queue = Mutex::new(Queue::shared(units.collect()));
         let (tx, rx) = channel();
         let halt = Halt::default();
         let pending = AtomicUsize::new(0);
         let starts = Starts::default();
-        slot_loop(&run, None, &queue, &tx, &halt, &pending, &starts);
+        slot_loop(&run, 0, None, &queue, &tx, &halt, &pending, &starts);
         drop(tx);
         (rx.iter().collect(), starts)
     }
@@ -1047,14 +1053,14 @@ done
             };
             (i, unit)
         });
-        let queue = Arc::new(Mutex::new(units.collect::<VecDeque<_>>()));
+        let queue = Arc::new(Mutex::new(Queue::shared(units.collect::<VecDeque<_>>())));
         let halt = Arc::new(Halt::default());
         let (tx, rx) = channel();
         let slot = {
             let (queue, halt) = (queue.clone(), halt.clone());
             std::thread::spawn(move || {
                 let (pending, starts) = (AtomicUsize::new(0), Starts::default());
-                slot_loop(&run, None, &queue, &tx, &halt, &pending, &starts);
+                slot_loop(&run, 0, None, &queue, &tx, &halt, &pending, &starts);
             })
         };
         while !dir.path().join("started").exists() {

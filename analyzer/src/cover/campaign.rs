@@ -70,6 +70,11 @@ impl Campaign for CoverCampaign {
         "cover"
     }
 
+    /// Launches in order, whose derived inputs the worker's deriver re-creates.
+    fn contiguous(&self) -> bool {
+        true
+    }
+
     fn units(&mut self) -> Result<Vec<Unit>, String> {
         Unit::launches(self.capture, self.ids.as_deref())
     }

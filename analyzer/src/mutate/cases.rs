@@ -508,6 +508,10 @@ impl Campaign for CaseCampaign {
     fn phase(&self) -> Option<&'static str> {
         Some("test cases")
     }
+    /// Test cases are launches in order, whose derived inputs the worker's deriver re-creates.
+    fn contiguous(&self) -> bool {
+        true
+    }
     fn units(&mut self) -> Result<Vec<Unit>, String> {
         Ok(self.units.clone())
     }

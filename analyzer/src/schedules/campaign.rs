@@ -179,6 +179,11 @@ impl Campaign for ScheduleCampaign {
         "replay"
     }
 
+    /// Launches in order, whose derived inputs the worker's deriver re-creates.
+    fn contiguous(&self) -> bool {
+        true
+    }
+
     fn units(&mut self) -> Result<Vec<Unit>, String> {
         let launches = crate::replay::select(self.capture, self.opts.ids.as_deref())
             .map_err(|e| e.to_string())?;
