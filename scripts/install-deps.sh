@@ -15,7 +15,7 @@
 #   check         oclgrind (the engine of `cltrap check`: its ICD library is registered for a
 #                 child process only)
 #   tests         python3-venv python3-pip (pyopencl test), and the third-party apps the tests
-#                 run under the shim: clpeak, clfft-client, ffmpeg, hashcat, clblast-utils; the
+#                 run under the shim: clpeak, clfft-client, ffmpeg, hashcat, clblast-utils, gegl; the
 #                 third-party matrix's libraries: python3-pyopencl, libclblast-dev, libviennacl-dev,
 #                 and with CLTRAP_MATRIX=1 the slow rows' libboost-dev (Boost.Compute),
 #                 python3-opencv, python3-gpyfft (clFFT from Python)
@@ -29,7 +29,7 @@ PACKAGES=(
     pocl-opencl-icd ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers clinfo
     libclang-dev libz3-dev
     python3-venv python3-pip
-    clpeak clfft-client ffmpeg hashcat clblast-utils
+    clpeak clfft-client ffmpeg hashcat clblast-utils gegl
     python3-pyopencl libclblast-dev libviennacl-dev
     oclgrind
     slurm-wlm munge

@@ -1,7 +1,9 @@
 //! Third-party OpenCL applications from Debian packages run under the shim with their own
 //! results unchanged, and every launch they make is captured and replays ok:
-//! clpeak (kernel-latency, all ~20,000 launches; integer compute, two launches per kernel), clFFT-client, hashcat, CLBlast's tuner, and an ffmpeg OpenCL
-//! filter chain. Each test skips with a printed reason only when the program is not installed.
+//! clpeak (kernel-latency, all ~20,000 launches; integer compute, two launches per kernel), clFFT-client, hashcat, CLBlast's tuner, an ffmpeg OpenCL
+//! filter chain and a GEGL filter (whose programs are two source strings, and whose
+//! brightness-contrast kernel crashes Oclgrind's uninitialised-value plugin). Each test skips
+//! with a printed reason only when the program is not installed.
 
 use cltrap_capture::Capture;
 use cltrap_e2e::*;
@@ -577,4 +579,122 @@ fn pyopencl_with_a_warm_binary_cache_is_said_and_refusing_binaries_captures_sour
             "{line}"
         );
     }
+}
+
+/// GEGL (Debian's `gegl`, with `GEGL_USE_OPENCL=cpu` so it uses PoCL's CPU device) writes the
+/// same image under the shim; its launches (programs of two source strings: GEGL's helpers,
+/// then the kernel) replay bit for bit; and `cltrap check --engine oclgrind` checks both of
+/// them for races and bounds. Oclgrind 21.10 dies of SIGSEGV on the brightness-contrast kernel
+/// with its uninitialised-value plugin on: the launch is checked again without that plugin and
+/// reported as incomplete (exit status 3, naming the crash), not as a launch that could not be
+/// checked (exit status 2).
+#[test]
+fn gegl_writes_the_same_image_its_launches_replay_and_oclgrind_checks_them() {
+    let Some(gegl) = installed("gegl", "gegl") else {
+        return;
+    };
+    let base = fresh_dir("apps", "gegl");
+    let home = base.join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let env: Vec<(&str, &OsStr)> = vec![
+        ("GEGL_USE_OPENCL", OsStr::new("cpu")),
+        ("HOME", home.as_os_str()),
+        ("XDG_CACHE_HOME", home.as_os_str()),
+        ("XDG_CONFIG_HOME", home.as_os_str()),
+        ("XDG_DATA_HOME", home.as_os_str()),
+    ];
+    let input = base.join("in.png");
+    // A 256x192 picture of GEGL's own making (noise over a checkerboard), made without OpenCL.
+    let made = run_with_env(
+        &gegl,
+        &[
+            OsStr::new("-o"),
+            input.as_os_str(),
+            OsStr::new("--"),
+            OsStr::new("gegl:checkerboard"),
+            OsStr::new("color1=red"),
+            OsStr::new("color2=blue"),
+            OsStr::new("x=13"),
+            OsStr::new("y=17"),
+            OsStr::new("gegl:crop"),
+            OsStr::new("width=256"),
+            OsStr::new("height=192"),
+            OsStr::new("gegl:noise-rgb"),
+        ],
+        &[
+            ("GEGL_USE_OPENCL", OsStr::new("no")),
+            ("HOME", home.as_os_str()),
+        ],
+        None,
+    );
+    assert!(input.is_file(), "{}", made.describe());
+    let filter = |out: &std::path::Path| -> Vec<std::ffi::OsString> {
+        vec![
+            input.clone().into_os_string(),
+            "-o".into(),
+            out.into(),
+            "--".into(),
+            "gegl:brightness-contrast".into(),
+            "contrast=1.3".into(),
+        ]
+    };
+    let native_png = base.join("native.png");
+    let native = run_with_env(&gegl, &filter(&native_png), &env, None).expect_success();
+    let dir = fresh_capture_dir("gegl");
+    let captured_png = base.join("captured.png");
+    let captured = run_captured_in(&dir, &[], &gegl, &filter(&captured_png), &env, None);
+    captured.assert_no_panic();
+    assert_same_behaviour(&native, &captured);
+    assert_eq!(
+        std::fs::read(&native_png).expect("native image"),
+        std::fs::read(&captured_png).expect("captured image"),
+        "GEGL wrote another image under the shim\n{}",
+        captured.describe()
+    );
+    let cap = open_capture(&dir);
+    let bc = cap
+        .launches
+        .iter()
+        .find(|l| l.kernel == "gegl_brightness_contrast")
+        .unwrap_or_else(|| panic!("GEGL's kernel was not launched: {:?}", kernel_counts(&cap)));
+    let program = cap.program(&bc.program).expect("its program");
+    assert!(
+        matches!(&program.origin, cltrap_capture::ProgramOrigin::Source { sources } if sources.len() == 2),
+        "GEGL builds its kernels from two source strings: {:?}",
+        program.origin
+    );
+    assert_replays_ok(&dir, cap.launches.len());
+
+    if !std::path::Path::new("/usr/lib/oclgrind/liboclgrind-rt-icd.so").is_file() {
+        skip(
+            "gegl_writes_the_same_image_its_launches_replay_and_oclgrind_checks_them (its check)",
+            "Oclgrind is not installed (apt-get install oclgrind)",
+        );
+        return;
+    }
+    let check = cltrap(&[
+        OsStr::new("check"),
+        dir.as_os_str(),
+        OsStr::new("--engine"),
+        OsStr::new("oclgrind"),
+    ]);
+    check.assert_no_panic();
+    let text = check.stdout_text();
+    assert_eq!(check.code, Some(3), "{}", check.describe());
+    assert!(
+        text.contains(&format!(
+            "checked {0} of {0} launch(es) on oclgrind: 0 finding(s)",
+            cap.launches.len()
+        )),
+        "{}",
+        check.describe()
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with(&format!(
+            "launch {} gegl_brightness_contrast: uninitialised values not checked: Oclgrind crashes on this kernel with its uninitialised-value plugin on (signal: 11",
+            bc.id
+        ))),
+        "{}",
+        check.describe()
+    );
 }

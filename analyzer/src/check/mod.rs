@@ -531,32 +531,42 @@ struct Child<'a> {
 impl Child<'_> {
     /// Runs `launch` on Oclgrind; when only Oclgrind's uninitialised-value plugin cannot
     /// simulate it (it stops at `freeze`, which clang puts on the operands of a `/` and `%`
-    /// pair), runs it again without that plugin, so that races and bounds are still checked,
-    /// and says so in the notes (the launch is then incomplete, exit status 3).
+    /// pair), or Oclgrind crashed with that plugin on (Debian's Oclgrind 21.10 dies of
+    /// SIGSEGV on GEGL's brightness-contrast kernel, which assigns a `float4` by swizzles),
+    /// runs it again without that plugin, so that races and bounds are still checked, and
+    /// says so in the notes (the launch is then incomplete, exit status 3).
     fn run(
         &self,
         launch: &cltrap_capture::LaunchRecord,
     ) -> (LaunchStatus, Vec<Diagnostic>, Vec<String>) {
-        let (status, diags, failures) = self.run_once(launch, self.checks);
-        let Some(first) = failures.first() else {
-            return (status, diags, vec![]);
-        };
-        if self.checks.uninit && failures.iter().all(|f| f.in_uninitialized_plugin()) {
+        let (status, diags, failures, crash) = self.run_once(launch, self.checks);
+        let stopped = !failures.is_empty() && failures.iter().all(|f| f.in_uninitialized_plugin());
+        if self.checks.uninit && (stopped || crash.is_some()) {
             let checks = oclgrind::Checks {
                 uninit: false,
                 ..self.checks
             };
-            let (status, mut again, failures) = self.run_once(launch, checks);
-            if failures.is_empty() {
+            let (again_status, mut again, again_failures, again_crash) =
+                self.run_once(launch, checks);
+            if again_failures.is_empty() && again_crash.is_none() {
                 // What the plugin found before it stopped stands.
                 again.extend(diags.into_iter().filter(|d| d.kind == Kind::Uninitialized));
-                let note = format!(
-                    "uninitialised values not checked: Oclgrind's uninitialised-value plugin cannot simulate this kernel ({})",
-                    first.message
-                );
-                return (status, again, vec![note]);
+                let note = match (failures.first(), &crash) {
+                    (Some(first), _) => format!(
+                        "uninitialised values not checked: Oclgrind's uninitialised-value plugin cannot simulate this kernel ({})",
+                        first.message
+                    ),
+                    (None, Some(crash)) => format!(
+                        "uninitialised values not checked: Oclgrind crashes on this kernel with its uninitialised-value plugin on ({crash}), and ran it whole without"
+                    ),
+                    (None, None) => "uninitialised values not checked".to_string(),
+                };
+                return (again_status, again, vec![note]);
             }
         }
+        let Some(first) = failures.first() else {
+            return (status, diags, vec![]);
+        };
         let reason = format!(
             "Oclgrind cannot simulate this kernel: {} (a limit of Oclgrind, not a defect of the application)",
             first.message
@@ -565,12 +575,18 @@ impl Child<'_> {
     }
 
     /// Runs `launch` in a child on Oclgrind with `checks`, killed at the deadline: how it
-    /// ended, its diagnostics, and what Oclgrind said it cannot simulate.
+    /// ended, its diagnostics, what Oclgrind said it cannot simulate, and, when the child
+    /// died by a signal before its reply, how it died.
     fn run_once(
         &self,
         launch: &cltrap_capture::LaunchRecord,
         checks: oclgrind::Checks,
-    ) -> (LaunchStatus, Vec<Diagnostic>, Vec<oclgrind::EngineFailure>) {
+    ) -> (
+        LaunchStatus,
+        Vec<Diagnostic>,
+        Vec<oclgrind::EngineFailure>,
+        Option<String>,
+    ) {
         let mut cmd = Command::new(self.exe);
         cmd.arg("check-worker")
             .arg(self.dir)
@@ -615,6 +631,11 @@ impl Child<'_> {
             }
         }
         let reply = replies.into_iter().rfind(|r| r.outcome != "running");
+        let crash = (reply.is_none() && !done.timed_out && !done.stopped)
+            .then_some(done.exit.as_deref())
+            .flatten()
+            .filter(|e| e.contains("signal"))
+            .map(str::to_string);
         api::keep_launch_errors(&mut diags, &launch.kernel);
         // A limit of Oclgrind's device on a launch the captured device ran is Oclgrind's.
         let limit = (launch.status == 0)
@@ -643,7 +664,7 @@ impl Child<'_> {
                 },
             }
         };
-        (status, diags, failures)
+        (status, diags, failures, crash)
     }
 }
 
