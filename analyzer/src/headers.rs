@@ -518,8 +518,8 @@ mod tests {
 
     #[test]
     fn copies_resolve_between_themselves_and_the_source_points_at_them() {
-        let base = std::env::temp_dir().join(format!("cltrap-headers-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path();
         let app = base.join("app");
         std::fs::create_dir_all(app.join("inc")).unwrap();
         std::fs::write(app.join("main.h"), "#define A 1\n").unwrap();
@@ -562,7 +562,6 @@ mod tests {
             words[4].ends_with("app/inc") && words[4].starts_with(&*root.to_string_lossy()),
             "{opts}"
         );
-        let _ = std::fs::remove_dir_all(&base);
     }
 
     /// Headers as a capture records them: one file at `path`, included from the source.
@@ -951,9 +950,8 @@ mod tests {
     /// rest of the text is left byte for byte.
     #[test]
     fn recorded_includes_of_every_form_still_point_at_their_copies() {
-        let base =
-            std::env::temp_dir().join(format!("cltrap-headers-legit-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path();
         let lib = base.join("share/OpenCL");
         std::fs::create_dir_all(base.join("app/inc")).unwrap();
         std::fs::create_dir_all(&lib).unwrap();
@@ -994,7 +992,7 @@ mod tests {
         );
         assert!(found.iter().all(|f| f.path.is_some()), "{found:?}");
         let h = Headers::from_found(&app, found).materialize(false).unwrap();
-        std::fs::remove_dir_all(&base).unwrap();
+        std::fs::remove_dir_all(base).unwrap();
         let root = h.root.clone().unwrap();
         let copy = |p: &Path| Headers::mirror(&root, &p.to_string_lossy()).unwrap();
         for out in [h.source(src), h.parse_source(src)] {

@@ -415,8 +415,9 @@ mod tests {
 
     #[test]
     fn the_disk_cache_returns_what_was_stored_for_the_same_source_and_options_only() {
-        let dir = std::env::temp_dir().join(format!("cltrap-disk-cache-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = tempfile::tempdir().unwrap();
+        // Not made yet: the cache makes its folder.
+        let dir = tmp.path().join("cache");
         let c = DiskCache {
             dir: dir.clone(),
             pass: "test",
@@ -429,7 +430,6 @@ mod tests {
         );
         assert!(c.load::<Vec<u32>>("k", "-DY").is_none());
         assert!(c.load::<Vec<u32>>("k2", "-DX").is_none());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -140,11 +140,18 @@ fn run(name: &str) {
         .chain((0..MUTATIONS).map(|k| mutate(&seeds[k % seeds.len()].1, &mut rng)));
     for (k, input) in inputs.enumerate() {
         if catch_unwind(AssertUnwindSafe(|| f(&input))).is_err() {
-            let saved = std::env::temp_dir().join(format!("cltrap-fuzz-{name}-{k}.bin"));
-            let _ = std::fs::write(&saved, &input);
+            // Kept for the replay, under a fresh private name (never a file planted there).
+            let saved = tempfile::Builder::new()
+                .prefix(&format!("cltrap-fuzz-{name}-{k}-"))
+                .suffix(".bin")
+                .tempfile()
+                .and_then(|mut t| {
+                    std::io::Write::write_all(&mut t, &input)?;
+                    t.into_temp_path().keep().map_err(|e| e.error)
+                })
+                .map_or_else(|e| format!("<not saved: {e}>"), |p| p.display().to_string());
             panic!(
-                "target {name} panicked on input {k} (saved as {}; replay: fuzz/target/release/{name} < it, after scripts/fuzz.sh built it)",
-                saved.display()
+                "target {name} panicked on input {k} (saved as {saved}; replay: fuzz/target/release/{name} < it, after scripts/fuzz.sh built it)"
             );
         }
     }

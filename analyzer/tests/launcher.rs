@@ -42,12 +42,11 @@ fn within_a_minute(mut done: impl FnMut() -> bool) -> bool {
 
 #[test]
 fn killing_the_launcher_takes_the_application_down_with_it() {
-    let dir = std::env::temp_dir().join(format!("cltrap-orphan-{}", std::process::id()));
+    // Kept until the end: the application writes into it until it is seen gone.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let started = dir.join("started");
     let marker = dir.join("survived");
-    std::fs::create_dir_all(&dir).unwrap();
-    let _ = std::fs::remove_file(&started);
-    let _ = std::fs::remove_file(&marker);
     // The application says it runs (its pid), then outlives a killed launcher only if nothing
     // stops it: it would write the marker two seconds later.
     let script = format!(
@@ -60,7 +59,7 @@ fn killing_the_launcher_takes_the_application_down_with_it() {
         .arg("--shim")
         .arg(stand_in_shim())
         .arg("--out")
-        .arg(&dir)
+        .arg(dir)
         .args(["--", "sh", "-c", &script])
         .spawn()
         .unwrap();
@@ -84,7 +83,8 @@ fn killing_the_launcher_takes_the_application_down_with_it() {
 
 #[test]
 fn the_application_exit_status_and_a_summary_come_back() {
-    let dir = std::env::temp_dir().join(format!("cltrap-status-{}", std::process::id()));
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("capture");
     let out = Command::new(env!("CARGO_BIN_EXE_cltrap"))
         .arg("run")
         .arg("--shim")

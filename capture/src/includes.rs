@@ -417,8 +417,8 @@ mod tests {
 
     #[test]
     fn a_scan_follows_nested_includes_in_the_drivers_order_and_names_what_it_cannot_find() {
-        let root = std::env::temp_dir().join(format!("cltrap-includes-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
         let app = root.join("app");
         std::fs::create_dir_all(app.join("inc/sub")).unwrap();
         std::fs::write(app.join("main.h"), "#define A 1\n").unwrap();
@@ -464,13 +464,12 @@ mod tests {
                 ),
             ]
         );
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]
     fn macro_includes_are_followed_with_the_options_and_the_files_defines() {
-        let root = std::env::temp_dir().join(format!("cltrap-macro-inc-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
         let lib = root.join("share/OpenCL");
         std::fs::create_dir_all(&lib).unwrap();
         // hashcat's pattern: the path through -D macros, a header naming another through a
@@ -487,7 +486,7 @@ mod tests {
             "-D INCLUDE_PATH={} -D XM2S(x)=#x -D M2S(x)=XM2S(x) -w",
             lib.display()
         );
-        let found = scan(&[src], &[], &options, &root, Limits::default());
+        let found = scan(&[src], &[], &options, root, Limits::default());
         let rows: Vec<(String, IncludeForm, Option<PathBuf>)> = found
             .iter()
             .map(|f| (f.name.clone(), f.form, f.path.clone()))
@@ -516,7 +515,6 @@ mod tests {
         // The directive's range is the whole invocation, to point it at a copy.
         let d = &directives(src)[0];
         assert_eq!(&src[d.range.clone()], b"M2S(INCLUDE_PATH/inc_vendor.h)");
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]

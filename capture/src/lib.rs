@@ -133,8 +133,7 @@ mod tests {
 
     #[test]
     fn identical_blobs_are_stored_once_and_read_back() {
-        let dir = std::env::temp_dir().join(format!("cltrap-cap-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let (_t, dir) = fresh("cap");
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
         let data = vec![7u8; 1 << 16];
         let h1 = w.blobs.put(&data).unwrap();
@@ -147,7 +146,6 @@ mod tests {
         assert_eq!(c.launches.len(), 2);
         assert_eq!(c.launches[1].id, 1);
         assert_eq!(c.blob(&h1).unwrap(), data);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -175,8 +173,7 @@ mod tests {
 
     #[test]
     fn a_cut_off_log_reads_up_to_its_last_complete_launch() {
-        let dir = std::env::temp_dir().join(format!("cltrap-cut-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let (_t, dir) = fresh("cut");
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
         w.append(launch("p")).unwrap();
         drop(w);
@@ -193,13 +190,11 @@ mod tests {
         let c = Capture::open(&dir).unwrap();
         assert_eq!(c.launches.len(), 2);
         assert!(!c.truncated);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn other_format_versions_are_refused_with_a_clear_message() {
-        let dir = std::env::temp_dir().join(format!("cltrap-ver-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let (_t, dir) = fresh("ver");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
             dir.join("manifest.json"),
@@ -208,13 +203,11 @@ mod tests {
         .unwrap();
         let e = Capture::open(&dir).unwrap_err().to_string();
         assert!(e.contains("999") && e.contains("reads"), "{e}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn a_continued_capture_never_reuses_an_id_after_a_hole() {
-        let dir = std::env::temp_dir().join(format!("cltrap-hole-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let (_t, dir) = fresh("hole");
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
         let a = w.take_id().unwrap();
         let _lost = w.take_id().unwrap();
@@ -232,13 +225,11 @@ mod tests {
         std::fs::remove_file(dir.join(writer::IDS_FILE)).unwrap();
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
         assert_eq!(w.take_id().unwrap(), c + 1);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn writers_open_at_once_never_share_an_id_or_cut_each_others_lines() {
-        let dir = std::env::temp_dir().join(format!("cltrap-two-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let (_t, dir) = fresh("two");
         let a = CaptureWriter::create(&dir, &manifest()).unwrap();
         let b = CaptureWriter::create(&dir, &manifest()).unwrap();
         let from_a: Vec<u64> = (0..3).map(|_| a.take_id().unwrap()).collect();
@@ -263,15 +254,16 @@ mod tests {
         drop((a, b, c));
         let _d = CaptureWriter::create(&dir, &manifest()).unwrap();
         assert_eq!(std::fs::read(&log).unwrap(), whole);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     use crate::chunks::tests::noise;
 
-    fn fresh(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("cltrap-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
+    /// A folder `name` not made yet, inside a private temporary folder that is removed when
+    /// the returned guard drops (keep it for the whole test).
+    fn fresh(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join(name);
+        (t, dir)
     }
 
     /// The encoding bytes of a stored content's chunks, in order, and the bytes of its packs.
@@ -293,7 +285,7 @@ mod tests {
 
     #[test]
     fn an_incompressible_content_is_stored_raw_and_reads_back_bit_exact() {
-        let dir = fresh("raw");
+        let (_t, dir) = fresh("raw");
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
         // Noise: its probed chunks save nothing, so every chunk is raw, zstd never tried.
         let n = noise(3 << 20, 21);
@@ -324,12 +316,11 @@ mod tests {
         let c = Capture::open(&dir).unwrap();
         assert_eq!(c.blob(&hn).unwrap(), n);
         assert_eq!(c.blob(&hm).unwrap(), m);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn chunked_contents_share_unchanged_parts_and_read_back_verified() {
-        let dir = fresh("chunks");
+        let (_t, dir) = fresh("chunks");
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
         let v1 = noise(4 << 20, 5);
         let mut v2 = v1.clone();
@@ -381,12 +372,11 @@ mod tests {
         assert!(e.contains("missing"), "{e}");
         std::fs::write(&victim, good).unwrap();
         assert_eq!(c.blob(&h2).unwrap(), v2);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn contents_in_chunk_files_of_format_version_3_still_read() {
-        let dir = fresh("v3chunks");
+        let (_t, dir) = fresh("v3chunks");
         let _w = CaptureWriter::create(&dir, &manifest()).unwrap();
         let bytes = noise(300_000, 5);
         let hash = writer::digest(&bytes);
@@ -405,12 +395,11 @@ mod tests {
         std::fs::write(path, index).unwrap();
         let c = Capture::open(&dir).unwrap();
         assert_eq!(c.blob(&hash).unwrap(), bytes);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn malformed_pack_slots_are_errors_not_panics() {
-        let dir = fresh("bad-slots");
+        let (_t, dir) = fresh("bad-slots");
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
         let v = noise(300_000, 11);
         let h = writer::digest(&v);
@@ -451,12 +440,11 @@ mod tests {
         assert!(e.contains("stored length"), "{e}");
         std::fs::write(&ipath, good).unwrap();
         assert_eq!(c.blob(&h).unwrap(), v);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn two_writers_and_threads_storing_shared_chunks_read_back() {
-        let dir = fresh("shared-chunks");
+        let (_t, dir) = fresh("shared-chunks");
         let a = CaptureWriter::create(&dir, &manifest()).unwrap();
         let b = CaptureWriter::create(&dir, &manifest()).unwrap();
         let base = noise(3 << 20, 21);
@@ -486,7 +474,6 @@ mod tests {
         for v in &versions {
             assert_eq!(&c.blob(&writer::digest(v)).unwrap(), v);
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     fn storm_record(id: u64, a: u8) -> LaunchRecord {
@@ -540,7 +527,7 @@ mod tests {
 
     #[test]
     fn journaled_launches_read_back_once_and_a_dead_journal_is_folded_into_the_log() {
-        let dir = fresh("journal");
+        let (_t, dir) = fresh("journal");
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
         w.enable_journal().unwrap();
         let records: Vec<LaunchRecord> = (0..50).map(|i| storm_record(i, (i % 4) as u8)).collect();
@@ -590,7 +577,7 @@ mod tests {
 
     #[test]
     fn launches_of_one_kernel_are_logged_as_changes_and_read_back_whole() {
-        let dir = fresh("delta");
+        let (_t, dir) = fresh("delta");
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
         let records: Vec<LaunchRecord> = (0..200).map(|i| storm_record(i, (i % 4) as u8)).collect();
         let mut other = launch("p");
@@ -637,12 +624,11 @@ mod tests {
                 "{patch}: {e}"
             );
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn a_damaged_launch_line_is_kept_apart_with_the_deltas_that_depend_on_it() {
-        let dir = fresh("damaged-line");
+        let (_t, dir) = fresh("damaged-line");
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
         let records: Vec<LaunchRecord> = (0..40).map(|i| storm_record(i, (i % 4) as u8)).collect();
         w.append_numbered(records.clone()).unwrap();
@@ -675,17 +661,16 @@ mod tests {
             .collect();
         assert_eq!(c.launches, want);
         assert_eq!(c.launches.len() + c.damaged.len(), 40);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn links_fifos_non_digests_and_unknown_fields_are_refused_not_followed() {
-        let dir = fresh("hostile");
+        let (_t, dir) = fresh("hostile");
         let w = CaptureWriter::create(&dir, &manifest()).unwrap();
         let h = w.blobs.put(b"kernel void k() {}").unwrap();
         w.append(launch(&h)).unwrap();
         drop(w);
-        let outside = fresh("hostile-outside");
+        let (_o, outside) = fresh("hostile-outside");
         std::fs::create_dir_all(&outside).unwrap();
         let secret = outside.join("secret");
         std::fs::write(&secret, b"secret").unwrap();
@@ -755,8 +740,6 @@ mod tests {
         std::fs::remove_file(&log).unwrap();
         let e = Capture::open(&dir).unwrap_err().to_string();
         assert!(e.contains("launches.jsonl") && e.contains("missing"), "{e}");
-        let _ = std::fs::remove_dir_all(&dir);
-        let _ = std::fs::remove_dir_all(&outside);
     }
 
     #[test]
@@ -775,7 +758,7 @@ mod tests {
                 }
             }
         }
-        let dir = fresh("v1");
+        let (_t, dir) = fresh("v1");
         std::fs::create_dir_all(&dir).unwrap();
         for entry in ["manifest.json", LAUNCHES_FILE] {
             std::fs::copy(fixture.join(entry), dir.join(entry)).unwrap();
@@ -791,6 +774,5 @@ mod tests {
             "the first writer stays"
         );
         assert_eq!(c.launches.len(), 5);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

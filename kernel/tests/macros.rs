@@ -327,8 +327,8 @@ fn the_solver_reasons_over_macro_literals_operators_typedefs_and_vectors() {
 /// its calling convention), and a helper beside it is not.
 #[test]
 fn a_kernel_whose_keyword_comes_from_a_header_macro_is_a_kernel() {
-    let dir = std::env::temp_dir().join(format!("cltrap-kfq-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     std::fs::write(
         dir.join("inc_vendor.h"),
         "#if defined IS_CUDA\n#define KERNEL_FQ extern \"C\" __global__\n#else\n#define KERNEL_FQ __kernel\n#endif\n",
@@ -347,5 +347,4 @@ fn a_kernel_whose_keyword_comes_from_a_header_macro_is_a_kernel() {
     // Coverage instruments it (a kernel gets the counters argument).
     let cov = instrument_coverage(&p, CoverageOptions::default()).expect("instruments");
     assert_eq!(cov.map.kernels.len(), 1, "{:?}", cov.map.kernels);
-    let _ = std::fs::remove_dir_all(&dir);
 }

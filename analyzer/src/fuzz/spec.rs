@@ -346,9 +346,9 @@ mod tests {
         spec.args[1].size = Some(3);
         spec.args[1].fill = Fill::Fixed(serde_json::json!(0.5));
         spec.args[2].fill = Fill::Fixed(serde_json::json!(7));
-        let dir = std::env::temp_dir().join(format!("cltrap-spec-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let input = to_input(&spec, &iface, &dir, 1).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let input = to_input(&spec, &iface, dir, 1).unwrap();
         let InputArg::Buffer { bytes: a, .. } = &input.args[0] else {
             panic!()
         };
@@ -365,9 +365,9 @@ mod tests {
         assert_eq!(input.args[2], InputArg::Scalar(vec![7, 0, 0, 0]));
         std::fs::write(dir.join("n.bin"), [9u8, 0, 0, 0]).unwrap();
         spec.args[2].fill = Fill::File("n.bin".into());
-        let input = to_input(&spec, &iface, &dir, 1).unwrap();
+        let input = to_input(&spec, &iface, dir, 1).unwrap();
         assert_eq!(input.args[2], InputArg::Scalar(vec![9, 0, 0, 0]));
         spec.args.pop();
-        assert!(to_input(&spec, &iface, &dir, 1).is_err());
+        assert!(to_input(&spec, &iface, dir, 1).is_err());
     }
 }
