@@ -15,8 +15,10 @@ use std::time::Duration;
 pub struct CheckCampaign {
     /// Capture directory.
     pub dir: PathBuf,
-    /// The capture (damaged lines kept aside).
-    pub capture: Capture,
+    /// The capture (damaged lines kept aside). Leaked: a campaign serves one capture for the
+    /// process's life, and a worker's native engine keeps a deriver that borrows it from one
+    /// launch to the next.
+    pub capture: &'static Capture,
     /// What to check and how.
     pub opts: CheckOptions,
     /// Print the report as JSON on stdout.
@@ -35,7 +37,7 @@ impl CheckCampaign {
     pub fn new(dir: &Path, capture: Capture, opts: CheckOptions) -> CheckCampaign {
         CheckCampaign {
             dir: dir.to_path_buf(),
-            capture,
+            capture: Box::leak(Box::new(capture)),
             opts,
             json: false,
             sarif: None,
@@ -46,7 +48,7 @@ impl CheckCampaign {
     }
 
     fn launch_of(&self, unit: &Unit) -> Result<&cltrap_capture::LaunchRecord, String> {
-        unit.launch_in(&self.capture)
+        unit.launch_in(self.capture)
     }
 
     /// Writes the report files and the terminal (or JSON) report; returns the exit status.
@@ -74,8 +76,13 @@ impl Campaign for CheckCampaign {
         "check"
     }
 
+    /// Launches in order: a worker's native engine keeps its deriver from one to the next.
+    fn contiguous(&self) -> bool {
+        true
+    }
+
     fn units(&mut self) -> Result<Vec<Unit>, String> {
-        let launches = crate::replay::select(&self.capture, self.opts.ids.as_deref())
+        let launches = crate::replay::select(self.capture, self.opts.ids.as_deref())
             .map_err(|e| e.to_string())?;
         let total = launches.len();
         Ok(launches
@@ -102,10 +109,10 @@ impl Campaign for CheckCampaign {
         let deadline = self.opts.deadline;
         let checker = self.checker.as_mut().ok_or("no checker")?;
         // This worker is isolated: the native engine runs here, kept between launches.
-        checker.in_worker(cx.device);
+        checker.in_worker(cx.device, self.capture);
         let fallback = unit.payload["fallback"].as_str();
         // Whole lines in one write: workers on other devices write to the same stderr.
-        let o = checker.launch(&self.capture, &l, nth, deadline, fallback, &mut |line| {
+        let o = checker.launch(self.capture, &l, nth, deadline, fallback, &mut |line| {
             let _ = std::io::stderr().write_all(format!("cltrap: {line}\n").as_bytes());
         });
         serde_json::to_value(o).map_err(|e| e.to_string())

@@ -112,6 +112,8 @@ pub struct Checker {
     /// launches; `None` until first used. Without it, each launch's native check runs in a
     /// `check-worker` child.
     in_process: Option<Option<Result<native::NativeEngine, String>>>,
+    /// The capture the in-process engine checks (the campaign's, for the process's life).
+    worker_capture: Option<&'static Capture>,
 }
 
 impl Checker {
@@ -125,6 +127,7 @@ impl Checker {
             oclgrind: None,
             vendors: None,
             in_process: None,
+            worker_capture: None,
         };
         if opts.engine == Engine::Oclgrind {
             c.icd_vendors()?;
@@ -133,18 +136,23 @@ impl Checker {
     }
 
     /// Points the native engine at `device` (a campaign worker's pinned device) and runs it
-    /// in this process from now on: the caller is a worker process of its own.
-    pub fn in_worker(&mut self, device: &crate::executor::DeviceSelector) {
+    /// in this process from now on, over `capture`: the caller is a worker process of its own.
+    pub fn in_worker(
+        &mut self,
+        device: &crate::executor::DeviceSelector,
+        capture: &'static Capture,
+    ) {
         if self.opts.device != *device || self.in_process.is_none() {
             self.opts.device = device.clone();
             self.in_process = Some(None);
         }
+        self.worker_capture = Some(capture);
     }
 
     /// The native engine's outcome for `l`, in this process or in a child.
-    fn native(&mut self, capture: &Capture, l: &LaunchRecord, deadline: Duration) -> NativeOutcome {
+    fn native(&mut self, l: &LaunchRecord, deadline: Duration) -> NativeOutcome {
         let flags = native::flags(&self.opts.families);
-        let Some(slot) = self.in_process.as_mut() else {
+        let (Some(slot), Some(capture)) = (self.in_process.as_mut(), self.worker_capture) else {
             return run_native(&self.exe, &self.dir, l.id, &flags, &self.opts, deadline);
         };
         let started = Instant::now();
@@ -221,7 +229,7 @@ impl Checker {
         }
         if engine == Engine::Native {
             progress(&format!("{head} on the device, instrumented"));
-            match self.native(capture, l, deadline) {
+            match self.native(l, deadline) {
                 NativeOutcome::Done(status, reply) => outcome = Some((status, reply)),
                 NativeOutcome::Fallback(why) => {
                     progress(&format!(
