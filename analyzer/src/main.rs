@@ -284,6 +284,10 @@ enum Cmd {
         /// Pass `cltrap mutate`'s selector and watchdog arguments.
         #[arg(long)]
         mutant_args: bool,
+        /// A derived input, `ARG=FILE`: argument ARG's contents before the launch, which the
+        /// capture keeps only as a digest, re-created by the parent on a real device.
+        #[arg(long = "input", value_name = "ARG=FILE")]
+        inputs: Vec<String>,
     },
     /// Spread a campaign command over a Slurm cluster: a job array of --tasks shards and a
     /// merge job that writes the report (captures and outputs on a filesystem all nodes see).
@@ -764,6 +768,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
             source,
             extra_options,
             mutant_args,
+            inputs,
         } => Ok(match engine {
             check::Engine::Oclgrind => {
                 let variant = source.map(|source| check::Variant {
@@ -771,7 +776,7 @@ fn dispatch(cli: Cli, matches: &ArgMatches) -> Result<u8, String> {
                     extra_options,
                     mutant_args,
                 });
-                check::worker_main(&dir, id, variant.as_ref())
+                check::worker_main(&dir, id, variant.as_ref(), &inputs)
             }
             check::Engine::Native => check::native::worker_main(&dir, id, flags, &device, baseline),
         }),

@@ -445,6 +445,54 @@ fn fuzz_and_mutate_re_create_derived_inputs() {
     );
 }
 
+/// `cltrap check` checks launches whose inputs the capture keeps only as digests, on both
+/// engines: the native engine re-creates them on its device, and for Oclgrind the campaign
+/// worker re-creates them there and hands them to the simulator's child (which said before
+/// that the launch could not be checked: its inputs were not recorded).
+#[test]
+fn check_re_creates_derived_inputs_for_both_engines() {
+    let (dir, cap) = capture_gauss("derived-check", &[]);
+    let index = ReplayIndex::of(&cap.launches);
+    // The last two derived launches (one of each kernel, late in the chain).
+    let late: Vec<String> = cap
+        .launches
+        .iter()
+        .rev()
+        .filter(|l| matches!(index.get(l.id), Some(Replayability::Derived { .. })))
+        .take(2)
+        .map(|l| l.id.to_string())
+        .collect();
+    assert_eq!(late.len(), 2);
+    for engine in ["native", "oclgrind"] {
+        if engine == "oclgrind"
+            && !std::path::Path::new("/usr/lib/oclgrind/liboclgrind-rt-icd.so").is_file()
+        {
+            skip(
+                "check_re_creates_derived_inputs_for_both_engines (oclgrind)",
+                "Oclgrind is not installed (apt-get install oclgrind)",
+            );
+            continue;
+        }
+        let check = cltrap(&[
+            OsStr::new("check"),
+            dir.as_os_str(),
+            OsStr::new(&late[0]),
+            OsStr::new(&late[1]),
+            OsStr::new("--engine"),
+            OsStr::new(engine),
+        ]);
+        check.assert_no_panic();
+        assert!(
+            check.success()
+                && check.stdout_text().contains(&format!(
+                    "checked 2 of 2 launch(es) on {engine}: 0 finding(s)"
+                )),
+            "{}",
+            check.describe()
+        );
+    }
+}
+
 /// The `auto` derive threshold is paced by the run: a launch that passes it soon after the
 /// first derives its inputs, and one made after a pause, when the threshold has grown past
 /// what is stored, stores everything again, reusing no derived content (its inputs read and

@@ -114,6 +114,8 @@ pub struct Checker {
     in_process: Option<Option<Result<native::NativeEngine, String>>>,
     /// The capture the in-process engine checks (the campaign's, for the process's life).
     worker_capture: Option<&'static Capture>,
+    /// Private folder for the derived inputs handed to Oclgrind children.
+    inputs_dir: Option<tempfile::TempDir>,
 }
 
 impl Checker {
@@ -128,6 +130,7 @@ impl Checker {
             vendors: None,
             in_process: None,
             worker_capture: None,
+            inputs_dir: None,
         };
         if opts.engine == Engine::Oclgrind {
             c.icd_vendors()?;
@@ -147,6 +150,52 @@ impl Checker {
             self.in_process = Some(None);
         }
         self.worker_capture = Some(capture);
+    }
+
+    /// The inputs of `l` that the capture keeps only as digests, for its Oclgrind child, as
+    /// files: re-created on this campaign worker's own device by its native engine's deriver
+    /// (Oclgrind re-executing the launches before would take hours). None outside a campaign
+    /// worker (the child then says the launch cannot be checked) or when `l` has none.
+    fn derived_inputs(&mut self, l: &LaunchRecord) -> Result<Vec<(u32, PathBuf)>, String> {
+        let digest_only = l.args.iter().any(|a| match a {
+            cltrap_capture::ArgRecord::Buffer { before, .. }
+            | cltrap_capture::ArgRecord::Image { before, .. } => {
+                matches!(before, cltrap_capture::Content::Digest { .. })
+            }
+            _ => false,
+        });
+        let (true, Some(slot), Some(capture)) =
+            (digest_only, self.in_process.as_mut(), self.worker_capture)
+        else {
+            return Ok(Vec::new());
+        };
+        let device = &self.opts.device;
+        let engine = slot
+            .get_or_insert_with(|| native::NativeEngine::open(device).map_err(|(_, m)| m))
+            .as_mut()
+            .map_err(|m| format!("its derived inputs need a device to re-create them: {m}"))?;
+        let got = engine
+            .derived(capture, l)
+            .map_err(|e| format!("its derived inputs could not be re-created: {e}"))?;
+        if got.is_empty() {
+            return Ok(Vec::new());
+        }
+        if self.inputs_dir.is_none() {
+            self.inputs_dir = Some(
+                private::temp_dir("cltrap-check-")
+                    .map_err(|e| format!("cannot create a temporary folder: {e}"))?,
+            );
+        }
+        let dir = self.inputs_dir.as_ref().map(|d| d.path().to_path_buf());
+        let dir = dir.ok_or("no folder for derived inputs")?;
+        got.iter()
+            .map(|(arg, bytes)| {
+                let path = dir.join(format!("{}-{arg}.bin", l.id));
+                std::fs::write(&path, bytes.as_slice())
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                Ok((*arg, path))
+            })
+            .collect()
     }
 
     /// The native engine's outcome for `l`, in this process or in a child.
@@ -273,8 +322,11 @@ impl Checker {
                         ""
                     }
                 ));
-                match self.icd_vendors() {
-                    Ok(v) => {
+                match self
+                    .icd_vendors()
+                    .and_then(|v| Ok((v, self.derived_inputs(l)?)))
+                {
+                    Ok((v, inputs)) => {
                         let child = Child {
                             exe: &self.exe,
                             dir: &self.dir,
@@ -283,8 +335,12 @@ impl Checker {
                             deadline,
                             variant: opts.variant.as_ref(),
                             first_overrun: opts.first_overrun,
+                            inputs: &inputs,
                         };
                         let (s, d, notes) = child.run(l);
+                        for (_, path) in &inputs {
+                            let _ = std::fs::remove_file(path);
+                        }
                         out.status = s;
                         out.notes = notes;
                         d

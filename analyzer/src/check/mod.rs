@@ -526,6 +526,8 @@ struct Child<'a> {
     deadline: Duration,
     variant: Option<&'a Variant>,
     first_overrun: bool,
+    /// Files holding the launch's derived inputs, by argument (see [`worker_main`]).
+    inputs: &'a [(u32, PathBuf)],
 }
 
 impl Child<'_> {
@@ -597,6 +599,11 @@ impl Child<'_> {
             if v.mutant_args {
                 cmd.arg("--mutant-args");
             }
+        }
+        for (arg, path) in self.inputs {
+            let mut spec = std::ffi::OsString::from(format!("--input={arg}="));
+            spec.push(path);
+            cmd.arg(spec);
         }
         for (k, v) in oclgrind::environment(self.vendors, checks) {
             cmd.env(k, v);
@@ -671,8 +678,8 @@ impl Child<'_> {
 /// `cltrap check-worker DIR ID`: runs one launch on the Oclgrind platform (the only one its
 /// parent registered) and prints a [`WorkerReply`] line; Oclgrind prints its diagnostics on
 /// stderr. Exit status 0 whenever a reply was printed.
-pub fn worker_main(dir: &Path, id: u64, variant: Option<&Variant>) -> u8 {
-    let reply = worker(dir, id, variant).unwrap_or_else(|(outcome, message)| WorkerReply {
+pub fn worker_main(dir: &Path, id: u64, variant: Option<&Variant>, inputs: &[String]) -> u8 {
+    let reply = worker(dir, id, variant, inputs).unwrap_or_else(|(outcome, message)| WorkerReply {
         buffers: vec![],
         outcome: outcome.into(),
         message,
@@ -695,6 +702,7 @@ fn worker(
     dir: &Path,
     id: u64,
     variant: Option<&Variant>,
+    inputs: &[String],
 ) -> Result<WorkerReply, (&'static str, String)> {
     let fail = |e: crate::executor::ExecError| {
         (if e.is_skip() { "skipped" } else { "error" }, e.to_string())
@@ -702,7 +710,27 @@ fn worker(
     // The parent named the capture's damaged launch lines; this child checks one intact one.
     let capture = Capture::open_keeping_damaged(dir).map_err(|e| ("error", e.to_string()))?;
     let record = capture.launch(id).map_err(|e| ("error", e.to_string()))?;
-    let input = LaunchInput::from_record(&capture, record).map_err(fail)?;
+    // Derived inputs come from the parent, re-created on a real device (`--input ARG=FILE`):
+    // Oclgrind re-executing the launches before this one would take hours.
+    let mut files = std::collections::BTreeMap::new();
+    for spec in inputs {
+        let (arg, path) = spec
+            .split_once('=')
+            .and_then(|(a, p)| Some((a.parse::<u32>().ok()?, PathBuf::from(p))))
+            .ok_or_else(|| ("error", format!("--input {spec}: not ARG=FILE")))?;
+        files.insert(arg, path);
+    }
+    let mut unread = None;
+    let input = LaunchInput::from_record_with(&capture, record, &mut |arg, _| {
+        let path = files.get(&arg)?;
+        std::fs::read(path)
+            .map_err(|e| unread = Some(format!("{}: {e}", path.display())))
+            .ok()
+    });
+    if let Some(e) = unread {
+        return Err(("error", format!("derived input of launch {id}: {e}")));
+    }
+    let input = input.map_err(fail)?;
     let session = Session::open(&DeviceSelector {
         platform: Some("oclgrind".into()),
         device: None,

@@ -109,6 +109,22 @@ fn worker(
     NativeEngine::open(device)?.check(capture, id, flags, baseline)
 }
 
+/// The deriver in `slot` over `capture`, made anew when the slot served another capture.
+fn deriver_of<'s>(
+    slot: &'s mut Option<(&'static Capture, Deriver<'static>)>,
+    capture: &'static Capture,
+) -> &'s mut Deriver<'static> {
+    if !slot
+        .as_ref()
+        .is_some_and(|(c, _)| std::ptr::eq(*c, capture))
+    {
+        *slot = None;
+    }
+    &mut slot
+        .get_or_insert_with(|| (capture, Deriver::new(capture)))
+        .1
+}
+
 /// Why the native engine did not check a launch: `skipped`, `unsupported` or `error`, and
 /// the message (what `NativeReply::failed` turns into a reply).
 pub type EngineFailure = (&'static str, String);
@@ -153,6 +169,23 @@ impl NativeEngine {
         })
     }
 
+    /// The inputs of `record` that `capture` keeps only as digests, re-created on this
+    /// engine's device by re-executing the launches that left them (none when it has none).
+    pub fn derived(
+        &mut self,
+        capture: &'static Capture,
+        record: &cltrap_capture::LaunchRecord,
+    ) -> Result<Vec<(u32, std::sync::Arc<Vec<u8>>)>, String> {
+        let d = deriver_of(&mut self.deriver, capture);
+        let mut got: Vec<_> = d
+            .derived(&self.session, record)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .collect();
+        got.sort_by_key(|(arg, _)| *arg);
+        Ok(got)
+    }
+
     /// Checks launch `id` of `capture` with the checks `flags` asks for (and, with
     /// `baseline`, times it uninstrumented too).
     pub fn check(
@@ -163,19 +196,11 @@ impl NativeEngine {
         baseline: bool,
     ) -> Result<NativeReply, EngineFailure> {
         let record = capture.launch(id).map_err(|e| ("error", e.to_string()))?;
-        let session = &self.session;
         // Inputs kept only as digests past the disk budget are re-created on this device.
-        if !self
-            .deriver
-            .as_ref()
-            .is_some_and(|(c, _)| std::ptr::eq(*c, capture))
-        {
-            self.deriver = Some((capture, Deriver::new(capture)));
-        }
-        let input = match self.deriver.as_mut() {
-            Some((_, d)) => d.input(session, record).map_err(fail)?,
-            None => Deriver::new(capture).input(session, record).map_err(fail)?,
-        };
+        let input = deriver_of(&mut self.deriver, capture)
+            .input(&self.session, record)
+            .map_err(fail)?;
+        let session = &self.session;
         let baseline_kernel_ns = if baseline {
             let program = capture
                 .program(&record.program)
