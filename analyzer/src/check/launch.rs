@@ -180,14 +180,14 @@ impl Checker {
         if got.is_empty() {
             return Ok(Vec::new());
         }
-        if self.inputs_dir.is_none() {
-            self.inputs_dir = Some(
-                private::temp_dir("cltrap-check-")
-                    .map_err(|e| format!("cannot create a temporary folder: {e}"))?,
-            );
-        }
-        let dir = self.inputs_dir.as_ref().map(|d| d.path().to_path_buf());
-        let dir = dir.ok_or("no folder for derived inputs")?;
+        let dir = match &self.inputs_dir {
+            Some(d) => d.path().to_path_buf(),
+            None => {
+                let d = private::temp_dir("cltrap-check-")
+                    .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
+                self.inputs_dir.insert(d).path().to_path_buf()
+            }
+        };
         got.iter()
             .map(|(arg, bytes)| {
                 let path = dir.join(format!("{}-{arg}.bin", l.id));

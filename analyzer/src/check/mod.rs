@@ -543,7 +543,19 @@ impl Child<'_> {
     ) -> (LaunchStatus, Vec<Diagnostic>, Vec<String>) {
         let (status, diags, failures, crash) = self.run_once(launch, self.checks);
         let stopped = !failures.is_empty() && failures.iter().all(|f| f.in_uninitialized_plugin());
-        if self.checks.uninit && (stopped || crash.is_some()) {
+        // Why the plugin is left out of a second run, when it is.
+        let without_plugin = match (failures.first(), &crash) {
+            _ if !self.checks.uninit => None,
+            (Some(first), _) if stopped || crash.is_some() => Some(format!(
+                "Oclgrind's uninitialised-value plugin cannot simulate this kernel ({})",
+                first.message
+            )),
+            (None, Some(crash)) => Some(format!(
+                "Oclgrind crashes on this kernel with its uninitialised-value plugin on ({crash}), and ran it whole without"
+            )),
+            _ => None,
+        };
+        if let Some(why) = without_plugin {
             let checks = oclgrind::Checks {
                 uninit: false,
                 ..self.checks
@@ -553,16 +565,7 @@ impl Child<'_> {
             if again_failures.is_empty() && again_crash.is_none() {
                 // What the plugin found before it stopped stands.
                 again.extend(diags.into_iter().filter(|d| d.kind == Kind::Uninitialized));
-                let note = match (failures.first(), &crash) {
-                    (Some(first), _) => format!(
-                        "uninitialised values not checked: Oclgrind's uninitialised-value plugin cannot simulate this kernel ({})",
-                        first.message
-                    ),
-                    (None, Some(crash)) => format!(
-                        "uninitialised values not checked: Oclgrind crashes on this kernel with its uninitialised-value plugin on ({crash}), and ran it whole without"
-                    ),
-                    (None, None) => "uninitialised values not checked".to_string(),
-                };
+                let note = format!("uninitialised values not checked: {why}");
                 return (again_status, again, vec![note]);
             }
         }
