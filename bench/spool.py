@@ -27,8 +27,7 @@ Usage: bench/spool.py                       (ROUNDS=3; binaries in target/bench,
                                              BENCH_PLATFORM (a number; default 0), device 0;
                                              `clpeak` on PATH or BENCH_CLPEAK; their rows go to
                                              bench/results/spool-apps-<machine>.json)
-Build the C programs first (cc -O2 bench/X.c -lOpenCL -lm -o target/bench/X, or
-scripts/build-c.sh bench for gauss and buffer-heavy).
+Build the C programs first: scripts/build-c.sh bench.
 """
 import json
 import os

@@ -6,7 +6,7 @@
 #   target/bench/launch-storm  target/bench/buffer-heavy  target/bench/read-storm
 #   target/bench/finish-storm
 #   target/bench/partial-update  target/bench/gauss  target/bench/check-kernels
-#   target/bench/fuzz-apps
+#   target/bench/fuzz-apps  target/bench/stencil1d  target/bench/wavefront  target/bench/fdtd
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,6 +37,9 @@ bench | all)
     build target/bench/gauss bench/gauss.c
     build target/bench/check-kernels bench/check_kernels.c
     build target/bench/fuzz-apps bench/fuzz_apps.c
+    build target/bench/stencil1d bench/stencil1d.c
+    build target/bench/wavefront bench/wavefront.c
+    build target/bench/fdtd bench/fdtd.c
     ;;
 demo) ;;
 *)

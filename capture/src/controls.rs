@@ -83,6 +83,13 @@ pub const CONTROLS: &[Control] = &[
         help: "Digest buffer contents where they are instead of reading them back: on a GPU, a small kernel in the application's queue digests them on the device and only the digest (plus contents not stored yet in `full` mode) is read back; on a CPU device, a native kernel hashes them in place in host memory and copies only contents the launch stores and the capture does not hold yet. `auto`: buffers of 64 KiB or more, in place on CPU devices and on the device elsewhere; `on`: every buffer on every device with the device kernel; `host`: every buffer in place on CPU devices, read back elsewhere; `off`: always read contents back.",
     },
     Control {
+        env: "CLTRAP_PREPARE",
+        flag: "prepare",
+        value_name: "ahead|at-launch",
+        default: "ahead",
+        help: "When the device-side digest machinery of a context and device (the digest kernel, its first run, the pinned memory its partials and, in `full` mode, the contents read back go to) is made. `ahead`: as soon as the application has a queue on a GPU and a buffer the capture will digest on it, on a thread of the shim, while the application goes on setting up; the first launches then pay nothing for it. `at-launch`: by the first launch that needs it, on the launching thread.",
+    },
+    Control {
         env: "CLTRAP_AT_FINISH",
         flag: "at-finish",
         value_name: "write|hand",
@@ -256,6 +263,9 @@ pub struct Settings {
     pub device_digest: DeviceDigest,
     /// `CLTRAP_AT_FINISH`: who writes the launches an application's `clFinish` finished.
     pub at_finish: AtFinish,
+    /// `CLTRAP_PREPARE=ahead`: the device-digest machinery is made before the first launch
+    /// that needs it, on a thread of the shim.
+    pub prepare_ahead: bool,
     /// `CLTRAP_TEST_DIGEST_BUILD=fail`: the device-digest program is made not to build, so
     /// the tests can check the read-back fallback on a driver where it builds.
     pub test_digest_build_fails: bool,
@@ -363,6 +373,11 @@ impl Settings {
             "write" | "" => AtFinish::Write,
             "hand" => AtFinish::Hand,
             v => return Err(bad("CLTRAP_AT_FINISH", v, "write or hand")),
+        };
+        let prepare_ahead = match get("CLTRAP_PREPARE").trim() {
+            "ahead" | "" => true,
+            "at-launch" => false,
+            v => return Err(bad("CLTRAP_PREPARE", v, "ahead or at-launch")),
         };
         let test_digest_build_fails = match get("CLTRAP_TEST_DIGEST_BUILD").trim() {
             "ok" | "" => false,
@@ -472,6 +487,7 @@ impl Settings {
             free_bytes,
             device_digest,
             at_finish,
+            prepare_ahead,
             test_digest_build_fails,
             stats: Some(get("CLTRAP_STATS"))
                 .filter(|s| !s.trim().is_empty())

@@ -307,12 +307,66 @@ fn a_launch_from_an_event_callback_reads_back_and_the_engine_is_built_on_the_mai
     // building a program is undefined: that launch's buffer is read back (no engine is built
     // inside the callback), and the launches that follow on the main thread build the engine
     // and digest on the device.
-    let (dir, cap, dev) =
-        capture_with_stats("callback_launch", "dd-callback", &["--device-digest", "on"]);
+    // (`--prepare at-launch`: an engine made ahead of the launches would be there already.)
+    let (dir, cap, dev) = capture_with_stats(
+        "callback_launch",
+        "dd-callback",
+        &["--device-digest", "on", "--prepare", "at-launch"],
+    );
     assert_eq!(cap.launches.len(), 4);
     assert_eq!(counter(&dev, "content_reads"), 2, "{dev}");
     assert_eq!(counter(&dev, "engines_built"), 1, "{dev}");
     assert!(counter(&dev, "device_digests") >= 3, "{dev}");
     assert_full_contents(&cap);
     assert_replays_ok(&dir, 4);
+}
+
+#[test]
+fn the_digest_engine_is_made_ahead_of_the_launches_and_the_application_behaves_the_same() {
+    // `prepared` makes its queue and a 1 MiB buffer, then launches four times over it
+    // (`launch`) or exits at once without releasing anything (`exit`). Under `--prepare ahead`
+    // (the default) a thread of the shim builds the digest engine as soon as both exist, and
+    // the process waits for that thread at its exit: the engine is built ahead even when the
+    // application never launches, and never twice. Under `--prepare at-launch` the first
+    // launch builds it (and a process that never launches makes nothing: no writer, no
+    // counters file). Either way the application's output, exit status and stderr are its
+    // native ones, and the launches replay.
+    let exe = fixture("prepared");
+    for (mode, prepare, built, prepared) in [
+        ("exit", "ahead", 1, Some(1)),
+        ("exit", "at-launch", 0, Some(0)),
+        ("launch", "ahead", 1, None),
+        ("launch", "at-launch", 1, Some(0)),
+    ] {
+        let native = run_native(&exe, &[mode]).expect_success();
+        let dir = fresh_capture_dir(&format!("dd-prepared-{mode}-{prepare}"));
+        let flags = [
+            "--buffers",
+            "full",
+            "--device-digest",
+            "on",
+            "--prepare",
+            prepare,
+        ];
+        let (captured, dev) = run_captured_with_stats(&dir, &flags, &exe, &[mode]);
+        captured.assert_no_panic();
+        assert_same_behaviour(&native, &captured);
+        assert_quiet_capture(&native, &captured);
+        let what = format!("{mode}, --prepare {prepare}: {dev}");
+        if (mode, prepare) == ("exit", "at-launch") {
+            assert!(dev.is_null(), "{what}");
+            continue;
+        }
+        assert_eq!(counter(&dev, "engines_built"), built, "{what}");
+        if let Some(p) = prepared {
+            assert_eq!(counter(&dev, "engines_prepared"), p, "{what}");
+        }
+        if mode == "launch" {
+            assert_eq!(counter(&dev, "content_reads"), 0, "{what}");
+            let cap = open_capture(&dir);
+            assert_eq!(cap.launches.len(), 4, "{what}");
+            assert_full_contents(&cap);
+            assert_replays_ok(&dir, 4);
+        }
+    }
 }

@@ -20,6 +20,7 @@ use opencl_sys::*;
 fn context_made(context: cl_context) -> cl_context {
     if !context.is_null() {
         quietly(|| {
+            super::prepare::forget(context as usize);
             super::digest::retire(context as usize);
             super::pinned::retire(context as usize);
             born_as(context as usize, Kind::Context, None);
@@ -28,10 +29,19 @@ fn context_made(context: cl_context) -> cl_context {
     context
 }
 
-/// The application's new queue, which holds `context` (null: the driver made none).
-fn queue_made(queue: cl_command_queue, context: cl_context) -> cl_command_queue {
+/// The application's new queue on `device`, which holds `context` (null: the driver made
+/// none).
+fn queue_made(
+    next: &Next,
+    queue: cl_command_queue,
+    context: cl_context,
+    device: cl_device_id,
+) -> cl_command_queue {
     if !queue.is_null() {
-        quietly(|| born_as(queue as usize, Kind::Queue, Some(context as usize)));
+        quietly(|| {
+            born_as(queue as usize, Kind::Queue, Some(context as usize));
+            super::prepare::queue_made(next, context as usize, device as usize);
+        });
     }
     queue
 }
@@ -98,7 +108,12 @@ pub unsafe fn clCreateCommandQueue(
     let Some(f) = next.clCreateCommandQueue else {
         return missing(errcode_ret);
     };
-    queue_made(f(context, device, properties, errcode_ret), context)
+    queue_made(
+        next,
+        f(context, device, properties, errcode_ret),
+        context,
+        device,
+    )
 }
 
 pub unsafe fn clCreateCommandQueueWithProperties(
@@ -111,7 +126,12 @@ pub unsafe fn clCreateCommandQueueWithProperties(
     let Some(f) = next.clCreateCommandQueueWithProperties else {
         return missing(errcode_ret);
     };
-    queue_made(f(context, device, properties, errcode_ret), context)
+    queue_made(
+        next,
+        f(context, device, properties, errcode_ret),
+        context,
+        device,
+    )
 }
 
 /// `clRetainCommandQueue`: one more reference of the application's to its queue.

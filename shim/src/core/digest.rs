@@ -23,6 +23,7 @@
 //! purpose, for the test of that path).
 
 mod mapped;
+mod ready;
 mod snapshot;
 
 pub(super) use snapshot::Snapshot;
@@ -172,33 +173,43 @@ pub(super) fn engine_for(
     settings: &Settings,
     facts: QueueFacts,
 ) -> Option<Arc<Engine>> {
+    engine_built_for(next, settings, facts).0
+}
+
+/// [`engine_for`], and whether this call built the engine.
+pub(super) fn engine_built_for(
+    next: &Next,
+    settings: &Settings,
+    facts: QueueFacts,
+) -> (Option<Arc<Engine>>, bool) {
     let dd128 = matches!(
         settings.device_digest,
         DeviceDigest::Auto | DeviceDigest::On
     );
     if !dd128 || facts.context == 0 || facts.device == 0 {
-        return None;
+        return (None, false);
     }
     let key = (facts.context, facts.device);
     if let Some(e) = lock(&ENGINES).get(&key) {
-        return e.clone();
+        return (e.clone(), false);
     }
     // No program is built inside an application's callback (undefined there), nor does such a
     // launch wait for another thread's build: it reads back, a later launch builds.
     if super::callback::inside() {
-        return None;
+        return (None, false);
     }
-    // One build at a time: a second thread launching meanwhile waits for it and takes it, so
-    // no engine is ever made twice and thrown away.
+    // One build at a time (a launch's, or [`super::prepare`]'s ahead of the launches): a
+    // second thread meanwhile waits for it and takes it, so no engine is ever made twice and
+    // thrown away.
     static BUILDING: Mutex<()> = Mutex::new(());
     let _one = lock(&BUILDING);
     if let Some(e) = lock(&ENGINES).get(&key) {
-        return e.clone();
+        return (e.clone(), false);
     }
     // Nothing of ours goes into a context the application is not seen to hold: nothing
     // would ever give it back.
     if !super::refcount::context_held(facts.context) {
-        return None;
+        return (None, false);
     }
     // Under `auto` a CPU device (or one that does not say) gets no engine: its digests are
     // computed in place or its buffers read back.
@@ -227,7 +238,8 @@ pub(super) fn engine_for(
     if super::refcount::context_held(facts.context) {
         engines.insert(key, made.clone());
     }
-    made
+    let built = made.is_some();
+    (made, built)
 }
 
 /// The application is done with `context` ([`super::lifetime`]): its engines leave the
@@ -524,7 +536,7 @@ impl Engine {
         want_event: bool,
         events: &mut Vec<cl_event>,
     ) -> Result<cl_event, cl_int> {
-        let (Some(set_arg), Some(run)) = (self.calls.set_arg, self.calls.enqueue_kernel) else {
+        let Some(run) = self.calls.enqueue_kernel else {
             return Err(CL_INVALID_OPERATION);
         };
         let groups = self.groups(bytes);
@@ -542,49 +554,22 @@ impl Engine {
             })
         };
         let digest_ev = {
-            let _one = lock(&self.enqueue);
-            // SAFETY: our own kernel; argument sizes as the kernel declares them (arguments 2
-            // and 4, the slots and the local scratch, were set once when it was built).
-            let set = unsafe {
-                [
-                    set_arg(
+            let r = self.with_digest_args(mem, len, index, || {
+                super::contents::enqueued(wait, !in_order, |n, list, ev| unsafe {
+                    // SAFETY: our kernel over the application's buffer in its own queue.
+                    run(
+                        queue,
                         kernel,
-                        0,
-                        size_of::<cl_mem>(),
-                        (&mem as *const cl_mem).cast(),
-                    ),
-                    set_arg(kernel, 1, size_of::<u64>(), (&len as *const u64).cast()),
-                    set_arg(kernel, 3, size_of::<u32>(), (&index as *const u32).cast()),
-                ]
-            };
-            if let Some(bad) = set.iter().find(|r| **r != CL_SUCCESS) {
-                return Err(*bad);
-            }
-            let r = super::contents::enqueued(wait, !in_order, |n, list, ev| unsafe {
-                // SAFETY: our kernel over the application's buffer in its own queue.
-                run(
-                    queue,
-                    kernel,
-                    1,
-                    std::ptr::null(),
-                    &global,
-                    &local,
-                    n,
-                    list,
-                    ev,
-                )
-            });
-            // Our kernel object keeps no hold of the application's buffer.
-            let null: cl_mem = std::ptr::null_mut();
-            // SAFETY: a NULL buffer argument is valid for a global pointer.
-            unsafe {
-                set_arg(
-                    kernel,
-                    0,
-                    size_of::<cl_mem>(),
-                    (&null as *const cl_mem).cast(),
-                )
-            };
+                        1,
+                        std::ptr::null(),
+                        &global,
+                        &local,
+                        n,
+                        list,
+                        ev,
+                    )
+                })
+            })?;
             let ev = chained(r, events)?;
             super::stats::add(&super::stats::DEVICE_DIGESTS, 1);
             super::stats::add(&super::stats::PARTIAL_BYTES, (groups * 16) as u64);
@@ -612,6 +597,53 @@ impl Engine {
             Ok(ev) => Ok(ev),
             Err(e) => Err(e),
         }
+    }
+
+    /// Under the one-enqueue-at-a-time lock: sets the kernel's per-digest arguments (the
+    /// buffer `mem`, its length `len`, the slot `index`), runs `f` (the enqueue), then sets the
+    /// buffer argument back to NULL, so our kernel object keeps no hold of the buffer.
+    /// Err: the driver refused an argument (`f` did not run).
+    fn with_digest_args<R>(
+        &self,
+        mem: cl_mem,
+        len: u64,
+        index: u32,
+        f: impl FnOnce() -> R,
+    ) -> Result<R, cl_int> {
+        let Some(set_arg) = self.calls.set_arg else {
+            return Err(CL_INVALID_OPERATION);
+        };
+        let kernel = self.kernel as cl_kernel;
+        let _one = lock(&self.enqueue);
+        // SAFETY: our own kernel; argument sizes as the kernel declares them (arguments 2 and
+        // 4, the slots and the local scratch, were set once when it was built).
+        let set = unsafe {
+            [
+                set_arg(
+                    kernel,
+                    0,
+                    size_of::<cl_mem>(),
+                    (&mem as *const cl_mem).cast(),
+                ),
+                set_arg(kernel, 1, size_of::<u64>(), (&len as *const u64).cast()),
+                set_arg(kernel, 3, size_of::<u32>(), (&index as *const u32).cast()),
+            ]
+        };
+        if let Some(bad) = set.iter().find(|r| **r != CL_SUCCESS) {
+            return Err(*bad);
+        }
+        let r = f();
+        let null: cl_mem = std::ptr::null_mut();
+        // SAFETY: a NULL buffer argument is valid for a global pointer.
+        unsafe {
+            set_arg(
+                kernel,
+                0,
+                size_of::<cl_mem>(),
+                (&null as *const cl_mem).cast(),
+            )
+        };
+        Ok(r)
     }
 
     /// Releases every object of the engine once (nothing of it may be in use: called when

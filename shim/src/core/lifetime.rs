@@ -68,6 +68,7 @@ fn forget_all(gone: &[(usize, Kind)]) {
             }
             Kind::Queue => super::queue_ref::app_released(*h),
             Kind::Context => {
+                super::prepare::forget(*h);
                 super::digest::retire(*h);
                 super::pinned::retire(*h);
                 super::inplace::retire(*h);

@@ -26,6 +26,13 @@ fn created(mem: cl_mem, flags: cl_mem_flags, parent: cl_mem) -> cl_mem {
     mem
 }
 
+/// Tells [`super::prepare`] of a new buffer (`mem`, null when the driver made none).
+fn large_made(next: &Next, mem: cl_mem, context: cl_context, size: size_t) {
+    if !mem.is_null() {
+        quietly(|| super::prepare::buffer_made(next, context as usize, size));
+    }
+}
+
 /// The memory object an image is made from (`cl_image_desc.buffer`, alias `mem_object`), or
 /// null.
 fn image_parent(desc: *const cl_image_desc) -> cl_mem {
@@ -49,6 +56,7 @@ pub unsafe fn clCreateBuffer(
         return missing(errcode_ret);
     };
     let mem = f(context, flags, size, host_ptr, errcode_ret);
+    large_made(next, mem, context, size);
     created(mem, flags, std::ptr::null_mut())
 }
 
@@ -65,6 +73,7 @@ pub unsafe fn clCreateBufferWithProperties(
         return missing(errcode_ret);
     };
     let mem = f(context, properties, flags, size, host_ptr, errcode_ret);
+    large_made(next, mem, context, size);
     created(mem, flags, std::ptr::null_mut())
 }
 

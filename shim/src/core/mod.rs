@@ -31,6 +31,7 @@ mod lifetime;
 mod mem;
 mod pinned;
 mod plan;
+mod prepare;
 mod program;
 mod queue_ref;
 mod readahead;

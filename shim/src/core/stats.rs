@@ -156,6 +156,8 @@ pub(super) static MARKERS: AtomicU64 = AtomicU64::new(0);
 
 /// Digest engines built (one per context and device while the application holds the context).
 pub(super) static ENGINES_BUILT: AtomicU64 = AtomicU64::new(0);
+/// Of [`ENGINES_BUILT`], those built ahead of the launches ([`super::prepare`]).
+pub(super) static ENGINES_PREPARED: AtomicU64 = AtomicU64::new(0);
 /// Digest engines whose objects were released (their context retired, see `lifetime.rs`).
 pub(super) static ENGINES_RELEASED: AtomicU64 = AtomicU64::new(0);
 /// Pooled snapshot buffers released after their engine was idle.
@@ -182,7 +184,7 @@ pub(super) fn write(path: &std::path::Path) {
         .collect();
     // The counters, named as in the file, in its order (one list: names and values cannot
     // drift apart).
-    let counters: [(&str, &AtomicU64); 21] = [
+    let counters: [(&str, &AtomicU64); 22] = [
         ("content_reads", &CONTENT_READS),
         ("content_read_bytes", &CONTENT_READ_BYTES),
         ("device_digests", &DEVICE_DIGESTS),
@@ -200,6 +202,7 @@ pub(super) fn write(path: &std::path::Path) {
         ("finish_written", &FINISH_WRITTEN),
         ("finish_handed", &FINISH_HANDED),
         ("engines_built", &ENGINES_BUILT),
+        ("engines_prepared", &ENGINES_PREPARED),
         ("engines_released", &ENGINES_RELEASED),
         ("snapshots_released", &SNAPSHOTS_RELEASED),
         ("events", &EVENTS),

@@ -133,7 +133,15 @@ impl Engine {
                 cap,
             });
         }
-        if st.mapped_bytes + bytes > MAPPED_MAX {
+        drop(st);
+        self.mapped_new(bytes)
+    }
+
+    /// New mapped memory for `bytes` bytes, made and mapped now whatever the pool holds (None:
+    /// the engine holds [`MAPPED_MAX`] already, or it could not be made).
+    pub(super) fn mapped_new(self: &Arc<Engine>, bytes: usize) -> Option<Mapped> {
+        let mut st = crate::core::track::lock(&self.state);
+        if st.closed || st.mapped_bytes + bytes > MAPPED_MAX {
             return None;
         }
         st.mapped_bytes += bytes;
