@@ -87,7 +87,7 @@ pub const CONTROLS: &[Control] = &[
         flag: "prepare",
         value_name: "ahead|at-launch",
         default: "ahead",
-        help: "When the device-side digest machinery of a context and device (the digest kernel, its first run, the pinned memory its partials and, in `full` mode, the contents read back go to) is made. `ahead`: as soon as the application has a queue on a GPU and a buffer the capture will digest on it, on a thread of the shim, while the application goes on setting up; the first launches then pay nothing for it. `at-launch`: by the first launch that needs it, on the launching thread.",
+        help: "When the device-side digest machinery of a context and device (the digest kernel, its first run, the pinned memory its partials and, in `full` mode, the contents read back go to) is made. `ahead`: as soon as the application has a queue on the device and a buffer the capture will digest there, in that call (its set-up pays what its first launches would have); the first launches then pay nothing for it. `at-launch`: by the first launch that needs it.",
     },
     Control {
         env: "CLTRAP_AT_FINISH",
@@ -264,7 +264,7 @@ pub struct Settings {
     /// `CLTRAP_AT_FINISH`: who writes the launches an application's `clFinish` finished.
     pub at_finish: AtFinish,
     /// `CLTRAP_PREPARE=ahead`: the device-digest machinery is made before the first launch
-    /// that needs it, on a thread of the shim.
+    /// that needs it (when the application has a queue and a buffer digested there).
     pub prepare_ahead: bool,
     /// `CLTRAP_TEST_DIGEST_BUILD=fail`: the device-digest program is made not to build, so
     /// the tests can check the read-back fallback on a driver where it builds.

@@ -325,18 +325,17 @@ fn a_launch_from_an_event_callback_reads_back_and_the_engine_is_built_on_the_mai
 fn the_digest_engine_is_made_ahead_of_the_launches_and_the_application_behaves_the_same() {
     // `prepared` makes its queue and a 1 MiB buffer, then launches four times over it
     // (`launch`) or exits at once without releasing anything (`exit`). Under `--prepare ahead`
-    // (the default) a thread of the shim builds the digest engine as soon as both exist, and
-    // the process waits for that thread at its exit: the engine is built ahead even when the
-    // application never launches, and never twice. Under `--prepare at-launch` the first
-    // launch builds it (and a process that never launches makes nothing: no writer, no
+    // (the default) the buffer's creation builds the digest engine: ahead of the launches, even
+    // when the application never launches, and never twice. Under `--prepare at-launch` the
+    // first launch builds it (and a process that never launches makes nothing: no writer, no
     // counters file). Either way the application's output, exit status and stderr are its
     // native ones, and the launches replay.
     let exe = fixture("prepared");
     for (mode, prepare, built, prepared) in [
-        ("exit", "ahead", 1, Some(1)),
-        ("exit", "at-launch", 0, Some(0)),
-        ("launch", "ahead", 1, None),
-        ("launch", "at-launch", 1, Some(0)),
+        ("exit", "ahead", 1, 1),
+        ("exit", "at-launch", 0, 0),
+        ("launch", "ahead", 1, 1),
+        ("launch", "at-launch", 1, 0),
     ] {
         let native = run_native(&exe, &[mode]).expect_success();
         let dir = fresh_capture_dir(&format!("dd-prepared-{mode}-{prepare}"));
@@ -358,9 +357,7 @@ fn the_digest_engine_is_made_ahead_of_the_launches_and_the_application_behaves_t
             continue;
         }
         assert_eq!(counter(&dev, "engines_built"), built, "{what}");
-        if let Some(p) = prepared {
-            assert_eq!(counter(&dev, "engines_prepared"), p, "{what}");
-        }
+        assert_eq!(counter(&dev, "engines_prepared"), prepared, "{what}");
         if mode == "launch" {
             assert_eq!(counter(&dev, "content_reads"), 0, "{what}");
             let cap = open_capture(&dir);

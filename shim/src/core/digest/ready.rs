@@ -1,4 +1,4 @@
-//! What [`crate::core::prepare`] does to an engine before its first launch: runs its kernel
+//! What `crate::core::prepare` does to an engine before its first launch: runs its kernel
 //! once, and maps host memory for the contents `full` mode will read back.
 //!
 //! Why: both cost the first launches otherwise. On the H200 host (NVIDIA driver, 2026-12-01)
