@@ -23,7 +23,7 @@ pub mod private;
 pub mod report;
 pub mod sarif;
 
-use crate::executor::{BuildOptions, DeviceSelector, InputArg, LaunchInput, Session};
+use crate::executor::{BuildOptions, DeviceSelector, FromFiles, InputArg, LaunchInput, Session};
 use cltrap_capture::Capture;
 use finding::{Diagnostic, Family, Finding, Kind};
 use serde::{Deserialize, Serialize};
@@ -723,17 +723,11 @@ fn worker(
             .ok_or_else(|| ("error", format!("--input {spec}: not ARG=FILE")))?;
         files.insert(arg, path);
     }
-    let mut unread = None;
-    let input = LaunchInput::from_record_with(&capture, record, &mut |arg, _| {
-        let path = files.get(&arg)?;
-        std::fs::read(path)
-            .map_err(|e| unread = Some(format!("{}: {e}", path.display())))
-            .ok()
-    });
-    if let Some(e) = unread {
-        return Err(("error", format!("derived input of launch {id}: {e}")));
-    }
-    let input = input.map_err(fail)?;
+    let input =
+        LaunchInput::from_record_with_files(&capture, record, &files).map_err(|e| match e {
+            FromFiles::Unread(e) => ("error", format!("derived input of launch {id}: {e}")),
+            FromFiles::Exec(e) => fail(e),
+        })?;
     let session = Session::open(&DeviceSelector {
         platform: Some("oclgrind".into()),
         device: None,

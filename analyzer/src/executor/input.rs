@@ -186,6 +186,27 @@ impl LaunchInput {
         Self::from_record_except(capture, l, &[], derive)
     }
 
+    /// [`LaunchInput::from_record_with`] where each derived input comes from a file, by
+    /// argument index (what a worker process is handed: re-created on a device elsewhere).
+    /// A derived input with no file there stays missing, as without a deriver.
+    pub fn from_record_with_files(
+        capture: &Capture,
+        l: &LaunchRecord,
+        files: &std::collections::BTreeMap<u32, std::path::PathBuf>,
+    ) -> Result<LaunchInput, FromFiles> {
+        let mut unread = None;
+        let input = Self::from_record_with(capture, l, &mut |arg, _| {
+            let path = files.get(&arg)?;
+            std::fs::read(path)
+                .map_err(|e| unread = Some(format!("{}: {e}", path.display())))
+                .ok()
+        });
+        match unread {
+            Some(why) => Err(FromFiles::Unread(why)),
+            None => input.map_err(FromFiles::Exec),
+        }
+    }
+
     /// [`LaunchInput::from_record_with`] where the buffer arguments `resident` get an empty
     /// placeholder instead of their contents: each binds an object that holds them on the
     /// device, verified there, and nothing on the host has them ([`super::Chain`]).
@@ -481,4 +502,13 @@ pub(super) fn sub_of_an_argument(l: &LaunchRecord, a: &ArgRecord) -> bool {
     l.args
         .iter()
         .any(|b| matches!(b, ArgRecord::Buffer { mem: m, sub_of: None, .. } if m == parent))
+}
+
+/// Why [`LaunchInput::from_record_with_files`] could not restore a launch.
+#[derive(Debug)]
+pub enum FromFiles {
+    /// A derived input's file could not be read (`PATH: why`).
+    Unread(String),
+    /// The record could not be restored.
+    Exec(ExecError),
 }

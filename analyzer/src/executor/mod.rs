@@ -48,7 +48,7 @@ pub use derive::{cache_bytes, Deriver};
 pub use device::{list_devices, DeviceInfo, DeviceSelector, RunSplit, Session};
 pub use devverify::{DeviceVerification, Mode as DeviceVerifyMode};
 pub use guard::GuardBreach;
-pub use input::{image_bytes, image_region, Expected, InputArg, LaunchInput};
+pub use input::{image_bytes, image_region, Expected, FromFiles, InputArg, LaunchInput};
 pub use outputs::{check_outputs, Mismatch};
 pub use program::{BuildOptions, BuiltProgram};
 pub use resident::{

@@ -17,8 +17,8 @@
 
 use super::{error_line, Status};
 use crate::executor::{
-    check_outputs, BuildOptions, BuiltProgram, DeviceSelector, Expected, InputArg, LaunchInput,
-    Session,
+    check_outputs, BuildOptions, BuiltProgram, DeviceSelector, Expected, FromFiles, InputArg,
+    LaunchInput, Session,
 };
 use crate::variant::{selector_extras, word_buffer, words};
 use cltrap_capture::{ArgInfo, Capture};
@@ -248,17 +248,12 @@ impl WorkerState {
             .get(&job.capture)
             .ok_or_else(|| fail("capture not open".into()))?;
         let rec = capture.launch(id).map_err(|e| fail(e.to_string()))?;
-        let mut unread = None;
-        let input = LaunchInput::from_record_with(capture, rec, &mut |arg, _| {
-            let path = test.derived.get(&arg)?;
-            std::fs::read(path)
-                .map_err(|e| unread = Some(format!("{}: {e}", path.display())))
-                .ok()
-        });
-        if let Some(e) = unread {
-            return Err(fail(format!("derived input of launch {id}: {e}")));
-        }
-        let input = input.map_err(|e| fail(e.to_string()))?;
+        let input = LaunchInput::from_record_with_files(capture, rec, &test.derived).map_err(
+            |e| match e {
+                FromFiles::Unread(e) => fail(format!("derived input of launch {id}: {e}")),
+                FromFiles::Exec(e) => fail(e.to_string()),
+            },
+        )?;
         let expected =
             LaunchInput::expected_outputs(capture, rec).map_err(|e| fail(e.to_string()))?;
         let infos = rec.args.iter().map(|a| a.info().clone()).collect();
