@@ -99,26 +99,52 @@ fn abridge(text: &str) -> String {
     )
 }
 
-/// PoCL's kernel cache for the processes of the calling test: one per test (the harness
-/// names each test's thread after it). Why: PoCL's cache is not safe for processes that
-/// build the same kernel at the same moment (pocl/pocl#430, #1480), which parallel tests of
-/// one fixture do; a cold cache, as on a fresh CI machine, once killed a pyopencl
-/// reproducer with SIGBUS. A test's own processes run one after another and share it.
+/// PoCL's kernel cache for the processes of the calling test: a slot of a pool, held by the
+/// test's thread (the harness runs each test on a thread of its own) from its first process
+/// to its end, so no two running tests ever share one, while tests that run one after another
+/// reuse what their predecessors compiled. Why one at a time: PoCL's cache is not safe for
+/// processes that build the same kernel at the same moment (pocl/pocl#430, #1480), which
+/// parallel tests of one fixture do; a cold cache, as on a fresh CI machine, once killed a
+/// pyopencl reproducer with SIGBUS. A test's own processes run one after another and share it.
+/// Why a pool rather than a cache per test: a fixture's kernels took 1.7 s to build cold and
+/// 0.1 s from the cache on the 2-core CI machine, and most tests build one cold.
 fn pocl_cache_dir() -> std::path::PathBuf {
-    let thread = std::thread::current();
-    let name: String = thread
-        .name()
-        .unwrap_or("main")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    crate::paths::e2e_dir().join("pocl-cache").join(name)
+    thread_local! {
+        static SLOT: std::cell::RefCell<Option<(std::path::PathBuf, std::fs::File)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    SLOT.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(take_cache_slot());
+        }
+        slot.as_ref()
+            .map(|(dir, _)| dir.clone())
+            .unwrap_or_default()
+    })
+}
+
+/// The first slot of the pool under `pocl-cache/` that no running test holds: its folder, and
+/// its lock file, locked (released when the file is closed, with the test's thread).
+fn take_cache_slot() -> (std::path::PathBuf, std::fs::File) {
+    use std::os::fd::AsRawFd;
+    let base = crate::paths::e2e_dir().join("pocl-cache");
+    std::fs::create_dir_all(&base)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", base.display()));
+    for k in 0.. {
+        let lock_path = base.join(format!("slot-{k}.lock"));
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .unwrap_or_else(|e| panic!("cannot open {}: {e}", lock_path.display()));
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return (base.join(format!("slot-{k}")), lock);
+        }
+    }
+    unreachable!("the pool has a free slot past every held one")
 }
 
 /// Runs `program args` with `env` added (and LD_PRELOAD / OPENCL_LAYERS / CLTRAP_* removed
